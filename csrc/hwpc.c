@@ -1,0 +1,315 @@
+/* hwpc.c - the public counting API (ps_hwpc_*): one process-wide event set
+ * driven through the PAPI or perf_event backend.  psrun uses the same calls
+ * from the preloaded constructor (preload.c). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+enum { ST_NONE, ST_READY, ST_RUNNING, ST_SUSPENDED };
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int state = ST_NONE;
+static ps_evset_t set;
+static long long wall_start, wall_total;
+
+static int choose_backend(char *why, size_t why_len)
+{
+    const char *want = getenv("PSUITE_BACKEND");
+    char papi_why[256] = "";
+    if (want && *want && strcmp(want, "perf_event") != 0 && strcmp(want, "papi") != 0 &&
+        strcmp(want, "PAPI") != 0) {
+        snprintf(why, why_len, "PSUITE_BACKEND must be PAPI or perf_event");
+        return PS_BACKEND_NONE;
+    }
+    if (!(want && strcmp(want, "perf_event") == 0)) {
+        if (ps_papi_load(papi_why, sizeof papi_why))
+            return PS_BACKEND_PAPI;
+        if (want && *want) {
+            snprintf(why, why_len, "PAPI requested but %s", papi_why);
+            return PS_BACKEND_NONE;
+        }
+    }
+    if (ps_perf_available(why, why_len))
+        return PS_BACKEND_PERF;
+    return PS_BACKEND_NONE;
+}
+
+static int init_locked(void)
+{
+    char why[256] = "";
+    if (state != ST_NONE)
+        return PS_HWPC_ESTATE;
+    memset(&set, 0, sizeof set);
+    int rc = ps_config_load(&set, why, sizeof why);
+    if (rc != PS_HWPC_OK) {
+        ps_message("%s", why);
+        return rc;
+    }
+    set.backend = choose_backend(why, sizeof why);
+    if (set.backend == PS_BACKEND_NONE) {
+        ps_message("no counting backend: %s", why);
+        return PS_HWPC_EBACKEND;
+    }
+    rc = set.backend == PS_BACKEND_PAPI ? ps_papi_open(&set) : ps_perf_open(&set);
+    for (int i = 0; i < set.nrequested; i++)
+        if (set.ev[i].status == PS_EVENT_UNKNOWN)
+            rc = PS_HWPC_ENOEVENT;
+    if (rc != PS_HWPC_OK) {
+        if (set.backend == PS_BACKEND_PAPI)
+            ps_papi_close(&set);
+        else
+            ps_perf_close(&set);
+        return rc;
+    }
+    for (int k = 0; k < set.ncounted; k++)
+        set.counted_names[k] = set.ev[set.counted[k]].name;
+    set.counted_names[set.ncounted] = NULL;
+    wall_total = 0;
+    state = ST_READY;
+    return PS_HWPC_OK;
+}
+
+PS_API int ps_hwpc_init(void)
+{
+    pthread_mutex_lock(&lock);
+    int rc = init_locked();
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static int start_locked(void)
+{
+    if (state != ST_READY && state != ST_SUSPENDED)
+        return PS_HWPC_ESTATE;
+    int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_start(&set) : ps_perf_enable(&set, 1);
+    if (rc == PS_HWPC_OK) {
+        wall_start = ps_wallclock_ns();
+        state = ST_RUNNING;
+    }
+    return rc;
+}
+
+PS_API int ps_hwpc_start(void)
+{
+    pthread_mutex_lock(&lock);
+    int rc = start_locked();
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static int suspend_locked(void)
+{
+    if (state != ST_RUNNING)
+        return PS_HWPC_ESTATE;
+    int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_stop(&set, NULL) : ps_perf_enable(&set, 0);
+    wall_total += ps_wallclock_ns() - wall_start;
+    state = ST_SUSPENDED;
+    return rc;
+}
+
+PS_API int ps_hwpc_suspend(void)
+{
+    pthread_mutex_lock(&lock);
+    int rc = suspend_locked();
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+static int read_locked(long long *values)
+{
+    if (state == ST_NONE)
+        return PS_HWPC_ESTATE;
+    if (set.backend == PS_BACKEND_PERF)
+        return ps_perf_read(&set, values);
+    if (state == ST_RUNNING)
+        return ps_papi_read(&set, values);
+    memcpy(values, set.papi_acc, sizeof(long long) * (size_t)set.ncounted);
+    return PS_HWPC_OK;
+}
+
+PS_API int ps_hwpc_read(long long *values)
+{
+    if (!values)
+        return PS_HWPC_EINVAL;
+    pthread_mutex_lock(&lock);
+    int rc = read_locked(values);
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+PS_API int ps_hwpc_stop(const char *name)
+{
+    long long values[PS_HWPC_MAX_EVENTS];
+    pthread_mutex_lock(&lock);
+    int rc = PS_HWPC_OK;
+    if (state == ST_RUNNING)
+        rc = suspend_locked();
+    if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
+        rc = PS_HWPC_ESTATE;
+    if (rc == PS_HWPC_OK)
+        rc = read_locked(values);
+    if (rc == PS_HWPC_OK) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        ps_measurement_t m = {wall_total, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
+                              ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, values};
+        char path[4096];
+        rc = ps_report_write(&set, &m, name, path, sizeof path);
+        if (rc == PS_HWPC_EEXIST) {
+            ps_message("an output file existed already; report saved as %s", path);
+            rc = PS_HWPC_OK;
+        } else if (rc != PS_HWPC_OK)
+            ps_message("could not save the report %s: %m", path);
+        else if (getenv("PSUITE_VERBOSE"))
+            ps_message("report written to %s", path);
+        state = ST_READY;
+        wall_total = 0;
+        if (set.backend == PS_BACKEND_PAPI)
+            memset(set.papi_acc, 0, sizeof set.papi_acc);
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+PS_API int ps_hwpc_shutdown(void)
+{
+    pthread_mutex_lock(&lock);
+    int rc = PS_HWPC_OK;
+    if (state == ST_NONE)
+        rc = PS_HWPC_ESTATE;
+    else {
+        if (state == ST_RUNNING)
+            suspend_locked();
+        if (set.backend == PS_BACKEND_PAPI)
+            ps_papi_close(&set);
+        else
+            ps_perf_close(&set);
+        state = ST_NONE;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+PS_API int ps_hwpc_numevents(int *count)
+{
+    if (!count)
+        return PS_HWPC_EINVAL;
+    if (state == ST_NONE)
+        return PS_HWPC_ESTATE;
+    *count = set.ncounted;
+    return PS_HWPC_OK;
+}
+
+PS_API int ps_hwpc_eventnames(const char *const **names)
+{
+    if (!names)
+        return PS_HWPC_EINVAL;
+    if (state == ST_NONE)
+        return PS_HWPC_ESTATE;
+    *names = set.counted_names;
+    return PS_HWPC_OK;
+}
+
+/* These two stay answerable after a failed ps_hwpc_init, so the caller can
+ * say which events were unknown or could not be counted. */
+PS_API int ps_hwpc_numrequested(void) { return set.nrequested; }
+
+PS_API int ps_hwpc_eventstatus(int i, const char **name, int *status, const char **why)
+{
+    if (i < 0 || i >= set.nrequested || !name || !status || !why)
+        return PS_HWPC_EINVAL;
+    *name = set.ev[i].name;
+    *status = set.ev[i].status;
+    *why = set.ev[i].why;
+    return PS_HWPC_OK;
+}
+
+PS_API const char *ps_hwpc_backend(const char **version)
+{
+    if (state == ST_NONE)
+        return NULL;
+    if (version)
+        *version = set.backend_version;
+    return set.backend == PS_BACKEND_PAPI ? "PAPI" : "perf_event";
+}
+
+PS_API int ps_hwpc_multiplexed(void)
+{
+    if (state == ST_NONE)
+        return 0;
+    if (set.backend == PS_BACKEND_PERF && set.ncounted) {
+        long long v[PS_HWPC_MAX_EVENTS];
+        ps_perf_read(&set, v); /* updates the flag */
+    }
+    return set.multiplexed;
+}
+
+PS_API const char *ps_hwpc_strerror(int code)
+{
+    switch (code) {
+    case PS_HWPC_OK: return "success";
+    case PS_HWPC_EINVAL: return "invalid argument";
+    case PS_HWPC_ESTATE: return "call not allowed in the current state";
+    case PS_HWPC_ECONFIG: return "configuration missing or malformed";
+    case PS_HWPC_ENOEVENT: return "an event name does not exist";
+    case PS_HWPC_ENOCOUNT: return "none of the events can be counted here";
+    case PS_HWPC_EIO: return "the report could not be written";
+    case PS_HWPC_EBACKEND: return "the counting backend failed";
+    case PS_HWPC_EEXIST: return "the report file exists already";
+    default: return "unknown error";
+    }
+}
+
+PS_API int ps_event_probe(const char *backend, const char *name, char *why, size_t why_len)
+{
+    if (!name || !why)
+        return PS_HWPC_EINVAL;
+    why[0] = '\0';
+    if (backend && strcmp(backend, "perf_event") == 0)
+        return ps_perf_probe(name, why, why_len);
+    return ps_papi_probe(name, why, why_len);
+}
+
+PS_API int ps_event_catalogue(const char *backend, int index, char *name, size_t name_len, char *desc,
+                              size_t desc_len, const char **kind)
+{
+    if (backend && strcmp(backend, "perf_event") == 0) {
+        const char *d, *alias;
+        const char *n = ps_perf_catalogue(index, &d, &alias);
+        if (!n)
+            return 0;
+        ps_strlcpy(name, n, name_len);
+        if (alias)
+            snprintf(desc, desc_len, "%s (PAPI: %s)", d, alias);
+        else
+            ps_strlcpy(desc, d, desc_len);
+        *kind = "native";
+        return 1;
+    }
+    return ps_papi_catalogue(index, name, name_len, desc, desc_len, kind);
+}
+
+/* Fortran bindings: same calls, status in the trailing ierr. */
+PS_API void ps_hwpc_init_(int *ierr) { *ierr = ps_hwpc_init(); }
+PS_API void ps_hwpc_start_(int *ierr) { *ierr = ps_hwpc_start(); }
+PS_API void ps_hwpc_suspend_(int *ierr) { *ierr = ps_hwpc_suspend(); }
+PS_API void ps_hwpc_read_(long long *values, int *ierr) { *ierr = ps_hwpc_read(values); }
+PS_API void ps_hwpc_shutdown_(int *ierr) { *ierr = ps_hwpc_shutdown(); }
+PS_API void ps_hwpc_numevents_(int *count, int *ierr) { *ierr = ps_hwpc_numevents(count); }
+PS_API void ps_hwpc_psrun_(int *ierr) { *ierr = ps_hwpc_psrun(); }
+
+PS_API void ps_hwpc_stop_(const char *name, int *ierr, size_t name_len)
+{
+    char buf[4096];
+    size_t n = name_len < sizeof buf - 1 ? name_len : sizeof buf - 1;
+    while (n && name[n - 1] == ' ') /* Fortran pads with blanks */
+        n--;
+    memcpy(buf, name, n);
+    buf[n] = '\0';
+    *ierr = ps_hwpc_stop(buf);
+}

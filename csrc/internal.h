@@ -1,0 +1,102 @@
+/* internal.h - declarations shared by the library's objects; not installed.
+ * The library is built with -fvisibility=hidden: only PS_API symbols are
+ * exported. */
+#ifndef PS_INTERNAL_H
+#define PS_INTERNAL_H
+
+#include <stddef.h>
+#include "pshwpc.h"
+
+#define PS_API __attribute__((visibility("default")))
+
+enum { PS_BACKEND_NONE = 0, PS_BACKEND_PAPI, PS_BACKEND_PERF };
+enum { PS_DOM_USER = 1, PS_DOM_KERNEL = 2, PS_DOM_ALL = 3 };
+
+typedef struct {
+    char name[128];
+    int preset;                 /* 1: PAPI preset name, 0: native */
+    int status;                 /* PS_EVENT_* */
+    char why[192];
+    /* perf_event backend */
+    int fd;
+    unsigned perf_type;
+    unsigned long long perf_config;
+    int multiplexed;            /* ran less than it was enabled */
+} ps_event_t;
+
+typedef struct {
+    int backend;
+    char backend_version[64];
+    int domain;
+    int nrequested;
+    ps_event_t ev[PS_HWPC_MAX_EVENTS];
+    int ncounted;
+    int counted[PS_HWPC_MAX_EVENTS];          /* indexes into ev */
+    const char *counted_names[PS_HWPC_MAX_EVENTS + 1];
+    int multiplexed;
+    int papi_eventset;
+    long long papi_acc[PS_HWPC_MAX_EVENTS];  /* PAPI counts before a suspend */
+} ps_evset_t;
+
+/* util.c */
+size_t ps_strlcpy(char *dst, const char *src, size_t size);
+void ps_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ps_read_file(const char *path, char *buf, size_t size);
+long long ps_read_ll(const char *path, long long dflt);
+
+/* events.c: names, aliases and the perf_event generic event table */
+int ps_preset_exists(const char *name, const char **desc);
+const char *ps_preset_name(int index, const char **desc);
+int ps_perf_lookup(const char *name, unsigned *type, unsigned long long *config,
+                   char *why, size_t why_len);
+const char *ps_perf_catalogue(int index, const char **desc, const char **papi_alias);
+const char *ps_perf_to_papi_native(const char *name);
+
+/* perfev.c: direct perf_event backend */
+int ps_perf_available(char *why, size_t why_len);
+int ps_perf_open(ps_evset_t *set);
+int ps_perf_enable(ps_evset_t *set, int on);
+int ps_perf_read(ps_evset_t *set, long long *values);
+void ps_perf_close(ps_evset_t *set);
+int ps_perf_probe(const char *name, char *why, size_t why_len);
+
+/* papi.c: PAPI through a libpapi loaded with dlopen */
+int ps_papi_load(char *why, size_t why_len);
+const char *ps_papi_version_string(void);
+int ps_papi_open(ps_evset_t *set);
+int ps_papi_start(ps_evset_t *set);
+int ps_papi_stop(ps_evset_t *set, long long *values);
+int ps_papi_read(ps_evset_t *set, long long *values);
+void ps_papi_close(ps_evset_t *set);
+int ps_papi_probe(const char *name, char *why, size_t why_len);
+int ps_papi_catalogue(int index, char *name, size_t name_len, char *desc,
+                      size_t desc_len, const char **kind);
+
+/* config.c: PerfSuite event list files and PSUITE_EVENTS */
+int ps_config_load(ps_evset_t *set, char *why, size_t why_len);
+
+/* report.c: the hwpcreport document */
+typedef struct {
+    long long wall_ns;
+    double user_s, system_s;
+    const long long *values;    /* one per counted event */
+} ps_measurement_t;
+int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name,
+                    char *path_out, size_t path_len);
+
+/* md5.c */
+int ps_md5_file(const char *path, char hex[33]);
+
+/* xmlbuf.c: a growable buffer for writing XML */
+typedef struct {
+    char *data;
+    size_t len, cap;
+    int failed;
+} ps_buf_t;
+void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ps_buf_escaped(ps_buf_t *b, const char *text);
+void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text);
+void ps_buf_free(ps_buf_t *b);
+void ps_machineinfo_xml(ps_buf_t *b, int indent);
+
+#endif

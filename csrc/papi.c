@@ -1,0 +1,399 @@
+/* papi.c - counting through PAPI, loaded at run time with dlopen so the
+ * library has no build-time dependency on PAPI.  Only functions (no macros
+ * or inline code) of papi.h are used; the few structure fields read are the
+ * leading ones, whose layout has been stable since PAPI 5. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define PAPI_OK 0
+#define PAPI_NULL (-1)
+#define PAPI_ECNFLCT (-8)
+#define PAPI_ENOEVNT (-7)
+#define PAPI_PRESET_MASK ((int)0x80000000)
+#define PAPI_NATIVE_MASK 0x40000000
+#define PAPI_ENUM_EVENTS 0
+#define PAPI_ENUM_FIRST 1
+#define PAPI_INHERIT 8
+#define PAPI_INHERIT_ALL 1
+#define PAPI_DOM_USER 1
+#define PAPI_DOM_KERNEL 2
+#define PAPI_DOM_ALL 0xf
+/* PAPI_event_info_t: event_code, symbol[1024], short_descr[64],
+ * long_descr[1024], ... count at 2208.  PAPI_component_info_t: name[128],
+ * short_name[64], description[128], version[64], support_version[64],
+ * kernel_version[64], disabled_reason[1024], disabled. */
+#define INFO_SYMBOL 4
+#define INFO_LONG_DESCR 1092
+#define INFO_COUNT 2208
+#define CMP_NAME 0
+#define CMP_DISABLED_REASON 512
+#define CMP_DISABLED 1536
+
+static struct {
+    int (*library_init)(int);
+    int (*event_name_to_code)(const char *, int *);
+    int (*event_code_to_name)(int, char *);
+    int (*get_event_info)(int, void *);
+    int (*enum_event)(int *, int);
+    int (*enum_cmp_event)(int *, int, int);
+    int (*num_components)(void);
+    const void *(*get_component_info)(int);
+    int (*num_cmp_hwctrs)(int);
+    int (*get_event_component)(int);
+    int (*create_eventset)(int *);
+    int (*add_event)(int, int);
+    int (*start)(int);
+    int (*stop)(int, long long *);
+    int (*read)(int, long long *);
+    int (*cleanup_eventset)(int);
+    int (*destroy_eventset)(int *);
+    int (*multiplex_init)(void);
+    int (*set_multiplex)(int);
+    int (*assign_eventset_component)(int, int);
+    int (*set_cmp_domain)(int, int);
+    int (*set_opt)(int, void *);
+    char *(*strerror)(int);
+} papi;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int load_state;          /* 1 loaded, -1 failed */
+static char load_why[256];
+static char version[64];
+
+static void *papi_sym(void *h, const char *name, int *missing)
+{
+    void *p = dlsym(h, name);
+    if (!p)
+        *missing = 1;
+    return p;
+}
+
+static void load(void)
+{
+    const char *named = getenv("PSUITE_PAPI_LIBRARY");
+    static const char *const candidates[] = {"libpapi.so", "libpapi.so.7.2", "libpapi.so.7.1",
+                                             "libpapi.so.7.0", "libpapi.so.7", "libpapi.so.6.0",
+                                             "libpapi.so.5", NULL};
+    void *h = NULL;
+    if (named && *named) {
+        h = dlopen(named, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            snprintf(load_why, sizeof load_why, "PSUITE_PAPI_LIBRARY=%s: %s", named, dlerror());
+            load_state = -1;
+            return;
+        }
+    } else {
+        for (int i = 0; candidates[i] && !h; i++)
+            h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            snprintf(load_why, sizeof load_why, "no libpapi found (install libpapi or set PSUITE_PAPI_LIBRARY)");
+            load_state = -1;
+            return;
+        }
+    }
+    int missing = 0;
+#define SYM(field, name) *(void **)&papi.field = papi_sym(h, name, &missing)
+    SYM(library_init, "PAPI_library_init");
+    SYM(event_name_to_code, "PAPI_event_name_to_code");
+    SYM(event_code_to_name, "PAPI_event_code_to_name");
+    SYM(get_event_info, "PAPI_get_event_info");
+    SYM(enum_event, "PAPI_enum_event");
+    SYM(enum_cmp_event, "PAPI_enum_cmp_event");
+    SYM(num_components, "PAPI_num_components");
+    SYM(get_component_info, "PAPI_get_component_info");
+    SYM(num_cmp_hwctrs, "PAPI_num_cmp_hwctrs");
+    SYM(get_event_component, "PAPI_get_event_component");
+    SYM(create_eventset, "PAPI_create_eventset");
+    SYM(add_event, "PAPI_add_event");
+    SYM(start, "PAPI_start");
+    SYM(stop, "PAPI_stop");
+    SYM(read, "PAPI_read");
+    SYM(cleanup_eventset, "PAPI_cleanup_eventset");
+    SYM(destroy_eventset, "PAPI_destroy_eventset");
+    SYM(multiplex_init, "PAPI_multiplex_init");
+    SYM(set_multiplex, "PAPI_set_multiplex");
+    SYM(assign_eventset_component, "PAPI_assign_eventset_component");
+    SYM(set_cmp_domain, "PAPI_set_cmp_domain");
+    SYM(set_opt, "PAPI_set_opt");
+    SYM(strerror, "PAPI_strerror");
+#undef SYM
+    if (missing) {
+        snprintf(load_why, sizeof load_why, "the libpapi found lacks PAPI 5+ functions");
+        load_state = -1;
+        return;
+    }
+    /* PAPI_library_init wants the header's PAPI_VER_CURRENT (major.minor);
+     * we have no header, so offer each plausible version: a wrong one is
+     * refused with PAPI_EVER before anything is initialised. */
+    int got = -1;
+    for (int major = 5; major <= 9 && got <= 0; major++)
+        for (int minor = 0; minor <= 9 && got <= 0; minor++)
+            got = papi.library_init(major << 24 | minor << 16);
+    if (got <= 0) {
+        snprintf(load_why, sizeof load_why, "PAPI_library_init failed (%d)", got);
+        load_state = -1;
+        return;
+    }
+    /* Full version from the library's file name (libpapi.so.7.0.0.0). */
+    Dl_info info;
+    char real[PATH_MAX];
+    const char *dot;
+    if (dladdr(*(void **)&papi.library_init, &info) && info.dli_fname && realpath(info.dli_fname, real) &&
+        (dot = strstr(real, ".so.")))
+        ps_strlcpy(version, dot + 4, sizeof version);
+    else
+        snprintf(version, sizeof version, "%d.%d", got >> 24 & 0xff, got >> 16 & 0xff);
+    load_state = 1;
+}
+
+int ps_papi_load(char *why, size_t why_len)
+{
+    pthread_once(&load_once, load);
+    if (load_state < 0 && why)
+        ps_strlcpy(why, load_why, why_len);
+    return load_state > 0;
+}
+
+const char *ps_papi_version_string(void) { return ps_papi_load(NULL, 0) ? version : ""; }
+
+static const char *papi_error(int code)
+{
+    const char *s = papi.strerror ? papi.strerror(code) : NULL;
+    return s ? s : "PAPI error";
+}
+
+static int name_to_code(const char *name, int *code)
+{
+    const char *alias = ps_perf_to_papi_native(name);
+    return papi.event_name_to_code((char *)(alias ? alias : name), code);
+}
+
+/* Create, add, start, stop, destroy: the only proof an event counts here. */
+static int try_event(int code, char *why, size_t why_len)
+{
+    int es = PAPI_NULL, rc;
+    long long v[1];
+    if ((rc = papi.create_eventset(&es)) != PAPI_OK) {
+        snprintf(why, why_len, "PAPI_create_eventset: %s", papi_error(rc));
+        return PS_EVENT_DROPPED;
+    }
+    const char *step = "PAPI_add_event";
+    rc = papi.add_event(es, code);
+    if (rc == PAPI_OK) {
+        step = "PAPI_start";
+        rc = papi.start(es);
+        if (rc == PAPI_OK) {
+            step = "PAPI_stop";
+            rc = papi.stop(es, v);
+        }
+    }
+    papi.cleanup_eventset(es);
+    papi.destroy_eventset(&es);
+    if (rc == PAPI_ENOEVNT)
+        snprintf(why, why_len, "no counter for it on this machine (%s: %s)", step, papi_error(rc));
+    else if (rc != PAPI_OK)
+        snprintf(why, why_len, "%s: %s", step, papi_error(rc));
+    return rc == PAPI_OK ? PS_EVENT_COUNTED : PS_EVENT_DROPPED;
+}
+
+int ps_papi_probe(const char *name, char *why, size_t why_len)
+{
+    if (!ps_papi_load(why, why_len))
+        return PS_EVENT_DROPPED;
+    int code;
+    if (name_to_code(name, &code) != PAPI_OK) {
+        snprintf(why, why_len, "no such PAPI event (see psinv -e)");
+        return PS_EVENT_UNKNOWN;
+    }
+    return try_event(code, why, why_len);
+}
+
+int ps_papi_open(ps_evset_t *set)
+{
+    int papi_dom = set->domain == PS_DOM_USER ? PAPI_DOM_USER
+                 : set->domain == PS_DOM_KERNEL ? PAPI_DOM_KERNEL : PAPI_DOM_ALL;
+    int codes[PS_HWPC_MAX_EVENTS];
+    int cidx = -1, rc;
+    ps_strlcpy(set->backend_version, version, sizeof set->backend_version);
+    set->ncounted = 0;
+    for (int i = 0; i < set->nrequested; i++) {
+        ps_event_t *e = &set->ev[i];
+        if (e->status != PS_EVENT_COUNTED)
+            continue;
+        if (name_to_code(e->name, &codes[i]) != PAPI_OK) {
+            e->status = PS_EVENT_UNKNOWN;
+            snprintf(e->why, sizeof e->why, "no such PAPI event (see psinv -e)");
+            continue;
+        }
+        int c = papi.get_event_component(codes[i]);
+        if (cidx < 0 && c >= 0) {
+            cidx = c;
+            papi.set_cmp_domain(papi_dom, cidx);
+        }
+        e->status = try_event(codes[i], e->why, sizeof e->why);
+    }
+    if (cidx < 0)
+        return PS_HWPC_ENOCOUNT;
+    set->papi_eventset = PAPI_NULL;
+    if ((rc = papi.create_eventset(&set->papi_eventset)) != PAPI_OK ||
+        (rc = papi.assign_eventset_component(set->papi_eventset, cidx)) != PAPI_OK)
+        return PS_HWPC_EBACKEND;
+    /* Threads and children created later are counted too (perf inherit). */
+    int inherit[64] = {set->papi_eventset, PAPI_INHERIT_ALL};
+    papi.set_opt(PAPI_INHERIT, inherit);
+    int counters = papi.num_cmp_hwctrs(cidx);
+    for (int i = 0; i < set->nrequested; i++) {
+        ps_event_t *e = &set->ev[i];
+        if (e->status != PS_EVENT_COUNTED)
+            continue;
+        if (papi.get_event_component(codes[i]) != cidx) {
+            e->status = PS_EVENT_DROPPED;
+            snprintf(e->why, sizeof e->why, "belongs to another PAPI component than the first event");
+            continue;
+        }
+        /* More events than counters: multiplex rather than drop. */
+        if (!set->multiplexed && set->ncounted >= counters && counters > 0) {
+            papi.multiplex_init();
+            if (papi.set_multiplex(set->papi_eventset) == PAPI_OK)
+                set->multiplexed = 1;
+        }
+        rc = papi.add_event(set->papi_eventset, codes[i]);
+        if (rc == PAPI_ECNFLCT && !set->multiplexed) {
+            papi.multiplex_init();
+            if (papi.set_multiplex(set->papi_eventset) == PAPI_OK) {
+                set->multiplexed = 1;
+                rc = papi.add_event(set->papi_eventset, codes[i]);
+            }
+        }
+        if (rc != PAPI_OK) {
+            e->status = PS_EVENT_DROPPED;
+            snprintf(e->why, sizeof e->why, "PAPI_add_event: %s", papi_error(rc));
+            continue;
+        }
+        const char *alias = ps_perf_to_papi_native(e->name);
+        if (alias)
+            ps_strlcpy(e->name, alias, sizeof e->name);
+        set->counted[set->ncounted++] = i;
+    }
+    return set->ncounted ? PS_HWPC_OK : PS_HWPC_ENOCOUNT;
+}
+
+int ps_papi_start(ps_evset_t *set)
+{
+    return papi.start(set->papi_eventset) == PAPI_OK ? PS_HWPC_OK : PS_HWPC_EBACKEND;
+}
+
+/* PAPI_start resets the counters, so a suspend banks what was counted. */
+int ps_papi_stop(ps_evset_t *set, long long *values)
+{
+    long long v[PS_HWPC_MAX_EVENTS];
+    if (papi.stop(set->papi_eventset, v) != PAPI_OK)
+        return PS_HWPC_EBACKEND;
+    for (int k = 0; k < set->ncounted; k++) {
+        set->papi_acc[k] += v[k];
+        if (values)
+            values[k] = set->papi_acc[k];
+    }
+    return PS_HWPC_OK;
+}
+
+int ps_papi_read(ps_evset_t *set, long long *values)
+{
+    long long v[PS_HWPC_MAX_EVENTS];
+    if (papi.read(set->papi_eventset, v) != PAPI_OK)
+        return PS_HWPC_EBACKEND;
+    for (int k = 0; k < set->ncounted; k++)
+        values[k] = set->papi_acc[k] + v[k];
+    return PS_HWPC_OK;
+}
+
+void ps_papi_close(ps_evset_t *set)
+{
+    if (set->papi_eventset != PAPI_NULL) {
+        papi.cleanup_eventset(set->papi_eventset);
+        papi.destroy_eventset(&set->papi_eventset);
+    }
+    memset(set->papi_acc, 0, sizeof set->papi_acc);
+}
+
+/* The catalogue: every preset, then the native events of each enabled
+ * component, enumerated once. */
+static int *catalogue;
+static int catalogue_len;
+
+static void build_catalogue(void)
+{
+    int cap = 256, code;
+    catalogue = malloc(sizeof(int) * (size_t)cap);
+    if (!catalogue)
+        return;
+#define PUSH(c)                                                        \
+    do {                                                               \
+        if (catalogue_len == cap) {                                    \
+            int *p = realloc(catalogue, sizeof(int) * (size_t)cap * 2); \
+            if (!p)                                                    \
+                return;                                                \
+            catalogue = p;                                             \
+            cap *= 2;                                                  \
+        }                                                              \
+        catalogue[catalogue_len++] = (c);                              \
+    } while (0)
+    code = PAPI_PRESET_MASK;
+    if (papi.enum_event(&code, PAPI_ENUM_FIRST) == PAPI_OK)
+        do
+            PUSH(code);
+        while (papi.enum_event(&code, PAPI_ENUM_EVENTS) == PAPI_OK);
+    int n = papi.num_components();
+    for (int c = 0; c < n; c++) {
+        const char *info = papi.get_component_info(c);
+        if (!info || *(const int *)(info + CMP_DISABLED))
+            continue;
+        code = PAPI_NATIVE_MASK;
+        if (papi.enum_cmp_event(&code, PAPI_ENUM_FIRST, c) == PAPI_OK)
+            do
+                PUSH(code);
+            while (papi.enum_cmp_event(&code, PAPI_ENUM_EVENTS, c) == PAPI_OK);
+    }
+#undef PUSH
+}
+
+int ps_papi_catalogue(int index, char *name, size_t name_len, char *desc, size_t desc_len, const char **kind)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!ps_papi_load(NULL, 0))
+        return 0;
+    pthread_once(&once, build_catalogue);
+    if (index < 0 || index >= catalogue_len)
+        return 0;
+    static __thread char info[16384];
+    if (papi.get_event_info(catalogue[index], info) != PAPI_OK)
+        return 0;
+    ps_strlcpy(name, info + INFO_SYMBOL, name_len);
+    ps_strlcpy(desc, info + INFO_LONG_DESCR, desc_len);
+    *kind = catalogue[index] & PAPI_PRESET_MASK ? "preset" : "native";
+    return 1;
+}
+
+PS_API const char *ps_papi_version(void) { return ps_papi_version_string(); }
+
+PS_API int ps_papi_component(int index, char *name, size_t name_len, int *disabled, char *why, size_t why_len,
+                             int *counters)
+{
+    if (!ps_papi_load(NULL, 0) || index < 0 || index >= papi.num_components())
+        return 0;
+    const char *info = papi.get_component_info(index);
+    if (!info)
+        return 0;
+    ps_strlcpy(name, info + CMP_NAME, name_len);
+    *disabled = *(const int *)(info + CMP_DISABLED) != 0;
+    ps_strlcpy(why, *disabled ? info + CMP_DISABLED_REASON : "", why_len);
+    *counters = *disabled ? 0 : papi.num_cmp_hwctrs(index);
+    return 1;
+}

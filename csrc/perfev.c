@@ -1,0 +1,154 @@
+/* perfev.c - counting through the kernel's perf_event interface directly. */
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static int perf_open(unsigned type, unsigned long long config, int domain, int inherit)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = type;
+    attr.config = config;
+    attr.disabled = 1;
+    attr.inherit = inherit ? 1 : 0;
+    attr.exclude_kernel = domain == PS_DOM_USER;
+    attr.exclude_user = domain == PS_DOM_KERNEL;
+    attr.exclude_hv = 1;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void open_error(int err, char *why, size_t len)
+{
+    int paranoid = (int)ps_read_ll("/proc/sys/kernel/perf_event_paranoid", 99);
+    switch (err) {
+    case ENOENT:
+    case EOPNOTSUPP:
+    case EINVAL:
+        snprintf(why, len, "not supported here (no hardware PMU, or not this CPU's event)");
+        break;
+    case EACCES:
+    case EPERM:
+        snprintf(why, len, "not permitted (perf_event_paranoid is %d; try the user domain)", paranoid);
+        break;
+    case ENODEV:
+        snprintf(why, len, "no such PMU on this machine");
+        break;
+    case ENOSYS:
+        snprintf(why, len, "this kernel has no perf_event support");
+        break;
+    default:
+        snprintf(why, len, "perf_event_open: %s", strerror(err));
+    }
+}
+
+int ps_perf_available(char *why, size_t why_len)
+{
+    int fd = perf_open(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, PS_DOM_USER, 0);
+    if (fd < 0) {
+        open_error(errno, why, why_len);
+        return 0;
+    }
+    close(fd);
+    return 1;
+}
+
+int ps_perf_open(ps_evset_t *set)
+{
+    struct utsname u;
+    snprintf(set->backend_version, sizeof set->backend_version, "Linux %s",
+             uname(&u) == 0 ? u.release : "?");
+    set->ncounted = 0;
+    for (int i = 0; i < set->nrequested; i++) {
+        ps_event_t *e = &set->ev[i];
+        e->fd = -1;
+        if (e->status != PS_EVENT_COUNTED)
+            continue;
+        e->status = ps_perf_lookup(e->name, &e->perf_type, &e->perf_config, e->why, sizeof e->why);
+        if (e->status != PS_EVENT_COUNTED)
+            continue;
+        e->fd = perf_open(e->perf_type, e->perf_config, set->domain, 1);
+        if (e->fd < 0) {
+            e->status = PS_EVENT_DROPPED;
+            open_error(errno, e->why, sizeof e->why);
+            continue;
+        }
+        set->counted[set->ncounted++] = i;
+    }
+    return set->ncounted ? PS_HWPC_OK : PS_HWPC_ENOCOUNT;
+}
+
+int ps_perf_enable(ps_evset_t *set, int on)
+{
+    for (int k = 0; k < set->ncounted; k++) {
+        int fd = set->ev[set->counted[k]].fd;
+        if (ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0))
+            return PS_HWPC_EBACKEND;
+    }
+    return PS_HWPC_OK;
+}
+
+/* Counts scaled by enabled/running time: the kernel multiplexes when more
+ * events are open than the PMU has counters. */
+int ps_perf_read(ps_evset_t *set, long long *values)
+{
+    for (int k = 0; k < set->ncounted; k++) {
+        ps_event_t *e = &set->ev[set->counted[k]];
+        unsigned long long buf[3];
+        ssize_t r;
+        do
+            r = read(e->fd, buf, sizeof buf);
+        while (r < 0 && errno == EINTR);
+        if (r != (ssize_t)sizeof buf)
+            return PS_HWPC_EBACKEND;
+        unsigned long long value = buf[0], enabled = buf[1], running = buf[2];
+        if (running && running < enabled) {
+            e->multiplexed = 1;
+            set->multiplexed = 1;
+            value = (unsigned long long)((long double)value * enabled / running);
+        }
+        values[k] = (long long)value;
+    }
+    return PS_HWPC_OK;
+}
+
+void ps_perf_close(ps_evset_t *set)
+{
+    for (int k = 0; k < set->ncounted; k++) {
+        ps_event_t *e = &set->ev[set->counted[k]];
+        if (e->fd >= 0)
+            close(e->fd);
+        e->fd = -1;
+    }
+}
+
+int ps_perf_probe(const char *name, char *why, size_t why_len)
+{
+    unsigned type;
+    unsigned long long config;
+    int status = ps_perf_lookup(name, &type, &config, why, why_len);
+    if (status != PS_EVENT_COUNTED)
+        return status;
+    int fd = perf_open(type, config, PS_DOM_USER, 0);
+    if (fd < 0) {
+        open_error(errno, why, why_len);
+        return PS_EVENT_DROPPED;
+    }
+    unsigned long long buf[3];
+    int ok = ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0 && ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) == 0 &&
+             read(fd, buf, sizeof buf) == (ssize_t)sizeof buf;
+    close(fd);
+    if (!ok) {
+        snprintf(why, why_len, "opened but could not be started or read");
+        return PS_EVENT_DROPPED;
+    }
+    return PS_EVENT_COUNTED;
+}

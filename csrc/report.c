@@ -1,0 +1,230 @@
+/* report.c - the <hwpcreport mode="count"> document (hwpcreport-0.3.dtd),
+ * written atomically and exclusively: temporary file, then link() to the
+ * final name, which never overwrites and never follows a planted symlink. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#ifndef PSUITE_VERSION
+#define PSUITE_VERSION "0"
+#endif
+
+static void command_line(char *out, size_t len)
+{
+    int n = ps_read_file("/proc/self/cmdline", out, len);
+    if (n <= 0) {
+        ps_strlcpy(out, "?", len);
+        return;
+    }
+    while (n > 0 && out[n - 1] == '\0')
+        n--;
+    for (int i = 0; i < n; i++)
+        if (out[i] == '\0')
+            out[i] = ' ';
+    out[n] = '\0';
+}
+
+static void exe_name(char *out, size_t len)
+{
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (n <= 0) {
+        ps_strlcpy(out, "program", len);
+        return;
+    }
+    path[n] = '\0';
+    const char *slash = strrchr(path, '/');
+    ps_strlcpy(out, slash ? slash + 1 : path, len);
+}
+
+static void host_names(char *host, size_t hlen, char *domain, size_t dlen)
+{
+    if (gethostname(host, hlen))
+        ps_strlcpy(host, "localhost", hlen);
+    host[hlen - 1] = '\0';
+    domain[0] = '\0';
+    char *dot = strchr(host, '.');
+    if (dot) {
+        ps_strlcpy(domain, dot + 1, dlen);
+        *dot = '\0';
+    } else if (getdomainname(domain, dlen) == 0 && strcmp(domain, "(none)") == 0)
+        domain[0] = '\0';
+    domain[dlen - 1] = '\0';
+}
+
+static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
+{
+    char text[8192], host[256], domain[256];
+    time_t now = time(NULL);
+    struct tm tm;
+    localtime_r(&now, &tm);
+    strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S%z", &tm);
+    host_names(host, sizeof host, domain, sizeof domain);
+
+    ps_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    ps_buf_printf(b, "<hwpcreport version=\"0.3\" generator=\"psuite %s libpshwpc\" mode=\"count\">\n",
+                  PSUITE_VERSION);
+    ps_buf_element(b, 2, "date", text);
+    ps_buf_element(b, 2, "hostname", host);
+    ps_buf_element(b, 2, "domainname", domain);
+    ps_buf_printf(b, "  <pid>%d</pid>\n", (int)getpid());
+    struct passwd pw, *res = NULL;
+    char pwbuf[4096];
+    getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res);
+    if (res)
+        ps_buf_element(b, 2, "username", res->pw_name);
+    char md5[33];
+    command_line(text, sizeof text);
+    if (ps_md5_file("/proc/self/exe", md5) == 0)
+        ps_buf_printf(b, "  <command md5sum=\"%s\">", md5);
+    else
+        ps_buf_printf(b, "  <command>");
+    ps_buf_escaped(b, text);
+    ps_buf_printf(b, "</command>\n");
+
+    /* Events that were asked for and not counted, so a reader sees the gap. */
+    size_t used = 0;
+    text[0] = '\0';
+    for (int i = 0; i < set->nrequested; i++) {
+        const ps_event_t *e = &set->ev[i];
+        if (e->status == PS_EVENT_COUNTED)
+            continue;
+        int k = snprintf(text + used, sizeof text - used, "%snot counted: %s (%s)", used ? "; " : "",
+                         e->name, e->why);
+        if (k < 0 || (size_t)k >= sizeof text - used)
+            break;
+        used += (size_t)k;
+    }
+    if (used)
+        ps_buf_element(b, 2, "annotation", text);
+
+    ps_buf_printf(b, "  <wallclock units=\"seconds\">%.9f</wallclock>\n", (double)m->wall_ns / 1e9);
+    ps_buf_printf(b, "  <cputime units=\"seconds\">\n    <usertime>%.6f</usertime>\n"
+                     "    <systemtime>%.6f</systemtime>\n  </cputime>\n",
+                  m->user_s, m->system_s);
+    ps_machineinfo_xml(b, 2);
+    static const char *const domains[] = {"user", "user", "kernel", "all"};
+    ps_buf_printf(b, "  <hwpceventdata class=\"%s\" version=\"", set->backend == PS_BACKEND_PAPI ? "PAPI" : "perfmon");
+    ps_buf_escaped(b, set->backend == PS_BACKEND_PAPI ? set->backend_version : "perf_event");
+    ps_buf_printf(b, "\" domain=\"%s\" multiplexed=\"%s\">\n", domains[set->domain & 3],
+                  set->multiplexed ? "yes" : "no");
+    for (int k = 0; k < set->ncounted; k++) {
+        const ps_event_t *e = &set->ev[set->counted[k]];
+        ps_buf_printf(b, "    <hwpcevent type=\"%s\" name=\"", e->preset ? "preset" : "native");
+        ps_buf_escaped(b, e->name);
+        ps_buf_printf(b, "\" derived=\"no\">%lld</hwpcevent>\n", m->values[k]);
+    }
+    ps_buf_printf(b, "  </hwpceventdata>\n</hwpcreport>\n");
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Final path for `name`: "x.xml" as is, else <prefix>.<pid>.<host>.xml in
+ * PSUITE_OUTPUT_DIR (default: the current directory). */
+static void final_path(const char *name, char *path, size_t len)
+{
+    char prefix[PATH_MAX], host[256], domain[256];
+    const char *dir = getenv("PSUITE_OUTPUT_DIR");
+    size_t nlen = name ? strlen(name) : 0;
+    if (nlen > 4 && strcmp(name + nlen - 4, ".xml") == 0) {
+        if (dir && *dir && name[0] != '/')
+            snprintf(path, len, "%s/%s", dir, name);
+        else
+            ps_strlcpy(path, name, len);
+        return;
+    }
+    if (name && *name)
+        ps_strlcpy(prefix, name, sizeof prefix);
+    else if (getenv("PSUITE_OUTPUT_PREFIX") && *getenv("PSUITE_OUTPUT_PREFIX"))
+        ps_strlcpy(prefix, getenv("PSUITE_OUTPUT_PREFIX"), sizeof prefix);
+    else
+        exe_name(prefix, sizeof prefix);
+    host_names(host, sizeof host, domain, sizeof domain);
+    for (char *p = host; *p; p++)
+        if (*p == '/')
+            *p = '_';
+    if (dir && *dir && prefix[0] != '/')
+        snprintf(path, len, "%s/%s.%d.%s.xml", dir, prefix, (int)getpid(), host);
+    else
+        snprintf(path, len, "%s.%d.%s.xml", prefix, (int)getpid(), host);
+}
+
+int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name, char *path_out,
+                    size_t path_len)
+{
+    ps_buf_t b = {0};
+    build(&b, set, m);
+    if (b.failed) {
+        ps_buf_free(&b);
+        return PS_HWPC_EIO;
+    }
+    char path[PATH_MAX], tmp[PATH_MAX + 32];
+    final_path(name, path, sizeof path);
+    ps_strlcpy(path_out, path, path_len);
+    char dir[PATH_MAX];
+    ps_strlcpy(dir, path, sizeof dir);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        slash[1] = '\0';
+    else
+        dir[0] = '\0';
+    snprintf(tmp, sizeof tmp, "%s.psuite-XXXXXX", dir);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        ps_buf_free(&b);
+        errno = err;
+        return PS_HWPC_EIO;
+    }
+    mode_t mask = umask(0); /* mkostemp made it 0600: give it the usual mode */
+    umask(mask);
+    fchmod(fd, 0666 & ~mask);
+    int rc = write_all(fd, b.data, b.len);
+    ps_buf_free(&b);
+    if (close(fd) || rc) {
+        int err = errno;
+        unlink(tmp);
+        errno = err;
+        return PS_HWPC_EIO;
+    }
+    /* link() fails with EEXIST on any existing name, symlinks included. */
+    char candidate[PATH_MAX];
+    ps_strlcpy(candidate, path, sizeof candidate);
+    for (int k = 1; k < 1000; k++) {
+        if (link(tmp, candidate) == 0) {
+            unlink(tmp);
+            ps_strlcpy(path_out, candidate, path_len);
+            return strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;
+        }
+        if (errno != EEXIST)
+            break;
+        size_t plen = strlen(path);
+        snprintf(candidate, sizeof candidate, "%.*s.%d.xml", (int)(plen - 4), path, k);
+    }
+    int err = errno;
+    unlink(tmp);
+    errno = err;
+    return PS_HWPC_EIO;
+}

@@ -1,0 +1,72 @@
+/* util.c - small helpers: bounded copies, messages to stderr, /proc reads. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+size_t ps_strlcpy(char *dst, const char *src, size_t size)
+{
+    size_t n = strlen(src);
+    if (size) {
+        size_t c = n < size - 1 ? n : size - 1;
+        memcpy(dst, src, c);
+        dst[c] = '\0';
+    }
+    return n;
+}
+
+/* One line on stderr, prefixed "psrun:" under psrun and "pshwpc:" when the
+ * API is linked into a program.  Written with a single write() so lines from
+ * several processes do not interleave; never to stdout. */
+void ps_message(const char *fmt, ...)
+{
+    char line[1024];
+    const char *prefix = getenv("PSUITE_PRELOAD") ? "psrun: " : "pshwpc: ";
+    size_t n = ps_strlcpy(line, prefix, sizeof line);
+    va_list ap;
+    va_start(ap, fmt);
+    int k = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    va_end(ap);
+    if (k < 0)
+        return;
+    n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
+    line[n++] = '\n';
+    int saved = errno;
+    ssize_t w = write(2, line, n);
+    (void)w;
+    errno = saved;
+}
+
+int ps_read_file(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t got = 0;
+    while (got + 1 < size) {
+        ssize_t r = read(fd, buf + got, size - 1 - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return (int)got;
+}
+
+long long ps_read_ll(const char *path, long long dflt)
+{
+    char buf[64];
+    if (ps_read_file(path, buf, sizeof buf) <= 0)
+        return dflt;
+    char *end;
+    long long v = strtoll(buf, &end, 10);
+    return end == buf ? dflt : v;
+}

@@ -1,0 +1,1 @@
+"""Build outputs: libpshwpc.so, pshwpc.h and the cffi binding _ffi.py."""

@@ -1,0 +1,73 @@
+"""C declarations of libpshwpc that Python uses, for cffi (ABI mode).
+
+Kept in step with csrc/pshwpc.h; tests/libperfsuite/test_native.py checks
+that every function declared here is exported by the built library.
+Imported by setup.py at build time, so it must not import psuite.
+"""
+
+CDEFS = """
+#define PS_HWPC_MAX_EVENTS 64
+#define PS_MAX_CACHES 16
+#define PS_MAX_TLBS 16
+
+int ps_hwpc_init(void);
+int ps_hwpc_start(void);
+int ps_hwpc_suspend(void);
+int ps_hwpc_read(long long *values);
+int ps_hwpc_stop(const char *name);
+int ps_hwpc_shutdown(void);
+int ps_hwpc_numevents(int *count);
+int ps_hwpc_eventnames(const char *const **names);
+int ps_hwpc_psrun(void);
+const char *ps_hwpc_strerror(int code);
+int ps_hwpc_numrequested(void);
+int ps_hwpc_eventstatus(int i, const char **name, int *status, const char **why);
+const char *ps_hwpc_backend(const char **version);
+int ps_hwpc_multiplexed(void);
+
+int ps_cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]);
+long long ps_wallclock_ns(void);
+long long ps_cputime_ns(void);
+long long ps_thread_cputime_ns(void);
+
+typedef struct {
+    char type[16];
+    int level;
+    long long size_kb;
+    int line_size;
+    int associativity;
+    int shared_cpus;
+} ps_cache_t;
+
+typedef struct {
+    char type[16];
+    int level;
+    int entries;
+    int associativity;
+    int page_kb;
+} ps_tlb_t;
+
+typedef struct {
+    int cpu_count;
+    char vendor[32];
+    char brand[80];
+    int family, model, stepping;
+    double mhz;
+    char hypervisor[16];
+    int cache_count;
+    ps_cache_t caches[16];
+    int tlb_count;
+    ps_tlb_t tlbs[16];
+    long long memory_kb;
+    long long page_size;
+} ps_machineinfo_t;
+
+int ps_machineinfo(ps_machineinfo_t *info);
+
+int ps_event_probe(const char *backend, const char *name, char *why, size_t why_len);
+int ps_event_catalogue(const char *backend, int index, char *name, size_t name_len,
+                       char *desc, size_t desc_len, const char **kind);
+const char *ps_papi_version(void);
+int ps_papi_component(int index, char *name, size_t name_len, int *disabled,
+                      char *why, size_t why_len, int *counters);
+"""

@@ -1,0 +1,99 @@
+"""Build of psuite's C library (libpshwpc.so) and its cffi binding.
+
+The C sources in csrc/ are compiled into a plain shared object (not a
+Python extension: psrun preloads it into programs that never load Python),
+installed as psuite/_native/libpshwpc.so with the public header pshwpc.h
+beside it.  cffi emits the ABI-mode binding module psuite/_native/_ffi.py
+from the declarations in psuite/libperfsuite/cdefs.py, so importing it needs
+no C parser at run time.
+"""
+
+import os
+import shutil
+import sys
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+LIB_EXT = "psuite._native.libpshwpc"
+
+
+def _version():
+    scope = {}
+    with open(os.path.join(HERE, "psuite", "_version.py")) as f:
+        exec(f.read(), scope)
+    return scope["__version__"]
+
+
+class BuildNative(build_ext):
+    def get_ext_filename(self, fullname):
+        # distutils asks with the full dotted name and, for in-place and
+        # package-relative paths, with the last component only.
+        if fullname == LIB_EXT:
+            return os.path.join("psuite", "_native", "libpshwpc.so")
+        if fullname == LIB_EXT.rsplit(".", 1)[1]:
+            return "libpshwpc.so"
+        return super().get_ext_filename(fullname)
+
+    def get_export_symbols(self, ext):
+        return []  # not a Python module: no PyInit_ symbol
+
+    # pshwpc.h and _ffi.py sit beside the library; in-place (editable)
+    # builds copy them back with it.
+    def _extra_files(self):
+        build_py = self.get_finalized_command("build_py")
+        for ext in self.extensions:
+            if ext.name == LIB_EXT:
+                inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
+                for name in ("pshwpc.h", "_ffi.py"):
+                    yield (os.path.join(os.path.dirname(regular_file), name),
+                           os.path.join(os.path.dirname(inplace_file), name))
+
+    def copy_extensions_to_source(self):
+        super().copy_extensions_to_source()
+        for regular, inplace in self._extra_files():
+            self.copy_file(regular, inplace, level=self.verbose)
+
+    def _get_output_mapping(self):
+        yield from super()._get_output_mapping()
+        if self.inplace:
+            yield from self._extra_files()
+
+    def get_outputs(self):
+        outputs = super().get_outputs()
+        if not self.inplace:
+            outputs += [regular for regular, _ in self._extra_files()]
+        return outputs
+
+    def build_extension(self, ext):
+        super().build_extension(ext)
+        if ext.name != LIB_EXT:
+            return
+        out_dir = os.path.dirname(self.get_ext_fullpath(ext.name))
+        shutil.copyfile(os.path.join(HERE, "csrc", "pshwpc.h"), os.path.join(out_dir, "pshwpc.h"))
+        sys.path.insert(0, os.path.join(HERE, "psuite", "libperfsuite"))
+        try:
+            import cdefs  # noqa: PLC0415 - the declarations, without importing psuite
+        finally:
+            sys.path.pop(0)
+        import cffi
+
+        ffi = cffi.FFI()
+        ffi.cdef(cdefs.CDEFS)
+        ffi.set_source("psuite._native._ffi", None)
+        ffi.emit_python_code(os.path.join(out_dir, "_ffi.py"))
+
+
+native = Extension(
+    LIB_EXT,
+    sources=sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc")) if f.endswith(".c")),
+    depends=[os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))],
+    include_dirs=["csrc"],
+    define_macros=[("_GNU_SOURCE", None), ("PSUITE_VERSION", '"%s"' % _version())],
+    extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                        "-Wno-format-truncation"],
+    libraries=["dl", "pthread"],
+)
+
+setup(ext_modules=[native], cmdclass={"build_ext": BuildNative})
