@@ -1,0 +1,1 @@
+"""Readers and writers of the PerfSuite XML formats, one module per format."""

@@ -1,0 +1,46 @@
+"""Locating and loading psuite's C library (libpshwpc.so) through cffi."""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+from psuite.errors import NativeLibraryError
+
+_NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native")
+
+
+def library_path() -> str:
+    """The shared object psrun preloads and the Python API calls."""
+    return os.path.join(_NATIVE_DIR, "libpshwpc.so")
+
+
+def include_dir() -> str:
+    """Directory holding the public C header pshwpc.h."""
+    return _NATIVE_DIR
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> tuple[Any, Any]:
+    """(ffi, lib) for the C library; raises NativeLibraryError if it was not built."""
+    path = library_path()
+    try:
+        from psuite._native._ffi import ffi
+    except ImportError as exc:
+        raise NativeLibraryError(
+            "psuite's C library binding is missing; reinstall with 'pip install .' to build it"
+        ) from exc
+    if not os.path.exists(path):
+        raise NativeLibraryError(f"{path} is missing; reinstall with 'pip install .' to build it")
+    try:
+        return ffi, ffi.dlopen(path)
+    except OSError as exc:
+        raise NativeLibraryError(f"cannot load {path}: {exc}") from exc
+
+
+def text(ffi: Any, cdata: Any) -> str:
+    """A C string (char array or pointer) as str; '' for NULL."""
+    if cdata == ffi.NULL:
+        return ""
+    return ffi.string(cdata).decode("utf-8", "replace")

@@ -1,0 +1,5 @@
+import sys
+
+from psuite.psinv.cli import entry
+
+sys.exit(entry())
