@@ -17,6 +17,10 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIB_EXT = "psuite._native.libpshwpc"
+# configs/ (event lists, metric definitions) ship beside the library, where
+# both the C library and the Python code find them.
+CONFIGS = tuple(sorted(os.path.join("configs", f) for f in os.listdir(os.path.join(HERE, "configs"))
+                       if f.endswith(".xml")))
 
 
 def _version():
@@ -46,13 +50,14 @@ class BuildNative(build_ext):
         for ext in self.extensions:
             if ext.name == LIB_EXT:
                 inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
-                for name in ("pshwpc.h", "_ffi.py"):
+                for name in ("pshwpc.h", "_ffi.py") + CONFIGS:
                     yield (os.path.join(os.path.dirname(regular_file), name),
                            os.path.join(os.path.dirname(inplace_file), name))
 
     def copy_extensions_to_source(self):
         super().copy_extensions_to_source()
         for regular, inplace in self._extra_files():
+            os.makedirs(os.path.dirname(inplace), exist_ok=True)
             self.copy_file(regular, inplace, level=self.verbose)
 
     def _get_output_mapping(self):
@@ -72,6 +77,9 @@ class BuildNative(build_ext):
             return
         out_dir = os.path.dirname(self.get_ext_fullpath(ext.name))
         shutil.copyfile(os.path.join(HERE, "csrc", "pshwpc.h"), os.path.join(out_dir, "pshwpc.h"))
+        os.makedirs(os.path.join(out_dir, "configs"), exist_ok=True)
+        for name in CONFIGS:
+            shutil.copyfile(os.path.join(HERE, name), os.path.join(out_dir, name))
         sys.path.insert(0, os.path.join(HERE, "psuite", "libperfsuite"))
         try:
             import cdefs  # noqa: PLC0415 - the declarations, without importing psuite

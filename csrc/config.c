@@ -142,8 +142,7 @@ static int load_file(ps_evset_t *set, const char *path, char *why, size_t why_le
     return PS_HWPC_OK;
 }
 
-/* configs/default.xml of the installed package: ../configs from the
- * directory holding this library. */
+/* configs/default.xml beside this library, where the package build puts it. */
 static int default_config(char *path, size_t len)
 {
     Dl_info info;
@@ -156,9 +155,6 @@ static int default_config(char *path, size_t len)
     if (!slash)
         return -1;
     *slash = '\0';
-    slash = strrchr(real, '/');
-    if (slash)
-        *slash = '\0';
     snprintf(path, len, "%s/configs/default.xml", real);
     return 0;
 }

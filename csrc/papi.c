@@ -20,7 +20,7 @@
 #define PAPI_NATIVE_MASK 0x40000000
 #define PAPI_ENUM_EVENTS 0
 #define PAPI_ENUM_FIRST 1
-#define PAPI_INHERIT 8
+#define PAPI_INHERIT 28
 #define PAPI_INHERIT_ALL 1
 #define PAPI_DOM_USER 1
 #define PAPI_DOM_KERNEL 2
@@ -28,13 +28,14 @@
 /* PAPI_event_info_t: event_code, symbol[1024], short_descr[64],
  * long_descr[1024], ... count at 2208.  PAPI_component_info_t: name[128],
  * short_name[64], description[128], version[64], support_version[64],
- * kernel_version[64], disabled_reason[1024], disabled. */
+ * kernel_version[64], disabled_reason[1024 since PAPI 7, 128 before],
+ * disabled. */
 #define INFO_SYMBOL 4
 #define INFO_LONG_DESCR 1092
 #define INFO_COUNT 2208
 #define CMP_NAME 0
 #define CMP_DISABLED_REASON 512
-#define CMP_DISABLED 1536
+#define CMP_DISABLED (papi_major >= 7 ? 1536 : 640)
 
 static struct {
     int (*library_init)(int);
@@ -66,6 +67,7 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static int load_state;          /* 1 loaded, -1 failed */
 static char load_why[256];
 static char version[64];
+static int papi_major;
 
 static void *papi_sym(void *h, const char *name, int *missing)
 {
@@ -150,6 +152,7 @@ static void load(void)
         ps_strlcpy(version, dot + 4, sizeof version);
     else
         snprintf(version, sizeof version, "%d.%d", got >> 24 & 0xff, got >> 16 & 0xff);
+    papi_major = got >> 24 & 0xff;
     load_state = 1;
 }
 

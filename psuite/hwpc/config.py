@@ -1,0 +1,82 @@
+"""PerfSuite configuration files: <ps_hwpc_eventlist> (counting) and
+<ps_hwpc_profile> (profiling), read with clear errors."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from psuite.errors import ConfigError
+
+CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native", "configs")
+DOMAINS = ("user", "kernel", "all")
+
+
+def default_config_path() -> str:
+    """configs/default.xml as installed with the package."""
+    return os.path.join(CONFIG_DIR, "default.xml")
+
+
+@dataclass
+class EventList:
+    path: str
+    event_class: str = "PAPI"
+    domain: str = "user"
+    events: list[tuple[str, str]] = field(default_factory=list)  # (name, "preset"|"native")
+
+    @property
+    def names(self) -> list[str]:
+        return [n for n, _ in self.events]
+
+
+def parse_xml_safely(data: bytes, what: str):
+    """lxml parse with no network, no external entities, bounded expansion."""
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
+                             remove_comments=True)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise ConfigError(f"{what} is not well-formed XML: {exc}") from None
+
+
+def read_eventlist(path: str) -> EventList:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        raise ConfigError(f"configuration {path}: no such file") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from None
+    root = parse_xml_safely(data, f"configuration {path}")
+    if root.tag == "ps_hwpc_profile":
+        raise ConfigError(f"{path} is a profiling configuration (<ps_hwpc_profile>); this psrun counts "
+                          "events only: give a <ps_hwpc_eventlist>")
+    if root.tag != "ps_hwpc_eventlist":
+        raise ConfigError(f"{path}: root element is <{root.tag}>; a counting configuration is "
+                          "<ps_hwpc_eventlist class=\"PAPI\"> with <ps_hwpc_event name=\"...\"/> children")
+    cls = root.get("class", "PAPI")
+    if cls not in ("PAPI", "perfmon", "null"):
+        raise ConfigError(f"{path}: class must be PAPI, perfmon or null, not {cls!r}")
+    domain = root.get("domain", "user")
+    if domain not in DOMAINS:
+        raise ConfigError(f"{path}: domain must be user, kernel or all, not {domain!r}")
+    out = EventList(path=os.path.abspath(path), event_class=cls, domain=domain)
+    for el in root:
+        if not isinstance(el.tag, str):
+            continue
+        if el.tag != "ps_hwpc_event":
+            raise ConfigError(f"{path}: unexpected element <{el.tag}> in <ps_hwpc_eventlist>")
+        name = (el.get("name") or "").strip()
+        if not name:
+            raise ConfigError(f"{path}: a <ps_hwpc_event> has no name attribute")
+        kind = el.get("type", "preset" if name.startswith("PAPI_") else "native")
+        if kind not in ("preset", "native"):
+            raise ConfigError(f"{path}: event {name}: type must be preset or native")
+        out.events.append((name, kind))
+    if not out.events:
+        raise ConfigError(f"{path}: no <ps_hwpc_event> listed")
+    if len(out.events) > 64:
+        raise ConfigError(f"{path}: {len(out.events)} events; at most 64 can be requested")
+    return out

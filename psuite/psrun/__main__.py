@@ -1,0 +1,5 @@
+import sys
+
+from psuite.psrun.cli import entry
+
+sys.exit(entry())

@@ -1,0 +1,86 @@
+"""Starting the measured program: environment, preload, fork/exec, wait4,
+and passing its exit status or signal on unchanged."""
+
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from psuite.libperfsuite.native import library_path
+
+# Signals psrun passes on to the program instead of acting on them itself.
+FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+# Signals a terminal sends to the whole process group: the program gets
+# them directly, psrun only outlives it to report.
+IGNORED_WHILE_WAITING = (signal.SIGINT, signal.SIGQUIT)
+
+
+@dataclass
+class Outcome:
+    pid: int
+    status: int
+
+    @property
+    def exit_status(self) -> int:
+        """What a shell would report: the code, or 128+N for signal N."""
+        if os.WIFSIGNALED(self.status):
+            return 128 + os.WTERMSIG(self.status)
+        return os.waitstatus_to_exitcode(self.status)
+
+    @property
+    def signal(self) -> int | None:
+        return os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
+
+
+def preload_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    env = dict(base)
+    env.update(extra)
+    lib = library_path()
+    current = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = f"{lib}:{current}" if current else lib
+    env["PSUITE_PRELOAD"] = "1"
+    return env
+
+
+def run(argv: Sequence[str], env: Mapping[str, str]) -> Outcome:
+    """fork/exec argv with env; wait for it; stdin/stdout/stderr untouched."""
+    saved = {s: signal.getsignal(s) for s in FORWARDED + IGNORED_WHILE_WAITING}
+    child = {"pid": 0}
+
+    def forward(signum: int, _frame: object) -> None:
+        if child["pid"]:
+            os.kill(child["pid"], signum)
+
+    for s in FORWARDED:
+        signal.signal(s, forward)
+    for s in IGNORED_WHILE_WAITING:
+        signal.signal(s, signal.SIG_IGN)
+    try:
+        # posix_spawn resets the signals psrun ignores to their defaults in the
+        # child, so the program sees the dispositions it would have had.
+        pid = os.posix_spawnp(argv[0], list(argv), dict(env),
+                              setsigdef=FORWARDED + IGNORED_WHILE_WAITING)
+        child["pid"] = pid
+        while True:
+            try:
+                _, status, _ = os.wait4(pid, 0)
+            except ChildProcessError:
+                status = 0
+            except InterruptedError:
+                continue
+            if os.WIFEXITED(status) or os.WIFSIGNALED(status):
+                return Outcome(pid, status)
+    finally:
+        for s, h in saved.items():
+            signal.signal(s, h)
+
+
+def reports_of(pid: int, directory: str) -> list[str]:
+    """Report files the program with this pid wrote in directory."""
+    host = socket.gethostname().split(".")[0].replace("/", "_")
+    pattern = os.path.join(glob.escape(directory), f"*.{pid}.{glob.escape(host)}*.xml")
+    return sorted(glob.glob(pattern))
