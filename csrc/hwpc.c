@@ -16,6 +16,17 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int state = ST_NONE;
 static ps_evset_t set;
 static long long wall_start, wall_total;
+/* CPU time over the same intervals as the wall clock, so utilization is
+ * CPU over wall of one interval (not including start-up before main). */
+static double user_start, sys_start, user_total, sys_total;
+
+static void cpu_now(double *user, double *sys)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+    *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+}
 
 static int choose_backend(char *why, size_t why_len)
 {
@@ -70,6 +81,7 @@ static int init_locked(void)
         set.counted_names[k] = set.ev[set.counted[k]].name;
     set.counted_names[set.ncounted] = NULL;
     wall_total = 0;
+    user_total = sys_total = 0;
     state = ST_READY;
     return PS_HWPC_OK;
 }
@@ -88,6 +100,7 @@ static int start_locked(void)
         return PS_HWPC_ESTATE;
     int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_start(&set) : ps_perf_enable(&set, 1);
     if (rc == PS_HWPC_OK) {
+        cpu_now(&user_start, &sys_start);
         wall_start = ps_wallclock_ns();
         state = ST_RUNNING;
     }
@@ -108,6 +121,10 @@ static int suspend_locked(void)
         return PS_HWPC_ESTATE;
     int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_stop(&set, NULL) : ps_perf_enable(&set, 0);
     wall_total += ps_wallclock_ns() - wall_start;
+    double user, sys;
+    cpu_now(&user, &sys);
+    user_total += user - user_start;
+    sys_total += sys - sys_start;
     state = ST_SUSPENDED;
     return rc;
 }
@@ -154,10 +171,7 @@ PS_API int ps_hwpc_stop(const char *name)
     if (rc == PS_HWPC_OK)
         rc = read_locked(values);
     if (rc == PS_HWPC_OK) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        ps_measurement_t m = {wall_total, ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-                              ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, values};
+        ps_measurement_t m = {wall_total, user_total, sys_total, values};
         char path[4096];
         rc = ps_report_write(&set, &m, name, path, sizeof path);
         if (rc == PS_HWPC_EEXIST) {
@@ -169,6 +183,7 @@ PS_API int ps_hwpc_stop(const char *name)
             ps_message("report written to %s", path);
         state = ST_READY;
         wall_total = 0;
+        user_total = sys_total = 0;
         if (set.backend == PS_BACKEND_PAPI)
             memset(set.papi_acc, 0, sizeof set.papi_acc);
     }
@@ -278,6 +293,15 @@ PS_API int ps_event_probe(const char *backend, const char *name, char *why, size
 PS_API int ps_event_catalogue(const char *backend, int index, char *name, size_t name_len, char *desc,
                               size_t desc_len, const char **kind)
 {
+    if (backend && strcmp(backend, "PAPI_presets") == 0) {
+        const char *d, *n = ps_preset_name(index, &d); /* the standard list, no libpapi needed */
+        if (!n)
+            return 0;
+        ps_strlcpy(name, n, name_len);
+        ps_strlcpy(desc, d, desc_len);
+        *kind = "preset";
+        return 1;
+    }
     if (backend && strcmp(backend, "perf_event") == 0) {
         const char *d, *alias;
         const char *n = ps_perf_catalogue(index, &d, &alias);

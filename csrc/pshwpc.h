@@ -134,7 +134,8 @@ int ps_machineinfo(ps_machineinfo_t *info);
  * for the default): open, start, stop.  Returns PS_EVENT_*; `why` gets the
  * reason when the event is not counted. */
 int ps_event_probe(const char *backend, const char *name, char *why, size_t why_len);
-/* Iterate over the backend's event catalogue: index 0, 1, ... until it
+/* Iterate over the backend's event catalogue ("PAPI", "perf_event", or
+ * "PAPI_presets" for the standard preset list): index 0, 1, ... until it
  * returns 0.  Fills name/description; `kind` gets "preset" or "native". */
 int ps_event_catalogue(const char *backend, int index, char *name, size_t name_len,
                        char *desc, size_t desc_len, const char **kind);

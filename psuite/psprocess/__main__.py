@@ -1,0 +1,5 @@
+import sys
+
+from psuite.psprocess.cli import entry
+
+sys.exit(entry())

@@ -1,0 +1,88 @@
+"""psprocess: turn psrun's raw XML into reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from psuite.cli_common import ArgumentParser, open_output, run_cli
+from psuite.psprocess.writers import FORMATS
+
+DESCRIPTION = """\
+Read PerfSuite XML documents (files or http(s) URLs) written by psrun or by
+the original PerfSuite, and print a report: execution and machine
+information, the event counts, and derived metrics (instructions per cycle,
+MFLOPS, cache line reuse, CPU utilization, page faults per second ...).
+A metric is shown only when every event it needs was measured."""
+
+EPILOG = """\
+metrics: the standard set is configs/metrics.xml (psmetrics format);
+-m FILE adds your own definitions in the same format, e.g.
+
+  <psmetrics class="PAPI"><metric namespace="mine">
+    <name>Cycles per instruction</name><description>CPI</description>
+    <definition><apply><divide><ci>PAPI_TOT_CYC</ci><ci>PAPI_TOT_INS</ci>
+    </divide></apply></definition></metric></psmetrics>
+
+examples:
+  psprocess app.1234.host.xml
+  psprocess --format json app.*.xml > counts.json
+  psprocess -m mymetrics.xml https://example.org/run.xml
+
+exit status: 0 on success, 2 on bad input (unreadable or malformed
+documents, bad metric files, unwritable output)."""
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=EPILOG,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
+    p.add_argument("-f", "--format", choices=tuple(FORMATS), default="text", help="output format (default text)")
+    p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
+                   help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
+    p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists")
+    p.add_argument("--version", action="version", version=f"psprocess (psuite) {_version()}")
+    return p
+
+
+def _version() -> str:
+    from psuite._version import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.force and not args.output:
+        build_parser().error("--force goes with -o/--output")
+    from psuite.psprocess import metrics
+    from psuite.psprocess.inputs import fetch, parse
+    from psuite.psprocess.readers import read_document
+    from psuite.psprocess.writers import writer
+
+    definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
+    for path in args.metrics:
+        definitions += metrics.load(path)
+    reports = []
+    for source in args.inputs:
+        report = read_document(parse(fetch(source), source), source)
+        report.metrics = metrics.derive(report, definitions)
+        reports.append(report)
+    text = writer(args.format).render(reports)
+    if args.output:
+        with open_output(args.output, args.force) as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def entry() -> int:
+    return run_cli("psprocess", main, None)
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

@@ -1,0 +1,51 @@
+"""Reading an input document: a file or an http(s) URL, parsed safely
+(no external entities, no DTD loading, no network from the parser, bounded
+entity expansion)."""
+
+from __future__ import annotations
+
+from psuite.cli_common import read_input
+from psuite.errors import InputError
+
+URL_TIMEOUT_S = 20
+URL_MAX_BYTES = 256 * 1024 * 1024
+
+
+def fetch(source: str) -> bytes:
+    if source.startswith(("http://", "https://")):
+        return _fetch_url(source)
+    if "://" in source:
+        raise InputError(f"{source}: only files and http(s) URLs can be read")
+    return read_input(source)
+
+
+def _fetch_url(url: str) -> bytes:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_S) as resp:
+            data = resp.read(URL_MAX_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise InputError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise InputError(f"{url}: cannot fetch ({reason}); check the address and the network") from None
+    if len(data) > URL_MAX_BYTES:
+        raise InputError(f"{url}: larger than {URL_MAX_BYTES // (1024 * 1024)} MB; download it and give the file")
+    return data
+
+
+def parse(data: bytes, source: str):
+    """The document's root element."""
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
+                             huge_tree=False, remove_comments=True)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise InputError(f"{source}: not well-formed XML ({exc}); is it a complete psrun report?") from None
+    if root is None:
+        raise InputError(f"{source}: empty document")
+    return root
