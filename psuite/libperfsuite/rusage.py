@@ -55,7 +55,9 @@ def _from_rusage(ru: Any, max_vm_kb: int | None, max_rss_kb: int | None = None) 
     return ResourceUsage(
         user_time=ru.ru_utime,
         system_time=ru.ru_stime,
-        max_rss_kb=max(ru.ru_maxrss, max_rss_kb or 0),  # Linux reports KB
+        # Linux reports KB.  For a child, ru_maxrss also covers the forked
+        # copy of the parent before exec; VmHWM read at exit is the program's.
+        max_rss_kb=max_rss_kb if max_rss_kb is not None else ru.ru_maxrss,
         max_vm_kb=max_vm_kb,
         minor_faults=ru.ru_minflt,
         major_faults=ru.ru_majflt,

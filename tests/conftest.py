@@ -1,0 +1,83 @@
+"""Shared test fixtures: compiled target programs, running the real
+commands, and validation against the original PerfSuite DTDs in
+../shared/perfsuite-dtd."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+ROOT = Path(__file__).resolve().parents[1]
+DTD_DIR = ROOT.parent / "shared" / "perfsuite-dtd"
+TARGETS = Path(__file__).resolve().parent / "targets"
+DTD_PREFIX = "/usr/share/perfsuite/dtds/pshwpc/"
+
+
+def dtd(name: str) -> etree.DTD:
+    """A DTD from ../shared, its includes resolved to the same folder."""
+    path = DTD_DIR / name
+    assert path.exists(), f"{path} missing: the tests need ../shared beside the checkout"
+    text = path.read_text().replace(DTD_PREFIX, str(DTD_DIR) + "/")
+    return etree.DTD(io.StringIO(text))
+
+
+def validate(doc: str | Path | bytes | etree._Element, dtd_name: str) -> etree._Element:
+    """Parse (if needed) and assert validity; returns the root element."""
+    if isinstance(doc, etree._Element):
+        root = doc
+    else:
+        data = Path(doc).read_bytes() if isinstance(doc, (str, Path)) else doc
+        root = etree.fromstring(data)
+    d = dtd(dtd_name)
+    ok = d.validate(root)
+    assert ok, f"not valid against {dtd_name}: {d.error_log.filter_from_errors()}"
+    return root
+
+
+def run_tool(tool: str, *args: str, **kw) -> subprocess.CompletedProcess:
+    """Run a psuite command as a user would (python -m psuite.TOOL)."""
+    kw.setdefault("capture_output", True)
+    kw.setdefault("text", True)
+    kw.setdefault("timeout", 120)
+    return subprocess.run([sys.executable, "-m", f"psuite.{tool}", *args], **kw)
+
+
+@pytest.fixture(scope="session")
+def targets(tmp_path_factory) -> dict[str, str]:
+    """tests/targets/*.c compiled; name -> executable path."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    assert cc, "a C compiler is needed (tests/run installs gcc)"
+    out = tmp_path_factory.mktemp("targets")
+    built = {}
+    for src in sorted(TARGETS.glob("*.c")):
+        exe = out / src.stem
+        flags = ["-static"] if src.stem.startswith("static_") else []
+        subprocess.run([cc, "-O1", "-g", *flags, "-o", str(exe), str(src), "-lm"], check=True)
+        built[src.stem] = str(exe)
+    return built
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def one_line_error(proc: subprocess.CompletedProcess, tool: str) -> str:
+    """Assert the failure contract: exit 2, one stderr line, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(f"{tool}: "), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
+os.environ.setdefault("PSUITE_TEST", "1")
