@@ -98,7 +98,7 @@ native = Extension(
     sources=sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc")) if f.endswith(".c")),
     depends=[os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))],
     include_dirs=["csrc"],
-    define_macros=[("_GNU_SOURCE", None), ("PSUITE_VERSION", '"%s"' % _version())],
+    define_macros=[("_GNU_SOURCE", None), ("PSUITE_VERSION", f'"{_version()}"')],
     extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
                         "-Wno-format-truncation"],
     libraries=["dl", "pthread"],

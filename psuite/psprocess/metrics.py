@@ -95,7 +95,7 @@ def load(path: str) -> list[MetricDefinition]:
     out = []
     for i, m in enumerate(root.iterfind("metric"), 1):
         name = (m.findtext("name") or "").strip()
-        where = f"{path}: metric {name or '#%d' % i}"
+        where = f"{path}: metric {name or f'#{i}'}"
         if not name:
             raise ConfigError(f"{where}: no <name>")
         apply = m.find("definition/apply")

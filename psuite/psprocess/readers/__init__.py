@@ -14,6 +14,6 @@ def read_document(root, source: str):
         if reader.accepts(root):
             return reader.read(root, source)
     mode = root.get("mode")
-    kind = f"<{root.tag}{' mode=%r' % mode if mode else ''}>"
+    kind = f"<{root.tag}{f' mode={mode!r}' if mode else ''}>"
     raise InputError(f"{source}: {kind} documents are not supported by this psprocess "
                      "(it reads <hwpcreport mode=\"count\">)")
