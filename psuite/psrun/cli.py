@@ -166,6 +166,8 @@ def _resolve_events(env: dict[str, str], quiet: bool) -> None:
                  "instead")
         env["PSUITE_EVENTS"] = ",".join(SOFTWARE_FALLBACK)
         env.pop("PS_HWPC_CONFIG", None)
+        env["PSUITE_ANNOTATION"] = "; ".join(f"not counted: {s.name} ({s.reason})" for s in dropped) + \
+            f"; counted instead: {', '.join(SOFTWARE_FALLBACK)}"
         return
     if not quiet:
         _note_dropped(dropped)
@@ -175,6 +177,8 @@ def _resolve_events(env: dict[str, str], quiet: bool) -> None:
             note("more events than hardware counters: counts are multiplexed and scaled")
     env["PSUITE_EVENTS"] = ",".join(names)
     env["PSUITE_CHECKED"] = "1"
+    if dropped:
+        env["PSUITE_ANNOTATION"] = "; ".join(f"not counted: {s.name} ({s.reason})" for s in dropped)
 
 
 def _check_directory(directory: str, quiet: bool) -> None:

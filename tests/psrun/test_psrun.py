@@ -1,0 +1,127 @@
+"""psrun on real programs: pass-through of status, output and signals;
+reports valid against hwpcreport-0.3.dtd; configuration errors."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+
+import pytest
+
+from tests.conftest import one_line_error, run_tool, validate
+
+
+def reports(directory) -> list:
+    """Reports psrun wrote (<prefix>.<pid>.<host>.xml), not other XML there."""
+    return sorted(p for p in directory.iterdir() if p.suffix == ".xml" and len(p.name.split(".")) >= 4)
+
+
+def test_exit_status_and_output_pass_through(targets, workdir):
+    p = run_tool("psrun", "-e", "task-clock,page-faults", targets["work"], "10", "0", "7", "echo",
+                 input="hello from stdin\n")
+    assert p.returncode == 7, p.stderr
+    assert p.stdout == "hello from stdin\nwork done: 10 pages\n"
+    assert all(line.startswith("psrun: ") for line in p.stderr.splitlines())
+    [report] = reports(workdir)
+    assert report.name.startswith("work.")
+    root = validate(report, "hwpcreport-0.3.dtd")
+    names = [e.get("name") for e in root.iter("hwpcevent")]
+    assert len(names) == 2
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGSEGV, signal.SIGABRT])
+def test_signal_death_is_passed_on(targets, workdir, sig):
+    bare = subprocess.run([targets["killself"], str(int(sig))])
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["killself"], str(int(sig)))
+    assert bare.returncode == -sig
+    assert p.returncode == 128 + sig
+    assert signal.Signals(sig).name in p.stderr
+
+
+def test_default_configuration_reports_what_it_dropped(targets, workdir):
+    p = run_tool("psrun", targets["work"], "0", "0", "0")
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    counted = {e.get("name") for e in root.iter("hwpcevent")}
+    from psuite.hwpc.events import probe
+
+    if probe("PAPI_TOT_CYC")[0] != 0:  # no PMU here: the preset must be reported as dropped
+        assert "PAPI_TOT_CYC" in p.stderr and "not counted" in p.stderr
+        assert "PAPI_TOT_CYC" not in counted
+        assert "PAPI_TOT_CYC" in root.findtext("annotation")
+    assert any("TASK-CLOCK" in n.upper() for n in counted)
+
+
+@pytest.mark.parametrize("backend,cls", [("PAPI", "PAPI"), ("perf_event", "perfmon")])
+def test_backends_write_their_class(targets, workdir, backend, cls):
+    p = run_tool("psrun", "--backend", backend, "-e", "task-clock", targets["work"])
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    assert root.find("hwpceventdata").get("class") == cls
+
+
+def test_unknown_event_stops_before_launch(targets, workdir):
+    line = one_line_error(run_tool("psrun", "-e", "task-clock,NO_SUCH_EVENT", targets["work"]), "psrun")
+    assert "NO_SUCH_EVENT" in line
+    assert reports(workdir) == []
+
+
+def test_malformed_configuration(targets, workdir):
+    bad = workdir / "bad.xml"
+    bad.write_text("<ps_hwpc_eventlist class='PAPI'><ps_hwpc_event name='x'>")
+    line = one_line_error(run_tool("psrun", "-c", str(bad), targets["work"]), "psrun")
+    assert "bad.xml" in line and "well-formed" in line
+    missing = one_line_error(run_tool("psrun", "-c", "nope.xml", targets["work"]), "psrun")
+    assert "nope.xml" in missing
+
+
+def test_configuration_from_environment(targets, workdir):
+    cfg = workdir / "list.xml"
+    cfg.write_text('<ps_hwpc_eventlist class="PAPI"><ps_hwpc_event type="native" name="perf::PAGE-FAULTS"/>'
+                   "</ps_hwpc_eventlist>")
+    p = run_tool("psrun", targets["work"], env={**os.environ, "PS_HWPC_CONFIG": str(cfg)})
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    assert [e.get("name") for e in validate(report, "hwpcreport-0.3.dtd").iter("hwpcevent")] == \
+        ["perf::PAGE-FAULTS"]
+
+
+def test_unwritable_directory_still_runs_the_program(targets, workdir):
+    locked = workdir / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        # root ignores directory permissions; a read-only bind is not available
+        # to a test, so use a directory that cannot be written as a file path.
+        target = locked if os.geteuid() != 0 else workdir / "file-not-dir"
+        if os.geteuid() == 0:
+            target.write_text("")
+        p = run_tool("psrun", "-e", "task-clock", "-d", str(target), targets["work"], "0", "0", "5")
+    finally:
+        locked.chmod(0o700)
+    if os.geteuid() == 0:
+        one_line_error(p, "psrun")  # not a directory: a usage error before launch
+    else:
+        assert p.returncode == 5
+        assert "cannot" in p.stderr
+
+
+def test_report_directory_and_prefix(targets, workdir):
+    out = workdir / "out"
+    out.mkdir()
+    p = run_tool("psrun", "-e", "task-clock", "-d", str(out), "-o", "myrun", targets["work"])
+    assert p.returncode == 0, p.stderr
+    [report] = reports(out)
+    assert report.name.startswith("myrun.")
+
+
+def test_program_not_found_and_static_binary(targets, workdir):
+    assert "not found" in one_line_error(run_tool("psrun", "./nonexistent-program"), "psrun")
+    assert "statically linked" in one_line_error(run_tool("psrun", targets["static_hello"]), "psrun")
+
+
+def test_no_program_given():
+    assert "no program" in one_line_error(run_tool("psrun"), "psrun")
