@@ -126,13 +126,17 @@ def _event_environment(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def _note_dropped(dropped: list) -> None:
-    """One line per reason, naming the events it drops."""
+def _dropped_by_reason(dropped: list) -> list[str]:
+    """One phrase per reason, naming the events it drops."""
     by_reason: dict[str, list[str]] = {}
     for s in dropped:
         by_reason.setdefault(s.reason, []).append(s.name)
-    for reason, names in by_reason.items():
-        note(f"not counted: {', '.join(names)}: {reason}")
+    return [f"not counted: {', '.join(names)}: {reason}" for reason, names in by_reason.items()]
+
+
+def _note_dropped(dropped: list) -> None:
+    for line in _dropped_by_reason(dropped):
+        note(line)
 
 
 def _resolve_events(env: dict[str, str], quiet: bool) -> None:
@@ -166,7 +170,7 @@ def _resolve_events(env: dict[str, str], quiet: bool) -> None:
                  "instead")
         env["PSUITE_EVENTS"] = ",".join(SOFTWARE_FALLBACK)
         env.pop("PS_HWPC_CONFIG", None)
-        env["PSUITE_ANNOTATION"] = "; ".join(f"not counted: {s.name} ({s.reason})" for s in dropped) + \
+        env["PSUITE_ANNOTATION"] = "; ".join(_dropped_by_reason(dropped)) + \
             f"; counted instead: {', '.join(SOFTWARE_FALLBACK)}"
         return
     if not quiet:
@@ -178,7 +182,7 @@ def _resolve_events(env: dict[str, str], quiet: bool) -> None:
     env["PSUITE_EVENTS"] = ",".join(names)
     env["PSUITE_CHECKED"] = "1"
     if dropped:
-        env["PSUITE_ANNOTATION"] = "; ".join(f"not counted: {s.name} ({s.reason})" for s in dropped)
+        env["PSUITE_ANNOTATION"] = "; ".join(_dropped_by_reason(dropped))
 
 
 def _check_directory(directory: str, quiet: bool) -> None:

@@ -197,7 +197,7 @@ def test_entity_expansion_is_not_performed(tmp_path):
 
 
 def test_psrun_then_psprocess_end_to_end(targets, workdir):
-    run = run_tool("psrun", targets["work"], "3000", "50", "0")
+    run = run_tool("psrun", targets["work"], "3000", "20", "0")
     assert run.returncode == 0, run.stderr
     [report] = [p for p in workdir.iterdir() if p.name.startswith("work.")]
     p = run_tool("psprocess", str(report))

@@ -1,25 +1,18 @@
 /* work.c - test target with known behaviour, driven by its arguments:
- *   work PAGES SPIN_MS EXIT_CODE [echo]
- * touches PAGES fresh pages, spins for SPIN_MS of CPU time, copies stdin to
+ *   work PAGES WORK EXIT_CODE [echo]
+ * touches PAGES fresh pages, does WORK million loop iterations (a fixed
+ * amount of computation, so separate runs compare), copies stdin to
  * stdout when "echo" is given, prints one line, exits with EXIT_CODE. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
-
-static double cpu_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 int main(int argc, char **argv)
 {
     long pages = argc > 1 ? atol(argv[1]) : 0;
-    double spin = argc > 2 ? atof(argv[2]) : 0;
+    long work = argc > 2 ? atol(argv[2]) : 0;
     int code = argc > 3 ? atoi(argv[3]) : 0;
     long psz = sysconf(_SC_PAGESIZE);
     if (pages > 0) {
@@ -30,10 +23,8 @@ int main(int argc, char **argv)
             p[i * psz] = 1;
     }
     volatile double x = 0;
-    double t0 = cpu_ms();
-    while (cpu_ms() - t0 < spin)
-        for (int i = 0; i < 10000; i++)
-            x += i * 0.5;
+    for (long i = 0; i < work * 1000000; i++)
+        x += i * 0.5;
     if (argc > 4 && strcmp(argv[4], "echo") == 0) {
         char buf[4096];
         size_t n;
