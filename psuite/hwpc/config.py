@@ -29,27 +29,36 @@ class EventList:
         return [n for n, _ in self.events]
 
 
-def parse_xml_safely(data: bytes, what: str):
-    """lxml parse with no network, no external entities, bounded expansion."""
+def parse_xml_safely(data: bytes, what: str, error: type[Exception] = ConfigError):
+    """lxml parse with no network, no external entities, no DTD loading and
+    bounded expansion; `error` names the problem as `what`."""
     from lxml import etree
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
                              remove_comments=True)
     try:
-        return etree.fromstring(data, parser)
+        root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
-        raise ConfigError(f"{what} is not well-formed XML: {exc}") from None
+        raise error(f"{what} is not well-formed XML ({exc})") from None
+    if root is None:
+        raise error(f"{what} is empty")
+    return root
 
 
-def read_eventlist(path: str) -> EventList:
+def read_xml_file(path: str, what: str):
+    """Root element of a configuration-like XML file, with one-line errors."""
     try:
         with open(path, "rb") as f:
             data = f.read()
     except FileNotFoundError:
-        raise ConfigError(f"configuration {path}: no such file") from None
+        raise ConfigError(f"{what} {path}: no such file") from None
     except OSError as exc:
-        raise ConfigError(f"cannot read configuration {path}: {exc.strerror}") from None
-    root = parse_xml_safely(data, f"configuration {path}")
+        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
+    return parse_xml_safely(data, f"{what} {path}")
+
+
+def read_eventlist(path: str) -> EventList:
+    root = read_xml_file(path, "configuration")
     if root.tag == "ps_hwpc_profile":
         raise ConfigError(f"{path} is a profiling configuration (<ps_hwpc_profile>); this psrun counts "
                           "events only: give a <ps_hwpc_eventlist>")

@@ -38,14 +38,6 @@ def _fetch_url(url: str) -> bytes:
 
 def parse(data: bytes, source: str):
     """The document's root element."""
-    from lxml import etree
+    from psuite.hwpc.config import parse_xml_safely
 
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, dtd_validation=False,
-                             huge_tree=False, remove_comments=True)
-    try:
-        root = etree.fromstring(data, parser)
-    except etree.XMLSyntaxError as exc:
-        raise InputError(f"{source}: not well-formed XML ({exc}); is it a complete psrun report?") from None
-    if root is None:
-        raise InputError(f"{source}: empty document")
-    return root
+    return parse_xml_safely(data, source, InputError)

@@ -80,16 +80,9 @@ def _parse_expr(el, where: str) -> tuple:
 
 def load(path: str) -> list[MetricDefinition]:
     """Metric definitions from a psmetrics file; ConfigError on any fault."""
-    from psuite.hwpc.config import parse_xml_safely
+    from psuite.hwpc.config import read_xml_file
 
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"metric file {path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read metric file {path}: {exc.strerror}") from None
-    root = parse_xml_safely(data, f"metric file {path}")
+    root = read_xml_file(path, "metric file")
     if root.tag != "psmetrics":
         raise ConfigError(f"{path}: root element is <{root.tag}>, expected <psmetrics class=\"PAPI\">")
     out = []
