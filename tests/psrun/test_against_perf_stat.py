@@ -4,7 +4,6 @@ both backends (the system libpapi, and perf_event directly)."""
 from __future__ import annotations
 
 import shutil
-import statistics
 import subprocess
 
 import pytest
@@ -13,7 +12,7 @@ from lxml import etree
 from psuite.hwpc.names import canonical
 from tests.conftest import run_tool
 
-PAGES, WORK, RUNS = 20000, 150, 3
+PAGES, WORK, RUNS = 20000, 150, 5
 
 
 def perf_stat(argv: list[str]) -> dict[str, float]:
@@ -31,7 +30,8 @@ def perf_stat(argv: list[str]) -> dict[str, float]:
 
 @pytest.mark.parametrize("backend", ["PAPI", "perf_event"])
 def test_page_faults_and_task_clock_within_2_percent(targets, workdir, backend):
-    """Separate runs of a fixed amount of work, alternated; medians compared."""
+    """Separate runs of a fixed amount of work, alternated; the minima are
+    compared, since interference from other load only ever adds."""
     argv = [targets["work"], str(PAGES), str(WORK), "0"]
     ref, ours = [], []
     for _ in range(RUNS):
@@ -42,5 +42,4 @@ def test_page_faults_and_task_clock_within_2_percent(targets, workdir, backend):
         ours.append({canonical(e.get("name")): float(e.text) for e in etree.parse(str(report)).iter("hwpcevent")})
         report.unlink()
     for event in ("page-faults", "task-clock"):
-        assert statistics.median(o[event] for o in ours) == \
-            pytest.approx(statistics.median(r[event] for r in ref), rel=0.02), event
+        assert min(o[event] for o in ours) == pytest.approx(min(r[event] for r in ref), rel=0.02), event
