@@ -26,8 +26,7 @@ COUNTED, DROPPED, UNKNOWN = 0, 1, 2
 
 class HwpcError(PsuiteError):
     def __init__(self, call: str, code: int, detail: str = "") -> None:
-        _, lib = load()
-        ffi, _ = load()
+        ffi, lib = load()
         msg = f"{call}: {text(ffi, lib.ps_hwpc_strerror(code))}"
         super().__init__(msg + (f" ({detail})" if detail else ""))
         self.code = code
@@ -53,9 +52,10 @@ class Counting:
     """Count events around a region of Python code (and what it calls)."""
 
     def __init__(self, events: Iterable[str] | None = None, domain: str | None = None,
-                 backend: str | None = None) -> None:
+                 backend: str | None = None, environment: dict[str, str] | None = None) -> None:
+        """environment: PSUITE_*/PS_HWPC_CONFIG settings as psrun passes them."""
         self.ffi, self.lib = load()
-        self._env = {}
+        self._env = dict(environment or {})
         if events is not None:
             self._env["PSUITE_EVENTS"] = ",".join(events)
         if domain is not None:

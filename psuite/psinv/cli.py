@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -29,7 +30,7 @@ exit status: 0 on success, 2 on a usage or output error."""
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="psinv", description=DESCRIPTION, epilog=EPILOG,
-                       formatter_class=__import__("argparse").RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("-x", "--xml", action="store_true",
                      help="write a <machineinfo> document valid against machineinfo-0.3.dtd")

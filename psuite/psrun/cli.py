@@ -17,7 +17,7 @@ import sys
 from collections.abc import Sequence
 
 from psuite.cli_common import ArgumentParser, run_cli
-from psuite.errors import EventError, UsageError
+from psuite.errors import EventError, PsuiteError, UsageError
 
 EPILOG = """\
 configuration (first that applies):
@@ -145,8 +145,7 @@ def _resolve_events(env: dict[str, str], quiet: bool) -> None:
     a note, and the program is given the list that counts."""
     from psuite.hwpc.counting import UNKNOWN, Counting
 
-    counting = Counting()
-    counting._env = env
+    counting = Counting(environment=env)
     try:
         counting.init()
         names = counting.event_names
@@ -154,7 +153,7 @@ def _resolve_events(env: dict[str, str], quiet: bool) -> None:
         multiplexed = counting.multiplexed
     except EventError:
         raise
-    except Exception:
+    except PsuiteError:  # nothing countable: the statuses say why, handled below
         names, backend, version, multiplexed = [], "", "", False
     finally:
         counting.shutdown()
