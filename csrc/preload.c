@@ -102,6 +102,10 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
                              void (*rtld_fini)(void), void *stack_end)
 {
     start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
+    if (!real) { /* cannot happen with glibc; never leave the program without a start */
+        ps_message("cannot find the C library's __libc_start_main; the program is not measured");
+        _exit(127);
+    }
     const char *on = getenv("PSUITE_PRELOAD");
     if (on && strcmp(on, "1") == 0) {
         real_main = main;

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -29,8 +28,7 @@ exit status: 0 on success, 2 on a usage or output error."""
 
 
 def build_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="psinv", description=DESCRIPTION, epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="psinv", description=DESCRIPTION, epilog=EPILOG)
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("-x", "--xml", action="store_true",
                      help="write a <machineinfo> document valid against machineinfo-0.3.dtd")
@@ -39,16 +37,9 @@ def build_parser() -> ArgumentParser:
                    help="list the events psrun can count: PAPI presets and native events, and the "
                         "kernel's perf_event generic events, each with its measured availability")
     p.add_argument("--available", action="store_true", help="with -e: only the events that count here")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists")
-    p.add_argument("--version", action="version", version=f"psinv (psuite) {_version()}")
+    p.add_output_options()
     return p
 
-
-def _version() -> str:
-    from psuite._version import __version__
-
-    return __version__
 
 
 def _kb(kb: int) -> str:
@@ -140,8 +131,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.available and not args.events:
         build_parser().error("--available goes with -e/--events")
-    if args.force and not args.output:
-        build_parser().error("--force goes with -o/--output")
     if args.xml and args.events:
         build_parser().error("-x writes machine information only; use -e with text or --json")
     out = open_output(args.output, args.force) if args.output else sys.stdout

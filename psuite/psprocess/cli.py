@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
@@ -35,29 +34,19 @@ documents, bad metric files, unwritable output)."""
 
 
 def build_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=EPILOG,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
     p.add_argument("-f", "--format", choices=tuple(FORMATS), default="text", help="output format (default text)")
     p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
                    help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-    p.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists")
-    p.add_argument("--version", action="version", version=f"psprocess (psuite) {_version()}")
+    p.add_output_options()
     return p
 
-
-def _version() -> str:
-    from psuite._version import __version__
-
-    return __version__
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.force and not args.output:
-        build_parser().error("--force goes with -o/--output")
     from psuite.psprocess import metrics
     from psuite.psprocess.inputs import fetch, parse
     from psuite.psprocess.readers import read_document

@@ -49,7 +49,7 @@ SOFTWARE_FALLBACK = ("task-clock", "page-faults", "context-switches")
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="psrun", description=__doc__.split("\n\n")[1].replace("\n", " "),
-                       epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       epilog=EPILOG)
     p.add_argument("-c", "--config", metavar="FILE", help="PerfSuite event list (<ps_hwpc_eventlist>)")
     p.add_argument("-e", "--events", metavar="LIST", help="comma-separated event names (see psinv -e)")
     p.add_argument("--domain", choices=("user", "kernel", "all"), help="count in this domain (default: the "
@@ -58,16 +58,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument("-o", "--output", metavar="PREFIX", help="report file prefix (default: the program name)")
     p.add_argument("-d", "--directory", metavar="DIR", help="directory for the report (default: current)")
     p.add_argument("-q", "--quiet", action="store_true", help="only errors; no notes on dropped events")
-    p.add_argument("--version", action="version", version=f"psrun (psuite) {_version()}")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]",
                    help="the program to measure and its arguments")
     return p
 
-
-def _version() -> str:
-    from psuite._version import __version__
-
-    return __version__
 
 
 def note(msg: str) -> None:

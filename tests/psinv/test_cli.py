@@ -105,3 +105,15 @@ def test_help_explains_every_option():
     p = run_tool("psinv", "--help")
     for opt in ("--xml", "--json", "--events", "--available", "--output", "--force"):
         assert opt in p.stdout
+
+
+@pytest.mark.parametrize("tool", ["psinv", "psrun", "psprocess"])
+def test_every_tool_reports_its_version(tool):
+    p = run_tool(tool, "--version")
+    assert p.returncode == 0 and p.stdout.startswith(f"{tool} (psuite) ")
+
+
+@pytest.mark.parametrize("tool", ["psinv", "psprocess"])
+def test_force_without_output_is_a_usage_error(tool):
+    extra = ["x.xml"] if tool == "psprocess" else []
+    assert "--force goes with -o" in one_line_error(run_tool(tool, "--force", *extra), tool)
