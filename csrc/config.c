@@ -1,4 +1,5 @@
-/* config.c - which events to count: PSUITE_EVENTS (set by psrun -e), else
+/* config.c - which events to count: a list given by the caller (psrun's
+ * software fallback), else PSUITE_EVENTS (set by psrun -e), else
  * the PerfSuite event list named by PS_HWPC_CONFIG, else the default list
  * shipped beside this library (configs/default.xml in the package). */
 #define _GNU_SOURCE
@@ -159,7 +160,7 @@ static int default_config(char *path, size_t len)
     return 0;
 }
 
-int ps_config_load(ps_evset_t *set, char *why, size_t why_len)
+int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len)
 {
     set->nrequested = 0;
     set->domain = PS_DOM_USER;
@@ -168,7 +169,7 @@ int ps_config_load(ps_evset_t *set, char *why, size_t why_len)
         snprintf(why, why_len, "PSUITE_DOMAIN must be user, kernel or all");
         return PS_HWPC_ECONFIG;
     }
-    const char *list = getenv("PSUITE_EVENTS");
+    const char *list = events ? events : getenv("PSUITE_EVENTS");
     if (list && *list) {
         for (const char *p = list; *p;) {
             const char *comma = strchr(p, ',');

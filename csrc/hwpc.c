@@ -50,13 +50,15 @@ static int choose_backend(char *why, size_t why_len)
     return PS_BACKEND_NONE;
 }
 
-static int init_locked(void)
+static int init_locked(const char *events, const char *annotation)
 {
     char why[256] = "";
     if (state != ST_NONE)
         return PS_HWPC_ESTATE;
     memset(&set, 0, sizeof set);
-    int rc = ps_config_load(&set, why, sizeof why);
+    if (annotation)
+        ps_strlcpy(set.annotation, annotation, sizeof set.annotation);
+    int rc = ps_config_load(&set, events, why, sizeof why);
     if (rc != PS_HWPC_OK) {
         ps_message("%s", why);
         return rc;
@@ -79,6 +81,11 @@ static int init_locked(void)
     }
     for (int k = 0; k < set.ncounted; k++)
         set.counted_names[k] = set.ev[set.counted[k]].name;
+    /* The report's <annotation> names what was asked for and not counted. */
+    size_t used = strlen(set.annotation);
+    if (used + 2 < sizeof set.annotation && ps_hwpc_dropped(set.annotation + used + (used ? 2 : 0),
+                                                            sizeof set.annotation - used - 2, 0) && used)
+        memcpy(set.annotation + used, "; ", 2);
     set.counted_names[set.ncounted] = NULL;
     wall_total = 0;
     user_total = sys_total = 0;
@@ -86,13 +93,15 @@ static int init_locked(void)
     return PS_HWPC_OK;
 }
 
-PS_API int ps_hwpc_init(void)
+int ps_hwpc_init_events(const char *events, const char *annotation)
 {
     pthread_mutex_lock(&lock);
-    int rc = init_locked();
+    int rc = init_locked(events, annotation);
     pthread_mutex_unlock(&lock);
     return rc;
 }
+
+PS_API int ps_hwpc_init(void) { return ps_hwpc_init_events(NULL, NULL); }
 
 static int start_locked(void)
 {
@@ -242,6 +251,41 @@ PS_API int ps_hwpc_eventstatus(int i, const char **name, int *status, const char
     *status = set.ev[i].status;
     *why = set.ev[i].why;
     return PS_HWPC_OK;
+}
+
+size_t ps_hwpc_dropped(char *out, size_t len, int lines) /* see internal.h */
+{
+    int n = ps_hwpc_numrequested();
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        const char *name, *why;
+        int status, seen = 0;
+        if (ps_hwpc_eventstatus(i, &name, &status, &why) || status == PS_EVENT_COUNTED)
+            continue;
+        for (int j = 0; j < i && !seen; j++) { /* reason already listed with an earlier event */
+            const char *n2, *w2;
+            int s2;
+            seen = !ps_hwpc_eventstatus(j, &n2, &s2, &w2) && s2 != PS_EVENT_COUNTED && strcmp(w2, why) == 0;
+        }
+        if (seen)
+            continue;
+        char line[1024];
+        size_t k = (size_t)snprintf(line, sizeof line, "not counted: %s", name);
+        for (int j = i + 1; j < n && k < sizeof line; j++) {
+            const char *n2, *w2;
+            int s2;
+            if (!ps_hwpc_eventstatus(j, &n2, &s2, &w2) && s2 != PS_EVENT_COUNTED && strcmp(w2, why) == 0)
+                k += (size_t)snprintf(line + k, sizeof line - k, ", %s", n2);
+        }
+        if (k < sizeof line)
+            snprintf(line + k, sizeof line - k, ": %s", why);
+        if (lines)
+            ps_message("%s", line);
+        if (used < len)
+            used += (size_t)snprintf(out + used, len - used, "%s%s", used ? "; " : "", line);
+    }
+    return used < len ? used : len - 1;
 }
 
 PS_API const char *ps_hwpc_backend(const char **version)

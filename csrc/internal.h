@@ -36,6 +36,7 @@ typedef struct {
     int multiplexed;
     int papi_eventset;
     long long papi_acc[PS_HWPC_MAX_EVENTS];  /* PAPI counts before a suspend */
+    char annotation[1024];      /* what psrun counted instead, and why */
 } ps_evset_t;
 
 /* util.c */
@@ -73,7 +74,14 @@ int ps_papi_catalogue(int index, char *name, size_t name_len, char *desc,
                       size_t desc_len, const char **kind);
 
 /* config.c: PerfSuite event list files and PSUITE_EVENTS */
-int ps_config_load(ps_evset_t *set, char *why, size_t why_len);
+int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len);
+
+/* hwpc.c: initialise with an explicit event list (NULL: the configuration)
+ * and a note for the report's <annotation> (NULL: none) */
+int ps_hwpc_init_events(const char *events, const char *annotation);
+/* "not counted: A, B: reason" per distinct reason, joined by "; " into out;
+ * with `say`, also one message per reason on stderr.  Returns the length. */
+size_t ps_hwpc_dropped(char *out, size_t len, int say);
 
 /* report.c: the hwpcreport document */
 typedef struct {

@@ -5,6 +5,7 @@
  * exit status are untouched. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -16,6 +17,12 @@ typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(voi
 
 static main_fn real_main;
 static pid_t measured_pid;
+static int prepared = PS_HWPC_ESTATE; /* result of psrun_prepare() */
+
+/* What psrun counts when none of the requested events can be counted:
+ * kernel software counters, which exist wherever perf_event does. */
+static const char FALLBACK_EVENTS[] = "task-clock,page-faults,context-switches";
+static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
 
 static void report_at_exit(void)
 {
@@ -27,32 +34,75 @@ static void report_at_exit(void)
     ps_hwpc_shutdown();
 }
 
-static void announce_dropped(void)
+static void counted_list(char *out, size_t len)
 {
-    if (getenv("PSUITE_CHECKED")) /* psrun already told the user */
+    const char *const *names;
+    size_t used = 0;
+    out[0] = '\0';
+    if (ps_hwpc_eventnames(&names))
         return;
-    for (int i = 0, n = ps_hwpc_numrequested(); i < n; i++) {
-        const char *name, *why;
-        int status;
-        if (ps_hwpc_eventstatus(i, &name, &status, &why) == PS_HWPC_OK && status != PS_EVENT_COUNTED)
-            ps_message("%s not counted: %s", name, why);
-    }
+    for (int k = 0; names[k] && used < len; k++)
+        used += (size_t)snprintf(out + used, len - used, "%s%s", k ? ", " : "", names[k]);
 }
 
-PS_API int ps_hwpc_psrun(void)
+/* Resolve the events once, before the program runs: say what is dropped
+ * and why, fall back to software events when nothing else counts.  An
+ * unknown event or a broken configuration is returned for the caller to
+ * act on (the messages are out already). */
+static int psrun_prepare(void)
 {
+    const char *q = getenv("PSUITE_QUIET");
+    int quiet = q && strcmp(q, "1") == 0;
+    char dropped[1024], counted[1024];
     int rc = ps_hwpc_init();
-    announce_dropped();
-    if (rc == PS_HWPC_ENOEVENT || rc == PS_HWPC_ENOCOUNT) {
-        ps_message("nothing to count: %s", ps_hwpc_strerror(rc));
+    if (rc == PS_HWPC_ENOEVENT) {
+        char unknown[1024];
+        size_t used = 0;
+        for (int i = 0, n = ps_hwpc_numrequested(); i < n && used < sizeof unknown; i++) {
+            const char *name, *why;
+            int status;
+            if (!ps_hwpc_eventstatus(i, &name, &status, &why) && status == PS_EVENT_UNKNOWN)
+                used += (size_t)snprintf(unknown + used, sizeof unknown - used, "%s%s", used ? ", " : "", name);
+        }
+        ps_message("unknown event %s (see psinv -e for the events here)", unknown);
         return rc;
     }
-    if (rc != PS_HWPC_OK)
+    if (rc == PS_HWPC_ENOCOUNT) {
+        char note[1024];
+        ps_hwpc_dropped(dropped, sizeof dropped, !quiet);
+        snprintf(note, sizeof note, "%s; counted instead: %s", dropped, FALLBACK_SAID);
+        if (!quiet)
+            ps_message("none of the requested events can be counted here; counting %s instead", FALLBACK_SAID);
+        rc = ps_hwpc_init_events(FALLBACK_EVENTS, note);
+        if (rc != PS_HWPC_OK)
+            ps_message("nothing to count: %s", ps_hwpc_strerror(rc));
         return rc;
+    }
+    if (rc != PS_HWPC_OK || quiet)
+        return rc;
+    if (ps_hwpc_dropped(dropped, sizeof dropped, 1)) {
+        const char *version = NULL;
+        const char *backend = ps_hwpc_backend(&version);
+        counted_list(counted, sizeof counted);
+        ps_message("counting %s (%s %s)", counted, backend, version ? version : "");
+    }
+    if (ps_hwpc_multiplexed())
+        ps_message("more events than hardware counters: counts are multiplexed and scaled");
+    return rc;
+}
+
+static int psrun_start(void)
+{
     measured_pid = getpid();
     if (atexit(report_at_exit))
         return PS_HWPC_ESTATE;
     return ps_hwpc_start();
+}
+
+PS_API int ps_hwpc_psrun(void)
+{
+    int rc = psrun_prepare();
+    return rc == PS_HWPC_OK ? psrun_start() : rc;
 }
 
 /* Take this library out of LD_PRELOAD so programs the measured one starts
@@ -92,9 +142,8 @@ static void unpreload_self(void)
 
 static int measured_main(int argc, char **argv, char **envp)
 {
-    if (!getenv("PSUITE_FOLLOW"))
-        unpreload_self();
-    ps_hwpc_psrun();
+    if (prepared == PS_HWPC_OK)
+        psrun_start();
     return real_main(argc, argv, envp);
 }
 
@@ -108,6 +157,13 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
     }
     const char *on = getenv("PSUITE_PRELOAD");
     if (on && strcmp(on, "1") == 0) {
+        if (!getenv("PSUITE_FOLLOW"))
+            unpreload_self();
+        /* Events are resolved here, before the program's own constructors,
+         * so a bad event list stops it before any of its code has run. */
+        prepared = psrun_prepare();
+        if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
+            _exit(2);
         real_main = main;
         main = measured_main;
     }

@@ -92,25 +92,8 @@ static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
     ps_buf_escaped(b, text);
     ps_buf_printf(b, "</command>\n");
 
-    /* Events that were asked for and not counted, so a reader sees the gap
-     * (psrun drops them before launch and passes the note on). */
-    size_t used = 0;
-    text[0] = '\0';
-    const char *note = getenv("PSUITE_ANNOTATION");
-    if (note && *note)
-        used = ps_strlcpy(text, note, sizeof text) < sizeof text ? strlen(text) : sizeof text - 1;
-    for (int i = 0; i < set->nrequested; i++) {
-        const ps_event_t *e = &set->ev[i];
-        if (e->status == PS_EVENT_COUNTED)
-            continue;
-        int k = snprintf(text + used, sizeof text - used, "%snot counted: %s (%s)", used ? "; " : "",
-                         e->name, e->why);
-        if (k < 0 || (size_t)k >= sizeof text - used)
-            break;
-        used += (size_t)k;
-    }
-    if (used)
-        ps_buf_element(b, 2, "annotation", text);
+    if (set->annotation[0]) /* events not counted, and what was counted instead */
+        ps_buf_element(b, 2, "annotation", set->annotation);
 
     ps_buf_printf(b, "  <wallclock units=\"seconds\">%.9f</wallclock>\n", (double)m->wall_ns / 1e9);
     ps_buf_printf(b, "  <cputime units=\"seconds\">\n    <usertime>%.6f</usertime>\n"

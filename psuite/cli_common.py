@@ -1,42 +1,20 @@
 """What every command-line front end shares: one-line errors with exit
-status 2, argparse that speaks the same way, and safe output files."""
+status 2 and safe input and output files.  (The shared argparse parser is
+in cli_parser, so that psrun's fast path does not import argparse.)"""
 
 from __future__ import annotations
 
-import argparse
 import errno
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, NoReturn
 
 from psuite.errors import InputError, PsuiteError, UsageError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs a few ms of start-up, paid by every psrun
+    from typing import IO
 
-class ArgumentParser(argparse.ArgumentParser):
-    """argparse whose errors are one line: 'tool: problem (see tool --help)',
-    with --version for every tool."""
-
-    def __init__(self, **kw) -> None:
-        kw.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
-        super().__init__(**kw)
-        from psuite._version import __version__
-
-        self.add_argument("--version", action="version", version=f"{self.prog} (psuite) {__version__}")
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
-
-    def add_output_options(self) -> None:
-        """-o FILE and --force, for tools that write a report to a file."""
-        self.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
-        self.add_argument("--force", action="store_true", help="with -o: replace FILE if it exists")
-
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
-        ns = super().parse_args(args, namespace)
-        if getattr(ns, "force", False) and not getattr(ns, "output", None):
-            self.error("--force goes with -o/--output")
-        return ns
 
 
 def run_cli(tool: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:

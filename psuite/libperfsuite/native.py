@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any
 
 from psuite.errors import NativeLibraryError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # psrun imports this module; typing would slow its start-up
+    from typing import Any
+
 
 _NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native")
 

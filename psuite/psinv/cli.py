@@ -6,7 +6,8 @@ import json
 import sys
 from collections.abc import Sequence
 
-from psuite.cli_common import ArgumentParser, open_output, run_cli
+from psuite.cli_common import open_output, run_cli
+from psuite.cli_parser import ArgumentParser
 
 DESCRIPTION = """\
 Machine inventory: processor, caches, TLBs, memory, page size, operating

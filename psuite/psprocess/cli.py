@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from psuite.cli_common import ArgumentParser, open_output, run_cli
+from psuite.cli_common import open_output, run_cli
+from psuite.cli_parser import ArgumentParser
 from psuite.psprocess.writers import FORMATS
 
 DESCRIPTION = """\
@@ -48,8 +49,7 @@ def build_parser() -> ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from psuite.psprocess import metrics
-    from psuite.psprocess.inputs import fetch, parse
-    from psuite.psprocess.readers import read_document
+    from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
 
     definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         definitions += metrics.load(path)
     reports = []
     for source in args.inputs:
-        report = read_document(parse(fetch(source), source), source)
+        report = load(source)
         report.metrics = metrics.derive(report, definitions)
         reports.append(report)
     text = writer(args.format).render(reports)

@@ -41,3 +41,10 @@ def parse(data: bytes, source: str):
     from psuite.hwpc.config import parse_xml_safely
 
     return parse_xml_safely(data, source, InputError)
+
+
+def load(source: str):
+    """The report model of one document (file or URL)."""
+    from psuite.psprocess.readers import read_document
+
+    return read_document(parse(fetch(source), source), source)

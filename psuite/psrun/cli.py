@@ -9,15 +9,17 @@ status and signals are its own.
 
 from __future__ import annotations
 
-import argparse
 import os
-import shutil
-import signal
 import sys
 from collections.abc import Sequence
 
-from psuite.cli_common import ArgumentParser, run_cli
-from psuite.errors import EventError, PsuiteError, UsageError
+from psuite.cli_common import run_cli
+from psuite.errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from argparse import Namespace
+    from typing import NoReturn
 
 EPILOG = """\
 configuration (first that applies):
@@ -44,32 +46,28 @@ examples:
   psrun -c mylist.xml -d results/ ./app
   psprocess app.*.xml"""
 
-SOFTWARE_FALLBACK = ("task-clock", "page-faults", "context-switches")
+def build_parser():
+    from psuite.psrun.options import build_parser as build
 
-
-def build_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="psrun", description=__doc__.split("\n\n")[1].replace("\n", " "),
-                       epilog=EPILOG)
-    p.add_argument("-c", "--config", metavar="FILE", help="PerfSuite event list (<ps_hwpc_eventlist>)")
-    p.add_argument("-e", "--events", metavar="LIST", help="comma-separated event names (see psinv -e)")
-    p.add_argument("--domain", choices=("user", "kernel", "all"), help="count in this domain (default: the "
-                   "configuration's, else user)")
-    p.add_argument("--backend", choices=("PAPI", "perf_event"), help="force a counting backend")
-    p.add_argument("-o", "--output", metavar="PREFIX", help="report file prefix (default: the program name)")
-    p.add_argument("-d", "--directory", metavar="DIR", help="directory for the report (default: current)")
-    p.add_argument("-q", "--quiet", action="store_true", help="only errors; no notes on dropped events")
-    p.add_argument("command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]",
-                   help="the program to measure and its arguments")
-    return p
-
+    return build(__doc__.split("\n\n")[1].replace("\n", " "), EPILOG)
 
 
 def note(msg: str) -> None:
     print(f"psrun: {msg}", file=sys.stderr, flush=True)
 
 
+def _which(prog: str) -> str | None:
+    """The program's path the way execvp finds it (shutil.which without
+    shutil's import cost)."""
+    for d in os.environ.get("PATH", os.defpath).split(os.pathsep):
+        path = os.path.join(d or ".", prog)
+        if os.path.isfile(path) and os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def _check_program(prog: str) -> str:
-    path = shutil.which(prog) if "/" not in prog else prog
+    path = _which(prog) if "/" not in prog else prog
     if not path or not os.path.exists(path):
         raise UsageError(f"{prog}: command not found (give a path or a program on PATH)")
     if os.path.isdir(path):
@@ -88,94 +86,56 @@ def _check_program(prog: str) -> str:
 
 
 def _has_interpreter(path: str) -> bool:
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
+    """Whether an ELF file names a program interpreter (is dynamically
+    linked).  Read with struct rather than an ELF library to keep psrun's
+    start-up small: it is paid on every measured run."""
+    import struct
 
     try:
         with open(path, "rb") as f:
-            return any(seg["p_type"] == "PT_INTERP" for seg in ELFFile(f).iter_segments())
-    except (ELFError, OSError):
-        return True  # not ours to judge: let the loader try
+            ident = f.read(64)
+            if len(ident) < 52 or ident[4] not in (1, 2) or ident[5] not in (1, 2):
+                return True  # not ours to judge: let the loader try
+            is64, order = ident[4] == 2, "<" if ident[5] == 1 else ">"
+            if is64:
+                phoff, = struct.unpack_from(order + "Q", ident, 32)
+                phentsize, phnum = struct.unpack_from(order + "HH", ident, 54)
+            else:
+                phoff, = struct.unpack_from(order + "I", ident, 28)
+                phentsize, phnum = struct.unpack_from(order + "HH", ident, 42)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return True
+    PT_INTERP = 3
+    return any(struct.unpack_from(order + "I", table, i * phentsize)[0] == PT_INTERP
+               for i in range(len(table) // phentsize if phentsize >= 4 else 0))
 
 
-def _event_environment(args: argparse.Namespace) -> dict[str, str]:
-    """PSUITE_*/PS_HWPC_CONFIG settings for the configuration chosen."""
-    from psuite.hwpc.config import default_config_path, read_eventlist
-
+def _event_environment(args: Namespace) -> dict[str, str]:
+    """PSUITE_*/PS_HWPC_CONFIG settings for the configuration chosen.  The
+    library in the program resolves the events (one PAPI start-up, not two);
+    a configuration the user gives is read here first, so that a malformed
+    file is reported before launch with the parser's exact complaint."""
     env: dict[str, str] = {}
     if args.events is not None:
         names = [n.strip() for n in args.events.split(",") if n.strip()]
         if not names:
             raise UsageError("-e needs at least one event name")
         env["PSUITE_EVENTS"] = ",".join(names)
-        domain = "user"
     else:
-        path = args.config or os.environ.get("PS_HWPC_CONFIG") or default_config_path()
-        cfg = read_eventlist(path)
-        env["PS_HWPC_CONFIG"] = cfg.path
-        domain = cfg.domain
-    env["PSUITE_DOMAIN"] = args.domain or domain
+        path = args.config or os.environ.get("PS_HWPC_CONFIG")
+        if path:
+            from psuite.hwpc.config import read_eventlist
+
+            env["PS_HWPC_CONFIG"] = read_eventlist(path).path
+    if args.domain:
+        env["PSUITE_DOMAIN"] = args.domain
     if args.backend:
         env["PSUITE_BACKEND"] = args.backend
+    if args.quiet:
+        env["PSUITE_QUIET"] = "1"
     return env
-
-
-def _dropped_by_reason(dropped: list) -> list[str]:
-    """One phrase per reason, naming the events it drops."""
-    by_reason: dict[str, list[str]] = {}
-    for s in dropped:
-        by_reason.setdefault(s.reason, []).append(s.name)
-    return [f"not counted: {', '.join(names)}: {reason}" for reason, names in by_reason.items()]
-
-
-def _note_dropped(dropped: list) -> None:
-    for line in _dropped_by_reason(dropped):
-        note(line)
-
-
-def _resolve_events(env: dict[str, str], quiet: bool) -> None:
-    """Open the events once in psrun itself, with the program's settings:
-    unknown names stop here; events that cannot be counted are dropped with
-    a note, and the program is given the list that counts."""
-    from psuite.hwpc.counting import UNKNOWN, Counting
-
-    counting = Counting(environment=env)
-    try:
-        counting.init()
-        names = counting.event_names
-        backend, version = counting.backend
-        multiplexed = counting.multiplexed
-    except EventError:
-        raise
-    except PsuiteError:  # nothing countable: the statuses say why, handled below
-        names, backend, version, multiplexed = [], "", "", False
-    finally:
-        counting.shutdown()
-    statuses = counting.statuses
-    unknown = [s.name for s in statuses if s.status == UNKNOWN]
-    if unknown:
-        raise EventError(f"unknown event {', '.join(unknown)} (see psinv -e for the events here)")
-    dropped = [s for s in statuses if not s.counted]
-    if not names:
-        if not quiet:
-            _note_dropped(dropped)
-            note(f"none of the requested events can be counted here; counting {', '.join(SOFTWARE_FALLBACK)} "
-                 "instead")
-        env["PSUITE_EVENTS"] = ",".join(SOFTWARE_FALLBACK)
-        env.pop("PS_HWPC_CONFIG", None)
-        env["PSUITE_ANNOTATION"] = "; ".join(_dropped_by_reason(dropped)) + \
-            f"; counted instead: {', '.join(SOFTWARE_FALLBACK)}"
-        return
-    if not quiet:
-        _note_dropped(dropped)
-        if dropped:
-            note(f"counting {', '.join(names)} ({backend} {version})".rstrip())
-        if multiplexed:
-            note("more events than hardware counters: counts are multiplexed and scaled")
-    env["PSUITE_EVENTS"] = ",".join(names)
-    env["PSUITE_CHECKED"] = "1"
-    if dropped:
-        env["PSUITE_ANNOTATION"] = "; ".join(_dropped_by_reason(dropped))
 
 
 def _check_directory(directory: str, quiet: bool) -> None:
@@ -186,14 +146,18 @@ def _check_directory(directory: str, quiet: bool) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    from psuite.psrun.options import parse_fast
+
+    argv = sys.argv[1:] if argv is None else argv
+    args = parse_fast(argv)
+    if args is None:
+        args = build_parser().parse_args(argv)
     if not args.command:
-        parser.error("no program given: psrun [options] PROGRAM [ARGS...]")
+        raise UsageError("no program given: psrun [options] PROGRAM [ARGS...] (see psrun --help)")
     if args.command[0] == "--":
         args.command = args.command[1:]
     if args.events is not None and args.config:
-        parser.error("-e and -c both choose the events; give one")
+        raise UsageError("-e and -c both choose the events; give one (see psrun --help)")
     _check_program(args.command[0])
     env = _event_environment(args)
     directory = args.directory or os.environ.get("PSUITE_OUTPUT_DIR") or "."
@@ -203,12 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if "/" in args.output:
             raise UsageError("-o takes a file name prefix; use -d for the directory")
         env["PSUITE_OUTPUT_PREFIX"] = args.output
-    _resolve_events(env, args.quiet)
 
     from psuite.psrun import launch
 
     outcome = launch.run(args.command, launch.preload_environment(os.environ, env))
     if outcome.signal is not None:
+        import signal
+
         try:
             name = signal.Signals(outcome.signal).name
         except ValueError:
@@ -221,8 +186,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return outcome.exit_status
 
 
-def entry() -> int:
-    return run_cli("psrun", main, None)
+def entry() -> NoReturn:
+    status = run_cli("psrun", main, None)
+    # Leave without the interpreter's teardown: psrun has nothing left to
+    # release, and the milliseconds are added to every measured run.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except OSError:
+            pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

@@ -6,9 +6,7 @@ from __future__ import annotations
 import glob
 import os
 import signal
-import socket
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from psuite.libperfsuite.native import library_path
 
@@ -19,10 +17,13 @@ FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 IGNORED_WHILE_WAITING = (signal.SIGINT, signal.SIGQUIT)
 
 
-@dataclass
 class Outcome:
-    pid: int
-    status: int
+    """How the program ended: its pid and wait status.  (A plain class:
+    importing dataclasses costs psrun start-up time on every run.)"""
+
+    def __init__(self, pid: int, status: int) -> None:
+        self.pid = pid
+        self.status = status
 
     @property
     def exit_status(self) -> int:
@@ -81,6 +82,6 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> Outcome:
 
 def reports_of(pid: int, directory: str) -> list[str]:
     """Report files the program with this pid wrote in directory."""
-    host = socket.gethostname().split(".")[0].replace("/", "_")
+    host = os.uname().nodename.split(".")[0].replace("/", "_")
     pattern = os.path.join(glob.escape(directory), f"*.{pid}.{glob.escape(host)}*.xml")
     return sorted(glob.glob(pattern))

@@ -64,9 +64,42 @@ def test_backends_write_their_class(targets, workdir, backend, cls):
 
 
 def test_unknown_event_stops_before_launch(targets, workdir):
-    line = one_line_error(run_tool("psrun", "-e", "task-clock,NO_SUCH_EVENT", targets["work"]), "psrun")
+    p = run_tool("psrun", "-e", "task-clock,NO_SUCH_EVENT", targets["ctor_hello"])
+    line = one_line_error(p, "psrun")
     assert "NO_SUCH_EVENT" in line
+    assert p.stdout == ""  # none of the program's code ran, not even its constructors
     assert reports(workdir) == []
+    ok = run_tool("psrun", "-q", "-e", "task-clock", targets["ctor_hello"])
+    assert ok.stdout == "constructor ran\nmain ran\n"
+
+
+def test_nothing_countable_falls_back_to_software_events(targets, workdir):
+    """Hardware events on a machine without a PMU (this VM): psrun says so,
+    counts software events instead and records both in the report.  Where a
+    PMU exists the events are simply counted."""
+    from psuite.hwpc.events import probe
+
+    p = run_tool("psrun", "-e", "PAPI_TOT_CYC,PAPI_TOT_INS", targets["work"], "0", "0", "3")
+    assert p.returncode == 3
+    if probe("PAPI_TOT_CYC")[0] == 0:
+        [report] = reports(workdir)
+        assert [e.get("name") for e in validate(report, "hwpcreport-0.3.dtd").iter("hwpcevent")] == \
+            ["PAPI_TOT_CYC", "PAPI_TOT_INS"]
+        return
+    lines = p.stderr.splitlines()
+    assert any(ln.startswith("psrun: not counted: PAPI_TOT_CYC, PAPI_TOT_INS: ") for ln in lines), p.stderr
+    assert any("counting task-clock, page-faults, context-switches instead" in ln for ln in lines)
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    assert "PAPI_TOT_CYC, PAPI_TOT_INS" in root.findtext("annotation")
+    assert "counted instead: task-clock, page-faults, context-switches" in root.findtext("annotation")
+    assert len(list(root.iter("hwpcevent"))) == 3
+
+
+def test_quiet_says_nothing_but_errors(targets, workdir):
+    p = run_tool("psrun", "-q", targets["work"], "0", "0", "0")
+    assert p.returncode == 0 and p.stderr == ""
+    assert len(reports(workdir)) == 1
 
 
 def test_malformed_configuration(targets, workdir):

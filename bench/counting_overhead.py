@@ -1,0 +1,102 @@
+"""Counting overhead: the same CPU-bound program (about 2 s) run bare, under
+`perf stat` and under `psrun`, alternated round by round so that drift in the
+machine's load touches all three alike; prints the median wall time of each
+and the ratios against the targets:
+
+    psrun / bare       <= 1.02
+    psrun / perf stat  <= 1.01
+
+psrun runs with its default configuration (what a user gets with plain
+`psrun ./app`); perf stat counts the events psrun ended up counting, so both
+tools do the same kernel work.
+
+    python bench/counting_overhead.py [--rounds N] [--seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORK_C = os.path.join(HERE, os.pardir, "tests", "targets", "work.c")
+
+# psrun's event names and the perf stat names for the same kernel counters.
+PERF_NAMES = {"perf::TASK-CLOCK": "task-clock", "perf::PAGE-FAULTS": "page-faults",
+              "perf::CONTEXT-SWITCHES": "context-switches", "perf::CPU-MIGRATIONS": "cpu-migrations",
+              "task-clock": "task-clock", "page-faults": "page-faults",
+              "context-switches": "context-switches", "PAPI_TOT_CYC": "cycles", "PAPI_TOT_INS": "instructions"}
+
+
+def wall(argv: list[str], cwd: str) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
+    return time.perf_counter() - t
+
+
+def counted_events(psrun: str, program: list[str], cwd: str) -> list[str]:
+    """Run psrun once and read back which events its report holds."""
+    from psuite.psprocess.inputs import load
+
+    before = set(os.listdir(cwd))
+    subprocess.run([psrun, "-q", *program], stdout=subprocess.DEVNULL, check=True, cwd=cwd)
+    (report,) = [f for f in os.listdir(cwd) if f not in before and f.endswith(".xml")]
+    doc = load(os.path.join(cwd, report))
+    return [e.name for e in doc.events]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for (default 2)")
+    args = ap.parse_args()
+    tool = os.path.dirname(sys.executable)
+    psrun = shutil.which("psrun", path=tool)
+    perf = shutil.which("perf")
+    if not psrun or not perf:
+        print("counting_overhead: needs psrun (pip install .) and perf (apt install linux-perf)", file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory() as cwd:
+        exe = os.path.join(cwd, "work")
+        subprocess.run(["cc", "-O2", "-o", exe, WORK_C], check=True)
+        # Calibrate the loop to about --seconds of CPU time.
+        probe = 200
+        t = wall([exe, "0", str(probe), "0"], cwd)
+        iters = max(1, round(probe * args.seconds / t))
+        program = [exe, "0", str(iters), "0"]
+        events = counted_events(psrun, program, cwd)
+        perf_events = sorted({PERF_NAMES.get(e, e) for e in events})
+        commands = {
+            "bare": program,
+            "perf stat": [perf, "stat", "-x,", "-o", os.devnull, "-e", ",".join(perf_events), *program],
+            "psrun": [psrun, "-q", *program],
+        }
+        times: dict[str, list[float]] = {name: [] for name in commands}
+        for r in range(args.rounds):
+            for name, argv in commands.items():
+                times[name].append(wall(argv, cwd))
+            print(f"round {r + 1}/{args.rounds}: "
+                  + "  ".join(f"{n} {v[-1]:.3f} s" for n, v in times.items()), file=sys.stderr)
+    med = {name: statistics.median(v) for name, v in times.items()}
+    print(f"program: work loop of {iters} M iterations; psrun counted {', '.join(events)}")
+    print(f"perf stat -e {','.join(perf_events)}; {args.rounds} alternated rounds")
+    for name, sec in med.items():
+        spread = max(times[name]) - min(times[name])
+        print(f"{name:<12} median {sec:8.3f} s   (spread {spread * 1e3:.0f} ms)")
+    ok = True
+    for label, num, den, target in (("psrun / bare", "psrun", "bare", 1.02),
+                                    ("psrun / perf stat", "psrun", "perf stat", 1.01)):
+        ratio = med[num] / med[den]
+        ok &= ratio <= target
+        print(f"{label:<18} {ratio:7.4f}   target <= {target:.2f}  {'ok' if ratio <= target else 'MISSED'}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
