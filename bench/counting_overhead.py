@@ -40,15 +40,16 @@ def wall(argv: list[str], cwd: str) -> float:
     return time.perf_counter() - t
 
 
-def counted_events(psrun: str, program: list[str], cwd: str) -> list[str]:
-    """Run psrun once and read back which events its report holds."""
+def counted_events(psrun: str, program: list[str], cwd: str) -> tuple[list[str], str]:
+    """Run psrun once and read back which events its report holds, and the
+    backend that counted them."""
     from psuite.psprocess.inputs import load
 
     before = set(os.listdir(cwd))
     subprocess.run([psrun, "-q", *program], stdout=subprocess.DEVNULL, check=True, cwd=cwd)
     (report,) = [f for f in os.listdir(cwd) if f not in before and f.endswith(".xml")]
     doc = load(os.path.join(cwd, report))
-    return [e.name for e in doc.events]
+    return [e.name for e in doc.events], doc.counter_class
 
 
 def main() -> int:
@@ -70,7 +71,7 @@ def main() -> int:
         t = wall([exe, "0", str(probe), "0"], cwd)
         iters = max(1, round(probe * args.seconds / t))
         program = [exe, "0", str(iters), "0"]
-        events = counted_events(psrun, program, cwd)
+        events, counter_class = counted_events(psrun, program, cwd)
         perf_events = sorted({PERF_NAMES.get(e, e) for e in events})
         commands = {
             "bare": program,
@@ -84,7 +85,8 @@ def main() -> int:
             print(f"round {r + 1}/{args.rounds}: "
                   + "  ".join(f"{n} {v[-1]:.3f} s" for n, v in times.items()), file=sys.stderr)
     med = {name: statistics.median(v) for name, v in times.items()}
-    print(f"program: work loop of {iters} M iterations; psrun counted {', '.join(events)}")
+    print(f"program: work loop of {iters} M iterations; psrun counted {', '.join(events)} "
+          f"(class {counter_class})")
     print(f"perf stat -e {','.join(perf_events)}; {args.rounds} alternated rounds")
     for name, sec in med.items():
         spread = max(times[name]) - min(times[name])

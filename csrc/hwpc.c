@@ -50,6 +50,45 @@ static int choose_backend(char *why, size_t why_len)
     return PS_BACKEND_NONE;
 }
 
+/* PAPI that cannot inherit counts only the thread that started it.  Unless
+ * PAPI was asked for by name, count through perf_event instead when it
+ * counts every event PAPI does; either way, say what happens. */
+static void prefer_perf_for_threads(const char *events)
+{
+    static ps_evset_t alt; /* large: not on the stack of the program's start-up */
+    char why[256] = "";
+    const char *want = getenv("PSUITE_BACKEND");
+    int forced = want && (strcmp(want, "PAPI") == 0 || strcmp(want, "papi") == 0);
+    int better = 0;
+    if (!forced) {
+        memset(&alt, 0, sizeof alt);
+        ps_strlcpy(alt.annotation, set.annotation, sizeof alt.annotation);
+        alt.backend = PS_BACKEND_PERF;
+        better = ps_config_load(&alt, events, why, sizeof why) == PS_HWPC_OK && ps_perf_available(why, sizeof why) &&
+                 ps_perf_open(&alt) == PS_HWPC_OK;
+        for (int i = 0; better && i < set.nrequested; i++)
+            better = set.ev[i].status != PS_EVENT_COUNTED || alt.ev[i].status == PS_EVENT_COUNTED;
+        if (!better && alt.ncounted)
+            ps_perf_close(&alt);
+    }
+    if (!better) {
+        static const char only[] = "only the thread that starts counting is measured";
+        size_t used = strlen(set.annotation);
+        snprintf(set.annotation + used, sizeof set.annotation - used, "%sPAPI cannot count other threads here (%s): %s",
+                 used ? "; " : "", set.no_inherit, only);
+        ps_note("PAPI cannot count other threads here (%s): %s", set.no_inherit, only);
+        return;
+    }
+    ps_note("PAPI cannot count other threads here (%s); counting through perf_event, which can", set.no_inherit);
+    for (int i = 0; i < set.nrequested; i++) /* PAPI's reason is the more telling one */
+        if (set.ev[i].status != PS_EVENT_COUNTED && alt.ev[i].status != PS_EVENT_COUNTED) {
+            alt.ev[i].status = set.ev[i].status;
+            ps_strlcpy(alt.ev[i].why, set.ev[i].why, sizeof alt.ev[i].why);
+        }
+    ps_papi_close(&set);
+    set = alt;
+}
+
 static int init_locked(const char *events, const char *annotation)
 {
     char why[256] = "";
@@ -72,6 +111,8 @@ static int init_locked(const char *events, const char *annotation)
     for (int i = 0; i < set.nrequested; i++)
         if (set.ev[i].status == PS_EVENT_UNKNOWN)
             rc = PS_HWPC_ENOEVENT;
+    if (rc == PS_HWPC_OK && set.backend == PS_BACKEND_PAPI && set.no_inherit[0])
+        prefer_perf_for_threads(events);
     if (rc != PS_HWPC_OK) {
         if (set.backend == PS_BACKEND_PAPI)
             ps_papi_close(&set);

@@ -37,11 +37,13 @@ typedef struct {
     int papi_eventset;
     long long papi_acc[PS_HWPC_MAX_EVENTS];  /* PAPI counts before a suspend */
     char annotation[1024];      /* what psrun counted instead, and why */
+    char no_inherit[192];       /* why PAPI cannot follow threads here ("": it can) */
 } ps_evset_t;
 
 /* util.c */
 size_t ps_strlcpy(char *dst, const char *src, size_t size);
 void ps_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ps_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ps_read_file(const char *path, char *buf, size_t size);
 long long ps_read_ll(const char *path, long long dflt);
 

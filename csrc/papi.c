@@ -248,9 +248,12 @@ int ps_papi_open(ps_evset_t *set)
     if ((rc = papi.create_eventset(&set->papi_eventset)) != PAPI_OK ||
         (rc = papi.assign_eventset_component(set->papi_eventset, cidx)) != PAPI_OK)
         return PS_HWPC_EBACKEND;
-    /* Threads and children created later are counted too (perf inherit). */
+    /* Threads and children created later are counted too (perf inherit).
+     * PAPI's perf_event component checks this option by opening a hardware
+     * instructions counter, so it fails where there is no PMU. */
     int inherit[64] = {set->papi_eventset, PAPI_INHERIT_ALL};
-    papi.set_opt(PAPI_INHERIT, inherit);
+    if ((rc = papi.set_opt(PAPI_INHERIT, inherit)) != PAPI_OK)
+        snprintf(set->no_inherit, sizeof set->no_inherit, "PAPI_INHERIT: %s", papi_error(rc));
     int counters = papi.num_cmp_hwctrs(cidx);
     for (int i = 0; i < set->nrequested; i++) {
         ps_event_t *e = &set->ev[i];

@@ -19,9 +19,14 @@
 #define PSUITE_VERSION "0"
 #endif
 
+/* /proc/thread-self, not /proc/self: when main has called pthread_exit the
+ * report is written by another thread, and the exited leader's /proc/self
+ * entries (exe, cmdline) can no longer be read. */
+#define PROC_SELF "/proc/thread-self/"
+
 static void command_line(char *out, size_t len)
 {
-    int n = ps_read_file("/proc/self/cmdline", out, len);
+    int n = ps_read_file(PROC_SELF "cmdline", out, len);
     if (n <= 0) {
         ps_strlcpy(out, "?", len);
         return;
@@ -37,7 +42,7 @@ static void command_line(char *out, size_t len)
 static void exe_name(char *out, size_t len)
 {
     char path[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 1);
+    ssize_t n = readlink(PROC_SELF "exe", path, sizeof path - 1);
     if (n <= 0) {
         ps_strlcpy(out, "program", len);
         return;
@@ -85,7 +90,7 @@ static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
         ps_buf_element(b, 2, "username", res->pw_name);
     char md5[33];
     command_line(text, sizeof text);
-    if (ps_md5_file("/proc/self/exe", md5) == 0)
+    if (ps_md5_file(PROC_SELF "exe", md5) == 0)
         ps_buf_printf(b, "  <command md5sum=\"%s\">", md5);
     else
         ps_buf_printf(b, "  <command>");

@@ -20,6 +20,20 @@ size_t ps_strlcpy(char *dst, const char *src, size_t size)
     return n;
 }
 
+/* A note (not an error): a message unless PSUITE_QUIET=1 (psrun -q). */
+void ps_note(const char *fmt, ...)
+{
+    const char *q = getenv("PSUITE_QUIET");
+    if (q && strcmp(q, "1") == 0)
+        return;
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    ps_message("%s", line);
+}
+
 /* One line on stderr, prefixed "psrun:" under psrun and "pshwpc:" when the
  * API is linked into a program.  Written with a single write() so lines from
  * several processes do not interleave; never to stdout. */

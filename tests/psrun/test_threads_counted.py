@@ -1,0 +1,57 @@
+"""Counting covers every thread of the program, however it ends: the
+task clock of the report equals the CPU time the kernel charged to the
+process over the same interval (both are in the report)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import run_tool, validate
+from tests.psrun.test_psrun import reports
+
+
+def task_clock_and_cputime(root) -> tuple[float, float]:
+    [event] = [e for e in root.iter("hwpcevent") if "task-clock" in e.get("name").lower()]
+    cpu = float(root.findtext("cputime/usertime")) + float(root.findtext("cputime/systemtime"))
+    return int(event.text) / 1e9, cpu
+
+
+@pytest.mark.parametrize("mode", ["join", "exit", "pthread_exit"])
+def test_all_threads_are_counted(targets, workdir, mode):
+    p = run_tool("psrun", "-e", "task-clock", targets["threads"], "3", mode)
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    assert report.name.startswith("threads."), report.name  # the exe is still named after main has gone
+    root = validate(report, "hwpcreport-0.3.dtd")
+    assert root.findtext("command").endswith(f"threads 3 {mode}")
+    task, cpu = task_clock_and_cputime(root)
+    assert cpu > 0.05
+    assert task == pytest.approx(cpu, rel=0.05), (task, cpu)
+
+
+def test_papi_without_inheritance_says_so(targets, workdir):
+    """Forced PAPI: where PAPI can follow threads the counts are whole;
+    where it cannot (no PMU: PAPI checks inheritance with a hardware
+    counter) psrun and the report say that one thread is measured."""
+    p = run_tool("psrun", "--backend", "PAPI", "-e", "task-clock", targets["threads"], "3", "join")
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    task, cpu = task_clock_and_cputime(root)
+    if "PAPI cannot count other threads" in p.stderr:
+        assert "only the thread that starts counting is measured" in root.findtext("annotation")
+        assert task < 0.5 * cpu
+    else:
+        assert task == pytest.approx(cpu, rel=0.05)
+
+
+def test_automatic_backend_prefers_one_that_follows_threads(targets, workdir):
+    p = run_tool("psrun", "-e", "task-clock", targets["threads"], "2", "join")
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    if "PAPI cannot count other threads" in p.stderr:
+        assert "counting through perf_event" in p.stderr
+        assert root.find("hwpceventdata").get("class") == "perfmon"
+    task, cpu = task_clock_and_cputime(root)
+    assert task == pytest.approx(cpu, rel=0.05)
