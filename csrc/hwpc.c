@@ -220,6 +220,10 @@ PS_API int ps_hwpc_stop(const char *name)
         rc = PS_HWPC_ESTATE;
     if (rc == PS_HWPC_OK)
         rc = read_locked(values);
+    /* perf_event learns of multiplexing only from the counts (PAPI knows
+     * when the events are added, and psrun said so then). */
+    if (rc == PS_HWPC_OK && set.backend == PS_BACKEND_PERF && set.multiplexed)
+        ps_note("more events than hardware counters: counts were multiplexed and are scaled");
     if (rc == PS_HWPC_OK) {
         ps_measurement_t m = {wall_total, user_total, sys_total, values};
         char path[4096];
