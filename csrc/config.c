@@ -2,7 +2,9 @@
  * software fallback), else PSUITE_EVENTS (set by psrun -e), else
  * the PerfSuite event list named by PS_HWPC_CONFIG, else the default list
  * shipped beside this library (configs/default.xml in the package). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <ctype.h>
 #include <dlfcn.h>
 #include <limits.h>
@@ -118,7 +120,8 @@ static int load_file(ps_evset_t *set, const char *path, char *why, size_t why_le
         return PS_HWPC_ECONFIG;
     }
     if (strncmp(root, "<ps_hwpc_eventlist", 18) != 0) {
-        snprintf(why, why_len, "%s: root element must be <ps_hwpc_eventlist>", path);
+        snprintf(why, why_len, "%s: root element must be <ps_hwpc_eventlist>%s", path,
+                 strncmp(root, "<ps_hwpc_profile", 16) == 0 ? " (this is a profiling configuration)" : "");
         return PS_HWPC_ECONFIG;
     }
     char value[128];
@@ -197,4 +200,88 @@ int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_le
     if (rc == PS_HWPC_OK && dom && *dom)
         parse_domain(dom, &set->domain); /* the environment wins over the file */
     return rc;
+}
+
+/* Profiling: PSUITE_PROFILE=NAME with PSUITE_PERIOD=N (psrun --profile), or
+ * a <ps_hwpc_profile class="itimer|PAPI|perfmon"> file in PS_HWPC_CONFIG
+ * holding one <ps_hwpc_event name=... threshold=...>. */
+static int parse_profile_event(ps_profcfg_t *cfg, const char *name, const char *threshold, const char *where,
+                               char *why, size_t why_len)
+{
+    static const char *const timers[] = {"ITIMER_PROF", "ITIMER_VIRTUAL", "ITIMER_REAL"};
+    ps_strlcpy(cfg->event, name, sizeof cfg->event);
+    cfg->kind = PS_PROF_EVENT;
+    for (int k = 0; k < 3; k++)
+        if (strcmp(name, timers[k]) == 0) {
+            cfg->kind = PS_PROF_ITIMER;
+            cfg->timer = k;
+        }
+    char *end = NULL;
+    cfg->threshold = threshold && *threshold ? strtoll(threshold, &end, 10) : 0;
+    if (!threshold || !*threshold)
+        cfg->threshold = cfg->kind == PS_PROF_ITIMER ? 10000 : 0;
+    else if (*end || cfg->threshold <= 0) {
+        snprintf(why, why_len, "%s: threshold must be a positive integer, not \"%s\"", where, threshold);
+        return PS_HWPC_ECONFIG;
+    }
+    if (cfg->kind == PS_PROF_EVENT && !cfg->threshold) {
+        snprintf(why, why_len, "%s: event %s needs an overflow threshold (a count of events)", where, name);
+        return PS_HWPC_ECONFIG;
+    }
+    return PS_HWPC_OK;
+}
+
+int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->domain = PS_DOM_USER;
+    const char *dom = getenv("PSUITE_DOMAIN");
+    if (dom && *dom && parse_domain(dom, &cfg->domain)) {
+        snprintf(why, why_len, "PSUITE_DOMAIN must be user, kernel or all");
+        return PS_HWPC_ECONFIG;
+    }
+    const char *name = getenv("PSUITE_PROFILE");
+    if (name && *name) {
+        ps_strlcpy(cfg->cls, strncmp(name, "ITIMER_", 7) == 0 ? "itimer" : "perfmon", sizeof cfg->cls);
+        int rc = parse_profile_event(cfg, name, getenv("PSUITE_PERIOD"), "PSUITE_PERIOD", why, why_len);
+        return rc == PS_HWPC_OK ? 1 : rc;
+    }
+    const char *file = getenv("PS_HWPC_CONFIG");
+    if (!file || !*file || getenv("PSUITE_EVENTS"))
+        return 0;
+    static char text[1 << 16];
+    if (ps_read_file(file, text, sizeof text) < 0)
+        return 0; /* the counting path reports it */
+    const char *root = next_tag(text);
+    if (!root || strncmp(root, "<ps_hwpc_profile", 16) != 0)
+        return 0;
+    char value[128], threshold[64];
+    if (tag_attr(root, "class", value, sizeof value) <= 0 ||
+        (strcmp(value, "itimer") && strcmp(value, "PAPI") && strcmp(value, "perfmon"))) {
+        snprintf(why, why_len, "%s: <ps_hwpc_profile> class must be itimer, PAPI or perfmon", file);
+        return PS_HWPC_ECONFIG;
+    }
+    ps_strlcpy(cfg->cls, value, sizeof cfg->cls);
+    if (tag_attr(root, "domain", value, sizeof value) > 0 && parse_domain(value, &cfg->domain)) {
+        snprintf(why, why_len, "%s: domain must be user, kernel or all", file);
+        return PS_HWPC_ECONFIG;
+    }
+    if (dom && *dom)
+        parse_domain(dom, &cfg->domain); /* the environment wins over the file */
+    const char *ev = next_tag(root + 1);
+    while (ev && (strncmp(ev, "<ps_hwpc_event", 14) != 0 || isalnum((unsigned char)ev[14]) || ev[14] == '_'))
+        ev = next_tag(ev + 1);
+    if (!ev || tag_attr(ev, "name", value, sizeof value) <= 0) {
+        snprintf(why, why_len, "%s: <ps_hwpc_profile> needs one <ps_hwpc_event name=... threshold=...>", file);
+        return PS_HWPC_ECONFIG;
+    }
+    if (tag_attr(ev, "threshold", threshold, sizeof threshold) <= 0)
+        threshold[0] = '\0';
+    int rc = parse_profile_event(cfg, value, threshold, file, why, why_len);
+    if (rc == PS_HWPC_OK && strcmp(cfg->cls, "itimer") == 0 && cfg->kind != PS_PROF_ITIMER) {
+        snprintf(why, why_len, "%s: class itimer takes ITIMER_PROF, ITIMER_VIRTUAL or ITIMER_REAL, not %s", file,
+                 cfg->event);
+        return PS_HWPC_ECONFIG;
+    }
+    return rc == PS_HWPC_OK ? 1 : rc;
 }

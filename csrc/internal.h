@@ -78,6 +78,61 @@ int ps_papi_catalogue(int index, char *name, size_t name_len, char *desc,
 /* config.c: PerfSuite event list files and PSUITE_EVENTS */
 int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len);
 
+/* Profiling configuration (<ps_hwpc_profile> or PSUITE_PROFILE). */
+enum { PS_PROF_ITIMER = 1, PS_PROF_EVENT = 2 };
+enum { PS_TIMER_PROF = 0, PS_TIMER_VIRTUAL = 1, PS_TIMER_REAL = 2 };
+typedef struct {
+    int kind;                   /* PS_PROF_ITIMER or PS_PROF_EVENT */
+    int timer;                  /* PS_TIMER_* for itimer */
+    char cls[16];               /* the configuration's class: itimer, PAPI, perfmon */
+    char event[128];            /* ITIMER_PROF, PAPI_TOT_CYC, task-clock ... */
+    long long threshold;        /* microseconds for timers, events for overflow */
+    int domain;                 /* PS_DOM_* */
+} ps_profcfg_t;
+/* 1: a profiling configuration was given (cfg filled); 0: counting; <0: error (why). */
+int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len);
+
+/* sampler.c: per-thread sampling into preallocated tables */
+#define PS_MAX_THREADS 16384
+#define PS_SAMPLE_SLOTS_LOG2 16
+#define PS_SAMPLE_SLOTS (1u << PS_SAMPLE_SLOTS_LOG2)
+typedef struct {
+    /* A sampled location and its count.  The key is a PC now; a call-stack
+     * id can take its place without changing the table. */
+    unsigned long long pc, count;
+} ps_slot_t;
+typedef struct {
+    int index;                  /* 0: the main thread, then in creation order */
+    int tid;
+    ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used) */
+    unsigned long long samples, lost;
+    int perf_fd, syscall_fd, has_timer, failed, live;
+    void *timer;                /* timer_t */
+    unsigned long long counted; /* perf source: time or events counted */
+    long long start_ns, end_ns, cpu_ns, user_ns, sys_ns;
+} ps_sthread_t;
+int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
+ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
+void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
+void ps_sampler_stop(void);                    /* all threads, at process end */
+int ps_sampler_nthreads(void);
+const ps_sthread_t *ps_sampler_get(int i);
+const ps_profcfg_t *ps_sampler_config(void);
+long long ps_sampler_started_ns(void);
+unsigned long ps_sampler_unsampled(void);
+const char *ps_sampler_source(const char **note);
+
+/* threads.c: the pthread_create hook */
+int pthread_create_unhooked(void *thread, void *(*fn)(void *));
+void ps_threads_adopt(ps_sthread_t *t);        /* end t's sampling when the calling thread ends */
+
+/* signals.c: SIGPROF shared with the program */
+int ps_signals_take(int sig, const void *action);     /* install ours (a struct sigaction) */
+void ps_signals_forward(int sig, void *si, void *uc); /* a signal that is not ours */
+
+/* profile_report.c: the <hwpcreport mode="profile"> documents */
+int ps_profile_write(int per_thread);
+
 /* hwpc.c: initialise with an explicit event list (NULL: the configuration)
  * and a note for the report's <annotation> (NULL: none) */
 int ps_hwpc_init_events(const char *events, const char *annotation);
@@ -93,16 +148,23 @@ typedef struct {
 } ps_measurement_t;
 int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name,
                     char *path_out, size_t path_len);
+typedef struct ps_buf ps_buf_t;
+/* From <?xml ...?> through <machineinfo>; thread < 0: no <thread>. */
+void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
+                      const ps_measurement_t *m);
+void ps_report_path(const char *name, const char *tag, char *path, size_t len);
+/* Write b (then freed) exclusively at path or the next free name; the name used in path_out. */
+int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len);
 
 /* md5.c */
 int ps_md5_file(const char *path, char hex[33]);
 
 /* xmlbuf.c: a growable buffer for writing XML */
-typedef struct {
+struct ps_buf {
     char *data;
     size_t len, cap;
     int failed;
-} ps_buf_t;
+};
 void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ps_buf_escaped(ps_buf_t *b, const char *text);
 void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text);

@@ -2,7 +2,9 @@
  * library has no build-time dependency on PAPI.  Only functions (no macros
  * or inline code) of papi.h are used; the few structure fields read are the
  * leading ones, whose layout has been stable since PAPI 5. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <limits.h>
 #include <pthread.h>

@@ -3,7 +3,9 @@
  * __libc_start_main, starts counting right before main and writes the
  * report when the program exits.  The program's own behaviour, output and
  * exit status are untouched. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +25,42 @@ static int prepared = PS_HWPC_ESTATE; /* result of psrun_prepare() */
  * kernel software counters, which exist wherever perf_event does. */
 static const char FALLBACK_EVENTS[] = "task-clock,page-faults,context-switches";
 static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
+
+static void profile_at_exit(void)
+{
+    if (getpid() != measured_pid)
+        return;
+    ps_sampler_stop();
+    const char *per_thread = getenv("PSUITE_PER_THREAD");
+    ps_profile_write(per_thread && strcmp(per_thread, "1") == 0);
+}
+
+/* Profiling from before the program's constructors to its exit.  Returns
+ * 0 when the configuration is not a profile. */
+static int psrun_profile(void)
+{
+    ps_profcfg_t cfg;
+    char why[256] = "";
+    int kind = ps_config_profile(&cfg, why, sizeof why);
+    if (kind == 0)
+        return 0;
+    if (kind < 0) {
+        ps_message("%s", why);
+        _exit(2);
+    }
+    int rc = ps_sampler_init(&cfg, why, sizeof why);
+    if (rc == PS_HWPC_ENOEVENT || rc == PS_HWPC_ECONFIG) {
+        ps_message("%s", why);
+        _exit(2);
+    }
+    if (rc != PS_HWPC_OK) {
+        ps_message("cannot profile here (%s); the program runs unprofiled", why);
+        return 1;
+    }
+    measured_pid = getpid();
+    atexit(profile_at_exit);
+    return 1;
+}
 
 static void report_at_exit(void)
 {
@@ -161,11 +199,13 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             unpreload_self();
         /* Events are resolved here, before the program's own constructors,
          * so a bad event list stops it before any of its code has run. */
-        prepared = psrun_prepare();
-        if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
-            _exit(2);
-        real_main = main;
-        main = measured_main;
+        if (!psrun_profile()) {
+            prepared = psrun_prepare();
+            if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
+                _exit(2);
+            real_main = main;
+            main = measured_main;
+        }
     }
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }

@@ -1,7 +1,9 @@
 /* report.c - the <hwpcreport mode="count"> document (hwpcreport-0.3.dtd),
  * written atomically and exclusively: temporary file, then link() to the
  * final name, which never overwrites and never follows a planted symlink. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -67,7 +69,8 @@ static void host_names(char *host, size_t hlen, char *domain, size_t dlen)
     domain[dlen - 1] = '\0';
 }
 
-static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
+void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
+                      const ps_measurement_t *m)
 {
     char text[8192], host[256], domain[256];
     time_t now = time(NULL);
@@ -77,12 +80,14 @@ static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
     host_names(host, sizeof host, domain, sizeof domain);
 
     ps_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    ps_buf_printf(b, "<hwpcreport version=\"0.3\" generator=\"psuite %s libpshwpc\" mode=\"count\">\n",
-                  PSUITE_VERSION);
+    ps_buf_printf(b, "<hwpcreport version=\"0.3\" generator=\"psuite %s libpshwpc\" mode=\"%s\">\n",
+                  PSUITE_VERSION, mode);
     ps_buf_element(b, 2, "date", text);
     ps_buf_element(b, 2, "hostname", host);
     ps_buf_element(b, 2, "domainname", domain);
     ps_buf_printf(b, "  <pid>%d</pid>\n", (int)getpid());
+    if (thread >= 0)
+        ps_buf_printf(b, "  <thread>%d</thread>\n", thread);
     struct passwd pw, *res = NULL;
     char pwbuf[4096];
     getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res);
@@ -96,15 +101,19 @@ static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
         ps_buf_printf(b, "  <command>");
     ps_buf_escaped(b, text);
     ps_buf_printf(b, "</command>\n");
-
-    if (set->annotation[0]) /* events not counted, and what was counted instead */
-        ps_buf_element(b, 2, "annotation", set->annotation);
-
+    if (annotation && annotation[0])
+        ps_buf_element(b, 2, "annotation", annotation);
     ps_buf_printf(b, "  <wallclock units=\"seconds\">%.9f</wallclock>\n", (double)m->wall_ns / 1e9);
     ps_buf_printf(b, "  <cputime units=\"seconds\">\n    <usertime>%.6f</usertime>\n"
                      "    <systemtime>%.6f</systemtime>\n  </cputime>\n",
                   m->user_s, m->system_s);
     ps_machineinfo_xml(b, 2);
+}
+
+static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
+{
+    /* <annotation>: events not counted, and what was counted instead */
+    ps_report_header(b, "count", -1, set->annotation, m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
     ps_buf_printf(b, "  <hwpceventdata class=\"%s\" version=\"", set->backend == PS_BACKEND_PAPI ? "PAPI" : "perfmon");
     ps_buf_escaped(b, set->backend == PS_BACKEND_PAPI ? set->backend_version : "perf_event");
@@ -133,9 +142,10 @@ static int write_all(int fd, const char *p, size_t n)
     return 0;
 }
 
-/* Final path for `name`: "x.xml" as is, else <prefix>.<pid>.<host>.xml in
- * PSUITE_OUTPUT_DIR (default: the current directory). */
-static void final_path(const char *name, char *path, size_t len)
+/* Final path for `name`: "x.xml" as is, else <prefix>.<pid>[.<tag>].<host>.xml
+ * in PSUITE_OUTPUT_DIR (default: the current directory); the tag names a
+ * thread (t1, t2 ...). */
+void ps_report_path(const char *name, const char *tag, char *path, size_t len)
 {
     char prefix[PATH_MAX], host[256], domain[256];
     const char *dir = getenv("PSUITE_OUTPUT_DIR");
@@ -157,10 +167,12 @@ static void final_path(const char *name, char *path, size_t len)
     for (char *p = host; *p; p++)
         if (*p == '/')
             *p = '_';
+    char pid[64];
+    snprintf(pid, sizeof pid, "%d%s%s", (int)getpid(), tag ? "." : "", tag ? tag : "");
     if (dir && *dir && prefix[0] != '/')
-        snprintf(path, len, "%s/%s.%d.%s.xml", dir, prefix, (int)getpid(), host);
+        snprintf(path, len, "%s/%s.%s.%s.xml", dir, prefix, pid, host);
     else
-        snprintf(path, len, "%s.%d.%s.xml", prefix, (int)getpid(), host);
+        snprintf(path, len, "%s.%s.%s.xml", prefix, pid, host);
 }
 
 int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name, char *path_out,
@@ -168,12 +180,18 @@ int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char
 {
     ps_buf_t b = {0};
     build(&b, set, m);
-    if (b.failed) {
-        ps_buf_free(&b);
+    char path[PATH_MAX];
+    ps_report_path(name, NULL, path, sizeof path);
+    return ps_report_save(&b, path, path_out, path_len);
+}
+
+int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len)
+{
+    if (b->failed) {
+        ps_buf_free(b);
         return PS_HWPC_EIO;
     }
-    char path[PATH_MAX], tmp[PATH_MAX + 32];
-    final_path(name, path, sizeof path);
+    char tmp[PATH_MAX + 32];
     ps_strlcpy(path_out, path, path_len);
     char dir[PATH_MAX];
     ps_strlcpy(dir, path, sizeof dir);
@@ -186,15 +204,15 @@ int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
         int err = errno;
-        ps_buf_free(&b);
+        ps_buf_free(b);
         errno = err;
         return PS_HWPC_EIO;
     }
     mode_t mask = umask(0); /* mkostemp made it 0600: give it the usual mode */
     umask(mask);
     fchmod(fd, 0666 & ~mask);
-    int rc = write_all(fd, b.data, b.len);
-    ps_buf_free(&b);
+    int rc = write_all(fd, b->data, b->len);
+    ps_buf_free(b);
     if (close(fd) || rc) {
         int err = errno;
         unlink(tmp);

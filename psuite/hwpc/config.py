@@ -57,11 +57,70 @@ def read_xml_file(path: str, what: str):
     return parse_xml_safely(data, f"{what} {path}")
 
 
+TIMERS = ("ITIMER_PROF", "ITIMER_VIRTUAL", "ITIMER_REAL")
+DEFAULT_TIMER_PERIOD_US = 10000
+
+
+@dataclass
+class ProfileConfig:
+    """<ps_hwpc_profile>: one sampling source and its period."""
+
+    path: str
+    profile_class: str  # itimer, PAPI or perfmon
+    domain: str
+    event: str
+    threshold: int  # microseconds for timers, events for overflow
+
+
+def read_configuration(path: str) -> EventList | ProfileConfig:
+    """A counting or a profiling configuration, whichever the file is."""
+    root = read_xml_file(path, "configuration")
+    if root.tag == "ps_hwpc_profile":
+        return _profile(path, root)
+    return _eventlist(path, root)
+
+
 def read_eventlist(path: str) -> EventList:
     root = read_xml_file(path, "configuration")
     if root.tag == "ps_hwpc_profile":
-        raise ConfigError(f"{path} is a profiling configuration (<ps_hwpc_profile>); this psrun counts "
-                          "events only: give a <ps_hwpc_eventlist>")
+        raise ConfigError(f"{path} is a profiling configuration (<ps_hwpc_profile>); give a <ps_hwpc_eventlist>")
+    return _eventlist(path, root)
+
+
+def check_profile_event(name: str, threshold: int | None, where: str) -> int:
+    """The threshold to use (timers default to 10 ms); errors name the fix."""
+    if threshold is None:
+        if name in TIMERS:
+            return DEFAULT_TIMER_PERIOD_US
+        raise ConfigError(f"{where}: sampling on {name} needs an overflow threshold (a count of events)")
+    if threshold <= 0:
+        raise ConfigError(f"{where}: the threshold must be a positive integer, not {threshold}")
+    return threshold
+
+
+def _profile(path: str, root) -> ProfileConfig:
+    cls = root.get("class")
+    if cls not in ("itimer", "PAPI", "perfmon"):
+        raise ConfigError(f"{path}: <ps_hwpc_profile> class must be itimer, PAPI or perfmon, not {cls!r}")
+    domain = root.get("domain", "user")
+    if domain not in DOMAINS:
+        raise ConfigError(f"{path}: domain must be user, kernel or all, not {domain!r}")
+    events = [el for el in root if isinstance(el.tag, str)]
+    if len(events) != 1 or events[0].tag != "ps_hwpc_event" or not (events[0].get("name") or "").strip():
+        raise ConfigError(f"{path}: <ps_hwpc_profile> holds exactly one <ps_hwpc_event name=\"...\" "
+                          "threshold=\"...\"/>")
+    name = events[0].get("name").strip()
+    if cls == "itimer" and name not in TIMERS:
+        raise ConfigError(f"{path}: class itimer takes {', '.join(TIMERS)}, not {name}")
+    raw = events[0].get("threshold")
+    try:
+        threshold = int(raw) if raw is not None else None
+    except ValueError:
+        raise ConfigError(f"{path}: threshold must be a positive integer, not {raw!r}") from None
+    return ProfileConfig(os.path.abspath(path), cls, domain, name, check_profile_event(name, threshold, path))
+
+
+def _eventlist(path: str, root) -> EventList:
     if root.tag != "ps_hwpc_eventlist":
         raise ConfigError(f"{path}: root element is <{root.tag}>; a counting configuration is "
                           "<ps_hwpc_eventlist class=\"PAPI\"> with <ps_hwpc_event name=\"...\"/> children")

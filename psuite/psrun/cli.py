@@ -24,9 +24,16 @@ if TYPE_CHECKING:
 EPILOG = """\
 configuration (first that applies):
   -e NAME[,NAME...]      ad hoc events, e.g. -e task-clock,page-faults
-  -c FILE                a PerfSuite <ps_hwpc_eventlist> file
+  -c FILE                a PerfSuite <ps_hwpc_eventlist> (counting) or
+                         <ps_hwpc_profile> (sampling) file
   PS_HWPC_CONFIG=FILE    the same, from the environment
+  --profile SOURCE       sampling, e.g. --profile ITIMER_PROF --period 1000
   (none)                 the default list: PAPI presets + software events
+
+profiles: samples go to the thread they interrupt; the report states the
+rate actually delivered.  Timer periods are microseconds; ITIMER_PROF and
+ITIMER_VIRTUAL use perf_event's task clock (not limited to the kernel
+tick), ITIMER_REAL samples blocked threads without interrupting them.
 
 output: <exe>.<pid>.<host>.xml in the current directory; -o PREFIX sets the
 first part, -d DIR the directory (also PSUITE_OUTPUT_PREFIX,
@@ -44,6 +51,7 @@ examples:
   psrun ./app input.dat
   psrun -e PAPI_TOT_CYC,PAPI_TOT_INS ./app
   psrun -c mylist.xml -d results/ ./app
+  psrun --profile ITIMER_PROF --period 1000 ./app
   psprocess app.*.xml"""
 
 def build_parser():
@@ -118,7 +126,18 @@ def _event_environment(args: Namespace) -> dict[str, str]:
     a configuration the user gives is read here first, so that a malformed
     file is reported before launch with the parser's exact complaint."""
     env: dict[str, str] = {}
-    if args.events is not None:
+    if args.profile:
+        from psuite.hwpc.config import check_profile_event
+
+        try:
+            period = int(args.period) if args.period is not None else None
+        except ValueError:
+            raise UsageError(f"--period takes a whole number, not {args.period!r}") from None
+        env["PSUITE_PROFILE"] = args.profile
+        env["PSUITE_PERIOD"] = str(check_profile_event(args.profile, period, "--period"))
+    elif args.period is not None:
+        raise UsageError("--period goes with --profile")
+    elif args.events is not None:
         names = [n.strip() for n in args.events.split(",") if n.strip()]
         if not names:
             raise UsageError("-e needs at least one event name")
@@ -126,15 +145,17 @@ def _event_environment(args: Namespace) -> dict[str, str]:
     else:
         path = args.config or os.environ.get("PS_HWPC_CONFIG")
         if path:
-            from psuite.hwpc.config import read_eventlist
+            from psuite.hwpc.config import read_configuration
 
-            env["PS_HWPC_CONFIG"] = read_eventlist(path).path
+            env["PS_HWPC_CONFIG"] = read_configuration(path).path
     if args.domain:
         env["PSUITE_DOMAIN"] = args.domain
     if args.backend:
         env["PSUITE_BACKEND"] = args.backend
     if args.quiet:
         env["PSUITE_QUIET"] = "1"
+    if args.per_thread:
+        env["PSUITE_PER_THREAD"] = "1"
     return env
 
 
@@ -156,8 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError("no program given: psrun [options] PROGRAM [ARGS...] (see psrun --help)")
     if args.command[0] == "--":
         args.command = args.command[1:]
-    if args.events is not None and args.config:
-        raise UsageError("-e and -c both choose the events; give one (see psrun --help)")
+    if sum((args.events is not None, bool(args.config), bool(args.profile))) > 1:
+        raise UsageError("-e, -c and --profile each choose what to measure; give one (see psrun --help)")
     _check_program(args.command[0])
     env = _event_environment(args)
     directory = args.directory or os.environ.get("PSUITE_OUTPUT_DIR") or "."

@@ -83,5 +83,8 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> Outcome:
 def reports_of(pid: int, directory: str) -> list[str]:
     """Report files the program with this pid wrote in directory."""
     host = os.uname().nodename.split(".")[0].replace("/", "_")
-    pattern = os.path.join(glob.escape(directory), f"*.{pid}.{glob.escape(host)}*.xml")
-    return sorted(glob.glob(pattern))
+    found = []
+    for tag in ("", ".t*"):  # the process's report, then per-thread ones
+        pattern = os.path.join(glob.escape(directory), f"*.{pid}{tag}.{glob.escape(host)}*.xml")
+        found += sorted(glob.glob(pattern))
+    return found

@@ -23,6 +23,12 @@ OPTIONS: tuple[tuple[str | None, str, str, dict], ...] = (
     ("-o", "--output", "output", {"metavar": "PREFIX", "help": "report file prefix (default: the program name)"}),
     ("-d", "--directory", "directory", {"metavar": "DIR", "help": "directory for the report (default: current)"}),
     ("-q", "--quiet", "quiet", {"action": "store_true", "help": "only errors; no notes on dropped events"}),
+    (None, "--profile", "profile", {"metavar": "SOURCE", "help": "sample instead of counting: ITIMER_PROF (CPU "
+                                    "time), ITIMER_VIRTUAL (user CPU time), ITIMER_REAL (wall time) or an event "
+                                    "to sample on overflow (task-clock, PAPI_TOT_CYC ...)"}),
+    (None, "--period", "period", {"metavar": "N", "help": "sampling period: microseconds for the timers (default "
+                                  "10000), events between samples for an event"}),
+    ("-p", "--per-thread", "per_thread", {"action": "store_true", "help": "also one report per thread"}),
 )
 
 

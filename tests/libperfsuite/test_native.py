@@ -11,7 +11,9 @@ from psuite.libperfsuite.native import include_dir, library_path
 
 # Interposed libc entry point (how measurement starts before main) and the
 # ELF section hooks: the only exports allowed without the ps_ prefix.
-ALLOWED = {"__libc_start_main", "_init", "_fini"}
+# The C library functions psrun interposes (start-up, threads, SIGPROF shared
+# with the program), besides the ps_* API.
+ALLOWED = {"__libc_start_main", "_init", "_fini", "pthread_create", "sigaction", "signal", "setitimer"}
 
 
 def exported() -> set[str]:

@@ -1,0 +1,273 @@
+/* profile_report.c - the <hwpcreport mode="profile"> documents
+ * (hwpcreport-0.3.dtd): the sampled PCs grouped by the loaded object that
+ * holds them - executable, shared libraries, objects loaded with dlopen -
+ * each with its load offset, so psprocess can map them back to the files.
+ * One document for the process; with per-thread reports, one more per
+ * thread (<prefix>.<pid>.t<N>.<host>.xml). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <elf.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct {
+    unsigned long long lo, hi, base;
+    char *file;
+} module_t;
+
+typedef struct {
+    module_t *v;
+    int n, cap;
+} modules_t;
+
+typedef struct {
+    unsigned long long pc, count;
+} pcount_t;
+
+static int add_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    modules_t *m = data;
+    char exe[PATH_MAX];
+    const char *name = info->dlpi_name;
+    if (!name || !*name) { /* the executable */
+        ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+        exe[n > 0 ? n : 0] = '\0';
+        name = exe;
+    }
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        if (m->n == m->cap) {
+            int cap = m->cap ? 2 * m->cap : 64;
+            module_t *v = realloc(m->v, sizeof *v * (size_t)cap);
+            if (!v)
+                return 1;
+            m->v = v;
+            m->cap = cap;
+        }
+        module_t *mod = &m->v[m->n++];
+        mod->base = info->dlpi_addr;
+        mod->lo = info->dlpi_addr + ph->p_vaddr;
+        mod->hi = mod->lo + ph->p_memsz;
+        mod->file = strdup(name);
+    }
+    return 0;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+    const module_t *x = a, *y = b;
+    return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int by_pc(const void *a, const void *b)
+{
+    const pcount_t *x = a, *y = b;
+    return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+static int module_of(const modules_t *m, unsigned long long pc)
+{
+    int lo = 0, hi = m->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (pc < m->v[mid].lo)
+            hi = mid - 1;
+        else if (pc >= m->v[mid].hi)
+            lo = mid + 1;
+        else
+            return mid;
+    }
+    return -1;
+}
+
+/* The samples of one thread (index >= 0) or of all, merged and sorted by PC. */
+static pcount_t *collect(int index, size_t *n, unsigned long long *samples, unsigned long long *lost)
+{
+    size_t cap = 1024, used = 0;
+    pcount_t *v = malloc(sizeof *v * cap);
+    *samples = *lost = 0;
+    for (int i = 0; v && i < ps_sampler_nthreads(); i++) {
+        const ps_sthread_t *t = ps_sampler_get(i);
+        if (index >= 0 && t->index != index)
+            continue;
+        *samples += t->samples;
+        *lost += t->lost;
+        for (unsigned s = 0; t->table && s < PS_SAMPLE_SLOTS; s++) {
+            if (!t->table[s].pc || !t->table[s].count)
+                continue;
+            if (used == cap) {
+                pcount_t *w = realloc(v, sizeof *v * (cap *= 2));
+                if (!w) {
+                    free(v);
+                    return NULL;
+                }
+                v = w;
+            }
+            v[used].pc = t->table[s].pc;
+            v[used++].count = t->table[s].count;
+        }
+    }
+    if (!v)
+        return NULL;
+    qsort(v, used, sizeof *v, by_pc);
+    size_t out = 0;
+    for (size_t i = 0; i < used; i++) {
+        if (out && v[out - 1].pc == v[i].pc)
+            v[out - 1].count += v[i].count;
+        else
+            v[out++] = v[i];
+    }
+    *n = out;
+    return v;
+}
+
+static void write_module(ps_buf_t *b, const char *file, unsigned long long base, const pcount_t *v, size_t from,
+                         size_t to)
+{
+    ps_buf_printf(b, "    <module file=\"");
+    ps_buf_escaped(b, file);
+    ps_buf_printf(b, "\" offset=\"0x%llx\">\n      <samples pcbase=\"16\">\n", base);
+    for (size_t i = from; i < to; i++)
+        ps_buf_printf(b, "        <sample pc=\"%llx\">%llu</sample>\n", v[i].pc, v[i].count);
+    ps_buf_printf(b, "      </samples>\n    </module>\n");
+}
+
+/* user and system CPU time: the process's, or one thread's from its totals */
+static void cpu_times(int index, double *user, double *sys)
+{
+    if (index < 0) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
+        *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        return;
+    }
+    const ps_sthread_t *t = ps_sampler_get(index);
+    *user = t->user_ns / 1e9;
+    *sys = t->sys_ns / 1e9;
+}
+
+static int write_one(int index, const modules_t *mods, char *path, size_t path_len, char *summary, size_t summary_len)
+{
+    const ps_profcfg_t *cfg = ps_sampler_config();
+    size_t n = 0;
+    unsigned long long samples, lost;
+    pcount_t *v = collect(index, &n, &samples, &lost);
+    if (!v)
+        return PS_HWPC_EIO;
+    long long now = ps_wallclock_ns();
+    const ps_sthread_t *t = index >= 0 ? ps_sampler_get(index) : NULL;
+    ps_measurement_t m = {t ? (t->end_ns ? t->end_ns : now) - t->start_ns : now - ps_sampler_started_ns(), 0, 0,
+                          NULL};
+    cpu_times(index, &m.user_s, &m.system_s);
+
+    /* State what was delivered: timers fire at the tick at best. */
+    char note[1024];
+    const char *source_note = "";
+    const char *source = ps_sampler_source(&source_note);
+    size_t used = (size_t)snprintf(note, sizeof note, "sampled by %s", source);
+    if (cfg->kind == PS_PROF_ITIMER && samples) {
+        double basis = cfg->timer == PS_TIMER_REAL ? (double)m.wall_ns / 1e9 : m.user_s + m.system_s;
+        const char *of = cfg->timer == PS_TIMER_REAL ? "wall-clock time per thread" : "CPU time";
+        if (cfg->timer == PS_TIMER_REAL && index < 0) {
+            basis = 0; /* every thread is sampled over its own lifetime */
+            for (int i = 0; i < ps_sampler_nthreads(); i++) {
+                const ps_sthread_t *th = ps_sampler_get(i);
+                basis += ((th->end_ns ? th->end_ns : now) - th->start_ns) / 1e9;
+            }
+        }
+        double interval = basis / (double)samples;
+        used += (size_t)snprintf(note + used, sizeof note - used,
+                                 "; period requested %lld us, delivered %.0f us on average (%.1f Hz of %s)",
+                                 cfg->threshold, interval * 1e6, 1.0 / interval, of);
+    }
+    if (used < sizeof note)
+        used += (size_t)snprintf(note + used, sizeof note - used, "; %llu samples lost", lost);
+    if (*source_note && used < sizeof note)
+        used += (size_t)snprintf(note + used, sizeof note - used, "; %s", source_note);
+    if (index < 0 && ps_sampler_unsampled() && used < sizeof note)
+        snprintf(note + used, sizeof note - used, "; %lu threads beyond %d not sampled", ps_sampler_unsampled(),
+                 PS_MAX_THREADS);
+
+    if (summary)
+        snprintf(summary, summary_len, "%llu samples; %s", samples, note);
+    ps_buf_t b = {0};
+    ps_report_header(&b, "profile", index, note, &m);
+    static const char *const domains[] = {"user", "user", "kernel", "all"};
+    int is_timer = cfg->kind == PS_PROF_ITIMER;
+    ps_buf_printf(&b, "  <hwpcprofiledata class=\"%s\" version=\"%s\">\n", is_timer ? "itimer" : "perfmon",
+                  is_timer ? "1" : "perf_event");
+    ps_buf_printf(&b, "    <profileinfo>\n      <profileevent domain=\"%s\" type=\"%s\" name=\"",
+                  domains[cfg->domain & 3], strncmp(cfg->event, "PAPI_", 5) == 0 ? "preset" : "native");
+    ps_buf_escaped(&b, cfg->event);
+    ps_buf_printf(&b, "\" derived=\"no\">\n        <threshold>%lld</threshold>\n      </profileevent>\n"
+                      "    </profileinfo>\n    <totalsamples>%llu</totalsamples>\n", cfg->threshold, samples);
+    int wrote = 0;
+    for (size_t i = 0; i < n;) {
+        int k = module_of(mods, v[i].pc);
+        size_t j = i + 1;
+        if (k < 0) {
+            while (j < n && module_of(mods, v[j].pc) < 0)
+                j++;
+            write_module(&b, "[unknown]", 0, v, i, j);
+        } else {
+            while (j < n && v[j].pc >= mods->v[k].lo && v[j].pc < mods->v[k].hi)
+                j++;
+            write_module(&b, mods->v[k].file, mods->v[k].base, v, i, j);
+        }
+        wrote = 1;
+        i = j;
+    }
+    if (!wrote) { /* the DTD wants a module: the executable's, with no samples */
+        char exe[PATH_MAX];
+        ssize_t len = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+        exe[len > 0 ? len : 0] = '\0';
+        write_module(&b, exe, 0, v, 0, 0);
+    }
+    ps_buf_printf(&b, "  </hwpcprofiledata>\n</hwpcreport>\n");
+    free(v);
+    char where[PATH_MAX], tag[32];
+    snprintf(tag, sizeof tag, "t%d", index);
+    ps_report_path(NULL, index >= 0 ? tag : NULL, where, sizeof where);
+    return ps_report_save(&b, where, path, path_len);
+}
+
+static void said(int rc, const char *path)
+{
+    if (rc == PS_HWPC_EEXIST)
+        ps_message("an output file existed already; report saved as %s", path);
+    else if (rc != PS_HWPC_OK)
+        ps_message("could not save the report %s: %m", path);
+}
+
+int ps_profile_write(int per_thread)
+{
+    modules_t mods = {0};
+    dl_iterate_phdr(add_module, &mods);
+    qsort(mods.v, (size_t)mods.n, sizeof *mods.v, by_lo);
+    char path[PATH_MAX], summary[1200];
+    int rc = write_one(-1, &mods, path, sizeof path, summary, sizeof summary);
+    said(rc, path);
+    ps_note("profile: %s", summary);
+    for (int i = 0; per_thread && i < ps_sampler_nthreads(); i++) {
+        int trc = write_one(i, &mods, path, sizeof path, NULL, 0);
+        said(trc, path);
+        if (trc != PS_HWPC_OK && trc != PS_HWPC_EEXIST)
+            rc = trc;
+    }
+    for (int i = 0; i < mods.n; i++)
+        free(mods.v[i].file);
+    free(mods.v);
+    return rc == PS_HWPC_EEXIST ? PS_HWPC_OK : rc;
+}

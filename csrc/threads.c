@@ -1,0 +1,76 @@
+/* threads.c - the pthread_create hook: each thread the program creates
+ * gets its own sampling source from its first instruction to its end
+ * (return, pthread_exit or cancellation, through a key destructor). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+struct start {
+    void *(*fn)(void *);
+    void *arg;
+};
+
+static pthread_key_t end_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static create_fn real_create(void)
+{
+    static create_fn real;
+    if (!real)
+        real = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+    return real;
+}
+
+static void thread_ends(void *t) { ps_sampler_thread_end(t); }
+
+static void make_key(void) { pthread_key_create(&end_key, thread_ends); }
+
+void ps_threads_adopt(ps_sthread_t *t)
+{
+    if (t) {
+        pthread_once(&key_once, make_key);
+        pthread_setspecific(end_key, t);
+    }
+}
+
+/* Register the calling thread: sampled until it ends. */
+static void begin_thread(void) { ps_threads_adopt(ps_sampler_thread_begin()); }
+
+static void *measured_start(void *p)
+{
+    struct start s = *(struct start *)p;
+    free(p);
+    begin_thread();
+    return s.fn(s.arg);
+}
+
+PS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    create_fn real = real_create();
+    if (!real)
+        return 11; /* EAGAIN: no C library pthread_create, which cannot happen with glibc */
+    if (!ps_sampler_config())
+        return real(thread, attr, fn, arg);
+    struct start *s = malloc(sizeof *s);
+    if (!s)
+        return real(thread, attr, fn, arg); /* unsampled, but the program goes on */
+    s->fn = fn;
+    s->arg = arg;
+    int rc = real(thread, attr, measured_start, s);
+    if (rc)
+        free(s);
+    return rc;
+}
+
+int pthread_create_unhooked(void *thread, void *(*fn)(void *))
+{
+    create_fn real = real_create();
+    return real ? real(thread, NULL, fn, NULL) : -1;
+}
