@@ -26,8 +26,8 @@ class Metric:
 
 
 @dataclass
-class CountReport:
-    """One process's (or thread's) event counts: <hwpcreport mode="count">."""
+class RunInfo:
+    """What every report of one process (or thread) says about the run."""
 
     source: str = ""
     version: str = ""
@@ -45,6 +45,21 @@ class CountReport:
     usertime: float | None = None
     systemtime: float | None = None
     machine: MachineInfo | None = None
+
+    @property
+    def cputime(self) -> float | None:
+        if self.usertime is None and self.systemtime is None:
+            return None
+        return (self.usertime or 0.0) + (self.systemtime or 0.0)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class CountReport(RunInfo):
+    """One process's (or thread's) event counts: <hwpcreport mode="count">."""
+
     counter_class: str = ""  # "PAPI", "perfmon" (perf_event) or "null"
     counter_version: str = ""
     domain: str = "user"
@@ -53,17 +68,50 @@ class CountReport:
     metrics: list[Metric] = field(default_factory=list)
 
     @property
-    def cputime(self) -> float | None:
-        if self.usertime is None and self.systemtime is None:
-            return None
-        return (self.usertime or 0.0) + (self.systemtime or 0.0)
-
-    @property
     def collector(self) -> str:
         """Which backend counted, in words."""
         if self.counter_class == "perfmon" and self.counter_version.startswith("perf_event"):
             return "Linux perf_event"
         return f"{self.counter_class} {self.counter_version}".strip()
 
-    def to_dict(self) -> dict:
-        return asdict(self)
+
+@dataclass
+class ModuleSamples:
+    """Sampled PCs of one loaded object; file address = pc - offset."""
+
+    file: str
+    offset: int
+    samples: dict[int, int] = field(default_factory=dict)  # pc -> count
+
+
+@dataclass
+class Location:
+    """Samples resolved to a source location ("??" and line 0 when unknown)."""
+
+    module: str
+    file: str
+    function: str
+    line: int
+    samples: int
+
+
+@dataclass
+class ProfileReport(RunInfo):
+    """One process's (or thread's) statistical profile: raw
+    <hwpcreport mode="profile"> (modules and PCs) or a processed
+    <hwpcprofilereport> (locations)."""
+
+    profile_class: str = ""  # itimer, PAPI, perfmon, profil
+    profile_version: str = ""
+    event: str = ""
+    event_type: str = "native"
+    domain: str = "user"
+    threshold: int | None = None  # microseconds for timers, events otherwise
+    total_samples: int = 0
+    modules: list[ModuleSamples] = field(default_factory=list)
+    locations: list[Location] = field(default_factory=list)  # filled by resolution
+    mapper: str = ""  # what resolved the locations
+
+    @property
+    def is_timer(self) -> bool:
+        return self.event.startswith("ITIMER_")

@@ -41,6 +41,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
                    help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
+    p.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
+                   help="profiles: leave out entries below PCT percent of the samples")
     p.add_output_options()
     return p
 
@@ -55,18 +57,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
     for path in args.metrics:
         definitions += metrics.load(path)
+    from psuite.report import ProfileReport
+
     reports = []
     for source in args.inputs:
         report = load(source)
-        report.metrics = metrics.derive(report, definitions)
+        if isinstance(report, ProfileReport):
+            _resolve(report)
+        else:
+            report.metrics = metrics.derive(report, definitions)
         reports.append(report)
-    text = writer(args.format).render(reports)
+    text = writer(args.format).render(reports, threshold=args.threshold)
     if args.output:
         with open_output(args.output, args.force) as f:
             f.write(text)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _resolve(report) -> None:
+    """PCs to source locations, with progress on a terminal."""
+    if report.locations:  # a processed profile: resolved already
+        return
+    from psuite.psprocess import srcmap
+
+    progress = None
+    if sys.stderr.isatty():
+        def progress(done: int, todo: int) -> None:
+            sys.stderr.write(f"\rpsprocess: resolving {report.source}: {done:,}/{todo:,} PCs")
+            sys.stderr.flush()
+    report.locations = srcmap.resolve(report, progress)
+    report.mapper = srcmap.MAPPER
+    if progress:
+        sys.stderr.write("\r\033[K")
 
 
 def entry() -> int:

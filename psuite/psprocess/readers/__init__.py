@@ -4,9 +4,9 @@ mode (as other PerfSuite readers identify documents)."""
 from __future__ import annotations
 
 from psuite.errors import InputError
-from psuite.psprocess.readers import hwpcreport
+from psuite.psprocess.readers import hwpcprofile, hwpcreport
 
-READERS = (hwpcreport,)
+READERS = (hwpcreport, hwpcprofile)
 
 
 def read_document(root, source: str):
@@ -16,4 +16,4 @@ def read_document(root, source: str):
     mode = root.get("mode")
     kind = f"<{root.tag}{f' mode={mode!r}' if mode else ''}>"
     raise InputError(f"{source}: {kind} documents are not supported by this psprocess "
-                     "(it reads <hwpcreport mode=\"count\">)")
+                     "(it reads <hwpcreport> in count and profile mode)")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from psuite.errors import InputError
 from psuite.formats import machineinfo
-from psuite.report import CountReport, Event
+from psuite.report import CountReport, Event, RunInfo
 
 ROOT = "hwpcreport"
 
@@ -30,7 +30,17 @@ def accepts(root) -> bool:
 
 
 def read(root, source: str) -> CountReport:
-    r = CountReport(source=source, version=root.get("version", ""), generator=root.get("generator", ""))
+    r = CountReport()
+    read_run_info(root, r, source)
+    return _counts(r, root.find("hwpceventdata"), source)
+
+
+def read_run_info(root, r: RunInfo, source: str) -> None:
+    """The execution facts every report carries (root: <hwpcreport> or
+    <executioninfo>), tolerant of the original PerfSuite's variants."""
+    r.source = source
+    r.version = r.version or root.get("version", "")
+    r.generator = r.generator or root.get("generator", "")
     r.date = _text(root, "date")
     r.hostname = _text(root, "hostname")
     r.domainname = _text(root, "domainname")
@@ -61,7 +71,9 @@ def read(root, source: str) -> CountReport:
             mhz = r.machine.mhz if r.machine else 0.0
             value = value / (mhz * 1e6) if mhz else None
         r.wallclock = value
-    data = root.find("hwpceventdata")
+
+
+def _counts(r: CountReport, data, source: str) -> CountReport:
     if data is None:
         raise InputError(f"{source}: counting report without <hwpceventdata>")
     r.counter_class = data.get("class", "")

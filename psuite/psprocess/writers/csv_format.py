@@ -15,7 +15,7 @@ EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
 
 
-def render(reports: list[CountReport]) -> str:
+def render(reports: list[CountReport], **_options) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(COLUMNS)

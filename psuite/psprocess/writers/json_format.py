@@ -21,5 +21,5 @@ EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
 
 
-def render(reports: list[CountReport]) -> str:
+def render(reports: list[CountReport], **_options) -> str:
     return json.dumps({"schema": SCHEMA, "reports": [r.to_dict() for r in reports]}, indent=2) + "\n"

@@ -65,5 +65,9 @@ def render_one(r: CountReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(reports: list[CountReport]) -> str:
-    return "\n\n".join(render_one(r) for r in reports)
+def render(reports: list, threshold: float = 0.0, **_options) -> str:
+    from psuite.psprocess.writers import text_profile
+    from psuite.report import ProfileReport
+
+    return "\n\n".join(text_profile.render_one(r, threshold) if isinstance(r, ProfileReport) else render_one(r)
+                        for r in reports)

@@ -53,7 +53,7 @@ def to_element(r: CountReport):
     return root
 
 
-def render(reports: list[CountReport]) -> str:
+def render(reports: list[CountReport], **_options) -> str:
     if len(reports) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     return etree.tostring(to_element(reports[0]), xml_declaration=True, encoding="UTF-8",

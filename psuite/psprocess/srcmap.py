@@ -1,0 +1,302 @@
+"""Mapping sampled PCs to source: module, file, function and line.
+
+For each module (executable or shared library) the file address of a PC is
+pc - offset (the load address the capture recorded).  Lines come from the
+DWARF line table and functions from DWARF subprograms, the innermost
+inlined subroutine winning, as `addr2line -f -i` reports first; without
+DWARF, the ELF symbol table names the function; what is unknown is "??"
+with line 0, as in the original PerfSuite.  Debug information is also
+looked for in separate debug files (build-id, .gnu_debuglink under
+/usr/lib/debug).  C++ names are demangled by the C++ runtime's own
+demangler.  pyelftools reads the structure."""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Callable, Iterable
+
+from psuite.report import Location, ModuleSamples, ProfileReport
+
+MAPPER = "psuite-dwarf"
+UNKNOWN = "??"
+DEBUG_ROOT = "/usr/lib/debug"
+
+
+def _demangler() -> Callable[[str], str]:
+    try:
+        from cffi import FFI
+
+        ffi = FFI()
+        ffi.cdef("char *__cxa_demangle(const char *, char *, size_t *, int *); void free(void *);")
+        cxx, libc = ffi.dlopen("libstdc++.so.6"), ffi.dlopen(None)
+    except (ImportError, OSError):
+        return lambda name: name
+
+    def demangle(name: str) -> str:
+        if not name.startswith("_Z"):
+            return name
+        status = ffi.new("int *")
+        out = cxx.__cxa_demangle(name.encode(), ffi.NULL, ffi.NULL, status)
+        if status[0] != 0 or out == ffi.NULL:
+            return name
+        try:
+            return ffi.string(out).decode("utf-8", "replace")
+        finally:
+            libc.free(out)
+
+    return demangle
+
+
+_demangle: Callable[[str], str] | None = None
+
+
+def demangle(name: str) -> str:
+    global _demangle
+    if _demangle is None:
+        _demangle = _demangler()
+    return _demangle(name)
+
+
+def _decode(value) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _debug_file(elf, path: str) -> str | None:
+    """A separate debug file for path: by build-id, then .gnu_debuglink."""
+    note = elf.get_section_by_name(".note.gnu.build-id")
+    if note is not None:
+        for n in note.iter_notes():
+            if n["n_type"] == "NT_GNU_BUILD_ID":
+                build_id = n["n_desc"]
+                candidate = os.path.join(DEBUG_ROOT, ".build-id", build_id[:2], build_id[2:] + ".debug")
+                if os.path.exists(candidate):
+                    return candidate
+    link = elf.get_section_by_name(".gnu_debuglink")
+    if link is not None:
+        name = link.data().split(b"\0", 1)[0].decode("utf-8", "replace")
+        here = os.path.dirname(os.path.realpath(path))
+        for candidate in (os.path.join(here, name), os.path.join(here, ".debug", name),
+                          os.path.join(DEBUG_ROOT + here, name)):
+            if os.path.exists(candidate) and os.path.realpath(candidate) != os.path.realpath(path):
+                return candidate
+    return None
+
+
+class ModuleMap:
+    """Symbol, line and function tables of one ELF file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.sym_lo: list[int] = []
+        self.syms: list[tuple[int, int, str]] = []  # (address, size, name)
+        self.line_addr: list[int] = []
+        self.lines: list[tuple[str, int] | None] = []  # None: end of a sequence
+        self.func_lo: list[int] = []
+        self.funcs: list[tuple[int, int, int, str]] = []  # (lo, hi, depth, name)
+        self.max_span = 0
+        self._cache: dict[int, tuple[str, str, int]] = {}
+        try:
+            from elftools.common.exceptions import ELFError
+            from elftools.elf.elffile import ELFFile
+
+            with open(path, "rb") as f:
+                elf = ELFFile(f)
+                self._symbols(elf)
+                debug = _debug_file(elf, path)
+                if elf.has_dwarf_info() and elf.get_section_by_name(".debug_info") is not None:
+                    self._dwarf(elf)
+                elif debug:
+                    with open(debug, "rb") as g:
+                        delf = ELFFile(g)
+                        if not self.syms:
+                            self._symbols(delf)
+                        if delf.has_dwarf_info():
+                            self._dwarf(delf)
+        except (OSError, ELFError, ValueError, KeyError, AttributeError):
+            pass  # unreadable or not ELF: every PC of it stays "??"
+
+    def _symbols(self, elf) -> None:
+        out = []
+        for name in (".symtab", ".dynsym"):
+            sec = elf.get_section_by_name(name)
+            if sec is None or not hasattr(sec, "iter_symbols"):
+                continue
+            for sym in sec.iter_symbols():
+                if sym["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC") and sym["st_value"] and sym.name:
+                    out.append((sym["st_value"], sym["st_size"], sym.name))
+            if out:
+                break
+        out.sort()
+        self.syms = out
+        self.sym_lo = [s[0] for s in out]
+
+    def _dwarf(self, elf) -> None:
+        dwarf = elf.get_dwarf_info()
+        rows: list[tuple[int, int, tuple[str, int] | None]] = []
+        funcs: list[tuple[int, int, int, str]] = []
+        for cu in dwarf.iter_CUs():
+            top = cu.get_top_DIE()
+            comp_dir = _decode(top.attributes["DW_AT_comp_dir"].value) if "DW_AT_comp_dir" in top.attributes else ""
+            lp = dwarf.line_program_for_CU(cu)
+            if lp is not None:
+                names = self._file_names(lp, comp_dir)
+                seq = 0
+                for entry in lp.get_entries():
+                    st = entry.state
+                    if st is None:
+                        continue
+                    if st.end_sequence:
+                        rows.append((st.address, seq, None))
+                        seq += 1
+                    else:
+                        rows.append((st.address, seq, (names.get(st.file, UNKNOWN), st.line)))
+            self._functions(dwarf, cu, top, 0, funcs)
+        # Within one address, the last row of a sequence wins (as in addr2line);
+        # an end-of-sequence row gives way to a sequence starting there.
+        rows.sort(key=lambda r: (r[0], r[2] is not None, r[1]))
+        self.line_addr = [r[0] for r in rows]
+        self.lines = [r[2] for r in rows]
+        funcs.sort()
+        self.funcs = funcs
+        self.func_lo = [f[0] for f in funcs]
+        self.max_span = max((f[1] - f[0] for f in funcs), default=0)
+
+    @staticmethod
+    def _file_names(lp, comp_dir: str) -> dict[int, str]:
+        header = lp.header
+        version = header["version"]
+        dirs = [_decode(d) for d in header["include_directory"]]
+        out = {}
+        for i, fe in enumerate(header["file_entry"]):
+            name = _decode(fe.name)
+            d = fe.dir_index
+            if version >= 5:
+                directory = dirs[d] if d < len(dirs) else ""
+                index = i
+            else:
+                directory = dirs[d - 1] if 0 < d <= len(dirs) else comp_dir
+                index = i + 1
+            if not os.path.isabs(name):
+                if directory and not os.path.isabs(directory):
+                    directory = os.path.join(comp_dir, directory)
+                name = os.path.join(directory, name) if directory else name
+            out[index] = os.path.normpath(name)
+        return out
+
+    def _functions(self, dwarf, cu, die, depth: int, out: list) -> None:
+        for child in die.iter_children():
+            tag = child.tag
+            if tag in ("DW_TAG_subprogram", "DW_TAG_inlined_subroutine"):
+                name = self._die_name(child)
+                for lo, hi in self._ranges(dwarf, cu, child):
+                    out.append((lo, hi, depth, name))
+            if child.has_children:
+                self._functions(dwarf, cu, child, depth + 1, out)
+
+    @staticmethod
+    def _die_name(die, hops: int = 0) -> str:
+        attrs = die.attributes
+        for key in ("DW_AT_linkage_name", "DW_AT_MIPS_linkage_name"):
+            if key in attrs:
+                return demangle(_decode(attrs[key].value))
+        if "DW_AT_name" in attrs:
+            return _decode(attrs["DW_AT_name"].value)
+        for key in ("DW_AT_abstract_origin", "DW_AT_specification"):
+            if key in attrs and hops < 4:
+                try:
+                    return ModuleMap._die_name(die.get_DIE_from_attribute(key), hops + 1)
+                except (KeyError, ValueError):
+                    break
+        return UNKNOWN
+
+    @staticmethod
+    def _ranges(dwarf, cu, die) -> Iterable[tuple[int, int]]:
+        attrs = die.attributes
+        if "DW_AT_low_pc" in attrs and "DW_AT_high_pc" in attrs:
+            lo = attrs["DW_AT_low_pc"].value
+            high = attrs["DW_AT_high_pc"]
+            hi = lo + high.value if high.form.startswith("DW_FORM_data") or high.form == "DW_FORM_implicit_const" \
+                else high.value
+            return [(lo, hi)] if hi > lo else []
+        if "DW_AT_ranges" in attrs:
+            try:
+                rl = dwarf.range_lists()
+                if rl is None:
+                    return []
+                entries = rl.get_range_list_at_offset(attrs["DW_AT_ranges"].value, cu=cu)
+            except Exception:  # noqa: BLE001 - pyelftools raises many kinds on odd ranges
+                return []
+            base = attrs.get("DW_AT_low_pc").value if "DW_AT_low_pc" in attrs else \
+                cu.get_top_DIE().attributes.get("DW_AT_low_pc").value \
+                if "DW_AT_low_pc" in cu.get_top_DIE().attributes else 0
+            out = []
+            for e in entries:
+                if hasattr(e, "begin_offset"):
+                    is_abs = getattr(e, "is_absolute", False)
+                    lo, hi = (e.begin_offset, e.end_offset) if is_abs else \
+                        (base + e.begin_offset, base + e.end_offset)
+                    if hi > lo:
+                        out.append((lo, hi))
+                elif hasattr(e, "base_address"):
+                    base = e.base_address
+            return out
+        return []
+
+    def lookup(self, addr: int) -> tuple[str, str, int]:
+        """(file, function, line) for a file address."""
+        hit = self._cache.get(addr)
+        if hit is None:
+            file, line = self._line(addr)
+            hit = self._cache[addr] = (file, self._function(addr), line)
+        return hit
+
+    def _line(self, addr: int) -> tuple[str, int]:
+        i = bisect.bisect_right(self.line_addr, addr) - 1
+        if i < 0 or self.lines[i] is None:
+            return UNKNOWN, 0
+        return self.lines[i]
+
+    def _function(self, addr: int) -> str:
+        best: tuple[int, str] | None = None
+        i = bisect.bisect_right(self.func_lo, addr) - 1
+        while i >= 0 and addr - self.funcs[i][0] <= self.max_span:
+            lo, hi, depth, name = self.funcs[i]
+            if lo <= addr < hi and (best is None or depth > best[0]):
+                best = (depth, name)
+            i -= 1
+        if best:
+            return best[1]
+        j = bisect.bisect_right(self.sym_lo, addr) - 1
+        if j >= 0:
+            value, size, name = self.syms[j]
+            if addr < value + max(size, 1) or (size == 0 and j + 1 < len(self.syms)):
+                return demangle(name)
+        return UNKNOWN
+
+
+def _is_file(path: str) -> bool:
+    return path.startswith("/") and os.path.isfile(path)
+
+
+def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
+    """Every sampled PC of the report as a Location, summed per
+    (module, file, function, line)."""
+    totals: dict[tuple[str, str, str, int], int] = {}
+    done, todo = 0, sum(len(m.samples) for m in report.modules)
+    for mod in report.modules:
+        mmap = ModuleMap(mod.file) if _is_file(mod.file) else None
+        for pc, count in mod.samples.items():
+            where = mmap.lookup(pc - mod.offset) if mmap else (UNKNOWN, UNKNOWN, 0)
+            key = (mod.file, *where)
+            totals[key] = totals.get(key, 0) + count
+            done += 1
+            if progress and done % 500 == 0:
+                progress(done, todo)
+    return [Location(module=k[0], file=k[1], function=k[2], line=k[3], samples=v) for k, v in totals.items()]
+
+
+def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]:
+    """file address -> (file, function, line), for tests and tools."""
+    mmap = ModuleMap(module.file)
+    return {pc: mmap.lookup(pc - module.offset) for pc in module.samples}

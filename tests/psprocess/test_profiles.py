@@ -1,0 +1,143 @@
+"""Statistical profiles end to end on real programs: psrun samples,
+psprocess resolves.  Shares against known work, wall time against CPU
+time, samples per thread, and every resolved PC against addr2line."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from psuite.psprocess import srcmap
+from psuite.psprocess.inputs import load
+from tests.conftest import TARGETS, one_line_error, run_tool, validate
+
+PROFILE_SRC = TARGETS / "profile"
+
+
+@pytest.fixture(scope="module")
+def programs(tmp_path_factory) -> dict[str, str]:
+    out = tmp_path_factory.mktemp("profile_targets")
+    lib = out / "libprof_lib.so"
+    subprocess.run(["cc", "-O1", "-g", "-shared", "-fPIC", "-o", str(lib), str(PROFILE_SRC / "prof_lib.c")],
+                   check=True)
+    subprocess.run(["cc", "-O1", "-g", "-o", str(out / "prof_split"), str(PROFILE_SRC / "prof_split.c"),
+                    f"-L{out}", "-lprof_lib", f"-Wl,-rpath,{out}"], check=True)
+    subprocess.run(["cc", "-O1", "-g", "-o", str(out / "prof_threads"), str(PROFILE_SRC / "prof_threads.c")],
+                   check=True)
+    return {"prof_split": str(out / "prof_split"), "prof_threads": str(out / "prof_threads"), "lib": str(lib)}
+
+
+def profile(directory: Path, *args: str) -> list[Path]:
+    p = run_tool("psrun", "-q", *args)
+    assert p.returncode == 0, p.stderr
+    return sorted(directory.glob("*.xml"))
+
+
+def function_shares(report) -> dict[str, float]:
+    resolved = load(str(report))
+    total = sum(loc.samples for loc in srcmap.resolve(resolved))
+    shares: dict[str, float] = {}
+    for loc in srcmap.resolve(resolved):
+        shares[loc.function] = shares.get(loc.function, 0) + 100.0 * loc.samples / total
+    return shares
+
+
+def test_shares_match_the_known_split(programs, workdir):
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", programs["prof_split"], "150")
+    validate(report, "hwpcreport-0.3.dtd")
+    shares = function_shares(report)
+    for function, truth in (("heavy", 60.0), ("lib_work", 30.0), ("medium", 10.0)):
+        assert shares.get(function, 0.0) == pytest.approx(truth, abs=3.0), shares
+    text = run_tool("psprocess", str(report))
+    assert text.returncode == 0, text.stderr
+    assert re.search(r"Function Summary.*heavy.*lib_work.*medium", text.stdout, re.S)
+    assert "delivered" in text.stdout  # the rate actually delivered is stated
+
+
+def test_real_time_sees_sleeping_that_cpu_time_does_not(programs, workdir):
+    def libc_share(timer: str) -> float:
+        for old in workdir.glob("*.xml"):
+            old.unlink()
+        [report] = profile(workdir, "--profile", timer, "--period", "2000", programs["prof_split"], "40", "400")
+        r = load(str(report))
+        total = sum(sum(m.samples.values()) for m in r.modules)
+        in_libc = sum(sum(m.samples.values()) for m in r.modules if "libc" in Path(m.file).name)
+        return 100.0 * in_libc / total
+
+    real, cpu = libc_share("ITIMER_REAL"), libc_share("ITIMER_PROF")
+    assert real > 30.0, real  # ~0.3 s of work, 0.4 s asleep in libc's nanosleep
+    assert cpu < 5.0, cpu
+
+
+def test_samples_land_on_their_threads(programs, workdir):
+    reports = profile(workdir, "--profile", "ITIMER_PROF", "--period", "2000", "-p", programs["prof_threads"])
+    by_thread = {load(str(r)).thread: r for r in reports}
+    assert set(by_thread) == {"", "0", "1", "2"}  # the process, main, two workers
+    for r in reports:
+        validate(r, "hwpcreport-0.3.dtd")
+    a, b = function_shares(by_thread["1"]), function_shares(by_thread["2"])
+    assert a.get("work_a", 0) > 95 and b.get("work_b", 0) > 95, (a, b)
+    assert load(str(by_thread["0"])).total_samples < 0.05 * load(str(by_thread[""])).total_samples
+
+
+def addr2line(path: str, addresses: list[int]) -> dict[int, tuple[str, str, int]]:
+    """First (innermost) function and file:line per address, from binutils."""
+    tool = shutil.which("addr2line")
+    assert tool, "addr2line (binutils) is needed; tests/run.sh installs it"
+    out = subprocess.run([tool, "-a", "-f", "-i", "-C", "-e", path, *(hex(a) for a in addresses)],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    result, i = {}, 0
+    while i < len(out):
+        addr = int(out[i], 16)
+        function, where = out[i + 1], out[i + 2]
+        file, _, line = where.rpartition(":")
+        line = line.split()[0]  # "12 (discriminator 3)"
+        result[addr] = (file, function, int(line) if line.isdigit() else 0)
+        i += 3
+        while i < len(out) and not out[i].startswith("0x"):
+            i += 2  # the inline chain's outer frames
+    return result
+
+
+def test_every_pc_agrees_with_addr2line(programs, workdir):
+    reports = profile(workdir, "--profile", "ITIMER_PROF", "--period", "500", programs["prof_split"], "60")
+    r = load(str(reports[0]))
+    checked = 0
+    for module in r.modules:
+        if module.file not in (programs["prof_split"], programs["lib"]):
+            continue
+        ours = srcmap.resolve_module_pcs(module)
+        theirs = addr2line(module.file, [pc - module.offset for pc in module.samples])
+        for pc in module.samples:
+            assert ours[pc] == theirs[pc - module.offset], hex(pc - module.offset)
+            checked += 1
+    assert checked >= 3
+
+
+def test_profiling_errors(programs, workdir, tmp_path_factory):
+    assert "goes with --profile" in one_line_error(run_tool("psrun", "--period", "10", programs["prof_split"]),
+                                                   "psrun")
+    assert "each choose" in one_line_error(run_tool("psrun", "--profile", "ITIMER_PROF", "-e", "task-clock",
+                                                    programs["prof_split"]), "psrun")
+    assert "overflow threshold" in one_line_error(run_tool("psrun", "--profile", "task-clock",
+                                                           programs["prof_split"]), "psrun")
+    bad = tmp_path_factory.mktemp("configs") / "bad.xml"
+    bad.write_text('<ps_hwpc_profile class="itimer"><ps_hwpc_event name="ITIMER_FOO" threshold="100"/>'
+                   "</ps_hwpc_profile>")
+    assert "ITIMER_FOO" in one_line_error(run_tool("psrun", "-c", str(bad), programs["prof_split"]), "psrun")
+    assert list(workdir.glob("*.xml")) == []
+
+
+def test_profile_configuration_file_and_event_overflow(programs, workdir, tmp_path_factory):
+    cfg = tmp_path_factory.mktemp("configs") / "prof.xml"
+    cfg.write_text('<ps_hwpc_profile class="perfmon"><ps_hwpc_event type="native" name="task-clock" '
+                   'threshold="2000000"/></ps_hwpc_profile>')
+    [report] = profile(workdir, "-c", str(cfg), programs["prof_split"], "60")
+    root = validate(report, "hwpcreport-0.3.dtd")
+    assert root.find("hwpcprofiledata/profileinfo/profileevent").get("name") == "task-clock"
+    shares = function_shares(report)
+    assert shares.get("heavy", 0) == pytest.approx(60, abs=8)
