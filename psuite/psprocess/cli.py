@@ -38,6 +38,8 @@ def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=EPILOG)
     p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
     p.add_argument("-f", "--format", choices=tuple(FORMATS), default="text", help="output format (default text)")
+    p.add_argument("-x", dest="format", action="store_const", const="xml",
+                   help="XML: a profile as a processed <hwpcprofilereport> (same as -f xml)")
     p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
                    help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")

@@ -26,9 +26,13 @@ def programs(tmp_path_factory) -> dict[str, str]:
                    check=True)
     subprocess.run(["cc", "-O1", "-g", "-o", str(out / "prof_split"), str(PROFILE_SRC / "prof_split.c"),
                     f"-L{out}", "-lprof_lib", f"-Wl,-rpath,{out}"], check=True)
-    subprocess.run(["cc", "-O1", "-g", "-o", str(out / "prof_threads"), str(PROFILE_SRC / "prof_threads.c")],
-                   check=True)
-    return {"prof_split": str(out / "prof_split"), "prof_threads": str(out / "prof_threads"), "lib": str(lib)}
+    built = {"lib": str(lib)}
+    for name in ("prof_split", "prof_threads", "own_sigprof", "dlopen_main"):
+        exe = out / name
+        if name != "prof_split":
+            subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(PROFILE_SRC / f"{name}.c")], check=True)
+        built[name] = str(exe)
+    return built
 
 
 def profile(directory: Path, *args: str) -> list[Path]:
@@ -141,3 +145,77 @@ def test_profile_configuration_file_and_event_overflow(programs, workdir, tmp_pa
     assert root.find("hwpcprofiledata/profileinfo/profileevent").get("name") == "task-clock"
     shares = function_shares(report)
     assert shares.get("heavy", 0) == pytest.approx(60, abs=8)
+
+
+def test_processed_profile_round_trip(programs, workdir):
+    [raw] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", programs["prof_split"], "40")
+    processed = workdir / "processed.out"
+    p = run_tool("psprocess", "-x", "-o", str(processed), str(raw))
+    assert p.returncode == 0, p.stderr
+    root = validate(processed, "hwpcprofilereport-0.3.dtd")
+    assert root.find("hwpcprofile").get("mapper") == srcmap.MAPPER
+    again = run_tool("psprocess", "-f", "json", str(processed))
+    direct = run_tool("psprocess", "-f", "json", str(raw))
+    import json
+
+    def functions(doc: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for loc in json.loads(doc)["reports"][0]["locations"]:
+            out[loc["function"]] = out.get(loc["function"], 0) + loc["samples"]
+        return out
+
+    assert functions(again.stdout) == functions(direct.stdout)
+
+
+ORIGINAL_PROCESSED = """<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE hwpcprofilereport SYSTEM "/usr/share/perfsuite/dtds/pshwpc/hwpcprofilereport-0.2.dtd">
+<hwpcprofilereport version="0.2" generator="psprocess">
+<date>Tue Mar  7 10:00:00 2006</date><hostname>node1</hostname><domainname>ncsa.uiuc.edu</domainname>
+<executioninfo><date>Tue Mar  7 09:59:00 2006</date><hostname>node1</hostname><domainname>x</domainname>
+<pid>4242</pid><command>./a.out</command><wallclock units="seconds">2.0</wallclock>
+<cputime units="seconds"><usertime>1.9</usertime><systemtime>0.1</systemtime></cputime>
+<machineinfo><cpucount>2</cpucount><cpuinfo><vendor>GenuineIntel</vendor><family>15</family><model>2</model>
+<revision>7</revision><clockspeed units="MHz">2400</clockspeed></cpuinfo><memoryinfo units="MB">1024</memoryinfo>
+<syspagesize units="KB">4</syspagesize></machineinfo></executioninfo>
+<hwpcprofile mapper="binutils"><hwpcevent class="itimer" name="ITIMER_PROF" domain="user"/>
+<period>10000</period><totalsamples>200</totalsamples>
+<module name="/home/u/a.out"><file name="main.c"><function name="compute"><line lineno="12">150</line>
+<line lineno="13">20</line></function></file>
+<file name="??"><function name="??"><line lineno="0">30</line></function></file></module>
+</hwpcprofile></hwpcprofilereport>"""
+
+
+def test_reads_original_perfsuite_processed_profiles(tmp_path):
+    doc = tmp_path / "orig.xml"
+    doc.write_text(ORIGINAL_PROCESSED)
+    p = run_tool("psprocess", str(doc))
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"170\s+85\.00%\s+85\.00%\s+compute", p.stdout), p.stdout
+    assert re.search(r"30\s+15\.00%\s+100\.00%\s+\?\?", p.stdout)
+    assert "binutils" in p.stdout
+
+
+def test_program_with_its_own_sigprof_keeps_working(programs, workdir):
+    bare = subprocess.run([programs["own_sigprof"]], capture_output=True, text=True)
+    p = run_tool("psrun", "--profile", "ITIMER_PROF", "--period", "1000", programs["own_sigprof"])
+    assert bare.returncode == 0 and p.returncode == 0, p.stderr
+    own = int(p.stdout.split(":")[1])
+    assert own >= 0.5 * int(bare.stdout.split(":")[1])  # its 10 ms timer still reaches its handler
+    assert "own SIGPROF handler" in p.stderr and "interval timer" in p.stderr
+    [report] = workdir.glob("*.xml")
+    assert load(str(report)).total_samples > 150  # and the profile is unaffected (1 kHz over ~0.3 s)
+
+
+def test_libraries_loaded_with_dlopen_are_covered(programs, workdir):
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", programs["dlopen_main"],
+                       programs["lib"])
+    shares = function_shares(report)
+    assert shares.get("lib_work", 0) > 90, shares
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "csv", "xml"])
+def test_every_output_format_takes_a_profile(programs, workdir, fmt):
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "2000", programs["prof_split"], "20")
+    p = run_tool("psprocess", "-f", fmt, str(report))
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "heavy" in p.stdout

@@ -1,7 +1,9 @@
-"""CSV output: one row per event and per metric of every report.
+"""CSV output: one row per event and per metric of every counting report,
+one per resolved location of every profile.
 
-Columns (stable): source, hostname, pid, thread, kind ("event"|"metric"),
-name, value, description."""
+Columns (stable): source, hostname, pid, thread, kind ("event"|"metric"|
+"location"), name, value, description.  For a location, name is the
+function, value its samples, description "file:line (module)"."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import csv
 import io
 
 from psuite.hwpc.names import canonical, descriptions
-from psuite.report import CountReport
+from psuite.report import CountReport, ProfileReport
 
 EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
@@ -22,6 +24,10 @@ def render(reports: list[CountReport], **_options) -> str:
     desc = descriptions()
     for r in reports:
         ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread)
+        if isinstance(r, ProfileReport):
+            for loc in sorted(r.locations, key=lambda loc: -loc.samples):
+                w.writerow((*ident, "location", loc.function, loc.samples, f"{loc.file}:{loc.line} ({loc.module})"))
+            continue
         for e in r.events:
             w.writerow((*ident, "event", e.name, e.count, e.description or desc.get(canonical(e.name), "")))
         for m in r.metrics:

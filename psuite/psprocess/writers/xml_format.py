@@ -1,5 +1,7 @@
-"""<hwpcreport mode="count"> in the -0.3 generation (hwpcreport-0.3.dtd):
-normalises documents of either generation.  Several reports are written as
+"""XML output: counting reports as <hwpcreport mode="count"> in the -0.3
+generation (hwpcreport-0.3.dtd), normalising documents of either
+generation; profiles as the processed <hwpcprofilereport>
+(hwpcprofilereport-0.3.dtd, see xml_profile).  Several reports as
 consecutive documents is not XML, so exactly one report is required."""
 
 from __future__ import annotations
@@ -8,53 +10,64 @@ from lxml import etree
 
 from psuite.errors import UsageError
 from psuite.formats import machineinfo
-from psuite.report import CountReport
+from psuite.report import CountReport, ProfileReport, RunInfo
 
 EXTENSION = ".xml"
 
 
-def _sub(parent, tag: str, text: object = None, **attrs: str):
+def sub(parent, tag: str, text: object = None, **attrs: str):
     el = etree.SubElement(parent, tag, **attrs)
     if text is not None:
         el.text = str(text)
     return el
 
 
+def run_info(parent, r: RunInfo, with_pid: bool = True) -> None:
+    """date ... machineinfo, in the order both DTDs give them."""
+    sub(parent, "date", r.date)
+    sub(parent, "hostname", r.hostname)
+    sub(parent, "domainname", r.domainname)
+    if with_pid and r.pid is not None:
+        sub(parent, "pid", r.pid)
+    if with_pid and r.thread:
+        sub(parent, "thread", r.thread)
+    if r.username:
+        sub(parent, "username", r.username)
+    if r.command:
+        sub(parent, "command", r.command, **({"md5sum": r.md5sum} if r.md5sum else {}))
+    if r.annotation:
+        sub(parent, "annotation", r.annotation)
+    sub(parent, "wallclock", repr(r.wallclock or 0.0), units="seconds")
+    cpu = sub(parent, "cputime", units="seconds")
+    sub(cpu, "usertime", repr(r.usertime or 0.0))
+    sub(cpu, "systemtime", repr(r.systemtime or 0.0))
+    if r.machine:
+        parent.append(machineinfo.to_element(r.machine))
+
+
 def to_element(r: CountReport):
     root = etree.Element("hwpcreport", version="0.3", generator=r.generator or "psuite", mode="count")
-    _sub(root, "date", r.date)
-    _sub(root, "hostname", r.hostname)
-    _sub(root, "domainname", r.domainname)
-    if r.pid is not None:
-        _sub(root, "pid", r.pid)
-    if r.thread:
-        _sub(root, "thread", r.thread)
-    if r.username:
-        _sub(root, "username", r.username)
-    if r.command:
-        _sub(root, "command", r.command, **({"md5sum": r.md5sum} if r.md5sum else {}))
-    if r.annotation:
-        _sub(root, "annotation", r.annotation)
-    _sub(root, "wallclock", repr(r.wallclock or 0.0), units="seconds")
-    cpu = _sub(root, "cputime", units="seconds")
-    _sub(cpu, "usertime", repr(r.usertime or 0.0))
-    _sub(cpu, "systemtime", repr(r.systemtime or 0.0))
-    if r.machine:
-        root.append(machineinfo.to_element(r.machine))
+    run_info(root, r)
     cls = r.counter_class if r.counter_class in ("null", "PAPI", "perfmon") else "null"
-    data = _sub(root, "hwpceventdata", **{"class": cls}, domain=r.domain,
-                multiplexed="yes" if r.multiplexed else "no")
+    data = sub(root, "hwpceventdata", **{"class": cls}, domain=r.domain,
+               multiplexed="yes" if r.multiplexed else "no")
     if r.counter_version:
         data.set("version", r.counter_version)
     for e in r.events:
         count = int(e.count) if float(e.count).is_integer() else e.count
-        _sub(data, "hwpcevent", count, type=e.type if e.type in ("preset", "native") else "native",
-             name=e.name, derived="yes" if e.derived else "no")
+        sub(data, "hwpcevent", count, type=e.type if e.type in ("preset", "native") else "native",
+            name=e.name, derived="yes" if e.derived else "no")
     return root
 
 
-def render(reports: list[CountReport], **_options) -> str:
+def render(reports: list, **_options) -> str:
     if len(reports) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
-    return etree.tostring(to_element(reports[0]), xml_declaration=True, encoding="UTF-8",
-                          pretty_print=True).decode()
+    r = reports[0]
+    if isinstance(r, ProfileReport):
+        from psuite.psprocess.writers import xml_profile
+
+        root = xml_profile.to_element(r)
+    else:
+        root = to_element(r)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True).decode()
