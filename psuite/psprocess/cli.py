@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from psuite.cli_common import open_output, run_cli
 from psuite.cli_parser import ArgumentParser
+from psuite.errors import UsageError
 from psuite.psprocess.writers import FORMATS
 
 DESCRIPTION = """\
@@ -45,6 +46,12 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
     p.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
                    help="profiles: leave out entries below PCT percent of the samples")
+    p.add_argument("--calibrate", action="store_true",
+                   help="from a counting report: propose sampling thresholds for --rate samples per second")
+    p.add_argument("--rate", type=float, default=100.0, metavar="HZ",
+                   help="with --calibrate: wanted samples per second of CPU time (default 100)")
+    p.add_argument("--write-config", metavar="FILE",
+                   help="with --calibrate: write the best proposal as a <ps_hwpc_profile> configuration")
     p.add_output_options()
     return p
 
@@ -59,8 +66,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
     for path in args.metrics:
         definitions += metrics.load(path)
-    from psuite.report import ProfileReport
+    from psuite.report import CountReport, ProfileReport
 
+    if args.calibrate:
+        return _calibrate(args, load, CountReport)
+    if args.write_config:
+        raise UsageError("--write-config goes with --calibrate")
     reports = []
     for source in args.inputs:
         report = load(source)
@@ -70,6 +81,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             report.metrics = metrics.derive(report, definitions)
         reports.append(report)
     text = writer(args.format).render(reports, threshold=args.threshold)
+    if args.output:
+        with open_output(args.output, args.force) as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _calibrate(args, load, count_report) -> int:
+    from psuite.psprocess import calibrate
+
+    if len(args.inputs) != 1:
+        raise UsageError("--calibrate takes one counting report")
+    report = load(args.inputs[0])
+    if not isinstance(report, count_report):
+        raise UsageError(f"{args.inputs[0]} is not a counting report; calibrate from a psrun counting run")
+    proposals = calibrate.propose(report, args.rate)
+    lines = [f"Calibration for {args.rate:g} samples per second of CPU time ({report.source}):",
+             f"{'event':<24} {'threshold':>14} {'expected samples':>17}"]
+    for p in proposals:
+        unit = " us" if p.event.startswith("ITIMER_") else ""
+        lines.append(f"{p.event:<24} {p.threshold:>11,}{unit:<3} {p.samples:>17,}")
+    text = "\n".join(lines) + "\n"
+    if args.write_config:
+        with open_output(args.write_config, args.force) as f:
+            f.write(calibrate.profile_config(proposals[0], report.domain))
+        text += f"wrote {args.write_config}: psrun -c {args.write_config} PROGRAM\n"
     if args.output:
         with open_output(args.output, args.force) as f:
             f.write(text)

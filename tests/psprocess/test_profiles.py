@@ -219,3 +219,56 @@ def test_every_output_format_takes_a_profile(programs, workdir, fmt):
     p = run_tool("psprocess", "-f", fmt, str(report))
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
     assert "heavy" in p.stdout
+
+
+def test_calibration_gives_the_rate_asked_for(programs, workdir):
+    [counting] = profile(workdir, "-e", "task-clock", programs["prof_split"], "60")
+    cfg = workdir / "calibrated.cfg"
+    p = run_tool("psprocess", "--calibrate", "--rate", "500", "--write-config", str(cfg), str(counting))
+    assert p.returncode == 0, p.stderr
+    assert "ITIMER_PROF" in p.stdout and "2,000 us" in p.stdout
+    counting.rename(workdir / "counting.keep")
+    [prof] = profile(workdir, "-c", str(cfg), programs["prof_split"], "60")
+    r = load(str(prof))
+    assert r.event == "task-clock"
+    assert r.total_samples == pytest.approx(500 * r.cputime, rel=0.2)
+    assert "not a counting report" in one_line_error(run_tool("psprocess", "--calibrate", str(prof)), "psprocess")
+
+
+def _pcs_agree(module_file: str, report) -> int:
+    [module] = [m for m in report.modules if Path(m.file).name == Path(module_file).name]
+    ours = srcmap.resolve_module_pcs(module)
+    theirs = addr2line(module_file, [pc - module.offset for pc in module.samples])
+    for pc in module.samples:
+        assert ours[pc] == theirs[pc - module.offset], hex(pc - module.offset)
+    return len(module.samples)
+
+
+def test_cxx_names_are_demangled(workdir, tmp_path_factory):
+    exe = tmp_path_factory.mktemp("cxx") / "cxx_work"
+    subprocess.run(["g++", "-O1", "-g", "-o", str(exe), str(PROFILE_SRC / "cxx_work.cpp")], check=True)
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "500", str(exe), "3000")
+    shares = function_shares(report)
+    assert {"work::Worker<long>::run(long)", "work::spin(long)", "work::spin(double)"} <= set(shares), shares
+    assert _pcs_agree(str(exe), load(str(report))) >= 3
+
+
+def test_stripped_binary_with_separate_debug_file(programs, workdir, tmp_path_factory):
+    """Debug information in a separate file found through .gnu_debuglink;
+    and the same binary without any: symbols only, file ?? and line 0."""
+    d = tmp_path_factory.mktemp("stripped")
+    exe, debug, bare = d / "prof_threads", d / "prof_threads.debug", d / "bare_threads"
+    subprocess.run(["objcopy", "--only-keep-debug", programs["prof_threads"], str(debug)], check=True)
+    subprocess.run(["objcopy", "--strip-debug", f"--add-gnu-debuglink={debug}", programs["prof_threads"],
+                    str(exe)], check=True)
+    subprocess.run(["objcopy", "--strip-debug", programs["prof_threads"], str(bare)], check=True)
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", str(exe))
+    shares = function_shares(report)
+    assert shares.get("work_a", 0) > 25 and shares.get("work_b", 0) > 50, shares
+    assert all(loc.line > 0 for loc in srcmap.resolve(load(str(report))) if loc.module == str(exe))
+    report.unlink()
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", str(bare))
+    locs = [loc for loc in srcmap.resolve(load(str(report))) if loc.module == str(bare)]
+    assert {loc.function for loc in locs} >= {"work_a", "work_b"}  # from the symbol table
+    assert all(loc.file == "??" and loc.line == 0 for loc in locs)
+    assert _pcs_agree(str(bare), load(str(report))) >= 2
