@@ -17,27 +17,18 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-WORK_C = os.path.join(HERE, os.pardir, "tests", "targets", "work.c")
+from _common import alternate, sized_program, tools
 
 # psrun's event names and the perf stat names for the same kernel counters.
 PERF_NAMES = {"perf::TASK-CLOCK": "task-clock", "perf::PAGE-FAULTS": "page-faults",
               "perf::CONTEXT-SWITCHES": "context-switches", "perf::CPU-MIGRATIONS": "cpu-migrations",
               "task-clock": "task-clock", "page-faults": "page-faults",
               "context-switches": "context-switches", "PAPI_TOT_CYC": "cycles", "PAPI_TOT_INS": "instructions"}
-
-
-def wall(argv: list[str], cwd: str) -> float:
-    t = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
-    return time.perf_counter() - t
 
 
 def counted_events(psrun: str, program: list[str], cwd: str) -> tuple[list[str], str]:
@@ -57,20 +48,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
     ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for (default 2)")
     args = ap.parse_args()
-    tool = os.path.dirname(sys.executable)
-    psrun = shutil.which("psrun", path=tool)
-    perf = shutil.which("perf")
-    if not psrun or not perf:
-        print("counting_overhead: needs psrun (pip install .) and perf (apt install linux-perf)", file=sys.stderr)
-        return 2
+    psrun, perf = tools()
     with tempfile.TemporaryDirectory() as cwd:
-        exe = os.path.join(cwd, "work")
-        subprocess.run(["cc", "-O2", "-o", exe, WORK_C], check=True)
-        # Calibrate the loop to about --seconds of CPU time.
-        probe = 200
-        t = wall([exe, "0", str(probe), "0"], cwd)
-        iters = max(1, round(probe * args.seconds / t))
-        program = [exe, "0", str(iters), "0"]
+        program = sized_program(cwd, args.seconds)
+        iters = program[2]
         events, counter_class = counted_events(psrun, program, cwd)
         perf_events = sorted({PERF_NAMES.get(e, e) for e in events})
         commands = {
@@ -78,12 +59,7 @@ def main() -> int:
             "perf stat": [perf, "stat", "-x,", "-o", os.devnull, "-e", ",".join(perf_events), *program],
             "psrun": [psrun, "-q", *program],
         }
-        times: dict[str, list[float]] = {name: [] for name in commands}
-        for r in range(args.rounds):
-            for name, argv in commands.items():
-                times[name].append(wall(argv, cwd))
-            print(f"round {r + 1}/{args.rounds}: "
-                  + "  ".join(f"{n} {v[-1]:.3f} s" for n, v in times.items()), file=sys.stderr)
+        times = alternate(commands, args.rounds, cwd)
     med = {name: statistics.median(v) for name, v in times.items()}
     print(f"program: work loop of {iters} M iterations; psrun counted {', '.join(events)} "
           f"(class {counter_class})")

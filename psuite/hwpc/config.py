@@ -7,6 +7,7 @@ import os
 from dataclasses import dataclass, field
 
 from psuite.errors import ConfigError
+from psuite.hwpc.profiling import TIMERS, check_profile_event
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native", "configs")
 DOMAINS = ("user", "kernel", "all")
@@ -57,10 +58,6 @@ def read_xml_file(path: str, what: str):
     return parse_xml_safely(data, f"{what} {path}")
 
 
-TIMERS = ("ITIMER_PROF", "ITIMER_VIRTUAL", "ITIMER_REAL")
-DEFAULT_TIMER_PERIOD_US = 10000
-
-
 @dataclass
 class ProfileConfig:
     """<ps_hwpc_profile>: one sampling source and its period."""
@@ -85,17 +82,6 @@ def read_eventlist(path: str) -> EventList:
     if root.tag == "ps_hwpc_profile":
         raise ConfigError(f"{path} is a profiling configuration (<ps_hwpc_profile>); give a <ps_hwpc_eventlist>")
     return _eventlist(path, root)
-
-
-def check_profile_event(name: str, threshold: int | None, where: str) -> int:
-    """The threshold to use (timers default to 10 ms); errors name the fix."""
-    if threshold is None:
-        if name in TIMERS:
-            return DEFAULT_TIMER_PERIOD_US
-        raise ConfigError(f"{where}: sampling on {name} needs an overflow threshold (a count of events)")
-    if threshold <= 0:
-        raise ConfigError(f"{where}: the threshold must be a positive integer, not {threshold}")
-    return threshold
 
 
 def _profile(path: str, root) -> ProfileConfig:

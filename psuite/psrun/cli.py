@@ -127,7 +127,7 @@ def _event_environment(args: Namespace) -> dict[str, str]:
     file is reported before launch with the parser's exact complaint."""
     env: dict[str, str] = {}
     if args.profile:
-        from psuite.hwpc.config import check_profile_event
+        from psuite.hwpc.profiling import check_profile_event
 
         try:
             period = int(args.period) if args.period is not None else None

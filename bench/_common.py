@@ -1,0 +1,49 @@
+"""Shared pieces of the benchmarks: timing a command, building the
+CPU-bound target and sizing it to a wanted run time."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORK_C = os.path.join(HERE, os.pardir, "tests", "targets", "work.c")
+
+
+def wall(argv: list[str], cwd: str) -> float:
+    t = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
+    return time.perf_counter() - t
+
+
+def tools() -> tuple[str, str]:
+    """psrun from this interpreter's environment, and perf; exit 2 if missing."""
+    psrun = shutil.which("psrun", path=os.path.dirname(sys.executable))
+    perf = shutil.which("perf")
+    if not psrun or not perf:
+        print("bench: needs psrun (pip install .) and perf (apt install linux-perf)", file=sys.stderr)
+        sys.exit(2)
+    return psrun, perf
+
+
+def sized_program(cwd: str, seconds: float) -> list[str]:
+    """tests/targets/work.c built in cwd, with a loop of about `seconds`."""
+    exe = os.path.join(cwd, "work")
+    subprocess.run(["cc", "-O2", "-o", exe, WORK_C], check=True)
+    probe = 200
+    t = wall([exe, "0", str(probe), "0"], cwd)
+    return [exe, "0", str(max(1, round(probe * seconds / t))), "0"]
+
+
+def alternate(commands: dict[str, list[str]], rounds: int, cwd: str) -> dict[str, list[float]]:
+    """Run each command once per round, in turn, so drift touches all alike."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for r in range(rounds):
+        for name, argv in commands.items():
+            times[name].append(wall(argv, cwd))
+        print(f"round {r + 1}/{rounds}: " + "  ".join(f"{n} {v[-1]:.3f} s" for n, v in times.items()),
+              file=sys.stderr)
+    return times
