@@ -3,7 +3,7 @@ the Python API.  No I/O here: readers build it, writers render it."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields, is_dataclass
 
 from psuite.libperfsuite.machine import MachineInfo
 
@@ -53,7 +53,10 @@ class RunInfo:
         return (self.usertime or 0.0) + (self.systemtime or 0.0)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """Plain data for JSON and the Python API: nested dataclasses as dicts,
+        without asdict's deep copies (a profile holds tens of thousands of
+        locations)."""
+        return _plain(self)
 
 
 @dataclass
@@ -115,3 +118,18 @@ class ProfileReport(RunInfo):
     @property
     def is_timer(self) -> bool:
         return self.event.startswith("ITIMER_")
+
+
+def _plain(value):
+    if is_dataclass(value):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, list):
+        if value and type(value[0]) in _LEAVES:  # scalars only: a shallow copy is enough
+            return [dict(vars(v)) for v in value]
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+_LEAVES = (Event, Metric, Location)

@@ -70,4 +70,13 @@ int ps_event_catalogue(const char *backend, int index, char *name, size_t name_l
 const char *ps_papi_version(void);
 int ps_papi_component(int index, char *name, size_t name_len, int *disabled,
                       char *why, size_t why_len, int *counters);
+
+typedef struct ps_dwarf ps_dwarf_t;
+int ps_dwarf_open(const char *path, ps_dwarf_t **out);
+int ps_dwarf_has_dwarf(const ps_dwarf_t *d);
+void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
+                          int *functions);
+const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
+const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
+void ps_dwarf_close(ps_dwarf_t *d);
 """

@@ -59,14 +59,11 @@ def build_parser() -> ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    from psuite.psprocess import metrics
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
-
-    definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
-    for path in args.metrics:
-        definitions += metrics.load(path)
     from psuite.report import CountReport, ProfileReport
+
+    definitions: list | None = None  # loaded with the first counting report (profiles need none)
 
     if args.calibrate:
         return _calibrate(args, load, CountReport)
@@ -78,6 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(report, ProfileReport):
             _resolve(report)
         else:
+            from psuite.psprocess import metrics
+
+            if definitions is None:
+                definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
+                for path in args.metrics:
+                    definitions += metrics.load(path)
             report.metrics = metrics.derive(report, definitions)
         reports.append(report)
     text = writer(args.format).render(reports, threshold=args.threshold)

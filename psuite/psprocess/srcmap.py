@@ -83,8 +83,96 @@ def _debug_file(elf, path: str) -> str | None:
     return None
 
 
+class NativeMap:
+    """The C core's decoder (csrc/dwarf.c) for one ELF file: line rows,
+    innermost functions and symbols decoded in C, looked up per address."""
+
+    def __init__(self, path: str) -> None:
+        from psuite.libperfsuite.native import load
+
+        self._ffi, self._lib = load()
+        out = self._ffi.new("ps_dwarf_t **")
+        rc = self._lib.ps_dwarf_open(path.encode(), out)
+        if rc != 0:
+            raise ValueError(f"{path}: the C decoder cannot read it ({rc})")
+        self._d = self._ffi.gc(out[0], self._lib.ps_dwarf_close)
+        self._linkage = self._ffi.new("int *")
+
+    @property
+    def has_dwarf(self) -> bool:
+        return bool(self._lib.ps_dwarf_has_dwarf(self._d))
+
+    def lookup(self, addr: int) -> tuple[str, str, int]:
+        return self.lookup_many([addr])[0]
+
+    def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
+        """Like lookup for each address, in one call into C."""
+        ffi, lib, n = self._ffi, self._lib, len(addrs)
+        files, lines, funcs = ffi.new("int[]", n), ffi.new("int[]", n), ffi.new("int[]", n)
+        lib.ps_dwarf_lookup_many(self._d, ffi.new("unsigned long long[]", addrs), n, files, lines, funcs)
+        file_names: dict[int, str] = {-1: UNKNOWN}
+        func_names: dict[int, str] = {-1: UNKNOWN}
+        out = []
+        for i in range(n):
+            fi, fn = files[i], funcs[i]
+            file = file_names.get(fi)
+            if file is None:  # ids <= -2: a file named by the symbol table (binutils does the same)
+                text = ffi.string(lib.ps_dwarf_file(self._d, fi)).decode("utf-8", "replace")
+                file = file_names[fi] = text  # joined as binutils joins it, not normalised
+            func = func_names.get(fn)
+            if func is None:
+                raw = lib.ps_dwarf_function(self._d, fn, self._linkage)
+                text = ffi.string(raw).decode("utf-8", "replace") if raw != ffi.NULL else UNKNOWN
+                func = func_names[fn] = demangle(text) if self._linkage[0] else text
+            out.append((file, func, lines[i] if fi >= 0 else 0))  # no line without DWARF
+        return out
+
+
+def module_map(path: str):
+    """The fastest reader that can decode the file: the C core, else
+    pyelftools (compressed debug sections, 32-bit or big-endian ELF), with
+    DWARF from a separate debug file when the file has none."""
+    try:
+        native = NativeMap(path)
+    except (ValueError, OSError):
+        return ModuleMap(path)
+    if native.has_dwarf:
+        return native
+    try:  # pyelftools only now: notes and .gnu_debuglink name a separate debug file
+        from elftools.common.exceptions import ELFError
+        from elftools.elf.elffile import ELFFile
+
+        with open(path, "rb") as f:
+            debug = _debug_file(ELFFile(f), path)
+    except (OSError, ELFError, ValueError):
+        return native
+    if not debug:
+        return native
+    try:  # symbols of the stripped file itself where DWARF has no function
+        return _Combined(NativeMap(debug), native)
+    except (ValueError, OSError):
+        return ModuleMap(path)  # a debug file the C decoder cannot read: pyelftools
+
+
+class _Combined:
+    def __init__(self, debug: NativeMap, binary: NativeMap) -> None:
+        self.debug, self.binary = debug, binary
+
+    def lookup(self, addr: int) -> tuple[str, str, int]:
+        return self.lookup_many([addr])[0]
+
+    def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
+        out = self.debug.lookup_many(addrs)
+        missing = [i for i, hit in enumerate(out) if hit[1] == UNKNOWN]
+        if missing:
+            for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
+                out[i] = (out[i][0], hit[1], out[i][2])
+        return out
+
+
 class ModuleMap:
-    """Symbol, line and function tables of one ELF file."""
+    """Symbol, line and function tables of one ELF file, read entirely with
+    pyelftools: the fallback for what the C decoder does not take."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -243,6 +331,9 @@ class ModuleMap:
             return out
         return []
 
+    def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
+        return [self.lookup(a) for a in addrs]
+
     def lookup(self, addr: int) -> tuple[str, str, int]:
         """(file, function, line) for a file address."""
         hit = self._cache.get(addr)
@@ -285,18 +376,23 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
     totals: dict[tuple[str, str, str, int], int] = {}
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     for mod in report.modules:
-        mmap = ModuleMap(mod.file) if _is_file(mod.file) else None
-        for pc, count in mod.samples.items():
-            where = mmap.lookup(pc - mod.offset) if mmap else (UNKNOWN, UNKNOWN, 0)
-            key = (mod.file, *where)
-            totals[key] = totals.get(key, 0) + count
-            done += 1
-            if progress and done % 500 == 0:
+        mmap = module_map(mod.file) if _is_file(mod.file) else None
+        pcs = list(mod.samples)
+        for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
+            batch = pcs[start:start + 4096]
+            found = mmap.lookup_many([pc - mod.offset for pc in batch]) if mmap else \
+                [(UNKNOWN, UNKNOWN, 0)] * len(batch)
+            for pc, (file, function, line) in zip(batch, found, strict=True):
+                key = (mod.file, file, function, line)
+                totals[key] = totals.get(key, 0) + mod.samples[pc]
+            done += len(batch)
+            if progress:
                 progress(done, todo)
     return [Location(module=k[0], file=k[1], function=k[2], line=k[3], samples=v) for k, v in totals.items()]
 
 
 def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]:
     """file address -> (file, function, line), for tests and tools."""
-    mmap = ModuleMap(module.file)
-    return {pc: mmap.lookup(pc - module.offset) for pc in module.samples}
+    mmap = module_map(module.file)
+    pcs = list(module.samples)
+    return dict(zip(pcs, mmap.lookup_many([pc - module.offset for pc in pcs]), strict=True))

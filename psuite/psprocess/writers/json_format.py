@@ -9,17 +9,35 @@
                 hypervisor, caches: [...], tlbs: [...], memory_mb, page_size} | null,
     "events":  [{"name", "count", "type", "derived", "description"}],
     "metrics": [{"name", "value", "description", "unit"}] } ] }
+
+Profiles: schema "psuite.profile/1", each report with the execution fields
+above and "profile_class", "profile_version", "event", "event_type",
+"domain", "threshold", "total_samples", "mapper",
+    "modules":   [{"file", "offset", "samples": {pc: count}}],
+    "locations": [{"module", "file", "function", "line", "samples"}].
+A mix of both kinds is "psuite.report/1"; every report then says its
+"kind" ("count" or "profile").  Written compactly (no indentation): the
+standard library's fast encoder only works that way, and a profile has
+tens of thousands of locations.
 """
 
 from __future__ import annotations
 
 import json
 
-from psuite.report import CountReport
+from psuite.report import CountReport, ProfileReport
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
 
 
 def render(reports: list[CountReport], **_options) -> str:
-    return json.dumps({"schema": SCHEMA, "reports": [r.to_dict() for r in reports]}, indent=2) + "\n"
+    kinds = {"profile" if isinstance(r, ProfileReport) else "count" for r in reports}
+    schema = SCHEMA if kinds == {"count"} else "psuite.profile/1" if kinds == {"profile"} else "psuite.report/1"
+    out = []
+    for r in reports:
+        d = r.to_dict()
+        if len(kinds) > 1:
+            d["kind"] = "profile" if isinstance(r, ProfileReport) else "count"
+        out.append(d)
+    return json.dumps({"schema": schema, "reports": out}) + "\n"

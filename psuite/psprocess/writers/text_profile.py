@@ -14,19 +14,21 @@ RULE = "=" * 78
 def _summary(lines: list[str], title: str, locations: list[Location], key: Callable[[Location], str],
              total: int, threshold: float) -> None:
     sums: dict[str, int] = {}
+    get = sums.get
     for loc in locations:
         k = key(loc)
-        sums[k] = sums.get(k, 0) + loc.samples
+        sums[k] = get(k, 0) + loc.samples
     lines += ["", title, "-" * len(title), f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name"]
     running = 0
     hidden = 0
+    scale = 100.0 / total if total else 0.0
     for name, n in sorted(sums.items(), key=lambda kv: (-kv[1], kv[0])):
         running += n
-        share = 100.0 * n / total if total else 0.0
+        share = n * scale
         if share < threshold:
             hidden += 1
             continue
-        lines.append(f"{n:>10,} {share:>7.2f}% {100.0 * running / total:>7.2f}%  {name}")
+        lines.append(f"{n:>10,} {share:>7.2f}% {running * scale:>7.2f}%  {name}")
     if hidden:
         lines.append(f"{'':>10} ({hidden} more below {threshold:g}%)")
 
