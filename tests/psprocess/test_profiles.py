@@ -272,3 +272,18 @@ def test_stripped_binary_with_separate_debug_file(programs, workdir, tmp_path_fa
     assert {loc.function for loc in locs} >= {"work_a", "work_b"}  # from the symbol table
     assert all(loc.file == "??" and loc.line == 0 for loc in locs)
     assert _pcs_agree(str(bare), load(str(report))) >= 2
+
+
+def test_virtual_timer_and_threshold(programs, workdir):
+    """ITIMER_VIRTUAL (user CPU time) samples the same work; --threshold
+    leaves out what is below it and says how much it left out."""
+    [report] = profile(workdir, "--profile", "ITIMER_VIRTUAL", "--period", "1000", programs["prof_split"], "60")
+    r = load(str(report))
+    assert r.event == "ITIMER_VIRTUAL" and r.total_samples > 100
+    shares = function_shares(report)
+    assert shares.get("heavy", 0) == pytest.approx(60, abs=5), shares
+    cut = run_tool("psprocess", "--threshold", "20", str(report))
+    assert cut.returncode == 0, cut.stderr
+    summary = cut.stdout.split("Function Summary")[1].split("Function:File:Line Summary")[0]
+    assert "heavy" in summary and "lib_work" in summary and "medium" not in summary
+    assert "more below 20%" in summary
