@@ -287,3 +287,29 @@ def test_virtual_timer_and_threshold(programs, workdir):
     summary = cut.stdout.split("Function Summary")[1].split("Function:File:Line Summary")[0]
     assert "heavy" in summary and "lib_work" in summary and "medium" not in summary
     assert "more below 20%" in summary
+
+
+def test_progress_on_a_terminal_only(programs, workdir):
+    import os
+    import pty
+    import sys
+
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", programs["prof_split"], "20")
+    quiet = run_tool("psprocess", "-o", str(workdir / "a.txt"), str(report))
+    assert quiet.returncode == 0 and quiet.stderr == ""
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stderr is a terminal
+        os.execv(sys.executable, [sys.executable, "-m", "psuite.psprocess", "-o", str(workdir / "b.txt"),
+                                  str(report)])
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"psprocess: resolving" in seen and b"PCs" in seen
