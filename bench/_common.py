@@ -3,6 +3,7 @@ CPU-bound target and sizing it to a wanted run time."""
 
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import subprocess
@@ -47,3 +48,11 @@ def alternate(commands: dict[str, list[str]], rounds: int, cwd: str) -> dict[str
         print(f"round {r + 1}/{rounds}: " + "  ".join(f"{n} {v[-1]:.3f} s" for n, v in times.items()),
               file=sys.stderr)
     return times
+
+
+def arguments(doc: str) -> argparse.Namespace:
+    """--rounds and --seconds, the options every overhead benchmark takes."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
+    ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for (default 2)")
+    return ap.parse_args()

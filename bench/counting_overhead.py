@@ -15,14 +15,13 @@ tools do the same kernel work.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 
-from _common import alternate, sized_program, tools
+from _common import alternate, arguments, sized_program, tools
 
 # psrun's event names and the perf stat names for the same kernel counters.
 PERF_NAMES = {"perf::TASK-CLOCK": "task-clock", "perf::PAGE-FAULTS": "page-faults",
@@ -44,10 +43,7 @@ def counted_events(psrun: str, program: list[str], cwd: str) -> tuple[list[str],
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
-    ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for (default 2)")
-    args = ap.parse_args()
+    args = arguments(__doc__)
     psrun, perf = tools()
     with tempfile.TemporaryDirectory() as cwd:
         program = sized_program(cwd, args.seconds)

@@ -14,14 +14,13 @@ psrun's ITIMER_PROF uses the per-thread task clock.
 
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import statistics
 import sys
 import tempfile
 
-from _common import alternate, sized_program, tools
+from _common import alternate, arguments, sized_program, tools
 
 
 def psrun_samples(cwd: str) -> int:
@@ -35,10 +34,7 @@ def psrun_samples(cwd: str) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
-    ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for (default 2)")
-    args = ap.parse_args()
+    args = arguments(__doc__)
     psrun, perf = tools()
     ok = True
     with tempfile.TemporaryDirectory() as cwd:

@@ -83,13 +83,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                     definitions += metrics.load(path)
             report.metrics = metrics.derive(report, definitions)
         reports.append(report)
-    text = writer(args.format).render(reports, threshold=args.threshold)
+    _emit(args, writer(args.format).render(reports, threshold=args.threshold))
+    return 0
+
+
+def _emit(args, text: str) -> None:
+    """The report to -o FILE (never replacing one without --force) or stdout."""
     if args.output:
         with open_output(args.output, args.force) as f:
             f.write(text)
     else:
         sys.stdout.write(text)
-    return 0
 
 
 def _calibrate(args, load, count_report) -> int:
@@ -111,11 +115,7 @@ def _calibrate(args, load, count_report) -> int:
         with open_output(args.write_config, args.force) as f:
             f.write(calibrate.profile_config(proposals[0], report.domain))
         text += f"wrote {args.write_config}: psrun -c {args.write_config} PROGRAM\n"
-    if args.output:
-        with open_output(args.output, args.force) as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    _emit(args, text)
     return 0
 
 

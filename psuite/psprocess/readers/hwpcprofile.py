@@ -22,6 +22,16 @@ def _int(text: str | None, base: int, what: str, source: str) -> int:
         raise InputError(f"{source}: {what} is not a number: {text!r}") from None
 
 
+def read_event(event, r: ProfileReport) -> None:
+    """The sampled event's attributes (<profileevent> here, <hwpcevent> in
+    processed reports, which also carry class and version)."""
+    r.event = event.get("name", "")
+    r.event_type = event.get("type", "native")
+    r.domain = event.get("domain", "user")
+    r.profile_class = event.get("class", r.profile_class)
+    r.profile_version = event.get("version", r.profile_version)
+
+
 def read(root, source: str) -> ProfileReport:
     r = ProfileReport(version=root.get("version", ""), generator=root.get("generator", ""))
     read_run_info(root, r, source)
@@ -32,9 +42,7 @@ def read(root, source: str) -> ProfileReport:
     r.profile_version = data.get("version", "")
     event = data.find("profileinfo/profileevent")
     if event is not None:
-        r.event = event.get("name", "")
-        r.event_type = event.get("type", "native")
-        r.domain = event.get("domain", "user")
+        read_event(event, r)
         threshold = event.findtext("threshold")
         r.threshold = _int(threshold, 10, "<threshold>", source) if threshold else None
     r.total_samples = _int(data.findtext("totalsamples", "0"), 10, "<totalsamples>", source)

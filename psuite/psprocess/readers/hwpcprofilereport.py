@@ -6,6 +6,7 @@ unknown locations as file and function "??" with line 0).  The first
 from __future__ import annotations
 
 from psuite.errors import InputError
+from psuite.psprocess.readers.hwpcprofile import read_event
 from psuite.psprocess.readers.hwpcreport import read_run_info
 from psuite.report import Location, ProfileReport
 
@@ -33,11 +34,7 @@ def read(root, source: str) -> ProfileReport:
     r.mapper = prof.get("mapper", "")
     event = prof.find("hwpcevent")
     if event is not None:
-        r.profile_class = event.get("class", "")
-        r.profile_version = event.get("version", "")
-        r.event = event.get("name", "")
-        r.event_type = event.get("type", "native")
-        r.domain = event.get("domain", "user")
+        read_event(event, r)
     period = prof.findtext("period")
     r.threshold = _int(period, "<period>", source) if period else None
     r.total_samples = _int(prof.findtext("totalsamples"), "<totalsamples>", source)

@@ -1,0 +1,155 @@
+/* dwarf.h - shared by the source-mapping decoder's objects (dwarf.c: ELF,
+ * flattening and the public calls; dwarf_read.c: forms and abbreviations;
+ * dwarf_lines.c: line programs; dwarf_info.c: units, functions, ranges).
+ * Not installed. */
+#ifndef PS_DWARF_H
+#define PS_DWARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+typedef struct {
+    const uint8_t *p;
+    size_t len;
+} sect_t;
+
+typedef struct {
+    uint64_t addr;
+    uint32_t file; /* index into files; UINT32_MAX: end of sequence */
+    uint32_t line;
+    uint32_t seq, order;
+} row_t;
+
+typedef struct {
+    uint64_t lo, hi;
+    uint32_t depth;
+    const char *name;   /* NULL: resolve ref */
+    uint64_t ref;       /* .debug_info offset of a DIE naming it */
+    int linkage;        /* name is a linkage (mangled) name */
+} func_t;
+
+typedef struct {
+    uint64_t lo, hi;
+    int32_t func; /* index into funcs, -1: none */
+} seg_t;
+
+typedef struct {
+    uint64_t addr, size;
+    const char *name;
+    const char *file;  /* from the STT_FILE symbols, as binutils assigns it; NULL: unknown */
+    uint32_t shndx;
+} sym_t;
+
+typedef struct {
+    uint64_t lo, hi;
+    uint32_t index;
+} section_t;
+
+typedef struct {
+    uint64_t off, end;          /* unit extent in .debug_info */
+    uint64_t abbrev;
+    int version, addr_size, offset_size;
+    uint64_t str_offsets_base, addr_base, rnglists_base, low_pc;
+} unit_t;
+
+struct ps_dwarf {
+    void *map;
+    size_t map_len;
+    sect_t info, abbrev, line, str, line_str, str_offsets, addr, ranges, rnglists, symtab, strtab, dynsym, dynstr;
+    row_t *rows;
+    size_t nrows, caprows;
+    char **files;
+    size_t nfiles, capfiles;
+    func_t *funcs;
+    size_t nfuncs, capfuncs;
+    seg_t *segs;
+    size_t nsegs;
+    sym_t *syms;
+    size_t nsyms;
+    section_t *sections;
+    size_t nsections;
+    unit_t *units;
+    size_t nunits, capunits;
+    void *inflated[16];         /* decompressed sections, freed on close */
+    int ninflated;
+};
+
+
+#define GROW(ptr, n, cap)                                                                                              \
+    do {                                                                                                               \
+        if ((n) == (cap)) {                                                                                            \
+            size_t c_ = (cap) ? 2 * (cap) : 1024;                                                                      \
+            void *p_ = realloc((ptr), c_ * sizeof *(ptr));                                                             \
+            if (!p_)                                                                                                   \
+                return -1;                                                                                             \
+            (ptr) = p_;                                                                                                \
+            (cap) = c_;                                                                                                \
+        }                                                                                                              \
+    } while (0)
+
+/* Number of leading elements of a sorted array whose `key` is <= value. */
+#define COUNT_LE(array, count, key, value)                                                                             \
+    __extension__({                                                                                                    \
+        size_t lo_ = 0, hi_ = (count);                                                                                 \
+        while (lo_ < hi_) {                                                                                            \
+            size_t mid_ = (lo_ + hi_) / 2;                                                                             \
+            if ((array)[mid_].key <= (value))                                                                          \
+                lo_ = mid_ + 1;                                                                                        \
+            else                                                                                                       \
+                hi_ = mid_;                                                                                            \
+        }                                                                                                              \
+        lo_;                                                                                                           \
+    })
+
+typedef struct {
+    const uint8_t *p, *end;
+} rd_t;
+
+typedef struct {
+    uint64_t name, form;
+    int64_t implicit;
+} attrspec_t;
+
+typedef struct {
+    uint64_t code, tag;
+    int children;
+    attrspec_t *attrs;
+    int nattrs;
+} abbrev_t;
+
+typedef struct {
+    uint64_t offset;
+    abbrev_t *v;
+    size_t n;
+    attrspec_t *specs;
+} abbrevs_t;
+
+typedef struct {
+    uint64_t u;          /* constants, offsets, addresses, references (unit-relative made absolute) */
+    const char *s;       /* strings */
+    int is_string, is_addrx, is_strx, is_const;
+} value_t;
+
+/* dwarf_read.c */
+uint64_t rd_u(rd_t *r, int n);
+uint64_t rd_uleb(rd_t *r);
+int64_t rd_sleb(rd_t *r);
+const char *rd_str(rd_t *r);
+const char *sect_str(const sect_t *s, uint64_t off);
+void abbrevs_free(abbrevs_t *a);
+int abbrevs_load(struct ps_dwarf *d, uint64_t off, abbrevs_t *a);
+const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code);
+int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t *v);
+const char *value_string(struct ps_dwarf *d, const unit_t *u, const value_t *v);
+uint64_t value_addr(struct ps_dwarf *d, const unit_t *u, const value_t *v);
+
+/* dwarf_lines.c: one line program's rows into d->rows (sequence numbers from *seq) */
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, uint32_t *seq);
+
+/* dwarf_info.c: every unit's functions into d->funcs, line programs through line_program */
+int walk_units(struct ps_dwarf *d);
+const char *ref_name(struct ps_dwarf *d, uint64_t ref, int *linkage, int hops);
+
+#endif

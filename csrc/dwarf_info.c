@@ -1,0 +1,241 @@
+/* dwarf_info.c - walking .debug_info: unit headers, the unit DIE (bases,
+ * line program), and every subprogram and inlined subroutine with its
+ * address ranges (low/high pc, .debug_ranges, .debug_rnglists) and name,
+ * followed through abstract_origin / specification when needed. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dwarf.h"
+
+/* ---- units and functions ------------------------------------------------------ */
+
+static int add_func(struct ps_dwarf *d, uint64_t lo, uint64_t hi, uint32_t depth, const char *name, int linkage,
+                    uint64_t ref)
+{
+    if (hi <= lo)
+        return 0;
+    GROW(d->funcs, d->nfuncs, d->capfuncs);
+    d->funcs[d->nfuncs++] = (func_t){lo, hi, depth, name, ref, linkage};
+    return 0;
+}
+
+static int ranges_of(struct ps_dwarf *d, const unit_t *u, uint64_t off, int is_index, uint32_t depth,
+                     const char *name, int linkage, uint64_t ref)
+{
+    if (u->version >= 5) {
+        if (is_index) {
+            uint64_t at = u->rnglists_base + off * (uint64_t)u->offset_size;
+            if (at + u->offset_size > d->rnglists.len)
+                return 0;
+            rd_t t = {d->rnglists.p + at, d->rnglists.p + d->rnglists.len};
+            off = u->rnglists_base + rd_u(&t, u->offset_size);
+        }
+        if (off >= d->rnglists.len)
+            return 0;
+        rd_t r = {d->rnglists.p + off, d->rnglists.p + d->rnglists.len};
+        uint64_t base = u->low_pc;
+        while (r.p < r.end) {
+            int kind = (int)rd_u(&r, 1);
+            uint64_t a, b;
+            value_t v = {0};
+            switch (kind) {
+            case 0: return 0;
+            case 1: v.is_addrx = 1; v.u = rd_uleb(&r); base = value_addr(d, u, &v); break;
+            case 2: v.is_addrx = 1; v.u = rd_uleb(&r); a = value_addr(d, u, &v);
+                v.u = rd_uleb(&r); b = value_addr(d, u, &v);
+                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                break;
+            case 3: v.is_addrx = 1; v.u = rd_uleb(&r); a = value_addr(d, u, &v); b = a + rd_uleb(&r);
+                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                break;
+            case 4: a = base + rd_uleb(&r); b = base + rd_uleb(&r);
+                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                break;
+            case 5: base = rd_u(&r, u->addr_size); break;
+            case 6: a = rd_u(&r, u->addr_size); b = rd_u(&r, u->addr_size);
+                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                break;
+            case 7: a = rd_u(&r, u->addr_size); b = a + rd_uleb(&r);
+                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                break;
+            default: return 0;
+            }
+        }
+        return 0;
+    }
+    if (off >= d->ranges.len)
+        return 0;
+    rd_t r = {d->ranges.p + off, d->ranges.p + d->ranges.len};
+    uint64_t base = u->low_pc, all = u->addr_size == 8 ? UINT64_MAX : 0xffffffffu;
+    while (r.p < r.end) {
+        uint64_t a = rd_u(&r, u->addr_size), b = rd_u(&r, u->addr_size);
+        if (!a && !b)
+            break;
+        if (a == all)
+            base = b;
+        else if (add_func(d, base + a, base + b, depth, name, linkage, ref))
+            return -1;
+    }
+    return 0;
+}
+
+enum { AT_name = 0x03, AT_stmt_list = 0x10, AT_low_pc = 0x11, AT_high_pc = 0x12, AT_comp_dir = 0x1b,
+       AT_abstract_origin = 0x31, AT_specification = 0x47, AT_ranges = 0x55, AT_linkage_name = 0x6e,
+       AT_MIPS_linkage_name = 0x2007, AT_str_offsets_base = 0x72, AT_addr_base = 0x73, AT_rnglists_base = 0x74,
+       AT_GNU_addr_base = 0x2133, AT_GNU_ranges_base = 0x2132 };
+enum { TAG_subprogram = 0x2e, TAG_inlined_subroutine = 0x1d };
+
+typedef struct {
+    uint64_t low, high, ranges, ref, stmt;
+    int has_low, has_high, high_is_offset, has_ranges, ranges_is_index, has_stmt;
+    const char *name, *linkage, *comp_dir;
+} dieattrs_t;
+
+static int read_die(struct ps_dwarf *d, rd_t *r, const abbrev_t *ab, unit_t *u, dieattrs_t *a)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 0; i < ab->nattrs; i++) {
+        const attrspec_t *s = &ab->attrs[i];
+        value_t v;
+        if (read_form(r, s->form, s->implicit, u, &v))
+            return -1;
+        switch (s->name) {
+        case AT_name: a->name = value_string(d, u, &v); break;
+        case AT_linkage_name: case AT_MIPS_linkage_name: a->linkage = value_string(d, u, &v); break;
+        case AT_comp_dir: a->comp_dir = value_string(d, u, &v); break;
+        case AT_low_pc: a->low = value_addr(d, u, &v); a->has_low = 1; break;
+        case AT_high_pc: a->high = value_addr(d, u, &v); a->has_high = 1; a->high_is_offset = v.is_const; break;
+        case AT_ranges: a->ranges = v.u; a->has_ranges = 1; a->ranges_is_index = s->form == 0x23; break;
+        case AT_abstract_origin: case AT_specification: if (!a->ref) a->ref = v.u; break;
+        case AT_stmt_list: a->stmt = v.u; a->has_stmt = 1; break;
+        case AT_str_offsets_base: u->str_offsets_base = v.u; break;
+        case AT_addr_base: case AT_GNU_addr_base: u->addr_base = v.u; break;
+        case AT_rnglists_base: u->rnglists_base = v.u; break;
+        default: break;
+        }
+    }
+    return 0;
+}
+
+static int unit_header(struct ps_dwarf *d, uint64_t off, unit_t *u, rd_t *r, int *unit_type)
+{
+    memset(u, 0, sizeof *u);
+    r->p = d->info.p + off;
+    r->end = d->info.p + d->info.len;
+    uint64_t len = rd_u(r, 4);
+    u->offset_size = 4;
+    if (len == 0xffffffff) {
+        len = rd_u(r, 8);
+        u->offset_size = 8;
+    }
+    u->off = off;
+    u->end = (uint64_t)(r->p - d->info.p) + len;
+    if (u->end > d->info.len || len < 2)
+        return -1;
+    r->end = d->info.p + u->end;
+    u->version = (int)rd_u(r, 2);
+    *unit_type = 1;
+    if (u->version >= 5) {
+        *unit_type = (int)rd_u(r, 1);
+        u->addr_size = (int)rd_u(r, 1);
+        u->abbrev = rd_u(r, u->offset_size);
+        if (*unit_type == 4 || *unit_type == 5)
+            rd_u(r, 8); /* dwo id */
+        else if (*unit_type == 2 || *unit_type == 6) {
+            rd_u(r, 8);
+            rd_u(r, u->offset_size);
+        }
+    } else {
+        u->abbrev = rd_u(r, u->offset_size);
+        u->addr_size = (int)rd_u(r, 1);
+    }
+    return u->addr_size == 4 || u->addr_size == 8 ? 0 : -1;
+}
+
+int walk_units(struct ps_dwarf *d)
+{
+    abbrevs_t ab = {0};
+    ab.offset = UINT64_MAX;
+    uint32_t seq = 0;
+    for (uint64_t off = 0; off < d->info.len;) {
+        unit_t u;
+        rd_t r;
+        int type;
+        if (unit_header(d, off, &u, &r, &type))
+            break;
+        off = u.end;
+        if (u.abbrev != ab.offset && abbrevs_load(d, u.abbrev, &ab))
+            continue;
+        GROW(d->units, d->nunits, d->capunits);
+        uint32_t depth = 0;
+        int first = 1;
+        while (r.p < r.end) {
+            uint64_t code = rd_uleb(&r);
+            if (!code) {
+                if (depth == 0)
+                    break;
+                depth--;
+                continue;
+            }
+            const abbrev_t *a = abbrev_find(&ab, code);
+            dieattrs_t at;
+            if (!a || read_die(d, &r, a, &u, &at))
+                break;
+            if (first) { /* the unit DIE: bases, line program, and its pc range as the base address */
+                first = 0;
+                u.low_pc = at.has_low ? at.low : 0;
+                if (type == 1 || type == 3) {
+                    if (at.has_stmt && line_program(d, at.stmt, at.comp_dir ? at.comp_dir : "", &u, &seq)) {
+                        abbrevs_free(&ab);
+                        return -1;
+                    }
+                }
+            } else if (a->tag == TAG_subprogram || a->tag == TAG_inlined_subroutine) {
+                const char *name = at.linkage ? at.linkage : at.name;
+                int linkage = at.linkage != NULL;
+                uint64_t ref = name ? 0 : at.ref;
+                int rc = 0;
+                if (at.has_low && at.has_high)
+                    rc = add_func(d, at.low, at.high_is_offset ? at.low + at.high : at.high, depth, name, linkage,
+                                  ref);
+                else if (at.has_ranges)
+                    rc = ranges_of(d, &u, at.ranges, at.ranges_is_index, depth, name, linkage, ref);
+                if (rc) {
+                    abbrevs_free(&ab);
+                    return -1;
+                }
+            }
+            if (a->children)
+                depth++;
+        }
+        d->units[d->nunits++] = u;
+    }
+    abbrevs_free(&ab);
+    return 0;
+}
+
+/* The name a DIE refers to through abstract_origin / specification. */
+const char *ref_name(struct ps_dwarf *d, uint64_t ref, int *linkage, int hops)
+{
+    size_t lo = COUNT_LE(d->units, d->nunits, end, ref); /* the unit holding the offset */
+    if (lo >= d->nunits || ref < d->units[lo].off || hops > 4)
+        return NULL;
+    unit_t u = d->units[lo];
+    abbrevs_t ab = {0};
+    if (abbrevs_load(d, u.abbrev, &ab))
+        return NULL;
+    rd_t r = {d->info.p + ref, d->info.p + u.end};
+    const abbrev_t *a = abbrev_find(&ab, rd_uleb(&r));
+    dieattrs_t at;
+    const char *name = NULL;
+    if (a && !read_die(d, &r, a, &u, &at)) {
+        *linkage = at.linkage != NULL;
+        name = at.linkage ? at.linkage : at.name;
+        if (!name && at.ref)
+            name = ref_name(d, at.ref, linkage, hops + 1);
+    }
+    abbrevs_free(&ab);
+    return name;
+}
+

@@ -1,0 +1,192 @@
+/* dwarf_lines.c - line programs (DWARF 2-5): the header's directories and
+ * files, then the state machine, whose rows go to the decoder's table. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dwarf.h"
+
+/* ---- line programs --------------------------------------------------------- */
+
+static int add_file(struct ps_dwarf *d, const char *comp_dir, const char *dir, const char *name, uint32_t *id)
+{
+    GROW(d->files, d->nfiles, d->capfiles);
+    size_t len = strlen(comp_dir) + strlen(dir) + strlen(name) + 3;
+    char *path = malloc(len);
+    if (!path)
+        return -1;
+    if (name[0] == '/')
+        snprintf(path, len, "%s", name);
+    else if (dir[0] == '/')
+        snprintf(path, len, "%s/%s", dir, name);
+    else if (dir[0] && comp_dir[0])
+        snprintf(path, len, "%s/%s/%s", comp_dir, dir, name);
+    else if (dir[0] || comp_dir[0])
+        snprintf(path, len, "%s/%s", dir[0] ? dir : comp_dir, name);
+    else
+        snprintf(path, len, "%s", name);
+    d->files[d->nfiles] = path;
+    *id = (uint32_t)d->nfiles++;
+    return 0;
+}
+
+/* v5 directory/file entry tables: (content type, form) pairs, then entries. */
+static int v5_entries(struct ps_dwarf *d, rd_t *r, const unit_t *lu, const char **paths, uint64_t *dirs, size_t max,
+                      size_t *count)
+{
+    int nfmt = (int)rd_u(r, 1);
+    uint64_t fmt[32][2];
+    for (int i = 0; i < nfmt && i < 32; i++) {
+        fmt[i][0] = rd_uleb(r);
+        fmt[i][1] = rd_uleb(r);
+    }
+    uint64_t n = rd_uleb(r);
+    for (uint64_t k = 0; k < n && r->p < r->end; k++) {
+        const char *path = "";
+        uint64_t dir = 0;
+        for (int i = 0; i < nfmt && i < 32; i++) {
+            value_t v;
+            if (read_form(r, fmt[i][1], 0, lu, &v))
+                return -1;
+            if (fmt[i][0] == 1) { /* DW_LNCT_path */
+                const char *s = value_string(d, lu, &v);
+                path = s ? s : "";
+            } else if (fmt[i][0] == 2) /* DW_LNCT_directory_index */
+                dir = v.u;
+        }
+        if (k < max) {
+            paths[k] = path;
+            if (dirs)
+                dirs[k] = dir;
+        }
+    }
+    *count = n < max ? n : max;
+    return 0;
+}
+
+#define MAX_FILES 65536
+
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, uint32_t *seq)
+{
+    if (off >= d->line.len)
+        return 0;
+    rd_t r = {d->line.p + off, d->line.p + d->line.len};
+    uint64_t unit_len = rd_u(&r, 4);
+    int os = 4;
+    if (unit_len == 0xffffffff) {
+        unit_len = rd_u(&r, 8);
+        os = 8;
+    }
+    const uint8_t *end = r.p + unit_len;
+    if (end > r.end)
+        return 0;
+    r.end = end;
+    int version = (int)rd_u(&r, 2);
+    unit_t lu = *cu;
+    lu.offset_size = os;
+    if (version >= 5) {
+        lu.addr_size = (int)rd_u(&r, 1);
+        rd_u(&r, 1); /* segment selector size */
+    }
+    uint64_t header_len = rd_u(&r, os);
+    const uint8_t *program = r.p + header_len;
+    int min_inst = (int)rd_u(&r, 1);
+    int max_ops = version >= 4 ? (int)rd_u(&r, 1) : 1;
+    (void)max_ops;
+    int default_stmt = (int)rd_u(&r, 1);
+    (void)default_stmt;
+    int line_base = (int8_t)rd_u(&r, 1);
+    int line_range = (int)rd_u(&r, 1);
+    int opcode_base = (int)rd_u(&r, 1);
+    uint8_t std_len[256] = {0};
+    for (int i = 1; i < opcode_base; i++)
+        std_len[i] = (uint8_t)rd_u(&r, 1);
+    if (!line_range)
+        return 0;
+
+    static const char *dirs[MAX_FILES], *names[MAX_FILES];
+    static uint64_t dir_of[MAX_FILES];
+    size_t ndirs = 0, nnames = 0;
+    if (version >= 5) {
+        if (v5_entries(d, &r, &lu, dirs, NULL, MAX_FILES, &ndirs) ||
+            v5_entries(d, &r, &lu, names, dir_of, MAX_FILES, &nnames))
+            return 0;
+    } else {
+        while (r.p < r.end && *r.p && ndirs < MAX_FILES)
+            dirs[ndirs++] = rd_str(&r);
+        r.p++;
+        while (r.p < r.end && *r.p && nnames < MAX_FILES) {
+            names[nnames] = rd_str(&r);
+            dir_of[nnames++] = rd_uleb(&r);
+            rd_uleb(&r);
+            rd_uleb(&r);
+        }
+    }
+    /* file ids in our table for this program's file numbers */
+    static uint32_t ids[MAX_FILES];
+    for (size_t i = 0; i < nnames; i++) {
+        const char *dir = "";
+        uint64_t di = dir_of[i];
+        if (version >= 5)
+            dir = di < ndirs ? dirs[di] : "";
+        else
+            dir = di == 0 ? comp_dir : (di <= ndirs ? dirs[di - 1] : "");
+        if (add_file(d, comp_dir, dir, names[i], &ids[i]))
+            return -1;
+    }
+    int file_base = version >= 5 ? 0 : 1;
+
+    r.p = program;
+    uint64_t addr = 0;
+    int64_t line = 1;
+    uint64_t file = 1;
+    uint32_t order = 0;
+#define EMIT(endseq)                                                                                                   \
+    do {                                                                                                               \
+        GROW(d->rows, d->nrows, d->caprows);                                                                           \
+        uint64_t fi_ = file - (uint64_t)file_base;                                                                     \
+        d->rows[d->nrows++] = (row_t){addr, (endseq) ? UINT32_MAX : (fi_ < nnames ? ids[fi_] : UINT32_MAX - 1),        \
+                                      (uint32_t)line, *seq, order++};                                                  \
+    } while (0)
+    while (r.p < r.end) {
+        int op = (int)rd_u(&r, 1);
+        if (op >= opcode_base) {
+            int adj = op - opcode_base;
+            addr += (uint64_t)(adj / line_range) * (uint64_t)min_inst;
+            line += line_base + adj % line_range;
+            EMIT(0);
+            continue;
+        }
+        switch (op) {
+        case 0: {
+            uint64_t len = rd_uleb(&r);
+            const uint8_t *next = r.p + len;
+            int ext = (int)rd_u(&r, 1);
+            if (ext == 1) { /* end_sequence */
+                EMIT(1);
+                (*seq)++;
+                addr = 0;
+                line = 1;
+                file = 1;
+            } else if (ext == 2)
+                addr = rd_u(&r, (int)(len - 1));
+            r.p = next;
+            break;
+        }
+        case 1: EMIT(0); break;
+        case 2: addr += rd_uleb(&r) * (uint64_t)min_inst; break;
+        case 3: line += rd_sleb(&r); break;
+        case 4: file = rd_uleb(&r); break;
+        case 5: rd_uleb(&r); break;
+        case 8: addr += (uint64_t)((255 - opcode_base) / line_range) * (uint64_t)min_inst; break;
+        case 9: addr += rd_u(&r, 2); break;
+        case 12: rd_uleb(&r); break;
+        default:
+            for (int i = 0; i < std_len[op]; i++)
+                rd_uleb(&r);
+        }
+    }
+#undef EMIT
+    return 0;
+}
+
