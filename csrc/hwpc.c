@@ -264,6 +264,15 @@ PS_API int ps_hwpc_shutdown(void)
     return rc;
 }
 
+void ps_hwpc_annotate(const char *text)
+{
+    pthread_mutex_lock(&lock);
+    size_t used = strlen(set.annotation);
+    if (text && *text)
+        snprintf(set.annotation + used, sizeof set.annotation - used, "%s%s", used ? "; " : "", text);
+    pthread_mutex_unlock(&lock);
+}
+
 PS_API int ps_hwpc_numevents(int *count)
 {
     if (!count)

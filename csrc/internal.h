@@ -132,6 +132,14 @@ void ps_signals_forward(int sig, void *si, void *uc); /* a signal that is not ou
 
 /* profile_report.c: the <hwpcreport mode="profile"> documents */
 int ps_profile_write(int per_thread);
+void ps_profile_set_note(const char *note);  /* how the program ended, for <annotation> */
+
+/* hwpc.c: add to the counting report's <annotation> */
+void ps_hwpc_annotate(const char *text);
+
+/* exitpaths.c: finish(why) on _exit, exec and fatal signals; resume() after a failed exec */
+void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void));
+int ps_exitpaths_is_ours(const void *action);  /* a struct sigaction holding psuite's fatal handler */
 
 /* hwpc.c: initialise with an explicit event list (NULL: the configuration)
  * and a note for the report's <annotation> (NULL: none) */

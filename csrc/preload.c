@@ -26,14 +26,36 @@ static int prepared = PS_HWPC_ESTATE; /* result of psrun_prepare() */
 static const char FALLBACK_EVENTS[] = "task-clock,page-faults,context-switches";
 static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
 
-static void profile_at_exit(void)
+static int profiling, finished;
+
+/* The end of measurement, however the program ends (atexit, or exitpaths.c
+ * for _exit, exec and fatal signals): once, and only in the measured
+ * process (a child forked without exec inherits the hooks). */
+static void finish(const char *why)
 {
-    if (getpid() != measured_pid)
+    if (getpid() != measured_pid || __atomic_exchange_n(&finished, 1, __ATOMIC_SEQ_CST))
         return;
-    ps_sampler_stop();
-    const char *per_thread = getenv("PSUITE_PER_THREAD");
-    ps_profile_write(per_thread && strcmp(per_thread, "1") == 0);
+    if (profiling) {
+        ps_sampler_stop();
+        ps_profile_set_note(why);
+        const char *per_thread = getenv("PSUITE_PER_THREAD");
+        ps_profile_write(per_thread && strcmp(per_thread, "1") == 0);
+    } else {
+        ps_hwpc_annotate(why);
+        ps_hwpc_stop(NULL);
+    }
 }
+
+/* An exec that failed: the program goes on, and so does counting (its
+ * remaining counts make a second report). */
+static void resume(void)
+{
+    if (getpid() == measured_pid && !profiling && __atomic_load_n(&finished, __ATOMIC_SEQ_CST) &&
+        ps_hwpc_start() == PS_HWPC_OK)
+        __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+}
+
+static void at_exit(void) { finish(NULL); }
 
 /* Profiling from before the program's constructors to its exit.  Returns
  * 0 when the configuration is not a profile. */
@@ -58,18 +80,10 @@ static int psrun_profile(void)
         return 1;
     }
     measured_pid = getpid();
-    atexit(profile_at_exit);
+    profiling = 1;
+    atexit(at_exit);
+    ps_exitpaths_init(finish, resume);
     return 1;
-}
-
-static void report_at_exit(void)
-{
-    /* A child forked without exec inherits this handler: only the measured
-     * process writes its report. */
-    if (getpid() != measured_pid)
-        return;
-    ps_hwpc_stop(NULL);
-    ps_hwpc_shutdown();
 }
 
 static void counted_list(char *out, size_t len)
@@ -132,8 +146,9 @@ static int psrun_prepare(void)
 static int psrun_start(void)
 {
     measured_pid = getpid();
-    if (atexit(report_at_exit))
+    if (atexit(at_exit))
         return PS_HWPC_ESTATE;
+    ps_exitpaths_init(finish, resume);
     return ps_hwpc_start();
 }
 

@@ -23,6 +23,10 @@ typedef struct {
     char *file;
 } module_t;
 
+static char end_note[128]; /* how the program ended, when not by exit() */
+
+void ps_profile_set_note(const char *note) { ps_strlcpy(end_note, note ? note : "", sizeof end_note); }
+
 typedef struct {
     module_t *v;
     int n, cap;
@@ -196,6 +200,8 @@ static int write_one(int index, const modules_t *mods, char *path, size_t path_l
         used += (size_t)snprintf(note + used, sizeof note - used, "; %llu samples lost", lost);
     if (*source_note && used < sizeof note)
         used += (size_t)snprintf(note + used, sizeof note - used, "; %s", source_note);
+    if (*end_note && used < sizeof note)
+        used += (size_t)snprintf(note + used, sizeof note - used, "; %s", end_note);
     if (index < 0 && ps_sampler_unsampled() && used < sizeof note)
         snprintf(note + used, sizeof note - used, "; %lu threads beyond %d not sampled", ps_sampler_unsampled(),
                  PS_MAX_THREADS);

@@ -68,8 +68,14 @@ void ps_signals_forward(int sig, void *si, void *uc)
 PS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
     sigaction_fn real = real_sigaction();
-    if (!owned_sig || sig != owned_sig)
-        return real ? real(sig, act, old) : -1;
+    if (!owned_sig || sig != owned_sig) {
+        int rc = real ? real(sig, act, old) : -1;
+        if (rc == 0 && old && ps_exitpaths_is_ours(old)) { /* psuite's report-on-signal: the program set none */
+            memset(old, 0, sizeof *old);
+            old->sa_handler = SIG_DFL;
+        }
+        return rc;
+    }
     if (old)
         *old = program_action;
     if (act) {
@@ -89,7 +95,12 @@ PS_API sighandler_t signal(int sig, sighandler_t handler)
         static sighandler_t (*real)(int, sighandler_t);
         if (!real)
             real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
-        return real ? real(sig, handler) : SIG_ERR;
+        if (!real)
+            return SIG_ERR;
+        struct sigaction before;
+        int ours = real_sigaction() && real_sigaction()(sig, NULL, &before) == 0 && ps_exitpaths_is_ours(&before);
+        sighandler_t old = real(sig, handler);
+        return ours && old != SIG_ERR ? SIG_DFL : old;
     }
     struct sigaction act, old;
     memset(&act, 0, sizeof act);

@@ -12,8 +12,10 @@ from psuite.libperfsuite.native import include_dir, library_path
 # Interposed libc entry point (how measurement starts before main) and the
 # ELF section hooks: the only exports allowed without the ps_ prefix.
 # The C library functions psrun interposes (start-up, threads, SIGPROF shared
-# with the program), besides the ps_* API.
-ALLOWED = {"__libc_start_main", "_init", "_fini", "pthread_create", "sigaction", "signal", "setitimer"}
+# with the program, the exit paths that must write the report), besides the
+# ps_* API.
+ALLOWED = {"__libc_start_main", "_init", "_fini", "pthread_create", "sigaction", "signal", "setitimer",
+           "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle"}
 
 
 def exported() -> set[str]:

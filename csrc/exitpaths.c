@@ -1,0 +1,216 @@
+/* exitpaths.c - every way a measured program can end writes its report:
+ * return from main and exit() (atexit, in preload.c), _exit()/_Exit(),
+ * exec (the old image's report first), and fatal signals the program does
+ * not handle itself.  On a signal the data are written, then the default
+ * action is restored and the signal raised again, so the program dies of
+ * the same signal with the same core behaviour; a watchdog re-raises it if
+ * writing hangs (a signal in the middle of malloc, say). */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define WATCHDOG_SECONDS 3
+
+static void (*finish_fn)(const char *why);
+static void (*resume_fn)(void);
+
+static const struct {
+    int sig;
+    const char *name;
+} fatal[] = {
+    {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},   {SIGABRT, "SIGABRT"},
+    {SIGTRAP, "SIGTRAP"}, {SIGSYS, "SIGSYS"},   {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},
+    {SIGQUIT, "SIGQUIT"}, {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
+    {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"},
+};
+
+static void on_fatal(int sig, siginfo_t *si, void *uc)
+{
+    (void)si;
+    (void)uc;
+    /* SA_RESETHAND made the action the default, SA_NODEFER left the signal
+     * unblocked: the watchdog's copy of it, or ours below, ends the process. */
+    struct sigevent sev;
+    memset(&sev, 0, sizeof sev);
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = sig;
+    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    int timer;
+    if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev, &timer) == 0) {
+        struct itimerspec its = {{0, 0}, {WATCHDOG_SECONDS, 0}};
+        syscall(SYS_timer_settime, timer, 0, &its, NULL);
+    }
+    const char *name = "a signal";
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        if (fatal[i].sig == sig)
+            name = fatal[i].name;
+    char why[64] = "report written on ";
+    strncat(why, name, sizeof why - strlen(why) - 1);
+    if (finish_fn)
+        finish_fn(why);
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
+{
+    finish_fn = finish;
+    resume_fn = resume;
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
+        struct sigaction old, sa;
+        /* Only where the default action would kill the program: a signal it
+         * ignores (nohup, background jobs) or handles stays its own. */
+        if (sigaction(fatal[i].sig, NULL, &old) || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
+            continue;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(fatal[i].sig, &sa, NULL);
+    }
+}
+
+/* A program asking about one of these signals sees the default it set up
+ * with, not psuite's handler. */
+int ps_exitpaths_is_ours(const void *action)
+{
+    const struct sigaction *act = action;
+    return act && (act->sa_flags & SA_SIGINFO) && act->sa_sigaction == on_fatal;
+}
+
+/* ---- _exit, _Exit, exec ---------------------------------------------------- */
+
+#define REAL(name, type)                                                                                               \
+    static type real_##name;                                                                                           \
+    if (!real_##name)                                                                                                  \
+        real_##name = (type)dlsym(RTLD_NEXT, #name);
+
+typedef void (*exit_fn)(int);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+
+PS_API void _exit(int status)
+{
+    REAL(_exit, exit_fn)
+    if (finish_fn)
+        finish_fn("the program ended with _exit()");
+    if (real__exit)
+        real__exit(status);
+    syscall(SYS_exit_group, status);
+    for (;;)
+        ;
+}
+
+PS_API void _Exit(int status) { _exit(status); }
+
+static void before_exec(void)
+{
+    if (finish_fn)
+        finish_fn("written before exec");
+}
+
+static void exec_failed(void)
+{
+    if (resume_fn)
+        resume_fn(); /* the program goes on: so does measurement */
+}
+
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*execv_fn)(const char *, char *const[]);
+
+PS_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+    REAL(execve, execve_fn)
+    before_exec();
+    int rc = real_execve(path, argv, envp);
+    exec_failed();
+    return rc;
+}
+
+PS_API int execv(const char *path, char *const argv[])
+{
+    REAL(execv, execv_fn)
+    before_exec();
+    int rc = real_execv(path, argv);
+    exec_failed();
+    return rc;
+}
+
+PS_API int execvp(const char *file, char *const argv[])
+{
+    REAL(execvp, execv_fn)
+    before_exec();
+    int rc = real_execvp(file, argv);
+    exec_failed();
+    return rc;
+}
+
+PS_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    REAL(execvpe, execve_fn)
+    before_exec();
+    int rc = real_execvpe(file, argv, envp);
+    exec_failed();
+    return rc;
+}
+
+PS_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    REAL(fexecve, fexecve_fn)
+    before_exec();
+    int rc = real_fexecve(fd, argv, envp);
+    exec_failed();
+    return rc;
+}
+
+/* execl, execlp, execle: their arguments as a vector, then the v forms. */
+#define MAX_EXEC_ARGS 4096
+static int collect(const char *arg0, va_list ap, char **argv, char ***envp)
+{
+    int n = 0;
+    argv[n++] = (char *)arg0;
+    while (arg0 && n < MAX_EXEC_ARGS - 1 && (argv[n] = va_arg(ap, char *)) != NULL)
+        n++;
+    argv[n] = NULL;
+    if (envp)
+        *envp = va_arg(ap, char **);
+    return n;
+}
+
+PS_API int execl(const char *path, const char *arg0, ...)
+{
+    char *argv[MAX_EXEC_ARGS];
+    va_list ap;
+    va_start(ap, arg0);
+    collect(arg0, ap, argv, NULL);
+    va_end(ap);
+    return execv(path, argv);
+}
+
+PS_API int execlp(const char *file, const char *arg0, ...)
+{
+    char *argv[MAX_EXEC_ARGS];
+    va_list ap;
+    va_start(ap, arg0);
+    collect(arg0, ap, argv, NULL);
+    va_end(ap);
+    return execvp(file, argv);
+}
+
+PS_API int execle(const char *path, const char *arg0, ...)
+{
+    char *argv[MAX_EXEC_ARGS], **envp;
+    va_list ap;
+    va_start(ap, arg0);
+    collect(arg0, ap, argv, &envp);
+    va_end(ap);
+    return execve(path, argv, envp);
+}
