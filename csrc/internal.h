@@ -161,6 +161,7 @@ typedef struct ps_buf ps_buf_t;
 void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
                       const ps_measurement_t *m);
 void ps_report_path(const char *name, const char *tag, char *path, size_t len);
+int ps_mpi_rank(void);  /* from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID; -1 outside MPI */
 /* Write b (then freed) exclusively at path or the next free name; the name used in path_out. */
 int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len);
 

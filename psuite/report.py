@@ -45,6 +45,21 @@ class RunInfo:
     usertime: float | None = None
     systemtime: float | None = None
     machine: MachineInfo | None = None
+    rank: int | None = None  # MPI rank ("MPI rank N" in <annotation>)
+
+    @property
+    def who(self) -> str:
+        """How a report is named among others: rank, thread, else pid."""
+        parts = []
+        if self.rank is not None:
+            parts.append(f"rank {self.rank}")
+        if self.thread:
+            parts.append(f"thread {self.thread}")
+        if not parts:
+            parts.append(f"pid {self.pid}" if self.pid is not None else self.source)
+        if self.hostname and self.rank is None:
+            parts.append(f"on {self.hostname}")
+        return " ".join(parts)
 
     @property
     def cputime(self) -> float | None:
@@ -133,3 +148,35 @@ def _plain(value):
 
 
 _LEAVES = (Event, Metric, Location)
+
+
+@dataclass
+class Statistic:
+    """One event or derived metric across the reports of a combination."""
+
+    name: str
+    kind: str  # "event" or "metric"
+    count: int
+    sum: float
+    mean: float
+    min: float
+    min_who: str
+    max: float
+    max_who: str
+    stddev: float  # population standard deviation (the reports are all the ranks/threads)
+    q1: float
+    median: float
+    q3: float
+    imbalance: float | None  # max / mean; None when the mean is 0
+
+
+@dataclass
+class MultiReport:
+    """Counting reports combined (<multihwpcreport>), with statistics."""
+
+    reports: list[CountReport] = field(default_factory=list)
+    statistics: list[Statistic] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"reports": [r.to_dict() for r in self.reports], "statistics": [dict(vars(s)) for s in
+                                                                                  self.statistics]}

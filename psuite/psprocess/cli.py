@@ -46,6 +46,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
     p.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
                    help="profiles: leave out entries below PCT percent of the samples")
+    p.add_argument("-c", "--combine", action="store_true",
+                   help="combine the counting reports (files, directories, globs) with statistics across them")
     p.add_argument("--calibrate", action="store_true",
                    help="from a counting report: propose sampling thresholds for --rate samples per second")
     p.add_argument("--rate", type=float, default=100.0, metavar="HZ",
@@ -65,26 +67,49 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     definitions: list | None = None  # loaded with the first counting report (profiles need none)
 
+    def derive(report: CountReport) -> None:
+        nonlocal definitions
+        from psuite.psprocess import metrics
+
+        if definitions is None:
+            definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
+            for path in args.metrics:
+                definitions += metrics.load(path)
+        report.metrics = metrics.derive(report, definitions)
+
     if args.calibrate:
         return _calibrate(args, load, CountReport)
     if args.write_config:
         raise UsageError("--write-config goes with --calibrate")
+    if args.combine:
+        from psuite.psprocess import combine
+
+        sources = combine.expand(args.inputs)
+        multi = combine.combine(sources, load, derive, _progress("reading", len(sources)))
+        _emit(args, writer(args.format).render([multi], threshold=args.threshold))
+        return 0
     reports = []
     for source in args.inputs:
         report = load(source)
         if isinstance(report, ProfileReport):
             _resolve(report)
         else:
-            from psuite.psprocess import metrics
-
-            if definitions is None:
-                definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
-                for path in args.metrics:
-                    definitions += metrics.load(path)
-            report.metrics = metrics.derive(report, definitions)
+            derive(report)
         reports.append(report)
     _emit(args, writer(args.format).render(reports, threshold=args.threshold))
     return 0
+
+
+def _progress(what: str, todo: int):
+    """A progress line on stderr when it is a terminal and the work is long."""
+    if not sys.stderr.isatty() or todo < 64:
+        return None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\rpsprocess: {what} {done:,}/{total:,}" + ("\r\033[K" if done == total else ""))
+        sys.stderr.flush()
+
+    return show
 
 
 def _emit(args, text: str) -> None:

@@ -4,6 +4,8 @@ the DTDs omit)."""
 
 from __future__ import annotations
 
+import re
+
 from psuite.errors import InputError
 from psuite.formats import machineinfo
 from psuite.report import CountReport, Event, RunInfo
@@ -53,6 +55,8 @@ def read_run_info(root, r: RunInfo, source: str) -> None:
         r.command = (cmd.text or "").strip()
         r.md5sum = cmd.get("md5sum", "")
     r.annotation = _text(root, "annotation")
+    rank = re.match(r"MPI rank (\d+)", r.annotation)
+    r.rank = int(rank.group(1)) if rank else None
     mi = root.find("machineinfo")
     if mi is not None:
         r.machine = machineinfo.from_element(mi)

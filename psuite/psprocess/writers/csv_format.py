@@ -1,5 +1,6 @@
 """CSV output: one row per event and per metric of every counting report,
-one per resolved location of every profile.
+one per resolved location of every profile; for a combination, the rows
+of every report combined (ready for pandas to group).
 
 Columns (stable): source, hostname, pid, thread, kind ("event"|"metric"|
 "location"), name, value, description.  For a location, name is the
@@ -11,7 +12,7 @@ import csv
 import io
 
 from psuite.hwpc.names import canonical, descriptions
-from psuite.report import CountReport, ProfileReport
+from psuite.report import CountReport, MultiReport, ProfileReport
 
 EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
@@ -22,6 +23,8 @@ def render(reports: list[CountReport], **_options) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(COLUMNS)
     desc = descriptions()
+    if len(reports) == 1 and isinstance(reports[0], MultiReport):  # the combined reports' own rows
+        reports = reports[0].reports
     for r in reports:
         ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread)
         if isinstance(r, ProfileReport):

@@ -15,6 +15,10 @@ above and "profile_class", "profile_version", "event", "event_type",
 "domain", "threshold", "total_samples", "mapper",
     "modules":   [{"file", "offset", "samples": {pc: count}}],
     "locations": [{"module", "file", "function", "line", "samples"}].
+Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
+(as above) and "statistics": [{"name", "kind" ("event"|"metric"), "count",
+"sum", "mean", "min", "min_who", "max", "max_who", "stddev" (population),
+"q1", "median", "q3", "imbalance" (max/mean or null)}].
 A mix of both kinds is "psuite.report/1"; every report then says its
 "kind" ("count" or "profile").  Written compactly (no indentation): the
 standard library's fast encoder only works that way, and a profile has
@@ -25,13 +29,15 @@ from __future__ import annotations
 
 import json
 
-from psuite.report import CountReport, ProfileReport
+from psuite.report import CountReport, MultiReport, ProfileReport
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
 
 
 def render(reports: list[CountReport], **_options) -> str:
+    if len(reports) == 1 and isinstance(reports[0], MultiReport):
+        return json.dumps({"schema": "psuite.multi/1", **reports[0].to_dict()}) + "\n"
     kinds = {"profile" if isinstance(r, ProfileReport) else "count" for r in reports}
     schema = SCHEMA if kinds == {"count"} else "psuite.profile/1" if kinds == {"profile"} else "psuite.report/1"
     out = []

@@ -66,8 +66,14 @@ def render_one(r: CountReport) -> str:
 
 
 def render(reports: list, threshold: float = 0.0, **_options) -> str:
-    from psuite.psprocess.writers import text_profile
-    from psuite.report import ProfileReport
+    from psuite.psprocess.writers import text_multi, text_profile
+    from psuite.report import MultiReport, ProfileReport
 
-    return "\n\n".join(text_profile.render_one(r, threshold) if isinstance(r, ProfileReport) else render_one(r)
-                        for r in reports)
+    def one(r) -> str:
+        if isinstance(r, ProfileReport):
+            return text_profile.render_one(r, threshold)
+        if isinstance(r, MultiReport):
+            return text_multi.render_one(r)
+        return render_one(r)
+
+    return "\n\n".join(one(r) for r in reports)

@@ -1,7 +1,8 @@
 """XML output: counting reports as <hwpcreport mode="count"> in the -0.3
 generation (hwpcreport-0.3.dtd), normalising documents of either
 generation; profiles as the processed <hwpcprofilereport>
-(hwpcprofilereport-0.3.dtd, see xml_profile).  Several reports as
+(hwpcprofilereport-0.3.dtd, see xml_profile); combinations as
+<multihwpcreport> (multihwpcreport-0.3.dtd).  Several reports as
 consecutive documents is not XML, so exactly one report is required."""
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from lxml import etree
 
 from psuite.errors import UsageError
 from psuite.formats import machineinfo
-from psuite.report import CountReport, ProfileReport, RunInfo
+from psuite.report import CountReport, MultiReport, ProfileReport, RunInfo
 
 EXTENSION = ".xml"
 
@@ -64,7 +65,11 @@ def render(reports: list, **_options) -> str:
     if len(reports) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     r = reports[0]
-    if isinstance(r, ProfileReport):
+    if isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
+        root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
+        for member in r.reports:
+            root.append(to_element(member))
+    elif isinstance(r, ProfileReport):
         from psuite.psprocess.writers import xml_profile
 
         root = xml_profile.to_element(r)

@@ -1,0 +1,90 @@
+"""Combining many counting reports (ranks, threads, runs) into one view:
+per event and per derived metric, count, sum, mean, minimum and maximum
+(naming the rank or thread), population standard deviation, quartiles
+(linear interpolation, as statistics.quantiles(method="inclusive") and
+numpy's default) and the imbalance max / mean.
+
+Inputs are files, directories (their *.xml) and glob patterns; each
+document is parsed, reduced to the model and dropped, so memory grows with
+the number of reports, not their size."""
+
+from __future__ import annotations
+
+import glob
+import math
+import os
+import statistics
+from collections.abc import Callable, Iterable
+
+from psuite.errors import InputError
+from psuite.report import CountReport, MultiReport, Statistic
+
+
+def expand(inputs: Iterable[str]) -> list[str]:
+    """Files, directories (their *.xml, sorted) and glob patterns, in order."""
+    out: list[str] = []
+    for item in inputs:
+        if item.startswith(("http://", "https://")):
+            out.append(item)
+        elif os.path.isdir(item):
+            found = sorted(glob.glob(os.path.join(glob.escape(item), "*.xml")))
+            if not found:
+                raise InputError(f"{item}: no .xml reports in this directory")
+            out += found
+        elif any(c in item for c in "*?[") and not os.path.exists(item):
+            found = sorted(glob.glob(item))
+            if not found:
+                raise InputError(f"{item}: no file matches")
+            out += found
+        else:
+            out.append(item)
+    return out
+
+
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statistic:
+    nums = [v for v, _ in values]
+    total = math.fsum(nums)
+    mean = total / len(nums)
+    lo = min(values, key=lambda vw: vw[0])
+    hi = max(values, key=lambda vw: vw[0])
+    q1, median, q3 = quartiles(nums)
+    return Statistic(name=name, kind=kind, count=len(nums), sum=total, mean=mean, min=lo[0], min_who=lo[1],
+                     max=hi[0], max_who=hi[1], stddev=statistics.pstdev(nums) if len(nums) > 1 else 0.0,
+                     q1=q1, median=median, q3=q3, imbalance=hi[0] / mean if mean else None)
+
+
+def compute(reports: list[CountReport]) -> list[Statistic]:
+    """Statistics of every event, then of every derived metric, in the order
+    they first appear; each over the reports that have it."""
+    by_name: dict[tuple[str, str], list[tuple[float, str]]] = {}
+    for r in reports:
+        who = r.who
+        for e in r.events:
+            by_name.setdefault(("event", e.name), []).append((float(e.count), who))
+        for m in r.metrics:
+            by_name.setdefault(("metric", m.name), []).append((float(m.value), who))
+    events = [statistic(n, k, v) for (k, n), v in by_name.items() if k == "event"]
+    metrics = [statistic(n, k, v) for (k, n), v in by_name.items() if k == "metric"]
+    return events + metrics
+
+
+def combine(sources: list[str], load: Callable[[str], object], derive: Callable[[CountReport], None],
+            progress: Callable[[int, int], None] | None = None) -> MultiReport:
+    multi = MultiReport()
+    for i, source in enumerate(sources, 1):
+        report = load(source)
+        if not isinstance(report, CountReport):
+            raise InputError(f"{source}: not a counting report; -c combines counting reports")
+        derive(report)
+        multi.reports.append(report)
+        if progress and (i % 64 == 0 or i == len(sources)):
+            progress(i, len(sources))
+    multi.statistics = compute(multi.reports)
+    return multi

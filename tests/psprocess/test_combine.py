@@ -1,0 +1,101 @@
+"""psprocess -c: counting reports combined, statistics checked against
+values computed here straight from the XML files; a real Open MPI run
+(installed by tests/run.sh) gives one report per rank."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from tests.conftest import TARGETS, one_line_error, run_tool, validate
+
+
+def counts_from_xml(paths: list[Path]) -> dict[str, list[tuple[float, int]]]:
+    """event -> [(count, rank)], read with lxml only."""
+    out: dict[str, list[tuple[float, int]]] = {}
+    for p in paths:
+        root = etree.parse(str(p)).getroot()
+        rank = int(root.findtext("annotation").split("MPI rank ")[1].split(";")[0])
+        for ev in root.iter("hwpcevent"):
+            out.setdefault(ev.get("name"), []).append((float(ev.text), rank))
+    return out
+
+
+def check_statistics(doc: dict, paths: list[Path]) -> None:
+    stats = {(s["kind"], s["name"]): s for s in doc["statistics"]}
+    for name, values in counts_from_xml(paths).items():
+        s = stats[("event", name)]
+        nums = [v for v, _ in values]
+        assert s["count"] == len(nums)
+        assert s["sum"] == pytest.approx(sum(nums))
+        assert s["mean"] == pytest.approx(statistics.fmean(nums))
+        assert s["stddev"] == pytest.approx(statistics.pstdev(nums))
+        q1, q2, q3 = statistics.quantiles(nums, n=4, method="inclusive")
+        assert (s["q1"], s["median"], s["q3"]) == pytest.approx((q1, q2, q3))
+        low, high = min(values), max(values)
+        assert (s["min"], s["min_who"]) == (low[0], f"rank {low[1]}")
+        assert (s["max"], s["max_who"]) == (high[0], f"rank {high[1]}")
+        assert s["imbalance"] == pytest.approx(high[0] / statistics.fmean(nums))
+
+
+def test_statistics_equal_independent_computation(targets, workdir):
+    runs = workdir / "runs"
+    runs.mkdir()
+    for rank in range(5):
+        env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank)}
+        p = run_tool("psrun", "-q", "-d", str(runs), "-e", "task-clock,page-faults", targets["work"],
+                     str(50 * (rank + 1)), str(2 * (rank + 1)), "0", env=env)
+        assert p.returncode == 0, p.stderr
+    paths = sorted(runs.glob("*.xml"))
+    assert [p.name.split(".")[1] for p in paths] == [f"r{r}" for r in range(5)]  # the rank in the name
+    p = run_tool("psprocess", "-c", "-f", "json", str(runs))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(p.stdout)
+    assert doc["schema"] == "psuite.multi/1" and len(doc["reports"]) == 5
+    check_statistics(doc, paths)
+    assert any(s["kind"] == "metric" for s in doc["statistics"])  # derived metrics too
+    text = run_tool("psprocess", "-c", str(runs / "*.xml"))  # a glob psprocess expands itself
+    assert "Event Statistics" in text.stdout and "imbalance" in text.stdout and "(rank 4)" in text.stdout
+    xml = run_tool("psprocess", "-c", "-x", *map(str, paths))
+    root = validate(xml.stdout.encode(), "multihwpcreport-0.3.dtd")
+    assert len(root.findall("hwpcreport")) == 5
+
+
+def test_combine_errors(workdir, tmp_path_factory):
+    empty = tmp_path_factory.mktemp("empty")
+    assert "no .xml reports" in one_line_error(run_tool("psprocess", "-c", str(empty)), "psprocess")
+    assert "no file matches" in one_line_error(run_tool("psprocess", "-c", str(empty / "*.xml")), "psprocess")
+
+
+def test_open_mpi_run_gives_one_report_per_rank(workdir, tmp_path_factory):
+    mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
+    assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
+    exe = tmp_path_factory.mktemp("mpi") / "mpi_work"
+    subprocess.run([mpicc, "-O1", "-o", str(exe), str(TARGETS / "mpi" / "mpi_work.c")], check=True)
+    out = workdir / "ranks"
+    out.mkdir()
+    env = {**os.environ, "OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl", "self,vader",
+                        *run_tool_argv(), "-q", "-d", str(out), "-e", "task-clock,page-faults", str(exe)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "ranks 4 done" in p.stdout
+    paths = sorted(out.glob("*.xml"))
+    assert sorted(validate(x, "hwpcreport-0.3.dtd").findtext("annotation").split(";")[0] for x in paths) == \
+        [f"MPI rank {r}" for r in range(4)]
+    doc = json.loads(run_tool("psprocess", "-c", "-f", "json", str(out)).stdout)
+    check_statistics(doc, paths)
+    faults = {s["name"]: s for s in doc["statistics"]}["page-faults"]
+    assert faults["max_who"] == "rank 3"  # rank 3 touched the most pages
+
+
+def run_tool_argv() -> list[str]:
+    return [sys.executable, "-m", "psuite.psrun"]
