@@ -1,0 +1,62 @@
+"""Thread-heavy programs: a thousand short-lived threads and an OpenMP
+loop, counted and profiled; the program's status and output unchanged."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from psuite.psprocess import srcmap
+from psuite.psprocess.inputs import load
+from tests.conftest import TARGETS, run_tool, validate
+from tests.psrun.test_psrun import reports
+from tests.psrun.test_threads_counted import task_clock_and_cputime
+
+
+@pytest.fixture(scope="module")
+def omp_work(tmp_path_factory) -> str:
+    exe = tmp_path_factory.mktemp("omp") / "omp_work"
+    subprocess.run(["cc", "-O1", "-g", "-fopenmp", "-o", str(exe), str(TARGETS / "omp" / "omp_work.c")],
+                   check=True)
+    return str(exe)
+
+
+@pytest.mark.parametrize("n", [1, 8, 1000])
+def test_short_lived_threads_are_counted(targets, workdir, n):
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["many_threads"], str(n))
+    assert p.returncode == 0 and p.stdout == f"{n} threads done\n", p.stderr
+    [report] = reports(workdir)
+    task, cpu = task_clock_and_cputime(validate(report, "hwpcreport-0.3.dtd"))
+    assert task == pytest.approx(cpu, rel=0.1, abs=0.02)
+
+
+def test_thousand_threads_profiled_per_thread(targets, workdir):
+    p = run_tool("psrun", "-q", "--profile", "ITIMER_PROF", "--period", "1000", "-p", targets["many_threads"],
+                 "1000")
+    assert p.returncode == 0, p.stderr
+    found = reports(workdir)
+    threads = [r for r in found if ".t" in r.name]
+    assert len(threads) == 1001  # main and every thread
+    process = [r for r in found if ".t" not in r.name]
+    assert len(process) == 1
+    total = load(str(process[0])).total_samples
+    assert total == sum(load(str(r)).total_samples for r in threads)
+
+
+def test_openmp_counted_and_profiled(omp_work, workdir):
+    bare = subprocess.run([omp_work], capture_output=True, text=True)
+    p = run_tool("psrun", "-q", "-e", "task-clock", omp_work)
+    assert p.returncode == 0 and p.stdout == bare.stdout, p.stderr
+    [report] = reports(workdir)
+    task, cpu = task_clock_and_cputime(validate(report, "hwpcreport-0.3.dtd"))
+    assert task == pytest.approx(cpu, rel=0.05)
+    report.unlink()
+    p = run_tool("psrun", "-q", "--profile", "ITIMER_PROF", "--period", "2000", "-p", omp_work)
+    assert p.returncode == 0, p.stderr
+    per_thread = [load(str(r)) for r in reports(workdir) if ".t" in r.name]
+    busy = [r for r in per_thread if r.total_samples > 10]
+    assert len(busy) == 4  # libgomp's team: main and three workers
+    for r in busy:
+        functions = {loc.function for loc in srcmap.resolve(r)}
+        assert any(f.startswith("omp_kernel") for f in functions), functions
