@@ -46,6 +46,9 @@ void ps_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ps_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ps_read_file(const char *path, char *buf, size_t size);
 long long ps_read_ll(const char *path, long long dflt);
+long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */
+/* user/system split of cpu_ns from the thread's /proc stat ticks */
+void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_ns);
 
 /* events.c: names, aliases and the perf_event generic event table */
 int ps_preset_exists(const char *name, const char **desc);
@@ -124,7 +127,10 @@ const char *ps_sampler_source(const char **note);
 
 /* threads.c: the pthread_create hook */
 int pthread_create_unhooked(void *thread, void *(*fn)(void *));
-void ps_threads_adopt(ps_sthread_t *t);        /* end t's sampling when the calling thread ends */
+/* What every new thread does first (begin, whose result goes to end when
+ * the thread ends): the sampler's or the per-thread counters'. */
+void ps_threads_hook(void *(*begin)(void), void (*end)(void *));
+void ps_threads_adopt(void *state);            /* end(state) when the calling thread ends */
 
 /* signals.c: SIGPROF shared with the program */
 int ps_signals_take(int sig, const void *action);     /* install ours (a struct sigaction) */
@@ -133,6 +139,11 @@ void ps_signals_forward(int sig, void *si, void *uc); /* a signal that is not ou
 /* profile_report.c: the <hwpcreport mode="profile"> documents */
 int ps_profile_write(int per_thread);
 void ps_profile_set_note(const char *note);  /* how the program ended, for <annotation> */
+
+/* thread_counts.c: psrun -p in counting mode (after the process set is initialised) */
+int ps_thread_counts_init(void);
+void ps_thread_counts_freeze(void);  /* stop the running threads' counters, at process end */
+void ps_thread_counts_finish(void);  /* then write their reports */
 
 /* hwpc.c: add to the counting report's <annotation> */
 void ps_hwpc_annotate(const char *text);
@@ -156,6 +167,15 @@ typedef struct {
 } ps_measurement_t;
 int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name,
                     char *path_out, size_t path_len);
+/* Any set of counts (the process's, or one thread's with thread >= 0, named .t<thread>). */
+typedef struct {
+    const char *cls, *version;  /* hwpceventdata class and version */
+    int domain, multiplexed, n;
+    const char *const *names;
+    const int *preset;
+} ps_counts_t;
+int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m,
+                           const char *name, char *path_out, size_t path_len);
 typedef struct ps_buf ps_buf_t;
 /* From <?xml ...?> through <machineinfo>; thread < 0: no <thread>. */
 void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,

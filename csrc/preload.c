@@ -28,6 +28,12 @@ static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
 
 static int profiling, finished;
 
+static int per_thread(void)
+{
+    const char *p = getenv("PSUITE_PER_THREAD");
+    return p && strcmp(p, "1") == 0;
+}
+
 /* The end of measurement, however the program ends (atexit, or exitpaths.c
  * for _exit, exec and fatal signals): once, and only in the measured
  * process (a child forked without exec inherits the hooks). */
@@ -38,11 +44,14 @@ static void finish(const char *why)
     if (profiling) {
         ps_sampler_stop();
         ps_profile_set_note(why);
-        const char *per_thread = getenv("PSUITE_PER_THREAD");
-        ps_profile_write(per_thread && strcmp(per_thread, "1") == 0);
+        ps_profile_write(per_thread());
     } else {
+        if (per_thread())
+            ps_thread_counts_freeze();
         ps_hwpc_annotate(why);
         ps_hwpc_stop(NULL);
+        if (per_thread())
+            ps_thread_counts_finish();
     }
 }
 
@@ -149,6 +158,8 @@ static int psrun_start(void)
     if (atexit(at_exit))
         return PS_HWPC_ESTATE;
     ps_exitpaths_init(finish, resume);
+    if (per_thread() && ps_thread_counts_init())
+        ps_message("per-thread counts are not available; the process total is still counted");
     return ps_hwpc_start();
 }
 

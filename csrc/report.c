@@ -134,22 +134,30 @@ void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *ann
     ps_machineinfo_xml(b, 2);
 }
 
-static void build(ps_buf_t *b, const ps_evset_t *set, const ps_measurement_t *m)
+static void build(ps_buf_t *b, const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m)
 {
-    /* <annotation>: events not counted, and what was counted instead */
-    ps_report_header(b, "count", -1, set->annotation, m);
+    ps_report_header(b, "count", thread, annotation, m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
-    ps_buf_printf(b, "  <hwpceventdata class=\"%s\" version=\"", set->backend == PS_BACKEND_PAPI ? "PAPI" : "perfmon");
-    ps_buf_escaped(b, set->backend == PS_BACKEND_PAPI ? set->backend_version : "perf_event");
-    ps_buf_printf(b, "\" domain=\"%s\" multiplexed=\"%s\">\n", domains[set->domain & 3],
-                  set->multiplexed ? "yes" : "no");
-    for (int k = 0; k < set->ncounted; k++) {
-        const ps_event_t *e = &set->ev[set->counted[k]];
-        ps_buf_printf(b, "    <hwpcevent type=\"%s\" name=\"", e->preset ? "preset" : "native");
-        ps_buf_escaped(b, e->name);
+    ps_buf_printf(b, "  <hwpceventdata class=\"%s\" version=\"", c->cls);
+    ps_buf_escaped(b, c->version);
+    ps_buf_printf(b, "\" domain=\"%s\" multiplexed=\"%s\">\n", domains[c->domain & 3], c->multiplexed ? "yes" : "no");
+    for (int k = 0; k < c->n; k++) {
+        ps_buf_printf(b, "    <hwpcevent type=\"%s\" name=\"", c->preset[k] ? "preset" : "native");
+        ps_buf_escaped(b, c->names[k]);
         ps_buf_printf(b, "\" derived=\"no\">%lld</hwpcevent>\n", m->values[k]);
     }
     ps_buf_printf(b, "  </hwpceventdata>\n</hwpcreport>\n");
+}
+
+int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m,
+                           const char *name, char *path_out, size_t path_len)
+{
+    ps_buf_t b = {0};
+    build(&b, c, thread, annotation, m);
+    char path[PATH_MAX], tag[32];
+    snprintf(tag, sizeof tag, "t%d", thread);
+    ps_report_path(name, thread >= 0 ? tag : NULL, path, sizeof path);
+    return ps_report_save(&b, path, path_out, path_len);
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -202,14 +210,21 @@ void ps_report_path(const char *name, const char *tag, char *path, size_t len)
         snprintf(path, len, "%s.%s.%s.xml", prefix, pid, host);
 }
 
+/* The counts of the process-wide set (<annotation>: events not counted,
+ * and what was counted instead). */
 int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name, char *path_out,
                     size_t path_len)
 {
-    ps_buf_t b = {0};
-    build(&b, set, m);
-    char path[PATH_MAX];
-    ps_report_path(name, NULL, path, sizeof path);
-    return ps_report_save(&b, path, path_out, path_len);
+    const char *names[PS_HWPC_MAX_EVENTS];
+    int preset[PS_HWPC_MAX_EVENTS];
+    for (int k = 0; k < set->ncounted; k++) {
+        names[k] = set->ev[set->counted[k]].name;
+        preset[k] = set->ev[set->counted[k]].preset;
+    }
+    ps_counts_t c = {set->backend == PS_BACKEND_PAPI ? "PAPI" : "perfmon",
+                     set->backend == PS_BACKEND_PAPI ? set->backend_version : "perf_event",
+                     set->domain, set->multiplexed, set->ncounted, names, preset};
+    return ps_report_write_counts(&c, -1, set->annotation, m, name, path_out, path_len);
 }
 
 int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len)

@@ -118,36 +118,6 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     errno = saved;
 }
 
-static long long thread_cpu_ns(pid_t tid)
-{
-    /* The kernel's per-thread CPU clock id, as pthread_getcpuclockid builds it. */
-    clockid_t id = (clockid_t)((~(unsigned)tid) << 3) | 6;
-    struct timespec ts;
-    if (clock_gettime(id, &ts))
-        return -1;
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* utime and stime of a live thread, scaled to its precise CPU clock */
-static void thread_times(ps_sthread_t *t)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", t->tid);
-    int n = ps_read_file(path, buf, sizeof buf);
-    const char *p = n > 0 ? strrchr(buf, ')') : NULL;
-    unsigned long long ut = 0, st = 0;
-    /* after "pid (comm)": state is field 3, utime 14, stime 15 */
-    for (int field = 3; p && field < 14; field++)
-        p = strchr(p + 1, ' ');
-    if (p && sscanf(p + 1, "%llu %llu", &ut, &st) == 2 && ut + st > 0 && t->cpu_ns > 0) {
-        t->user_ns = (long long)((double)t->cpu_ns * (double)ut / (double)(ut + st));
-        t->sys_ns = t->cpu_ns - t->user_ns;
-    } else {
-        t->user_ns = t->cpu_ns > 0 ? t->cpu_ns : 0;
-        t->sys_ns = 0;
-    }
-}
-
 static int start_source(ps_sthread_t *t, char *why, size_t why_len)
 {
     if (source == SRC_PERF) {
@@ -259,8 +229,8 @@ static void finish(ps_sthread_t *t)
     pthread_mutex_lock(&real_lock);
     if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
-        t->cpu_ns = thread_cpu_ns(t->tid);
-        thread_times(t);
+        t->cpu_ns = ps_tid_cpu_ns(t->tid);
+        ps_tid_times(t->tid, t->cpu_ns, &t->user_ns, &t->sys_ns);
         stop_source(t);
         t->end_ns = ps_wallclock_ns();
     }
@@ -354,6 +324,7 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
     }
     active = 1;
     started_ns = ps_wallclock_ns();
+    ps_threads_hook((void *(*)(void))ps_sampler_thread_begin, (void (*)(void *))ps_sampler_thread_end);
     ps_sthread_t *main_thread = ps_sampler_thread_begin();
     ps_threads_adopt(main_thread);
     if (main_thread && main_thread->failed && source == SRC_PERF) {

@@ -1,6 +1,7 @@
 /* threads.c - the pthread_create hook: each thread the program creates
- * gets its own sampling source from its first instruction to its end
- * (return, pthread_exit or cancellation, through a key destructor). */
+ * is measured (its own sampling source, or its own counters with psrun -p)
+ * from its first instruction to its end (return, pthread_exit or
+ * cancellation, through a key destructor). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -19,6 +20,14 @@ struct start {
 
 static pthread_key_t end_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static void *(*begin_hook)(void);
+static void (*end_hook)(void *);
+
+void ps_threads_hook(void *(*begin)(void), void (*end)(void *))
+{
+    begin_hook = begin;
+    end_hook = end;
+}
 
 static create_fn real_create(void)
 {
@@ -28,20 +37,28 @@ static create_fn real_create(void)
     return real;
 }
 
-static void thread_ends(void *t) { ps_sampler_thread_end(t); }
+static void thread_ends(void *state)
+{
+    if (end_hook)
+        end_hook(state);
+}
 
 static void make_key(void) { pthread_key_create(&end_key, thread_ends); }
 
-void ps_threads_adopt(ps_sthread_t *t)
+void ps_threads_adopt(void *state)
 {
-    if (t) {
+    if (state) {
         pthread_once(&key_once, make_key);
-        pthread_setspecific(end_key, t);
+        pthread_setspecific(end_key, state);
     }
 }
 
-/* Register the calling thread: sampled until it ends. */
-static void begin_thread(void) { ps_threads_adopt(ps_sampler_thread_begin()); }
+/* Register the calling thread: measured until it ends. */
+static void begin_thread(void)
+{
+    if (begin_hook)
+        ps_threads_adopt(begin_hook());
+}
 
 static void *measured_start(void *p)
 {
@@ -56,7 +73,7 @@ PS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     create_fn real = real_create();
     if (!real)
         return 11; /* EAGAIN: no C library pthread_create, which cannot happen with glibc */
-    if (!ps_sampler_config())
+    if (!begin_hook)
         return real(thread, attr, fn, arg);
     struct start *s = malloc(sizeof *s);
     if (!s)

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -83,4 +84,33 @@ long long ps_read_ll(const char *path, long long dflt)
     char *end;
     long long v = strtoll(buf, &end, 10);
     return end == buf ? dflt : v;
+}
+
+long long ps_tid_cpu_ns(int tid)
+{
+    /* The kernel's per-thread CPU clock id, as pthread_getcpuclockid builds it. */
+    clockid_t id = (clockid_t)((~(unsigned)tid) << 3) | 6;
+    struct timespec ts;
+    if (clock_gettime(id, &ts))
+        return -1;
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_ns)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    int n = ps_read_file(path, buf, sizeof buf);
+    const char *p = n > 0 ? strrchr(buf, ')') : NULL;
+    unsigned long long ut = 0, st = 0;
+    /* after "pid (comm)": state is field 3, utime 14, stime 15 (in ticks: the split only) */
+    for (int field = 3; p && field < 14; field++)
+        p = strchr(p + 1, ' ');
+    if (p && sscanf(p + 1, "%llu %llu", &ut, &st) == 2 && ut + st > 0 && cpu_ns > 0) {
+        *user_ns = (long long)((double)cpu_ns * (double)ut / (double)(ut + st));
+        *sys_ns = cpu_ns - *user_ns;
+    } else {
+        *user_ns = cpu_ns > 0 ? cpu_ns : 0;
+        *sys_ns = 0;
+    }
 }

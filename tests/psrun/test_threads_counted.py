@@ -55,3 +55,26 @@ def test_automatic_backend_prefers_one_that_follows_threads(targets, workdir):
         assert root.find("hwpceventdata").get("class") == "perfmon"
     task, cpu = task_clock_and_cputime(root)
     assert task == pytest.approx(cpu, rel=0.05)
+
+
+@pytest.mark.parametrize("mode", ["join", "exit", "pthread_exit"])
+def test_per_thread_reports_add_up_to_the_process(targets, workdir, mode):
+    p = run_tool("psrun", "-q", "-p", "-e", "task-clock", targets["threads"], "3", mode)
+    assert p.returncode == 0, p.stderr
+    found = reports(workdir)
+    process = [r for r in found if ".t" not in r.name]
+    threads = [r for r in found if ".t" in r.name]
+    assert len(process) == 1 and len(threads) == 4  # main and three workers
+    total, _ = task_clock_and_cputime(validate(process[0], "hwpcreport-0.3.dtd"))
+    per_thread = {}
+    for r in threads:
+        root = validate(r, "hwpcreport-0.3.dtd")
+        per_thread[root.findtext("thread")] = task_clock_and_cputime(root)[0]
+    assert sorted(per_thread) == ["0", "1", "2", "3"]
+    assert sum(per_thread.values()) == pytest.approx(total, rel=0.05)
+    # combined, each thread is named by its index
+    import json
+
+    doc = json.loads(run_tool("psprocess", "-c", "-f", "json", *map(str, threads)).stdout)
+    clock = {s["name"]: s for s in doc["statistics"]}["task-clock"]
+    assert clock["count"] == 4 and clock["min_who"].startswith("thread ")

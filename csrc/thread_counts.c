@@ -1,0 +1,144 @@
+/* thread_counts.c - psrun -p in counting mode: besides the process total,
+ * each thread's own counts, from its first instruction to its end, in a
+ * report of its own (<exe>.<pid>.t<N>.<host>.xml, <thread>N</thread>).
+ * Each thread opens its own perf_event counters (no inheritance) for the
+ * events the process counts that perf_event has; the others are named in
+ * the thread reports' <annotation>. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+typedef struct {
+    int index, tid, live;
+    int fd[PS_HWPC_MAX_EVENTS];
+    long long wall_start;
+} tcount_t;
+
+static int nevents, domain;
+static const char *names[PS_HWPC_MAX_EVENTS];
+static int preset[PS_HWPC_MAX_EVENTS];
+static unsigned types[PS_HWPC_MAX_EVENTS];
+static unsigned long long configs[PS_HWPC_MAX_EVENTS];
+static char note[512];
+static tcount_t *threads[PS_MAX_THREADS];
+static int nthreads;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* finish() against threads ending */
+
+static void *thread_begin(void)
+{
+    int idx = __atomic_fetch_add(&nthreads, 1, __ATOMIC_ACQ_REL);
+    if (idx >= PS_MAX_THREADS)
+        return NULL;
+    tcount_t *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->index = idx;
+    t->tid = (int)syscall(SYS_gettid);
+    t->wall_start = ps_wallclock_ns();
+    for (int k = 0; k < nevents; k++) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = types[k];
+        a.config = configs[k];
+        a.exclude_kernel = !(domain & PS_DOM_KERNEL);
+        a.exclude_user = !(domain & PS_DOM_USER);
+        a.exclude_hv = 1;
+        t->fd[k] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    t->live = 1;
+    __atomic_store_n(&threads[idx], t, __ATOMIC_RELEASE);
+    return t;
+}
+
+/* Read, write the thread's report, close: from the thread itself at its
+ * end, or from the exiting thread for those still running. */
+static void thread_report(tcount_t *t)
+{
+    long long values[PS_HWPC_MAX_EVENTS];
+    pthread_mutex_lock(&lock);
+    if (!t->live) {
+        pthread_mutex_unlock(&lock);
+        return;
+    }
+    t->live = 0;
+    for (int k = 0; k < nevents; k++) {
+        values[k] = 0;
+        if (t->fd[k] >= 0) {
+            long long v;
+            if (read(t->fd[k], &v, sizeof v) == (ssize_t)sizeof v)
+                values[k] = v;
+            close(t->fd[k]);
+        }
+    }
+    long long cpu = ps_tid_cpu_ns(t->tid), user = 0, sys = 0;
+    ps_tid_times(t->tid, cpu, &user, &sys);
+    ps_measurement_t m = {ps_wallclock_ns() - t->wall_start, user / 1e9, sys / 1e9, values};
+    ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
+    char path[4096];
+    int rc = ps_report_write_counts(&c, t->index, note, &m, NULL, path, sizeof path);
+    pthread_mutex_unlock(&lock);
+    if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
+        ps_message("could not save the thread report %s", path);
+}
+
+static void thread_end(void *state) { thread_report(state); }
+
+int ps_thread_counts_init(void)
+{
+    const char *const *counted;
+    int n;
+    if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
+        return -1;
+    const char *dom = getenv("PSUITE_DOMAIN");
+    domain = dom && strcmp(dom, "kernel") == 0 ? PS_DOM_KERNEL : dom && strcmp(dom, "all") == 0 ? PS_DOM_ALL
+                                                                                               : PS_DOM_USER;
+    size_t used = 0;
+    for (int k = 0; k < n; k++) {
+        char why[192];
+        if (ps_perf_lookup(counted[k], &types[nevents], &configs[nevents], why, sizeof why) != PS_EVENT_COUNTED) {
+            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", used ?
+                                     ", " : "not counted per thread (no perf_event equivalent): ", counted[k]);
+            continue;
+        }
+        names[nevents] = counted[k];
+        preset[nevents] = strncmp(counted[k], "PAPI_", 5) == 0;
+        nevents++;
+    }
+    ps_threads_hook(thread_begin, thread_end);
+    ps_threads_adopt(thread_begin()); /* the main thread is thread 0 */
+    return 0;
+}
+
+/* At process end: stop the running threads' counters together with the
+ * process total, before any report is written, so that they add up. */
+void ps_thread_counts_freeze(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n && i < PS_MAX_THREADS; i++) {
+        tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
+        for (int k = 0; t && t->live && k < nevents; k++)
+            if (t->fd[k] >= 0)
+                ioctl(t->fd[k], PERF_EVENT_IOC_DISABLE, 0);
+    }
+}
+
+void ps_thread_counts_finish(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n && i < PS_MAX_THREADS; i++) {
+        tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
+        if (t)
+            thread_report(t);
+    }
+}
