@@ -245,6 +245,20 @@ PS_API int ps_hwpc_stop(const char *name)
     return rc;
 }
 
+/* In a child forked while counting: forget the parent's counters (their
+ * descriptors are closed here only) so the child can count for itself. */
+void ps_hwpc_forget_after_fork(void)
+{
+    pthread_mutex_init(&lock, NULL); /* the parent may have held it while forking */
+    if (state != ST_NONE) {
+        if (set.backend == PS_BACKEND_PERF)
+            ps_perf_close(&set);
+        else
+            ps_papi_close(&set);
+    }
+    state = ST_NONE;
+}
+
 PS_API int ps_hwpc_shutdown(void)
 {
     pthread_mutex_lock(&lock);

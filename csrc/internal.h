@@ -147,6 +147,7 @@ void ps_thread_counts_finish(void);  /* then write their reports */
 
 /* hwpc.c: add to the counting report's <annotation> */
 void ps_hwpc_annotate(const char *text);
+void ps_hwpc_forget_after_fork(void);
 
 /* exitpaths.c: finish(why) on _exit, exec and fatal signals; resume() after a failed exec */
 void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void));

@@ -23,7 +23,15 @@ static int perf_open(unsigned type, unsigned long long config, int domain, int i
     attr.exclude_user = domain == PS_DOM_KERNEL;
     attr.exclude_hv = 1;
     attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-    return (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    /* Threads yes, forked children no: they are measured on their own
+     * (psrun -f) or not at all (Linux 5.13+; older kernels count them). */
+    attr.inherit_thread = inherit ? 1 : 0;
+    int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0 && errno == EINVAL && attr.inherit_thread) {
+        attr.inherit_thread = 0;
+        fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+    return fd;
 }
 
 static void open_error(int err, char *why, size_t len)

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -152,9 +153,28 @@ static int psrun_prepare(void)
     return rc;
 }
 
+/* psrun -f: a forked child is measured on its own, under its own pid (its
+ * exec'd images too, since the library stays in LD_PRELOAD).  Without -f
+ * the child is not measured: its pid is not the measured one. */
+static void child_after_fork(void)
+{
+    const char *follow = getenv("PSUITE_FOLLOW");
+    if (!follow || strcmp(follow, "1") != 0 || profiling || prepared != PS_HWPC_OK)
+        return;
+    ps_hwpc_forget_after_fork();
+    setenv("PSUITE_QUIET", "1", 1); /* the parent said what is counted */
+    if (ps_hwpc_init() == PS_HWPC_OK && ps_hwpc_start() == PS_HWPC_OK) {
+        measured_pid = getpid();
+        __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+    }
+}
+
 static int psrun_start(void)
 {
+    static int registered;
     measured_pid = getpid();
+    if (!registered++)
+        pthread_atfork(NULL, NULL, child_after_fork);
     if (atexit(at_exit))
         return PS_HWPC_ESTATE;
     ps_exitpaths_init(finish, resume);

@@ -156,6 +156,8 @@ def _event_environment(args: Namespace) -> dict[str, str]:
         env["PSUITE_QUIET"] = "1"
     if args.per_thread:
         env["PSUITE_PER_THREAD"] = "1"
+    if args.follow:
+        env["PSUITE_FOLLOW"] = "1"
     return env
 
 
@@ -191,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from psuite.psrun import launch
 
+    before = launch.report_names(env["PSUITE_OUTPUT_DIR"])
     outcome = launch.run(args.command, launch.preload_environment(os.environ, env))
     if outcome.signal is not None:
         import signal
@@ -201,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             name = f"signal {outcome.signal}"
         note(f"{args.command[0]} was killed by {name} (exit status {outcome.exit_status})")
     if not args.quiet:
-        reports = launch.reports_of(outcome.pid, env["PSUITE_OUTPUT_DIR"])
+        reports = launch.new_reports(env["PSUITE_OUTPUT_DIR"], before)
         for r in reports:
             note(f"report: {os.path.relpath(r) if not os.path.isabs(directory) else r}")
     return outcome.exit_status

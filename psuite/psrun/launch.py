@@ -3,7 +3,6 @@ and passing its exit status or signal on unchanged."""
 
 from __future__ import annotations
 
-import glob
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -80,11 +79,20 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> Outcome:
             signal.signal(s, h)
 
 
-def reports_of(pid: int, directory: str) -> list[str]:
-    """Report files the program with this pid wrote in directory."""
-    host = os.uname().nodename.split(".")[0].replace("/", "_")
-    found = []
-    for tag in ("", ".t*"):  # the process's report, then per-thread ones
-        pattern = os.path.join(glob.escape(directory), f"*.{pid}{tag}.{glob.escape(host)}*.xml")
-        found += sorted(glob.glob(pattern))
-    return found
+def _host() -> str:
+    return os.uname().nodename.split(".")[0].replace("/", "_")
+
+
+def report_names(directory: str) -> set[str]:
+    """The report-like files in directory now (compared after the run)."""
+    host = _host()
+    try:
+        return {n for n in os.listdir(directory) if n.endswith(".xml") and f".{host}" in n}
+    except OSError:
+        return set()
+
+
+def new_reports(directory: str, before: set[str]) -> list[str]:
+    """Reports that appeared during the run: the program's, its threads'
+    and, with -f, its children's."""
+    return [os.path.join(directory, n) for n in sorted(report_names(directory) - before)]

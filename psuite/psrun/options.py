@@ -29,6 +29,8 @@ OPTIONS: tuple[tuple[str | None, str, str, dict], ...] = (
     (None, "--period", "period", {"metavar": "N", "help": "sampling period: microseconds for the timers (default "
                                   "10000), events between samples for an event"}),
     ("-p", "--per-thread", "per_thread", {"action": "store_true", "help": "also one report per thread"}),
+    ("-f", "--follow", "follow", {"action": "store_true", "help": "measure the processes the program forks and "
+                                  "execs too, each in its own report (counting)"}),
 )
 
 
