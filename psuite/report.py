@@ -180,3 +180,35 @@ class MultiReport:
     def to_dict(self) -> dict:
         return {"reports": [r.to_dict() for r in self.reports], "statistics": [dict(vars(s)) for s in
                                                                                   self.statistics]}
+
+
+@dataclass
+class ResourceReport:
+    """psrun -R: the program's resource usage, sampled while it ran and
+    summed at its end (<resourcereport>)."""
+
+    source: str = ""
+    pid: int | None = None
+    starttime: str = ""
+    command: str = ""
+    hostname: str = ""
+    exit_type: str = "exit"  # "exit" or "signal"
+    exit_code: int = 0  # the status, or the signal number
+    frequency: float = 1.0  # samples per second
+    samples: int = 0
+    load_min: float = 0.0  # histogram of the sampled 1-minute load average
+    load_max: float = 0.0
+    load_resolution: float = 0.5
+    load_outofrange: int = 0
+    loads: dict[float, int] = field(default_factory=dict)  # bin start -> samples
+    maxloads: dict[int, float] = field(default_factory=dict)  # interval in minutes (1, 5, 15) -> max
+    maxrss_mb: float = 0.0
+    maxvm_mb: float = 0.0
+    usertime: float = 0.0
+    systemtime: float = 0.0
+    major_faults: int = 0
+    minor_faults: int = 0
+    swaps: int = 0
+
+    def to_dict(self) -> dict:
+        return _plain(self)

@@ -93,7 +93,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = load(source)
         if isinstance(report, ProfileReport):
             _resolve(report)
-        else:
+        elif isinstance(report, CountReport):
             derive(report)
         reports.append(report)
     _emit(args, writer(args.format).render(reports, threshold=args.threshold))

@@ -194,7 +194,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from psuite.psrun import launch
 
     before = launch.report_names(env["PSUITE_OUTPUT_DIR"])
-    outcome = launch.run(args.command, launch.preload_environment(os.environ, env))
+    monitor = _resource_monitor(args, env)
+    outcome = launch.run(args.command, launch.preload_environment(os.environ, env),
+                         tick=monitor.tick if monitor else None, interval=monitor.interval if monitor else 1.0)
+    if monitor:
+        _write_resource_report(monitor, outcome, args, env)
     if outcome.signal is not None:
         import signal
 
@@ -208,6 +212,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         for r in reports:
             note(f"report: {os.path.relpath(r) if not os.path.isabs(directory) else r}")
     return outcome.exit_status
+
+
+def _resource_monitor(args: Namespace, env: dict[str, str]):
+    if args.interval is not None and not args.resources:
+        raise UsageError("--interval goes with -R")
+    if not args.resources:
+        return None
+    try:
+        interval = float(args.interval) if args.interval is not None else 1.0
+    except ValueError:
+        interval = -1.0
+    if not 0.01 <= interval <= 3600:
+        raise UsageError(f"--interval takes seconds between 0.01 and 3600, not {args.interval!r}")
+    import tempfile
+
+    from psuite.psrun.resources import ResourceMonitor
+
+    fd, env["PSUITE_RESOURCE_FILE"] = tempfile.mkstemp(prefix="psuite-peak-")
+    os.close(fd)
+    return ResourceMonitor(interval)
+
+
+def _write_resource_report(monitor, outcome, args: Namespace, env: dict[str, str]) -> None:
+    """<prefix>.<pid>.<host>.resource.xml beside the other reports, never
+    replacing a file."""
+    from lxml import etree
+
+    from psuite.formats import resourcereport
+
+    exact = env.pop("PSUITE_RESOURCE_FILE")
+    report = monitor.report(outcome, " ".join(args.command), exact)
+    os.unlink(exact)
+    data = etree.tostring(resourcereport.to_element(report), xml_declaration=True, encoding="UTF-8",
+                          pretty_print=True)
+    prefix = args.output or os.path.basename(args.command[0])
+    host = os.uname().nodename.split(".")[0].replace("/", "_")
+    base = os.path.join(env["PSUITE_OUTPUT_DIR"], f"{prefix}.{outcome.pid}.{host}.resource")
+    for k in range(1000):
+        path = f"{base}.xml" if k == 0 else f"{base}.{k}.xml"
+        try:
+            with open(path, "xb") as f:
+                f.write(data)
+            return
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            note(f"could not save the resource report {path}: {exc.strerror}")
+            return
 
 
 def entry() -> NoReturn:

@@ -17,12 +17,14 @@ IGNORED_WHILE_WAITING = (signal.SIGINT, signal.SIGQUIT)
 
 
 class Outcome:
-    """How the program ended: its pid and wait status.  (A plain class:
-    importing dataclasses costs psrun start-up time on every run.)"""
+    """How the program ended: its pid, wait status and resource usage.  (A
+    plain class: importing dataclasses costs psrun start-up time on every
+    run.)"""
 
-    def __init__(self, pid: int, status: int) -> None:
+    def __init__(self, pid: int, status: int, rusage: object = None) -> None:
         self.pid = pid
         self.status = status
+        self.rusage = rusage
 
     @property
     def exit_status(self) -> int:
@@ -46,8 +48,9 @@ def preload_environment(base: Mapping[str, str], extra: Mapping[str, str]) -> di
     return env
 
 
-def run(argv: Sequence[str], env: Mapping[str, str]) -> Outcome:
-    """fork/exec argv with env; wait for it; stdin/stdout/stderr untouched."""
+def run(argv: Sequence[str], env: Mapping[str, str], tick=None, interval: float = 1.0) -> Outcome:
+    """fork/exec argv with env; wait for it; stdin/stdout/stderr untouched.
+    With tick, tick(pid) is called every interval seconds while it runs."""
     saved = {s: signal.getsignal(s) for s in FORWARDED + IGNORED_WHILE_WAITING}
     child = {"pid": 0}
 
@@ -65,18 +68,36 @@ def run(argv: Sequence[str], env: Mapping[str, str]) -> Outcome:
         pid = os.posix_spawnp(argv[0], list(argv), dict(env),
                               setsigdef=FORWARDED + IGNORED_WHILE_WAITING)
         child["pid"] = pid
+        if tick is not None:
+            _watch(pid, tick, interval)
         while True:
             try:
-                _, status, _ = os.wait4(pid, 0)
+                _, status, usage = os.wait4(pid, 0)
             except ChildProcessError:
-                status = 0
+                status, usage = 0, None
             except InterruptedError:
                 continue
             if os.WIFEXITED(status) or os.WIFSIGNALED(status):
-                return Outcome(pid, status)
+                return Outcome(pid, status, usage)
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
+
+
+def _watch(pid: int, tick, interval: float) -> None:
+    """tick(pid) every interval until the child ends (a pidfd becomes
+    readable then, so the end is seen at once)."""
+    import select
+
+    fd = os.pidfd_open(pid)
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        tick(pid)
+        while not poller.poll(interval * 1000):
+            tick(pid)
+    finally:
+        os.close(fd)
 
 
 def _host() -> str:

@@ -29,6 +29,9 @@ OPTIONS: tuple[tuple[str | None, str, str, dict], ...] = (
     (None, "--period", "period", {"metavar": "N", "help": "sampling period: microseconds for the timers (default "
                                   "10000), events between samples for an event"}),
     ("-p", "--per-thread", "per_thread", {"action": "store_true", "help": "also one report per thread"}),
+    ("-R", "--resources", "resources", {"action": "store_true", "help": "also a resource report: load, memory, "
+                                        "CPU time, faults, sampled while the program runs"}),
+    (None, "--interval", "interval", {"metavar": "SEC", "help": "with -R: seconds between samples (default 1)"}),
     ("-f", "--follow", "follow", {"action": "store_true", "help": "measure the processes the program forks and "
                                   "execs too, each in its own report (counting)"}),
 )

@@ -1,5 +1,6 @@
 """CSV output: one row per event and per metric of every counting report,
-one per resolved location of every profile; for a combination, the rows
+one per resolved location of every profile, one per figure of a resource
+report (kind "resource"); for a combination, the rows
 of every report combined (ready for pandas to group).
 
 Columns (stable): source, hostname, pid, thread, kind ("event"|"metric"|
@@ -12,7 +13,7 @@ import csv
 import io
 
 from psuite.hwpc.names import canonical, descriptions
-from psuite.report import CountReport, MultiReport, ProfileReport
+from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
 EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
@@ -26,6 +27,12 @@ def render(reports: list[CountReport], **_options) -> str:
     if len(reports) == 1 and isinstance(reports[0], MultiReport):  # the combined reports' own rows
         reports = reports[0].reports
     for r in reports:
+        if isinstance(r, ResourceReport):
+            ident = (r.source, r.hostname, r.pid if r.pid is not None else "", "")
+            for name, value in r.to_dict().items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
+                    w.writerow((*ident, "resource", name, value, ""))
+            continue
         ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread)
         if isinstance(r, ProfileReport):
             for loc in sorted(r.locations, key=lambda loc: -loc.samples):

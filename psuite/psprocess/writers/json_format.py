@@ -19,8 +19,9 @@ Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
 (as above) and "statistics": [{"name", "kind" ("event"|"metric"), "count",
 "sum", "mean", "min", "min_who", "max", "max_who", "stddev" (population),
 "q1", "median", "q3", "imbalance" (max/mean or null)}].
-A mix of both kinds is "psuite.report/1"; every report then says its
-"kind" ("count" or "profile").  Written compactly (no indentation): the
+Resource reports (psrun -R): schema "psuite.resource/1", the fields of
+psuite.report.ResourceReport.  A mix of kinds is "psuite.report/1"; every
+report then says its "kind" ("count", "profile" or "resource").  Written compactly (no indentation): the
 standard library's fast encoder only works that way, and a profile has
 tens of thousands of locations.
 """
@@ -29,7 +30,7 @@ from __future__ import annotations
 
 import json
 
-from psuite.report import CountReport, MultiReport, ProfileReport
+from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
@@ -38,12 +39,15 @@ SCHEMA = "psuite.count/1"
 def render(reports: list[CountReport], **_options) -> str:
     if len(reports) == 1 and isinstance(reports[0], MultiReport):
         return json.dumps({"schema": "psuite.multi/1", **reports[0].to_dict()}) + "\n"
-    kinds = {"profile" if isinstance(r, ProfileReport) else "count" for r in reports}
-    schema = SCHEMA if kinds == {"count"} else "psuite.profile/1" if kinds == {"profile"} else "psuite.report/1"
+    def kind(r) -> str:
+        return "profile" if isinstance(r, ProfileReport) else "resource" if isinstance(r, ResourceReport) else "count"
+
+    kinds = {kind(r) for r in reports}
+    schema = f"psuite.{kinds.pop()}/1" if len(kinds) == 1 else "psuite.report/1"
     out = []
     for r in reports:
         d = r.to_dict()
-        if len(kinds) > 1:
-            d["kind"] = "profile" if isinstance(r, ProfileReport) else "count"
+        if schema == "psuite.report/1":
+            d["kind"] = kind(r)
         out.append(d)
     return json.dumps({"schema": schema, "reports": out}) + "\n"

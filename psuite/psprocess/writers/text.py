@@ -66,10 +66,12 @@ def render_one(r: CountReport) -> str:
 
 
 def render(reports: list, threshold: float = 0.0, **_options) -> str:
-    from psuite.psprocess.writers import text_multi, text_profile
-    from psuite.report import MultiReport, ProfileReport
+    from psuite.psprocess.writers import text_multi, text_profile, text_resource
+    from psuite.report import MultiReport, ProfileReport, ResourceReport
 
     def one(r) -> str:
+        if isinstance(r, ResourceReport):
+            return text_resource.render_one(r)
         if isinstance(r, ProfileReport):
             return text_profile.render_one(r, threshold)
         if isinstance(r, MultiReport):

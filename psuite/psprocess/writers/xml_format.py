@@ -11,7 +11,7 @@ from lxml import etree
 
 from psuite.errors import UsageError
 from psuite.formats import machineinfo
-from psuite.report import CountReport, MultiReport, ProfileReport, RunInfo
+from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport, RunInfo
 
 EXTENSION = ".xml"
 
@@ -65,7 +65,11 @@ def render(reports: list, **_options) -> str:
     if len(reports) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     r = reports[0]
-    if isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
+    if isinstance(r, ResourceReport):
+        from psuite.formats import resourcereport
+
+        root = resourcereport.to_element(r)
+    elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
         root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
         for member in r.reports:
             root.append(to_element(member))

@@ -1,0 +1,16 @@
+"""Reader of psrun -R's <resourcereport>."""
+
+from __future__ import annotations
+
+from psuite.formats import resourcereport
+from psuite.report import ResourceReport
+
+ROOT = "resourcereport"
+
+
+def accepts(root) -> bool:
+    return root.tag == ROOT
+
+
+def read(root, source: str) -> ResourceReport:
+    return resourcereport.from_element(root, source)
