@@ -155,7 +155,7 @@ class Statistic:
     """One event or derived metric across the reports of a combination."""
 
     name: str
-    kind: str  # "event" or "metric"
+    kind: str  # "event", "metric" or "function" (samples per profile)
     count: int
     sum: float
     mean: float
@@ -172,10 +172,16 @@ class Statistic:
 
 @dataclass
 class MultiReport:
-    """Counting reports combined (<multihwpcreport>), with statistics."""
+    """Reports combined: counting reports (<multihwpcreport>) with statistics
+    per event and metric, or profiles (<multihwpcprofilereport>) with each
+    function's spread (statistics of kind "function")."""
 
-    reports: list[CountReport] = field(default_factory=list)
+    reports: list = field(default_factory=list)  # CountReport or ProfileReport, not mixed
     statistics: list[Statistic] = field(default_factory=list)
+
+    @property
+    def of_profiles(self) -> bool:
+        return bool(self.reports) and isinstance(self.reports[0], ProfileReport)
 
     def to_dict(self) -> dict:
         return {"reports": [r.to_dict() for r in self.reports], "statistics": [dict(vars(s)) for s in

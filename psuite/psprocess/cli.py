@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from psuite.psprocess import combine
 
         sources = combine.expand(args.inputs)
-        multi = combine.combine(sources, load, derive, _progress("reading", len(sources)))
+        multi = combine.combine(sources, load, derive, _resolve, _progress("reading", len(sources)))
         _emit(args, writer(args.format).render([multi], threshold=args.threshold))
         return 0
     reports = []

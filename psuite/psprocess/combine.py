@@ -17,7 +17,7 @@ import statistics
 from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
-from psuite.report import CountReport, MultiReport, Statistic
+from psuite.report import CountReport, MultiReport, ProfileReport, Statistic
 
 
 def expand(inputs: Iterable[str]) -> list[str]:
@@ -75,16 +75,44 @@ def compute(reports: list[CountReport]) -> list[Statistic]:
     return events + metrics
 
 
+def function_spread(reports: list[ProfileReport]) -> list[Statistic]:
+    """Per function, its samples across the profiles (0 where a profile has
+    none), most samples first."""
+    per_report: list[dict[str, int]] = []
+    for r in reports:
+        counts: dict[str, int] = {}
+        for loc in r.locations:
+            counts[loc.function] = counts.get(loc.function, 0) + loc.samples
+        per_report.append(counts)
+    names = {f for counts in per_report for f in counts}
+    stats = [statistic(f, "function", [(float(c.get(f, 0)), r.who) for c, r in zip(per_report, reports,
+                                                                                   strict=True)])
+             for f in names]
+    return sorted(stats, key=lambda s: (-s.sum, s.name))
+
+
 def combine(sources: list[str], load: Callable[[str], object], derive: Callable[[CountReport], None],
+            resolve: Callable[[ProfileReport], None],
             progress: Callable[[int, int], None] | None = None) -> MultiReport:
+    """Counting reports with statistics per event and metric, or profiles
+    with each function's spread; not a mix."""
     multi = MultiReport()
     for i, source in enumerate(sources, 1):
         report = load(source)
-        if not isinstance(report, CountReport):
-            raise InputError(f"{source}: not a counting report; -c combines counting reports")
-        derive(report)
+        if isinstance(report, CountReport):
+            derive(report)
+        elif isinstance(report, ProfileReport):
+            resolve(report)
+        else:
+            raise InputError(f"{source}: -c combines counting reports or profiles, not this document")
+        if multi.reports and type(report) is not type(multi.reports[0]):
+            raise InputError(f"{source}: a {'profile' if isinstance(report, ProfileReport) else 'counting report'}"
+                             " among the others: combine counting reports and profiles separately")
         multi.reports.append(report)
         if progress and (i % 64 == 0 or i == len(sources)):
             progress(i, len(sources))
-    multi.statistics = compute(multi.reports)
+    if multi.reports and isinstance(multi.reports[0], ProfileReport):
+        multi.statistics = function_spread(multi.reports)
+    else:
+        multi.statistics = compute(multi.reports)
     return multi

@@ -99,3 +99,49 @@ def test_open_mpi_run_gives_one_report_per_rank(workdir, tmp_path_factory):
 
 def run_tool_argv() -> list[str]:
     return [sys.executable, "-m", "psuite.psrun"]
+
+
+def test_profiles_combined_with_each_functions_spread(targets, workdir, tmp_path_factory):
+    """Three 'ranks' of a program whose work grows with the rank: the
+    combined summary and each function's spread equal what the single
+    profiles say, and <multihwpcprofilereport> is DTD-valid."""
+    from tests.psprocess.test_profiles import PROFILE_SRC
+
+    d = tmp_path_factory.mktemp("split")
+    lib = d / "libprof_lib.so"
+    subprocess.run(["cc", "-O1", "-g", "-shared", "-fPIC", "-o", str(lib), str(PROFILE_SRC / "prof_lib.c")],
+                   check=True)
+    exe = d / "prof_split"
+    subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(PROFILE_SRC / "prof_split.c"), f"-L{d}", "-lprof_lib",
+                    f"-Wl,-rpath,{d}"], check=True)
+    out = workdir / "profiles"
+    out.mkdir()
+    for rank in range(3):
+        env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank)}
+        p = run_tool("psrun", "-q", "-d", str(out), "--profile", "ITIMER_PROF", "--period", "1000", str(exe),
+                     str(30 * (rank + 1)), env=env)
+        assert p.returncode == 0, p.stderr
+    singles = {}
+    for path in sorted(out.glob("*.xml")):
+        doc = json.loads(run_tool("psprocess", "-f", "json", str(path)).stdout)["reports"][0]
+        per_function: dict[str, int] = {}
+        for loc in doc["locations"]:
+            per_function[loc["function"]] = per_function.get(loc["function"], 0) + loc["samples"]
+        singles[int(doc["annotation"].split("MPI rank ")[1].split(";")[0])] = per_function
+    combined = json.loads(run_tool("psprocess", "-c", "-f", "json", str(out)).stdout)
+    assert combined["schema"] == "psuite.multiprofile/1"
+    spread = {s["name"]: s for s in combined["statistics"]}
+    for function in ("heavy", "lib_work", "medium"):
+        values = [singles[r].get(function, 0) for r in range(3)]
+        s = spread[function]
+        assert s["sum"] == sum(values) and s["mean"] == pytest.approx(statistics.fmean(values))
+        assert s["stddev"] == pytest.approx(statistics.pstdev(values))
+        assert (s["max"], s["max_who"]) == (max(values), f"rank {values.index(max(values))}")
+    assert spread["heavy"]["max_who"] == "rank 2"
+    root = validate(run_tool("psprocess", "-c", "-x", str(out)).stdout.encode(), "multihwpcprofilereport-0.3.dtd")
+    assert len(root.findall("hwpcprofilereport")) == 3
+    counts = workdir / "counts"
+    counts.mkdir()
+    assert run_tool("psrun", "-q", "-d", str(counts), "-e", "task-clock", str(exe), "1").returncode == 0
+    mixed = run_tool("psprocess", "-c", str(out), str(counts))
+    assert "separately" in one_line_error(mixed, "psprocess")

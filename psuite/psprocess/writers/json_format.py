@@ -18,7 +18,9 @@ above and "profile_class", "profile_version", "event", "event_type",
 Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
 (as above) and "statistics": [{"name", "kind" ("event"|"metric"), "count",
 "sum", "mean", "min", "min_who", "max", "max_who", "stddev" (population),
-"q1", "median", "q3", "imbalance" (max/mean or null)}].
+"q1", "median", "q3", "imbalance" (max/mean or null)}].  Combined profiles:
+"psuite.multiprofile/1", the profiles as above and one statistic of kind
+"function" per function (its samples in each profile, 0 where absent).
 Resource reports (psrun -R): schema "psuite.resource/1", the fields of
 psuite.report.ResourceReport.  A mix of kinds is "psuite.report/1"; every
 report then says its "kind" ("count", "profile" or "resource").  Written compactly (no indentation): the
@@ -38,7 +40,8 @@ SCHEMA = "psuite.count/1"
 
 def render(reports: list[CountReport], **_options) -> str:
     if len(reports) == 1 and isinstance(reports[0], MultiReport):
-        return json.dumps({"schema": "psuite.multi/1", **reports[0].to_dict()}) + "\n"
+        schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
+        return json.dumps({"schema": schema, **reports[0].to_dict()}) + "\n"
     def kind(r) -> str:
         return "profile" if isinstance(r, ProfileReport) else "resource" if isinstance(r, ResourceReport) else "count"
 

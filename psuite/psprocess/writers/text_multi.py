@@ -30,8 +30,23 @@ def _table(lines: list[str], title: str, stats: list[Statistic]) -> None:
         ]
 
 
+def _profiles(lines: list[str], m: MultiReport, top: int = 30) -> None:
+    total = sum(s.sum for s in m.statistics) or 1
+    lines += ["", "Combined Function Summary", RULE, f"{'Samples':>10} {'Self %':>8}  Function"]
+    lines += [f"{int(s.sum):>10,} {100 * s.sum / total:>7.2f}%  {s.name}" for s in m.statistics[:top]]
+    lines += ["", "Function Spread across the profiles (samples)", RULE]
+    for s in m.statistics[:top]:
+        lines += [f"{s.name}",
+                  f"  mean {_num(s.mean)}   std dev {_num(s.stddev)}   min {_num(s.min)} ({s.min_who})   "
+                  f"max {_num(s.max)} ({s.max_who})   imbalance "
+                  + (f"{s.imbalance:.3f}" if s.imbalance is not None else "-")]
+    if len(m.statistics) > top:
+        lines.append(f"({len(m.statistics) - top} more functions)")
+
+
 def render_one(m: MultiReport) -> str:
-    lines = ["PerfSuite Combined Report", "", f"{'Reports combined':<24}: {len(m.reports):,}"]
+    kind = "Profiles" if m.of_profiles else "Reports"
+    lines = [f"PerfSuite Combined {kind}", "", f"{kind + ' combined':<24}: {len(m.reports):,}"]
     hosts = sorted({r.hostname for r in m.reports if r.hostname})
     if hosts:
         shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
@@ -39,6 +54,9 @@ def render_one(m: MultiReport) -> str:
     ranks = sorted({r.rank for r in m.reports if r.rank is not None})
     if ranks:
         lines.append(f"{'MPI ranks':<24}: {len(ranks)} ({ranks[0]}-{ranks[-1]})")
+    if m.of_profiles:
+        _profiles(lines, m)
+        return "\n".join(lines) + "\n"
     _table(lines, "Event Statistics", [s for s in m.statistics if s.kind == "event"])
     _table(lines, "Derived Metric Statistics", [s for s in m.statistics if s.kind == "metric"])
     return "\n".join(lines) + "\n"

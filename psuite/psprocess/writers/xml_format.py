@@ -69,6 +69,12 @@ def render(reports: list, **_options) -> str:
         from psuite.formats import resourcereport
 
         root = resourcereport.to_element(r)
+    elif isinstance(r, MultiReport) and r.of_profiles:  # <multihwpcprofilereport>: the processed profiles
+        from psuite.psprocess.writers import xml_profile
+
+        root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
+        for member in r.reports:
+            root.append(xml_profile.to_element(member))
     elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
         root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
         for member in r.reports:
