@@ -60,3 +60,19 @@ def test_openmp_counted_and_profiled(omp_work, workdir):
     for r in busy:
         functions = {loc.function for loc in srcmap.resolve(r)}
         assert any(f.startswith("omp_kernel") for f in functions), functions
+
+
+def test_thousand_threads_counted_per_thread(targets, workdir):
+    p = run_tool("psrun", "-q", "-p", "-e", "task-clock", targets["many_threads"], "1000")
+    assert p.returncode == 0, p.stderr
+    found = reports(workdir)
+    threads = [r for r in found if ".t" in r.name]
+    [process] = [r for r in found if ".t" not in r.name]
+    assert len(threads) == 1001
+    total, _ = task_clock_and_cputime(validate(process, "hwpcreport-0.3.dtd"))
+    clocks = [task_clock_and_cputime(validate(r, "hwpcreport-0.3.dtd"))[0] for r in threads]
+    assert all(c > 0 for c in clocks)
+    # A thread is counted from its start routine to its end; creating and
+    # tearing it down (clone, stack, exit) falls outside, in the process
+    # total only - a large share for threads that live a millisecond.
+    assert 0.3 * total < sum(clocks) <= total * 1.02
