@@ -118,6 +118,7 @@ int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
+void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 int ps_sampler_nthreads(void);
 const ps_sthread_t *ps_sampler_get(int i);
 const ps_profcfg_t *ps_sampler_config(void);

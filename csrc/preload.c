@@ -29,6 +29,7 @@ static const char FALLBACK_EVENTS[] = "task-clock,page-faults,context-switches";
 static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
 
 static int profiling, finished;
+static void child_after_fork(void);
 
 static int per_thread(void)
 {
@@ -112,6 +113,7 @@ static int psrun_profile(void)
     }
     measured_pid = getpid();
     profiling = 1;
+    pthread_atfork(NULL, NULL, child_after_fork);
     atexit(at_exit);
     ps_exitpaths_init(finish, resume);
     return 1;
@@ -180,7 +182,15 @@ static int psrun_prepare(void)
 static void child_after_fork(void)
 {
     const char *follow = getenv("PSUITE_FOLLOW");
-    if (!follow || strcmp(follow, "1") != 0 || profiling || prepared != PS_HWPC_OK)
+    if (!follow || strcmp(follow, "1") != 0)
+        return;
+    if (profiling) {
+        ps_sampler_restart_after_fork();
+        measured_pid = getpid();
+        __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+        return;
+    }
+    if (prepared != PS_HWPC_OK)
         return;
     ps_hwpc_forget_after_fork();
     setenv("PSUITE_QUIET", "1", 1); /* the parent said what is counted */

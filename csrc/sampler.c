@@ -393,3 +393,34 @@ const char *ps_sampler_source(const char **note)
     default: return "";
     }
 }
+
+/* In a child forked while sampling (psrun -f): forget the parent's
+ * threads - their perf_event descriptors are closed here without touching
+ * the parent's events, their tables unmapped - and sample the child, whose
+ * only thread is the one that forked. */
+void ps_sampler_restart_after_fork(void)
+{
+    int n = ps_sampler_nthreads();
+    pthread_mutex_init(&real_lock, NULL);
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        if (t->perf_fd >= 0) {
+            if (t->perf_fd < FD_MAP)
+                fd_thread[t->perf_fd] = 0;
+            close(t->perf_fd);
+        }
+        if (t->syscall_fd >= 0)
+            close(t->syscall_fd);
+        if (t->table)
+            munmap(t->table, sizeof(ps_slot_t) * PS_SAMPLE_SLOTS);
+        memset(t, 0, sizeof *t);
+    }
+    nthreads = 0;
+    unsampled = 0;
+    real_stop = 0;
+    active = 1;
+    started_ns = ps_wallclock_ns();
+    ps_threads_adopt(ps_sampler_thread_begin());
+    if (source == SRC_REAL && pthread_create_unhooked(&real_thread, real_sampler))
+        active = 0;
+}

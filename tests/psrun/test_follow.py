@@ -34,3 +34,15 @@ def test_follow_measures_children_and_exec(targets, workdir):
     assert any("before exec" in (root.findtext("annotation") or "") for root in roots.values())
     assert any(root.findtext("command").startswith("sh -c") for root in roots.values())  # the exec'd image
     assert p.stderr.count("psrun: report:") == len(found)
+
+
+def test_follow_profiles_children(targets, workdir):
+    from psuite.psprocess.inputs import load
+
+    p = run_tool("psrun", "-q", "-f", "--profile", "ITIMER_PROF", "--period", "1000", targets["fork_chain"])
+    assert p.returncode == 0 and p.stdout == "chain done\n", p.stderr
+    samples = sorted(load(str(r)).total_samples for r in reports(workdir)
+                     if "fork_chain" in load(str(r)).command)
+    assert len(samples) == 3  # parent, child, grandchild: 1, 2 and 3 units of work
+    assert samples[1] == pytest.approx(2 * samples[0], rel=0.3)
+    assert samples[2] == pytest.approx(3 * samples[0], rel=0.3)
