@@ -33,7 +33,7 @@ OPTIONS: tuple[tuple[str | None, str, str, dict], ...] = (
                                         "CPU time, faults, sampled while the program runs"}),
     (None, "--interval", "interval", {"metavar": "SEC", "help": "with -R: seconds between samples (default 1)"}),
     ("-f", "--follow", "follow", {"action": "store_true", "help": "measure the processes the program forks and "
-                                  "execs too, each in its own report (counting)"}),
+                                  "execs too, each in its own report"}),
 )
 
 
