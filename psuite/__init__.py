@@ -1,0 +1,28 @@
+"""psuite: PerfSuite-style performance measurement for Linux.
+
+    import psuite
+    report = psuite.read("app.1234.host.xml")      # or an http(s) URL
+    rows = report.to_records()                     # pandas.DataFrame(rows)
+
+psrun imports this package on every run, so nothing heavy is imported
+here until read() is called."""
+
+from __future__ import annotations
+
+__all__ = ["read"]
+
+
+def read(path_or_url: str, resolve: bool = True):
+    """The report model of one PerfSuite document: a CountReport,
+    ProfileReport (its PCs resolved to source unless resolve is False),
+    ResourceReport, or the reader's error (psuite.errors.InputError)."""
+    from psuite.psprocess.inputs import load
+    from psuite.report import ProfileReport
+
+    report = load(path_or_url)
+    if resolve and isinstance(report, ProfileReport) and not report.locations:
+        from psuite.psprocess import srcmap
+
+        report.locations = srcmap.resolve(report)
+        report.mapper = srcmap.MAPPER
+    return report

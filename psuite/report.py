@@ -47,6 +47,10 @@ class RunInfo:
     machine: MachineInfo | None = None
     rank: int | None = None  # MPI rank ("MPI rank N" in <annotation>)
 
+    def _ident(self) -> dict:
+        return {"source": self.source, "hostname": self.hostname, "pid": self.pid, "thread": self.thread,
+                "rank": self.rank}
+
     @property
     def who(self) -> str:
         """How a report is named among others: rank, thread, else pid."""
@@ -84,6 +88,12 @@ class CountReport(RunInfo):
     multiplexed: bool = False
     events: list[Event] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)
+
+    def to_records(self) -> list[dict]:
+        """One flat row per event and per derived metric (for pandas)."""
+        ident = self._ident()
+        return [{**ident, "kind": "event", "name": e.name, "value": e.count} for e in self.events] + \
+            [{**ident, "kind": "metric", "name": m.name, "value": m.value} for m in self.metrics]
 
     @property
     def collector(self) -> str:
@@ -134,6 +144,12 @@ class ProfileReport(RunInfo):
     def is_timer(self) -> bool:
         return self.event.startswith("ITIMER_")
 
+    def to_records(self) -> list[dict]:
+        """One flat row per resolved location (module, file, function, line, samples)."""
+        ident = self._ident()
+        return [{**ident, "module": loc.module, "file": loc.file, "function": loc.function, "line": loc.line,
+                 "samples": loc.samples} for loc in self.locations]
+
 
 def _plain(value):
     if is_dataclass(value):
@@ -183,6 +199,10 @@ class MultiReport:
     def of_profiles(self) -> bool:
         return bool(self.reports) and isinstance(self.reports[0], ProfileReport)
 
+    def to_records(self) -> list[dict]:
+        """The rows of every report combined."""
+        return [row for r in self.reports for row in r.to_records()]
+
     def to_dict(self) -> dict:
         return {"reports": [r.to_dict() for r in self.reports], "statistics": [dict(vars(s)) for s in
                                                                                   self.statistics]}
@@ -218,3 +238,7 @@ class ResourceReport:
 
     def to_dict(self) -> dict:
         return _plain(self)
+
+    def to_records(self) -> list[dict]:
+        """One row: the scalar figures."""
+        return [{k: v for k, v in self.to_dict().items() if not isinstance(v, dict)}]

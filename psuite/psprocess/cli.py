@@ -46,6 +46,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
     p.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
                    help="profiles: leave out entries below PCT percent of the samples")
+    p.add_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
+                   "(the executable's samples; gprof ./app FILE)")
+    p.add_argument("--module", metavar="PATH", help="with --gmon: the module to export (default: the program)")
     p.add_argument("-c", "--combine", action="store_true",
                    help="combine the counting reports (files, directories, globs) with statistics across them")
     p.add_argument("--calibrate", action="store_true",
@@ -88,6 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         multi = combine.combine(sources, load, derive, _resolve, _progress("reading", len(sources)))
         _emit(args, writer(args.format).render([multi], threshold=args.threshold))
         return 0
+    if args.gmon and len(args.inputs) != 1:
+        raise UsageError("--gmon exports one profile; give one input")
+    if args.module and not args.gmon:
+        raise UsageError("--module goes with --gmon")
     reports = []
     for source in args.inputs:
         report = load(source)
@@ -96,6 +103,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif isinstance(report, CountReport):
             derive(report)
         reports.append(report)
+    if args.gmon:
+        from psuite.psprocess.exporters import gmon
+
+        module = gmon.write(reports[0], args.gmon, args.module, args.force)
+        print(f"psprocess: wrote {args.gmon}: gprof {module} {args.gmon}", file=sys.stderr)
+        if not args.output:
+            return 0
     _emit(args, writer(args.format).render(reports, threshold=args.threshold))
     return 0
 

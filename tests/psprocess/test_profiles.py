@@ -18,23 +18,6 @@ from tests.conftest import TARGETS, one_line_error, run_tool, validate
 PROFILE_SRC = TARGETS / "profile"
 
 
-@pytest.fixture(scope="module")
-def programs(tmp_path_factory) -> dict[str, str]:
-    out = tmp_path_factory.mktemp("profile_targets")
-    lib = out / "libprof_lib.so"
-    subprocess.run(["cc", "-O1", "-g", "-shared", "-fPIC", "-o", str(lib), str(PROFILE_SRC / "prof_lib.c")],
-                   check=True)
-    subprocess.run(["cc", "-O1", "-g", "-o", str(out / "prof_split"), str(PROFILE_SRC / "prof_split.c"),
-                    f"-L{out}", "-lprof_lib", f"-Wl,-rpath,{out}"], check=True)
-    built = {"lib": str(lib)}
-    for name in ("prof_split", "prof_threads", "own_sigprof", "dlopen_main"):
-        exe = out / name
-        if name != "prof_split":
-            subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(PROFILE_SRC / f"{name}.c")], check=True)
-        built[name] = str(exe)
-    return built
-
-
 def profile(directory: Path, *args: str) -> list[Path]:
     p = run_tool("psrun", "-q", *args)
     assert p.returncode == 0, p.stderr
