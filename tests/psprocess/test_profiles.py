@@ -13,9 +13,8 @@ import pytest
 
 from psuite.psprocess import srcmap
 from psuite.psprocess.inputs import load
-from tests.conftest import TARGETS, one_line_error, run_tool, validate
-
-PROFILE_SRC = TARGETS / "profile"
+from tests.conftest import one_line_error, run_tool, validate
+from tests.psprocess.conftest import PROFILE_SRC
 
 
 def profile(directory: Path, *args: str) -> list[Path]:
