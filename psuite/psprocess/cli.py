@@ -48,7 +48,10 @@ def build_parser() -> ArgumentParser:
                    help="profiles: leave out entries below PCT percent of the samples")
     p.add_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
                    "(the executable's samples; gprof ./app FILE)")
-    p.add_argument("--module", metavar="PATH", help="with --gmon: the module to export (default: the program)")
+    p.add_argument("--vprof", metavar="FILE", help="profiles: also write FILE in vprof's vmon.out format "
+                   "(version 4; the executable's samples)")
+    p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
+                   "program)")
     p.add_argument("-c", "--combine", action="store_true",
                    help="combine the counting reports (files, directories, globs) with statistics across them")
     p.add_argument("--calibrate", action="store_true",
@@ -91,10 +94,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         multi = combine.combine(sources, load, derive, _resolve, _progress("reading", len(sources)))
         _emit(args, writer(args.format).render([multi], threshold=args.threshold))
         return 0
-    if args.gmon and len(args.inputs) != 1:
-        raise UsageError("--gmon exports one profile; give one input")
-    if args.module and not args.gmon:
-        raise UsageError("--module goes with --gmon")
+    exports = [(flag, path) for flag, path in (("gmon", args.gmon), ("vprof", args.vprof)) if path]
+    if exports and len(args.inputs) != 1:
+        raise UsageError(f"--{exports[0][0]} exports one profile; give one input")
+    if args.module and not exports:
+        raise UsageError("--module goes with --gmon or --vprof")
     reports = []
     for source in args.inputs:
         report = load(source)
@@ -103,11 +107,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif isinstance(report, CountReport):
             derive(report)
         reports.append(report)
-    if args.gmon:
-        from psuite.psprocess.exporters import gmon
+    if exports:
+        import importlib
 
-        module = gmon.write(reports[0], args.gmon, args.module, args.force)
-        print(f"psprocess: wrote {args.gmon}: gprof {module} {args.gmon}", file=sys.stderr)
+        for flag, path in exports:
+            module = importlib.import_module(f"psuite.psprocess.exporters.{flag}").write(
+                reports[0], path, args.module, args.force)
+            print(f"psprocess: wrote {path} ({flag}, {module})", file=sys.stderr)
         if not args.output:
             return 0
     _emit(args, writer(args.format).render(reports, threshold=args.threshold))

@@ -60,3 +60,41 @@ def test_python_api_records(programs, workdir):
     assert {row["name"] for row in rows if row["kind"] == "event"} == {"task-clock", "page-faults"}
     with pytest.raises(psuite.errors.InputError):
         psuite.read(str(workdir / "missing.xml"))
+
+
+def read_vmon(path) -> tuple[str, int, int, dict[int, int]]:
+    """A vmon.out reader written from the format's description (vprof's
+    version 4, as bfdprof reads it): (event, out of range, base, hits by
+    absolute address)."""
+    import struct
+
+    data = path.read_bytes()
+    magic, version, sets = struct.unpack_from(">IBi", data, 0)
+    assert (magic, version, sets) == (0x766D6F6E, 4, 1)
+    at = 9
+    end = data.index(b"\0", at)
+    event = data[at:end].decode()
+    at = end + 1
+    outside, overflow, entries, base = struct.unpack_from(">iiiq", data, at)
+    at += 20
+    hits: dict[int, int] = {}
+    for _ in range(entries):
+        n, rel = struct.unpack_from(">Hi", data, at)
+        at += 6
+        hits[base + rel] = hits.get(base + rel, 0) + n
+    assert at == len(data) and overflow == 0
+    return event, outside, base, hits
+
+
+def test_vprof_export_read_back(programs, workdir):
+    [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "1000", programs["prof_split"], "60")
+    vmon = workdir / "vmon.out"
+    p = run_tool("psprocess", "--vprof", str(vmon), str(report))
+    assert p.returncode == 0, p.stderr
+    event, outside, base, hits = read_vmon(vmon)
+    r = psuite.read(str(report), resolve=False)
+    [exe] = [m for m in r.modules if m.file == programs["prof_split"]]
+    assert event == "PROF"
+    assert hits == {pc - exe.offset: n for pc, n in exe.samples.items()}
+    assert outside == sum(sum(m.samples.values()) for m in r.modules if m is not exe)
+    assert base == min(hits)

@@ -1,0 +1,56 @@
+"""vprof's vmon.out, version 4 (as written by vprof's vmonitor and read by
+IBM's bfdprof and Eclipse PTP's VProf view), for the executable's samples.
+Big-endian throughout:
+
+    int32   magic 0x766d6f6e ("vmon")
+    int8    version 4
+    int32   number of data sets (1)
+    char[]  event name, NUL-terminated: "PROF" (CPU time), "REAL" (wall
+            time) or "EVNT" (event overflow) - four letters, as bfdprof reads
+    int32   samples out of range (in other modules), int32 overflows
+    int32   number of entries
+    int64   base address (the lowest sampled address of the executable)
+    entries: uint16 samples, int32 address relative to the base
+
+A count above 65,535 is written as several entries for one address (the
+readers add them up)."""
+
+from __future__ import annotations
+
+import struct
+
+from psuite.errors import UsageError
+from psuite.psprocess.exporters.gmon import executable_module
+from psuite.report import ProfileReport
+
+MAGIC = 0x766D6F6E
+VERSION = 4
+
+
+def encode(report: ProfileReport, module_file: str | None = None) -> bytes:
+    m = executable_module(report, module_file)
+    addrs = sorted((pc - m.offset, n) for pc, n in m.samples.items())
+    if not addrs:
+        raise UsageError(f"{report.source}: no samples in {m.file}")
+    base = addrs[0][0]
+    entries = []
+    for addr, n in addrs:
+        while n > 0:
+            chunk = min(n, 0xFFFF)
+            entries.append(struct.pack(">Hi", chunk, addr - base))
+            n -= chunk
+    name = b"REAL" if report.event == "ITIMER_REAL" else b"PROF" if report.is_timer else b"EVNT"
+    outside = sum(sum(o.samples.values()) for o in report.modules if o is not m)
+    return (struct.pack(">IBi", MAGIC, VERSION, 1) + name + b"\0" +
+            struct.pack(">iiiq", outside, 0, len(entries), base) + b"".join(entries))
+
+
+def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
+    from psuite.cli_common import open_output
+
+    if not isinstance(report, ProfileReport):
+        raise UsageError("--vprof needs a profile (psrun --profile ...)")
+    data = encode(report, module)
+    with open_output(path, force, binary=True) as f:
+        f.write(data)
+    return executable_module(report, module).file
