@@ -50,6 +50,8 @@ def build_parser() -> ArgumentParser:
                    "(the executable's samples; gprof ./app FILE)")
     p.add_argument("--vprof", metavar="FILE", help="profiles: also write FILE in vprof's vmon.out format "
                    "(version 4; the executable's samples)")
+    p.add_argument("--cube", metavar="FILE.cubex", help="also write a CUBE 4 file (profiles or counting reports; "
+                   "with -c, every rank and thread in one cube) and its statistics file FILE.stat")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
                    "program)")
     p.add_argument("-c", "--combine", action="store_true",
@@ -92,6 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         sources = combine.expand(args.inputs)
         multi = combine.combine(sources, load, derive, _resolve, _progress("reading", len(sources)))
+        if args.cube:
+            _write_cube(multi, args)
+            if not args.output:
+                return 0
         _emit(args, writer(args.format).render([multi], threshold=args.threshold))
         return 0
     exports = [(flag, path) for flag, path in (("gmon", args.gmon), ("vprof", args.vprof)) if path]
@@ -107,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif isinstance(report, CountReport):
             derive(report)
         reports.append(report)
+    if args.cube:
+        _write_cube(reports[0] if len(reports) == 1 else None, args)
+        if not args.output and not exports:
+            return 0
     if exports:
         import importlib
 
@@ -118,6 +128,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
     _emit(args, writer(args.format).render(reports, threshold=args.threshold))
     return 0
+
+
+def _write_cube(obj, args) -> None:
+    if obj is None:
+        raise UsageError("--cube takes one report, or many combined with -c")
+    from psuite.psprocess.exporters import cube
+
+    stat = cube.write(obj, args.cube, args.force)
+    print(f"psprocess: wrote {args.cube} and {stat}", file=sys.stderr)
 
 
 def _progress(what: str, todo: int):

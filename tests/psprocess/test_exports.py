@@ -98,3 +98,101 @@ def test_vprof_export_read_back(programs, workdir):
     assert hits == {pc - exe.offset: n for pc, n in exe.samples.items()}
     assert outside == sum(sum(m.samples.values()) for m in r.modules if m is not exe)
     assert base == min(hits)
+
+
+def parse_stat(path) -> dict[str, dict]:
+    """A statistics-file parser written from the CUBE guide's appendix 3.1:
+    first line ignored; per pattern a line of name, metric id, count, then
+    optionally mean median minimum maximum sum (all or none), variance, and
+    both quartiles; '-' lines for instances; a blank line between patterns."""
+    fields = ["mean", "median", "min", "max", "sum", "variance", "q25", "q75"]
+    out = {}
+    lines = path.read_text().splitlines()[1:]
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith("-"):
+            continue
+        parts = line.split()
+        values = [float(x) for x in parts[3:]]
+        assert len(values) in (0, 5, 6, 8), line  # the allowed prefixes
+        out[parts[0]] = {"id": int(parts[1]), "count": int(parts[2]), **dict(zip(fields, values, strict=False))}
+    return out
+
+
+def cube_values(path) -> tuple[dict[str, dict[tuple[str, tuple[str, str]], float]], list[tuple[str, str]]]:
+    """Through pycubexr: metric -> {(region, (process, thread)): value}, and
+    the locations as (process name, thread name) in the cube's order."""
+    from pycubexr import CubexParser
+
+    out: dict[str, dict] = {}
+    with CubexParser(str(path)) as c:
+        where = [(group.name, loc.name) for group in c._anchor_result.system_tree_nodes[0].all_location_groups()
+                 for loc in group.all_locations()]
+        assert len(where) == len(c.get_locations())
+        for m in c.get_metrics():
+            values = c.get_metric_values(m)
+            for cnode in c.all_cnodes():
+                for w, v in zip(where, values.cnode_values(cnode), strict=True):
+                    out.setdefault(m.name, {})[(c.get_region(cnode).name, w)] = float(v)
+    return out, where
+
+
+def test_cube_of_ranks_and_threads(targets, workdir):
+    """4 ranks x 2 threads profiled, combined into one cube: pycubexr reads
+    for every metric x call path x thread what the single profiles say, and
+    the statistics file follows the guide's appendix."""
+    import os
+    import statistics
+
+    out = workdir / "runs"
+    out.mkdir()
+    for rank in range(4):
+        env = {**os.environ, "OMPI_COMM_WORLD_RANK": str(rank)}
+        p = run_tool("psrun", "-q", "-p", "-d", str(out), "--profile", "ITIMER_PROF", "--period", "2000",
+                     targets["threads"], "1", "join", env=env)
+        assert p.returncode == 0, p.stderr
+    threads = sorted(p for p in out.glob("*.xml") if ".t" in p.name)
+    assert len(threads) == 8  # main and one worker per rank
+    cube = workdir / "all.cubex"
+    p = run_tool("psprocess", "-c", "--cube", str(cube), *map(str, threads))
+    assert p.returncode == 0, p.stderr
+    got, where = cube_values(cube)
+    assert where == [(f"rank {r}", f"thread {t}") for r in range(4) for t in (0, 1)]
+    expected: dict[tuple[str, tuple[str, str]], float] = {}
+    for path in threads:
+        r = psuite.read(str(path))
+        for loc in r.locations:
+            key = (loc.function, (f"rank {r.rank}", f"thread {r.thread}"))
+            expected[key] = expected.get(key, 0) + loc.samples
+    regions = {region for region, _ in got["samples"]}
+    for region in regions:
+        for w in where:
+            assert got["samples"][(region, w)] == expected.get((region, w), 0), (region, w)
+            assert got["time"][(region, w)] == pytest.approx(expected.get((region, w), 0) * 0.002)
+    totals = [sum(v for (_, w2), v in got["samples"].items() if w2 == w) for w in where]
+    s = parse_stat(workdir / "all.stat")["samples"]
+    assert s["count"] == 8 and s["sum"] == pytest.approx(sum(totals))
+    assert (s["min"], s["max"]) == (min(totals), max(totals))
+    assert s["mean"] == pytest.approx(statistics.fmean(totals), rel=1e-6)
+    assert s["median"] == pytest.approx(statistics.median(totals))
+    assert s["variance"] == pytest.approx(statistics.pvariance(totals), rel=1e-6)
+    q1, _, q3 = statistics.quantiles(totals, n=4, method="inclusive")
+    assert (s["q25"], s["q75"]) == pytest.approx((q1, q3))
+
+
+def test_cube_of_one_counting_report(targets, workdir):
+    p = run_tool("psrun", "-q", "-e", "task-clock,page-faults", targets["work"], "100", "5", "0")
+    assert p.returncode == 0, p.stderr
+    [report] = list(workdir.glob("*.xml"))
+    cube = workdir / "one.cubex"
+    assert run_tool("psprocess", "--cube", str(cube), str(report)).returncode == 0
+    got, where = cube_values(cube)
+    assert len(where) == 1
+    r = psuite.read(str(report))
+    for e in r.events:
+        assert list(got[e.name].values()) == [e.count]
+    for m in r.metrics:
+        assert list(got[m.name.replace(" ", "_")].values()) == pytest.approx([m.value])
+    stat = parse_stat(workdir / "one.stat")
+    assert all(s["count"] == 1 and "variance" not in s and "sum" in s for s in stat.values())  # one value
+    assert "must end in .cubex" in one_line_error(run_tool("psprocess", "--cube", "x.cube", str(report)),
+                                                  "psprocess")

@@ -1,0 +1,214 @@
+"""CUBE 4 (.cubex), as the CUBE 4.3 user guide and pycubexr describe it: a
+tar of anchor.xml (metrics, program, system) and per metric <id>.index and
+<id>.data, plus the guide's statistics file (<name>.stat) beside it.
+
+- Metrics: for profiles "samples" (UINT64) and "time" (DOUBLE, seconds:
+  samples x period) for timer profiles or "events" (samples x threshold)
+  for event overflow; for counting reports each counted event (UINT64)
+  and each derived metric (DOUBLE, with its unit).  All are EXCLUSIVE:
+  a call path's value excludes its children's.
+- Program: one region per function (module file, first and last sampled
+  line); samples carry no call stacks, so the call tree is flat - the
+  program's root call path with one child per function.  Counting reports
+  have only the root.
+- System: machine -> node (host) -> process (MPI rank, else pid) ->
+  thread; combined reports give one cube with every rank and thread.
+- Data: uncompressed CUBEX.DATA, one value per call path and location,
+  call paths in index order (depth first), locations in tree order."""
+
+from __future__ import annotations
+
+import io
+import math
+import statistics
+import struct
+import tarfile
+import time
+from collections.abc import Sequence
+from xml.sax.saxutils import escape
+
+from psuite.errors import UsageError
+from psuite.report import CountReport, MultiReport, ProfileReport
+
+EXTENSION = ".cubex"
+
+
+class _Metric:
+    def __init__(self, name: str, display: str, dtype: str, uom: str, descr: str) -> None:
+        self.name, self.display, self.dtype, self.uom, self.descr = name, display, dtype, uom, descr
+        self.values: dict[tuple[int, int], float] = {}  # (cnode, location) -> value
+
+
+def _reports(obj) -> list:
+    if isinstance(obj, MultiReport):
+        return list(obj.reports)
+    if isinstance(obj, (ProfileReport, CountReport)):
+        return [obj]
+    raise UsageError("--cube takes counting reports or profiles")
+
+
+def _locations(reports: Sequence) -> tuple[list, list[int]]:
+    """System tree: host -> process -> thread; returns the tree and, per
+    report, its location id (ids in tree order)."""
+    hosts: dict[str, dict[tuple, list[int]]] = {}
+    for i, r in enumerate(reports):
+        process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
+        hosts.setdefault(r.hostname or "localhost", {}).setdefault(process, []).append(i)
+    tree, where, next_id = [], [0] * len(reports), 0
+    for host in sorted(hosts):
+        groups = []
+        for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
+            members = sorted(hosts[host][process], key=lambda i: int(reports[i].thread or 0))
+            locations = []
+            for i in members:
+                where[i] = next_id
+                thread = reports[i].thread or "0"
+                locations.append((next_id, f"thread {thread}", int(thread) if thread.isdigit() else 0))
+                next_id += 1
+            groups.append((f"{process[0]} {process[1]}", process[1], locations))
+        tree.append((host, groups))
+    return tree, where
+
+
+def _profile_model(reports: list[ProfileReport]):
+    regions: dict[str, dict] = {}  # function -> {file, begin, end}
+    for r in reports:
+        for loc in r.locations:
+            reg = regions.setdefault(loc.function, {"file": loc.file, "begin": loc.line or -1, "end": loc.line or -1})
+            if loc.line:
+                reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
+                reg["end"] = max(reg["end"], loc.line)
+    names = sorted(regions)
+    cnode_of = {f: i + 1 for i, f in enumerate(names)}  # 0 is the program's root
+    first = reports[0]
+    timer = first.is_timer and first.threshold
+    samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
+    second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
+        _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
+    return names, regions, cnode_of, [samples, second], timer
+
+
+def _fill_profiles(reports, where, cnode_of, metrics, timer) -> None:
+    samples, second = metrics
+    for r, loc_id in zip(reports, where, strict=True):
+        scale = (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+        for loc in r.locations:
+            key = (cnode_of[loc.function], loc_id)
+            samples.values[key] = samples.values.get(key, 0) + loc.samples
+            second.values[key] = second.values.get(key, 0.0) + loc.samples * scale
+
+
+def _count_metrics(reports: list[CountReport], where) -> list[_Metric]:
+    metrics: dict[tuple[str, str], _Metric] = {}
+    for r, loc_id in zip(reports, where, strict=True):
+        for e in r.events:
+            m = metrics.setdefault(("event", e.name), _Metric(e.name, e.name, "UINT64" if float(e.count).is_integer()
+                                                             else "DOUBLE", "events", e.description or e.name))
+            m.values[(0, loc_id)] = e.count
+        for d in r.metrics:
+            m = metrics.setdefault(("metric", d.name), _Metric(
+                d.name.replace(" ", "_"), d.name, "DOUBLE", d.unit or "", d.description or d.name))
+            m.values[(0, loc_id)] = d.value
+    for m in metrics.values():  # an integer metric stays one only if every value is
+        if m.dtype == "UINT64" and any(not float(v).is_integer() or v < 0 for v in m.values.values()):
+            m.dtype = "DOUBLE"
+    return list(metrics.values())
+
+
+def _anchor(metrics, names, regions, program: str, tree) -> bytes:
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<cube version="4.4">',
+           '<attr key="CUBE_CT_AGGR" value="SUM"/>', '<attr key="Creator" value="psuite"/>', "<metrics>"]
+    for k, m in enumerate(metrics):
+        out.append(f'<metric id="{k}" type="EXCLUSIVE"><disp_name>{escape(m.display)}</disp_name>'
+                   f"<uniq_name>{escape(m.name)}</uniq_name><dtype>{m.dtype}</dtype><uom>{escape(m.uom)}</uom>"
+                   f"<url></url><descr>{escape(m.descr)}</descr></metric>")
+    out.append("</metrics><program>")
+    out.append(f'<region id="0" mod="" begin="-1" end="-1"><name>{escape(program)}</name>'
+               f"<mangled_name>{escape(program)}</mangled_name><paradigm>user</paradigm><role>artificial</role>"
+               "<url></url><descr>the whole program</descr></region>")
+    for i, f in enumerate(names, 1):
+        r = regions[f]
+        out.append(f'<region id="{i}" mod="{escape(r["file"], {chr(34): "&quot;"})}" begin="{r["begin"]}" '
+                   f'end="{r["end"]}"><name>{escape(f)}</name><mangled_name>{escape(f)}</mangled_name>'
+                   "<paradigm>compiler</paradigm><role>function</role><url></url><descr></descr></region>")
+    out.append('<cnode id="0" calleeId="0">')
+    out += [f'<cnode id="{i}" calleeId="{i}"></cnode>' for i in range(1, len(names) + 1)]
+    out.append("</cnode></program><system>")
+    out.append('<systemtreenode Id="0"><name>machine</name><class>machine</class>')
+    node_id, group_id = 1, 0
+    for host, groups in tree:
+        out.append(f'<systemtreenode Id="{node_id}"><name>{escape(host)}</name><class>node</class>')
+        node_id += 1
+        for name, rank, locations in groups:
+            out.append(f'<locationgroup Id="{group_id}"><name>{escape(name)}</name><rank>{rank}</rank>'
+                       "<type>process</type>")
+            group_id += 1
+            out += [f'<location Id="{lid}"><name>{escape(lname)}</name><rank>{lrank}</rank><type>thread</type>'
+                    "</location>" for lid, lname, lrank in locations]
+            out.append("</locationgroup>")
+        out.append("</systemtreenode>")
+    out.append("</systemtreenode></system></cube>\n")
+    return "\n".join(out).encode()
+
+
+def _files(metric: _Metric, ncnodes: int, nlocations: int) -> tuple[bytes, bytes]:
+    index = b"CUBEX.INDEX" + struct.pack("<ihbi", 1, 0, 1, ncnodes) + struct.pack(f"<{ncnodes}i", *range(ncnodes))
+    grid = [0] * (ncnodes * nlocations)
+    for (cnode, loc), v in metric.values.items():
+        grid[cnode * nlocations + loc] = v
+    code = "Q" if metric.dtype == "UINT64" else "d"
+    if code == "Q":
+        grid = [int(v) for v in grid]
+    return index, b"CUBEX.DATA" + struct.pack(f"<{len(grid)}{code}", *grid)
+
+
+def statistics_text(metrics: list[_Metric], nlocations: int) -> str:
+    """The guide's statistics file (appendix 3.1): per metric, its per-location
+    totals' count, mean, median, minimum, maximum, sum, then variance and the
+    quartiles when there are at least two values (the rules: a value may be
+    left out only with all that follow it)."""
+    lines = ["PatternName MetricID Count Mean Median Minimum Maximum Sum Variance Quartil25 Quartil75"]
+    for k, m in enumerate(metrics):
+        totals = [0.0] * nlocations
+        for (_, loc), v in m.values.items():
+            totals[loc] += float(v)
+        row = [m.name.replace(" ", "_"), str(k), str(len(totals))]
+        if totals:
+            row += [f"{v:.9g}" for v in (statistics.fmean(totals), statistics.median(totals), min(totals),
+                                          max(totals), math.fsum(totals))]
+        if len(totals) >= 2:
+            q1, _, q3 = statistics.quantiles(totals, n=4, method="inclusive")
+            row += [f"{v:.9g}" for v in (statistics.pvariance(totals), q1, q3)]
+        lines += [" ".join(row), ""]
+    return "\n".join(lines)
+
+
+def write(obj, path: str, force: bool = False) -> str:
+    """Write the .cubex and, beside it, the .stat; returns the .stat path."""
+    from psuite.cli_common import open_output
+
+    if not path.endswith(".cubex"):
+        raise UsageError(f"--cube {path}: the file name must end in .cubex")
+    reports = _reports(obj)
+    tree, where = _locations(reports)
+    nloc = len(reports)
+    if isinstance(reports[0], ProfileReport):
+        names, regions, cnode_of, metrics, timer = _profile_model(reports)
+        _fill_profiles(reports, where, cnode_of, metrics, timer)
+    else:
+        names, regions, metrics = [], {}, _count_metrics(reports, where)
+    program = (reports[0].command.split() or ["program"])[0].rsplit("/", 1)[-1] if reports[0].command else "program"
+    members = [("anchor.xml", _anchor(metrics, names, regions, program, tree))]
+    for k, m in enumerate(metrics):
+        index, data = _files(m, len(names) + 1, nloc)
+        members += [(f"{k}.index", index), (f"{k}.data", data)]
+    stat_path = path[: -len(".cubex")] + ".stat"
+    with open_output(path, force, binary=True) as f, \
+            tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = len(data), int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    with open_output(stat_path, force) as f:
+        f.write(statistics_text(metrics, nloc))
+    return stat_path
