@@ -24,6 +24,7 @@ import statistics
 import struct
 import tarfile
 import time
+from array import array
 from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
@@ -151,27 +152,35 @@ def _anchor(metrics, names, regions, program: str, tree) -> bytes:
     return "\n".join(out).encode()
 
 
-def _files(metric: _Metric, ncnodes: int, nlocations: int) -> tuple[bytes, bytes]:
-    index = b"CUBEX.INDEX" + struct.pack("<ihbi", 1, 0, 1, ncnodes) + struct.pack(f"<{ncnodes}i", *range(ncnodes))
-    grid = [0] * (ncnodes * nlocations)
+def grid(metric: _Metric, ncnodes: int, nlocations: int) -> array:
+    """The metric's values, dense: ncnodes x nlocations, call path major."""
+    g = array("Q" if metric.dtype == "UINT64" else "d", bytes(8 * ncnodes * nlocations))
+    cast = int if metric.dtype == "UINT64" else float
     for (cnode, loc), v in metric.values.items():
-        grid[cnode * nlocations + loc] = v
-    code = "Q" if metric.dtype == "UINT64" else "d"
-    if code == "Q":
-        grid = [int(v) for v in grid]
-    return index, b"CUBEX.DATA" + struct.pack(f"<{len(grid)}{code}", *grid)
+        g[cnode * nlocations + loc] = cast(v)
+    return g
 
 
-def statistics_text(metrics: list[_Metric], nlocations: int) -> str:
+def _index(ncnodes: int) -> bytes:
+    # native byte order throughout (the data too): readers learn it from the 1 here
+    return b"CUBEX.INDEX" + struct.pack("=ihbi", 1, 0, 1, ncnodes) + array("i", range(ncnodes)).tobytes()
+
+
+def location_totals(g: array, nlocations: int) -> list[float]:
+    """Per location, the sum over call paths (columns of the grid)."""
+    totals = [0.0] * nlocations
+    for start in range(0, len(g), nlocations):
+        totals = list(map(float.__add__, totals, map(float, g[start:start + nlocations])))
+    return totals
+
+
+def statistics_text(metrics: list[_Metric], totals_per_metric: list[list[float]]) -> str:
     """The guide's statistics file (appendix 3.1): per metric, its per-location
     totals' count, mean, median, minimum, maximum, sum, then variance and the
     quartiles when there are at least two values (the rules: a value may be
     left out only with all that follow it)."""
     lines = ["PatternName MetricID Count Mean Median Minimum Maximum Sum Variance Quartil25 Quartil75"]
-    for k, m in enumerate(metrics):
-        totals = [0.0] * nlocations
-        for (_, loc), v in m.values.items():
-            totals[loc] += float(v)
+    for k, (m, totals) in enumerate(zip(metrics, totals_per_metric, strict=True)):
         row = [m.name.replace(" ", "_"), str(k), str(len(totals))]
         if totals:
             row += [f"{v:.9g}" for v in (statistics.fmean(totals), statistics.median(totals), min(totals),
@@ -185,10 +194,6 @@ def statistics_text(metrics: list[_Metric], nlocations: int) -> str:
 
 def write(obj, path: str, force: bool = False) -> str:
     """Write the .cubex and, beside it, the .stat; returns the .stat path."""
-    from psuite.cli_common import open_output
-
-    if not path.endswith(".cubex"):
-        raise UsageError(f"--cube {path}: the file name must end in .cubex")
     reports = _reports(obj)
     tree, where = _locations(reports)
     nloc = len(reports)
@@ -198,17 +203,36 @@ def write(obj, path: str, force: bool = False) -> str:
     else:
         names, regions, metrics = [], {}, _count_metrics(reports, where)
     program = (reports[0].command.split() or ["program"])[0].rsplit("/", 1)[-1] if reports[0].command else "program"
-    members = [("anchor.xml", _anchor(metrics, names, regions, program, tree))]
-    for k, m in enumerate(metrics):
-        index, data = _files(m, len(names) + 1, nloc)
-        members += [(f"{k}.index", index), (f"{k}.data", data)]
+    ncnodes = len(names) + 1
+    return write_grids(path, metrics, [grid(m, ncnodes, nloc) for m in metrics], names, regions, program, tree,
+                       force)
+
+
+def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: list[str], regions: dict,
+                program: str, tree: list, force: bool = False) -> str:
+    """The cube from dense grids (one per metric, call path major), and its
+    statistics file; returns the .stat path."""
+    from psuite.cli_common import open_output
+
+    if not path.endswith(".cubex"):
+        raise UsageError(f"--cube {path}: the file name must end in .cubex")
+    nloc = sum(len(locations) for _, groups in tree for _, _, locations in groups)
+    ncnodes = len(names) + 1
+    index = _index(ncnodes)
     stat_path = path[: -len(".cubex")] + ".stat"
+    totals = []
     with open_output(path, force, binary=True) as f, \
             tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, data in members:
+        def add(name: str, *parts: bytes) -> None:
             info = tarfile.TarInfo(name)
-            info.size, info.mtime = len(data), int(time.time())
-            tar.addfile(info, io.BytesIO(data))
+            info.size, info.mtime = sum(len(p) for p in parts), int(time.time())
+            tar.addfile(info, io.BytesIO(b"".join(parts)) if len(parts) > 1 else io.BytesIO(parts[0]))
+
+        add("anchor.xml", _anchor(metrics, names, regions, program, tree))
+        for k, g in enumerate(grids):
+            add(f"{k}.index", index)
+            add(f"{k}.data", b"CUBEX.DATA", g.tobytes())
+            totals.append(location_totals(g, nloc))
     with open_output(stat_path, force) as f:
-        f.write(statistics_text(metrics, nloc))
+        f.write(statistics_text(metrics, totals))
     return stat_path
