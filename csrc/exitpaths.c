@@ -21,7 +21,12 @@
 
 #define WATCHDOG_SECONDS 3
 
+typedef void (*exit_fn)(int);
+
 static void (*finish_fn)(const char *why);
+/* The C library's _exit, looked up when measurement starts rather than
+ * first in a vfork child or in a dying program. */
+static exit_fn real__exit;
 static void (*resume_fn)(void);
 
 static const struct {
@@ -65,6 +70,7 @@ void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
 {
     finish_fn = finish;
     resume_fn = resume;
+    real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
         struct sigaction old, sa;
         /* Only where the default action would kill the program: a signal it
@@ -94,12 +100,12 @@ int ps_exitpaths_is_ours(const void *action)
     if (!real_##name)                                                                                                  \
         real_##name = (type)dlsym(RTLD_NEXT, #name);
 
-typedef void (*exit_fn)(int);
 typedef int (*fexecve_fn)(int, char *const[], char *const[]);
 
 PS_API void _exit(int status)
 {
-    REAL(_exit, exit_fn)
+    if (!real__exit)
+        real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
     if (finish_fn)
         finish_fn("the program ended with _exit()");
     if (real__exit)
