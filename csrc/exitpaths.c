@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -95,13 +96,6 @@ int ps_exitpaths_is_ours(const void *action)
 
 /* ---- _exit, _Exit, exec ---------------------------------------------------- */
 
-#define REAL(name, type)                                                                                               \
-    static type real_##name;                                                                                           \
-    if (!real_##name)                                                                                                  \
-        real_##name = (type)dlsym(RTLD_NEXT, #name);
-
-typedef int (*fexecve_fn)(int, char *const[], char *const[]);
-
 PS_API void _exit(int status)
 {
     if (!real__exit)
@@ -123,59 +117,39 @@ static void before_exec(void)
         finish_fn("written before exec");
 }
 
+/* The exec failed and the program goes on: so does measurement, and the
+ * program still sees the exec's errno. */
 static void exec_failed(void)
 {
+    int saved = errno;
     if (resume_fn)
-        resume_fn(); /* the program goes on: so does measurement */
+        resume_fn();
+    errno = saved;
 }
 
-typedef int (*execve_fn)(const char *, char *const[], char *const[]);
-typedef int (*execv_fn)(const char *, char *const[]);
+/* One wrapper per exec function of the C library: the report first, then
+ * the real call; it returns only when the exec failed. */
+#define EXEC_WRAPPER(name, params, args)                                                                               \
+    PS_API int name params                                                                                             \
+    {                                                                                                                  \
+        static int(*real) params;                                                                                      \
+        if (!real)                                                                                                     \
+            real = (int(*) params)dlsym(RTLD_NEXT, #name);                                                             \
+        if (!real) {                                                                                                   \
+            errno = ENOSYS;                                                                                            \
+            return -1;                                                                                                 \
+        }                                                                                                              \
+        before_exec();                                                                                                 \
+        int rc = real args;                                                                                            \
+        exec_failed();                                                                                                 \
+        return rc;                                                                                                     \
+    }
 
-PS_API int execve(const char *path, char *const argv[], char *const envp[])
-{
-    REAL(execve, execve_fn)
-    before_exec();
-    int rc = real_execve(path, argv, envp);
-    exec_failed();
-    return rc;
-}
-
-PS_API int execv(const char *path, char *const argv[])
-{
-    REAL(execv, execv_fn)
-    before_exec();
-    int rc = real_execv(path, argv);
-    exec_failed();
-    return rc;
-}
-
-PS_API int execvp(const char *file, char *const argv[])
-{
-    REAL(execvp, execv_fn)
-    before_exec();
-    int rc = real_execvp(file, argv);
-    exec_failed();
-    return rc;
-}
-
-PS_API int execvpe(const char *file, char *const argv[], char *const envp[])
-{
-    REAL(execvpe, execve_fn)
-    before_exec();
-    int rc = real_execvpe(file, argv, envp);
-    exec_failed();
-    return rc;
-}
-
-PS_API int fexecve(int fd, char *const argv[], char *const envp[])
-{
-    REAL(fexecve, fexecve_fn)
-    before_exec();
-    int rc = real_fexecve(fd, argv, envp);
-    exec_failed();
-    return rc;
-}
+EXEC_WRAPPER(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+EXEC_WRAPPER(execv, (const char *path, char *const argv[]), (path, argv))
+EXEC_WRAPPER(execvp, (const char *path, char *const argv[]), (path, argv))
+EXEC_WRAPPER(execvpe, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
+EXEC_WRAPPER(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
 
 /* execl, execlp, execle: their arguments as a vector, then the v forms. */
 #define MAX_EXEC_ARGS 4096

@@ -278,6 +278,8 @@ PS_API int ps_hwpc_shutdown(void)
     return rc;
 }
 
+int ps_hwpc_domain(void) { return set.domain; }
+
 void ps_hwpc_annotate(const char *text)
 {
     pthread_mutex_lock(&lock);

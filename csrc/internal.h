@@ -44,6 +44,7 @@ typedef struct {
 size_t ps_strlcpy(char *dst, const char *src, size_t size);
 void ps_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ps_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int ps_env_flag(const char *name);  /* the variable is set to "1" (psrun's switches: PSUITE_QUIET ...) */
 int ps_read_file(const char *path, char *buf, size_t size);
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */
@@ -111,7 +112,6 @@ typedef struct {
     unsigned long long samples, lost;
     int perf_fd, syscall_fd, has_timer, failed, live;
     void *timer;                /* timer_t */
-    unsigned long long counted; /* perf source: time or events counted */
     long long start_ns, end_ns, cpu_ns, user_ns, sys_ns;
 } ps_sthread_t;
 int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
@@ -148,6 +148,7 @@ void ps_thread_counts_finish(void);  /* then write their reports */
 
 /* hwpc.c: add to the counting report's <annotation> */
 void ps_hwpc_annotate(const char *text);
+int ps_hwpc_domain(void);  /* PS_DOM_* of the initialised set */
 void ps_hwpc_forget_after_fork(void);
 
 /* exitpaths.c: finish(why) on _exit, exec and fatal signals; resume() after a failed exec */

@@ -31,15 +31,8 @@ static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
 static int profiling, finished;
 static void child_after_fork(void);
 
-static int per_thread(void)
-{
-    const char *p = getenv("PSUITE_PER_THREAD");
-    return p && strcmp(p, "1") == 0;
-}
+static int per_thread(void) { return ps_env_flag("PSUITE_PER_THREAD"); }
 
-/* The end of measurement, however the program ends (atexit, or exitpaths.c
- * for _exit, exec and fatal signals): once, and only in the measured
- * process (a child forked without exec inherits the hooks). */
 /* psrun -R: the program's peak memory, read by itself at its end (after
  * that the kernel releases it), for psrun's resource report. */
 static void note_peak_memory(void)
@@ -59,6 +52,9 @@ static void note_peak_memory(void)
     }
 }
 
+/* The end of measurement, however the program ends (atexit, or exitpaths.c
+ * for _exit, exec and fatal signals): once, and only in the measured
+ * process (a child forked without exec inherits the hooks). */
 static void finish(const char *why)
 {
     if (getpid() != measured_pid || __atomic_exchange_n(&finished, 1, __ATOMIC_SEQ_CST))
@@ -89,6 +85,20 @@ static void resume(void)
 
 static void at_exit(void) { finish(NULL); }
 
+/* This process is the measured one from now on; the hooks that end its
+ * measurement are set once (they stay valid for forked children, which
+ * check the pid). */
+static int watch_process(void)
+{
+    static int hooked;
+    measured_pid = getpid();
+    if (hooked++)
+        return 0;
+    pthread_atfork(NULL, NULL, child_after_fork);
+    ps_exitpaths_init(finish, resume);
+    return atexit(at_exit);
+}
+
 /* Profiling from before the program's constructors to its exit.  Returns
  * 0 when the configuration is not a profile. */
 static int psrun_profile(void)
@@ -111,11 +121,8 @@ static int psrun_profile(void)
         ps_message("cannot profile here (%s); the program runs unprofiled", why);
         return 1;
     }
-    measured_pid = getpid();
     profiling = 1;
-    pthread_atfork(NULL, NULL, child_after_fork);
-    atexit(at_exit);
-    ps_exitpaths_init(finish, resume);
+    watch_process();
     return 1;
 }
 
@@ -136,8 +143,7 @@ static void counted_list(char *out, size_t len)
  * act on (the messages are out already). */
 static int psrun_prepare(void)
 {
-    const char *q = getenv("PSUITE_QUIET");
-    int quiet = q && strcmp(q, "1") == 0;
+    int quiet = ps_env_flag("PSUITE_QUIET");
     char dropped[1024], counted[1024];
     int rc = ps_hwpc_init();
     if (rc == PS_HWPC_ENOEVENT) {
@@ -181,12 +187,11 @@ static int psrun_prepare(void)
  * the child is not measured: its pid is not the measured one. */
 static void child_after_fork(void)
 {
-    const char *follow = getenv("PSUITE_FOLLOW");
-    if (!follow || strcmp(follow, "1") != 0)
+    if (!ps_env_flag("PSUITE_FOLLOW"))
         return;
     if (profiling) {
         ps_sampler_restart_after_fork();
-        measured_pid = getpid();
+        watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
         return;
     }
@@ -195,20 +200,15 @@ static void child_after_fork(void)
     ps_hwpc_forget_after_fork();
     setenv("PSUITE_QUIET", "1", 1); /* the parent said what is counted */
     if (ps_hwpc_init() == PS_HWPC_OK && ps_hwpc_start() == PS_HWPC_OK) {
-        measured_pid = getpid();
+        watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
     }
 }
 
 static int psrun_start(void)
 {
-    static int registered;
-    measured_pid = getpid();
-    if (!registered++)
-        pthread_atfork(NULL, NULL, child_after_fork);
-    if (atexit(at_exit))
+    if (watch_process())
         return PS_HWPC_ESTATE;
-    ps_exitpaths_init(finish, resume);
     if (per_thread() && ps_thread_counts_init())
         ps_message("per-thread counts are not available; the process total is still counted");
     return ps_hwpc_start();
@@ -270,9 +270,8 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
         ps_message("cannot find the C library's __libc_start_main; the program is not measured");
         _exit(127);
     }
-    const char *on = getenv("PSUITE_PRELOAD");
-    if (on && strcmp(on, "1") == 0) {
-        if (!getenv("PSUITE_FOLLOW"))
+    if (ps_env_flag("PSUITE_PRELOAD")) {
+        if (!ps_env_flag("PSUITE_FOLLOW"))
             unpreload_self();
         /* Events are resolved here, before the program's own constructors,
          * so a bad event list stops it before any of its code has run. */

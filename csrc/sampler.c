@@ -178,9 +178,6 @@ static void stop_source(ps_sthread_t *t)
 {
     if (t->perf_fd >= 0) {
         ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        unsigned long long count = 0;
-        if (read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count)
-            t->counted = count;
         if (t->perf_fd < FD_MAP)
             __atomic_store_n(&fd_thread[t->perf_fd], 0, __ATOMIC_RELEASE);
         close(t->perf_fd);
@@ -224,8 +221,10 @@ ps_sthread_t *ps_sampler_thread_begin(void)
 
 /* From the thread itself at its end, or from the exiting thread for the
  * others; the lock keeps the REAL sampler off the fd being closed. */
-static void finish(ps_sthread_t *t)
+void ps_sampler_thread_end(ps_sthread_t *t)
 {
+    if (!t)
+        return;
     pthread_mutex_lock(&real_lock);
     if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
@@ -235,13 +234,6 @@ static void finish(ps_sthread_t *t)
         t->end_ns = ps_wallclock_ns();
     }
     pthread_mutex_unlock(&real_lock);
-}
-
-void ps_sampler_thread_end(ps_sthread_t *t)
-{
-    if (!t)
-        return;
-    finish(t);
 }
 
 static void sample_blocked_or_signal(ps_sthread_t *t, pid_t pid)
@@ -296,6 +288,10 @@ static void *real_sampler(void *arg)
     return NULL;
 }
 
+/* The pthread_create hook's view of a thread's state: an opaque pointer. */
+static void *hook_begin(void) { return ps_sampler_thread_begin(); }
+static void hook_end(void *t) { ps_sampler_thread_end(t); }
+
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
     cfg = *config;
@@ -324,7 +320,7 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
     }
     active = 1;
     started_ns = ps_wallclock_ns();
-    ps_threads_hook((void *(*)(void))ps_sampler_thread_begin, (void (*)(void *))ps_sampler_thread_end);
+    ps_threads_hook(hook_begin, hook_end);
     ps_sthread_t *main_thread = ps_sampler_thread_begin();
     ps_threads_adopt(main_thread);
     if (main_thread && main_thread->failed && source == SRC_PERF) {
@@ -365,7 +361,7 @@ void ps_sampler_stop(void)
     }
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
-        finish(&threads[i]);
+        ps_sampler_thread_end(&threads[i]);
 }
 
 int ps_sampler_nthreads(void)

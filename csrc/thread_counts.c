@@ -100,9 +100,7 @@ int ps_thread_counts_init(void)
     int n;
     if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
         return -1;
-    const char *dom = getenv("PSUITE_DOMAIN");
-    domain = dom && strcmp(dom, "kernel") == 0 ? PS_DOM_KERNEL : dom && strcmp(dom, "all") == 0 ? PS_DOM_ALL
-                                                                                               : PS_DOM_USER;
+    domain = ps_hwpc_domain(); /* as the process total counts: the configuration's or PSUITE_DOMAIN */
     size_t used = 0;
     for (int k = 0; k < n; k++) {
         char why[192];

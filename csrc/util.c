@@ -21,11 +21,16 @@ size_t ps_strlcpy(char *dst, const char *src, size_t size)
     return n;
 }
 
+int ps_env_flag(const char *name)
+{
+    const char *v = getenv(name);
+    return v && strcmp(v, "1") == 0;
+}
+
 /* A note (not an error): a message unless PSUITE_QUIET=1 (psrun -q). */
 void ps_note(const char *fmt, ...)
 {
-    const char *q = getenv("PSUITE_QUIET");
-    if (q && strcmp(q, "1") == 0)
+    if (ps_env_flag("PSUITE_QUIET"))
         return;
     char line[1024];
     va_list ap;
@@ -41,7 +46,7 @@ void ps_note(const char *fmt, ...)
 void ps_message(const char *fmt, ...)
 {
     char line[1024];
-    const char *prefix = getenv("PSUITE_PRELOAD") ? "psrun: " : "pshwpc: ";
+    const char *prefix = ps_env_flag("PSUITE_PRELOAD") ? "psrun: " : "pshwpc: ";
     size_t n = ps_strlcpy(line, prefix, sizeof line);
     va_list ap;
     va_start(ap, fmt);

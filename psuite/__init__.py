@@ -20,9 +20,8 @@ def read(path_or_url: str, resolve: bool = True):
     from psuite.report import ProfileReport
 
     report = load(path_or_url)
-    if resolve and isinstance(report, ProfileReport) and not report.locations:
+    if resolve and isinstance(report, ProfileReport):
         from psuite.psprocess import srcmap
 
-        report.locations = srcmap.resolve(report)
-        report.mapper = srcmap.MAPPER
+        srcmap.resolve_into(report)
     return report

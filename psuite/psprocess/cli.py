@@ -67,85 +67,81 @@ def build_parser() -> ArgumentParser:
 
 
 
+EXPORTS = ("gmon", "vprof", "cube")  # exporters/<name>.py, each write(report, path, module, force)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
-    from psuite.report import CountReport, ProfileReport
-
-    definitions: list | None = None  # loaded with the first counting report (profiles need none)
-
-    def derive(report: CountReport) -> None:
-        nonlocal definitions
-        from psuite.psprocess import metrics
-
-        if definitions is None:
-            definitions = [] if args.no_standard_metrics else metrics.load(metrics.standard_metrics_path())
-            for path in args.metrics:
-                definitions += metrics.load(path)
-        report.metrics = metrics.derive(report, definitions)
 
     if args.calibrate:
-        return _calibrate(args, load, CountReport)
+        return _calibrate(args, load)
     if args.write_config:
         raise UsageError("--write-config goes with --calibrate")
+    exports = [(name, getattr(args, name)) for name in EXPORTS if getattr(args, name)]
+    if args.module and not (args.gmon or args.vprof):
+        raise UsageError("--module goes with --gmon or --vprof")
+    derive = _Metrics(args).derive
     if args.combine:
         from psuite.psprocess import combine
 
         sources = combine.expand(args.inputs)
-        multi = combine.combine(sources, load, derive, _resolve, _progress("reading", len(sources)))
-        if args.cube:
-            _write_cube(multi, args)
-            if not args.output:
-                return 0
-        _emit(args, writer(args.format).render([multi], threshold=args.threshold))
-        return 0
-    exports = [(flag, path) for flag, path in (("gmon", args.gmon), ("vprof", args.vprof)) if path]
-    if exports and len(args.inputs) != 1:
-        raise UsageError(f"--{exports[0][0]} exports one profile; give one input")
-    if args.module and not exports:
-        raise UsageError("--module goes with --gmon or --vprof")
-    reports = []
-    for source in args.inputs:
-        report = load(source)
-        if isinstance(report, ProfileReport):
-            _resolve(report)
-        elif isinstance(report, CountReport):
-            derive(report)
-        reports.append(report)
-    if args.cube:
-        _write_cube(reports[0] if len(reports) == 1 else None, args)
-        if not args.output and not exports:
-            return 0
-    if exports:
+        subject = combine.combine(sources, load, derive, _resolve, _progress("reading", "reports"))
+        reports = [subject]
+    else:
+        reports = [_prepare(load(source), derive) for source in args.inputs]
+        subject = reports[0] if len(reports) == 1 else None
+    for name, path in exports:
+        if subject is None:
+            raise UsageError(f"--{name} exports one report; give one input, or combine them with -c")
         import importlib
 
-        for flag, path in exports:
-            module = importlib.import_module(f"psuite.psprocess.exporters.{flag}").write(
-                reports[0], path, args.module, args.force)
-            print(f"psprocess: wrote {path} ({flag}, {module})", file=sys.stderr)
-        if not args.output:
-            return 0
-    _emit(args, writer(args.format).render(reports, threshold=args.threshold))
+        done = importlib.import_module(f"psuite.psprocess.exporters.{name}").write(subject, path, args.module,
+                                                                                      args.force)
+        print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
+    if not exports or args.output:
+        _emit(args, writer(args.format).render(reports, threshold=args.threshold))
     return 0
 
 
-def _write_cube(obj, args) -> None:
-    if obj is None:
-        raise UsageError("--cube takes one report, or many combined with -c")
-    from psuite.psprocess.exporters import cube
+class _Metrics:
+    """Derived-metric definitions, read with the first counting report
+    (profiles need none)."""
 
-    stat = cube.write(obj, args.cube, args.force)
-    print(f"psprocess: wrote {args.cube} and {stat}", file=sys.stderr)
+    def __init__(self, args) -> None:
+        self.args = args
+        self.definitions: list | None = None
+
+    def derive(self, report) -> None:
+        from psuite.psprocess import metrics
+
+        if self.definitions is None:
+            self.definitions = [] if self.args.no_standard_metrics else \
+                metrics.load(metrics.standard_metrics_path())
+            for path in self.args.metrics:
+                self.definitions += metrics.load(path)
+        report.metrics = metrics.derive(report, self.definitions)
 
 
-def _progress(what: str, todo: int):
-    """A progress line on stderr when it is a terminal and the work is long."""
-    if not sys.stderr.isatty() or todo < 64:
+def _prepare(report, derive):
+    """A report made ready to show: profiles resolved, metrics derived."""
+    from psuite.report import CountReport, ProfileReport
+
+    if isinstance(report, ProfileReport):
+        _resolve(report)
+    elif isinstance(report, CountReport):
+        derive(report)
+    return report
+
+
+def _progress(what: str, unit: str):
+    """A progress line on stderr when it is a terminal, cleared at the end."""
+    if not sys.stderr.isatty():
         return None
 
     def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\rpsprocess: {what} {done:,}/{total:,}" + ("\r\033[K" if done == total else ""))
+        sys.stderr.write(f"\rpsprocess: {what} {done:,}/{total:,} {unit}" + ("\r\033[K" if done == total else ""))
         sys.stderr.flush()
 
     return show
@@ -160,13 +156,14 @@ def _emit(args, text: str) -> None:
         sys.stdout.write(text)
 
 
-def _calibrate(args, load, count_report) -> int:
+def _calibrate(args, load) -> int:
     from psuite.psprocess import calibrate
+    from psuite.report import CountReport
 
     if len(args.inputs) != 1:
         raise UsageError("--calibrate takes one counting report")
     report = load(args.inputs[0])
-    if not isinstance(report, count_report):
+    if not isinstance(report, CountReport):
         raise UsageError(f"{args.inputs[0]} is not a counting report; calibrate from a psrun counting run")
     proposals = calibrate.propose(report, args.rate)
     lines = [f"Calibration for {args.rate:g} samples per second of CPU time ({report.source}):",
@@ -185,19 +182,9 @@ def _calibrate(args, load, count_report) -> int:
 
 def _resolve(report) -> None:
     """PCs to source locations, with progress on a terminal."""
-    if report.locations:  # a processed profile: resolved already
-        return
     from psuite.psprocess import srcmap
 
-    progress = None
-    if sys.stderr.isatty():
-        def progress(done: int, todo: int) -> None:
-            sys.stderr.write(f"\rpsprocess: resolving {report.source}: {done:,}/{todo:,} PCs")
-            sys.stderr.flush()
-    report.locations = srcmap.resolve(report, progress)
-    report.mapper = srcmap.MAPPER
-    if progress:
-        sys.stderr.write("\r\033[K")
+    srcmap.resolve_into(report, _progress(f"resolving {report.source}:", "PCs"))
 
 
 def entry() -> int:

@@ -391,6 +391,14 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
     return [Location(module=k[0], file=k[1], function=k[2], line=k[3], samples=v) for k, v in totals.items()]
 
 
+def resolve_into(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> None:
+    """Fill report.locations (and name the mapper), unless a processed
+    profile came with them."""
+    if not report.locations:
+        report.locations = resolve(report, progress)
+        report.mapper = MAPPER
+
+
 def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]:
     """file address -> (file, function, line), for tests and tools."""
     mmap = module_map(module.file)

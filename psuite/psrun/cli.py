@@ -195,10 +195,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     before = launch.report_names(env["PSUITE_OUTPUT_DIR"])
     monitor = _resource_monitor(args, env)
-    outcome = launch.run(args.command, launch.preload_environment(os.environ, env),
-                         tick=monitor.tick if monitor else None, interval=monitor.interval if monitor else 1.0)
-    if monitor:
-        _write_resource_report(monitor, outcome, args, env)
+    try:
+        outcome = launch.run(args.command, launch.preload_environment(os.environ, env),
+                             tick=monitor.tick if monitor else None, interval=monitor.interval if monitor else 1.0)
+        if monitor:
+            _write_resource_report(monitor, outcome, args, env)
+    finally:
+        if monitor:  # the program's note of its peak memory, read by now
+            os.unlink(env["PSUITE_RESOURCE_FILE"])
     if outcome.signal is not None:
         import signal
 
@@ -240,15 +244,13 @@ def _write_resource_report(monitor, outcome, args: Namespace, env: dict[str, str
     from lxml import etree
 
     from psuite.formats import resourcereport
+    from psuite.psrun.launch import host_name
 
-    exact = env.pop("PSUITE_RESOURCE_FILE")
-    report = monitor.report(outcome, " ".join(args.command), exact)
-    os.unlink(exact)
+    report = monitor.report(outcome, " ".join(args.command), env["PSUITE_RESOURCE_FILE"])
     data = etree.tostring(resourcereport.to_element(report), xml_declaration=True, encoding="UTF-8",
                           pretty_print=True)
     prefix = args.output or os.path.basename(args.command[0])
-    host = os.uname().nodename.split(".")[0].replace("/", "_")
-    base = os.path.join(env["PSUITE_OUTPUT_DIR"], f"{prefix}.{outcome.pid}.{host}.resource")
+    base = os.path.join(env["PSUITE_OUTPUT_DIR"], f"{prefix}.{outcome.pid}.{host_name()}.resource")
     for k in range(1000):
         path = f"{base}.xml" if k == 0 else f"{base}.{k}.xml"
         try:

@@ -3,6 +3,7 @@ and passing its exit status or signal on unchanged."""
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 from collections.abc import Mapping, Sequence
@@ -63,10 +64,7 @@ def run(argv: Sequence[str], env: Mapping[str, str], tick=None, interval: float 
     for s in IGNORED_WHILE_WAITING:
         signal.signal(s, signal.SIG_IGN)
     try:
-        # posix_spawn resets the signals psrun ignores to their defaults in the
-        # child, so the program sees the dispositions it would have had.
-        pid = os.posix_spawnp(argv[0], list(argv), dict(env),
-                              setsigdef=FORWARDED + IGNORED_WHILE_WAITING)
+        pid = _spawn(argv, env)
         child["pid"] = pid
         if tick is not None:
             _watch(pid, tick, interval)
@@ -82,6 +80,25 @@ def run(argv: Sequence[str], env: Mapping[str, str], tick=None, interval: float 
     finally:
         for s, h in saved.items():
             signal.signal(s, h)
+
+
+def _spawn(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Start argv as a shell would: a file without #! that the kernel will
+    not execute (ENOEXEC) is a shell script, run by /bin/sh as execvp does.
+    posix_spawn resets the signals psrun ignores to their defaults in the
+    child, so the program sees the dispositions it would have had."""
+    from psuite.errors import UsageError
+
+    sigdef = FORWARDED + IGNORED_WHILE_WAITING
+    try:
+        try:
+            return os.posix_spawnp(argv[0], list(argv), dict(env), setsigdef=sigdef)
+        except OSError as exc:
+            if exc.errno != errno.ENOEXEC:
+                raise
+            return os.posix_spawn("/bin/sh", ["/bin/sh", *argv], dict(env), setsigdef=sigdef)
+    except OSError as exc:
+        raise UsageError(f"cannot run {argv[0]}: {exc.strerror}") from None
 
 
 def _watch(pid: int, tick, interval: float) -> None:
@@ -100,13 +117,14 @@ def _watch(pid: int, tick, interval: float) -> None:
         os.close(fd)
 
 
-def _host() -> str:
+def host_name() -> str:
+    """The host part of report names, as the library writes it."""
     return os.uname().nodename.split(".")[0].replace("/", "_")
 
 
 def report_names(directory: str) -> set[str]:
     """The report-like files in directory now (compared after the run)."""
-    host = _host()
+    host = host_name()
     try:
         return {n for n in os.listdir(directory) if n.endswith(".xml") and f".{host}" in n}
     except OSError:

@@ -45,6 +45,10 @@ def test_gprof_reads_the_gmon_export(programs, workdir):
     for function, samples in ours.items():
         assert flat[function] == pytest.approx(samples * per_sample, abs=0.0051)  # gprof prints 2 decimals
     assert "exists" in one_line_error(run_tool("psprocess", "--gmon", str(gmon), str(report)), "psprocess")
+    assert "use --cube" in one_line_error(run_tool("psprocess", "-c", "--gmon", str(workdir / "g2.out"),
+                                                   str(report)), "psprocess")
+    assert "give one input" in one_line_error(run_tool("psprocess", "--vprof", str(workdir / "v.out"),
+                                                       str(report), str(report)), "psprocess")
 
 
 def test_python_api_records(programs, workdir):

@@ -53,8 +53,10 @@ def test_every_exit_path_writes_its_report(targets, workdir, mode, args, status,
 
 
 def test_failed_exec_goes_on_counting(targets, workdir):
+    bare = subprocess.run([targets["exit_paths"], "exec_fail"], capture_output=True, text=True)
     p = run_tool("psrun", "-q", "-e", "task-clock", targets["exit_paths"], "exec_fail")
     assert p.returncode == 5, p.stderr
+    assert p.stdout == bare.stdout and "No such file or directory" in p.stdout  # errno as without psrun
     first, second = reports(workdir)  # before the exec, and at the end
     assert "before exec" in validate(first, "hwpcreport-0.3.dtd").findtext("annotation")
     assert validate(second, "hwpcreport-0.3.dtd").find("hwpceventdata/hwpcevent") is not None

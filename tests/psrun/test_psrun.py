@@ -4,8 +4,11 @@ reports valid against hwpcreport-0.3.dtd; configuration errors."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -154,3 +157,23 @@ def test_program_not_found_and_static_binary(targets, workdir):
 
 def test_no_program_given():
     assert "no program" in one_line_error(run_tool("psrun"), "psrun")
+
+
+def test_script_without_interpreter_line_runs_as_a_shell_would(workdir):
+    """A file without #! that the kernel will not run: /bin/sh runs it, as
+    from a shell; a file that cannot be run at all is a one-line error."""
+    script = workdir / "steps"
+    script.write_text("echo step one\nexit 6\n")
+    script.chmod(0o755)
+    bare = subprocess.run(["sh", "-c", str(script)], capture_output=True, text=True)
+    p = run_tool("psrun", "-q", "-e", "task-clock", str(script))
+    assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout) == (6, "step one\n"), p.stderr
+    assert len(reports(workdir)) == 1  # /bin/sh measured on its behalf
+    # A program whose dynamic loader does not exist: the kernel refuses it.
+    data = Path(shutil.which("true")).read_bytes()
+    loader = re.search(rb"/lib[^\0]*/ld-linux[^\0]*", data).group(0)
+    broken = workdir / "broken"
+    broken.write_bytes(data.replace(loader, b"/nonexistent/ld".ljust(len(loader), b"x"), 1))
+    broken.chmod(0o755)
+    line = one_line_error(run_tool("psrun", str(broken)), "psrun")
+    assert "cannot run" in line and "No such file" in line

@@ -3,6 +3,7 @@
  *   return N | exit N | _exit N | _Exit N | thread_exit N | exec | exec_fail
  *   | segv | fpe | abort | bus | raise SIGNUM | ignored_int | own_term | query
  * Prints a line first, so output pass-through is visible too. */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -48,8 +49,9 @@ int main(int argc, char **argv)
     }
     if (!strcmp(how, "exec"))
         execl("/bin/sh", "sh", "-c", "exit 4", (char *)NULL);
-    if (!strcmp(how, "exec_fail")) {
+    if (!strcmp(how, "exec_fail")) { /* the caller sees the exec's errno */
         execl("/nonexistent/program", "program", (char *)NULL);
+        printf("exec failed: %s\n", strerror(errno));
         return 5;
     }
     if (!strcmp(how, "segv")) {

@@ -45,7 +45,7 @@ def _reports(obj) -> list:
         return list(obj.reports)
     if isinstance(obj, (ProfileReport, CountReport)):
         return [obj]
-    raise UsageError("--cube takes counting reports or profiles")
+    raise UsageError("--cube takes counting reports or profiles, not resource reports (they have no call paths)")
 
 
 def _locations(reports: Sequence) -> tuple[list, list[int]]:
@@ -192,8 +192,9 @@ def statistics_text(metrics: list[_Metric], totals_per_metric: list[list[float]]
     return "\n".join(lines)
 
 
-def write(obj, path: str, force: bool = False) -> str:
-    """Write the .cubex and, beside it, the .stat; returns the .stat path."""
+def write(obj, path: str, module: str | None = None, force: bool = False) -> str:
+    """Write the .cubex and, beside it, the .stat (every module: module is
+    for the single-module formats); says what was written."""
     reports = _reports(obj)
     tree, where = _locations(reports)
     nloc = len(reports)
@@ -204,8 +205,9 @@ def write(obj, path: str, force: bool = False) -> str:
         names, regions, metrics = [], {}, _count_metrics(reports, where)
     program = (reports[0].command.split() or ["program"])[0].rsplit("/", 1)[-1] if reports[0].command else "program"
     ncnodes = len(names) + 1
-    return write_grids(path, metrics, [grid(m, ncnodes, nloc) for m in metrics], names, regions, program, tree,
+    stat = write_grids(path, metrics, [grid(m, ncnodes, nloc) for m in metrics], names, regions, program, tree,
                        force)
+    return f"CUBE 4, statistics in {stat}"
 
 
 def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: list[str], regions: dict,

@@ -58,13 +58,13 @@ def encode(report: ProfileReport, module: ModuleSamples) -> bytes:
 
 
 def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
-    """Write gmon.out data for the report's executable; returns the module's path."""
+    """Write gmon.out data for the report's executable; says what was written."""
     from psuite.cli_common import open_output
 
     if not isinstance(report, ProfileReport):
-        raise UsageError("--gmon needs a profile (psrun --profile ...)")
+        raise UsageError("--gmon exports one profile (psrun --profile ...); for combined reports use --cube")
     m = executable_module(report, module)
     data = encode(report, m)
     with open_output(path, force, binary=True) as f:
         f.write(data)
-    return m.file
+    return f"gprof {m.file} {path}"

@@ -21,14 +21,13 @@ import struct
 
 from psuite.errors import UsageError
 from psuite.psprocess.exporters.gmon import executable_module
-from psuite.report import ProfileReport
+from psuite.report import ModuleSamples, ProfileReport
 
 MAGIC = 0x766D6F6E
 VERSION = 4
 
 
-def encode(report: ProfileReport, module_file: str | None = None) -> bytes:
-    m = executable_module(report, module_file)
+def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
     addrs = sorted((pc - m.offset, n) for pc, n in m.samples.items())
     if not addrs:
         raise UsageError(f"{report.source}: no samples in {m.file}")
@@ -49,8 +48,9 @@ def write(report: ProfileReport, path: str, module: str | None = None, force: bo
     from psuite.cli_common import open_output
 
     if not isinstance(report, ProfileReport):
-        raise UsageError("--vprof needs a profile (psrun --profile ...)")
-    data = encode(report, module)
+        raise UsageError("--vprof exports one profile (psrun --profile ...); for combined reports use --cube")
+    m = executable_module(report, module)
+    data = encode(report, m)
     with open_output(path, force, binary=True) as f:
         f.write(data)
-    return executable_module(report, module).file
+    return f"vmon.out version {VERSION} of {m.file}"
