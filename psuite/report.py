@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from psuite.libperfsuite.machine import MachineInfo
 
 
-@dataclass
+@dataclass(slots=True)  # a report can hold a million of these
 class Event:
     name: str
     count: float
@@ -17,7 +17,7 @@ class Event:
     description: str = ""
 
 
-@dataclass
+@dataclass(slots=True)
 class Metric:
     name: str
     value: float
@@ -40,6 +40,7 @@ class RunInfo:
     username: str = ""
     command: str = ""
     md5sum: str = ""
+    buildid: str = ""  # the executable's GNU build-id, hex
     annotation: str = ""
     wallclock: float | None = None  # seconds
     usertime: float | None = None
@@ -53,14 +54,16 @@ class RunInfo:
 
     @property
     def who(self) -> str:
-        """How a report is named among others: rank, thread, else pid."""
-        parts = []
+        """How a report is named among others: the process (rank, else pid
+        on host), then the thread."""
         if self.rank is not None:
-            parts.append(f"rank {self.rank}")
+            parts = [f"rank {self.rank}"]
+        elif self.pid is not None:
+            parts = [f"pid {self.pid}"]
+        else:
+            parts = [self.source]
         if self.thread:
             parts.append(f"thread {self.thread}")
-        if not parts:
-            parts.append(f"pid {self.pid}" if self.pid is not None else self.source)
         if self.hostname and self.rank is None:
             parts.append(f"on {self.hostname}")
         return " ".join(parts)
@@ -112,7 +115,7 @@ class ModuleSamples:
     samples: dict[int, int] = field(default_factory=dict)  # pc -> count
 
 
-@dataclass
+@dataclass(slots=True)
 class Location:
     """Samples resolved to a source location ("??" and line 0 when unknown)."""
 
@@ -155,15 +158,16 @@ def _plain(value):
     if is_dataclass(value):
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, list):
-        if value and type(value[0]) in _LEAVES:  # scalars only: a shallow copy is enough
-            return [dict(vars(v)) for v in value]
+        if value and type(value[0]) in _LEAVES:  # scalars only: no recursion needed
+            names = _LEAVES[type(value[0])]
+            return [{n: getattr(v, n) for n in names} for v in value]
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
 
 
-_LEAVES = (Event, Metric, Location)
+_LEAVES = {cls: tuple(f.name for f in fields(cls)) for cls in (Event, Metric, Location)}
 
 
 @dataclass
@@ -194,6 +198,10 @@ class MultiReport:
 
     reports: list = field(default_factory=list)  # CountReport or ProfileReport, not mixed
     statistics: list[Statistic] = field(default_factory=list)
+    # Process totals of `psrun -p` runs whose thread reports are among the
+    # reports: kept for reference, left out of the statistics (their
+    # samples and counts are their threads').
+    totals: list = field(default_factory=list)
 
     @property
     def of_profiles(self) -> bool:
@@ -204,8 +212,9 @@ class MultiReport:
         return [row for r in self.reports for row in r.to_records()]
 
     def to_dict(self) -> dict:
-        return {"reports": [r.to_dict() for r in self.reports], "statistics": [dict(vars(s)) for s in
-                                                                                  self.statistics]}
+        return {"reports": [r.to_dict() for r in self.reports],
+                "statistics": [dict(vars(s)) for s in self.statistics],
+                "totals": [r.to_dict() for r in self.totals]}
 
 
 @dataclass

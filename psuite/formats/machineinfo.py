@@ -11,6 +11,7 @@ import re
 
 from lxml import etree
 
+from psuite.formats import values
 from psuite.libperfsuite.machine import TLB, Cache, MachineInfo
 
 
@@ -19,6 +20,11 @@ def _sub(parent: etree._Element, tag: str, text: object = None, **attrs: str) ->
     if text is not None:
         el.text = str(text)
     return el
+
+
+def clockspeed_text(info: MachineInfo) -> str:
+    """<clockspeed> as written: wallclock ticks are counted in this value."""
+    return f"{info.mhz:.3f}"
 
 
 def _assoc(parent: etree._Element, ways: int) -> None:
@@ -39,7 +45,7 @@ def to_element(info: MachineInfo) -> etree._Element:
         _sub(cpu, "brand", info.brand)
     _sub(cpu, "cpuidinfo", info.cpuidinfo)
     _sub(cpu, "revision", info.revision)
-    _sub(cpu, "clockspeed", f"{info.mhz:.3f}", units="MHz")
+    _sub(cpu, "clockspeed", clockspeed_text(info), units="MHz")
     caches = _sub(cpu, "cacheinfo")
     _sub(caches, "levels", max((c.level for c in info.caches), default=0))
     for c in info.caches:
@@ -65,11 +71,18 @@ def _text(el: etree._Element | None, default: str = "") -> str:
 
 
 def _int(text: str, default: int = 0) -> int:
-    m = re.search(r"-?\d+", text or "")
-    return int(m.group()) if m else default
+    """The first whole number in text (documents say "8-way", "512 KB"),
+    ASCII digits only; a numeral too long to mean anything counts as absent."""
+    m = re.search(r"-?[0-9]+", text or "")
+    return int(m.group()) if m and len(m.group()) <= 18 else default
 
 
-def from_element(root: etree._Element) -> MachineInfo:
+def _count(root: etree._Element, tag: str, source: str, default: int) -> int:
+    text = _text(root.find(tag))
+    return values.integer(text, f"<{tag}>", source, hi=2**40) if text else default
+
+
+def from_element(root: etree._Element, source: str = "<machineinfo>") -> MachineInfo:
     """A MachineInfo from either generation of <machineinfo>."""
     cpu = root.find("cpuinfo")
     if cpu is None:
@@ -77,7 +90,7 @@ def from_element(root: etree._Element) -> MachineInfo:
     family = model = stepping = 0
     cpuid = _text(cpu.find("cpuidinfo"))
     if cpuid:
-        nums = dict(re.findall(r"(family|model|stepping)\D*?(\d+)", cpuid, re.I))
+        nums = dict(re.findall(r"(family|model|stepping)[^0-9]*?([0-9]{1,9})", cpuid, re.I))
         nums = {k.lower(): int(v) for k, v in nums.items()}
         family, model, stepping = nums.get("family", 0), nums.get("model", 0), nums.get("stepping", 0)
     if cpu.find("family") is not None:
@@ -87,10 +100,8 @@ def from_element(root: etree._Element) -> MachineInfo:
     revision = _text(cpu.find("revision"))
     if not stepping and revision:
         stepping = _int(revision)
-    try:
-        mhz = float(_text(cpu.find("clockspeed"), "0") or 0)
-    except ValueError:
-        mhz = 0.0
+    clock = _text(cpu.find("clockspeed"))
+    mhz = values.real(clock, "<clockspeed>", source, hi=1e6) if clock else 0.0
     caches = []
     for c in cpu.iterfind("cacheinfo/cache"):
         size_el = c.find("size")
@@ -117,7 +128,7 @@ def from_element(root: etree._Element) -> MachineInfo:
             )
         )
     return MachineInfo(
-        cpu_count=_int(_text(root.find("cpucount")), 1),
+        cpu_count=_count(root, "cpucount", source, 1),
         vendor=_text(cpu.find("vendor")),
         brand=_text(cpu.find("brand")),
         family=family,
@@ -126,6 +137,6 @@ def from_element(root: etree._Element) -> MachineInfo:
         mhz=mhz,
         caches=caches,
         tlbs=tlbs,
-        memory_mb=_int(_text(root.find("memoryinfo"))),
-        page_size=_int(_text(root.find("syspagesize")), 4) * 1024,
+        memory_mb=_count(root, "memoryinfo", source, 0),
+        page_size=_count(root, "syspagesize", source, 4) * 1024,
     )

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from lxml import etree
 
+from psuite.errors import InputError
+from psuite.formats import values
 from psuite.report import ResourceReport
 
 
@@ -49,34 +51,42 @@ def to_element(r: ResourceReport):
 
 
 def from_element(root, source: str) -> ResourceReport:
-    def num(path: str, kind=float, default=0):
-        text = root.findtext(path)
-        try:
-            return kind(text) if text not in (None, "") else default
-        except ValueError:
-            return default
+    def text(path: str) -> str:
+        return (root.findtext(path) or "").strip()
 
-    r = ResourceReport(source=source, pid=num("pid", int, None), starttime=root.findtext("starttime", ""),
-                       command=root.findtext("command", ""), hostname=root.findtext("hostname", ""))
+    def whole(path: str, default: int | None = 0, hi: int = 2**63 - 1) -> int | None:
+        return values.integer(text(path), f"<{path}>", source, hi=hi) if text(path) else default
+
+    def real(path: str) -> float:
+        return values.real(text(path), f"<{path}>", source, hi=1e15) if text(path) else 0.0
+
+    def attr(el, name: str, default: str, hi: float = 1e6, lo: float = 0.0) -> float:
+        return values.real(el.get(name, default), f"<{el.tag} {name}>", source, lo=lo, hi=hi)
+
+    r = ResourceReport(source=source, pid=whole("pid", None, 2**31 - 1), starttime=text("starttime"),
+                       command=text("command"), hostname=text("hostname"))
     code = root.find("exitcode")
     if code is not None:
         r.exit_type = code.get("type", "exit")
-        r.exit_code = num("exitcode", int)
+        r.exit_code = whole("exitcode", 0, 255)
     samples = root.find("samples")
     if samples is not None:
-        r.samples = num("samples", int)
-        r.frequency = float(samples.get("frequency", "1") or 1)
+        r.samples = whole("samples")
+        r.frequency = attr(samples, "frequency", "1", hi=1e9)
+        if r.frequency <= 0:
+            raise InputError(f"{source}: <samples frequency> must be above 0, not {r.frequency:g}")
     loads = root.find("loadavgs")
     if loads is not None:
-        r.load_min = float(loads.get("min", "0"))
-        r.load_max = float(loads.get("max", "0"))
-        r.load_resolution = float(loads.get("resolution", "0.5"))
-        r.load_outofrange = int(loads.get("outofrange", "0"))
+        r.load_min = attr(loads, "min", "0")
+        r.load_max = attr(loads, "max", "0")
+        r.load_resolution = attr(loads, "resolution", "0.5")
+        r.load_outofrange = values.integer(loads.get("outofrange", "0"), "<loadavgs outofrange>", source)
         for el in loads.iterfind("loadavg"):
-            r.loads[float(el.get("load", "0"))] = int(el.text or 0)
+            r.loads[attr(el, "load", "0")] = values.integer(el.text, "<loadavg>", source)
     for el in root.iterfind("maxloads/maxload"):
-        r.maxloads[int(el.get("interval", "1"))] = float(el.text or 0)
-    r.maxrss_mb, r.maxvm_mb = num("maxrss"), num("maxvm")
-    r.usertime, r.systemtime = num("cputime/usertime"), num("cputime/systemtime")
-    r.major_faults, r.minor_faults, r.swaps = num("faults/major", int), num("faults/minor", int), num("swaps", int)
+        interval = values.integer(el.get("interval", "1"), "<maxload interval>", source, hi=10**6)
+        r.maxloads[interval] = values.real(el.text, "<maxload>", source, hi=1e6)
+    r.maxrss_mb, r.maxvm_mb = real("maxrss"), real("maxvm")
+    r.usertime, r.systemtime = real("cputime/usertime"), real("cputime/systemtime")
+    r.major_faults, r.minor_faults, r.swaps = whole("faults/major"), whole("faults/minor"), whole("swaps")
     return r

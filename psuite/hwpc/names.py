@@ -33,15 +33,21 @@ SOFTWARE_ALIASES = {"faults": "page-faults", "cs": "context-switches", "migratio
                     "cpu-clock": "cpu-clock"}
 
 
+_PERF_COUNT = re.compile(r"(?i)PERF_COUNT_(?:HW_|SW_)?(.*)")
+_RAW = re.compile(r"r[0-9a-fA-F]+")
+
+
 def canonical(name: str) -> str:
-    """perf::TASK-CLOCK -> task-clock; perf::CYCLES -> PAPI_TOT_CYC; else unchanged."""
+    """perf::TASK-CLOCK -> task-clock; perf::CYCLES -> PAPI_TOT_CYC; else unchanged.
+    (Called for every event of a report, a million in large ones: the
+    patterns are compiled once.)"""
     if name.startswith("PAPI_"):
         return name
     bare = name[6:] if name.startswith("perf::") else name
-    m = re.match(r"(?i)PERF_COUNT_(?:HW_|SW_)?(.*)", bare)
+    m = _PERF_COUNT.match(bare)
     if m:
         bare = m.group(1).replace("_", "-")
-    if "::" in bare or re.fullmatch(r"r[0-9a-fA-F]+", bare):
+    if "::" in bare or _RAW.fullmatch(bare):
         return name
     low = bare.lower()
     low = {"cpu-cycles": "cycles"}.get(low, low)

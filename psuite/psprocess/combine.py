@@ -49,6 +49,7 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
 
 
 def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statistic:
+    """The statistics of finite values (the readers admit no others)."""
     nums = [v for v, _ in values]
     total = math.fsum(nums)
     mean = total / len(nums)
@@ -56,8 +57,16 @@ def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statisti
     hi = max(values, key=lambda vw: vw[0])
     q1, median, q3 = quartiles(nums)
     return Statistic(name=name, kind=kind, count=len(nums), sum=total, mean=mean, min=lo[0], min_who=lo[1],
-                     max=hi[0], max_who=hi[1], stddev=statistics.pstdev(nums) if len(nums) > 1 else 0.0,
+                     max=hi[0], max_who=hi[1], stddev=_pstdev(nums, mean),
                      q1=q1, median=median, q3=q3, imbalance=hi[0] / mean if mean else None)
+
+
+def _pstdev(nums: list[float], mean: float) -> float:
+    """Population standard deviation; statistics.pstdev works in exact
+    fractions, which is slow and overflows for values near float's range."""
+    if len(nums) < 2:
+        return 0.0
+    return math.sqrt(math.fsum((v - mean) ** 2 for v in nums) / len(nums))
 
 
 def compute(reports: list[CountReport]) -> list[Statistic]:
@@ -91,26 +100,64 @@ def function_spread(reports: list[ProfileReport]) -> list[Statistic]:
     return sorted(stats, key=lambda s: (-s.sum, s.name))
 
 
+def members(report) -> list:
+    """The single reports of a document: a multi-document's members, or
+    the report itself."""
+    return report.reports + report.totals if isinstance(report, MultiReport) else [report]
+
+
+TOTAL_MARK = "process total"  # in <annotation> of the total of a `psrun -p` run
+
+
+def split_totals(reports: list) -> tuple[list, list]:
+    """(reports to combine, process totals left out).  A `psrun -p` run
+    writes each thread's report and the process total; combined together,
+    every sample would count twice.  The total is the report of a process
+    (same host and pid) that other reports of it break down by thread:
+    psuite writes it as thread 0 with "process total" in <annotation>
+    (older psuite: without <thread>).  The original PerfSuite wrote no
+    totals, so its thread 0 is a thread."""
+    by_process: dict[tuple, list] = {}
+    for r in reports:
+        if r.pid is not None:
+            by_process.setdefault((r.hostname, r.pid, r.rank), []).append(r)
+    totals: set[int] = set()
+    for group in by_process.values():
+        if len(group) > 1:
+            totals.update(id(r) for r in group if not r.thread or TOTAL_MARK in r.annotation)
+    return [r for r in reports if id(r) not in totals], [r for r in reports if id(r) in totals]
+
+
 def combine(sources: list[str], load: Callable[[str], object], derive: Callable[[CountReport], None],
             resolve: Callable[[ProfileReport], None],
             progress: Callable[[int, int], None] | None = None) -> MultiReport:
     """Counting reports with statistics per event and metric, or profiles
-    with each function's spread; not a mix."""
-    multi = MultiReport()
+    with each function's spread; not a mix.  Multi-documents (psprocess
+    -c -x output, the original PerfSuite's) count as their members."""
+    gathered: list = []
     for i, source in enumerate(sources, 1):
-        report = load(source)
-        if isinstance(report, CountReport):
-            derive(report)
-        elif isinstance(report, ProfileReport):
-            resolve(report)
-        else:
-            raise InputError(f"{source}: -c combines counting reports or profiles, not this document")
-        if multi.reports and type(report) is not type(multi.reports[0]):
-            raise InputError(f"{source}: a {'profile' if isinstance(report, ProfileReport) else 'counting report'}"
-                             " among the others: combine counting reports and profiles separately")
-        multi.reports.append(report)
+        for report in members(load(source)):
+            if isinstance(report, CountReport):
+                derive(report)
+            elif isinstance(report, ProfileReport):
+                resolve(report)
+            else:
+                raise InputError(f"{source}: -c combines counting reports or profiles, not this document")
+            if gathered and type(report) is not type(gathered[0]):
+                raise InputError(f"{source}: a "
+                                 f"{'profile' if isinstance(report, ProfileReport) else 'counting report'}"
+                                 " among the others: combine counting reports and profiles separately")
+            gathered.append(report)
         if progress and (i % 64 == 0 or i == len(sources)):
             progress(i, len(sources))
+    return summarize(gathered)
+
+
+def summarize(reports: list) -> MultiReport:
+    """The combination of single reports of one kind, process totals set
+    apart."""
+    multi = MultiReport()
+    multi.reports, multi.totals = split_totals(reports)
     if multi.reports and isinstance(multi.reports[0], ProfileReport):
         multi.statistics = function_spread(multi.reports)
     else:

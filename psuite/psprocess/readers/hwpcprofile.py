@@ -5,6 +5,8 @@ module with its load offset."""
 from __future__ import annotations
 
 from psuite.errors import InputError
+from psuite.formats import values
+from psuite.psprocess.readers.document import Document
 from psuite.psprocess.readers.hwpcreport import read_run_info
 from psuite.report import ModuleSamples, ProfileReport
 
@@ -13,13 +15,6 @@ ROOT = "hwpcreport"
 
 def accepts(root) -> bool:
     return root.tag == ROOT and root.get("mode") == "profile"
-
-
-def _int(text: str | None, base: int, what: str, source: str) -> int:
-    try:
-        return int((text or "").strip(), base)
-    except ValueError:
-        raise InputError(f"{source}: {what} is not a number: {text!r}") from None
 
 
 def read_event(event, r: ProfileReport) -> None:
@@ -32,7 +27,8 @@ def read_event(event, r: ProfileReport) -> None:
     r.profile_version = event.get("version", r.profile_version)
 
 
-def read(root, source: str) -> ProfileReport:
+def read(root, doc: Document) -> ProfileReport:
+    source = doc.source
     r = ProfileReport(version=root.get("version", ""), generator=root.get("generator", ""))
     read_run_info(root, r, source)
     data = root.find("hwpcprofiledata")
@@ -44,18 +40,15 @@ def read(root, source: str) -> ProfileReport:
     if event is not None:
         read_event(event, r)
         threshold = event.findtext("threshold")
-        r.threshold = _int(threshold, 10, "<threshold>", source) if threshold else None
-    r.total_samples = _int(data.findtext("totalsamples", "0"), 10, "<totalsamples>", source)
+        r.threshold = values.integer(threshold, "<threshold>", source) if threshold else None
+    r.total_samples = values.integer(data.findtext("totalsamples", "0"), "<totalsamples>", source)
     for mod in data.iterfind("module"):
         offset = mod.get("offset", "0")
         m = ModuleSamples(file=mod.get("file", "??"),
-                          offset=_int(offset, 16 if offset.lower().startswith("0x") else 10, "module offset",
-                                      source))
-        samples = mod.find("samples")
-        base = _int(samples.get("pcbase", "16"), 10, "pcbase", source) if samples is not None else 16
-        for s in mod.iterfind("samples/sample"):
-            pc = s.get("pc", "")
-            pc_value = _int(pc[2:] if pc.lower().startswith("0x") else pc, base, "sample pc", source)
-            m.samples[pc_value] = m.samples.get(pc_value, 0) + _int(s.text, 10, "sample count", source)
+                          offset=values.integer(offset, "<module offset>", source, hi=2**64 - 1,
+                                                base=16 if offset.lower().startswith("0x") else 10))
+        for samples in mod.iterfind("samples"):
+            for pc, n in doc.samples(samples).items():
+                m.samples[pc] = m.samples.get(pc, 0) + n
         r.modules.append(m)
     return r

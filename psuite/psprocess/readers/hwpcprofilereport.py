@@ -6,6 +6,8 @@ unknown locations as file and function "??" with line 0).  The first
 from __future__ import annotations
 
 from psuite.errors import InputError
+from psuite.formats import values
+from psuite.psprocess.readers.document import Document
 from psuite.psprocess.readers.hwpcprofile import read_event
 from psuite.psprocess.readers.hwpcreport import read_run_info
 from psuite.report import Location, ProfileReport
@@ -17,14 +19,8 @@ def accepts(root) -> bool:
     return root.tag == ROOT
 
 
-def _int(text: str | None, what: str, source: str) -> int:
-    try:
-        return int(float((text or "0").strip()))
-    except ValueError:
-        raise InputError(f"{source}: {what} is not a number: {text!r}") from None
-
-
-def read(root, source: str) -> ProfileReport:
+def read(root, doc: Document) -> ProfileReport:
+    source = doc.source
     r = ProfileReport(version=root.get("version", ""), generator=root.get("generator", ""))
     info = root.find("executioninfo")
     read_run_info(info if info is not None else root, r, source)
@@ -36,14 +32,14 @@ def read(root, source: str) -> ProfileReport:
     if event is not None:
         read_event(event, r)
     period = prof.findtext("period")
-    r.threshold = _int(period, "<period>", source) if period else None
-    r.total_samples = _int(prof.findtext("totalsamples"), "<totalsamples>", source)
+    r.threshold = values.integer(period, "<period>", source) if period and period.strip() else None
+    r.total_samples = values.integer(prof.findtext("totalsamples", "0"), "<totalsamples>", source)
     for module in prof.iterfind("module"):
+        mname = module.get("name", "??")
         for file in module.iterfind("file"):
+            fname = file.get("name", "??")
             for function in file.iterfind("function"):
-                for line in function.iterfind("line"):
-                    r.locations.append(Location(module=module.get("name", "??"), file=file.get("name", "??"),
-                                                function=function.get("name", "??"),
-                                                line=_int(line.get("lineno"), "lineno", source),
-                                                samples=_int(line.text, "sample count", source)))
+                func = function.get("name", "??")
+                r.locations += [Location(module=mname, file=fname, function=func, line=lineno, samples=n)
+                                for lineno, n in doc.lines(function)]
     return r

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from psuite.formats import resourcereport
+from psuite.psprocess.readers.document import Document
 from psuite.report import ResourceReport
 
 ROOT = "resourcereport"
@@ -12,5 +13,5 @@ def accepts(root) -> bool:
     return root.tag == ROOT
 
 
-def read(root, source: str) -> ResourceReport:
-    return resourcereport.from_element(root, source)
+def read(root, doc: Document) -> ResourceReport:
+    return resourcereport.from_element(root, doc.source)

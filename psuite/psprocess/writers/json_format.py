@@ -23,14 +23,18 @@ Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
 "function" per function (its samples in each profile, 0 where absent).
 Resource reports (psrun -R): schema "psuite.resource/1", the fields of
 psuite.report.ResourceReport.  A mix of kinds is "psuite.report/1"; every
-report then says its "kind" ("count", "profile" or "resource").  Written compactly (no indentation): the
+report then says its "kind" ("count", "profile" or "resource").  Combined
+documents also list the process totals of `psrun -p` runs, left out of the
+statistics, under "totals".  Written compactly (no indentation): the
 standard library's fast encoder only works that way, and a profile has
-tens of thousands of locations.
+tens of thousands of locations.  Always strict JSON: a number that is not
+finite is written as null, never as Infinity or NaN.
 """
 
 from __future__ import annotations
 
 import json
+import math
 
 from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
@@ -38,10 +42,27 @@ EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
 
 
+def _dumps(data: dict) -> str:
+    try:
+        return json.dumps(data, allow_nan=False) + "\n"
+    except ValueError:  # a non-finite float somewhere: rare, so only then walk the data
+        return json.dumps(_finite(data), allow_nan=False) + "\n"
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
 def render(reports: list[CountReport], **_options) -> str:
     if len(reports) == 1 and isinstance(reports[0], MultiReport):
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
-        return json.dumps({"schema": schema, **reports[0].to_dict()}) + "\n"
+        return _dumps({"schema": schema, **reports[0].to_dict()})
     def kind(r) -> str:
         return "profile" if isinstance(r, ProfileReport) else "resource" if isinstance(r, ResourceReport) else "count"
 
@@ -53,4 +74,4 @@ def render(reports: list[CountReport], **_options) -> str:
         if schema == "psuite.report/1":
             d["kind"] = kind(r)
         out.append(d)
-    return json.dumps({"schema": schema, "reports": out}) + "\n"
+    return _dumps({"schema": schema, "reports": out})

@@ -54,6 +54,8 @@ def render_one(m: MultiReport) -> str:
     ranks = sorted({r.rank for r in m.reports if r.rank is not None})
     if ranks:
         lines.append(f"{'MPI ranks':<24}: {len(ranks)} ({ranks[0]}-{ranks[-1]})")
+    if m.totals:
+        lines.append(f"{'Process totals':<24}: {len(m.totals):,} left out (their threads are combined)")
     if m.of_profiles:
         _profiles(lines, m)
         return "\n".join(lines) + "\n"

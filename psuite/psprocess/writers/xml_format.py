@@ -10,7 +10,7 @@ from __future__ import annotations
 from lxml import etree
 
 from psuite.errors import UsageError
-from psuite.formats import machineinfo
+from psuite.formats import machineinfo, perfsuite
 from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport, RunInfo
 
 EXTENSION = ".xml"
@@ -24,21 +24,26 @@ def sub(parent, tag: str, text: object = None, **attrs: str):
 
 
 def run_info(parent, r: RunInfo, with_pid: bool = True) -> None:
-    """date ... machineinfo, in the order both DTDs give them."""
-    sub(parent, "date", r.date)
+    """date ... machineinfo, in the order both DTDs give them, as the
+    original PerfSuite wrote them (see formats/perfsuite.py)."""
+    sub(parent, "date", perfsuite.ctime_date(r.date))
     sub(parent, "hostname", r.hostname)
     sub(parent, "domainname", r.domainname)
     if with_pid and r.pid is not None:
         sub(parent, "pid", r.pid)
-    if with_pid and r.thread:
-        sub(parent, "thread", r.thread)
+    if with_pid:  # the process total is thread 0; TAU and PTP key threads by it
+        sub(parent, "thread", r.thread or "0")
     if r.username:
         sub(parent, "username", r.username)
     if r.command:
         sub(parent, "command", r.command, **({"md5sum": r.md5sum} if r.md5sum else {}))
     if r.annotation:
         sub(parent, "annotation", r.annotation)
-    sub(parent, "wallclock", repr(r.wallclock or 0.0), units="seconds")
+    mhz = machineinfo.clockspeed_text(r.machine) if r.machine else ""
+    if mhz and float(mhz) > 0:
+        sub(parent, "wallclock", perfsuite.wallclock_ticks(r.wallclock or 0.0, mhz), units="ticks")
+    else:  # no clock to count ticks of
+        sub(parent, "wallclock", repr(r.wallclock or 0.0), units="seconds")
     cpu = sub(parent, "cputime", units="seconds")
     sub(cpu, "usertime", repr(r.usertime or 0.0))
     sub(cpu, "systemtime", repr(r.systemtime or 0.0))
@@ -65,6 +70,7 @@ def render(reports: list, **_options) -> str:
     if len(reports) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     r = reports[0]
+    doctype = None
     if isinstance(r, ResourceReport):
         from psuite.formats import resourcereport
 
@@ -74,7 +80,10 @@ def render(reports: list, **_options) -> str:
 
         root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
         for member in r.reports:
-            root.append(xml_profile.to_element(member))
+            if member.locations:  # an idle thread has nothing the DTD can hold (and TAU divides by 0)
+                root.append(xml_profile.to_element(member))
+        if not len(root):
+            raise UsageError("none of the combined profiles has samples; there is no profile to write as XML")
     elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
         root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
         for member in r.reports:
@@ -85,4 +94,7 @@ def render(reports: list, **_options) -> str:
         root = xml_profile.to_element(r)
     else:
         root = to_element(r)
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True).decode()
+    if root.tag in perfsuite.DTDS:
+        doctype = perfsuite.doctype(root.tag)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True,
+                          doctype=doctype).decode()

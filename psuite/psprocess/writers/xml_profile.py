@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from lxml import etree
 
-from psuite.formats import machineinfo
+from psuite.errors import UsageError
+from psuite.formats import machineinfo, perfsuite
 from psuite.libperfsuite.machine import MachineInfo
 from psuite.psprocess.writers.xml_format import run_info, sub
 from psuite.report import ProfileReport
@@ -14,7 +15,7 @@ from psuite.report import ProfileReport
 
 def to_element(r: ProfileReport):
     root = etree.Element("hwpcprofilereport", version="0.3", generator=r.generator or "psuite")
-    sub(root, "date", r.date)
+    sub(root, "date", perfsuite.ctime_date(r.date))
     sub(root, "hostname", r.hostname)
     sub(root, "domainname", r.domainname)
     if r.username:
@@ -35,8 +36,8 @@ def to_element(r: ProfileReport):
     for loc in r.locations:
         lines = tree.setdefault(loc.module, {}).setdefault(loc.file, {}).setdefault(loc.function, {})
         lines[loc.line] = lines.get(loc.line, 0) + loc.samples
-    if not tree:  # module+ file+ function+ line+: an empty profile still names one
-        tree = {"??": {"??": {"??": {0: 0}}}}
+    if not tree:  # the DTD wants module+ file+ function+ line+; no placeholder (TAU divides by 0)
+        raise UsageError(f"{r.source} has no samples ({r.who}); there is no profile to write as XML")
     for module, files in sorted(tree.items()):
         m = sub(prof, "module", name=module)
         for file, functions in sorted(files.items()):
