@@ -62,8 +62,8 @@ class RunInfo:
             parts = [f"pid {self.pid}"]
         else:
             parts = [self.source]
-        if self.thread:
-            parts.append(f"thread {self.thread}")
+        if self.thread and not (self.thread == "0" and self.generator.startswith("psuite")):
+            parts.append(f"thread {self.thread}")  # psuite's thread 0 is the whole process
         if self.hostname and self.rank is None:
             parts.append(f"on {self.hostname}")
         return " ".join(parts)

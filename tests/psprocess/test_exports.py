@@ -140,6 +140,14 @@ def cube_values(path) -> tuple[dict[str, dict[tuple[str, tuple[str, str]], float
     return out, where
 
 
+def cube_units(path) -> dict[str, tuple[str, str]]:
+    """Through pycubexr: metric -> (unit of measurement, description)."""
+    from pycubexr import CubexParser
+
+    with CubexParser(str(path)) as c:
+        return {m.name: (m.units, m.description) for m in c.get_metrics()}
+
+
 def test_cube_of_ranks_and_threads(targets, workdir):
     """4 ranks x 2 threads profiled, combined into one cube: pycubexr reads
     for every metric x call path x thread what the single profiles say, and
@@ -160,7 +168,7 @@ def test_cube_of_ranks_and_threads(targets, workdir):
     p = run_tool("psprocess", "-c", "--cube", str(cube), *map(str, threads))
     assert p.returncode == 0, p.stderr
     got, where = cube_values(cube)
-    assert where == [(f"rank {r}", f"thread {t}") for r in range(4) for t in (0, 1)]
+    assert where == [(f"rank {r}", f"thread {t}") for r in range(4) for t in (1, 2)]  # 0 is the total
     expected: dict[tuple[str, tuple[str, str]], float] = {}
     for path in threads:
         r = psuite.read(str(path))
@@ -196,6 +204,13 @@ def test_cube_of_one_counting_report(targets, workdir):
         assert list(got[e.name].values()) == [e.count]
     for m in r.metrics:
         assert list(got[m.name.replace(" ", "_")].values()) == pytest.approx([m.value])
+    units = cube_units(cube)  # the CUBE guide allows "sec" and "occ" only; a metric's own unit is described
+    assert all(units[e.name][0] == "occ" for e in r.events)
+    for m in r.metrics:
+        unit, descr = units[m.name.replace(" ", "_")]
+        assert unit == ("sec" if m.unit == "seconds" else "occ"), m
+        assert unit == "sec" or not m.unit or descr.endswith(f"(unit: {m.unit})"), (m, descr)
+    assert any(unit == "sec" for unit, _ in units.values()) and any(u == "occ" for u, _ in units.values())
     stat = parse_stat(workdir / "one.stat")
     assert all(s["count"] == 1 and "variance" not in s and "sum" in s for s in stat.values())  # one value
     assert "must end in .cubex" in one_line_error(run_tool("psprocess", "--cube", "x.cube", str(report)),
