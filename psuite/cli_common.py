@@ -1,63 +1,419 @@
 """What every command-line front end shares: one-line errors with exit
 status 2 and safe input and output files.  (The shared argparse parser is
-in cli_parser, so that psrun's fast path does not import argparse.)"""
+in cli_parser, so that psrun's fast path does not import argparse.)
+
+Inputs are regular files of at most MAX_INPUT_BYTES: devices, named pipes
+and sockets are refused before anything is read from them.
+
+Outputs are written to a temporary file beside the final name and moved
+into place only once they are complete (atomic_output): a failure (a full
+disk, an I/O error, an interruption) leaves nothing behind, and an
+existing file is replaced only with force.  Standard output goes through
+write_stdout, whose failures (a full disk, a closed descriptor) are one
+line too; a reader that goes away (`| head`) is not an error."""
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 
-from psuite.errors import InputError, PsuiteError, UsageError
+from psuite.errors import InputError, OutputError, PsuiteError, UsageError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms of start-up, paid by every psrun
     from typing import IO
 
+MAX_INPUT_BYTES = 2 * 1024**3  # one input document; a 1,000,000-event report is about 120 MB
+
+_SHOWN = {c: f"\\x{c:02x}" for c in [*range(32), 0x7F, 0x85]} | {9: "\t", 10: "\\n", 13: "\\r",
+                                                                  0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def one_line(text: str) -> str:
+    """text with line breaks and control characters shown as escapes, so a
+    message stays one line whatever file name or server answer it quotes."""
+    return str(text).translate(_SHOWN)
+
+
+def size_text(n: int) -> str:
+    for unit, name in ((1024**3, "GiB"), (1024**2, "MiB"), (1024, "KiB")):
+        if n >= unit:
+            return f"{n / unit:g} {name}"
+    return f"{n} bytes"
 
 
 def run_cli(tool: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
     """Call main; turn psuite's errors into 'tool: message' and exit 2."""
     try:
-        return main(argv)
+        try:
+            status = main(argv)
+        except SystemExit:  # argparse's --help, --version and usage errors: their output must arrive too
+            flush_stdout()
+            raise
+        flush_stdout()
+        return status
     except PsuiteError as exc:
-        print(f"{tool}: {exc}", file=sys.stderr)
+        _say(tool, str(exc))
         return exc.exit_status
     except KeyboardInterrupt:
-        print(f"{tool}: interrupted", file=sys.stderr)
+        _say(tool, "interrupted")
         return 130
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours.
+        _silence_stdout()
+        return 0
+    except MemoryError:
+        _say(tool, "out of memory; give fewer or smaller inputs, or raise the memory limit (ulimit -v)")
+        return 2
+
+
+def _say(tool: str, message: str) -> None:
+    if sys.stderr is not None:
+        print(f"{tool}: {one_line(message)}", file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that the interpreter's final
+    flush of what is still buffered cannot fail again."""
+    if sys.stdout is None:
+        return
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
-def open_output(path: str, force: bool = False, binary: bool = False) -> IO:
-    """Open a new output file.  An existing file is kept unless force is
-    given; errors name the path and the fix."""
-    mode = ("w" if force else "x") + ("b" if binary else "")
+def write_problem(what: str, exc: OSError) -> str:
+    """One line for a failed write of `what` (a path or standard output)."""
+    code = exc.errno
+    if code == errno.ENOSPC:
+        return f"cannot write {what}: no space left on the device; free some space or write to another file system"
+    if code == errno.EDQUOT:
+        return f"cannot write {what}: disk quota exceeded; free some space or write to another file system"
+    if code == errno.EFBIG:
+        return f"cannot write {what}: the file is too large for this file system or for ulimit -f; write elsewhere"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"cannot write {what}: permission denied; choose a place you can write to"
+    if code == errno.EROFS:
+        return f"cannot write {what}: the file system is read-only; choose another place"
+    if code == errno.ENOENT:
+        return f"cannot write {what}: its directory does not exist"
+    if code == errno.EBADF:
+        return f"cannot write {what}: it is not open for writing; redirect it to a file (> FILE) or use -o FILE"
+    return f"cannot write {what}: {(exc.strerror or str(exc)).lower()}; check the device and the file system"
+
+
+def flush_stdout() -> None:
+    """Flush standard output; its failures become one OutputError line."""
+    out = sys.stdout
+    if out is None:
+        return
     try:
-        return open(path, mode, **({} if binary else {"encoding": "utf-8"}))
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise OutputError(write_problem("standard output", exc)) from None
+    except ValueError:  # closed by someone
+        pass
+
+
+def write_stdout(text: str) -> None:
+    """text to standard output, flushed; one line when it cannot be written
+    (closed, full disk), and BrokenPipeError for run_cli when the reader
+    went away."""
+    if sys.stdout is None:
+        raise OutputError("standard output is closed; redirect it to a file (> FILE) or use -o FILE")
+    try:
+        sys.stdout.write(text)
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise OutputError(write_problem("standard output", exc)) from None
+    flush_stdout()
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISDIR, "a directory"), (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+# ---------------------------------------------------------------- outputs
+
+
+def check_outputs(paths: Sequence[str], force: bool = False) -> None:
+    """Refuse, before anything is computed or written, output names that
+    cannot be used: the same name twice, a missing directory, a directory,
+    an existing file without force, a device or pipe even with force."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        key = os.path.realpath(path)
+        if key in seen:
+            also = f" (also as {seen[key]})" if seen[key] != path else ""
+            raise UsageError(f"{path} would be written twice{also}; give each output its own name")
+        seen[key] = path
+        _check_output(path, force)
+
+
+def _check_output(path: str, force: bool) -> None:
+    if not path:
+        raise UsageError("an output file name is empty; give a file name")
+    directory = os.path.dirname(path) or "."
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except NotADirectoryError:
+        raise UsageError(f"cannot write {path}: {directory} is not a directory") from None
+    except OSError as exc:
+        raise OutputError(write_problem(path, exc)) from None
+    if st is None:
+        if not os.path.isdir(directory):
+            if os.path.lexists(directory):
+                raise UsageError(f"cannot write {path}: {directory} is not a directory")
+            raise UsageError(f"cannot write {path}: its directory does not exist")
+    elif stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{path} is a directory; give a file name")
+    elif not force:
+        raise UsageError(f"{path} exists; choose another name or pass --force to replace it")
+    elif not (stat.S_ISREG(st.st_mode) or stat.S_ISLNK(st.st_mode)):
+        raise UsageError(f"{path} is {_kind(st.st_mode)}; --force replaces files only, give a file name")
+    if not os.access(directory, os.W_OK):
+        raise OutputError(f"cannot write {path}: permission denied; choose a place you can write to")
+
+
+class _Output:
+    """A new temporary file beside `path`; write errors name `path`."""
+
+    def __init__(self, path: str, binary: bool) -> None:
+        import tempfile
+
+        self.path, self.file = path, None
+        directory, name = os.path.split(path)
+        try:
+            fd, self.temp = tempfile.mkstemp(prefix=f".{name[:100]}.", suffix=".part", dir=directory or ".")
+        except OSError as exc:
+            raise OutputError(write_problem(path, exc)) from None
+        try:
+            os.fchmod(fd, 0o666 & ~_umask())
+            self.file = os.fdopen(fd, "wb") if binary else \
+                os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape")
+        except BaseException:
+            if self.file is None:
+                os.close(fd)
+            self.discard()
+            raise
+
+    def write(self, data) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as exc:
+            raise OutputError(write_problem(self.path, exc)) from None
+
+    def __getattr__(self, name: str):  # tell, flush ... of the file (tarfile asks)
+        return getattr(self.file, name)
+
+    def finish(self) -> None:
+        """Everything on the disk (a full disk may only say so now)."""
+        try:
+            self.file.flush()
+            try:
+                os.fsync(self.file.fileno())
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.EROFS, errno.ENOTSUP):
+                    raise
+            self.file.close()
+        except OSError as exc:
+            raise OutputError(write_problem(self.path, exc)) from None
+
+    def discard(self) -> None:
+        if self.file is not None:
+            try:
+                self.file.close()
+            except OSError:
+                pass
+        try:
+            os.unlink(self.temp)
+        except OSError:
+            pass
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def _place(temp: str, path: str, force: bool) -> None:
+    """temp under the name path: replacing what is there only with force."""
+    try:
+        if force:
+            os.replace(temp, path)
+            return
+        try:
+            os.link(temp, path)  # fails if path exists: never overwrites
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK, errno.ENOSYS):
+                raise
+            # no hard links on this file system: claim the name, then move over the claim
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+            try:
+                os.replace(temp, path)
+            except BaseException:
+                os.unlink(path)
+                raise
     except FileExistsError:
         raise UsageError(f"{path} exists; choose another name or pass --force to replace it") from None
     except IsADirectoryError:
         raise UsageError(f"{path} is a directory; give a file name") from None
     except OSError as exc:
-        if exc.errno == errno.ENOENT:
-            raise UsageError(f"cannot write {path}: its directory does not exist") from None
-        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+        raise OutputError(write_problem(path, exc)) from None
 
 
-def read_input(path: str) -> bytes:
-    """Whole contents of an input file, with one-line errors."""
+@contextmanager
+def _cleanup_on_termination() -> Iterator[None]:
+    """SIGTERM and SIGHUP (when not ignored) end the program through
+    SystemExit, so that the temporary files are removed on the way out."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+
+    old = {}
+    for s in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(s) == signal.SIG_DFL:
+            old[s] = signal.signal(s, stop)
     try:
-        with open(path, "rb") as f:
-            return f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path} is a directory; give a file") from None
+        yield
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@contextmanager
+def atomic_outputs(paths: Sequence[str], force: bool = False,
+                   binary: bool | Sequence[bool] = False) -> Iterator[list[IO]]:
+    """New output files, written together: each is a temporary file beside
+    its name until the block ends without an error; then all are moved into
+    place (linked, so never over an existing file, or replacing it with
+    force).  On any failure nothing is left behind; errors are one line
+    naming the file."""
+    kinds = [binary] * len(paths) if isinstance(binary, bool) else list(binary)
+    check_outputs(paths, force)
+    outputs: list[_Output] = []
+    placed: list[str] = []
+    with _cleanup_on_termination():
+        try:
+            for path, b in zip(paths, kinds, strict=True):
+                outputs.append(_Output(path, b))
+            yield outputs  # type: ignore[misc]
+            for o in outputs:
+                o.finish()
+            for o in outputs:
+                _place(o.temp, o.path, force)
+                placed.append(o.path)
+            placed = []
+        finally:
+            for o in outputs:
+                o.discard()
+            if not force:  # a later one failed: the earlier ones were new, take them back
+                for path in placed:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+
+
+@contextmanager
+def atomic_output(path: str, force: bool = False, binary: bool = False) -> Iterator[IO]:
+    """One new output file (see atomic_outputs)."""
+    with atomic_outputs([path], force, binary) as (f,):
+        yield f
+
+
+def write_output(path: str | None, text: str, force: bool = False) -> None:
+    """text to the file path (see atomic_output), or to standard output."""
+    if path:
+        with atomic_output(path, force) as f:
+            f.write(text)
+    else:
+        write_stdout(text)
+
+
+# ----------------------------------------------------------------- inputs
+
+
+def open_input(path: str, what: str = "", error: type[PsuiteError] = InputError,
+               limit: int | None = None) -> IO[bytes]:
+    """An input file opened for binary reading, with one-line errors: only
+    regular files of at most `limit` bytes (MAX_INPUT_BYTES) are opened;
+    `what` (e.g. "configuration") is put before the path in messages."""
+    limit = MAX_INPUT_BYTES if limit is None else limit
+    name = f"{what} {path}" if what else path
+    try:
+        _check_input(os.stat(path), name, limit, error)
+        # O_NONBLOCK: should the name have become a pipe since, opening it does not wait for a writer
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        f = os.fdopen(fd, "rb")
+        try:
+            _check_input(os.fstat(fd), name, limit, error)
+        except BaseException:
+            f.close()
+            raise
+        return f
     except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+        raise error(read_problem(name, exc)) from None
+
+
+def read_input(path: str, what: str = "", error: type[PsuiteError] = InputError,
+               limit: int | None = None) -> bytes:
+    """Whole contents of an input file (see open_input)."""
+    limit = MAX_INPUT_BYTES if limit is None else limit
+    name = f"{what} {path}" if what else path
+    with open_input(path, what, error, limit) as f:
+        try:
+            data = f.read()
+        except OSError as exc:
+            raise error(read_problem(name, exc)) from None
+        except MemoryError:
+            raise error(f"out of memory reading {name}; free memory or raise the memory limit "
+                        "(ulimit -v)") from None
+    if len(data) > limit:  # it grew while being read
+        raise error(f"{name} is larger than {size_text(limit)}, the limit for one input; give a smaller file")
+    return data
+
+
+def read_problem(name: str, exc: OSError) -> str:
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+        return f"{name}: no such file"
+    if isinstance(exc, IsADirectoryError):
+        return f"{name} is a directory; give a file"
+    if isinstance(exc, PermissionError):
+        return f"cannot read {name}: permission denied; check its permissions"
+    return f"cannot read {name}: {(exc.strerror or str(exc)).lower()}; check the file and its device"
+
+
+def _check_input(st: os.stat_result, name: str, limit: int, error: type[PsuiteError]) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise error(f"{name} is a directory; give a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{name} is not a regular file ({_kind(st.st_mode)}); give a regular file")
+    if st.st_size > limit:
+        raise error(f"{name} is larger than {size_text(limit)}, the limit for one input; give a smaller file")

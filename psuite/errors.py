@@ -16,6 +16,11 @@ class InputError(PsuiteError):
     """A file or URL that is missing, unreadable or malformed."""
 
 
+class OutputError(PsuiteError):
+    """An output file or standard output that cannot be written (no space,
+    no permission, closed)."""
+
+
 class ConfigError(InputError):
     """A configuration or metric definition that cannot be used."""
 

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from psuite.cli_common import open_output, run_cli
+from psuite.cli_common import check_outputs, run_cli, write_output
 from psuite.cli_parser import ArgumentParser
 
 DESCRIPTION = """\
@@ -24,6 +24,10 @@ examples:
   psinv -x -o host.xml  <machineinfo> XML (machineinfo-0.3.dtd)
   psinv -e --available  the events that really count on this machine
   psinv --json | jq .machine.caches
+
+output: -o FILE is written whole or not at all (a temporary file beside
+FILE, moved into place when complete); an existing FILE is kept unless
+--force is given.
 
 exit status: 0 on success, 2 on a usage or output error."""
 
@@ -134,38 +138,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         build_parser().error("--available goes with -e/--events")
     if args.xml and args.events:
         build_parser().error("-x writes machine information only; use -e with text or --json")
-    out = open_output(args.output, args.force) if args.output else sys.stdout
-    try:
-        if args.events:
-            from psuite.hwpc import events
-
-            evs = [e for e in events.all_events() if e.available or not args.available]
-            if args.json:
-                json.dump({"events": [e.to_dict() for e in evs]}, out, indent=2)
-                out.write("\n")
-            else:
-                out.write(render_events_text(evs))
-        elif args.xml:
-            from lxml import etree
-
-            from psuite.formats import machineinfo
-            from psuite.libperfsuite.machine import machine_info
-
-            root = machineinfo.to_element(machine_info())
-            out.write(etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True).decode())
-        else:
-            from psuite.psinv.inventory import gather
-
-            inv = gather()
-            if args.json:
-                json.dump(inv.to_dict(), out, indent=2)
-                out.write("\n")
-            else:
-                out.write(render_text(inv))
-    finally:
-        if out is not sys.stdout:
-            out.close()
+    if args.output:
+        check_outputs([args.output], args.force)  # before the inventory, which takes a while with -e
+    write_output(args.output, _render(args), args.force)
     return 0
+
+
+def _render(args) -> str:
+    if args.events:
+        from psuite.hwpc import events
+
+        evs = [e for e in events.all_events() if e.available or not args.available]
+        if args.json:
+            return json.dumps({"events": [e.to_dict() for e in evs]}, indent=2) + "\n"
+        return render_events_text(evs)
+    if args.xml:
+        from lxml import etree
+
+        from psuite.formats import machineinfo
+        from psuite.libperfsuite.machine import machine_info
+
+        root = machineinfo.to_element(machine_info())
+        return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True).decode()
+    from psuite.psinv.inventory import gather
+
+    inv = gather()
+    if args.json:
+        return json.dumps(inv.to_dict(), indent=2) + "\n"
+    return render_text(inv)
 
 
 def entry() -> int:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
-from psuite.cli_common import open_output, run_cli
+from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser
 from psuite.errors import UsageError
 from psuite.psprocess.writers import FORMATS
@@ -31,12 +32,25 @@ examples:
   psprocess --format json app.*.xml > counts.json
   psprocess -m mymetrics.xml https://example.org/run.xml
 
+inputs: regular files of at most {max_input} (a 1,000,000-event report is
+about 120 MB) or http(s) URLs of at most {max_url}, fetched within
+{url_timeout:g} s in all (PSUITE_URL_TIMEOUT=SECONDS changes that).
+
+outputs: -o, --gmon, --vprof, --cube (and its .stat) and --write-config
+write a temporary file beside the name and move it into place when it is
+complete, so a failure leaves nothing behind; an existing file is kept
+unless --force is given, and every name is checked before any is written.
+
 exit status: 0 on success, 2 on bad input (unreadable or malformed
 documents, bad metric files, unwritable output)."""
 
 
 def build_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=EPILOG)
+    from psuite.psprocess import inputs
+
+    epilog = EPILOG.format(max_input=size_text(MAX_INPUT_BYTES), max_url=size_text(inputs.URL_MAX_BYTES),
+                           url_timeout=inputs.URL_TIMEOUT_S)
+    p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=epilog)
     p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
     p.add_argument("-f", "--format", choices=tuple(FORMATS), default="text", help="output format (default text)")
     p.add_argument("-x", dest="format", action="store_const", const="xml",
@@ -46,12 +60,12 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
     p.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
                    help="profiles: leave out entries below PCT percent of the samples")
-    p.add_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
-                   "(the executable's samples; gprof ./app FILE)")
-    p.add_argument("--vprof", metavar="FILE", help="profiles: also write FILE in vprof's vmon.out format "
-                   "(version 4; the executable's samples)")
-    p.add_argument("--cube", metavar="FILE.cubex", help="also write a CUBE 4 file (profiles or counting reports; "
-                   "with -c, every rank and thread in one cube) and its statistics file FILE.stat")
+    p.add_output_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
+                          "(the executable's samples; gprof ./app FILE)")
+    p.add_output_argument("--vprof", metavar="FILE", help="profiles: also write FILE in vprof's vmon.out format "
+                          "(version 4; the executable's samples)")
+    p.add_output_argument("--cube", metavar="FILE.cubex", help="also write a CUBE 4 file (profiles or counting "
+                          "reports; with -c, every rank and thread in one cube) and its statistics file FILE.stat")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
                    "program)")
     p.add_argument("-c", "--combine", action="store_true",
@@ -60,14 +74,14 @@ def build_parser() -> ArgumentParser:
                    help="from a counting report: propose sampling thresholds for --rate samples per second")
     p.add_argument("--rate", type=float, default=100.0, metavar="HZ",
                    help="with --calibrate: wanted samples per second of CPU time (default 100)")
-    p.add_argument("--write-config", metavar="FILE",
-                   help="with --calibrate: write the best proposal as a <ps_hwpc_profile> configuration")
+    p.add_output_argument("--write-config", metavar="FILE",
+                          help="with --calibrate: write the best proposal as a <ps_hwpc_profile> configuration")
     p.add_output_options()
     return p
 
 
 
-EXPORTS = ("gmon", "vprof", "cube")  # exporters/<name>.py, each write(report, path, module, force)
+EXPORTS = ("gmon", "vprof", "cube")  # exporters/<name>.py: targets(path), write(report, path, module, force)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,6 +96,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     exports = [(name, getattr(args, name)) for name in EXPORTS if getattr(args, name)]
     if args.module and not (args.gmon or args.vprof):
         raise UsageError("--module goes with --gmon or --vprof")
+    if exports and len(args.inputs) > 1 and not args.combine:
+        raise UsageError(f"--{exports[0][0]} exports one report; give one input, or combine them with -c")
+    import importlib
+
+    exporters = {name: importlib.import_module(f"psuite.psprocess.exporters.{name}") for name, _ in exports}
+    _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
+                   [args.output])
     derive = _Metrics(args).derive
     if args.combine:
         from psuite.psprocess import combine
@@ -91,18 +112,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports = [subject]
     else:
         reports = [_prepare(load(source), derive) for source in args.inputs]
-        subject = reports[0] if len(reports) == 1 else None
+        subject = reports[0]
     for name, path in exports:
-        if subject is None:
-            raise UsageError(f"--{name} exports one report; give one input, or combine them with -c")
-        import importlib
-
-        done = importlib.import_module(f"psuite.psprocess.exporters.{name}").write(subject, path, args.module,
-                                                                                      args.force)
+        done = exporters[name].write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
     if not exports or args.output:
         _emit(args, writer(args.format).render(reports, threshold=args.threshold))
     return 0
+
+
+def _check_outputs(args, paths: list[str | None]) -> None:
+    """Every output name usable, before anything is read or written; with
+    --force, an input is still never replaced."""
+    paths = [p for p in paths if p]
+    check_outputs(paths, args.force)
+    inputs = [s for s in args.inputs if os.path.isfile(s)]
+    for path in paths:
+        if os.path.exists(path) and any(os.path.samefile(path, s) for s in inputs):
+            raise UsageError(f"{path} is also an input; write the output to another name")
 
 
 class _Metrics:
@@ -149,11 +176,7 @@ def _progress(what: str, unit: str):
 
 def _emit(args, text: str) -> None:
     """The report to -o FILE (never replacing one without --force) or stdout."""
-    if args.output:
-        with open_output(args.output, args.force) as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    write_output(args.output, text, args.force)
 
 
 def _calibrate(args, load) -> int:
@@ -162,6 +185,7 @@ def _calibrate(args, load) -> int:
 
     if len(args.inputs) != 1:
         raise UsageError("--calibrate takes one counting report")
+    _check_outputs(args, [args.write_config, args.output])
     report = load(args.inputs[0])
     if not isinstance(report, CountReport):
         raise UsageError(f"{args.inputs[0]} is not a counting report; calibrate from a psrun counting run")
@@ -173,7 +197,7 @@ def _calibrate(args, load) -> int:
         lines.append(f"{p.event:<24} {p.threshold:>11,}{unit:<3} {p.samples:>17,}")
     text = "\n".join(lines) + "\n"
     if args.write_config:
-        with open_output(args.write_config, args.force) as f:
+        with atomic_output(args.write_config, args.force) as f:
             f.write(calibrate.profile_config(proposals[0], report.domain))
         text += f"wrote {args.write_config}: psrun -c {args.write_config} PROGRAM\n"
     _emit(args, text)

@@ -192,6 +192,13 @@ def statistics_text(metrics: list[_Metric], totals_per_metric: list[list[float]]
     return "\n".join(lines)
 
 
+def targets(path: str) -> list[str]:
+    """The files write(..., path) creates: the cube and its statistics."""
+    if not path.endswith(EXTENSION):
+        raise UsageError(f"--cube {path}: the file name must end in {EXTENSION}")
+    return [path, path[: -len(EXTENSION)] + ".stat"]
+
+
 def write(obj, path: str, module: str | None = None, force: bool = False) -> str:
     """Write the .cubex and, beside it, the .stat (every module: module is
     for the single-module formats); says what was written."""
@@ -214,16 +221,14 @@ def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: li
                 program: str, tree: list, force: bool = False) -> str:
     """The cube from dense grids (one per metric, call path major), and its
     statistics file; returns the .stat path."""
-    from psuite.cli_common import open_output
+    from psuite.cli_common import atomic_outputs
 
-    if not path.endswith(".cubex"):
-        raise UsageError(f"--cube {path}: the file name must end in .cubex")
+    path, stat_path = targets(path)
     nloc = sum(len(locations) for _, groups in tree for _, _, locations in groups)
     ncnodes = len(names) + 1
     index = _index(ncnodes)
-    stat_path = path[: -len(".cubex")] + ".stat"
     totals = []
-    with open_output(path, force, binary=True) as f, \
+    with atomic_outputs([path, stat_path], force, binary=[True, False]) as (f, stat), \
             tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
         def add(name: str, *parts: bytes) -> None:
             info = tarfile.TarInfo(name)
@@ -235,6 +240,5 @@ def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: li
             add(f"{k}.index", index)
             add(f"{k}.data", b"CUBEX.DATA", g.tobytes())
             totals.append(location_totals(g, nloc))
-    with open_output(stat_path, force) as f:
-        f.write(statistics_text(metrics, totals))
+        stat.write(statistics_text(metrics, totals))
     return stat_path

@@ -57,14 +57,19 @@ def encode(report: ProfileReport, module: ModuleSamples) -> bytes:
     return bytes(out)
 
 
+def targets(path: str) -> list[str]:
+    """The files write(..., path) creates."""
+    return [path]
+
+
 def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
     """Write gmon.out data for the report's executable; says what was written."""
-    from psuite.cli_common import open_output
+    from psuite.cli_common import atomic_output
 
     if not isinstance(report, ProfileReport):
         raise UsageError("--gmon exports one profile (psrun --profile ...); for combined reports use --cube")
     m = executable_module(report, module)
     data = encode(report, m)
-    with open_output(path, force, binary=True) as f:
+    with atomic_output(path, force, binary=True) as f:
         f.write(data)
     return f"gprof {m.file} {path}"

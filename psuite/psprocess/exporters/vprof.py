@@ -44,13 +44,18 @@ def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
             struct.pack(">iiiq", outside, 0, len(entries), base) + b"".join(entries))
 
 
+def targets(path: str) -> list[str]:
+    """The files write(..., path) creates."""
+    return [path]
+
+
 def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
-    from psuite.cli_common import open_output
+    from psuite.cli_common import atomic_output
 
     if not isinstance(report, ProfileReport):
         raise UsageError("--vprof exports one profile (psrun --profile ...); for combined reports use --cube")
     m = executable_module(report, module)
     data = encode(report, m)
-    with open_output(path, force, binary=True) as f:
+    with atomic_output(path, force, binary=True) as f:
         f.write(data)
     return f"vmon.out version {VERSION} of {m.file}"
