@@ -32,7 +32,8 @@ class EventList:
 
 def parse_xml_safely(data: bytes, what: str, error: type[Exception] = ConfigError):
     """lxml parse with no network, no external entities, no DTD loading and
-    bounded expansion; `error` names the problem as `what`."""
+    bounded expansion; `error` names the problem as `what`, in one line
+    (libxml2's first error, its position, whitespace folded)."""
     from lxml import etree
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False,
@@ -40,22 +41,21 @@ def parse_xml_safely(data: bytes, what: str, error: type[Exception] = ConfigErro
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
-        raise error(f"{what} is not well-formed XML ({exc})") from None
+        # the first error, at its position: libxml2's messages may quote the document, newlines included
+        first = next((e for e in parser.error_log if e.level_name in ("ERROR", "FATAL")), None)
+        text = " ".join((f"{first.message}, line {first.line}, column {first.column}" if first else str(exc)).split())
+        raise error(f"{what} is not well-formed XML ({text[:200]})") from None
     if root is None:
         raise error(f"{what} is empty")
     return root
 
 
 def read_xml_file(path: str, what: str):
-    """Root element of a configuration-like XML file, with one-line errors."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ConfigError(f"{what} {path}: no such file") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read {what} {path}: {exc.strerror}") from None
-    return parse_xml_safely(data, f"{what} {path}")
+    """Root element of a configuration-like XML file, with one-line errors;
+    only regular files are read (never a pipe or a device)."""
+    from psuite.cli_common import read_input
+
+    return parse_xml_safely(read_input(path, what, ConfigError), f"{what} {path}")
 
 
 @dataclass

@@ -1,50 +1,274 @@
-"""Reading an input document: a file or an http(s) URL, parsed safely
-(no external entities, no DTD loading, no network from the parser, bounded
-entity expansion)."""
+"""Reading an input document: a file or an http(s) URL, handed to the
+readers as a stream (readers/document.py parses it safely).
+
+Files: regular files of at most cli_common.MAX_INPUT_BYTES (2 GiB).
+URLs: at most URL_MAX_BYTES, counted while the body streams in; the whole
+fetch (connecting, redirects, headers, body) must end within
+URL_TIMEOUT_S seconds, or PSUITE_URL_TIMEOUT's; redirects are followed
+to http(s) URLs only.  Every failure is one InputError line."""
 
 from __future__ import annotations
 
-from psuite.cli_common import read_input
-from psuite.errors import InputError
+import io
+import os
 
-URL_TIMEOUT_S = 20
+from psuite.cli_common import one_line, open_input, read_input, read_problem, size_text
+from psuite.errors import InputError, UsageError
+
+URL_TIMEOUT_S = 60  # the whole fetch, not each read
 URL_MAX_BYTES = 256 * 1024 * 1024
+URL_SCHEMES = ("http", "https")
 
 
 def fetch(source: str) -> bytes:
-    if source.startswith(("http://", "https://")):
+    """The whole document."""
+    if _is_url(source):
         return _fetch_url(source)
-    if "://" in source:
-        raise InputError(f"{source}: only files and http(s) URLs can be read")
     return read_input(source)
 
 
-def _fetch_url(url: str) -> bytes:
-    import urllib.error
+def open_source(source: str) -> io.BufferedIOBase:
+    """The document as a binary stream: the file itself, or a URL's body."""
+    if _is_url(source):
+        return io.BytesIO(_fetch_url(source))
+    return open_input(source)
+
+
+def _is_url(source: str) -> bool:
+    if source.startswith(("http://", "https://")):
+        return True
+    if "://" in source:
+        raise InputError(f"{source}: only files and http(s) URLs can be read")
+    return False
+
+
+def url_timeout() -> float:
+    """Seconds allowed for one fetch: PSUITE_URL_TIMEOUT, else URL_TIMEOUT_S."""
+    raw = os.environ.get("PSUITE_URL_TIMEOUT", "").strip()
+    if not raw:
+        return URL_TIMEOUT_S
+    try:
+        seconds = float(raw)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise UsageError(f"PSUITE_URL_TIMEOUT={raw!r} is not a number of seconds; set it to e.g. 60")
+    return seconds
+
+
+def _detail(exc: BaseException) -> str:
+    """The exception in a few words, one line, not too long."""
+    name = type(exc).__name__
+    if name == "BadStatusLine":
+        text = f"bad status line {exc.line!r}"  # type: ignore[attr-defined]
+    elif name == "IncompleteRead":
+        text = "the body is incomplete or badly chunked"
+    else:
+        text = " ".join(str(exc).split()) or name
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _check_url(url: str) -> None:
+    """A URL http.client can send, or a one-line error saying why not."""
+    import re
+    import urllib.parse
+
+    bad = re.search(r"[\x00-\x20\x7f]", url)
+    if bad:
+        raise InputError(f"{url}: not a valid URL ({one_line(repr(bad.group()))} in it); percent-encode it, "
+                         f"e.g. {urllib.parse.quote(bad.group())}")
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # ValueError when not a number from 0 to 65535
+        host = parts.hostname
+        if host:
+            host.encode("idna")
+    except ValueError as exc:  # UnicodeError too
+        raise InputError(f"{url}: not a valid URL ({_detail(exc)}); check the address") from None
+    if not host:
+        raise InputError(f"{url}: not a valid URL (no host name); check the address")
+    if port == 0:
+        raise InputError(f"{url}: not a valid URL (port 0); check the address")
+
+
+class _Watchdog:
+    """The fetch's deadline: when it passes, every connection of the fetch
+    is shut down, which ends any read in progress at once."""
+
+    def __init__(self, seconds: float) -> None:
+        import threading
+        import time
+
+        self._clock = time.monotonic
+        self.seconds = seconds
+        self.deadline = self._clock() + seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def remaining(self) -> float:
+        return self.deadline - self._clock()
+
+    def watch(self, sock) -> None:
+        with self._lock:
+            self._sockets.append(sock.dup())  # a second descriptor of the same connection: shutdown reaches both
+            if self.expired:
+                self._shutdown(self._sockets[-1])
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for s in self._sockets:
+                self._shutdown(s)
+
+    @staticmethod
+    def _shutdown(sock) -> None:
+        import socket
+
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        self._timer.cancel()
+        with self._lock:
+            for s in self._sockets:
+                s.close()
+            self._sockets.clear()
+
+
+def _opener(watchdog: _Watchdog, url: str):
+    """urllib with only http(s), every connection under the watchdog, and
+    redirects followed to http(s) URLs only."""
+    import http.client
+    import urllib.parse
     import urllib.request
 
+    def _check_redirect(target: str) -> None:
+        if urllib.parse.urlsplit(target).scheme.lower() not in URL_SCHEMES:
+            raise InputError(f"{url}: the server redirects to {target}; only http(s) URLs are followed")
+        try:
+            _check_url(target)
+        except InputError as exc:
+            raise InputError(f"{url}: the server redirects to {exc}") from None
+
+    class Watched(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.timeout = watchdog.remaining()
+            if self.timeout <= 0:
+                raise TimeoutError("timed out")
+            super().connect()
+            watchdog.watch(self.sock)
+
+    class Handler(urllib.request.HTTPHandler):
+        def http_open(self, req):
+            return self.do_open(Watched, req)
+
+    class Redirects(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req, fp, code, msg, headers, newurl):
+            _check_redirect(newurl)
+            return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+        def http_error_302(self, req, fp, code, msg, headers):
+            location = headers.get("location") or headers.get("uri")
+            if location:  # before urllib refuses a file: URL with a message of its own
+                try:
+                    target = urllib.parse.urljoin(req.full_url, location)
+                except ValueError as exc:
+                    raise InputError(f"{url}: the server redirects to {location}, not a valid URL ({_detail(exc)})"
+                                     "; check the address") from None
+                _check_redirect(target)
+            return super().http_error_302(req, fp, code, msg, headers)
+
+        http_error_301 = http_error_303 = http_error_307 = http_error_302
+        if hasattr(urllib.request.HTTPRedirectHandler, "http_error_308"):
+            http_error_308 = http_error_302
+
+    handlers = [urllib.request.ProxyHandler(), urllib.request.UnknownHandler(), Handler(),
+                urllib.request.HTTPDefaultErrorHandler(), Redirects(), urllib.request.HTTPErrorProcessor()]
+    if hasattr(http.client, "HTTPSConnection"):  # Python built with ssl
+        class WatchedTLS(http.client.HTTPSConnection, Watched):
+            pass
+
+        class TLSHandler(urllib.request.HTTPSHandler):
+            def https_open(self, req):
+                return self.do_open(WatchedTLS, req, context=self._context)
+
+        handlers.append(TLSHandler())
+    opener = urllib.request.OpenerDirector()
+    for h in handlers:
+        opener.add_handler(h)
+    return opener
+
+
+def _fetch_url(url: str) -> bytes:
+    import http.client
+    import urllib.error
+
+    seconds = url_timeout()
+    _check_url(url)
+    watchdog = _Watchdog(seconds)
+    chunks: list[bytes] = []
     try:
-        with urllib.request.urlopen(url, timeout=URL_TIMEOUT_S) as resp:
-            data = resp.read(URL_MAX_BYTES + 1)
+        with _opener(watchdog, url).open(url, timeout=seconds) as resp:
+            length = resp.headers.get("Content-Length", "")
+            if length.strip().isdigit() and int(length) > URL_MAX_BYTES:
+                raise InputError(f"{url}: larger than {size_text(URL_MAX_BYTES)}; download it and give the file")
+            total = 0
+            while chunk := resp.read1(1 << 20):
+                total += len(chunk)
+                if total > URL_MAX_BYTES:
+                    raise InputError(f"{url}: larger than {size_text(URL_MAX_BYTES)}; download it and give the "
+                                     "file")
+                chunks.append(chunk)
+                if watchdog.expired:
+                    break
+            if resp.length and not watchdog.expired:  # read1 takes an early end for the end
+                raise InputError(f"{url}: the body ended after {total:,} bytes, {resp.length:,} short of its "
+                                 "Content-Length; fetch it again or check the server")
+    except InputError:
+        raise
     except urllib.error.HTTPError as exc:
-        raise InputError(f"{url}: HTTP {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, OSError) as exc:
+        raise InputError(f"{url}: HTTP {exc.code} {_detail(exc.reason)}; check the address") from None
+    except http.client.InvalidURL as exc:  # a redirect's, or a proxy's
+        raise InputError(f"{url}: not a valid URL ({_detail(exc)}); check the address") from None
+    except (http.client.HTTPException, ValueError) as exc:  # a malformed answer (bad status, headers, chunks)
+        if watchdog.expired:
+            raise _timeout(url, seconds) from None
+        raise InputError(f"{url}: the server's answer is not valid HTTP ({_detail(exc)}); check that the address "
+                         "is an http(s) server") from None
+    except (urllib.error.URLError, OSError, OverflowError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise InputError(f"{url}: cannot fetch ({reason}); check the address and the network") from None
-    if len(data) > URL_MAX_BYTES:
-        raise InputError(f"{url}: larger than {URL_MAX_BYTES // (1024 * 1024)} MB; download it and give the file")
-    return data
+        if watchdog.expired or isinstance(reason, TimeoutError):
+            raise _timeout(url, seconds) from None
+        raise InputError(f"{url}: cannot fetch ({_detail(reason)}); check the address and the network") from None
+    except MemoryError:
+        raise InputError(f"out of memory reading {url}; free memory or raise the memory limit (ulimit -v)") from None
+    finally:
+        watchdog.close()
+    if watchdog.expired:  # the end of the body may only be the shutdown
+        raise _timeout(url, seconds)
+    return b"".join(chunks)
 
 
-def parse(data: bytes, source: str):
-    """The document's root element."""
-    from psuite.hwpc.config import parse_xml_safely
-
-    return parse_xml_safely(data, source, InputError)
+def _timeout(url: str, seconds: float) -> InputError:
+    return InputError(f"{url}: cannot fetch (no complete answer within {seconds:g} s); check the server, or allow "
+                      "longer with PSUITE_URL_TIMEOUT=SECONDS")
 
 
 def load(source: str):
     """The report model of one document (file or URL)."""
-    from psuite.psprocess.readers import read_document
+    from psuite.psprocess.readers import read_stream
 
-    return read_document(parse(fetch(source), source), source)
+    try:
+        with open_source(source) as stream:
+            return read_stream(stream, source)
+    except OSError as exc:  # the file failing while it is read
+        raise InputError(read_problem(source, exc)) from None
+    except MemoryError:
+        raise InputError(f"out of memory reading {source}; free memory or raise the memory limit "
+                         "(ulimit -v)") from None
