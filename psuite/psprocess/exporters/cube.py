@@ -5,8 +5,11 @@ tar of anchor.xml (metrics, program, system) and per metric <id>.index and
 - Metrics: for profiles "samples" (UINT64) and "time" (DOUBLE, seconds:
   samples x period) for timer profiles or "events" (samples x threshold)
   for event overflow; for counting reports each counted event (UINT64)
-  and each derived metric (DOUBLE, with its unit).  All are EXCLUSIVE:
-  a call path's value excludes its children's.
+  and each derived metric (DOUBLE).  All are EXCLUSIVE: a call path's
+  value excludes its children's.  Units (<uom>) are the two the guide
+  allows: "sec" for times, "occ" (occurrences) for everything else; a
+  derived metric's own unit (ratio, percent, MB/s ...) is named in its
+  description.
 - Program: one region per function (module file, first and last sampled
   line); samples carry no call stacks, so the call tree is flat - the
   program's root call path with one child per function.  Counting reports
@@ -34,9 +37,17 @@ from psuite.report import CountReport, MultiReport, ProfileReport
 EXTENSION = ".cubex"
 
 
+SECONDS = ("sec", "s", "second", "seconds")
+
+
 class _Metric:
-    def __init__(self, name: str, display: str, dtype: str, uom: str, descr: str) -> None:
-        self.name, self.display, self.dtype, self.uom, self.descr = name, display, dtype, uom, descr
+    def __init__(self, name: str, display: str, dtype: str, unit: str, descr: str) -> None:
+        """unit: the metric's own (seconds, ratio, percent ...), written as
+        the guide's "sec" or "occ", and named in the description otherwise."""
+        self.name, self.display, self.dtype, self.descr = name, display, dtype, descr
+        self.uom = "sec" if unit.lower() in SECONDS else "occ"
+        if self.uom == "occ" and unit and unit.lower() not in ("occ", "events", "samples"):
+            self.descr = f"{descr} (unit: {unit})"
         self.values: dict[tuple[int, int], float] = {}  # (cnode, location) -> value
 
 
