@@ -152,9 +152,14 @@ class _Metrics:
 
 
 def _prepare(report, derive):
-    """A report made ready to show: profiles resolved, metrics derived."""
-    from psuite.report import CountReport, ProfileReport
+    """A report made ready to show: profiles resolved, metrics derived; a
+    multi-document's members so, and combined again."""
+    from psuite.report import CountReport, MultiReport, ProfileReport
 
+    if isinstance(report, MultiReport):
+        from psuite.psprocess import combine
+
+        return combine.summarize([_prepare(member, derive) for member in combine.members(report)])
     if isinstance(report, ProfileReport):
         _resolve(report)
     elif isinstance(report, CountReport):

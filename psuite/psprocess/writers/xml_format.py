@@ -80,7 +80,7 @@ def render(reports: list, **_options) -> str:
 
         root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
         for member in r.reports:
-            if member.locations:  # an idle thread has nothing the DTD can hold (and TAU divides by 0)
+            if any(loc.samples for loc in member.locations):  # idle threads: see xml_profile
                 root.append(xml_profile.to_element(member))
         if not len(root):
             raise UsageError("none of the combined profiles has samples; there is no profile to write as XML")

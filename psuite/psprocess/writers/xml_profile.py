@@ -14,6 +14,10 @@ from psuite.report import ProfileReport
 
 
 def to_element(r: ProfileReport):
+    if not any(loc.samples for loc in r.locations):
+        # The DTD wants module+ file+ function+ line+, and a placeholder
+        # line makes TAU divide 0 by 0: an idle profile is not written.
+        raise UsageError(f"{r.source} has no samples ({r.who}); there is no profile to write as XML")
     root = etree.Element("hwpcprofilereport", version="0.3", generator=r.generator or "psuite")
     sub(root, "date", perfsuite.ctime_date(r.date))
     sub(root, "hostname", r.hostname)
@@ -23,7 +27,8 @@ def to_element(r: ProfileReport):
     info = sub(root, "executioninfo")
     run_info(info, r)
     if info.find("machineinfo") is None:  # required here; an empty one if the source had none
-        info.append(machineinfo.to_element(MachineInfo()))
+        info.append(machineinfo.to_element(MachineInfo(cpu_count=0, vendor="", brand="", family=0, model=0,
+                                                       stepping=0, mhz=0.0)))
     prof = sub(root, "hwpcprofile", mapper=r.mapper or "psuite-dwarf")
     event = sub(prof, "hwpcevent", **{"class": r.profile_class or "itimer"}, name=r.event or "ITIMER_PROF",
                 domain=r.domain if r.domain in ("user", "kernel", "all") else "user",
@@ -36,8 +41,6 @@ def to_element(r: ProfileReport):
     for loc in r.locations:
         lines = tree.setdefault(loc.module, {}).setdefault(loc.file, {}).setdefault(loc.function, {})
         lines[loc.line] = lines.get(loc.line, 0) + loc.samples
-    if not tree:  # the DTD wants module+ file+ function+ line+; no placeholder (TAU divides by 0)
-        raise UsageError(f"{r.source} has no samples ({r.who}); there is no profile to write as XML")
     for module, files in sorted(tree.items()):
         m = sub(prof, "module", name=module)
         for file, functions in sorted(files.items()):
