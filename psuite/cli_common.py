@@ -18,7 +18,7 @@ import errno
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 from psuite.errors import InputError, OutputError, PsuiteError, UsageError
@@ -348,13 +348,17 @@ def atomic_output(path: str, force: bool = False, binary: bool = False) -> Itera
         yield f
 
 
-def write_output(path: str | None, text: str, force: bool = False) -> None:
-    """text to the file path (see atomic_output), or to standard output."""
+def write_output(path: str | None, text: str | Iterable[str], force: bool = False) -> None:
+    """text (a string, or its pieces in order) to the file path (see
+    atomic_output), or to standard output."""
+    pieces = (text,) if isinstance(text, str) else text
     if path:
         with atomic_output(path, force) as f:
-            f.write(text)
+            for piece in pieces:
+                f.write(piece)
     else:
-        write_stdout(text)
+        for piece in pieces:
+            write_stdout(piece)
 
 
 # ----------------------------------------------------------------- inputs

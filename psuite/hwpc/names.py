@@ -44,10 +44,9 @@ def canonical(name: str) -> str:
     if name.startswith("PAPI_"):
         return name
     bare = name[6:] if name.startswith("perf::") else name
-    m = _PERF_COUNT.match(bare)
-    if m:
-        bare = m.group(1).replace("_", "-")
-    if "::" in bare or _RAW.fullmatch(bare):
+    if bare[:11].upper().startswith("PERF_COUNT_"):
+        bare = _PERF_COUNT.match(bare).group(1).replace("_", "-")
+    if "::" in bare or (bare[:1] == "r" and _RAW.fullmatch(bare)):
         return name
     low = bare.lower()
     low = {"cpu-cycles": "cycles"}.get(low, low)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser
@@ -117,7 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = exporters[name].write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
     if not exports or args.output:
-        _emit(args, writer(args.format).render(reports, threshold=args.threshold))
+        out = writer(args.format)
+        render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
+        _emit(args, render(reports, threshold=args.threshold))
     return 0
 
 
@@ -179,7 +181,7 @@ def _progress(what: str, unit: str):
     return show
 
 
-def _emit(args, text: str) -> None:
+def _emit(args, text: str | Iterable[str]) -> None:
     """The report to -o FILE (never replacing one without --force) or stdout."""
     write_output(args.output, text, args.force)
 

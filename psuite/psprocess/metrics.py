@@ -230,11 +230,15 @@ class _Inputs:
     """The values a report gives to <ci>: its counts under their canonical
     names, and the keywords.  Built once per report."""
 
-    def __init__(self, report: CountReport) -> None:
+    def __init__(self, report: CountReport, wanted: frozenset[str] | None = None) -> None:
+        """wanted: the canonical names the definitions ask for; the other
+        events (a report can hold a million) are not kept."""
         self.report = report
         self.counts: dict[str, Number | None] = {}
         for e in report.events:
-            self.counts[_canonical(e.name)] = _number(e.count)
+            name = canonical(e.name)
+            if wanted is None or name in wanted:
+                self.counts[name] = _number(e.count)
         self._has: dict[str, bool] = {}
         self._value: dict[str, Number | None] = {}
 
@@ -365,7 +369,8 @@ def evaluate(defn: MetricDefinition, report: CountReport) -> float | None:
 def derive(report: CountReport, definitions: list[MetricDefinition]) -> list[Metric]:
     """The metrics whose inputs this report has, in definition order."""
     out = []
-    inputs = _Inputs(report)
+    wanted = frozenset(canonical(n) for d in definitions for needs in d._needs for n in needs)
+    inputs = _Inputs(report, wanted)
     for d in definitions:
         try:
             got = _evaluate(d, inputs)

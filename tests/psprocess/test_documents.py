@@ -272,6 +272,20 @@ def test_huge_report_is_streamed(workdir):
         report = read_stream(f, str(doc))
     assert len(report.events) == 200_000 and report.events[-1].count == 199_999
     assert sum(1 for _ in etree.ElementTree(report_tree_root(doc)).iter()) < 20
+    # Written in blocks (JSON and text): the same as one piece would be.
+    out = run_tool("psprocess", "-f", "json", str(doc))
+    events = json.loads(out.stdout)["reports"][0]["events"]
+    assert [e["count"] for e in events] == list(range(200_000))
+    assert events[-1] == {"name": "e199999", "count": 199_999, "type": "native", "derived": False,
+                          "description": ""}
+    from psuite.psprocess import metrics
+    from psuite.psprocess.writers import json_format, text
+
+    report.metrics = metrics.derive(report, metrics.load(metrics.standard_metrics_path()))
+    assert out.stdout == json_format.render([report])  # byte for byte
+    lines = run_tool("psprocess", str(doc)).stdout.splitlines()
+    assert text.render([report]).splitlines() == lines
+    assert sum(1 for line in lines if re.match(r"\s*\d+\s+e\d+\s", line)) == 200_000
 
 
 def report_tree_root(doc: Path):

@@ -20,6 +20,7 @@ from psuite.formats import values
 from psuite.report import Event
 
 _TYPES = {"preset": "preset", "native": "native"}  # one string object for every event
+_MAX_COUNT = values.MAX_COUNT
 
 
 class Document:
@@ -29,6 +30,8 @@ class Document:
         self._events: dict = {}  # <hwpceventdata> -> [Event]
         self._samples: dict = {}  # <samples> -> {pc: count}
         self._lines: dict = {}  # <function> -> [(lineno, samples)]
+        self._last_events = None  # the <hwpceventdata> being read, and its list's append
+        self._append_event = None
 
     def events(self, data) -> list[Event]:
         return self._events.get(data, [])
@@ -39,13 +42,22 @@ class Document:
     def lines(self, function) -> list[tuple[int, int]]:
         return self._lines.get(function, [])
 
-    # One handler per streamed element, keyed by (parent tag, tag).
+    # One handler per streamed element, keyed by (parent tag, tag).  These
+    # run once per event or sample: the common well-formed case is checked
+    # inline, anything else goes through values' full checks and messages.
     def _event(self, el, parent) -> None:
-        name = el.get("name", "")
-        what = f"count of {name or 'an event'} (<hwpcevent>)"
-        self._events.setdefault(parent, []).append(
-            Event(name=name, count=values.count(el.text, what, self.source),
-                  type=_TYPES.get(el.get("type", "native"), "native"), derived=el.get("derived", "no") == "yes"))
+        get = el.get
+        name = get("name", "")
+        text = el.text
+        if text is not None and text.isdigit() and text.isascii() and len(text) < 20 and int(text) <= _MAX_COUNT:
+            count: int | float = int(text)
+        else:
+            count = values.count(text, f"count of {name or 'an event'} (<hwpcevent>)", self.source)
+        if parent is not self._last_events:
+            self._last_events = parent
+            self._append_event = self._events.setdefault(parent, []).append
+        self._append_event(Event(name, count, _TYPES.get(get("type", "native"), "native"),
+                                 get("derived", "no") == "yes"))
 
     def _sample(self, el, parent) -> None:
         table = self._samples.get(parent)
@@ -54,8 +66,17 @@ class Document:
             self._pcbase = values.integer(parent.get("pcbase", "16"), "<samples pcbase>", self.source, lo=10, hi=16)
             if self._pcbase not in (10, 16):
                 raise InputError(f"{self.source}: <samples pcbase> must be 10 or 16, not {self._pcbase}")
-        pc = values.integer(el.get("pc"), "<sample pc>", self.source, hi=2**64 - 1, base=self._pcbase)
-        n = values.integer(el.text, "<sample> count", self.source)
+        pc_text, text = el.get("pc"), el.text
+        if (self._pcbase == 16 and pc_text is not None and pc_text.isalnum() and pc_text.isascii()
+                and len(pc_text) <= 16 and text is not None and text.isdigit() and text.isascii() and len(text) < 19):
+            try:
+                pc = int(pc_text, 16)
+            except ValueError:
+                pc = values.integer(pc_text, "<sample pc>", self.source, hi=2**64 - 1, base=16)
+            n = int(text)
+        else:
+            pc = values.integer(pc_text, "<sample pc>", self.source, hi=2**64 - 1, base=self._pcbase)
+            n = values.integer(text, "<sample> count", self.source)
         table[pc] = table.get(pc, 0) + n
 
     def _line(self, el, parent) -> None:
@@ -80,9 +101,12 @@ def parse(stream: IO[bytes], source: str) -> Document:
         parsed = etree.iterparse(stream, events=("end",), tag=Document._STREAMED, resolve_entities=False,
                                  no_network=True, load_dtd=False, huge_tree=False, remove_comments=True,
                                  remove_pis=True)
+        current, handler = None, None
         for _, el in parsed:
             parent = el.getparent()
-            handler = handlers.get((parent.tag, el.tag)) if parent is not None else None
+            if parent is not current:  # a parent holds one streamed kind: look its handler up once
+                current = parent
+                handler = handlers.get((parent.tag, el.tag)) if parent is not None else None
             if handler is not None:
                 handler(doc, el, parent)
                 # Drop the elements the model has now: those before this

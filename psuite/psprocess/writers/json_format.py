@@ -23,7 +23,9 @@ Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
 "function" per function (its samples in each profile, 0 where absent).
 Resource reports (psrun -R): schema "psuite.resource/1", the fields of
 psuite.report.ResourceReport.  A mix of kinds is "psuite.report/1"; every
-report then says its "kind" ("count", "profile" or "resource").  Combined
+report then says its "kind" ("count", "profile" or "resource", or "multi"
+and "multiprofile" for a combined document given among other inputs, with
+the fields of psuite.multi/1 and psuite.multiprofile/1).  Combined
 documents also list the process totals of `psrun -p` runs, left out of the
 statistics, under "totals".  Written compactly (no indentation): the
 standard library's fast encoder only works that way, and a profile has
@@ -33,8 +35,10 @@ finite is written as null, never as Infinity or NaN.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
+from collections.abc import Iterator
 
 from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
@@ -64,10 +68,13 @@ def render(reports: list[CountReport], **_options) -> str:
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
         return _dumps({"schema": schema, **reports[0].to_dict()})
     def kind(r) -> str:
+        if isinstance(r, MultiReport):
+            return "multiprofile" if r.of_profiles else "multi"
         return "profile" if isinstance(r, ProfileReport) else "resource" if isinstance(r, ResourceReport) else "count"
 
     kinds = {kind(r) for r in reports}
-    schema = f"psuite.{kinds.pop()}/1" if len(kinds) == 1 else "psuite.report/1"
+    one = kinds.pop() if len(kinds) == 1 else None
+    schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.report/1"
     out = []
     for r in reports:
         d = r.to_dict()
@@ -75,3 +82,24 @@ def render(reports: list[CountReport], **_options) -> str:
             d["kind"] = kind(r)
         out.append(d)
     return _dumps({"schema": schema, "reports": out})
+
+
+BLOCK = 20_000  # events encoded at a time
+
+
+def render_chunks(reports: list, **options) -> Iterator[str]:
+    """render() in pieces: a counting report of a million events is
+    encoded a block of events at a time, never as one dict per event."""
+    if len(reports) != 1 or type(reports[0]) is not CountReport or len(reports[0].events) <= BLOCK:
+        yield render(reports, **options)
+        return
+    r = reports[0]
+    text = render([dataclasses.replace(r, events=[])])
+    # The one unescaped '"events": []' is the key's: quotes in strings are escaped.
+    head, tail = text.split('"events": []', 1)
+    yield head + '"events": ['
+    for start in range(0, len(r.events), BLOCK):
+        block = [{"name": e.name, "count": e.count, "type": e.type, "derived": e.derived,
+                  "description": e.description} for e in r.events[start:start + BLOCK]]
+        yield (", " if start else "") + _dumps(block)[1:-2]
+    yield "]" + tail

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from psuite.hwpc.names import canonical, descriptions
 from psuite.report import CountReport
 
@@ -10,6 +12,8 @@ RULE = "=" * 78
 
 
 def _fmt_value(v: float) -> str:
+    if type(v) is int and -10**18 < v < 10**18:  # most counts: no float round trip
+        return f"{v:,}"
     if float(v).is_integer() and abs(v) < 1e18:
         return f"{int(v):,}"
     if abs(v) >= 100:
@@ -28,13 +32,19 @@ def _pairs(lines: list[str], pairs: list[tuple[str, object]]) -> None:
 
 
 def render_one(r: CountReport) -> str:
+    return "".join(chunks_one(r))
+
+
+def chunks_one(r: CountReport) -> Iterator[str]:
+    """The report in pieces: a report can hold a million events, and their
+    lines are joined and written a block at a time, never all at once."""
     lines = ["PerfSuite Hardware Performance Summary Report", ""]
     _pairs(lines, [("Version", r.version), ("Created", r.date), ("Generator", r.generator),
                    ("XML Source", r.source)])
     _section(lines, "Execution Information")
     _pairs(lines, [("Collector", r.collector), ("Host", r.hostname + (f".{r.domainname}" if r.domainname else "")),
                    ("Process ID", r.pid), ("Thread", r.thread), ("User", r.username), ("Command", r.command),
-                   ("Executable MD5", r.md5sum), ("Counting domain", r.domain),
+                   ("Executable MD5", r.md5sum), ("Executable build-id", r.buildid), ("Counting domain", r.domain),
                    ("Multiplexed", "yes (counts are scaled estimates)" if r.multiplexed else "no"),
                    ("Note", r.annotation)])
     m = r.machine
@@ -53,29 +63,42 @@ def render_one(r: CountReport) -> str:
     desc = descriptions()
     width = max([len(e.name) for e in r.events] + [10])
     lines.append(f"{'Index':>5}  {'Description':<44}  {'Event':<{width}}  {'Count':>20}")
-    for i, e in enumerate(r.events, 1):
-        d = e.description or desc.get(canonical(e.name), "")
-        lines.append(f"{i:>5}  {d[:44]:<44}  {e.name:<{width}}  {_fmt_value(e.count):>20}")
+    yield "\n".join(lines) + "\n"
+    events = r.events
+    for start in range(0, len(events), BLOCK):
+        yield "".join(f"{i:>5}  {(e.description or desc.get(canonical(e.name), ''))[:44]:<44}  "
+                      f"{e.name:<{width}}  {_fmt_value(e.count):>20}\n"
+                      for i, e in enumerate(events[start:start + BLOCK], start + 1))
+    lines = []
     if not r.events:
         lines.append("  (no events were counted)")
     if r.metrics:
         _section(lines, "Statistics")
         for mt in r.metrics:
             lines.append(f"{mt.name + ' ':.<60} {_fmt_value(mt.value)}")
-    return "\n".join(lines) + "\n"
+    if lines:
+        yield "\n".join(lines) + "\n"
 
 
-def render(reports: list, threshold: float = 0.0, **_options) -> str:
+BLOCK = 20_000  # event lines joined at a time
+
+
+def render(reports: list, threshold: float = 0.0, **options) -> str:
+    return "".join(render_chunks(reports, threshold, **options))
+
+
+def render_chunks(reports: list, threshold: float = 0.0, **_options) -> Iterator[str]:
     from psuite.psprocess.writers import text_multi, text_profile, text_resource
     from psuite.report import MultiReport, ProfileReport, ResourceReport
 
-    def one(r) -> str:
+    for k, r in enumerate(reports):
+        if k:
+            yield "\n"
         if isinstance(r, ResourceReport):
-            return text_resource.render_one(r)
-        if isinstance(r, ProfileReport):
-            return text_profile.render_one(r, threshold)
-        if isinstance(r, MultiReport):
-            return text_multi.render_one(r)
-        return render_one(r)
-
-    return "\n\n".join(one(r) for r in reports)
+            yield text_resource.render_one(r)
+        elif isinstance(r, ProfileReport):
+            yield text_profile.render_one(r, threshold)
+        elif isinstance(r, MultiReport):
+            yield text_multi.render_one(r)
+        else:
+            yield from chunks_one(r)
