@@ -108,8 +108,9 @@ void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_
     int n = ps_read_file(path, buf, sizeof buf);
     const char *p = n > 0 ? strrchr(buf, ')') : NULL;
     unsigned long long ut = 0, st = 0;
-    /* after "pid (comm)": state is field 3, utime 14, stime 15 (in ticks: the split only) */
-    for (int field = 3; p && field < 14; field++)
+    /* after "pid (comm)": state is field 3, utime 14, stime 15 (in ticks: the
+     * split only); p ends on the blank before field 14 */
+    for (int field = 3; p && field <= 14; field++)
         p = strchr(p + 1, ' ');
     if (p && sscanf(p + 1, "%llu %llu", &ut, &st) == 2 && ut + st > 0 && cpu_ns > 0) {
         *user_ns = (long long)((double)cpu_ns * (double)ut / (double)(ut + st));
