@@ -106,7 +106,7 @@ typedef struct {
     unsigned long long pc, count;
 } ps_slot_t;
 typedef struct {
-    int index;                  /* 0: the main thread, then in creation order */
+    int index;                  /* 0: the main thread, then in creation order (reported as <thread> index + 1) */
     int tid;
     ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used) */
     unsigned long long samples, lost;
@@ -136,6 +136,11 @@ void ps_threads_adopt(void *state);            /* end(state) when the calling th
 /* signals.c: SIGPROF shared with the program */
 int ps_signals_take(int sig, const void *action);     /* install ours (a struct sigaction) */
 void ps_signals_forward(int sig, void *si, void *uc); /* a signal that is not ours */
+
+/* In <annotation> of the process total of a run with per-thread reports
+ * (<thread>0</thread>), so readers combining the reports of a process do
+ * not count it with its threads (psprocess -c leaves it out). */
+#define PS_TOTAL_MARK "process total"
 
 /* profile_report.c: the <hwpcreport mode="profile"> documents */
 int ps_profile_write(int per_thread);
@@ -170,7 +175,8 @@ typedef struct {
 } ps_measurement_t;
 int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char *name,
                     char *path_out, size_t path_len);
-/* Any set of counts (the process's, or one thread's with thread >= 0, named .t<thread>). */
+/* Any set of counts: the process total (thread 0), or the thread-th thread
+ * (1, 2 ...; the report is named .t<thread>). */
 typedef struct {
     const char *cls, *version;  /* hwpceventdata class and version */
     int domain, multiplexed, n;
@@ -180,7 +186,8 @@ typedef struct {
 int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m,
                            const char *name, char *path_out, size_t path_len);
 typedef struct ps_buf ps_buf_t;
-/* From <?xml ...?> through <machineinfo>; thread < 0: no <thread>. */
+/* From <?xml ...?> through <machineinfo>; <thread>: 0 the process total,
+ * N >= 1 the N-th thread (psrun -p). */
 void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
                       const ps_measurement_t *m);
 void ps_report_path(const char *name, const char *tag, char *path, size_t len);
@@ -201,6 +208,7 @@ void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(prin
 void ps_buf_escaped(ps_buf_t *b, const char *text);
 void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text);
 void ps_buf_free(ps_buf_t *b);
-void ps_machineinfo_xml(ps_buf_t *b, int indent);
+void ps_machineinfo_xml(ps_buf_t *b, int indent, const ps_machineinfo_t *m);
+long long ps_machineinfo_clock_millimhz(const ps_machineinfo_t *m);  /* as <clockspeed> prints it; 0: unknown */
 
 #endif

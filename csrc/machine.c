@@ -307,29 +307,39 @@ PS_API int ps_machineinfo(ps_machineinfo_t *m)
     return PS_HWPC_OK;
 }
 
-/* <machineinfo> per machineinfo-0.3.dtd.  TLBs are listed for the base page
- * size only: the DTD has no page-size attribute to tell the others apart. */
-void ps_machineinfo_xml(ps_buf_t *b, int in)
+/* The clock speed in thousandths of a MHz, exactly as <clockspeed> shows
+ * it (0: unknown).  Reports compute <wallclock units="ticks"> from this
+ * same number, so a reader dividing the ticks by clockspeed x 10^6 gets
+ * the seconds back.  Printed as integer and fraction, not with %f, so the
+ * program's LC_NUMERIC cannot turn the point into a comma. */
+long long ps_machineinfo_clock_millimhz(const ps_machineinfo_t *m)
 {
-    ps_machineinfo_t m;
+    return m->mhz > 0 && m->mhz < 1e9 ? (long long)(m->mhz * 1000.0 + 0.5) : 0;
+}
+
+/* <machineinfo> of m per machineinfo-0.3.dtd.  TLBs are listed for the base
+ * page size only: the DTD has no page-size attribute to tell the others
+ * apart. */
+void ps_machineinfo_xml(ps_buf_t *b, int in, const ps_machineinfo_t *m)
+{
     char text[160];
-    ps_machineinfo(&m);
     ps_buf_printf(b, "%*s<machineinfo>\n", in, "");
-    ps_buf_printf(b, "%*s<cpucount>%d</cpucount>\n", in + 2, "", m.cpu_count);
+    ps_buf_printf(b, "%*s<cpucount>%d</cpucount>\n", in + 2, "", m->cpu_count);
     ps_buf_printf(b, "%*s<cpuinfo>\n", in + 2, "");
-    ps_buf_element(b, in + 4, "vendor", m.vendor);
-    if (m.brand[0])
-        ps_buf_element(b, in + 4, "brand", m.brand);
-    snprintf(text, sizeof text, "Family %d Model %d Stepping %d", m.family, m.model, m.stepping);
+    ps_buf_element(b, in + 4, "vendor", m->vendor);
+    if (m->brand[0])
+        ps_buf_element(b, in + 4, "brand", m->brand);
+    snprintf(text, sizeof text, "Family %d Model %d Stepping %d", m->family, m->model, m->stepping);
     ps_buf_element(b, in + 4, "cpuidinfo", text);
-    ps_buf_printf(b, "%*s<revision>%d</revision>\n", in + 4, "", m.stepping);
-    ps_buf_printf(b, "%*s<clockspeed units=\"MHz\">%.3f</clockspeed>\n", in + 4, "", m.mhz);
+    ps_buf_printf(b, "%*s<revision>%d</revision>\n", in + 4, "", m->stepping);
+    long long milli = ps_machineinfo_clock_millimhz(m);
+    ps_buf_printf(b, "%*s<clockspeed units=\"MHz\">%lld.%03lld</clockspeed>\n", in + 4, "", milli / 1000, milli % 1000);
     int levels = 0;
-    for (int i = 0; i < m.cache_count; i++)
-        levels = m.caches[i].level > levels ? m.caches[i].level : levels;
+    for (int i = 0; i < m->cache_count; i++)
+        levels = m->caches[i].level > levels ? m->caches[i].level : levels;
     ps_buf_printf(b, "%*s<cacheinfo>\n%*s<levels>%d</levels>\n", in + 4, "", in + 6, "", levels);
-    for (int i = 0; i < m.cache_count; i++) {
-        const ps_cache_t *c = &m.caches[i];
+    for (int i = 0; i < m->cache_count; i++) {
+        const ps_cache_t *c = &m->caches[i];
         ps_buf_printf(b, "%*s<cache type=\"%s\" level=\"%d\">\n", in + 6, "", c->type, c->level);
         ps_buf_printf(b, "%*s<size units=\"KB\">%lld</size>\n", in + 8, "", c->size_kb);
         if (c->line_size)
@@ -341,8 +351,8 @@ void ps_machineinfo_xml(ps_buf_t *b, int in)
         ps_buf_printf(b, "%*s</cache>\n", in + 6, "");
     }
     ps_buf_printf(b, "%*s</cacheinfo>\n%*s<tlbinfo>\n", in + 4, "", in + 4, "");
-    for (int i = 0; i < m.tlb_count; i++) {
-        const ps_tlb_t *t = &m.tlbs[i];
+    for (int i = 0; i < m->tlb_count; i++) {
+        const ps_tlb_t *t = &m->tlbs[i];
         if (t->page_kb != 4)
             continue;
         ps_buf_printf(b, "%*s<tlb type=\"%s\" level=\"%d\">\n", in + 6, "", t->type, t->level);
@@ -354,7 +364,7 @@ void ps_machineinfo_xml(ps_buf_t *b, int in)
         ps_buf_printf(b, "%*s</tlb>\n", in + 6, "");
     }
     ps_buf_printf(b, "%*s</tlbinfo>\n%*s</cpuinfo>\n", in + 4, "", in + 2, "");
-    ps_buf_printf(b, "%*s<memoryinfo units=\"MB\">%lld</memoryinfo>\n", in + 2, "", m.memory_kb / 1024);
-    ps_buf_printf(b, "%*s<syspagesize units=\"KB\">%lld</syspagesize>\n", in + 2, "", m.page_size / 1024);
+    ps_buf_printf(b, "%*s<memoryinfo units=\"MB\">%lld</memoryinfo>\n", in + 2, "", m->memory_kb / 1024);
+    ps_buf_printf(b, "%*s<syspagesize units=\"KB\">%lld</syspagesize>\n", in + 2, "", m->page_size / 1024);
     ps_buf_printf(b, "%*s</machineinfo>\n", in, "");
 }

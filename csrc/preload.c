@@ -65,8 +65,10 @@ static void finish(const char *why)
         ps_profile_set_note(why);
         ps_profile_write(per_thread());
     } else {
-        if (per_thread())
+        if (per_thread()) {
             ps_thread_counts_freeze();
+            ps_hwpc_annotate(PS_TOTAL_MARK);
+        }
         ps_hwpc_annotate(why);
         ps_hwpc_stop(NULL);
         if (per_thread())

@@ -2,8 +2,9 @@
  * (hwpcreport-0.3.dtd): the sampled PCs grouped by the loaded object that
  * holds them - executable, shared libraries, objects loaded with dlopen -
  * each with its load offset, so psprocess can map them back to the files.
- * One document for the process; with per-thread reports, one more per
- * thread (<prefix>.<pid>.t<N>.<host>.xml). */
+ * One document for the process (<thread>0</thread>); with per-thread
+ * reports, one more per thread (<prefix>.<pid>.t<N>.<host>.xml with
+ * <thread>N</thread>, N from 1: the main thread, then in creation order). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -162,7 +163,10 @@ static void cpu_times(int index, double *user, double *sys)
     *sys = t->sys_ns / 1e9;
 }
 
-static int write_one(int index, const modules_t *mods, char *path, size_t path_len, char *summary, size_t summary_len)
+/* index: a thread's (from 0), or -1 for the process; with per_thread, the
+ * process's report says it is the total of the threads' reports. */
+static int write_one(int index, int per_thread, const modules_t *mods, char *path, size_t path_len, char *summary,
+                     size_t summary_len)
 {
     const ps_profcfg_t *cfg = ps_sampler_config();
     size_t n = 0;
@@ -180,7 +184,8 @@ static int write_one(int index, const modules_t *mods, char *path, size_t path_l
     char note[1024];
     const char *source_note = "";
     const char *source = ps_sampler_source(&source_note);
-    size_t used = (size_t)snprintf(note, sizeof note, "sampled by %s", source);
+    size_t used = (size_t)snprintf(note, sizeof note, "%ssampled by %s", index < 0 && per_thread ?
+                                   PS_TOTAL_MARK "; " : "", source);
     if (cfg->kind == PS_PROF_ITIMER && samples) {
         double basis = cfg->timer == PS_TIMER_REAL ? (double)m.wall_ns / 1e9 : m.user_s + m.system_s;
         const char *of = cfg->timer == PS_TIMER_REAL ? "wall-clock time per thread" : "CPU time";
@@ -209,7 +214,8 @@ static int write_one(int index, const modules_t *mods, char *path, size_t path_l
     if (summary)
         snprintf(summary, summary_len, "%llu samples; %s", samples, note);
     ps_buf_t b = {0};
-    ps_report_header(&b, "profile", index, note, &m);
+    int thread = index >= 0 ? index + 1 : 0; /* the sampler counts threads from 0 */
+    ps_report_header(&b, "profile", thread, note, &m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
     int is_timer = cfg->kind == PS_PROF_ITIMER;
     ps_buf_printf(&b, "  <hwpcprofiledata class=\"%s\" version=\"%s\">\n", is_timer ? "itimer" : "perfmon",
@@ -244,8 +250,8 @@ static int write_one(int index, const modules_t *mods, char *path, size_t path_l
     ps_buf_printf(&b, "  </hwpcprofiledata>\n</hwpcreport>\n");
     free(v);
     char where[PATH_MAX], tag[32];
-    snprintf(tag, sizeof tag, "t%d", index);
-    ps_report_path(NULL, index >= 0 ? tag : NULL, where, sizeof where);
+    snprintf(tag, sizeof tag, "t%d", thread);
+    ps_report_path(NULL, thread > 0 ? tag : NULL, where, sizeof where);
     return ps_report_save(&b, where, path, path_len);
 }
 
@@ -263,11 +269,11 @@ int ps_profile_write(int per_thread)
     dl_iterate_phdr(add_module, &mods);
     qsort(mods.v, (size_t)mods.n, sizeof *mods.v, by_lo);
     char path[PATH_MAX], summary[1200];
-    int rc = write_one(-1, &mods, path, sizeof path, summary, sizeof summary);
+    int rc = write_one(-1, per_thread, &mods, path, sizeof path, summary, sizeof summary);
     said(rc, path);
     ps_note("profile: %s", summary);
     for (int i = 0; per_thread && i < ps_sampler_nthreads(); i++) {
-        int trc = write_one(i, &mods, path, sizeof path, NULL, 0);
+        int trc = write_one(i, per_thread, &mods, path, sizeof path, NULL, 0);
         said(trc, path);
         if (trc != PS_HWPC_OK && trc != PS_HWPC_EEXIST)
             rc = trc;

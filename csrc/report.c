@@ -86,25 +86,82 @@ static void host_names(char *host, size_t hlen, char *domain, size_t dlen)
     domain[dlen - 1] = '\0';
 }
 
+/* <date> as the original PerfSuite wrote it: C's ctime() form, local time,
+ * without ctime's newline, and with the day of the month zero-padded, i.e.
+ * strftime's "%a %b %d %H:%M:%S %Y" in the C locale ("Tue Mar 04 10:12:09
+ * 2014").  Eclipse PTP's PerfSuite parser (ExecutionInfo.java) reads <date>
+ * with SimpleDateFormat("EEE MMM dd HH:mm:ss yyyy", Locale.US) and fails on
+ * anything else; %d is what its "dd" stands for (ctime's space-padded %e,
+ * "Mar  4", is accepted only because SimpleDateFormat skips blanks before a
+ * number).  The names are spelled here rather than by strftime so that the
+ * program's LC_TIME cannot translate them. */
+static void ctime_date(char *out, size_t len)
+{
+    static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    time_t now = time(NULL);
+    struct tm tm;
+    if (!localtime_r(&now, &tm))
+        gmtime_r(&now, &tm);
+    snprintf(out, len, "%s %s %02d %02d:%02d:%02d %d", days[(unsigned)tm.tm_wday % 7], months[(unsigned)tm.tm_mon % 12],
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, tm.tm_year + 1900);
+}
+
+/* What the original PerfSuite wrote after the XML declaration.  TAU's
+ * ParaProf recognises a PerfSuite document by a line starting with
+ * "<!DOCTYPE hwpc" among its first ten.  The path need not exist where the
+ * report is read: psuite's readers (and any parser not asked to load
+ * DTDs) do not open it. */
+static const char DOCTYPE[] = "<!DOCTYPE hwpcreport SYSTEM \"/usr/share/perfsuite/dtds/pshwpc/hwpcreport-0.3.dtd\">";
+
+/* <wallclock> in ticks of the clock speed written in the same document's
+ * <clockspeed> (seconds = ticks / (MHz x 10^6)), as the original PerfSuite
+ * wrote it and as TAU assumes whatever the units say.  When the clock speed
+ * is unknown (<clockspeed> says 0) there are no ticks to count in: the
+ * wall time is written in seconds, which the DTD allows and psuite and PTP
+ * read, rather than invent a clock speed machineinfo would then have to
+ * report falsely. */
+static void wallclock(ps_buf_t *b, long long wall_ns, long long clock_millimhz)
+{
+    if (wall_ns < 0)
+        wall_ns = 0;
+    if (clock_millimhz > 0) {
+        /* ticks = ns x 10^-9 x (millimhz / 1000) x 10^6, rounded */
+        unsigned __int128 t = (unsigned __int128)wall_ns * (unsigned long long)clock_millimhz + 500000;
+        ps_buf_printf(b, "  <wallclock units=\"ticks\">%llu</wallclock>\n", (unsigned long long)(t / 1000000));
+    } else
+        ps_buf_printf(b, "  <wallclock units=\"seconds\">%lld.%09lld</wallclock>\n", wall_ns / 1000000000,
+                      wall_ns % 1000000000);
+}
+
+/* Seconds with six decimals, whatever the program's LC_NUMERIC. */
+static void seconds_element(ps_buf_t *b, const char *tag, double s)
+{
+    long long us = s > 0 ? (long long)(s * 1e6 + 0.5) : 0;
+    ps_buf_printf(b, "    <%s>%lld.%06lld</%s>\n", tag, us / 1000000, us % 1000000, tag);
+}
+
 void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
                       const ps_measurement_t *m)
 {
     char text[8192], host[256], domain[256];
-    time_t now = time(NULL);
-    struct tm tm;
-    localtime_r(&now, &tm);
-    strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%S%z", &tm);
     host_names(host, sizeof host, domain, sizeof domain);
+    ps_machineinfo_t machine;
+    ps_machineinfo(&machine);
 
-    ps_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    ps_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n%s\n", DOCTYPE);
     ps_buf_printf(b, "<hwpcreport version=\"0.3\" generator=\"psuite %s libpshwpc\" mode=\"%s\">\n",
                   PSUITE_VERSION, mode);
+    ctime_date(text, sizeof text);
     ps_buf_element(b, 2, "date", text);
     ps_buf_element(b, 2, "hostname", host);
     ps_buf_element(b, 2, "domainname", domain);
     ps_buf_printf(b, "  <pid>%d</pid>\n", (int)getpid());
-    if (thread >= 0)
-        ps_buf_printf(b, "  <thread>%d</thread>\n", thread);
+    /* Always present, a plain decimal (TAU starts a thread of data at each
+     * <thread> and reads it with Integer.parseInt): 0 is the process total,
+     * 1, 2 ... the threads of psrun -p, so (pid, thread) never collide. */
+    ps_buf_printf(b, "  <thread>%d</thread>\n", thread > 0 ? thread : 0);
     struct passwd pw, *res = NULL;
     char pwbuf[4096];
     getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res);
@@ -127,11 +184,12 @@ void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *ann
         ps_strlcpy(note, annotation, sizeof note);
     if (note[0])
         ps_buf_element(b, 2, "annotation", note);
-    ps_buf_printf(b, "  <wallclock units=\"seconds\">%.9f</wallclock>\n", (double)m->wall_ns / 1e9);
-    ps_buf_printf(b, "  <cputime units=\"seconds\">\n    <usertime>%.6f</usertime>\n"
-                     "    <systemtime>%.6f</systemtime>\n  </cputime>\n",
-                  m->user_s, m->system_s);
-    ps_machineinfo_xml(b, 2);
+    wallclock(b, m->wall_ns, ps_machineinfo_clock_millimhz(&machine));
+    ps_buf_printf(b, "  <cputime units=\"seconds\">\n");
+    seconds_element(b, "usertime", m->user_s);
+    seconds_element(b, "systemtime", m->system_s);
+    ps_buf_printf(b, "  </cputime>\n");
+    ps_machineinfo_xml(b, 2, &machine);
 }
 
 static void build(ps_buf_t *b, const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m)
@@ -156,7 +214,7 @@ int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotat
     build(&b, c, thread, annotation, m);
     char path[PATH_MAX], tag[32];
     snprintf(tag, sizeof tag, "t%d", thread);
-    ps_report_path(name, thread >= 0 ? tag : NULL, path, sizeof path);
+    ps_report_path(name, thread > 0 ? tag : NULL, path, sizeof path);
     return ps_report_save(&b, path, path_out, path_len);
 }
 
@@ -176,7 +234,7 @@ static int write_all(int fd, const char *p, size_t n)
 
 /* Final path for `name`: "x.xml" as is, else <prefix>.<pid>[.<tag>].<host>.xml
  * in PSUITE_OUTPUT_DIR (default: the current directory); the tag names a
- * thread (t1, t2 ...). */
+ * thread (t1, t2 ..., the number in its <thread>). */
 void ps_report_path(const char *name, const char *tag, char *path, size_t len)
 {
     char prefix[PATH_MAX], host[256], domain[256];
@@ -224,7 +282,7 @@ int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char
     ps_counts_t c = {set->backend == PS_BACKEND_PAPI ? "PAPI" : "perfmon",
                      set->backend == PS_BACKEND_PAPI ? set->backend_version : "perf_event",
                      set->domain, set->multiplexed, set->ncounted, names, preset};
-    return ps_report_write_counts(&c, -1, set->annotation, m, name, path_out, path_len);
+    return ps_report_write_counts(&c, 0, set->annotation, m, name, path_out, path_len);
 }
 
 int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len)

@@ -1,6 +1,8 @@
 /* thread_counts.c - psrun -p in counting mode: besides the process total,
  * each thread's own counts, from its first instruction to its end, in a
- * report of its own (<exe>.<pid>.t<N>.<host>.xml, <thread>N</thread>).
+ * report of its own (<exe>.<pid>.t<N>.<host>.xml, <thread>N</thread>, N
+ * from 1 in the order the threads start, the main thread first; the process
+ * total is thread 0).
  * Each thread opens its own perf_event counters (no inheritance) for the
  * events the process counts that perf_event has; the others are named in
  * the thread reports' <annotation>. */
@@ -86,7 +88,7 @@ static void thread_report(tcount_t *t)
     ps_measurement_t m = {ps_wallclock_ns() - t->wall_start, user / 1e9, sys / 1e9, values};
     ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
     char path[4096];
-    int rc = ps_report_write_counts(&c, t->index, note, &m, NULL, path, sizeof path);
+    int rc = ps_report_write_counts(&c, t->index + 1, note, &m, NULL, path, sizeof path);
     pthread_mutex_unlock(&lock);
     if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
         ps_message("could not save the thread report %s", path);
@@ -114,7 +116,7 @@ int ps_thread_counts_init(void)
         nevents++;
     }
     ps_threads_hook(thread_begin, thread_end);
-    ps_threads_adopt(thread_begin()); /* the main thread is thread 0 */
+    ps_threads_adopt(thread_begin()); /* the main thread is the first: <thread>1</thread> */
     return 0;
 }
 

@@ -65,16 +65,21 @@ def test_per_thread_reports_add_up_to_the_process(targets, workdir, mode):
     process = [r for r in found if ".t" not in r.name]
     threads = [r for r in found if ".t" in r.name]
     assert len(process) == 1 and len(threads) == 4  # main and three workers
-    total, _ = task_clock_and_cputime(validate(process[0], "hwpcreport-0.3.dtd"))
+    total_root = validate(process[0], "hwpcreport-0.3.dtd")
+    assert total_root.findtext("thread") == "0"  # the process total, and it says so
+    assert "process total" in total_root.findtext("annotation")
+    total, _ = task_clock_and_cputime(total_root)
     per_thread = {}
     for r in threads:
         root = validate(r, "hwpcreport-0.3.dtd")
-        per_thread[root.findtext("thread")] = task_clock_and_cputime(root)[0]
-    assert sorted(per_thread) == ["0", "1", "2", "3"]
+        number = root.findtext("thread")
+        assert f".t{number}." in r.name  # the file name says which thread
+        per_thread[number] = task_clock_and_cputime(root)[0]
+    assert sorted(per_thread) == ["1", "2", "3", "4"]  # the main thread is 1
     assert sum(per_thread.values()) == pytest.approx(total, rel=0.05)
     # combined, each thread is named by its index
     import json
 
     doc = json.loads(run_tool("psprocess", "-c", "-f", "json", *map(str, threads)).stdout)
     clock = {s["name"]: s for s in doc["statistics"]}["task-clock"]
-    assert clock["count"] == 4 and clock["min_who"].startswith("thread ")
+    assert clock["count"] == 4 and "thread " in clock["min_who"]
