@@ -16,8 +16,21 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int state = ST_NONE;
 static ps_evset_t set;
 static long long wall_start, wall_total;
-/* CPU time over the same intervals as the wall clock, so utilization is
- * CPU over wall of one interval (not including start-up before main). */
+/* CPU time over the same intervals as the counters and the wall clock, so
+ * utilization is CPU over wall of one interval (not including start-up
+ * before main), and task-clock can be checked against it.  The CPU time is
+ * read right next to the start and stop of the counters, after every
+ * thread's pending time has been accounted (ps_settle_thread_times):
+ * reading it later would add what threads still running did after the
+ * counters stopped; reading it without settling would miss up to a tick
+ * per thread running on another CPU.  The settling comes first because it
+ * is the slow part: if the kernel preempts this thread there, the counters
+ * are still running and nothing is lost.
+ * What remains between task-clock and this CPU time on a virtual machine
+ * is steal: perf's task-clock runs whenever the thread is on its vCPU,
+ * even while the hypervisor has taken the vCPU away, and the scheduler's
+ * CPU time (getrusage, CLOCK_*_CPUTIME_ID) leaves that time out
+ * (CONFIG_PARAVIRT_TIME_ACCOUNTING). */
 static double user_start, sys_start, user_total, sys_total;
 
 static void cpu_now(double *user, double *sys)
@@ -148,10 +161,14 @@ static int start_locked(void)
 {
     if (state != ST_READY && state != ST_SUSPENDED)
         return PS_HWPC_ESTATE;
+    double user, sys;
+    ps_settle_thread_times();
+    cpu_now(&user, &sys);
     int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_start(&set) : ps_perf_enable(&set, 1);
     if (rc == PS_HWPC_OK) {
-        cpu_now(&user_start, &sys_start);
         wall_start = ps_wallclock_ns();
+        user_start = user;
+        sys_start = sys;
         state = ST_RUNNING;
     }
     return rc;
@@ -169,10 +186,11 @@ static int suspend_locked(void)
 {
     if (state != ST_RUNNING)
         return PS_HWPC_ESTATE;
+    ps_settle_thread_times();
     int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_stop(&set, NULL) : ps_perf_enable(&set, 0);
-    wall_total += ps_wallclock_ns() - wall_start;
     double user, sys;
     cpu_now(&user, &sys);
+    wall_total += ps_wallclock_ns() - wall_start;
     user_total += user - user_start;
     sys_total += sys - sys_start;
     state = ST_SUSPENDED;

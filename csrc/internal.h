@@ -48,6 +48,7 @@ int ps_env_flag(const char *name);  /* the variable is set to "1" (psrun's switc
 int ps_read_file(const char *path, char *buf, size_t size);
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */
+void ps_settle_thread_times(void);  /* every live thread's pending CPU time accounted, before getrusage */
 /* user/system split of cpu_ns from the thread's /proc stat ticks */
 void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_ns);
 
@@ -132,6 +133,7 @@ int pthread_create_unhooked(void *thread, void *(*fn)(void *));
  * the thread ends): the sampler's or the per-thread counters'. */
 void ps_threads_hook(void *(*begin)(void), void (*end)(void *));
 void ps_threads_adopt(void *state);            /* end(state) when the calling thread ends */
+int ps_threads_created(void);                  /* how many the program has created (0: it is single-threaded) */
 
 /* signals.c: SIGPROF shared with the program */
 int ps_signals_take(int sig, const void *action);     /* install ours (a struct sigaction) */

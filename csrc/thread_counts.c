@@ -2,7 +2,10 @@
  * each thread's own counts, from its first instruction to its end, in a
  * report of its own (<exe>.<pid>.t<N>.<host>.xml, <thread>N</thread>, N
  * from 1 in the order the threads start, the main thread first; the process
- * total is thread 0).
+ * total is thread 0).  The report's wall and CPU times cover the interval
+ * its counters ran: from when they were opened to the thread's end, or to
+ * the moment they were stopped with the process total for threads still
+ * running then (not to when the report gets written, later).
  * Each thread opens its own perf_event counters (no inheritance) for the
  * events the process counts that perf_event has; the others are named in
  * the thread reports' <annotation>. */
@@ -23,7 +26,9 @@
 typedef struct {
     int index, tid, live;
     int fd[PS_HWPC_MAX_EVENTS];
-    long long wall_start;
+    long long wall_start, cpu_start;  /* when the counters were opened */
+    long long wall_end, cpu_end;      /* when they were stopped at process end */
+    int frozen;                       /* wall_end and cpu_end are set */
 } tcount_t;
 
 static int nevents, domain;
@@ -46,6 +51,7 @@ static void *thread_begin(void)
         return NULL;
     t->index = idx;
     t->tid = (int)syscall(SYS_gettid);
+    t->cpu_start = ps_thread_cputime_ns();
     t->wall_start = ps_wallclock_ns();
     for (int k = 0; k < nevents; k++) {
         struct perf_event_attr a;
@@ -83,9 +89,12 @@ static void thread_report(tcount_t *t)
             close(t->fd[k]);
         }
     }
-    long long cpu = ps_tid_cpu_ns(t->tid), user = 0, sys = 0;
+    int frozen = __atomic_load_n(&t->frozen, __ATOMIC_ACQUIRE);
+    long long cpu_end = frozen ? t->cpu_end : ps_tid_cpu_ns(t->tid);
+    long long wall_end = frozen ? t->wall_end : ps_wallclock_ns();
+    long long cpu = cpu_end > t->cpu_start && t->cpu_start >= 0 ? cpu_end - t->cpu_start : 0, user = 0, sys = 0;
     ps_tid_times(t->tid, cpu, &user, &sys);
-    ps_measurement_t m = {ps_wallclock_ns() - t->wall_start, user / 1e9, sys / 1e9, values};
+    ps_measurement_t m = {wall_end - t->wall_start, user / 1e9, sys / 1e9, values};
     ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
     char path[4096];
     int rc = ps_report_write_counts(&c, t->index + 1, note, &m, NULL, path, sizeof path);
@@ -121,15 +130,23 @@ int ps_thread_counts_init(void)
 }
 
 /* At process end: stop the running threads' counters together with the
- * process total, before any report is written, so that they add up. */
+ * process total, before any report is written, so that they add up; their
+ * CPU and wall times are taken at the same moment, since the threads go on
+ * running while the reports are written. */
 void ps_thread_counts_freeze(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n && i < PS_MAX_THREADS; i++) {
         tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
-        for (int k = 0; t && t->live && k < nevents; k++)
+        if (!t || !t->live)
+            continue;
+        for (int k = 0; k < nevents; k++)
             if (t->fd[k] >= 0)
                 ioctl(t->fd[k], PERF_EVENT_IOC_DISABLE, 0);
+        t->cpu_end = ps_tid_cpu_ns(t->tid);
+        t->wall_end = ps_wallclock_ns();
+        if (t->cpu_end >= 0) /* else the thread has just ended: its report reads its own end */
+            __atomic_store_n(&t->frozen, 1, __ATOMIC_RELEASE);
     }
 }
 

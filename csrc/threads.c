@@ -19,6 +19,7 @@ struct start {
 };
 
 static pthread_key_t end_key;
+static int created; /* threads the program created through pthread_create */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void *(*begin_hook)(void);
 static void (*end_hook)(void *);
@@ -68,11 +69,14 @@ static void *measured_start(void *p)
     return s.fn(s.arg);
 }
 
+int ps_threads_created(void) { return __atomic_load_n(&created, __ATOMIC_RELAXED); }
+
 PS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
 {
     create_fn real = real_create();
     if (!real)
         return 11; /* EAGAIN: no C library pthread_create, which cannot happen with glibc */
+    __atomic_fetch_add(&created, 1, __ATOMIC_RELAXED);
     if (!begin_hook)
         return real(thread, attr, fn, arg);
     struct start *s = malloc(sizeof *s);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -119,4 +120,42 @@ void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_
         *user_ns = cpu_ns > 0 ? cpu_ns : 0;
         *sys_ns = 0;
     }
+}
+
+/* Bring every live thread's CPU time up to now.  The kernel adds a running
+ * thread's time to its total only at a tick or a context switch, and
+ * getrusage(RUSAGE_SELF) brings only the calling thread up to date: a thread
+ * running on another CPU is short there by up to a tick (4 ms at HZ=250),
+ * while a counter read or disabled at the same moment is exact.  Reading a
+ * thread's CPU clock makes the kernel account its pending time.  Call it
+ * before starting or stopping the counters, and getrusage() right next to
+ * that.  Async-signal-safe (open, getdents64, clock_gettime, close);
+ * works after the main thread has exited (/proc/self/task still lists the
+ * threads).  Nothing to do, and no system call, while the program has
+ * created no thread: a single thread's time getrusage settles itself. */
+void ps_settle_thread_times(void)
+{
+    if (!ps_threads_created())
+        return;
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    char buf[4096] __attribute__((aligned(8)));
+    long n;
+    while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off + 19 < n;) {
+            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            int tid = 0;
+            for (const char *p = buf + off + 19; *p >= '0' && *p <= '9'; p++)
+                tid = tid * 10 + (*p - '0');
+            if (tid > 0)
+                ps_tid_cpu_ns(tid);
+            if (!reclen)
+                break;
+            off += reclen;
+        }
+    }
+    close(fd);
 }
