@@ -370,6 +370,18 @@ def _is_file(path: str) -> bool:
     return path.startswith("/") and os.path.isfile(path)
 
 
+def _lookup(mmap, addrs: list[int]) -> list[tuple[str, str, int]]:
+    """mmap.lookup_many(addrs), where an address that is no file address
+    (a PC below its module's load address, or beyond 64 bits) is unknown."""
+    out = [(UNKNOWN, UNKNOWN, 0)] * len(addrs)
+    if mmap is None:
+        return out
+    valid = [i for i, a in enumerate(addrs) if 0 <= a < 2**64]
+    for i, hit in zip(valid, mmap.lookup_many([addrs[i] for i in valid]), strict=True):
+        out[i] = hit
+    return out
+
+
 def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
@@ -380,8 +392,7 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
         pcs = list(mod.samples)
         for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
             batch = pcs[start:start + 4096]
-            found = mmap.lookup_many([pc - mod.offset for pc in batch]) if mmap else \
-                [(UNKNOWN, UNKNOWN, 0)] * len(batch)
+            found = _lookup(mmap, [pc - mod.offset for pc in batch])
             for pc, (file, function, line) in zip(batch, found, strict=True):
                 key = (mod.file, file, function, line)
                 totals[key] = totals.get(key, 0) + mod.samples[pc]
@@ -403,4 +414,4 @@ def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]
     """file address -> (file, function, line), for tests and tools."""
     mmap = module_map(module.file)
     pcs = list(module.samples)
-    return dict(zip(pcs, mmap.lookup_many([pc - module.offset for pc in pcs]), strict=True))
+    return dict(zip(pcs, _lookup(mmap, [pc - module.offset for pc in pcs]), strict=True))

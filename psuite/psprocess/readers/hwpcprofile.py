@@ -48,7 +48,11 @@ def read(root, doc: Document) -> ProfileReport:
                           offset=values.integer(offset, "<module offset>", source, hi=2**64 - 1,
                                                 base=16 if offset.lower().startswith("0x") else 10))
         for samples in mod.iterfind("samples"):
-            for pc, n in doc.samples(samples).items():
+            table = doc.samples(samples)
+            if table and min(table) < m.offset:  # file address = pc - offset: no sample lies below its module
+                raise InputError(f"{source}: <sample pc> {min(table):#x} is below the load address of its module "
+                                 f"{m.file} (<module offset> {m.offset:#x}); fix or regenerate the document")
+            for pc, n in table.items():
                 m.samples[pc] = m.samples.get(pc, 0) + n
         r.modules.append(m)
     return r
