@@ -77,7 +77,12 @@ def _wallclock(wall, r: RunInfo, source: str) -> float | None:
     mhz = r.machine.mhz if r.machine else 0.0
     if ticks is None or not mhz:
         return None
-    return ticks / (mhz * 1e6)
+    seconds = ticks / (mhz * 1e6)
+    if seconds > values.MAX_SECONDS:  # a clock of a few hertz, say
+        raise InputError(f"{source}: <wallclock units=\"ticks\"> is {wall.text.strip()} ticks of the "
+                         f"<clockspeed> {mhz:g} MHz, {seconds:.3g} s, more than a century; fix or regenerate the "
+                         "document")
+    return seconds
 
 
 def _counts(r: CountReport, data, doc: Document) -> CountReport:
