@@ -1,6 +1,7 @@
 """Reader of processed profiles, <hwpcprofilereport> (hwpcprofilereport-0.3
-and earlier): ours, and those of the original PerfSuite (mapper "binutils",
-unknown locations as file and function "??" with line 0).  The first
+and earlier, down to the first generation's <modules> and loose <file>s):
+ours, and those of the original PerfSuite (mapper "binutils", unknown
+locations as file and function "??" with line 0).  The first
 <hwpcprofile> is read."""
 
 from __future__ import annotations
@@ -35,11 +36,19 @@ def read(root, doc: Document) -> ProfileReport:
     r.threshold = values.integer(period, "<period>", source) if period and period.strip() else None
     r.total_samples = values.integer(prof.findtext("totalsamples", "0"), "<totalsamples>", source)
     for module in prof.iterfind("module"):
-        mname = module.get("name", "??")
-        for file in module.iterfind("file"):
-            fname = file.get("name", "??")
-            for function in file.iterfind("function"):
-                func = function.get("name", "??")
-                r.locations += [Location(module=mname, file=fname, function=func, line=lineno, samples=n)
-                                for lineno, n in doc.lines(function)]
+        _files(r, doc, module.get("name", "??"), module)
+    if prof.find("file") is not None:
+        # The first generation (hwpcprofilereport.dtd): <modules> lists the
+        # modules apart and the <file>s sit in <hwpcprofile> itself.
+        names = [m.get("name") or (m.text or "").strip() or "??" for m in prof.iterfind("modules/module")]
+        _files(r, doc, names[0] if len(names) == 1 else "??", prof)
     return r
+
+
+def _files(r: ProfileReport, doc: Document, mname: str, parent) -> None:
+    for file in parent.iterfind("file"):
+        fname = file.get("name", "??")
+        for function in file.iterfind("function"):
+            func = function.get("name", "??")
+            r.locations += [Location(module=mname, file=fname, function=func, line=lineno, samples=n)
+                            for lineno, n in doc.lines(function)]
