@@ -13,7 +13,6 @@ from __future__ import annotations
 import glob
 import math
 import os
-import statistics
 from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
@@ -42,31 +41,61 @@ def expand(inputs: Iterable[str]) -> list[str]:
 
 
 def quartiles(values: list[float]) -> tuple[float, float, float]:
-    if len(values) == 1:
-        return values[0], values[0], values[0]
-    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
-    return q1, q2, q3
+    """Q1, median, Q3 by linear interpolation (statistics.quantiles(n=4,
+    method="inclusive")), each a weighted mean of two neighbours, so it
+    stays finite for values near float's range (where quantiles' own
+    products overflow to inf)."""
+    data = sorted(values)
+    if len(data) == 1:
+        return data[0], data[0], data[0]
+    out = []
+    for i in (1, 2, 3):
+        j, delta = divmod(i * (len(data) - 1), 4)
+        out.append(data[j] if delta == 0 else data[j] * ((4 - delta) / 4) + data[j + 1] * (delta / 4))
+    return out[0], out[1], out[2]
+
+
+def total(nums: list[float]) -> float:
+    """The exact sum, rounded once; inf when it is beyond float's range."""
+    try:
+        return math.fsum(nums)
+    except OverflowError:  # a partial sum overflowed: the sum of the scaled values, scaled back (maybe to inf)
+        return math.fsum(v / len(nums) for v in nums) * len(nums)
+
+
+def mean(nums: list[float]) -> float:
+    """The mean of finite values, finite even when their sum is not."""
+    try:
+        return math.fsum(nums) / len(nums)
+    except OverflowError:
+        return math.fsum(v / len(nums) for v in nums)
+
+
+def pstdev(nums: list[float], mu: float) -> float:
+    """Population standard deviation around mu; statistics.pstdev works in
+    exact fractions, which is slow and overflows for values near float's
+    range.  Computed on values scaled to at most 1, so that no square
+    overflows."""
+    if len(nums) < 2:
+        return 0.0
+    scale = max(abs(v) for v in nums)
+    if not scale or not math.isfinite(scale):
+        return 0.0 if not scale else math.nan
+    return math.sqrt(math.fsum((v / scale - mu / scale) ** 2 for v in nums) / len(nums)) * scale
 
 
 def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statistic:
-    """The statistics of finite values (the readers admit no others)."""
+    """The statistics of finite values (the readers admit no others); a
+    sum beyond float's range is inf (written as null in JSON)."""
     nums = [v for v, _ in values]
-    total = math.fsum(nums)
-    mean = total / len(nums)
+    mu = mean(nums)
     lo = min(values, key=lambda vw: vw[0])
     hi = max(values, key=lambda vw: vw[0])
     q1, median, q3 = quartiles(nums)
-    return Statistic(name=name, kind=kind, count=len(nums), sum=total, mean=mean, min=lo[0], min_who=lo[1],
-                     max=hi[0], max_who=hi[1], stddev=_pstdev(nums, mean),
-                     q1=q1, median=median, q3=q3, imbalance=hi[0] / mean if mean else None)
-
-
-def _pstdev(nums: list[float], mean: float) -> float:
-    """Population standard deviation; statistics.pstdev works in exact
-    fractions, which is slow and overflows for values near float's range."""
-    if len(nums) < 2:
-        return 0.0
-    return math.sqrt(math.fsum((v - mean) ** 2 for v in nums) / len(nums))
+    imbalance = hi[0] / mu if mu else None
+    return Statistic(name=name, kind=kind, count=len(nums), sum=total(nums), mean=mu, min=lo[0], min_who=lo[1],
+                     max=hi[0], max_who=hi[1], stddev=pstdev(nums, mu), q1=q1, median=median, q3=q3,
+                     imbalance=imbalance if imbalance is not None and math.isfinite(imbalance) else None)
 
 
 def compute(reports: list[CountReport]) -> list[Statistic]:
