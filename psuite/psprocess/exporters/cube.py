@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import io
 import math
-import statistics
 import struct
 import tarfile
 import time
@@ -32,9 +31,11 @@ from collections.abc import Sequence
 from xml.sax.saxutils import escape
 
 from psuite.errors import UsageError
+from psuite.psprocess import combine
 from psuite.report import CountReport, MultiReport, ProfileReport
 
 EXTENSION = ".cubex"
+UINT64_MAX = 2**64 - 1
 
 
 SECONDS = ("sec", "s", "second", "seconds")
@@ -59,6 +60,12 @@ def _reports(obj) -> list:
     raise UsageError("--cube takes counting reports or profiles, not resource reports (they have no call paths)")
 
 
+def _thread_number(thread: str) -> int:
+    """A thread's rank in the system tree: its number, or 0 when <thread>
+    is not one (a name, non-ASCII digits, a numeral beyond 64 bits)."""
+    return int(thread) if thread.isascii() and thread.isdigit() and len(thread) <= 18 else 0
+
+
 def _locations(reports: Sequence) -> tuple[list, list[int]]:
     """System tree: host -> process -> thread; returns the tree and, per
     report, its location id (ids in tree order)."""
@@ -70,12 +77,12 @@ def _locations(reports: Sequence) -> tuple[list, list[int]]:
     for host in sorted(hosts):
         groups = []
         for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
-            members = sorted(hosts[host][process], key=lambda i: int(reports[i].thread or 0))
+            members = sorted(hosts[host][process], key=lambda i: _thread_number(reports[i].thread))
             locations = []
             for i in members:
                 where[i] = next_id
                 thread = reports[i].thread or "0"
-                locations.append((next_id, f"thread {thread}", int(thread) if thread.isdigit() else 0))
+                locations.append((next_id, f"thread {thread}", _thread_number(thread)))
                 next_id += 1
             groups.append((f"{process[0]} {process[1]}", process[1], locations))
         tree.append((host, groups))
@@ -121,10 +128,16 @@ def _count_metrics(reports: list[CountReport], where) -> list[_Metric]:
             m = metrics.setdefault(("metric", d.name), _Metric(
                 d.name.replace(" ", "_"), d.name, "DOUBLE", d.unit or "", d.description or d.name))
             m.values[(0, loc_id)] = d.value
-    for m in metrics.values():  # an integer metric stays one only if every value is
-        if m.dtype == "UINT64" and any(not float(v).is_integer() or v < 0 for v in m.values.values()):
-            m.dtype = "DOUBLE"
     return list(metrics.values())
+
+
+def _integer_metrics_fit(metrics: list[_Metric]) -> None:
+    """An integer metric stays one only if every value is a whole number
+    that UINT64 holds (a count may be 2^64 itself; summed samples more)."""
+    for m in metrics:
+        if m.dtype == "UINT64" and any(not float(v).is_integer() or not 0 <= v <= UINT64_MAX
+                                       for v in m.values.values()):
+            m.dtype = "DOUBLE"
 
 
 def _anchor(metrics, names, regions, program: str, tree) -> bytes:
@@ -194,13 +207,23 @@ def statistics_text(metrics: list[_Metric], totals_per_metric: list[list[float]]
     for k, (m, totals) in enumerate(zip(metrics, totals_per_metric, strict=True)):
         row = [m.name.replace(" ", "_"), str(k), str(len(totals))]
         if totals:
-            row += [f"{v:.9g}" for v in (statistics.fmean(totals), statistics.median(totals), min(totals),
-                                          max(totals), math.fsum(totals))]
+            mean = _figure(combine.mean, totals)
+            q1, median, q3 = combine.quartiles(totals)
+            row += [f"{v:.9g}" for v in (mean, median, min(totals), max(totals), _figure(combine.total, totals))]
         if len(totals) >= 2:
-            q1, _, q3 = statistics.quantiles(totals, n=4, method="inclusive")
-            row += [f"{v:.9g}" for v in (statistics.pvariance(totals), q1, q3)]
+            sd = _figure(combine.pstdev, totals, mean)
+            row += [f"{v:.9g}" for v in (sd * sd, q1, q3)]
         lines += [" ".join(row), ""]
     return "\n".join(lines)
+
+
+def _figure(function, *args) -> float:
+    """A statistic of location totals, nan where they are not all finite
+    (a total beyond float's range, or of opposite infinities)."""
+    try:
+        return function(*args)
+    except (ValueError, OverflowError):
+        return math.nan
 
 
 def targets(path: str) -> list[str]:
@@ -221,6 +244,7 @@ def write(obj, path: str, module: str | None = None, force: bool = False) -> str
         _fill_profiles(reports, where, cnode_of, metrics, timer)
     else:
         names, regions, metrics = [], {}, _count_metrics(reports, where)
+    _integer_metrics_fit(metrics)
     program = (reports[0].command.split() or ["program"])[0].rsplit("/", 1)[-1] if reports[0].command else "program"
     ncnodes = len(names) + 1
     stat = write_grids(path, metrics, [grid(m, ncnodes, nloc) for m in metrics], names, regions, program, tree,

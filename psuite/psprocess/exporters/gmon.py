@@ -7,15 +7,22 @@ holds at most 65,535 samples (the format's 16-bit counts)."""
 
 from __future__ import annotations
 
+import array
 import os
 import struct
+import sys
 
+from psuite.cli_common import size_text
 from psuite.errors import UsageError
 from psuite.report import ModuleSamples, ProfileReport
 
 EXTENSION = ".out"
 BIN_BYTES = 2
 GMON_TAG_TIME_HIST = 0
+# The histogram has a bin per BIN_BYTES of the sampled address range: a
+# program's text is far below this, samples spread wider are not one
+# executable's (and would make a file as large as the span).
+MAX_SPAN = 256 * 1024**2
 
 
 def executable_module(report: ProfileReport, wanted: str | None = None) -> ModuleSamples:
@@ -41,10 +48,18 @@ def encode(report: ProfileReport, module: ModuleSamples) -> bytes:
     addrs = {pc - module.offset: n for pc, n in module.samples.items()}
     low = min(addrs) // BIN_BYTES * BIN_BYTES
     high = (max(addrs) // BIN_BYTES + 1) * BIN_BYTES
-    bins = [0] * ((high - low) // BIN_BYTES)
+    if low < 0 or high > 2**64 - 1:
+        raise UsageError(f"{report.source}: samples of {module.file} lie outside its 64-bit address space")
+    if high - low > MAX_SPAN:
+        raise UsageError(f"{report.source}: the samples of {module.file} span {size_text(high - low)} of addresses; "
+                         f"a gmon.out histogram covers at most {size_text(MAX_SPAN)} (name another module with "
+                         "--module, or use --cube)")
+    bins = array.array("H", bytes((high - low) // BIN_BYTES * 2))  # a 16-bit count per bin
     for addr, n in addrs.items():
         i = (addr - low) // BIN_BYTES
         bins[i] = min(65535, bins[i] + n)
+    if sys.byteorder != "little":
+        bins.byteswap()
     if report.is_timer and report.threshold:
         rate, dimen, abbrev = round(1e6 / report.threshold), b"seconds", b"s"
     else:  # event overflow: one "second" per sample, so gprof's columns read as samples
@@ -53,7 +68,7 @@ def encode(report: ProfileReport, module: ModuleSamples) -> bytes:
     out += bytes([GMON_TAG_TIME_HIST])
     out += struct.pack("<QQii", low, high, len(bins), rate)
     out += dimen.ljust(15, b"\0") + abbrev
-    out += struct.pack(f"<{len(bins)}H", *bins)
+    out += bins.tobytes()
     return bytes(out)
 
 

@@ -13,7 +13,9 @@ Big-endian throughout:
     entries: uint16 samples, int32 address relative to the base
 
 A count above 65,535 is written as several entries for one address (the
-readers add them up)."""
+readers add them up).  What the format cannot hold (samples spread over
+more than 2 GiB, more than 2^31 samples elsewhere, more than MAX_ENTRIES
+entries) is refused with one line."""
 
 from __future__ import annotations
 
@@ -25,6 +27,10 @@ from psuite.report import ModuleSamples, ProfileReport
 
 MAGIC = 0x766D6F6E
 VERSION = 4
+INT32_MAX = 2**31 - 1
+# Entries are 6 bytes: 16 million make a 96 MB file (a billion samples at
+# one address, or 16 million addresses).
+MAX_ENTRIES = 16 * 1024**2
 
 
 def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
@@ -32,6 +38,19 @@ def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
     if not addrs:
         raise UsageError(f"{report.source}: no samples in {m.file}")
     base = addrs[0][0]
+    if not 0 <= base < 2**63:
+        raise UsageError(f"{report.source}: samples of {m.file} lie outside vmon.out's 64-bit signed addresses")
+    if addrs[-1][0] - base > INT32_MAX:
+        raise UsageError(f"{report.source}: the samples of {m.file} span more than 2 GiB of addresses, beyond "
+                         "vmon.out's 32-bit offsets; name another module with --module, or use --cube")
+    count = sum((n + 0xFFFE) // 0xFFFF for _, n in addrs)
+    if count > MAX_ENTRIES:
+        raise UsageError(f"{report.source}: {m.file} has too many samples for vmon.out ({count:,} entries of at most "
+                         f"65,535 samples; the limit is {MAX_ENTRIES:,}); use --cube")
+    outside = sum(sum(o.samples.values()) for o in report.modules if o is not m)
+    if outside > INT32_MAX:
+        raise UsageError(f"{report.source}: {outside:,} samples outside {m.file}, beyond vmon.out's 32-bit count; "
+                         "use --cube")
     entries = []
     for addr, n in addrs:
         while n > 0:
@@ -39,7 +58,6 @@ def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
             entries.append(struct.pack(">Hi", chunk, addr - base))
             n -= chunk
     name = b"REAL" if report.event == "ITIMER_REAL" else b"PROF" if report.is_timer else b"EVNT"
-    outside = sum(sum(o.samples.values()) for o in report.modules if o is not m)
     return (struct.pack(">IBi", MAGIC, VERSION, 1) + name + b"\0" +
             struct.pack(">iiiq", outside, 0, len(entries), base) + b"".join(entries))
 
