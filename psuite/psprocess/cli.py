@@ -58,7 +58,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
                    help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
-    p.add_argument("--threshold", type=float, default=0.0, metavar="PCT",
+    p.add_argument("--threshold", type=_number(0.0, 100.0), default=0.0, metavar="PCT",
                    help="profiles: leave out entries below PCT percent of the samples")
     p.add_output_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
                           "(the executable's samples; gprof ./app FILE)")
@@ -72,13 +72,29 @@ def build_parser() -> ArgumentParser:
                    help="combine the counting reports (files, directories, globs) with statistics across them")
     p.add_argument("--calibrate", action="store_true",
                    help="from a counting report: propose sampling thresholds for --rate samples per second")
-    p.add_argument("--rate", type=float, default=100.0, metavar="HZ",
+    p.add_argument("--rate", type=_number(1e-3, 1e9), default=100.0, metavar="HZ",
                    help="with --calibrate: wanted samples per second of CPU time (default 100)")
     p.add_output_argument("--write-config", metavar="FILE",
                           help="with --calibrate: write the best proposal as a <ps_hwpc_profile> configuration")
     p.add_output_options()
     return p
 
+
+def _number(lo: float, hi: float):
+    """argparse type: a number from lo to hi (never nan or inf)."""
+    import argparse
+    import math
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            value = math.nan
+        if not (lo <= value <= hi):
+            raise argparse.ArgumentTypeError(f"takes a number from {lo:g} to {hi:g}, not {text!r}")
+        return value
+
+    return parse
 
 
 EXPORTS = ("gmon", "vprof", "cube")  # exporters/<name>.py: targets(path), write(report, path, module, force)

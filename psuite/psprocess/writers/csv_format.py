@@ -24,8 +24,8 @@ def render(reports: list[CountReport], **_options) -> str:
     w = csv.writer(out, lineterminator="\n")
     w.writerow(COLUMNS)
     desc = descriptions()
-    if len(reports) == 1 and isinstance(reports[0], MultiReport):  # the combined reports' own rows
-        reports = reports[0].reports
+    # A combined document (alone, or among other inputs): the rows of the reports combined.
+    reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else [r])]
     for r in reports:
         if isinstance(r, ResourceReport):
             ident = (r.source, r.hostname, r.pid if r.pid is not None else "", "")
