@@ -18,10 +18,9 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-from resolution import build, profile_document, text_range
+from resolution import binary, profile_document, text_range
 
 TARGET_S = 10.0
 TARGET_MB = 500.0
@@ -77,12 +76,7 @@ def main() -> int:
     if not psrun or not psprocess:
         print("large_documents: needs psrun and psprocess (pip install .)", file=sys.stderr)
         return 2
-    directory = args.keep or tempfile.mkdtemp(prefix="psuite-bench-")
-    os.makedirs(directory, exist_ok=True)
-    exe = os.path.join(directory, "big")
-    if not os.path.exists(exe):
-        print(f"building {args.functions} functions in {directory} ...", file=sys.stderr)
-        build(directory, args.functions)
+    directory, exe = binary(args.keep, args.functions)
     lo, hi = text_range(exe)
     if hi - lo < args.pcs:
         print(f"large_documents: the binary's text has {hi - lo} bytes, fewer than {args.pcs} PCs; "

@@ -62,6 +62,17 @@ def build(directory: str, functions: int, parts: int = 8) -> str:
     return exe
 
 
+def binary(keep: str | None, functions: int) -> tuple[str, str]:
+    """(work folder, generated binary): built there, or reused from --keep DIR."""
+    directory = keep or tempfile.mkdtemp(prefix="psuite-bench-")
+    os.makedirs(directory, exist_ok=True)
+    exe = os.path.join(directory, "big")
+    if not os.path.exists(exe):
+        print(f"building {functions} functions in {directory} ...", file=sys.stderr)
+        build(directory, functions)
+    return directory, exe
+
+
 def dwarf_bytes(exe: str) -> int:
     out = subprocess.run(["size", "-A", exe], capture_output=True, text=True, check=True).stdout
     return sum(int(line.split()[1]) for line in out.splitlines() if line.startswith(".debug_"))
@@ -105,12 +116,7 @@ def main() -> int:
     if not psprocess or not shutil.which("addr2line"):
         print("resolution: needs psprocess (pip install .) and addr2line (binutils)", file=sys.stderr)
         return 2
-    directory = args.keep or tempfile.mkdtemp(prefix="psuite-bench-")
-    os.makedirs(directory, exist_ok=True)
-    exe = os.path.join(directory, "big")
-    if not os.path.exists(exe):
-        print(f"building {args.functions} functions in {directory} ...", file=sys.stderr)
-        build(directory, args.functions)
+    directory, exe = binary(args.keep, args.functions)
     size = dwarf_bytes(exe)
     lo, hi = text_range(exe)
     pcs = sorted(random.Random(1).sample(range(lo, hi), args.pcs))
