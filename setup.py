@@ -11,6 +11,7 @@ no C parser at run time.
 import os
 import shutil
 import sys
+from distutils.command.build_scripts import build_scripts  # setuptools' distutils, in a pip build too
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -50,7 +51,7 @@ class BuildNative(build_ext):
         for ext in self.extensions:
             if ext.name == LIB_EXT:
                 inplace_file, regular_file = self._get_inplace_equivalent(build_py, ext)
-                for name in ("pshwpc.h", "_ffi.py") + CONFIGS:
+                for name in ("pshwpc.h", "_ffi.py", LAUNCHER) + CONFIGS:
                     yield (os.path.join(os.path.dirname(regular_file), name),
                            os.path.join(os.path.dirname(inplace_file), name))
 
@@ -91,6 +92,50 @@ class BuildNative(build_ext):
         ffi.cdef(cdefs.CDEFS)
         ffi.set_source("psuite._native._ffi", None)
         ffi.emit_python_code(os.path.join(out_dir, "_ffi.py"))
+        build_launcher(self, out_dir)
+
+
+# The native psrun launcher (csrc/psrun/*.c): an executable, no Python at
+# run time.  Built beside libpshwpc.so (psuite/_native/psrun finds the
+# library next to itself) and copied to LAUNCHER_SCRIPT, which setuptools
+# installs into bin/ as a script: pip install . and pip install -e . both
+# put it on PATH.
+LAUNCHER = "psrun"
+LAUNCHER_SCRIPT = os.path.join("build", "psrun-bin", "psrun-native")
+
+
+def build_launcher(cmd, out_dir):
+    import sysconfig
+
+    sources = sorted(os.path.join("csrc", "psrun", f) for f in os.listdir(os.path.join(HERE, "csrc", "psrun"))
+                     if f.endswith(".c"))
+    macros = [("_GNU_SOURCE", None), ("PSUITE_VERSION", f'"{_version()}"'),
+              ("PSRUN_PYVER", f'"{sysconfig.get_python_version()}"'),
+              # last resort for editable installs: the source tree's library
+              ("PSRUN_SOURCE_NATIVE_DIR", '"' + os.path.join(HERE, "psuite", "_native") + '"')]
+    objects = cmd.compiler.compile(sources, output_dir=os.path.join(cmd.build_temp, "psrun"), macros=macros,
+                                   extra_postargs=["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Wno-unused-parameter",
+                                                   "-Wno-format-truncation"])
+    exe = os.path.join(out_dir, LAUNCHER)
+    cmd.compiler.link_executable(objects, LAUNCHER, output_dir=out_dir)
+    os.makedirs(os.path.dirname(os.path.join(HERE, LAUNCHER_SCRIPT)), exist_ok=True)
+    shutil.copyfile(exe, os.path.join(HERE, LAUNCHER_SCRIPT))
+    os.chmod(os.path.join(HERE, LAUNCHER_SCRIPT), 0o755)
+
+
+class BuildScripts(build_scripts):
+    """The launcher is an executable, copied as it is (distutils would read
+    it as a script's text)."""
+
+    def copy_scripts(self):
+        self.mkpath(self.build_dir)
+        outfiles = []
+        for script in self.scripts:
+            out = os.path.join(self.build_dir, os.path.basename(script))
+            self.copy_file(script, out)
+            os.chmod(out, 0o755)
+            outfiles.append(out)
+        return outfiles, outfiles
 
 
 native = Extension(
@@ -104,4 +149,5 @@ native = Extension(
     libraries=["dl", "pthread"],
 )
 
-setup(ext_modules=[native], cmdclass={"build_ext": BuildNative})
+setup(ext_modules=[native], cmdclass={"build_ext": BuildNative, "build_scripts": BuildScripts},
+      scripts=[LAUNCHER_SCRIPT])

@@ -1,0 +1,1392 @@
+/* psrun - the native launcher: measure an unmodified program.
+ *
+ * psrun parses its options, checks them before the program runs, sets up
+ * the environment (PSUITE_*, PS_HWPC_CONFIG) and LD_PRELOAD of
+ * libpshwpc.so (found beside this executable or in the Python package it
+ * was installed with) and starts the program.  Without -R it simply execs
+ * the program: the exit status, the signal and everything else are the
+ * program's own.  With -R it forks, samples the load averages while the
+ * program runs, writes a <resourcereport> and ends as the program ended
+ * (the same exit code, or the same fatal signal raised on itself).
+ *
+ * psrun never changes a signal disposition or the signal mask the program
+ * inherits, never writes to stdout (except --help and --version), and its
+ * own messages on stderr ("psrun: ...") never change the program's status,
+ * whatever stderr is (full, closed, a pipe nobody reads).
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef PSUITE_VERSION
+#define PSUITE_VERSION "unknown"
+#endif
+#ifndef PSRUN_PYVER
+#define PSRUN_PYVER "3"
+#endif
+
+extern char **environ;
+
+#define USAGE_EXIT 2
+#define LIBNAME "libpshwpc.so"
+#define DEFAULT_TIMER_PERIOD_US 10000L
+#define MIN_PERF_TIMER_US 100L      /* perf_event task clock (hrtimer driven) */
+#define MIN_REAL_TIMER_US 1000L     /* ITIMER_REAL: a sampler thread reading /proc */
+#define MIN_CLOCK_EVENT_NS 100000L  /* task-clock / cpu-clock overflow: 100 us */
+#define MAX_PREFIX 155              /* room for .r<rank>.<pid>.t<N>.<host>.resource.<k>.xml in NAME_MAX */
+#define LOAD_RESOLUTION 0.5
+#define LOAD_MAX 64.0
+#define NLOADS 128 /* LOAD_MAX / LOAD_RESOLUTION */
+
+static const char HELP[] =
+"usage: psrun [-h] [--version] [-c FILE] [-e LIST] [--domain {user,kernel,all}]\n"
+"             [--backend {PAPI,perf_event}] [-o PREFIX] [-d DIR] [-q]\n"
+"             [--profile SOURCE] [--period N] [-p] [-R] [--interval SEC] [-f]\n"
+"             ...\n"
+"\n"
+"psrun starts the program with psuite's C library preloaded; the library\n"
+"counts the configured events from just before main to the program's exit\n"
+"and writes one PerfSuite XML report (<exe>.<pid>.<host>.xml).  psrun's own\n"
+"messages go to stderr prefixed \"psrun:\"; the program's input, output, exit\n"
+"status and signals are its own.\n"
+"\n"
+"positional arguments:\n"
+"  PROGRAM [ARGS...]     the program to measure and its arguments\n"
+"\n"
+"options:\n"
+"  -h, --help            show this help message and exit\n"
+"  --version             show program's version number and exit\n"
+"  -c FILE, --config FILE\n"
+"                        PerfSuite event list (<ps_hwpc_eventlist>)\n"
+"  -e LIST, --events LIST\n"
+"                        comma-separated event names (see psinv -e)\n"
+"  --domain {user,kernel,all}\n"
+"                        count in this domain (default: the configuration's,\n"
+"                        else user)\n"
+"  --backend {PAPI,perf_event}\n"
+"                        force a counting backend\n"
+"  -o PREFIX, --output PREFIX\n"
+"                        report file prefix (default: the program name)\n"
+"  -d DIR, --directory DIR\n"
+"                        directory for the report (default: current)\n"
+"  -q, --quiet           only errors; no notes on dropped events\n"
+"  --profile SOURCE      sample instead of counting: ITIMER_PROF (CPU time),\n"
+"                        ITIMER_VIRTUAL (user CPU time), ITIMER_REAL (wall\n"
+"                        time) or an event to sample on overflow (task-clock,\n"
+"                        PAPI_TOT_CYC ...)\n"
+"  --period N            sampling period: microseconds for the timers (default\n"
+"                        10000), events between samples for an event\n"
+"  -p, --per-thread      also one report per thread\n"
+"  -R, --resources       also a resource report: load, memory, CPU time,\n"
+"                        faults, sampled while the program runs\n"
+"  --interval SEC        with -R: seconds between samples (default 1)\n"
+"  -f, --follow          measure the processes the program forks and execs too,\n"
+"                        each in its own report\n"
+"\n"
+"configuration (first that applies):\n"
+"  -e NAME[,NAME...]      ad hoc events, e.g. -e task-clock,page-faults\n"
+"  -c FILE                a PerfSuite <ps_hwpc_eventlist> (counting) or\n"
+"                         <ps_hwpc_profile> (sampling) file\n"
+"  PS_HWPC_CONFIG=FILE    the same, from the environment\n"
+"  --profile SOURCE       sampling, e.g. --profile ITIMER_PROF --period 1000\n"
+"  (none)                 the default list: PAPI presets + software events\n"
+"\n"
+"profiles: samples go to the thread they interrupt; the report states the\n"
+"rate actually delivered.  Timer periods are microseconds; ITIMER_PROF and\n"
+"ITIMER_VIRTUAL use perf_event's task clock (not limited to the kernel\n"
+"tick), ITIMER_REAL samples blocked threads without interrupting them.\n"
+"Shortest periods (a shorter one is raised to it, with a note): 100 us for\n"
+"ITIMER_PROF and ITIMER_VIRTUAL on perf_event, the kernel tick (e.g. 4000 us\n"
+"at 250 Hz) where they fall back on POSIX CPU-time timers, 1000 us for\n"
+"ITIMER_REAL, 100000 (ns) for task-clock and cpu-clock overflow.\n"
+"\n"
+"output: <exe>.<pid>.<host>.xml in the current directory; -o PREFIX sets the\n"
+"first part, -d DIR the directory (also PSUITE_OUTPUT_PREFIX,\n"
+"PSUITE_OUTPUT_DIR).  An existing file is never overwritten.\n"
+"\n"
+"backends: PAPI through the system's libpapi (or PSUITE_PAPI_LIBRARY) when\n"
+"present, else Linux perf_event; --backend chooses.  Events that exist but\n"
+"cannot be counted here are dropped with a message before the program\n"
+"starts; an event name that does not exist is an error (exit 2).\n"
+"\n"
+"exit status: the program's own: psrun execs it, or with -R ends as it\n"
+"ended (a shell shows 128+N if it was killed by signal N, and psrun dies of\n"
+"the same signal); 2 for psrun's usage errors.\n"
+"\n"
+"examples:\n"
+"  psrun ./app input.dat\n"
+"  psrun -e PAPI_TOT_CYC,PAPI_TOT_INS ./app\n"
+"  psrun -c mylist.xml -d results/ ./app\n"
+"  psrun --profile ITIMER_PROF --period 1000 ./app\n"
+"  psprocess app.*.xml\n";
+
+/* ---- messages: stderr only, never an error for psrun ---------------- */
+
+/* write(2) whole or not at all, with any SIGPIPE it raises consumed: the
+ * caller's signal mask and dispositions are left exactly as they were. */
+static void write_quietly(int fd, const char *s, size_t n)
+{
+    sigset_t pipe_only, saved, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    sigprocmask(SIG_BLOCK, &pipe_only, &saved);
+    int saved_errno = errno;
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        s += w;
+        n -= (size_t)w;
+    }
+    if (!was_pending) {
+        struct timespec zero = {0, 0};
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE))
+            sigtimedwait(&pipe_only, NULL, &zero);
+    }
+    sigprocmask(SIG_SETMASK, &saved, NULL);
+    errno = saved_errno;
+}
+
+static void vmessage(const char *fmt, va_list ap)
+{
+    char line[PATH_MAX + 1024];
+    int n = snprintf(line, sizeof line, "psrun: ");
+    int k = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    if (k < 0)
+        k = 0;
+    n += k;
+    if (n > (int)sizeof line - 2)
+        n = (int)sizeof line - 2;
+    line[n++] = '\n';
+    write_quietly(STDERR_FILENO, line, (size_t)n);
+}
+
+static void note(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+}
+
+static __attribute__((noreturn)) void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vmessage(fmt, ap);
+    va_end(ap);
+    _exit(USAGE_EXIT);
+}
+
+/* ---- options ---------------------------------------------------------- */
+
+enum { OPT_CONFIG, OPT_EVENTS, OPT_DOMAIN, OPT_BACKEND, OPT_OUTPUT, OPT_DIRECTORY, OPT_QUIET, OPT_PROFILE, OPT_PERIOD,
+       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_HELP, OPT_VERSION, OPT_COUNT };
+
+struct option_def {
+    char short_flag;
+    const char *long_flag;
+    int takes_value;
+    const char *const *choices;
+};
+
+static const char *const DOMAINS[] = {"user", "kernel", "all", NULL};
+static const char *const BACKENDS[] = {"PAPI", "perf_event", NULL};
+
+static const struct option_def OPTIONS[OPT_COUNT] = {
+    [OPT_CONFIG] = {'c', "--config", 1, NULL},
+    [OPT_EVENTS] = {'e', "--events", 1, NULL},
+    [OPT_DOMAIN] = {0, "--domain", 1, DOMAINS},
+    [OPT_BACKEND] = {0, "--backend", 1, BACKENDS},
+    [OPT_OUTPUT] = {'o', "--output", 1, NULL},
+    [OPT_DIRECTORY] = {'d', "--directory", 1, NULL},
+    [OPT_QUIET] = {'q', "--quiet", 0, NULL},
+    [OPT_PROFILE] = {0, "--profile", 1, NULL},
+    [OPT_PERIOD] = {0, "--period", 1, NULL},
+    [OPT_PER_THREAD] = {'p', "--per-thread", 0, NULL},
+    [OPT_RESOURCES] = {'R', "--resources", 0, NULL},
+    [OPT_INTERVAL] = {0, "--interval", 1, NULL},
+    [OPT_FOLLOW] = {'f', "--follow", 0, NULL},
+    [OPT_HELP] = {'h', "--help", 0, NULL},
+    [OPT_VERSION] = {0, "--version", 0, NULL},
+};
+
+static const char *opt_value[OPT_COUNT];
+static int opt_set[OPT_COUNT];
+
+static const char *option_name(int o)
+{
+    static char buf[40];
+    if (OPTIONS[o].short_flag)
+        snprintf(buf, sizeof buf, "-%c/%s", OPTIONS[o].short_flag, OPTIONS[o].long_flag);
+    else
+        snprintf(buf, sizeof buf, "%s", OPTIONS[o].long_flag);
+    return buf;
+}
+
+static __attribute__((noreturn)) void option_error(const char *fmt, ...)
+{
+    char msg[PATH_MAX + 256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    usage_error("%s (see psrun --help)", msg);
+}
+
+static void write_stdout_or_fail(const char *s)
+{
+    size_t n = strlen(s);
+    while (n > 0) {
+        ssize_t w = write(STDOUT_FILENO, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            usage_error("cannot write to standard output: %s", strerror(w < 0 ? errno : EIO));
+        s += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Long option by name or unambiguous prefix (as argparse allows). */
+static int find_long(const char *flag, size_t len)
+{
+    int found = -1, matches = 0;
+    for (int o = 0; o < OPT_COUNT; o++) {
+        const char *name = OPTIONS[o].long_flag;
+        if (strlen(name) == len && strncmp(name, flag, len) == 0)
+            return o;
+        if (len > 2 && strncmp(name, flag, len) == 0) {
+            found = o;
+            matches++;
+        }
+    }
+    if (matches > 1) {
+        char what[64];
+        snprintf(what, sizeof what, "%.*s", (int)(len < 40 ? len : 40), flag);
+        option_error("ambiguous option: %s", what);
+    }
+    return found;
+}
+
+static void set_option(int o, const char *value)
+{
+    if (o == OPT_HELP) {
+        write_stdout_or_fail(HELP);
+        _exit(0);
+    }
+    if (o == OPT_VERSION) {
+        write_stdout_or_fail("psrun (psuite) " PSUITE_VERSION "\n");
+        _exit(0);
+    }
+    if (OPTIONS[o].choices && value) {
+        int ok = 0;
+        for (const char *const *c = OPTIONS[o].choices; *c; c++)
+            ok |= strcmp(*c, value) == 0;
+        if (!ok) {
+            char list[128] = "";
+            for (const char *const *c = OPTIONS[o].choices; *c; c++)
+                snprintf(list + strlen(list), sizeof list - strlen(list), "%s'%s'", c == OPTIONS[o].choices ? "" : ", ",
+                         *c);
+            option_error("argument %s: invalid choice: '%.200s' (choose from %s)", option_name(o), value, list);
+        }
+    }
+    opt_set[o] = 1;
+    opt_value[o] = value;
+}
+
+/* As argparse: "-x..." is an option, "-" and negative numbers are values. */
+static int looks_like_option(const char *arg)
+{
+    if (arg[0] != '-' || arg[1] == '\0')
+        return 0;
+    char *end;
+    strtod(arg, &end);
+    return *end != '\0';
+}
+
+/* The index of the program in argv. */
+static int parse_options(int argc, char **argv)
+{
+    int i = 1;
+    while (i < argc) {
+        const char *arg = argv[i];
+        if (arg[0] != '-' || arg[1] == '\0')
+            break;
+        if (strcmp(arg, "--") == 0) {
+            i++;
+            break;
+        }
+        if (arg[1] == '-') {
+            const char *eq = strchr(arg, '=');
+            size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+            int o = find_long(arg, len);
+            if (o < 0)
+                option_error("unrecognized arguments: %.200s", arg);
+            if (!OPTIONS[o].takes_value) {
+                if (eq)
+                    option_error("argument %s: ignored explicit argument '%.200s'", option_name(o), eq + 1);
+                set_option(o, NULL);
+                i++;
+                continue;
+            }
+            if (eq) {
+                set_option(o, eq + 1);
+                i++;
+                continue;
+            }
+            if (i + 1 >= argc || looks_like_option(argv[i + 1]))
+                option_error("argument %s: expected one argument", option_name(o));
+            set_option(o, argv[i + 1]);
+            i += 2;
+            continue;
+        }
+        /* short flags, possibly clustered: -qp, -qeLIST, -e LIST */
+        for (const char *p = arg + 1; *p; p++) {
+            int o = -1;
+            for (int k = 0; k < OPT_COUNT; k++)
+                if (OPTIONS[k].short_flag == *p)
+                    o = k;
+            if (o < 0)
+                option_error("unrecognized arguments: %.200s", arg);
+            if (!OPTIONS[o].takes_value) {
+                set_option(o, NULL);
+                continue;
+            }
+            if (p[1]) {
+                set_option(o, p[1] == '=' ? p + 2 : p + 1);
+                break;
+            }
+            if (i + 1 >= argc || looks_like_option(argv[i + 1]))
+                option_error("argument %s: expected one argument", option_name(o));
+            set_option(o, argv[++i]);
+            break;
+        }
+        i++;
+    }
+    return i;
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static int env_count(char **env)
+{
+    int n = 0;
+    while (env && env[n])
+        n++;
+    return n;
+}
+
+/* Whole decimal number with optional sign and surrounding spaces. */
+static int parse_long(const char *s, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (end == s || errno)
+        return -1;
+    while (isspace((unsigned char)*end))
+        end++;
+    if (*end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static void absolute_path(const char *path, char *out, size_t size, const char *what)
+{
+    char buf[PATH_MAX * 2 + 2];
+    if (path[0] == '/') {
+        if (strlen(path) >= sizeof buf)
+            usage_error("%s: path too long (%zu bytes; at most %d)", what, strlen(path), PATH_MAX - 1);
+        strcpy(buf, path);
+    } else {
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd))
+            usage_error("cannot find the current directory: %s", strerror(errno));
+        if (strlen(cwd) + 1 + strlen(path) >= sizeof buf)
+            usage_error("%s: path too long (at most %d bytes)", what, PATH_MAX - 1);
+        snprintf(buf, sizeof buf, "%s/%s", cwd, path);
+    }
+    /* normalise as os.path.abspath: //, /./, /../ and a trailing / */
+    char *parts[PATH_MAX];
+    int n = 0;
+    for (char *tok = strtok(buf, "/"); tok; tok = strtok(NULL, "/")) {
+        if (strcmp(tok, ".") == 0)
+            continue;
+        if (strcmp(tok, "..") == 0) {
+            if (n > 0)
+                n--;
+            continue;
+        }
+        parts[n++] = tok;
+    }
+    size_t len = 0;
+    out[0] = '\0';
+    for (int k = 0; k < n; k++) {
+        size_t l = strlen(parts[k]);
+        if (len + 1 + l + 1 > size || len + 1 + l >= PATH_MAX)
+            usage_error("%s: path too long (at most %d bytes)", what, PATH_MAX - 1);
+        out[len++] = '/';
+        memcpy(out + len, parts[k], l);
+        len += l;
+        out[len] = '\0';
+    }
+    if (len == 0)
+        strcpy(out, "/");
+}
+
+/* ---- the program ----------------------------------------------------- */
+
+/* The program's path as execvp would find it, or NULL. */
+static const char *find_program(const char *prog, char *buf, size_t size)
+{
+    if (strchr(prog, '/'))
+        return prog;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/bin:/usr/bin";
+    while (1) {
+        const char *colon = strchrnul(path, ':');
+        size_t dl = (size_t)(colon - path);
+        if (dl + 1 + strlen(prog) < size) {
+            if (dl == 0)
+                snprintf(buf, size, "./%s", prog);
+            else
+                snprintf(buf, size, "%.*s/%s", (int)dl, path, prog);
+            struct stat st;
+            if (stat(buf, &st) == 0 && S_ISREG(st.st_mode) && access(buf, X_OK) == 0)
+                return buf;
+        }
+        if (!*colon)
+            return NULL;
+        path = colon + 1;
+    }
+}
+
+static uint64_t get_u(const unsigned char *p, int size, int little)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < size; k++)
+        v |= (uint64_t)p[little ? k : size - 1 - k] << (8 * k);
+    return v;
+}
+
+/* 1: the ELF file names a program interpreter (dynamic); 0: it has a
+ * program header table without one (static); -1: not an ELF file, or one
+ * this cannot judge (truncated, odd tables): exec decides. */
+static int elf_has_interpreter(int fd)
+{
+    unsigned char eh[64];
+    ssize_t n = pread(fd, eh, sizeof eh, 0);
+    if (n < 52 || memcmp(eh, ELFMAG, SELFMAG) != 0)
+        return -1;
+    int is64 = eh[EI_CLASS] == ELFCLASS64, little = eh[EI_DATA] == ELFDATA2LSB;
+    if ((eh[EI_CLASS] != ELFCLASS32 && !is64) || (eh[EI_DATA] != ELFDATA2LSB && eh[EI_DATA] != ELFDATA2MSB))
+        return -1;
+    if (is64 && n < 64)
+        return -1;
+    uint64_t phoff = is64 ? get_u(eh + 32, 8, little) : get_u(eh + 28, 4, little);
+    unsigned phentsize = (unsigned)get_u(eh + (is64 ? 54 : 42), 2, little);
+    unsigned phnum = (unsigned)get_u(eh + (is64 ? 56 : 44), 2, little);
+    if (phnum == 0 || phentsize < 4 || phnum == 0xffff)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || phoff > (uint64_t)st.st_size ||
+        (uint64_t)phentsize * phnum > (uint64_t)st.st_size - phoff)
+        return -1;
+    size_t size = (size_t)phentsize * phnum;
+    unsigned char *table = malloc(size);
+    if (!table)
+        return -1;
+    int result = -1;
+    if (pread(fd, table, size, (off_t)phoff) == (ssize_t)size) {
+        result = 0;
+        for (unsigned k = 0; k < phnum; k++)
+            if (get_u(table + (size_t)k * phentsize, 4, little) == PT_INTERP)
+                result = 1;
+    }
+    free(table);
+    return result;
+}
+
+static const char *check_program(const char *prog, char *buf, size_t size)
+{
+    const char *path = find_program(prog, buf, size);
+    struct stat st;
+    if (!path || stat(path, &st) != 0)
+        usage_error("%s: command not found (give a path or a program on PATH)", prog);
+    if (S_ISDIR(st.st_mode))
+        usage_error("%s is a directory, not a program", prog);
+    if (access(path, X_OK) != 0)
+        usage_error("%s is not executable (chmod +x it, or run it through its interpreter)", prog);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        usage_error("cannot read %s: %s", prog, strerror(errno));
+    int dyn = S_ISREG(st.st_mode) ? elf_has_interpreter(fd) : -1;
+    close(fd);
+    if (dyn == 0)
+        usage_error("%s is statically linked; psrun measures dynamically linked programs only (rebuild without "
+                    "-static, or use the C API in the program)", prog);
+    return path;
+}
+
+/* ---- the library ------------------------------------------------------ */
+
+static int readable_file(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* libpshwpc.so beside this executable (psuite/_native/psrun), in the
+ * package installed with a copy of it in bin/ (../lib/pythonX.Y/...), or
+ * in the source tree it was built in (editable installs). */
+static void find_library(char *out, size_t size)
+{
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(out, size, "%s/" LIBNAME, exe);
+            if (readable_file(out))
+                return;
+            const char *libdirs[] = {"lib", "lib64"};
+            for (int k = 0; k < 2; k++) {
+                char cand[PATH_MAX];
+                snprintf(cand, sizeof cand, "%s/../%s/python" PSRUN_PYVER "/site-packages/psuite/_native/" LIBNAME,
+                         exe, libdirs[k]);
+                if (readable_file(cand) && realpath(cand, out))
+                    return;
+            }
+        }
+    }
+#ifdef PSRUN_SOURCE_NATIVE_DIR
+    snprintf(out, size, "%s/" LIBNAME, PSRUN_SOURCE_NATIVE_DIR);
+    if (readable_file(out))
+        return;
+#endif
+    usage_error("cannot find psuite's " LIBNAME " beside %s (reinstall psuite: pip install .)",
+                n > 0 ? exe : "psrun");
+}
+
+/* ---- environment -------------------------------------------------------- */
+
+static char **new_env;
+static int new_env_n;
+
+static void env_set(const char *name, const char *value)
+{
+    size_t nl = strlen(name);
+    char *entry = malloc(nl + 1 + strlen(value) + 1);
+    if (!entry)
+        usage_error("out of memory");
+    sprintf(entry, "%s=%s", name, value);
+    for (int k = 0; k < new_env_n; k++)
+        if (strncmp(new_env[k], name, nl) == 0 && new_env[k][nl] == '=') {
+            new_env[k] = entry;
+            return;
+        }
+    new_env[new_env_n++] = entry;
+    new_env[new_env_n] = NULL;
+}
+
+/* ---- periods ---------------------------------------------------------- */
+
+static int perf_task_clock_works(void)
+{
+    struct perf_event_attr attr;
+    memset(&attr, 0, sizeof attr);
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.disabled = 1;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+/* The kernel tick in microseconds: CONFIG_HZ from the kernel's
+ * configuration where it is installed, else 250 Hz. */
+static long tick_us(void)
+{
+    struct utsname u;
+    char path[512], line[256];
+    long hz = 0;
+    if (uname(&u) == 0) {
+        snprintf(path, sizeof path, "/boot/config-%s", u.release);
+        FILE *f = fopen(path, "re");
+        if (f) {
+            while (fgets(line, sizeof line, f))
+                if (strncmp(line, "CONFIG_HZ=", 10) == 0)
+                    hz = strtol(line + 10, NULL, 10);
+            fclose(f);
+        }
+    }
+    if (hz <= 0 || hz > 100000)
+        hz = 250;
+    return 1000000L / hz;
+}
+
+static int is_clock_event(const char *name)
+{
+    const char *n = strncasecmp(name, "perf::", 6) == 0 ? name + 6 : name;
+    return strcasecmp(n, "task-clock") == 0 || strcasecmp(n, "cpu-clock") == 0 ||
+           strcasecmp(n, "PERF_COUNT_SW_TASK_CLOCK") == 0 || strcasecmp(n, "PERF_COUNT_SW_CPU_CLOCK") == 0;
+}
+
+static long checked_period(const char *source, const char *text, int quiet)
+{
+    int timer = strcmp(source, "ITIMER_PROF") == 0 || strcmp(source, "ITIMER_VIRTUAL") == 0 ||
+                strcmp(source, "ITIMER_REAL") == 0;
+    long period;
+    if (!text) {
+        if (timer)
+            return DEFAULT_TIMER_PERIOD_US;
+        usage_error("--period: sampling on %s needs an overflow threshold (a count of events)", source);
+    }
+    if (parse_long(text, &period) != 0)
+        usage_error("--period takes a whole number, not '%s'", text);
+    if (period <= 0)
+        usage_error("--period: the threshold must be a positive integer, not %ld", period);
+    long minimum = 0;
+    const char *why = NULL;
+    char whybuf[128];
+    if (strcmp(source, "ITIMER_REAL") == 0) {
+        minimum = MIN_REAL_TIMER_US;
+        why = "us, the shortest for ITIMER_REAL's sampler";
+    } else if (timer) {
+        if (period < tick_us() && !perf_task_clock_works()) {
+            minimum = tick_us();
+            snprintf(whybuf, sizeof whybuf, "us, the kernel tick: without perf_event %s uses POSIX CPU-time timers",
+                     source);
+            why = whybuf;
+        } else {
+            minimum = MIN_PERF_TIMER_US;
+            why = "us, the shortest perf_event's task clock delivers";
+        }
+    } else if (is_clock_event(source)) {
+        minimum = MIN_CLOCK_EVENT_NS;
+        why = "ns, the shortest a clock event delivers";
+    }
+    if (period < minimum) {
+        if (!quiet)
+            note("--period %ld is too short for %s: sampling every %ld %s", period, source, minimum, why);
+        period = minimum;
+    }
+    return period;
+}
+
+/* ---- resource monitor (-R) --------------------------------------------- */
+
+struct monitor {
+    double interval;
+    long samples, outofrange;
+    long loads[NLOADS];
+    double maxloads[3];
+    long hwm_kb, peak_kb;
+    char started[64];
+};
+
+static int read_small(const char *path, char *buf, size_t size)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, size - 1);
+    close(fd);
+    if (n < 0)
+        return -1;
+    buf[n] = '\0';
+    return (int)n;
+}
+
+static void status_memory(struct monitor *m, const char *path)
+{
+    char buf[8192];
+    if (read_small(path, buf, sizeof buf) <= 0)
+        return;
+    const char *hwm = strstr(buf, "VmHWM:"), *peak = strstr(buf, "VmPeak:");
+    if (hwm && strtol(hwm + 6, NULL, 10) > m->hwm_kb)
+        m->hwm_kb = strtol(hwm + 6, NULL, 10);
+    if (peak && strtol(peak + 7, NULL, 10) > m->peak_kb)
+        m->peak_kb = strtol(peak + 7, NULL, 10);
+}
+
+static void tick(struct monitor *m, pid_t pid)
+{
+    char buf[256];
+    double l[3];
+    m->samples++;
+    if (read_small("/proc/loadavg", buf, sizeof buf) <= 0 || sscanf(buf, "%lf %lf %lf", &l[0], &l[1], &l[2]) != 3)
+        return;
+    for (int k = 0; k < 3; k++)
+        if (l[k] > m->maxloads[k])
+            m->maxloads[k] = l[k];
+    if (l[0] >= LOAD_MAX || l[0] < 0)
+        m->outofrange++;
+    else
+        m->loads[(int)(l[0] / LOAD_RESOLUTION)]++;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    status_memory(m, path);
+}
+
+struct xbuf {
+    char *s;
+    size_t n, cap;
+};
+
+static void xput(struct xbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = (b->cap + n + 1) * 2;
+        char *p = realloc(b->s, cap);
+        if (!p)
+            return;
+        b->s = p;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->n, s, n);
+    b->n += n;
+    b->s[b->n] = '\0';
+}
+
+static void xprintf(struct xbuf *b, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        xput(b, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* Text as XML character data: markup escaped; bytes that are not UTF-8
+ * and characters XML 1.0 does not allow become U+FFFD. */
+static void xtext(struct xbuf *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int len = 1;
+        uint32_t cp = c;
+        if (c >= 0x80) {
+            if (c >= 0xc2 && c <= 0xdf)
+                len = 2, cp = c & 0x1f;
+            else if (c >= 0xe0 && c <= 0xef)
+                len = 3, cp = c & 0x0f;
+            else if (c >= 0xf0 && c <= 0xf4)
+                len = 4, cp = c & 0x07;
+            else
+                len = 0;
+            for (int k = 1; k < len; k++) {
+                if ((p[k] & 0xc0) != 0x80) {
+                    len = 0;
+                    break;
+                }
+                cp = (cp << 6) | (p[k] & 0x3f);
+            }
+            if (len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff))
+                len = -3;
+            if (len == 4 && (cp < 0x10000 || cp > 0x10ffff))
+                len = 0;
+            if (len <= 0) {
+                xput(b, "\xef\xbf\xbd", 3);
+                p += len < 0 ? -len : 1;
+                continue;
+            }
+            xput(b, (const char *)p, (size_t)len);
+            p += len;
+            continue;
+        }
+        if (c == '&')
+            xput(b, "&amp;", 5);
+        else if (c == '<')
+            xput(b, "&lt;", 4);
+        else if (c == '>')
+            xput(b, "&gt;", 4);
+        else if (c < 0x20 && c != '\t' && c != '\n' && c != '\r')
+            xput(b, "\xef\xbf\xbd", 3);
+        else
+            xput(b, (const char *)p, 1);
+        p++;
+    }
+}
+
+static void short_host(char *out, size_t size)
+{
+    struct utsname u;
+    if (uname(&u) != 0)
+        snprintf(u.nodename, sizeof u.nodename, "localhost");
+    snprintf(out, size, "%s", u.nodename);
+    char *dot = strchr(out, '.');
+    if (dot)
+        *dot = '\0';
+    for (char *p = out; *p; p++)
+        if (*p == '/')
+            *p = '_';
+}
+
+static void write_resource_report(struct monitor *m, pid_t pid, int status, const struct rusage *ru, char **cmd,
+                                  const char *dir, const char *prefix)
+{
+    struct xbuf b = {0};
+    struct utsname u;
+    if (uname(&u) != 0)
+        u.nodename[0] = '\0';
+    xprintf(&b, "<?xml version='1.0' encoding='UTF-8'?>\n<resourcereport version=\"0.1\" generator=\"psuite psrun\">\n");
+    if (u.nodename[0]) {
+        xprintf(&b, "  <hostname>");
+        xtext(&b, u.nodename);
+        xprintf(&b, "</hostname>\n");
+    }
+    xprintf(&b, "  <command>");
+    for (int k = 0; cmd[k]; k++) {
+        if (k)
+            xput(&b, " ", 1);
+        xtext(&b, cmd[k]);
+    }
+    xprintf(&b, "</command>\n  <pid>%d</pid>\n  <starttime>%s</starttime>\n", (int)pid, m->started);
+    int signalled = WIFSIGNALED(status);
+    xprintf(&b, "  <exitcode type=\"%s\">%d</exitcode>\n", signalled ? "signal" : "exit",
+            signalled ? WTERMSIG(status) : WEXITSTATUS(status));
+    xprintf(&b, "  <samples frequency=\"%g\">%ld</samples>\n", 1.0 / m->interval, m->samples);
+    int any = 0;
+    for (int k = 0; k < NLOADS; k++)
+        any |= m->loads[k] != 0;
+    xprintf(&b, "  <loadavgs min=\"0\" max=\"%g\" resolution=\"%g\" outofrange=\"%ld\"%s>\n", LOAD_MAX,
+            LOAD_RESOLUTION, m->outofrange, any ? "" : "/");
+    if (any) {
+        for (int k = 0; k < NLOADS; k++)
+            if (m->loads[k])
+                xprintf(&b, "    <loadavg load=\"%g\">%ld</loadavg>\n", k * LOAD_RESOLUTION, m->loads[k]);
+        xprintf(&b, "  </loadavgs>\n");
+    }
+    static const int intervals[3] = {1, 5, 15};
+    xprintf(&b, "  <maxloads>\n");
+    for (int k = 0; k < 3; k++)
+        xprintf(&b, "    <maxload interval=\"%d\" unit=\"minute\">%.2f</maxload>\n", intervals[k], m->maxloads[k]);
+    xprintf(&b, "  </maxloads>\n");
+    xprintf(&b, "  <maxrss units=\"MB\">%.3f</maxrss>\n  <maxvm units=\"MB\">%.3f</maxvm>\n", m->hwm_kb / 1024.0,
+            m->peak_kb / 1024.0);
+    xprintf(&b, "  <cputime units=\"seconds\">\n    <usertime>%.6f</usertime>\n    <systemtime>%.6f</systemtime>\n"
+            "  </cputime>\n", ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6,
+            ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6);
+    xprintf(&b, "  <faults>\n    <major>%ld</major>\n    <minor>%ld</minor>\n  </faults>\n  <swaps>%ld</swaps>\n"
+            "</resourcereport>\n", ru->ru_majflt, ru->ru_minflt, ru->ru_nswap);
+    if (!b.s) {
+        note("could not save the resource report: out of memory");
+        return;
+    }
+
+    /* a temporary file linked into place: never a half-written report, never
+     * an existing file replaced */
+    char host[HOST_NAME_MAX + 2], tmp[PATH_MAX], base[PATH_MAX + 64], path[PATH_MAX + 80];
+    short_host(host, sizeof host);
+    snprintf(base, sizeof base, "%s/%s.%d.%s.resource", dir, prefix, (int)pid, host);
+    snprintf(tmp, sizeof tmp, "%s/.psuite-XXXXXX", dir);
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0) {
+        note("could not save the resource report %s.xml: %s", base, strerror(errno));
+        free(b.s);
+        return;
+    }
+    size_t off = 0;
+    int err = 0;
+    while (off < b.n) {
+        ssize_t w = write(fd, b.s + off, b.n - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            err = w < 0 ? errno : ENOSPC;
+            break;
+        }
+        off += (size_t)w;
+    }
+    if (!err && fchmod(fd, 0644) != 0)
+        err = 0; /* the mode is a courtesy */
+    if (close(fd) != 0 && !err)
+        err = errno;
+    free(b.s);
+    if (err) {
+        unlink(tmp);
+        note("could not save the resource report %s.xml: %s", base, strerror(err));
+        return;
+    }
+    for (int k = 0; k < 1000; k++) {
+        if (k == 0)
+            snprintf(path, sizeof path, "%s.xml", base);
+        else
+            snprintf(path, sizeof path, "%s.%d.xml", base, k);
+        if (link(tmp, path) == 0) {
+            unlink(tmp);
+            return;
+        }
+        if (errno != EEXIST) {
+            note("could not save the resource report %s: %s", path, strerror(errno));
+            break;
+        }
+    }
+    unlink(tmp);
+}
+
+/* report-like names in dir (<...>.<host>...xml), sorted, for the notes */
+struct names {
+    char **v;
+    int n;
+};
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static struct names report_names(const char *dir, const char *host)
+{
+    struct names r = {NULL, 0};
+    DIR *d = opendir(dir);
+    if (!d)
+        return r;
+    char pat[HOST_NAME_MAX + 4];
+    snprintf(pat, sizeof pat, ".%s", host);
+    int cap = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        size_t l = strlen(e->d_name);
+        if (l < 4 || strcmp(e->d_name + l - 4, ".xml") != 0 || !strstr(e->d_name, pat))
+            continue;
+        if (r.n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **v = realloc(r.v, sizeof *v * (size_t)cap);
+            if (!v)
+                break;
+            r.v = v;
+        }
+        r.v[r.n++] = strdup(e->d_name);
+    }
+    closedir(d);
+    if (r.n)
+        qsort(r.v, (size_t)r.n, sizeof *r.v, cmp_str);
+    return r;
+}
+
+static int in_names(const struct names *s, const char *name)
+{
+    return s->n && bsearch(&name, s->v, (size_t)s->n, sizeof *s->v, cmp_str) != NULL;
+}
+
+/* ---- starting the program -------------------------------------------- */
+
+/* As bash judges it: a NUL byte in the first line of the first 80 bytes. */
+static int binary_file(const char *path)
+{
+    char head[80];
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, head, sizeof head);
+    close(fd);
+    for (ssize_t k = 0; k < n && head[k] != '\n'; k++)
+        if (head[k] == '\0')
+            return 1;
+    return 0;
+}
+
+/* exec as a shell does with a file the kernel will not run: /bin/sh runs a
+ * text file; a binary one is an error (errno ENOEXEC). */
+static int exec_program(const char *path, char **cmd, char **env)
+{
+    execve(path, cmd, env);
+    int err = errno;
+    if (err == ENOEXEC && !binary_file(path)) {
+        int n = 0;
+        while (cmd[n])
+            n++;
+        char **sh = malloc(sizeof *sh * (size_t)(n + 2));
+        if (sh) {
+            sh[0] = "/bin/sh";
+            sh[1] = (char *)path;
+            for (int k = 1; k <= n; k++)
+                sh[k + 1] = cmd[k];
+            execve("/bin/sh", sh, env);
+        }
+    }
+    return err;
+}
+
+static pid_t child_pid;
+static void forward(int sig)
+{
+    if (child_pid > 0)
+        kill(child_pid, sig);
+}
+
+static __attribute__((noreturn)) void end_as(int status)
+{
+    if (WIFSIGNALED(status)) {
+        int sig = WTERMSIG(status);
+        struct rlimit none = {0, 0};
+        setrlimit(RLIMIT_CORE, &none); /* the program dumped its own core */
+        signal(sig, SIG_DFL);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        sigprocmask(SIG_UNBLOCK, &one, NULL);
+        raise(sig);
+        _exit(128 + sig);
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
+}
+
+static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd, char **env, double interval,
+                                                    const char *dir, const char *prefix, const char *peak_file,
+                                                    int quiet, int dir_absolute)
+{
+    struct monitor m;
+    memset(&m, 0, sizeof m);
+    m.interval = interval;
+    time_t now = time(NULL);
+    struct tm tm;
+    strftime(m.started, sizeof m.started, "%Y-%m-%dT%H:%M:%S%z", localtime_r(&now, &tm));
+    char host[HOST_NAME_MAX + 2];
+    short_host(host, sizeof host);
+    struct names before = report_names(dir, host);
+
+    /* Signals psrun forwards (or, for SIGINT/SIGQUIT sent to the whole
+     * group, outlives) are blocked across fork; the child restores the
+     * caller's mask before exec, so it inherits everything as it was. */
+    static const int forwarded[] = {SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+    static const int ignored[] = {SIGINT, SIGQUIT};
+    sigset_t block, caller_mask;
+    sigemptyset(&block);
+    for (size_t k = 0; k < 4; k++)
+        sigaddset(&block, forwarded[k]);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGQUIT);
+    sigprocmask(SIG_BLOCK, &block, &caller_mask);
+
+    int errpipe[2];
+    if (pipe2(errpipe, O_CLOEXEC) != 0)
+        usage_error("cannot run %s: %s", cmd[0], strerror(errno));
+    pid_t pid = fork();
+    if (pid < 0)
+        usage_error("cannot run %s: %s", cmd[0], strerror(errno));
+    if (pid == 0) {
+        close(errpipe[0]);
+        sigprocmask(SIG_SETMASK, &caller_mask, NULL);
+        int err = exec_program(path, cmd, env);
+        ssize_t w = write(errpipe[1], &err, sizeof err);
+        (void)w;
+        _exit(127);
+    }
+    close(errpipe[1]);
+    child_pid = pid;
+    for (size_t k = 0; k < 4; k++) {
+        struct sigaction sa, old;
+        sigaction(forwarded[k], NULL, &old);
+        if (old.sa_handler == SIG_IGN)
+            continue; /* ignored by the caller: the program ignores it too */
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = forward;
+        sa.sa_flags = SA_RESTART;
+        sigemptyset(&sa.sa_mask);
+        sigaction(forwarded[k], &sa, NULL);
+    }
+    for (size_t k = 0; k < 2; k++)
+        signal(ignored[k], SIG_IGN);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    for (size_t k = 0; k < 4; k++)
+        if (!sigismember(&caller_mask, forwarded[k]))
+            sigaddset(&unblock, forwarded[k]);
+    sigprocmask(SIG_UNBLOCK, &unblock, NULL);
+
+    int err = 0;
+    ssize_t r;
+    do
+        r = read(errpipe[0], &err, sizeof err);
+    while (r < 0 && errno == EINTR);
+    close(errpipe[0]);
+    if (r == (ssize_t)sizeof err) {
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+            ;
+        unlink(peak_file);
+        usage_error("cannot run %s: %s", cmd[0], strerror(err));
+    }
+
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int status = 0;
+    struct rusage ru;
+    memset(&ru, 0, sizeof ru);
+    int timeout_ms = (int)(interval * 1000 + 0.5);
+    tick(&m, pid);
+    for (;;) {
+        pid_t w = wait4(pid, &status, WNOHANG, &ru);
+        if (w == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
+            break;
+        if (w < 0 && errno != EINTR) {
+            status = 0;
+            break;
+        }
+        int ended = 0;
+        if (pidfd >= 0) {
+            struct pollfd pfd = {pidfd, POLLIN, 0};
+            int p = poll(&pfd, 1, timeout_ms);
+            ended = p > 0;
+            if (p < 0)
+                continue;
+        } else {
+            struct timespec ts = {(time_t)interval, (long)((interval - (time_t)interval) * 1e9)};
+            nanosleep(&ts, NULL);
+        }
+        if (!ended && kill(pid, 0) == 0)
+            tick(&m, pid);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+
+    /* the program's own VmHWM/VmPeak, written by the library at its end */
+    char buf[128];
+    long hwm, peak;
+    if (read_small(peak_file, buf, sizeof buf) > 0 && sscanf(buf, "%ld %ld", &hwm, &peak) == 2) {
+        if (hwm > m.hwm_kb)
+            m.hwm_kb = hwm;
+        if (peak > m.peak_kb)
+            m.peak_kb = peak;
+    }
+    unlink(peak_file);
+    write_resource_report(&m, pid, status, &ru, cmd, dir, prefix);
+    if (WIFSIGNALED(status)) {
+        const char *name = sigabbrev_np(WTERMSIG(status));
+        note("%s was killed by SIG%s (exit status %d)", cmd[0], name ? name : "?", 128 + WTERMSIG(status));
+    }
+    if (!quiet) {
+        struct names after = report_names(dir, host);
+        char cwd[PATH_MAX];
+        int have_cwd = !dir_absolute && getcwd(cwd, sizeof cwd) != NULL;
+        for (int k = 0; k < after.n; k++) {
+            if (in_names(&before, after.v[k]))
+                continue;
+            if (have_cwd && strcmp(dir, cwd) == 0)
+                note("report: %s", after.v[k]);
+            else if (have_cwd && strncmp(dir, cwd, strlen(cwd)) == 0 && dir[strlen(cwd)] == '/')
+                note("report: %s/%s", dir + strlen(cwd) + 1, after.v[k]);
+            else
+                note("report: %s/%s", dir, after.v[k]);
+        }
+    }
+    sigprocmask(SIG_SETMASK, &caller_mask, NULL);
+    end_as(status);
+}
+
+/* ---- main -------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    int first = parse_options(argc, argv);
+    if (first >= argc)
+        usage_error("no program given: psrun [options] PROGRAM [ARGS...] (see psrun --help)");
+    char **cmd = argv + first;
+    int quiet = opt_set[OPT_QUIET];
+
+    if (opt_set[OPT_EVENTS] + (opt_value[OPT_CONFIG] && *opt_value[OPT_CONFIG]) +
+        (opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) > 1)
+        usage_error("-e, -c and --profile each choose what to measure; give one (see psrun --help)");
+
+    char progbuf[PATH_MAX];
+    const char *path = check_program(cmd[0], progbuf, sizeof progbuf);
+
+    int n = env_count(environ);
+    new_env = malloc(sizeof *new_env * (size_t)(n + 20));
+    if (!new_env)
+        usage_error("out of memory");
+    for (int k = 0; k < n; k++)
+        new_env[k] = environ[k];
+    new_env_n = n;
+    new_env[n] = NULL;
+
+    /* what to measure */
+    char buf[PATH_MAX + 64];
+    if (opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) {
+        long period = checked_period(opt_value[OPT_PROFILE], opt_value[OPT_PERIOD], quiet);
+        env_set("PSUITE_PROFILE", opt_value[OPT_PROFILE]);
+        snprintf(buf, sizeof buf, "%ld", period);
+        env_set("PSUITE_PERIOD", buf);
+    } else if (opt_set[OPT_PERIOD]) {
+        usage_error("--period goes with --profile");
+    } else if (opt_set[OPT_EVENTS]) {
+        /* names stripped of spaces, empty ones dropped */
+        const char *s = opt_value[OPT_EVENTS];
+        char *list = malloc(strlen(s) + 1);
+        if (!list)
+            usage_error("out of memory");
+        size_t len = 0;
+        while (*s) {
+            const char *end = strchrnul(s, ',');
+            const char *a = s, *z = end;
+            while (a < z && isspace((unsigned char)*a))
+                a++;
+            while (z > a && isspace((unsigned char)z[-1]))
+                z--;
+            if (z > a) {
+                if (len)
+                    list[len++] = ',';
+                memcpy(list + len, a, (size_t)(z - a));
+                len += (size_t)(z - a);
+            }
+            s = *end ? end + 1 : end;
+        }
+        list[len] = '\0';
+        if (!len)
+            usage_error("-e needs at least one event name");
+        env_set("PSUITE_EVENTS", list);
+    } else {
+        const char *cfg = opt_value[OPT_CONFIG] && *opt_value[OPT_CONFIG] ? opt_value[OPT_CONFIG] : getenv("PS_HWPC_CONFIG");
+        if (cfg && *cfg) {
+            const char *what = opt_value[OPT_CONFIG] && *opt_value[OPT_CONFIG] ? "-c" : "PS_HWPC_CONFIG";
+            struct stat st;
+            if (stat(cfg, &st) != 0)
+                usage_error("cannot read configuration %s: %s", cfg, strerror(errno));
+            if (!S_ISREG(st.st_mode))
+                usage_error("configuration %s is not a regular file", cfg);
+            if (access(cfg, R_OK) != 0)
+                usage_error("cannot read configuration %s: %s", cfg, strerror(errno));
+            char abs[PATH_MAX];
+            absolute_path(cfg, abs, sizeof abs, what);
+            env_set("PS_HWPC_CONFIG", abs);
+        }
+    }
+    if (opt_value[OPT_DOMAIN])
+        env_set("PSUITE_DOMAIN", opt_value[OPT_DOMAIN]);
+    if (opt_value[OPT_BACKEND])
+        env_set("PSUITE_BACKEND", opt_value[OPT_BACKEND]);
+    if (quiet)
+        env_set("PSUITE_QUIET", "1");
+    if (opt_set[OPT_PER_THREAD])
+        env_set("PSUITE_PER_THREAD", "1");
+    if (opt_set[OPT_FOLLOW])
+        env_set("PSUITE_FOLLOW", "1");
+
+    /* where the reports go */
+    const char *dir = opt_value[OPT_DIRECTORY] && *opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY] : getenv("PSUITE_OUTPUT_DIR");
+    if (!dir || !*dir)
+        dir = ".";
+    const char *dir_what = opt_value[OPT_DIRECTORY] && *opt_value[OPT_DIRECTORY] ? "-d" : "PSUITE_OUTPUT_DIR";
+    if (strlen(dir) >= PATH_MAX)
+        usage_error("%s: directory name too long (%zu bytes; at most %d)", dir_what, strlen(dir), PATH_MAX - 1);
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+        usage_error("-d %s: no such directory (create it first)", dir);
+    if (access(dir, W_OK | X_OK) != 0 && !quiet)
+        note("cannot write in %s: the program runs, but its report cannot be saved there", dir);
+    char absdir[PATH_MAX];
+    absolute_path(dir, absdir, sizeof absdir, dir_what);
+    env_set("PSUITE_OUTPUT_DIR", absdir);
+
+    const char *prefix = NULL;
+    if (opt_value[OPT_OUTPUT] && *opt_value[OPT_OUTPUT]) {
+        prefix = opt_value[OPT_OUTPUT];
+        if (strchr(prefix, '/'))
+            usage_error("-o takes a file name prefix; use -d for the directory");
+        if (strlen(prefix) > MAX_PREFIX)
+            usage_error("-o: a prefix of %zu bytes is too long for a report name (at most %d)", strlen(prefix),
+                        MAX_PREFIX);
+        env_set("PSUITE_OUTPUT_PREFIX", prefix);
+    } else {
+        const char *envp = getenv("PSUITE_OUTPUT_PREFIX");
+        if (envp && *envp) {
+            if (strchr(envp, '/'))
+                usage_error("PSUITE_OUTPUT_PREFIX takes a file name prefix; use -d or PSUITE_OUTPUT_DIR for the "
+                            "directory");
+            if (strlen(envp) > MAX_PREFIX)
+                usage_error("PSUITE_OUTPUT_PREFIX: a prefix of %zu bytes is too long for a report name (at most %d)",
+                            strlen(envp), MAX_PREFIX);
+            prefix = envp;
+        }
+    }
+
+    /* -R */
+    double interval = 1.0;
+    if (opt_set[OPT_INTERVAL] && !opt_set[OPT_RESOURCES])
+        usage_error("--interval goes with -R");
+    if (opt_set[OPT_RESOURCES] && opt_value[OPT_INTERVAL]) {
+        char *end;
+        errno = 0;
+        interval = strtod(opt_value[OPT_INTERVAL], &end);
+        while (end != opt_value[OPT_INTERVAL] && isspace((unsigned char)*end))
+            end++;
+        if (end == opt_value[OPT_INTERVAL] || *end || errno || !(interval >= 0.01 && interval <= 3600))
+            usage_error("--interval takes seconds between 0.01 and 3600, not '%s'", opt_value[OPT_INTERVAL]);
+    }
+
+    /* the preload */
+    char lib[PATH_MAX];
+    find_library(lib, sizeof lib);
+    const char *current = getenv("LD_PRELOAD");
+    if (current && *current) {
+        char *both = malloc(strlen(lib) + 1 + strlen(current) + 1);
+        if (!both)
+            usage_error("out of memory");
+        sprintf(both, "%s:%s", lib, current);
+        env_set("LD_PRELOAD", both);
+    } else {
+        env_set("LD_PRELOAD", lib);
+    }
+    env_set("PSUITE_PRELOAD", "1");
+
+    if (!opt_set[OPT_RESOURCES]) {
+        int err = exec_program(path, cmd, new_env);
+        usage_error("cannot run %s: %s", cmd[0], strerror(err));
+    }
+
+    char peak[PATH_MAX];
+    const char *tmpdir = getenv("TMPDIR");
+    snprintf(peak, sizeof peak, "%s/psuite-peak-XXXXXX", tmpdir && *tmpdir && strlen(tmpdir) < PATH_MAX - 32 ? tmpdir : "/tmp");
+    int fd = mkostemp(peak, O_CLOEXEC);
+    if (fd < 0)
+        usage_error("cannot make a temporary file in %s: %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
+    close(fd);
+    env_set("PSUITE_RESOURCE_FILE", peak);
+    if (!prefix) {
+        const char *slash = strrchr(cmd[0], '/');
+        prefix = slash ? slash + 1 : cmd[0];
+    }
+    run_monitored(path, cmd, new_env, interval, absdir, prefix, peak, quiet,
+                  opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY][0] == '/' : dir[0] == '/');
+}
