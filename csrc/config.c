@@ -1,18 +1,407 @@
 /* config.c - which events to count: a list given by the caller (psrun's
  * software fallback), else PSUITE_EVENTS (set by psrun -e), else
  * the PerfSuite event list named by PS_HWPC_CONFIG, else the default list
- * shipped beside this library (configs/default.xml in the package). */
+ * shipped beside this library (configs/default.xml in the package).
+ *
+ * Configuration files are parsed by expat, the one parser every reader of a
+ * configuration uses (this library inside the program, psrun and the Python
+ * API through ps_hwpc_config_parse).  libexpat is loaded with dlmopen into a
+ * namespace of its own, so that it never meets a copy the measured program
+ * has; entity declarations are refused (no entity expansion at all beyond
+ * XML's predefined and character references). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <ctype.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <expat.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "internal.h"
+
+#define CONFIG_MAX_BYTES (16u << 20)
+
+/* ---------------------------------------------------------------- expat */
+
+static struct {
+    __typeof__(XML_ParserCreate) *create;
+    __typeof__(XML_SetElementHandler) *set_element_handler;
+    __typeof__(XML_SetEntityDeclHandler) *set_entity_decl_handler;
+    __typeof__(XML_SetUserData) *set_user_data;
+    __typeof__(XML_Parse) *parse;
+    __typeof__(XML_StopParser) *stop;
+    __typeof__(XML_GetErrorCode) *error_code;
+    __typeof__(XML_ErrorString) *error_string;
+    __typeof__(XML_GetCurrentLineNumber) *line;
+    __typeof__(XML_GetCurrentColumnNumber) *column;
+    __typeof__(XML_ParserFree) *free;
+    char why[200];
+    int ok;
+} xp;
+
+static void expat_load(void)
+{
+    void *h = dlmopen(LM_ID_NEWLM, "libexpat.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(xp.why, sizeof xp.why, "cannot load libexpat.so.1 to read the configuration (%s); install the "
+                 "libexpat1 package", e ? e : "not found");
+        return;
+    }
+#define SYM(field, name)                                                                                          \
+    if (!(*(void **)&xp.field = dlsym(h, name))) {                                                                 \
+        snprintf(xp.why, sizeof xp.why, "libexpat.so.1 has no %s; install libexpat1 2.0 or later", name);          \
+        return;                                                                                                    \
+    }
+    SYM(create, "XML_ParserCreate")
+    SYM(set_element_handler, "XML_SetElementHandler")
+    SYM(set_entity_decl_handler, "XML_SetEntityDeclHandler")
+    SYM(set_user_data, "XML_SetUserData")
+    SYM(parse, "XML_Parse")
+    SYM(stop, "XML_StopParser")
+    SYM(error_code, "XML_GetErrorCode")
+    SYM(error_string, "XML_ErrorString")
+    SYM(line, "XML_GetCurrentLineNumber")
+    SYM(column, "XML_GetCurrentColumnNumber")
+    SYM(free, "XML_ParserFree")
+#undef SYM
+    xp.ok = 1;
+}
+
+/* ------------------------------------------------------------ the parse */
+
+typedef struct {
+    XML_Parser parser;
+    const char *path;
+    ps_hwpc_config_t *out;
+    int depth;
+    int children;               /* element children of the root */
+    int not_wf;                 /* err is a well-formedness complaint */
+    char err[512];
+} parse_ctx_t;
+
+static void fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(parse_ctx_t *c, const char *fmt, ...)
+{
+    if (c->err[0])
+        return;
+    int n = snprintf(c->err, sizeof c->err, "%s: ", c->path);
+    va_list ap;
+    va_start(ap, fmt);
+    if (n > 0 && (size_t)n < sizeof c->err)
+        vsnprintf(c->err + n, sizeof c->err - (size_t)n, fmt, ap);
+    va_end(ap);
+    xp.stop(c->parser, XML_FALSE);
+}
+
+static const char *attr(const XML_Char **atts, const char *name)
+{
+    for (int i = 0; atts[i]; i += 2)
+        if (strcmp(atts[i], name) == 0)
+            return atts[i + 1];
+    return NULL;
+}
+
+/* `s` without leading and trailing blanks, into out (0: fits). */
+static int stripped(const char *s, char *out, size_t len)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1]))
+        n--;
+    if (n >= len)
+        return -1;
+    memcpy(out, s, n);
+    out[n] = '\0';
+    return 0;
+}
+
+/* A namespace name must be a URI reference (Namespaces in XML 1.0). */
+static int bad_uri(const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++)
+        if (*p <= ' ' || *p == 0x7f || strchr("<>\"{}|\\^`", *p))
+            return 1;
+    return 0;
+}
+
+/* Up to 60 bytes of `s` on one line, for a message. */
+static const char *quoted(const char *s, char *buf, size_t len)
+{
+    size_t n = 0;
+    for (; *s && n + 4 < len && n < 60; s++)
+        buf[n++] = (unsigned char)*s < ' ' ? ' ' : *s;
+    if (*s && n + 4 < len) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static int one_of(const char *v, const char *const *set)
+{
+    for (; *set; set++)
+        if (strcmp(v, *set) == 0)
+            return 1;
+    return 0;
+}
+
+static void XMLCALL on_start(void *data, const XML_Char *name, const XML_Char **atts)
+{
+    parse_ctx_t *c = data;
+    ps_hwpc_config_t *o = c->out;
+    char q[80];
+    int depth = ++c->depth;
+    for (int i = 0; atts[i]; i += 2)
+        if ((strcmp(atts[i], "xmlns") == 0 || strncmp(atts[i], "xmlns:", 6) == 0) && bad_uri(atts[i + 1])) {
+            /* as libxml2 says it, so that every reader of a file agrees */
+            snprintf(c->err, sizeof c->err, "%s: '%s' is not a valid URI", atts[i], quoted(atts[i + 1], q, sizeof q));
+            c->not_wf = 1;
+            xp.stop(c->parser, XML_FALSE);
+            return;
+        }
+    if (depth == 1) {
+        static const char *const domains[] = {"user", "kernel", "all", NULL};
+        const char *dom = attr(atts, "domain");
+        const char *cls = attr(atts, "class");
+        if (strcmp(name, "ps_hwpc_profile") == 0) {
+            static const char *const classes[] = {"itimer", "PAPI", "perfmon", NULL};
+            o->kind = PS_CONFIG_PROFILE;
+            if (!cls || !one_of(cls, classes)) {
+                fail(c, "<ps_hwpc_profile> class must be itimer, PAPI or perfmon, not '%s'",
+                     cls ? quoted(cls, q, sizeof q) : "(none given)");
+                return;
+            }
+        } else if (strcmp(name, "ps_hwpc_eventlist") == 0) {
+            static const char *const classes[] = {"PAPI", "perfmon", "null", NULL};
+            o->kind = PS_CONFIG_EVENTLIST;
+            if (!cls)
+                cls = "PAPI";
+            if (!one_of(cls, classes)) {
+                fail(c, "class must be PAPI, perfmon or null, not '%s'", quoted(cls, q, sizeof q));
+                return;
+            }
+        } else {
+            fail(c, "root element is <%s>; a counting configuration is <ps_hwpc_eventlist class=\"PAPI\"> with "
+                 "<ps_hwpc_event name=\"...\"/> children", quoted(name, q, sizeof q));
+            return;
+        }
+        if (!dom)
+            dom = "user";
+        if (!one_of(dom, domains)) {
+            fail(c, "domain must be user, kernel or all, not '%s'", quoted(dom, q, sizeof q));
+            return;
+        }
+        ps_strlcpy(o->cls, cls, sizeof o->cls);
+        ps_strlcpy(o->domain, dom, sizeof o->domain);
+        return;
+    }
+    if (depth != 2)
+        return; /* inside an event: not an event of the list */
+    c->children++;
+    if (o->kind == PS_CONFIG_PROFILE) {
+        const char *ev = attr(atts, "name");
+        char nm[sizeof o->names[0]];
+        if (c->children > 1 || strcmp(name, "ps_hwpc_event") != 0 || !ev || stripped(ev, nm, sizeof nm) || !nm[0]) {
+            if (ev && strcmp(name, "ps_hwpc_event") == 0 && c->children == 1 && stripped(ev, nm, sizeof nm))
+                fail(c, "event name '%s' is longer than %zu bytes", quoted(ev, q, sizeof q), sizeof nm - 1);
+            else
+                fail(c, "<ps_hwpc_profile> holds exactly one <ps_hwpc_event name=\"...\" threshold=\"...\"/>");
+            return;
+        }
+        ps_strlcpy(o->names[0], nm, sizeof o->names[0]);
+        o->nevents = 1;
+        const char *th = attr(atts, "threshold");
+        if (th) {
+            if (strlen(th) >= sizeof o->threshold) {
+                fail(c, "threshold must be a positive integer, not '%s'", quoted(th, q, sizeof q));
+                return;
+            }
+            o->has_threshold = 1;
+            ps_strlcpy(o->threshold, th, sizeof o->threshold);
+        }
+        return;
+    }
+    if (strcmp(name, "ps_hwpc_event") != 0) {
+        fail(c, "unexpected element <%s> in <ps_hwpc_eventlist>", quoted(name, q, sizeof q));
+        return;
+    }
+    const char *ev = attr(atts, "name");
+    char nm[sizeof o->names[0]];
+    if (ev && stripped(ev, nm, sizeof nm)) {
+        fail(c, "event name '%s' is longer than %zu bytes", quoted(ev, q, sizeof q), sizeof nm - 1);
+        return;
+    }
+    if (!ev || !nm[0]) {
+        fail(c, "a <ps_hwpc_event> has no name attribute");
+        return;
+    }
+    const char *type = attr(atts, "type");
+    if (!type)
+        type = strncmp(nm, "PAPI_", 5) == 0 ? "preset" : "native";
+    if (strcmp(type, "preset") != 0 && strcmp(type, "native") != 0) {
+        fail(c, "event %s: type must be preset or native", nm);
+        return;
+    }
+    if (o->nevents < PS_HWPC_MAX_EVENTS) {
+        ps_strlcpy(o->names[o->nevents], nm, sizeof o->names[0]);
+        ps_strlcpy(o->types[o->nevents], type, sizeof o->types[0]);
+    }
+    o->nevents++;
+}
+
+static void XMLCALL on_end(void *data, const XML_Char *name)
+{
+    ((parse_ctx_t *)data)->depth--;
+}
+
+static void XMLCALL on_entity_decl(void *data, const XML_Char *name, int is_param, const XML_Char *value,
+                                   int value_len, const XML_Char *base, const XML_Char *system_id,
+                                   const XML_Char *public_id, const XML_Char *notation)
+{
+    parse_ctx_t *c = data;
+    char q[80];
+    fail(c, "the DTD declares entity %s%s: entity declarations are not allowed in a configuration "
+         "(write the text in place of the reference)", is_param ? "%" : "", quoted(name, q, sizeof q));
+}
+
+PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
+                                size_t err_len)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (!path || !data || !out || !err || !err_len)
+        return PS_HWPC_EINVAL;
+    memset(out, 0, sizeof *out);
+    err[0] = '\0';
+    if (len > CONFIG_MAX_BYTES) {
+        snprintf(err, err_len, "configuration %s is larger than 16 MiB, the limit for one input; give a "
+                 "smaller file", path);
+        return PS_HWPC_ECONFIG;
+    }
+    pthread_once(&once, expat_load);
+    if (!xp.ok) {
+        snprintf(err, err_len, "%s", xp.why);
+        return PS_HWPC_ECONFIG;
+    }
+    parse_ctx_t *c = calloc(1, sizeof *c);
+    if (!c) {
+        snprintf(err, err_len, "out of memory reading configuration %s", path);
+        return PS_HWPC_ECONFIG;
+    }
+    c->path = path;
+    c->out = out;
+    c->parser = xp.create(NULL);
+    if (!c->parser) {
+        free(c);
+        snprintf(err, err_len, "out of memory reading configuration %s", path);
+        return PS_HWPC_ECONFIG;
+    }
+    xp.set_user_data(c->parser, c);
+    xp.set_element_handler(c->parser, on_start, on_end);
+    xp.set_entity_decl_handler(c->parser, on_entity_decl);
+    int rc = PS_HWPC_OK;
+    /* XML_Parse takes an int length: feed big files in pieces */
+    size_t done = 0;
+    int status = XML_STATUS_OK;
+    do {
+        size_t piece = len - done > (1u << 30) ? (1u << 30) : len - done;
+        status = xp.parse(c->parser, data + done, (int)piece, done + piece == len);
+        done += piece;
+    } while (status == XML_STATUS_OK && done < len);
+    if (status != XML_STATUS_OK) {
+        if (c->err[0] && !c->not_wf) {
+            snprintf(err, err_len, "%s", c->err);
+        } else {
+            char msg[300];
+            if (c->err[0])
+                ps_strlcpy(msg, c->err, sizeof msg);
+            else
+                snprintf(msg, sizeof msg, "%s", xp.error_string(xp.error_code(c->parser)));
+            snprintf(err, err_len, "configuration %s is not well-formed XML (%s, line %lu, column %lu)", path, msg,
+                     (unsigned long)xp.line(c->parser), (unsigned long)xp.column(c->parser) + 1);
+        }
+        rc = PS_HWPC_ECONFIG;
+    } else if (out->kind == PS_CONFIG_PROFILE && out->nevents != 1) {
+        snprintf(err, err_len, "%s: <ps_hwpc_profile> holds exactly one <ps_hwpc_event name=\"...\" "
+                 "threshold=\"...\"/>", path);
+        rc = PS_HWPC_ECONFIG;
+    } else if (out->kind == PS_CONFIG_EVENTLIST && !out->nevents) {
+        snprintf(err, err_len, "%s: no <ps_hwpc_event> listed", path);
+        rc = PS_HWPC_ECONFIG;
+    } else if (out->kind == PS_CONFIG_EVENTLIST && out->nevents > PS_HWPC_MAX_EVENTS) {
+        snprintf(err, err_len, "%s: %d events; at most %d can be requested", path, out->nevents,
+                 PS_HWPC_MAX_EVENTS);
+        rc = PS_HWPC_ECONFIG;
+    }
+    xp.free(c->parser);
+    free(c);
+    if (rc != PS_HWPC_OK)
+        out->kind = 0;
+    return rc;
+}
+
+/* The whole file (a regular file of at most CONFIG_MAX_BYTES), parsed. */
+static int parse_file(const char *path, ps_hwpc_config_t *out, char *why, size_t why_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) {
+        snprintf(why, why_len, "cannot read configuration %s (%s)", path, strerror(errno));
+        return PS_HWPC_ECONFIG;
+    }
+    struct stat st;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        snprintf(why, why_len, "configuration %s is not a regular file; give a regular file", path);
+        return PS_HWPC_ECONFIG;
+    }
+    if ((unsigned long long)st.st_size > CONFIG_MAX_BYTES) {
+        close(fd);
+        snprintf(why, why_len, "configuration %s is larger than 16 MiB, the limit for one input; give a "
+                 "smaller file", path);
+        return PS_HWPC_ECONFIG;
+    }
+    size_t cap = (size_t)st.st_size + 1, got = 0;
+    char *text = malloc(cap);
+    while (text) {
+        if (got == cap) { /* grew since fstat */
+            char *more = cap > CONFIG_MAX_BYTES ? NULL : realloc(text, cap * 2);
+            if (!more) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = more;
+            cap *= 2;
+        }
+        ssize_t r = read(fd, text + got, cap - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(fd);
+    if (!text) {
+        snprintf(why, why_len, "configuration %s: out of memory or larger than 16 MiB", path);
+        return PS_HWPC_ECONFIG;
+    }
+    int rc = ps_hwpc_config_parse(path, text, got, out, why, why_len);
+    free(text);
+    return rc;
+}
+
+/* ------------------------------------------------------------ the users */
 
 static int add_event(ps_evset_t *set, const char *name, size_t len, char *why, size_t why_len)
 {
@@ -53,99 +442,26 @@ static int parse_domain(const char *text, int *domain)
     return 0;
 }
 
-/* Value of attribute `attr` in the start tag at `tag` (up to '>'), decoded
- * from the five predefined entities. */
-static int tag_attr(const char *tag, const char *attr, char *out, size_t len)
-{
-    const char *end = strchr(tag, '>');
-    size_t alen = strlen(attr);
-    for (const char *p = tag; p && p < end; p++) {
-        if (strncmp(p, attr, alen) != 0 || !isspace((unsigned char)p[-1]))
-            continue;
-        const char *q = p + alen;
-        while (isspace((unsigned char)*q))
-            q++;
-        if (*q++ != '=')
-            continue;
-        while (isspace((unsigned char)*q))
-            q++;
-        char quote = *q++;
-        if (quote != '"' && quote != '\'')
-            return -1;
-        size_t n = 0;
-        for (; *q && *q != quote && n + 1 < len; q++) {
-            static const struct { const char *ent; char c; } ents[] = {
-                {"&lt;", '<'}, {"&gt;", '>'}, {"&amp;", '&'}, {"&quot;", '"'}, {"&apos;", '\''}};
-            char c = *q;
-            for (size_t k = 0; c == '&' && k < 5; k++)
-                if (strncmp(q, ents[k].ent, strlen(ents[k].ent)) == 0) {
-                    c = ents[k].c;
-                    q += strlen(ents[k].ent) - 1;
-                    break;
-                }
-            out[n++] = c;
-        }
-        out[n] = '\0';
-        return *q == quote ? 1 : -1;
-    }
-    return 0;
-}
-
-/* Next start tag after `p`, skipping declarations, comments and PIs. */
-static const char *next_tag(const char *p)
-{
-    while ((p = strchr(p, '<'))) {
-        if (strncmp(p, "<!--", 4) == 0) {
-            p = strstr(p, "-->");
-            if (!p)
-                return NULL;
-        } else if (p[1] != '?' && p[1] != '!' && p[1] != '/')
-            return p;
-        p++;
-    }
-    return NULL;
-}
+static pthread_mutex_t parsed_lock = PTHREAD_MUTEX_INITIALIZER;
+static ps_hwpc_config_t parsed; /* large: not on the stack of the program's start-up */
 
 static int load_file(ps_evset_t *set, const char *path, char *why, size_t why_len)
 {
-    static char text[1 << 20];
-    int n = ps_read_file(path, text, sizeof text);
-    if (n < 0) {
-        snprintf(why, why_len, "cannot read configuration %s", path);
-        return PS_HWPC_ECONFIG;
+    pthread_mutex_lock(&parsed_lock);
+    int rc = parse_file(path, &parsed, why, why_len);
+    if (rc == PS_HWPC_OK && parsed.kind != PS_CONFIG_EVENTLIST) {
+        snprintf(why, why_len, "%s: root element must be <ps_hwpc_eventlist> (this is a profiling configuration)",
+                 path);
+        rc = PS_HWPC_ECONFIG;
     }
-    const char *root = next_tag(text);
-    if (!root) {
-        snprintf(why, why_len, "%s: no XML element found", path);
-        return PS_HWPC_ECONFIG;
-    }
-    if (strncmp(root, "<ps_hwpc_eventlist", 18) != 0) {
-        snprintf(why, why_len, "%s: root element must be <ps_hwpc_eventlist>%s", path,
-                 strncmp(root, "<ps_hwpc_profile", 16) == 0 ? " (this is a profiling configuration)" : "");
-        return PS_HWPC_ECONFIG;
-    }
-    char value[128];
-    if (tag_attr(root, "domain", value, sizeof value) > 0 && parse_domain(value, &set->domain)) {
-        snprintf(why, why_len, "%s: domain must be user, kernel or all", path);
-        return PS_HWPC_ECONFIG;
-    }
-    for (const char *t = next_tag(root + 1); t; t = next_tag(t + 1)) {
-        if (strncmp(t, "<ps_hwpc_event", 14) != 0 || isalnum((unsigned char)t[14]) || t[14] == '_')
-            continue;
-        if (tag_attr(t, "name", value, sizeof value) <= 0) {
-            snprintf(why, why_len, "%s: <ps_hwpc_event> without a name", path);
-            return PS_HWPC_ECONFIG;
-        }
-        if (add_event(set, value, strlen(value), why, why_len))
-            return PS_HWPC_ECONFIG;
-    }
-    if (!set->nrequested) {
-        snprintf(why, why_len, "%s: no events listed", path);
-        return PS_HWPC_ECONFIG;
-    }
-    return PS_HWPC_OK;
+    if (rc == PS_HWPC_OK)
+        parse_domain(parsed.domain, &set->domain);
+    for (int i = 0; rc == PS_HWPC_OK && i < parsed.nevents; i++)
+        if (add_event(set, parsed.names[i], strlen(parsed.names[i]), why, why_len))
+            rc = PS_HWPC_ECONFIG;
+    pthread_mutex_unlock(&parsed_lock);
+    return rc;
 }
-
 /* configs/default.xml beside this library, where the package build puts it. */
 static int default_config(char *path, size_t len)
 {
@@ -221,7 +537,7 @@ static int parse_profile_event(ps_profcfg_t *cfg, const char *name, const char *
     if (!threshold || !*threshold)
         cfg->threshold = cfg->kind == PS_PROF_ITIMER ? 10000 : 0;
     else if (*end || cfg->threshold <= 0) {
-        snprintf(why, why_len, "%s: threshold must be a positive integer, not \"%s\"", where, threshold);
+        snprintf(why, why_len, "%s: threshold must be a positive integer, not '%s'", where, threshold);
         return PS_HWPC_ECONFIG;
     }
     if (cfg->kind == PS_PROF_EVENT && !cfg->threshold) {
@@ -249,37 +565,28 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len)
     const char *file = getenv("PS_HWPC_CONFIG");
     if (!file || !*file || getenv("PSUITE_EVENTS"))
         return 0;
-    static char text[1 << 16];
-    if (ps_read_file(file, text, sizeof text) < 0)
-        return 0; /* the counting path reports it */
-    const char *root = next_tag(text);
-    if (!root || strncmp(root, "<ps_hwpc_profile", 16) != 0)
-        return 0;
-    char value[128], threshold[64];
-    if (tag_attr(root, "class", value, sizeof value) <= 0 ||
-        (strcmp(value, "itimer") && strcmp(value, "PAPI") && strcmp(value, "perfmon"))) {
-        snprintf(why, why_len, "%s: <ps_hwpc_profile> class must be itimer, PAPI or perfmon", file);
-        return PS_HWPC_ECONFIG;
+    pthread_mutex_lock(&parsed_lock);
+    int rc = parse_file(file, &parsed, why, why_len);
+    if (rc != PS_HWPC_OK || parsed.kind != PS_CONFIG_PROFILE) {
+        pthread_mutex_unlock(&parsed_lock);
+        return rc == PS_HWPC_OK ? 0 : rc; /* a counting configuration, or broken: said once, here */
     }
-    ps_strlcpy(cfg->cls, value, sizeof cfg->cls);
-    if (tag_attr(root, "domain", value, sizeof value) > 0 && parse_domain(value, &cfg->domain)) {
-        snprintf(why, why_len, "%s: domain must be user, kernel or all", file);
-        return PS_HWPC_ECONFIG;
-    }
+    ps_strlcpy(cfg->cls, parsed.cls, sizeof cfg->cls);
+    parse_domain(parsed.domain, &cfg->domain);
     if (dom && *dom)
         parse_domain(dom, &cfg->domain); /* the environment wins over the file */
-    const char *ev = next_tag(root + 1);
-    while (ev && (strncmp(ev, "<ps_hwpc_event", 14) != 0 || isalnum((unsigned char)ev[14]) || ev[14] == '_'))
-        ev = next_tag(ev + 1);
-    if (!ev || tag_attr(ev, "name", value, sizeof value) <= 0) {
-        snprintf(why, why_len, "%s: <ps_hwpc_profile> needs one <ps_hwpc_event name=... threshold=...>", file);
+    char event[sizeof parsed.names[0]], threshold[sizeof parsed.threshold];
+    ps_strlcpy(event, parsed.names[0], sizeof event);
+    ps_strlcpy(threshold, parsed.has_threshold ? parsed.threshold : "", sizeof threshold);
+    pthread_mutex_unlock(&parsed_lock);
+    if (strcmp(cfg->cls, "itimer") == 0 && strncmp(event, "ITIMER_", 7) != 0) {
+        snprintf(why, why_len, "%s: class itimer takes ITIMER_PROF, ITIMER_VIRTUAL, ITIMER_REAL, not %s", file,
+                 event);
         return PS_HWPC_ECONFIG;
     }
-    if (tag_attr(ev, "threshold", threshold, sizeof threshold) <= 0)
-        threshold[0] = '\0';
-    int rc = parse_profile_event(cfg, value, threshold, file, why, why_len);
+    rc = parse_profile_event(cfg, event, threshold, file, why, why_len);
     if (rc == PS_HWPC_OK && strcmp(cfg->cls, "itimer") == 0 && cfg->kind != PS_PROF_ITIMER) {
-        snprintf(why, why_len, "%s: class itimer takes ITIMER_PROF, ITIMER_VIRTUAL or ITIMER_REAL, not %s", file,
+        snprintf(why, why_len, "%s: class itimer takes ITIMER_PROF, ITIMER_VIRTUAL, ITIMER_REAL, not %s", file,
                  cfg->event);
         return PS_HWPC_ECONFIG;
     }

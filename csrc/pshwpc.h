@@ -71,6 +71,27 @@ int ps_hwpc_eventstatus(int i, const char **name, int *status, const char **why)
 const char *ps_hwpc_backend(const char **version);
 int ps_hwpc_multiplexed(void);
 
+/* Configuration files (<ps_hwpc_eventlist>, <ps_hwpc_profile>), parsed by
+ * the one parser every reader uses (expat, loaded privately): `data` holds
+ * the file's `len` bytes, in any encoding expat reads (UTF-8, UTF-16 with a
+ * byte order mark, ISO-8859-1, US-ASCII), of at most 16 MiB; `path` names
+ * it in messages.  PS_HWPC_OK, or PS_HWPC_ECONFIG with a one-line message
+ * in `err`.  Names are stripped of blanks; `types` are "preset"/"native". */
+#define PS_CONFIG_EVENTLIST 1
+#define PS_CONFIG_PROFILE   2
+typedef struct {
+    int kind;                   /* PS_CONFIG_EVENTLIST or PS_CONFIG_PROFILE */
+    char cls[16];               /* class attribute (eventlist default PAPI) */
+    char domain[16];            /* user, kernel or all */
+    int nevents;
+    char names[PS_HWPC_MAX_EVENTS][128];
+    char types[PS_HWPC_MAX_EVENTS][8];
+    int has_threshold;          /* profile: the event's threshold attribute */
+    char threshold[64];
+} ps_hwpc_config_t;
+int ps_hwpc_config_parse(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
+                         size_t err_len);
+
 /* Fortran bindings. */
 void ps_hwpc_init_(int *ierr);
 void ps_hwpc_start_(int *ierr);

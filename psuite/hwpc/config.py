@@ -10,7 +10,7 @@ from psuite.errors import ConfigError
 from psuite.hwpc.profiling import TIMERS, check_profile_event
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native", "configs")
-DOMAINS = ("user", "kernel", "all")
+DOMAINS = ("user", "kernel", "all")  # checked by the C parser; kept for importers
 
 
 def default_config_path() -> str:
@@ -69,36 +69,46 @@ class ProfileConfig:
     threshold: int  # microseconds for timers, events for overflow
 
 
+def _parse(path: str):
+    """The file through the C library's configuration parser (expat), the
+    one every reader of a configuration uses: psrun, the library inside the
+    program and this API agree on every file.  Returns its ps_hwpc_config_t."""
+    from psuite.cli_common import read_input
+    from psuite.libperfsuite.native import load
+
+    data = read_input(path, "configuration", ConfigError, limit=16 << 20)
+    ffi, lib = load()
+    out = ffi.new("ps_hwpc_config_t *")
+    err = ffi.new("char[1024]")
+    if lib.ps_hwpc_config_parse(os.fsencode(path), data, len(data), out, err, len(err)) != 0:
+        raise ConfigError(ffi.string(err).decode("utf-8", "replace"))
+    return ffi, out
+
+
 def read_configuration(path: str) -> EventList | ProfileConfig:
     """A counting or a profiling configuration, whichever the file is."""
-    root = read_xml_file(path, "configuration")
-    if root.tag == "ps_hwpc_profile":
-        return _profile(path, root)
-    return _eventlist(path, root)
+    ffi, cfg = _parse(path)
+    if cfg.kind == 2:
+        return _profile(path, ffi, cfg)
+    return _eventlist(path, ffi, cfg)
 
 
 def read_eventlist(path: str) -> EventList:
-    root = read_xml_file(path, "configuration")
-    if root.tag == "ps_hwpc_profile":
+    ffi, cfg = _parse(path)
+    if cfg.kind == 2:
         raise ConfigError(f"{path} is a profiling configuration (<ps_hwpc_profile>); give a <ps_hwpc_eventlist>")
-    return _eventlist(path, root)
+    return _eventlist(path, ffi, cfg)
 
 
-def _profile(path: str, root) -> ProfileConfig:
-    cls = root.get("class")
-    if cls not in ("itimer", "PAPI", "perfmon"):
-        raise ConfigError(f"{path}: <ps_hwpc_profile> class must be itimer, PAPI or perfmon, not {cls!r}")
-    domain = root.get("domain", "user")
-    if domain not in DOMAINS:
-        raise ConfigError(f"{path}: domain must be user, kernel or all, not {domain!r}")
-    events = [el for el in root if isinstance(el.tag, str)]
-    if len(events) != 1 or events[0].tag != "ps_hwpc_event" or not (events[0].get("name") or "").strip():
-        raise ConfigError(f"{path}: <ps_hwpc_profile> holds exactly one <ps_hwpc_event name=\"...\" "
-                          "threshold=\"...\"/>")
-    name = events[0].get("name").strip()
+def _text(ffi, chars) -> str:
+    return ffi.string(chars).decode("utf-8", "replace")
+
+
+def _profile(path: str, ffi, cfg) -> ProfileConfig:
+    cls, domain, name = _text(ffi, cfg.cls), _text(ffi, cfg.domain), _text(ffi, cfg.names[0])
     if cls == "itimer" and name not in TIMERS:
         raise ConfigError(f"{path}: class itimer takes {', '.join(TIMERS)}, not {name}")
-    raw = events[0].get("threshold")
+    raw = _text(ffi, cfg.threshold) if cfg.has_threshold else None
     try:
         threshold = int(raw) if raw is not None else None
     except ValueError:
@@ -106,31 +116,7 @@ def _profile(path: str, root) -> ProfileConfig:
     return ProfileConfig(os.path.abspath(path), cls, domain, name, check_profile_event(name, threshold, path))
 
 
-def _eventlist(path: str, root) -> EventList:
-    if root.tag != "ps_hwpc_eventlist":
-        raise ConfigError(f"{path}: root element is <{root.tag}>; a counting configuration is "
-                          "<ps_hwpc_eventlist class=\"PAPI\"> with <ps_hwpc_event name=\"...\"/> children")
-    cls = root.get("class", "PAPI")
-    if cls not in ("PAPI", "perfmon", "null"):
-        raise ConfigError(f"{path}: class must be PAPI, perfmon or null, not {cls!r}")
-    domain = root.get("domain", "user")
-    if domain not in DOMAINS:
-        raise ConfigError(f"{path}: domain must be user, kernel or all, not {domain!r}")
-    out = EventList(path=os.path.abspath(path), event_class=cls, domain=domain)
-    for el in root:
-        if not isinstance(el.tag, str):
-            continue
-        if el.tag != "ps_hwpc_event":
-            raise ConfigError(f"{path}: unexpected element <{el.tag}> in <ps_hwpc_eventlist>")
-        name = (el.get("name") or "").strip()
-        if not name:
-            raise ConfigError(f"{path}: a <ps_hwpc_event> has no name attribute")
-        kind = el.get("type", "preset" if name.startswith("PAPI_") else "native")
-        if kind not in ("preset", "native"):
-            raise ConfigError(f"{path}: event {name}: type must be preset or native")
-        out.events.append((name, kind))
-    if not out.events:
-        raise ConfigError(f"{path}: no <ps_hwpc_event> listed")
-    if len(out.events) > 64:
-        raise ConfigError(f"{path}: {len(out.events)} events; at most 64 can be requested")
+def _eventlist(path: str, ffi, cfg) -> EventList:
+    out = EventList(path=os.path.abspath(path), event_class=_text(ffi, cfg.cls), domain=_text(ffi, cfg.domain))
+    out.events = [(_text(ffi, cfg.names[i]), _text(ffi, cfg.types[i])) for i in range(cfg.nevents)]
     return out

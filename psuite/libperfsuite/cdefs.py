@@ -25,6 +25,21 @@ int ps_hwpc_eventstatus(int i, const char **name, int *status, const char **why)
 const char *ps_hwpc_backend(const char **version);
 int ps_hwpc_multiplexed(void);
 
+#define PS_CONFIG_EVENTLIST 1
+#define PS_CONFIG_PROFILE 2
+typedef struct {
+    int kind;
+    char cls[16];
+    char domain[16];
+    int nevents;
+    char names[64][128];
+    char types[64][8];
+    int has_threshold;
+    char threshold[64];
+} ps_hwpc_config_t;
+int ps_hwpc_config_parse(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
+                         size_t err_len);
+
 int ps_cpuid(unsigned leaf, unsigned subleaf, unsigned regs[4]);
 long long ps_wallclock_ns(void);
 long long ps_cputime_ns(void);
