@@ -53,10 +53,15 @@ def validate(doc: str | Path | bytes | etree._Element, dtd_name: str) -> etree._
 
 
 def run_tool(tool: str, *args: str, **kw) -> subprocess.CompletedProcess:
-    """Run a psuite command as a user would (python -m psuite.TOOL)."""
+    """Run a psuite command as a user would (python -m psuite.TOOL).  With
+    PSUITE_TEST_PSRUN=native, psrun is the native launcher instead (the
+    installed psrun-native), to run the psrun tests through it."""
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     kw.setdefault("timeout", 120)
+    if tool == "psrun" and os.environ.get("PSUITE_TEST_PSRUN") == "native":
+        native = Path(sys.executable).parent / "psrun-native"
+        return subprocess.run([str(native), *args], **kw)
     return subprocess.run([sys.executable, "-m", f"psuite.{tool}", *args], **kw)
 
 
