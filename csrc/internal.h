@@ -207,7 +207,14 @@ struct ps_buf {
     int failed;
 };
 void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* text escaped for XML; what is not XML 1.0 text becomes U+FFFD: each byte
+ * of invalid UTF-8 (encoded surrogates included), each U+FFFE/U+FFFF, each
+ * C0 control other than tab and newline. */
 void ps_buf_escaped(ps_buf_t *b, const char *text);
+/* How many U+FFFD ps_buf_escaped would write for text (0: it is XML text). */
+size_t ps_xml_unfit(const char *text);
+/* The length of text[0..len) cut back so that no UTF-8 character is split. */
+size_t ps_utf8_cut(const char *text, size_t len);
 void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text);
 void ps_buf_free(ps_buf_t *b);
 void ps_machineinfo_xml(ps_buf_t *b, int indent, const ps_machineinfo_t *m);

@@ -208,8 +208,14 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
     if (*end_note && used < sizeof note)
         used += (size_t)snprintf(note + used, sizeof note - used, "; %s", end_note);
     if (index < 0 && ps_sampler_unsampled() && used < sizeof note)
-        snprintf(note + used, sizeof note - used, "; %lu threads beyond %d not sampled", ps_sampler_unsampled(),
+        used += (size_t)snprintf(note + used, sizeof note - used, "; %lu threads beyond %d not sampled", ps_sampler_unsampled(),
                  PS_MAX_THREADS);
+    size_t unfit = 0;
+    for (int k = 0; k < mods->n; k++)
+        unfit += ps_xml_unfit(mods->v[k].file);
+    if (unfit && used < sizeof note)
+        snprintf(note + used, sizeof note - used, "; %zu U+FFFD in module paths: bytes that are not XML text (invalid "
+                 "UTF-8, control characters ...) replaced by U+FFFD", unfit);
 
     if (summary)
         snprintf(summary, summary_len, "%llu samples; %s", samples, note);

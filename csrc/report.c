@@ -43,19 +43,25 @@ int ps_mpi_rank(void)
     return -1;
 }
 
-static void command_line(char *out, size_t len)
+/* The command line, arguments separated by blanks; 1 when it was cut to
+ * fit (at a character boundary, never inside a UTF-8 character). */
+static int command_line(char *out, size_t len)
 {
     int n = ps_read_file(PROC_SELF "cmdline", out, len);
     if (n <= 0) {
         ps_strlcpy(out, "?", len);
-        return;
+        return 0;
     }
+    int cut = (size_t)n + 1 >= len;
+    if (cut)
+        n = (int)ps_utf8_cut(out, (size_t)n);
     while (n > 0 && out[n - 1] == '\0')
         n--;
     for (int i = 0; i < n; i++)
         if (out[i] == '\0')
             out[i] = ' ';
     out[n] = '\0';
+    return cut;
 }
 
 static void exe_name(char *out, size_t len)
@@ -168,7 +174,9 @@ void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *ann
     if (res)
         ps_buf_element(b, 2, "username", res->pw_name);
     char md5[33];
-    command_line(text, sizeof text);
+    int cut = command_line(text, sizeof text);
+    size_t unfit = ps_xml_unfit(text) + ps_xml_unfit(host) + ps_xml_unfit(domain) +
+                   (res ? ps_xml_unfit(res->pw_name) : 0);
     if (ps_md5_file(PROC_SELF "exe", md5) == 0)
         ps_buf_printf(b, "  <command md5sum=\"%s\">", md5);
     else
@@ -182,6 +190,15 @@ void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *ann
                  annotation ? annotation : "");
     else if (annotation)
         ps_strlcpy(note, annotation, sizeof note);
+    size_t used = strlen(note);
+    if (unfit && used < sizeof note)
+        used += (size_t)snprintf(note + used, sizeof note - used,
+                                 "%s%zu U+FFFD in the command line, host or user name: bytes that are not XML text "
+                                 "(invalid UTF-8, surrogates, U+FFFE/U+FFFF, control characters) replaced by U+FFFD",
+                                 used ? "; " : "", unfit);
+    if (cut && used < sizeof note)
+        used += (size_t)snprintf(note + used, sizeof note - used, "%scommand line cut to its first %zu bytes",
+                                 used ? "; " : "", strlen(text));
     if (note[0])
         ps_buf_element(b, 2, "annotation", note);
     wallclock(b, m->wall_ns, ps_machineinfo_clock_millimhz(&machine));

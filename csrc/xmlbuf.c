@@ -39,22 +39,106 @@ void ps_buf_printf(ps_buf_t *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
+static void buf_append(ps_buf_t *b, const char *p, size_t n)
+{
+    if (!n || buf_reserve(b, n))
+        return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+}
+
+/* Length of the XML 1.0 character (in UTF-8) at p, > 0; or minus the
+ * number of bytes one U+FFFD replaces: -1 for a byte that starts no UTF-8
+ * character (invalid, overlong, an encoded surrogate ED A0..BF: each byte
+ * is replaced) or a C0 control other than tab and newline, -3 for U+FFFE
+ * and U+FFFF (well-formed UTF-8 but not XML characters). */
+static int xml_char(const unsigned char *p)
+{
+    unsigned c = p[0];
+    if (c < 0x80)
+        return c >= 0x20 || c == '\t' || c == '\n' ? 1 : -1;
+    unsigned lo = 0x80, hi = 0xBF;
+    int n;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F; /* U+D800..U+DFFF are not characters */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return -1;
+    if (p[1] < lo || p[1] > hi)
+        return -1;
+    for (int k = 2; k < n; k++)
+        if (p[k] < 0x80 || p[k] > 0xBF)
+            return -1;
+    if (c == 0xEF && p[1] == 0xBF && (p[2] == 0xBE || p[2] == 0xBF))
+        return -3; /* U+FFFE, U+FFFF */
+    return n;
+}
+
+size_t ps_xml_unfit(const char *text)
+{
+    size_t bad = 0;
+    for (const unsigned char *p = (const unsigned char *)text; *p;) {
+        int n = xml_char(p);
+        bad += n < 0;
+        p += n < 0 ? -n : n;
+    }
+    return bad;
+}
+
+size_t ps_utf8_cut(const char *text, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)text;
+    /* back over at most 3 continuation bytes to the last lead byte */
+    size_t i = len, back = 0;
+    while (i > 0 && back < 3 && (p[i - 1] & 0xC0) == 0x80) {
+        i--;
+        back++;
+    }
+    if (i == 0 || p[i - 1] < 0xC0)
+        return len; /* ends on ASCII or on stray continuation bytes: nothing to split */
+    unsigned c = p[i - 1];
+    size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+    return back + 1 >= need ? len : i - 1;
+}
+
 void ps_buf_escaped(ps_buf_t *b, const char *text)
 {
-    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+    static const char replacement[] = "\xEF\xBF\xBD"; /* U+FFFD */
+    const unsigned char *p = (const unsigned char *)text, *run = p;
+    while (*p) {
+        const char *ent = NULL;
+        int n = xml_char(p);
         switch (*p) {
-        case '<': ps_buf_printf(b, "&lt;"); break;
-        case '>': ps_buf_printf(b, "&gt;"); break;
-        case '&': ps_buf_printf(b, "&amp;"); break;
-        case '"': ps_buf_printf(b, "&quot;"); break;
+        case '<': ent = "&lt;"; break;
+        case '>': ent = "&gt;"; break;
+        case '&': ent = "&amp;"; break;
+        case '"': ent = "&quot;"; break;
         default:
-            /* Control characters are not allowed in XML 1.0. */
-            if (*p < 0x20 && *p != '\t' && *p != '\n' && *p != '\r')
-                ps_buf_printf(b, "?");
-            else
-                ps_buf_printf(b, "%c", *p);
+            if (n > 0) {
+                p += n;
+                continue;
+            }
+            ent = replacement;
+            n = -n;
         }
+        buf_append(b, (const char *)run, (size_t)(p - run));
+        buf_append(b, ent, strlen(ent));
+        p += n;
+        run = p;
     }
+    buf_append(b, (const char *)run, (size_t)(p - run));
 }
 
 void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text)
