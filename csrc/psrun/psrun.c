@@ -622,7 +622,10 @@ static void env_set(const char *name, const char *value)
 
 /* ---- periods ---------------------------------------------------------- */
 
-static int perf_task_clock_works(void)
+/* Whether the library's per-thread task clock can be opened as it opens it
+ * (ITIMER_PROF counts kernel time too, which perf_event_paranoid may refuse:
+ * the library then falls back on POSIX CPU-time timers). */
+static int perf_task_clock_works(int exclude_kernel)
 {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
@@ -630,7 +633,7 @@ static int perf_task_clock_works(void)
     attr.type = PERF_TYPE_SOFTWARE;
     attr.config = PERF_COUNT_SW_TASK_CLOCK;
     attr.disabled = 1;
-    attr.exclude_kernel = 1;
+    attr.exclude_kernel = (unsigned)exclude_kernel;
     attr.exclude_hv = 1;
     int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0)
@@ -689,7 +692,7 @@ static long checked_period(const char *source, const char *text, int quiet)
         minimum = MIN_REAL_TIMER_US;
         why = "us, the shortest for ITIMER_REAL's sampler";
     } else if (timer) {
-        if (period < tick_us() && !perf_task_clock_works()) {
+        if (period < tick_us() && !perf_task_clock_works(strcmp(source, "ITIMER_VIRTUAL") == 0)) {
             minimum = tick_us();
             snprintf(whybuf, sizeof whybuf, "us, the kernel tick: without perf_event %s uses POSIX CPU-time timers",
                      source);
@@ -1100,6 +1103,18 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     sigaddset(&block, SIGQUIT);
     sigprocmask(SIG_BLOCK, &block, &caller_mask);
 
+    /* A caller that ignores SIGCHLD would have the program reaped before
+     * psrun sees how it ended: the default for psrun, the caller's for the
+     * program (restored in the child before exec). */
+    struct sigaction caller_chld, dfl;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(SIGCHLD, NULL, &caller_chld);
+    int chld_ignored = caller_chld.sa_handler == SIG_IGN || (caller_chld.sa_flags & SA_NOCLDWAIT);
+    if (chld_ignored)
+        sigaction(SIGCHLD, &dfl, NULL);
+
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) != 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
@@ -1108,6 +1123,8 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
     if (pid == 0) {
         close(errpipe[0]);
+        if (chld_ignored)
+            sigaction(SIGCHLD, &caller_chld, NULL);
         sigprocmask(SIG_SETMASK, &caller_mask, NULL);
         int err = exec_program(path, cmd, env);
         ssize_t w = write(errpipe[1], &err, sizeof err);

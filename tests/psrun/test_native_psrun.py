@@ -189,6 +189,7 @@ def test_signal_dispositions_and_mask_as_the_caller_set_them(sigstate, workdir, 
         with_dispositions(),
         with_dispositions(ignore=(signal.SIGHUP, signal.SIGPIPE), block=(signal.SIGUSR1, signal.SIGTERM)),
         with_dispositions(ignore=(signal.SIGINT, signal.SIGQUIT, signal.SIGXFSZ), block=(signal.SIGCHLD,)),
+        with_dispositions(ignore=(signal.SIGCHLD, signal.SIGTERM, signal.SIGUSR2)),
     ]
     for setup in cases:
         bare = subprocess.run([sigstate, "4"], capture_output=True, text=True, preexec_fn=setup)
@@ -345,3 +346,12 @@ def test_no_python_is_started(workdir):
         calls = [line for line in log.read_text().splitlines() if "execve(" in line]
         assert len(calls) == 2 and "/bin/true" in calls[1], calls
         assert not any("python" in c for c in calls), calls
+
+
+def test_python_api_runs_the_native_command(targets, workdir):
+    from psuite import psrun as api
+
+    p = api.run(["-q", "-e", "task-clock", targets["work"], "0", "0", "9"], capture_output=True, text=True)
+    assert p.returncode == 9 and p.stderr == ""
+    assert Path(api.executable()).parent.joinpath("libpshwpc.so").exists()
+    assert len(reports(workdir)) == 1
