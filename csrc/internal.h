@@ -197,6 +197,10 @@ int ps_mpi_rank(void);  /* from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM
 /* Write b (then freed) exclusively at path or the next free name; the name used in path_out. */
 int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len);
 
+/* buildid.c: the executable's GNU build-id in hex, from its mapped notes
+ * (async-signal-safe); -1 when it has none */
+int ps_buildid(char *hex, size_t len);
+
 /* md5.c */
 int ps_md5_file(const char *path, char hex[33]);
 

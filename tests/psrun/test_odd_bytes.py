@@ -2,19 +2,24 @@
 program's name, its arguments or the host name hold: bytes that are not
 XML text (invalid UTF-8, encoded surrogates, U+FFFE/U+FFFF, C0 controls
 other than tab and newline) become U+FFFD, <annotation> says so, and a
-command line cut to fit is never cut inside a character."""
+command line cut to fit is never cut inside a character.  And what a report
+says of the executable: its GNU build-id (read from the mapped notes, at a
+cost that does not grow with the file), an md5sum only when asked."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import statistics
 import subprocess
 import sys
+import time
 
 import pytest
 from lxml import etree
 
-from tests.conftest import validate
+from tests.conftest import TARGETS, validate
 
 FFFD = "\ufffd"
 CMDLINE_BYTES = 8191  # what the library keeps of /proc/self/cmdline
@@ -126,3 +131,83 @@ def test_host_name_that_is_not_utf8(targets, tmp_path):
     _, root = only_report(tmp_path)
     assert root.findtext("hostname") == f"h{FFFD}{FFFD}st"
     assert "replaced by U+FFFD" in root.findtext("annotation")
+
+
+# ------------------------------------------- what the report says of the executable
+# (here rather than in a file of their own: the build-id is the other thing
+# the library now writes of the executable)
+
+def readelf_buildid(path) -> str:
+    out = subprocess.run(["readelf", "-n", os.fsencode(path)], capture_output=True, text=True, check=True).stdout
+    return out.split("Build ID:")[1].split()[0]
+
+
+def build_id_of(root) -> str | None:
+    parts = [p.strip() for p in (root.findtext("annotation") or "").split(";")]
+    ids = [p.split(" ", 1)[1] for p in parts if p.startswith("build-id ")]
+    assert len(ids) <= 1
+    return ids[0] if ids else None
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_report_names_the_build_id_readelf_shows(targets, tmp_path, mode):
+    p = psrun(*MODES[mode], "-d", str(tmp_path), targets["work"], "0", "20", "0")
+    assert p.returncode == 0, p.stderr
+    _, root = only_report(tmp_path)
+    assert build_id_of(root) == readelf_buildid(targets["work"])
+    assert root.find("command").get("md5sum") is None  # no whole-file read unless asked
+
+
+def test_md5sum_only_when_asked(targets, tmp_path):
+    p = psrun("-q", "-e", "task-clock", "-d", str(tmp_path), targets["work"], "0", "0", "0",
+              env={**os.environ, "PSUITE_MD5": "1"})
+    assert p.returncode == 0, p.stderr
+    _, root = only_report(tmp_path)
+    with open(targets["work"], "rb") as f:
+        assert root.find("command").get("md5sum") == hashlib.md5(f.read()).hexdigest()
+    assert build_id_of(root) == readelf_buildid(targets["work"])
+
+
+def test_no_build_id_no_annotation_part(targets, tmp_path):
+    exe = tmp_path / "noid"
+    subprocess.run(["cc", "-O1", "-Wl,--build-id=none", "-o", str(exe), str(TARGETS / "work.c")], check=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    p = psrun("-q", "-e", "task-clock", "-d", str(out), str(exe), "0", "0", "0")
+    assert p.returncode == 0, p.stderr
+    _, root = only_report(out)
+    assert build_id_of(root) is None
+
+
+def test_cost_does_not_grow_with_the_executable(targets, tmp_path):
+    """psrun on a 300 MB executable (objcopy adds a 300 MB section) against the
+    same program at its own size: medians of alternated runs, like with like."""
+    small = tmp_path / "small"
+    big = tmp_path / "big"
+    shutil.copy(targets["work"], small)
+    blob = tmp_path / "blob"
+    with open(blob, "wb") as f:
+        f.truncate(300 << 20)
+    subprocess.run(["objcopy", "--add-section", f".big={blob}", str(small), str(big)], check=True)
+    blob.unlink()
+    assert big.stat().st_size > 300 << 20
+    assert readelf_buildid(big) == readelf_buildid(small)
+    wall: dict[str, list[float]] = {"small": [], "big": []}
+    cpu: dict[str, list[float]] = {"small": [], "big": []}
+    argv = [sys.executable, "-m", "psuite.psrun", "-q", "-e", "task-clock", "-d"]
+    for i in range(11):
+        for name, exe in (("small", small), ("big", big)) if i % 2 else (("big", big), ("small", small)):
+            out = tmp_path / f"out-{name}-{i}"
+            out.mkdir()
+            start = time.perf_counter()
+            child = subprocess.Popen([*argv, str(out), str(exe), "0", "0", "0"], stdout=subprocess.DEVNULL)
+            _, status, usage = os.wait4(child.pid, 0)
+            wall[name].append(time.perf_counter() - start)
+            child.returncode = os.waitstatus_to_exitcode(status)
+            assert child.returncode == 0
+            cpu[name].append(usage.ru_utime + usage.ru_stime)  # psrun and the program it waited for
+    med = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in wall}
+    # the md5 of 300 MB took over a second of CPU and wall time; what is left is noise.  CPU time is
+    # the steady measure on a loaded machine, wall time the user's: both within a few ms
+    assert med["big"][1] - med["small"][1] < 0.005, med
+    assert med["big"][0] - med["small"][0] < max(0.015, 0.25 * med["small"][0]), med
