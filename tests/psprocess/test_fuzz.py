@@ -604,10 +604,10 @@ def _document_test(name: str, kinds: tuple[str, ...], examples: int):
 
 # Examples per kind of document; each runs psprocess five times (four
 # formats, then -c with a second mutated document of any kind).
-test_fuzz_counting_reports = _document_test("counting", ("count",), 250)
-test_fuzz_raw_profiles = _document_test("raw profiles", ("profile",), 250)
-test_fuzz_processed_profiles = _document_test("processed profiles", ("processed",), 150)
-test_fuzz_multi_documents = _document_test("multi-documents", ("multi", "multiprofile"), 200)
+test_fuzz_counting_reports = _document_test("counting", ("count",), 300)
+test_fuzz_raw_profiles = _document_test("raw profiles", ("profile",), 300)
+test_fuzz_processed_profiles = _document_test("processed profiles", ("processed",), 200)
+test_fuzz_multi_documents = _document_test("multi-documents", ("multi", "multiprofile"), 250)
 test_fuzz_resource_reports = _document_test("resource reports", ("resource",), 150)
 
 
@@ -616,7 +616,7 @@ CUBED = tuple(n for k in ("profile", "processed", "multiprofile", "count", "mult
 
 
 @pytest.mark.usefixtures("seeds")
-@fuzz_settings(200)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_exports(data):
     """--gmon and --vprof of mutated raw profiles (they need the sampled
@@ -669,7 +669,7 @@ def psprocess_argv(draw) -> list[str]:
                "http://exa mple.org/", str(FUZZDIR / "psuite_*.xml"), str(d / "nomatch*.xml"), ""]
     n = next(_serial)
     outputs = [str(d / f"out{n}"), str(d / "exists.txt"), str(d), str(d / "no" / "x"), "", "/dev/full",
-               str(d / f"out{n}.cubex")]
+               str(d / f"out{n}.cubex"), str(d / f"out{n}\n.txt")]
     with_value = {"-f": ("text", "json", "csv", "xml", "html", ""), "--format": ("json", "XML"),
                   "-m": tuple(str(d / m) for m in METRICS) + (str(d / "missing.xml"),),
                   "--threshold": ("0", "5", "100", "-1", "nan", "inf", "1e400", "x", ""),
@@ -690,7 +690,7 @@ def psprocess_argv(draw) -> list[str]:
 
 
 @pytest.mark.usefixtures("seeds")
-@fuzz_settings(200)
+@fuzz_settings(250)
 @given(data=st.data())
 def test_fuzz_psprocess_options(data):
     RAN.add("psprocess options")
@@ -707,7 +707,7 @@ def test_fuzz_psprocess_options(data):
         out.encode("utf-8")
         assert all(line.startswith("psprocess: ") for line in err.splitlines()), err
     else:
-        check("psprocess", status, out, err, label="psprocess options")
+        check("psprocess", status, out, _known_line_break("psprocess", status, argv, err), label="psprocess options")
 
 
 # ------------------------------------------------ the real command, sampled
@@ -789,7 +789,7 @@ def test_fuzz_psinv_options(data):
     with _environment(outdir, ()):  # "-oo" writes ./o
         status, out, err = run_inprocess("psinv", argv)
     fmt = "json" if {"--json"} & set(argv) and "-o" not in argv else None
-    check("psinv", status, out, err)
+    check("psinv", status, out, _known_line_break("psinv", status, argv, err))
     if status == 0 and fmt == "json" and not {"-h", "--help", "--version"} & set(argv) and out:
         json.loads(out, parse_constant=_no_constant)
 
@@ -828,7 +828,7 @@ def psrun_argv(draw, outdir: Path) -> list[str]:
              "--backend": "--backend", "-o": "-o", "--output": "-o", "-d": "-d", "--directory": "-d",
              "--profile": "--profile", "--period": "--period", "--interval": "--interval"}
     plain = ("-q", "--quiet", "-p", "--per-thread", "-R", "--resources", "-f", "--follow", "-h", "--help",
-             "--version", "--bogus", "-Z", "-qR", "-pq", "--qui", "--per")
+             "--version", "--bogus", "-Z", "-qR", "-pq", "--qui", "--per", "--bogus=a\nb")
     argv = []
     for _ in range(draw(_uniform(0, 4))):
         if draw(st.booleans()):
@@ -873,10 +873,37 @@ def test_fuzz_psrun_options(data):
         # Known, see test_psrun_resource_report_after_a_refused_configuration.
         STATS[("psrun", "exit 2, plus the -R report's note")] += 1
         err = lines[1] + "\n"
-    check("psrun", status, out, err)
+    check("psrun", status, out, _known_line_break("psrun", status, argv, err))
 
 
-RESOURCE_NOTE = re.compile(r"psrun: report: \S+\.resource\.xml\Z")
+def _known_line_break(tool: str, status: int, argv: list[str], err: str) -> str:
+    """err, with the known break of argparse's one line where it quotes an
+    argument holding a line break (test_usage_error_quoting_a_line_break)
+    counted and mended."""
+    if status == 2 and any("\n" in a for a in argv) and err.endswith(f" (see {tool} --help)\n"):
+        STATS[(tool, "exit 2, a usage error quoting a line break")] += 1
+        return err[:-1].replace("\n", "\\n") + "\n"
+    return err
+
+
+@pytest.mark.xfail(strict=True, reason="psuite/cli_parser.py (outside this change) writes argparse's message "
+                   "as it is, not through cli_common.one_line")
+@pytest.mark.parametrize("tool, argv", [
+    ("psinv", ["--", "-o", "new\n.txt"]),  # found by the campaign
+    ("psprocess", ["--bogus=a\nb", "r.xml"]),
+    ("psrun", ["--bogus=a\nb", "/bin/true"]),
+])
+def test_usage_error_quoting_a_line_break(tool, argv):
+    """An argument with a line break in argparse's usage error splits the
+    one line of the contract in two: `psinv -- -o $'new\\n.txt'` says
+    "psinv: unrecognized arguments: -- -o new" and ".txt (see psinv
+    --help)"."""
+    p = run_tool(tool, *argv)
+    assert p.returncode == 2
+    assert len(p.stderr.splitlines()) == 1, p.stderr
+
+
+RESOURCE_NOTE = re.compile(r"psrun: (report: \S+\.resource\.xml|could not save the resource report .*)\Z")
 
 
 @pytest.mark.xfail(strict=True, reason="psuite/psrun/cli.py (outside this change) writes the -R resource report "
@@ -884,7 +911,8 @@ RESOURCE_NOTE = re.compile(r"psrun: report: \S+\.resource\.xml\Z")
 def test_psrun_resource_report_after_a_refused_configuration(tmp_path):
     """Found by the campaign: `psrun -R -e NOSUCHEVENT /bin/true` exits 2
     with the library's one-line refusal, then a second line, psrun's note
-    of a resource report of the program that never ran."""
+    of a resource report of the program that never ran (or, with a prefix
+    too long for a file name, that it could not be saved, even with -q)."""
     p = run_tool("psrun", "-R", "-d", str(tmp_path), "-e", "nosuchevent", "/bin/true")
     assert p.returncode == 2
     assert len(p.stderr.splitlines()) == 1, p.stderr
