@@ -44,7 +44,9 @@ class ArgumentParser(argparse.ArgumentParser):
             super()._print_message(message, file)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        from psuite.cli_common import one_line  # a quoted argument may hold a line break
+
+        self.exit(2, f"{self.prog}: {one_line(message)} (see {self.prog} --help)\n")
 
     def add_output_options(self) -> None:
         """-o FILE and --force, for tools that write a report to a file;
