@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -176,6 +177,8 @@ def test_written_documents_follow_the_original(targets, workdir):
     source = json.loads(run_tool("psprocess", "-f", "json", str(report)).stdout)["reports"][0]
     assert seconds == pytest.approx(source["wallclock"], rel=1e-3)
     assert root.findtext("thread").isdigit()
+    notes = subprocess.run(["readelf", "-n", targets["threads"]], capture_output=True, text=True).stdout
+    assert source["buildid"] == re.search(r"Build ID: ([0-9a-f]+)", notes).group(1)
 
 
 def test_idle_profile_has_no_placeholder(workdir):

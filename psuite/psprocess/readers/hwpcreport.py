@@ -47,8 +47,11 @@ def read_run_info(root, r: RunInfo, source: str) -> None:
     if cmd is not None:
         r.command = (cmd.text or "").strip()
         r.md5sum = cmd.get("md5sum", "")
-        r.buildid = cmd.get("buildid", "")
     r.annotation = _text(root, "annotation")
+    # psrun names the executable's GNU build-id last in <annotation> (the
+    # DTD declares no attribute for it on <command>).
+    buildid = re.search(r"\bbuild-id ([0-9a-f]{2,128})\b", r.annotation)
+    r.buildid = buildid.group(1) if buildid else ""
     rank = re.match(r"MPI rank (\d{1,9})\b", r.annotation)
     r.rank = int(rank.group(1)) if rank else None
     mi = root.find("machineinfo")
