@@ -18,6 +18,7 @@ import random
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 from resolution import binary, profile_document, text_range
@@ -28,11 +29,10 @@ TARGET_MB = 500.0
 
 def counting_document(psrun: str, directory: str, events: int) -> str:
     """A real psrun report with its event list replaced by `events` events."""
-    run = os.path.join(directory, "run")
-    os.makedirs(run, exist_ok=True)
-    subprocess.run([psrun, "-q", "-d", run, "-e", "task-clock", "/bin/true"], check=True)
-    [name] = os.listdir(run)
-    text = open(os.path.join(run, name)).read()
+    with tempfile.TemporaryDirectory(dir=directory) as run:
+        subprocess.run([psrun, "-q", "-d", run, "-e", "task-clock", "/bin/true"], check=True)
+        [name] = os.listdir(run)
+        text = open(os.path.join(run, name)).read()
     head, rest = text.split("<hwpcevent ", 1)
     tail = rest[rest.index("</hwpceventdata>"):]
     path = os.path.join(directory, "count.xml")
