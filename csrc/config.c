@@ -86,7 +86,7 @@ typedef struct {
     int depth;
     int children;               /* element children of the root */
     int not_wf;                 /* err is a well-formedness complaint */
-    char err[512];
+    char err[PATH_MAX + 512];
 } parse_ctx_t;
 
 static void fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -276,6 +276,25 @@ static void XMLCALL on_entity_decl(void *data, const XML_Char *name, int is_para
          "(write the text in place of the reference)", is_param ? "%" : "", quoted(name, q, sizeof q));
 }
 
+/* msg on one line whatever the path it quotes: line breaks and control
+ * characters shown as escapes, as psuite's Python front ends show them. */
+static void one_line(char *msg, size_t len)
+{
+    char out[PATH_MAX + 1024];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p && n + 5 < sizeof out; p++) {
+        if (*p == '\n' || *p == '\r') {
+            out[n++] = '\\';
+            out[n++] = *p == '\n' ? 'n' : 'r';
+        } else if ((*p < 0x20 && *p != '\t') || *p == 0x7f)
+            n += (size_t)snprintf(out + n, sizeof out - n, "\\x%02x", *p);
+        else
+            out[n++] = (char)*p;
+    }
+    out[n] = '\0';
+    ps_strlcpy(msg, out, len);
+}
+
 PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
                                 size_t err_len)
 {
@@ -346,24 +365,57 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
     }
     xp.free(c->parser);
     free(c);
-    if (rc != PS_HWPC_OK)
+    if (rc != PS_HWPC_OK) {
         out->kind = 0;
+        one_line(err, err_len);
+    }
     return rc;
+}
+
+/* Why a configuration cannot be read, worded as psuite's Python front ends
+ * word it (cli_common), so that every reader says the same. */
+static int unreadable(const char *path, int err, char *why, size_t why_len)
+{
+    if (err == ENOENT || err == ENOTDIR)
+        snprintf(why, why_len, "configuration %s: no such file", path);
+    else if (err == EACCES || err == EPERM)
+        snprintf(why, why_len, "cannot read configuration %s: permission denied; check its permissions", path);
+    else {
+        char text[128];
+        ps_strlcpy(text, strerror(err), sizeof text);
+        for (char *c = text; *c; c++)
+            *c = (char)tolower((unsigned char)*c);
+        snprintf(why, why_len, "cannot read configuration %s: %s; check the file and its device", path, text);
+    }
+    return PS_HWPC_ECONFIG;
+}
+
+static int not_a_file(const char *path, mode_t mode, char *why, size_t why_len)
+{
+    if (S_ISDIR(mode)) {
+        snprintf(why, why_len, "configuration %s is a directory; give a file", path);
+        return PS_HWPC_ECONFIG;
+    }
+    const char *kind = S_ISFIFO(mode) ? "a named pipe" : S_ISCHR(mode) ? "a character device" :
+                       S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a file";
+    snprintf(why, why_len, "configuration %s is not a regular file (%s); give a regular file", path, kind);
+    return PS_HWPC_ECONFIG;
 }
 
 /* The whole file (a regular file of at most CONFIG_MAX_BYTES), parsed. */
 static int parse_file(const char *path, ps_hwpc_config_t *out, char *why, size_t why_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-    if (fd < 0) {
-        snprintf(why, why_len, "cannot read configuration %s (%s)", path, strerror(errno));
-        return PS_HWPC_ECONFIG;
-    }
     struct stat st;
+    if (stat(path, &st))
+        return unreadable(path, errno, why, why_len);
+    if (!S_ISREG(st.st_mode)) /* never opened: a device or a pipe is not touched */
+        return not_a_file(path, st.st_mode, why, why_len);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return unreadable(path, errno, why, why_len);
     if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
         close(fd);
-        snprintf(why, why_len, "configuration %s is not a regular file; give a regular file", path);
-        return PS_HWPC_ECONFIG;
+        return not_a_file(path, st.st_mode, why, why_len);
     }
     if ((unsigned long long)st.st_size > CONFIG_MAX_BYTES) {
         close(fd);
@@ -387,7 +439,13 @@ static int parse_file(const char *path, ps_hwpc_config_t *out, char *why, size_t
         ssize_t r = read(fd, text + got, cap - got);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r <= 0)
+        if (r < 0) {
+            int err = errno;
+            free(text);
+            close(fd);
+            return unreadable(path, err, why, why_len);
+        }
+        if (r == 0)
             break;
         got += (size_t)r;
     }
@@ -449,6 +507,8 @@ static int load_file(ps_evset_t *set, const char *path, char *why, size_t why_le
 {
     pthread_mutex_lock(&parsed_lock);
     int rc = parse_file(path, &parsed, why, why_len);
+    if (rc != PS_HWPC_OK)
+        one_line(why, why_len);
     if (rc == PS_HWPC_OK && parsed.kind != PS_CONFIG_EVENTLIST) {
         snprintf(why, why_len, "%s: root element must be <ps_hwpc_eventlist> (this is a profiling configuration)",
                  path);
@@ -567,6 +627,8 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len)
         return 0;
     pthread_mutex_lock(&parsed_lock);
     int rc = parse_file(file, &parsed, why, why_len);
+    if (rc != PS_HWPC_OK)
+        one_line(why, why_len);
     if (rc != PS_HWPC_OK || parsed.kind != PS_CONFIG_PROFILE) {
         pthread_mutex_unlock(&parsed_lock);
         return rc == PS_HWPC_OK ? 0 : rc; /* a counting configuration, or broken: said once, here */

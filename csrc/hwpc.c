@@ -104,7 +104,7 @@ static void prefer_perf_for_threads(const char *events)
 
 static int init_locked(const char *events, const char *annotation)
 {
-    char why[256] = "";
+    char why[1024] = "";
     if (state != ST_NONE)
         return PS_HWPC_ESTATE;
     memset(&set, 0, sizeof set);

@@ -106,7 +106,7 @@ static int watch_process(void)
 static int psrun_profile(void)
 {
     ps_profcfg_t cfg;
-    char why[256] = "";
+    char why[1024] = "";
     int kind = ps_config_profile(&cfg, why, sizeof why);
     if (kind == 0)
         return 0;

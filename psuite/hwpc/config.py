@@ -79,7 +79,7 @@ def _parse(path: str):
     data = read_input(path, "configuration", ConfigError, limit=16 << 20)
     ffi, lib = load()
     out = ffi.new("ps_hwpc_config_t *")
-    err = ffi.new("char[1024]")
+    err = ffi.new("char[8192]")
     if lib.ps_hwpc_config_parse(os.fsencode(path), data, len(data), out, err, len(err)) != 0:
         raise ConfigError(ffi.string(err).decode("utf-8", "replace"))
     return ffi, out

@@ -187,3 +187,41 @@ def test_profile_configuration_is_not_an_eventlist(workdir):
     path.write_bytes(b'<ps_hwpc_profile class="itimer"><ps_hwpc_event name="ITIMER_PROF"/></ps_hwpc_profile>')
     with pytest.raises(ConfigError, match="is a profiling configuration"):
         read_eventlist(str(path))
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "fifo"])
+def test_unreadable_configurations_worded_alike(kind, workdir):
+    """psrun, the Python API and the library in the program word them alike."""
+    path = workdir / f"{kind}.xml"
+    expected = {"missing": f"configuration {path}: no such file",
+                "directory": f"configuration {path} is a directory; give a file",
+                "fifo": f"configuration {path} is not a regular file (a named pipe); give a regular file"}[kind]
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(path)
+    assert one_line_error(run_tool("psrun", "-c", str(path), QUIET), "psrun") == f"psrun: {expected}"
+    with pytest.raises(ConfigError) as exc:
+        read_eventlist(str(path))
+    assert str(exc.value) == expected
+    assert one_line_error(preloaded(path, workdir), "psrun") == f"psrun: {expected}"
+
+
+def test_long_paths_keep_the_whole_message(workdir):
+    deep = workdir / ("d" * 200) / ("e" * 200)
+    deep.mkdir(parents=True)
+    path = deep / "wrong_root.xml"
+    data, message = BROKEN["wrong_root"]
+    path.write_bytes(data)
+    expected = message.format(p=path)
+    assert one_line_error(run_tool("psrun", "-c", str(path), QUIET), "psrun") == f"psrun: {expected}"
+    assert one_line_error(preloaded(path, workdir), "psrun") == f"psrun: {expected}"
+
+
+def test_paths_with_line_breaks_stay_on_one_line(workdir):
+    path = workdir / "a\nb.xml"
+    path.write_bytes(BROKEN["no_events"][0])
+    shown = str(path).replace("\n", "\\n")
+    expected = f"psrun: {shown}: no <ps_hwpc_event> listed"
+    assert one_line_error(run_tool("psrun", "-c", str(path), QUIET), "psrun") == expected
+    assert one_line_error(preloaded(path, workdir), "psrun") == expected
