@@ -3,6 +3,7 @@ both backends (the system libpapi, and perf_event directly)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -11,6 +12,7 @@ from lxml import etree
 
 from psuite.hwpc.names import canonical
 from tests.conftest import run_tool
+from tests.psrun.test_threads_counted import uncharged_seconds
 
 PAGES, WORK, RUNS = 20000, 150, 5
 
@@ -35,11 +37,21 @@ def test_page_faults_and_task_clock_within_2_percent(targets, workdir, backend):
     argv = [targets["work"], str(PAGES), str(WORK), "0"]
     ref, ours = [], []
     for _ in range(RUNS):
-        ref.append(perf_stat(argv))
+        before = uncharged_seconds()
+        ref.append({**perf_stat(argv), "uncharged": uncharged_seconds() - before})
+        before = uncharged_seconds()
         p = run_tool("psrun", "-q", "--backend", backend, "-e", "task-clock,page-faults", *argv)
         assert p.returncode == 0, p.stderr
         [report] = [f for f in workdir.iterdir() if f.name.startswith("work.")]
-        ours.append({canonical(e.get("name")): float(e.text) for e in etree.parse(str(report)).iter("hwpcevent")})
+        ours.append({**{canonical(e.get("name")): float(e.text) for e in etree.parse(str(report)).iter("hwpcevent")},
+                     "uncharged": uncharged_seconds() - before})
         report.unlink()
-    for event in ("page-faults", "task-clock"):
-        assert min(o[event] for o in ours) == pytest.approx(min(r[event] for r in ref), rel=0.02), event
+    faults = min(o["page-faults"] for o in ours), min(r["page-faults"] for r in ref)
+    assert faults[0] == pytest.approx(faults[1], rel=0.02)
+    # task-clock also counts the time a hypervisor steals from the vCPU
+    # (see test_threads_counted), which differs from run to run: the
+    # machine's steal during the two runs compared bounds that difference.
+    mine, theirs = min(ours, key=lambda o: o["task-clock"]), min(ref, key=lambda r: r["task-clock"])
+    allowance = (mine["uncharged"] + theirs["uncharged"]) * 1e9 + 2e9 / os.sysconf("SC_CLK_TCK")
+    assert abs(mine["task-clock"] - theirs["task-clock"]) <= 0.02 * theirs["task-clock"] + allowance, \
+        (mine, theirs)
