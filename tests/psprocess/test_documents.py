@@ -296,3 +296,12 @@ def report_tree_root(doc: Path):
 
     with open(doc, "rb") as f:
         return parse(f, str(doc)).root
+
+
+def test_events_after_a_stray_element_are_read(workdir):
+    """A stray element before the events does not hide them."""
+    doc = workdir / "stray.xml"
+    doc.write_text(COUNT.format(pid=1, wall="1", machine="", count="5").replace(
+        "<hwpcevent ", "<sample pc='1'>1</sample><hwpcevent ", 1))
+    out = json.loads(run_tool("psprocess", "-f", "json", str(doc)).stdout)
+    assert [(e["name"], e["count"]) for e in out["reports"][0]["events"]] == [("page-faults", 5)]

@@ -101,12 +101,12 @@ def parse(stream: IO[bytes], source: str) -> Document:
         parsed = etree.iterparse(stream, events=("end",), tag=Document._STREAMED, resolve_entities=False,
                                  no_network=True, load_dtd=False, huge_tree=False, remove_comments=True,
                                  remove_pis=True)
-        current, handler = None, None
+        current, current_tag, handler = None, None, None
         for _, el in parsed:
-            parent = el.getparent()
-            if parent is not current:  # a parent holds one streamed kind: look its handler up once
-                current = parent
-                handler = handlers.get((parent.tag, el.tag)) if parent is not None else None
+            parent, tag = el.getparent(), el.tag
+            if parent is not current or tag != current_tag:  # looked up once per run of siblings
+                current, current_tag = parent, tag
+                handler = handlers.get((parent.tag, tag)) if parent is not None else None
             if handler is not None:
                 handler(doc, el, parent)
                 # Drop the elements the model has now: those before this
