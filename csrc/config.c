@@ -36,6 +36,9 @@ static struct {
     __typeof__(XML_ParserCreate) *create;
     __typeof__(XML_SetElementHandler) *set_element_handler;
     __typeof__(XML_SetEntityDeclHandler) *set_entity_decl_handler;
+    __typeof__(XML_SetSkippedEntityHandler) *set_skipped_entity_handler;
+    __typeof__(XML_GetCurrentByteIndex) *byte_index;
+    __typeof__(XML_GetCurrentByteCount) *byte_count;
     __typeof__(XML_SetUserData) *set_user_data;
     __typeof__(XML_Parse) *parse;
     __typeof__(XML_StopParser) *stop;
@@ -65,6 +68,9 @@ static void expat_load(void)
     SYM(create, "XML_ParserCreate")
     SYM(set_element_handler, "XML_SetElementHandler")
     SYM(set_entity_decl_handler, "XML_SetEntityDeclHandler")
+    SYM(set_skipped_entity_handler, "XML_SetSkippedEntityHandler")
+    SYM(byte_index, "XML_GetCurrentByteIndex")
+    SYM(byte_count, "XML_GetCurrentByteCount")
     SYM(set_user_data, "XML_SetUserData")
     SYM(parse, "XML_Parse")
     SYM(stop, "XML_StopParser")
@@ -82,6 +88,9 @@ static void expat_load(void)
 typedef struct {
     XML_Parser parser;
     const char *path;
+    const unsigned char *data; /* the whole document, as given */
+    size_t len;
+    int unit, low;              /* 2 for UTF-16 (low: offset of an ASCII byte in a code unit), else 1 */
     ps_hwpc_config_t *out;
     int depth;
     int children;               /* element children of the root */
@@ -157,12 +166,62 @@ static int one_of(const char *v, const char *const *set)
     return 0;
 }
 
+static void undefined_entity(parse_ctx_t *c, const char *name)
+{
+    char q[80];
+    fail(c, "entity &%s; is not defined (a configuration's external DTD is never read); write the text in place "
+         "of the reference", quoted(name, q, sizeof q));
+}
+
+/* References in attribute values to entities that were never declared
+ * (possible only with an external DTD, which is not read): expat drops them
+ * silently, so the raw start tag is searched for them.  Only the five
+ * predefined entities and character references are allowed. */
+static int undeclared_in_tag(parse_ctx_t *c)
+{
+    long start = (long)xp.byte_index(c->parser);
+    long count = (long)xp.byte_count(c->parser);
+    if (start < 0 || count <= 0 || (size_t)start + (size_t)count > c->len)
+        return 0;
+    const unsigned char *p = c->data + start, *end = p + count;
+    char name[72];
+    for (; p + c->unit <= end; p += c->unit) {
+        int ch = c->unit == 1 ? *p : p[1 - c->low] ? -1 : p[c->low];
+        if (ch != '&')
+            continue;
+        size_t n = 0;
+        const unsigned char *q = p + c->unit;
+        for (; q + c->unit <= end && n + 1 < sizeof name; q += c->unit) {
+            int k = c->unit == 1 ? *q : q[1 - c->low] ? '?' : q[c->low];
+            if (k == ';')
+                break;
+            name[n++] = (char)k;
+        }
+        name[n] = '\0';
+        static const char *const predefined[] = {"lt", "gt", "amp", "quot", "apos", NULL};
+        if (name[0] != '#' && !one_of(name, predefined)) {
+            undefined_entity(c, name);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void XMLCALL on_skipped(void *data, const XML_Char *name, int is_param)
+{
+    parse_ctx_t *c = data;
+    if (!is_param)
+        undefined_entity(c, name);
+}
+
 static void XMLCALL on_start(void *data, const XML_Char *name, const XML_Char **atts)
 {
     parse_ctx_t *c = data;
     ps_hwpc_config_t *o = c->out;
     char q[80];
     int depth = ++c->depth;
+    if (c->err[0] || undeclared_in_tag(c))
+        return;
     for (int i = 0; atts[i]; i += 2)
         if ((strcmp(atts[i], "xmlns") == 0 || strncmp(atts[i], "xmlns:", 6) == 0) && bad_uri(atts[i + 1])) {
             /* as libxml2 says it, so that every reader of a file agrees */
@@ -319,6 +378,17 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
         return PS_HWPC_ECONFIG;
     }
     c->path = path;
+    c->data = (const unsigned char *)data;
+    c->len = len;
+    c->unit = 1;
+    const unsigned char *u = c->data;
+    if (len >= 2 && ((u[0] == 0xFF && u[1] == 0xFE) || (u[0] == '<' && u[1] == 0))) {
+        c->unit = 2; /* UTF-16LE: the ASCII byte first */
+        c->low = 0;
+    } else if (len >= 2 && ((u[0] == 0xFE && u[1] == 0xFF) || (u[0] == 0 && u[1] == '<'))) {
+        c->unit = 2;
+        c->low = 1;
+    }
     c->out = out;
     c->parser = xp.create(NULL);
     if (!c->parser) {
@@ -329,6 +399,7 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
     xp.set_user_data(c->parser, c);
     xp.set_element_handler(c->parser, on_start, on_end);
     xp.set_entity_decl_handler(c->parser, on_entity_decl);
+    xp.set_skipped_entity_handler(c->parser, on_skipped);
     int rc = PS_HWPC_OK;
     /* XML_Parse takes an int length: feed big files in pieces */
     size_t done = 0;

@@ -47,6 +47,8 @@ ODD = {
     "over_64k": eventlist(f"<!-- {'x' * 100_000} -->", EV.format("task-clock"), EV.format("page-faults")),
     "long_comment_before_root": b"<!-- " + b"y" * 200_000 + b" -->" + eventlist(EV.format("page-faults")),
     "events_after_1mb": eventlist(EV.format("task-clock"), " " * 1_500_000, EV.format("page-faults")),
+    "external_dtd": eventlist(EV.format("task-clock"), attrs=' note="a &amp; b &lt;&#65;&#x42;"',
+                              head='<!DOCTYPE ps_hwpc_eventlist SYSTEM "ps_hwpc_eventlist.dtd">'),
 }
 
 EXPECTED = {
@@ -55,6 +57,7 @@ EXPECTED = {
     "internal_dtd_subset": ["task-clock"], "gt_in_attribute": ["task-clock"], "trailing_spaces": ["task-clock"],
     "utf16": ["task-clock"], "latin1": ["page-faults"], "over_64k": ["task-clock", "page-faults"],
     "long_comment_before_root": ["page-faults"], "events_after_1mb": ["task-clock", "page-faults"],
+    "external_dtd": ["task-clock"],
 }
 
 BROKEN = {
@@ -69,6 +72,19 @@ BROKEN = {
         b"</ps_hwpc_eventlist>",
         "{p}: the DTD declares entity x: entity declarations are not allowed in a configuration "
         "(write the text in place of the reference)"),
+    # an external DTD is never read: a reference to an entity it might declare is refused, not dropped
+    "undeclared_entity_in_attribute": (
+        eventlist(EV.format("&tc;page-faults"), head='<!DOCTYPE ps_hwpc_eventlist SYSTEM "x.dtd">'),
+        "{p}: entity &tc; is not defined (a configuration's external DTD is never read); write the text in place "
+        "of the reference"),
+    "undeclared_entity_in_attribute_utf16": (
+        ('<!DOCTYPE ps_hwpc_eventlist SYSTEM "x.dtd">' + eventlist(EV.format("&tc;")).decode()).encode("utf-16"),
+        "{p}: entity &tc; is not defined (a configuration's external DTD is never read); write the text in place "
+        "of the reference"),
+    "undeclared_entity_in_content": (
+        eventlist(EV.format("task-clock"), "&more;", head='<!DOCTYPE ps_hwpc_eventlist SYSTEM "x.dtd">'),
+        "{p}: entity &more; is not defined (a configuration's external DTD is never read); write the text in "
+        "place of the reference"),
     "unclosed": (b"<ps_hwpc_eventlist class='PAPI'><ps_hwpc_event name='x'>",
                  "configuration {p} is not well-formed XML (no element found, line 1, column 57)"),
     "two_roots": (eventlist(EV.format("task-clock")) * 2,
