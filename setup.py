@@ -95,13 +95,13 @@ class BuildNative(build_ext):
         build_launcher(self, out_dir)
 
 
-# The native psrun launcher (csrc/psrun/*.c): an executable, no Python at
-# run time.  Built beside libpshwpc.so (psuite/_native/psrun finds the
-# library next to itself) and copied to LAUNCHER_SCRIPT, which setuptools
-# installs into bin/ as a script: pip install . and pip install -e . both
-# put it on PATH.
+# The native psrun launcher (csrc/psrun/*.c), the psrun command: an
+# executable, no Python at run time.  Built beside libpshwpc.so
+# (psuite/_native/psrun finds the library next to itself) and copied to
+# LAUNCHER_SCRIPT, which setuptools installs into bin/ as the script psrun:
+# pip install . and pip install -e . both put it on PATH.
 LAUNCHER = "psrun"
-LAUNCHER_SCRIPT = os.path.join("build", "psrun-bin", "psrun-native")
+LAUNCHER_SCRIPT = os.path.join("build", "psrun-bin", "psrun")
 
 
 def build_launcher(cmd, out_dir):

@@ -8,8 +8,8 @@ and the ratios against the targets:
 
 psrun runs with its default configuration (what a user gets with plain
 `psrun ./app`); perf stat counts the events psrun ended up counting, so both
-tools do the same kernel work.  psrun is the native launcher (the installed
-`psrun-native` while `psrun` is still the Python command).
+tools do the same kernel work.  psrun is the installed command, the native
+launcher.
 
     python bench/counting_overhead.py [--rounds N] [--seconds S (default 1)]
 """
@@ -17,7 +17,6 @@ tools do the same kernel work.  psrun is the native launcher (the installed
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -44,17 +43,11 @@ def counted_events(psrun: str, program: list[str], cwd: str) -> tuple[list[str],
     return [e.name for e in doc.events], doc.counter_class
 
 
-def native_psrun(fallback: str) -> str:
-    here = os.path.dirname(sys.executable)
-    return shutil.which("psrun-native", path=here) or shutil.which("psrun-native") or fallback
-
-
 def main() -> int:
     args = arguments(__doc__)
     if not any(a.startswith("--seconds") for a in sys.argv[1:]):
         args.seconds = 1.0
     psrun, perf = tools()
-    psrun = native_psrun(psrun)
     with tempfile.TemporaryDirectory() as cwd:
         program = sized_program(cwd, args.seconds)
         iters = program[2]

@@ -6,8 +6,8 @@ to the job's wall time.
     mpirun --oversubscribe --allow-run-as-root -np 64 ./short
     mpirun --oversubscribe --allow-run-as-root -np 64 psrun -q ./short
 
-psrun is the native launcher (the installed `psrun-native` while `psrun` is
-still the Python command); --psrun PATH picks another.  Each rank writes
+psrun is the installed command (the native launcher beside this
+interpreter, else on PATH); --psrun PATH picks another.  Each rank writes
 its report (<exe>.r<rank>.<pid>.<host>.xml), removed between rounds.
 
     python bench/mpi_launch.py [--rounds N] [--ranks N] [--psrun PATH]
@@ -41,10 +41,9 @@ def native_psrun(given: str | None) -> str:
     if given:
         return given
     here = os.path.dirname(sys.executable)
-    for name in ("psrun-native", "psrun"):
-        found = shutil.which(name, path=here) or shutil.which(name)
-        if found:
-            return found
+    found = shutil.which("psrun", path=here) or shutil.which("psrun")
+    if found:
+        return found
     sys.exit("bench: no psrun found (pip install .)")
 
 

@@ -9,9 +9,8 @@ Targets:
     its extra cost on /bin/true                          <= 5 ms
     psinv answers in under 1 s
 
-psrun is the native launcher (the installed `psrun-native` while the
-`psrun` command is still the Python one, else `psrun`); --psrun PATH picks
-another.
+psrun is the installed command (the native launcher beside this
+interpreter, else on PATH); --psrun PATH picks another.
 
     python bench/startup.py [--rounds N] [--big-mb MB] [--psrun PATH]
 """
@@ -40,10 +39,9 @@ def native_psrun(given: str | None) -> str:
     if given:
         return given
     here = os.path.dirname(sys.executable)
-    for name in ("psrun-native", "psrun"):
-        found = shutil.which(name, path=here) or shutil.which(name)
-        if found:
-            return found
+    found = shutil.which("psrun", path=here) or shutil.which("psrun")
+    if found:
+        return found
     sys.exit("bench: no psrun found (pip install .)")
 
 

@@ -45,6 +45,9 @@ size_t ps_strlcpy(char *dst, const char *src, size_t size);
 void ps_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ps_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ps_env_flag(const char *name);  /* the variable is set to "1" (psrun's switches: PSUITE_QUIET ...) */
+int ps_quiet(void);  /* notes silenced: PSUITE_QUIET=1 (psrun -q) or =reports (processes psrun -f follows) */
+void ps_notes_init(void);  /* under psrun: the "report: PATH" lines on, unless -q */
+void ps_report_note(const char *path);  /* "psrun: report: PATH" on stderr (async-signal-safe) */
 int ps_read_file(const char *path, char *buf, size_t size);
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */

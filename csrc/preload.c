@@ -87,6 +87,23 @@ static void resume(void)
 
 static void at_exit(void) { finish(NULL); }
 
+/* The configuration is refused before the program runs (the message is
+ * out): exit 2, and tell psrun -R through its resource file, so that it
+ * writes no resource report of a program that never ran. */
+static __attribute__((noreturn)) void refuse(void)
+{
+    const char *path = getenv("PSUITE_RESOURCE_FILE");
+    if (path && *path) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd >= 0) {
+            if (write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
+            }
+            close(fd);
+        }
+    }
+    _exit(2);
+}
+
 /* This process is the measured one from now on; the hooks that end its
  * measurement are set once (they stay valid for forked children, which
  * check the pid). */
@@ -112,12 +129,12 @@ static int psrun_profile(void)
         return 0;
     if (kind < 0) {
         ps_message("%s", why);
-        _exit(2);
+        refuse();
     }
     int rc = ps_sampler_init(&cfg, why, sizeof why);
     if (rc == PS_HWPC_ENOEVENT || rc == PS_HWPC_ECONFIG) {
         ps_message("%s", why);
-        _exit(2);
+        refuse();
     }
     if (rc != PS_HWPC_OK) {
         ps_message("cannot profile here (%s); the program runs unprofiled", why);
@@ -145,7 +162,7 @@ static void counted_list(char *out, size_t len)
  * act on (the messages are out already). */
 static int psrun_prepare(void)
 {
-    int quiet = ps_env_flag("PSUITE_QUIET");
+    int quiet = ps_quiet();
     char dropped[1024], counted[1024];
     int rc = ps_hwpc_init();
     if (rc == PS_HWPC_ENOEVENT) {
@@ -200,7 +217,9 @@ static void child_after_fork(void)
     if (prepared != PS_HWPC_OK)
         return;
     ps_hwpc_forget_after_fork();
-    setenv("PSUITE_QUIET", "1", 1); /* the parent said what is counted */
+    /* the parent said what is counted; the child's reports are still noted */
+    if (!ps_env_flag("PSUITE_QUIET"))
+        setenv("PSUITE_QUIET", "reports", 1);
     if (ps_hwpc_init() == PS_HWPC_OK && ps_hwpc_start() == PS_HWPC_OK) {
         watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
@@ -273,6 +292,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
         _exit(127);
     }
     if (ps_env_flag("PSUITE_PRELOAD")) {
+        ps_notes_init();
         if (!ps_env_flag("PSUITE_FOLLOW"))
             unpreload_self();
         /* Events are resolved here, before the program's own constructors,
@@ -280,7 +300,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
         if (!psrun_profile()) {
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
-                _exit(2);
+                refuse();
             real_main = main;
             main = measured_main;
         }

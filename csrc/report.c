@@ -350,6 +350,7 @@ int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_le
     for (int k = 1; k < 1000; k++) {
         if (link(tmp, candidate) == 0) {
             unlink(tmp);
+            ps_report_note(candidate);
             ps_strlcpy(path_out, candidate, path_len);
             return strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;
         }

@@ -1,10 +1,13 @@
 /* util.c - small helpers: bounded copies, messages to stderr, /proc reads. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,10 +31,19 @@ int ps_env_flag(const char *name)
     return v && strcmp(v, "1") == 0;
 }
 
-/* A note (not an error): a message unless PSUITE_QUIET=1 (psrun -q). */
+/* Notes are silenced by PSUITE_QUIET=1 (psrun -q) and, in the processes
+ * psrun -f follows, by PSUITE_QUIET=reports (the parent said what is
+ * counted; only their "report:" lines are left). */
+int ps_quiet(void)
+{
+    const char *v = getenv("PSUITE_QUIET");
+    return v && (strcmp(v, "1") == 0 || strcmp(v, "reports") == 0);
+}
+
+/* A note (not an error): a message unless quiet (psrun -q). */
 void ps_note(const char *fmt, ...)
 {
-    if (ps_env_flag("PSUITE_QUIET"))
+    if (ps_quiet())
         return;
     char line[1024];
     va_list ap;
@@ -41,9 +53,12 @@ void ps_note(const char *fmt, ...)
     ps_message("%s", line);
 }
 
+static void write_no_sigpipe(int fd, const char *s, size_t n);
+
 /* One line on stderr, prefixed "psrun:" under psrun and "pshwpc:" when the
  * API is linked into a program.  Written with a single write() so lines from
- * several processes do not interleave; never to stdout. */
+ * several processes do not interleave; never to stdout, never a SIGPIPE for
+ * the program (a pipe nobody reads). */
 void ps_message(const char *fmt, ...)
 {
     char line[1024];
@@ -57,10 +72,7 @@ void ps_message(const char *fmt, ...)
         return;
     n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
     line[n++] = '\n';
-    int saved = errno;
-    ssize_t w = write(2, line, n);
-    (void)w;
-    errno = saved;
+    write_no_sigpipe(2, line, n);
 }
 
 int ps_read_file(const char *path, char *buf, size_t size)
@@ -158,4 +170,91 @@ void ps_settle_thread_times(void)
         }
     }
     close(fd);
+}
+
+/* ---- psrun's "report: PATH" lines ------------------------------------------
+ * psrun execs the program, so the library says which reports it wrote: one
+ * line per report, on stderr, under psrun and without -q.  Only to the
+ * stderr the program started with (still the same file: a program that
+ * closed it and opened something else as descriptor 2 never gets the
+ * line), never making the write fail the program (a full device, a pipe
+ * nobody reads: SIGPIPE is blocked for the write and consumed).  The
+ * writing is async-signal-safe (fstat, write, signal mask calls): it also
+ * runs in the fatal-signal handler. */
+static int notes_on;
+static dev_t notes_dev;
+static ino_t notes_ino;
+static char notes_cwd[PATH_MAX];
+static size_t notes_cwd_len;
+
+void ps_notes_init(void)
+{
+    struct stat st;
+    const char *q = getenv("PSUITE_QUIET");
+    notes_on = ps_env_flag("PSUITE_PRELOAD") && !(q && strcmp(q, "1") == 0) && fstat(2, &st) == 0;
+    if (!notes_on)
+        return;
+    notes_dev = st.st_dev;
+    notes_ino = st.st_ino;
+    notes_cwd_len = 0;
+    if (getcwd(notes_cwd, sizeof notes_cwd) && notes_cwd[0] == '/')
+        notes_cwd_len = strlen(notes_cwd) == 1 ? 0 : strlen(notes_cwd);
+    else
+        notes_cwd_len = (size_t)-1;
+}
+
+/* write(2) whole or not at all; a SIGPIPE it raises is consumed, the
+ * thread's signal mask left as it was. */
+static void write_no_sigpipe(int fd, const char *s, size_t n)
+{
+    sigset_t pipe_only, saved, pending;
+    sigemptyset(&pipe_only);
+    sigaddset(&pipe_only, SIGPIPE);
+    int saved_errno = errno;
+    sigpending(&pending);
+    int was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
+    while (n > 0) {
+        ssize_t w = write(fd, s, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        s += w;
+        n -= (size_t)w;
+    }
+    if (!was_pending) {
+        struct timespec zero = {0, 0};
+        sigpending(&pending);
+        if (sigismember(&pending, SIGPIPE))
+            sigtimedwait(&pipe_only, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    errno = saved_errno;
+}
+
+void ps_report_note(const char *path)
+{
+    struct stat st;
+    if (!notes_on || fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)
+        return;
+    const char *shown = path;
+    if (notes_cwd_len != (size_t)-1 && strncmp(path, notes_cwd, notes_cwd_len) == 0 && path[notes_cwd_len] == '/')
+        shown = path + notes_cwd_len + 1;
+    static const char head[] = "psrun: report: ", hex[] = "0123456789abcdef";
+    char line[PATH_MAX + 64];
+    size_t n = sizeof head - 1;
+    memcpy(line, head, n);
+    for (const unsigned char *p = (const unsigned char *)shown; *p && n < sizeof line - 5; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            line[n++] = (char)*p;
+        } else { /* one line whatever the name holds */
+            line[n++] = '\\';
+            line[n++] = 'x';
+            line[n++] = hex[*p >> 4];
+            line[n++] = hex[*p & 15];
+        }
+    }
+    line[n++] = '\n';
+    write_no_sigpipe(2, line, n);
 }

@@ -52,16 +52,26 @@ def validate(doc: str | Path | bytes | etree._Element, dtd_name: str) -> etree._
     return root
 
 
+@functools.lru_cache(maxsize=1)
+def psrun_command() -> str:
+    """The native psrun as installed: the command pip put beside this
+    interpreter, else the one on PATH, else the package's own copy."""
+    from psuite.psrun import executable
+
+    beside = Path(sys.executable).parent / "psrun"
+    if beside.exists():
+        return str(beside)
+    return shutil.which("psrun") or executable()
+
+
 def run_tool(tool: str, *args: str, **kw) -> subprocess.CompletedProcess:
-    """Run a psuite command as a user would (python -m psuite.TOOL).  With
-    PSUITE_TEST_PSRUN=native, psrun is the native launcher instead (the
-    installed psrun-native), to run the psrun tests through it."""
+    """Run a psuite command as a user would: psrun is the native command
+    (psrun_command), the others python -m psuite.TOOL."""
     kw.setdefault("capture_output", True)
     kw.setdefault("text", True)
     kw.setdefault("timeout", 120)
-    if tool == "psrun" and os.environ.get("PSUITE_TEST_PSRUN") == "native":
-        native = Path(sys.executable).parent / "psrun-native"
-        return subprocess.run([str(native), *args], **kw)
+    if tool == "psrun":
+        return subprocess.run([psrun_command(), *args], **kw)
     return subprocess.run([sys.executable, "-m", f"psuite.{tool}", *args], **kw)
 
 

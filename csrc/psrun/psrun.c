@@ -173,18 +173,35 @@ static void write_quietly(int fd, const char *s, size_t n)
     errno = saved_errno;
 }
 
+/* One line whatever the message quotes: line breaks and other control
+ * characters are shown as escapes (\n, \r, \x1b ...). */
 static void vmessage(const char *fmt, va_list ap)
 {
-    char line[PATH_MAX + 1024];
-    int n = snprintf(line, sizeof line, "psrun: ");
-    int k = vsnprintf(line + n, sizeof line - n - 1, fmt, ap);
+    char text[PATH_MAX + 1024], line[4 * (PATH_MAX + 1024) + 16];
+    int k = vsnprintf(text, sizeof text, fmt, ap);
     if (k < 0)
-        k = 0;
-    n += k;
-    if (n > (int)sizeof line - 2)
-        n = (int)sizeof line - 2;
+        text[0] = '\0';
+    size_t n = 7;
+    memcpy(line, "psrun: ", n);
+    static const char hex[] = "0123456789abcdef";
+    for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        if ((*p >= 0x20 && *p != 0x7f) || *p == '\t') {
+            line[n++] = (char)*p;
+            continue;
+        }
+        line[n++] = '\\';
+        if (*p == '\n')
+            line[n++] = 'n';
+        else if (*p == '\r')
+            line[n++] = 'r';
+        else {
+            line[n++] = 'x';
+            line[n++] = hex[*p >> 4];
+            line[n++] = hex[*p & 15];
+        }
+    }
     line[n++] = '\n';
-    write_quietly(STDERR_FILENO, line, (size_t)n);
+    write_quietly(STDERR_FILENO, line, n);
 }
 
 static void note(const char *fmt, ...)
@@ -866,8 +883,9 @@ static void short_host(char *out, size_t size)
 }
 
 static void write_resource_report(struct monitor *m, pid_t pid, int status, const struct rusage *ru, char **cmd,
-                                  const char *dir, const char *prefix)
+                                  const char *dir, const char *prefix, char *saved, size_t saved_len)
 {
+    saved[0] = '\0';
     struct xbuf b = {0};
     struct utsname u;
     if (uname(&u) != 0)
@@ -958,6 +976,7 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
             snprintf(path, sizeof path, "%s.%d.xml", base, k);
         if (link(tmp, path) == 0) {
             unlink(tmp);
+            snprintf(saved, saved_len, "%s", path);
             return;
         }
         if (errno != EEXIST) {
@@ -966,51 +985,6 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
         }
     }
     unlink(tmp);
-}
-
-/* report-like names in dir (<...>.<host>...xml), sorted, for the notes */
-struct names {
-    char **v;
-    int n;
-};
-
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-static struct names report_names(const char *dir, const char *host)
-{
-    struct names r = {NULL, 0};
-    DIR *d = opendir(dir);
-    if (!d)
-        return r;
-    char pat[HOST_NAME_MAX + 4];
-    snprintf(pat, sizeof pat, ".%s", host);
-    int cap = 0;
-    struct dirent *e;
-    while ((e = readdir(d))) {
-        size_t l = strlen(e->d_name);
-        if (l < 4 || strcmp(e->d_name + l - 4, ".xml") != 0 || !strstr(e->d_name, pat))
-            continue;
-        if (r.n == cap) {
-            cap = cap ? cap * 2 : 16;
-            char **v = realloc(r.v, sizeof *v * (size_t)cap);
-            if (!v)
-                break;
-            r.v = v;
-        }
-        r.v[r.n++] = strdup(e->d_name);
-    }
-    closedir(d);
-    if (r.n)
-        qsort(r.v, (size_t)r.n, sizeof *r.v, cmp_str);
-    return r;
-}
-
-static int in_names(const struct names *s, const char *name)
-{
-    return s->n && bsearch(&name, s->v, (size_t)s->n, sizeof *s->v, cmp_str) != NULL;
 }
 
 /* ---- starting the program -------------------------------------------- */
@@ -1086,9 +1060,6 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     time_t now = time(NULL);
     struct tm tm;
     strftime(m.started, sizeof m.started, "%Y-%m-%dT%H:%M:%S%z", localtime_r(&now, &tm));
-    char host[HOST_NAME_MAX + 2];
-    short_host(host, sizeof host);
-    struct names before = report_names(dir, host);
 
     /* Signals psrun forwards (or, for SIGINT/SIGQUIT sent to the whole
      * group, outlives) are blocked across fork; the child restores the
@@ -1201,35 +1172,64 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     /* the program's own VmHWM/VmPeak, written by the library at its end */
     char buf[128];
     long hwm, peak;
-    if (read_small(peak_file, buf, sizeof buf) > 0 && sscanf(buf, "%ld %ld", &hwm, &peak) == 2) {
+    int got = read_small(peak_file, buf, sizeof buf);
+    int refused = got > 0 && strncmp(buf, "refused", 7) == 0;
+    if (got > 0 && sscanf(buf, "%ld %ld", &hwm, &peak) == 2) {
         if (hwm > m.hwm_kb)
             m.hwm_kb = hwm;
         if (peak > m.peak_kb)
             m.peak_kb = peak;
     }
     unlink(peak_file);
-    write_resource_report(&m, pid, status, &ru, cmd, dir, prefix);
+    /* The library refused the configuration before the program ran (its
+     * one-line message is out, exit status 2): no resource report of a
+     * program that never ran. */
+    if (refused && WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+        sigprocmask(SIG_SETMASK, &caller_mask, NULL);
+        end_as(status);
+    }
+    char saved[PATH_MAX + 80];
+    write_resource_report(&m, pid, status, &ru, cmd, dir, prefix, saved, sizeof saved);
     if (WIFSIGNALED(status)) {
         const char *name = sigabbrev_np(WTERMSIG(status));
-        note("%s was killed by SIG%s (exit status %d)", cmd[0], name ? name : "?", 128 + WTERMSIG(status));
+        note("%s was killed by SIG%s", cmd[0], name ? name : "?");
     }
-    if (!quiet) {
-        struct names after = report_names(dir, host);
+    /* The library notes the reports it writes; psrun notes its own. */
+    if (!quiet && saved[0]) {
         char cwd[PATH_MAX];
         int have_cwd = !dir_absolute && getcwd(cwd, sizeof cwd) != NULL;
-        for (int k = 0; k < after.n; k++) {
-            if (in_names(&before, after.v[k]))
-                continue;
-            if (have_cwd && strcmp(dir, cwd) == 0)
-                note("report: %s", after.v[k]);
-            else if (have_cwd && strncmp(dir, cwd, strlen(cwd)) == 0 && dir[strlen(cwd)] == '/')
-                note("report: %s/%s", dir + strlen(cwd) + 1, after.v[k]);
-            else
-                note("report: %s/%s", dir, after.v[k]);
-        }
+        size_t cl = have_cwd ? strlen(cwd) : 0;
+        if (have_cwd && strncmp(saved, cwd, cl) == 0 && saved[cl] == '/')
+            note("report: %s", saved + cl + 1);
+        else
+            note("report: %s", saved);
     }
     sigprocmask(SIG_SETMASK, &caller_mask, NULL);
     end_as(status);
+}
+
+/* A configuration that cannot be read, worded as the library in the
+ * program (csrc/config.c) and psuite's Python front ends word it. */
+static __attribute__((noreturn)) void unreadable_configuration(const char *path, int err)
+{
+    if (err == ENOENT || err == ENOTDIR)
+        usage_error("configuration %s: no such file", path);
+    if (err == EACCES || err == EPERM)
+        usage_error("cannot read configuration %s: permission denied; check its permissions", path);
+    char text[128];
+    snprintf(text, sizeof text, "%s", strerror(err));
+    for (char *c = text; *c; c++)
+        *c = (char)tolower((unsigned char)*c);
+    usage_error("cannot read configuration %s: %s; check the file and its device", path, text);
+}
+
+static __attribute__((noreturn)) void not_a_configuration_file(const char *path, mode_t mode)
+{
+    if (S_ISDIR(mode))
+        usage_error("configuration %s is a directory; give a file", path);
+    const char *kind = S_ISFIFO(mode) ? "a named pipe" : S_ISCHR(mode) ? "a character device" :
+                       S_ISBLK(mode) ? "a block device" : S_ISSOCK(mode) ? "a socket" : "not a file";
+    usage_error("configuration %s is not a regular file (%s); give a regular file", path, kind);
 }
 
 /* ---- main -------------------------------------------------------------- */
@@ -1299,11 +1299,11 @@ int main(int argc, char **argv)
             const char *what = opt_value[OPT_CONFIG] && *opt_value[OPT_CONFIG] ? "-c" : "PS_HWPC_CONFIG";
             struct stat st;
             if (stat(cfg, &st) != 0)
-                usage_error("cannot read configuration %s: %s", cfg, strerror(errno));
-            if (!S_ISREG(st.st_mode))
-                usage_error("configuration %s is not a regular file", cfg);
+                unreadable_configuration(cfg, errno);
+            if (!S_ISREG(st.st_mode)) /* never opened: a device or a pipe is not touched */
+                not_a_configuration_file(cfg, st.st_mode);
             if (access(cfg, R_OK) != 0)
-                usage_error("cannot read configuration %s: %s", cfg, strerror(errno));
+                unreadable_configuration(cfg, errno);
             char abs[PATH_MAX];
             absolute_path(cfg, abs, sizeof abs, what);
             env_set("PS_HWPC_CONFIG", abs);

@@ -24,17 +24,15 @@ together with a second mutated document.  The bulk runs in-process
 (run_cli, as the console scripts call it, with stdout and stderr in
 buffers and an alarm against hangs); a sample of 100 runs goes through
 the real command too, and must give the same status, output and
-messages.  psinv's and psrun's option parsing are fuzzed the same way
-(psrun measuring /bin/true).  Hypothesis is derandomized (a fixed seed per
+messages.  psinv's option parsing is fuzzed the same way, psrun's (the
+native command, measuring /bin/true) through the real command.  Hypothesis is derandomized (a fixed seed per
 test, no example database), so CI runs the same cases every time; the
 number of cases scales with PSUITE_FUZZ_SCALE (default 1) for longer
 campaigns.  test_zz_summary prints what ran.
 
 The regression cases at the end are the minimal inputs of every traceback
 and hang found by the campaign, or by reviewing the code it exercises while
-building it; each failed before its fix.  One bug is outside the files of
-this change (psrun's -R note after a refused configuration): an xfail
-documents it."""
+building it; each failed before its fix."""
 
 from __future__ import annotations
 
@@ -863,17 +861,16 @@ def test_fuzz_psrun_options(data):
     outdir = FUZZDIR / "psrun"
     outdir.mkdir(exist_ok=True)
     argv = data.draw(psrun_argv(outdir))
-    with _environment(outdir, ("PS_HWPC_CONFIG", "PSUITE_OUTPUT_DIR", "PSUITE_OUTPUT_PREFIX")):
-        status, out, err = run_inprocess("psrun", argv, capture_fds=True)
+    # psrun is the native command: run as a user runs it (not in-process)
+    env = {k: v for k, v in os.environ.items() if k not in ("PS_HWPC_CONFIG", "PSUITE_OUTPUT_DIR",
+                                                            "PSUITE_OUTPUT_PREFIX")}
+    p = run_tool("psrun", *argv, cwd=str(outdir), env=env, timeout=CASE_TIMEOUT_S,
+                 errors="surrogateescape")
+    status, out, err = p.returncode, p.stdout, p.stderr
     if status == 0:
         STATS[("psrun", "exit 0")] += 1
         assert "Traceback" not in err
         return
-    lines = err.splitlines()
-    if len(lines) == 2 and RESOURCE_NOTE.match(lines[0]):
-        # Known, see test_psrun_resource_report_after_a_refused_configuration.
-        STATS[("psrun", "exit 2, plus the -R report's note")] += 1
-        err = lines[1] + "\n"
     check("psrun", status, out, err)
 
 
@@ -893,19 +890,19 @@ def test_usage_error_quoting_a_line_break(tool, argv):
     assert len(p.stderr.splitlines()) == 1, p.stderr
 
 
-RESOURCE_NOTE = re.compile(r"psrun: (report: \S+\.resource\.xml|could not save the resource report .*)\Z")
-
-
-@pytest.mark.xfail(strict=True, reason="psuite/psrun/cli.py (outside this change) writes the -R resource report "
-                   "and notes it after the library in the program refused the configuration")
-def test_psrun_resource_report_after_a_refused_configuration(tmp_path):
-    """Found by the campaign: `psrun -R -e NOSUCHEVENT /bin/true` exits 2
+@pytest.mark.parametrize("how", [["-e", "nosuchevent"], ["--profile", "bogus"]])
+def test_psrun_resource_report_after_a_refused_configuration(tmp_path, how):
+    """Found by the campaign: `psrun -R -e NOSUCHEVENT /bin/true` exited 2
     with the library's one-line refusal, then a second line, psrun's note
     of a resource report of the program that never ran (or, with a prefix
-    too long for a file name, that it could not be saved, even with -q)."""
-    p = run_tool("psrun", "-R", "-d", str(tmp_path), "-e", "nosuchevent", "/bin/true")
+    too long for a file name, that it could not be saved, even with -q).
+    The library now tells psrun (through -R's resource file) that it
+    refused: one line, no resource report."""
+    p = run_tool("psrun", "-R", "-d", str(tmp_path), *how, "/bin/true")
     assert p.returncode == 2
     assert len(p.stderr.splitlines()) == 1, p.stderr
+    assert p.stderr.startswith("psrun: ")
+    assert not list(tmp_path.glob("*.xml"))
 
 
 @contextlib.contextmanager

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 
 from lxml import etree
 
@@ -43,8 +44,12 @@ def test_resource_report_of_a_known_program(targets, workdir):
 
 
 def test_resource_report_of_a_killed_program(targets, workdir):
+    """With -R psrun waits for the program, then ends as it ended: killed
+    by the same signal, as the bare program (returncode -N), and says so."""
+    bare = subprocess.run([targets["killself"], str(int(signal.SIGTERM))], capture_output=True, text=True)
     p = run_tool("psrun", "-q", "-R", "-e", "task-clock", targets["killself"], str(int(signal.SIGTERM)))
-    assert p.returncode == 128 + signal.SIGTERM
+    assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout) == (-signal.SIGTERM, bare.stdout)
+    assert p.stderr.splitlines() == [*bare.stderr.splitlines(), f"psrun: {targets['killself']} was killed by SIGTERM"]
     root = etree.parse(str(resource_report(workdir))).getroot()
     code = root.find("exitcode")
     assert (code.get("type"), code.text) == ("signal", str(int(signal.SIGTERM)))
