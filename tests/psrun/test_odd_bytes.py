@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import time
@@ -194,7 +193,9 @@ def test_cost_does_not_grow_with_the_executable(targets, tmp_path):
     assert readelf_buildid(big) == readelf_buildid(small)
     wall: dict[str, list[float]] = {"small": [], "big": []}
     cpu: dict[str, list[float]] = {"small": [], "big": []}
-    argv = [sys.executable, "-m", "psuite.psrun", "-q", "-e", "task-clock", "-d"]
+    from psuite.psrun import executable
+
+    argv = [executable(), "-q", "-e", "task-clock", "-d"]  # the native command itself: no Python start-up
     for i in range(11):
         for name, exe in (("small", small), ("big", big)) if i % 2 else (("big", big), ("small", small)):
             out = tmp_path / f"out-{name}-{i}"
@@ -206,8 +207,9 @@ def test_cost_does_not_grow_with_the_executable(targets, tmp_path):
             child.returncode = os.waitstatus_to_exitcode(status)
             assert child.returncode == 0
             cpu[name].append(usage.ru_utime + usage.ru_stime)  # psrun and the program it waited for
-    med = {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in wall}
-    # the md5 of 300 MB took over a second of CPU and wall time; what is left is noise.  CPU time is
-    # the steady measure on a loaded machine, wall time the user's: both within a few ms
-    assert med["big"][1] - med["small"][1] < 0.005, med
-    assert med["big"][0] - med["small"][0] < max(0.015, 0.25 * med["small"][0]), med
+    # the md5 of 300 MB took over a second of CPU and wall time; what is left is noise, which
+    # only ever adds: the fastest of the alternated runs are compared.  CPU time is the steady
+    # measure on a loaded machine, wall time the user's: both within a few ms.
+    best = {k: (min(wall[k]), min(cpu[k])) for k in wall}
+    assert best["big"][1] - best["small"][1] < 0.005, best
+    assert best["big"][0] - best["small"][0] < max(0.015, 0.25 * best["small"][0]), best
