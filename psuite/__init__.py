@@ -4,8 +4,8 @@
     report = psuite.read("app.1234.host.xml")      # or an http(s) URL
     rows = report.to_records()                     # pandas.DataFrame(rows)
 
-psrun imports this package on every run, so nothing heavy is imported
-here until read() is called."""
+Every psprocess and psinv run imports this package, so nothing heavy is
+imported here until read() is called."""
 
 from __future__ import annotations
 

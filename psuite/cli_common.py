@@ -1,6 +1,6 @@
 """What every command-line front end shares: one-line errors with exit
 status 2 and safe input and output files.  (The shared argparse parser is
-in cli_parser, so that psrun's fast path does not import argparse.)
+in cli_parser.)
 
 Inputs are regular files of at most MAX_INPUT_BYTES: devices, named pipes
 and sockets are refused before anything is read from them.
@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from psuite.errors import InputError, OutputError, PsuiteError, UsageError
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # typing costs a few ms of start-up, paid by every psrun
+if TYPE_CHECKING:  # typing costs a few ms of every command's start-up
     from typing import IO
 
 MAX_INPUT_BYTES = 2 * 1024**3  # one input document; a 1,000,000-event report is about 120 MB

@@ -8,7 +8,7 @@ import os
 from psuite.errors import NativeLibraryError
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # psrun imports this module; typing would slow its start-up
+if TYPE_CHECKING:  # typing would slow every command's start-up
     from typing import Any
 
 

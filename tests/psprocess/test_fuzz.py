@@ -47,7 +47,6 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -93,29 +92,7 @@ def _alarm(signum, frame):
     raise Hang(f"no answer within {CASE_TIMEOUT_S} s")
 
 
-@contextlib.contextmanager
-def _fd_capture():
-    """The real descriptors 1 and 2 in a file: what a program psrun
-    starts (and psuite's C library in it) writes there."""
-    with tempfile.TemporaryFile() as f:
-        saved = [os.dup(1), os.dup(2)]
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os.dup2(f.fileno(), 1)
-        os.dup2(f.fileno(), 2)
-        box = [""]
-        try:
-            yield box
-        finally:
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
-            f.seek(0)
-            box[0] = f.read().decode("utf-8", "replace")
-
-
-def run_inprocess(tool: str, argv: list[str], capture_fds: bool = False) -> tuple[int, str, str]:
+def run_inprocess(tool: str, argv: list[str]) -> tuple[int, str, str]:
     """(status, stdout, stderr) of `tool argv` run as its console script
     runs it: run_cli(tool, main), argparse's SystemExit caught.  Any
     other exception is the traceback the real command would print."""
@@ -125,9 +102,8 @@ def run_inprocess(tool: str, argv: list[str], capture_fds: bool = False) -> tupl
     out, err = io.StringIO(), io.StringIO()
     old = signal.signal(signal.SIGALRM, _alarm)
     signal.setitimer(signal.ITIMER_REAL, CASE_TIMEOUT_S)
-    fds = _fd_capture() if capture_fds else contextlib.nullcontext([""])
     try:
-        with fds as box, contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
                 status = run_cli(tool, main, argv)
             except SystemExit as exc:
@@ -136,7 +112,7 @@ def run_inprocess(tool: str, argv: list[str], capture_fds: bool = False) -> tupl
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, old)
-    return status, out.getvalue(), err.getvalue() + box[0]
+    return status, out.getvalue(), err.getvalue()
 
 
 def _no_constant(name: str):
