@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -29,6 +31,23 @@ static const char FALLBACK_EVENTS[] = "task-clock,page-faults,context-switches";
 static const char FALLBACK_SAID[] = "task-clock, page-faults, context-switches";
 
 static int profiling, finished;
+/* The thread writing the report (0: none yet) and whether it is done: a
+ * thread ending the process while another writes waits for it, bounded, so
+ * that its exit_group does not kill the writer mid-report. */
+static int writer_tid, written;
+static int exiting_tid; /* the first thread in exit() */
+
+#define WAIT_WRITER_MS 5000
+
+static int my_tid(void) { return (int)syscall(SYS_gettid); }
+
+/* Async-signal-safe: only atomics and nanosleep. */
+static void wait_for_writer(void)
+{
+    struct timespec ms = {0, 1000000};
+    for (int k = 0; k < WAIT_WRITER_MS && !__atomic_load_n(&written, __ATOMIC_SEQ_CST); k++)
+        syscall(SYS_nanosleep, &ms, NULL);
+}
 static void child_after_fork(void);
 
 static int per_thread(void) { return ps_env_flag("PSUITE_PER_THREAD"); }
@@ -57,8 +76,17 @@ static void note_peak_memory(void)
  * process (a child forked without exec inherits the hooks). */
 static void finish(const char *why)
 {
-    if (getpid() != measured_pid || __atomic_exchange_n(&finished, 1, __ATOMIC_SEQ_CST))
+    if (getpid() != measured_pid)
         return;
+    if (__atomic_exchange_n(&finished, 1, __ATOMIC_SEQ_CST)) {
+        /* another thread writes: wait for it (not for ourselves, when a
+         * signal or an exit path re-enters on the writing thread) */
+        if (__atomic_load_n(&writer_tid, __ATOMIC_SEQ_CST) != my_tid())
+            wait_for_writer();
+        return;
+    }
+    __atomic_store_n(&written, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&writer_tid, my_tid(), __ATOMIC_SEQ_CST);
     note_peak_memory();
     if (profiling) {
         ps_sampler_stop();
@@ -74,6 +102,28 @@ static void finish(const char *why)
         if (per_thread())
             ps_thread_counts_finish();
     }
+    __atomic_store_n(&written, 1, __ATOMIC_SEQ_CST);
+}
+
+/* exit() from two threads at once: glibc lets the second run the handlers
+ * that are left (ours already taken by the first) and end the process while
+ * the first is still writing the report.  The first thread in exit() goes
+ * on; a later one waits until the report is written, then exits as it
+ * would have. */
+typedef void (*exit_fn)(int);
+PS_API __attribute__((noreturn)) void exit(int status)
+{
+    static exit_fn real_exit;
+    if (!real_exit)
+        real_exit = (exit_fn)dlsym(RTLD_NEXT, "exit");
+    int me = my_tid(), first = 0;
+    if (measured_pid && getpid() == measured_pid &&
+        !__atomic_compare_exchange_n(&exiting_tid, &first, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+        first != me)
+        wait_for_writer();
+    if (real_exit)
+        real_exit(status);
+    _exit(status);
 }
 
 /* An exec that failed: the program goes on, and so does counting (its
@@ -206,6 +256,8 @@ static int psrun_prepare(void)
  * the child is not measured: its pid is not the measured one. */
 static void child_after_fork(void)
 {
+    __atomic_store_n(&exiting_tid, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&writer_tid, 0, __ATOMIC_SEQ_CST);
     if (!ps_env_flag("PSUITE_FOLLOW"))
         return;
     if (profiling) {
@@ -276,11 +328,13 @@ static void unpreload_self(void)
         unsetenv("LD_PRELOAD");
 }
 
+/* main's return goes through exit() above (the C library would call its
+ * own, which a concurrent exit() could not wait for). */
 static int measured_main(int argc, char **argv, char **envp)
 {
     if (prepared == PS_HWPC_OK)
         psrun_start();
-    return real_main(argc, argv, envp);
+    exit(real_main(argc, argv, envp));
 }
 
 PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
