@@ -20,6 +20,16 @@ def wall(argv: list[str], cwd: str) -> float:
     return time.perf_counter() - t
 
 
+def native_psrun(given: str | None) -> str:
+    """psrun given with --psrun, else the one beside this interpreter, else on PATH."""
+    if given:
+        return given
+    found = shutil.which("psrun", path=os.path.dirname(sys.executable)) or shutil.which("psrun")
+    if found:
+        return found
+    sys.exit("bench: no psrun found (pip install .)")
+
+
 def tools() -> tuple[str, str]:
     """psrun from this interpreter's environment, and perf; exit 2 if missing."""
     psrun = shutil.which("psrun", path=os.path.dirname(sys.executable))

@@ -22,7 +22,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from _common import native_psrun, wall
 
 # About 20 ms of arithmetic, then exit: the job's time is mostly launching.
 SHORT_C = r"""
@@ -37,20 +38,8 @@ int main(void)
 """
 
 
-def native_psrun(given: str | None) -> str:
-    if given:
-        return given
-    here = os.path.dirname(sys.executable)
-    found = shutil.which("psrun", path=here) or shutil.which("psrun")
-    if found:
-        return found
-    sys.exit("bench: no psrun found (pip install .)")
 
 
-def wall(argv: list[str], cwd: str) -> float:
-    t = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
-    return time.perf_counter() - t
 
 
 def main() -> int:

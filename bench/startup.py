@@ -24,25 +24,14 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+from _common import native_psrun, wall
 
 SMALL_C = "int main(void) { return 0; }\n"
 
 
-def wall(argv: list[str], cwd: str) -> float:
-    t = time.perf_counter()
-    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True, cwd=cwd)
-    return time.perf_counter() - t
 
 
-def native_psrun(given: str | None) -> str:
-    if given:
-        return given
-    here = os.path.dirname(sys.executable)
-    found = shutil.which("psrun", path=here) or shutil.which("psrun")
-    if found:
-        return found
-    sys.exit("bench: no psrun found (pip install .)")
 
 
 def big_executable(cwd: str, megabytes: int) -> str:
