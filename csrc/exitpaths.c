@@ -24,6 +24,9 @@
 
 typedef void (*exit_fn)(int);
 
+/* The reason given before an exec (finish() knows it by its address). */
+const char ps_exec_why[] = "written before exec";
+
 static void (*finish_fn)(const char *why);
 /* The C library's _exit, looked up when measurement starts rather than
  * first in a vfork child or in a dying program. */
@@ -114,7 +117,7 @@ PS_API void _Exit(int status) { _exit(status); }
 static void before_exec(void)
 {
     if (finish_fn)
-        finish_fn("written before exec");
+        finish_fn(ps_exec_why);
 }
 
 /* The exec failed and the program goes on: so does measurement, and the

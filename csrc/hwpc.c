@@ -1,6 +1,7 @@
 /* hwpc.c - the public counting API (ps_hwpc_*): one process-wide event set
  * driven through the PAPI or perf_event backend.  psrun uses the same calls
  * from the preloaded constructor (preload.c). */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -261,6 +262,47 @@ PS_API int ps_hwpc_stop(const char *name)
     }
     pthread_mutex_unlock(&lock);
     return rc;
+}
+
+/* Before an exec: the report so far under its final name (the exec may
+ * succeed), `why` in its annotation, the counts kept.  If the exec fails,
+ * ps_hwpc_exec_failed() takes that report back and counting goes on from
+ * where it was, so one report covers the image whatever happens. */
+int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len)
+{
+    long long values[PS_HWPC_MAX_EVENTS];
+    path_out[0] = '\0';
+    pthread_mutex_lock(&lock);
+    int rc = state == ST_RUNNING ? suspend_locked() : PS_HWPC_ESTATE;
+    if (rc == PS_HWPC_OK)
+        rc = read_locked(values);
+    if (rc == PS_HWPC_OK) {
+        size_t used = strlen(set.annotation);
+        if (why && *why)
+            snprintf(set.annotation + used, sizeof set.annotation - used, "%s%s", used ? "; " : "", why);
+        ps_measurement_t m = {wall_total, user_total, sys_total, values};
+        rc = ps_report_write(&set, &m, NULL, path_out, path_len);
+        set.annotation[used] = '\0';
+        if (rc == PS_HWPC_EEXIST)
+            rc = PS_HWPC_OK;
+        else if (rc != PS_HWPC_OK) {
+            ps_message("could not save the report %s: %m", path_out);
+            path_out[0] = '\0';
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+void ps_hwpc_exec_failed(const char *path)
+{
+    int saved = errno;
+    if (path && *path) {
+        unlink(path);
+        ps_report_announced(path);
+    }
+    ps_hwpc_start();
+    errno = saved;
 }
 
 /* In a child forked while counting: forget the parent's counters (their

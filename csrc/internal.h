@@ -227,4 +227,10 @@ void ps_buf_free(ps_buf_t *b);
 void ps_machineinfo_xml(ps_buf_t *b, int indent, const ps_machineinfo_t *m);
 long long ps_machineinfo_clock_millimhz(const ps_machineinfo_t *m);  /* as <clockspeed> prints it; 0: unknown */
 
+int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len);
+void ps_hwpc_exec_failed(const char *path);
+
+extern const char ps_exec_why[];
+void ps_report_announced(const char *path);
+
 #endif

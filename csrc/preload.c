@@ -39,6 +39,10 @@ static int exiting_tid; /* the first thread in exit() */
 
 #define WAIT_WRITER_MS 5000
 
+/* The report written before an exec, removed if the exec fails. */
+static char exec_report[4096];
+static int exec_pending;
+
 static int my_tid(void) { return (int)syscall(SYS_gettid); }
 
 /* Async-signal-safe: only atomics and nanosleep. */
@@ -88,7 +92,11 @@ static void finish(const char *why)
     __atomic_store_n(&written, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&writer_tid, my_tid(), __ATOMIC_SEQ_CST);
     note_peak_memory();
-    if (profiling) {
+    if (why == ps_exec_why && !profiling && !per_thread()) {
+        /* the exec may fail: resume() takes this report back */
+        if (ps_hwpc_exec_write(why, exec_report, sizeof exec_report) == PS_HWPC_OK)
+            exec_pending = 1;
+    } else if (profiling) {
         ps_sampler_stop();
         ps_profile_set_note(why);
         ps_profile_write(per_thread());
@@ -130,8 +138,15 @@ PS_API __attribute__((noreturn)) void exit(int status)
  * remaining counts make a second report). */
 static void resume(void)
 {
-    if (getpid() == measured_pid && !profiling && __atomic_load_n(&finished, __ATOMIC_SEQ_CST) &&
-        ps_hwpc_start() == PS_HWPC_OK)
+    if (getpid() != measured_pid || profiling || !__atomic_load_n(&finished, __ATOMIC_SEQ_CST))
+        return;
+    if (exec_pending) {
+        /* one report per image: the one written before the exec is taken
+         * back, counting goes on from where it was */
+        exec_pending = 0;
+        ps_hwpc_exec_failed(exec_report);
+        __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+    } else if (ps_hwpc_start() == PS_HWPC_OK)
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
 }
 

@@ -233,9 +233,18 @@ static void write_no_sigpipe(int fd, const char *s, size_t n)
     errno = saved_errno;
 }
 
+/* A report taken back (before a failed exec) was announced already: its
+ * name is not announced again when the final report takes it. */
+static char announced[PATH_MAX];
+void ps_report_announced(const char *path) { ps_strlcpy(announced, path, sizeof announced); }
+
 void ps_report_note(const char *path)
 {
     struct stat st;
+    if (announced[0] && strcmp(path, announced) == 0) {
+        announced[0] = '\0';
+        return;
+    }
     if (!notes_on || fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)
         return;
     const char *shown = path;

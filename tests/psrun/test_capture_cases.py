@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from tests.conftest import psrun_command, validate
+from tests.conftest import psrun_command, run_tool, validate
 
 
 def test_concurrent_exits_write_one_whole_report(targets, workdir):
@@ -33,4 +33,28 @@ def test_concurrent_exits_write_one_whole_report(targets, workdir):
         else:
             validate(workdir / f"run{i}" / xml[0], "hwpcreport-0.3.dtd")
     assert not lost and not stray and not extra, (len(lost), stray[:5], extra[:5])
+
+
+def test_failed_exec_leaves_one_report(targets, workdir):
+    """execl("/nonexistent") fails: one report for the image, written at
+    its end and counting the whole run (before the exec too)."""
+    bare = subprocess.run([targets["exit_paths"], "exec_fail"], capture_output=True, text=True)
+    p = run_tool("psrun", "-e", "task-clock", targets["exit_paths"], "exec_fail")
+    assert p.returncode == bare.returncode == 5, p.stderr
+    assert p.stdout == bare.stdout
+    assert p.stderr.count("psrun: report:") == 1, p.stderr
+    [report] = [f for f in workdir.iterdir()]
+    assert report.suffix == ".xml" and ".1.xml" not in report.name, report.name
+    root = validate(report, "hwpcreport-0.3.dtd")
+    assert "before exec" not in (root.findtext("annotation") or "")
+    # the work before the exec is counted: task clock well above nothing
+    task = float(root.find("hwpceventdata/hwpcevent").text)
+    assert task > 1e5, task  # ns
+
+
+def test_successful_exec_keeps_the_old_images_report(targets, workdir):
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["exit_paths"], "exec")
+    assert p.returncode == 4, p.stderr
+    [report] = [f for f in workdir.iterdir()]
+    assert "before exec" in validate(report, "hwpcreport-0.3.dtd").findtext("annotation")
 
