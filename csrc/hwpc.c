@@ -164,10 +164,14 @@ static int start_locked(void)
         return PS_HWPC_ESTATE;
     double user, sys;
     ps_settle_thread_times();
+    /* Nested intervals, so that no clock covers more than the wall clock:
+     * wall clock, then CPU time, then the counters here; the reverse in
+     * suspend_locked. */
+    long long wall = ps_wallclock_ns();
     cpu_now(&user, &sys);
     int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_start(&set) : ps_perf_enable(&set, 1);
     if (rc == PS_HWPC_OK) {
-        wall_start = ps_wallclock_ns();
+        wall_start = wall;
         user_start = user;
         sys_start = sys;
         state = ST_RUNNING;
