@@ -14,6 +14,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +72,47 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 }
 
+/* ---- an alternate signal stack per thread ----------------------------------
+ * A stack overflow's SIGSEGV can only be handled on another stack.  Each
+ * thread without one of its own (the program's stays its own) gets one
+ * large enough to write the report on, freed when the thread ends. */
+#define ALT_GUARD 4096
+#define ALT_SIZE (256 * 1024)
+
+static pthread_key_t alt_key;
+static pthread_once_t alt_once = PTHREAD_ONCE_INIT;
+
+static void alt_release(void *mem)
+{
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == (char *)mem + ALT_GUARD && !(cur.ss_flags & SS_ONSTACK)) {
+        stack_t off = {.ss_flags = SS_DISABLE};
+        sigaltstack(&off, NULL);
+    }
+    munmap(mem, ALT_GUARD + ALT_SIZE);
+}
+
+static void alt_make_key(void) { pthread_key_create(&alt_key, alt_release); }
+
+static void give_altstack(void)
+{
+    stack_t old;
+    if (sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
+        return; /* the thread has one: the program's */
+    void *mem = mmap(NULL, ALT_GUARD + ALT_SIZE, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (mem == MAP_FAILED)
+        return;
+    mprotect(mem, ALT_GUARD, PROT_NONE);
+    stack_t ss = {.ss_sp = (char *)mem + ALT_GUARD, .ss_size = ALT_SIZE, .ss_flags = 0};
+    if (sigaltstack(&ss, NULL) != 0) {
+        munmap(mem, ALT_GUARD + ALT_SIZE);
+        return;
+    }
+    pthread_once(&alt_once, alt_make_key);
+    pthread_setspecific(alt_key, mem);
+}
+
 void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
 {
     finish_fn = finish;
@@ -83,10 +126,12 @@ void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
             continue;
         memset(&sa, 0, sizeof sa);
         sa.sa_sigaction = on_fatal;
-        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK;
         sigemptyset(&sa.sa_mask);
         sigaction(fatal[i].sig, &sa, NULL);
     }
+    give_altstack();
+    ps_threads_on_start(give_altstack);
 }
 
 /* A program asking about one of these signals sees the default it set up

@@ -135,6 +135,7 @@ int pthread_create_unhooked(void *thread, void *(*fn)(void *));
 /* What every new thread does first (begin, whose result goes to end when
  * the thread ends): the sampler's or the per-thread counters'. */
 void ps_threads_hook(void *(*begin)(void), void (*end)(void *));
+void ps_threads_on_start(void (*start)(void)); /* called first in each thread the program creates */
 void ps_threads_adopt(void *state);            /* end(state) when the calling thread ends */
 int ps_threads_created(void);                  /* how many the program has created (0: it is single-threaded) */
 

@@ -23,6 +23,9 @@ static int created; /* threads the program created through pthread_create */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static void *(*begin_hook)(void);
 static void (*end_hook)(void *);
+static void (*start_hook)(void); /* first thing in every new thread (the alternate signal stack) */
+
+void ps_threads_on_start(void (*start)(void)) { start_hook = start; }
 
 void ps_threads_hook(void *(*begin)(void), void (*end)(void *))
 {
@@ -65,6 +68,8 @@ static void *measured_start(void *p)
 {
     struct start s = *(struct start *)p;
     free(p);
+    if (start_hook)
+        start_hook();
     begin_thread();
     return s.fn(s.arg);
 }
@@ -77,7 +82,7 @@ PS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(
     if (!real)
         return 11; /* EAGAIN: no C library pthread_create, which cannot happen with glibc */
     __atomic_fetch_add(&created, 1, __ATOMIC_RELAXED);
-    if (!begin_hook)
+    if (!begin_hook && !start_hook)
         return real(thread, attr, fn, arg);
     struct start *s = malloc(sizeof *s);
     if (!s)

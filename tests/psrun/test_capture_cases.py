@@ -4,7 +4,11 @@ must be written once and whole however the program ends."""
 from __future__ import annotations
 
 import os
+import resource
+import signal
 import subprocess
+
+import pytest
 
 from tests.conftest import psrun_command, run_tool, validate
 
@@ -89,4 +93,24 @@ def test_tiny_program_uses_at_most_one_cpu(targets, tmp_path):
         assert wall_s > 0
         assert cpu <= wall_s + 1e-6 + uncharged, (i, cpu, wall_s, f"CPU utilization {100 * cpu / wall_s:.2f} %")
         assert task <= wall_s + 1e-9 + uncharged, (i, task, wall_s, f"CPUs utilized {task / wall_s:.3f}")
+
+
+def _no_core():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+@pytest.mark.parametrize("how", ["main", "thread", "own"])
+def test_stack_overflow_writes_the_report(targets, workdir, how):
+    """Unbounded recursion: the report is written (the library's handlers
+    run on an alternate stack of their own, a program's own stays in
+    place) and the program dies of SIGSEGV as it does bare."""
+    bare = subprocess.run([targets["overflow"], how], capture_output=True, text=True, preexec_fn=_no_core)
+    assert bare.returncode == -signal.SIGSEGV, bare
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["overflow"], how, preexec_fn=_no_core)
+    assert p.returncode == bare.returncode, p.stderr
+    assert p.stdout == bare.stdout
+    if how == "own":
+        assert p.stdout == "own alternate stack kept\n"
+    [report] = [f for f in workdir.iterdir() if f.suffix == ".xml"]
+    assert "report written on SIGSEGV" in validate(report, "hwpcreport-0.3.dtd").findtext("annotation")
 
