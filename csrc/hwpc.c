@@ -243,6 +243,16 @@ PS_API int ps_hwpc_stop(const char *name)
         rc = PS_HWPC_ESTATE;
     if (rc == PS_HWPC_OK)
         rc = read_locked(values);
+    /* The program closed or reused the counters' descriptors: the report is
+     * still written (times, machine), its events left out, and says why. */
+    int ncounted = set.ncounted;
+    if (rc != PS_HWPC_OK && set.backend == PS_BACKEND_PERF && ps_perf_counters_lost() && state == ST_SUSPENDED) {
+        size_t used = strlen(set.annotation);
+        snprintf(set.annotation + used, sizeof set.annotation - used, "%s%s", used ? "; " : "",
+                 "counts lost: the program closed or reused psuite's perf_event descriptors");
+        set.ncounted = 0;
+        rc = PS_HWPC_OK;
+    }
     /* perf_event learns of multiplexing only from the counts (PAPI knows
      * when the events are added, and psrun said so then). */
     if (rc == PS_HWPC_OK && set.backend == PS_BACKEND_PERF && set.multiplexed)
@@ -258,6 +268,7 @@ PS_API int ps_hwpc_stop(const char *name)
             ps_message("could not save the report %s: %m", path);
         else if (getenv("PSUITE_VERBOSE"))
             ps_message("report written to %s", path);
+        set.ncounted = ncounted;
         state = ST_READY;
         wall_total = 0;
         user_total = sys_total = 0;

@@ -69,6 +69,7 @@ int ps_perf_open(ps_evset_t *set);
 int ps_perf_enable(ps_evset_t *set, int on);
 int ps_perf_read(ps_evset_t *set, long long *values);
 void ps_perf_close(ps_evset_t *set);
+int ps_perf_counters_lost(void); /* the program closed or reused a counter's descriptor */
 int ps_perf_probe(const char *name, char *why, size_t why_len);
 
 /* papi.c: PAPI through a libpapi loaded with dlopen */

@@ -1,14 +1,50 @@
 /* perfev.c - counting through the kernel's perf_event interface directly. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+/* The measured program may close or reuse descriptors (close 3..1023,
+ * dup2 /dev/null over them before exit): the counters' descriptors are moved
+ * near the top of the descriptor limit, out of the usual ranges, and each is
+ * checked to still be a perf_event descriptor (they share one anonymous
+ * inode) before it is used, so that a descriptor the program reused is never
+ * read, switched or closed by psuite. */
+static dev_t perf_dev;
+static ino_t perf_ino;
+static int counters_lost;
+
+static int still_ours(int fd)
+{
+    struct stat st;
+    return fd >= 0 && perf_ino && fstat(fd, &st) == 0 && st.st_dev == perf_dev && st.st_ino == perf_ino;
+}
+
+static int move_high(int fd)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < 2048)
+        return fd;
+    long base = (long)rl.rlim_cur - 512;
+    if (base > (1L << 20))
+        base = 1L << 20;
+    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+    if (high < 0)
+        return fd;
+    close(fd);
+    return high;
+}
+
+int ps_perf_counters_lost(void) { return counters_lost; }
 
 static int perf_open(unsigned type, unsigned long long config, int domain, int inherit)
 {
@@ -89,6 +125,12 @@ int ps_perf_open(ps_evset_t *set)
             open_error(errno, e->why, sizeof e->why);
             continue;
         }
+        e->fd = move_high(e->fd);
+        struct stat st;
+        if (!perf_ino && fstat(e->fd, &st) == 0) {
+            perf_dev = st.st_dev;
+            perf_ino = st.st_ino;
+        }
         set->counted[set->ncounted++] = i;
     }
     return set->ncounted ? PS_HWPC_OK : PS_HWPC_ENOCOUNT;
@@ -98,6 +140,10 @@ int ps_perf_enable(ps_evset_t *set, int on)
 {
     for (int k = 0; k < set->ncounted; k++) {
         int fd = set->ev[set->counted[k]].fd;
+        if (!still_ours(fd)) {
+            counters_lost = 1;
+            return PS_HWPC_EBACKEND;
+        }
         if (ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0))
             return PS_HWPC_EBACKEND;
     }
@@ -112,6 +158,10 @@ int ps_perf_read(ps_evset_t *set, long long *values)
         ps_event_t *e = &set->ev[set->counted[k]];
         unsigned long long buf[3];
         ssize_t r;
+        if (!still_ours(e->fd)) {
+            counters_lost = 1;
+            return PS_HWPC_EBACKEND;
+        }
         do
             r = read(e->fd, buf, sizeof buf);
         while (r < 0 && errno == EINTR);
@@ -132,7 +182,7 @@ void ps_perf_close(ps_evset_t *set)
 {
     for (int k = 0; k < set->ncounted; k++) {
         ps_event_t *e = &set->ev[set->counted[k]];
-        if (e->fd >= 0)
+        if (still_ours(e->fd))
             close(e->fd);
         e->fd = -1;
     }

@@ -114,3 +114,21 @@ def test_stack_overflow_writes_the_report(targets, workdir, how):
     [report] = [f for f in workdir.iterdir() if f.suffix == ".xml"]
     assert "report written on SIGSEGV" in validate(report, "hwpcreport-0.3.dtd").findtext("annotation")
 
+
+@pytest.mark.parametrize("how", ["close", "devnull", "all"])
+def test_closed_descriptors_keep_the_report(targets, workdir, how):
+    """The program closes descriptors 0..1023, or dup2s /dev/null over
+    3..1023, before it ends: the counters live out of that range and are
+    reported.  One that closes everything up to its limit loses them: the
+    report is still written and says so."""
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["closefds"], how)
+    assert p.returncode == 3, p.stderr
+    [report] = [f for f in workdir.iterdir() if f.suffix == ".xml"]
+    root = validate(report, "hwpcreport-0.3.dtd")
+    events = root.findall("hwpceventdata/hwpcevent")
+    if how == "all" and not events:
+        assert "counts lost" in root.findtext("annotation")
+    else:
+        [event] = events
+        assert int(event.text) > 100_000  # ns: the work before the descriptors went
+        assert "counts lost" not in (root.findtext("annotation") or "")
