@@ -45,10 +45,107 @@ static const struct {
     {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"},
 };
 
+/* ---- faults in threads that block them -------------------------------------
+ * The kernel delivers a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
+ * SIGSYS) even when it is blocked, but then with the default action, so
+ * psuite's handler would never run.  Where the handler is psuite's, a
+ * program's request to block one of these is kept in a per-thread view
+ * (what it is told) and not applied; one sent by kill() while the program
+ * believes it blocked is made pending, blocked for real, as it would be. */
+static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+static __thread unsigned long fault_view; /* bit sig: blocked in the program's view only */
+static void on_fatal(int sig, siginfo_t *si, void *uc);
+
+static int handled_here(int sig)
+{
+    void *kact[4] = {0};
+    return syscall(SYS_rt_sigaction, sig, NULL, kact, 8) == 0 && kact[0] == (void *)on_fatal;
+}
+
+typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
+
+static int apply_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old)
+{
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    unsigned long view = fault_view, hidden = 0;
+    sigset_t applied;
+    const sigset_t *use = set;
+    if (set && (how == SIG_BLOCK || how == SIG_SETMASK)) {
+        applied = *set;
+        for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+            if (sigismember(set, faults[i]) == 1 && handled_here(faults[i])) {
+                sigdelset(&applied, faults[i]);
+                hidden |= 1UL << faults[i];
+            }
+        use = &applied;
+    }
+    int rc = real(how, use, old);
+    if (rc != 0)
+        return rc;
+    if (old)
+        for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+            if (view & (1UL << faults[i]))
+                sigaddset(old, faults[i]);
+    if (set) {
+        if (how == SIG_SETMASK)
+            view = hidden;
+        else if (how == SIG_BLOCK)
+            view |= hidden;
+        else if (how == SIG_UNBLOCK)
+            for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+                if (sigismember(set, faults[i]) == 1)
+                    view &= ~(1UL << faults[i]);
+        fault_view = view;
+    }
+    return 0;
+}
+
+PS_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
+{
+    static mask_fn real;
+    if (!real)
+        real = (mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
+    return apply_mask(real, how, set, old);
+}
+
+PS_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
+{
+    static mask_fn real;
+    if (!real)
+        real = (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+    int saved = errno;
+    if (apply_mask(real, how, set, old) == 0) {
+        errno = saved;
+        return 0;
+    }
+    return errno;
+}
+
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
-    (void)si;
-    (void)uc;
+    if (si && si->si_code <= 0 && (fault_view & (1UL << sig)) && uc) {
+        /* sent by kill() to a thread that believes it blocked: pending, and
+         * blocked for real, with the handler back in place */
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK;
+        sigemptyset(&sa.sa_mask);
+        int saved = errno;
+        sigaction(sig, &sa, NULL);
+        sigaddset(&((ucontext_t *)uc)->uc_sigmask, sig);
+        fault_view &= ~(1UL << sig);
+        sigset_t one;
+        sigemptyset(&one);
+        sigaddset(&one, sig);
+        syscall(SYS_rt_sigprocmask, SIG_BLOCK, &one, NULL, 8);
+        syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+        errno = saved;
+        return;
+    }
     /* SA_RESETHAND made the action the default, SA_NODEFER left the signal
      * unblocked: the watchdog's copy of it, or ours below, ends the process. */
     struct sigevent sev;
@@ -159,8 +256,21 @@ PS_API void _exit(int status)
 
 PS_API void _Exit(int status) { _exit(status); }
 
+/* The new image gets the mask the program believes it has. */
+static void view_for_real(int how)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        if (fault_view & (1UL << faults[i]))
+            sigaddset(&set, faults[i]);
+    if (fault_view)
+        syscall(SYS_rt_sigprocmask, how, &set, NULL, 8);
+}
+
 static void before_exec(void)
 {
+    view_for_real(SIG_BLOCK);
     if (finish_fn)
         finish_fn(ps_exec_why);
 }
@@ -170,6 +280,7 @@ static void before_exec(void)
 static void exec_failed(void)
 {
     int saved = errno;
+    view_for_real(SIG_UNBLOCK);
     if (resume_fn)
         resume_fn();
     errno = saved;

@@ -14,7 +14,8 @@ from psuite.libperfsuite.native import include_dir, library_path
 # The C library functions psrun interposes (start-up, threads, SIGPROF shared
 # with the program, the exit paths that must write the report), besides the
 # ps_* API.
-ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sigaction", "signal", "setitimer",
+ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sigprocmask", "pthread_sigmask",
+           "sigaction", "signal", "setitimer",
            "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle"}
 
 

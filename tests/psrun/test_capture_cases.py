@@ -132,3 +132,20 @@ def test_closed_descriptors_keep_the_report(targets, workdir, how):
         [event] = events
         assert int(event.text) > 100_000  # ns: the work before the descriptors went
         assert "counts lost" not in (root.findtext("annotation") or "")
+
+
+@pytest.mark.parametrize("how", ["fault", "kill"])
+def test_blocked_signals_then_a_fault(targets, workdir, how):
+    """All signals blocked, then a SIGSEGV: the fault (which the kernel
+    forces through the mask) writes the report and kills as bare; one sent
+    by kill() stays pending as bare.  The program sees its mask as set."""
+    bare = subprocess.run([targets["blocked_segv"], how], capture_output=True, text=True, preexec_fn=_no_core)
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["blocked_segv"], how, preexec_fn=_no_core)
+    assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout), (p, bare)
+    [report] = [f for f in workdir.iterdir() if f.suffix == ".xml"]
+    annotation = validate(report, "hwpcreport-0.3.dtd").findtext("annotation") or ""
+    if how == "fault":
+        assert bare.returncode == -signal.SIGSEGV
+        assert "report written on SIGSEGV" in annotation
+    else:
+        assert bare.returncode == 0 and "pending: 1, blocked: 1" in bare.stdout
