@@ -1,7 +1,8 @@
 /* preload.c - whole-program measurement for psrun.  With PSUITE_PRELOAD=1
  * in the environment, the library (loaded through LD_PRELOAD) interposes
- * __libc_start_main, starts counting right before main and writes the
- * report when the program exits.  The program's own behaviour, output and
+ * __libc_start_main, starts counting right before the program's own code
+ * (its constructors, then main) and writes the report when the program
+ * exits.  The program's own behaviour, output and
  * exit status are untouched. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -347,8 +348,6 @@ static void unpreload_self(void)
  * own, which a concurrent exit() could not wait for). */
 static int measured_main(int argc, char **argv, char **envp)
 {
-    if (prepared == PS_HWPC_OK)
-        psrun_start();
     exit(real_main(argc, argv, envp));
 }
 
@@ -372,6 +371,11 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
                 refuse();
             real_main = main;
             main = measured_main;
+            /* Counting starts before the program's own constructors: their
+             * work is the program's, and one that calls exit() still gets
+             * its report. */
+            if (prepared == PS_HWPC_OK)
+                psrun_start();
         }
     }
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);

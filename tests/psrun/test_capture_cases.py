@@ -149,3 +149,15 @@ def test_blocked_signals_then_a_fault(targets, workdir, how):
         assert "report written on SIGSEGV" in annotation
     else:
         assert bare.returncode == 0 and "pending: 1, blocked: 1" in bare.stdout
+
+
+def test_exit_in_a_constructor_writes_the_report(targets, workdir):
+    """Counting starts before the program's constructors: one that calls
+    exit() ends as bare and its work is in the report."""
+    bare = subprocess.run([targets["ctor_exit"]], capture_output=True, text=True)
+    p = run_tool("psrun", "-q", "-e", "task-clock", targets["ctor_exit"])
+    assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout) == (3, "constructor\n")
+    [report] = list(workdir.glob("ctor_exit.*.xml"))
+    root = validate(report, "hwpcreport-0.3.dtd")
+    [clock] = [int(e.text) for e in root.iter("hwpcevent") if e.get("name") == "task-clock"]
+    assert clock > 1_000_000  # the constructor's loop (about 2 ms), in ns
