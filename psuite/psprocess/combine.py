@@ -55,20 +55,15 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return out[0], out[1], out[2]
 
 
-def total(nums: list[float]) -> float:
-    """The exact sum, rounded once; inf when it is beyond float's range."""
+def total_and_mean(nums: list[float]) -> tuple[float, float]:
+    """The exact sum, rounded once (inf when beyond float's range), and the
+    mean, finite even when the sum is not."""
     try:
-        return math.fsum(nums)
-    except OverflowError:  # a partial sum overflowed: the sum of the scaled values, scaled back (maybe to inf)
-        return math.fsum(v / len(nums) for v in nums) * len(nums)
-
-
-def mean(nums: list[float]) -> float:
-    """The mean of finite values, finite even when their sum is not."""
-    try:
-        return math.fsum(nums) / len(nums)
-    except OverflowError:
-        return math.fsum(v / len(nums) for v in nums)
+        total = math.fsum(nums)
+        return total, total / len(nums)
+    except OverflowError:  # a partial sum overflowed: work on the scaled values
+        mu = math.fsum(v / len(nums) for v in nums)
+        return mu * len(nums), mu
 
 
 def pstdev(nums: list[float], mu: float) -> float:
@@ -88,12 +83,12 @@ def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statisti
     """The statistics of finite values (the readers admit no others); a
     sum beyond float's range is inf (written as null in JSON)."""
     nums = [v for v, _ in values]
-    mu = mean(nums)
+    total, mu = total_and_mean(nums)
     lo = min(values, key=lambda vw: vw[0])
     hi = max(values, key=lambda vw: vw[0])
     q1, median, q3 = quartiles(nums)
     imbalance = hi[0] / mu if mu else None
-    return Statistic(name=name, kind=kind, count=len(nums), sum=total(nums), mean=mu, min=lo[0], min_who=lo[1],
+    return Statistic(name=name, kind=kind, count=len(nums), sum=total, mean=mu, min=lo[0], min_who=lo[1],
                      max=hi[0], max_who=hi[1], stddev=pstdev(nums, mu), q1=q1, median=median, q3=q3,
                      imbalance=imbalance if imbalance is not None and math.isfinite(imbalance) else None)
 

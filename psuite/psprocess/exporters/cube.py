@@ -207,23 +207,24 @@ def statistics_text(metrics: list[_Metric], totals_per_metric: list[list[float]]
     for k, (m, totals) in enumerate(zip(metrics, totals_per_metric, strict=True)):
         row = [m.name.replace(" ", "_"), str(k), str(len(totals))]
         if totals:
-            mean = _figure(combine.mean, totals)
+            total, mean = _figure(combine.total_and_mean, totals) or (math.nan, math.nan)
             q1, median, q3 = combine.quartiles(totals)
-            row += [f"{v:.9g}" for v in (mean, median, min(totals), max(totals), _figure(combine.total, totals))]
+            row += [f"{v:.9g}" for v in (mean, median, min(totals), max(totals), total)]
         if len(totals) >= 2:
             sd = _figure(combine.pstdev, totals, mean)
+            sd = math.nan if sd is None else sd
             row += [f"{v:.9g}" for v in (sd * sd, q1, q3)]
         lines += [" ".join(row), ""]
     return "\n".join(lines)
 
 
-def _figure(function, *args) -> float:
-    """A statistic of location totals, nan where they are not all finite
+def _figure(function, *args):
+    """A statistic of location totals, None where they are not all finite
     (a total beyond float's range, or of opposite infinities)."""
     try:
         return function(*args)
     except (ValueError, OverflowError):
-        return math.nan
+        return None
 
 
 def targets(path: str) -> list[str]:
