@@ -89,24 +89,23 @@ def _silence_stdout() -> None:
         pass
 
 
+_WRITE_PROBLEMS = {
+    errno.ENOSPC: "no space left on the device; free some space or write to another file system",
+    errno.EDQUOT: "disk quota exceeded; free some space or write to another file system",
+    errno.EFBIG: "the file is too large for this file system or for ulimit -f; write elsewhere",
+    errno.EACCES: "permission denied; choose a place you can write to",
+    errno.EPERM: "permission denied; choose a place you can write to",
+    errno.EROFS: "the file system is read-only; choose another place",
+    errno.ENOENT: "its directory does not exist",
+    errno.EBADF: "it is not open for writing; redirect it to a file (> FILE) or use -o FILE",
+}
+
+
 def write_problem(what: str, exc: OSError) -> str:
     """One line for a failed write of `what` (a path or standard output)."""
-    code = exc.errno
-    if code == errno.ENOSPC:
-        return f"cannot write {what}: no space left on the device; free some space or write to another file system"
-    if code == errno.EDQUOT:
-        return f"cannot write {what}: disk quota exceeded; free some space or write to another file system"
-    if code == errno.EFBIG:
-        return f"cannot write {what}: the file is too large for this file system or for ulimit -f; write elsewhere"
-    if code in (errno.EACCES, errno.EPERM):
-        return f"cannot write {what}: permission denied; choose a place you can write to"
-    if code == errno.EROFS:
-        return f"cannot write {what}: the file system is read-only; choose another place"
-    if code == errno.ENOENT:
-        return f"cannot write {what}: its directory does not exist"
-    if code == errno.EBADF:
-        return f"cannot write {what}: it is not open for writing; redirect it to a file (> FILE) or use -o FILE"
-    return f"cannot write {what}: {(exc.strerror or str(exc)).lower()}; check the device and the file system"
+    problem = _WRITE_PROBLEMS.get(exc.errno) or \
+        f"{(exc.strerror or str(exc)).lower()}; check the device and the file system"
+    return f"cannot write {what}: {problem}"
 
 
 def flush_stdout() -> None:
