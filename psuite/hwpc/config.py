@@ -41,13 +41,22 @@ def parse_xml_safely(data: bytes, what: str, error: type[Exception] = ConfigErro
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
-        # the first error, at its position: libxml2's messages may quote the document, newlines included
-        first = next((e for e in parser.error_log if e.level_name in ("ERROR", "FATAL")), None)
-        text = " ".join((f"{first.message}, line {first.line}, column {first.column}" if first else str(exc)).split())
-        raise error(f"{what} is not well-formed XML ({text[:200]})") from None
+        raise error(f"{what} is not well-formed XML ({xml_error_text(exc, parser.error_log)})") from None
     if root is None:
         raise error(f"{what} is empty")
     return root
+
+
+def xml_error_text(exc: Exception, error_log=None) -> str:
+    """libxml2's error at its position, in one short line (its messages may
+    quote the document, newlines included): the first of a parser's own
+    error_log, else the exception's (iterparse's log is not the parse's)."""
+    first = next((e for e in error_log or () if e.level_name in ("ERROR", "FATAL")), None)
+    if first is not None:
+        text = f"{first.message}, line {first.line}, column {first.column}"
+    else:  # lxml's message names the position already
+        text = getattr(exc, "msg", None) or str(exc)
+    return " ".join(text.split())[:200]
 
 
 def read_xml_file(path: str, what: str):

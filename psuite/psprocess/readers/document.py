@@ -117,14 +117,11 @@ def parse(stream: IO[bytes], source: str) -> Document:
                     del parent[0]
         doc.root = parsed.root
     except etree.XMLSyntaxError as exc:
-        raise InputError(f"{source} is not well-formed XML ({one_line(str(exc))}); "
+        from psuite.hwpc.config import xml_error_text
+
+        raise InputError(f"{source} is not well-formed XML ({xml_error_text(exc)}); "
                          "check that the file is complete") from None
     if doc.root is None:
         raise InputError(f"{source} is empty; give a PerfSuite XML document")
     return doc
 
-
-def one_line(message: str, limit: int = 200) -> str:
-    """libxml2's message folded to one line and kept short."""
-    text = " ".join(message.split())
-    return text if len(text) <= limit else text[:limit - 3] + "..."
