@@ -10,7 +10,6 @@ from psuite.errors import ConfigError
 from psuite.hwpc.profiling import TIMERS, check_profile_event
 
 CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_native", "configs")
-DOMAINS = ("user", "kernel", "all")  # checked by the C parser; kept for importers
 
 
 def default_config_path() -> str:
