@@ -204,7 +204,10 @@ void ps_notes_init(void)
 }
 
 /* write(2) whole or not at all; a SIGPIPE it raises is consumed, the
- * thread's signal mask left as it was. */
+ * thread's signal mask left as it was.  The mask is changed by the system
+ * call itself, not through pthread_sigmask: that is psuite's own wrapper
+ * (exitpaths.c), which may call dlsym (not async-signal-safe; this runs in
+ * the fatal-signal handler) and rewrites the program's view of the faults. */
 static void write_no_sigpipe(int fd, const char *s, size_t n)
 {
     sigset_t pipe_only, saved, pending;
@@ -213,7 +216,7 @@ static void write_no_sigpipe(int fd, const char *s, size_t n)
     int saved_errno = errno;
     sigpending(&pending);
     int was_pending = sigismember(&pending, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe_only, &saved);
+    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &saved, 8);
     while (n > 0) {
         ssize_t w = write(fd, s, n);
         if (w < 0 && errno == EINTR)
@@ -229,7 +232,7 @@ static void write_no_sigpipe(int fd, const char *s, size_t n)
         if (sigismember(&pending, SIGPIPE))
             sigtimedwait(&pipe_only, NULL, &zero);
     }
-    pthread_sigmask(SIG_SETMASK, &saved, NULL);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, 8);
     errno = saved_errno;
 }
 
