@@ -103,21 +103,31 @@ static int apply_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old)
     return 0;
 }
 
+/* The C library's functions, looked up when measurement starts (a program
+ * may first call them from a signal handler, where dlsym is not safe). */
+static mask_fn real_sigprocmask, real_pthread_sigmask;
+
+static void find_mask_fns(void)
+{
+    if (!real_sigprocmask)
+        real_sigprocmask = (mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
+    if (!real_pthread_sigmask)
+        real_pthread_sigmask = (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+}
+
 PS_API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 {
-    static mask_fn real;
-    if (!real)
-        real = (mask_fn)dlsym(RTLD_NEXT, "sigprocmask");
-    return apply_mask(real, how, set, old);
+    if (!real_sigprocmask)
+        find_mask_fns();
+    return apply_mask(real_sigprocmask, how, set, old);
 }
 
 PS_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 {
-    static mask_fn real;
-    if (!real)
-        real = (mask_fn)dlsym(RTLD_NEXT, "pthread_sigmask");
+    if (!real_pthread_sigmask)
+        find_mask_fns();
     int saved = errno;
-    if (apply_mask(real, how, set, old) == 0) {
+    if (apply_mask(real_pthread_sigmask, how, set, old) == 0) {
         errno = saved;
         return 0;
     }
@@ -215,6 +225,7 @@ void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
     finish_fn = finish;
     resume_fn = resume;
     real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    find_mask_fns();
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
         struct sigaction old, sa;
         /* Only where the default action would kill the program: a signal it
