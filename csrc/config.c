@@ -573,11 +573,29 @@ static int parse_domain(const char *text, int *domain)
 
 static pthread_mutex_t parsed_lock = PTHREAD_MUTEX_INITIALIZER;
 static ps_hwpc_config_t parsed; /* large: not on the stack of the program's start-up */
+static char parsed_path[PATH_MAX];
+static struct stat parsed_stat;
+
+/* The file parsed into `parsed` (under parsed_lock), read once: start-up
+ * asks whether it is a profiling configuration, then reads its events. */
+static int parse_once(const char *path, char *why, size_t why_len)
+{
+    struct stat st;
+    if (parsed_path[0] && strcmp(parsed_path, path) == 0 && stat(path, &st) == 0 &&
+        st.st_dev == parsed_stat.st_dev && st.st_ino == parsed_stat.st_ino && st.st_size == parsed_stat.st_size &&
+        st.st_mtim.tv_sec == parsed_stat.st_mtim.tv_sec && st.st_mtim.tv_nsec == parsed_stat.st_mtim.tv_nsec)
+        return PS_HWPC_OK;
+    parsed_path[0] = '\0';
+    int rc = parse_file(path, &parsed, why, why_len);
+    if (rc == PS_HWPC_OK && strlen(path) < sizeof parsed_path && stat(path, &parsed_stat) == 0)
+        ps_strlcpy(parsed_path, path, sizeof parsed_path);
+    return rc;
+}
 
 static int load_file(ps_evset_t *set, const char *path, char *why, size_t why_len)
 {
     pthread_mutex_lock(&parsed_lock);
-    int rc = parse_file(path, &parsed, why, why_len);
+    int rc = parse_once(path, why, why_len);
     if (rc != PS_HWPC_OK)
         one_line(why, why_len);
     if (rc == PS_HWPC_OK && parsed.kind != PS_CONFIG_EVENTLIST) {
@@ -697,7 +715,7 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len)
     if (!file || !*file || getenv("PSUITE_EVENTS"))
         return 0;
     pthread_mutex_lock(&parsed_lock);
-    int rc = parse_file(file, &parsed, why, why_len);
+    int rc = parse_once(file, why, why_len);
     if (rc != PS_HWPC_OK)
         one_line(why, why_len);
     if (rc != PS_HWPC_OK || parsed.kind != PS_CONFIG_PROFILE) {

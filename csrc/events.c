@@ -165,7 +165,8 @@ int ps_perf_lookup(const char *name, unsigned *type, unsigned long long *config,
         return PS_EVENT_COUNTED;
     }
     if (ps_preset_exists(name, NULL)) {
-        snprintf(why, why_len, "PAPI preset with no perf_event generic equivalent (needs libpapi)");
+        snprintf(why, why_len, ps_perf_hardware_pmu() ? "PAPI preset with no perf_event generic equivalent (needs libpapi)"
+                                                      : "no hardware counters on this machine (no PMU)");
         return PS_EVENT_DROPPED;
     }
     snprintf(why, why_len, "no such event (see psinv -e)");

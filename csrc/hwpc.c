@@ -42,6 +42,24 @@ static void cpu_now(double *user, double *sys)
     *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 }
 
+/* The events as the configuration names them, before a backend resolved
+ * them: read once, for the backend tried second too. */
+static ps_evset_t requested; /* large: not on the stack of the program's start-up */
+
+/* Every requested name means something to the perf_event backend (a perf
+ * event, or a PAPI preset it can say it cannot count). */
+static int perf_knows_all(void)
+{
+    for (int i = 0; i < requested.nrequested; i++) {
+        unsigned type;
+        unsigned long long config;
+        char why[192];
+        if (ps_perf_lookup(requested.ev[i].name, &type, &config, why, sizeof why) == PS_EVENT_UNKNOWN)
+            return 0;
+    }
+    return 1;
+}
+
 static int choose_backend(char *why, size_t why_len)
 {
     const char *want = getenv("PSUITE_BACKEND");
@@ -50,6 +68,12 @@ static int choose_backend(char *why, size_t why_len)
         strcmp(want, "PAPI") != 0) {
         snprintf(why, why_len, "PSUITE_BACKEND must be PAPI or perf_event");
         return PS_BACKEND_NONE;
+    }
+    if (!(want && *want) && !ps_perf_hardware_pmu() && perf_knows_all()) {
+        /* PAPI would load and probe only to find no counter: what it could
+         * count here (software events), perf_event counts directly */
+        if (ps_perf_available(why, why_len))
+            return PS_BACKEND_PERF;
     }
     if (!(want && strcmp(want, "perf_event") == 0)) {
         if (ps_papi_load(papi_why, sizeof papi_why))
@@ -67,7 +91,7 @@ static int choose_backend(char *why, size_t why_len)
 /* PAPI that cannot inherit counts only the thread that started it.  Unless
  * PAPI was asked for by name, count through perf_event instead when it
  * counts every event PAPI does; either way, say what happens. */
-static void prefer_perf_for_threads(const char *events)
+static void prefer_perf_for_threads(void)
 {
     static ps_evset_t alt; /* large: not on the stack of the program's start-up */
     char why[256] = "";
@@ -75,11 +99,10 @@ static void prefer_perf_for_threads(const char *events)
     int forced = want && (strcmp(want, "PAPI") == 0 || strcmp(want, "papi") == 0);
     int better = 0;
     if (!forced) {
-        memset(&alt, 0, sizeof alt);
+        alt = requested;
         ps_strlcpy(alt.annotation, set.annotation, sizeof alt.annotation);
         alt.backend = PS_BACKEND_PERF;
-        better = ps_config_load(&alt, events, why, sizeof why) == PS_HWPC_OK && ps_perf_available(why, sizeof why) &&
-                 ps_perf_open(&alt) == PS_HWPC_OK;
+        better = ps_perf_available(why, sizeof why) && ps_perf_open(&alt) == PS_HWPC_OK;
         for (int i = 0; better && i < set.nrequested; i++)
             better = set.ev[i].status != PS_EVENT_COUNTED || alt.ev[i].status == PS_EVENT_COUNTED;
         if (!better && alt.ncounted)
@@ -116,6 +139,7 @@ static int init_locked(const char *events, const char *annotation)
         ps_message("%s", why);
         return rc;
     }
+    requested = set;
     set.backend = choose_backend(why, sizeof why);
     if (set.backend == PS_BACKEND_NONE) {
         ps_message("no counting backend: %s", why);
@@ -126,7 +150,7 @@ static int init_locked(const char *events, const char *annotation)
         if (set.ev[i].status == PS_EVENT_UNKNOWN)
             rc = PS_HWPC_ENOEVENT;
     if (rc == PS_HWPC_OK && set.backend == PS_BACKEND_PAPI && set.no_inherit[0])
-        prefer_perf_for_threads(events);
+        prefer_perf_for_threads();
     if (rc != PS_HWPC_OK) {
         if (set.backend == PS_BACKEND_PAPI)
             ps_papi_close(&set);

@@ -65,6 +65,7 @@ const char *ps_perf_to_papi_native(const char *name);
 
 /* perfev.c: direct perf_event backend */
 int ps_perf_available(char *why, size_t why_len);
+int ps_perf_hardware_pmu(void);
 int ps_perf_open(ps_evset_t *set);
 int ps_perf_enable(ps_evset_t *set, int on);
 int ps_perf_read(ps_evset_t *set, long long *values);

@@ -72,16 +72,17 @@ static int perf_open(unsigned type, unsigned long long config, int domain, int i
 
 static void open_error(int err, char *why, size_t len)
 {
-    int paranoid = (int)ps_read_ll("/proc/sys/kernel/perf_event_paranoid", 99);
     switch (err) {
     case ENOENT:
     case EOPNOTSUPP:
     case EINVAL:
-        snprintf(why, len, "not supported here (no hardware PMU, or not this CPU's event)");
+        snprintf(why, len, ps_perf_hardware_pmu() ? "not supported here (not this CPU's event)"
+                                                  : "no hardware counters on this machine (no PMU)");
         break;
     case EACCES:
     case EPERM:
-        snprintf(why, len, "not permitted (perf_event_paranoid is %d; try the user domain)", paranoid);
+        snprintf(why, len, "not permitted (perf_event_paranoid is %d; try the user domain)",
+                 (int)ps_read_ll("/proc/sys/kernel/perf_event_paranoid", 99));
         break;
     case ENODEV:
         snprintf(why, len, "no such PMU on this machine");
@@ -92,6 +93,23 @@ static void open_error(int err, char *why, size_t len)
     default:
         snprintf(why, len, "perf_event_open: %s", strerror(err));
     }
+}
+
+/* Whether the CPU has counters perf_event can open here, asked once: where
+ * it has none (most virtual machines), no PAPI preset can be counted, and
+ * the library need not load PAPI to learn that in every process. */
+int ps_perf_hardware_pmu(void)
+{
+    static int known = -1;
+    if (known < 0) {
+        int fd = perf_open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, PS_DOM_USER, 0);
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        /* EACCES and the like say nothing about the hardware: assume it is there */
+        known = fd >= 0 || !(err == ENOENT || err == EOPNOTSUPP || err == ENODEV);
+    }
+    return known;
 }
 
 int ps_perf_available(char *why, size_t why_len)
