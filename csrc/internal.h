@@ -125,6 +125,7 @@ ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
+void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */
 int ps_sampler_nthreads(void);
 const ps_sthread_t *ps_sampler_get(int i);
 const ps_profcfg_t *ps_sampler_config(void);
@@ -153,11 +154,19 @@ void ps_signals_forward(int sig, void *si, void *uc); /* a signal that is not ou
 /* profile_report.c: the <hwpcreport mode="profile"> documents */
 int ps_profile_write(int per_thread);
 void ps_profile_set_note(const char *note);  /* how the program ended, for <annotation> */
+int ps_profile_write_exec(int per_thread);   /* before an exec: the profiles, their paths remembered */
+void ps_profile_take_back(void);             /* the exec failed: those profiles removed */
 
 /* thread_counts.c: psrun -p in counting mode (after the process set is initialised) */
 int ps_thread_counts_init(void);
 void ps_thread_counts_freeze(void);  /* stop the running threads' counters, at process end */
 void ps_thread_counts_finish(void);  /* then write their reports */
+/* Before an exec: freeze (the threads' own reports held back until
+ * exec_failed), write the running threads' reports; if the exec fails,
+ * take them back and count on. */
+void ps_thread_counts_exec_freeze(void);
+void ps_thread_counts_exec_write(const char *why);
+void ps_thread_counts_exec_failed(void);
 
 /* hwpc.c: add to the counting report's <annotation> */
 void ps_hwpc_annotate(const char *text);

@@ -40,9 +40,12 @@ static int exiting_tid; /* the first thread in exit() */
 
 #define WAIT_WRITER_MS 5000
 
-/* The report written before an exec, removed if the exec fails. */
+/* The report written before an exec, removed if the exec fails (its name
+ * kept, so that the final report under that name is not announced again);
+ * with psrun -p the threads' reports too (thread_counts.c), and when
+ * profiling the profiles (profile_report.c). */
 static char exec_report[4096];
-static int exec_pending;
+static int exec_pending, exec_threads_pending;
 
 static int my_tid(void) { return (int)syscall(SYS_gettid); }
 
@@ -93,10 +96,27 @@ static void finish(const char *why)
     __atomic_store_n(&written, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&writer_tid, my_tid(), __ATOMIC_SEQ_CST);
     note_peak_memory();
-    if (why == ps_exec_why && !profiling && !per_thread()) {
-        /* the exec may fail: resume() takes this report back */
-        if (ps_hwpc_exec_write(why, exec_report, sizeof exec_report) == PS_HWPC_OK)
+    if (why == ps_exec_why && !profiling) {
+        /* the exec may fail: resume() takes these reports back */
+        if (per_thread()) {
+            ps_thread_counts_exec_freeze();
+            exec_threads_pending = 1;
+        }
+        if (exec_report[0]) /* taken back after an earlier failed exec: announced already */
+            ps_report_announced(exec_report);
+        char total_why[128];
+        snprintf(total_why, sizeof total_why, "%s; %s", PS_TOTAL_MARK, why);
+        if (ps_hwpc_exec_write(per_thread() ? total_why : why, exec_report, sizeof exec_report) == PS_HWPC_OK)
             exec_pending = 1;
+        if (per_thread())
+            ps_thread_counts_exec_write(why);
+    } else if (why == ps_exec_why) {
+        /* sampling paused, not stopped: if the exec fails, resume() takes
+         * the profile back and sampling goes on */
+        ps_sampler_pause(1);
+        ps_profile_set_note(why);
+        ps_profile_write_exec(per_thread());
+        exec_pending = 1;
     } else if (profiling) {
         ps_sampler_stop();
         ps_profile_set_note(why);
@@ -107,6 +127,8 @@ static void finish(const char *why)
             ps_hwpc_annotate(PS_TOTAL_MARK);
         }
         ps_hwpc_annotate(why);
+        if (exec_report[0]) /* taken back after a failed exec: announced already */
+            ps_report_announced(exec_report);
         ps_hwpc_stop(NULL);
         if (per_thread())
             ps_thread_counts_finish();
@@ -135,15 +157,28 @@ PS_API __attribute__((noreturn)) void exit(int status)
     _exit(status);
 }
 
-/* An exec that failed: the program goes on, and so does counting (its
- * remaining counts make a second report). */
+/* An exec that failed: the program goes on, and so does measurement; the
+ * reports written before the exec are taken back (one report per image). */
 static void resume(void)
 {
-    if (getpid() != measured_pid || profiling || !__atomic_load_n(&finished, __ATOMIC_SEQ_CST))
+    if (getpid() != measured_pid || !__atomic_load_n(&finished, __ATOMIC_SEQ_CST))
         return;
+    if (profiling) {
+        if (!exec_pending)
+            return;
+        exec_pending = 0;
+        ps_profile_take_back();
+        ps_profile_set_note(NULL);
+        ps_sampler_pause(0);
+        __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+        return;
+    }
+    if (exec_threads_pending) {
+        exec_threads_pending = 0;
+        ps_thread_counts_exec_failed();
+    }
     if (exec_pending) {
-        /* one report per image: the one written before the exec is taken
-         * back, counting goes on from where it was */
+        /* counting goes on from where it was */
         exec_pending = 0;
         ps_hwpc_exec_failed(exec_report);
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);

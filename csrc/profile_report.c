@@ -9,11 +9,13 @@
 #define _GNU_SOURCE
 #endif
 #include <elf.h>
+#include <errno.h>
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -159,8 +161,11 @@ static void cpu_times(int index, double *user, double *sys)
         return;
     }
     const ps_sthread_t *t = ps_sampler_get(index);
-    *user = t->user_ns / 1e9;
-    *sys = t->sys_ns / 1e9;
+    long long user_ns = t->user_ns, sys_ns = t->sys_ns;
+    if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) /* sampling paused before an exec: its times so far */
+        ps_tid_times(t->tid, ps_tid_cpu_ns(t->tid), &user_ns, &sys_ns);
+    *user = user_ns / 1e9;
+    *sys = sys_ns / 1e9;
 }
 
 /* index: a thread's (from 0), or -1 for the process; with per_thread, the
@@ -269,23 +274,92 @@ static void said(int rc, const char *path)
         ps_message("could not save the report %s: %m", path);
 }
 
-int ps_profile_write(int per_thread)
+/* The profiles written before an exec, taken back if it fails: their paths
+ * by report (0 the process's, i + 1 the i-th thread's) in one mmap'd area
+ * sized for the reports there were.  The paths stay after they are taken
+ * back, so the final profiles under those names are not announced again. */
+typedef char path_t[PATH_MAX];
+static path_t *paths;
+static int npaths, pending;
+
+static char *path_slot(int k, int n)
+{
+    if (k < npaths)
+        return paths[k];
+    if (n <= k)
+        n = k + 1;
+    void *area = mmap(NULL, sizeof(path_t) * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (area == MAP_FAILED)
+        return NULL;
+    if (paths) {
+        memcpy(area, paths, sizeof(path_t) * (size_t)npaths);
+        munmap(paths, sizeof(path_t) * (size_t)npaths);
+    }
+    paths = area;
+    npaths = n;
+    return paths[k];
+}
+
+/* One report (k: 0 the process's, i + 1 the i-th thread's); with
+ * `remember`, its path kept for ps_profile_take_back. */
+static int write_report(int k, int per_thread, const modules_t *mods, int remember, int n, char *summary,
+                        size_t summary_len)
+{
+    char path[PATH_MAX];
+    path[0] = '\0';
+    if (k < npaths && paths[k][0]) /* taken back after a failed exec: announced already */
+        ps_report_announced(paths[k]);
+    int rc = write_one(k - 1, per_thread, mods, path, sizeof path, summary, summary_len);
+    said(rc, path);
+    int saved = rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST;
+    char *slot = remember && saved ? path_slot(k, n) : NULL;
+    if (slot)
+        ps_strlcpy(slot, path, sizeof(path_t));
+    else {
+        if (remember && saved) /* nowhere to remember it: not left behind */
+            unlink(path);
+        if (k < npaths)
+            paths[k][0] = '\0';
+    }
+    return rc;
+}
+
+static int write_all(int per_thread, int remember)
 {
     modules_t mods = {0};
     dl_iterate_phdr(add_module, &mods);
     qsort(mods.v, (size_t)mods.n, sizeof *mods.v, by_lo);
-    char path[PATH_MAX], summary[1200];
-    int rc = write_one(-1, per_thread, &mods, path, sizeof path, summary, sizeof summary);
-    said(rc, path);
+    char summary[1200];
+    int n = 1 + (per_thread ? ps_sampler_nthreads() : 0);
+    int rc = write_report(0, per_thread, &mods, remember, n, summary, sizeof summary);
     ps_note("profile: %s", summary);
-    for (int i = 0; per_thread && i < ps_sampler_nthreads(); i++) {
-        int trc = write_one(i, per_thread, &mods, path, sizeof path, NULL, 0);
-        said(trc, path);
+    for (int k = 1; k < n; k++) {
+        int trc = write_report(k, per_thread, &mods, remember, n, NULL, 0);
         if (trc != PS_HWPC_OK && trc != PS_HWPC_EEXIST)
             rc = trc;
     }
     for (int i = 0; i < mods.n; i++)
         free(mods.v[i].file);
     free(mods.v);
+    if (remember)
+        pending = n;
     return rc == PS_HWPC_EEXIST ? PS_HWPC_OK : rc;
+}
+
+int ps_profile_write(int per_thread) { return write_all(per_thread, 0); }
+
+/* Before an exec (sampling paused): the profiles under their final names,
+ * in case the exec succeeds. */
+int ps_profile_write_exec(int per_thread) { return write_all(per_thread, 1); }
+
+/* The exec failed: the profiles written before it are removed; the final
+ * ones come at the program's end. */
+void ps_profile_take_back(void)
+{
+    int saved = errno;
+    for (int k = 0; k < pending && k < npaths; k++)
+        if (paths[k][0])
+            unlink(paths[k]);
+    pending = 0;
+    errno = saved;
 }

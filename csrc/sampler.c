@@ -45,6 +45,7 @@ enum { SRC_PERF = 1, SRC_CPUTIMER, SRC_REAL };
 static ps_profcfg_t cfg;
 static int source;
 static volatile int active;                     /* samples are recorded */
+static volatile int paused;                     /* around an exec: sources held, samples ignored */
 static ps_sthread_t threads[PS_MAX_THREADS];
 static int nthreads;                            /* slots handed out */
 static unsigned long unsampled;                 /* threads beyond PS_MAX_THREADS */
@@ -113,7 +114,8 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     }
     if (!ours)
         ps_signals_forward(sig, si, ucv);
-    else if (active && index >= 0 && index < PS_MAX_THREADS && __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE))
+    else if (active && !paused && index >= 0 && index < PS_MAX_THREADS &&
+             __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE))
         record(&threads[index], interrupted_pc(ucv));
     errno = saved;
 }
@@ -279,7 +281,7 @@ static void *real_sampler(void *arg)
         if (real_stop)
             break;
         pthread_mutex_lock(&real_lock);
-        int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+        int n = paused ? 0 : __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
         for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
             if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE) && threads[i].syscall_fd >= 0)
                 sample_blocked_or_signal(&threads[i], pid);
@@ -364,6 +366,39 @@ void ps_sampler_stop(void)
         ps_sampler_thread_end(&threads[i]);
 }
 
+/* Before an exec (on = 1): no more samples and no more signals from the
+ * sources - a SIGPROF still pending when the exec succeeds would meet the
+ * new image's default action and kill it - but the sources are kept: if
+ * the exec fails (on = 0) sampling goes on from them.  When the exec
+ * succeeds the image goes with its timers and CLOEXEC perf descriptors,
+ * and the ITIMER_REAL sampler thread with the other threads (paused, it
+ * signals no one meanwhile). */
+void ps_sampler_pause(int on)
+{
+    if (!source || !active)
+        return;
+    pthread_mutex_lock(&real_lock); /* the REAL sampler signals nobody after this */
+    paused = on;
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (!on) {
+        its.it_interval.tv_sec = cfg.threshold / 1000000;
+        its.it_interval.tv_nsec = (cfg.threshold % 1000000) * 1000;
+        its.it_value = its.it_interval;
+    }
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            continue;
+        if (t->perf_fd >= 0)
+            ioctl(t->perf_fd, on ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0);
+        if (t->has_timer)
+            timer_settime(t->timer, 0, &its, NULL);
+    }
+    pthread_mutex_unlock(&real_lock);
+}
+
 int ps_sampler_nthreads(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
@@ -414,6 +449,7 @@ void ps_sampler_restart_after_fork(void)
     nthreads = 0;
     unsampled = 0;
     real_stop = 0;
+    paused = 0;
     active = 1;
     started_ns = ps_wallclock_ns();
     ps_threads_adopt(ps_sampler_thread_begin());

@@ -1,6 +1,8 @@
 /* exit_paths.c - ends in the way its argument names, so a test can check
  * each writes its report and keeps its exit status or signal:
  *   return N | exit N | _exit N | _Exit N | thread_exit N | exec | exec_fail
+ *   | exec_fail_after N (N more threads, running through the failed exec;
+ *     then each thread, main too, spends 0.3 s of CPU time)
  *   | segv | fpe | abort | bus | raise SIGNUM | ignored_int | own_term | query
  * Prints a line first, so output pass-through is visible too. */
 #include <errno.h>
@@ -9,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prof_loop_small.h"
@@ -19,6 +22,29 @@ static void *exiting_thread(void *arg)
 {
     (void)arg;
     exit(code);
+}
+
+/* Spin until the calling thread has used `seconds` of CPU time more. */
+static void spin_cpu(double seconds)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    volatile double x = 0;
+    do {
+        for (int i = 0; i < 100000; i++)
+            x += i * 0.5;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < seconds);
+}
+
+static pthread_barrier_t after_exec;
+
+static void *working_after_exec(void *arg)
+{
+    (void)arg;
+    pthread_barrier_wait(&after_exec); /* running, blocked, through the failed exec */
+    spin_cpu(0.3);
+    return NULL;
 }
 
 static void on_term(int sig)
@@ -52,6 +78,21 @@ int main(int argc, char **argv)
     if (!strcmp(how, "exec_fail")) { /* the caller sees the exec's errno */
         execl("/nonexistent/program", "program", (char *)NULL);
         printf("exec failed: %s\n", strerror(errno));
+        return 5;
+    }
+    if (!strcmp(how, "exec_fail_after")) { /* work after the failed exec, in every thread */
+        pthread_t t[16];
+        int n = code < 0 ? 0 : code > 16 ? 16 : code;
+        pthread_barrier_init(&after_exec, NULL, (unsigned)n + 1);
+        for (int i = 0; i < n; i++)
+            pthread_create(&t[i], NULL, working_after_exec, NULL);
+        execl("/nonexistent/program", "program", (char *)NULL);
+        printf("exec failed: %s\n", strerror(errno));
+        fflush(stdout);
+        pthread_barrier_wait(&after_exec);
+        spin_cpu(0.3);
+        for (int i = 0; i < n; i++)
+            pthread_join(t[i], NULL);
         return 5;
     }
     if (!strcmp(how, "segv")) {
