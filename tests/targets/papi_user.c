@@ -12,8 +12,10 @@
  *   fork       fork; parent and child work; no PAPI use by the program
  *   fork-papi  fork; the child re-initialises PAPI and counts as in papi
  *   papi-fork  count as in papi, then fork; the child works (no PAPI calls)
+ *   papi-thread  count as in papi in a second thread (no PAPI_thread_init)
  * Prints "name=value" lines on stdout. */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +95,12 @@ static void count(const char *who)
     printf("%s.defdom_after=%d\n", who, papi.get_opt(PAPI_DEFDOM, NULL));
 }
 
+static void *counting_thread(void *arg)
+{
+    count(arg);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "papi";
@@ -102,6 +110,16 @@ int main(int argc, char **argv)
             return 1;
         work(0.02);
         count("main");
+        work(0.02);
+        return 0;
+    }
+    if (strcmp(mode, "papi-thread") == 0) {
+        pthread_t t;
+        if (!load())
+            return 1;
+        work(0.02);
+        if (pthread_create(&t, NULL, counting_thread, "thread") != 0 || pthread_join(t, NULL) != 0)
+            return 1;
         work(0.02);
         return 0;
     }
