@@ -84,6 +84,10 @@ void ps_papi_close(ps_evset_t *set);
 int ps_papi_probe(const char *name, char *why, size_t why_len);
 int ps_papi_catalogue(int index, char *name, size_t name_len, char *desc,
                       size_t desc_len, const char **kind);
+/* the program's PAPI_start (start: its libpapi's) may have failed with
+ * PAPI_EISRUN only because psuite's set runs on this thread */
+int ps_papi_blocks_start(int (*start)(int), int eventset);
+void *ps_papi_start_function(void);  /* libpapi's PAPI_start through psuite's handle */
 
 /* config.c: PerfSuite event list files and PSUITE_EVENTS */
 int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len);

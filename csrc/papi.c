@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -18,6 +20,10 @@
 #define PAPI_NULL (-1)
 #define PAPI_ECNFLCT (-8)
 #define PAPI_ENOEVNT (-7)
+#define PAPI_EISRUN (-10)
+#define PAPI_RUNNING 4
+#define PAPI_DEFDOM 4
+#define PAPI_DOMAIN 5
 #define PAPI_PRESET_MASK ((int)0x80000000)
 #define PAPI_NATIVE_MASK 0x40000000
 #define PAPI_ENUM_EVENTS 0
@@ -61,7 +67,9 @@ static struct {
     int (*set_multiplex)(int);
     int (*assign_eventset_component)(int, int);
     int (*set_cmp_domain)(int, int);
+    int (*get_cmp_opt)(int, void *, int);
     int (*set_opt)(int, void *);
+    int (*state)(int, int *);
     char *(*strerror)(int);
 } papi;
 
@@ -70,6 +78,13 @@ static int load_state;          /* 1 loaded, -1 failed */
 static char load_why[256];
 static char version[64];
 static int papi_major;
+static int papi_version_code;   /* what PAPI_library_init accepted */
+static pid_t papi_pid;          /* the process PAPI was initialised in */
+
+/* psuite's event set while it counts, and the thread counting it (PAPI
+ * counts one running event set per thread and component). */
+static int running_set = -1;
+static pid_t running_tid;
 
 static void *papi_sym(void *h, const char *name, int *missing)
 {
@@ -125,7 +140,9 @@ static void load(void)
     SYM(set_multiplex, "PAPI_set_multiplex");
     SYM(assign_eventset_component, "PAPI_assign_eventset_component");
     SYM(set_cmp_domain, "PAPI_set_cmp_domain");
+    SYM(get_cmp_opt, "PAPI_get_cmp_opt");
     SYM(set_opt, "PAPI_set_opt");
+    SYM(state, "PAPI_state");
     SYM(strerror, "PAPI_strerror");
 #undef SYM
     if (missing) {
@@ -155,6 +172,8 @@ static void load(void)
     else
         snprintf(version, sizeof version, "%d.%d", got >> 24 & 0xff, got >> 16 & 0xff);
     papi_major = got >> 24 & 0xff;
+    papi_version_code = got;
+    papi_pid = getpid();
     load_state = 1;
 }
 
@@ -180,13 +199,41 @@ static int name_to_code(const char *name, int *code)
     return papi.event_name_to_code((char *)(alias ? alias : name), code);
 }
 
-/* Create, add, start, stop, destroy: the only proof an event counts here. */
-static int try_event(int code, char *why, size_t why_len)
+/* A new event set of component cidx counting in domain dom, without
+ * changing the component's default domain, which is the program's (its own
+ * event sets count in it).  PAPI_set_opt(PAPI_DOMAIN) on the set would do,
+ * but PAPI's perf_event component checks it by opening a hardware counter,
+ * so it fails where there is no PMU.  A set takes the component's default
+ * domain when it is assigned the component: the default is switched for
+ * that call only, and put back. */
+static int new_set(int cidx, int dom, int *es)
+{
+    int rc;
+    *es = PAPI_NULL;
+    if ((rc = papi.create_eventset(es)) != PAPI_OK)
+        return rc;
+    int was = papi.get_cmp_opt(PAPI_DEFDOM, NULL, cidx);
+    int switched = was > 0 && was != dom && papi.set_cmp_domain(dom, cidx) == PAPI_OK;
+    rc = papi.assign_eventset_component(*es, cidx);
+    if (switched)
+        papi.set_cmp_domain(was, cidx);
+    if (rc == PAPI_OK && was != dom && !switched) {
+        int opt[64] = {cidx, *es, dom}; /* PAPI_domain_option_t: def_cidx, eventset, domain */
+        rc = papi.set_opt(PAPI_DOMAIN, opt);
+    }
+    if (rc != PAPI_OK)
+        papi.destroy_eventset(es);
+    return rc;
+}
+
+/* Create, add, start, stop, destroy: the only proof an event counts here.
+ * With cidx >= 0 the set counts in domain dom, as psuite's own will. */
+static int try_event(int code, int cidx, int dom, char *why, size_t why_len)
 {
     int es = PAPI_NULL, rc;
     long long v[1];
-    if ((rc = papi.create_eventset(&es)) != PAPI_OK) {
-        snprintf(why, why_len, "PAPI_create_eventset: %s", papi_error(rc));
+    if ((rc = cidx >= 0 ? new_set(cidx, dom, &es) : papi.create_eventset(&es)) != PAPI_OK) {
+        snprintf(why, why_len, "creating a PAPI event set: %s", papi_error(rc));
         return PS_EVENT_DROPPED;
     }
     const char *step = "PAPI_add_event";
@@ -217,11 +264,49 @@ int ps_papi_probe(const char *name, char *why, size_t why_len)
         snprintf(why, why_len, "no such PAPI event (see psinv -e)");
         return PS_EVENT_UNKNOWN;
     }
-    return try_event(code, why, why_len);
+    return try_event(code, -1, 0, why, why_len);
+}
+
+/* In a forked child, PAPI's tables are the parent's: psuite's set counts
+ * there as running on this thread, so no set of the child can start.  PAPI
+ * sets itself up anew in a child when PAPI_library_init is called again
+ * (it checks the pid); that also discards the program's own event sets,
+ * so it is done only when the program has none. */
+static int own_set = PAPI_NULL; /* psuite's set in the process PAPI was set up in */
+
+static int reinit_after_fork(char *why, size_t why_len)
+{
+    int st;
+    for (int es = 0; es < 4096; es++)
+        if (es != own_set && papi.state(es, &st) == PAPI_OK) {
+            snprintf(why, why_len, "the program has PAPI event sets of its own, which setting PAPI up again "
+                                   "in the child would discard");
+            return -1;
+        }
+    int got = papi.library_init(papi_version_code);
+    if (got != papi_version_code) {
+        snprintf(why, why_len, "PAPI_library_init in the child: %s", papi_error(got));
+        return -1;
+    }
+    papi_pid = getpid();
+    own_set = PAPI_NULL;
+    return 0;
 }
 
 int ps_papi_open(ps_evset_t *set)
 {
+    if (getpid() != papi_pid) {
+        char why[256];
+        if (reinit_after_fork(why, sizeof why) != 0) {
+            size_t used = strlen(set->annotation);
+            snprintf(set->annotation + used, sizeof set->annotation - used, "%snot measured: %s", used ? "; " : "",
+                     why);
+            if (!ps_env_flag("PSUITE_QUIET"))
+                ps_message("forked child %d not measured through PAPI: %s (--backend perf_event measures it)",
+                           (int)getpid(), why);
+            return PS_HWPC_EBACKEND;
+        }
+    }
     int papi_dom = set->domain == PS_DOM_USER ? PAPI_DOM_USER
                  : set->domain == PS_DOM_KERNEL ? PAPI_DOM_KERNEL : PAPI_DOM_ALL;
     int codes[PS_HWPC_MAX_EVENTS];
@@ -238,17 +323,14 @@ int ps_papi_open(ps_evset_t *set)
             continue;
         }
         int c = papi.get_event_component(codes[i]);
-        if (cidx < 0 && c >= 0) {
+        if (cidx < 0 && c >= 0)
             cidx = c;
-            papi.set_cmp_domain(papi_dom, cidx);
-        }
-        e->status = try_event(codes[i], e->why, sizeof e->why);
+        e->status = try_event(codes[i], c, papi_dom, e->why, sizeof e->why);
     }
     if (cidx < 0)
         return PS_HWPC_ENOCOUNT;
     set->papi_eventset = PAPI_NULL;
-    if ((rc = papi.create_eventset(&set->papi_eventset)) != PAPI_OK ||
-        (rc = papi.assign_eventset_component(set->papi_eventset, cidx)) != PAPI_OK)
+    if (new_set(cidx, papi_dom, &set->papi_eventset) != PAPI_OK)
         return PS_HWPC_EBACKEND;
     /* Threads and children created later are counted too (perf inherit).
      * PAPI's perf_event component checks this option by opening a hardware
@@ -290,12 +372,17 @@ int ps_papi_open(ps_evset_t *set)
             ps_strlcpy(e->name, alias, sizeof e->name);
         set->counted[set->ncounted++] = i;
     }
+    own_set = set->papi_eventset;
     return set->ncounted ? PS_HWPC_OK : PS_HWPC_ENOCOUNT;
 }
 
 int ps_papi_start(ps_evset_t *set)
 {
-    return papi.start(set->papi_eventset) == PAPI_OK ? PS_HWPC_OK : PS_HWPC_EBACKEND;
+    if (papi.start(set->papi_eventset) != PAPI_OK)
+        return PS_HWPC_EBACKEND;
+    __atomic_store_n(&running_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_SEQ_CST);
+    __atomic_store_n(&running_set, set->papi_eventset, __ATOMIC_SEQ_CST);
+    return PS_HWPC_OK;
 }
 
 /* PAPI_start resets the counters, so a suspend banks what was counted. */
@@ -304,6 +391,7 @@ int ps_papi_stop(ps_evset_t *set, long long *values)
     long long v[PS_HWPC_MAX_EVENTS];
     if (papi.stop(set->papi_eventset, v) != PAPI_OK)
         return PS_HWPC_EBACKEND;
+    __atomic_store_n(&running_set, -1, __ATOMIC_SEQ_CST);
     for (int k = 0; k < set->ncounted; k++) {
         set->papi_acc[k] += v[k];
         if (values)
@@ -324,6 +412,13 @@ int ps_papi_read(ps_evset_t *set, long long *values)
 
 void ps_papi_close(ps_evset_t *set)
 {
+    if (getpid() != papi_pid) {
+        /* a forked child: the set is the parent's copy in PAPI's tables,
+         * its descriptors shared with the parent; stopping it here would
+         * stop the parent's counters.  Forgotten, not touched. */
+        set->papi_eventset = PAPI_NULL;
+        __atomic_store_n(&running_set, -1, __ATOMIC_SEQ_CST);
+    }
     if (set->papi_eventset != PAPI_NULL) {
         papi.cleanup_eventset(set->papi_eventset);
         papi.destroy_eventset(&set->papi_eventset);
@@ -380,13 +475,19 @@ int ps_papi_catalogue(int index, char *name, size_t name_len, char *desc, size_t
     pthread_once(&once, build_catalogue);
     if (index < 0 || index >= catalogue_len)
         return 0;
-    static __thread char info[16384];
-    if (papi.get_event_info(catalogue[index], info) != PAPI_OK)
-        return 0;
-    ps_strlcpy(name, info + INFO_SYMBOL, name_len);
-    ps_strlcpy(desc, info + INFO_LONG_DESCR, desc_len);
-    *kind = catalogue[index] & PAPI_PRESET_MASK ? "preset" : "native";
-    return 1;
+    /* PAPI_event_info_t is large (PAPI 7: over 15 KiB): one buffer, not
+     * thread-local storage carved out of every thread of the program. */
+    static pthread_mutex_t info_lock = PTHREAD_MUTEX_INITIALIZER;
+    static char info[16384];
+    pthread_mutex_lock(&info_lock);
+    int ok = papi.get_event_info(catalogue[index], info) == PAPI_OK;
+    if (ok) {
+        ps_strlcpy(name, info + INFO_SYMBOL, name_len);
+        ps_strlcpy(desc, info + INFO_LONG_DESCR, desc_len);
+        *kind = catalogue[index] & PAPI_PRESET_MASK ? "preset" : "native";
+    }
+    pthread_mutex_unlock(&info_lock);
+    return ok;
 }
 
 PS_API const char *ps_papi_version(void) { return ps_papi_version_string(); }
@@ -405,3 +506,20 @@ PS_API int ps_papi_component(int index, char *name, size_t name_len, int *disabl
     *counters = *disabled ? 0 : papi.num_cmp_hwctrs(index);
     return 1;
 }
+
+/* papi_coexist.c: may the program's PAPI_start (through start, its libpapi's)
+ * have failed with PAPI_EISRUN because psuite's set runs on this thread?
+ * Only when it is the same libpapi, psuite's set runs on the calling
+ * thread, and the program's set is another one and not running itself. */
+int ps_papi_blocks_start(int (*start)(int), int eventset)
+{
+    int st;
+    int running = __atomic_load_n(&running_set, __ATOMIC_SEQ_CST);
+    if (load_state <= 0 || start != papi.start || running < 0 || eventset == running || getpid() != papi_pid ||
+        __atomic_load_n(&running_tid, __ATOMIC_SEQ_CST) != (pid_t)syscall(SYS_gettid))
+        return 0;
+    return papi.state(eventset, &st) == PAPI_OK && !(st & PAPI_RUNNING);
+}
+
+/* libpapi's PAPI_start through psuite's own handle (NULL: not loaded). */
+void *ps_papi_start_function(void) { return ps_papi_load(NULL, 0) ? *(void **)&papi.start : NULL; }
