@@ -45,6 +45,7 @@ void ps_exitpaths_noted(int sig, const void *action);
 int ps_exitpaths_handles(int sig);
 void ps_exitpaths_signal_report(int sig);
 int ps_exitpaths_is_watchdog(const void *siginfo);
+int ps_exitpaths_default_action(int sig, void *action);
 unsigned long ps_exitpaths_enter_mask(sigset_t *set);
 void ps_exitpaths_leave_mask(unsigned long saved);
 
@@ -335,6 +336,34 @@ static void give_altstack(void)
     pthread_setspecific(alt_key, mem);
 }
 
+static int is_fatal(int sig)
+{
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        if (fatal[i].sig == sig)
+            return 1;
+    return sig >= SIGRTMIN && sig <= SIGRTMAX;
+}
+
+static void fill_action(struct sigaction *sa)
+{
+    memset(sa, 0, sizeof *sa);
+    sa->sa_sigaction = on_fatal;
+    sa->sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa->sa_mask);
+}
+
+/* The program sets the default action of sig (often restoring the action
+ * sigaction() told it of, after a handler of its own): where the default
+ * ends the process, psuite's action is what is installed (a struct
+ * sigaction into action; returns 1), so that it still writes the report. */
+int ps_exitpaths_default_action(int sig, void *action)
+{
+    if (!finish_fn || !is_fatal(sig) || ps_signals_owned(sig))
+        return 0;
+    fill_action(action);
+    return 1;
+}
+
 static void hook_fatal(int sig)
 {
     struct sigaction old, sa;
@@ -345,10 +374,7 @@ static void hook_fatal(int sig)
     if (ps_signals_owned(sig) || sigaction(sig, NULL, &old) || old.sa_handler != SIG_DFL ||
         (old.sa_flags & SA_SIGINFO))
         return;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = on_fatal;
-    sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
+    fill_action(&sa);
     if (sigaction(sig, &sa, NULL) == 0)
         ps_exitpaths_noted(sig, &sa);
 }

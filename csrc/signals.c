@@ -29,6 +29,7 @@ void ps_exitpaths_noted(int sig, const void *action);
 int ps_exitpaths_handles(int sig);
 void ps_exitpaths_signal_report(int sig);
 int ps_exitpaths_is_watchdog(const void *siginfo);
+int ps_exitpaths_default_action(int sig, void *action);
 unsigned long ps_exitpaths_enter_mask(sigset_t *set);
 void ps_exitpaths_leave_mask(unsigned long saved);
 
@@ -190,6 +191,9 @@ PS_API int sigaction(int sig, const struct sigaction *act, struct sigaction *old
 {
     sigaction_fn real = real_sigaction();
     if (!owned_sig || sig != owned_sig) {
+        struct sigaction reported;
+        if (act && act->sa_handler == SIG_DFL && ps_exitpaths_default_action(sig, &reported))
+            act = &reported; /* the default, with the report first (exitpaths.c) */
         int rc = real ? real(sig, act, old) : -1;
         if (rc == 0 && old && ps_exitpaths_is_ours(old)) { /* psuite's report-on-signal: the program set none */
             memset(old, 0, sizeof *old);
@@ -222,6 +226,9 @@ PS_API sighandler_t signal(int sig, sighandler_t handler)
             real = (sighandler_t(*)(int, sighandler_t))dlsym(RTLD_NEXT, "signal");
         if (!real)
             return SIG_ERR;
+        struct sigaction dfl, before;
+        if (handler == SIG_DFL && ps_exitpaths_default_action(sig, &dfl)) /* as sigaction() does */
+            return sigaction(sig, &dfl, &before) ? SIG_ERR : before.sa_handler;
         int reported = ps_exitpaths_handles(sig);
         sighandler_t old = real(sig, handler);
         if (old == SIG_ERR)

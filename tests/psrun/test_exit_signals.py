@@ -143,6 +143,20 @@ def test_own_fault_handler_blocks_for_real(targets, workdir, mode, how):
     the_report(workdir, mode)
 
 
+RESTORED = [int(signal.SIGILL), int(signal.SIGUSR1), int(signal.SIGRTMIN) + 2]
+
+
+@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("how", ["sigaction", "signal"])
+@pytest.mark.parametrize("sig", RESTORED, ids=[signal_name(s) for s in RESTORED])
+def test_default_put_back_still_writes_the_report(targets, workdir, mode, how, sig):
+    # a handler of its own for a while (a probe), then the action it was
+    # told of put back: the default, with psuite's report first
+    bare = bare_and_psrun(targets, mode, "exit_signals", "restore_default", how, str(sig))
+    assert bare.returncode == -sig
+    assert ended_by(the_report(workdir, mode)) == signal_name(sig)
+
+
 @pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
 def test_mask_calls_make_no_extra_system_calls(targets, workdir):
     # rt_sigaction about once per signal at start, not once per fault signal

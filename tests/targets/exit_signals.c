@@ -10,7 +10,9 @@
  *                         stack), i (SA_SIGINFO); prints the mask, the
  *                         stack and the action as the handler sees them
  *   own_segv_blocked sigaction|signal   its own SIGSEGV handler, SIGSEGV
- *                         blocked and sent: it stays pending */
+ *                         blocked and sent: it stays pending
+ *   restore_default sigaction|signal SIGNUM   a handler of its own, then
+ *                         the action it replaced put back, then raise() */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -169,6 +171,21 @@ int main(int argc, char **argv)
         printf("SIGSEGV pending %d\n", sigismember(&pending, SIGSEGV));
         fflush(stdout);
         signal(SIGSEGV, SIG_IGN); /* discards it */
+        return 0;
+    }
+    if (!strcmp(how, "restore_default")) {
+        int sig = argc > 3 ? atoi(argv[3]) : SIGILL;
+        if (!strcmp(arg, "signal")) {
+            sighandler_t before = signal(sig, on_segv);
+            signal(sig, before);
+        } else {
+            struct sigaction sa, before;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = on_segv;
+            sigaction(sig, &sa, &before);
+            sigaction(sig, &before, NULL);
+        }
+        raise(sig);
         return 0;
     }
     return 3;
