@@ -1,10 +1,12 @@
 /* exitpaths.c - every way a measured program can end writes its report:
  * return from main and exit() (atexit, in preload.c), _exit()/_Exit(),
- * exec (the old image's report first), and fatal signals the program does
- * not handle itself.  On a signal the data are written, then the default
- * action is restored and the signal raised again, so the program dies of
- * the same signal with the same core behaviour; a watchdog re-raises it if
- * writing hangs (a signal in the middle of malloc, say). */
+ * quick_exit(), exec (the old image's report first), and fatal signals the
+ * program does not handle itself: every signal whose default action ends
+ * the process, the real-time ones included.  On a signal the data are
+ * written, then the default action is restored and the signal raised again,
+ * so the program dies of the same signal with the same core behaviour; a
+ * watchdog re-raises it if writing hangs (a signal in the middle of malloc,
+ * say). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -12,6 +14,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
@@ -32,18 +35,64 @@ const char ps_exec_why[] = "written before exec";
 static void (*finish_fn)(const char *why);
 /* The C library's _exit, looked up when measurement starts rather than
  * first in a vfork child or in a dying program. */
-static exit_fn real__exit;
+static exit_fn real__exit, real_quick_exit;
 static void (*resume_fn)(void);
 
+/* Shared with signals.c (declared here, as internal.h is not this file's):
+ * psuite's own use of SIGPROF, and what the program's sigaction() changes. */
+int ps_signals_owned(int sig);
+void ps_exitpaths_noted(int sig, const void *action);
+int ps_exitpaths_handles(int sig);
+void ps_exitpaths_signal_report(int sig);
+int ps_exitpaths_is_watchdog(const void *siginfo);
+int ps_exitpaths_default_action(int sig, void *action);
+unsigned long ps_exitpaths_enter_mask(sigset_t *set);
+void ps_exitpaths_leave_mask(unsigned long saved);
+
+/* Every signal whose default action ends the process, but SIGKILL (cannot
+ * be caught) and the real-time ones (SIGRTMIN..SIGRTMAX, known at run time:
+ * glibc keeps the first few for itself), which are added to these. */
 static const struct {
     int sig;
     const char *name;
 } fatal[] = {
-    {SIGSEGV, "SIGSEGV"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},   {SIGABRT, "SIGABRT"},
-    {SIGTRAP, "SIGTRAP"}, {SIGSYS, "SIGSYS"},   {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},   {SIGHUP, "SIGHUP"},
-    {SIGQUIT, "SIGQUIT"}, {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGUSR1, "SIGUSR1"}, {SIGUSR2, "SIGUSR2"},
-    {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"},
+    {SIGSEGV, "SIGSEGV"},     {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGILL, "SIGILL"},       {SIGABRT, "SIGABRT"},
+    {SIGTRAP, "SIGTRAP"},     {SIGSYS, "SIGSYS"},   {SIGTERM, "SIGTERM"}, {SIGINT, "SIGINT"},       {SIGHUP, "SIGHUP"},
+    {SIGQUIT, "SIGQUIT"},     {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGUSR1, "SIGUSR1"},     {SIGUSR2, "SIGUSR2"},
+    {SIGXCPU, "SIGXCPU"},     {SIGXFSZ, "SIGXFSZ"}, {SIGVTALRM, "SIGVTALRM"}, {SIGPROF, "SIGPROF"}, {SIGIO, "SIGIO"},
+    {SIGPWR, "SIGPWR"},       {SIGSTKFLT, "SIGSTKFLT"},
 };
+
+/* The signal's name, as kill -l gives it (SIGRTMIN+3, SIGRTMAX-2):
+ * async-signal-safe, into buf (at least 16 bytes). */
+static const char *sig_name(int sig, char *buf)
+{
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        if (fatal[i].sig == sig)
+            return fatal[i].name;
+    int lo = SIGRTMIN, hi = SIGRTMAX;
+    if (sig < lo || sig > hi)
+        return "a signal";
+    const char *base = "SIGRTMIN";
+    char op = '+';
+    int n = sig - lo;
+    if (n > (hi - lo) / 2) {
+        base = "SIGRTMAX";
+        op = '-';
+        n = hi - sig;
+    }
+    size_t k = 0;
+    for (; base[k]; k++)
+        buf[k] = base[k];
+    if (n) {
+        buf[k++] = op;
+        if (n >= 10)
+            buf[k++] = (char)('0' + n / 10);
+        buf[k++] = (char)('0' + n % 10);
+    }
+    buf[k] = '\0';
+    return buf;
+}
 
 /* ---- faults in threads that block them -------------------------------------
  * The kernel delivers a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP,
@@ -56,14 +105,64 @@ static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
 static __thread unsigned long fault_view; /* bit sig: blocked in the program's view only */
 static void on_fatal(int sig, siginfo_t *si, void *uc);
 
+/* Bit sig-1: psuite's on_fatal is the signal's action.  Kept here rather
+ * than asked of the kernel, so that the program's mask calls cost no extra
+ * system call: set where psuite installs it, cleared when the program sets
+ * an action of its own (the sigaction() and signal() wrappers, signals.c,
+ * tell ps_exitpaths_noted).  The kernel's SA_RESETHAND reset of a fatal
+ * signal is not seen, but then the process is dying of it. */
+static uint64_t installed;
+
 static int handled_here(int sig)
 {
-    void *kact[4] = {0};
-    return syscall(SYS_rt_sigaction, sig, NULL, kact, 8) == 0 && kact[0] == (void *)on_fatal;
+    return sig > 0 && sig <= 64 && (__atomic_load_n(&installed, __ATOMIC_RELAXED) >> (sig - 1)) & 1;
 }
+
+int ps_exitpaths_handles(int sig) { return handled_here(sig); }
+
+void ps_exitpaths_noted(int sig, const void *action)
+{
+    if (sig <= 0 || sig > 64)
+        return;
+    uint64_t bit = 1ULL << (sig - 1);
+    if (ps_exitpaths_is_ours(action))
+        __atomic_fetch_or(&installed, bit, __ATOMIC_RELAXED);
+    else
+        __atomic_fetch_and(&installed, ~bit, __ATOMIC_RELAXED);
+}
+
+/* A program's handler run by psuite (signals.c) gets set blocked, but the
+ * faults psuite reports, which are hidden as sigprocmask() hides them (a
+ * crash in the handler still writes the report); returns the view to
+ * restore after the handler. */
+unsigned long ps_exitpaths_enter_mask(sigset_t *set)
+{
+    unsigned long saved = fault_view;
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        if (sigismember(set, faults[i]) == 1 && handled_here(faults[i])) {
+            sigdelset(set, faults[i]);
+            fault_view |= 1UL << faults[i];
+        }
+    return saved;
+}
+
+void ps_exitpaths_leave_mask(unsigned long saved) { fault_view = saved; }
 
 typedef int (*mask_fn)(int, const sigset_t *, sigset_t *);
 
+/* Signals 1..64 as the first word of a sigset_t holds them (bit sig-1). */
+#define SIGBIT(s) (1ULL << ((s) - 1))
+#define FAULT_BITS (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) | SIGBIT(SIGSYS))
+
+static uint64_t first_word(const sigset_t *set)
+{
+    uint64_t w;
+    memcpy(&w, set, sizeof w);
+    return w;
+}
+
+/* No system call but the program's own: word operations on the set and
+ * on psuite's installed actions, as kept in memory. */
 static int apply_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old)
 {
     if (!real) {
@@ -71,34 +170,35 @@ static int apply_mask(mask_fn real, int how, const sigset_t *set, sigset_t *old)
         return -1;
     }
     unsigned long view = fault_view, hidden = 0;
+    uint64_t asked = set ? first_word(set) & FAULT_BITS : 0;
     sigset_t applied;
     const sigset_t *use = set;
-    if (set && (how == SIG_BLOCK || how == SIG_SETMASK)) {
-        applied = *set;
-        for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
-            if (sigismember(set, faults[i]) == 1 && handled_here(faults[i])) {
-                sigdelset(&applied, faults[i]);
-                hidden |= 1UL << faults[i];
-            }
-        use = &applied;
+    if (asked && (how == SIG_BLOCK || how == SIG_SETMASK)) {
+        uint64_t h = asked & __atomic_load_n(&installed, __ATOMIC_RELAXED);
+        if (h) {
+            applied = *set;
+            uint64_t w = first_word(set) & ~h;
+            memcpy(&applied, &w, sizeof w);
+            use = &applied;
+            hidden = (unsigned long)(h << 1); /* fault_view: bit sig */
+        }
     }
     int rc = real(how, use, old);
     if (rc != 0)
         return rc;
-    if (old)
-        for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
-            if (view & (1UL << faults[i]))
-                sigaddset(old, faults[i]);
+    if (old && view) {
+        uint64_t w = first_word(old) | (uint64_t)(view >> 1);
+        memcpy(old, &w, sizeof w);
+    }
     if (set) {
         if (how == SIG_SETMASK)
             view = hidden;
         else if (how == SIG_BLOCK)
             view |= hidden;
         else if (how == SIG_UNBLOCK)
-            for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
-                if (sigismember(set, faults[i]) == 1)
-                    view &= ~(1UL << faults[i]);
-        fault_view = view;
+            view &= ~(unsigned long)(asked << 1);
+        if (view != fault_view)
+            fault_view = view;
     }
     return 0;
 }
@@ -136,7 +236,7 @@ PS_API int pthread_sigmask(int how, const sigset_t *set, sigset_t *old)
 
 static void on_fatal(int sig, siginfo_t *si, void *uc)
 {
-    if (si && si->si_code <= 0 && (fault_view & (1UL << sig)) && uc) {
+    if (si && si->si_code <= 0 && sig < 64 && (fault_view & (1UL << sig)) && uc) {
         /* sent by kill() to a thread that believes it blocked: pending, and
          * blocked for real, with the handler back in place */
         struct sigaction sa;
@@ -158,25 +258,41 @@ static void on_fatal(int sig, siginfo_t *si, void *uc)
     }
     /* SA_RESETHAND made the action the default, SA_NODEFER left the signal
      * unblocked: the watchdog's copy of it, or ours below, ends the process. */
+    ps_exitpaths_signal_report(sig);
+    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
+}
+
+/* The watchdog's signal carries this value (not the sampler's tag). */
+#define WATCHDOG_VALUE ((0x7064 << 16) | 0x6f67)
+
+int ps_exitpaths_is_watchdog(const void *siginfo)
+{
+    const siginfo_t *si = siginfo;
+    return si && si->si_code == SI_TIMER && si->si_value.sival_int == WATCHDOG_VALUE;
+}
+
+/* The report of a process dying of sig, on the thread it was delivered to,
+ * with a watchdog that sends sig to this thread if writing hangs (the
+ * caller makes sure that it then ends the process). */
+void ps_exitpaths_signal_report(int sig)
+{
     struct sigevent sev;
     memset(&sev, 0, sizeof sev);
     sev.sigev_notify = SIGEV_THREAD_ID;
     sev.sigev_signo = sig;
+    sev.sigev_value.sival_int = WATCHDOG_VALUE;
     sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
     int timer;
     if (syscall(SYS_timer_create, CLOCK_MONOTONIC, &sev, &timer) == 0) {
         struct itimerspec its = {{0, 0}, {WATCHDOG_SECONDS, 0}};
         syscall(SYS_timer_settime, timer, 0, &its, NULL);
     }
-    const char *name = "a signal";
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
-        if (fatal[i].sig == sig)
-            name = fatal[i].name;
+    char buf[16];
+    const char *name = sig_name(sig, buf);
     char why[64] = "report written on ";
     strncat(why, name, sizeof why - strlen(why) - 1);
     if (finish_fn)
         finish_fn(why);
-    syscall(SYS_tgkill, getpid(), syscall(SYS_gettid), sig);
 }
 
 /* ---- an alternate signal stack per thread ----------------------------------
@@ -220,24 +336,60 @@ static void give_altstack(void)
     pthread_setspecific(alt_key, mem);
 }
 
+static int is_fatal(int sig)
+{
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        if (fatal[i].sig == sig)
+            return 1;
+    return sig >= SIGRTMIN && sig <= SIGRTMAX;
+}
+
+static void fill_action(struct sigaction *sa)
+{
+    memset(sa, 0, sizeof *sa);
+    sa->sa_sigaction = on_fatal;
+    sa->sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK;
+    sigemptyset(&sa->sa_mask);
+}
+
+/* The program sets the default action of sig (often restoring the action
+ * sigaction() told it of, after a handler of its own): where the default
+ * ends the process, psuite's action is what is installed (a struct
+ * sigaction into action; returns 1), so that it still writes the report. */
+int ps_exitpaths_default_action(int sig, void *action)
+{
+    if (!finish_fn || !is_fatal(sig) || ps_signals_owned(sig))
+        return 0;
+    fill_action(action);
+    return 1;
+}
+
+static void hook_fatal(int sig)
+{
+    struct sigaction old, sa;
+    /* Only where the default action would kill the program: a signal it
+     * ignores (nohup, background jobs) or handles stays its own, and so
+     * does the one psuite samples with (signals.c reports the program's
+     * own, when their action is the default). */
+    if (ps_signals_owned(sig) || sigaction(sig, NULL, &old) || old.sa_handler != SIG_DFL ||
+        (old.sa_flags & SA_SIGINFO))
+        return;
+    fill_action(&sa);
+    if (sigaction(sig, &sa, NULL) == 0)
+        ps_exitpaths_noted(sig, &sa);
+}
+
 void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
 {
     finish_fn = finish;
     resume_fn = resume;
     real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
+    real_quick_exit = (exit_fn)dlsym(RTLD_NEXT, "quick_exit");
     find_mask_fns();
-    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++) {
-        struct sigaction old, sa;
-        /* Only where the default action would kill the program: a signal it
-         * ignores (nohup, background jobs) or handles stays its own. */
-        if (sigaction(fatal[i].sig, NULL, &old) || old.sa_handler != SIG_DFL || (old.sa_flags & SA_SIGINFO))
-            continue;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_sigaction = on_fatal;
-        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_NODEFER | SA_RESTART | SA_ONSTACK;
-        sigemptyset(&sa.sa_mask);
-        sigaction(fatal[i].sig, &sa, NULL);
-    }
+    for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
+        hook_fatal(fatal[i].sig);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        hook_fatal(sig);
     give_altstack();
     ps_threads_on_start(give_altstack);
 }
@@ -266,6 +418,22 @@ PS_API void _exit(int status)
 }
 
 PS_API void _Exit(int status) { _exit(status); }
+
+/* quick_exit() runs the at_quick_exit handlers, then ends with the C
+ * library's own _exit, which does not come through the one above: the
+ * report first, then the real quick_exit (its handlers run as they would). */
+PS_API __attribute__((noreturn)) void quick_exit(int status)
+{
+    if (!real_quick_exit)
+        real_quick_exit = (exit_fn)dlsym(RTLD_NEXT, "quick_exit");
+    if (finish_fn)
+        finish_fn("the program ended with quick_exit()");
+    if (real_quick_exit)
+        real_quick_exit(status);
+    syscall(SYS_exit_group, status);
+    for (;;)
+        ;
+}
 
 /* The new image gets the mask the program believes it has. */
 static void view_for_real(int how)
@@ -320,47 +488,81 @@ EXEC_WRAPPER(execv, (const char *path, char *const argv[]), (path, argv))
 EXEC_WRAPPER(execvp, (const char *path, char *const argv[]), (path, argv))
 EXEC_WRAPPER(execvpe, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
 EXEC_WRAPPER(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
+EXEC_WRAPPER(execveat, (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),
+             (dirfd, path, argv, envp, flags))
 
-/* execl, execlp, execle: their arguments as a vector, then the v forms. */
-#define MAX_EXEC_ARGS 4096
-static int collect(const char *arg0, va_list ap, char **argv, char ***envp)
+/* execl, execlp, execle: their arguments as a vector, then the v forms.
+ * However many there are: counted first, then an array on the stack (a
+ * VLA) or, past SMALL_ARGS, mapped memory; never malloc, as exec may come
+ * in a child after fork or from a signal handler. */
+#define SMALL_ARGS 4096
+
+static size_t count_args(const char *arg0, va_list ap)
 {
-    int n = 0;
-    argv[n++] = (char *)arg0;
-    while (arg0 && n < MAX_EXEC_ARGS - 1 && (argv[n] = va_arg(ap, char *)) != NULL)
+    size_t n = 1;
+    va_list c;
+    va_copy(c, ap);
+    while (arg0 && va_arg(c, char *) != NULL)
         n++;
-    argv[n] = NULL;
+    va_end(c);
+    return arg0 ? n : 0;
+}
+
+static void collect(const char *arg0, va_list ap, size_t n, char **argv, char ***envp)
+{
+    size_t k = 0;
+    if (n)
+        argv[k++] = (char *)arg0;
+    while (k < n)
+        argv[k++] = va_arg(ap, char *);
+    if (n)
+        (void)va_arg(ap, char *); /* the terminating NULL */
+    argv[k] = NULL;
     if (envp)
         *envp = va_arg(ap, char **);
-    return n;
 }
 
-PS_API int execl(const char *path, const char *arg0, ...)
+static char **map_args(size_t slots)
 {
-    char *argv[MAX_EXEC_ARGS];
-    va_list ap;
-    va_start(ap, arg0);
-    collect(arg0, ap, argv, NULL);
-    va_end(ap);
-    return execv(path, argv);
+    void *mem = mmap(NULL, slots * sizeof(char *), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) {
+        errno = E2BIG;
+        return NULL;
+    }
+    return mem;
 }
 
-PS_API int execlp(const char *file, const char *arg0, ...)
+static int unmap_args(char **mem, size_t slots, int rc)
 {
-    char *argv[MAX_EXEC_ARGS];
-    va_list ap;
-    va_start(ap, arg0);
-    collect(arg0, ap, argv, NULL);
-    va_end(ap);
-    return execvp(file, argv);
+    if (mem) {
+        int saved = errno;
+        munmap(mem, slots * sizeof(char *));
+        errno = saved;
+    }
+    return rc;
 }
+
+/* The body of execl (envp: execle's), calling the v form `call`. */
+#define EXECL_BODY(first, envp, call)                                                                                  \
+    va_list ap;                                                                                                        \
+    va_start(ap, first);                                                                                               \
+    size_t n = count_args(first, ap), slots = n + 1;                                                                   \
+    char *small[slots <= SMALL_ARGS ? slots : 1], **mem = NULL;                                                        \
+    char **argv = slots <= SMALL_ARGS ? small : (mem = map_args(slots));                                              \
+    if (!argv) {                                                                                                       \
+        va_end(ap);                                                                                                    \
+        return -1;                                                                                                     \
+    }                                                                                                                  \
+    collect(first, ap, n, argv, envp);                                                                                 \
+    va_end(ap);                                                                                                        \
+    return unmap_args(mem, slots, call)
+
+PS_API int execl(const char *path, const char *arg0, ...) { EXECL_BODY(arg0, NULL, execv(path, argv)); }
+
+PS_API int execlp(const char *file, const char *arg0, ...) { EXECL_BODY(arg0, NULL, execvp(file, argv)); }
 
 PS_API int execle(const char *path, const char *arg0, ...)
 {
-    char *argv[MAX_EXEC_ARGS], **envp;
-    va_list ap;
-    va_start(ap, arg0);
-    collect(arg0, ap, argv, &envp);
-    va_end(ap);
-    return execve(path, argv, envp);
+    char **envp;
+    EXECL_BODY(arg0, &envp, execve(path, argv, envp));
 }
