@@ -38,17 +38,6 @@ static void (*finish_fn)(const char *why);
 static exit_fn real__exit, real_quick_exit;
 static void (*resume_fn)(void);
 
-/* Shared with signals.c (declared here, as internal.h is not this file's):
- * psuite's own use of SIGPROF, and what the program's sigaction() changes. */
-int ps_signals_owned(int sig);
-void ps_exitpaths_noted(int sig, const void *action);
-int ps_exitpaths_handles(int sig);
-void ps_exitpaths_signal_report(int sig);
-int ps_exitpaths_is_watchdog(const void *siginfo);
-int ps_exitpaths_default_action(int sig, void *action);
-unsigned long ps_exitpaths_enter_mask(sigset_t *set);
-void ps_exitpaths_leave_mask(unsigned long saved);
-
 /* Every signal whose default action ends the process, but SIGKILL (cannot
  * be caught) and the real-time ones (SIGRTMIN..SIGRTMAX, known at run time:
  * glibc keeps the first few for itself), which are added to these. */

@@ -4,6 +4,7 @@
 #ifndef PS_INTERNAL_H
 #define PS_INTERNAL_H
 
+#include <signal.h>
 #include <stddef.h>
 #include "pshwpc.h"
 
@@ -180,6 +181,16 @@ void ps_hwpc_forget_after_fork(void);
 /* exitpaths.c: finish(why) on _exit, exec and fatal signals; resume() after a failed exec */
 void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void));
 int ps_exitpaths_is_ours(const void *action);  /* a struct sigaction holding psuite's fatal handler */
+/* Between exitpaths.c and signals.c: psuite's own use of SIGPROF, and what
+ * the program's sigaction() changes on the signals psuite reports. */
+int ps_signals_owned(int sig);
+void ps_exitpaths_noted(int sig, const void *action);
+int ps_exitpaths_handles(int sig);
+void ps_exitpaths_signal_report(int sig);
+int ps_exitpaths_is_watchdog(const void *siginfo);
+int ps_exitpaths_default_action(int sig, void *action);
+unsigned long ps_exitpaths_enter_mask(sigset_t *set);
+void ps_exitpaths_leave_mask(unsigned long saved);
 
 /* hwpc.c: initialise with an explicit event list (NULL: the configuration)
  * and a note for the report's <annotation> (NULL: none) */

@@ -23,16 +23,6 @@
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef int (*setitimer_fn)(__itimer_which_t, const struct itimerval *, struct itimerval *);
 
-/* Shared with exitpaths.c (declared here, as internal.h is not this file's). */
-int ps_signals_owned(int sig);
-void ps_exitpaths_noted(int sig, const void *action);
-int ps_exitpaths_handles(int sig);
-void ps_exitpaths_signal_report(int sig);
-int ps_exitpaths_is_watchdog(const void *siginfo);
-int ps_exitpaths_default_action(int sig, void *action);
-unsigned long ps_exitpaths_enter_mask(sigset_t *set);
-void ps_exitpaths_leave_mask(unsigned long saved);
-
 static int owned_sig;                      /* the signal we sample with, 0: none */
 static struct sigaction program_action;    /* what the program asked for on it */
 static struct sigaction ours;              /* psuite's action on it, as the sampler asked */

@@ -16,7 +16,8 @@ from psuite.libperfsuite.native import include_dir, library_path
 # ps_* API.
 ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sigprocmask", "pthread_sigmask",
            "sigaction", "signal", "setitimer",
-           "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle"}
+           "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
+           "execveat", "quick_exit", "raise", "PAPI_start"}
 
 
 def exported() -> set[str]:
