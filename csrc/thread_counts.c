@@ -282,10 +282,13 @@ static void freeze_one(tcount_t *t)
     ps_tid_times(t->tid, cpu, &t->user_ns, &t->sys_ns);
 }
 
-/* A thread ending right now finishes its record first (bounded wait). */
+/* A thread ending right now finishes its record first (bounded wait; not
+ * for the calling thread itself, ended by a signal in its own end). */
 static void wait_ending(tcount_t *t)
 {
     struct timespec ms = {0, 1000000};
+    if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != T_ENDING || t->tid == (int)syscall(SYS_gettid))
+        return;
     for (int k = 0; k < 1000 && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == T_ENDING; k++)
         syscall(SYS_nanosleep, &ms, NULL);
 }
