@@ -332,6 +332,9 @@ static void child_after_fork(void)
      * the child is not measured: every hook passes straight through. */
     ps_thread_counts_after_fork(0);
     ps_threads_after_fork(!follow);
+    /* the parent's counters: the child's copies of their descriptors
+     * closed (never switched off), the set's lock anew */
+    ps_hwpc_forget_after_fork();
     if (!follow) {
         errno = saved;
         return;
@@ -350,7 +353,6 @@ static void child_follow(void)
     }
     if (prepared != PS_HWPC_OK)
         return;
-    ps_hwpc_forget_after_fork();
     /* the parent said what is counted; the child's reports are still noted */
     if (!ps_env_flag("PSUITE_QUIET"))
         setenv("PSUITE_QUIET", "reports", 1);

@@ -89,6 +89,16 @@ def test_forked_children_of_a_threaded_program_never_hang(targets, workdir, opts
             assert "total" in found and "t1" in found, (pid, sorted(found))
 
 
+@pytest.mark.parametrize("opts", [(), ("-p",)], ids=["plain", "p"])
+def test_unfollowed_child_keeps_no_psuite_descriptor(targets, workdir, opts):
+    """Without -f a forked child is not measured: it keeps none of the
+    descriptors of the parent's counters (closed in the child only)."""
+    bare = subprocess.run([targets["rt_threads"], "childfds"], capture_output=True, text=True)
+    assert bare.returncode == 0 and bare.stdout.startswith("child has "), bare
+    p = run_tool("psrun", "-q", *opts, "-e", "task-clock,page-faults", targets["rt_threads"], "childfds")
+    assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout), p.stderr
+
+
 def test_per_thread_child_reports_its_own_threads_only(targets, workdir):
     """psrun -p -f: the child's reports are its own threads (the one that
     forked, then its thread), under its pid; the parent's counters go on

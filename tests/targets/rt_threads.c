@@ -14,6 +14,8 @@
  *   rt_threads live N K      N threads alive at once while the program opens
  *                            K descriptors; prints how many it got
  *   rt_threads empty N       N empty threads, created and joined in waves of 50
+ *   rt_threads childfds      a child forked by a threaded program prints how
+ *                            many descriptors it has open
  *   rt_threads errno         prints errno as main starts
  *   rt_threads env           prints LD_PRELOAD
  *   rt_threads rfork MB      a child touches MB MiB and exits; the parent
@@ -249,6 +251,25 @@ static int empty(int n)
     return 0;
 }
 
+static int childfds(void)
+{
+    pthread_t t;
+    pthread_create(&t, NULL, work02, NULL);
+    pid_t child = fork();
+    if (child == 0) {
+        int n = 0;
+        for (int fd = 0; fd < 65536; fd++)
+            if (fcntl(fd, F_GETFD) >= 0)
+                n++;
+        printf("child has %d descriptors open\n", n);
+        exit(0);
+    }
+    int st;
+    waitpid(child, &st, 0);
+    pthread_join(t, NULL);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 static int rfork(int mb)
 {
     pid_t child = fork();
@@ -294,6 +315,8 @@ int main(int argc, char **argv)
         return closelog();
     if (!strcmp(mode, "live"))
         return live(n, argc > 3 ? atoi(argv[3]) : 1);
+    if (!strcmp(mode, "childfds"))
+        return childfds();
     if (!strcmp(mode, "empty"))
         return empty(n);
     if (!strcmp(mode, "rfork"))
