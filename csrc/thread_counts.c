@@ -193,12 +193,13 @@ static void read_counters(tcount_t *t, int close_them)
 
 static tcount_t *new_record(int tid, int own)
 {
-    int idx = __atomic_fetch_add(&nthreads, 1, __ATOMIC_ACQ_REL);
-    if (idx >= PS_MAX_THREADS) {
-        __atomic_fetch_sub(&nthreads, 1, __ATOMIC_ACQ_REL);
-        __atomic_fetch_add(&overflow, 1, __ATOMIC_RELAXED);
-        return NULL;
-    }
+    int idx = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    do { /* never past the last record, even for a moment: readers go up to nthreads */
+        if (idx >= PS_MAX_THREADS) {
+            __atomic_fetch_add(&overflow, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
+    } while (!__atomic_compare_exchange_n(&nthreads, &idx, idx + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
     tcount_t *t = &recs[idx];
     t->index = idx;
     t->tid = tid;
@@ -519,7 +520,7 @@ void ps_thread_counts_after_fork(int follow)
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
         tcount_t *t = &recs[i];
-        for (int k = 0; k < nevents; k++)
+        for (int k = 0; k < nevents && t->state != T_FREE; k++)
             if (t->fd[k] >= 0)
                 ps_perf_close_fd(t->fd[k]);
         memset(t, 0, sizeof *t);
