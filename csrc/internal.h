@@ -23,6 +23,12 @@ typedef struct {
     unsigned perf_type;
     unsigned long long perf_config;
     int multiplexed;            /* ran less than it was enabled */
+    /* Under psrun, the same event on each thread that was running before
+     * measurement started (shared-library constructors' thread pools),
+     * with inheritance: summed with fd on read.  nxfd of them open. */
+#define PS_PERF_MAX_XFD 128
+    int nxfd;
+    int xfd[PS_PERF_MAX_XFD];
 } ps_event_t;
 
 typedef struct {
@@ -73,6 +79,17 @@ int ps_perf_read(ps_evset_t *set, long long *values);
 void ps_perf_close(ps_evset_t *set);
 int ps_perf_counters_lost(void); /* the program closed or reused a counter's descriptor */
 int ps_perf_probe(const char *name, char *why, size_t why_len);
+/* Descriptors of psuite's own counters (per-thread ones too): moved to at
+ * least base (F_DUPFD_CLOEXEC; base <= 0: near the top of the limit as the
+ * process total's), and whether fd is still a perf_event descriptor (the
+ * program may have closed and reused the number).  ps_perf_close_fd closes
+ * it only then. */
+int ps_perf_move_high(int fd, long base);
+int ps_perf_still_ours(int fd);
+void ps_perf_close_fd(int fd);
+/* The other threads of this process, tids into out (at most max), the
+ * caller excluded; the count. */
+int ps_perf_other_threads(int *out, int max);
 
 /* papi.c: PAPI through a libpapi loaded with dlopen */
 int ps_papi_load(char *why, size_t why_len);
@@ -138,7 +155,7 @@ long long ps_sampler_started_ns(void);
 unsigned long ps_sampler_unsampled(void);
 const char *ps_sampler_source(const char **note);
 
-/* threads.c: the pthread_create hook */
+/* threads.c: the pthread_create (and thrd_create) hook */
 int pthread_create_unhooked(void *thread, void *(*fn)(void *));
 /* What every new thread does first (begin, whose result goes to end when
  * the thread ends): the sampler's or the per-thread counters'. */
@@ -146,6 +163,7 @@ void ps_threads_hook(void *(*begin)(void), void (*end)(void *));
 void ps_threads_on_start(void (*start)(void)); /* called first in each thread the program creates */
 void ps_threads_adopt(void *state);            /* end(state) when the calling thread ends */
 int ps_threads_created(void);                  /* how many the program has created (0: it is single-threaded) */
+void ps_threads_after_fork(int inert);         /* in a forked child: locks anew; inert: no hooks any more */
 
 /* signals.c: SIGPROF shared with the program */
 int ps_signals_take(int sig, const void *action);     /* install ours (a struct sigaction) */
@@ -172,6 +190,13 @@ void ps_thread_counts_finish(void);  /* then write their reports */
 void ps_thread_counts_exec_freeze(void);
 void ps_thread_counts_exec_write(const char *why);
 void ps_thread_counts_exec_failed(void);
+/* In a forked child: the parent's thread records forgotten (their
+ * descriptors closed, never switched off: they are the parent's counters),
+ * the lock anew; follow: the calling thread counted on as the child's first. */
+void ps_thread_counts_after_fork(int follow);
+/* Threads beyond PS_MAX_THREADS (no report of their own): how many; the
+ * note for the total's annotation in out ("" if none). */
+int ps_thread_counts_overflow(char *out, size_t len);
 
 /* hwpc.c: add to the counting report's <annotation> */
 void ps_hwpc_annotate(const char *text);

@@ -1,6 +1,7 @@
 /* perfev.c - counting through the kernel's perf_event interface directly. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,20 +24,44 @@ static dev_t perf_dev;
 static ino_t perf_ino;
 static int counters_lost;
 
+static void remember(int fd)
+{
+    struct stat st;
+    if (!perf_ino && fd >= 0 && fstat(fd, &st) == 0) {
+        perf_dev = st.st_dev;
+        perf_ino = st.st_ino;
+    }
+}
+
 static int still_ours(int fd)
 {
     struct stat st;
     return fd >= 0 && perf_ino && fstat(fd, &st) == 0 && st.st_dev == perf_dev && st.st_ino == perf_ino;
 }
 
-static int move_high(int fd)
+int ps_perf_still_ours(int fd) { return still_ours(fd); }
+
+void ps_perf_close_fd(int fd)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < 2048)
+    if (still_ours(fd))
+        close(fd);
+}
+
+int ps_perf_move_high(int fd, long base)
+{
+    if (fd < 0)
         return fd;
-    long base = (long)rl.rlim_cur - 512;
+    remember(fd);
+    if (base <= 0) {
+        struct rlimit rl;
+        if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < 2048)
+            return fd;
+        base = (long)rl.rlim_cur - 512;
+    }
     if (base > (1L << 20))
         base = 1L << 20;
+    if (fd >= base)
+        return fd;
     int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
     if (high < 0)
         return fd;
@@ -44,9 +69,38 @@ static int move_high(int fd)
     return high;
 }
 
+static int move_high(int fd) { return ps_perf_move_high(fd, 0); }
+
+int ps_perf_other_threads(int *out, int max)
+{
+    int self = (int)syscall(SYS_gettid), n = 0;
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096] __attribute__((aligned(8)));
+    long got;
+    while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off + 19 < got;) {
+            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            int tid = 0;
+            for (const char *p = buf + off + 19; *p >= '0' && *p <= '9'; p++)
+                tid = tid * 10 + (*p - '0');
+            if (tid > 0 && tid != self && n < max)
+                out[n++] = tid;
+            if (!reclen)
+                break;
+            off += reclen;
+        }
+    }
+    close(fd);
+    return n;
+}
+
 int ps_perf_counters_lost(void) { return counters_lost; }
 
-static int perf_open(unsigned type, unsigned long long config, int domain, int inherit)
+static int perf_open_tid(unsigned type, unsigned long long config, int domain, int inherit, int tid)
 {
     struct perf_event_attr attr;
     memset(&attr, 0, sizeof attr);
@@ -62,12 +116,17 @@ static int perf_open(unsigned type, unsigned long long config, int domain, int i
     /* Threads yes, forked children no: they are measured on their own
      * (psrun -f) or not at all (Linux 5.13+; older kernels count them). */
     attr.inherit_thread = inherit ? 1 : 0;
-    int fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    int fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0 && errno == EINVAL && attr.inherit_thread) {
         attr.inherit_thread = 0;
-        fd = (int)syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        fd = (int)syscall(SYS_perf_event_open, &attr, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     }
     return fd;
+}
+
+static int perf_open(unsigned type, unsigned long long config, int domain, int inherit)
+{
+    return perf_open_tid(type, config, domain, inherit, 0);
 }
 
 static void open_error(int err, char *why, size_t len)
@@ -129,9 +188,15 @@ int ps_perf_open(ps_evset_t *set)
     snprintf(set->backend_version, sizeof set->backend_version, "Linux %s",
              uname(&u) == 0 ? u.release : "?");
     set->ncounted = 0;
+    /* Under psrun, threads already running when measurement starts (those
+     * of shared libraries' constructors) are counted too: the events are
+     * opened on each of them as well (they are not children of this one). */
+    static int others[PS_PERF_MAX_XFD];
+    int nothers = ps_env_flag("PSUITE_PRELOAD") ? ps_perf_other_threads(others, PS_PERF_MAX_XFD) : 0;
     for (int i = 0; i < set->nrequested; i++) {
         ps_event_t *e = &set->ev[i];
         e->fd = -1;
+        e->nxfd = 0;
         if (e->status != PS_EVENT_COUNTED)
             continue;
         e->status = ps_perf_lookup(e->name, &e->perf_type, &e->perf_config, e->why, sizeof e->why);
@@ -144,10 +209,10 @@ int ps_perf_open(ps_evset_t *set)
             continue;
         }
         e->fd = move_high(e->fd);
-        struct stat st;
-        if (!perf_ino && fstat(e->fd, &st) == 0) {
-            perf_dev = st.st_dev;
-            perf_ino = st.st_ino;
+        for (int t = 0; t < nothers; t++) {
+            int fd = perf_open_tid(e->perf_type, e->perf_config, set->domain, 1, others[t]);
+            if (fd >= 0) /* else the thread has ended since */
+                e->xfd[e->nxfd++] = move_high(fd);
         }
         set->counted[set->ncounted++] = i;
     }
@@ -164,6 +229,10 @@ int ps_perf_enable(ps_evset_t *set, int on)
         }
         if (ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0))
             return PS_HWPC_EBACKEND;
+        const ps_event_t *e = &set->ev[set->counted[k]];
+        for (int t = 0; t < e->nxfd; t++)
+            if (still_ours(e->xfd[t]))
+                ioctl(e->xfd[t], on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
     }
     return PS_HWPC_OK;
 }
@@ -185,13 +254,26 @@ int ps_perf_read(ps_evset_t *set, long long *values)
         while (r < 0 && errno == EINTR);
         if (r != (ssize_t)sizeof buf)
             return PS_HWPC_EBACKEND;
-        unsigned long long value = buf[0], enabled = buf[1], running = buf[2];
-        if (running && running < enabled) {
-            e->multiplexed = 1;
-            set->multiplexed = 1;
-            value = (unsigned long long)((long double)value * enabled / running);
+        unsigned long long total = 0;
+        for (int t = -1; t < e->nxfd; t++) {
+            if (t >= 0) { /* the threads that were running before measurement */
+                if (!still_ours(e->xfd[t]))
+                    continue;
+                do
+                    r = read(e->xfd[t], buf, sizeof buf);
+                while (r < 0 && errno == EINTR);
+                if (r != (ssize_t)sizeof buf)
+                    continue;
+            }
+            unsigned long long value = buf[0], enabled = buf[1], running = buf[2];
+            if (running && running < enabled) {
+                e->multiplexed = 1;
+                set->multiplexed = 1;
+                value = (unsigned long long)((long double)value * enabled / running);
+            }
+            total += value;
         }
-        values[k] = (long long)value;
+        values[k] = (long long)total;
     }
     return PS_HWPC_OK;
 }
@@ -203,6 +285,10 @@ void ps_perf_close(ps_evset_t *set)
         if (still_ours(e->fd))
             close(e->fd);
         e->fd = -1;
+        for (int t = 0; t < e->nxfd; t++)
+            if (still_ours(e->xfd[t]))
+                close(e->xfd[t]);
+        e->nxfd = 0;
     }
 }
 

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -57,16 +58,30 @@ static void wait_for_writer(void)
         syscall(SYS_nanosleep, &ms, NULL);
 }
 static void child_after_fork(void);
+static void child_follow(void);
 
 static int per_thread(void) { return ps_env_flag("PSUITE_PER_THREAD"); }
+
+/* psrun -R's resource file, if this process is the one psrun started
+ * (PSUITE_RESOURCE_PID, set by psrun in its child before the exec): the
+ * processes psrun -f follows, children of it, write none. */
+static const char *resource_file(void)
+{
+    const char *path = getenv("PSUITE_RESOURCE_FILE"), *pid = getenv("PSUITE_RESOURCE_PID");
+    if (!path || !*path)
+        return NULL;
+    if (pid && *pid && strtol(pid, NULL, 10) != (long)getpid())
+        return NULL;
+    return path;
+}
 
 /* psrun -R: the program's peak memory, read by itself at its end (after
  * that the kernel releases it), for psrun's resource report. */
 static void note_peak_memory(void)
 {
-    const char *path = getenv("PSUITE_RESOURCE_FILE");
+    const char *path = resource_file();
     char status[4096], line[64];
-    if (!path || !*path || ps_read_file("/proc/self/status", status, sizeof status) <= 0)
+    if (!path || ps_read_file("/proc/self/status", status, sizeof status) <= 0)
         return;
     const char *hwm = strstr(status, "VmHWM:"), *peak = strstr(status, "VmPeak:");
     int n = snprintf(line, sizeof line, "%ld %ld\n", hwm ? strtol(hwm + 6, NULL, 10) : 0L,
@@ -123,8 +138,8 @@ static void finish(const char *why)
         ps_profile_write(per_thread());
     } else {
         if (per_thread()) {
-            ps_thread_counts_freeze();
             ps_hwpc_annotate(PS_TOTAL_MARK);
+            ps_thread_counts_freeze(); /* threads beyond PS_MAX_THREADS are noted in the total */
         }
         ps_hwpc_annotate(why);
         if (exec_report[0]) /* taken back after a failed exec: announced already */
@@ -193,8 +208,8 @@ static void at_exit(void) { finish(NULL); }
  * writes no resource report of a program that never ran. */
 static __attribute__((noreturn)) void refuse(void)
 {
-    const char *path = getenv("PSUITE_RESOURCE_FILE");
-    if (path && *path) {
+    const char *path = resource_file();
+    if (path) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd >= 0) {
             if (write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
@@ -307,10 +322,29 @@ static int psrun_prepare(void)
  * the child is not measured: its pid is not the measured one. */
 static void child_after_fork(void)
 {
+    int saved = errno;
     __atomic_store_n(&exiting_tid, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&writer_tid, 0, __ATOMIC_SEQ_CST);
-    if (!ps_env_flag("PSUITE_FOLLOW"))
+    int follow = ps_env_flag("PSUITE_FOLLOW");
+    /* The parent's threads are not the child's: their records go (their
+     * descriptors closed, the parent's counters untouched), and no lock a
+     * parent's thread held while forking is ever waited for.  Without -f
+     * the child is not measured: every hook passes straight through. */
+    ps_thread_counts_after_fork(0);
+    ps_threads_after_fork(!follow);
+    /* the parent's counters: the child's copies of their descriptors
+     * closed (never switched off), the set's lock anew */
+    ps_hwpc_forget_after_fork();
+    if (!follow) {
+        errno = saved;
         return;
+    }
+    child_follow();
+    errno = saved;
+}
+
+static void child_follow(void)
+{
     if (profiling) {
         ps_sampler_restart_after_fork();
         watch_process();
@@ -319,13 +353,16 @@ static void child_after_fork(void)
     }
     if (prepared != PS_HWPC_OK)
         return;
-    ps_hwpc_forget_after_fork();
     /* the parent said what is counted; the child's reports are still noted */
     if (!ps_env_flag("PSUITE_QUIET"))
         setenv("PSUITE_QUIET", "reports", 1);
-    if (ps_hwpc_init() == PS_HWPC_OK && ps_hwpc_start() == PS_HWPC_OK) {
-        watch_process();
-        __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+    if (ps_hwpc_init() == PS_HWPC_OK) {
+        if (per_thread() && ps_thread_counts_init())
+            ps_message("per-thread counts are not available; the process total is still counted");
+        if (ps_hwpc_start() == PS_HWPC_OK) {
+            watch_process();
+            __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+        }
     }
 }
 
@@ -354,7 +391,9 @@ static void unpreload_self(void)
         return;
     const char *base = strrchr(info.dli_fname, '/');
     base = base ? base + 1 : info.dli_fname;
-    char kept[4096];
+    char *kept = malloc(strlen(preload) + 1); /* at most as long: no other library dropped */
+    if (!kept)
+        return;
     size_t used = 0;
     const char *p = preload;
     while (*p) {
@@ -363,7 +402,7 @@ static void unpreload_self(void)
         const char *tok_base = slash ? slash + 1 : p;
         size_t base_len = len - (size_t)(tok_base - p);
         int mine = base_len == strlen(base) && memcmp(tok_base, base, base_len) == 0;
-        if (!mine && len && used + len + 2 < sizeof kept) {
+        if (!mine && len) {
             if (used)
                 kept[used++] = ':';
             memcpy(kept + used, p, len);
@@ -377,6 +416,7 @@ static void unpreload_self(void)
         setenv("LD_PRELOAD", kept, 1);
     else
         unsetenv("LD_PRELOAD");
+    free(kept);
 }
 
 /* main's return goes through exit() above (the C library would call its
@@ -389,6 +429,7 @@ static int measured_main(int argc, char **argv, char **envp)
 PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
                              void (*rtld_fini)(void), void *stack_end)
 {
+    int found_errno = errno; /* what the program gets at its start, whatever psuite's start-up leaves */
     start_main_fn real = (start_main_fn)dlsym(RTLD_NEXT, "__libc_start_main");
     if (!real) { /* cannot happen with glibc; never leave the program without a start */
         ps_message("cannot find the C library's __libc_start_main; the program is not measured");
@@ -413,5 +454,6 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
                 psrun_start();
         }
     }
+    errno = found_errno;
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);
 }

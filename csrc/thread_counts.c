@@ -1,38 +1,67 @@
 /* thread_counts.c - psrun -p in counting mode: besides the process total,
  * each thread's own counts, from its first instruction to its end, in a
  * report of its own (<exe>.<pid>.t<N>.<host>.xml, <thread>N</thread>, N
- * from 1 in the order the threads start, the main thread first; the process
- * total is thread 0).  The report's wall and CPU times cover the interval
- * its counters ran: from when they were opened to the thread's end, or to
- * the moment they were stopped with the process total for threads still
- * running then (not to when the report gets written, later).
+ * from 1 in the order the threads start, the main thread first, then the
+ * threads that were already running when measurement started (started by
+ * shared libraries' constructors), then the program's; the process total is
+ * thread 0).  The report's wall and CPU times cover the interval its
+ * counters ran: from when they were opened to the thread's end, or to the
+ * moment they were stopped with the process total for threads still running
+ * then (not to when the report gets written, later).
  * Each thread opens its own perf_event counters (no inheritance) for the
  * events the process counts that perf_event has; the others are named in
- * the thread reports' <annotation>. */
+ * the thread reports' <annotation>.
+ *
+ * A thread's end only reads its counters into its record (mmap'd, one per
+ * thread, preallocated address space touched as used) and closes them; all
+ * thread reports are written at the process end, in one pass, so that no
+ * report is written under the still-running counters of the others.
+ *
+ * Descriptors: the counters' descriptors are moved high (near the top of
+ * the descriptor limit) and checked to still be perf_event descriptors
+ * before every read, switch and close (the program may close and reuse the
+ * numbers).  They are held within a budget (a quarter of the descriptors
+ * the program had free when measurement started): a thread beyond it gets
+ * no counters of its own (it is in the process total), and its report says
+ * so. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/perf_event.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
 
+/* A record's state (atomic).  The thread's own end takes LIVE to ENDING
+ * then ENDED; the process end (or an exec) takes LIVE to FROZEN; a thread
+ * ending while FROZEN (an exec in progress) makes it FROZEN_GONE. */
+enum { T_FREE = 0, T_LIVE, T_ENDING, T_ENDED, T_FROZEN, T_FROZEN_GONE, T_WRITTEN };
+
 typedef struct {
-    int index, tid, live;
+    int index, tid;
+    int state;
+    int own;                          /* 1: hooked at its start; 0: running before measurement started */
+    int nfd;                          /* descriptors it holds against the budget */
     int fd[PS_HWPC_MAX_EVENTS];
+    long long values[PS_HWPC_MAX_EVENTS];
     long long wall_start, cpu_start;  /* when the counters were opened */
-    long long wall_end, cpu_end;      /* when they were stopped at process end */
-    int frozen;                       /* wall_end and cpu_end are set */
+    long long wall_end, cpu_end;      /* at its end, or when stopped with the process total */
+    long long user_ns, sys_ns;        /* the split of cpu_end - cpu_start (-1: CPU time unknown) */
+    long long run_ns;                 /* the longest its counters ran (on its CPU): its CPU time when the
+                                       * thread's clock is gone */
     int exec_pending;                 /* its report before an exec is out (taken back if the exec fails) */
+    char why[256];                    /* why it has no counts, or not all ("": it has them) */
 } tcount_t;
 
 static int nevents, domain;
@@ -41,9 +70,10 @@ static int preset[PS_HWPC_MAX_EVENTS];
 static unsigned types[PS_HWPC_MAX_EVENTS];
 static unsigned long long configs[PS_HWPC_MAX_EVENTS];
 static char note[512];
-static tcount_t *threads[PS_MAX_THREADS];
-static int nthreads;
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* finish() against threads ending */
+static tcount_t *recs; /* PS_MAX_THREADS records, mmap'd */
+static int nthreads, overflow;
+static long fd_base, fd_budget, fd_limit;
+static int fds_used;
 
 /* Before an exec the threads' reports are written under their final names
  * (the exec may succeed); if it fails they are taken back.  Their paths,
@@ -53,20 +83,54 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER; /* finish() against thr
 typedef char path_t[PATH_MAX];
 static path_t *paths;
 static int npaths;
-static int exec_held; /* the lock is held from the exec's reports to its failure */
 
-static void *thread_begin(void)
+static int cas(int *p, int from, int to)
 {
-    int idx = __atomic_fetch_add(&nthreads, 1, __ATOMIC_ACQ_REL);
-    if (idx >= PS_MAX_THREADS)
-        return NULL;
-    tcount_t *t = calloc(1, sizeof *t);
-    if (!t)
-        return NULL;
-    t->index = idx;
-    t->tid = (int)syscall(SYS_gettid);
-    t->cpu_start = ps_thread_cputime_ns();
-    t->wall_start = ps_wallclock_ns();
+    return __atomic_compare_exchange_n(p, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+/* The descriptor budget, from the limit and the descriptors open now. */
+static void set_budget(void)
+{
+    struct rlimit rl;
+    long limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 1L << 20;
+    if (limit > (1L << 20))
+        limit = 1L << 20;
+    long open_now = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (d) {
+        while (readdir(d))
+            open_now++;
+        closedir(d);
+        open_now -= 3; /* ".", ".." and the directory's own */
+    } else
+        open_now = 16;
+    long headroom = limit - open_now;
+    fd_limit = limit;
+    fd_budget = headroom > 0 ? headroom / 4 : 0;
+    fd_base = limit - fd_budget - (limit >= 2048 ? 512 : 0); /* the process total's are above rlim - 512 */
+    if (fd_base < 3)
+        fd_base = 3;
+}
+
+/* Open the thread's counters (tid 0: the calling thread), within the
+ * budget; what is missing and why in t->why. */
+static void open_counters(tcount_t *t, int tid)
+{
+    for (int k = 0; k < PS_HWPC_MAX_EVENTS; k++)
+        t->fd[k] = -1;
+    t->nfd = 0;
+    if (!nevents)
+        return;
+    if (__atomic_add_fetch(&fds_used, nevents, __ATOMIC_ACQ_REL) > fd_budget) {
+        __atomic_sub_fetch(&fds_used, nevents, __ATOMIC_ACQ_REL);
+        snprintf(t->why, sizeof t->why,
+                 "no counters of its own: too many threads at once for psrun -p's descriptor budget (%ld of "
+                 "the limit of %ld); its counts are in the process total", fd_budget, fd_limit);
+        return;
+    }
+    t->nfd = nevents;
+    int failed = 0, err = 0;
     for (int k = 0; k < nevents; k++) {
         struct perf_event_attr a;
         memset(&a, 0, sizeof a);
@@ -76,11 +140,290 @@ static void *thread_begin(void)
         a.exclude_kernel = !(domain & PS_DOM_KERNEL);
         a.exclude_user = !(domain & PS_DOM_USER);
         a.exclude_hv = 1;
-        t->fd[k] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            if (!failed++)
+                err = errno;
+            continue;
+        }
+        t->fd[k] = ps_perf_move_high(fd, fd_base);
     }
-    t->live = 1;
-    __atomic_store_n(&threads[idx], t, __ATOMIC_RELEASE);
+    if (failed)
+        snprintf(t->why, sizeof t->why, "%s%d of %d events not counted for this thread (perf_event_open: %s)",
+                 failed == nevents ? "no counts: " : "", failed, nevents, strerror(err));
+}
+
+/* Read the counters into the record; with close_them, close them too
+ * (each checked to be still ours first: never the program's descriptor). */
+static void read_counters(tcount_t *t, int close_them)
+{
+    int lost = 0;
+    for (int k = 0; k < nevents; k++) {
+        int fd = t->fd[k];
+        if (fd < 0)
+            continue;
+        if (!ps_perf_still_ours(fd)) {
+            lost++;
+            t->fd[k] = -1;
+            continue;
+        }
+        unsigned long long buf[3]; /* value, time enabled, time running */
+        if (read(fd, buf, sizeof buf) == (ssize_t)sizeof buf) {
+            unsigned long long value = buf[0];
+            if (buf[2] && buf[2] < buf[1]) /* multiplexed: scaled as the process total's */
+                value = (unsigned long long)((long double)value * buf[1] / buf[2]);
+            t->values[k] = (long long)value;
+            if ((long long)buf[2] > t->run_ns)
+                t->run_ns = (long long)buf[2];
+        }
+        if (close_them) {
+            close(fd);
+            t->fd[k] = -1;
+        }
+    }
+    if (lost && !t->why[0])
+        snprintf(t->why, sizeof t->why, "%d of %d counters lost: the program closed or reused their descriptors",
+                 lost, nevents);
+    if (close_them && t->nfd) {
+        __atomic_sub_fetch(&fds_used, t->nfd, __ATOMIC_ACQ_REL);
+        t->nfd = 0;
+    }
+}
+
+static tcount_t *new_record(int tid, int own)
+{
+    int idx = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    do { /* never past the last record, even for a moment: readers go up to nthreads */
+        if (idx >= PS_MAX_THREADS) {
+            __atomic_fetch_add(&overflow, 1, __ATOMIC_RELAXED);
+            return NULL;
+        }
+    } while (!__atomic_compare_exchange_n(&nthreads, &idx, idx + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
+    tcount_t *t = &recs[idx];
+    t->index = idx;
+    t->tid = tid;
+    t->own = own;
+    t->why[0] = '\0';
+    t->exec_pending = 0;
+    t->user_ns = t->sys_ns = t->run_ns = 0;
+    memset(t->values, 0, sizeof(long long) * (size_t)(nevents ? nevents : 1));
     return t;
+}
+
+static void *thread_begin(void)
+{
+    if (!recs)
+        return NULL;
+    tcount_t *t = new_record((int)syscall(SYS_gettid), 1);
+    if (!t)
+        return NULL;
+    t->cpu_start = ps_thread_cputime_ns();
+    t->wall_start = ps_wallclock_ns();
+    open_counters(t, 0);
+    __atomic_store_n(&t->state, T_LIVE, __ATOMIC_RELEASE);
+    return t;
+}
+
+/* In the ending thread: its counts into its record, its counters closed.
+ * Nothing is written here. */
+static void thread_end(void *state)
+{
+    tcount_t *t = state;
+    for (;;) {
+        int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if (st == T_LIVE && cas(&t->state, T_LIVE, T_ENDING))
+            break;
+        if (st == T_FROZEN && cas(&t->state, T_FROZEN, T_FROZEN_GONE))
+            return; /* stopped with the process total (an exec): its counts are read */
+        if (st != T_LIVE && st != T_FROZEN)
+            return;
+    }
+    read_counters(t, 1);
+    t->cpu_end = ps_thread_cputime_ns();
+    t->wall_end = ps_wallclock_ns();
+    long long cpu = t->cpu_end > t->cpu_start && t->cpu_start >= 0 ? t->cpu_end - t->cpu_start : 0;
+    struct rusage ru; /* the thread's user/system split (it began at ~0) */
+    if (getrusage(RUSAGE_THREAD, &ru) == 0) {
+        long long ut = ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec;
+        long long stime = ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec;
+        t->user_ns = ut + stime > 0 ? (long long)((double)cpu * (double)ut / (double)(ut + stime)) : cpu;
+    } else
+        t->user_ns = cpu;
+    t->sys_ns = cpu - t->user_ns;
+    __atomic_store_n(&t->state, T_ENDED, __ATOMIC_RELEASE);
+}
+
+/* Stop a live thread's counters where they are (the thread may go on),
+ * read them, take its times. */
+static void freeze_one(tcount_t *t)
+{
+    if (!cas(&t->state, T_LIVE, T_FROZEN))
+        return;
+    for (int k = 0; k < nevents; k++)
+        if (t->fd[k] >= 0 && ps_perf_still_ours(t->fd[k]))
+            ioctl(t->fd[k], PERF_EVENT_IOC_DISABLE, 0);
+    read_counters(t, 0);
+    t->cpu_end = ps_tid_cpu_ns(t->tid);
+    t->wall_end = ps_wallclock_ns();
+    if (t->cpu_end < 0) {
+        /* a thread from before measurement, ended since: no CPU clock left
+         * to read; its counters ran while it was on a CPU */
+        if (t->run_ns > 0) {
+            t->user_ns = t->run_ns;
+            t->sys_ns = 0;
+            size_t len = strlen(t->why);
+            snprintf(t->why + len, sizeof t->why - len, "%sended before the process: its CPU time is its "
+                     "counters' running time (all shown as user time)", len ? "; " : "");
+        } else
+            t->user_ns = t->sys_ns = -1;
+        return;
+    }
+    long long cpu = t->cpu_end > t->cpu_start && t->cpu_start >= 0 ? t->cpu_end - t->cpu_start : 0;
+    ps_tid_times(t->tid, cpu, &t->user_ns, &t->sys_ns);
+}
+
+/* A thread ending right now finishes its record first (bounded wait; not
+ * for the calling thread itself, ended by a signal in its own end). */
+static void wait_ending(tcount_t *t)
+{
+    struct timespec ms = {0, 1000000};
+    if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != T_ENDING || t->tid == (int)syscall(SYS_gettid))
+        return;
+    for (int k = 0; k < 1000 && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == T_ENDING; k++)
+        syscall(SYS_nanosleep, &ms, NULL);
+}
+
+int ps_thread_counts_init(void)
+{
+    const char *const *counted;
+    int n;
+    if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
+        return -1;
+    if (!recs) {
+        void *area = mmap(NULL, sizeof(tcount_t) * PS_MAX_THREADS, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (area == MAP_FAILED)
+            return -1;
+        recs = area;
+    }
+    domain = ps_hwpc_domain(); /* as the process total counts: the configuration's or PSUITE_DOMAIN */
+    size_t used = 0;
+    nevents = 0;
+    note[0] = '\0';
+    for (int k = 0; k < n; k++) {
+        char why[192];
+        if (ps_perf_lookup(counted[k], &types[nevents], &configs[nevents], why, sizeof why) != PS_EVENT_COUNTED) {
+            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", used ?
+                                     ", " : "not counted per thread (no perf_event equivalent): ", counted[k]);
+            continue;
+        }
+        names[nevents] = counted[k];
+        preset[nevents] = strncmp(counted[k], "PAPI_", 5) == 0;
+        nevents++;
+    }
+    set_budget();
+    ps_threads_hook(thread_begin, thread_end);
+    ps_threads_adopt(thread_begin()); /* the main thread is the first: <thread>1</thread> */
+    /* Threads already running (shared libraries' constructors start thread
+     * pools): counted from now, each with its own record. */
+    static int others[1024];
+    int nothers = ps_perf_other_threads(others, (int)(sizeof others / sizeof *others));
+    for (int i = 0; i < nothers; i++) {
+        tcount_t *t = new_record(others[i], 0);
+        if (!t)
+            break;
+        t->cpu_start = ps_tid_cpu_ns(t->tid);
+        t->wall_start = ps_wallclock_ns();
+        open_counters(t, t->tid);
+        size_t len = strlen(t->why);
+        snprintf(t->why + len, sizeof t->why - len, "%srunning before measurement started: counted from then",
+                 len ? "; " : "");
+        __atomic_store_n(&t->state, T_LIVE, __ATOMIC_RELEASE);
+    }
+    return 0;
+}
+
+/* At process end: stop the running threads' counters together with the
+ * process total, before any report is written, so that they add up; their
+ * CPU and wall times are taken at the same moment, since the threads go on
+ * running while the reports are written. */
+static void freeze(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        freeze_one(&recs[i]);
+}
+
+static void say_overflow(void)
+{
+    static int said;
+    char text[256];
+    if (!said && ps_thread_counts_overflow(text, sizeof text)) {
+        said = 1;
+        ps_hwpc_annotate(text);
+        ps_message("%s", text);
+    }
+}
+
+int ps_thread_counts_overflow(char *out, size_t len)
+{
+    int over = __atomic_load_n(&overflow, __ATOMIC_RELAXED);
+    if (len)
+        out[0] = '\0';
+    if (over)
+        snprintf(out, len, "%d threads beyond the first %d have no report of their own (their counts are in the "
+                 "process total)", over, PS_MAX_THREADS);
+    return over;
+}
+
+/* Write the thread's report from its record; `why` added to its
+ * annotation.  Returns the save's result, the name in path. */
+static int write_report(tcount_t *t, const char *why, char *path, size_t path_len)
+{
+    ps_measurement_t m = {t->wall_end - t->wall_start, t->user_ns > 0 ? t->user_ns / 1e9 : 0,
+                          t->sys_ns > 0 ? t->sys_ns / 1e9 : 0, t->values};
+    ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
+    char annotation[sizeof note + sizeof t->why + 256];
+    size_t used = 0;
+    const char *parts[4] = {note, t->why, t->user_ns < 0 ? "ended before the process: its CPU time is not known" : "",
+                            why ? why : ""};
+    annotation[0] = '\0';
+    for (int k = 0; k < 4; k++)
+        if (parts[k][0] && used < sizeof annotation)
+            used += (size_t)snprintf(annotation + used, sizeof annotation - used, "%s%s", used ? "; " : "",
+                                     parts[k]);
+    /* a report taken back after a failed exec was announced already */
+    if (t->index < npaths && paths[t->index][0])
+        ps_report_announced(paths[t->index]);
+    return ps_report_write_counts(&c, t->index + 1, annotation, &m, NULL, path, path_len);
+}
+
+void ps_thread_counts_freeze(void)
+{
+    freeze();
+    say_overflow();
+}
+
+/* Every thread's report, in one pass (after the process total's). */
+void ps_thread_counts_finish(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = &recs[i];
+        freeze_one(t); /* a thread that started after the freeze */
+        wait_ending(t);
+        int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if ((st != T_ENDED && st != T_FROZEN && st != T_FROZEN_GONE) || !cas(&t->state, st, T_WRITTEN))
+            continue;
+        char path[PATH_MAX];
+        path[0] = '\0';
+        int rc = write_report(t, NULL, path, sizeof path);
+        if (t->index < npaths)
+            paths[t->index][0] = '\0';
+        if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
+            ps_message("could not save the thread report %s", path);
+    }
 }
 
 /* The path slot of thread index, growing the area to cover n threads
@@ -103,137 +446,25 @@ static char *path_slot(int index, int n)
     return paths[index];
 }
 
-/* Read and write the thread's report (the caller holds the lock); `why`
- * added to its annotation.  Returns the save's result, the name in path. */
-static int write_report(tcount_t *t, const char *why, char *path, size_t path_len)
-{
-    long long values[PS_HWPC_MAX_EVENTS];
-    for (int k = 0; k < nevents; k++) {
-        values[k] = 0;
-        if (t->fd[k] >= 0) {
-            long long v;
-            if (read(t->fd[k], &v, sizeof v) == (ssize_t)sizeof v)
-                values[k] = v;
-        }
-    }
-    int frozen = __atomic_load_n(&t->frozen, __ATOMIC_ACQUIRE);
-    long long cpu_end = frozen ? t->cpu_end : ps_tid_cpu_ns(t->tid);
-    long long wall_end = frozen ? t->wall_end : ps_wallclock_ns();
-    long long cpu = cpu_end > t->cpu_start && t->cpu_start >= 0 ? cpu_end - t->cpu_start : 0, user = 0, sys = 0;
-    ps_tid_times(t->tid, cpu, &user, &sys);
-    ps_measurement_t m = {wall_end - t->wall_start, user / 1e9, sys / 1e9, values};
-    ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
-    char annotation[sizeof note + 128];
-    snprintf(annotation, sizeof annotation, "%s%s%s", note, *note && why ? "; " : "", why ? why : "");
-    /* a report taken back after a failed exec was announced already */
-    if (t->index < npaths && paths[t->index][0])
-        ps_report_announced(paths[t->index]);
-    return ps_report_write_counts(&c, t->index + 1, annotation, &m, NULL, path, path_len);
-}
-
-/* Read, write the thread's report, close: from the thread itself at its
- * end, or from the exiting thread for those still running. */
-static void thread_report(tcount_t *t)
-{
-    pthread_mutex_lock(&lock);
-    if (!t->live) {
-        pthread_mutex_unlock(&lock);
-        return;
-    }
-    t->live = 0;
-    char path[4096];
-    int rc = write_report(t, NULL, path, sizeof path);
-    if (t->index < npaths)
-        paths[t->index][0] = '\0';
-    for (int k = 0; k < nevents; k++)
-        if (t->fd[k] >= 0)
-            close(t->fd[k]);
-    pthread_mutex_unlock(&lock);
-    if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
-        ps_message("could not save the thread report %s", path);
-}
-
-static void thread_end(void *state) { thread_report(state); }
-
-int ps_thread_counts_init(void)
-{
-    const char *const *counted;
-    int n;
-    if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
-        return -1;
-    domain = ps_hwpc_domain(); /* as the process total counts: the configuration's or PSUITE_DOMAIN */
-    size_t used = 0;
-    for (int k = 0; k < n; k++) {
-        char why[192];
-        if (ps_perf_lookup(counted[k], &types[nevents], &configs[nevents], why, sizeof why) != PS_EVENT_COUNTED) {
-            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", used ?
-                                     ", " : "not counted per thread (no perf_event equivalent): ", counted[k]);
-            continue;
-        }
-        names[nevents] = counted[k];
-        preset[nevents] = strncmp(counted[k], "PAPI_", 5) == 0;
-        nevents++;
-    }
-    ps_threads_hook(thread_begin, thread_end);
-    ps_threads_adopt(thread_begin()); /* the main thread is the first: <thread>1</thread> */
-    return 0;
-}
-
-/* At process end: stop the running threads' counters together with the
- * process total, before any report is written, so that they add up; their
- * CPU and wall times are taken at the same moment, since the threads go on
- * running while the reports are written. */
-static void freeze(void)
-{
-    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n && i < PS_MAX_THREADS; i++) {
-        tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
-        if (!t || !t->live)
-            continue;
-        for (int k = 0; k < nevents; k++)
-            if (t->fd[k] >= 0)
-                ioctl(t->fd[k], PERF_EVENT_IOC_DISABLE, 0);
-        t->cpu_end = ps_tid_cpu_ns(t->tid);
-        t->wall_end = ps_wallclock_ns();
-        if (t->cpu_end >= 0) /* else the thread has just ended: its report reads its own end */
-            __atomic_store_n(&t->frozen, 1, __ATOMIC_RELEASE);
-    }
-}
-
-void ps_thread_counts_finish(void)
-{
-    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n && i < PS_MAX_THREADS; i++) {
-        tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
-        if (t)
-            thread_report(t);
-    }
-}
-
-void ps_thread_counts_freeze(void) { freeze(); }
-
 /* Before an exec: the running threads' counters stopped with the process
- * total (as at process end), the lock taken so that no thread writes its
- * own report until the exec has failed (if it succeeds, the threads go with
- * the image).  Then ps_thread_counts_exec_write, and
+ * total (as at process end).  Then ps_thread_counts_exec_write, and
  * ps_thread_counts_exec_failed if the program goes on. */
 void ps_thread_counts_exec_freeze(void)
 {
-    pthread_mutex_lock(&lock);
-    exec_held = 1;
     freeze();
+    say_overflow();
 }
 
-/* The running threads' reports, under their final names, `why` in their
- * annotations; the counters stay open and the threads running. */
+/* Every thread's report (ended or stopped), under its final name, `why`
+ * in its annotation; the counters stay open and the threads running. */
 void ps_thread_counts_exec_write(const char *why)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
-    if (n > PS_MAX_THREADS)
-        n = PS_MAX_THREADS;
     for (int i = 0; i < n; i++) {
-        tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
-        if (!t || !t->live)
+        tcount_t *t = &recs[i];
+        wait_ending(t);
+        int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if (st != T_ENDED && st != T_FROZEN && st != T_FROZEN_GONE)
             continue;
         char path[PATH_MAX];
         path[0] = '\0';
@@ -253,28 +484,54 @@ void ps_thread_counts_exec_write(const char *why)
 
 /* The exec failed: the reports written before it are taken back, the
  * threads' counters run again and their end is no longer fixed; their
- * reports come at their end or the process's, as if no exec was tried. */
+ * reports come at the process's end, as if no exec was tried. */
 void ps_thread_counts_exec_failed(void)
 {
     int saved = errno;
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n && i < PS_MAX_THREADS; i++) {
-        tcount_t *t = __atomic_load_n(&threads[i], __ATOMIC_ACQUIRE);
-        if (!t)
-            continue;
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = &recs[i];
         if (t->exec_pending && i < npaths) /* its path stays, not to be announced again */
             unlink(paths[i]);
         t->exec_pending = 0;
-        if (!t->live)
+        if (cas(&t->state, T_FROZEN_GONE, T_ENDED)) { /* it ended meanwhile: its counts are final */
+            read_counters(t, 1);
             continue;
-        __atomic_store_n(&t->frozen, 0, __ATOMIC_RELEASE);
+        }
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != T_FROZEN)
+            continue;
         for (int k = 0; k < nevents; k++)
-            if (t->fd[k] >= 0)
+            if (t->fd[k] >= 0 && ps_perf_still_ours(t->fd[k]))
                 ioctl(t->fd[k], PERF_EVENT_IOC_ENABLE, 0);
-    }
-    if (exec_held) {
-        exec_held = 0;
-        pthread_mutex_unlock(&lock);
+        if (!cas(&t->state, T_FROZEN, T_LIVE) && cas(&t->state, T_FROZEN_GONE, T_ENDED))
+            read_counters(t, 1); /* ended just now */
     }
     errno = saved;
+}
+
+/* In a forked child: the records are the parent's threads.  Their
+ * descriptors are closed (the parent's counters go on: nothing is switched
+ * off), the records dropped; with psrun -f the calling thread, the child's
+ * only one, is counted as its first. */
+void ps_thread_counts_after_fork(int follow)
+{
+    if (!recs)
+        return;
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = &recs[i];
+        for (int k = 0; k < nevents && t->state != T_FREE; k++)
+            if (t->fd[k] >= 0)
+                ps_perf_close_fd(t->fd[k]);
+        memset(t, 0, sizeof *t);
+    }
+    nthreads = 0;
+    overflow = 0;
+    fds_used = 0;
+    if (paths)
+        munmap(paths, sizeof(path_t) * (size_t)npaths);
+    paths = NULL;
+    npaths = 0;
+    if (follow)
+        ps_threads_adopt(thread_begin());
 }

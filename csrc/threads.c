@@ -6,8 +6,11 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <threads.h>
 
 #include "internal.h"
 
@@ -16,6 +19,7 @@ typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 struct start {
     void *(*fn)(void *);
     void *arg;
+    int c11; /* fn is a C11 thrd_start_t: int (*)(void *) */
 };
 
 static pthread_key_t end_key;
@@ -71,28 +75,66 @@ static void *measured_start(void *p)
     if (start_hook)
         start_hook();
     begin_thread();
+    if (s.c11) /* as glibc's start_thread does for thrd_create's threads */
+        return (void *)(intptr_t)((int (*)(void *))(void *)s.fn)(s.arg);
     return s.fn(s.arg);
 }
 
 int ps_threads_created(void) { return __atomic_load_n(&created, __ATOMIC_RELAXED); }
 
-PS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+/* In a forked child: the once and the key stay valid (no lock is held
+ * across them); without psrun -f the child is not measured and every hook
+ * passes straight through from now on. */
+void ps_threads_after_fork(int inert)
+{
+    if (inert) {
+        begin_hook = NULL;
+        end_hook = NULL;
+        start_hook = NULL;
+    }
+}
+
+static int create_hooked(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg, int c11)
 {
     create_fn real = real_create();
     if (!real)
-        return 11; /* EAGAIN: no C library pthread_create, which cannot happen with glibc */
+        return EAGAIN; /* no C library pthread_create, which cannot happen with glibc */
     __atomic_fetch_add(&created, 1, __ATOMIC_RELAXED);
-    if (!begin_hook && !start_hook)
-        return real(thread, attr, fn, arg);
-    struct start *s = malloc(sizeof *s);
-    if (!s)
-        return real(thread, attr, fn, arg); /* unsampled, but the program goes on */
+    struct start *s = begin_hook || start_hook ? malloc(sizeof *s) : NULL;
+    if (!s) /* not measured (or unsampled: the program goes on) */
+        return c11 ? -1 : real(thread, attr, fn, arg);
     s->fn = fn;
     s->arg = arg;
+    s->c11 = c11;
     int rc = real(thread, attr, measured_start, s);
     if (rc)
         free(s);
     return rc;
+}
+
+PS_API int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    return create_hooked(thread, attr, fn, arg, 0);
+}
+
+/* C11 threads: glibc's thrd_create calls its internal create function,
+ * never the pthread_create above; its threads are measured the same way. */
+typedef int (*thrd_create_fn)(thrd_t *, thrd_start_t, void *);
+PS_API int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)
+{
+    if (begin_hook || start_hook) {
+        int rc = create_hooked((pthread_t *)thr, NULL, (void *(*)(void *))(void *)func, arg, 1);
+        if (rc != -1) /* glibc's thrd_err_map */
+            return rc == 0 ? thrd_success : rc == ENOMEM ? thrd_nomem : rc == EBUSY ? thrd_busy : thrd_error;
+        __atomic_fetch_sub(&created, 1, __ATOMIC_RELAXED); /* counted again below */
+    }
+    static thrd_create_fn real;
+    if (!real)
+        real = (thrd_create_fn)dlsym(RTLD_NEXT, "thrd_create");
+    if (!real)
+        return thrd_error;
+    __atomic_fetch_add(&created, 1, __ATOMIC_RELAXED);
+    return real(thr, func, arg);
 }
 
 int pthread_create_unhooked(void *thread, void *(*fn)(void *))

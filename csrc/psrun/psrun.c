@@ -1097,7 +1097,12 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         if (chld_ignored)
             sigaction(SIGCHLD, &caller_chld, NULL);
         sigprocmask(SIG_SETMASK, &caller_mask, NULL);
-        int err = exec_program(path, cmd, env);
+        /* only this process writes the resource file, not those psrun -f
+         * follows (its children inherit the variable, not the pid) */
+        char me[24];
+        snprintf(me, sizeof me, "%ld", (long)getpid());
+        env_set("PSUITE_RESOURCE_PID", me);
+        int err = exec_program(path, cmd, new_env);
         ssize_t w = write(errpipe[1], &err, sizeof err);
         (void)w;
         _exit(127);
@@ -1400,6 +1405,7 @@ int main(int argc, char **argv)
         usage_error("cannot make a temporary file in %s: %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
     close(fd);
     env_set("PSUITE_RESOURCE_FILE", peak);
+    env_set("PSUITE_RESOURCE_PID", ""); /* its slot: the child sets its pid there before the exec */
     if (!prefix) {
         const char *slash = strrchr(cmd[0], '/');
         prefix = slash ? slash + 1 : cmd[0];
