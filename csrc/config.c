@@ -576,6 +576,9 @@ static ps_hwpc_config_t parsed; /* large: not on the stack of the program's star
 static char parsed_path[PATH_MAX];
 static struct stat parsed_stat;
 
+/* In a forked child: the lock anew (a parent's thread may have held it). */
+void ps_config_after_fork(void) { pthread_mutex_init(&parsed_lock, NULL); }
+
 /* The file parsed into `parsed` (under parsed_lock), read once: start-up
  * asks whether it is a profiling configuration, then reads its events. */
 static int parse_once(const char *path, char *why, size_t why_len)

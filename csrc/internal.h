@@ -89,7 +89,7 @@ int ps_perf_still_ours(int fd);
 void ps_perf_close_fd(int fd);
 /* The other threads of this process, tids into out (at most max), the
  * caller excluded; the count. */
-int ps_perf_other_threads(int *out, int max);
+int ps_perf_other_threads(int *out, int max); /* all there are; the first max in out */
 
 /* papi.c: PAPI through a libpapi loaded with dlopen */
 int ps_papi_load(char *why, size_t why_len);
@@ -108,6 +108,7 @@ int ps_papi_blocks_start(int (*start)(int), int eventset);
 void *ps_papi_start_function(void);  /* libpapi's PAPI_start through psuite's handle */
 
 /* config.c: PerfSuite event list files and PSUITE_EVENTS */
+void ps_config_after_fork(void);
 int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len);
 
 /* Profiling configuration (<ps_hwpc_profile> or PSUITE_PROFILE). */

@@ -87,8 +87,8 @@ int ps_perf_other_threads(int *out, int max)
             int tid = 0;
             for (const char *p = buf + off + 19; *p >= '0' && *p <= '9'; p++)
                 tid = tid * 10 + (*p - '0');
-            if (tid > 0 && tid != self && n < max)
-                out[n++] = tid;
+            if (tid > 0 && tid != self && n++ < max)
+                out[n - 1] = tid;
             if (!reclen)
                 break;
             off += reclen;
@@ -193,6 +193,15 @@ int ps_perf_open(ps_evset_t *set)
      * opened on each of them as well (they are not children of this one). */
     static int others[PS_PERF_MAX_XFD];
     int nothers = ps_env_flag("PSUITE_PRELOAD") ? ps_perf_other_threads(others, PS_PERF_MAX_XFD) : 0;
+    if (nothers > PS_PERF_MAX_XFD) {
+        size_t used = strlen(set->annotation);
+        snprintf(set->annotation + used, sizeof set->annotation - used,
+                 "%s%d threads running before measurement started not counted (at most %d are)", used ? "; " : "",
+                 nothers - PS_PERF_MAX_XFD, PS_PERF_MAX_XFD);
+        ps_note("%d threads running before measurement started not counted (at most %d are)",
+                nothers - PS_PERF_MAX_XFD, PS_PERF_MAX_XFD);
+        nothers = PS_PERF_MAX_XFD;
+    }
     for (int i = 0; i < set->nrequested; i++) {
         ps_event_t *e = &set->ev[i];
         e->fd = -1;

@@ -335,6 +335,7 @@ static void child_after_fork(void)
     /* the parent's counters: the child's copies of their descriptors
      * closed (never switched off), the set's lock anew */
     ps_hwpc_forget_after_fork();
+    ps_config_after_fork();
     if (!follow) {
         errno = saved;
         return;

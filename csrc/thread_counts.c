@@ -329,6 +329,11 @@ int ps_thread_counts_init(void)
      * pools): counted from now, each with its own record. */
     static int others[1024];
     int nothers = ps_perf_other_threads(others, (int)(sizeof others / sizeof *others));
+    if (nothers > (int)(sizeof others / sizeof *others)) {
+        ps_note("%d threads running before measurement started have no report of their own (at most %d do)",
+                nothers - (int)(sizeof others / sizeof *others), (int)(sizeof others / sizeof *others));
+        nothers = (int)(sizeof others / sizeof *others);
+    }
     for (int i = 0; i < nothers; i++) {
         tcount_t *t = new_record(others[i], 0);
         if (!t)

@@ -9,6 +9,7 @@ program starts with errno as it would and keeps its other preloads; with
 from __future__ import annotations
 
 import collections
+import os
 import re
 import resource
 import subprocess
@@ -151,6 +152,19 @@ def test_constructor_thread_has_its_own_report(ctor_target, workdir):
     assert_task_clock_is_cpu_time(task, cpu, uncharged)
     total_task, total_cpu = task_clock_and_cputime(parsed(found["total"]))
     assert_task_clock_is_cpu_time(total_task, total_cpu, uncharged)
+
+
+def test_more_threads_before_measurement_than_attached_says_so(ctor_target, workdir):
+    """A pool of 140 threads started by a constructor: the first 128 are
+    counted in the total; the others are named as not counted, not lost
+    without a word."""
+    env = {**os.environ, "RT_CTOR_IDLE": "140"}
+    p = run_tool("psrun", "-e", "task-clock", ctor_target, "ctor", env=env)
+    assert p.returncode == 0, p.stderr
+    [report] = reports(workdir)
+    annotation = parsed(report).findtext("annotation")
+    assert "13 threads running before measurement started not counted (at most 128 are)" in annotation
+    assert "not counted (at most 128 are)" in p.stderr
 
 
 def test_c11_threads_are_counted_per_thread(targets, workdir):

@@ -55,7 +55,8 @@ static void spin_cpu(double seconds)
 #ifdef CTOR_LIBRARY
 /* The library: a thread started by its constructor, before the program's
  * start (as OpenBLAS starts its pool). */
-static pthread_t ctor_thread;
+static pthread_t ctor_thread, idle_threads[1024];
+static int nidle;
 
 static void *ctor_work(void *arg)
 {
@@ -64,9 +65,32 @@ static void *ctor_work(void *arg)
     return NULL;
 }
 
-__attribute__((constructor)) static void start_pool(void) { pthread_create(&ctor_thread, NULL, ctor_work, NULL); }
+static void *ctor_idle(void *arg)
+{
+    (void)arg;
+    struct timespec t = {0, 300000000};
+    nanosleep(&t, NULL);
+    return NULL;
+}
 
-void rt_ctor_join(void) { pthread_join(ctor_thread, NULL); }
+/* RT_CTOR_IDLE=N: N more threads that sleep 0.3 s (a large pool) */
+__attribute__((constructor)) static void start_pool(void)
+{
+    pthread_create(&ctor_thread, NULL, ctor_work, NULL);
+    const char *idle = getenv("RT_CTOR_IDLE");
+    nidle = idle ? atoi(idle) : 0;
+    if (nidle > 1024)
+        nidle = 1024;
+    for (int i = 0; i < nidle; i++)
+        pthread_create(&idle_threads[i], NULL, ctor_idle, NULL);
+}
+
+void rt_ctor_join(void)
+{
+    pthread_join(ctor_thread, NULL);
+    for (int i = 0; i < nidle; i++)
+        pthread_join(idle_threads[i], NULL);
+}
 
 #else
 
