@@ -21,8 +21,13 @@ static int lock_held;
 static int state = ST_NONE;
 static int verbose;              /* PSUITE_VERBOSE, read at init */
 
+static int end_waiting; /* the end of measurement waits for the lock: others let it pass */
+
 static void take(void)
 {
+    struct timespec pause = {0, 100000};
+    while (__atomic_load_n(&end_waiting, __ATOMIC_ACQUIRE))
+        nanosleep(&pause, NULL);
     pthread_mutex_lock(&lock);
     lock_owner = pthread_self();
     __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
@@ -38,26 +43,31 @@ static void give(void)
  * _exit or exec from a handler) that interrupted a thread holding the
  * lock: never wait for it there.  This thread holds it (it was
  * interrupted inside a call): go on without it.  Another thread holds it:
- * wait for it a bounded time (the calls under the lock are short), then
- * go on without it rather than hang.  Returns whether the lock is held;
+ * wait for it a bounded time (the calls under the lock are short; other
+ * threads wanting it meanwhile let this one pass), then go on without it
+ * rather than hang.  Returns whether the lock is held;
  * async-signal-safe (a try-lock is one atomic exchange, the sleep a system
  * call). */
-#define END_LOCK_WAIT_MS 1000
+#define END_LOCK_WAIT_US 1000000
+#define END_LOCK_POLL_US 100
 static int take_bounded(void)
 {
-    struct timespec ms = {0, 1000000};
-    for (int k = 0;; k++) {
+    struct timespec poll = {0, END_LOCK_POLL_US * 1000};
+    int held = 0;
+    __atomic_add_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
+    for (int k = 0; k <= END_LOCK_WAIT_US / END_LOCK_POLL_US; k++) {
         if (pthread_mutex_trylock(&lock) == 0) {
             lock_owner = pthread_self();
             __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
-            return 1;
+            held = 1;
+            break;
         }
         if (__atomic_load_n(&lock_held, __ATOMIC_ACQUIRE) && pthread_equal(lock_owner, pthread_self()))
-            return 0;
-        if (k >= END_LOCK_WAIT_MS)
-            return 0;
-        syscall(SYS_nanosleep, &ms, NULL);
+            break;
+        syscall(SYS_nanosleep, &poll, NULL);
     }
+    __atomic_sub_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
+    return held;
 }
 
 static void give_bounded(int held)
@@ -417,6 +427,7 @@ void ps_hwpc_forget_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL); /* the parent may have held it while forking */
     lock_held = 0;
+    end_waiting = 0;
     if (state != ST_NONE) {
         if (set.backend == PS_BACKEND_PERF)
             ps_perf_close(&set);

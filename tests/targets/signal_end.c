@@ -3,7 +3,12 @@
  *   alarm_exit MS     SIGALRM handler calls _exit(0) after MS ms while two
  *                     threads malloc and free in a loop
  *   alarm_die MS      the same without a handler: SIGALRM's default action
- *   small_stack_exit  exit(3) from a thread created with a 64 KiB stack */
+ *   small_stack_exit  exit(3) from a thread created with a 64 KiB stack
+ *   alarm_in_read MS  SIGALRM's default action while two threads call
+ *                     ps_hwpc_read (psuite's, found at run time under psrun)
+ *                     in a loop: the signal lands while one holds its lock */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -24,6 +29,17 @@ static void *churn(void *arg)
         if (live[k])
             live[k][0] = (char)i;
     }
+    return NULL;
+}
+
+static int (*hwpc_read)(long long *);
+
+static void *reading(void *arg)
+{
+    long long v[64];
+    (void)arg;
+    for (;;)
+        hwpc_read(v);
     return NULL;
 }
 
@@ -58,6 +74,14 @@ int main(int argc, char **argv)
             return 9;
         pthread_join(t, NULL);
         return 8;
+    }
+    if (strcmp(mode, "alarm_in_read") == 0) {
+        hwpc_read = (int (*)(long long *))dlsym(RTLD_DEFAULT, "ps_hwpc_read");
+        if (!hwpc_read)
+            return 7; /* not under psrun */
+        pthread_create(&t, NULL, reading, NULL);
+        arm(ms);
+        reading(NULL);
     }
     if (strcmp(mode, "alarm_exit") == 0)
         signal(SIGALRM, on_alarm);
