@@ -5,6 +5,7 @@ and where the file system has no hard links (or no renameat2 either)."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -71,11 +72,15 @@ def test_sigalrm_handler_exit_while_threads_allocate(targets, workdir):
     _check_reports(workdir, RUNS, "the program ended with _exit()")
 
 
-def test_fatal_sigalrm_while_threads_allocate(targets, workdir):
-    """alarm() with the default action while two threads allocate: 200 runs,
-    each dies of SIGALRM like the bare program, with its report, and none
-    waits for psuite's watchdog (3 s): the slowest measured run is compared
-    with the slowest bare run of the same batch, run in the same pool."""
+@pytest.mark.parametrize("mode", ["alarm_die", "alarm_in_read"])
+def test_fatal_sigalrm_while_threads_allocate_or_hold_the_lock(targets, workdir, mode):
+    """alarm() with the default action while two threads allocate (or call
+    ps_hwpc_read in a loop, so that the signal lands while one holds
+    psuite's lock): 200 runs, each dies of SIGALRM like the bare program,
+    with its report, and none waits for psuite's watchdog (3 s): the
+    slowest measured run is compared with the slowest bare run of the same
+    batch, run in the same pool (the bare alarm_in_read, without psuite's
+    ps_hwpc_read, runs alarm_die)."""
     exe = targets["signal_end"]
     bare_runs = 40
 
@@ -83,7 +88,7 @@ def test_fatal_sigalrm_while_threads_allocate(targets, workdir):
         if i < bare_runs:  # interleaved with the measured runs, under the same load
             return _one([exe, "alarm_die", str(5 + i % 30)], workdir / f"bare{i}")
         k = i - bare_runs
-        return _one([psrun_command(), "-q", exe, "alarm_die", str(5 + k % 30)], workdir / f"run{k}")
+        return _one([psrun_command(), "-q", exe, mode, str(5 + k % 30)], workdir / f"run{k}")
 
     order = [j for i in range(bare_runs) for j in (i, bare_runs + i)]
     order += list(range(2 * bare_runs, bare_runs + RUNS))
@@ -288,3 +293,131 @@ def test_no_hard_links_never_overwrites(workdir, nolink_shim, norename):
     assert victim.read_text() == "do not touch"
     validate(workdir / "region.1.xml", "hwpcreport-0.3.dtd")
     assert sorted(f.name for f in workdir.iterdir()) == ["region.1.xml", "region.xml", "victim.txt"]
+
+
+# ---- a real file system without hard links, through FUSE --------------------
+# Where fusepy and libfuse2 are installed and FUSE can be mounted (root,
+# /dev/fuse): a passthrough file system whose link() fails with EPERM like
+# vfat's; libfuse2 has no rename flags, so the kernel refuses
+# renameat2(RENAME_NOREPLACE) there with EINVAL, as on many FUSE and SMB
+# mounts: the report is written under its final name directly (O_EXCL).
+NOLINK_FS = r"""
+import errno, os, sys
+from fuse import FUSE, FuseOSError, Operations
+
+class NoLink(Operations):
+    def __init__(self, root):
+        self.root = root
+    def _p(self, path):
+        return os.path.join(self.root, path.lstrip("/"))
+    def getattr(self, path, fh=None):
+        try:
+            st = os.lstat(self._p(path))
+        except OSError as e:
+            raise FuseOSError(e.errno)
+        keys = ("st_atime", "st_ctime", "st_gid", "st_mode", "st_mtime", "st_nlink", "st_size", "st_uid")
+        return {k: getattr(st, k) for k in keys}
+    def readdir(self, path, fh):
+        return [".", ".."] + os.listdir(self._p(path))
+    def mkdir(self, path, mode):
+        os.mkdir(self._p(path), mode)
+    def unlink(self, path):
+        os.unlink(self._p(path))
+    def rmdir(self, path):
+        os.rmdir(self._p(path))
+    def link(self, target, source):
+        raise FuseOSError(errno.EPERM)
+    def symlink(self, target, source):
+        raise FuseOSError(errno.EPERM)
+    def rename(self, old, new):
+        os.rename(self._p(old), self._p(new))
+    def chmod(self, path, mode):
+        os.chmod(self._p(path), mode)
+    def truncate(self, path, length, fh=None):
+        os.truncate(self._p(path), length)
+    def utimens(self, path, times=None):
+        os.utime(self._p(path), times)
+    def create(self, path, mode, fi=None):
+        return os.open(self._p(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    def open(self, path, flags):
+        return os.open(self._p(path), flags)
+    def read(self, path, size, offset, fh):
+        return os.pread(fh, size, offset)
+    def write(self, path, data, offset, fh):
+        return os.pwrite(fh, data, offset)
+    def release(self, path, fh):
+        os.close(fh)
+        return 0
+
+os.umask(0)
+FUSE(NoLink(sys.argv[1]), sys.argv[2], foreground=True, nothreads=True, default_permissions=True)
+"""
+
+
+@pytest.fixture
+def nolink_mount(tmp_path):
+    try:
+        import fuse  # noqa: F401
+    except (ImportError, OSError):
+        pytest.skip("fusepy and libfuse2 are not installed")
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        pytest.skip("mounting FUSE needs root and /dev/fuse")
+    back, mnt = tmp_path / "back", tmp_path / "mnt"
+    back.mkdir()
+    mnt.mkdir()
+    fs = subprocess.Popen([sys.executable, "-c", NOLINK_FS, str(back), str(mnt)], stderr=subprocess.PIPE, text=True)
+    for _ in range(100):
+        if os.path.ismount(mnt) or fs.poll() is not None:
+            break
+        time.sleep(0.05)
+    if not os.path.ismount(mnt):
+        fs.kill()
+        pytest.skip(f"FUSE cannot be mounted here: {fs.communicate()[1][-300:]}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)], capture_output=True)
+        try:
+            fs.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            fs.kill()
+
+
+def test_reports_land_on_a_file_system_without_hard_links(targets, nolink_mount):
+    run = nolink_mount / "run"
+    run.mkdir()
+    # the file system really has no hard links
+    (run / "probe").write_text("x")
+    with pytest.raises(OSError) as e:
+        os.link(run / "probe", run / "probe2")
+    assert e.value.errno == errno.EPERM
+    (run / "probe").unlink()
+    for _ in range(2):
+        p = subprocess.run(
+            [psrun_command(), targets["signal_end"], "small_stack_exit"],
+            cwd=run,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert p.returncode == 3, p.stderr
+        assert p.stderr.count("psrun: report:") == 1, p.stderr
+    files = sorted(run.iterdir())
+    assert [f.suffix for f in files] == [".xml", ".xml"], files  # no temporary file left
+    for f in files:
+        validate(f, "hwpcreport-0.3.dtd")
+    # a name taken: the next free one, the existing file untouched
+    (run / "region.xml").write_text("taken")
+    script = textwrap.dedent("""
+        from psuite.hwpc import Counting
+        c = Counting(["task-clock"])
+        c.init()
+        c.start()
+        c.stop("region.xml")
+        c.shutdown()
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "PSUITE_OUTPUT_DIR"}
+    p = subprocess.run([sys.executable, "-c", script], cwd=run, capture_output=True, text=True, timeout=60, env=env)
+    assert p.returncode == 0, p.stderr
+    assert (run / "region.xml").read_text() == "taken"
+    validate(run / "region.1.xml", "hwpcreport-0.3.dtd")
