@@ -118,6 +118,8 @@ typedef struct {
     int rank;                   /* MPI rank, -1 outside MPI */
     long long clock_millimhz;   /* as <clockspeed> says; 0: unknown */
     long gmtoff;                /* local time minus UTC, seconds, when prepared */
+    long long dst_at;           /* the next change of the offset (0: none within a year) */
+    long dst_gmtoff;            /* the offset from then on */
     size_t unfit;               /* U+FFFD in the command line, host, domain and user names */
     int cut;                    /* the command line was cut */
     size_t cut_len;             /* to so many bytes */
@@ -137,6 +139,12 @@ static prep_t *prep;            /* the published one, NULL before the first */
 static int prep_next;
 
 static void render(char *mem, size_t size, ps_buf_t *b) { ps_buf_fixed(b, mem, size); }
+
+static long utc_offset(time_t t)
+{
+    struct tm tm;
+    return localtime_r(&t, &tm) ? tm.tm_gmtoff : 0;
+}
 
 void ps_report_prepare(void)
 {
@@ -193,9 +201,28 @@ void ps_report_prepare(void)
         ps_buf_mem(&b, mb.data, mb.len);
     ps_buf_free(&mb);
 
+    /* The UTC offset now and, if it changes within a year (daylight
+     * saving), when and to what: a day at a time, then to the second. */
     time_t now = time(NULL);
-    struct tm tm;
-    p->gmtoff = localtime_r(&now, &tm) ? tm.tm_gmtoff : 0;
+    p->gmtoff = utc_offset(now);
+    p->dst_at = 0;
+    p->dst_gmtoff = p->gmtoff;
+    for (long long day = 1; day <= 400; day++) {
+        time_t hi = now + (time_t)(day * 86400);
+        if (utc_offset(hi) == p->gmtoff)
+            continue;
+        time_t lo = hi - 86400; /* offset at lo: the old one; at hi: the new */
+        while (hi - lo > 1) {
+            time_t mid = lo + (hi - lo) / 2;
+            if (utc_offset(mid) == p->gmtoff)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        p->dst_at = (long long)hi;
+        p->dst_gmtoff = utc_offset(hi);
+        break;
+    }
 
     const char *dir = getenv("PSUITE_OUTPUT_DIR"), *prefix = getenv("PSUITE_OUTPUT_PREFIX");
     ps_strlcpy(p->dir, dir ? dir : "", sizeof p->dir);
@@ -231,15 +258,17 @@ static const prep_t *prepared(void)
  * Local time is the UTC offset found when measurement started (localtime_r
  * reads the time-zone file: not async-signal-safe) added to the real-time
  * clock, converted with integer arithmetic (days from the civil date,
- * inverted: Howard Hinnant's algorithm).  A daylight-saving change during
- * the run is not seen. */
-static void date_element(ps_buf_t *b, long gmtoff)
+ * inverted: Howard Hinnant's algorithm).  The next change of the offset
+ * (daylight saving) was found then too: a run that crosses it gets the
+ * new offset (a second change, more than months later, is not seen). */
+static void date_element(ps_buf_t *b, const prep_t *p)
 {
     static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
     static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
     struct timespec ts = {0, 0};
     clock_gettime(CLOCK_REALTIME, &ts);
+    long gmtoff = p->dst_at && (long long)ts.tv_sec >= p->dst_at ? p->dst_gmtoff : p->gmtoff;
     long long t = (long long)ts.tv_sec + gmtoff;
     long long z = t >= 0 ? t / 86400 : (t - 86399) / 86400; /* days since 1970-01-01 */
     long long secs = t - z * 86400;
@@ -345,7 +374,7 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
     ps_buf_str(b, "\n<hwpcreport version=\"0.3\" generator=\"psuite " PSUITE_VERSION " libpshwpc\" mode=\"");
     ps_buf_str(b, mode);
     ps_buf_str(b, "\">\n");
-    date_element(b, p->gmtoff);
+    date_element(b, p);
     ps_buf_str(b, p->ident);
     ps_buf_str(b, "  <pid>");
     ps_buf_ll(b, (long long)getpid());

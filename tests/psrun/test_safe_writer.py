@@ -421,3 +421,33 @@ def test_reports_land_on_a_file_system_without_hard_links(targets, nolink_mount)
     assert p.returncode == 0, p.stderr
     assert (run / "region.xml").read_text() == "taken"
     validate(run / "region.1.xml", "hwpcreport-0.3.dtd")
+
+
+def test_date_after_a_daylight_saving_change_during_the_run(targets, workdir):
+    """Daylight saving starts 2 s into a 4 s run (a POSIX TZ rule made for
+    the moment): <date> is in the new offset, found when measurement
+    started (no time-zone reading at the end)."""
+    start = time.time() + 2
+    utc = time.gmtime(start)
+    leap = utc.tm_year % 4 == 0 and (utc.tm_year % 100 != 0 or utc.tm_year % 400 == 0)
+    if leap and (utc.tm_mon, utc.tm_mday) == (2, 29):
+        pytest.skip("Jn day numbers have no February 29")
+    day = utc.tm_yday - 1 if leap and utc.tm_yday > 59 else utc.tm_yday  # Jn counts 1..365 without Feb 29
+    end = day % 365 + 1 if day % 365 + 1 != day else day + 1
+    tz = f"STD0DST-1,J{day}/{utc.tm_hour:02d}:{utc.tm_min:02d}:{utc.tm_sec:02d},J{end}/12:00:00"
+    env = {**os.environ, "TZ": tz}
+    p = subprocess.run(
+        [psrun_command(), "-q", targets["signal_end"], "alarm_exit", "4000"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    after = time.time()
+    assert p.returncode == 0, p.stderr
+    [report] = _xml(workdir)
+    date = datetime.strptime(validate(report, "hwpcreport-0.3.dtd").findtext("date"), "%a %b %d %H:%M:%S %Y")
+    utc_end = datetime(*time.gmtime(after)[:6])
+    # one hour ahead of UTC (DST-1), not UTC (STD0)
+    assert 3590 <= (date - utc_end).total_seconds() <= 3600, (tz, date, utc_end)
