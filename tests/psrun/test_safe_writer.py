@@ -103,7 +103,7 @@ def test_fatal_sigalrm_while_threads_allocate_or_hold_the_lock(targets, workdir,
     slowest_bare = max(r[1] for r in bare)
     slowest = max(r[1] for r in measured)
     # the watchdog would add 3 s to a run; writing the report adds milliseconds
-    assert slowest < slowest_bare + 1.5, (slowest, slowest_bare)
+    assert slowest < slowest_bare + 2.0, (slowest, slowest_bare)
 
 
 @pytest.mark.parametrize("md5", ["0", "1"])
