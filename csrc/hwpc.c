@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -14,7 +16,79 @@
 enum { ST_NONE, ST_READY, ST_RUNNING, ST_SUSPENDED };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_t lock_owner;     /* valid while lock_held */
+static int lock_held;
 static int state = ST_NONE;
+static int verbose;              /* PSUITE_VERBOSE, read at init */
+
+static int end_waiting; /* the end of measurement waits for the lock: others let it pass */
+
+static void take(void)
+{
+    struct timespec pause = {0, 100000};
+    while (__atomic_load_n(&end_waiting, __ATOMIC_ACQUIRE))
+        nanosleep(&pause, NULL);
+    pthread_mutex_lock(&lock);
+    lock_owner = pthread_self();
+    __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
+}
+
+static void give(void)
+{
+    __atomic_store_n(&lock_held, 0, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&lock);
+}
+
+/* The end of measurement may run in a signal handler (a fatal signal,
+ * _exit or exec from a handler) that interrupted a thread holding the
+ * lock: never wait for it there.  This thread holds it (it was
+ * interrupted inside a call): go on without it.  Another thread holds it:
+ * wait for it a bounded time (the calls under the lock are short; other
+ * threads wanting it meanwhile let this one pass), then go on without it
+ * rather than hang.  Returns whether the lock is held;
+ * async-signal-safe (a try-lock is one atomic exchange, the sleep a system
+ * call). */
+#define END_LOCK_WAIT_US 1000000
+#define END_LOCK_POLL_US 100
+static int take_bounded(void)
+{
+    struct timespec poll = {0, END_LOCK_POLL_US * 1000};
+    int held = 0;
+    __atomic_add_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
+    for (int k = 0; k <= END_LOCK_WAIT_US / END_LOCK_POLL_US; k++) {
+        if (pthread_mutex_trylock(&lock) == 0) {
+            lock_owner = pthread_self();
+            __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
+            held = 1;
+            break;
+        }
+        if (__atomic_load_n(&lock_held, __ATOMIC_ACQUIRE) && pthread_equal(lock_owner, pthread_self()))
+            break;
+        syscall(SYS_nanosleep, &poll, NULL);
+    }
+    __atomic_sub_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
+    return held;
+}
+
+static void give_bounded(int held)
+{
+    if (held)
+        give();
+}
+
+/* text appended to dst ("; " between parts), cut to fit: snprintf's
+ * "%s%s" without stdio */
+static void annotate_into(char *dst, size_t cap, const char *text)
+{
+    size_t used = strlen(dst);
+    if (!text || !*text || used + 1 >= cap)
+        return;
+    const char *parts[2] = {used ? "; " : "", text};
+    for (int i = 0; i < 2; i++)
+        for (const char *p = parts[i]; *p && used + 1 < cap; p++)
+            dst[used++] = *p;
+    dst[used] = '\0';
+}
 static ps_evset_t set;
 static long long wall_start, wall_total;
 /* CPU time over the same intervals as the counters and the wall clock, so
@@ -166,6 +240,9 @@ static int init_locked(const char *events, const char *annotation)
                                                             sizeof set.annotation - used - 2, 0) && used)
         memcpy(set.annotation + used, "; ", 2);
     set.counted_names[set.ncounted] = NULL;
+    /* what the report needs and cannot safely find at the end: now */
+    verbose = getenv("PSUITE_VERBOSE") != NULL;
+    ps_report_prepare();
     wall_total = 0;
     user_total = sys_total = 0;
     state = ST_READY;
@@ -174,9 +251,9 @@ static int init_locked(const char *events, const char *annotation)
 
 int ps_hwpc_init_events(const char *events, const char *annotation)
 {
-    pthread_mutex_lock(&lock);
+    take();
     int rc = init_locked(events, annotation);
-    pthread_mutex_unlock(&lock);
+    give();
     return rc;
 }
 
@@ -205,9 +282,9 @@ static int start_locked(void)
 
 PS_API int ps_hwpc_start(void)
 {
-    pthread_mutex_lock(&lock);
+    take();
     int rc = start_locked();
-    pthread_mutex_unlock(&lock);
+    give();
     return rc;
 }
 
@@ -228,9 +305,9 @@ static int suspend_locked(void)
 
 PS_API int ps_hwpc_suspend(void)
 {
-    pthread_mutex_lock(&lock);
+    take();
     int rc = suspend_locked();
-    pthread_mutex_unlock(&lock);
+    give();
     return rc;
 }
 
@@ -250,16 +327,16 @@ PS_API int ps_hwpc_read(long long *values)
 {
     if (!values)
         return PS_HWPC_EINVAL;
-    pthread_mutex_lock(&lock);
+    take();
     int rc = read_locked(values);
-    pthread_mutex_unlock(&lock);
+    give();
     return rc;
 }
 
 PS_API int ps_hwpc_stop(const char *name)
 {
     long long values[PS_HWPC_MAX_EVENTS];
-    pthread_mutex_lock(&lock);
+    int held = take_bounded(); /* the end of measurement: see take_bounded */
     int rc = PS_HWPC_OK;
     if (state == ST_RUNNING)
         rc = suspend_locked();
@@ -271,27 +348,26 @@ PS_API int ps_hwpc_stop(const char *name)
      * still written (times, machine), its events left out, and says why. */
     int ncounted = set.ncounted;
     if (rc != PS_HWPC_OK && set.backend == PS_BACKEND_PERF && ps_perf_counters_lost() && state == ST_SUSPENDED) {
-        size_t used = strlen(set.annotation);
-        snprintf(set.annotation + used, sizeof set.annotation - used, "%s%s", used ? "; " : "",
-                 "counts lost: the program closed or reused psuite's perf_event descriptors");
+        annotate_into(set.annotation, sizeof set.annotation,
+                      "counts lost: the program closed or reused psuite's perf_event descriptors");
         set.ncounted = 0;
         rc = PS_HWPC_OK;
     }
     /* perf_event learns of multiplexing only from the counts (PAPI knows
      * when the events are added, and psrun said so then). */
     if (rc == PS_HWPC_OK && set.backend == PS_BACKEND_PERF && set.multiplexed)
-        ps_note("more events than hardware counters: counts were multiplexed and are scaled");
+        ps_note_safe("more events than hardware counters: counts were multiplexed and are scaled", NULL);
     if (rc == PS_HWPC_OK) {
         ps_measurement_t m = {wall_total, user_total, sys_total, values};
         char path[4096];
         rc = ps_report_write(&set, &m, name, path, sizeof path);
         if (rc == PS_HWPC_EEXIST) {
-            ps_message("an output file existed already; report saved as %s", path);
+            ps_message_safe("an output file existed already; report saved as ", path, NULL, NULL);
             rc = PS_HWPC_OK;
         } else if (rc != PS_HWPC_OK)
-            ps_message("could not save the report %s: %m", path);
-        else if (getenv("PSUITE_VERBOSE"))
-            ps_message("report written to %s", path);
+            ps_message_safe("could not save the report ", path, ": ", ps_errno_text(errno));
+        else if (verbose)
+            ps_message_safe("report written to ", path, NULL, NULL);
         set.ncounted = ncounted;
         state = ST_READY;
         wall_total = 0;
@@ -299,7 +375,7 @@ PS_API int ps_hwpc_stop(const char *name)
         if (set.backend == PS_BACKEND_PAPI)
             memset(set.papi_acc, 0, sizeof set.papi_acc);
     }
-    pthread_mutex_unlock(&lock);
+    give_bounded(held);
     return rc;
 }
 
@@ -311,25 +387,24 @@ int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len)
 {
     long long values[PS_HWPC_MAX_EVENTS];
     path_out[0] = '\0';
-    pthread_mutex_lock(&lock);
+    int held = take_bounded();
     int rc = state == ST_RUNNING ? suspend_locked() : PS_HWPC_ESTATE;
     if (rc == PS_HWPC_OK)
         rc = read_locked(values);
     if (rc == PS_HWPC_OK) {
         size_t used = strlen(set.annotation);
-        if (why && *why)
-            snprintf(set.annotation + used, sizeof set.annotation - used, "%s%s", used ? "; " : "", why);
+        annotate_into(set.annotation, sizeof set.annotation, why);
         ps_measurement_t m = {wall_total, user_total, sys_total, values};
         rc = ps_report_write(&set, &m, NULL, path_out, path_len);
         set.annotation[used] = '\0';
         if (rc == PS_HWPC_EEXIST)
             rc = PS_HWPC_OK;
         else if (rc != PS_HWPC_OK) {
-            ps_message("could not save the report %s: %m", path_out);
+            ps_message_safe("could not save the report ", path_out, ": ", ps_errno_text(errno));
             path_out[0] = '\0';
         }
     }
-    pthread_mutex_unlock(&lock);
+    give_bounded(held);
     return rc;
 }
 
@@ -340,7 +415,9 @@ void ps_hwpc_exec_failed(const char *path)
         unlink(path);
         ps_report_announced(path);
     }
-    ps_hwpc_start();
+    int held = take_bounded(); /* the exec may have come from a signal handler */
+    start_locked();
+    give_bounded(held);
     errno = saved;
 }
 
@@ -349,6 +426,8 @@ void ps_hwpc_exec_failed(const char *path)
 void ps_hwpc_forget_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL); /* the parent may have held it while forking */
+    lock_held = 0;
+    end_waiting = 0;
     if (state != ST_NONE) {
         if (set.backend == PS_BACKEND_PERF)
             ps_perf_close(&set);
@@ -360,7 +439,7 @@ void ps_hwpc_forget_after_fork(void)
 
 PS_API int ps_hwpc_shutdown(void)
 {
-    pthread_mutex_lock(&lock);
+    take();
     int rc = PS_HWPC_OK;
     if (state == ST_NONE)
         rc = PS_HWPC_ESTATE;
@@ -373,7 +452,7 @@ PS_API int ps_hwpc_shutdown(void)
             ps_perf_close(&set);
         state = ST_NONE;
     }
-    pthread_mutex_unlock(&lock);
+    give();
     return rc;
 }
 
@@ -381,11 +460,9 @@ int ps_hwpc_domain(void) { return set.domain; }
 
 void ps_hwpc_annotate(const char *text)
 {
-    pthread_mutex_lock(&lock);
-    size_t used = strlen(set.annotation);
-    if (text && *text)
-        snprintf(set.annotation + used, sizeof set.annotation - used, "%s%s", used ? "; " : "", text);
-    pthread_mutex_unlock(&lock);
+    int held = take_bounded(); /* at the end of measurement */
+    annotate_into(set.annotation, sizeof set.annotation, text);
+    give_bounded(held);
 }
 
 PS_API int ps_hwpc_numevents(int *count)

@@ -253,6 +253,32 @@ int ps_mpi_rank(void);  /* from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM
 /* Write b (then freed) exclusively at path or the next free name; the name used in path_out. */
 int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len);
 
+/* report.c: what a report needs that is not async-signal-safe to find
+ * (host, user, command line, executable, build-id, MPI rank, machine
+ * information, the output name's parts, the UTC offset), gathered once when
+ * measurement starts (hwpc.c's init) and again in a forked child that is
+ * measured (its pid differs).  After it, writing a count report takes no
+ * lock, allocates nothing and calls no stdio: it is async-signal-safe, and
+ * runs on a preallocated stack of its own.  Writers that find it missing
+ * or made by another process (the pid) prepare first, unsafely. */
+void ps_report_prepare(void);
+
+/* safestack.c: fn(arg, out, size) on a preallocated stack, with an output
+ * buffer of `size` bytes that goes with it.  ps_stack_prepare maps a few
+ * once per process (in a forked child it frees the slots the parent's
+ * threads held); when all are in use one is mmap'd for the call, and
+ * without memory fn runs on the caller's stack with out NULL.
+ * ps_on_safe_stack is async-signal-safe. */
+void ps_stack_prepare(void);
+void ps_on_safe_stack(void (*fn)(void *arg, char *out, size_t size), void *arg);
+
+/* util.c: messages without printf (async-signal-safe once prepared):
+ * "psrun: " or "pshwpc: ", then the non-NULL parts. ps_note_safe: unless quiet. */
+void ps_messages_prepare(void);
+void ps_message_safe(const char *a, const char *b, const char *c, const char *d);
+void ps_note_safe(const char *a, const char *b);
+const char *ps_errno_text(int err);  /* untranslated, static: async-signal-safe */
+
 /* buildid.c: the executable's GNU build-id in hex, from its mapped notes
  * (async-signal-safe); -1 when it has none */
 int ps_buildid(char *hex, size_t len);
@@ -265,7 +291,18 @@ struct ps_buf {
     char *data;
     size_t len, cap;
     int failed;
+    int fixed;                  /* preallocated by the caller (ps_buf_fixed): never grows */
 };
+/* Async-signal-safe on a fixed buffer (no allocation, no stdio): */
+void ps_buf_fixed(ps_buf_t *b, char *mem, size_t size);
+void ps_buf_mem(ps_buf_t *b, const char *p, size_t n);
+void ps_buf_str(ps_buf_t *b, const char *s);
+void ps_buf_ll(ps_buf_t *b, long long v);
+void ps_buf_ull(ps_buf_t *b, unsigned long long v);
+void ps_buf_zpad(ps_buf_t *b, unsigned long long v, int width);     /* zero-padded to width digits */
+void ps_buf_fixedpoint(ps_buf_t *b, long long v, int decimals);     /* v / 10^decimals, all decimals */
+void ps_buf_indent(ps_buf_t *b, int n);
+void ps_buf_elem(ps_buf_t *b, int indent, const char *tag, const char *text); /* ps_buf_element, safely */
 void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* text escaped for XML; what is not XML 1.0 text becomes U+FFFD: each byte
  * of invalid UTF-8 (encoded surrogates included), each U+FFFE/U+FFFF, each

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -267,9 +268,15 @@ PS_API int ps_machineinfo(ps_machineinfo_t *m)
     m->cpu_count = n > 0 ? (int)n : 1;
     m->page_size = sysconf(_SC_PAGESIZE);
 
-    static char cpuinfo[65536];
+    /* /proc/cpuinfo and /proc/meminfo are read into memory of this call:
+     * not static (concurrent callers), not the caller's stack (64 KiB) */
+    enum { CPUINFO_SIZE = 65536, MEMINFO_SIZE = 8192 };
+    char *cpuinfo = mmap(NULL, CPUINFO_SIZE + MEMINFO_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (cpuinfo == MAP_FAILED)
+        cpuinfo = NULL;
+    char *meminfo = cpuinfo ? cpuinfo + CPUINFO_SIZE : NULL;
     char field[128];
-    int have_cpuinfo = ps_read_file("/proc/cpuinfo", cpuinfo, sizeof cpuinfo) > 0;
+    int have_cpuinfo = cpuinfo && ps_read_file("/proc/cpuinfo", cpuinfo, CPUINFO_SIZE) > 0;
     cpuid_identity(m);
     if (!m->vendor[0] && have_cpuinfo && cpuinfo_field(cpuinfo, "vendor_id", field, sizeof field))
         ps_strlcpy(m->vendor, field, sizeof m->vendor);
@@ -300,10 +307,11 @@ PS_API int ps_machineinfo(ps_machineinfo_t *m)
     else if (strcmp(m->vendor, "GenuineIntel") == 0)
         intel_tlbs(m);
 
-    static char meminfo[8192];
-    if (ps_read_file("/proc/meminfo", meminfo, sizeof meminfo) > 0 &&
+    if (meminfo && ps_read_file("/proc/meminfo", meminfo, MEMINFO_SIZE) > 0 &&
         cpuinfo_field(meminfo, "MemTotal", field, sizeof field))
         m->memory_kb = atoll(field);
+    if (cpuinfo)
+        munmap(cpuinfo, CPUINFO_SIZE + MEMINFO_SIZE);
     return PS_HWPC_OK;
 }
 

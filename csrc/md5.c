@@ -1,10 +1,11 @@
 /* md5.c - MD5 (RFC 1321) of a file, for the md5sum of the measured
  * executable in a report.  Written here so the library needs no crypto
  * dependency inside the user's process. */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -88,11 +89,20 @@ int ps_md5_file(const char *path, char hex[33])
     if (fd < 0)
         return -1;
     md5_t m = {{0x67452301, 0xefcdab89, 0x98badcfe, 0x10325476}, 0, {0}, 0};
-    unsigned char buf[65536];
+    /* the read buffer is mapped, not on the caller's stack (a thread's may
+     * be 64 KiB in all) */
+    enum { BUF_SIZE = 65536 };
+    unsigned char *buf = mmap(NULL, BUF_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (buf == MAP_FAILED) {
+        close(fd);
+        return -1;
+    }
     ssize_t r;
-    while ((r = read(fd, buf, sizeof buf)) > 0)
-        md5_update(&m, buf, (size_t)r);
+    while ((r = read(fd, buf, BUF_SIZE)) > 0 || (r < 0 && errno == EINTR))
+        if (r > 0)
+            md5_update(&m, buf, (size_t)r);
     close(fd);
+    munmap(buf, BUF_SIZE);
     if (r < 0)
         return -1;
     uint64_t bits = m.bytes * 8;
@@ -103,7 +113,12 @@ int ps_md5_file(const char *path, char hex[33])
     for (int i = 0; i < 8; i++)
         len[i] = (unsigned char)(bits >> (8 * i));
     md5_update(&m, len, 8);
-    for (int i = 0; i < 16; i++)
-        snprintf(hex + 2 * i, 3, "%02x", (m.h[i / 4] >> (8 * (i % 4))) & 0xff);
+    static const char digits[] = "0123456789abcdef";
+    for (int i = 0; i < 16; i++) {
+        unsigned byte = (m.h[i / 4] >> (8 * (i % 4))) & 0xff;
+        hex[2 * i] = digits[byte >> 4];
+        hex[2 * i + 1] = digits[byte & 15];
+    }
+    hex[32] = '\0';
     return 0;
 }

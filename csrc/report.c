@@ -1,6 +1,20 @@
 /* report.c - the <hwpcreport mode="count"> document (hwpcreport-0.3.dtd),
  * written atomically and exclusively: temporary file, then link() to the
- * final name, which never overwrites and never follows a planted symlink. */
+ * final name, which never overwrites and never follows a planted symlink.
+ *
+ * Async-signal-safe by construction.  The report may be written from
+ * _exit(), from an exec wrapper or from a fatal signal's handler, while
+ * another thread holds malloc's lock or the interrupted thread is anywhere.
+ * So everything that is not async-signal-safe to find (host, domain and
+ * user names, the command line, the executable's name, md5 and build-id,
+ * the MPI rank, the machine information, the output name's parts, the UTC
+ * offset) is gathered once by ps_report_prepare() when measurement starts,
+ * its XML rendered then.  At the end only numbers are formatted, without
+ * stdio or locale, into an output buffer mapped beforehand, on a stack of
+ * the writer's own (safestack.c), and written with open, write, link (or
+ * renameat2, or an exclusive create where the file system has no hard
+ * links).  No umask() call: the file is created 0666 and the kernel
+ * applies the umask. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -8,10 +22,11 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pwd.h>
-#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +34,9 @@
 
 #ifndef PSUITE_VERSION
 #define PSUITE_VERSION "0"
+#endif
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE 1
 #endif
 
 /* /proc/thread-self, not /proc/self: when main has called pthread_exit the
@@ -92,6 +110,142 @@ static void host_names(char *host, size_t hlen, char *domain, size_t dlen)
     domain[dlen - 1] = '\0';
 }
 
+/* ---- what is gathered when measurement starts ------------------------------
+ * Two copies: a new one is filled while writers may still read the one
+ * published, then published with one atomic store. */
+typedef struct {
+    int pid;                    /* of the process that prepared it */
+    int rank;                   /* MPI rank, -1 outside MPI */
+    long long clock_millimhz;   /* as <clockspeed> says; 0: unknown */
+    long gmtoff;                /* local time minus UTC, seconds, when prepared */
+    long long dst_at;           /* the next change of the offset (0: none within a year) */
+    long dst_gmtoff;            /* the offset from then on */
+    size_t unfit;               /* U+FFFD in the command line, host, domain and user names */
+    int cut;                    /* the command line was cut */
+    size_t cut_len;             /* to so many bytes */
+    int have_buildid;
+    char buildid[130];
+    char dir[PATH_MAX];         /* PSUITE_OUTPUT_DIR ("": none) */
+    char prefix[PATH_MAX];      /* PSUITE_OUTPUT_PREFIX, else the executable's name */
+    char host_file[256];        /* the host name in file names ('/' made '_') */
+    /* XML rendered when prepared */
+    char ident[4096];           /* <hostname>, <domainname> */
+    char user_cmd[65536];       /* <username>, <command> */
+    char machine[16384];        /* <machineinfo> */
+} prep_t;
+
+static prep_t preps[2];
+static prep_t *prep;            /* the published one, NULL before the first */
+static int prep_next;
+
+static void render(char *mem, size_t size, ps_buf_t *b) { ps_buf_fixed(b, mem, size); }
+
+static long utc_offset(time_t t)
+{
+    struct tm tm;
+    return localtime_r(&t, &tm) ? tm.tm_gmtoff : 0;
+}
+
+void ps_report_prepare(void)
+{
+    prep_t *p = &preps[prep_next];
+    prep_next ^= 1;
+    ps_buf_t b;
+    char host[256], domain[256], text[8192];
+
+    ps_messages_prepare();
+    ps_stack_prepare();
+    p->pid = (int)getpid();
+    p->rank = ps_mpi_rank();
+
+    host_names(host, sizeof host, domain, sizeof domain);
+    render(p->ident, sizeof p->ident, &b);
+    ps_buf_elem(&b, 2, "hostname", host);
+    ps_buf_elem(&b, 2, "domainname", domain);
+    ps_strlcpy(p->host_file, host, sizeof p->host_file);
+    for (char *c = p->host_file; *c; c++)
+        if (*c == '/')
+            *c = '_';
+
+    struct passwd pw, *res = NULL;
+    char pwbuf[4096];
+    getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res);
+    render(p->user_cmd, sizeof p->user_cmd, &b);
+    if (res)
+        ps_buf_elem(&b, 2, "username", res->pw_name);
+    p->cut = command_line(text, sizeof text);
+    p->cut_len = strlen(text);
+    p->unfit = ps_xml_unfit(text) + ps_xml_unfit(host) + ps_xml_unfit(domain) + (res ? ps_xml_unfit(res->pw_name) : 0);
+    /* md5sum of the whole executable only when asked (PSUITE_MD5=1): it reads
+     * the file, over a second for a large one, in every process */
+    char md5[33];
+    if (ps_env_flag("PSUITE_MD5") && ps_md5_file(PROC_SELF "exe", md5) == 0) {
+        ps_buf_str(&b, "  <command md5sum=\"");
+        ps_buf_str(&b, md5);
+        ps_buf_str(&b, "\">");
+    } else
+        ps_buf_str(&b, "  <command>");
+    ps_buf_escaped(&b, text);
+    ps_buf_str(&b, "</command>\n");
+
+    p->have_buildid = ps_buildid(p->buildid, sizeof p->buildid) == 0;
+
+    ps_machineinfo_t machine;
+    ps_machineinfo(&machine);
+    p->clock_millimhz = ps_machineinfo_clock_millimhz(&machine);
+    /* rendered with printf into a growable buffer here, then copied */
+    ps_buf_t mb = {0};
+    ps_machineinfo_xml(&mb, 2, &machine);
+    render(p->machine, sizeof p->machine, &b);
+    if (!mb.failed && mb.data)
+        ps_buf_mem(&b, mb.data, mb.len);
+    ps_buf_free(&mb);
+
+    /* The UTC offset now and, if it changes within a year (daylight
+     * saving), when and to what: a day at a time, then to the second. */
+    time_t now = time(NULL);
+    p->gmtoff = utc_offset(now);
+    p->dst_at = 0;
+    p->dst_gmtoff = p->gmtoff;
+    for (long long day = 1; day <= 400; day++) {
+        time_t hi = now + (time_t)(day * 86400);
+        if (utc_offset(hi) == p->gmtoff)
+            continue;
+        time_t lo = hi - 86400; /* offset at lo: the old one; at hi: the new */
+        while (hi - lo > 1) {
+            time_t mid = lo + (hi - lo) / 2;
+            if (utc_offset(mid) == p->gmtoff)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        p->dst_at = (long long)hi;
+        p->dst_gmtoff = utc_offset(hi);
+        break;
+    }
+
+    const char *dir = getenv("PSUITE_OUTPUT_DIR"), *prefix = getenv("PSUITE_OUTPUT_PREFIX");
+    ps_strlcpy(p->dir, dir ? dir : "", sizeof p->dir);
+    if (prefix && *prefix)
+        ps_strlcpy(p->prefix, prefix, sizeof p->prefix);
+    else
+        exe_name(p->prefix, sizeof p->prefix);
+    __atomic_store_n(&prep, p, __ATOMIC_RELEASE);
+}
+
+/* The prepared data of this process; prepared here (not async-signal-safe)
+ * when it was not, or by another process (a child forked without psrun -f
+ * that writes a report through the API). */
+static const prep_t *prepared(void)
+{
+    const prep_t *p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
+    if (!p || p->pid != (int)getpid()) {
+        ps_report_prepare();
+        p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
+    }
+    return p;
+}
+
 /* <date> as the original PerfSuite wrote it: C's ctime() form, local time,
  * without ctime's newline, and with the day of the month zero-padded, i.e.
  * strftime's "%a %b %d %H:%M:%S %Y" in the C locale ("Tue Mar 04 10:12:09
@@ -100,18 +254,51 @@ static void host_names(char *host, size_t hlen, char *domain, size_t dlen)
  * anything else; %d is what its "dd" stands for (ctime's space-padded %e,
  * "Mar  4", is accepted only because SimpleDateFormat skips blanks before a
  * number).  The names are spelled here rather than by strftime so that the
- * program's LC_TIME cannot translate them. */
-static void ctime_date(char *out, size_t len)
+ * program's LC_TIME cannot translate them.
+ * Local time is the UTC offset found when measurement started (localtime_r
+ * reads the time-zone file: not async-signal-safe) added to the real-time
+ * clock, converted with integer arithmetic (days from the civil date,
+ * inverted: Howard Hinnant's algorithm).  The next change of the offset
+ * (daylight saving) was found then too: a run that crosses it gets the
+ * new offset (a second change, more than months later, is not seen). */
+static void date_element(ps_buf_t *b, const prep_t *p)
 {
     static const char days[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
     static const char months[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
-    time_t now = time(NULL);
-    struct tm tm;
-    if (!localtime_r(&now, &tm))
-        gmtime_r(&now, &tm);
-    snprintf(out, len, "%s %s %02d %02d:%02d:%02d %d", days[(unsigned)tm.tm_wday % 7], months[(unsigned)tm.tm_mon % 12],
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, tm.tm_year + 1900);
+    struct timespec ts = {0, 0};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long gmtoff = p->dst_at && (long long)ts.tv_sec >= p->dst_at ? p->dst_gmtoff : p->gmtoff;
+    long long t = (long long)ts.tv_sec + gmtoff;
+    long long z = t >= 0 ? t / 86400 : (t - 86399) / 86400; /* days since 1970-01-01 */
+    long long secs = t - z * 86400;
+    long long wday = (z % 7 + 7 + 4) % 7;                     /* 1970-01-01 was a Thursday */
+    z += 719468;
+    long long era = (z >= 0 ? z : z - 146096) / 146097;
+    long long doe = z - era * 146097;                                        /* [0, 146096] */
+    long long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;   /* [0, 399] */
+    long long y = yoe + era * 400;
+    long long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);                 /* [0, 365] */
+    long long mp = (5 * doy + 2) / 153;                                      /* [0, 11], from March */
+    long long d = doy - (153 * mp + 2) / 5 + 1;                              /* [1, 31] */
+    long long m = mp < 10 ? mp + 3 : mp - 9;                                 /* [1, 12] */
+    if (m <= 2)
+        y++;
+    ps_buf_str(b, "  <date>");
+    ps_buf_str(b, days[wday]);
+    ps_buf_str(b, " ");
+    ps_buf_str(b, months[m - 1]);
+    ps_buf_str(b, " ");
+    ps_buf_zpad(b, (unsigned long long)d, 2);
+    ps_buf_str(b, " ");
+    ps_buf_zpad(b, (unsigned long long)(secs / 3600), 2);
+    ps_buf_str(b, ":");
+    ps_buf_zpad(b, (unsigned long long)(secs / 60 % 60), 2);
+    ps_buf_str(b, ":");
+    ps_buf_zpad(b, (unsigned long long)(secs % 60), 2);
+    ps_buf_str(b, " ");
+    ps_buf_ll(b, y);
+    ps_buf_str(b, "</date>\n");
 }
 
 /* What the original PerfSuite wrote after the XML declaration.  TAU's
@@ -135,112 +322,192 @@ static void wallclock(ps_buf_t *b, long long wall_ns, long long clock_millimhz)
     if (clock_millimhz > 0) {
         /* ticks = ns x 10^-9 x (millimhz / 1000) x 10^6, rounded */
         unsigned __int128 t = (unsigned __int128)wall_ns * (unsigned long long)clock_millimhz + 500000;
-        ps_buf_printf(b, "  <wallclock units=\"ticks\">%llu</wallclock>\n", (unsigned long long)(t / 1000000));
-    } else
-        ps_buf_printf(b, "  <wallclock units=\"seconds\">%lld.%09lld</wallclock>\n", wall_ns / 1000000000,
-                      wall_ns % 1000000000);
+        ps_buf_str(b, "  <wallclock units=\"ticks\">");
+        ps_buf_ull(b, (unsigned long long)(t / 1000000));
+    } else {
+        ps_buf_str(b, "  <wallclock units=\"seconds\">");
+        ps_buf_fixedpoint(b, wall_ns, 9);
+    }
+    ps_buf_str(b, "</wallclock>\n");
 }
 
 /* Seconds with six decimals, whatever the program's LC_NUMERIC. */
 static void seconds_element(ps_buf_t *b, const char *tag, double s)
 {
     long long us = s > 0 ? (long long)(s * 1e6 + 0.5) : 0;
-    ps_buf_printf(b, "    <%s>%lld.%06lld</%s>\n", tag, us / 1000000, us % 1000000, tag);
+    ps_buf_str(b, "    <");
+    ps_buf_str(b, tag);
+    ps_buf_str(b, ">");
+    ps_buf_fixedpoint(b, us, 6);
+    ps_buf_str(b, "</");
+    ps_buf_str(b, tag);
+    ps_buf_str(b, ">\n");
+}
+
+/* snprintf(dst + *used, cap - *used, "%s", s) as the writer used to append
+ * to <annotation>: cut to fit, *used counting what would have been written. */
+static void note_add(char *dst, size_t cap, size_t *used, const char *s)
+{
+    size_t n = strlen(s);
+    if (*used < cap) {
+        size_t room = cap - 1 - *used, c = n < room ? n : room;
+        memcpy(dst + *used, s, c);
+        dst[*used + c] = '\0';
+    }
+    *used += n;
+}
+
+static void note_num(char *dst, size_t cap, size_t *used, unsigned long long v)
+{
+    char d[24];
+    ps_buf_t b;
+    ps_buf_fixed(&b, d, sizeof d);
+    ps_buf_ull(&b, v);
+    note_add(dst, cap, used, d);
+}
+
+static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, const char *annotation,
+                   const ps_measurement_t *m)
+{
+    ps_buf_str(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    ps_buf_str(b, DOCTYPE);
+    ps_buf_str(b, "\n<hwpcreport version=\"0.3\" generator=\"psuite " PSUITE_VERSION " libpshwpc\" mode=\"");
+    ps_buf_str(b, mode);
+    ps_buf_str(b, "\">\n");
+    date_element(b, p);
+    ps_buf_str(b, p->ident);
+    ps_buf_str(b, "  <pid>");
+    ps_buf_ll(b, (long long)getpid());
+    /* Always present, a plain decimal (TAU starts a thread of data at each
+     * <thread> and reads it with Integer.parseInt): 0 is the process total,
+     * 1, 2 ... the threads of psrun -p, so (pid, thread) never collide. */
+    ps_buf_str(b, "</pid>\n  <thread>");
+    ps_buf_ll(b, thread > 0 ? thread : 0);
+    ps_buf_str(b, "</thread>\n");
+    ps_buf_str(b, p->user_cmd);
+
+    char note[4096] = "";
+    size_t used = 0;
+    if (p->rank >= 0) { /* the DTD has no rank element: readers find "MPI rank N" here */
+        note_add(note, sizeof note, &used, "MPI rank ");
+        note_num(note, sizeof note, &used, (unsigned long long)p->rank);
+        if (annotation && *annotation) {
+            note_add(note, sizeof note, &used, "; ");
+            note_add(note, sizeof note, &used, annotation);
+        }
+    } else if (annotation)
+        note_add(note, sizeof note, &used, annotation);
+    used = strlen(note);
+    if (p->unfit && used < sizeof note) {
+        note_add(note, sizeof note, &used, used ? "; " : "");
+        note_num(note, sizeof note, &used, p->unfit);
+        note_add(note, sizeof note, &used,
+                 " U+FFFD in the command line, host or user name: bytes that are not XML text "
+                 "(invalid UTF-8, surrogates, U+FFFE/U+FFFF, control characters) replaced by U+FFFD");
+    }
+    if (p->cut && used < sizeof note) {
+        note_add(note, sizeof note, &used, used ? "; " : "");
+        note_add(note, sizeof note, &used, "command line cut to its first ");
+        note_num(note, sizeof note, &used, p->cut_len);
+        note_add(note, sizeof note, &used, " bytes");
+    }
+    /* The executable's GNU build-id, from its mapped notes (no file read).
+     * hwpcreport-0.3.dtd declares only md5sum on <command>, so it is the
+     * last part of <annotation>: "build-id HEX", whole or not at all. */
+    if (p->have_buildid && used + strlen(p->buildid) + 12 < sizeof note) {
+        note_add(note, sizeof note, &used, used ? "; " : "");
+        note_add(note, sizeof note, &used, "build-id ");
+        note_add(note, sizeof note, &used, p->buildid);
+    }
+    if (note[0])
+        ps_buf_elem(b, 2, "annotation", note);
+    wallclock(b, m->wall_ns, p->clock_millimhz);
+    ps_buf_str(b, "  <cputime units=\"seconds\">\n");
+    seconds_element(b, "usertime", m->user_s);
+    seconds_element(b, "systemtime", m->system_s);
+    ps_buf_str(b, "  </cputime>\n");
+    ps_buf_str(b, p->machine);
 }
 
 void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
                       const ps_measurement_t *m)
 {
-    char text[8192], host[256], domain[256];
-    host_names(host, sizeof host, domain, sizeof domain);
-    ps_machineinfo_t machine;
-    ps_machineinfo(&machine);
-
-    ps_buf_printf(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n%s\n", DOCTYPE);
-    ps_buf_printf(b, "<hwpcreport version=\"0.3\" generator=\"psuite %s libpshwpc\" mode=\"%s\">\n",
-                  PSUITE_VERSION, mode);
-    ctime_date(text, sizeof text);
-    ps_buf_element(b, 2, "date", text);
-    ps_buf_element(b, 2, "hostname", host);
-    ps_buf_element(b, 2, "domainname", domain);
-    ps_buf_printf(b, "  <pid>%d</pid>\n", (int)getpid());
-    /* Always present, a plain decimal (TAU starts a thread of data at each
-     * <thread> and reads it with Integer.parseInt): 0 is the process total,
-     * 1, 2 ... the threads of psrun -p, so (pid, thread) never collide. */
-    ps_buf_printf(b, "  <thread>%d</thread>\n", thread > 0 ? thread : 0);
-    struct passwd pw, *res = NULL;
-    char pwbuf[4096];
-    getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res);
-    if (res)
-        ps_buf_element(b, 2, "username", res->pw_name);
-    char md5[33];
-    int cut = command_line(text, sizeof text);
-    size_t unfit = ps_xml_unfit(text) + ps_xml_unfit(host) + ps_xml_unfit(domain) +
-                   (res ? ps_xml_unfit(res->pw_name) : 0);
-    /* md5sum of the whole executable only when asked (PSUITE_MD5=1): it reads
-     * the file, over a second for a large one, in every process */
-    if (ps_env_flag("PSUITE_MD5") && ps_md5_file(PROC_SELF "exe", md5) == 0)
-        ps_buf_printf(b, "  <command md5sum=\"%s\">", md5);
-    else
-        ps_buf_printf(b, "  <command>");
-    ps_buf_escaped(b, text);
-    ps_buf_printf(b, "</command>\n");
-    char note[4096] = "";
-    int rank = ps_mpi_rank();
-    if (rank >= 0) /* the DTD has no rank element: readers find "MPI rank N" here */
-        snprintf(note, sizeof note, "MPI rank %d%s%s", rank, annotation && *annotation ? "; " : "",
-                 annotation ? annotation : "");
-    else if (annotation)
-        ps_strlcpy(note, annotation, sizeof note);
-    size_t used = strlen(note);
-    if (unfit && used < sizeof note)
-        used += (size_t)snprintf(note + used, sizeof note - used,
-                                 "%s%zu U+FFFD in the command line, host or user name: bytes that are not XML text "
-                                 "(invalid UTF-8, surrogates, U+FFFE/U+FFFF, control characters) replaced by U+FFFD",
-                                 used ? "; " : "", unfit);
-    if (cut && used < sizeof note)
-        used += (size_t)snprintf(note + used, sizeof note - used, "%scommand line cut to its first %zu bytes",
-                                 used ? "; " : "", strlen(text));
-    /* The executable's GNU build-id, from its mapped notes (no file read).
-     * hwpcreport-0.3.dtd declares only md5sum on <command>, so it is the
-     * last part of <annotation>: "build-id HEX", whole or not at all. */
-    char buildid[130];
-    if (ps_buildid(buildid, sizeof buildid) == 0 && used + strlen(buildid) + 12 < sizeof note)
-        snprintf(note + used, sizeof note - used, "%sbuild-id %s", used ? "; " : "", buildid);
-    if (note[0])
-        ps_buf_element(b, 2, "annotation", note);
-    wallclock(b, m->wall_ns, ps_machineinfo_clock_millimhz(&machine));
-    ps_buf_printf(b, "  <cputime units=\"seconds\">\n");
-    seconds_element(b, "usertime", m->user_s);
-    seconds_element(b, "systemtime", m->system_s);
-    ps_buf_printf(b, "  </cputime>\n");
-    ps_machineinfo_xml(b, 2, &machine);
+    header(b, prepared(), mode, thread, annotation, m);
 }
 
-static void build(ps_buf_t *b, const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m)
+static void build(ps_buf_t *b, const prep_t *p, const ps_counts_t *c, int thread, const char *annotation,
+                  const ps_measurement_t *m)
 {
-    ps_report_header(b, "count", thread, annotation, m);
+    header(b, p, "count", thread, annotation, m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
-    ps_buf_printf(b, "  <hwpceventdata class=\"%s\" version=\"", c->cls);
+    ps_buf_str(b, "  <hwpceventdata class=\"");
+    ps_buf_str(b, c->cls);
+    ps_buf_str(b, "\" version=\"");
     ps_buf_escaped(b, c->version);
-    ps_buf_printf(b, "\" domain=\"%s\" multiplexed=\"%s\">\n", domains[c->domain & 3], c->multiplexed ? "yes" : "no");
+    ps_buf_str(b, "\" domain=\"");
+    ps_buf_str(b, domains[c->domain & 3]);
+    ps_buf_str(b, "\" multiplexed=\"");
+    ps_buf_str(b, c->multiplexed ? "yes" : "no");
+    ps_buf_str(b, "\">\n");
     for (int k = 0; k < c->n; k++) {
-        ps_buf_printf(b, "    <hwpcevent type=\"%s\" name=\"", c->preset[k] ? "preset" : "native");
+        ps_buf_str(b, "    <hwpcevent type=\"");
+        ps_buf_str(b, c->preset[k] ? "preset" : "native");
+        ps_buf_str(b, "\" name=\"");
         ps_buf_escaped(b, c->names[k]);
-        ps_buf_printf(b, "\" derived=\"no\">%lld</hwpcevent>\n", m->values[k]);
+        ps_buf_str(b, "\" derived=\"no\">");
+        ps_buf_ll(b, m->values[k]);
+        ps_buf_str(b, "</hwpcevent>\n");
     }
-    ps_buf_printf(b, "  </hwpceventdata>\n</hwpcreport>\n");
+    ps_buf_str(b, "  </hwpceventdata>\n</hwpcreport>\n");
 }
 
-int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m,
-                           const char *name, char *path_out, size_t path_len)
+/* Final path for `name`: "x.xml" as is, else <prefix>.<pid>[.<tag>].<host>.xml
+ * in PSUITE_OUTPUT_DIR (default: the current directory); the tag names a
+ * thread (t1, t2 ..., the number in its <thread>).  Async-signal-safe. */
+static void report_path(const prep_t *p, const char *name, int thread, char *path, size_t len)
 {
-    ps_buf_t b = {0};
-    build(&b, c, thread, annotation, m);
-    char path[PATH_MAX], tag[32];
-    snprintf(tag, sizeof tag, "t%d", thread);
-    ps_report_path(name, thread > 0 ? tag : NULL, path, sizeof path);
-    return ps_report_save(&b, path, path_out, path_len);
+    ps_buf_t b;
+    ps_buf_fixed(&b, path, len);
+    const char *dir = p->dir;
+    size_t nlen = name ? strlen(name) : 0;
+    if (nlen > 4 && strcmp(name + nlen - 4, ".xml") == 0) {
+        if (*dir && name[0] != '/') {
+            ps_buf_str(&b, dir);
+            ps_buf_str(&b, "/");
+        }
+        ps_buf_str(&b, name);
+        return;
+    }
+    const char *prefix = name && *name ? name : p->prefix;
+    if (*dir && prefix[0] != '/') {
+        ps_buf_str(&b, dir);
+        ps_buf_str(&b, "/");
+    }
+    ps_buf_str(&b, prefix);
+    ps_buf_str(&b, ".");
+    if (p->rank >= 0) { /* ranks sort together and never collide, whatever the hosts' pids */
+        ps_buf_str(&b, "r");
+        ps_buf_ll(&b, p->rank);
+        ps_buf_str(&b, ".");
+    }
+    ps_buf_ll(&b, (long long)getpid());
+    if (thread > 0) {
+        ps_buf_str(&b, ".t");
+        ps_buf_ll(&b, thread);
+    }
+    ps_buf_str(&b, ".");
+    ps_buf_str(&b, p->host_file);
+    ps_buf_str(&b, ".xml");
+}
+
+void ps_report_path(const char *name, const char *tag, char *path, size_t len)
+{
+    /* the tag is t<thread> (profile_report.c) */
+    int thread = 0;
+    if (tag && tag[0] == 't')
+        for (const char *c = tag + 1; *c >= '0' && *c <= '9'; c++)
+            thread = thread * 10 + (*c - '0');
+    report_path(prepared(), name, thread, path, len);
 }
 
 static int write_all(int fd, const char *p, size_t n)
@@ -249,48 +516,178 @@ static int write_all(int fd, const char *p, size_t n)
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
             continue;
-        if (w <= 0)
+        if (w < 0)
             return -1;
+        if (w == 0) {
+            errno = EIO;
+            return -1;
+        }
         p += w;
         n -= (size_t)w;
     }
     return 0;
 }
 
-/* Final path for `name`: "x.xml" as is, else <prefix>.<pid>[.<tag>].<host>.xml
- * in PSUITE_OUTPUT_DIR (default: the current directory); the tag names a
- * thread (t1, t2 ..., the number in its <thread>). */
-void ps_report_path(const char *name, const char *tag, char *path, size_t len)
+/* data written whole at path, created exclusively; 0, or -1 (errno) with
+ * nothing left behind */
+static int write_file(const char *path, const char *data, size_t len)
 {
-    char prefix[PATH_MAX], host[256], domain[256];
-    const char *dir = getenv("PSUITE_OUTPUT_DIR");
-    size_t nlen = name ? strlen(name) : 0;
-    if (nlen > 4 && strcmp(name + nlen - 4, ".xml") == 0) {
-        if (dir && *dir && name[0] != '/')
-            snprintf(path, len, "%s/%s", dir, name);
-        else
-            ps_strlcpy(path, name, len);
-        return;
+    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    int rc = write_all(fd, data, len);
+    int err = errno;
+    if (close(fd) && !rc) {
+        rc = -1;
+        err = errno;
     }
-    if (name && *name)
-        ps_strlcpy(prefix, name, sizeof prefix);
-    else if (getenv("PSUITE_OUTPUT_PREFIX") && *getenv("PSUITE_OUTPUT_PREFIX"))
-        ps_strlcpy(prefix, getenv("PSUITE_OUTPUT_PREFIX"), sizeof prefix);
-    else
-        exe_name(prefix, sizeof prefix);
-    host_names(host, sizeof host, domain, sizeof domain);
-    for (char *p = host; *p; p++)
-        if (*p == '/')
-            *p = '_';
-    char pid[96], rank[32] = "";
-    int r = ps_mpi_rank();
-    if (r >= 0) /* ranks sort together and never collide, whatever the hosts' pids */
-        snprintf(rank, sizeof rank, "r%d.", r);
-    snprintf(pid, sizeof pid, "%s%d%s%s", rank, (int)getpid(), tag ? "." : "", tag ? tag : "");
-    if (dir && *dir && prefix[0] != '/')
-        snprintf(path, len, "%s/%s.%s.%s.xml", dir, prefix, pid, host);
-    else
-        snprintf(path, len, "%s.%s.%s.xml", prefix, pid, host);
+    if (rc) {
+        unlink(path);
+        errno = err;
+    }
+    return rc;
+}
+
+/* link() cannot be used on this file system: no hard links (vfat, some FUSE
+ * and SMB mounts) */
+static int no_links(int err) { return err == EPERM || err == EOPNOTSUPP || err == ENOSYS || err == EMLINK; }
+
+static unsigned tmp_seq;
+
+/* Write data exclusively at path or the next free name ("x.1.xml" ...);
+ * the name used in path_out.  Through a temporary file in the same
+ * directory placed with link(); where the file system has no hard links,
+ * with renameat2(RENAME_NOREPLACE); where it has not that either, the final
+ * name is written directly (O_EXCL).  Async-signal-safe. */
+static int save(const char *data, size_t len, int failed, const char *path, char *path_out, size_t path_len)
+{
+    int saved_errno = errno;
+    ps_strlcpy(path_out, path, path_len);
+    if (failed) {
+        errno = ENOMEM;
+        return PS_HWPC_EIO;
+    }
+    char tmp[PATH_MAX + 64], candidate[PATH_MAX + 32];
+    ps_buf_t b;
+    size_t dlen = 0;
+    const char *slash = strrchr(path, '/');
+    if (slash)
+        dlen = (size_t)(slash - path) + 1;
+    enum { LINK, RENAME, DIRECT } how = LINK;
+    int made = 0;
+    for (int tries = 0; tries < 100 && !made; tries++) {
+        ps_buf_fixed(&b, tmp, sizeof tmp);
+        ps_buf_mem(&b, path, dlen);
+        ps_buf_str(&b, ".psuite-");
+        ps_buf_ll(&b, (long long)getpid());
+        ps_buf_str(&b, "-");
+        ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
+        if (b.failed) {
+            errno = ENAMETOOLONG;
+            return PS_HWPC_EIO;
+        }
+        if (write_file(tmp, data, len) == 0)
+            made = 1;
+        else if (errno != EEXIST)
+            break;
+    }
+    if (!made) {
+        if (errno != EACCES && errno != EPERM && errno != EINVAL)
+            return PS_HWPC_EIO; /* a full device, a missing directory ... */
+        how = DIRECT;           /* no temporary name allowed there: the final name directly */
+    }
+    size_t plen = strlen(path);
+    ps_strlcpy(candidate, path, sizeof candidate);
+    for (int k = 1; k < 1000;) {
+        int rc, err;
+        if (how == LINK) {
+            rc = link(tmp, candidate);
+            err = errno;
+            if (rc == 0)
+                unlink(tmp);
+            else if (no_links(err)) {
+                how = RENAME;
+                continue;
+            }
+        } else if (how == RENAME) {
+            rc = (int)syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, candidate, RENAME_NOREPLACE);
+            err = errno;
+            if (rc != 0 && (err == EINVAL || err == ENOSYS || err == EOPNOTSUPP || err == EPERM)) {
+                unlink(tmp);
+                how = DIRECT;
+                continue;
+            }
+        } else {
+            rc = write_file(candidate, data, len);
+            err = errno;
+        }
+        if (rc == 0) {
+            ps_report_note(candidate);
+            ps_strlcpy(path_out, candidate, path_len);
+            errno = saved_errno;
+            return strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;
+        }
+        if (err != EEXIST) {
+            if (how != DIRECT)
+                unlink(tmp);
+            errno = err;
+            return PS_HWPC_EIO;
+        }
+        /* link() and renameat2 fail with EEXIST on any existing name,
+         * symlinks included, and so does O_EXCL */
+        ps_buf_fixed(&b, candidate, sizeof candidate);
+        ps_buf_mem(&b, path, plen > 4 ? plen - 4 : 0);
+        ps_buf_str(&b, ".");
+        ps_buf_ll(&b, k++);
+        ps_buf_str(&b, ".xml");
+    }
+    if (how != DIRECT)
+        unlink(tmp);
+    errno = EEXIST;
+    return PS_HWPC_EIO;
+}
+
+int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len)
+{
+    int rc = save(b->data ? b->data : "", b->len, b->failed, path, path_out, path_len);
+    int err = errno;
+    ps_buf_free(b);
+    errno = err;
+    return rc;
+}
+
+/* ---- the count report, on the writer's own stack ----------------------------- */
+typedef struct {
+    const prep_t *p;
+    const ps_counts_t *c;
+    int thread;
+    const char *annotation, *name;
+    const ps_measurement_t *m;
+    char *path_out;
+    size_t path_len;
+    int rc, err;
+} job_t;
+
+static void write_job(void *arg, char *out, size_t size)
+{
+    job_t *j = arg;
+    ps_buf_t b;
+    ps_buf_fixed(&b, out, out ? size : 0);
+    if (out)
+        build(&b, j->p, j->c, j->thread, j->annotation, j->m);
+    char path[PATH_MAX];
+    report_path(j->p, j->name, j->thread, path, sizeof path);
+    j->rc = save(b.data ? b.data : "", b.len, b.failed, path, j->path_out, j->path_len);
+    j->err = errno;
+}
+
+int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotation, const ps_measurement_t *m,
+                           const char *name, char *path_out, size_t path_len)
+{
+    job_t j = {prepared(), c, thread, annotation, name, m, path_out, path_len, PS_HWPC_EIO, 0};
+    ps_on_safe_stack(write_job, &j);
+    errno = j.err;
+    return j.rc;
 }
 
 /* The counts of the process-wide set (<annotation>: events not counted,
@@ -308,59 +705,4 @@ int ps_report_write(const ps_evset_t *set, const ps_measurement_t *m, const char
                      set->backend == PS_BACKEND_PAPI ? set->backend_version : "perf_event",
                      set->domain, set->multiplexed, set->ncounted, names, preset};
     return ps_report_write_counts(&c, 0, set->annotation, m, name, path_out, path_len);
-}
-
-int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len)
-{
-    if (b->failed) {
-        ps_buf_free(b);
-        return PS_HWPC_EIO;
-    }
-    char tmp[PATH_MAX + 32];
-    ps_strlcpy(path_out, path, path_len);
-    char dir[PATH_MAX];
-    ps_strlcpy(dir, path, sizeof dir);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-        slash[1] = '\0';
-    else
-        dir[0] = '\0';
-    snprintf(tmp, sizeof tmp, "%s.psuite-XXXXXX", dir);
-    int fd = mkostemp(tmp, O_CLOEXEC);
-    if (fd < 0) {
-        int err = errno;
-        ps_buf_free(b);
-        errno = err;
-        return PS_HWPC_EIO;
-    }
-    mode_t mask = umask(0); /* mkostemp made it 0600: give it the usual mode */
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    int rc = write_all(fd, b->data, b->len);
-    ps_buf_free(b);
-    if (close(fd) || rc) {
-        int err = errno;
-        unlink(tmp);
-        errno = err;
-        return PS_HWPC_EIO;
-    }
-    /* link() fails with EEXIST on any existing name, symlinks included. */
-    char candidate[PATH_MAX];
-    ps_strlcpy(candidate, path, sizeof candidate);
-    for (int k = 1; k < 1000; k++) {
-        if (link(tmp, candidate) == 0) {
-            unlink(tmp);
-            ps_report_note(candidate);
-            ps_strlcpy(path_out, candidate, path_len);
-            return strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;
-        }
-        if (errno != EEXIST)
-            break;
-        size_t plen = strlen(path);
-        snprintf(candidate, sizeof candidate, "%.*s.%d.xml", (int)(plen - 4), path, k);
-    }
-    int err = errno;
-    unlink(tmp);
-    errno = err;
-    return PS_HWPC_EIO;
 }

@@ -1,4 +1,7 @@
 /* util.c - small helpers: bounded copies, messages to stderr, /proc reads. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -269,4 +272,55 @@ void ps_report_note(const char *path)
     }
     line[n++] = '\n';
     write_no_sigpipe(2, line, n);
+}
+
+/* ---- messages without printf ------------------------------------------------
+ * For the end of measurement, which may run in a signal handler: the
+ * switches are read from the environment when measurement starts
+ * (ps_messages_prepare), not at the end. */
+static int msg_preload = -1, msg_quiet = -1;
+
+void ps_messages_prepare(void)
+{
+    msg_preload = ps_env_flag("PSUITE_PRELOAD");
+    msg_quiet = ps_quiet();
+}
+
+void ps_message_safe(const char *a, const char *b, const char *c, const char *d)
+{
+    char line[1024];
+    int preload = msg_preload >= 0 ? msg_preload : ps_env_flag("PSUITE_PRELOAD");
+    const char *parts[5] = {preload ? "psrun: " : "pshwpc: ", a, b, c, d};
+    size_t n = 0;
+    for (int i = 0; i < 5; i++)
+        for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++)
+            line[n++] = *p;
+    line[n++] = '\n';
+    write_no_sigpipe(2, line, n);
+}
+
+void ps_note_safe(const char *a, const char *b)
+{
+    if (msg_quiet >= 0 ? msg_quiet : ps_quiet())
+        return;
+    ps_message_safe(a, b, NULL, NULL);
+}
+
+const char *ps_errno_text(int err)
+{
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 32))
+    const char *s = strerrordesc_np(err);
+    if (s)
+        return s;
+#endif
+    switch (err) {
+    case ENOSPC: return "No space left on device";
+    case EACCES: return "Permission denied";
+    case ENOENT: return "No such file or directory";
+    case EROFS: return "Read-only file system";
+    case EDQUOT: return "Disk quota exceeded";
+    case ENOMEM: return "Cannot allocate memory";
+    case EIO: return "Input/output error";
+    default: return "error";
+    }
 }

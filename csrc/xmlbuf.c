@@ -1,4 +1,8 @@
-/* xmlbuf.c - a growable text buffer with XML escaping. */
+/* xmlbuf.c - a text buffer with XML escaping: growable (malloc, for the
+ * profile writer) or fixed (preallocated memory, b->fixed: never grows,
+ * fails when full).  Everything but ps_buf_printf, ps_buf_element and
+ * ps_buf_free is async-signal-safe on a fixed buffer: no allocation, no
+ * stdio, no locale. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +16,10 @@ static int buf_reserve(ps_buf_t *b, size_t extra)
         return -1;
     if (b->len + extra + 1 <= b->cap)
         return 0;
+    if (b->fixed) {
+        b->failed = 1;
+        return -1;
+    }
     size_t cap = b->cap ? b->cap : 4096;
     while (cap < b->len + extra + 1)
         cap *= 2;
@@ -39,7 +47,7 @@ void ps_buf_printf(ps_buf_t *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-static void buf_append(ps_buf_t *b, const char *p, size_t n)
+void ps_buf_mem(ps_buf_t *b, const char *p, size_t n)
 {
     if (!n || buf_reserve(b, n))
         return;
@@ -133,12 +141,12 @@ void ps_buf_escaped(ps_buf_t *b, const char *text)
             ent = replacement;
             n = -n;
         }
-        buf_append(b, (const char *)run, (size_t)(p - run));
-        buf_append(b, ent, strlen(ent));
+        ps_buf_mem(b, (const char *)run, (size_t)(p - run));
+        ps_buf_mem(b, ent, strlen(ent));
         p += n;
         run = p;
     }
-    buf_append(b, (const char *)run, (size_t)(p - run));
+    ps_buf_mem(b, (const char *)run, (size_t)(p - run));
 }
 
 void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text)
@@ -148,8 +156,94 @@ void ps_buf_element(ps_buf_t *b, int indent, const char *tag, const char *text)
     ps_buf_printf(b, "</%s>\n", tag);
 }
 
+void ps_buf_fixed(ps_buf_t *b, char *mem, size_t size)
+{
+    b->data = mem;
+    b->len = 0;
+    b->cap = size;
+    b->failed = size == 0;
+    b->fixed = 1;
+    if (size)
+        mem[0] = '\0';
+}
+
+void ps_buf_str(ps_buf_t *b, const char *s) { ps_buf_mem(b, s, strlen(s)); }
+
+void ps_buf_ull(ps_buf_t *b, unsigned long long v)
+{
+    char d[24];
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + v % 10);
+    while (v /= 10);
+    ps_buf_mem(b, d + i, sizeof d - i);
+}
+
+void ps_buf_ll(ps_buf_t *b, long long v)
+{
+    if (v < 0) {
+        ps_buf_mem(b, "-", 1);
+        ps_buf_ull(b, 0ULL - (unsigned long long)v);
+    } else
+        ps_buf_ull(b, (unsigned long long)v);
+}
+
+void ps_buf_zpad(ps_buf_t *b, unsigned long long v, int width)
+{
+    char d[24];
+    size_t i = sizeof d;
+    do
+        d[--i] = (char)('0' + v % 10);
+    while ((v /= 10) || (int)(sizeof d - i) < width);
+    ps_buf_mem(b, d + i, sizeof d - i);
+}
+
+void ps_buf_fixedpoint(ps_buf_t *b, long long v, int decimals)
+{
+    unsigned long long scale = 1, u;
+    for (int i = 0; i < decimals; i++)
+        scale *= 10;
+    if (v < 0) {
+        ps_buf_mem(b, "-", 1);
+        u = 0ULL - (unsigned long long)v;
+    } else
+        u = (unsigned long long)v;
+    ps_buf_ull(b, u / scale);
+    if (decimals > 0) {
+        ps_buf_mem(b, ".", 1);
+        ps_buf_zpad(b, u % scale, decimals);
+    }
+}
+
+void ps_buf_indent(ps_buf_t *b, int n)
+{
+    static const char blanks[] = "                                ";
+    while (n > 0) {
+        int k = n < (int)sizeof blanks - 1 ? n : (int)sizeof blanks - 1;
+        ps_buf_mem(b, blanks, (size_t)k);
+        n -= k;
+    }
+}
+
+/* ps_buf_element without printf: async-signal-safe on a fixed buffer. */
+void ps_buf_elem(ps_buf_t *b, int indent, const char *tag, const char *text)
+{
+    ps_buf_indent(b, indent);
+    ps_buf_mem(b, "<", 1);
+    ps_buf_str(b, tag);
+    ps_buf_mem(b, ">", 1);
+    ps_buf_escaped(b, text);
+    ps_buf_mem(b, "</", 2);
+    ps_buf_str(b, tag);
+    ps_buf_mem(b, ">\n", 2);
+}
+
 void ps_buf_free(ps_buf_t *b)
 {
+    if (b->fixed) {
+        b->len = 0;
+        return;
+    }
     free(b->data);
     b->data = NULL;
     b->len = b->cap = 0;
