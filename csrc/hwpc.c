@@ -3,6 +3,7 @@
  * from the preloaded constructor (preload.c). */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,29 +16,39 @@
 
 enum { ST_NONE, ST_READY, ST_RUNNING, ST_SUSPENDED };
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_t lock_owner;     /* valid while lock_held */
-static int lock_held;
+/* The lock: the holder's thread id, 0 when free.  Taking it and naming
+ * the owner are one atomic step, so the end of measurement, in a signal
+ * handler, always knows whether it interrupted the holder (a mutex plus an
+ * owner field leaves a window between the two). */
+static int lock_tid;
 static int state = ST_NONE;
 static int verbose;              /* PSUITE_VERBOSE, read at init */
 
 static int end_waiting; /* the end of measurement waits for the lock: others let it pass */
 
+static int self_tid(void) { return (int)syscall(SYS_gettid); }
+
+static int try_take(int me)
+{
+    int free_ = 0;
+    return __atomic_compare_exchange_n(&lock_tid, &free_, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
 static void take(void)
 {
     struct timespec pause = {0, 100000};
-    while (__atomic_load_n(&end_waiting, __ATOMIC_ACQUIRE))
-        nanosleep(&pause, NULL);
-    pthread_mutex_lock(&lock);
-    lock_owner = pthread_self();
-    __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
+    int me = self_tid();
+    for (int spins = 0;; spins++) {
+        if (!__atomic_load_n(&end_waiting, __ATOMIC_ACQUIRE) && try_take(me))
+            return;
+        if (spins < 100)
+            sched_yield();
+        else
+            nanosleep(&pause, NULL);
+    }
 }
 
-static void give(void)
-{
-    __atomic_store_n(&lock_held, 0, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&lock);
-}
+static void give(void) { __atomic_store_n(&lock_tid, 0, __ATOMIC_RELEASE); }
 
 /* The end of measurement may run in a signal handler (a fatal signal,
  * _exit or exec from a handler) that interrupted a thread holding the
@@ -53,16 +64,14 @@ static void give(void)
 static int take_bounded(void)
 {
     struct timespec poll = {0, END_LOCK_POLL_US * 1000};
-    int held = 0;
+    int held = 0, me = self_tid();
     __atomic_add_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
     for (int k = 0; k <= END_LOCK_WAIT_US / END_LOCK_POLL_US; k++) {
-        if (pthread_mutex_trylock(&lock) == 0) {
-            lock_owner = pthread_self();
-            __atomic_store_n(&lock_held, 1, __ATOMIC_RELEASE);
+        if (try_take(me)) {
             held = 1;
             break;
         }
-        if (__atomic_load_n(&lock_held, __ATOMIC_ACQUIRE) && pthread_equal(lock_owner, pthread_self()))
+        if (__atomic_load_n(&lock_tid, __ATOMIC_ACQUIRE) == me)
             break;
         syscall(SYS_nanosleep, &poll, NULL);
     }
@@ -425,8 +434,7 @@ void ps_hwpc_exec_failed(const char *path)
  * descriptors are closed here only) so the child can count for itself. */
 void ps_hwpc_forget_after_fork(void)
 {
-    pthread_mutex_init(&lock, NULL); /* the parent may have held it while forking */
-    lock_held = 0;
+    lock_tid = 0; /* the parent's thread that may have held it is not here */
     end_waiting = 0;
     if (state != ST_NONE) {
         if (set.backend == PS_BACKEND_PERF)
