@@ -190,10 +190,31 @@ static ino_t notes_ino;
 static char notes_cwd[PATH_MAX];
 static size_t notes_cwd_len;
 
+/* The standard error psrun started the program with: psuite's messages go
+ * there and nowhere else.  A program that puts another file on descriptor 2
+ * (a log, its data) gets none of psuite's lines in it; the report's
+ * <annotation> keeps what they said. */
+static int stderr_known;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
+
+static int stderr_still_ours(void)
+{
+    struct stat st;
+    if (!stderr_known)
+        return 1;
+    return fstat(2, &st) == 0 && st.st_dev == stderr_dev && st.st_ino == stderr_ino;
+}
+
 void ps_notes_init(void)
 {
     struct stat st;
     const char *q = getenv("PSUITE_QUIET");
+    stderr_known = ps_env_flag("PSUITE_PRELOAD") && fstat(2, &st) == 0;
+    if (stderr_known) {
+        stderr_dev = st.st_dev;
+        stderr_ino = st.st_ino;
+    }
     notes_on = ps_env_flag("PSUITE_PRELOAD") && !(q && strcmp(q, "1") == 0) && fstat(2, &st) == 0;
     if (!notes_on)
         return;
@@ -213,6 +234,8 @@ void ps_notes_init(void)
  * the fatal-signal handler) and rewrites the program's view of the faults. */
 static void write_no_sigpipe(int fd, const char *s, size_t n)
 {
+    if (fd == 2 && !stderr_still_ours())
+        return;
     sigset_t pipe_only, saved, pending;
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
