@@ -312,6 +312,12 @@ static int suspend_locked(void)
     return rc;
 }
 
+/* psrun's counting stopped for good where the program started its own PAPI
+ * counters (papi_coexist.c): nothing restarts it, not a failed exec. */
+static int yielded;
+void ps_hwpc_yield(void) { __atomic_store_n(&yielded, 1, __ATOMIC_RELEASE); }
+int ps_hwpc_yielded(void) { return __atomic_load_n(&yielded, __ATOMIC_ACQUIRE); }
+
 PS_API int ps_hwpc_suspend(void)
 {
     take();
@@ -397,7 +403,9 @@ int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len)
     long long values[PS_HWPC_MAX_EVENTS];
     path_out[0] = '\0';
     int held = take_bounded();
-    int rc = state == ST_RUNNING ? suspend_locked() : PS_HWPC_ESTATE;
+    /* suspended for good (ps_hwpc_yield): the counts so far are the report */
+    int rc = state == ST_RUNNING ? suspend_locked() : state == ST_SUSPENDED && ps_hwpc_yielded() ? PS_HWPC_OK
+                                                                                                : PS_HWPC_ESTATE;
     if (rc == PS_HWPC_OK)
         rc = read_locked(values);
     if (rc == PS_HWPC_OK) {
@@ -425,7 +433,8 @@ void ps_hwpc_exec_failed(const char *path)
         ps_report_announced(path);
     }
     int held = take_bounded(); /* the exec may have come from a signal handler */
-    start_locked();
+    if (!ps_hwpc_yielded())
+        start_locked();
     give_bounded(held);
     errno = saved;
 }

@@ -109,6 +109,8 @@ void *ps_papi_start_function(void);  /* libpapi's PAPI_start through psuite's ha
 
 /* config.c: PerfSuite event list files and PSUITE_EVENTS */
 void ps_config_after_fork(void);
+void ps_hwpc_yield(void); /* counting stopped for good: the program counts with PAPI itself */
+int ps_hwpc_yielded(void);
 int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len);
 
 /* Profiling configuration (<ps_hwpc_profile> or PSUITE_PROFILE). */

@@ -330,8 +330,10 @@ int ps_papi_open(ps_evset_t *set)
     if (cidx < 0)
         return PS_HWPC_ENOCOUNT;
     set->papi_eventset = PAPI_NULL;
-    if (new_set(cidx, papi_dom, &set->papi_eventset) != PAPI_OK)
+    if (new_set(cidx, papi_dom, &set->papi_eventset) != PAPI_OK) {
+        ps_message("not measured: PAPI cannot make psuite's event set here (--backend perf_event counts without PAPI)");
         return PS_HWPC_EBACKEND;
+    }
     /* Threads and children created later are counted too (perf inherit).
      * PAPI's perf_event component checks this option by opening a hardware
      * instructions counter, so it fails where there is no PMU. */

@@ -61,6 +61,7 @@ PS_API int PAPI_start(int EventSet)
     }
     static const char what[] = "counting stopped at the program's own PAPI_start: counts cover the program "
                                "up to it (PAPI counts one event set per thread)";
+    ps_hwpc_yield();
     ps_hwpc_annotate(what);
     if (!ps_env_flag("PSUITE_QUIET")) /* also in a child psrun -f follows, whose reports only are noted */
         ps_message("the program started its own PAPI counters on the thread psrun counts: psrun's PAPI counting stopped "

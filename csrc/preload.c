@@ -197,7 +197,7 @@ static void resume(void)
         exec_pending = 0;
         ps_hwpc_exec_failed(exec_report);
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
-    } else if (ps_hwpc_start() == PS_HWPC_OK)
+    } else if (ps_hwpc_yielded() || ps_hwpc_start() == PS_HWPC_OK)
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
 }
 

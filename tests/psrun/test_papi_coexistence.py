@@ -69,6 +69,22 @@ def test_program_papi_start_and_read_as_without_psrun(papi_user, workdir):
     assert cpu - 0.01 < task < cpu + 0.01 + uncharged, (task, cpu, uncharged)
 
 
+def test_failed_exec_after_the_program_took_papi(papi_user, workdir):
+    """After psrun stepped aside for the program's PAPI_start, an exec that
+    fails leaves the one report (counts up to that PAPI_start), and psuite's
+    counting is not restarted behind the program's back."""
+    p = run_tool("psrun", "--backend", "PAPI", "-e", "task-clock", papi_user, "papi-exec-fail")
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == bare(papi_user, "papi-exec-fail")
+    assert "main.start=0" in p.stdout and "exec.failed=1" in p.stdout
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    annotation = root.findtext("annotation")
+    assert STOPPED in annotation and "before exec" not in annotation
+    # up to the program's PAPI_start (0.02 s), not the 0.12 s after it
+    assert 0.015 < cpu_seconds(root) < 0.06, cpu_seconds(root)
+
+
 def test_program_papi_untouched_by_perf_event_backend(papi_user, workdir):
     p = run_tool("psrun", "--backend", "perf_event", "-e", "task-clock", papi_user)
     assert p.returncode == 0, p.stderr

@@ -13,6 +13,7 @@
  *   fork-papi  fork; the child re-initialises PAPI and counts as in papi
  *   papi-fork  count as in papi, then fork; the child works (no PAPI calls)
  *   papi-thread  count as in papi in a second thread (no PAPI_thread_init)
+ *   papi-exec-fail  count as in papi, then an exec that fails, then work
  * Prints "name=value" lines on stdout. */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -111,6 +112,16 @@ int main(int argc, char **argv)
         work(0.02);
         count("main");
         work(0.02);
+        return 0;
+    }
+    if (strcmp(mode, "papi-exec-fail") == 0) { /* count as in papi, then an exec that fails */
+        if (!load())
+            return 1;
+        work(0.02);
+        count("main");
+        execl("/nonexistent/psuite-test", "x", (char *)NULL);
+        printf("exec.failed=1\n");
+        work(0.05);
         return 0;
     }
     if (strcmp(mode, "papi-thread") == 0) {
