@@ -85,19 +85,6 @@ static void give_bounded(int held)
         give();
 }
 
-/* text appended to dst ("; " between parts), cut to fit: snprintf's
- * "%s%s" without stdio */
-static void annotate_into(char *dst, size_t cap, const char *text)
-{
-    size_t used = strlen(dst);
-    if (!text || !*text || used + 1 >= cap)
-        return;
-    const char *parts[2] = {used ? "; " : "", text};
-    for (int i = 0; i < 2; i++)
-        for (const char *p = parts[i]; *p && used + 1 < cap; p++)
-            dst[used++] = *p;
-    dst[used] = '\0';
-}
 static ps_evset_t set;
 static long long wall_start, wall_total;
 /* CPU time over the same intervals as the counters and the wall clock, so
@@ -363,7 +350,7 @@ PS_API int ps_hwpc_stop(const char *name)
      * still written (times, machine), its events left out, and says why. */
     int ncounted = set.ncounted;
     if (rc != PS_HWPC_OK && set.backend == PS_BACKEND_PERF && ps_perf_counters_lost() && state == ST_SUSPENDED) {
-        annotate_into(set.annotation, sizeof set.annotation,
+        ps_append_part(set.annotation, sizeof set.annotation,
                       "counts lost: the program closed or reused psuite's perf_event descriptors");
         set.ncounted = 0;
         rc = PS_HWPC_OK;
@@ -410,7 +397,7 @@ int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len)
         rc = read_locked(values);
     if (rc == PS_HWPC_OK) {
         size_t used = strlen(set.annotation);
-        annotate_into(set.annotation, sizeof set.annotation, why);
+        ps_append_part(set.annotation, sizeof set.annotation, why);
         ps_measurement_t m = {wall_total, user_total, sys_total, values};
         rc = ps_report_write(&set, &m, NULL, path_out, path_len);
         set.annotation[used] = '\0';
@@ -478,7 +465,7 @@ int ps_hwpc_domain(void) { return set.domain; }
 void ps_hwpc_annotate(const char *text)
 {
     int held = take_bounded(); /* at the end of measurement */
-    annotate_into(set.annotation, sizeof set.annotation, text);
+    ps_append_part(set.annotation, sizeof set.annotation, text);
     give_bounded(held);
 }
 

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,15 @@ static void wait_for_writer(void)
 static void child_after_fork(void);
 static void child_follow(void);
 
-static int per_thread(void) { return ps_env_flag("PSUITE_PER_THREAD"); }
+/* psrun -p, read when measurement starts (the end may be a signal handler,
+ * where getenv is not to be trusted with a program changing its environment). */
+static int per_thread_flag = -1;
+static int per_thread(void)
+{
+    if (per_thread_flag < 0)
+        per_thread_flag = ps_env_flag("PSUITE_PER_THREAD");
+    return per_thread_flag;
+}
 
 /* psrun -R's resource file, if this process is the one psrun started
  * (PSUITE_RESOURCE_PID, set by psrun in its child before the exec): the
@@ -77,18 +86,45 @@ static const char *resource_file(void)
 
 /* psrun -R: the program's peak memory, read by itself at its end (after
  * that the kernel releases it), for psrun's resource report. */
-static void note_peak_memory(void)
+static char peak_file[PATH_MAX]; /* resource_file(), found when measurement starts */
+
+static void find_peak_file(void)
 {
     const char *path = resource_file();
+    peak_file[0] = '\0';
+    if (path && strlen(path) < sizeof peak_file)
+        ps_strlcpy(peak_file, path, sizeof peak_file);
+}
+
+/* "VmHWM:   1234 kB" -> 1234; 0 when absent */
+static long long status_kb(const char *status, const char *key)
+{
+    const char *p = strstr(status, key);
+    long long v = 0;
+    if (!p)
+        return 0;
+    for (p += strlen(key); *p == ' ' || *p == '\t'; p++)
+        ;
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    return v;
+}
+
+/* Async-signal-safe: no stdio, no environment (it runs at the end). */
+static void note_peak_memory(void)
+{
     char status[4096], line[64];
-    if (!path || ps_read_file("/proc/self/status", status, sizeof status) <= 0)
+    if (!peak_file[0] || ps_read_file("/proc/self/status", status, sizeof status) <= 0)
         return;
-    const char *hwm = strstr(status, "VmHWM:"), *peak = strstr(status, "VmPeak:");
-    int n = snprintf(line, sizeof line, "%ld %ld\n", hwm ? strtol(hwm + 6, NULL, 10) : 0L,
-                     peak ? strtol(peak + 7, NULL, 10) : 0L);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    ps_buf_t b;
+    ps_buf_fixed(&b, line, sizeof line);
+    ps_buf_ll(&b, status_kb(status, "VmHWM:"));
+    ps_buf_str(&b, " ");
+    ps_buf_ll(&b, status_kb(status, "VmPeak:"));
+    ps_buf_str(&b, "\n");
+    int fd = open(peak_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
-        if (write(fd, line, (size_t)n) < 0) { /* nothing more to do: psrun falls back on its samples */
+        if (write(fd, line, strlen(line)) < 0) { /* nothing more to do: psrun falls back on its samples */
         }
         close(fd);
     }
@@ -119,8 +155,8 @@ static void finish(const char *why)
         }
         if (exec_report[0]) /* taken back after an earlier failed exec: announced already */
             ps_report_announced(exec_report);
-        char total_why[128];
-        snprintf(total_why, sizeof total_why, "%s; %s", PS_TOTAL_MARK, why);
+        char total_why[128] = PS_TOTAL_MARK;
+        ps_append_part(total_why, sizeof total_why, why);
         if (ps_hwpc_exec_write(per_thread() ? total_why : why, exec_report, sizeof exec_report) == PS_HWPC_OK)
             exec_pending = 1;
         if (per_thread())
@@ -257,6 +293,7 @@ static int psrun_profile(void)
         return 1;
     }
     profiling = 1;
+    ps_report_prepare(); /* what the profile's header says, gathered now, not at the end */
     watch_process();
     return 1;
 }
@@ -336,6 +373,7 @@ static void child_after_fork(void)
      * closed (never switched off), the set's lock anew */
     ps_hwpc_forget_after_fork();
     ps_config_after_fork();
+    find_peak_file(); /* psrun -R's file is the started process's, not a child's */
     if (!follow) {
         errno = saved;
         return;
@@ -348,6 +386,7 @@ static void child_follow(void)
 {
     if (profiling) {
         ps_sampler_restart_after_fork();
+        ps_report_prepare(); /* this child's pid */
         watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
         return;
@@ -438,6 +477,8 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
     }
     if (ps_env_flag("PSUITE_PRELOAD")) {
         ps_notes_init();
+        per_thread_flag = ps_env_flag("PSUITE_PER_THREAD");
+        find_peak_file();
         if (!ps_env_flag("PSUITE_FOLLOW"))
             unpreload_self();
         /* Events are resolved here, before the program's own constructors,

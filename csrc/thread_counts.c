@@ -272,9 +272,9 @@ static void freeze_one(tcount_t *t)
         if (t->run_ns > 0) {
             t->user_ns = t->run_ns;
             t->sys_ns = 0;
-            size_t len = strlen(t->why);
-            snprintf(t->why + len, sizeof t->why - len, "%sended before the process: its CPU time is its "
-                     "counters' running time (all shown as user time)", len ? "; " : "");
+            ps_append_part(t->why, sizeof t->why,
+                           "ended before the process: its CPU time is its counters' running time (all shown as "
+                           "user time)");
         } else
             t->user_ns = t->sys_ns = -1;
         return;
@@ -367,7 +367,7 @@ static void say_overflow(void)
     if (!said && ps_thread_counts_overflow(text, sizeof text)) {
         said = 1;
         ps_hwpc_annotate(text);
-        ps_message("%s", text);
+        ps_message_safe(text, NULL, NULL, NULL);
     }
 }
 
@@ -376,9 +376,14 @@ int ps_thread_counts_overflow(char *out, size_t len)
     int over = __atomic_load_n(&overflow, __ATOMIC_RELAXED);
     if (len)
         out[0] = '\0';
-    if (over)
-        snprintf(out, len, "%d threads beyond the first %d have no report of their own (their counts are in the "
-                 "process total)", over, PS_MAX_THREADS);
+    if (over && len) { /* at the end of measurement: no stdio */
+        ps_buf_t b;
+        ps_buf_fixed(&b, out, len);
+        ps_buf_ll(&b, over);
+        ps_buf_str(&b, " threads beyond the first ");
+        ps_buf_ll(&b, PS_MAX_THREADS);
+        ps_buf_str(&b, " have no report of their own (their counts are in the process total)");
+    }
     return over;
 }
 
@@ -390,14 +395,11 @@ static int write_report(tcount_t *t, const char *why, char *path, size_t path_le
                           t->sys_ns > 0 ? t->sys_ns / 1e9 : 0, t->values};
     ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
     char annotation[sizeof note + sizeof t->why + 256];
-    size_t used = 0;
     const char *parts[4] = {note, t->why, t->user_ns < 0 ? "ended before the process: its CPU time is not known" : "",
                             why ? why : ""};
     annotation[0] = '\0';
     for (int k = 0; k < 4; k++)
-        if (parts[k][0] && used < sizeof annotation)
-            used += (size_t)snprintf(annotation + used, sizeof annotation - used, "%s%s", used ? "; " : "",
-                                     parts[k]);
+        ps_append_part(annotation, sizeof annotation, parts[k]);
     /* a report taken back after a failed exec was announced already */
     if (t->index < npaths && paths[t->index][0])
         ps_report_announced(paths[t->index]);

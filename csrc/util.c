@@ -117,10 +117,39 @@ long long ps_tid_cpu_ns(int tid)
     return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* text appended to dst after "; " (none when dst is empty), cut to fit;
+ * async-signal-safe (snprintf's "%s%s" without stdio). */
+void ps_append_part(char *dst, size_t cap, const char *text)
+{
+    size_t used = strlen(dst);
+    if (!text || !*text || used + 1 >= cap)
+        return;
+    const char *parts[2] = {used ? "; " : "", text};
+    for (int i = 0; i < 2; i++)
+        for (const char *p = parts[i]; *p && used + 1 < cap; p++)
+            dst[used++] = *p;
+    dst[used] = '\0';
+}
+
+static unsigned long long parse_ull(const char **p)
+{
+    unsigned long long v = 0;
+    while (**p >= '0' && **p <= '9')
+        v = v * 10 + (unsigned)(*(*p)++ - '0');
+    return v;
+}
+
+/* Split cpu_ns into user and system time as the thread's utime and stime
+ * ticks do.  Async-signal-safe (no stdio): it runs at the end of
+ * measurement, which may be a signal handler. */
 void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_ns)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", tid);
+    ps_buf_t b;
+    ps_buf_fixed(&b, path, sizeof path);
+    ps_buf_str(&b, "/proc/self/task/");
+    ps_buf_ll(&b, tid);
+    ps_buf_str(&b, "/stat");
     int n = ps_read_file(path, buf, sizeof buf);
     const char *p = n > 0 ? strrchr(buf, ')') : NULL;
     unsigned long long ut = 0, st = 0;
@@ -128,7 +157,17 @@ void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_
      * split only); p ends on the blank before field 14 */
     for (int field = 3; p && field <= 14; field++)
         p = strchr(p + 1, ' ');
-    if (p && sscanf(p + 1, "%llu %llu", &ut, &st) == 2 && ut + st > 0 && cpu_ns > 0) {
+    int parsed = 0;
+    if (p) {
+        p++;
+        ut = parse_ull(&p);
+        if (*p == ' ') {
+            p++;
+            st = parse_ull(&p);
+            parsed = 1;
+        }
+    }
+    if (parsed && ut + st > 0 && cpu_ns > 0) {
         *user_ns = (long long)((double)cpu_ns * (double)ut / (double)(ut + st));
         *sys_ns = cpu_ns - *user_ns;
     } else {

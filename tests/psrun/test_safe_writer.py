@@ -445,3 +445,30 @@ def test_date_after_a_daylight_saving_change_during_the_run(targets, workdir):
     utc_end = datetime(*time.gmtime(after)[:6])
     # one hour ahead of UTC (DST-1), not UTC (STD0)
     assert 3590 <= (date - utc_end).total_seconds() <= 3600, (tz, date, utc_end)
+
+
+def test_fatal_sigalrm_with_per_thread_reports(targets, workdir):
+    """psrun -p, SIGALRM's default action while both threads allocate: the
+    process total and each thread's report are written from the signal
+    handler (no stdio, no lock a thread may hold), 100 runs of 100."""
+    exe = targets["signal_end"]
+    runs = 100
+
+    def run(k):
+        return _one([psrun_command(), "-q", "-p", exe, "alarm_die", str(5 + k % 30)], workdir / f"run{k}")
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        done = list(pool.map(run, range(runs)))
+    assert all(r[0] == -signal.SIGALRM for r in done), [r[0] for r in done if r[0] != -signal.SIGALRM][:5]
+    incomplete = []
+    for k in range(runs):
+        xml = _xml(workdir / f"run{k}")
+        names = sorted(".".join(f.name.split(".")[2:-2]) for f in xml)  # "", "t1", "t2"
+        if names != ["", "t1", "t2"]:
+            incomplete.append((k, [f.name for f in xml]))
+            continue
+        for f in xml:
+            root = validate(f, "hwpcreport-0.3.dtd")
+            if root.findtext("thread") == "0":
+                assert "report written on SIGALRM" in root.findtext("annotation")
+    assert not incomplete, incomplete[:3]

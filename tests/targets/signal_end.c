@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,13 @@
 
 /* Blocks of 2 to 66 KiB, eight alive at a time: past the thread cache,
  * so malloc and free take the arena's lock nearly every call. */
+static int churning; /* the second thread runs: the alarm is armed only then */
+
 static void *churn(void *arg)
 {
     char *live[8] = {0};
     (void)arg;
+    __atomic_store_n(&churning, 1, __ATOMIC_RELEASE);
     for (unsigned long i = 0;; i++) {
         unsigned k = (unsigned)(i * 2654435761u >> 7) % 8;
         free(live[k]);
@@ -88,6 +92,8 @@ int main(int argc, char **argv)
     else if (strcmp(mode, "alarm_die") != 0)
         return 2;
     pthread_create(&t, NULL, churn, NULL);
+    while (!__atomic_load_n(&churning, __ATOMIC_ACQUIRE))
+        sched_yield();
     arm(ms);
     churn(NULL);
     return 1;
