@@ -472,3 +472,45 @@ def test_fatal_sigalrm_with_per_thread_reports(targets, workdir):
             if root.findtext("thread") == "0":
                 assert "report written on SIGALRM" in root.findtext("annotation")
     assert not incomplete, incomplete[:3]
+
+
+@pytest.mark.parametrize("follow", [False, True], ids=["old-image", "follow"])
+def test_exec_from_a_signal_handler_while_threads_allocate(targets, workdir, follow):
+    """A SIGALRM handler re-execs the program (a daemon reloading) while two
+    threads malloc and free: the old image's report is written inside the
+    handler, 100 runs of 100, no hang; with -f the new image writes its own
+    too."""
+    exe = targets["signal_end"]
+    runs = 100
+    extra = ["-f"] if follow else []
+
+    def run(k):
+        return _one([psrun_command(), "-q", *extra, exe, "alarm_exec", str(5 + k % 30)], workdir / f"run{k}")
+
+    with ThreadPoolExecutor(WORKERS) as pool:
+        done = list(pool.map(run, range(runs)))
+    assert all(r[0] == 0 for r in done), [r for r in done if r[0] != 0][:3]
+    wrong = []
+    for k in range(runs):
+        xml = _xml(workdir / f"run{k}")
+        notes = sorted(validate(f, "hwpcreport-0.3.dtd").findtext("annotation") or "" for f in xml)
+        if len(xml) != 1 + follow or sum("written before exec" in n for n in notes) != 1:
+            wrong.append((k, [f.name for f in xml], notes))
+    assert not wrong, wrong[:3]
+
+
+@pytest.mark.parametrize("mode", [[], ["-p"], ["--profile", "ITIMER_PROF"], ["--profile", "ITIMER_REAL"]])
+def test_thread_with_the_smallest_stack(targets, workdir, mode):
+    """PTHREAD_STACK_MIN (16 KiB): psuite takes no static TLS worth
+    mentioning out of it and runs nothing big on it."""
+    exe = targets["signal_end"]
+    bare = subprocess.run([exe, "tiny_stack_thread"], capture_output=True, text=True, timeout=30)
+    p = subprocess.run(
+        [psrun_command(), "-q", *mode, exe, "tiny_stack_thread"], capture_output=True, text=True, timeout=30
+    )
+    assert bare.returncode == 0
+    assert p.returncode == 0, p.stderr
+    reports = _xml(workdir)  # the workdir fixture is the current directory
+    assert reports
+    for report in reports:
+        validate(report, "hwpcreport-0.3.dtd")

@@ -3,6 +3,9 @@
  *   alarm_exit MS     SIGALRM handler calls _exit(0) after MS ms while two
  *                     threads malloc and free in a loop
  *   alarm_die MS      the same without a handler: SIGALRM's default action
+ *   alarm_exec MS     SIGALRM handler re-execs the program (mode after_exec,
+ *                     which returns 0) while two threads malloc and free
+ *   tiny_stack_thread a thread with a 16 KiB stack does a little work
  *   small_stack_exit  exit(3) from a thread created with a 64 KiB stack
  *   alarm_in_read MS  SIGALRM's default action while two threads call
  *                     ps_hwpc_read (psuite's, found at run time under psrun)
@@ -65,11 +68,41 @@ static void *exiting(void *arg)
     exit(3);
 }
 
+static char *self_path;
+
+/* re-exec to "reload", as daemons do from a signal handler */
+static void on_alarm_exec(int sig)
+{
+    (void)sig;
+    char *argv[] = {self_path, "after_exec", NULL};
+    execv("/proc/self/exe", argv);
+    _exit(5);
+}
+
+static void *small_work(void *arg)
+{
+    volatile double x = 0;
+    (void)arg;
+    for (int i = 0; i < 200000; i++)
+        x += i * 0.5;
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "";
     long ms = argc > 2 ? atol(argv[2]) : 30;
     pthread_t t;
+    if (strcmp(mode, "after_exec") == 0)
+        return 0;
+    if (strcmp(mode, "tiny_stack_thread") == 0) { /* the smallest stack POSIX allows */
+        pthread_attr_t a;
+        pthread_attr_init(&a);
+        if (pthread_attr_setstacksize(&a, 16384) || pthread_create(&t, &a, small_work, NULL))
+            return 9;
+        pthread_join(t, NULL);
+        return 0;
+    }
     if (strcmp(mode, "small_stack_exit") == 0) {
         pthread_attr_t a;
         pthread_attr_init(&a);
@@ -87,8 +120,11 @@ int main(int argc, char **argv)
         arm(ms);
         reading(NULL);
     }
+    self_path = argv[0];
     if (strcmp(mode, "alarm_exit") == 0)
         signal(SIGALRM, on_alarm);
+    else if (strcmp(mode, "alarm_exec") == 0)
+        signal(SIGALRM, on_alarm_exec);
     else if (strcmp(mode, "alarm_die") != 0)
         return 2;
     pthread_create(&t, NULL, churn, NULL);
