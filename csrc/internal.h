@@ -56,6 +56,7 @@ int ps_quiet(void);  /* notes silenced: PSUITE_QUIET=1 (psrun -q) or =reports (p
 void ps_notes_init(void);  /* under psrun: the "report: PATH" lines on, unless -q */
 void ps_report_note(const char *path);  /* "psrun: report: PATH" on stderr (async-signal-safe) */
 int ps_read_file(const char *path, char *buf, size_t size);
+int ps_each_thread(void (*fn)(int tid, void *arg), void *arg); /* every tid in /proc/self/task; signal-safe */
 void ps_append_part(char *dst, size_t cap, const char *text); /* "; " between parts, cut to fit; signal-safe */
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */

@@ -71,31 +71,22 @@ int ps_perf_move_high(int fd, long base)
 
 static int move_high(int fd) { return ps_perf_move_high(fd, 0); }
 
+struct others {
+    int self, n, max, *out;
+};
+
+static void add_other(int tid, void *arg)
+{
+    struct others *o = arg;
+    if (tid != o->self && o->n++ < o->max)
+        o->out[o->n - 1] = tid;
+}
+
 int ps_perf_other_threads(int *out, int max)
 {
-    int self = (int)syscall(SYS_gettid), n = 0;
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    char buf[4096] __attribute__((aligned(8)));
-    long got;
-    while ((got = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
-        for (long off = 0; off + 19 < got;) {
-            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
-            unsigned short reclen;
-            memcpy(&reclen, buf + off + 16, sizeof reclen);
-            int tid = 0;
-            for (const char *p = buf + off + 19; *p >= '0' && *p <= '9'; p++)
-                tid = tid * 10 + (*p - '0');
-            if (tid > 0 && tid != self && n++ < max)
-                out[n - 1] = tid;
-            if (!reclen)
-                break;
-            off += reclen;
-        }
-    }
-    close(fd);
-    return n;
+    struct others o = {(int)syscall(SYS_gettid), 0, max, out};
+    ps_each_thread(add_other, &o);
+    return o.n;
 }
 
 int ps_perf_counters_lost(void) { return counters_lost; }

@@ -187,13 +187,13 @@ void ps_tid_times(int tid, long long cpu_ns, long long *user_ns, long long *sys_
  * works after the main thread has exited (/proc/self/task still lists the
  * threads).  Nothing to do, and no system call, while the program has
  * created no thread: a single thread's time getrusage settles itself. */
-void ps_settle_thread_times(void)
+/* fn(tid, arg) for every thread of the process (/proc/self/task, read with
+ * getdents64: async-signal-safe, no allocation); returns how many. */
+int ps_each_thread(void (*fn)(int tid, void *arg), void *arg)
 {
-    if (!ps_threads_created())
-        return;
-    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int fd = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC), count = 0;
     if (fd < 0)
-        return;
+        return 0;
     char buf[4096] __attribute__((aligned(8)));
     long n;
     while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
@@ -204,14 +204,29 @@ void ps_settle_thread_times(void)
             int tid = 0;
             for (const char *p = buf + off + 19; *p >= '0' && *p <= '9'; p++)
                 tid = tid * 10 + (*p - '0');
-            if (tid > 0)
-                ps_tid_cpu_ns(tid);
+            if (tid > 0) {
+                fn(tid, arg);
+                count++;
+            }
             if (!reclen)
                 break;
             off += reclen;
         }
     }
     close(fd);
+    return count;
+}
+
+static void settle_one(int tid, void *arg)
+{
+    (void)arg;
+    ps_tid_cpu_ns(tid);
+}
+
+void ps_settle_thread_times(void)
+{
+    if (ps_threads_created())
+        ps_each_thread(settle_one, NULL);
 }
 
 /* ---- psrun's "report: PATH" lines ------------------------------------------
