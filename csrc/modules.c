@@ -14,7 +14,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <link.h>
-#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
@@ -65,32 +65,30 @@ PS_API int dlclose(void *handle)
         return -1;
     }
     struct link_map *map = NULL;
-    static ranges_t r; /* PATH_MAX is big for a stack; dlclose calls are serialised below */
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     if (!handle || !ps_sampler_active() || dlinfo(handle, RTLD_DI_LINKMAP, &map) || !map || !map->l_name ||
         !*map->l_name)
         return real(handle);
-    pthread_mutex_lock(&lock);
-    memset(&r, 0, sizeof r);
-    r.base = map->l_addr;
-    char name[PATH_MAX];
-    ps_strlcpy(name, map->l_name, sizeof name);
-    r.name = name;
-    dl_iterate_phdr(find_ranges, &r);
-    if (r.found)
-        retire(&r);
+    /* No lock held across the real call: a destructor may dlclose too. */
+    struct {
+        ranges_t r, still;
+        char name[PATH_MAX];
+    } *m = calloc(1, sizeof *m);
+    if (!m)
+        return real(handle);
+    ps_strlcpy(m->name, map->l_name, sizeof m->name);
+    m->r.base = m->still.base = map->l_addr;
+    m->r.name = m->still.name = m->name;
+    dl_iterate_phdr(find_ranges, &m->r);
+    if (m->r.found)
+        retire(&m->r);
     int rc = real(handle);
     int saved = errno;
-    if (r.found && rc == 0) {
-        ranges_t still;
-        memset(&still, 0, sizeof still);
-        still.base = r.base;
-        still.name = name;
-        dl_iterate_phdr(find_ranges, &still);
-        if (!still.found) /* unloaded: what its destructors were sampled in is its too */
-            retire(&r);
+    if (m->r.found && rc == 0) {
+        dl_iterate_phdr(find_ranges, &m->still);
+        if (!m->still.found) /* unloaded: what its destructors were sampled in is its too */
+            retire(&m->r);
     }
-    pthread_mutex_unlock(&lock);
+    free(m);
     errno = saved;
     return rc;
 }

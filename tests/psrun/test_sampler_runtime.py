@@ -200,7 +200,9 @@ def test_sequential_threads_reuse_sample_tables(targets, workdir):
 def test_samples_of_an_unloaded_plugin_stay_with_it(built, workdir):
     """Plugin A burns 0.3 s of CPU and is dlclose'd; plugin B is loaded
     (at A's address, as a rule) and burns as long: each keeps its own
-    samples (on main, A's went to B, which was loaded there at the end)."""
+    samples (on main, A's went to B, which was loaded there at the end).
+    Their destructors dlopen and dlclose a library: a dlclose within
+    dlclose goes through psuite's dlclose too."""
     p = run_tool(
         "psrun",
         "-q",

@@ -1,5 +1,8 @@
 /* plugin_a.c - a plugin that burns CPU in plugin_a_burn (same size as
- * its sibling, so the loader tends to map it where the other one was). */
+ * its sibling, so the loader tends to map it where the other one was).
+ * Its destructor opens and closes a library, as plugins' destructors may:
+ * a dlclose within dlclose. */
+#include <dlfcn.h>
 #include <time.h>
 
 static double process_cpu(void)
@@ -19,3 +22,10 @@ __attribute__((noinline)) void plugin_a_burn(double seconds)
 }
 
 void plugin_run(double seconds) { plugin_a_burn(seconds); }
+
+__attribute__((destructor)) static void unload(void)
+{
+    void *m = dlopen("libm.so.6", RTLD_NOW);
+    if (m)
+        dlclose(m);
+}
