@@ -134,6 +134,7 @@ typedef struct {
     unsigned long long last_pc, last_count, wait_samples;
     long long wait_ns;
     int was_running;
+    int mask_seen;              /* consecutive looks that found SIGPROF blocked */
 } ps_sthread_t;
 /* Samples of a module unloaded with dlclose, charged to it then. */
 typedef struct {

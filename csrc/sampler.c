@@ -504,11 +504,14 @@ static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long
         return;
     buf[n] = '\0';
     if (strncmp(buf, "running", 7) == 0) {
-        if (check_mask && !t->sigblocked && blocks_sigprof(t->tid))
+        /* Twice in a row (100 ms apart), as pthread_create and others
+         * block every signal for a moment. */
+        if (check_mask && !t->sigblocked)
+            t->mask_seen = blocks_sigprof(t->tid) ? t->mask_seen + 1 : 0;
+        if (t->mask_seen >= 2)
             t->sigblocked = 1;
         if (!real_signals) { /* its own task clock samples it */
-            if (!t->sigblocked)
-                sample_waiting(t, period_ns);
+            sample_waiting(t, period_ns);
             return;
         }
         siginfo_t si;
@@ -619,7 +622,9 @@ static void after_last_ctor(int argc, char **argv, char **envp)
 {
     if (last_ctor)
         last_ctor(argc, argv, envp);
+    int saved = errno; /* what the program's constructors left there is the program's */
     ps_sampler_at_main();
+    errno = saved;
 }
 
 typedef struct {
