@@ -46,6 +46,7 @@ def built(tmp_path_factory) -> dict[str, str]:
     for name in ("plugin_a", "plugin_b"):
         cc("-shared", "-fPIC", "-o", str(out / f"{name}.so"), str(PROFILE_SRC / f"{name}.c"))
     cc("-o", str(out / "plugin_main"), str(PROFILE_SRC / "plugin_main.c"), "-ldl")
+    cc("-shared", "-fPIC", "-o", str(out / "libnoperf_shim.so"), str(PROFILE_SRC / "noperf_shim.c"), "-ldl")
     return {p.name: str(p) for p in out.iterdir()}
 
 
@@ -96,6 +97,24 @@ def test_thread_started_by_a_library_constructor_is_sampled(built, workdir):
     assert functions(report).get("pool_work", 0) >= 0.8 * 500
     # seen starting (every signal blocked for a moment), yet not blocking SIGPROF
     assert "blocked SIGPROF" not in root.findtext("annotation")
+
+
+def test_constructor_thread_sampled_by_cpu_timers_without_perf_event(built, workdir):
+    """Without perf_event, the thread a library constructor started gets a
+    POSIX CPU-time timer on its own CPU clock (the period is then the
+    tick's, which the report states)."""
+    env = dict(os.environ, CTOR_POOL_CPU_MS="500", LD_PRELOAD=built["libnoperf_shim.so"])
+    p = run_tool(
+        "psrun", "-q", "--profile", "ITIMER_PROF", "--period", str(PERIOD_US), built["ctor_pool_main"], env=env
+    )
+    assert (p.returncode, p.stdout) == (0, "pool done\n"), p.stderr
+    [report] = reports(workdir)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    note = root.findtext("annotation")
+    assert "POSIX CPU-time timer" in note, note
+    period_us = int(re.search(r"period requested (\d+) us", note).group(1))
+    cpu = cpu_seconds(root)
+    assert 0.8 * cpu <= samples(root) * period_us / 1e6 <= 1.1 * cpu + 0.02, (samples(root), period_us, cpu)
 
 
 def test_itimer_real_never_cuts_sleeps_short(targets, workdir):
