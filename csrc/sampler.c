@@ -97,11 +97,17 @@ static size_t nretired, retired_cap;
 
 #define TABLE_BYTES (sizeof(ps_slot_t) * PS_SAMPLE_SLOTS)
 
-static int record(ps_sthread_t *t, unsigned long long pc)
+static int record_n(ps_sthread_t *t, unsigned long long pc, unsigned long long n);
+
+static int record(ps_sthread_t *t, unsigned long long pc) { return record_n(t, pc, 1); }
+
+/* n samples at pc (a timer's overruns: periods that expired while its
+ * signal was pending). */
+static int record_n(ps_sthread_t *t, unsigned long long pc, unsigned long long n)
 {
     ps_slot_t *table = t->table;
     if (!table || !pc) {
-        __atomic_fetch_add(&t->lost, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->lost, n, __ATOMIC_RELAXED);
         return 0;
     }
     unsigned long long h = (pc * 0x9E3779B97F4A7C15ull) >> (64 - PS_SAMPLE_SLOTS_LOG2);
@@ -117,12 +123,12 @@ static int record(ps_sthread_t *t, unsigned long long pc)
                 key = expected;
         }
         if (key == pc) {
-            __atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&t->samples, 1, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&s->count, n, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&t->samples, n, __ATOMIC_RELAXED);
             return 1;
         }
     }
-    __atomic_fetch_add(&t->lost, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&t->lost, n, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -146,9 +152,14 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
     int index = -1, ours = 0;
+    unsigned long long n = 1;
     if ((si->si_code == SI_TIMER || si->si_code == SI_QUEUE) && (si->si_value.sival_int >> 16) == SIGVAL_TAG) {
         ours = 1;
         index = si->si_value.sival_int & 0xffff;
+        /* a CPU-time timer checked at the tick: the periods that passed
+         * meanwhile come as overruns of one signal */
+        if (si->si_code == SI_TIMER && si->si_overrun > 0)
+            n += (unsigned long long)si->si_overrun;
     } else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP) { /* perf_event overflow (F_SETSIG) */
         ours = 1;
         if (si->si_fd >= 0 && si->si_fd < FD_MAP)
@@ -159,7 +170,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     else if (active && !paused && index >= 0 && index < PS_MAX_THREADS &&
              __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
         unsigned long long pc = interrupted_pc(ucv);
-        if (record(&threads[index], pc))
+        if (record_n(&threads[index], pc, n))
             __atomic_store_n(&threads[index].last_pc, pc, __ATOMIC_RELAXED);
     }
     errno = saved;
