@@ -141,12 +141,33 @@ typedef struct {
 typedef struct {
     int index;                  /* 0: the main thread, then in creation order (reported as <thread> index + 1) */
     int tid;
-    ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used) */
+    ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used); NULL once ended */
     unsigned long long samples, lost;
     int perf_fd, syscall_fd, has_timer, failed, live;
     void *timer;                /* timer_t */
     long long start_ns, end_ns, cpu_ns, user_ns, sys_ns;
+    /* An ended thread's samples, copied out of its table (which goes to
+     * the next thread): nkept (pc, count) pairs. */
+    ps_slot_t *kept;
+    unsigned long nkept;
+    unsigned long long nused;   /* distinct PCs in table */
+    unsigned long long proc_samples; /* ITIMER_REAL: taken from /proc while blocked (no signal) */
+    unsigned long long starttime; /* adopted threads: /proc start time, to tell a reused tid */
+    int adopted;                /* running before sampling started (a library constructor's) */
+    int sigblocked;             /* seen blocking the sampling signal: its samples while running are lost */
+    double blocked_cpu_s;       /* its CPU time then */
+    /* ITIMER_REAL: time runnable but waiting for a CPU, charged to the PC
+     * its own source sampled last (where a preempted thread resumes) */
+    unsigned long long last_pc, last_count, wait_samples;
+    long long wait_ns;
+    int was_running;
+    int mask_seen;              /* consecutive looks that found SIGPROF blocked */
 } ps_sthread_t;
+/* Samples of a module unloaded with dlclose, charged to it then. */
+typedef struct {
+    int thread, module;         /* thread index; ps_sampler_retired_module(module) */
+    unsigned long long pc, count;
+} ps_retired_t;
 int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
@@ -159,6 +180,17 @@ const ps_profcfg_t *ps_sampler_config(void);
 long long ps_sampler_started_ns(void);
 unsigned long ps_sampler_unsampled(void);
 const char *ps_sampler_source(const char **note);
+/* The program's constructors have run (main is about to be called): the
+ * ITIMER_REAL sampler thread starts here, not before.  preload.c may call
+ * it at main; until then the sampler hooks the executable's last
+ * constructor itself (idempotent). */
+void ps_sampler_at_main(void);
+/* modules.c, at dlclose: the samples in [lo, hi) are charged to file (load
+ * address base) now, before another module can be loaded there. */
+void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base);
+size_t ps_sampler_retired(const ps_retired_t **v);
+const char *ps_sampler_retired_module(int module, unsigned long long *base);
+int ps_sampler_active(void);
 
 /* threads.c: the pthread_create (and thrd_create) hook */
 int pthread_create_unhooked(void *thread, void *(*fn)(void *));

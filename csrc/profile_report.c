@@ -110,8 +110,13 @@ static pcount_t *collect(int index, size_t *n, unsigned long long *samples, unsi
             continue;
         *samples += t->samples;
         *lost += t->lost;
-        for (unsigned s = 0; t->table && s < PS_SAMPLE_SLOTS; s++) {
-            if (!t->table[s].pc || !t->table[s].count)
+        /* a running thread's table, or what an ended thread's held */
+        const ps_slot_t *table = t->table ? t->table : t->kept;
+        unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
+        if (t->table && !t->nused)
+            slots = 0;
+        for (unsigned long s = 0; table && s < slots; s++) {
+            if (!table[s].pc || !table[s].count)
                 continue;
             if (used == cap) {
                 pcount_t *w = realloc(v, sizeof *v * (cap *= 2));
@@ -121,8 +126,8 @@ static pcount_t *collect(int index, size_t *n, unsigned long long *samples, unsi
                 }
                 v = w;
             }
-            v[used].pc = t->table[s].pc;
-            v[used++].count = t->table[s].count;
+            v[used].pc = table[s].pc;
+            v[used++].count = table[s].count;
         }
     }
     if (!v)
@@ -148,6 +153,80 @@ static void write_module(ps_buf_t *b, const char *file, unsigned long long base,
     for (size_t i = from; i < to; i++)
         ps_buf_printf(b, "        <sample pc=\"%llx\">%llu</sample>\n", v[i].pc, v[i].count);
     ps_buf_printf(b, "      </samples>\n    </module>\n");
+}
+
+static int by_module_pc(const void *a, const void *b)
+{
+    const ps_retired_t *x = a, *y = b;
+    if (x->module != y->module)
+        return x->module < y->module ? -1 : 1;
+    return x->pc < y->pc ? -1 : x->pc > y->pc;
+}
+
+/* The samples charged to modules unloaded with dlclose (of one thread, or
+ * all), each module under the name and load address it had then.
+ * Returns how many modules were written, -1 without memory. */
+static int write_retired(ps_buf_t *b, int index)
+{
+    const ps_retired_t *all;
+    size_t n = ps_sampler_retired(&all), used = 0;
+    if (!n)
+        return 0;
+    ps_retired_t *r = malloc(sizeof *r * n);
+    pcount_t *v = malloc(sizeof *v * n);
+    if (!r || !v) {
+        free(r);
+        free(v);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (index < 0 || all[i].thread == index)
+            r[used++] = all[i];
+    qsort(r, used, sizeof *r, by_module_pc);
+    int wrote = 0;
+    for (size_t i = 0; i < used;) {
+        size_t j = i, nv = 0;
+        for (; j < used && r[j].module == r[i].module; j++) {
+            if (nv && v[nv - 1].pc == r[j].pc)
+                v[nv - 1].count += r[j].count;
+            else
+                v[nv++] = (pcount_t){r[j].pc, r[j].count};
+        }
+        unsigned long long base = 0;
+        const char *file = ps_sampler_retired_module(r[i].module, &base);
+        if (file) {
+            write_module(b, file, base, v, 0, nv);
+            wrote++;
+        }
+        i = j;
+    }
+    free(r);
+    free(v);
+    return wrote;
+}
+
+/* "; thread N blocked SIGPROF ..." for each thread (or the one) that was
+ * seen blocking the sampling signal. */
+static size_t note_blocked(char *note, size_t used, size_t size, int index)
+{
+    const ps_profcfg_t *cfg = ps_sampler_config();
+    int shown = 0, more = 0;
+    for (int i = 0; i < ps_sampler_nthreads(); i++) {
+        const ps_sthread_t *t = ps_sampler_get(i);
+        if (!t->sigblocked || (index >= 0 && t->index != index))
+            continue;
+        if (shown == 8 || used >= size) {
+            more++;
+            continue;
+        }
+        used += (size_t)snprintf(note + used, size - used, "; thread %d blocked SIGPROF: not sampled%s, its CPU "
+                                 "time %.3f s", t->index + 1, cfg->kind == PS_PROF_ITIMER &&
+                                 cfg->timer == PS_TIMER_REAL ? " while running" : "", t->blocked_cpu_s);
+        shown++;
+    }
+    if (more && used < size)
+        used += (size_t)snprintf(note + used, size - used, "; %d more threads blocked SIGPROF", more);
+    return used;
 }
 
 /* user and system CPU time: the process's, or one thread's from its totals */
@@ -208,6 +287,7 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
     }
     if (used < sizeof note)
         used += (size_t)snprintf(note + used, sizeof note - used, "; %llu samples lost", lost);
+    used = note_blocked(note, used, sizeof note, index);
     if (*source_note && used < sizeof note)
         used += (size_t)snprintf(note + used, sizeof note - used, "; %s", source_note);
     if (*end_note && used < sizeof note)
@@ -252,6 +332,9 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
         wrote = 1;
         i = j;
     }
+    int retired = write_retired(&b, index);
+    if (retired > 0)
+        wrote = 1;
     if (!wrote) { /* the DTD wants a module: the executable's, with no samples */
         char exe[PATH_MAX];
         ssize_t len = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);

@@ -5,18 +5,30 @@
  *     that thread (F_SETOWN_EX); task-clock is hrtimer-driven, so periods
  *     below the scheduler tick are honoured.  Without perf_event, a POSIX
  *     per-thread CPU-time timer (tick-limited) is used instead.
- *   - wall time (ITIMER_REAL): a sampler thread wakes every period; a
- *     running thread is signalled, a blocked one is sampled from
- *     /proc/self/task/TID/syscall without being interrupted, so the
- *     program's sleeps and reads are never cut short.
+ *   - wall time (ITIMER_REAL): a running thread is sampled by its own
+ *     perf_event task clock counting user time only (exclude_kernel), a
+ *     blocked one by a sampler thread from /proc/self/task/TID/syscall,
+ *     without any signal.  See real_sampler() for why this never cuts a
+ *     sleep or a read short.
+ * Threads that exist before sampling starts (started by shared-library
+ * constructors, OpenBLAS's pool say) are found in /proc/self/task and get
+ * their source too, opened for their tid.
  * The signal handler only stores the interrupted PC into the thread's
  * preallocated table (lock-free, no allocation); what does not fit is
- * counted as lost. */
+ * counted as lost.  A thread that blocks SIGPROF cannot be sampled: it is
+ * detected (its signal mask when its source starts and when it ends, and
+ * by the ITIMER_REAL sampler meanwhile), named in the report, and the
+ * samples its CPU time should have given are counted as lost.  When a
+ * thread ends, its samples are copied out and its table goes to the next
+ * thread. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
+#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
@@ -28,6 +40,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <ucontext.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -51,37 +64,72 @@ static int nthreads;                            /* slots handed out */
 static unsigned long unsampled;                 /* threads beyond PS_MAX_THREADS */
 static unsigned perf_type;
 static unsigned long long perf_config;
+/* Held by the ITIMER_REAL sampler for a pass over the threads, and by
+ * whatever starts, ends or reads a thread's source or table in normal
+ * context (never in the signal handler). */
 static pthread_mutex_t real_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_t real_thread;
 static volatile int real_stop;
+static int real_running;                        /* the sampler thread exists in process real_pid */
+static pid_t real_pid, sampler_pid;             /* sampler_pid: the process sampled (not a child it forked) */
+static int real_wanted;                         /* the program's constructors have run: start it */
+static int real_signals;                        /* no perf_event: running threads are signalled (see real_sampler) */
 static long long started_ns;
 static char sampler_note[256];
 static int fd_thread[FD_MAP]; /* perf fd -> thread index + 1 (overflow signals carry the fd) */
 
-static void record(ps_sthread_t *t, unsigned long long pc)
+/* Tables of ended threads, zeroed, for the next threads (under real_lock). */
+#define FREE_TABLES 64
+static ps_slot_t *free_tables[FREE_TABLES];
+static int nfree_tables;
+/* Where ended threads' samples are kept: mmap'd chunks, used up in order. */
+static ps_slot_t *keep_area;
+static size_t keep_used, keep_cap;
+/* Samples of unloaded modules (ps_sampler_retire), under real_lock. */
+typedef struct {
+    char *file;
+    unsigned long long base;
+} retired_module_t;
+static retired_module_t *rmods;
+static int nrmods;
+static ps_retired_t *retired;
+static size_t nretired, retired_cap;
+
+#define TABLE_BYTES (sizeof(ps_slot_t) * PS_SAMPLE_SLOTS)
+
+static int record_n(ps_sthread_t *t, unsigned long long pc, unsigned long long n);
+
+static int record(ps_sthread_t *t, unsigned long long pc) { return record_n(t, pc, 1); }
+
+/* n samples at pc (a timer's overruns: periods that expired while its
+ * signal was pending). */
+static int record_n(ps_sthread_t *t, unsigned long long pc, unsigned long long n)
 {
-    if (!t->table || !pc) {
-        __atomic_fetch_add(&t->lost, 1, __ATOMIC_RELAXED);
-        return;
+    ps_slot_t *table = t->table;
+    if (!table || !pc) {
+        __atomic_fetch_add(&t->lost, n, __ATOMIC_RELAXED);
+        return 0;
     }
     unsigned long long h = (pc * 0x9E3779B97F4A7C15ull) >> (64 - PS_SAMPLE_SLOTS_LOG2);
     for (unsigned probe = 0; probe < MAX_PROBE; probe++) {
-        ps_slot_t *s = &t->table[(h + probe) & (PS_SAMPLE_SLOTS - 1)];
+        ps_slot_t *s = &table[(h + probe) & (PS_SAMPLE_SLOTS - 1)];
         unsigned long long key = __atomic_load_n(&s->pc, __ATOMIC_ACQUIRE);
         if (key == 0) {
             unsigned long long expected = 0;
-            if (__atomic_compare_exchange_n(&s->pc, &expected, pc, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            if (__atomic_compare_exchange_n(&s->pc, &expected, pc, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
                 key = pc;
-            else
+                __atomic_fetch_add(&t->nused, 1, __ATOMIC_RELAXED);
+            } else
                 key = expected;
         }
         if (key == pc) {
-            __atomic_fetch_add(&s->count, 1, __ATOMIC_RELAXED);
-            __atomic_fetch_add(&t->samples, 1, __ATOMIC_RELAXED);
-            return;
+            __atomic_fetch_add(&s->count, n, __ATOMIC_RELAXED);
+            __atomic_fetch_add(&t->samples, n, __ATOMIC_RELAXED);
+            return 1;
         }
     }
-    __atomic_fetch_add(&t->lost, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&t->lost, n, __ATOMIC_RELAXED);
+    return 0;
 }
 
 static unsigned long long interrupted_pc(void *ucv)
@@ -104,9 +152,14 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
     int index = -1, ours = 0;
+    unsigned long long n = 1;
     if ((si->si_code == SI_TIMER || si->si_code == SI_QUEUE) && (si->si_value.sival_int >> 16) == SIGVAL_TAG) {
         ours = 1;
         index = si->si_value.sival_int & 0xffff;
+        /* a CPU-time timer checked at the tick: the periods that passed
+         * meanwhile come as overruns of one signal */
+        if (si->si_code == SI_TIMER && si->si_overrun > 0)
+            n += (unsigned long long)si->si_overrun;
     } else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP) { /* perf_event overflow (F_SETSIG) */
         ours = 1;
         if (si->si_fd >= 0 && si->si_fd < FD_MAP)
@@ -115,42 +168,91 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     if (!ours)
         ps_signals_forward(sig, si, ucv);
     else if (active && !paused && index >= 0 && index < PS_MAX_THREADS &&
-             __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE))
-        record(&threads[index], interrupted_pc(ucv));
+             __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
+        unsigned long long pc = interrupted_pc(ucv);
+        if (record_n(&threads[index], pc, n))
+            __atomic_store_n(&threads[index].last_pc, pc, __ATOMIC_RELAXED);
+    }
     errno = saved;
 }
 
+/* SIGPROF in a thread's blocked mask: its own (pthread_sigmask) or,
+ * for another thread, the SigBlk line of its /proc status. */
+static int blocks_sigprof(pid_t tid)
+{
+    if (tid == (pid_t)syscall(SYS_gettid)) {
+        sigset_t cur;
+        return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGPROF) == 1;
+    }
+    char path[64], buf[2048];
+    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+    if (ps_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    const char *p = strstr(buf, "\nSigBlk:");
+    unsigned long long mask = 0;
+    if (!p || sscanf(p + 8, "%llx", &mask) != 1)
+        return 0;
+    return (mask >> (SIGPROF - 1)) & 1;
+}
+
+/* Field 22 of /proc/self/task/TID/stat, 0 when the thread is gone. */
+static unsigned long long tid_starttime(pid_t tid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    if (ps_read_file(path, buf, sizeof buf) <= 0)
+        return 0;
+    const char *p = strrchr(buf, ')');
+    for (int field = 3; p && field <= 22; field++)
+        p = strchr(p + 1, ' ');
+    unsigned long long v = 0;
+    return p && sscanf(p + 1, "%llu", &v) == 1 ? v : 0;
+}
+
+static int open_perf(pid_t tid, int index, char *why, size_t why_len)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = perf_type;
+    a.config = perf_config;
+    a.sample_period = (unsigned long long)cfg.threshold * (cfg.kind == PS_PROF_ITIMER ? 1000 : 1);
+    a.disabled = 1;
+    a.wakeup_events = 1;
+    /* ITIMER_PROF counts system time too (samples then land on the user
+     * instruction after the system call), ITIMER_VIRTUAL does not, nor
+     * ITIMER_REAL's running part (see real_sampler). */
+    a.exclude_kernel = cfg.kind == PS_PROF_ITIMER ? cfg.timer != PS_TIMER_PROF : !(cfg.domain & PS_DOM_KERNEL);
+    a.exclude_user = cfg.kind == PS_PROF_EVENT && !(cfg.domain & PS_DOM_USER);
+    a.exclude_hv = 1;
+    int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        snprintf(why, why_len, "perf_event_open: %s", strerror(errno));
+        return -1;
+    }
+    if (fd < FD_MAP)
+        __atomic_store_n(&fd_thread[fd], index + 1, __ATOMIC_RELEASE);
+    struct f_owner_ex owner = {F_OWNER_TID, tid};
+    if (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) || fcntl(fd, F_SETOWN_EX, &owner) ||
+        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+        snprintf(why, why_len, "perf_event signal routing: %s", strerror(errno));
+        if (fd < FD_MAP)
+            __atomic_store_n(&fd_thread[fd], 0, __ATOMIC_RELEASE);
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* The thread's source, for its tid: the calling thread's or another's
+ * (threads adopted at start). */
 static int start_source(ps_sthread_t *t, char *why, size_t why_len)
 {
-    if (source == SRC_PERF) {
-        struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.type = perf_type;
-        a.config = perf_config;
-        a.sample_period = (unsigned long long)cfg.threshold * (cfg.kind == PS_PROF_ITIMER ? 1000 : 1);
-        a.disabled = 1;
-        a.wakeup_events = 1;
-        /* ITIMER_PROF counts system time too (samples then land on the
-         * user instruction after the system call), ITIMER_VIRTUAL does not. */
-        a.exclude_kernel = cfg.kind == PS_PROF_ITIMER ? cfg.timer == PS_TIMER_VIRTUAL : !(cfg.domain & PS_DOM_KERNEL);
-        a.exclude_user = cfg.kind == PS_PROF_EVENT && !(cfg.domain & PS_DOM_USER);
-        a.exclude_hv = 1;
-        int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-        if (fd < 0) {
-            snprintf(why, why_len, "perf_event_open: %s", strerror(errno));
+    if (source == SRC_PERF || (source == SRC_REAL && !real_signals)) {
+        int fd = open_perf(t->tid, t->index, why, why_len);
+        if (fd < 0)
             return -1;
-        }
-        struct f_owner_ex owner = {F_OWNER_TID, t->tid};
-        if (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) || fcntl(fd, F_SETOWN_EX, &owner) ||
-            ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
-            snprintf(why, why_len, "perf_event signal routing: %s", strerror(errno));
-            close(fd);
-            return -1;
-        }
         t->perf_fd = fd;
-        if (fd < FD_MAP)
-            __atomic_store_n(&fd_thread[fd], t->index + 1, __ATOMIC_RELEASE);
     } else if (source == SRC_CPUTIMER) {
         struct sigevent sev;
         memset(&sev, 0, sizeof sev);
@@ -158,22 +260,43 @@ static int start_source(ps_sthread_t *t, char *why, size_t why_len)
         sev.sigev_signo = SIGPROF;
         sev.sigev_value.sival_int = SIGVAL(t->index);
         sev._sigev_un._tid = t->tid;
-        if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &t->timer)) {
+        /* the thread's CPU clock by tid, as pthread_getcpuclockid builds it */
+        clockid_t clock = (clockid_t)((~(unsigned)t->tid) << 3) | 6;
+        timer_t timer;
+        if (timer_create(clock, &sev, &timer)) {
             snprintf(why, why_len, "timer_create: %s", strerror(errno));
             return -1;
         }
+        t->timer = timer;
         struct itimerspec its;
         its.it_interval.tv_sec = cfg.threshold / 1000000;
         its.it_interval.tv_nsec = (cfg.threshold % 1000000) * 1000;
         its.it_value = its.it_interval;
-        timer_settime(t->timer, 0, &its, NULL);
+        timer_settime(timer, 0, &its, NULL);
         t->has_timer = 1;
-    } else if (source == SRC_REAL) {
+    }
+    if (source == SRC_REAL) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)t->tid);
         t->syscall_fd = open(path, O_RDONLY | O_CLOEXEC);
     }
     return 0;
+}
+
+/* The samples the thread's source generated (for a thread that blocked
+ * them): its CPU time - user time only where the source excludes the
+ * kernel - over the period; for event overflow, the counter over the
+ * period.  Before the source is stopped. */
+static unsigned long long expected_samples(const ps_sthread_t *t)
+{
+    if (cfg.kind == PS_PROF_EVENT) {
+        unsigned long long count = 0;
+        if (t->perf_fd >= 0 && read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count && cfg.threshold > 0)
+            return count / (unsigned long long)cfg.threshold;
+        return 0;
+    }
+    long long ns = cfg.timer == PS_TIMER_PROF || source == SRC_CPUTIMER || real_signals ? t->cpu_ns : t->user_ns;
+    return ns > 0 && cfg.threshold > 0 ? (unsigned long long)ns / ((unsigned long long)cfg.threshold * 1000) : 0;
 }
 
 static void stop_source(ps_sthread_t *t)
@@ -186,7 +309,7 @@ static void stop_source(ps_sthread_t *t)
         t->perf_fd = -1;
     }
     if (t->has_timer) {
-        timer_delete(t->timer);
+        timer_delete((timer_t)t->timer);
         t->has_timer = 0;
     }
     if (t->syscall_fd >= 0) {
@@ -195,50 +318,196 @@ static void stop_source(ps_sthread_t *t)
     }
 }
 
-ps_sthread_t *ps_sampler_thread_begin(void)
+/* Under real_lock. */
+static ps_slot_t *take_table(void)
 {
-    if (!active)
-        return NULL;
-    int idx = __atomic_fetch_add(&nthreads, 1, __ATOMIC_ACQ_REL);
+    if (nfree_tables)
+        return free_tables[--nfree_tables];
+    void *table = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return table == MAP_FAILED ? NULL : table;
+}
+
+/* Under real_lock: room for n kept samples. */
+static ps_slot_t *keep_room(size_t n)
+{
+    if (keep_used + n > keep_cap) {
+        size_t cap = n > PS_SAMPLE_SLOTS ? n : PS_SAMPLE_SLOTS;
+        void *area = mmap(NULL, sizeof(ps_slot_t) * cap, PROT_READ | PROT_WRITE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (area == MAP_FAILED)
+            return NULL;
+        keep_area = area; /* what was left of the last chunk is not used */
+        keep_used = 0;
+        keep_cap = cap;
+    }
+    ps_slot_t *room = keep_area + keep_used;
+    keep_used += n;
+    return room;
+}
+
+/* Under real_lock, the thread no longer live and no longer sampled by
+ * anyone (it has ended, from itself): its samples copied out, its table
+ * zeroed and handed to the next thread. */
+static void recycle_table(ps_sthread_t *t)
+{
+    ps_slot_t *table = t->table;
+    if (!table)
+        return;
+    unsigned long long used = __atomic_load_n(&t->nused, __ATOMIC_ACQUIRE);
+    ps_slot_t *kept = used ? keep_room(used) : NULL;
+    if (used && !kept)
+        return; /* nowhere to keep them: the table stays the thread's */
+    unsigned long n = 0;
+    for (unsigned s = 0; used && s < PS_SAMPLE_SLOTS && n < used; s++)
+        if (table[s].pc && table[s].count)
+            kept[n++] = table[s];
+    t->kept = kept;
+    t->nkept = n;
+    t->table = NULL;
+    if (nfree_tables < FREE_TABLES && madvise(table, TABLE_BYTES, MADV_DONTNEED) == 0)
+        free_tables[nfree_tables++] = table;
+    else
+        munmap(table, TABLE_BYTES);
+}
+
+/* Under real_lock: a slot for tid, its table and its source (the caller
+ * says how the source went in t->failed). */
+static ps_sthread_t *add_thread(pid_t tid, int adopted)
+{
+    int idx = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     if (idx >= PS_MAX_THREADS) {
         __atomic_fetch_add(&unsampled, 1, __ATOMIC_RELAXED);
         return NULL;
     }
     ps_sthread_t *t = &threads[idx];
+    memset(t, 0, sizeof *t);
     t->index = idx;
-    t->tid = (pid_t)syscall(SYS_gettid);
+    t->tid = tid;
+    t->adopted = adopted;
     t->perf_fd = t->syscall_fd = -1;
     t->start_ns = ps_wallclock_ns();
-    void *table = mmap(NULL, sizeof(ps_slot_t) * PS_SAMPLE_SLOTS, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    t->table = table == MAP_FAILED ? NULL : table;
+    if (adopted)
+        t->starttime = tid_starttime(tid);
+    t->table = take_table();
+    t->sigblocked = blocks_sigprof(tid);
+    __atomic_store_n(&nthreads, idx + 1, __ATOMIC_RELEASE);
     char why[256];
-    pthread_mutex_lock(&real_lock);
     if (start_source(t, why, sizeof why))
         t->failed = 1;
     __atomic_store_n(&t->live, 1, __ATOMIC_RELEASE);
+    return t;
+}
+
+ps_sthread_t *ps_sampler_thread_begin(void)
+{
+    if (!active)
+        return NULL;
+    pthread_mutex_lock(&real_lock);
+    ps_sthread_t *t = add_thread((pid_t)syscall(SYS_gettid), 0);
     pthread_mutex_unlock(&real_lock);
     return t;
 }
 
-/* From the thread itself at its end, or from the exiting thread for the
- * others; the lock keeps the REAL sampler off the fd being closed. */
+/* Under real_lock.  at_stop: from the thread ending the process, whose
+ * own mask may be a signal handler's then (not the program's). */
+static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
+{
+    if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
+    long long cpu = -1;
+    /* an adopted thread may have ended unseen, its tid even reused */
+    if (!t->adopted || tid_starttime(t->tid) == t->starttime)
+        cpu = ps_tid_cpu_ns(t->tid);
+    if (cpu >= 0) {
+        t->cpu_ns = cpu;
+        ps_tid_times(t->tid, t->cpu_ns, &t->user_ns, &t->sys_ns);
+        if (!t->sigblocked && !(at_stop && t->tid == (pid_t)syscall(SYS_gettid)))
+            t->sigblocked = blocks_sigprof(t->tid);
+    } else {
+        /* gone: its task clock, where it has one, is its time on a CPU */
+        unsigned long long count = 0;
+        if (t->perf_fd >= 0 && cfg.kind == PS_PROF_ITIMER &&
+            read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count)
+            t->cpu_ns = t->user_ns = (long long)count;
+    }
+    if (t->sigblocked) {
+        /* The mask seen is the evidence only with the samples missing: a
+         * thread looked at while glibc starts it has every signal blocked
+         * for a moment, and one may block SIGPROF for a short while. */
+        t->blocked_cpu_s = t->cpu_ns / 1e9;
+        unsigned long long expected = expected_samples(t);
+        unsigned long long got = t->samples - t->proc_samples - t->wait_samples;
+        if (expected > got + 1 && (expected - got) * 10 >= expected)
+            __atomic_fetch_add(&t->lost, expected - got, __ATOMIC_RELAXED);
+        else
+            t->sigblocked = 0;
+    }
+    stop_source(t);
+    t->end_ns = ps_wallclock_ns();
+    if (recycle)
+        recycle_table(t);
+}
+
+/* From the thread itself at its end (its table is then recycled: no signal
+ * can come for it any more), or from the exiting thread for the others;
+ * the lock keeps the REAL sampler off the fd being closed. */
 void ps_sampler_thread_end(ps_sthread_t *t)
 {
     if (!t)
         return;
     pthread_mutex_lock(&real_lock);
-    if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
-        t->cpu_ns = ps_tid_cpu_ns(t->tid);
-        ps_tid_times(t->tid, t->cpu_ns, &t->user_ns, &t->sys_ns);
-        stop_source(t);
-        t->end_ns = ps_wallclock_ns();
-    }
+    end_thread(t, t->tid == (pid_t)syscall(SYS_gettid), 0);
     pthread_mutex_unlock(&real_lock);
 }
 
-static void sample_blocked_or_signal(ps_sthread_t *t, pid_t pid)
+/* Threads running before sampling starts - started by the constructors of
+ * shared libraries, which run before ours - get their sources here, opened
+ * for their tids.  They are never seen ending (they were not started
+ * through our pthread_create hook): they are ended with the process. */
+static void adopt_running_threads(pid_t self)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        pthread_mutex_lock(&real_lock);
+        add_thread(tid, 1);
+        pthread_mutex_unlock(&real_lock);
+    }
+    closedir(d);
+}
+
+/* A thread that /proc shows running (or runnable): the time it spent
+ * runnable but waiting for a CPU since the last look (the run-queue wait
+ * of /proc/self/task/TID/schedstat), where its own task clock cannot
+ * sample it, is charged in whole periods to the PC it was last sampled
+ * at - where a preempted thread resumes. */
+static void sample_waiting(ps_sthread_t *t, long long period_ns)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)t->tid);
+    unsigned long long run = 0, wait = 0;
+    if (ps_read_file(path, buf, sizeof buf) <= 0 || sscanf(buf, "%llu %llu", &run, &wait) != 2)
+        return;
+    unsigned long long before = t->last_count;
+    t->last_count = wait;
+    int was = t->was_running;
+    t->was_running = 1;
+    if (!was || wait <= before)
+        return;
+    t->wait_ns += (long long)(wait - before);
+    unsigned long long pc = __atomic_load_n(&t->last_pc, __ATOMIC_RELAXED);
+    for (; t->wait_ns >= period_ns; t->wait_ns -= period_ns)
+        if (pc && record(t, pc))
+            __atomic_fetch_add(&t->wait_samples, 1, __ATOMIC_RELAXED);
+}
+
+static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long period_ns)
 {
     char buf[512];
     ssize_t n = pread(t->syscall_fd, buf, sizeof buf - 1, 0);
@@ -246,6 +515,16 @@ static void sample_blocked_or_signal(ps_sthread_t *t, pid_t pid)
         return;
     buf[n] = '\0';
     if (strncmp(buf, "running", 7) == 0) {
+        /* Twice in a row (100 ms apart), as pthread_create and others
+         * block every signal for a moment. */
+        if (check_mask && !t->sigblocked)
+            t->mask_seen = blocks_sigprof(t->tid) ? t->mask_seen + 1 : 0;
+        if (t->mask_seen >= 2)
+            t->sigblocked = 1;
+        if (!real_signals) { /* its own task clock samples it */
+            sample_waiting(t, period_ns);
+            return;
+        }
         siginfo_t si;
         memset(&si, 0, sizeof si);
         si.si_signo = SIGPROF;
@@ -257,11 +536,33 @@ static void sample_blocked_or_signal(ps_sthread_t *t, pid_t pid)
         return;
     }
     /* "nr args... sp pc" (in a system call) or "-1 sp pc": the user PC last. */
+    t->was_running = 0;
     char *last = strrchr(buf, ' ');
-    if (last)
-        record(t, strtoull(last + 1, NULL, 16));
+    if (last && record(t, strtoull(last + 1, NULL, 16)))
+        __atomic_fetch_add(&t->proc_samples, 1, __ATOMIC_RELAXED);
 }
 
+/* ITIMER_REAL.  A thread that may be in a blocking system call is never
+ * signalled: a signal arriving there cuts nanosleep, poll, read ... short
+ * with EINTR (SA_RESTART does not restart the sleeps), and a sampler that
+ * looks first ("running" in /proc) and signals after always leaves a
+ * window in which the thread enters one.  So:
+ *   - time spent running in user mode is sampled by the thread's own
+ *     perf_event task clock with exclude_kernel: its overflow is only
+ *     taken when the clock's hrtimer interrupts the thread in user mode,
+ *     and the signal is delivered on the return to user mode from that
+ *     very interrupt, before the thread can enter any system call;
+ *   - time spent blocked (sleeping in the kernel) is sampled here, every
+ *     period, from /proc/self/task/TID/syscall (the user PC the system
+ *     call returns to), without a signal.
+ * Time a running thread spends waiting for a CPU is taken from its
+ * run-queue wait in /proc and charged to the PC the thread was last
+ * sampled at, where a preempted thread resumes (sample_waiting); its
+ * time running in the kernel is not sampled.  Without perf_event (real_signals), the
+ * running threads are signalled from here as before, and the report says
+ * that a system call can then be interrupted.
+ * The thread exists only from the program's main (ps_sampler_at_main) and
+ * steps aside around unshare and setns, which need a single thread. */
 static void *real_sampler(void *arg)
 {
     (void)arg;
@@ -272,7 +573,8 @@ static void *real_sampler(void *arg)
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long long period_ns = cfg.threshold * 1000;
-    while (!real_stop) {
+    long long check_every = period_ns > 0 ? 100000000 / period_ns + 1 : 1; /* masks: every 100 ms */
+    for (long long pass = 0; !real_stop; pass++) {
         next.tv_nsec += period_ns % 1000000000;
         next.tv_sec += period_ns / 1000000000 + next.tv_nsec / 1000000000;
         next.tv_nsec %= 1000000000;
@@ -284,10 +586,173 @@ static void *real_sampler(void *arg)
         int n = paused ? 0 : __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
         for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
             if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE) && threads[i].syscall_fd >= 0)
-                sample_blocked_or_signal(&threads[i], pid);
+                sample_blocked(&threads[i], pid, pass % check_every == 0, period_ns);
         pthread_mutex_unlock(&real_lock);
     }
     return NULL;
+}
+
+/* Under real_lock or before any thread can race. */
+static void real_start(void)
+{
+    if (source != SRC_REAL || !active || getpid() != sampler_pid || (real_running && real_pid == sampler_pid))
+        return;
+    real_stop = 0;
+    real_pid = sampler_pid;
+    real_running = pthread_create_unhooked(&real_thread, real_sampler) == 0;
+}
+
+/* The sampler thread exists here (not in a child forked without it). */
+static int real_here(void) { return __atomic_load_n(&real_running, __ATOMIC_ACQUIRE) && real_pid == getpid(); }
+
+static void real_join(void)
+{
+    if (!real_here())
+        return;
+    real_stop = 1;
+    pthread_join(real_thread, NULL);
+    real_running = 0;
+}
+
+void ps_sampler_at_main(void)
+{
+    if (source != SRC_REAL || real_wanted || getpid() != sampler_pid)
+        return;
+    real_wanted = 1;
+    real_start();
+}
+
+/* Until preload.c calls ps_sampler_at_main at main: the executable's last
+ * constructor (the last entry of its DT_INIT_ARRAY, which the C library
+ * reads as it calls them) is wrapped, so that the sampler thread starts
+ * right after it.  No constructor of the program's runs with it. */
+typedef void (*ctor_fn)(int, char **, char **);
+static ctor_fn last_ctor;
+
+static void after_last_ctor(int argc, char **argv, char **envp)
+{
+    if (last_ctor)
+        last_ctor(argc, argv, envp);
+    int saved = errno; /* what the program's constructors left there is the program's */
+    ps_sampler_at_main();
+    errno = saved;
+}
+
+typedef struct {
+    ElfW(Addr) *slot;           /* the last DT_INIT_ARRAY entry */
+    int relro, writable;        /* where it is: in PT_GNU_RELRO (read-only by now), in a writable segment */
+} init_slot_t;
+
+static int find_init_array(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    init_slot_t *found = data;
+    ElfW(Addr) **slot = &found->slot;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        ElfW(Addr) array = 0, bytes = 0;
+        for (const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr); d->d_tag != DT_NULL;
+             d++) {
+            if (d->d_tag == DT_INIT_ARRAY)
+                array = d->d_un.d_ptr;
+            else if (d->d_tag == DT_INIT_ARRAYSZ)
+                bytes = d->d_un.d_val;
+        }
+        if (array && bytes >= sizeof(ElfW(Addr)))
+            *slot = (ElfW(Addr) *)(info->dlpi_addr + array) + bytes / sizeof(ElfW(Addr)) - 1;
+    }
+    ElfW(Addr) at = (ElfW(Addr))found->slot;
+    for (int i = 0; at && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        ElfW(Addr) lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (at < lo || at + sizeof(ElfW(Addr)) > hi)
+            continue;
+        if (ph->p_type == PT_GNU_RELRO)
+            found->relro = 1;
+        else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W))
+            found->writable = 1;
+    }
+    return 1; /* the first object is the executable */
+}
+
+static void start_after_constructors(void)
+{
+    init_slot_t found = {NULL, 0, 0};
+    dl_iterate_phdr(find_init_array, &found);
+    ElfW(Addr) *slot = found.slot;
+    long page = sysconf(_SC_PAGESIZE);
+    if (!slot || page <= 0 || (!found.relro && !found.writable)) {
+        ps_sampler_at_main(); /* no constructor to wait for (or none we can wrap) */
+        return;
+    }
+    if (!found.relro) { /* still writable, as the segment is */
+        last_ctor = (ctor_fn)*slot;
+        *slot = (ElfW(Addr))after_last_ctor;
+        return;
+    }
+    void *start = (void *)((ElfW(Addr))slot & ~(ElfW(Addr))(page - 1));
+    size_t len = ((ElfW(Addr))slot + sizeof *slot > (ElfW(Addr))start + (size_t)page) ? 2 * (size_t)page
+                                                                                      : (size_t)page;
+    /* RELRO: writable for this one store, read-only again after */
+    if (mprotect(start, len, PROT_READ | PROT_WRITE)) {
+        ps_strlcpy(sampler_note, "the wall-clock sampler thread could not wait for the program's constructors",
+                   sizeof sampler_note);
+        ps_sampler_at_main();
+        return;
+    }
+    last_ctor = (ctor_fn)*slot;
+    *slot = (ElfW(Addr))after_last_ctor;
+    mprotect(start, len, PROT_READ);
+}
+
+/* unshare(CLONE_NEWUSER), and CLONE_NEWNS or CLONE_FS, and setns into
+ * such namespaces, need a process with one thread: the sampler thread is
+ * stopped around the call and started again after it. */
+PS_API int unshare(int flags)
+{
+    static int (*real)(int);
+    if (!real)
+        real = (int (*)(int))dlsym(RTLD_NEXT, "unshare");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int stopped = 0;
+    if (real_here()) {
+        real_join();
+        stopped = 1;
+    }
+    int rc = real(flags);
+    if (stopped) {
+        int saved = errno;
+        real_start();
+        errno = saved;
+    }
+    return rc;
+}
+
+PS_API int setns(int fd, int nstype)
+{
+    static int (*real)(int, int);
+    if (!real)
+        real = (int (*)(int, int))dlsym(RTLD_NEXT, "setns");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int stopped = 0;
+    if (real_here()) {
+        real_join();
+        stopped = 1;
+    }
+    int rc = real(fd, nstype);
+    if (stopped) {
+        int saved = errno;
+        real_start();
+        errno = saved;
+    }
+    return rc;
 }
 
 /* The pthread_create hook's view of a thread's state: an opaque pointer. */
@@ -297,19 +762,15 @@ static void hook_end(void *t) { ps_sampler_thread_end(t); }
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
     cfg = *config;
-    if (cfg.kind == PS_PROF_ITIMER && cfg.timer == PS_TIMER_REAL)
-        source = SRC_REAL;
-    else {
-        const char *name = cfg.kind == PS_PROF_ITIMER ? "task-clock" : cfg.event;
-        char lwhy[192];
-        if (ps_perf_lookup(name, &perf_type, &perf_config, lwhy, sizeof lwhy) != PS_EVENT_COUNTED) {
-            if (cfg.kind == PS_PROF_EVENT) {
-                snprintf(why, why_len, "cannot sample on %s: %s", cfg.event, lwhy);
-                return PS_HWPC_ENOEVENT;
-            }
+    const char *name = cfg.kind == PS_PROF_ITIMER ? "task-clock" : cfg.event;
+    char lwhy[192];
+    if (ps_perf_lookup(name, &perf_type, &perf_config, lwhy, sizeof lwhy) != PS_EVENT_COUNTED) {
+        if (cfg.kind == PS_PROF_EVENT) {
+            snprintf(why, why_len, "cannot sample on %s: %s", cfg.event, lwhy);
+            return PS_HWPC_ENOEVENT;
         }
-        source = SRC_PERF;
     }
+    source = cfg.kind == PS_PROF_ITIMER && cfg.timer == PS_TIMER_REAL ? SRC_REAL : SRC_PERF;
     /* Check the source once here, so a failure is one message, not one per thread. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -321,8 +782,10 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         return PS_HWPC_EBACKEND;
     }
     active = 1;
+    sampler_pid = getpid();
     started_ns = ps_wallclock_ns();
     ps_threads_hook(hook_begin, hook_end);
+    pid_t self = (pid_t)syscall(SYS_gettid);
     ps_sthread_t *main_thread = ps_sampler_thread_begin();
     ps_threads_adopt(main_thread);
     if (main_thread && main_thread->failed && source == SRC_PERF) {
@@ -339,16 +802,20 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         if (cfg.timer == PS_TIMER_VIRTUAL)
             ps_strlcpy(sampler_note, "perf_event unavailable: ITIMER_VIRTUAL sampled as CPU time (user and system), "
                        "limited to the kernel tick", sizeof sampler_note);
+    } else if (main_thread && main_thread->failed && source == SRC_REAL) {
+        /* No perf_event: the sampler thread signals the running threads. */
+        real_signals = 1;
+        main_thread->failed = start_source(main_thread, why, why_len) != 0;
+        ps_strlcpy(sampler_note, "perf_event unavailable: running threads signalled by the sampler thread, which "
+                   "can interrupt a system call starting at that moment (EINTR)", sizeof sampler_note);
     }
     if (main_thread && main_thread->failed) {
         active = 0;
         return PS_HWPC_EBACKEND;
     }
-    if (source == SRC_REAL && pthread_create_unhooked(&real_thread, real_sampler)) {
-        snprintf(why, why_len, "cannot start the ITIMER_REAL sampler thread");
-        active = 0;
-        return PS_HWPC_EBACKEND;
-    }
+    adopt_running_threads(self);
+    if (source == SRC_REAL)
+        start_after_constructors();
     return PS_HWPC_OK;
 }
 
@@ -356,14 +823,14 @@ void ps_sampler_stop(void)
 {
     if (!source)
         return;
+    if (source == SRC_REAL && !real_stop && real_here() && !pthread_equal(pthread_self(), real_thread))
+        real_join();
     active = 0;
-    if (source == SRC_REAL && !real_stop) {
-        real_stop = 1;
-        pthread_join(real_thread, NULL);
-    }
-    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
-        ps_sampler_thread_end(&threads[i]);
+    pthread_mutex_lock(&real_lock);
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++)
+        end_thread(&threads[i], 0, 1);
+    pthread_mutex_unlock(&real_lock);
 }
 
 /* Before an exec (on = 1): no more samples and no more signals from the
@@ -394,7 +861,7 @@ void ps_sampler_pause(int on)
         if (t->perf_fd >= 0)
             ioctl(t->perf_fd, on ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0);
         if (t->has_timer)
-            timer_settime(t->timer, 0, &its, NULL);
+            timer_settime((timer_t)t->timer, 0, &its, NULL);
     }
     pthread_mutex_unlock(&real_lock);
 }
@@ -409,6 +876,8 @@ const ps_sthread_t *ps_sampler_get(int i) { return i >= 0 && i < ps_sampler_nthr
 
 const ps_profcfg_t *ps_sampler_config(void) { return source ? &cfg : NULL; }
 
+int ps_sampler_active(void) { return source && active; }
+
 long long ps_sampler_started_ns(void) { return started_ns; }
 
 unsigned long ps_sampler_unsampled(void) { return unsampled; }
@@ -420,9 +889,84 @@ const char *ps_sampler_source(const char **note)
     switch (source) {
     case SRC_PERF: return cfg.kind == PS_PROF_ITIMER ? "perf_event task-clock per thread" : "perf_event overflow per thread";
     case SRC_CPUTIMER: return "POSIX CPU-time timer per thread";
-    case SRC_REAL: return "wall-clock sampler thread";
+    case SRC_REAL:
+        return real_signals ? "wall-clock sampler thread"
+                            : "perf_event user-mode task-clock per thread while running, a sampler thread "
+                              "reading /proc while blocked";
     default: return "";
     }
+}
+
+/* Under real_lock: the index of (file, base) among the retired modules. */
+static int retired_module(const char *file, unsigned long long base)
+{
+    for (int i = 0; i < nrmods; i++)
+        if (rmods[i].base == base && strcmp(rmods[i].file, file) == 0)
+            return i;
+    retired_module_t *v = realloc(rmods, sizeof *v * (size_t)(nrmods + 1));
+    if (!v)
+        return -1;
+    rmods = v;
+    rmods[nrmods].file = strdup(file);
+    rmods[nrmods].base = base;
+    if (!rmods[nrmods].file)
+        return -1;
+    return nrmods++;
+}
+
+static void retire_one(int thread, int module, unsigned long long pc, unsigned long long count)
+{
+    if (nretired == retired_cap) {
+        size_t cap = retired_cap ? 2 * retired_cap : 256;
+        ps_retired_t *v = realloc(retired, sizeof *v * cap);
+        if (!v)
+            return;
+        retired = v;
+        retired_cap = cap;
+    }
+    retired[nretired++] = (ps_retired_t){thread, module, pc, count};
+}
+
+/* A module's samples are moved out of the tables (the handler may add to a
+ * count at the same time: it is taken with an atomic exchange, and the
+ * slot keeps its PC). */
+void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base)
+{
+    if (!source || lo >= hi)
+        return;
+    pthread_mutex_lock(&real_lock);
+    int module = retired_module(file, base);
+    int n = ps_sampler_nthreads();
+    for (int i = 0; module >= 0 && i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        ps_slot_t *v = t->table ? t->table : t->kept;
+        unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
+        if (t->table && !__atomic_load_n(&t->nused, __ATOMIC_ACQUIRE))
+            continue;
+        for (unsigned long s = 0; v && s < slots; s++) {
+            unsigned long long pc = __atomic_load_n(&v[s].pc, __ATOMIC_ACQUIRE);
+            if (pc < lo || pc >= hi || !__atomic_load_n(&v[s].count, __ATOMIC_RELAXED))
+                continue;
+            unsigned long long count = __atomic_exchange_n(&v[s].count, 0, __ATOMIC_ACQ_REL);
+            if (count)
+                retire_one(t->index, module, pc, count);
+        }
+    }
+    pthread_mutex_unlock(&real_lock);
+}
+
+size_t ps_sampler_retired(const ps_retired_t **v)
+{
+    *v = retired;
+    return nretired;
+}
+
+const char *ps_sampler_retired_module(int module, unsigned long long *base)
+{
+    if (module < 0 || module >= nrmods)
+        return NULL;
+    *base = rmods[module].base;
+    return rmods[module].file;
 }
 
 /* In a child forked while sampling (psrun -f): forget the parent's
@@ -443,16 +987,24 @@ void ps_sampler_restart_after_fork(void)
         if (t->syscall_fd >= 0)
             close(t->syscall_fd);
         if (t->table)
-            munmap(t->table, sizeof(ps_slot_t) * PS_SAMPLE_SLOTS);
+            munmap(t->table, TABLE_BYTES);
         memset(t, 0, sizeof *t);
     }
+    for (int i = 0; i < nfree_tables; i++)
+        munmap(free_tables[i], TABLE_BYTES);
+    nfree_tables = 0;
+    keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
+    keep_used = keep_cap = 0;
+    nretired = 0;
     nthreads = 0;
     unsampled = 0;
     real_stop = 0;
+    real_running = 0;
     paused = 0;
     active = 1;
+    sampler_pid = getpid();
     started_ns = ps_wallclock_ns();
     ps_threads_adopt(ps_sampler_thread_begin());
-    if (source == SRC_REAL && pthread_create_unhooked(&real_thread, real_sampler))
-        active = 0;
+    if (real_wanted) /* else the wrapped constructor starts it */
+        real_start();
 }
