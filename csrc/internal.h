@@ -172,6 +172,7 @@ int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
+void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */
 int ps_sampler_nthreads(void);

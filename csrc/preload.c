@@ -375,6 +375,8 @@ static void child_after_fork(void)
     ps_config_after_fork();
     find_peak_file(); /* psrun -R's file is the started process's, not a child's */
     if (!follow) {
+        if (profiling)
+            ps_sampler_forget_after_fork();
         errno = saved;
         return;
     }
@@ -466,6 +468,16 @@ static int measured_main(int argc, char **argv, char **envp)
     exit(real_main(argc, argv, envp));
 }
 
+/* Profiling: what starts with main (ITIMER_REAL's sampler thread, after the
+ * program's constructors), then the program. */
+static int profiled_main(int argc, char **argv, char **envp)
+{
+    int saved = errno; /* what the constructors left there is the program's */
+    ps_sampler_at_main();
+    errno = saved;
+    return real_main(argc, argv, envp);
+}
+
 PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
                              void (*rtld_fini)(void), void *stack_end)
 {
@@ -483,7 +495,10 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             unpreload_self();
         /* Events are resolved here, before the program's own constructors,
          * so a bad event list stops it before any of its code has run. */
-        if (!psrun_profile()) {
+        if (psrun_profile()) {
+            real_main = main;
+            main = profiled_main;
+        } else {
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
                 refuse();

@@ -25,10 +25,8 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
-#include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
@@ -622,90 +620,6 @@ void ps_sampler_at_main(void)
     real_start();
 }
 
-/* Until preload.c calls ps_sampler_at_main at main: the executable's last
- * constructor (the last entry of its DT_INIT_ARRAY, which the C library
- * reads as it calls them) is wrapped, so that the sampler thread starts
- * right after it.  No constructor of the program's runs with it. */
-typedef void (*ctor_fn)(int, char **, char **);
-static ctor_fn last_ctor;
-
-static void after_last_ctor(int argc, char **argv, char **envp)
-{
-    if (last_ctor)
-        last_ctor(argc, argv, envp);
-    int saved = errno; /* what the program's constructors left there is the program's */
-    ps_sampler_at_main();
-    errno = saved;
-}
-
-typedef struct {
-    ElfW(Addr) *slot;           /* the last DT_INIT_ARRAY entry */
-    int relro, writable;        /* where it is: in PT_GNU_RELRO (read-only by now), in a writable segment */
-} init_slot_t;
-
-static int find_init_array(struct dl_phdr_info *info, size_t size, void *data)
-{
-    (void)size;
-    init_slot_t *found = data;
-    ElfW(Addr) **slot = &found->slot;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
-            continue;
-        ElfW(Addr) array = 0, bytes = 0;
-        for (const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr); d->d_tag != DT_NULL;
-             d++) {
-            if (d->d_tag == DT_INIT_ARRAY)
-                array = d->d_un.d_ptr;
-            else if (d->d_tag == DT_INIT_ARRAYSZ)
-                bytes = d->d_un.d_val;
-        }
-        if (array && bytes >= sizeof(ElfW(Addr)))
-            *slot = (ElfW(Addr) *)(info->dlpi_addr + array) + bytes / sizeof(ElfW(Addr)) - 1;
-    }
-    ElfW(Addr) at = (ElfW(Addr))found->slot;
-    for (int i = 0; at && i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        ElfW(Addr) lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
-        if (at < lo || at + sizeof(ElfW(Addr)) > hi)
-            continue;
-        if (ph->p_type == PT_GNU_RELRO)
-            found->relro = 1;
-        else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_W))
-            found->writable = 1;
-    }
-    return 1; /* the first object is the executable */
-}
-
-static void start_after_constructors(void)
-{
-    init_slot_t found = {NULL, 0, 0};
-    dl_iterate_phdr(find_init_array, &found);
-    ElfW(Addr) *slot = found.slot;
-    long page = sysconf(_SC_PAGESIZE);
-    if (!slot || page <= 0 || (!found.relro && !found.writable)) {
-        ps_sampler_at_main(); /* no constructor to wait for (or none we can wrap) */
-        return;
-    }
-    if (!found.relro) { /* still writable, as the segment is */
-        last_ctor = (ctor_fn)*slot;
-        *slot = (ElfW(Addr))after_last_ctor;
-        return;
-    }
-    void *start = (void *)((ElfW(Addr))slot & ~(ElfW(Addr))(page - 1));
-    size_t len = ((ElfW(Addr))slot + sizeof *slot > (ElfW(Addr))start + (size_t)page) ? 2 * (size_t)page
-                                                                                      : (size_t)page;
-    /* RELRO: writable for this one store, read-only again after */
-    if (mprotect(start, len, PROT_READ | PROT_WRITE)) {
-        ps_strlcpy(sampler_note, "the wall-clock sampler thread could not wait for the program's constructors",
-                   sizeof sampler_note);
-        ps_sampler_at_main();
-        return;
-    }
-    last_ctor = (ctor_fn)*slot;
-    *slot = (ElfW(Addr))after_last_ctor;
-    mprotect(start, len, PROT_READ);
-}
-
 /* unshare(CLONE_NEWUSER), and CLONE_NEWNS or CLONE_FS, and setns into
  * such namespaces, need a process with one thread: the sampler thread is
  * stopped around the call and started again after it. */
@@ -814,8 +728,9 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         return PS_HWPC_EBACKEND;
     }
     adopt_running_threads(self);
-    if (source == SRC_REAL)
-        start_after_constructors();
+    /* ITIMER_REAL's sampler thread starts at main (ps_sampler_at_main, from
+     * preload.c's main wrapper): none of the program's constructors runs
+     * with an extra thread */
     return PS_HWPC_OK;
 }
 
@@ -973,7 +888,10 @@ const char *ps_sampler_retired_module(int module, unsigned long long *base)
  * threads - their perf_event descriptors are closed here without touching
  * the parent's events, their tables unmapped - and sample the child, whose
  * only thread is the one that forked. */
-void ps_sampler_restart_after_fork(void)
+/* In a forked child: the parent's threads forgotten - their perf_event
+ * descriptors closed here without touching the parent's events, their
+ * tables unmapped - and nothing sampled (a child psrun -f does not follow). */
+void ps_sampler_forget_after_fork(void)
 {
     int n = ps_sampler_nthreads();
     pthread_mutex_init(&real_lock, NULL);
@@ -1001,10 +919,18 @@ void ps_sampler_restart_after_fork(void)
     real_stop = 0;
     real_running = 0;
     paused = 0;
+    active = 0;
+}
+
+/* In a forked child psrun -f follows: the parent's threads forgotten, and
+ * the child, whose only thread is the one that forked, sampled. */
+void ps_sampler_restart_after_fork(void)
+{
+    ps_sampler_forget_after_fork();
     active = 1;
     sampler_pid = getpid();
     started_ns = ps_wallclock_ns();
     ps_threads_adopt(ps_sampler_thread_begin());
-    if (real_wanted) /* else the wrapped constructor starts it */
+    if (real_wanted) /* else main's wrapper starts it */
         real_start();
 }

@@ -17,7 +17,8 @@ from psuite.libperfsuite.native import include_dir, library_path
 ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sigprocmask", "pthread_sigmask",
            "sigaction", "signal", "setitimer",
            "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
-           "execveat", "quick_exit", "raise", "PAPI_start", "thrd_create"}
+           "execveat", "quick_exit", "raise", "PAPI_start", "thrd_create",
+           "unshare", "setns", "dlclose"}
 
 
 def exported() -> set[str]:
