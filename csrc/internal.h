@@ -4,6 +4,7 @@
 #ifndef PS_INTERNAL_H
 #define PS_INTERNAL_H
 
+#include <limits.h>
 #include <signal.h>
 #include <stddef.h>
 #include "pshwpc.h"
@@ -57,6 +58,15 @@ void ps_notes_init(void);  /* under psrun: the "report: PATH" lines on, unless -
 void ps_report_note(const char *path);  /* "psrun: report: PATH" on stderr (async-signal-safe) */
 int ps_read_file(const char *path, char *buf, size_t size);
 int ps_each_thread(void (*fn)(int tid, void *arg), void *arg); /* every tid in /proc/self/task; signal-safe */
+/* Paths of reports written before an exec (taken back if it fails), by
+ * report index, in an mmap'd table; "" where none.  Signal-safe. */
+typedef struct {
+    char (*paths)[PATH_MAX];
+    int n;
+} ps_pathtab_t;
+char *ps_pathtab_at(ps_pathtab_t *t, int k); /* NULL beyond the table */
+char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n);
+void ps_pathtab_free(ps_pathtab_t *t);
 void ps_append_part(char *dst, size_t cap, const char *text); /* "; " between parts, cut to fit; signal-safe */
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */

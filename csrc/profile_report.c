@@ -361,27 +361,8 @@ static void said(int rc, const char *path)
  * by report (0 the process's, i + 1 the i-th thread's) in one mmap'd area
  * sized for the reports there were.  The paths stay after they are taken
  * back, so the final profiles under those names are not announced again. */
-typedef char path_t[PATH_MAX];
-static path_t *paths;
-static int npaths, pending;
-
-static char *path_slot(int k, int n)
-{
-    if (k < npaths)
-        return paths[k];
-    if (n <= k)
-        n = k + 1;
-    void *area = mmap(NULL, sizeof(path_t) * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (area == MAP_FAILED)
-        return NULL;
-    if (paths) {
-        memcpy(area, paths, sizeof(path_t) * (size_t)npaths);
-        munmap(paths, sizeof(path_t) * (size_t)npaths);
-    }
-    paths = area;
-    npaths = n;
-    return paths[k];
-}
+static ps_pathtab_t exec_paths;
+static int pending;
 
 /* One report (k: 0 the process's, i + 1 the i-th thread's); with
  * `remember`, its path kept for ps_profile_take_back. */
@@ -390,19 +371,20 @@ static int write_report(int k, int per_thread, const modules_t *mods, int rememb
 {
     char path[PATH_MAX];
     path[0] = '\0';
-    if (k < npaths && paths[k][0]) /* taken back after a failed exec: announced already */
-        ps_report_announced(paths[k]);
+    char *kept = ps_pathtab_at(&exec_paths, k);
+    if (kept && kept[0]) /* taken back after a failed exec: announced already */
+        ps_report_announced(kept);
     int rc = write_one(k - 1, per_thread, mods, path, sizeof path, summary, summary_len);
     said(rc, path);
     int saved = rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST;
-    char *slot = remember && saved ? path_slot(k, n) : NULL;
+    char *slot = remember && saved ? ps_pathtab_slot(&exec_paths, k, n) : NULL;
     if (slot)
-        ps_strlcpy(slot, path, sizeof(path_t));
+        ps_strlcpy(slot, path, PATH_MAX);
     else {
         if (remember && saved) /* nowhere to remember it: not left behind */
             unlink(path);
-        if (k < npaths)
-            paths[k][0] = '\0';
+        if ((kept = ps_pathtab_at(&exec_paths, k)))
+            kept[0] = '\0';
     }
     return rc;
 }
@@ -440,9 +422,11 @@ int ps_profile_write_exec(int per_thread) { return write_all(per_thread, 1); }
 void ps_profile_take_back(void)
 {
     int saved = errno;
-    for (int k = 0; k < pending && k < npaths; k++)
-        if (paths[k][0])
-            unlink(paths[k]);
+    for (int k = 0; k < pending; k++) {
+        const char *kept = ps_pathtab_at(&exec_paths, k);
+        if (kept && kept[0])
+            unlink(kept);
+    }
     pending = 0;
     errno = saved;
 }

@@ -80,9 +80,7 @@ static int fds_used;
  * by thread index, in one mmap'd area sized for the threads there were
  * (paths[i][0] == '\0': none); kept after they are taken back, so the
  * final report under the same name is not announced a second time. */
-typedef char path_t[PATH_MAX];
-static path_t *paths;
-static int npaths;
+static ps_pathtab_t exec_paths;
 
 static int cas(int *p, int from, int to)
 {
@@ -401,8 +399,9 @@ static int write_report(tcount_t *t, const char *why, char *path, size_t path_le
     for (int k = 0; k < 4; k++)
         ps_append_part(annotation, sizeof annotation, parts[k]);
     /* a report taken back after a failed exec was announced already */
-    if (t->index < npaths && paths[t->index][0])
-        ps_report_announced(paths[t->index]);
+    const char *kept = ps_pathtab_at(&exec_paths, t->index);
+    if (kept && kept[0])
+        ps_report_announced(kept);
     return ps_report_write_counts(&c, t->index + 1, annotation, &m, NULL, path, path_len);
 }
 
@@ -426,31 +425,12 @@ void ps_thread_counts_finish(void)
         char path[PATH_MAX];
         path[0] = '\0';
         int rc = write_report(t, NULL, path, sizeof path);
-        if (t->index < npaths)
-            paths[t->index][0] = '\0';
+        char *kept = ps_pathtab_at(&exec_paths, t->index);
+        if (kept)
+            kept[0] = '\0';
         if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
             ps_message("could not save the thread report %s", path);
     }
-}
-
-/* The path slot of thread index, growing the area to cover n threads
- * (mmap: the exec may come from a signal handler).  NULL when it cannot. */
-static char *path_slot(int index, int n)
-{
-    if (index < npaths)
-        return paths[index];
-    if (n <= index)
-        n = index + 1;
-    void *area = mmap(NULL, sizeof(path_t) * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (area == MAP_FAILED)
-        return NULL;
-    if (paths) {
-        memcpy(area, paths, sizeof(path_t) * (size_t)npaths);
-        munmap(paths, sizeof(path_t) * (size_t)npaths);
-    }
-    paths = area;
-    npaths = n;
-    return paths[index];
 }
 
 /* Before an exec: the running threads' counters stopped with the process
@@ -476,13 +456,13 @@ void ps_thread_counts_exec_write(const char *why)
         char path[PATH_MAX];
         path[0] = '\0';
         int rc = write_report(t, why, path, sizeof path);
-        char *slot = path_slot(i, n);
+        char *slot = ps_pathtab_slot(&exec_paths, i, n);
         if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST) {
             ps_message("could not save the thread report %s", path);
             path[0] = '\0';
         }
         if (slot && path[0]) {
-            ps_strlcpy(slot, path, sizeof(path_t));
+            ps_strlcpy(slot, path, PATH_MAX);
             t->exec_pending = 1;
         } else if (path[0]) /* nowhere to remember it: do not leave it behind */
             unlink(path);
@@ -498,8 +478,9 @@ void ps_thread_counts_exec_failed(void)
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
         tcount_t *t = &recs[i];
-        if (t->exec_pending && i < npaths) /* its path stays, not to be announced again */
-            unlink(paths[i]);
+        const char *kept = ps_pathtab_at(&exec_paths, i);
+        if (t->exec_pending && kept) /* its path stays, not to be announced again */
+            unlink(kept);
         t->exec_pending = 0;
         if (cas(&t->state, T_FROZEN_GONE, T_ENDED)) { /* it ended meanwhile: its counts are final */
             read_counters(t, 1);
@@ -535,10 +516,7 @@ void ps_thread_counts_after_fork(int follow)
     nthreads = 0;
     overflow = 0;
     fds_used = 0;
-    if (paths)
-        munmap(paths, sizeof(path_t) * (size_t)npaths);
-    paths = NULL;
-    npaths = 0;
+    ps_pathtab_free(&exec_paths);
     if (follow)
         ps_threads_adopt(thread_begin());
 }

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -400,4 +401,36 @@ const char *ps_errno_text(int err)
     case EIO: return "Input/output error";
     default: return "error";
     }
+}
+
+/* ---- reports written before an exec, by index ---------------------------- */
+
+char *ps_pathtab_at(ps_pathtab_t *t, int k) { return k >= 0 && k < t->n ? t->paths[k] : NULL; }
+
+/* Slot k, the table grown to at least n slots (mmap, not malloc: the exec
+ * may come from a signal handler).  NULL when it cannot grow. */
+char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n)
+{
+    if (k < t->n)
+        return t->paths[k];
+    if (n <= k)
+        n = k + 1;
+    void *area = mmap(NULL, sizeof *t->paths * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (area == MAP_FAILED)
+        return NULL;
+    if (t->paths) {
+        memcpy(area, t->paths, sizeof *t->paths * (size_t)t->n);
+        munmap(t->paths, sizeof *t->paths * (size_t)t->n);
+    }
+    t->paths = area;
+    t->n = n;
+    return t->paths[k];
+}
+
+void ps_pathtab_free(ps_pathtab_t *t)
+{
+    if (t->paths)
+        munmap(t->paths, sizeof *t->paths * (size_t)t->n);
+    t->paths = NULL;
+    t->n = 0;
 }
