@@ -24,7 +24,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -57,10 +59,23 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* ps_sampler_retire takes the sampler's lock (and allocates): the end of
+ * measurement, which takes that lock too, must not interrupt it on this
+ * thread.  The asynchronous signals are held back meanwhile (the kernel's
+ * mask directly: psuite's sigprocmask wrapper shows the program its own
+ * view); faults and SIGPROF, the sampler's, are not. */
 static void retire(const ranges_t *r)
 {
+    sigset_t hold, old;
+    sigfillset(&hold);
+    static const int keep[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        sigdelset(&hold, keep[i]);
+    int held = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &hold, &old, _NSIG / 8) == 0;
     for (int i = 0; i < r->n; i++)
         ps_sampler_retire(r->lo[i], r->hi[i], r->file, r->base);
+    if (held)
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
 }
 
 static int kept(void);

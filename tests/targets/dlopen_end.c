@@ -1,11 +1,13 @@
 /* dlopen_end.c - a program ended while one of its threads loads and
- * unloads a plugin in a loop (the dynamic loader's lock held most of the
- * time: the plugin's constructor and destructor run under it):
+ * unloads a plugin in a loop (the dynamic loader's locks held most of the
+ * time: the plugin's constructor and destructor run under them, and the
+ * test's plugin allocates there, inside dl_iterate_phdr's callback):
  *   dlopen_end PLUGIN MS   SIGALRM's default action after MS ms, delivered
- *                          to the main thread (the loading thread blocks
- *                          it), while the other thread is in dlopen or
- *                          dlclose
- * The report writer must not need the loader's lock (dl_iterate_phdr). */
+ *                          to the loading thread (the main thread blocks
+ *                          it) while it is in dlopen or dlclose, most
+ *                          likely in malloc with the loader's locks held
+ * The report writer must need neither the loader's locks (dl_iterate_phdr)
+ * nor malloc. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -44,19 +46,17 @@ int main(int argc, char **argv)
     }
     plugin = argv[1];
     long ms = atol(argv[2]);
-    sigset_t alrm, old;
-    sigemptyset(&alrm);
-    sigaddset(&alrm, SIGALRM);
-    pthread_sigmask(SIG_BLOCK, &alrm, &old); /* the new thread inherits the mask */
     pthread_t t;
     if (pthread_create(&t, NULL, load_loop, NULL))
         return 3;
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    sigset_t alrm;
+    sigemptyset(&alrm);
+    sigaddset(&alrm, SIGALRM);
+    pthread_sigmask(SIG_BLOCK, &alrm, NULL); /* the signal goes to the loading thread */
     while (!__atomic_load_n(&loading, __ATOMIC_ACQUIRE))
         usleep(100);
     struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
     setitimer(ITIMER_REAL, &it, NULL);
-    for (volatile unsigned long i = 0;; i++) /* the signal ends the program here */
-        ;
+    pthread_join(t, NULL); /* the signal ends the program meanwhile */
     return 0;
 }
