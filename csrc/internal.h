@@ -203,6 +203,22 @@ size_t ps_sampler_retired(const ps_retired_t **v);
 const char *ps_sampler_retired_module(int module, unsigned long long *base);
 int ps_sampler_active(void);
 
+/* modules.c: the loaded modules' executable segments (one entry each, sorted
+ * by lo), their file names with them, kept current in mmap'd storage: taken
+ * when the library starts under psrun, refreshed after each dlopen, dlmopen
+ * and dlclose.  The end of measurement reads them without the loader's
+ * lock, malloc or stdio. */
+typedef struct {
+    unsigned long long lo, hi, base;
+    const char *file;
+} ps_module_t;
+typedef struct ps_modmap ps_modmap_t;
+void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
+/* The current map, held until ps_modules_release (refreshes then use other
+ * storage); NULL when none was ever taken.  Async-signal-safe. */
+const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n);
+void ps_modules_release(const ps_modmap_t *m);
+
 /* threads.c: the pthread_create (and thrd_create) hook */
 int pthread_create_unhooked(void *thread, void *(*fn)(void *));
 /* What every new thread does first (begin, whose result goes to end when
@@ -350,6 +366,8 @@ void ps_buf_zpad(ps_buf_t *b, unsigned long long v, int width);     /* zero-padd
 void ps_buf_fixedpoint(ps_buf_t *b, long long v, int decimals);     /* v / 10^decimals, all decimals */
 void ps_buf_indent(ps_buf_t *b, int n);
 void ps_buf_elem(ps_buf_t *b, int indent, const char *tag, const char *text); /* ps_buf_element, safely */
+void ps_buf_hex(ps_buf_t *b, unsigned long long v);                 /* %llx */
+void ps_buf_double(ps_buf_t *b, double v, int decimals);            /* %.<decimals>f, C locale */
 void ps_buf_printf(ps_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* text escaped for XML; what is not XML 1.0 text becomes U+FFFD: each byte
  * of invalid UTF-8 (encoded surrogates included), each U+FFFE/U+FFFF, each

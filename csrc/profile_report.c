@@ -4,16 +4,21 @@
  * each with its load offset, so psprocess can map them back to the files.
  * One document for the process (<thread>0</thread>); with per-thread
  * reports, one more per thread (<prefix>.<pid>.t<N>.<host>.xml with
- * <thread>N</thread>, N from 1: the main thread, then in creation order). */
+ * <thread>N</thread>, N from 1: the main thread, then in creation order).
+ *
+ * Async-signal-safe, like the count report (report.c): the profiles may be
+ * written from _exit(), an exec wrapper or a fatal signal's handler while
+ * another thread holds malloc's lock or the loader's.  So the modules come
+ * from the map modules.c keeps current (no dl_iterate_phdr here), the
+ * samples are collected into mmap'd scratch memory and heap-sorted, the XML
+ * is formatted without stdio into an output buffer mmap'd to the size the
+ * sample and module counts call for, all on a stack of the writer's own
+ * (safestack.c), and messages go out with ps_message_safe. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <elf.h>
 #include <errno.h>
 #include <limits.h>
-#include <link.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -21,66 +26,102 @@
 
 #include "internal.h"
 
-typedef struct {
-    unsigned long long lo, hi, base;
-    char *file;
-} module_t;
-
 static char end_note[128]; /* how the program ended, when not by exit() */
 
 void ps_profile_set_note(const char *note) { ps_strlcpy(end_note, note ? note : "", sizeof end_note); }
 
 typedef struct {
-    module_t *v;
-    int n, cap;
+    const ps_module_t *v;
+    int n;
 } modules_t;
 
 typedef struct {
     unsigned long long pc, count;
 } pcount_t;
 
-static int add_module(struct dl_phdr_info *info, size_t size, void *data)
+/* ---- memory from mmap ---------------------------------------------------- */
+
+static void *map_bytes(size_t bytes)
 {
-    (void)size;
-    modules_t *m = data;
-    char exe[PATH_MAX];
-    const char *name = info->dlpi_name;
-    if (!name || !*name) { /* the executable */
-        ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = '\0';
-        name = exe;
-    }
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
-            continue;
-        if (m->n == m->cap) {
-            int cap = m->cap ? 2 * m->cap : 64;
-            module_t *v = realloc(m->v, sizeof *v * (size_t)cap);
-            if (!v)
-                return 1;
-            m->v = v;
-            m->cap = cap;
-        }
-        module_t *mod = &m->v[m->n++];
-        mod->base = info->dlpi_addr;
-        mod->lo = info->dlpi_addr + ph->p_vaddr;
-        mod->hi = mod->lo + ph->p_memsz;
-        mod->file = strdup(name);
-    }
-    return 0;
+    if (!bytes)
+        bytes = 1;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
 }
 
-static int by_lo(const void *a, const void *b)
+static void unmap_bytes(void *p, size_t bytes)
 {
-    const module_t *x = a, *y = b;
-    return x->lo < y->lo ? -1 : x->lo > y->lo;
+    if (p)
+        munmap(p, bytes ? bytes : 1);
 }
 
-static int by_pc(const void *a, const void *b)
+/* ---- heap sorts: no allocation, no recursion ----------------------------- */
+
+static int pc_less(const pcount_t *a, const pcount_t *b) { return a->pc < b->pc; }
+
+static void sift_pc(pcount_t *v, size_t root, size_t n)
 {
-    const pcount_t *x = a, *y = b;
-    return x->pc < y->pc ? -1 : x->pc > y->pc;
+    for (;;) {
+        size_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && pc_less(&v[c], &v[c + 1]))
+            c++;
+        if (!pc_less(&v[root], &v[c]))
+            return;
+        pcount_t t = v[root];
+        v[root] = v[c];
+        v[c] = t;
+        root = c;
+    }
+}
+
+static void sort_pc(pcount_t *v, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_pc(v, i, n);
+    for (size_t end = n; end-- > 1;) {
+        pcount_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        sift_pc(v, 0, end);
+    }
+}
+
+static int retired_less(const ps_retired_t *x, const ps_retired_t *y)
+{
+    if (x->module != y->module)
+        return x->module < y->module;
+    return x->pc < y->pc;
+}
+
+static void sift_retired(ps_retired_t *v, size_t root, size_t n)
+{
+    for (;;) {
+        size_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && retired_less(&v[c], &v[c + 1]))
+            c++;
+        if (!retired_less(&v[root], &v[c]))
+            return;
+        ps_retired_t t = v[root];
+        v[root] = v[c];
+        v[c] = t;
+        root = c;
+    }
+}
+
+static void sort_retired(ps_retired_t *v, size_t n)
+{
+    for (size_t i = n / 2; i-- > 0;)
+        sift_retired(v, i, n);
+    for (size_t end = n; end-- > 1;) {
+        ps_retired_t t = v[0];
+        v[0] = v[end];
+        v[end] = t;
+        sift_retired(v, 0, end);
+    }
 }
 
 static int module_of(const modules_t *m, unsigned long long pc)
@@ -98,41 +139,55 @@ static int module_of(const modules_t *m, unsigned long long pc)
     return -1;
 }
 
-/* The samples of one thread (index >= 0) or of all, merged and sorted by PC. */
-static pcount_t *collect(int index, size_t *n, unsigned long long *samples, unsigned long long *lost)
+/* A thread's samples: a running thread's table, or what an ended thread's
+ * held. */
+static const ps_slot_t *thread_slots(const ps_sthread_t *t, unsigned long *slots)
 {
-    size_t cap = 1024, used = 0;
-    pcount_t *v = malloc(sizeof *v * cap);
+    const ps_slot_t *table = t->table ? t->table : t->kept;
+    *slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
+    if (t->table && !t->nused)
+        *slots = 0;
+    return table;
+}
+
+/* How many (pc, count) entries all threads hold: the scratch memory's size. */
+static size_t count_entries(void)
+{
+    size_t total = 0;
+    for (int i = 0; i < ps_sampler_nthreads(); i++) {
+        unsigned long slots;
+        const ps_slot_t *table = thread_slots(ps_sampler_get(i), &slots);
+        for (unsigned long s = 0; table && s < slots; s++)
+            if (table[s].pc && table[s].count)
+                total++;
+    }
+    return total;
+}
+
+/* The samples of one thread (index >= 0) or of all, merged and sorted by PC,
+ * into v (room for cap entries; more - samples taken since it was sized -
+ * are left out). */
+static size_t collect(int index, pcount_t *v, size_t cap, unsigned long long *samples, unsigned long long *lost)
+{
+    size_t used = 0;
     *samples = *lost = 0;
-    for (int i = 0; v && i < ps_sampler_nthreads(); i++) {
+    for (int i = 0; i < ps_sampler_nthreads(); i++) {
         const ps_sthread_t *t = ps_sampler_get(i);
         if (index >= 0 && t->index != index)
             continue;
         *samples += t->samples;
         *lost += t->lost;
-        /* a running thread's table, or what an ended thread's held */
-        const ps_slot_t *table = t->table ? t->table : t->kept;
-        unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
-        if (t->table && !t->nused)
-            slots = 0;
-        for (unsigned long s = 0; table && s < slots; s++) {
-            if (!table[s].pc || !table[s].count)
+        unsigned long slots;
+        const ps_slot_t *table = thread_slots(t, &slots);
+        for (unsigned long s = 0; table && s < slots && used < cap; s++) {
+            unsigned long long pc = table[s].pc, count = table[s].count;
+            if (!pc || !count)
                 continue;
-            if (used == cap) {
-                pcount_t *w = realloc(v, sizeof *v * (cap *= 2));
-                if (!w) {
-                    free(v);
-                    return NULL;
-                }
-                v = w;
-            }
-            v[used].pc = table[s].pc;
-            v[used++].count = table[s].count;
+            v[used].pc = pc;
+            v[used++].count = count;
         }
     }
-    if (!v)
-        return NULL;
-    qsort(v, used, sizeof *v, by_pc);
+    sort_pc(v, used);
     size_t out = 0;
     for (size_t i = 0; i < used; i++) {
         if (out && v[out - 1].pc == v[i].pc)
@@ -140,49 +195,55 @@ static pcount_t *collect(int index, size_t *n, unsigned long long *samples, unsi
         else
             v[out++] = v[i];
     }
-    *n = out;
-    return v;
+    return out;
 }
 
 static void write_module(ps_buf_t *b, const char *file, unsigned long long base, const pcount_t *v, size_t from,
                          size_t to)
 {
-    ps_buf_printf(b, "    <module file=\"");
+    ps_buf_str(b, "    <module file=\"");
     ps_buf_escaped(b, file);
-    ps_buf_printf(b, "\" offset=\"0x%llx\">\n      <samples pcbase=\"16\">\n", base);
-    for (size_t i = from; i < to; i++)
-        ps_buf_printf(b, "        <sample pc=\"%llx\">%llu</sample>\n", v[i].pc, v[i].count);
-    ps_buf_printf(b, "      </samples>\n    </module>\n");
+    ps_buf_str(b, "\" offset=\"0x");
+    ps_buf_hex(b, base);
+    ps_buf_str(b, "\">\n      <samples pcbase=\"16\">\n");
+    for (size_t i = from; i < to; i++) {
+        ps_buf_str(b, "        <sample pc=\"");
+        ps_buf_hex(b, v[i].pc);
+        ps_buf_str(b, "\">");
+        ps_buf_ull(b, v[i].count);
+        ps_buf_str(b, "</sample>\n");
+    }
+    ps_buf_str(b, "      </samples>\n    </module>\n");
 }
 
-static int by_module_pc(const void *a, const void *b)
-{
-    const ps_retired_t *x = a, *y = b;
-    if (x->module != y->module)
-        return x->module < y->module ? -1 : 1;
-    return x->pc < y->pc ? -1 : x->pc > y->pc;
-}
+/* Scratch memory of one write, mmap'd: samples, and the retired ones. */
+typedef struct {
+    pcount_t *v;
+    size_t vcap;
+    ps_retired_t *r;
+    pcount_t *rv;
+    size_t rcap;
+} scratch_t;
 
 /* The samples charged to modules unloaded with dlclose (of one thread, or
  * all), each module under the name and load address it had then.
  * Returns how many modules were written, -1 without memory. */
-static int write_retired(ps_buf_t *b, int index)
+static int write_retired(ps_buf_t *b, int index, const scratch_t *sc)
 {
     const ps_retired_t *all;
     size_t n = ps_sampler_retired(&all), used = 0;
     if (!n)
         return 0;
-    ps_retired_t *r = malloc(sizeof *r * n);
-    pcount_t *v = malloc(sizeof *v * n);
-    if (!r || !v) {
-        free(r);
-        free(v);
+    if (n > sc->rcap)
+        n = sc->rcap;
+    if (!sc->r || !sc->rv)
         return -1;
-    }
+    ps_retired_t *r = sc->r;
+    pcount_t *v = sc->rv;
     for (size_t i = 0; i < n; i++)
         if (index < 0 || all[i].thread == index)
             r[used++] = all[i];
-    qsort(r, used, sizeof *r, by_module_pc);
+    sort_retired(r, used);
     int wrote = 0;
     for (size_t i = 0; i < used;) {
         size_t j = i, nv = 0;
@@ -200,14 +261,48 @@ static int write_retired(ps_buf_t *b, int index)
         }
         i = j;
     }
-    free(r);
-    free(v);
     return wrote;
+}
+
+/* Text appended as snprintf(dst + used, cap - used, ...) appended it: cut to
+ * fit, `used` counting what would have been written. */
+typedef struct {
+    char *p;
+    size_t cap, used;
+} note_t;
+
+static void note_str(note_t *n, const char *s)
+{
+    size_t len = strlen(s);
+    if (n->used < n->cap) {
+        size_t room = n->cap - 1 - n->used, c = len < room ? len : room;
+        memcpy(n->p + n->used, s, c);
+        n->p[n->used + c] = '\0';
+    }
+    n->used += len;
+}
+
+static void note_ull(note_t *n, unsigned long long v)
+{
+    char d[32];
+    ps_buf_t b;
+    ps_buf_fixed(&b, d, sizeof d);
+    ps_buf_ull(&b, v);
+    note_str(n, d);
+}
+
+static void note_double(note_t *n, double v, int decimals)
+{
+    char d[48];
+    ps_buf_t b;
+    ps_buf_fixed(&b, d, sizeof d);
+    ps_buf_double(&b, v, decimals);
+    note_str(n, d);
 }
 
 /* "; thread N blocked SIGPROF ..." for each thread (or the one) that was
  * seen blocking the sampling signal. */
-static size_t note_blocked(char *note, size_t used, size_t size, int index)
+static void note_blocked(note_t *note, int index)
 {
     const ps_profcfg_t *cfg = ps_sampler_config();
     int shown = 0, more = 0;
@@ -215,18 +310,24 @@ static size_t note_blocked(char *note, size_t used, size_t size, int index)
         const ps_sthread_t *t = ps_sampler_get(i);
         if (!t->sigblocked || (index >= 0 && t->index != index))
             continue;
-        if (shown == 8 || used >= size) {
+        if (shown == 8 || note->used >= note->cap) {
             more++;
             continue;
         }
-        used += (size_t)snprintf(note + used, size - used, "; thread %d blocked SIGPROF: not sampled%s, its CPU "
-                                 "time %.3f s", t->index + 1, cfg->kind == PS_PROF_ITIMER &&
-                                 cfg->timer == PS_TIMER_REAL ? " while running" : "", t->blocked_cpu_s);
+        note_str(note, "; thread ");
+        note_ull(note, (unsigned long long)(t->index + 1));
+        note_str(note, " blocked SIGPROF: not sampled");
+        note_str(note, cfg->kind == PS_PROF_ITIMER && cfg->timer == PS_TIMER_REAL ? " while running" : "");
+        note_str(note, ", its CPU time ");
+        note_double(note, t->blocked_cpu_s, 3);
+        note_str(note, " s");
         shown++;
     }
-    if (more && used < size)
-        used += (size_t)snprintf(note + used, size - used, "; %d more threads blocked SIGPROF", more);
-    return used;
+    if (more && note->used < note->cap) {
+        note_str(note, "; ");
+        note_ull(note, (unsigned long long)more);
+        note_str(note, " more threads blocked SIGPROF");
+    }
 }
 
 /* user and system CPU time: the process's, or one thread's from its totals */
@@ -249,15 +350,17 @@ static void cpu_times(int index, double *user, double *sys)
 
 /* index: a thread's (from 0), or -1 for the process; with per_thread, the
  * process's report says it is the total of the threads' reports. */
-static int write_one(int index, int per_thread, const modules_t *mods, char *path, size_t path_len, char *summary,
-                     size_t summary_len)
+static int write_one(int index, int per_thread, const modules_t *mods, const scratch_t *sc, char *out, size_t out_size,
+                     char *path, size_t path_len, char *summary, size_t summary_len)
 {
     const ps_profcfg_t *cfg = ps_sampler_config();
-    size_t n = 0;
     unsigned long long samples, lost;
-    pcount_t *v = collect(index, &n, &samples, &lost);
-    if (!v)
+    if (!sc->v && sc->vcap) {
+        errno = ENOMEM;
         return PS_HWPC_EIO;
+    }
+    pcount_t *v = sc->v;
+    size_t n = v ? collect(index, v, sc->vcap, &samples, &lost) : collect(index, NULL, 0, &samples, &lost);
     long long now = ps_wallclock_ns();
     const ps_sthread_t *t = index >= 0 ? ps_sampler_get(index) : NULL;
     ps_measurement_t m = {t ? (t->end_ns ? t->end_ns : now) - t->start_ns : now - ps_sampler_started_ns(), 0, 0,
@@ -265,11 +368,15 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
     cpu_times(index, &m.user_s, &m.system_s);
 
     /* State what was delivered: timers fire at the tick at best. */
-    char note[1024];
+    char text[1024];
+    note_t note = {text, sizeof text, 0};
+    text[0] = '\0';
     const char *source_note = "";
     const char *source = ps_sampler_source(&source_note);
-    size_t used = (size_t)snprintf(note, sizeof note, "%ssampled by %s", index < 0 && per_thread ?
-                                   PS_TOTAL_MARK "; " : "", source);
+    if (index < 0 && per_thread)
+        note_str(&note, PS_TOTAL_MARK "; ");
+    note_str(&note, "sampled by ");
+    note_str(&note, source);
     if (cfg->kind == PS_PROF_ITIMER && samples) {
         double basis = cfg->timer == PS_TIMER_REAL ? (double)m.wall_ns / 1e9 : m.user_s + m.system_s;
         const char *of = cfg->timer == PS_TIMER_REAL ? "wall-clock time per thread" : "CPU time";
@@ -281,41 +388,79 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
             }
         }
         double interval = basis / (double)samples;
-        used += (size_t)snprintf(note + used, sizeof note - used,
-                                 "; period requested %lld us, delivered %.0f us on average (%.1f Hz of %s)",
-                                 cfg->threshold, interval * 1e6, 1.0 / interval, of);
+        note_str(&note, "; period requested ");
+        if (cfg->threshold < 0) {
+            note_str(&note, "-");
+            note_ull(&note, 0ULL - (unsigned long long)cfg->threshold);
+        } else
+            note_ull(&note, (unsigned long long)cfg->threshold);
+        note_str(&note, " us, delivered ");
+        note_double(&note, interval * 1e6, 0);
+        note_str(&note, " us on average (");
+        note_double(&note, 1.0 / interval, 1);
+        note_str(&note, " Hz of ");
+        note_str(&note, of);
+        note_str(&note, ")");
     }
-    if (used < sizeof note)
-        used += (size_t)snprintf(note + used, sizeof note - used, "; %llu samples lost", lost);
-    used = note_blocked(note, used, sizeof note, index);
-    if (*source_note && used < sizeof note)
-        used += (size_t)snprintf(note + used, sizeof note - used, "; %s", source_note);
-    if (*end_note && used < sizeof note)
-        used += (size_t)snprintf(note + used, sizeof note - used, "; %s", end_note);
-    if (index < 0 && ps_sampler_unsampled() && used < sizeof note)
-        used += (size_t)snprintf(note + used, sizeof note - used, "; %lu threads beyond %d not sampled", ps_sampler_unsampled(),
-                 PS_MAX_THREADS);
+    if (note.used < note.cap) {
+        note_str(&note, "; ");
+        note_ull(&note, lost);
+        note_str(&note, " samples lost");
+    }
+    note_blocked(&note, index);
+    if (*source_note && note.used < note.cap) {
+        note_str(&note, "; ");
+        note_str(&note, source_note);
+    }
+    if (*end_note && note.used < note.cap) {
+        note_str(&note, "; ");
+        note_str(&note, end_note);
+    }
+    if (index < 0 && ps_sampler_unsampled() && note.used < note.cap) {
+        note_str(&note, "; ");
+        note_ull(&note, ps_sampler_unsampled());
+        note_str(&note, " threads beyond ");
+        note_ull(&note, PS_MAX_THREADS);
+        note_str(&note, " not sampled");
+    }
     size_t unfit = 0;
     for (int k = 0; k < mods->n; k++)
         unfit += ps_xml_unfit(mods->v[k].file);
-    if (unfit && used < sizeof note)
-        snprintf(note + used, sizeof note - used, "; %zu U+FFFD in module paths: bytes that are not XML text (invalid "
-                 "UTF-8, control characters ...) replaced by U+FFFD", unfit);
+    if (unfit && note.used < note.cap) {
+        note_str(&note, "; ");
+        note_ull(&note, unfit);
+        note_str(&note, " U+FFFD in module paths: bytes that are not XML text (invalid UTF-8, control characters "
+                        "...) replaced by U+FFFD");
+    }
 
-    if (summary)
-        snprintf(summary, summary_len, "%llu samples; %s", samples, note);
-    ps_buf_t b = {0};
+    if (summary) {
+        note_t sum = {summary, summary_len, 0};
+        summary[0] = '\0';
+        note_ull(&sum, samples);
+        note_str(&sum, " samples; ");
+        note_str(&sum, text);
+    }
+    ps_buf_t b;
+    ps_buf_fixed(&b, out, out ? out_size : 0);
     int thread = index >= 0 ? index + 1 : 0; /* the sampler counts threads from 0 */
-    ps_report_header(&b, "profile", thread, note, &m);
+    ps_report_header(&b, "profile", thread, text, &m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
     int is_timer = cfg->kind == PS_PROF_ITIMER;
-    ps_buf_printf(&b, "  <hwpcprofiledata class=\"%s\" version=\"%s\">\n", is_timer ? "itimer" : "perfmon",
-                  is_timer ? "1" : "perf_event");
-    ps_buf_printf(&b, "    <profileinfo>\n      <profileevent domain=\"%s\" type=\"%s\" name=\"",
-                  domains[cfg->domain & 3], strncmp(cfg->event, "PAPI_", 5) == 0 ? "preset" : "native");
+    ps_buf_str(&b, "  <hwpcprofiledata class=\"");
+    ps_buf_str(&b, is_timer ? "itimer" : "perfmon");
+    ps_buf_str(&b, "\" version=\"");
+    ps_buf_str(&b, is_timer ? "1" : "perf_event");
+    ps_buf_str(&b, "\">\n    <profileinfo>\n      <profileevent domain=\"");
+    ps_buf_str(&b, domains[cfg->domain & 3]);
+    ps_buf_str(&b, "\" type=\"");
+    ps_buf_str(&b, strncmp(cfg->event, "PAPI_", 5) == 0 ? "preset" : "native");
+    ps_buf_str(&b, "\" name=\"");
     ps_buf_escaped(&b, cfg->event);
-    ps_buf_printf(&b, "\" derived=\"no\">\n        <threshold>%lld</threshold>\n      </profileevent>\n"
-                      "    </profileinfo>\n    <totalsamples>%llu</totalsamples>\n", cfg->threshold, samples);
+    ps_buf_str(&b, "\" derived=\"no\">\n        <threshold>");
+    ps_buf_ll(&b, cfg->threshold);
+    ps_buf_str(&b, "</threshold>\n      </profileevent>\n    </profileinfo>\n    <totalsamples>");
+    ps_buf_ull(&b, samples);
+    ps_buf_str(&b, "</totalsamples>\n");
     int wrote = 0;
     for (size_t i = 0; i < n;) {
         int k = module_of(mods, v[i].pc);
@@ -332,7 +477,7 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
         wrote = 1;
         i = j;
     }
-    int retired = write_retired(&b, index);
+    int retired = write_retired(&b, index, sc);
     if (retired > 0)
         wrote = 1;
     if (!wrote) { /* the DTD wants a module: the executable's, with no samples */
@@ -341,10 +486,12 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
         exe[len > 0 ? len : 0] = '\0';
         write_module(&b, exe, 0, v, 0, 0);
     }
-    ps_buf_printf(&b, "  </hwpcprofiledata>\n</hwpcreport>\n");
-    free(v);
+    ps_buf_str(&b, "  </hwpcprofiledata>\n</hwpcreport>\n");
     char where[PATH_MAX], tag[32];
-    snprintf(tag, sizeof tag, "t%d", thread);
+    ps_buf_t tb;
+    ps_buf_fixed(&tb, tag, sizeof tag);
+    ps_buf_str(&tb, "t");
+    ps_buf_ll(&tb, thread);
     ps_report_path(NULL, thread > 0 ? tag : NULL, where, sizeof where);
     return ps_report_save(&b, where, path, path_len);
 }
@@ -352,9 +499,9 @@ static int write_one(int index, int per_thread, const modules_t *mods, char *pat
 static void said(int rc, const char *path)
 {
     if (rc == PS_HWPC_EEXIST)
-        ps_message("an output file existed already; report saved as %s", path);
+        ps_message_safe("an output file existed already; report saved as ", path, NULL, NULL);
     else if (rc != PS_HWPC_OK)
-        ps_message("could not save the report %s: %m", path);
+        ps_message_safe("could not save the report ", path, ": ", ps_errno_text(errno));
 }
 
 /* The profiles written before an exec, taken back if it fails: their paths
@@ -366,15 +513,15 @@ static int pending;
 
 /* One report (k: 0 the process's, i + 1 the i-th thread's); with
  * `remember`, its path kept for ps_profile_take_back. */
-static int write_report(int k, int per_thread, const modules_t *mods, int remember, int n, char *summary,
-                        size_t summary_len)
+static int write_report(int k, int per_thread, const modules_t *mods, const scratch_t *sc, char *out, size_t out_size,
+                        int remember, int n, char *summary, size_t summary_len)
 {
     char path[PATH_MAX];
     path[0] = '\0';
     char *kept = ps_pathtab_at(&exec_paths, k);
     if (kept && kept[0]) /* taken back after a failed exec: announced already */
         ps_report_announced(kept);
-    int rc = write_one(k - 1, per_thread, mods, path, sizeof path, summary, summary_len);
+    int rc = write_one(k - 1, per_thread, mods, sc, out, out_size, path, sizeof path, summary, summary_len);
     said(rc, path);
     int saved = rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST;
     char *slot = remember && saved ? ps_pathtab_slot(&exec_paths, k, n) : NULL;
@@ -389,26 +536,83 @@ static int write_report(int k, int per_thread, const modules_t *mods, int rememb
     return rc;
 }
 
-static int write_all(int per_thread, int remember)
+/* Bytes the XML of a module needs at most, besides its samples: each byte
+ * of the name may become 6 ("&quot;"). */
+static size_t module_bytes(const char *file) { return 160 + 6 * strlen(file); }
+
+/* The header (report.c's prepared text: ident, user and command, machine
+ * information, an annotation of up to 4 KiB escaped) and the fixed parts. */
+#define HEADER_BYTES (192 * 1024)
+#define SAMPLE_BYTES 80
+
+typedef struct {
+    int per_thread, remember, rc;
+} job_t;
+
+static void write_job(void *arg, char *stack_out, size_t stack_out_size)
 {
-    modules_t mods = {0};
-    dl_iterate_phdr(add_module, &mods);
-    qsort(mods.v, (size_t)mods.n, sizeof *mods.v, by_lo);
+    job_t *j = arg;
+    modules_t mods = {NULL, 0};
+    const ps_modmap_t *held = ps_modules_hold(&mods.v, &mods.n);
+    if (!held) { /* never taken (not started by psrun): now, unsafely */
+        ps_modules_refresh();
+        held = ps_modules_hold(&mods.v, &mods.n);
+    }
+
+    scratch_t sc = {0};
+    sc.vcap = count_entries();
+    sc.v = sc.vcap ? map_bytes(sc.vcap * sizeof *sc.v) : NULL;
+    const ps_retired_t *all;
+    sc.rcap = ps_sampler_retired(&all);
+    if (sc.rcap) {
+        sc.r = map_bytes(sc.rcap * sizeof *sc.r);
+        sc.rv = map_bytes(sc.rcap * sizeof *sc.rv);
+    }
+
+    size_t out_size = HEADER_BYTES + sc.vcap * SAMPLE_BYTES + sc.rcap * SAMPLE_BYTES + module_bytes("[unknown]") +
+                      PATH_MAX * 6 + 160;
+    for (int k = 0; k < mods.n; k++)
+        out_size += module_bytes(mods.v[k].file) + module_bytes("[unknown]");
+    unsigned long long base;
+    const char *file;
+    for (int k = 0; (file = ps_sampler_retired_module(k, &base)); k++)
+        out_size += module_bytes(file);
+    char *out = map_bytes(out_size);
+    size_t out_cap = out_size;
+    if (!out) { /* the output buffer that goes with the stack, if it is enough */
+        out = stack_out;
+        out_cap = stack_out_size;
+    }
+
     char summary[1200];
-    int n = 1 + (per_thread ? ps_sampler_nthreads() : 0);
-    int rc = write_report(0, per_thread, &mods, remember, n, summary, sizeof summary);
-    ps_note("profile: %s", summary);
+    int n = 1 + (j->per_thread ? ps_sampler_nthreads() : 0);
+    int rc = write_report(0, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, summary, sizeof summary);
+    ps_note_safe("profile: ", summary);
     for (int k = 1; k < n; k++) {
-        int trc = write_report(k, per_thread, &mods, remember, n, NULL, 0);
+        int trc = write_report(k, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, NULL, 0);
         if (trc != PS_HWPC_OK && trc != PS_HWPC_EEXIST)
             rc = trc;
     }
-    for (int i = 0; i < mods.n; i++)
-        free(mods.v[i].file);
-    free(mods.v);
-    if (remember)
+    ps_modules_release(held);
+    if (out != stack_out)
+        unmap_bytes(out, out_size);
+    unmap_bytes(sc.v, sc.vcap * sizeof *sc.v);
+    if (sc.rcap) {
+        unmap_bytes(sc.r, sc.rcap * sizeof *sc.r);
+        unmap_bytes(sc.rv, sc.rcap * sizeof *sc.rv);
+    }
+    if (j->remember)
         pending = n;
-    return rc == PS_HWPC_EEXIST ? PS_HWPC_OK : rc;
+    j->rc = rc == PS_HWPC_EEXIST ? PS_HWPC_OK : rc;
+}
+
+static int write_all(int per_thread, int remember)
+{
+    int saved = errno;
+    job_t j = {per_thread, remember, PS_HWPC_EIO};
+    ps_on_safe_stack(write_job, &j);
+    errno = saved;
+    return j.rc;
 }
 
 int ps_profile_write(int per_thread) { return write_all(per_thread, 0); }

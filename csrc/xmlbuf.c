@@ -248,3 +248,43 @@ void ps_buf_free(ps_buf_t *b)
     b->data = NULL;
     b->len = b->cap = 0;
 }
+
+/* v in lowercase hexadecimal, no prefix (printf's %llx). */
+void ps_buf_hex(ps_buf_t *b, unsigned long long v)
+{
+    static const char digits[] = "0123456789abcdef";
+    char d[16];
+    size_t i = sizeof d;
+    do
+        d[--i] = digits[v & 15];
+    while (v >>= 4);
+    ps_buf_mem(b, d + i, sizeof d - i);
+}
+
+/* v with `decimals` decimals (0 to 9), as printf's %.Nf in the C locale for
+ * the values a report holds (|v| < 2^63 / 10^decimals; NaN and beyond
+ * written as 0): rounded to nearest, ties to even.  The product is taken in
+ * long double, exact up to 4 decimals (53 + 10 bits fit x87's 64; IEEE quad
+ * elsewhere), so a double just below or above a tie rounds as printf does.
+ * Async-signal-safe. */
+void ps_buf_double(ps_buf_t *b, double v, int decimals)
+{
+    unsigned long long s = 1;
+    for (int i = 0; i < decimals; i++)
+        s *= 10;
+    int neg = v < 0;
+    long double a = (long double)(neg ? -v : v) * (long double)s;
+    if (!(a < 9.2e18L)) /* NaN, infinities, what a long long cannot hold */
+        a = 0;
+    unsigned long long r = (unsigned long long)a;
+    long double frac = a - (long double)r;
+    if (frac > 0.5L || (frac == 0.5L && (r & 1)))
+        r++;
+    if (neg && r)
+        ps_buf_mem(b, "-", 1);
+    ps_buf_ull(b, r / s);
+    if (decimals > 0) {
+        ps_buf_mem(b, ".", 1);
+        ps_buf_zpad(b, r % s, decimals);
+    }
+}
