@@ -3,7 +3,7 @@
  * from the preloaded constructor (preload.c). */
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,73 +16,17 @@
 
 enum { ST_NONE, ST_READY, ST_RUNNING, ST_SUSPENDED };
 
-/* The lock: the holder's thread id, 0 when free.  Taking it and naming
- * the owner are one atomic step, so the end of measurement, in a signal
- * handler, always knows whether it interrupted the holder (a mutex plus an
- * owner field leaves a window between the two). */
-static int lock_tid;
+static ps_lock_t lock; /* util.c: its holder known atomically, bounded at the end */
 static int state = ST_NONE;
 static int verbose;              /* PSUITE_VERBOSE, read at init */
 
-static int end_waiting; /* the end of measurement waits for the lock: others let it pass */
-
-static int self_tid(void) { return (int)syscall(SYS_gettid); }
-
-static int try_take(int me)
-{
-    int free_ = 0;
-    return __atomic_compare_exchange_n(&lock_tid, &free_, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
-
-static void take(void)
-{
-    struct timespec pause = {0, 100000};
-    int me = self_tid();
-    for (int spins = 0;; spins++) {
-        if (!__atomic_load_n(&end_waiting, __ATOMIC_ACQUIRE) && try_take(me))
-            return;
-        if (spins < 100)
-            sched_yield();
-        else
-            nanosleep(&pause, NULL);
-    }
-}
-
-static void give(void) { __atomic_store_n(&lock_tid, 0, __ATOMIC_RELEASE); }
-
-/* The end of measurement may run in a signal handler (a fatal signal,
- * _exit or exec from a handler) that interrupted a thread holding the
- * lock: never wait for it there.  This thread holds it (it was
- * interrupted inside a call): go on without it.  Another thread holds it:
- * wait for it a bounded time (the calls under the lock are short; other
- * threads wanting it meanwhile let this one pass), then go on without it
- * rather than hang.  Returns whether the lock is held;
- * async-signal-safe (a try-lock is one atomic exchange, the sleep a system
- * call). */
-#define END_LOCK_WAIT_US 1000000
-#define END_LOCK_POLL_US 100
-static int take_bounded(void)
-{
-    struct timespec poll = {0, END_LOCK_POLL_US * 1000};
-    int held = 0, me = self_tid();
-    __atomic_add_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
-    for (int k = 0; k <= END_LOCK_WAIT_US / END_LOCK_POLL_US; k++) {
-        if (try_take(me)) {
-            held = 1;
-            break;
-        }
-        if (__atomic_load_n(&lock_tid, __ATOMIC_ACQUIRE) == me)
-            break;
-        syscall(SYS_nanosleep, &poll, NULL);
-    }
-    __atomic_sub_fetch(&end_waiting, 1, __ATOMIC_SEQ_CST);
-    return held;
-}
-
+static void take(void) { ps_lock_take(&lock); }
+static void give(void) { ps_lock_give(&lock); }
+static int take_bounded(void) { return ps_lock_take_bounded(&lock); }
 static void give_bounded(int held)
 {
     if (held)
-        give();
+        ps_lock_give(&lock);
 }
 
 static ps_evset_t set;
@@ -430,8 +374,7 @@ void ps_hwpc_exec_failed(const char *path)
  * descriptors are closed here only) so the child can count for itself. */
 void ps_hwpc_forget_after_fork(void)
 {
-    lock_tid = 0; /* the parent's thread that may have held it is not here */
-    end_waiting = 0;
+    ps_lock_reset(&lock); /* the parent's thread that may have held it is not here */
     if (state != ST_NONE) {
         if (set.backend == PS_BACKEND_PERF)
             ps_perf_close(&set);

@@ -67,6 +67,16 @@ typedef struct {
 char *ps_pathtab_at(ps_pathtab_t *t, int k); /* NULL beyond the table */
 char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n);
 void ps_pathtab_free(ps_pathtab_t *t);
+/* A lock whose holder is known atomically (see util.c): the end of
+ * measurement takes it bounded, never waiting for the thread it interrupted. */
+typedef struct {
+    int tid;         /* the holder, 0: free */
+    int end_waiting; /* the end of measurement waits: others let it pass */
+} ps_lock_t;
+void ps_lock_take(ps_lock_t *l);
+void ps_lock_give(ps_lock_t *l);
+int ps_lock_take_bounded(ps_lock_t *l); /* 1: held (give it back); signal-safe */
+void ps_lock_reset(ps_lock_t *l);       /* in a forked child */
 void ps_append_part(char *dst, size_t cap, const char *text); /* "; " between parts, cut to fit; signal-safe */
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */

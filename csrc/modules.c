@@ -303,15 +303,6 @@ void ps_modules_release(const ps_modmap_t *m)
 
 static int kept(void) { return __atomic_load_n(&current, __ATOMIC_ACQUIRE) != NULL; }
 
-/* Under psrun with a profile: the map taken now, before the program's code
- * runs (every module loaded at start is mapped before constructors run). */
-__attribute__((constructor)) static void modules_at_start(void)
-{
-    const char *pre = getenv("PSUITE_PRELOAD"), *prof = getenv("PSUITE_PROFILE"), *cfg = getenv("PS_HWPC_CONFIG");
-    if (pre && strcmp(pre, "1") == 0 && ((prof && *prof) || (cfg && *cfg)))
-        ps_modules_refresh();
-}
-
 /* dlopen finds what a name without '/' means from its caller's DT_RUNPATH
  * (or DT_RPATH), expands $ORIGIN from the caller, and loads into the
  * caller's namespace: through this wrapper the caller would be psuite.  In

@@ -169,6 +169,10 @@ static void finish(const char *why)
         ps_profile_write_exec(per_thread());
         exec_pending = 1;
     } else if (profiling) {
+        /* an ordinary end (not a signal handler's): libraries glibc loaded
+         * itself (NSS, gconv), which bypass the dlopen wrapper, mapped too */
+        if (!why)
+            ps_modules_refresh();
         ps_sampler_stop();
         ps_profile_set_note(why);
         ps_profile_write(per_thread());
@@ -294,6 +298,7 @@ static int psrun_profile(void)
     }
     profiling = 1;
     ps_report_prepare(); /* what the profile's header says, gathered now, not at the end */
+    ps_modules_refresh(); /* the module map, kept current by dlopen and dlclose from now on */
     watch_process();
     return 1;
 }

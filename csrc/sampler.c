@@ -65,7 +65,7 @@ static unsigned long long perf_config;
 /* Held by the ITIMER_REAL sampler for a pass over the threads, and by
  * whatever starts, ends or reads a thread's source or table in normal
  * context (never in the signal handler). */
-static pthread_mutex_t real_lock = PTHREAD_MUTEX_INITIALIZER;
+static ps_lock_t real_lock; /* util.c: taken bounded where the end of measurement needs it */
 static pthread_t real_thread;
 static volatile int real_stop;
 static int real_running;                        /* the sampler thread exists in process real_pid */
@@ -400,9 +400,9 @@ ps_sthread_t *ps_sampler_thread_begin(void)
 {
     if (!active)
         return NULL;
-    pthread_mutex_lock(&real_lock);
+    ps_lock_take(&real_lock);
     ps_sthread_t *t = add_thread((pid_t)syscall(SYS_gettid), 0);
-    pthread_mutex_unlock(&real_lock);
+    ps_lock_give(&real_lock);
     return t;
 }
 
@@ -454,9 +454,9 @@ void ps_sampler_thread_end(ps_sthread_t *t)
 {
     if (!t)
         return;
-    pthread_mutex_lock(&real_lock);
+    ps_lock_take(&real_lock);
     end_thread(t, t->tid == (pid_t)syscall(SYS_gettid), 0);
-    pthread_mutex_unlock(&real_lock);
+    ps_lock_give(&real_lock);
 }
 
 /* Threads running before sampling starts - started by the constructors of
@@ -473,9 +473,9 @@ static void adopt_running_threads(pid_t self)
         pid_t tid = (pid_t)atoi(e->d_name);
         if (tid <= 0 || tid == self)
             continue;
-        pthread_mutex_lock(&real_lock);
+        ps_lock_take(&real_lock);
         add_thread(tid, 1);
-        pthread_mutex_unlock(&real_lock);
+        ps_lock_give(&real_lock);
     }
     closedir(d);
 }
@@ -580,12 +580,12 @@ static void *real_sampler(void *arg)
             ;
         if (real_stop)
             break;
-        pthread_mutex_lock(&real_lock);
+        ps_lock_take(&real_lock);
         int n = paused ? 0 : __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
         for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
             if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE) && threads[i].syscall_fd >= 0)
                 sample_blocked(&threads[i], pid, pass % check_every == 0, period_ns);
-        pthread_mutex_unlock(&real_lock);
+        ps_lock_give(&real_lock);
     }
     return NULL;
 }
@@ -741,11 +741,12 @@ void ps_sampler_stop(void)
     if (source == SRC_REAL && !real_stop && real_here() && !pthread_equal(pthread_self(), real_thread))
         real_join();
     active = 0;
-    pthread_mutex_lock(&real_lock);
+    int held = ps_lock_take_bounded(&real_lock); /* this may be a signal handler */
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++)
         end_thread(&threads[i], 0, 1);
-    pthread_mutex_unlock(&real_lock);
+    if (held)
+        ps_lock_give(&real_lock);
 }
 
 /* Before an exec (on = 1): no more samples and no more signals from the
@@ -759,7 +760,7 @@ void ps_sampler_pause(int on)
 {
     if (!source || !active)
         return;
-    pthread_mutex_lock(&real_lock); /* the REAL sampler signals nobody after this */
+    int held = ps_lock_take_bounded(&real_lock); /* the REAL sampler signals nobody after this */
     paused = on;
     struct itimerspec its;
     memset(&its, 0, sizeof its);
@@ -778,7 +779,8 @@ void ps_sampler_pause(int on)
         if (t->has_timer)
             timer_settime((timer_t)t->timer, 0, &its, NULL);
     }
-    pthread_mutex_unlock(&real_lock);
+    if (held)
+        ps_lock_give(&real_lock);
 }
 
 int ps_sampler_nthreads(void)
@@ -849,7 +851,7 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
 {
     if (!source || lo >= hi)
         return;
-    pthread_mutex_lock(&real_lock);
+    ps_lock_take(&real_lock);
     int module = retired_module(file, base);
     int n = ps_sampler_nthreads();
     for (int i = 0; module >= 0 && i < n; i++) {
@@ -867,7 +869,7 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
                 retire_one(t->index, module, pc, count);
         }
     }
-    pthread_mutex_unlock(&real_lock);
+    ps_lock_give(&real_lock);
 }
 
 size_t ps_sampler_retired(const ps_retired_t **v)
@@ -894,7 +896,7 @@ const char *ps_sampler_retired_module(int module, unsigned long long *base)
 void ps_sampler_forget_after_fork(void)
 {
     int n = ps_sampler_nthreads();
-    pthread_mutex_init(&real_lock, NULL);
+    ps_lock_reset(&real_lock);
     for (int i = 0; i < n; i++) {
         ps_sthread_t *t = &threads[i];
         if (t->perf_fd >= 0) {

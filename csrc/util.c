@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -433,4 +434,65 @@ void ps_pathtab_free(ps_pathtab_t *t)
         munmap(t->paths, sizeof *t->paths * (size_t)t->n);
     t->paths = NULL;
     t->n = 0;
+}
+
+/* ---- a lock the end of measurement can meet in a signal handler ---------
+ * The holder's thread id, 0 when free: taking it and naming the owner are
+ * one atomic step, so the end of measurement, in a signal handler, always
+ * knows whether it interrupted the holder (a mutex plus an owner field
+ * leaves a window between the two). */
+static int self_tid(void) { return (int)syscall(SYS_gettid); }
+
+static int lock_try(ps_lock_t *l, int me)
+{
+    int free_ = 0;
+    return __atomic_compare_exchange_n(&l->tid, &free_, me, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+void ps_lock_take(ps_lock_t *l)
+{
+    struct timespec pause = {0, 100000};
+    int me = self_tid();
+    for (int spins = 0;; spins++) {
+        if (!__atomic_load_n(&l->end_waiting, __ATOMIC_ACQUIRE) && lock_try(l, me))
+            return;
+        if (spins < 100)
+            sched_yield();
+        else
+            nanosleep(&pause, NULL);
+    }
+}
+
+void ps_lock_give(ps_lock_t *l) { __atomic_store_n(&l->tid, 0, __ATOMIC_RELEASE); }
+
+void ps_lock_reset(ps_lock_t *l)
+{
+    l->tid = 0;
+    l->end_waiting = 0;
+}
+
+/* For the end of measurement, which may be a signal handler that
+ * interrupted a thread holding the lock: this thread holds it (interrupted
+ * inside a call): go on without it.  Another thread holds it: wait a
+ * bounded time (the work under the lock is short; others wanting it
+ * meanwhile let this one pass), then go on without it rather than hang.
+ * Returns whether the lock is held; async-signal-safe. */
+#define END_LOCK_WAIT_US 1000000
+#define END_LOCK_POLL_US 100
+int ps_lock_take_bounded(ps_lock_t *l)
+{
+    struct timespec poll = {0, END_LOCK_POLL_US * 1000};
+    int held = 0, me = self_tid();
+    __atomic_add_fetch(&l->end_waiting, 1, __ATOMIC_SEQ_CST);
+    for (int k = 0; k <= END_LOCK_WAIT_US / END_LOCK_POLL_US; k++) {
+        if (lock_try(l, me)) {
+            held = 1;
+            break;
+        }
+        if (__atomic_load_n(&l->tid, __ATOMIC_ACQUIRE) == me)
+            break;
+        syscall(SYS_nanosleep, &poll, NULL);
+    }
+    __atomic_sub_fetch(&l->end_waiting, 1, __ATOMIC_SEQ_CST);
+    return held;
 }
