@@ -623,6 +623,24 @@ void ps_sampler_at_main(void)
 /* unshare(CLONE_NEWUSER), and CLONE_NEWNS or CLONE_FS, and setns into
  * such namespaces, need a process with one thread: the sampler thread is
  * stopped around the call and started again after it. */
+/* The sampler thread stopped (if it runs here), then again after. */
+static int real_step_aside(void)
+{
+    if (!real_here())
+        return 0;
+    real_join();
+    return 1;
+}
+
+static void real_step_back(int stopped)
+{
+    if (stopped) {
+        int saved = errno;
+        real_start();
+        errno = saved;
+    }
+}
+
 PS_API int unshare(int flags)
 {
     static int (*real)(int);
@@ -632,17 +650,9 @@ PS_API int unshare(int flags)
         errno = ENOSYS;
         return -1;
     }
-    int stopped = 0;
-    if (real_here()) {
-        real_join();
-        stopped = 1;
-    }
+    int stopped = real_step_aside();
     int rc = real(flags);
-    if (stopped) {
-        int saved = errno;
-        real_start();
-        errno = saved;
-    }
+    real_step_back(stopped);
     return rc;
 }
 
@@ -655,17 +665,9 @@ PS_API int setns(int fd, int nstype)
         errno = ENOSYS;
         return -1;
     }
-    int stopped = 0;
-    if (real_here()) {
-        real_join();
-        stopped = 1;
-    }
+    int stopped = real_step_aside();
     int rc = real(fd, nstype);
-    if (stopped) {
-        int saved = errno;
-        real_start();
-        errno = saved;
-    }
+    real_step_back(stopped);
     return rc;
 }
 
