@@ -77,6 +77,7 @@ void ps_lock_take(ps_lock_t *l);
 void ps_lock_give(ps_lock_t *l);
 int ps_lock_take_bounded(ps_lock_t *l); /* 1: held (give it back); signal-safe */
 void ps_lock_reset(ps_lock_t *l);       /* in a forked child */
+void ps_heapsort(void *base, size_t n, size_t size, int (*less)(const void *, const void *)); /* signal-safe */
 void ps_append_part(char *dst, size_t cap, const char *text); /* "; " between parts, cut to fit; signal-safe */
 long long ps_read_ll(const char *path, long long dflt);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */

@@ -179,34 +179,9 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-/* heap sort by lo: no allocation, no recursion */
-static void sift(ps_module_t *v, size_t root, size_t n)
+static int lo_less(const void *a, const void *b)
 {
-    for (;;) {
-        size_t c = 2 * root + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && v[c + 1].lo > v[c].lo)
-            c++;
-        if (v[root].lo >= v[c].lo)
-            return;
-        ps_module_t t = v[root];
-        v[root] = v[c];
-        v[c] = t;
-        root = c;
-    }
-}
-
-static void sort_modules(ps_module_t *v, size_t n)
-{
-    for (size_t i = n / 2; i-- > 0;)
-        sift(v, i, n);
-    for (size_t end = n; end-- > 1;) {
-        ps_module_t t = v[0];
-        v[0] = v[end];
-        v[end] = t;
-        sift(v, 0, end);
-    }
+    return ((const ps_module_t *)a)->lo < ((const ps_module_t *)b)->lo;
 }
 
 /* Held by one thread at a time; the lock holds the holder's pid, so that a
@@ -267,7 +242,7 @@ void ps_modules_refresh(void)
         dl_iterate_phdr(add_module, &f);
         if (f.overflow)
             continue;
-        sort_modules(m->v, (size_t)f.n);
+        ps_heapsort(m->v, (size_t)f.n, sizeof *m->v, lo_less);
         m->n = f.n;
         __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
         break;

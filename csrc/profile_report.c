@@ -55,73 +55,17 @@ static void unmap_bytes(void *p, size_t bytes)
         munmap(p, bytes ? bytes : 1);
 }
 
-/* ---- heap sorts: no allocation, no recursion ----------------------------- */
-
-static int pc_less(const pcount_t *a, const pcount_t *b) { return a->pc < b->pc; }
-
-static void sift_pc(pcount_t *v, size_t root, size_t n)
+static int pc_less(const void *a, const void *b)
 {
-    for (;;) {
-        size_t c = 2 * root + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && pc_less(&v[c], &v[c + 1]))
-            c++;
-        if (!pc_less(&v[root], &v[c]))
-            return;
-        pcount_t t = v[root];
-        v[root] = v[c];
-        v[c] = t;
-        root = c;
-    }
+    return ((const pcount_t *)a)->pc < ((const pcount_t *)b)->pc;
 }
 
-static void sort_pc(pcount_t *v, size_t n)
+static int retired_less(const void *a, const void *b)
 {
-    for (size_t i = n / 2; i-- > 0;)
-        sift_pc(v, i, n);
-    for (size_t end = n; end-- > 1;) {
-        pcount_t t = v[0];
-        v[0] = v[end];
-        v[end] = t;
-        sift_pc(v, 0, end);
-    }
-}
-
-static int retired_less(const ps_retired_t *x, const ps_retired_t *y)
-{
+    const ps_retired_t *x = a, *y = b;
     if (x->module != y->module)
         return x->module < y->module;
     return x->pc < y->pc;
-}
-
-static void sift_retired(ps_retired_t *v, size_t root, size_t n)
-{
-    for (;;) {
-        size_t c = 2 * root + 1;
-        if (c >= n)
-            return;
-        if (c + 1 < n && retired_less(&v[c], &v[c + 1]))
-            c++;
-        if (!retired_less(&v[root], &v[c]))
-            return;
-        ps_retired_t t = v[root];
-        v[root] = v[c];
-        v[c] = t;
-        root = c;
-    }
-}
-
-static void sort_retired(ps_retired_t *v, size_t n)
-{
-    for (size_t i = n / 2; i-- > 0;)
-        sift_retired(v, i, n);
-    for (size_t end = n; end-- > 1;) {
-        ps_retired_t t = v[0];
-        v[0] = v[end];
-        v[end] = t;
-        sift_retired(v, 0, end);
-    }
 }
 
 static int module_of(const modules_t *m, unsigned long long pc)
@@ -187,7 +131,7 @@ static size_t collect(int index, pcount_t *v, size_t cap, unsigned long long *sa
             v[used++].count = count;
         }
     }
-    sort_pc(v, used);
+    ps_heapsort(v, used, sizeof *v, pc_less);
     size_t out = 0;
     for (size_t i = 0; i < used; i++) {
         if (out && v[out - 1].pc == v[i].pc)
@@ -243,7 +187,7 @@ static int write_retired(ps_buf_t *b, int index, const scratch_t *sc)
     for (size_t i = 0; i < n; i++)
         if (index < 0 || all[i].thread == index)
             r[used++] = all[i];
-    sort_retired(r, used);
+    ps_heapsort(r, used, sizeof *r, retired_less);
     int wrote = 0;
     for (size_t i = 0; i < used;) {
         size_t j = i, nv = 0;

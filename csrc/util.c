@@ -496,3 +496,41 @@ int ps_lock_take_bounded(ps_lock_t *l)
     __atomic_sub_fetch(&l->end_waiting, 1, __ATOMIC_SEQ_CST);
     return held;
 }
+
+/* ---- sorting without allocation or recursion (signal-safe) --------------- */
+
+static void swap_bytes(char *a, char *b, size_t size)
+{
+    for (size_t i = 0; i < size; i++) {
+        char t = a[i];
+        a[i] = b[i];
+        b[i] = t;
+    }
+}
+
+static void sift(char *v, size_t root, size_t n, size_t size, int (*less)(const void *, const void *))
+{
+    for (;;) {
+        size_t c = 2 * root + 1;
+        if (c >= n)
+            return;
+        if (c + 1 < n && less(v + c * size, v + (c + 1) * size))
+            c++;
+        if (!less(v + root * size, v + c * size))
+            return;
+        swap_bytes(v + root * size, v + c * size, size);
+        root = c;
+    }
+}
+
+/* Heap sort (glibc's qsort may malloc: not in a signal handler). */
+void ps_heapsort(void *base, size_t n, size_t size, int (*less)(const void *, const void *))
+{
+    char *v = base;
+    for (size_t i = n / 2; i-- > 0;)
+        sift(v, i, n, size, less);
+    for (size_t end = n; end-- > 1;) {
+        swap_bytes(v, v + end * size, size);
+        sift(v, 0, end, size, less);
+    }
+}
