@@ -236,6 +236,30 @@ PS_API sighandler_t signal(int sig, sighandler_t handler)
     return old.sa_handler;
 }
 
+/* The other names of signal(): bsd_signal (signal()'s own semantics), and
+ * sysv_signal, which strict C programs (gcc -std=c99: no _DEFAULT_SOURCE)
+ * call for every signal() as __sysv_signal.  Through sigaction() above, so
+ * that psuite knows of the handler the program sets. */
+PS_API sighandler_t bsd_signal(int sig, sighandler_t handler) { return signal(sig, handler); }
+
+PS_API sighandler_t __sysv_signal(int sig, sighandler_t handler)
+{
+    struct sigaction act, old;
+    if (handler == SIG_ERR || sig <= 0 || sig >= NSIG) {
+        errno = EINVAL;
+        return SIG_ERR;
+    }
+    memset(&act, 0, sizeof act);
+    act.sa_handler = handler;
+    act.sa_flags = SA_RESETHAND | SA_NODEFER; /* the System V semantics */
+    sigemptyset(&act.sa_mask);
+    if (sigaction(sig, &act, &old))
+        return SIG_ERR;
+    return old.sa_handler;
+}
+
+PS_API sighandler_t sysv_signal(int sig, sighandler_t handler) { return __sysv_signal(sig, handler); }
+
 /* raise() of the signal psuite samples with.  A standard signal is not
  * queued twice: sent while one of psuite's samples is pending for the
  * thread (glibc's raise() blocks every signal around its tgkill; a sample

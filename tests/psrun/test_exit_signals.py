@@ -8,7 +8,6 @@ the bare run: same status or signal, same output."""
 from __future__ import annotations
 
 import re
-import shutil
 import signal
 import subprocess
 
@@ -147,7 +146,7 @@ RESTORED = [int(signal.SIGILL), int(signal.SIGUSR1), int(signal.SIGRTMIN) + 2]
 
 
 @pytest.mark.parametrize("mode", list(MODES))
-@pytest.mark.parametrize("how", ["sigaction", "signal"])
+@pytest.mark.parametrize("how", ["sigaction", "signal", "sysv_signal", "bsd_signal"])
 @pytest.mark.parametrize("sig", RESTORED, ids=[signal_name(s) for s in RESTORED])
 def test_default_put_back_still_writes_the_report(targets, workdir, mode, how, sig):
     # a handler of its own for a while (a probe), then the action it was
@@ -157,7 +156,6 @@ def test_default_put_back_still_writes_the_report(targets, workdir, mode, how, s
     assert ended_by(the_report(workdir, mode)) == signal_name(sig)
 
 
-@pytest.mark.skipif(not shutil.which("strace"), reason="needs strace")
 def test_mask_calls_make_no_extra_system_calls(targets, workdir):
     # rt_sigaction about once per signal at start, not once per fault signal
     # on each of the loop's 2,000 pthread_sigmask calls

@@ -11,7 +11,7 @@
  *                         stack and the action as the handler sees them
  *   own_segv_blocked sigaction|signal   its own SIGSEGV handler, SIGSEGV
  *                         blocked and sent: it stays pending
- *   restore_default sigaction|signal SIGNUM   a handler of its own, then
+ *   restore_default sigaction|signal|sysv_signal|bsd_signal SIGNUM   a handler of its own, then
  *                         the action it replaced put back, then raise() */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -178,6 +178,14 @@ int main(int argc, char **argv)
         if (!strcmp(arg, "signal")) {
             sighandler_t before = signal(sig, on_segv);
             signal(sig, before);
+        } else if (!strcmp(arg, "sysv_signal")) { /* what signal() is in strict C (-std=c99) */
+            printf("was default: %d\n", sysv_signal(sig, on_segv) == SIG_DFL);
+            fflush(stdout);
+            sysv_signal(sig, SIG_DFL);
+        } else if (!strcmp(arg, "bsd_signal")) {
+            printf("was default: %d\n", bsd_signal(sig, on_segv) == SIG_DFL);
+            fflush(stdout);
+            bsd_signal(sig, SIG_DFL);
         } else {
             struct sigaction sa, before;
             memset(&sa, 0, sizeof sa);
