@@ -2,8 +2,6 @@
  * driven through the PAPI or perf_event backend.  psrun uses the same calls
  * from the preloaded constructor (preload.c). */
 #include <errno.h>
-#include <pthread.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

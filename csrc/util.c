@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "quiet_write.h"
 
 size_t ps_strlcpy(char *dst, const char *src, size_t size)
 {
@@ -283,39 +284,12 @@ void ps_notes_init(void)
         notes_cwd_len = (size_t)-1;
 }
 
-/* write(2) whole or not at all; a SIGPIPE it raises is consumed, the
- * thread's signal mask left as it was.  The mask is changed by the system
- * call itself, not through pthread_sigmask: that is psuite's own wrapper
- * (exitpaths.c), which may call dlsym (not async-signal-safe; this runs in
- * the fatal-signal handler) and rewrites the program's view of the faults. */
+/* quiet_write.h, and only to the standard error the program started with. */
 static void write_no_sigpipe(int fd, const char *s, size_t n)
 {
     if (fd == 2 && !stderr_still_ours())
         return;
-    sigset_t pipe_only, saved, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    int saved_errno = errno;
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGPIPE);
-    syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &saved, 8);
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        s += w;
-        n -= (size_t)w;
-    }
-    if (!was_pending) {
-        struct timespec zero = {0, 0};
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE))
-            sigtimedwait(&pipe_only, NULL, &zero);
-    }
-    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, 8);
-    errno = saved_errno;
+    ps_write_quietly(fd, s, n);
 }
 
 /* A report taken back (before a failed exec) was announced already: its

@@ -39,6 +39,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../quiet_write.h"
+
 #ifndef PSUITE_VERSION
 #define PSUITE_VERSION "unknown"
 #endif
@@ -143,35 +145,6 @@ static const char HELP[] =
 
 /* ---- messages: stderr only, never an error for psrun ---------------- */
 
-/* write(2) whole or not at all, with any SIGPIPE it raises consumed: the
- * caller's signal mask and dispositions are left exactly as they were. */
-static void write_quietly(int fd, const char *s, size_t n)
-{
-    sigset_t pipe_only, saved, pending;
-    sigemptyset(&pipe_only);
-    sigaddset(&pipe_only, SIGPIPE);
-    sigpending(&pending);
-    int was_pending = sigismember(&pending, SIGPIPE);
-    sigprocmask(SIG_BLOCK, &pipe_only, &saved);
-    int saved_errno = errno;
-    while (n > 0) {
-        ssize_t w = write(fd, s, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        s += w;
-        n -= (size_t)w;
-    }
-    if (!was_pending) {
-        struct timespec zero = {0, 0};
-        sigpending(&pending);
-        if (sigismember(&pending, SIGPIPE))
-            sigtimedwait(&pipe_only, NULL, &zero);
-    }
-    sigprocmask(SIG_SETMASK, &saved, NULL);
-    errno = saved_errno;
-}
 
 /* One line whatever the message quotes: line breaks and other control
  * characters are shown as escapes (\n, \r, \x1b ...). */
@@ -201,7 +174,7 @@ static void vmessage(const char *fmt, va_list ap)
         }
     }
     line[n++] = '\n';
-    write_quietly(STDERR_FILENO, line, n);
+    ps_write_quietly(STDERR_FILENO, line, n);
 }
 
 static void note(const char *fmt, ...)

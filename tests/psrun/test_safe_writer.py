@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import psrun_command, validate
+from tests.conftest import psrun_command, run_tool, validate
 
 RUNS = 200
 WORKERS = 6
@@ -171,14 +171,7 @@ def test_local_date_without_localtime_at_the_end(targets, workdir):
         d.mkdir()
         env = {**os.environ, "TZ": tz}
         before = time.time()
-        p = subprocess.run(
-            [psrun_command(), "-q", targets["signal_end"], "small_stack_exit"],
-            cwd=d,
-            capture_output=True,
-            text=True,
-            timeout=30,
-            env=env,
-        )
+        p = run_tool("psrun", "-q", targets["signal_end"], "small_stack_exit", cwd=d, env=env, timeout=30)
         after = time.time()
         assert p.returncode == 3, p.stderr
         [report] = _xml(d)
@@ -430,14 +423,7 @@ def test_date_after_a_daylight_saving_change_during_the_run(targets, workdir):
     day = utc.tm_yday - 1
     tz = f"STD0DST-1,{day}/{utc.tm_hour:02d}:{utc.tm_min:02d}:{utc.tm_sec:02d},{(day + 1) % 365}/12:00:00"
     env = {**os.environ, "TZ": tz}
-    p = subprocess.run(
-        [psrun_command(), "-q", targets["signal_end"], "alarm_exit", "4000"],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    p = run_tool("psrun", "-q", targets["signal_end"], "alarm_exit", "4000", cwd=workdir, env=env, timeout=60)
     after = time.time()
     assert p.returncode == 0, p.stderr
     [report] = _xml(workdir)

@@ -26,6 +26,11 @@ PROFILE_SRC = TARGETS / "profile"
 PERIOD_US = 1000
 
 
+def profiled(timer: str, *args: str, **kw):
+    """psrun -q --profile TIMER --period PERIOD_US ARGS..., through the real command."""
+    return run_tool("psrun", "-q", "--profile", timer, "--period", str(PERIOD_US), *args, **kw)
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory) -> dict[str, str]:
     """The programs that need a shared library of their own, built here."""
@@ -84,9 +89,7 @@ def test_thread_started_by_a_library_constructor_is_sampled(built, workdir):
     its 0.5 s of CPU)."""
     env = dict(os.environ, CTOR_POOL_CPU_MS="500")
     bare = subprocess.run([built["ctor_pool_main"]], capture_output=True, text=True, env=env)
-    p = run_tool(
-        "psrun", "-q", "--profile", "ITIMER_PROF", "--period", str(PERIOD_US), built["ctor_pool_main"], env=env
-    )
+    p = profiled("ITIMER_PROF", built["ctor_pool_main"], env=env)
     assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout) == (0, "pool done\n"), p.stderr
     [report] = reports(workdir)
     root = validate(report, "hwpcreport-0.3.dtd")
@@ -103,9 +106,7 @@ def test_constructor_thread_sampled_by_cpu_timers_without_perf_event(built, work
     """Without perf_event, the thread a library constructor started gets a
     POSIX CPU-time timer on its own CPU clock (on main: no samples)."""
     env = dict(os.environ, CTOR_POOL_CPU_MS="500", LD_PRELOAD=built["libnoperf_shim.so"])
-    p = run_tool(
-        "psrun", "-q", "--profile", "ITIMER_PROF", "--period", str(PERIOD_US), built["ctor_pool_main"], env=env
-    )
+    p = profiled("ITIMER_PROF", built["ctor_pool_main"], env=env)
     assert (p.returncode, p.stdout) == (0, "pool done\n"), p.stderr
     [report] = reports(workdir)
     root = validate(report, "hwpcreport-0.3.dtd")
@@ -123,7 +124,7 @@ def test_itimer_real_never_cuts_sleeps_short(targets, workdir):
     ITIMER_REAL at 1 kHz, as bare (main: 9 and 88); the sleeps are sampled."""
     bare = subprocess.run([targets["rt_naps"], "1500"], capture_output=True, text=True)
     assert bare.stdout == "nanosleep EINTR 0 poll EINTR 0\n"
-    p = run_tool("psrun", "-q", "--profile", "ITIMER_REAL", "--period", str(PERIOD_US), targets["rt_naps"], "1500")
+    p = profiled("ITIMER_REAL", targets["rt_naps"], "1500")
     assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout), p.stderr
     [report] = reports(workdir)
     root = validate(report, "hwpcreport-0.3.dtd")
@@ -176,9 +177,7 @@ def test_unshare_user_namespace_under_itimer_real(targets, workdir, where):
     env = dict(os.environ, RT_UNSHARE=where)
     bare = subprocess.run([targets["rt_unshare"], "200"], capture_output=True, text=True, env=env)
     assert bare.stdout == f"{where} 0 ok\n"  # root in a VM: it works bare
-    p = run_tool(
-        "psrun", "-q", "--profile", "ITIMER_REAL", "--period", str(PERIOD_US), targets["rt_unshare"], "200", env=env
-    )
+    p = profiled("ITIMER_REAL", targets["rt_unshare"], "200", env=env)
     assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout), p.stderr
     [report] = reports(workdir)
     root = validate(report, "hwpcreport-0.3.dtd")
@@ -198,13 +197,8 @@ def test_sequential_threads_reuse_sample_tables(targets, workdir):
         [targets["rt_seq_threads"], "3000"], capture_output=True, text=True, preexec_fn=_limit_address_space
     )
     assert bare.stdout == "3000 threads done, 512 MiB allocated\n"
-    p = run_tool(
-        "psrun",
-        "-q",
-        "--profile",
+    p = profiled(
         "ITIMER_PROF",
-        "--period",
-        str(PERIOD_US),
         targets["rt_seq_threads"],
         "3000",
         preexec_fn=_limit_address_space,
@@ -224,13 +218,8 @@ def test_samples_of_an_unloaded_plugin_stay_with_it(built, workdir):
     samples (on main, A's went to B, which was loaded there at the end).
     Their destructors dlopen and dlclose a library: a dlclose within
     dlclose goes through psuite's dlclose too."""
-    p = run_tool(
-        "psrun",
-        "-q",
-        "--profile",
+    p = profiled(
         "ITIMER_PROF",
-        "--period",
-        str(PERIOD_US),
         built["plugin_main"],
         built["plugin_a.so"],
         built["plugin_b.so"],
