@@ -1,11 +1,13 @@
-"""Build of psuite's C library (libpshwpc.so) and its cffi binding.
+"""Build of psuite's C libraries, the psrun launcher and the cffi binding.
 
-The C sources in csrc/ are compiled into a plain shared object (not a
-Python extension: psrun preloads it into programs that never load Python),
-installed as psuite/_native/libpshwpc.so with the public header pshwpc.h
-beside it.  cffi emits the ABI-mode binding module psuite/_native/_ffi.py
-from the declarations in psuite/libperfsuite/cdefs.py, so importing it needs
-no C parser at run time.
+csrc/runtime/ is compiled into libpshwpc.so, the runtime psrun preloads
+into programs that never load Python (a plain shared object, not a Python
+extension), installed as psuite/_native/libpshwpc.so with the public header
+pshwpc.h beside it.  csrc/decoder/ is compiled into libpsdwarf.so, the
+DWARF decoder only psprocess loads, so the injected library carries nothing
+it does not run.  cffi emits the ABI-mode binding module
+psuite/_native/_ffi.py from the declarations in
+psuite/libperfsuite/cdefs.py, so importing it needs no C parser at run time.
 """
 
 import os
@@ -18,6 +20,8 @@ from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LIB_EXT = "psuite._native.libpshwpc"
+DECODER_EXT = "psuite._native.libpsdwarf"
+SHARED_OBJECTS = {LIB_EXT: "libpshwpc.so", DECODER_EXT: "libpsdwarf.so"}
 # configs/ (event lists, metric definitions) ship beside the library, where
 # both the C library and the Python code find them.
 CONFIGS = tuple(sorted(os.path.join("configs", f) for f in os.listdir(os.path.join(HERE, "configs"))
@@ -35,10 +39,11 @@ class BuildNative(build_ext):
     def get_ext_filename(self, fullname):
         # distutils asks with the full dotted name and, for in-place and
         # package-relative paths, with the last component only.
-        if fullname == LIB_EXT:
-            return os.path.join("psuite", "_native", "libpshwpc.so")
-        if fullname == LIB_EXT.rsplit(".", 1)[1]:
-            return "libpshwpc.so"
+        for ext_name, filename in SHARED_OBJECTS.items():
+            if fullname == ext_name:
+                return os.path.join("psuite", "_native", filename)
+            if fullname == ext_name.rsplit(".", 1)[1]:
+                return filename
         return super().get_ext_filename(fullname)
 
     def get_export_symbols(self, ext):
@@ -90,6 +95,7 @@ class BuildNative(build_ext):
 
         ffi = cffi.FFI()
         ffi.cdef(cdefs.CDEFS)
+        ffi.cdef(cdefs.DECODER_CDEFS)
         ffi.set_source("psuite._native._ffi", None)
         ffi.emit_python_code(os.path.join(out_dir, "_ffi.py"))
         build_launcher(self, out_dir)
@@ -138,16 +144,39 @@ class BuildScripts(build_scripts):
         return outfiles, outfiles
 
 
+def _sources(folder):
+    return sorted(os.path.join("csrc", folder, f) for f in os.listdir(os.path.join(HERE, "csrc", folder))
+                  if f.endswith(".c"))
+
+
+def _depends(folder):
+    return [os.path.join("csrc", folder, f) for f in os.listdir(os.path.join(HERE, "csrc", folder))] + [
+        os.path.join("csrc", "pshwpc.h")]
+
+
+C_FLAGS = ["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
+           "-Wno-format-truncation"]
+
+# The runtime, injected into measured programs.
 native = Extension(
     LIB_EXT,
-    sources=sorted(os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc")) if f.endswith(".c")),
-    depends=[os.path.join("csrc", f) for f in os.listdir(os.path.join(HERE, "csrc"))],
-    include_dirs=["csrc"],
+    sources=_sources("runtime"),
+    depends=_depends("runtime") + [os.path.join("csrc", "common", "quiet_write.h")],
+    include_dirs=["csrc", os.path.join("csrc", "runtime")],
     define_macros=[("_GNU_SOURCE", None), ("PSUITE_VERSION", f'"{_version()}"')],
-    extra_compile_args=["-std=gnu11", "-O2", "-fvisibility=hidden", "-Wall", "-Wextra", "-Wno-unused-parameter",
-                        "-Wno-format-truncation"],
+    extra_compile_args=C_FLAGS,
     libraries=["dl", "pthread"],
 )
 
-setup(ext_modules=[native], cmdclass={"build_ext": BuildNative, "build_scripts": BuildScripts},
+# The DWARF decoder, loaded by psprocess only.
+decoder = Extension(
+    DECODER_EXT,
+    sources=_sources("decoder"),
+    depends=_depends("decoder"),
+    include_dirs=[os.path.join("csrc", "decoder")],
+    define_macros=[("_GNU_SOURCE", None)],
+    extra_compile_args=C_FLAGS,
+)
+
+setup(ext_modules=[native, decoder], cmdclass={"build_ext": BuildNative, "build_scripts": BuildScripts},
       scripts=[LAUNCHER_SCRIPT])

@@ -167,22 +167,6 @@ const char *ps_papi_version(void);
 int ps_papi_component(int index, char *name, size_t name_len, int *disabled,
                       char *why, size_t why_len, int *counters);
 
-/* Source mapping for psprocess: DWARF line tables and functions, and the
- * ELF symbol table, of one ELF file (decoded once, then looked up). */
-typedef struct ps_dwarf ps_dwarf_t;
-/* PS_HWPC_OK, PS_HWPC_EIO (unreadable), PS_HWPC_EINVAL (not a 64-bit
- * little-endian ELF), PS_HWPC_EBACKEND (compressed debug sections). */
-int ps_dwarf_open(const char *path, ps_dwarf_t **out);
-int ps_dwarf_has_dwarf(const ps_dwarf_t *d);
-/* lookup_many: per address a file id (-1 unknown), line and function id
- * (-1 unknown), named by ps_dwarf_file and ps_dwarf_function (linkage: a
- * mangled name). */
-void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
-                          int *functions);
-const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
-const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
-void ps_dwarf_close(ps_dwarf_t *d);
-
 #ifdef __cplusplus
 }
 #endif

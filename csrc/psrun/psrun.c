@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../quiet_write.h"
+#include "../common/quiet_write.h"
 
 #ifndef PSUITE_VERSION
 #define PSUITE_VERSION "unknown"
@@ -1187,7 +1187,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
 }
 
 /* A configuration that cannot be read, worded as the library in the
- * program (csrc/config.c) and psuite's Python front ends word it. */
+ * program (csrc/runtime/config.c) and psuite's Python front ends word it. */
 static __attribute__((noreturn)) void unreadable_configuration(const char *path, int err)
 {
     if (err == ENOENT || err == ENOTDIR)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 
-# perf generic events that mean a PAPI preset (as csrc/events.c maps them).
+# perf generic events that mean a PAPI preset (as csrc/runtime/events.c maps them).
 PERF_TO_PRESET = {
     "cycles": "PAPI_TOT_CYC",
     "cpu-cycles": "PAPI_TOT_CYC",

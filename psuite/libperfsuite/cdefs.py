@@ -86,6 +86,10 @@ const char *ps_papi_version(void);
 int ps_papi_component(int index, char *name, size_t name_len, int *disabled,
                       char *why, size_t why_len, int *counters);
 
+"""
+
+# The source-mapping decoder (csrc/decoder/psdwarf.h, libpsdwarf.so): psprocess only.
+DECODER_CDEFS = """
 typedef struct ps_dwarf ps_dwarf_t;
 int ps_dwarf_open(const char *path, ps_dwarf_t **out);
 int ps_dwarf_has_dwarf(const ps_dwarf_t *d);

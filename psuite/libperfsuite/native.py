@@ -1,4 +1,5 @@
-"""Locating and loading psuite's C library (libpshwpc.so) through cffi."""
+"""Locating and loading psuite's C libraries through cffi: the runtime
+(libpshwpc.so) and the DWARF decoder psprocess uses (libpsdwarf.so)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ def library_path() -> str:
     return os.path.join(_NATIVE_DIR, "libpshwpc.so")
 
 
+def decoder_path() -> str:
+    """The DWARF decoder psprocess loads (never injected into programs)."""
+    return os.path.join(_NATIVE_DIR, "libpsdwarf.so")
+
+
 def include_dir() -> str:
     """Directory holding the public C header pshwpc.h."""
     return _NATIVE_DIR
@@ -27,8 +33,17 @@ def include_dir() -> str:
 
 @functools.lru_cache(maxsize=1)
 def load() -> tuple[Any, Any]:
-    """(ffi, lib) for the C library; raises NativeLibraryError if it was not built."""
-    path = library_path()
+    """(ffi, lib) for the runtime; raises NativeLibraryError if it was not built."""
+    return _open(library_path())
+
+
+@functools.lru_cache(maxsize=1)
+def load_decoder() -> tuple[Any, Any]:
+    """(ffi, lib) for the DWARF decoder; raises NativeLibraryError if it was not built."""
+    return _open(decoder_path())
+
+
+def _open(path: str) -> tuple[Any, Any]:
     try:
         from psuite._native._ffi import ffi
     except ImportError as exc:

@@ -84,13 +84,13 @@ def _debug_file(elf, path: str) -> str | None:
 
 
 class NativeMap:
-    """The C core's decoder (csrc/dwarf.c) for one ELF file: line rows,
+    """The C core's decoder (csrc/decoder/, libpsdwarf.so) for one ELF file: line rows,
     innermost functions and symbols decoded in C, looked up per address."""
 
     def __init__(self, path: str) -> None:
-        from psuite.libperfsuite.native import load
+        from psuite.libperfsuite.native import load_decoder
 
-        self._ffi, self._lib = load()
+        self._ffi, self._lib = load_decoder()
         out = self._ffi.new("ps_dwarf_t **")
         rc = self._lib.ps_dwarf_open(path.encode(), out)
         if rc != 0:

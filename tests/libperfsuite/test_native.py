@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from psuite.libperfsuite import cdefs
-from psuite.libperfsuite.native import include_dir, library_path
+from psuite.libperfsuite.native import decoder_path, include_dir, library_path
 
 # Interposed libc entry point (how measurement starts before main) and the
 # ELF section hooks: the only exports allowed without the ps_ prefix.
@@ -22,8 +22,8 @@ ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sig
            "bsd_signal", "sysv_signal", "__sysv_signal"}
 
 
-def exported() -> set[str]:
-    out = subprocess.run(["nm", "-D", "--defined-only", library_path()], capture_output=True, text=True,
+def exported(path: str | None = None) -> set[str]:
+    out = subprocess.run(["nm", "-D", "--defined-only", path or library_path()], capture_output=True, text=True,
                          check=True).stdout
     return {line.split()[-1] for line in out.splitlines() if line.strip()}
 
@@ -36,6 +36,32 @@ def test_only_public_symbols_are_exported():
 def test_every_python_declaration_is_exported():
     declared = set(re.findall(r"\b(ps_\w+)\s*\(", cdefs.CDEFS))
     assert declared and declared <= exported()
+    decoder = set(re.findall(r"\b(ps_\w+)\s*\(", cdefs.DECODER_CDEFS))
+    assert decoder and decoder == exported(decoder_path())
+
+
+def symbols(path: str) -> set[str]:
+    """Every function in the object's symbol table, static ones included."""
+    out = subprocess.run(["nm", "--defined-only", path], capture_output=True, text=True, check=True).stdout
+    return {line.split()[-1] for line in out.splitlines() if line.split()[1:2] and line.split()[1] in "tT"}
+
+
+def text_size(path: str) -> int:
+    out = subprocess.run(["size", "-A", path], capture_output=True, text=True, check=True).stdout
+    return next(int(line.split()[1]) for line in out.splitlines() if line.startswith(".text "))
+
+
+def test_injected_runtime_carries_no_dwarf_decoder():
+    runtime, decoder = symbols(library_path()), symbols(decoder_path())
+    assert {"ps_dwarf_open", "ps_dwarf_lookup_many"} <= decoder
+    own = {s for s in decoder if not s.startswith(("_", "frame_dummy", "register_tm", "deregister_tm"))}
+    assert not own & runtime, "decoder code linked into the injected library"
+    assert not any("dwarf" in s for s in runtime)
+    # the code moved rather than vanished: the decoder is a real object
+    assert text_size(decoder_path()) > 10_000
+    needed = re.findall(r"NEEDED.*\[(.*)\]", subprocess.run(["readelf", "-d", library_path()],
+                                                          capture_output=True, text=True, check=True).stdout)
+    assert not any("psdwarf" in n for n in needed)
 
 
 def test_header_declares_the_c_api_and_fortran_variants():

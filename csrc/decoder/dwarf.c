@@ -275,16 +275,16 @@ PS_API int ps_dwarf_open(const char *path, ps_dwarf_t **out)
     *out = NULL;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return PS_HWPC_EIO;
+        return PS_DWARF_EIO;
     struct stat st;
     if (fstat(fd, &st) || st.st_size == 0) {
         close(fd);
-        return PS_HWPC_EIO;
+        return PS_DWARF_EIO;
     }
     struct ps_dwarf *d = calloc(1, sizeof *d);
     if (!d) {
         close(fd);
-        return PS_HWPC_EIO;
+        return PS_DWARF_EIO;
     }
     d->map_len = (size_t)st.st_size;
     d->map = mmap(NULL, d->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -292,19 +292,19 @@ PS_API int ps_dwarf_open(const char *path, ps_dwarf_t **out)
     if (d->map == MAP_FAILED) {
         d->map = NULL;
         ps_dwarf_close(d);
-        return PS_HWPC_EIO;
+        return PS_DWARF_EIO;
     }
     int rc = elf_sections(d);
     if (rc) {
         ps_dwarf_close(d);
-        return rc == -2 ? PS_HWPC_EBACKEND : PS_HWPC_EINVAL;
+        return rc == -2 ? PS_DWARF_ECOMPRESSED : PS_DWARF_EINVAL;
     }
     if (elf_symbols(d) || (d->info.len && walk_units(d)) || flatten(d)) {
         ps_dwarf_close(d);
-        return PS_HWPC_EIO;
+        return PS_DWARF_EIO;
     }
     *out = d;
-    return PS_HWPC_OK;
+    return PS_DWARF_OK;
 }
 
 PS_API int ps_dwarf_has_dwarf(const ps_dwarf_t *d) { return d && d->info.len && d->line.len; }

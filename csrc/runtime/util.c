@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "quiet_write.h"
+#include "../common/quiet_write.h"
 
 size_t ps_strlcpy(char *dst, const char *src, size_t size)
 {

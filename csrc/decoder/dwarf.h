@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "psdwarf.h"
+
+/* Built with -fvisibility=hidden: only the psdwarf.h calls are exported. */
+#define PS_API __attribute__((visibility("default")))
 
 typedef struct {
     const uint8_t *p;

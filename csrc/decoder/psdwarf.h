@@ -1,0 +1,37 @@
+/* psdwarf.h - the source-mapping decoder's API (libpsdwarf.so).
+ *
+ * psprocess loads this library through cffi; measured programs never do:
+ * the decoder is kept out of libpshwpc.so, the runtime psrun injects.
+ * Not installed as a public header. */
+#ifndef PSDWARF_H
+#define PSDWARF_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PS_DWARF_OK            0
+#define PS_DWARF_EINVAL       -1
+#define PS_DWARF_EIO          -6
+#define PS_DWARF_ECOMPRESSED  -7
+
+/* Source mapping for psprocess: DWARF line tables and functions, and the
+ * ELF symbol table, of one ELF file (decoded once, then looked up). */
+typedef struct ps_dwarf ps_dwarf_t;
+/* PS_DWARF_OK, PS_DWARF_EIO (unreadable), PS_DWARF_EINVAL (not a 64-bit
+ * little-endian ELF), PS_DWARF_ECOMPRESSED (compressed debug sections). */
+int ps_dwarf_open(const char *path, ps_dwarf_t **out);
+int ps_dwarf_has_dwarf(const ps_dwarf_t *d);
+/* lookup_many: per address a file id (-1 unknown), line and function id
+ * (-1 unknown), named by ps_dwarf_file and ps_dwarf_function (linkage: a
+ * mangled name). */
+void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
+                          int *functions);
+const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
+const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
+void ps_dwarf_close(ps_dwarf_t *d);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PSDWARF_H */
