@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
 
+from psuite.calltree import CallPathProfile
 from psuite.libperfsuite.machine import MachineInfo
 
 
@@ -142,6 +143,7 @@ class ProfileReport(RunInfo):
     modules: list[ModuleSamples] = field(default_factory=list)
     locations: list[Location] = field(default_factory=list)  # filled by resolution
     mapper: str = ""  # what resolved the locations
+    callpaths: CallPathProfile | None = None  # the companion <callpaths> document, when recorded
 
     @property
     def is_timer(self) -> bool:

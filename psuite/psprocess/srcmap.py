@@ -16,6 +16,7 @@ import bisect
 import os
 from collections.abc import Callable, Iterable
 
+from psuite.calltree import Frame
 from psuite.report import Location, ModuleSamples, ProfileReport
 
 MAPPER = "psuite-dwarf"
@@ -415,3 +416,14 @@ def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]
     mmap = module_map(module.file)
     pcs = list(module.samples)
     return dict(zip(pcs, _lookup(mmap, [pc - module.offset for pc in pcs]), strict=True))
+
+
+def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
+    """Per file address of `module_file`, the frames at it, innermost first:
+    the inlined calls there (inlined=True; each frame's line is where it is,
+    the call site for the frames outside the innermost) and last the
+    function that contains the address.  Unknown addresses give one frame
+    named "??".  Callers pass return addresses already moved to the call
+    instruction (addr - 1)."""
+    mmap = module_map(module_file) if _is_file(module_file) else None
+    return [[Frame(function, module_file, file, line)] for file, function, line in _lookup(mmap, addrs)]

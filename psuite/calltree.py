@@ -1,0 +1,201 @@
+"""The call-path model: calling contexts of a profile, raw and resolved.
+
+One model for psprocess's call-tree reports, its exporters (CUBE, folded
+stacks, speedscope, pprof), combining and psuite.read():
+
+- CallPathProfile / ThreadCallPaths: a companion <callpaths> document as
+  recorded (docs/formats/callpaths.md): per thread, nodes of absolute
+  addresses under parents, with exclusive sample counts.
+- CallTree / CallNode: the same after resolution, one node per calling
+  context of resolved Frames (inlined frames are frames of their own),
+  exclusive values per node; inclusive values are sums over subtrees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+UNKNOWN = "??"
+
+# ThreadCallPaths.kind values, as in the document's kind attribute
+KIND_CALL, KIND_SAMPLE, KIND_TRUNCATED, KIND_BLOCKED = 0, 1, 2, 3
+KIND_NAMES = ("call", "sample", "truncated", "blocked")
+
+# Frames that stand for a kind="truncated" or kind="blocked" placeholder
+TRUNCATED_FUNCTION = "[truncated stack]"
+BLOCKED_FUNCTION = "[blocked in the kernel]"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One resolved frame. `inlined`: an inlined call, shown as a frame of its
+    own inside the function that follows it towards the root; `line` is
+    where this frame is (the call site for a caller frame)."""
+
+    function: str
+    module: str = ""
+    file: str = UNKNOWN
+    line: int = 0
+    inlined: bool = False
+
+    @property
+    def key(self) -> tuple[str, str, bool]:
+        """What makes two frames the same node of a tree: the function in its
+        module (call-tree reports are per function, as perf's and gprof's)."""
+        return (self.function, self.module, self.inlined)
+
+
+class CallNode:
+    """One calling context: the parent's context plus `frame`."""
+
+    __slots__ = ("frame", "parent", "children", "exclusive")
+
+    def __init__(self, frame: Frame, parent: CallNode | None) -> None:
+        self.frame = frame
+        self.parent = parent
+        self.children: dict[tuple[str, str, bool], CallNode] = {}
+        self.exclusive = 0.0
+
+    def child(self, frame: Frame) -> CallNode:
+        """The child for `frame`, created when new."""
+        node = self.children.get(frame.key)
+        if node is None:
+            node = self.children[frame.key] = CallNode(frame, self)
+        return node
+
+    def path(self) -> tuple[Frame, ...]:
+        """Frames from the outermost to this node."""
+        frames = []
+        node: CallNode | None = self
+        while node is not None and node.parent is not None:
+            frames.append(node.frame)
+            node = node.parent
+        return tuple(reversed(frames))
+
+    def walk(self) -> Iterator[CallNode]:
+        """This node and its descendants, parents before children."""
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(list(node.children.values())))
+
+    def inclusive(self) -> float:
+        return sum(n.exclusive for n in self.walk())
+
+    def __repr__(self) -> str:
+        return f"CallNode({self.frame.function!r}, exclusive={self.exclusive})"
+
+
+ROOT_FRAME = Frame("<root>")
+
+
+@dataclass
+class CallTree:
+    """A resolved calling-context tree: one thread's, or a combination."""
+
+    root: CallNode = field(default_factory=lambda: CallNode(ROOT_FRAME, None))
+
+    def add(self, path: Sequence[Frame], value: float) -> CallNode:
+        """Add `value` exclusive to the context `path` (outermost first)."""
+        node = self.root
+        for frame in path:
+            node = node.child(frame)
+        node.exclusive += value
+        return node
+
+    def nodes(self) -> Iterator[CallNode]:
+        """Every context (not the root), parents before children."""
+        it = self.root.walk()
+        next(it)
+        return it
+
+    def inclusive_values(self) -> dict[int, float]:
+        """id(node) -> inclusive value, for every node, in one pass."""
+        order = list(self.root.walk())
+        out: dict[int, float] = {}
+        for node in reversed(order):
+            out[id(node)] = node.exclusive + sum(out[id(c)] for c in node.children.values())
+        return out
+
+    def total(self) -> float:
+        return sum(n.exclusive for n in self.root.walk())
+
+    def paths(self) -> Iterator[tuple[tuple[Frame, ...], float]]:
+        """(path, exclusive) of every context with a nonzero exclusive value."""
+        for node in self.nodes():
+            if node.exclusive:
+                yield node.path(), node.exclusive
+
+    def merge(self, other: CallTree, scale: float = 1.0) -> None:
+        """Add `other`'s values (times `scale`) into this tree."""
+        for path, value in other.paths():
+            self.add(path, value * scale)
+
+
+@dataclass
+class ThreadCallPaths:
+    """One thread's recorded tree: node i (1..) has parent[i], module[i],
+    addr[i], kind[i] and exclusive samples[i]; index 0 is the root."""
+
+    thread: int
+    tid: int
+    samples: int = 0
+    truncated: int = 0
+    lost: int = 0
+    parent: list[int] = field(default_factory=lambda: [0])
+    module: list[int] = field(default_factory=lambda: [0])
+    addr: list[int] = field(default_factory=lambda: [0])
+    kind: list[int] = field(default_factory=lambda: [KIND_CALL])
+    exclusive: list[int] = field(default_factory=lambda: [0])
+    tree: CallTree | None = None  # filled by resolution
+
+    def add_node(self, node_id: int, parent: int, module: int, addr: int, kind: int, samples: int) -> None:
+        """Append node `node_id` (ids are dense and ascending in the document)."""
+        if node_id != len(self.parent) or not 0 <= parent < node_id:
+            raise ValueError(f"node {node_id}: ids must ascend from 1 and parents come first (parent {parent})")
+        self.parent.append(parent)
+        self.module.append(module)
+        self.addr.append(addr)
+        self.kind.append(kind)
+        self.exclusive.append(samples)
+
+    def __len__(self) -> int:
+        return len(self.parent) - 1
+
+
+@dataclass
+class CallPathModule:
+    id: int
+    file: str
+    offset: int  # file address = addr - offset
+
+
+@dataclass
+class CallPathProfile:
+    """A <callpaths> document: the calling contexts of one process."""
+
+    source: str = ""  # where it was read from
+    profile_file: str = ""
+    pid: int = 0
+    hostname: str = ""
+    command: str = ""
+    event: str = ""
+    threshold: int = 0
+    maxdepth: int = 0
+    unwinder: str = ""
+    modules: dict[int, CallPathModule] = field(default_factory=dict)
+    threads: list[ThreadCallPaths] = field(default_factory=list)
+
+    @property
+    def samples(self) -> int:
+        return sum(t.samples for t in self.threads)
+
+    @property
+    def truncated(self) -> int:
+        return sum(t.truncated for t in self.threads)
+
+    @property
+    def lost(self) -> int:
+        return sum(t.lost for t in self.threads)
