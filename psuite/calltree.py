@@ -199,3 +199,37 @@ class CallPathProfile:
     @property
     def lost(self) -> int:
         return sum(t.lost for t in self.threads)
+
+
+@dataclass
+class ThreadTree:
+    """One thread's resolved tree with where it ran, for reports and exports."""
+
+    hostname: str
+    pid: int
+    rank: int | None
+    thread: int
+    tid: int
+    tree: CallTree
+
+    @property
+    def label(self) -> str:
+        where = f"rank {self.rank}" if self.rank is not None else f"{self.hostname} pid {self.pid}"
+        return f"{where} thread {self.thread}"
+
+
+def thread_trees(report) -> list[ThreadTree]:
+    """The resolved call tree of every thread of a ProfileReport, or of every
+    profile of a MultiReport (its members' process totals left out), in
+    document order.  Empty when nothing was recorded or resolved."""
+    members = getattr(report, "reports", None)
+    out: list[ThreadTree] = []
+    for r in members if members is not None else [report]:
+        cp = getattr(r, "callpaths", None)
+        if cp is None:
+            continue
+        for t in cp.threads:
+            if t.tree is not None:
+                out.append(ThreadTree(cp.hostname or getattr(r, "hostname", ""), cp.pid or (getattr(r, "pid", 0) or 0),
+                                      getattr(r, "rank", None), t.thread, t.tid, t.tree))
+    return out
