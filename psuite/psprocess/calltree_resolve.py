@@ -20,34 +20,43 @@ from psuite.calltree import (
     KIND_TRUNCATED,
     TRUNCATED_FUNCTION,
     UNKNOWN,
+    CallNode,
     CallPathProfile,
     CallTree,
     Frame,
 )
 
-TRUNCATED_FRAMES = (Frame(TRUNCATED_FUNCTION),)
-BLOCKED_FRAMES = (Frame(BLOCKED_FUNCTION),)
+Steps = tuple[tuple[Frame, tuple], ...]  # frames outermost first, each with its key (made once per address)
 
 
-def _unknown(addr: int) -> tuple[Frame, ...]:
+def _steps(frames) -> Steps:
+    return tuple((f, f.key) for f in frames)
+
+
+TRUNCATED_FRAMES = _steps([Frame(TRUNCATED_FUNCTION)])
+BLOCKED_FRAMES = _steps([Frame(BLOCKED_FUNCTION)])
+NO_FRAME = _steps([Frame(UNKNOWN)])
+
+
+def _unknown(addr: int) -> Steps:
     """An address in no known object: named by the address, as nothing
     else is known of it."""
-    return (Frame(f"{UNKNOWN} {addr:#x}", UNKNOWN),)
+    return _steps([Frame(f"{UNKNOWN} {addr:#x}", UNKNOWN)])
 
 
 def resolve(cp: CallPathProfile, progress: Callable[[int, int], None] | None = None) -> None:
     """Fill every thread's tree (ThreadCallPaths.tree)."""
     from psuite.psprocess import srcmap
 
-    # (module id, kind, addr) -> frames outermost first; the kind matters
-    # because a call and a sample at one address resolve one byte apart.
+    # Per module, the absolute addresses to resolve: a return address one
+    # byte back (the call), an interrupted instruction as it is.
     wanted: dict[int, dict[int, None]] = {ident: {} for ident in cp.modules}
     for t in cp.threads:
         for module, addr, kind in zip(t.module, t.addr, t.kind, strict=True):
             table = wanted.get(module)
             if table is not None and kind <= KIND_SAMPLE:
                 table[addr - 1 if kind == KIND_CALL else addr] = None
-    frames: dict[int, dict[int, tuple[Frame, ...]]] = {}
+    frames: dict[int, dict[int, Steps]] = {}
     done, todo = 0, sum(len(v) for v in wanted.values())
     for ident, table in wanted.items():
         mod = cp.modules[ident]
@@ -57,9 +66,10 @@ def resolve(cp: CallPathProfile, progress: Callable[[int, int], None] | None = N
         # is none (a corrupt document): unknown, as the flat profile says.
         valid = [i for i, a in enumerate(file_addrs) if a >= 0]
         found = srcmap.resolve_frames(mod.file, [file_addrs[i] for i in valid]) if valid else []
-        out = dict.fromkeys(addrs, (Frame(UNKNOWN, mod.file),))
+        unknown = _steps([Frame(UNKNOWN, mod.file)])
+        out = dict.fromkeys(addrs, unknown)
         for i, stack in zip(valid, found, strict=True):
-            out[addrs[i]] = tuple(reversed(stack)) if stack else (Frame(UNKNOWN, mod.file),)
+            out[addrs[i]] = _steps(reversed(stack)) if stack else unknown
         frames[ident] = out
         done += len(addrs)
         if progress:
@@ -69,7 +79,7 @@ def resolve(cp: CallPathProfile, progress: Callable[[int, int], None] | None = N
 
 
 def _tree(parents: list[int], modules: list[int], addrs: list[int], kinds: list[int], exclusive: list[int],
-          frames: dict[int, dict[int, tuple[Frame, ...]]]) -> CallTree:
+          frames: dict[int, dict[int, Steps]]) -> CallTree:
     tree = CallTree()
     nodes = [tree.root]
     append = nodes.append
@@ -77,14 +87,17 @@ def _tree(parents: list[int], modules: list[int], addrs: list[int], kinds: list[
         kind = kinds[i]
         if kind == KIND_CALL or kind == KIND_SAMPLE:
             table = frames.get(modules[i])
-            addr = addrs[i] - 1 if kind == KIND_CALL else addrs[i]
-            path = table[addr] if table is not None else _unknown(addrs[i])
+            path = table[addrs[i] - 1 if kind == KIND_CALL else addrs[i]] if table is not None else _unknown(addrs[i])
         else:
             path = TRUNCATED_FRAMES if kind == KIND_TRUNCATED else BLOCKED_FRAMES if kind == KIND_BLOCKED \
-                else (Frame(UNKNOWN),)
+                else NO_FRAME
         node = nodes[parents[i]]
-        for frame in path:
-            node = node.child(frame)
+        for frame, key in path:
+            children = node.children
+            child = children.get(key)
+            if child is None:
+                child = children[key] = CallNode(frame, node)
+            node = child
         n = exclusive[i]
         if n:
             node.exclusive += n

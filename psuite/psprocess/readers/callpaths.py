@@ -74,9 +74,8 @@ class _Reader:
         self.modules_used: set[int] = set()
 
     def start(self, el) -> None:
+        """Read the attributes of a <thread>, <profile>, <sampling> or <module>."""
         tag, cp, source = el.tag, self.cp, self.source
-        if tag == "node":
-            return
         if tag == "thread":
             self.thread = ThreadCallPaths(
                 thread=_int(el, "id", source), tid=_int(el, "tid", source, "0"),
@@ -104,34 +103,60 @@ class _Reader:
     def node(self, el) -> None:
         t, source, get = self.thread, self.source, el.get
         if t is None:
-            raise InputError(f"{source}: {_where(el)} outside a <thread>; {_FIX}")
-        ident = _int(el, "id", source)
-        parent = _int(el, "parent", source)
+            t = self._thread_of(el)
+        # The common well-formed node is read inline; anything else goes
+        # through values' checks and messages.
+        id_text, parent_text = get("id"), get("parent")
+        if id_text is not None and parent_text is not None and id_text.isdigit() and parent_text.isdigit() \
+                and id_text.isascii() and parent_text.isascii() and len(id_text) < 19 and len(parent_text) < 19:
+            ident, parent = int(id_text), int(parent_text)
+        else:
+            ident, parent = _int(el, "id", source), _int(el, "parent", source)
         kind = _KINDS.get(get("kind", "call"))
         if kind is None:
             raise InputError(f"{source}: {_where(el)} of thread {t.thread} has kind={get('kind')!r}; one of "
                              f"{', '.join(KIND_NAMES)} is expected; {_FIX}")
-        index = self.ids.get(parent)
+        ids = self.ids
+        index = ids.get(parent)
         if index is None:
             raise InputError(f"{source}: {_where(el)} of thread {t.thread} comes before its parent {parent}; "
                              f"parents come first; {_FIX}")
-        if ident in self.ids:
+        if ident in ids:
             raise InputError(f"{source}: {_where(el)} of thread {t.thread} is declared twice; {_FIX}")
         if kind <= 1:  # call or sample: an address in a module
-            addr = _int(el, "addr", source, None, base=16, hi=2**64 - 1)
-            module = _int(el, "module", source, "0")
-            self.modules_used.add(module)
+            addr_text, module_text = get("addr"), get("module", "0")
+            if addr_text is not None and addr_text.isalnum() and addr_text.isascii() and len(addr_text) <= 16 \
+                    and module_text.isdigit() and module_text.isascii() and len(module_text) < 10:
+                try:
+                    addr = int(addr_text, 16)
+                except ValueError:
+                    addr = _int(el, "addr", source, None, base=16, hi=2**64 - 1)
+                module = int(module_text)
+            else:
+                addr = _int(el, "addr", source, None, base=16, hi=2**64 - 1)
+                module = _int(el, "module", source, "0")
+            if module not in self.modules_used:
+                self.modules_used.add(module)
         else:
             addr = module = 0
         samples = get("samples")
-        n = int(samples) if samples is not None and samples.isdigit() and samples.isascii() and len(samples) < 19 \
+        n = 0 if samples is None else int(samples) if samples.isdigit() and samples.isascii() and len(samples) < 19 \
             else _int(el, "samples", source, "0")
-        self.ids[ident] = len(t.parent)
+        ids[ident] = len(t.parent)
         t.parent.append(index)
         t.module.append(module)
         t.addr.append(addr)
         t.kind.append(kind)
         t.exclusive.append(n)
+
+    def _thread_of(self, el) -> ThreadCallPaths:
+        """The <thread> a node is in, begun at its first node."""
+        parent = el.getparent()
+        if parent is None or parent.tag != "thread":
+            raise InputError(f"{self.source}: {_where(el)} outside a <thread>; {_FIX}")
+        self.start(parent)
+        assert self.thread is not None
+        return self.thread
 
     def end_thread(self, el) -> None:
         t = self.thread
@@ -156,28 +181,26 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
 
     reader = _Reader(source)
     try:
-        parsed = etree.iterparse(stream, events=("start", "end"), resolve_entities=False, no_network=True,
+        # End events only, of the elements the model takes: the rest is
+        # built by libxml2 without a Python call per element.  A thread is
+        # begun at its first node (its attributes are parsed by then).
+        parsed = etree.iterparse(stream, events=("end",), tag=_TAGS, resolve_entities=False, no_network=True,
                                  load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True)
-        root_seen = False
-        for event, el in parsed:
-            if not root_seen:
-                root_seen = True
-                if el.tag != ROOT:
-                    raise InputError(f"{source}: <{el.tag}> is not a <callpaths> document; {_FIX}")
-                version = el.get("version", "")
-                if version.split(".")[0] != "1":
-                    raise InputError(f"{source}: <callpaths version={version!r}> is not a version this psprocess "
-                                     "reads (1.x); update psuite")
-                continue
-            if event == "start":
-                reader.start(el)
-                continue
+        checked = False
+        for _, el in parsed:
+            if not checked:
+                checked = True
+                _check_root(el.getroottree().getroot(), source)
             tag = el.tag
             if tag == "node":
                 reader.node(el)
             elif tag == "thread":
+                if reader.thread is None:  # a thread without nodes
+                    reader.start(el)
                 reader.end_thread(el)
             else:
+                if el.getparent() is not None and el.getparent().tag == ROOT:
+                    reader.start(el)
                 continue
             # The model has the element now: drop it and what came before.
             el.clear(keep_tail=False)
@@ -185,14 +208,29 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
             if parent is not None:
                 while el.getprevious() is not None:
                     del parent[0]
+        root = parsed.root
+        if not checked and root is not None:
+            _check_root(root, source)
     except etree.XMLSyntaxError as exc:
         from psuite.hwpc.config import xml_error_text
 
         raise InputError(f"{source} is not well-formed XML ({xml_error_text(exc)}); check that the file is "
                          "complete") from None
-    if not root_seen:
+    if root is None:
         raise InputError(f"{source} is empty; give a <callpaths> document")
     return reader.finish()
+
+
+_TAGS = ("node", "thread", "profile", "sampling", "module")
+
+
+def _check_root(root, source: str) -> None:
+    if root.tag != ROOT:
+        raise InputError(f"{source}: <{root.tag}> is not a <callpaths> document; {_FIX}")
+    version = root.get("version", "")
+    if version.split(".")[0] != "1":
+        raise InputError(f"{source}: <callpaths version={version!r}> is not a version this psprocess reads (1.x); "
+                         "update psuite")
 
 
 def check_belongs(cp: CallPathProfile, profile_source: str, pid: int | None) -> str | None:
