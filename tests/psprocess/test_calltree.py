@@ -23,6 +23,7 @@ import psuite
 from psuite.errors import InputError
 from psuite.psprocess.readers import callpaths as reader
 from tests.conftest import one_line_error, run_tool
+from tests.psprocess.test_url_input import server  # noqa: F401  (the http server fixture)
 
 SOURCE = r"""
 #include <stdlib.h>
@@ -408,3 +409,13 @@ def test_cli_needs_call_paths_for_calltree_and_exports(real_profile):
                                                                      str(real_profile)), "psprocess")
     assert "whole number" in one_line_error(run_tool("psprocess", "--calltree", "--depth", "0",
                                                      str(real_profile)), "psprocess")
+
+
+def test_url_profile_comes_with_its_companion_url(real_profile, server):  # noqa: F811
+    url = f"{server}/{real_profile.name}"
+    r = psuite.read(url)
+    assert r.callpaths is not None and r.callpaths.source == reader.companion_name(url)
+    assert {row["path"]: row["inclusive"] for row in r.calltree_records()}[("main", "a", "work")] == 50
+    Path(reader.companion_name(str(real_profile))).unlink()
+    r = psuite.read(url)  # no companion on the server: fine
+    assert r.callpaths is None and r.locations
