@@ -403,3 +403,28 @@ def test_writers_refuse_without_call_paths_or_over_a_file(tmp_path):
         module.write(profile(threads=(THREAD1,)), str(tmp_path / name), force=True)
         assert (tmp_path / name).read_bytes() != before
         assert module.targets(str(tmp_path / name)) == [str(tmp_path / name)]
+
+
+def test_hostile_names_stay_readable(tmp_path):
+    """A name with undecodable bytes (kept as surrogates), control
+    characters, ';' and XML's specials: every consumer still reads the
+    file and the frame stays one frame."""
+    import jsonschema
+    from pycubexr import CubexParser
+
+    odd = Frame("op\udcff;<&>\x01\nx", "/opt/a b/lib\udcfe.so", "src\udcfd.c", 3)
+    threads = ([((MAIN, odd), 4), ((MAIN, Frame("??", "")), 1)],)
+    r = profile(threads)
+    folded.write(r, str(tmp_path / "o.folded"))
+    assert (tmp_path / "o.folded").read_text(encoding="utf-8") == "main;op\ufffd,<&>  x 4\nmain;[unknown] 1\n"
+    speedscope.write(r, str(tmp_path / "o.json"))
+    doc = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
+    jsonschema.validate(doc, speedscope_schema())
+    assert decoded(doc)[0][2] == [(("main", "op\ufffd;<&>\x01\nx"), 4000), (("main", "[unknown]"), 1000)]
+    pprof.write(r, str(tmp_path / "o.pb.gz"))
+    _, rows = pprof_top(tmp_path / "o.pb.gz", "-sample_index=samples")
+    assert rows["main"] == ("0", "5") and rows["[unknown]"] == ("1", "1") and len(rows) == 3
+    cube.write(r, str(tmp_path / "o.cubex"))
+    with CubexParser(str(tmp_path / "o.cubex")) as c:
+        assert sorted(c.get_region(k).name for k in c.all_cnodes()) == ["[unknown]", "app", "main",
+                                                                        "op\ufffd;<&> \nx"]  # XML keeps \n

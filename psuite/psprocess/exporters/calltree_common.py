@@ -41,12 +41,38 @@ def source_trees(obj, option: str) -> list[SourceTree]:
     return out
 
 
+def text(s: str) -> str:
+    """s as valid Unicode: bytes a name or path could not be decoded from
+    (kept as surrogates by the readers) become U+FFFD."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def frame_name(frame: Frame) -> str:
     """The function's name, or for an unresolved frame its module in brackets
     (as perf's flame graphs show it): "[libc.so.6]", else "[unknown]"."""
     if frame.function and frame.function != UNKNOWN:
-        return frame.function
-    return f"[{os.path.basename(frame.module)}]" if frame.module else "[unknown]"
+        return text(frame.function)
+    return f"[{text(os.path.basename(frame.module))}]" if frame.module else "[unknown]"
+
+
+def frame_file(frame: Frame) -> str:
+    """The frame's source file, "" when unknown."""
+    return text(frame.file) if frame.file and frame.file != UNKNOWN else ""
+
+
+def executable(trees: list[SourceTree]) -> str:
+    """The program's own module among the recorded ones, "" when not known."""
+    for st in trees:
+        cp = st.report.callpaths
+        program = os.path.basename(st.report.command.split()[0]) if st.report.command.split() else ""
+        for m in cp.modules.values() if cp else ():
+            if program and os.path.basename(m.file) == program:
+                return m.file
+    return ""
 
 
 def microseconds_per_sample(report: ProfileReport) -> int | None:

@@ -32,18 +32,19 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import struct
 import tarfile
 import time
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from xml.sax.saxutils import escape
+from xml.sax import saxutils
 
-from psuite.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION, UNKNOWN, CallNode, CallTree, thread_trees
+from psuite.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION, CallNode, CallTree, thread_trees
 from psuite.errors import UsageError
 from psuite.psprocess import combine
-from psuite.psprocess.exporters.calltree_common import SourceTree, frame_name, source_trees
+from psuite.psprocess.exporters.calltree_common import SourceTree, frame_file, frame_name, source_trees, text
 from psuite.report import CountReport, MultiReport, ProfileReport
 
 EXTENSION = ".cubex"
@@ -52,6 +53,16 @@ UINT64_MAX = 2**64 - 1
 
 SECONDS = ("sec", "s", "second", "seconds")
 PLACEHOLDERS = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)  # frames standing for no function
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
+
+
+def escape(s: str, entities: dict[str, str] | None = None) -> str:
+    """s as XML character data: escaped, undecodable bytes as U+FFFD, and
+    characters XML cannot hold (control characters a symbol may have) as
+    spaces."""
+    return saxutils.escape(_NOT_XML.sub(" ", text(s)), entities or {})
 
 
 class _Metric:
@@ -177,7 +188,7 @@ def _calltree_model(first: ProfileReport, calltrees: list[SourceTree], where: li
         if r is None:
             name = frame_name(f)
             r = regions[f.key] = {"id": len(names) + 1, "name": f"{name} [inlined]" if f.inlined else name,
-                                  "mangled": name, "file": f.file if f.file != UNKNOWN else f.module,
+                                  "mangled": name, "file": frame_file(f) or f.module,
                                   "begin": -1, "end": -1, "role": "artificial" if f.function in PLACEHOLDERS
                                   else "function", "descr": "inlined into its caller" if f.inlined else ""}
             names.append(f.key)

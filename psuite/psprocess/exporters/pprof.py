@@ -31,8 +31,15 @@ from __future__ import annotations
 import gzip
 
 from psuite._version import __version__
-from psuite.calltree import UNKNOWN, Frame
-from psuite.psprocess.exporters.calltree_common import frame_name, microseconds_per_sample, source_trees
+from psuite.calltree import Frame
+from psuite.psprocess.exporters.calltree_common import (
+    executable,
+    frame_file,
+    frame_name,
+    microseconds_per_sample,
+    source_trees,
+    text,
+)
 
 EXTENSION = ".pb.gz"
 
@@ -93,7 +100,7 @@ class _Tables:
         return self.mappings.setdefault(module, len(self.mappings) + 1)
 
     def function(self, frame: Frame) -> int:
-        key = (frame_name(frame), frame.file if frame.file != UNKNOWN else "")
+        key = (frame_name(frame), frame_file(frame))
         return self.functions.setdefault(key, len(self.functions) + 1)
 
     def location(self, group: list[Frame]) -> int:
@@ -106,7 +113,7 @@ class _Tables:
         s = self.s
         out = bytearray()
         for module, i in self.mappings.items():
-            out += field_bytes(P_MAPPING, field_varint(1, i) + field_varint(5, s(module)) +
+            out += field_bytes(P_MAPPING, field_varint(1, i) + field_varint(5, s(text(module))) +
                                field_varint(7, 1) + field_varint(8, 1) + field_varint(9, 1) + field_varint(10, 1))
         for (mapping, lines), i in self.locations.items():
             body = field_varint(1, i) + field_varint(2, mapping)
@@ -161,6 +168,7 @@ def write(report, path: str, module: str | None = None, force: bool = False) -> 
     types, period = _value_types(trees[0].report)
     s = _Strings()
     tables = _Tables(s)
+    tables.mapping(executable(trees))  # the program's module first: pprof names the profile after mapping 1
     nsamples = 0
     with atomic_output(path, force, binary=True) as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
@@ -168,7 +176,7 @@ def write(report, path: str, module: str | None = None, force: bool = False) -> 
             out.write(field_bytes(P_SAMPLE_TYPE, _value_type(t, s)))
         thread_key = s("thread")
         for st in trees:
-            label = field_bytes(3, field_varint(1, thread_key) + field_varint(2, s(st.thread.label)))
+            label = field_bytes(3, field_varint(1, thread_key) + field_varint(2, s(text(st.thread.label))))
             per_sample = _value_types(st.report)[1] if len(types) > 1 else 1
             for p, value in st.thread.tree.paths():
                 samples = int(value + 0.5)
@@ -182,10 +190,10 @@ def write(report, path: str, module: str | None = None, force: bool = False) -> 
         out.write(field_bytes(P_PERIOD_TYPE, _value_type(types[-1], s)) + field_varint(P_PERIOD, period))
         wall = max((r.wallclock or 0.0 for r in members), default=0.0)
         out.write(field_varint(P_DURATION_NANOS, int(wall * 1e9)))
-        command = members[0].command or ""
+        command = text(members[0].command or "")
         out.write(field_packed(P_COMMENT, [s(f"psuite {__version__}" + (f": {command}" if command else ""))]))
         # the string table last: every message above has added to it
-        out.write(b"".join(field_bytes(P_STRING_TABLE, x.encode("utf-8", "surrogateescape")) for x in s.index))
+        out.write(b"".join(field_bytes(P_STRING_TABLE, x.encode()) for x in s.index))
     modules = len(tables.mappings)
     return f"pprof ({nsamples} samples, {len(tables.locations)} locations, {modules} modules) {path}"
 

@@ -23,8 +23,15 @@ from __future__ import annotations
 import json
 
 from psuite._version import __version__
-from psuite.calltree import UNKNOWN, Frame
-from psuite.psprocess.exporters.calltree_common import first_lines, frame_name, microseconds_per_sample, source_trees
+from psuite.calltree import Frame
+from psuite.psprocess.exporters.calltree_common import (
+    first_lines,
+    frame_file,
+    frame_name,
+    microseconds_per_sample,
+    source_trees,
+    text,
+)
 
 EXTENSION = ".speedscope.json"
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -38,7 +45,7 @@ def speedscope_name(frame: Frame) -> str:
 def _program(report) -> str:
     members = getattr(report, "reports", None) or [report]
     command = members[0].command.split() if members[0].command else []
-    return command[0].rsplit("/", 1)[-1] if command else "program"
+    return text(command[0].rsplit("/", 1)[-1]) if command else "program"
 
 
 def targets(path: str) -> list[str]:
@@ -71,8 +78,8 @@ def write(report, path: str, module: str | None = None, force: bool = False) -> 
                     if i is None:
                         i = index[fr.key] = len(frames)
                         entry: dict = {"name": speedscope_name(fr)}
-                        if fr.file and fr.file != UNKNOWN:
-                            entry["file"] = fr.file
+                        if frame_file(fr):
+                            entry["file"] = frame_file(fr)
                         if fr.key in lines:
                             entry["line"] = lines[fr.key]
                         frames.append(entry)
@@ -81,7 +88,7 @@ def write(report, path: str, module: str | None = None, force: bool = False) -> 
                 weights.append(node.exclusive * us if us else node.exclusive)
             weights = [int(w) if float(w).is_integer() else w for w in weights]
             f.write(("," if k else "") +
-                    f'{{"type":"sampled","name":{dumps(st.thread.label)},'
+                    f'{{"type":"sampled","name":{dumps(text(st.thread.label))},'
                     f'"unit":"{"microseconds" if us else "none"}","startValue":0,"endValue":{dumps(sum(weights))},'
                     f'"samples":{dumps(samples)},"weights":{dumps(weights)}}}')
         f.write(f'],"shared":{{"frames":{dumps(frames)}}}}}\n')
