@@ -20,7 +20,7 @@ class SourceTree:
     thread: ThreadTree
 
 
-def source_trees(obj, option: str) -> list[SourceTree]:
+def source_trees(obj: ProfileReport | MultiReport, option: str) -> list[SourceTree]:
     """Every thread's resolved tree of a profile or a combination of
     profiles, in document order; a tree reached twice (two reports sharing
     one companion document) is taken once.  `option` names the export in

@@ -344,7 +344,8 @@ def targets(path: str) -> list[str]:
 
 def write(obj, path: str, module: str | None = None, force: bool = False) -> str:
     """Write the .cubex and, beside it, the .stat (every module: module is
-    for the single-module formats); says what was written."""
+    for the single-module formats): the call tree when every profile has
+    resolved call paths, else flat; says what was written."""
     reports = _reports(obj)
     cnodes = None
     calltrees = _calltrees(reports) if isinstance(reports[0], ProfileReport) else None

@@ -22,6 +22,7 @@ import re
 
 from psuite.calltree import Frame
 from psuite.psprocess.exporters.calltree_common import frame_name, source_trees
+from psuite.report import MultiReport, ProfileReport
 
 EXTENSION = ".folded"
 _UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
@@ -33,7 +34,7 @@ def folded_name(frame: Frame) -> str:
     return name + "_[i]" if frame.inlined else name
 
 
-def folded_lines(obj) -> dict[str, float]:
+def folded_lines(obj: ProfileReport | MultiReport) -> dict[str, float]:
     """Stack text -> summed exclusive samples over every thread, in the
     order the paths are first met (parents before children)."""
     out: dict[str, float] = {}
@@ -56,7 +57,7 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report, path: str, module: str | None = None, force: bool = False) -> str:
+def write(report: ProfileReport | MultiReport, path: str, module: str | None = None, force: bool = False) -> str:
     """Write the folded stacks of every thread's call tree (module: unused,
     every module is in the stacks); says what was written."""
     from psuite.cli_common import atomic_output

@@ -40,6 +40,7 @@ from psuite.psprocess.exporters.calltree_common import (
     source_trees,
     text,
 )
+from psuite.report import MultiReport, ProfileReport
 
 EXTENSION = ".pb.gz"
 
@@ -158,7 +159,7 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report, path: str, module: str | None = None, force: bool = False) -> str:
+def write(report: ProfileReport | MultiReport, path: str, module: str | None = None, force: bool = False) -> str:
     """Write every thread's call tree as one gzipped profile.proto (module:
     unused); says what was written."""
     from psuite.cli_common import atomic_output

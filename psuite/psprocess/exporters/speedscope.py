@@ -32,6 +32,7 @@ from psuite.psprocess.exporters.calltree_common import (
     source_trees,
     text,
 )
+from psuite.report import MultiReport, ProfileReport
 
 EXTENSION = ".speedscope.json"
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -42,7 +43,7 @@ def speedscope_name(frame: Frame) -> str:
     return f"{name} [inlined]" if frame.inlined else name
 
 
-def _program(report) -> str:
+def _program(report: ProfileReport | MultiReport) -> str:
     members = getattr(report, "reports", None) or [report]
     command = members[0].command.split() if members[0].command else []
     return text(command[0].rsplit("/", 1)[-1]) if command else "program"
@@ -53,7 +54,7 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report, path: str, module: str | None = None, force: bool = False) -> str:
+def write(report: ProfileReport | MultiReport, path: str, module: str | None = None, force: bool = False) -> str:
     """Write every thread's call tree as a speedscope profile (module:
     unused); says what was written."""
     from psuite.cli_common import atomic_output
