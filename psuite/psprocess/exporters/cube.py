@@ -11,11 +11,20 @@ tar of anchor.xml (metrics, program, system) and per metric <id>.index and
   derived metric's own unit (ratio, percent, MB/s ...) is named in its
   description.
 - Program: one region per function (module file, first and last sampled
-  line); samples carry no call stacks, so the call tree is flat - the
-  program's root call path with one child per function.  Counting reports
-  have only the root.
+  line).  A profile recorded with call paths (psrun --callpath) gives the
+  real call tree: under the program's root, one cnode per calling context
+  of the threads' resolved trees merged (a context every thread reached
+  once), each naming its function's region (an inlined function has a
+  region of its own, "f [inlined]"); values are the context's exclusive
+  samples per thread, so CUBE's inclusive view of a cnode sums its
+  subtree.  Cnodes have no call-site lines: a resolved tree merges a
+  function's calls from different lines into one context.  Without call
+  paths (or when a profile of a combination has none) the tree is flat -
+  the root with one child per function.  Counting reports have only the
+  root.
 - System: machine -> node (host) -> process (MPI rank, else pid) ->
-  thread; combined reports give one cube with every rank and thread.
+  thread; combined reports give one cube with every rank and thread.  With
+  call paths the threads are the call-path document's, one location each.
 - Data: uncompressed CUBEX.DATA, one value per call path and location,
   call paths in index order (depth first), locations in tree order."""
 
@@ -23,15 +32,19 @@ from __future__ import annotations
 
 import io
 import math
+import re
 import struct
 import tarfile
 import time
 from array import array
 from collections.abc import Sequence
-from xml.sax.saxutils import escape
+from dataclasses import dataclass
+from xml.sax import saxutils
 
+from psuite.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION, CallNode, CallTree, thread_trees
 from psuite.errors import UsageError
 from psuite.psprocess import combine
+from psuite.psprocess.exporters.calltree_common import SourceTree, frame_file, frame_name, source_trees, text
 from psuite.report import CountReport, MultiReport, ProfileReport
 
 EXTENSION = ".cubex"
@@ -39,6 +52,17 @@ UINT64_MAX = 2**64 - 1
 
 
 SECONDS = ("sec", "s", "second", "seconds")
+PLACEHOLDERS = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)  # frames standing for no function
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
+
+
+def escape(s: str, entities: dict[str, str] | None = None) -> str:
+    """s as XML character data: escaped, undecodable bytes as U+FFFD, and
+    characters XML cannot hold (control characters a symbol may have) as
+    spaces."""
+    return saxutils.escape(_NOT_XML.sub(" ", text(s)), entities or {})
 
 
 class _Metric:
@@ -117,6 +141,77 @@ def _fill_profiles(reports, where, cnode_of, metrics, timer) -> None:
             second.values[key] = second.values.get(key, 0.0) + loc.samples * scale
 
 
+@dataclass
+class _Where:
+    """Where a thread's tree ran, as _locations takes reports."""
+
+    hostname: str
+    rank: int | None
+    pid: int
+    thread: str
+
+    @classmethod
+    def of(cls, st: SourceTree) -> _Where:
+        t = st.thread
+        return cls(t.hostname, t.rank, t.pid, str(t.thread))
+
+
+def _calltrees(reports: list[ProfileReport]) -> list[SourceTree] | None:
+    """Every thread's resolved tree, when every profile has call paths."""
+    if not all(thread_trees(r) for r in reports):
+        return None
+    return source_trees(MultiReport(reports=reports) if len(reports) > 1 else reports[0], "--cube")
+
+
+def _calltree_model(first: ProfileReport, calltrees: list[SourceTree], where: list[int]):
+    """Regions (one per function, Frame.key), cnodes (region, depth) in
+    depth-first order for the threads' trees merged, and the two metrics
+    filled with each thread's exclusive values."""
+    union = CallTree()
+    per_thread: list[list[tuple[CallNode, float]]] = []  # (union node, exclusive) of each thread's contexts
+    for st in calltrees:
+        image = {id(st.thread.tree.root): union.root}
+        values = []
+        for node in st.thread.tree.nodes():
+            u = image[id(node)] = image[id(node.parent)].child(node.frame)
+            if node.exclusive:
+                values.append((u, node.exclusive))
+        per_thread.append(values)
+    regions: dict[tuple[str, str, bool], dict] = {}
+    cnodes: list[tuple[int, int]] = []
+    cnode_of: dict[int, int] = {}
+    depth = {id(union.root): 0}
+    names: list[tuple[str, str, bool]] = []
+    for node in union.nodes():  # depth first, parents before children: the cube's cnode order
+        f = node.frame
+        r = regions.get(f.key)
+        if r is None:
+            name = frame_name(f)
+            r = regions[f.key] = {"id": len(names) + 1, "name": f"{name} [inlined]" if f.inlined else name,
+                                  "mangled": name, "file": frame_file(f) or f.module,
+                                  "begin": -1, "end": -1, "role": "artificial" if f.function in PLACEHOLDERS
+                                  else "function", "descr": "inlined into its caller" if f.inlined else ""}
+            names.append(f.key)
+        if f.line > 0:
+            r["begin"] = f.line if r["begin"] < 0 else min(r["begin"], f.line)
+            r["end"] = max(r["end"], f.line)
+        depth[id(node)] = depth[id(node.parent)] + 1
+        cnodes.append((r["id"], depth[id(node)]))
+        cnode_of[id(node)] = len(cnodes)
+    timer = first.is_timer and first.threshold
+    samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
+    second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
+        _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
+    for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
+        r = st.report
+        scale = (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+        for u, v in values:
+            key = (cnode_of[id(u)], loc_id)
+            samples.values[key] = samples.values.get(key, 0) + v
+            second.values[key] = second.values.get(key, 0.0) + v * scale
+    return names, regions, cnodes, [samples, second]
+
+
 def _count_metrics(reports: list[CountReport], where) -> list[_Metric]:
     metrics: dict[tuple[str, str], _Metric] = {}
     for r, loc_id in zip(reports, where, strict=True):
@@ -140,7 +235,11 @@ def _integer_metrics_fit(metrics: list[_Metric]) -> None:
             m.dtype = "DOUBLE"
 
 
-def _anchor(metrics, names, regions, program: str, tree) -> bytes:
+def _anchor(metrics, names, regions, program: str, tree, cnodes: Sequence[tuple[int, int]] | None = None) -> bytes:
+    """anchor.xml. Region i (from 1) is regions[names[i - 1]], named by its
+    "name" if it has one, else by its key; cnodes: (region id, depth) of
+    cnodes 1, 2 ... in depth-first order (depth 1: a child of the root),
+    else one cnode per region under the root."""
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<cube version="4.4">',
            '<attr key="CUBE_CT_AGGR" value="SUM"/>', '<attr key="Creator" value="psuite"/>', "<metrics>"]
     for k, m in enumerate(metrics):
@@ -153,11 +252,20 @@ def _anchor(metrics, names, regions, program: str, tree) -> bytes:
                "<url></url><descr>the whole program</descr></region>")
     for i, f in enumerate(names, 1):
         r = regions[f]
+        name = r.get("name", f)
         out.append(f'<region id="{i}" mod="{escape(r["file"], {chr(34): "&quot;"})}" begin="{r["begin"]}" '
-                   f'end="{r["end"]}"><name>{escape(f)}</name><mangled_name>{escape(f)}</mangled_name>'
-                   "<paradigm>compiler</paradigm><role>function</role><url></url><descr></descr></region>")
+                   f'end="{r["end"]}"><name>{escape(name)}</name><mangled_name>{escape(r.get("mangled", name))}'
+                   f'</mangled_name><paradigm>compiler</paradigm><role>{r.get("role", "function")}</role><url></url>'
+                   f'<descr>{escape(r.get("descr", ""))}</descr></region>')
     out.append('<cnode id="0" calleeId="0">')
-    out += [f'<cnode id="{i}" calleeId="{i}"></cnode>' for i in range(1, len(names) + 1)]
+    if cnodes is None:
+        out += [f'<cnode id="{i}" calleeId="{i}"></cnode>' for i in range(1, len(names) + 1)]
+    else:
+        depth = 0  # of the innermost open cnode below the root
+        for i, (region, d) in enumerate(cnodes, 1):
+            out.append("</cnode>" * (depth - d + 1) + f'<cnode id="{i}" calleeId="{region}">')
+            depth = d
+        out.append("</cnode>" * depth)
     out.append("</cnode></program><system>")
     out.append('<systemtreenode Id="0"><name>machine</name><class>machine</class>')
     node_id, group_id = 1, 0
@@ -236,32 +344,43 @@ def targets(path: str) -> list[str]:
 
 def write(obj, path: str, module: str | None = None, force: bool = False) -> str:
     """Write the .cubex and, beside it, the .stat (every module: module is
-    for the single-module formats); says what was written."""
+    for the single-module formats): the call tree when every profile has
+    resolved call paths, else flat; says what was written."""
     reports = _reports(obj)
-    tree, where = _locations(reports)
-    nloc = len(reports)
-    if isinstance(reports[0], ProfileReport):
-        names, regions, cnode_of, metrics, timer = _profile_model(reports)
-        _fill_profiles(reports, where, cnode_of, metrics, timer)
+    cnodes = None
+    calltrees = _calltrees(reports) if isinstance(reports[0], ProfileReport) else None
+    if calltrees:
+        tree, where = _locations([_Where.of(st) for st in calltrees])
+        nloc = len(calltrees)
+        names, regions, cnodes, metrics = _calltree_model(reports[0], calltrees, where)
     else:
-        names, regions, metrics = [], {}, _count_metrics(reports, where)
+        tree, where = _locations(reports)
+        nloc = len(reports)
+        if isinstance(reports[0], ProfileReport):
+            names, regions, cnode_of, metrics, timer = _profile_model(reports)
+            _fill_profiles(reports, where, cnode_of, metrics, timer)
+        else:
+            names, regions, metrics = [], {}, _count_metrics(reports, where)
     _integer_metrics_fit(metrics)
     program = (reports[0].command.split() or ["program"])[0].rsplit("/", 1)[-1] if reports[0].command else "program"
-    ncnodes = len(names) + 1
+    ncnodes = (len(names) if cnodes is None else len(cnodes)) + 1
     stat = write_grids(path, metrics, [grid(m, ncnodes, nloc) for m in metrics], names, regions, program, tree,
-                       force)
-    return f"CUBE 4, statistics in {stat}"
+                       force, cnodes)
+    shape = f"call tree of {ncnodes - 1} calling contexts" if cnodes is not None else "flat"
+    return f"CUBE 4 ({shape}), statistics in {stat}"
 
 
-def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: list[str], regions: dict,
-                program: str, tree: list, force: bool = False) -> str:
+def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: list, regions: dict,
+                program: str, tree: list, force: bool = False,
+                cnodes: Sequence[tuple[int, int]] | None = None) -> str:
     """The cube from dense grids (one per metric, call path major), and its
-    statistics file; returns the .stat path."""
+    statistics file; returns the .stat path.  Regions and cnodes as
+    _anchor takes them (cnodes None: flat, one per region)."""
     from psuite.cli_common import atomic_outputs
 
     path, stat_path = targets(path)
     nloc = sum(len(locations) for _, groups in tree for _, _, locations in groups)
-    ncnodes = len(names) + 1
+    ncnodes = (len(names) if cnodes is None else len(cnodes)) + 1
     index = _index(ncnodes)
     totals = []
     with atomic_outputs([path, stat_path], force, binary=[True, False]) as (f, stat), \
@@ -271,7 +390,7 @@ def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: li
             info.size, info.mtime = sum(len(p) for p in parts), int(time.time())
             tar.addfile(info, io.BytesIO(b"".join(parts)) if len(parts) > 1 else io.BytesIO(parts[0]))
 
-        add("anchor.xml", _anchor(metrics, names, regions, program, tree))
+        add("anchor.xml", _anchor(metrics, names, regions, program, tree, cnodes))
         for k, g in enumerate(grids):
             add(f"{k}.index", index)
             add(f"{k}.data", b"CUBEX.DATA", g.tobytes())
