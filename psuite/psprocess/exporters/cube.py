@@ -123,18 +123,29 @@ def _profile_model(reports: list[ProfileReport]):
                 reg["end"] = max(reg["end"], loc.line)
     names = sorted(regions)
     cnode_of = {f: i + 1 for i, f in enumerate(names)}  # 0 is the program's root
-    first = reports[0]
-    timer = first.is_timer and first.threshold
+    metrics, timer = _profile_metrics(reports[0])
+    return names, regions, cnode_of, metrics, timer
+
+
+def _profile_metrics(first: ProfileReport) -> tuple[list[_Metric], bool]:
+    """A profile's two metrics: samples, and time (timer sources) or
+    estimated events; and whether the source is a timer."""
+    timer = bool(first.is_timer and first.threshold)
     samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
     second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
         _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
-    return names, regions, cnode_of, [samples, second], timer
+    return [samples, second], timer
+
+
+def _per_sample(r: ProfileReport, timer: bool) -> float:
+    """What one sample of r adds to the second metric: seconds, or events."""
+    return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
 
 
 def _fill_profiles(reports, where, cnode_of, metrics, timer) -> None:
     samples, second = metrics
     for r, loc_id in zip(reports, where, strict=True):
-        scale = (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+        scale = _per_sample(r, timer)
         for loc in r.locations:
             key = (cnode_of[loc.function], loc_id)
             samples.values[key] = samples.values.get(key, 0) + loc.samples
@@ -198,13 +209,9 @@ def _calltree_model(first: ProfileReport, calltrees: list[SourceTree], where: li
         depth[id(node)] = depth[id(node.parent)] + 1
         cnodes.append((r["id"], depth[id(node)]))
         cnode_of[id(node)] = len(cnodes)
-    timer = first.is_timer and first.threshold
-    samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
-    second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
-        _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
+    (samples, second), timer = _profile_metrics(first)
     for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
-        r = st.report
-        scale = (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+        scale = _per_sample(st.report, timer)
         for u, v in values:
             key = (cnode_of[id(u)], loc_id)
             samples.values[key] = samples.values.get(key, 0) + v
