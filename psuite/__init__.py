@@ -4,6 +4,25 @@
     report = psuite.read("app.1234.host.xml")      # or an http(s) URL
     rows = report.to_records()                     # pandas.DataFrame(rows)
 
+Call paths (profiles recorded with `psrun --callpath`): reading a profile
+X.xml also reads its companion X.callpaths.xml when it is beside it (a
+companion read alone is a ProfileReport of its call paths), and resolves
+them with the flat profile:
+
+    report.callpaths                    # the document as recorded
+                                        # (psuite.calltree.CallPathProfile)
+    psuite.calltree.thread_trees(report)  # each thread's resolved CallTree
+    rows = report.calltree_records()    # pandas.DataFrame(rows)
+
+calltree_records() gives one row per calling context of every thread:
+the run's identity (source, hostname, pid, rank), "thread" and "tid",
+"path" (a tuple of function names, outermost first), "function" (the
+leaf), "module", "inlined", "inclusive" and "exclusive" samples, "depth"
+(1 for an outermost frame).  E.g. the share of each path of thread 0:
+
+    df = pandas.DataFrame(report.calltree_records())
+    df[df.thread == 0].assign(share=df.inclusive / df[df.depth == 1].inclusive.sum())
+
 Every psprocess and psinv run imports this package, so nothing heavy is
 imported here until read() is called."""
 
@@ -14,14 +33,17 @@ __all__ = ["read"]
 
 def read(path_or_url: str, resolve: bool = True):
     """The report model of one PerfSuite document: a CountReport,
-    ProfileReport (its PCs resolved to source unless resolve is False),
-    ResourceReport, or the reader's error (psuite.errors.InputError)."""
+    ProfileReport (its PCs resolved to source and its call paths to call
+    trees unless resolve is False), ResourceReport, or the reader's error
+    (psuite.errors.InputError).  A companion that names another profile
+    is left out with a warning (warnings.warn)."""
     from psuite.psprocess.inputs import load
     from psuite.report import ProfileReport
 
     report = load(path_or_url)
     if resolve and isinstance(report, ProfileReport):
-        from psuite.psprocess import srcmap
+        from psuite.psprocess import calltree_resolve, srcmap
 
         srcmap.resolve_into(report)
+        calltree_resolve.resolve_into(report)
     return report

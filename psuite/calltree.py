@@ -233,3 +233,38 @@ def thread_trees(report) -> list[ThreadTree]:
                 out.append(ThreadTree(cp.hostname or getattr(r, "hostname", ""), cp.pid or (getattr(r, "pid", 0) or 0),
                                       getattr(r, "rank", None), t.thread, t.tid, t.tree))
     return out
+
+
+def tree_records(tree: CallTree) -> list[dict]:
+    """One row per context of `tree`, parents before children: "path"
+    (function names, outermost first), "function", "module", "inlined",
+    "inclusive", "exclusive", "depth".  One pass, O(nodes)."""
+    inclusive = tree.inclusive_values()
+    rows: list[dict] = []
+    stack: list[tuple[CallNode, tuple[str, ...]]] = [(c, ()) for c in reversed(list(tree.root.children.values()))]
+    while stack:
+        node, above = stack.pop()
+        frame = node.frame
+        path = (*above, frame.function)
+        rows.append({"path": path, "function": frame.function, "module": frame.module, "inlined": frame.inlined,
+                     "inclusive": _number(inclusive[id(node)]), "exclusive": _number(node.exclusive),
+                     "depth": len(path)})
+        stack.extend((c, path) for c in reversed(list(node.children.values())))
+    return rows
+
+
+def merged(trees: Sequence[CallTree]) -> CallTree:
+    """One tree with the values of all `trees` added (threads merged)."""
+    out = CallTree()
+    for tree in trees:
+        stack = [(tree.root, out.root)]
+        while stack:
+            src, dst = stack.pop()
+            dst.exclusive += src.exclusive
+            stack.extend((c, dst.child(c.frame)) for c in src.children.values())
+    return out
+
+
+def _number(v: float) -> float | int:
+    """Sample counts as ints (trees hold floats so that they can be scaled)."""
+    return int(v) if float(v).is_integer() else v

@@ -155,6 +155,35 @@ class ProfileReport(RunInfo):
         return [{**ident, "module": loc.module, "file": loc.file, "function": loc.function, "line": loc.line,
                  "samples": loc.samples} for loc in self.locations]
 
+    def calltree_records(self) -> list[dict]:
+        """One flat row per calling context of every thread's resolved call
+        tree (empty without call paths): the run's identity, "thread" and
+        "tid", "path" (function names, outermost first), "function" (the
+        leaf), "module", "inlined", "inclusive" and "exclusive" samples and
+        "depth" (1 for an outermost frame).  Parents come before children."""
+        from psuite.calltree import thread_trees, tree_records
+
+        ident = self._ident()
+        return [{**ident, "thread": t.thread, "tid": t.tid, **row}
+                for t in thread_trees(self) for row in tree_records(t.tree)]
+
+    def to_dict(self) -> dict:
+        """As RunInfo.to_dict, the call paths summarized ("callpaths": the
+        companion's facts per thread, or null) and the resolved call trees
+        as "calltree" records (see calltree_records), paths as lists."""
+        d = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "callpaths"}
+        cp = self.callpaths
+        d["callpaths"] = None if cp is None else {
+            "source": cp.source, "profile_file": cp.profile_file, "event": cp.event, "threshold": cp.threshold,
+            "maxdepth": cp.maxdepth, "unwinder": cp.unwinder, "samples": cp.samples, "truncated": cp.truncated,
+            "lost": cp.lost, "modules": [{"id": m.id, "file": m.file, "offset": m.offset} for m in cp.modules.values()],
+            "threads": [{"thread": t.thread, "tid": t.tid, "samples": t.samples, "truncated": t.truncated,
+                         "lost": t.lost, "contexts": len(t)} for t in cp.threads]}
+        ident = {"source", "hostname", "pid", "rank"}  # the report's own; "thread" is the tree's
+        d["calltree"] = [{k: list(v) if k == "path" else v for k, v in row.items() if k not in ident}
+                         for row in self.calltree_records()]
+        return d
+
 
 def _plain(value):
     if is_dataclass(value):
@@ -193,6 +222,18 @@ class Statistic:
 
 
 @dataclass
+class PathSpread:
+    """One calling context of combined call trees: its frames' function
+    names (outermost first), its depth, and its inclusive and exclusive
+    samples across the threads combined (0 where a thread has none)."""
+
+    path: tuple[str, ...]
+    depth: int
+    inclusive: Statistic
+    exclusive: Statistic
+
+
+@dataclass
 class MultiReport:
     """Reports combined: counting reports (<multihwpcreport>) with statistics
     per event and metric, or profiles (<multihwpcprofilereport>) with each
@@ -204,6 +245,10 @@ class MultiReport:
     # reports: kept for reference, left out of the statistics (their
     # samples and counts are their threads').
     totals: list = field(default_factory=list)
+    # Combined profiles with call paths: every context of the merged call
+    # tree in tree order (parents first, the larger first among siblings),
+    # with its spread across the threads of every profile.
+    callpath_statistics: list[PathSpread] = field(default_factory=list)
 
     @property
     def of_profiles(self) -> bool:
@@ -213,10 +258,19 @@ class MultiReport:
         """The rows of every report combined."""
         return [row for r in self.reports for row in r.to_records()]
 
+    def calltree_records(self) -> list[dict]:
+        """The call-tree rows of every profile combined (see
+        ProfileReport.calltree_records)."""
+        return [row for r in self.reports if isinstance(r, ProfileReport) for row in r.calltree_records()]
+
     def to_dict(self) -> dict:
-        return {"reports": [r.to_dict() for r in self.reports],
-                "statistics": [dict(vars(s)) for s in self.statistics],
-                "totals": [r.to_dict() for r in self.totals]}
+        d = {"reports": [r.to_dict() for r in self.reports],
+             "statistics": [dict(vars(s)) for s in self.statistics],
+             "totals": [r.to_dict() for r in self.totals]}
+        if self.callpath_statistics:
+            d["callpath_statistics"] = [{"path": list(p.path), "depth": p.depth, "inclusive": dict(vars(p.inclusive)),
+                                         "exclusive": dict(vars(p.exclusive))} for p in self.callpath_statistics]
+        return d
 
 
 @dataclass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import itertools
 import os
 import sys
 from collections.abc import Iterable, Sequence
@@ -16,7 +18,10 @@ Read PerfSuite XML documents (files or http(s) URLs) written by psrun or by
 the original PerfSuite, and print a report: execution and machine
 information, the event counts, and derived metrics (instructions per cycle,
 MFLOPS, cache line reuse, CPU utilization, page faults per second ...).
-A metric is shown only when every event it needs was measured."""
+A metric is shown only when every event it needs was measured.
+Profiles recorded with psrun --callpath come with their calling contexts
+(X.callpaths.xml beside X.xml, read with it): --calltree shows them as a
+call tree, --folded, --speedscope and --pprof export them."""
 
 EPILOG = """\
 metrics: the standard set is configs/metrics.xml (psmetrics format);
@@ -31,15 +36,19 @@ examples:
   psprocess app.1234.host.xml
   psprocess --format json app.*.xml > counts.json
   psprocess -m mymetrics.xml https://example.org/run.xml
+  psprocess --calltree app.1234.host.xml           (top-down call tree)
+  psprocess --calltree bottom-up --threshold 1 --depth 8 app.1234.host.xml
+  psprocess -c --calltree 'app.*.xml'             (threads and ranks merged)
 
 inputs: regular files of at most {max_input} (a 1,000,000-event report is
 about 120 MB) or http(s) URLs of at most {max_url}, fetched within
 {url_timeout:g} s in all (PSUITE_URL_TIMEOUT=SECONDS changes that).
 
-outputs: -o, --gmon, --vprof, --cube (and its .stat) and --write-config
-write a temporary file beside the name and move it into place when it is
-complete, so a failure leaves nothing behind; an existing file is kept
-unless --force is given, and every name is checked before any is written.
+outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube
+(and its .stat) and --write-config write a temporary file beside the name
+and move it into place when it is complete, so a failure leaves nothing
+behind; an existing file is kept unless --force is given, and every name
+is checked before any is written.
 
 exit status: 0 on success, 2 on bad input (unreadable or malformed
 documents, bad metric files, unwritable output)."""
@@ -59,11 +68,26 @@ def build_parser() -> ArgumentParser:
                    help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
     p.add_argument("--threshold", type=_number(0.0, 100.0), default=0.0, metavar="PCT",
-                   help="profiles: leave out entries below PCT percent of the samples")
+                   help="profiles: leave out entries below PCT percent of the samples (call trees: of the "
+                   "inclusive samples)")
+    p.add_argument("--calltree", nargs="?", const="top-down", choices=VIEWS,
+                   metavar="VIEW", help="profiles recorded with psrun --callpath: the call tree instead of the "
+                   "flat report; VIEW is top-down (the default: inclusive and exclusive samples per call path), "
+                   "bottom-up (the hot functions with their callers beneath) or callers (gprof's call graph)")
+    p.add_argument("--depth", type=_whole(1, 100_000), metavar="N",
+                   help="with --calltree top-down or bottom-up: show at most N frames deep")
+    p.add_argument("--per-thread", action="store_true",
+                   help="with --calltree: one tree per thread (default: the threads of a process merged)")
     p.add_output_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
                           "(the executable's samples; gprof ./app FILE)")
     p.add_output_argument("--vprof", metavar="FILE", help="profiles: also write FILE in vprof's vmon.out format "
                           "(version 4; the executable's samples)")
+    p.add_output_argument("--folded", metavar="FILE", help="profiles with call paths: also write FILE as folded "
+                          "stacks (a;b;c 123), read by flamegraph.pl, inferno and speedscope")
+    p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths: also write FILE in "
+                          "speedscope's JSON format")
+    p.add_output_argument("--pprof", metavar="FILE", help="profiles with call paths: also write FILE as pprof's "
+                          "profile.proto (gzip), read by go tool pprof")
     p.add_output_argument("--cube", metavar="FILE.cubex", help="also write a CUBE 4 file (profiles or counting "
                           "reports; with -c, every rank and thread in one cube) and its statistics file FILE.stat")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
@@ -97,11 +121,41 @@ def _number(lo: float, hi: float):
     return parse
 
 
-EXPORTS = ("gmon", "vprof", "cube")  # exporters/<name>.py: targets(path), write(report, path, module, force)
+def _whole(lo: int, hi: int):
+    """argparse type: a whole number from lo to hi."""
+    import argparse
+
+    def parse(text: str) -> int:
+        if not (text.strip().isascii() and text.strip().isdigit() and lo <= int(text) <= hi):
+            raise argparse.ArgumentTypeError(f"takes a whole number from {lo:,} to {hi:,}, not {text!r}")
+        return int(text)
+
+    return parse
+
+
+EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof")  # exporters/<name>.py: targets(path),
+# write(report, path, module, force)
+CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
+
+
+def _bare_calltree(argv: Sequence[str]) -> list[str]:
+    """--calltree followed by an input, not a view, is --calltree top-down:
+    argparse would take the input for the view."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg == "--":
+            break
+        if arg == "--calltree" and (i + 1 == len(out) or out[i + 1] not in VIEWS):
+            out.insert(i + 1, "top-down")
+            break
+    return out
+
+
+VIEWS = ("top-down", "bottom-up", "callers")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_bare_calltree(sys.argv[1:] if argv is None else argv))
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
 
@@ -114,29 +168,70 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError("--module goes with --gmon or --vprof")
     if exports and len(args.inputs) > 1 and not args.combine:
         raise UsageError(f"--{exports[0][0]} exports one report; give one input, or combine them with -c")
-    import importlib
-
-    exporters = {name: importlib.import_module(f"psuite.psprocess.exporters.{name}") for name, _ in exports}
+    if (args.depth or args.per_thread) and not args.calltree:
+        raise UsageError(f"{'--depth' if args.depth else '--per-thread'} goes with --calltree")
+    exporters = {name: _exporter(name) for name, _ in exports}
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
                    [args.output])
     derive = _Metrics(args).derive
+    from psuite.psprocess.inputs import pair_companions
+
+    load = functools.partial(load, warn=_warn)
     if args.combine:
         from psuite.psprocess import combine
 
-        sources = combine.expand(args.inputs)
+        sources = pair_companions(combine.expand(args.inputs))
         subject = combine.combine(sources, load, derive, _resolve, _progress("reading", "reports"))
         reports = [subject]
     else:
-        reports = [_prepare(load(source), derive) for source in args.inputs]
+        reports = [_prepare(load(source), derive) for source in pair_companions(list(args.inputs))]
         subject = reports[0]
+    _check_callpaths(args, exports, reports)
     for name, path in exports:
         done = exporters[name].write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
     if not exports or args.output:
+        from psuite.psprocess.writers import text_calltree
+
+        if args.calltree and args.format == "text":
+            _emit(args, text_calltree.render_chunks(reports, threshold=args.threshold, view=args.calltree,
+                                                     depth=args.depth, per_thread=args.per_thread))
+            return 0
         out = writer(args.format)
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
-        _emit(args, render(reports, threshold=args.threshold))
+        chunks = render(reports, threshold=args.threshold)
+        if args.format == "text":  # say that the call paths are there, and how to see them
+            chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
+        _emit(args, chunks)
     return 0
+
+
+def _exporter(name: str):
+    """exporters/<name>.py, or one line saying this psprocess has none."""
+    import importlib
+
+    try:
+        return importlib.import_module(f"psuite.psprocess.exporters.{name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"psuite.psprocess.exporters.{name}":
+            raise
+        raise UsageError(f"--{name}: this psprocess has no {name} exporter; update psuite") from None
+
+
+def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> None:
+    """--calltree and the call-path exports need profiles with call paths."""
+    from psuite.calltree import thread_trees
+
+    wants = [f"--{name}" for name, _ in exports if name in CALLPATH_EXPORTS]
+    if args.calltree:
+        wants.insert(0, "--calltree")
+    if wants and not any(thread_trees(r) for r in reports):
+        raise UsageError(f"{wants[0]}: {'the inputs have' if len(args.inputs) > 1 else args.inputs[0] + ' has'} "
+                         "no call paths; record them with psrun --callpath")
+
+
+def _warn(message: str) -> None:
+    print(f"psprocess: warning: {message}", file=sys.stderr)
 
 
 def _check_outputs(args, paths: list[str | None]) -> None:
@@ -228,10 +323,13 @@ def _calibrate(args, load) -> int:
 
 
 def _resolve(report) -> None:
-    """PCs to source locations, with progress on a terminal."""
-    from psuite.psprocess import srcmap
+    """PCs to source locations, call paths to call trees, with progress on
+    a terminal."""
+    from psuite.psprocess import calltree_resolve, srcmap
 
     srcmap.resolve_into(report, _progress(f"resolving {report.source}:", "PCs"))
+    if report.callpaths is not None:
+        calltree_resolve.resolve_into(report, _progress(f"resolving {report.callpaths.source}:", "addresses"))
 
 
 def entry() -> int:

@@ -16,7 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
-from psuite.report import CountReport, MultiReport, ProfileReport, Statistic
+from psuite.report import CountReport, MultiReport, PathSpread, ProfileReport, Statistic
 
 
 def expand(inputs: Iterable[str]) -> list[str]:
@@ -124,6 +124,47 @@ def function_spread(reports: list[ProfileReport]) -> list[Statistic]:
     return sorted(stats, key=lambda s: (-s.sum, s.name))
 
 
+def callpath_spread(multi: MultiReport) -> list[PathSpread]:
+    """The call trees of every thread of every profile merged; per calling
+    context, the statistics of its inclusive and exclusive samples across
+    those threads (0 where a thread never was in it), as function_spread
+    gives them per function.  In tree order: parents first, siblings by
+    inclusive samples, most first."""
+    from psuite.calltree import CallNode, CallTree, thread_trees
+
+    trees = thread_trees(multi)
+    if not trees:
+        return []
+    merged = CallTree()
+    values: dict[int, dict[int, tuple[float, float]]] = {}  # id(merged node) -> {member: (incl, excl)}
+    for k, t in enumerate(trees):
+        inclusive = t.tree.inclusive_values()
+        stack = [(t.tree.root, merged.root)]
+        while stack:
+            src, dst = stack.pop()
+            for c in src.children.values():
+                d = dst.child(c.frame)
+                d.exclusive += c.exclusive
+                values.setdefault(id(d), {})[k] = (inclusive[id(c)], c.exclusive)
+                stack.append((c, d))
+    who = [t.label for t in trees]
+    totals = merged.inclusive_values()
+    out: list[PathSpread] = []
+    stack2: list[tuple[CallNode, tuple[str, ...]]] = [(merged.root, ())]
+    while stack2:
+        node, path = stack2.pop()
+        if node is not merged.root:
+            per = values[id(node)]
+            name = ";".join(path)
+            incl = [(per.get(k, (0.0, 0.0))[0], w) for k, w in enumerate(who)]
+            excl = [(per.get(k, (0.0, 0.0))[1], w) for k, w in enumerate(who)]
+            out.append(PathSpread(path, len(path), statistic(name, "callpath", incl),
+                                  statistic(name, "callpath", excl)))
+        children = sorted(node.children.values(), key=lambda c: (-totals[id(c)], c.frame.function))
+        stack2.extend((c, (*path, c.frame.function)) for c in reversed(children))
+    return out
+
+
 def members(report) -> list:
     """The single reports of a document: a multi-document's members, or
     the report itself."""
@@ -185,6 +226,7 @@ def summarize(reports: list) -> MultiReport:
     multi.reports, multi.totals = split_totals(reports)
     if multi.reports and isinstance(multi.reports[0], ProfileReport):
         multi.statistics = function_spread(multi.reports)
+        multi.callpath_statistics = callpath_spread(multi)
     else:
         multi.statistics = compute(multi.reports)
     return multi

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Callable
 
 from psuite.cli_common import one_line, open_input, read_input, read_problem, size_text
 from psuite.errors import InputError, UsageError
@@ -260,15 +261,76 @@ def _timeout(url: str, seconds: float) -> InputError:
                       "longer with PSUITE_URL_TIMEOUT=SECONDS")
 
 
-def load(source: str):
-    """The report model of one document (file or URL)."""
+def load(source: str, warn: Callable[[str], None] | None = None):
+    """The report model of one document (file or URL).  A profile X.xml
+    comes with its call paths when the companion X.callpaths.xml is beside
+    it (a missing one is fine); a companion that names another profile is
+    left out with a warning (`warn`, else warnings.warn)."""
     from psuite.psprocess.readers import read_stream
+    from psuite.report import ProfileReport
 
+    report = _load(source, read_stream)
+    if isinstance(report, ProfileReport) and report.callpaths is None:
+        attach_companion(report, source, warn)
+    return report
+
+
+def _load(source: str, read):
     try:
         with open_source(source) as stream:
-            return read_stream(stream, source)
+            return read(stream, source)
     except OSError as exc:  # the file failing while it is read
         raise InputError(read_problem(source, exc)) from None
     except MemoryError:
         raise InputError(f"out of memory reading {source}; free memory or raise the memory limit "
                          "(ulimit -v)") from None
+
+
+def attach_companion(report, source: str, warn: Callable[[str], None] | None = None) -> None:
+    """report.callpaths from the companion of `source`, when there is one
+    that belongs to it."""
+    from psuite.psprocess.readers import callpaths
+
+    companion = callpaths.companion_name(source)
+    if companion is None:
+        return
+    if _is_url(companion):
+        try:
+            data = _fetch_url(companion)
+        except InputError:  # most profiles have none: not finding it is no error
+            return
+        cp = callpaths.read(io.BytesIO(data), companion)
+    elif os.path.isfile(companion):
+        cp = _load(companion, callpaths.read)
+    else:
+        return
+    why = callpaths.check_belongs(cp, source, report.pid)
+    if why:
+        message = f"{companion} is not the call paths of {source} ({why}); left out"
+        if warn is None:
+            import warnings
+
+            warnings.warn(message, stacklevel=3)
+        else:
+            warn(message)
+        return
+    report.callpaths = cp
+
+
+def pair_companions(sources: list[str]) -> list[str]:
+    """The inputs without the companions (X.callpaths.xml) whose profile
+    X.xml is among them too: reading the profile reads its companion, and
+    each is reported once.  A companion alone stays, read on its own."""
+    from psuite.psprocess.readers import callpaths
+
+    def key(s: str) -> str:
+        return s if "://" in s else os.path.realpath(s)
+
+    profiles = {key(s) for s in sources if not s.endswith(callpaths.SUFFIX)}
+    out = []
+    for s in sources:
+        profile = callpaths.profile_name(s)
+        if profile is not None and key(profile) in profiles:
+            continue
+        out.append(s)
+    return out

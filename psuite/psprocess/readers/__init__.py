@@ -4,6 +4,7 @@ accepts(root) and read(root, document); document.py does the parsing."""
 
 from __future__ import annotations
 
+import io
 from typing import IO
 
 from psuite.errors import InputError
@@ -22,9 +23,18 @@ def read_document(doc: Document):
     kind = f"<{root.tag}{f' mode={mode!r}' if mode else ''}>"
     raise InputError(f"{doc.source}: {kind} documents are not supported by this psprocess (it reads "
                      "<hwpcreport> in count and profile mode, <hwpcprofilereport>, <multihwpcreport>, "
-                     "<multihwpcprofilereport> and <resourcereport>)")
+                     "<multihwpcprofilereport>, <resourcereport> and <callpaths>)")
 
 
 def read_stream(stream: IO[bytes], source: str):
-    """The report model of one document, parsed from a binary stream."""
+    """The report model of one document, parsed from a binary stream.  A
+    <callpaths> companion read on its own is a ProfileReport of its call
+    paths (readers/callpaths.py streams it with a parser of its own)."""
+    from psuite.psprocess.readers import callpaths
+
+    if not hasattr(stream, "peek"):  # look at the first bytes without consuming them
+        stream = io.BufferedReader(stream)  # type: ignore[arg-type]
+    head = stream.peek(4096)[:4096]  # type: ignore[attr-defined]
+    if callpaths.is_callpaths(head):
+        return callpaths.report_alone(callpaths.read(stream, source))
     return read_document(parse(stream, source))

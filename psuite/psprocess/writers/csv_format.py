@@ -5,7 +5,13 @@ of every report combined (ready for pandas to group).
 
 Columns (stable): source, hostname, pid, thread, kind ("event"|"metric"|
 "location"), name, value, description.  For a location, name is the
-function, value its samples, description "file:line (module)"."""
+function, value its samples, description "file:line (module)".
+
+Profiles with call paths add one row per calling context of every
+thread (kind "callpath": name the leaf function, value its inclusive
+samples, description its module, thread the psuite thread number) and
+three columns after these (empty in the other rows): path (the frames'
+functions, outermost first, joined with ";"), exclusive (samples), depth."""
 
 from __future__ import annotations
 
@@ -19,13 +25,31 @@ EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
 
 
+CALLPATH_COLUMNS = ("path", "exclusive", "depth")
+
+
+class _Padded:
+    """A csv writer whose rows get empty cells for the call-path columns."""
+
+    def __init__(self, writer, extra: int) -> None:
+        self.writer, self.pad = writer, ("",) * extra
+
+    def writerow(self, row) -> None:
+        self.writer.writerow((*row, *self.pad))
+
+
 def render(reports: list[CountReport], **_options) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    w.writerow(COLUMNS)
     desc = descriptions()
     # A combined document (alone, or among other inputs): the rows of the reports combined.
     reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else [r])]
+    trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
+    if any(trees.values()):
+        w = _Padded(w, len(CALLPATH_COLUMNS))
+        w.writer.writerow(COLUMNS + CALLPATH_COLUMNS)
+    else:
+        w.writerow(COLUMNS)
     for r in reports:
         if isinstance(r, ResourceReport):
             ident = (r.source, r.hostname, r.pid if r.pid is not None else "", "")
@@ -37,6 +61,10 @@ def render(reports: list[CountReport], **_options) -> str:
         if isinstance(r, ProfileReport):
             for loc in sorted(r.locations, key=lambda loc: -loc.samples):
                 w.writerow((*ident, "location", loc.function, loc.samples, f"{loc.file}:{loc.line} ({loc.module})"))
+            for row in trees.get(id(r), []):
+                w.writer.writerow((r.source, r.hostname, r.pid if r.pid is not None else "", row["thread"], "callpath",
+                                   row["function"], row["inclusive"], row["module"], ";".join(row["path"]),
+                                   row["exclusive"], row["depth"]))
             continue
         for e in r.events:
             w.writerow((*ident, "event", e.name, e.count, e.description or desc.get(canonical(e.name), "")))

@@ -14,13 +14,26 @@ Profiles: schema "psuite.profile/1", each report with the execution fields
 above and "profile_class", "profile_version", "event", "event_type",
 "domain", "threshold", "total_samples", "mapper",
     "modules":   [{"file", "offset", "samples": {pc: count}}],
-    "locations": [{"module", "file", "function", "line", "samples"}].
+    "locations": [{"module", "file", "function", "line", "samples"}],
+    "callpaths": null, or for a profile recorded with psrun --callpath
+                 {"source", "profile_file", "event", "threshold", "maxdepth",
+                  "unwinder", "samples", "truncated", "lost",
+                  "modules": [{"id", "file", "offset"}],
+                  "threads": [{"thread", "tid", "samples", "truncated", "lost",
+                               "contexts"}]},
+    "calltree":  [{"thread", "tid", "path" (function names, outermost
+                   first), "function", "module", "inlined", "inclusive",
+                   "exclusive", "depth"}] (one per calling context, parents
+                   first; empty without call paths).
 Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
 (as above) and "statistics": [{"name", "kind" ("event"|"metric"), "count",
 "sum", "mean", "min", "min_who", "max", "max_who", "stddev" (population),
 "q1", "median", "q3", "imbalance" (max/mean or null)}].  Combined profiles:
 "psuite.multiprofile/1", the profiles as above and one statistic of kind
-"function" per function (its samples in each profile, 0 where absent).
+"function" per function (its samples in each profile, 0 where absent);
+with call paths also "callpath_statistics": [{"path", "depth", "inclusive",
+"exclusive"}] per context of the merged call tree (tree order), inclusive
+and exclusive each a statistic as above across every thread combined.
 Resource reports (psrun -R): schema "psuite.resource/1", the fields of
 psuite.report.ResourceReport.  A mix of kinds is "psuite.report/1"; every
 report then says its "kind" ("count", "profile" or "resource", or "multi"
