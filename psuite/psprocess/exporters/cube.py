@@ -127,9 +127,9 @@ def _profile_model(reports: list[ProfileReport]):
     return names, regions, cnode_of, metrics, timer
 
 
-def _profile_metrics(first: ProfileReport) -> tuple[list[_Metric], bool]:
-    """A profile's two metrics: samples, and time (timer sources) or
-    estimated events; and whether the source is a timer."""
+def _profile_metrics(first: ProfileReport | SourceTree) -> tuple[list[_Metric], bool]:
+    """The two metrics of a profile (or of call paths): samples, and time
+    (timer sources) or estimated events; and whether the source is a timer."""
     timer = bool(first.is_timer and first.threshold)
     samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
     second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
@@ -137,7 +137,7 @@ def _profile_metrics(first: ProfileReport) -> tuple[list[_Metric], bool]:
     return [samples, second], timer
 
 
-def _per_sample(r: ProfileReport, timer: bool) -> float:
+def _per_sample(r: ProfileReport | SourceTree, timer: bool) -> float:
     """What one sample of r adds to the second metric: seconds, or events."""
     return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
 
@@ -174,7 +174,7 @@ def _calltrees(reports: list[ProfileReport]) -> list[SourceTree] | None:
     return source_trees(MultiReport(reports=reports) if len(reports) > 1 else reports[0], "--cube")
 
 
-def _calltree_model(first: ProfileReport, calltrees: list[SourceTree], where: list[int]):
+def _calltree_model(calltrees: list[SourceTree], where: list[int]):
     """Regions (one per function, Frame.key), cnodes (region, depth) in
     depth-first order for the threads' trees merged, and the two metrics
     filled with each thread's exclusive values."""
@@ -209,9 +209,9 @@ def _calltree_model(first: ProfileReport, calltrees: list[SourceTree], where: li
         depth[id(node)] = depth[id(node.parent)] + 1
         cnodes.append((r["id"], depth[id(node)]))
         cnode_of[id(node)] = len(cnodes)
-    (samples, second), timer = _profile_metrics(first)
+    (samples, second), timer = _profile_metrics(calltrees[0])
     for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
-        scale = _per_sample(st.report, timer)
+        scale = _per_sample(st, timer)
         for u, v in values:
             key = (cnode_of[id(u)], loc_id)
             samples.values[key] = samples.values.get(key, 0) + v
@@ -359,7 +359,7 @@ def write(obj, path: str, module: str | None = None, force: bool = False) -> str
     if calltrees:
         tree, where = _locations([_Where.of(st) for st in calltrees])
         nloc = len(calltrees)
-        names, regions, cnodes, metrics = _calltree_model(reports[0], calltrees, where)
+        names, regions, cnodes, metrics = _calltree_model(calltrees, where)
     else:
         tree, where = _locations(reports)
         nloc = len(reports)

@@ -33,6 +33,7 @@ import gzip
 from psuite._version import __version__
 from psuite.calltree import Frame
 from psuite.psprocess.exporters.calltree_common import (
+    SourceTree,
     executable,
     frame_file,
     frame_name,
@@ -140,13 +141,14 @@ def location_ids(path: tuple[Frame, ...], tables: _Tables) -> list[int]:
     return [tables.location(g) for g in reversed(groups)]
 
 
-def _value_types(report) -> tuple[list[tuple[str, str]], int]:
-    """The sample types and the period (in the last type's unit)."""
-    us = microseconds_per_sample(report)
+def _value_types(st: SourceTree) -> tuple[list[tuple[str, str]], int]:
+    """The sample types of a tree's source and its period (in the last
+    type's unit)."""
+    us = microseconds_per_sample(st)
     if us:
-        return [("samples", "count"), ("wall" if report.event == "ITIMER_REAL" else "cpu", "nanoseconds")], us * 1000
-    if report.threshold:
-        return [("samples", "count"), (report.event or "events", "count")], report.threshold
+        return [("samples", "count"), ("wall" if st.event == "ITIMER_REAL" else "cpu", "nanoseconds")], us * 1000
+    if st.threshold:
+        return [("samples", "count"), (st.event or "events", "count")], st.threshold
     return [("samples", "count")], 1
 
 
@@ -166,7 +168,7 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
 
     trees = source_trees(report, "--pprof")
     members = getattr(report, "reports", None) or [report]
-    types, period = _value_types(trees[0].report)
+    types, period = _value_types(trees[0])
     s = _Strings()
     tables = _Tables(s)
     tables.mapping(executable(trees))  # the program's module first: pprof names the profile after mapping 1
@@ -178,7 +180,7 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
         thread_key = s("thread")
         for st in trees:
             label = field_bytes(3, field_varint(1, thread_key) + field_varint(2, s(text(st.thread.label))))
-            per_sample = _value_types(st.report)[1] if len(types) > 1 else 1
+            per_sample = _value_types(st)[1] if len(types) > 1 else 1
             for p, value in st.thread.tree.paths():
                 samples = int(value + 0.5)
                 if samples <= 0:
