@@ -419,3 +419,20 @@ def test_url_profile_comes_with_its_companion_url(real_profile, server):  # noqa
     Path(reader.companion_name(str(real_profile))).unlink()
     r = psuite.read(url)  # no companion on the server: fine
     assert r.callpaths is None and r.locations
+
+
+def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
+    """psrun -p: thread reports and the process total; the process's call
+    paths came with the total, which combining leaves out: they stay, once."""
+    import dataclasses
+
+    from psuite.psprocess import combine
+
+    path = write_alone(tmp_path, program, [(0, KNOWN), (1, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
+    total = psuite.read(str(path))
+    total = dataclasses.replace(total, thread="0", annotation="process total", generator="psuite 0.1.0")
+    threads = [dataclasses.replace(total, thread=str(k), annotation="", callpaths=None) for k in (1, 2)]
+    multi = combine.summarize([total, *threads])
+    assert multi.totals == [total] and total.callpaths is None
+    assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [0, 1]
+    assert multi.callpath_statistics[0].inclusive.sum == 110
