@@ -436,3 +436,41 @@ def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
     assert multi.totals == [total] and total.callpaths is None
     assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [0, 1]
     assert multi.callpath_statistics[0].inclusive.sum == 110
+
+
+def test_mutated_documents_fail_in_one_line_or_read(program, tmp_path):
+    """1,500 deterministic mutations of a valid document (bytes flipped,
+    cut, attributes duplicated): each is read and resolved, or refused
+    with an InputError; never another exception."""
+    import random
+
+    from psuite.psprocess import calltree_resolve
+
+    good = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2)])],
+                         truncated=1).encode()
+    rng = random.Random(14)
+    outcomes = {"read": 0, "refused": 0}
+    for _ in range(1500):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(data) + 1)
+            op = rng.randrange(4)
+            if op == 0 and i < len(data):
+                data[i] = rng.choice(b'0123456789abcdefxz<>"=/ -')
+            elif op == 1:
+                del data[i:i + rng.randint(1, 40)]
+            elif op == 2:
+                data[i:i] = rng.choice([b' samples="99999999999999999999"', b' parent="0"', b' kind="blocked"',
+                                        b' addr="ffffffffffffffffff"', b' module="0"', b"\xff\xfe"])
+            else:
+                data = data[:i]
+        try:
+            cp = reader.read(io.BytesIO(bytes(data)), "m.callpaths.xml")
+        except InputError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("m.callpaths.xml")
+            outcomes["refused"] += 1
+            continue
+        calltree_resolve.resolve(cp)
+        assert all(t.tree.total() == t.samples for t in cp.threads)
+        outcomes["read"] += 1
+    assert outcomes["read"] > 20 and outcomes["refused"] > 500, outcomes
