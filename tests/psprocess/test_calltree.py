@@ -474,3 +474,15 @@ def test_mutated_documents_fail_in_one_line_or_read(program, tmp_path):
         assert all(t.tree.total() == t.samples for t in cp.threads)
         outcomes["read"] += 1
     assert outcomes["read"] > 20 and outcomes["refused"] > 500, outcomes
+
+
+def test_the_test_documents_are_valid_against_the_schema(program):
+    """The companions these tests write are what the format says."""
+    from lxml import etree
+
+    from psuite.formats import callpaths_schema
+
+    schema = etree.XMLSchema(etree.parse(callpaths_schema()))
+    doc = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2),
+                                                                           (0, "blocked", 0), (3, "work!", 1)])])
+    schema.assertValid(etree.fromstring(doc.encode()))
