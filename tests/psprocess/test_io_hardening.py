@@ -191,7 +191,8 @@ def test_force_goes_with_every_file_writing_option(report, profile_report, workd
         assert run_tool("psprocess", "--force", option, str(target), *args).returncode == 0
         assert target.read_bytes() != b"precious"
     line = one_line_error(run_tool("psprocess", "--force", str(report)), "psprocess")
-    assert line == ("psprocess: --force goes with -o/--output, --gmon, --vprof, --cube or --write-config (it lets "
+    assert line == ("psprocess: --force goes with -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, "
+                    "--cube or --write-config (it lets "
                     "an existing file be replaced) (see psprocess --help)")
     assert leftovers(workdir) == []
 
@@ -199,8 +200,10 @@ def test_force_goes_with_every_file_writing_option(report, profile_report, workd
 def test_help_describes_force():
     p = run_tool("psprocess", "--help")
     text = " ".join(p.stdout.split())
-    assert "--force let -o/--output, --gmon, --vprof, --cube or --write-config replace a file that exists" in text
-    assert "outputs: -o, --gmon, --vprof, --cube (and its .stat) and --write-config write a temporary file" in text
+    assert ("--force let -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, --cube or --write-config "
+            "replace a file that exists") in text
+    assert ("outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube (and its .stat) and "
+            "--write-config write a temporary file") in text
     assert "regular files of at most 2 GiB" in text and "PSUITE_URL_TIMEOUT" in text
 
 
