@@ -145,6 +145,50 @@ static unsigned long long uc_pc(const ucontext_t *uc)
 #endif
 }
 
+#if defined(__x86_64__)
+/* The module-map entry holding a, or NULL. */
+static const ps_module_t *module_at(const ps_module_t *v, int n, unsigned long long a)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (a < v[mid].lo)
+            hi = mid - 1;
+        else if (a >= v[mid].hi)
+            lo = mid + 1;
+        else
+            return &v[mid];
+    }
+    return NULL;
+}
+
+/* A frameless leaf (GCC keeps leaves without a frame even with
+ * -fno-omit-frame-pointer) leaves its return address at the stack
+ * pointer and the caller's frame in rbp: without this its caller would be
+ * missing.  [sp] is taken as the return address when it follows a direct
+ * call (e8 rel32) to code at most 1 MiB before the PC, in the same loaded
+ * object; only mapped code is read. */
+static unsigned long long leaf_return(unsigned long long pc, unsigned long long sp, unsigned long long stack_hi)
+{
+    if (!stack_hi || sp >= stack_hi || sp + 8 > stack_hi || (sp & 7))
+        return 0;
+    unsigned long long r = *(const unsigned long long *)sp, found = 0;
+    const ps_module_t *v;
+    int n;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    const ps_module_t *m = module_at(v, n, r), *here = module_at(v, n, pc);
+    if (m && here && m->base == here->base && r - 5 >= m->lo && *(const unsigned char *)(r - 5) == 0xe8) {
+        int rel;
+        memcpy(&rel, (const void *)(r - 4), sizeof rel);
+        unsigned long long target = r + (unsigned long long)(long long)rel;
+        if (target <= pc && pc - target < (1u << 20))
+            found = r;
+    }
+    ps_modules_release(held);
+    return found;
+}
+#endif
+
 /* From the interrupted frame's frame pointer, within [sp, stack_hi). */
 static int fp_walk(const ucontext_t *uc, void **frames, int cap, unsigned long long stack_hi, int *more)
 {
@@ -153,6 +197,9 @@ static int fp_walk(const ucontext_t *uc, void **frames, int cap, unsigned long l
 #if defined(__x86_64__)
     unsigned long long fp = (unsigned long long)uc->uc_mcontext.gregs[REG_RBP];
     unsigned long long sp = (unsigned long long)uc->uc_mcontext.gregs[REG_RSP];
+    unsigned long long leaf = leaf_return(uc_pc(uc), sp, stack_hi);
+    if (leaf && n < cap)
+        frames[n++] = (void *)leaf;
     while (stack_hi && fp >= sp && fp + 16 <= stack_hi && !(fp & 7)) {
         const unsigned long long *f = (const unsigned long long *)fp;
         if (!f[1])
@@ -161,7 +208,8 @@ static int fp_walk(const ucontext_t *uc, void **frames, int cap, unsigned long l
             *more = 1;
             break;
         }
-        frames[n++] = (void *)f[1];
+        if (n != 2 || !leaf || f[1] != leaf) /* a framed function's own return address: once */
+            frames[n++] = (void *)f[1];
         if (f[0] <= fp)
             break;
         fp = f[0];
