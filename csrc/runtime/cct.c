@@ -3,7 +3,7 @@
  * outermost in, then counts itself at its innermost node.  Each live
  * thread's tree is one mapping reserved with MAP_NORESERVE at its start -
  * a header, the unwinder's frame buffers, an open-addressing hash of the
- * nodes (bounded probes) and the node array, used in order - so resident
+ * nodes (bounded probes, see child()) and the node array, used in order - so resident
  * memory grows with distinct contexts, not with samples, and the handler
  * neither allocates nor locks.  Insertion is lock-free (a CAS claims a
  * hash slot), since the ITIMER_REAL sampler thread adds blocked samples to
@@ -24,7 +24,8 @@
 #include "internal.h"
 
 #define DEFAULT_NODES (1u << 18)
-#define MAX_PROBE 64
+#define MAX_PROBE 128
+#define WINDOW_LOG2 8 /* a node's children start within 256 slots of its own */
 #define SCRATCH_EXTRA 40 /* the handler's own frames before the interrupted PC */
 
 struct ps_cct {
@@ -78,7 +79,7 @@ static size_t align(size_t n) { return (n + 63) & ~(size_t)63; }
 ps_cct_t *ps_cct_new(void)
 {
     unsigned slots = 2;
-    while (slots < 2 * capacity)
+    while (slots < 2 * capacity + (1u << WINDOW_LOG2) + MAX_PROBE)
         slots <<= 1;
     int scratch_cap = maxdepth + 1 + SCRATCH_EXTRA;
     size_t off_cache_addr = align(sizeof(ps_cct_t));
@@ -120,12 +121,15 @@ void ps_cct_thread_warm(ps_cct_t *c)
 }
 
 /* The child of parent with (addr, kind), added if new; 0 when the tree is
- * full or the probes run out. */
+ * full or the probes run out.  A node's children have their home slots in
+ * a window just past slot 2 * parent: nodes are numbered in order of
+ * creation, so the slots in use stay together at the start of the hash
+ * and its resident pages grow with the contexts (8 bytes each), instead of
+ * one page per context a hash over the whole table would touch. */
 static unsigned child(ps_cct_t *c, unsigned parent, unsigned long long addr, unsigned kind)
 {
-    unsigned long long h = (addr ^ ((unsigned long long)parent << 20) ^ ((unsigned long long)kind << 60)) *
-                           0x9E3779B97F4A7C15ull;
-    unsigned i = (unsigned)(h >> 32);
+    unsigned long long h = (addr ^ ((unsigned long long)kind << 60)) * 0x9E3779B97F4A7C15ull;
+    unsigned i = 2 * parent + (unsigned)(h >> (64 - WINDOW_LOG2));
     for (unsigned probe = 0; probe < MAX_PROBE; probe++) {
         unsigned *slot = &c->hash[(i + probe) & c->mask];
         unsigned n = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
