@@ -36,6 +36,7 @@ struct ps_cct {
     unsigned long long next;    /* the next free node (may pass cap: then full) */
     unsigned long long samples, truncated, lost;
     unsigned last_leaf;         /* the last sample's innermost node */
+    unsigned gen, cache_gen;    /* gen: bumped when nodes are retagged (dlclose): the path cache is dropped */
     int busy;                   /* the handler is on this tree (its thread) */
     unsigned long long stack_hi;
     size_t resident;            /* retired: what the live tree had in memory */
@@ -154,6 +155,8 @@ static unsigned child(ps_cct_t *c, unsigned parent, unsigned long long addr, uns
     return 0;
 }
 
+static unsigned used_nodes(const ps_cct_t *c);
+
 void ps_cct_lost(ps_cct_t *c, unsigned long long n)
 {
     if (c)
@@ -178,6 +181,11 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
         return;
     }
     c->busy = 1;
+    unsigned gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+    if (gen != c->cache_gen) { /* a module was unloaded: its nodes are no longer anyone's parents */
+        c->cache_depth = 0;
+        c->cache_gen = gen;
+    }
     int more = 0;
     void **f = c->frames;
     int got = ps_unwind(uc, f, maxdepth, c->scratch, c->scratch_cap, c->stack_hi, &more);
@@ -240,6 +248,23 @@ void ps_cct_again(ps_cct_t *c)
         count_leaf(c, leaf, 1, 0);
     else
         ps_cct_lost(c, 1);
+}
+
+void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module)
+{
+    if (!c || module < 0 || module >= (1 << 20))
+        return;
+    unsigned n = used_nodes(c);
+    for (unsigned i = 1; i < n; i++) {
+        ps_cpnode_t *node = &c->nodes[i];
+        unsigned kind = __atomic_load_n(&node->kind, __ATOMIC_RELAXED);
+        if ((kind != PS_CP_CALL && kind != PS_CP_SAMPLE) || !node->addr)
+            continue;
+        unsigned long long a = node->addr - (kind == PS_CP_CALL);
+        if (a >= lo && a < hi)
+            __atomic_store_n(&node->kind, kind | ((unsigned)(module + 1) << PS_CP_RETIRED_SHIFT), __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
 }
 
 static unsigned used_nodes(const ps_cct_t *c)

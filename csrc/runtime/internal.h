@@ -262,6 +262,9 @@ typedef struct {
     unsigned parent, kind;      /* PS_CP_* */
 } ps_cpnode_t;
 enum { PS_CP_CALL = 0, PS_CP_SAMPLE, PS_CP_TRUNCATED, PS_CP_BLOCKED, PS_CP_DEAD };
+/* kind >> PS_CP_RETIRED_SHIFT: 1 + the retired module (ps_sampler_retired_module)
+ * of a node whose module was unloaded with dlclose, 0 otherwise */
+#define PS_CP_RETIRED_SHIFT 8
 int ps_cct_init(int maxdepth);                /* capacity from PSUITE_CALLPATH_NODES; 0 ok */
 int ps_cct_verbose(void);                     /* PSUITE_VERBOSE was set: the trees' memory is said at the end */
 size_t ps_cct_node_bytes(void);
@@ -274,6 +277,9 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n);
 void ps_cct_blocked(ps_cct_t *c, unsigned long long pc);  /* ITIMER_REAL: a blocked thread's PC from /proc */
 void ps_cct_again(ps_cct_t *c);               /* one more sample at the last sample's leaf (run-queue wait) */
 void ps_cct_lost(ps_cct_t *c, unsigned long long n);
+/* dlclose: the nodes in [lo, hi) marked as the retired module's, so that
+ * what is loaded there next gets nodes of its own. */
+void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module);
 ps_cct_t *ps_cct_retire(ps_cct_t *c);         /* an ended thread's tree, compacted (c freed); c without memory */
 void ps_cct_free(ps_cct_t *c);
 /* Reading a tree (its nodes 1 .. n-1: node 0 is the root). */

@@ -916,6 +916,7 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
     int n = ps_sampler_nthreads();
     for (int i = 0; module >= 0 && i < n; i++) {
         ps_sthread_t *t = &threads[i];
+        ps_cct_retag(t->cct, lo, hi, module);
         ps_slot_t *v = t->table ? t->table : t->kept;
         unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
         if (t->table && !__atomic_load_n(&t->nused, __ATOMIC_ACQUIRE))

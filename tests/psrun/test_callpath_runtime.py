@@ -249,6 +249,48 @@ def test_dlopened_library_in_the_path(built, workdir):
     assert total > 100 and good >= 0.9 * total, paths
 
 
+def test_loader_busy_in_another_thread(built, workdir):
+    """dlopen/dlclose in a loop on one thread (the loader's lock held most of
+    the time) while another is sampled: the handler never waits for it."""
+    p = callpath_run(built["cpt"], "dlstress", built["libcplib.so"], CHAIN_N)
+    assert p.returncode == 0, p.stderr
+    assert int(p.stdout.split()[0]) > 10, p.stdout  # "N loads"
+    flat, comp, _ = only_pair(workdir)
+    total, samples, lost = totals(flat, comp)
+    assert total == samples + lost and samples > 0.95 * total
+    paths = sample_paths(comp, comp.find("thread"), {"cpt": Symbols(built["cpt"])})
+    in_work = {k: v for k, v in paths.items() if own_frames(k)[-1:] == ("work",)}
+    assert sum(v for k, v in in_work.items() if own_frames(k) in EXPECTED) >= 0.95 * sum(in_work.values())
+
+
+def test_program_calls_dl_iterate_phdr_itself(built, workdir):
+    bare = subprocess.run([built["cpt"], "phdr"], capture_output=True, text=True, check=True).stdout
+    p = callpath_run(built["cpt"], "phdr")
+    assert p.returncode == 0, p.stderr
+    assert "libc found" in p.stdout and int(p.stdout.split()[0]) > int(bare.split()[0])  # psuite's own objects too
+
+
+def test_unloaded_plugin_keeps_its_module(workdir, tmp_path):
+    src = TARGETS / "profile"
+    for name in ("plugin_a", "plugin_b"):
+        subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(tmp_path / f"{name}.so"), str(src / f"{name}.c")], check=True
+        )
+    subprocess.run(["cc", "-O2", "-o", str(tmp_path / "plugin_main"), str(src / "plugin_main.c"), "-ldl"], check=True)
+    p = callpath_run(str(tmp_path / "plugin_main"), str(tmp_path / "plugin_a.so"), str(tmp_path / "plugin_b.so"), "0.3")
+    assert p.returncode == 0, p.stderr
+    flat, comp, _ = only_pair(workdir)
+    ids = {m.get("file"): m.get("id") for m in comp.findall("module")}
+    assert str(tmp_path / "plugin_a.so") in ids and str(tmp_path / "plugin_b.so") in ids
+    leaves = Counter()
+    for n in comp.find("thread").findall("node"):
+        leaves[n.get("module")] += int(n.get("samples", "0"))
+    # each plugin ran 0.3 s of CPU: both hold samples, the unloaded one under its own id
+    assert leaves[ids[str(tmp_path / "plugin_a.so")]] > 100 and leaves[ids[str(tmp_path / "plugin_b.so")]] > 100
+    total, samples, lost = totals(flat, comp)
+    assert total == samples + lost
+
+
 # ---- threads, truncation, lost --------------------------------------------------------
 
 

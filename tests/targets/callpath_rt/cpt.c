@@ -5,8 +5,13 @@
  *   dl LIB N           main -> via_lib -> LIB's lib_entry -> lib_work (dlopen'd)
  *   sleep MS N         main -> a -> work (N), then main -> nap -> nanosleep (MS)
  *   fork N             chain in the parent and in a forked child
+ *   dlstress LIB N     chain while another thread dlopens and dlcloses LIB
+ *                      in a loop (the loader's lock taken all the time)
+ *   phdr               counts the objects dl_iterate_phdr shows, says if libc is one
  * then, by argv[3] or the last argument: "exit" (default), "_exit", "segv". */
+#define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -87,6 +92,29 @@ NOINLINE double via_lib(double (*entry)(long), long n)
 }
 
 static volatile double sink;
+static volatile int stop;
+
+static void *loader(void *arg)
+{
+    long rounds = 0;
+    while (!stop) {
+        void *h = dlopen((const char *)arg, RTLD_NOW);
+        if (h)
+            dlclose(h);
+        rounds++;
+    }
+    return (void *)rounds;
+}
+
+static int seen(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    int *found = data;
+    found[0]++;
+    if (info->dlpi_name && strstr(info->dlpi_name, "libc.so"))
+        found[1] = 1;
+    return 0;
+}
 
 static void chain(long n)
 {
@@ -125,6 +153,18 @@ int main(int argc, char **argv)
     } else if (!strcmp(mode, "sleep")) {
         sink += a(atol(argv[3]));
         sink += nap(atol(argv[2]));
+    } else if (!strcmp(mode, "dlstress")) {
+        pthread_t t;
+        void *rounds;
+        pthread_create(&t, NULL, loader, argv[2]);
+        chain(atol(argv[3]));
+        stop = 1;
+        pthread_join(t, &rounds);
+        printf("%ld loads\n", (long)rounds);
+    } else if (!strcmp(mode, "phdr")) {
+        int found[2] = {0, 0};
+        dl_iterate_phdr(seen, found);
+        printf("%d objects, libc %s\n", found[0], found[1] ? "found" : "missing");
     } else if (!strcmp(mode, "fork")) {
         pid_t pid = fork();
         chain(atol(argv[2]));
