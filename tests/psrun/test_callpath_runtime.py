@@ -449,3 +449,27 @@ def test_fork_child_writes_its_own_with_follow(built, workdir):
     for flat, comp in pairs:
         total, samples, lost = totals(validate(flat, "hwpcreport-0.3.dtd"), companion_root(comp))
         assert total > 20 and total == samples + lost
+
+
+def test_exec_writes_the_companion_before_it(targets, workdir):
+    """exec'd into sh: the program's profile and companion are written before
+    the exec (sh, preloaded too, writes its own pair)."""
+    p = callpath_run(targets["exit_paths"], "exec")
+    assert p.returncode == 4, p.stderr
+    pairs = documents(workdir)
+    assert pairs and all(c is not None for _, c in pairs), pairs
+    mine = [(f, c) for f, c in pairs if f.name.startswith("exit_paths.")]
+    assert len(mine) == 1
+    total, samples, lost = totals(validate(mine[0][0], "hwpcreport-0.3.dtd"), companion_root(mine[0][1]))
+    assert total == samples + lost
+
+
+def test_failed_exec_takes_the_companion_back(targets, workdir):
+    p = callpath_run(targets["exit_paths"], "exec_fail_after", "2")
+    assert p.returncode == 5, p.stderr
+    pairs = documents(workdir)
+    assert len(pairs) == 1 and pairs[0][1] is not None, [x.name for x in workdir.iterdir()]
+    flat, comp = validate(pairs[0][0], "hwpcreport-0.3.dtd"), companion_root(pairs[0][1])
+    total, samples, lost = totals(flat, comp)
+    assert total > 500 and total == samples + lost  # 3 threads x 0.3 s after the failed exec
+    assert len(comp.findall("thread")) == 3
