@@ -64,7 +64,8 @@ extern char **environ;
 static const char HELP[] =
 "usage: psrun [-h] [--version] [-c FILE] [-e LIST] [--domain {user,kernel,all}]\n"
 "             [--backend {PAPI,perf_event}] [-o PREFIX] [-d DIR] [-q]\n"
-"             [--profile SOURCE] [--period N] [-p] [-R] [--interval SEC] [-f]\n"
+"             [--profile SOURCE] [--period N] [--callpath[=DEPTH]] [-p] [-R]\n"
+"             [--interval SEC] [-f]\n"
 "             ...\n"
 "\n"
 "psrun starts the program with psuite's C library preloaded; the library\n"
@@ -99,6 +100,11 @@ static const char HELP[] =
 "                        PAPI_TOT_CYC ...)\n"
 "  --period N            sampling period: microseconds for the timers (default\n"
 "                        10000), events between samples for an event\n"
+"  --callpath[=DEPTH]    also record each sample's calling context, up to\n"
+"                        DEPTH frames (default 128, at most 1024), into a\n"
+"                        companion <exe>.<pid>.<host>.callpaths.xml beside the\n"
+"                        profile; without --profile or a <ps_hwpc_profile>\n"
+"                        configuration it samples ITIMER_PROF\n"
 "  -p, --per-thread      also one report per thread\n"
 "  -R, --resources       also a resource report: load, memory, CPU time,\n"
 "                        faults, sampled while the program runs\n"
@@ -122,6 +128,10 @@ static const char HELP[] =
 "ITIMER_PROF and ITIMER_VIRTUAL on perf_event, the kernel tick (e.g. 4000 us\n"
 "at 250 Hz) where they fall back on POSIX CPU-time timers, 1000 us for\n"
 "ITIMER_REAL, 100000 (ns) for task-clock and cpu-clock overflow.\n"
+"call paths (--callpath, or callpath=\"yes|no|N\" on <ps_hwpc_profile>): stacks\n"
+"are unwound in the program with libunwind (libunwind.so.8, found at run\n"
+"time), else libgcc_s, else frame pointers (psrun says which); deeper\n"
+"stacks keep their innermost DEPTH frames and are counted as truncated.\n"
 "\n"
 "output: <exe>.<pid>.<host>.xml in the current directory; -o PREFIX sets the\n"
 "first part, -d DIR the directory (also PSUITE_OUTPUT_PREFIX,\n"
@@ -141,6 +151,7 @@ static const char HELP[] =
 "  psrun -e PAPI_TOT_CYC,PAPI_TOT_INS ./app\n"
 "  psrun -c mylist.xml -d results/ ./app\n"
 "  psrun --profile ITIMER_PROF --period 1000 ./app\n"
+"  psrun --callpath --period 1000 ./app\n"
 "  psprocess app.*.xml\n";
 
 /* ---- messages: stderr only, never an error for psrun ---------------- */
@@ -197,7 +208,7 @@ static __attribute__((noreturn)) void usage_error(const char *fmt, ...)
 /* ---- options ---------------------------------------------------------- */
 
 enum { OPT_CONFIG, OPT_EVENTS, OPT_DOMAIN, OPT_BACKEND, OPT_OUTPUT, OPT_DIRECTORY, OPT_QUIET, OPT_PROFILE, OPT_PERIOD,
-       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_HELP, OPT_VERSION, OPT_COUNT };
+       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_HELP, OPT_VERSION, OPT_COUNT };
 
 struct option_def {
     char short_flag;
@@ -219,6 +230,7 @@ static const struct option_def OPTIONS[OPT_COUNT] = {
     [OPT_QUIET] = {'q', "--quiet", 0, NULL},
     [OPT_PROFILE] = {0, "--profile", 1, NULL},
     [OPT_PERIOD] = {0, "--period", 1, NULL},
+    [OPT_CALLPATH] = {0, "--callpath", 2, NULL}, /* 2: a value only as --callpath=DEPTH */
     [OPT_PER_THREAD] = {'p', "--per-thread", 0, NULL},
     [OPT_RESOURCES] = {'R', "--resources", 0, NULL},
     [OPT_INTERVAL] = {0, "--interval", 1, NULL},
@@ -339,7 +351,7 @@ static int parse_options(int argc, char **argv)
             int o = find_long(arg, len);
             if (o < 0)
                 option_error("unrecognized arguments: %.200s", arg);
-            if (!OPTIONS[o].takes_value) {
+            if (!OPTIONS[o].takes_value || (OPTIONS[o].takes_value == 2 && !eq)) {
                 if (eq)
                     option_error("argument %s: ignored explicit argument '%.200s'", option_name(o), eq + 1);
                 set_option(o, NULL);
@@ -1238,6 +1250,20 @@ int main(int argc, char **argv)
 
     /* what to measure */
     char buf[PATH_MAX + 64];
+    if (opt_set[OPT_CALLPATH]) {
+        long depth = 128;
+        const char *v = opt_value[OPT_CALLPATH];
+        if (v && (strlen(v) > 8 || parse_long(v, &depth) != 0 || depth < 1 || depth > 1024))
+            usage_error("--callpath=DEPTH takes the most frames per sample, from 1 to 1024, not '%.40s'", v);
+        if (opt_set[OPT_EVENTS])
+            usage_error("--callpath samples, -e counts; give --callpath alone or with --profile (see psrun --help)");
+        snprintf(buf, sizeof buf, "%ld", depth);
+        env_set("PSUITE_CALLPATH", buf);
+        const char *envcfg = getenv("PS_HWPC_CONFIG");
+        if (!(opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) && !(opt_value[OPT_CONFIG] && *opt_value[OPT_CONFIG]) &&
+            !(envcfg && *envcfg))
+            opt_value[OPT_PROFILE] = "ITIMER_PROF"; /* call paths without a source: CPU time */
+    }
     if (opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) {
         long period = checked_period(opt_value[OPT_PROFILE], opt_value[OPT_PERIOD], quiet);
         env_set("PSUITE_PROFILE", opt_value[OPT_PROFILE]);

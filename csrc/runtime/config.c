@@ -98,6 +98,23 @@ typedef struct {
     char err[PATH_MAX + 512];
 } parse_ctx_t;
 
+static ps_hwpc_config_t parsed; /* large: not on the stack of the program's start-up */
+/* <ps_hwpc_profile callpath="yes|no|N"> of the file parsed into `parsed`
+ * ("": not given); not in ps_hwpc_config_t, whose layout is public. */
+static char parsed_callpath[16];
+
+/* yes: the default depth; no: 0; N (1..PS_CALLPATH_MAX); -1 when none of these */
+static int callpath_depth(const char *v)
+{
+    if (strcmp(v, "yes") == 0)
+        return PS_CALLPATH_DEFAULT;
+    if (strcmp(v, "no") == 0)
+        return 0;
+    char *end;
+    long n = strtol(v, &end, 10);
+    return *v >= '0' && *v <= '9' && !*end && n >= 1 && n <= PS_CALLPATH_MAX ? (int)n : -1;
+}
+
 static void fail(parse_ctx_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(parse_ctx_t *c, const char *fmt, ...)
 {
@@ -242,6 +259,14 @@ static void XMLCALL on_start(void *data, const XML_Char *name, const XML_Char **
                      cls ? quoted(cls, q, sizeof q) : "(none given)");
                 return;
             }
+            const char *cp = attr(atts, "callpath");
+            if (cp && callpath_depth(cp) < 0) {
+                fail(c, "<ps_hwpc_profile> callpath must be yes, no or a depth from 1 to %d, not '%s'",
+                     PS_CALLPATH_MAX, quoted(cp, q, sizeof q));
+                return;
+            }
+            if (o == &parsed)
+                ps_strlcpy(parsed_callpath, cp ? cp : "", sizeof parsed_callpath);
         } else if (strcmp(name, "ps_hwpc_eventlist") == 0) {
             static const char *const classes[] = {"PAPI", "perfmon", "null", NULL};
             o->kind = PS_CONFIG_EVENTLIST;
@@ -572,7 +597,6 @@ static int parse_domain(const char *text, int *domain)
 }
 
 static pthread_mutex_t parsed_lock = PTHREAD_MUTEX_INITIALIZER;
-static ps_hwpc_config_t parsed; /* large: not on the stack of the program's start-up */
 static char parsed_path[PATH_MAX];
 static struct stat parsed_stat;
 
@@ -708,6 +732,12 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len)
         snprintf(why, why_len, "PSUITE_DOMAIN must be user, kernel or all");
         return PS_HWPC_ECONFIG;
     }
+    /* psrun --callpath[=N]; else the file's callpath attribute */
+    const char *cp = getenv("PSUITE_CALLPATH");
+    if (cp && *cp && (cfg->callpath = callpath_depth(cp)) < 0) {
+        snprintf(why, why_len, "PSUITE_CALLPATH must be yes, no or a depth from 1 to %d", PS_CALLPATH_MAX);
+        return PS_HWPC_ECONFIG;
+    }
     const char *name = getenv("PSUITE_PROFILE");
     if (name && *name) {
         ps_strlcpy(cfg->cls, strncmp(name, "ITIMER_", 7) == 0 ? "itimer" : "perfmon", sizeof cfg->cls);
@@ -732,6 +762,8 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len)
     char event[sizeof parsed.names[0]], threshold[sizeof parsed.threshold];
     ps_strlcpy(event, parsed.names[0], sizeof event);
     ps_strlcpy(threshold, parsed.has_threshold ? parsed.threshold : "", sizeof threshold);
+    if (!(cp && *cp) && parsed_callpath[0])
+        cfg->callpath = callpath_depth(parsed_callpath);
     pthread_mutex_unlock(&parsed_lock);
     if (strcmp(cfg->cls, "itimer") == 0 && strncmp(event, "ITIMER_", 7) != 0) {
         snprintf(why, why_len, "%s: class itimer takes ITIMER_PROF, ITIMER_VIRTUAL, ITIMER_REAL, not %s", file,

@@ -137,6 +137,8 @@ int ps_hwpc_yielded(void);
 int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len);
 
 /* Profiling configuration (<ps_hwpc_profile> or PSUITE_PROFILE). */
+#define PS_CALLPATH_DEFAULT 128     /* frames per sample of psrun --callpath, callpath="yes" */
+#define PS_CALLPATH_MAX 1024
 enum { PS_PROF_ITIMER = 1, PS_PROF_EVENT = 2 };
 enum { PS_TIMER_PROF = 0, PS_TIMER_VIRTUAL = 1, PS_TIMER_REAL = 2 };
 typedef struct {
@@ -146,6 +148,7 @@ typedef struct {
     char event[128];            /* ITIMER_PROF, PAPI_TOT_CYC, task-clock ... */
     long long threshold;        /* microseconds for timers, events for overflow */
     int domain;                 /* PS_DOM_* */
+    int callpath;               /* call paths: the most frames per sample (0: flat only) */
 } ps_profcfg_t;
 /* 1: a profiling configuration was given (cfg filled); 0: counting; <0: error (why). */
 int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len);
@@ -183,6 +186,8 @@ typedef struct {
     long long wait_ns;
     int was_running;
     int mask_seen;              /* consecutive looks that found SIGPROF blocked */
+    struct ps_cct *cct;         /* call paths (cct.c): the thread's calling-context tree, NULL without */
+    unsigned long long cp_lost; /* call paths: samples of a thread without a tree (no memory) */
 } ps_sthread_t;
 /* Samples of a module unloaded with dlclose, charged to it then. */
 typedef struct {
@@ -212,7 +217,9 @@ void ps_sampler_at_main(void);
 void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base);
 size_t ps_sampler_retired(const ps_retired_t **v);
 const char *ps_sampler_retired_module(int module, unsigned long long *base);
+int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi); /* 0: no such module */
 int ps_sampler_active(void);
+int ps_sampler_callpath(void);  /* call paths recorded: the most frames per sample; 0: flat only */
 
 /* modules.c: the loaded modules' executable segments (one entry each, sorted
  * by lo), their file names with them, kept current in mmap'd storage: taken
@@ -222,6 +229,8 @@ int ps_sampler_active(void);
 typedef struct {
     unsigned long long lo, hi, base;
     const char *file;
+    const void *phdr;           /* the object's program headers (dl_phdr_info), for unwind.c's snapshot */
+    int phnum, exe;             /* exe: the executable (dlpi_name "") */
 } ps_module_t;
 typedef struct ps_modmap ps_modmap_t;
 void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
@@ -229,6 +238,61 @@ void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
  * storage); NULL when none was ever taken.  Async-signal-safe. */
 const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n);
 void ps_modules_release(const ps_modmap_t *m);
+extern unsigned long long ps_modules_closing; /* load address of a module dlclose may be unloading (0: none) */
+
+/* unwind.c: the call-path unwinder (libunwind, libgcc_s or frame pointers),
+ * loaded at run time.  ps_unwind_init once (normal context); ps_unwind_warm
+ * in each thread before it is sampled; ps_unwind in the sample handler. */
+enum { PS_UNW_NONE = 0, PS_UNW_LIBUNWIND, PS_UNW_LIBGCC, PS_UNW_FRAMEPOINTER };
+int ps_unwind_init(char *note, size_t len);   /* the unwinder used; note: what psrun says */
+const char *ps_unwind_name(void);
+void ps_unwind_warm(void);
+/* frames[0] the interrupted PC, then return addresses, outermost last;
+ * at most cap.  Returns how many, -1 when the stack could not be read;
+ * *more: frames beyond cap exist (or may). stack_hi: the top of the
+ * thread's stack (framepointer walk only; 0 unknown).  Async-signal-safe. */
+int ps_unwind(void *uc, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
+              int *more);
+void ps_unwind_flush(void);                   /* after dlclose unloaded something */
+
+/* cct.c: per-thread calling-context trees in preallocated memory */
+typedef struct ps_cct ps_cct_t;
+typedef struct {
+    unsigned long long addr, samples;
+    unsigned parent, kind;      /* PS_CP_* */
+} ps_cpnode_t;
+enum { PS_CP_CALL = 0, PS_CP_SAMPLE, PS_CP_TRUNCATED, PS_CP_BLOCKED, PS_CP_DEAD };
+/* kind >> PS_CP_RETIRED_SHIFT: 1 + the retired module (ps_sampler_retired_module)
+ * of a node whose module was unloaded with dlclose, 0 otherwise */
+#define PS_CP_RETIRED_SHIFT 8
+int ps_cct_init(int maxdepth);                /* capacity from PSUITE_CALLPATH_NODES; 0 ok */
+int ps_cct_verbose(void);                     /* PSUITE_VERBOSE was set: the trees' memory is said at the end */
+size_t ps_cct_node_bytes(void);
+int ps_cct_maxdepth(void);                    /* 0: call paths off */
+ps_cct_t *ps_cct_new(void);                   /* a live thread's tree (mmap'd), NULL without memory */
+void ps_cct_thread_warm(ps_cct_t *c);         /* in the thread itself: its stack's bounds, the unwinder primed */
+/* The handler: the calling thread's stack unwound from uc into its tree,
+ * n samples at its leaf; counted lost when it cannot be stored. */
+void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n);
+void ps_cct_blocked(ps_cct_t *c, unsigned long long pc);  /* ITIMER_REAL: a blocked thread's PC from /proc */
+void ps_cct_again(ps_cct_t *c);               /* one more sample at the last sample's leaf (run-queue wait) */
+void ps_cct_lost(ps_cct_t *c, unsigned long long n);
+/* dlclose: the nodes in [lo, hi) marked as the retired module's, so that
+ * what is loaded there next gets nodes of its own. */
+void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module);
+ps_cct_t *ps_cct_retire(ps_cct_t *c);         /* an ended thread's tree, compacted (c freed); c without memory */
+void ps_cct_free(ps_cct_t *c);
+/* Reading a tree (its nodes 1 .. n-1: node 0 is the root). */
+const ps_cpnode_t *ps_cct_nodes(const ps_cct_t *c, unsigned *n);
+void ps_cct_counts(const ps_cct_t *c, unsigned long long *samples, unsigned long long *truncated,
+                   unsigned long long *lost);
+size_t ps_cct_resident(const ps_cct_t *c);   /* bytes of it in memory (mincore) */
+
+/* callpath_report.c: the <callpaths> companion of the profile at
+ * profile_path (async-signal-safe, on the writer's stack); remember: its
+ * path kept for ps_callpaths_take_back (before an exec). */
+int ps_callpaths_write(const char *profile_path, int remember);
+void ps_callpaths_take_back(void);
 
 /* threads.c: the pthread_create (and thrd_create) hook */
 int pthread_create_unhooked(void *thread, void *(*fn)(void *));
@@ -336,6 +400,8 @@ int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_le
  * runs on a preallocated stack of its own.  Writers that find it missing
  * or made by another process (the pid) prepare first, unsafely. */
 void ps_report_prepare(void);
+/* The prepared host name and command line, as text (NULL before prepared). */
+void ps_report_ident(const char **host, const char **command);
 
 /* safestack.c: fn(arg, out, size) on a preallocated stack, with an output
  * buffer of `size` bytes that goes with it.  ps_stack_prepare maps a few

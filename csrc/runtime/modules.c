@@ -79,6 +79,7 @@ static void retire(const ranges_t *r)
 }
 
 static int kept(void);
+unsigned long long ps_modules_closing;
 
 /* a program's dlclose(NULL) is its own business: passed on untouched */
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
@@ -108,16 +109,22 @@ PS_API int dlclose(void *handle)
     dl_iterate_phdr(find_ranges, &m->r);
     if (m->r.found)
         retire(&m->r);
+    /* unwind.c's snapshot leaves it out while it may be going: its program
+     * headers are unmapped with it */
+    __atomic_store_n(&ps_modules_closing, (unsigned long long)m->r.base, __ATOMIC_SEQ_CST);
     int rc = real(handle);
     int saved = errno;
     if (m->r.found && rc == 0) {
         dl_iterate_phdr(find_ranges, &m->still);
-        if (!m->still.found) /* unloaded: what its destructors were sampled in is its too */
+        if (!m->still.found) { /* unloaded: what its destructors were sampled in is its too */
             retire(&m->r);
+            ps_unwind_flush(); /* libunwind's caches forget its frames */
+        }
     }
     free(m);
     if (rc == 0 && kept())
         ps_modules_refresh();
+    __atomic_store_n(&ps_modules_closing, 0, __ATOMIC_SEQ_CST);
     errno = saved;
     return rc;
 }
@@ -151,7 +158,8 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
     fill_t *f = data;
     char exe[PATH_MAX];
     const char *name = info->dlpi_name;
-    if (!name || !*name) { /* the executable */
+    int is_exe = !name || !*name;
+    if (is_exe) { /* the executable */
         ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
         exe[n > 0 ? n : 0] = '\0';
         name = exe;
@@ -172,6 +180,9 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
             mod->base = info->dlpi_addr;
             mod->lo = info->dlpi_addr + ph->p_vaddr;
             mod->hi = mod->lo + ph->p_memsz;
+            mod->phdr = info->dlpi_phdr;
+            mod->phnum = info->dlpi_phnum;
+            mod->exe = is_exe;
         }
         f->n++;
         f->names += len;

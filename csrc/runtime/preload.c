@@ -281,6 +281,12 @@ static int psrun_profile(void)
     ps_profcfg_t cfg;
     char why[1024] = "";
     int kind = ps_config_profile(&cfg, why, sizeof why);
+    const char *cp = getenv("PSUITE_CALLPATH");
+    if (kind == 0 && cp && *cp && strcmp(cp, "no") != 0) {
+        ps_message("--callpath records the call paths of samples, but the configuration %s counts events; give "
+                   "--profile or a <ps_hwpc_profile> file", getenv("PS_HWPC_CONFIG") ? getenv("PS_HWPC_CONFIG") : "");
+        refuse();
+    }
     if (kind == 0)
         return 0;
     if (kind < 0) {

@@ -468,6 +468,8 @@ static int write_report(int k, int per_thread, const modules_t *mods, const scra
     int rc = write_one(k - 1, per_thread, mods, sc, out, out_size, path, sizeof path, summary, summary_len);
     said(rc, path);
     int saved = rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST;
+    if (k == 0 && saved) /* psrun --callpath: the calling contexts beside the process's profile */
+        ps_callpaths_write(path, remember);
     char *slot = remember && saved ? ps_pathtab_slot(&exec_paths, k, n) : NULL;
     if (slot)
         ps_strlcpy(slot, path, PATH_MAX);
@@ -576,5 +578,6 @@ void ps_profile_take_back(void)
             unlink(kept);
     }
     pending = 0;
+    ps_callpaths_take_back();
     errno = saved;
 }

@@ -128,6 +128,8 @@ typedef struct {
     char dir[PATH_MAX];         /* PSUITE_OUTPUT_DIR ("": none) */
     char prefix[PATH_MAX];      /* PSUITE_OUTPUT_PREFIX, else the executable's name */
     char host_file[256];        /* the host name in file names ('/' made '_') */
+    char host_text[256];        /* the host name as it is (call paths' <profile hostname>) */
+    char command_text[8192];    /* the command line as it is */
     /* XML rendered when prepared */
     char ident[4096];           /* <hostname>, <domainname> */
     char user_cmd[65536];       /* <username>, <command> */
@@ -163,6 +165,7 @@ void ps_report_prepare(void)
     ps_buf_elem(&b, 2, "hostname", host);
     ps_buf_elem(&b, 2, "domainname", domain);
     ps_strlcpy(p->host_file, host, sizeof p->host_file);
+    ps_strlcpy(p->host_text, host, sizeof p->host_text);
     for (char *c = p->host_file; *c; c++)
         if (*c == '/')
             *c = '_';
@@ -175,6 +178,7 @@ void ps_report_prepare(void)
         ps_buf_elem(&b, 2, "username", res->pw_name);
     p->cut = command_line(text, sizeof text);
     p->cut_len = strlen(text);
+    ps_strlcpy(p->command_text, text, sizeof p->command_text);
     p->unfit = ps_xml_unfit(text) + ps_xml_unfit(host) + ps_xml_unfit(domain) + (res ? ps_xml_unfit(res->pw_name) : 0);
     /* md5sum of the whole executable only when asked (PSUITE_MD5=1): it reads
      * the file, over a second for a large one, in every process */
@@ -244,6 +248,13 @@ static const prep_t *prepared(void)
         p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
     }
     return p;
+}
+
+void ps_report_ident(const char **host, const char **command)
+{
+    const prep_t *p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
+    *host = p ? p->host_text : NULL;
+    *command = p ? p->command_text : NULL;
 }
 
 /* <date> as the original PerfSuite wrote it: C's ctime() form, local time,

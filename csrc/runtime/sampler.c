@@ -55,6 +55,7 @@ enum { SRC_PERF = 1, SRC_CPUTIMER, SRC_REAL };
 
 static ps_profcfg_t cfg;
 static int source;
+static int callpath;                            /* the most frames per sample; 0: flat profile only */
 static volatile int active;                     /* samples are recorded */
 static volatile int paused;                     /* around an exec: sources held, samples ignored */
 static ps_sthread_t threads[PS_MAX_THREADS];
@@ -86,7 +87,7 @@ static size_t keep_used, keep_cap;
 /* Samples of unloaded modules (ps_sampler_retire), under real_lock. */
 typedef struct {
     char *file;
-    unsigned long long base;
+    unsigned long long base, lo, hi; /* lo, hi: its executable segments' span */
 } retired_module_t;
 static retired_module_t *rmods;
 static int nrmods;
@@ -145,6 +146,16 @@ static unsigned long long interrupted_pc(void *ucv)
 #endif
 }
 
+/* A sample recorded in the flat table goes into the thread's tree too, or
+ * is counted lost there: the flat total is the trees' samples plus lost. */
+static void callpath_sample(ps_sthread_t *t, void *ucv, unsigned long long n)
+{
+    if (t->cct)
+        ps_cct_sample(t->cct, ucv, n);
+    else
+        __atomic_fetch_add(&t->cp_lost, n, __ATOMIC_RELAXED);
+}
+
 /* Async-signal-safe: no locks, no allocation, atomics only; errno kept. */
 static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
@@ -168,8 +179,11 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     else if (active && !paused && index >= 0 && index < PS_MAX_THREADS &&
              __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
         unsigned long long pc = interrupted_pc(ucv);
-        if (record_n(&threads[index], pc, n))
+        if (record_n(&threads[index], pc, n)) {
             __atomic_store_n(&threads[index].last_pc, pc, __ATOMIC_RELAXED);
+            if (callpath)
+                callpath_sample(&threads[index], ucv, n);
+        }
     }
     errno = saved;
 }
@@ -370,11 +384,12 @@ static void recycle_table(ps_sthread_t *t)
 
 /* Under real_lock: a slot for tid, its table and its source (the caller
  * says how the source went in t->failed). */
-static ps_sthread_t *add_thread(pid_t tid, int adopted)
+static ps_sthread_t *add_thread(pid_t tid, int adopted, ps_cct_t *cct)
 {
     int idx = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     if (idx >= PS_MAX_THREADS) {
         __atomic_fetch_add(&unsampled, 1, __ATOMIC_RELAXED);
+        ps_cct_free(cct);
         return NULL;
     }
     ps_sthread_t *t = &threads[idx];
@@ -387,6 +402,7 @@ static ps_sthread_t *add_thread(pid_t tid, int adopted)
     if (adopted)
         t->starttime = tid_starttime(tid);
     t->table = take_table();
+    t->cct = cct;
     t->sigblocked = blocks_sigprof(tid);
     __atomic_store_n(&nthreads, idx + 1, __ATOMIC_RELEASE);
     char why[256];
@@ -400,8 +416,13 @@ ps_sthread_t *ps_sampler_thread_begin(void)
 {
     if (!active)
         return NULL;
+    /* its tree ready and the unwinder's first-use costs paid before its
+     * source starts */
+    ps_cct_t *cct = callpath ? ps_cct_new() : NULL;
+    if (cct)
+        ps_cct_thread_warm(cct);
     ps_lock_take(&real_lock);
-    ps_sthread_t *t = add_thread((pid_t)syscall(SYS_gettid), 0);
+    ps_sthread_t *t = add_thread((pid_t)syscall(SYS_gettid), 0, cct);
     ps_lock_give(&real_lock);
     return t;
 }
@@ -443,8 +464,10 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
     }
     stop_source(t);
     t->end_ns = ps_wallclock_ns();
-    if (recycle)
+    if (recycle) {
         recycle_table(t);
+        t->cct = ps_cct_retire(t->cct); /* kept, in memory of its size */
+    }
 }
 
 /* From the thread itself at its end (its table is then recycled: no signal
@@ -473,8 +496,9 @@ static void adopt_running_threads(pid_t self)
         pid_t tid = (pid_t)atoi(e->d_name);
         if (tid <= 0 || tid == self)
             continue;
+        ps_cct_t *cct = callpath ? ps_cct_new() : NULL;
         ps_lock_take(&real_lock);
-        add_thread(tid, 1);
+        add_thread(tid, 1, cct);
         ps_lock_give(&real_lock);
     }
     closedir(d);
@@ -501,8 +525,13 @@ static void sample_waiting(ps_sthread_t *t, long long period_ns)
     t->wait_ns += (long long)(wait - before);
     unsigned long long pc = __atomic_load_n(&t->last_pc, __ATOMIC_RELAXED);
     for (; t->wait_ns >= period_ns; t->wait_ns -= period_ns)
-        if (pc && record(t, pc))
+        if (pc && record(t, pc)) {
             __atomic_fetch_add(&t->wait_samples, 1, __ATOMIC_RELAXED);
+            if (callpath && t->cct) /* where it was last sampled, in its context */
+                ps_cct_again(t->cct);
+            else if (callpath)
+                __atomic_fetch_add(&t->cp_lost, 1, __ATOMIC_RELAXED);
+        }
 }
 
 static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long period_ns)
@@ -536,8 +565,14 @@ static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long
     /* "nr args... sp pc" (in a system call) or "-1 sp pc": the user PC last. */
     t->was_running = 0;
     char *last = strrchr(buf, ' ');
-    if (last && record(t, strtoull(last + 1, NULL, 16)))
+    unsigned long long pc = last ? strtoull(last + 1, NULL, 16) : 0;
+    if (last && record(t, pc)) {
         __atomic_fetch_add(&t->proc_samples, 1, __ATOMIC_RELAXED);
+        if (callpath && t->cct) /* not interrupted: its PC alone, under a "blocked" node */
+            ps_cct_blocked(t->cct, pc);
+        else if (callpath)
+            __atomic_fetch_add(&t->cp_lost, 1, __ATOMIC_RELAXED);
+    }
 }
 
 /* ITIMER_REAL.  A thread that may be in a blocking system call is never
@@ -678,6 +713,19 @@ static void hook_end(void *t) { ps_sampler_thread_end(t); }
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
     cfg = *config;
+    callpath = 0;
+    if (cfg.callpath > 0) {
+        char note[512];
+        ps_cct_init(cfg.callpath);
+        ps_unwind_init(note, sizeof note);
+        ps_modules_refresh(); /* the unwinder's view of the modules in the handler (unwind.c) */
+        if (*note) /* a warning: said even with -q */
+            ps_message("call paths: up to %d frames per sample, unwound with %s (%s)", cfg.callpath,
+                       ps_unwind_name(), note);
+        else
+            ps_note("call paths: up to %d frames per sample, unwound with %s", cfg.callpath, ps_unwind_name());
+        callpath = cfg.callpath;
+    }
     const char *name = cfg.kind == PS_PROF_ITIMER ? "task-clock" : cfg.event;
     char lwhy[192];
     if (ps_perf_lookup(name, &perf_type, &perf_config, lwhy, sizeof lwhy) != PS_EVENT_COUNTED) {
@@ -797,6 +845,8 @@ const ps_profcfg_t *ps_sampler_config(void) { return source ? &cfg : NULL; }
 
 int ps_sampler_active(void) { return source && active; }
 
+int ps_sampler_callpath(void) { return source ? callpath : 0; }
+
 long long ps_sampler_started_ns(void) { return started_ns; }
 
 unsigned long ps_sampler_unsampled(void) { return unsampled; }
@@ -828,6 +878,7 @@ static int retired_module(const char *file, unsigned long long base)
     rmods = v;
     rmods[nrmods].file = strdup(file);
     rmods[nrmods].base = base;
+    rmods[nrmods].lo = rmods[nrmods].hi = 0;
     if (!rmods[nrmods].file)
         return -1;
     return nrmods++;
@@ -855,9 +906,17 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
         return;
     ps_lock_take(&real_lock);
     int module = retired_module(file, base);
+    if (module >= 0) {
+        retired_module_t *r = &rmods[module];
+        if (!r->hi || lo < r->lo)
+            r->lo = lo;
+        if (hi > r->hi)
+            r->hi = hi;
+    }
     int n = ps_sampler_nthreads();
     for (int i = 0; module >= 0 && i < n; i++) {
         ps_sthread_t *t = &threads[i];
+        ps_cct_retag(t->cct, lo, hi, module);
         ps_slot_t *v = t->table ? t->table : t->kept;
         unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
         if (t->table && !__atomic_load_n(&t->nused, __ATOMIC_ACQUIRE))
@@ -872,6 +931,15 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
         }
     }
     ps_lock_give(&real_lock);
+}
+
+int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi)
+{
+    if (module < 0 || module >= nrmods)
+        return 0;
+    *lo = rmods[module].lo;
+    *hi = rmods[module].hi;
+    return 1;
 }
 
 size_t ps_sampler_retired(const ps_retired_t **v)
@@ -910,6 +978,7 @@ void ps_sampler_forget_after_fork(void)
             close(t->syscall_fd);
         if (t->table)
             munmap(t->table, TABLE_BYTES);
+        ps_cct_free(t->cct); /* the parent's trees */
         memset(t, 0, sizeof *t);
     }
     for (int i = 0; i < nfree_tables; i++)

@@ -124,6 +124,19 @@ def function_spread(reports: list[ProfileReport]) -> list[Statistic]:
     return sorted(stats, key=lambda s: (-s.sum, s.name))
 
 
+def _keep_total_callpaths(multi: MultiReport) -> None:
+    """A process's call paths are one document for all its threads; when
+    it came with the process total of a `psrun -p` run and none of the
+    thread reports has call paths, it goes with the first of them, so that
+    the combination keeps the call trees (each thread's once)."""
+    for total in multi.totals:
+        if getattr(total, "callpaths", None) is None:
+            continue
+        same = [r for r in multi.reports if (r.hostname, r.pid, r.rank) == (total.hostname, total.pid, total.rank)]
+        if same and all(r.callpaths is None for r in same):
+            same[0].callpaths, total.callpaths = total.callpaths, None
+
+
 def callpath_spread(multi: MultiReport) -> list[PathSpread]:
     """The call trees of every thread of every profile merged; per calling
     context, the statistics of its inclusive and exclusive samples across
@@ -224,6 +237,7 @@ def summarize(reports: list) -> MultiReport:
     apart."""
     multi = MultiReport()
     multi.reports, multi.totals = split_totals(reports)
+    _keep_total_callpaths(multi)
     if multi.reports and isinstance(multi.reports[0], ProfileReport):
         multi.statistics = function_spread(multi.reports)
         multi.callpath_statistics = callpath_spread(multi)

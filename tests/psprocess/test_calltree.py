@@ -419,3 +419,70 @@ def test_url_profile_comes_with_its_companion_url(real_profile, server):  # noqa
     Path(reader.companion_name(str(real_profile))).unlink()
     r = psuite.read(url)  # no companion on the server: fine
     assert r.callpaths is None and r.locations
+
+
+def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
+    """psrun -p: thread reports and the process total; the process's call
+    paths came with the total, which combining leaves out: they stay, once."""
+    import dataclasses
+
+    from psuite.psprocess import combine
+
+    path = write_alone(tmp_path, program, [(0, KNOWN), (1, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
+    total = psuite.read(str(path))
+    total = dataclasses.replace(total, thread="0", annotation="process total", generator="psuite 0.1.0")
+    threads = [dataclasses.replace(total, thread=str(k), annotation="", callpaths=None) for k in (1, 2)]
+    multi = combine.summarize([total, *threads])
+    assert multi.totals == [total] and total.callpaths is None
+    assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [0, 1]
+    assert multi.callpath_statistics[0].inclusive.sum == 110
+
+
+def test_mutated_documents_fail_in_one_line_or_read(program, tmp_path):
+    """1,500 deterministic mutations of a valid document (bytes flipped,
+    cut, attributes duplicated): each is read and resolved, or refused
+    with an InputError; never another exception."""
+    import random
+
+    from psuite.psprocess import calltree_resolve
+
+    good = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2)])],
+                         truncated=1).encode()
+    rng = random.Random(14)
+    outcomes = {"read": 0, "refused": 0}
+    for _ in range(1500):
+        data = bytearray(good)
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(data) + 1)
+            op = rng.randrange(4)
+            if op == 0 and i < len(data):
+                data[i] = rng.choice(b'0123456789abcdefxz<>"=/ -')
+            elif op == 1:
+                del data[i:i + rng.randint(1, 40)]
+            elif op == 2:
+                data[i:i] = rng.choice([b' samples="99999999999999999999"', b' parent="0"', b' kind="blocked"',
+                                        b' addr="ffffffffffffffffff"', b' module="0"', b"\xff\xfe"])
+            else:
+                data = data[:i]
+        try:
+            cp = reader.read(io.BytesIO(bytes(data)), "m.callpaths.xml")
+        except InputError as exc:
+            assert "\n" not in str(exc) and str(exc).startswith("m.callpaths.xml")
+            outcomes["refused"] += 1
+            continue
+        calltree_resolve.resolve(cp)
+        assert all(t.tree.total() == t.samples for t in cp.threads)
+        outcomes["read"] += 1
+    assert outcomes["read"] > 20 and outcomes["refused"] > 500, outcomes
+
+
+def test_the_test_documents_are_valid_against_the_schema(program):
+    """The companions these tests write are what the format says."""
+    from lxml import etree
+
+    from psuite.formats import callpaths_schema
+
+    schema = etree.XMLSchema(etree.parse(callpaths_schema()))
+    doc = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2),
+                                                                           (0, "blocked", 0), (3, "work!", 1)])])
+    schema.assertValid(etree.fromstring(doc.encode()))

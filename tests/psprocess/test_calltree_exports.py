@@ -25,6 +25,8 @@ from psuite.calltree import CallPathProfile, CallTree, Frame, ThreadCallPaths
 from psuite.errors import OutputError, UsageError
 from psuite.psprocess.exporters import cube, folded, pprof, speedscope
 from psuite.report import Location, MultiReport, ProfileReport
+from tests.conftest import one_line_error, run_tool
+from tests.psprocess.test_calltree import program, real_profile, write_alone  # noqa: F401  (fixtures)
 
 APP, LIB, LIBC, LIBM = "/opt/app/app", "/opt/app/libwork.so", "/lib/libc.so.6", "/lib/libm.so.6"
 MAIN, A, B, C = (Frame(n, APP, "app.c", line) for n, line in (("main", 40), ("a", 20), ("b", 28), ("c", 12)))
@@ -428,3 +430,81 @@ def test_hostile_names_stay_readable(tmp_path):
     with CubexParser(str(tmp_path / "o.cubex")) as c:
         assert sorted(c.get_region(k).name for k in c.all_cnodes()) == ["[unknown]", "app", "main",
                                                                         "op\ufffd;<&> \nx"]  # XML keeps \n
+
+
+# --------------------------------------------------------------------- CLI
+# Companions with addresses of a compiled -O2 program, resolved for real
+# (tests/psprocess/test_calltree.py): main -> a -> work 50,
+# main -> b -> work 30, main -> b -> c -> work 20, b's own 4; ITIMER_PROF
+# at 10,000 us as the companions say (the flat profile of real_profile ran
+# at 2,000 us: the call paths' own period counts).
+
+KNOWN_FOLDED = {"main;a;work": 50, "main;b;work": 30, "main;b;c;work": 20, "main;b": 4}
+
+
+def folded_file(path) -> dict[str, int]:
+    return {stack: int(n) for stack, n in (line.rsplit(" ", 1) for line in Path(path).read_text().splitlines())}
+
+
+def test_cli_writes_every_export(real_profile, tmp_path):  # noqa: F811
+    import jsonschema
+
+    out = {name: tmp_path / name for name in ("ct.folded", "ct.speedscope.json", "ct.pb.gz", "ct.cubex")}
+    p = run_tool("psprocess", "--folded", str(out["ct.folded"]), "--speedscope", str(out["ct.speedscope.json"]),
+                 "--pprof", str(out["ct.pb.gz"]), "--cube", str(out["ct.cubex"]), str(real_profile))
+    assert p.returncode == 0, p.stderr
+    assert [line.split(" (")[0] for line in p.stderr.splitlines()] == [f"psprocess: wrote {out[n]}" for n in
+                                                                        ("ct.cubex", "ct.folded",
+                                                                         "ct.speedscope.json", "ct.pb.gz")]
+    assert folded_file(out["ct.folded"]) == KNOWN_FOLDED
+    doc = json.loads(out["ct.speedscope.json"].read_text())
+    jsonschema.validate(doc, speedscope_schema())
+    [(_, unit, samples)] = decoded(doc)
+    assert unit == "microseconds" and {";".join(s): w for s, w in samples} == \
+        {k: n * 10000 for k, n in KNOWN_FOLDED.items()}
+    _, rows = pprof_top(out["ct.pb.gz"], "-sample_index=samples")
+    assert rows == {"work": ("100", "100"), "b": ("4", "54"), "main": ("0", "104"), "a": ("0", "50"),
+                    "c": ("0", "20")}
+    text, rows = pprof_top(out["ct.pb.gz"], "-unit=ms")
+    assert "File: ct" in text and rows["main"] == ("0", "1040ms")
+    shape, locations, values = cube_tree(out["ct.cubex"])
+    assert shape == ("ct", [("main", [("a", [("work", [])]), ("b", [("work", []), ("c", [("work", [])])])])])
+    assert locations == ["thread 0"]
+    assert values["samples"][("main",)][1] == [104.0] and values["samples"][("main", "b")][0] == [4.0]
+    assert values["time"][("main",)][1] == pytest.approx([1.04])
+
+
+def test_cli_combines_processes_into_one_export(program, tmp_path):  # noqa: F811
+    """-c: the call trees of two processes, summed in the folded stacks,
+    one location each in the cube, one pprof sample per process and path."""
+    one = write_alone(tmp_path, program, name="p1.callpaths.xml", pid=1)
+    two = write_alone(tmp_path, program, [(0, [(0, "main", 0), (1, "a", 0), (2, "work!", 10)])],
+                      name="p2.callpaths.xml", pid=2)
+    folded_out, cube_out, pprof_out = tmp_path / "all.folded", tmp_path / "all.cubex", tmp_path / "all.pb.gz"
+    p = run_tool("psprocess", "-c", "--folded", str(folded_out), "--cube", str(cube_out), "--pprof", str(pprof_out),
+                 str(one), str(two))
+    assert p.returncode == 0, p.stderr
+    assert folded_file(folded_out) == {**KNOWN_FOLDED, "main;a;work": 60}
+    _, locations, values = cube_tree(cube_out)
+    assert locations == ["thread 0", "thread 0"]  # pid 1, pid 2
+    assert values["samples"][("main", "a", "work")][0] == [50.0, 10.0]
+    assert values["samples"][()][1] == [104.0, 10.0]
+    traces = go_pprof("-traces", "-sample_index=samples", str(pprof_out))
+    assert traces.count("thread:  host pid 1 thread 0") == 4 and traces.count("thread:  host pid 2 thread 0") == 1
+
+
+def test_cli_export_errors_are_one_line(real_profile, tmp_path):  # noqa: F811
+    taken = tmp_path / "taken.folded"
+    taken.write_text("x 1\n")
+    for option, name in (("--folded", "taken.folded"), ("--pprof", "taken.folded")):
+        line = one_line_error(run_tool("psprocess", option, str(tmp_path / name), str(real_profile)), "psprocess")
+        assert "exists" in line, line
+    assert taken.read_text() == "x 1\n"
+    Path(str(real_profile).removesuffix(".xml") + ".callpaths.xml").unlink()
+    for option in ("--folded", "--speedscope", "--pprof"):
+        line = one_line_error(run_tool("psprocess", option, str(tmp_path / "new.out"), str(real_profile)),
+                              "psprocess")
+        assert "psrun --callpath" in line, line
+        assert not (tmp_path / "new.out").exists()
+    p = run_tool("psprocess", "--cube", str(tmp_path / "flat.cubex"), str(real_profile))  # flat without call paths
+    assert p.returncode == 0 and "(flat)" in p.stderr, p.stderr

@@ -14,10 +14,27 @@ from psuite.report import MultiReport, ProfileReport
 
 @dataclass
 class SourceTree:
-    """One thread's tree and the profile it came from (its sample source)."""
+    """One thread's tree and the profile it came from."""
 
     report: ProfileReport
     thread: ThreadTree
+
+    @property
+    def event(self) -> str:
+        """The sample source: the call-path document's (it describes these
+        samples), else the profile's."""
+        cp = self.report.callpaths
+        return (cp.event if cp and cp.event else "") or self.report.event
+
+    @property
+    def threshold(self) -> int | None:
+        """Microseconds for the ITIMER_ sources, events otherwise (None: not known)."""
+        cp = self.report.callpaths
+        return (cp.threshold if cp and cp.threshold else None) or self.report.threshold
+
+    @property
+    def is_timer(self) -> bool:
+        return self.event.startswith("ITIMER_")
 
 
 def source_trees(obj: ProfileReport | MultiReport, option: str) -> list[SourceTree]:
@@ -75,11 +92,11 @@ def executable(trees: list[SourceTree]) -> str:
     return ""
 
 
-def microseconds_per_sample(report: ProfileReport) -> int | None:
-    """The CPU (or wall, for ITIMER_REAL) time one sample stands for, in
-    microseconds (the ITIMER_ sources' threshold); None for event-overflow
-    sources, whose samples are events, not time."""
-    return report.threshold if report.is_timer and report.threshold else None
+def microseconds_per_sample(st: SourceTree) -> int | None:
+    """The CPU (or wall, for ITIMER_REAL) time one sample of the tree stands
+    for, in microseconds (the ITIMER_ sources' threshold); None for
+    event-overflow sources, whose samples are events, not time."""
+    return st.threshold if st.is_timer and st.threshold else None
 
 
 def first_lines(trees: list[SourceTree]) -> dict[tuple[str, str, bool], int]:

@@ -41,7 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from xml.sax import saxutils
 
-from psuite.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION, CallNode, CallTree, thread_trees
+from psuite.calltree import BLOCKED_FUNCTION, ROOT_FRAME, TRUNCATED_FUNCTION, Frame, thread_trees
 from psuite.errors import UsageError
 from psuite.psprocess import combine
 from psuite.psprocess.exporters.calltree_common import SourceTree, frame_file, frame_name, source_trees, text
@@ -123,18 +123,29 @@ def _profile_model(reports: list[ProfileReport]):
                 reg["end"] = max(reg["end"], loc.line)
     names = sorted(regions)
     cnode_of = {f: i + 1 for i, f in enumerate(names)}  # 0 is the program's root
-    first = reports[0]
-    timer = first.is_timer and first.threshold
+    metrics, timer = _profile_metrics(reports[0])
+    return names, regions, cnode_of, metrics, timer
+
+
+def _profile_metrics(first: ProfileReport | SourceTree) -> tuple[list[_Metric], bool]:
+    """The two metrics of a profile (or of call paths): samples, and time
+    (timer sources) or estimated events; and whether the source is a timer."""
+    timer = bool(first.is_timer and first.threshold)
     samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
     second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
         _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
-    return names, regions, cnode_of, [samples, second], timer
+    return [samples, second], timer
+
+
+def _per_sample(r: ProfileReport | SourceTree, timer: bool) -> float:
+    """What one sample of r adds to the second metric: seconds, or events."""
+    return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
 
 
 def _fill_profiles(reports, where, cnode_of, metrics, timer) -> None:
     samples, second = metrics
     for r, loc_id in zip(reports, where, strict=True):
-        scale = (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+        scale = _per_sample(r, timer)
         for loc in r.locations:
             key = (cnode_of[loc.function], loc_id)
             samples.values[key] = samples.values.get(key, 0) + loc.samples
@@ -163,50 +174,60 @@ def _calltrees(reports: list[ProfileReport]) -> list[SourceTree] | None:
     return source_trees(MultiReport(reports=reports) if len(reports) > 1 else reports[0], "--cube")
 
 
-def _calltree_model(first: ProfileReport, calltrees: list[SourceTree], where: list[int]):
+def _calltree_model(calltrees: list[SourceTree], where: list[int]):
     """Regions (one per function, Frame.key), cnodes (region, depth) in
     depth-first order for the threads' trees merged, and the two metrics
     filled with each thread's exclusive values."""
-    union = CallTree()
-    per_thread: list[list[tuple[CallNode, float]]] = []  # (union node, exclusive) of each thread's contexts
+    # The merged tree as flat lists (a CallNode each would cost more than
+    # the rest of the export): node u has frame[u] and kids[u], Frame.key ->
+    # node; 0 is the root.
+    frame: list[Frame] = [ROOT_FRAME]
+    kids: list[dict[tuple[str, str, bool], int]] = [{}]
+    per_thread: list[list[tuple[int, float]]] = []  # (merged node, exclusive) of each thread's contexts
     for st in calltrees:
-        image = {id(st.thread.tree.root): union.root}
         values = []
-        for node in st.thread.tree.nodes():
-            u = image[id(node)] = image[id(node.parent)].child(node.frame)
-            if node.exclusive:
-                values.append((u, node.exclusive))
+        stack = [(st.thread.tree.root, 0)]
+        while stack:
+            node, u = stack.pop()
+            for key, child in node.children.items():
+                c = kids[u].get(key)
+                if c is None:
+                    c = kids[u][key] = len(frame)
+                    frame.append(child.frame)
+                    kids.append({})
+                if child.exclusive:
+                    values.append((c, child.exclusive))
+                if child.children:
+                    stack.append((child, c))
         per_thread.append(values)
     regions: dict[tuple[str, str, bool], dict] = {}
-    cnodes: list[tuple[int, int]] = []
-    cnode_of: dict[int, int] = {}
-    depth = {id(union.root): 0}
     names: list[tuple[str, str, bool]] = []
-    for node in union.nodes():  # depth first, parents before children: the cube's cnode order
-        f = node.frame
-        r = regions.get(f.key)
+    cnodes: list[tuple[int, int]] = []
+    cnode_of = [0] * len(frame)
+    todo = [(c, 1) for c in reversed(kids[0].values())]
+    while todo:  # depth first, children in the order met: the cube's cnode order
+        u, depth = todo.pop()
+        f = frame[u]
+        key = f.key
+        r = regions.get(key)
         if r is None:
             name = frame_name(f)
-            r = regions[f.key] = {"id": len(names) + 1, "name": f"{name} [inlined]" if f.inlined else name,
-                                  "mangled": name, "file": frame_file(f) or f.module,
-                                  "begin": -1, "end": -1, "role": "artificial" if f.function in PLACEHOLDERS
-                                  else "function", "descr": "inlined into its caller" if f.inlined else ""}
-            names.append(f.key)
+            r = regions[key] = {"id": len(names) + 1, "name": f"{name} [inlined]" if f.inlined else name,
+                                "mangled": name, "file": frame_file(f) or f.module,
+                                "begin": -1, "end": -1, "role": "artificial" if f.function in PLACEHOLDERS
+                                else "function", "descr": "inlined into its caller" if f.inlined else ""}
+            names.append(key)
         if f.line > 0:
             r["begin"] = f.line if r["begin"] < 0 else min(r["begin"], f.line)
             r["end"] = max(r["end"], f.line)
-        depth[id(node)] = depth[id(node.parent)] + 1
-        cnodes.append((r["id"], depth[id(node)]))
-        cnode_of[id(node)] = len(cnodes)
-    timer = first.is_timer and first.threshold
-    samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
-    second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
-        _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
+        cnodes.append((r["id"], depth))
+        cnode_of[u] = len(cnodes)
+        todo.extend((c, depth + 1) for c in reversed(kids[u].values()))
+    (samples, second), timer = _profile_metrics(calltrees[0])
     for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
-        r = st.report
-        scale = (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+        scale = _per_sample(st, timer)
         for u, v in values:
-            key = (cnode_of[id(u)], loc_id)
+            key = (cnode_of[u], loc_id)
             samples.values[key] = samples.values.get(key, 0) + v
             second.values[key] = second.values.get(key, 0.0) + v * scale
     return names, regions, cnodes, [samples, second]
@@ -352,7 +373,7 @@ def write(obj, path: str, module: str | None = None, force: bool = False) -> str
     if calltrees:
         tree, where = _locations([_Where.of(st) for st in calltrees])
         nloc = len(calltrees)
-        names, regions, cnodes, metrics = _calltree_model(reports[0], calltrees, where)
+        names, regions, cnodes, metrics = _calltree_model(calltrees, where)
     else:
         tree, where = _locations(reports)
         nloc = len(reports)

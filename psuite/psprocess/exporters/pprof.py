@@ -29,10 +29,12 @@ samples build, follow them)."""
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator, Sequence
 
 from psuite._version import __version__
-from psuite.calltree import Frame
+from psuite.calltree import CallNode, CallTree, Frame
 from psuite.psprocess.exporters.calltree_common import (
+    SourceTree,
     executable,
     frame_file,
     frame_name,
@@ -104,7 +106,7 @@ class _Tables:
         key = (frame_name(frame), frame_file(frame))
         return self.functions.setdefault(key, len(self.functions) + 1)
 
-    def location(self, group: list[Frame]) -> int:
+    def location(self, group: Sequence[Frame]) -> int:
         """The location of a frame (group[0]) and the frames inlined into
         it (group[1:], outermost first)."""
         lines = tuple((self.function(f), max(f.line, 0)) for f in reversed(group))
@@ -128,25 +130,35 @@ class _Tables:
         return bytes(out)
 
 
-def location_ids(path: tuple[Frame, ...], tables: _Tables) -> list[int]:
-    """The path's locations, leaf first: a frame and the inlined frames
-    that follow it (towards the leaf) make one location."""
-    groups: list[list[Frame]] = []
-    for f in path:
-        if f.inlined and groups:
-            groups[-1].append(f)
+def contexts(tree: CallTree, tables: _Tables) -> Iterator[tuple[list[int], float]]:
+    """(location ids leaf first, exclusive value) of every context with
+    samples.  A frame and the inlined frames that follow it (towards the
+    leaf) make one location; each context's location is looked up once,
+    extending its parent's."""
+    todo: list[tuple[CallNode, tuple[int, ...], tuple[Frame, ...]]] = \
+        [(c, (), ()) for c in reversed(tree.root.children.values())]
+    while todo:
+        node, above, group = todo.pop()
+        f = node.frame
+        if f.inlined and group:  # inlined into the frame of the parent's location: same address
+            group = (*group, f)
+            ids = (*above[:-1], tables.location(group))
         else:
-            groups.append([f])
-    return [tables.location(g) for g in reversed(groups)]
+            group = (f,)
+            ids = (*above, tables.location(group))
+        if node.exclusive:
+            yield list(reversed(ids)), node.exclusive
+        todo.extend((c, ids, group) for c in reversed(node.children.values()))
 
 
-def _value_types(report) -> tuple[list[tuple[str, str]], int]:
-    """The sample types and the period (in the last type's unit)."""
-    us = microseconds_per_sample(report)
+def _value_types(st: SourceTree) -> tuple[list[tuple[str, str]], int]:
+    """The sample types of a tree's source and its period (in the last
+    type's unit)."""
+    us = microseconds_per_sample(st)
     if us:
-        return [("samples", "count"), ("wall" if report.event == "ITIMER_REAL" else "cpu", "nanoseconds")], us * 1000
-    if report.threshold:
-        return [("samples", "count"), (report.event or "events", "count")], report.threshold
+        return [("samples", "count"), ("wall" if st.event == "ITIMER_REAL" else "cpu", "nanoseconds")], us * 1000
+    if st.threshold:
+        return [("samples", "count"), (st.event or "events", "count")], st.threshold
     return [("samples", "count")], 1
 
 
@@ -166,7 +178,7 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
 
     trees = source_trees(report, "--pprof")
     members = getattr(report, "reports", None) or [report]
-    types, period = _value_types(trees[0].report)
+    types, period = _value_types(trees[0])
     s = _Strings()
     tables = _Tables(s)
     tables.mapping(executable(trees))  # the program's module first: pprof names the profile after mapping 1
@@ -178,13 +190,13 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
         thread_key = s("thread")
         for st in trees:
             label = field_bytes(3, field_varint(1, thread_key) + field_varint(2, s(text(st.thread.label))))
-            per_sample = _value_types(st.report)[1] if len(types) > 1 else 1
-            for p, value in st.thread.tree.paths():
+            per_sample = _value_types(st)[1] if len(types) > 1 else 1
+            for locations, value in contexts(st.thread.tree, tables):
                 samples = int(value + 0.5)
                 if samples <= 0:
                     continue
                 values = [samples, int(value * per_sample + 0.5)][: len(types)]
-                out.write(field_bytes(P_SAMPLE, field_packed(1, location_ids(p, tables)) +
+                out.write(field_bytes(P_SAMPLE, field_packed(1, locations) +
                                       field_packed(2, values) + label))
                 nsamples += 1
         out.write(tables.encode())

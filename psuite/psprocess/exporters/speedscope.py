@@ -68,7 +68,7 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
         f.write(f'{{"$schema":{dumps(SCHEMA)},"exporter":{dumps("psuite " + __version__)},'
                 f'"name":{dumps(_program(report))},"activeProfileIndex":0,"profiles":[')
         for k, st in enumerate(trees):
-            us = microseconds_per_sample(st.report)
+            us = microseconds_per_sample(st)
             samples, weights = [], []
             for node in st.thread.tree.nodes():
                 if not node.exclusive:

@@ -253,7 +253,8 @@ def _header(r, view: str, threshold: float, depth: int | None) -> list[str]:
                  ("Threads combined", f"{len(thread_trees(r)):,}")]
     else:
         cps = [r.callpaths]
-        pairs = [("XML Source", r.source), ("Call paths", r.callpaths.source), ("Host", r.hostname),
+        pairs = [("XML Source", r.source),
+                 ("Call paths", r.callpaths.source if r.callpaths.source != r.source else ""), ("Host", r.hostname),
                  ("Process ID", r.pid), ("Command", r.command)]
     samples = sum(cp.samples for cp in cps)
     truncated = sum(cp.truncated for cp in cps)

@@ -1,0 +1,339 @@
+/* cct.c - per-thread calling-context trees for call-path sampling.
+ * A node is (parent, address, kind); a sample adds its frames from the
+ * outermost in, then counts itself at its innermost node.  Each live
+ * thread's tree is one mapping reserved with MAP_NORESERVE at its start -
+ * a header, the unwinder's frame buffers, an open-addressing hash of the
+ * nodes (bounded probes, see child()) and the node array, used in order - so resident
+ * memory grows with distinct contexts, not with samples, and the handler
+ * neither allocates nor locks.  Insertion is lock-free (a CAS claims a
+ * hash slot), since the ITIMER_REAL sampler thread adds blocked samples to
+ * a tree while its thread may be in the handler.  The handler also keeps
+ * the path of the last sample: consecutive samples share most of their
+ * outer frames, which are then not looked up again.
+ * When a thread ends its tree is copied into a mapping of its nodes' size
+ * (retired) and the big one is unmapped. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define DEFAULT_NODES (1u << 18)
+#define MAX_PROBE 128
+#define WINDOW_LOG2 8 /* a node's children start within 256 slots of its own */
+#define SCRATCH_EXTRA 40 /* the handler's own frames before the interrupted PC */
+
+struct ps_cct {
+    size_t bytes;               /* of the mapping */
+    int retired;
+    unsigned cap;               /* nodes, node 0 the root */
+    unsigned mask;              /* hash slots - 1 */
+    unsigned long long next;    /* the next free node (may pass cap: then full) */
+    unsigned long long samples, truncated, lost;
+    unsigned last_leaf;         /* the last sample's innermost node */
+    unsigned gen, cache_gen;    /* gen: bumped when nodes are retagged (dlclose): the path cache is dropped */
+    int busy;                   /* the handler is on this tree (its thread) */
+    unsigned long long stack_hi;
+    size_t resident;            /* retired: what the live tree had in memory */
+    /* the last sample's path, outermost first, under cache_root */
+    unsigned cache_root, cache_depth;
+    unsigned long long *cache_addr;
+    unsigned *cache_node;
+    void **frames, **scratch;
+    int scratch_cap;
+    unsigned *hash;
+    ps_cpnode_t *nodes;
+};
+
+static int maxdepth;
+static unsigned capacity = DEFAULT_NODES;
+
+static int verbose;
+
+int ps_cct_verbose(void) { return verbose; }
+
+size_t ps_cct_node_bytes(void) { return sizeof(ps_cpnode_t); }
+
+int ps_cct_init(int depth)
+{
+    maxdepth = depth;
+    verbose = getenv("PSUITE_VERBOSE") != NULL;
+    const char *env = getenv("PSUITE_CALLPATH_NODES");
+    if (env && *env) {
+        char *end;
+        unsigned long v = strtoul(env, &end, 10);
+        if (!*end && v >= 2 && v <= (1ul << 28))
+            capacity = (unsigned)v;
+    }
+    return 0;
+}
+
+int ps_cct_maxdepth(void) { return maxdepth; }
+
+static size_t align(size_t n) { return (n + 63) & ~(size_t)63; }
+
+ps_cct_t *ps_cct_new(void)
+{
+    unsigned slots = 2;
+    while (slots < 2 * capacity + (1u << WINDOW_LOG2) + MAX_PROBE)
+        slots <<= 1;
+    int scratch_cap = maxdepth + 1 + SCRATCH_EXTRA;
+    size_t off_cache_addr = align(sizeof(ps_cct_t));
+    size_t off_cache_node = off_cache_addr + align(sizeof(unsigned long long) * (size_t)(maxdepth + 1));
+    size_t off_frames = off_cache_node + align(sizeof(unsigned) * (size_t)(maxdepth + 1));
+    size_t off_scratch = off_frames + align(sizeof(void *) * (size_t)(maxdepth + 1));
+    size_t off_hash = off_scratch + align(sizeof(void *) * (size_t)scratch_cap);
+    size_t off_nodes = off_hash + align(sizeof(unsigned) * slots);
+    size_t bytes = off_nodes + sizeof(ps_cpnode_t) * capacity;
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    ps_cct_t *c = (ps_cct_t *)p;
+    c->bytes = bytes;
+    c->cap = capacity;
+    c->mask = slots - 1;
+    c->next = 1;
+    c->cache_addr = (unsigned long long *)(p + off_cache_addr);
+    c->cache_node = (unsigned *)(p + off_cache_node);
+    c->frames = (void **)(p + off_frames);
+    c->scratch = (void **)(p + off_scratch);
+    c->scratch_cap = scratch_cap;
+    c->hash = (unsigned *)(p + off_hash);
+    c->nodes = (ps_cpnode_t *)(p + off_nodes);
+    return c;
+}
+
+void ps_cct_thread_warm(ps_cct_t *c)
+{
+    pthread_attr_t a;
+    void *addr;
+    size_t size;
+    if (c && pthread_getattr_np(pthread_self(), &a) == 0) {
+        if (pthread_attr_getstack(&a, &addr, &size) == 0)
+            c->stack_hi = (unsigned long long)addr + size;
+        pthread_attr_destroy(&a);
+    }
+    ps_unwind_warm();
+}
+
+/* The child of parent with (addr, kind), added if new; 0 when the tree is
+ * full or the probes run out.  A node's children have their home slots in
+ * a window just past slot 2 * parent: nodes are numbered in order of
+ * creation, so the slots in use stay together at the start of the hash
+ * and its resident pages grow with the contexts (8 bytes each), instead of
+ * one page per context a hash over the whole table would touch. */
+static unsigned child(ps_cct_t *c, unsigned parent, unsigned long long addr, unsigned kind)
+{
+    unsigned long long h = (addr ^ ((unsigned long long)kind << 60)) * 0x9E3779B97F4A7C15ull;
+    unsigned i = 2 * parent + (unsigned)(h >> (64 - WINDOW_LOG2));
+    for (unsigned probe = 0; probe < MAX_PROBE; probe++) {
+        unsigned *slot = &c->hash[(i + probe) & c->mask];
+        unsigned n = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (!n) {
+            unsigned long long id = __atomic_fetch_add(&c->next, 1, __ATOMIC_RELAXED);
+            if (id >= c->cap)
+                return 0;
+            ps_cpnode_t *node = &c->nodes[id];
+            node->addr = addr;
+            node->parent = parent;
+            node->kind = kind;
+            unsigned expected = 0;
+            if (__atomic_compare_exchange_n(slot, &expected, (unsigned)id, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                return (unsigned)id;
+            node->kind = PS_CP_DEAD; /* another thread took the slot first: this node is not used */
+            n = expected;
+        }
+        const ps_cpnode_t *node = &c->nodes[n];
+        if (node->addr == addr && node->parent == parent && node->kind == kind)
+            return n;
+    }
+    return 0;
+}
+
+static unsigned used_nodes(const ps_cct_t *c);
+
+void ps_cct_lost(ps_cct_t *c, unsigned long long n)
+{
+    if (c)
+        __atomic_fetch_add(&c->lost, n, __ATOMIC_RELAXED);
+}
+
+static void count_leaf(ps_cct_t *c, unsigned leaf, unsigned long long n, int truncated)
+{
+    __atomic_fetch_add(&c->nodes[leaf].samples, n, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&c->samples, n, __ATOMIC_RELAXED);
+    if (truncated)
+        __atomic_fetch_add(&c->truncated, n, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->last_leaf, leaf, __ATOMIC_RELAXED);
+}
+
+void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
+{
+    if (!c || c->retired)
+        return;
+    if (c->busy) { /* a sample in the handler itself (never with SIGPROF blocked there) */
+        ps_cct_lost(c, n);
+        return;
+    }
+    c->busy = 1;
+    unsigned gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
+    if (gen != c->cache_gen) { /* a module was unloaded: its nodes are no longer anyone's parents */
+        c->cache_depth = 0;
+        c->cache_gen = gen;
+    }
+    int more = 0;
+    void **f = c->frames;
+    int got = ps_unwind(uc, f, maxdepth, c->scratch, c->scratch_cap, c->stack_hi, &more);
+    if (got <= 0) {
+        ps_cct_lost(c, n);
+        c->busy = 0;
+        return;
+    }
+    unsigned root = 0;
+    if (more && !(root = child(c, 0, 0, PS_CP_TRUNCATED))) {
+        ps_cct_lost(c, n);
+        c->busy = 0;
+        return;
+    }
+    /* f[got-1] outermost .. f[1]: calls; f[0]: the sample */
+    unsigned depth = 0, calls = (unsigned)got - 1;
+    if (c->cache_root == root)
+        while (depth < c->cache_depth && depth < calls && c->cache_addr[depth] == (unsigned long long)f[got - 1 - depth])
+            depth++;
+    unsigned parent = depth ? c->cache_node[depth - 1] : root;
+    for (unsigned k = depth; k < calls; k++) {
+        unsigned long long a = (unsigned long long)f[got - 1 - k];
+        parent = child(c, parent, a, PS_CP_CALL);
+        if (!parent) {
+            c->cache_depth = k;
+            ps_cct_lost(c, n);
+            c->busy = 0;
+            return;
+        }
+        c->cache_addr[k] = a;
+        c->cache_node[k] = parent;
+    }
+    c->cache_root = root;
+    c->cache_depth = calls;
+    unsigned leaf = child(c, parent, (unsigned long long)f[0], PS_CP_SAMPLE);
+    if (leaf)
+        count_leaf(c, leaf, n, more);
+    else
+        ps_cct_lost(c, n);
+    c->busy = 0;
+}
+
+void ps_cct_blocked(ps_cct_t *c, unsigned long long pc)
+{
+    if (!c || c->retired)
+        return;
+    unsigned b = child(c, 0, 0, PS_CP_BLOCKED), leaf = b ? child(c, b, pc, PS_CP_SAMPLE) : 0;
+    if (leaf)
+        count_leaf(c, leaf, 1, 0);
+    else
+        ps_cct_lost(c, 1);
+}
+
+void ps_cct_again(ps_cct_t *c)
+{
+    if (!c || c->retired)
+        return;
+    unsigned leaf = __atomic_load_n(&c->last_leaf, __ATOMIC_RELAXED);
+    if (leaf)
+        count_leaf(c, leaf, 1, 0);
+    else
+        ps_cct_lost(c, 1);
+}
+
+void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module)
+{
+    if (!c || module < 0 || module >= (1 << 20))
+        return;
+    unsigned n = used_nodes(c);
+    for (unsigned i = 1; i < n; i++) {
+        ps_cpnode_t *node = &c->nodes[i];
+        unsigned kind = __atomic_load_n(&node->kind, __ATOMIC_RELAXED);
+        if ((kind != PS_CP_CALL && kind != PS_CP_SAMPLE) || !node->addr)
+            continue;
+        unsigned long long a = node->addr - (kind == PS_CP_CALL);
+        if (a >= lo && a < hi)
+            __atomic_store_n(&node->kind, kind | ((unsigned)(module + 1) << PS_CP_RETIRED_SHIFT), __ATOMIC_RELAXED);
+    }
+    __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
+}
+
+static unsigned used_nodes(const ps_cct_t *c)
+{
+    unsigned long long n = __atomic_load_n(&c->next, __ATOMIC_ACQUIRE);
+    return n > c->cap ? c->cap : (unsigned)n;
+}
+
+size_t ps_cct_resident(const ps_cct_t *c)
+{
+    if (!c)
+        return 0;
+    if (c->retired)
+        return c->resident;
+    long page = sysconf(_SC_PAGESIZE);
+    size_t pages = (c->bytes + (size_t)page - 1) / (size_t)page, in = 0;
+    unsigned char vec[4096];
+    for (size_t at = 0; at < pages; at += sizeof vec) {
+        size_t k = pages - at < sizeof vec ? pages - at : sizeof vec;
+        if (mincore((char *)c + at * (size_t)page, k * (size_t)page, vec))
+            return 0;
+        for (size_t j = 0; j < k; j++)
+            in += vec[j] & 1;
+    }
+    return in * (size_t)page;
+}
+
+ps_cct_t *ps_cct_retire(ps_cct_t *c)
+{
+    if (!c || c->retired)
+        return c;
+    unsigned n = used_nodes(c);
+    size_t bytes = align(sizeof *c) + sizeof(ps_cpnode_t) * n;
+    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return c;
+    ps_cct_t *r = (ps_cct_t *)p;
+    *r = *c;
+    r->resident = ps_cct_resident(c);
+    r->bytes = bytes;
+    r->retired = 1;
+    r->cap = n;
+    r->next = n;
+    r->hash = NULL;
+    r->frames = r->scratch = NULL;
+    r->cache_addr = NULL;
+    r->cache_node = NULL;
+    r->nodes = (ps_cpnode_t *)(p + align(sizeof *c));
+    memcpy(r->nodes, c->nodes, sizeof(ps_cpnode_t) * n);
+    munmap(c, c->bytes);
+    return r;
+}
+
+void ps_cct_free(ps_cct_t *c)
+{
+    if (c)
+        munmap(c, c->bytes);
+}
+
+const ps_cpnode_t *ps_cct_nodes(const ps_cct_t *c, unsigned *n)
+{
+    *n = c ? used_nodes(c) : 0;
+    return c ? c->nodes : NULL;
+}
+
+void ps_cct_counts(const ps_cct_t *c, unsigned long long *samples, unsigned long long *truncated,
+                   unsigned long long *lost)
+{
+    *samples = c ? c->samples : 0;
+    *truncated = c ? c->truncated : 0;
+    *lost = c ? c->lost : 0;
+}

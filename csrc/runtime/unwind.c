@@ -1,0 +1,302 @@
+/* unwind.c - the call-path unwinder, chosen at run time (measured in
+ * docs/design/callpath-unwinding.md):
+ *   1. libunwind's unw_backtrace (.eh_frame CFI with a per-thread frame
+ *      cache, about 1 us for 30 frames), from Debian's libunwind.so.8
+ *      loaded with dlopen(RTLD_LOCAL): never linked, since it exports
+ *      _Unwind_Backtrace and backtrace, which would interpose on the
+ *      program's own unwinder;
+ *   2. libgcc_s's _Unwind_Backtrace (CFI too, a few us; finds objects with
+ *      glibc's lock-free _dl_find_object);
+ *   3. a frame-pointer walk, right only for code built with frame pointers.
+ * PSUITE_UNWINDER=libunwind|libgcc|framepointer forces one.
+ * All three start in the handler: the frames up to the interrupted PC (the
+ * handler's own, the kernel's signal trampoline) are dropped.
+ *
+ * libunwind looks up unknown PCs with dl_iterate_phdr, which takes the
+ * loader's lock: a handler that interrupted dlopen on another thread would
+ * wait, one that interrupted it on this thread would see a half-updated
+ * list.  So dl_iterate_phdr is interposed here: while this thread unwinds
+ * in the handler (a thread-local flag) it is answered from the module map
+ * modules.c keeps current, otherwise passed on to the C library. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <ucontext.h>
+
+#include "internal.h"
+
+typedef int (*unw_backtrace_fn)(void **, int);
+typedef int (*unw_flush_fn)(void *, unsigned long, unsigned long);
+typedef int (*gcc_trace_fn)(void *, void *);
+typedef unsigned long (*gcc_getip_fn)(void *);
+typedef int (*phdr_cb)(struct dl_phdr_info *, size_t, void *);
+
+static int which;
+static unw_backtrace_fn unw_backtrace_p;
+static unw_flush_fn unw_flush_p;
+static void **unw_local_as;
+static gcc_trace_fn gcc_trace;
+static gcc_getip_fn gcc_getip;
+static int (*real_iterate)(phdr_cb, void *);
+
+/* Set while this thread unwinds in the sample handler.  initial-exec: the
+ * library is preloaded (static TLS), so reading it never allocates. */
+static __thread int in_unwinder __attribute__((tls_model("initial-exec")));
+
+static const char *const names[] = {"", "libunwind", "libgcc", "framepointer"};
+
+const char *ps_unwind_name(void) { return names[which]; }
+
+static int load_libunwind(void)
+{
+    void *h = dlopen("libunwind.so.8", RTLD_LOCAL | RTLD_NOW);
+    if (!h)
+        return 0;
+    unw_backtrace_p = (unw_backtrace_fn)dlsym(h, "unw_backtrace");
+    unw_flush_p = (unw_flush_fn)dlsym(h, "_Ux86_64_flush_cache");
+    unw_local_as = (void **)dlsym(h, "_ULx86_64_local_addr_space");
+    return unw_backtrace_p != NULL;
+}
+
+static int load_libgcc(void)
+{
+    void *h = dlopen("libgcc_s.so.1", RTLD_LOCAL | RTLD_NOW);
+    if (!h)
+        return 0;
+    gcc_trace = (gcc_trace_fn)dlsym(h, "_Unwind_Backtrace");
+    gcc_getip = (gcc_getip_fn)dlsym(h, "_Unwind_GetIP");
+    return gcc_trace && gcc_getip;
+}
+
+int ps_unwind_init(char *note, size_t len)
+{
+    if (!real_iterate)
+        real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    const char *force = getenv("PSUITE_UNWINDER");
+    int want = PS_UNW_NONE;
+    note[0] = '\0';
+    if (force && *force) {
+        for (int k = 1; k <= PS_UNW_FRAMEPOINTER; k++)
+            if (strcmp(force, names[k]) == 0)
+                want = k;
+        if (!want)
+            ps_strlcpy(note, "PSUITE_UNWINDER must be libunwind, libgcc or framepointer; ", len);
+    }
+    which = PS_UNW_NONE;
+    if ((want == PS_UNW_NONE || want == PS_UNW_LIBUNWIND) && load_libunwind())
+        which = PS_UNW_LIBUNWIND;
+    else if ((want == PS_UNW_NONE || want == PS_UNW_LIBGCC) && load_libgcc())
+        which = PS_UNW_LIBGCC;
+    else
+        which = PS_UNW_FRAMEPOINTER;
+    if (want && want != which)
+        ps_append_part(note, len, "the unwinder asked for (PSUITE_UNWINDER) is not available");
+    if (which == PS_UNW_LIBGCC && !want)
+        ps_append_part(note, len, "libunwind.so.8 not found (apt-get install libunwind8): using libgcc_s's "
+                                  "unwinder (slower)");
+    if (which == PS_UNW_FRAMEPOINTER)
+        ps_append_part(note, len, "unwinding by frame pointers: code built -O2 without frame pointers will "
+                                  "have broken paths");
+    ps_unwind_warm();
+    return which;
+}
+
+static int gcc_collect(void *ctx, void *arg)
+{
+    void ***v = arg; /* v[0] cursor, v[1] end */
+    if (v[0] >= v[1])
+        return 5; /* _URC_END_OF_STACK: stop */
+    *v[0]++ = (void *)gcc_getip(ctx);
+    return 0;
+}
+
+/* First use per thread costs (libunwind maps its frame cache, libgcc runs
+ * its pthread_once): done here, outside the handler. */
+void ps_unwind_warm(void)
+{
+    void *frames[64];
+    if (which == PS_UNW_LIBUNWIND)
+        unw_backtrace_p(frames, 64);
+    else if (which == PS_UNW_LIBGCC) {
+        void **v[2] = {frames, frames + 64};
+        gcc_trace((void *)gcc_collect, v);
+    }
+}
+
+void ps_unwind_flush(void)
+{
+    if (unw_flush_p && unw_local_as)
+        unw_flush_p(*unw_local_as, 0, 0);
+}
+
+static unsigned long long uc_pc(const ucontext_t *uc)
+{
+#if defined(__x86_64__)
+    return (unsigned long long)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+    return (unsigned long long)uc->uc_mcontext.pc;
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+#if defined(__x86_64__)
+/* The module-map entry holding a, or NULL. */
+static const ps_module_t *module_at(const ps_module_t *v, int n, unsigned long long a)
+{
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        if (a < v[mid].lo)
+            hi = mid - 1;
+        else if (a >= v[mid].hi)
+            lo = mid + 1;
+        else
+            return &v[mid];
+    }
+    return NULL;
+}
+
+/* A frameless leaf (GCC keeps leaves without a frame even with
+ * -fno-omit-frame-pointer) leaves its return address at the stack
+ * pointer and the caller's frame in rbp: without this its caller would be
+ * missing.  [sp] is taken as the return address when it follows a direct
+ * call (e8 rel32) to code at most 1 MiB before the PC, in the same loaded
+ * object; only mapped code is read. */
+static unsigned long long leaf_return(unsigned long long pc, unsigned long long sp, unsigned long long stack_hi)
+{
+    if (!stack_hi || sp >= stack_hi || sp + 8 > stack_hi || (sp & 7))
+        return 0;
+    unsigned long long r = *(const unsigned long long *)sp, found = 0;
+    const ps_module_t *v;
+    int n;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    const ps_module_t *m = module_at(v, n, r), *here = module_at(v, n, pc);
+    if (m && here && m->base == here->base && r - 5 >= m->lo && *(const unsigned char *)(r - 5) == 0xe8) {
+        int rel;
+        memcpy(&rel, (const void *)(r - 4), sizeof rel);
+        unsigned long long target = r + (unsigned long long)(long long)rel;
+        if (target <= pc && pc - target < (1u << 20))
+            found = r;
+    }
+    ps_modules_release(held);
+    return found;
+}
+#endif
+
+/* From the interrupted frame's frame pointer, within [sp, stack_hi). */
+static int fp_walk(const ucontext_t *uc, void **frames, int cap, unsigned long long stack_hi, int *more)
+{
+    int n = 0;
+    frames[n++] = (void *)uc_pc(uc);
+#if defined(__x86_64__)
+    unsigned long long fp = (unsigned long long)uc->uc_mcontext.gregs[REG_RBP];
+    unsigned long long sp = (unsigned long long)uc->uc_mcontext.gregs[REG_RSP];
+    unsigned long long leaf = leaf_return(uc_pc(uc), sp, stack_hi);
+    if (leaf && n < cap)
+        frames[n++] = (void *)leaf;
+    while (stack_hi && fp >= sp && fp + 16 <= stack_hi && !(fp & 7)) {
+        const unsigned long long *f = (const unsigned long long *)fp;
+        if (!f[1])
+            break;
+        if (n == cap) {
+            *more = 1;
+            break;
+        }
+        if (n != 2 || !leaf || f[1] != leaf) /* a framed function's own return address: once */
+            frames[n++] = (void *)f[1];
+        if (f[0] <= fp)
+            break;
+        fp = f[0];
+    }
+#else
+    (void)stack_hi;
+    (void)more;
+    (void)cap;
+#endif
+    return n;
+}
+
+/* The handler's frames up to the interrupted PC are in scratch[0..got):
+ * the rest goes to frames. */
+static int from_pc(void **scratch, int got, int scratch_cap, void *pc, void **frames, int cap, int *more)
+{
+    int s = 0;
+    while (s < got && s < 32 && scratch[s] != pc)
+        s++;
+    if (s == got || s == 32)
+        return -1;
+    int n = got - s;
+    if (n > cap || got == scratch_cap)
+        *more = 1;
+    if (n > cap)
+        n = cap;
+    memcpy(frames, scratch + s, (size_t)n * sizeof *frames);
+    return n;
+}
+
+int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
+              int *more)
+{
+    const ucontext_t *uc = ucv;
+    *more = 0;
+    void *pc = (void *)uc_pc(uc);
+    int got;
+    switch (which) {
+    case PS_UNW_LIBUNWIND:
+        in_unwinder = 1;
+        got = unw_backtrace_p(scratch, scratch_cap);
+        in_unwinder = 0;
+        return got > 0 ? from_pc(scratch, got, scratch_cap, pc, frames, cap, more) : -1;
+    case PS_UNW_LIBGCC: {
+        void **v[2] = {scratch, scratch + scratch_cap};
+        in_unwinder = 1;
+        gcc_trace((void *)gcc_collect, v);
+        in_unwinder = 0;
+        return from_pc(scratch, (int)(v[0] - scratch), scratch_cap, pc, frames, cap, more);
+    }
+    case PS_UNW_FRAMEPOINTER: return fp_walk(uc, frames, cap, stack_hi, more);
+    default: return -1;
+    }
+}
+
+/* The loaded objects as dl_iterate_phdr shows them, from modules.c's map
+ * (no lock, no allocation). */
+static int from_snapshot(phdr_cb cb, void *data)
+{
+    const ps_module_t *v;
+    int n, rc = 0;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    for (int i = 0; i < n && !rc; i++) {
+        if (!v[i].phdr || v[i].base == __atomic_load_n(&ps_modules_closing, __ATOMIC_ACQUIRE))
+            continue;
+        int dup = 0; /* an object with several executable segments: once */
+        for (int k = 0; k < i && !dup; k++)
+            dup = v[k].phdr == v[i].phdr;
+        if (dup)
+            continue;
+        struct dl_phdr_info info;
+        memset(&info, 0, sizeof info);
+        info.dlpi_addr = (ElfW(Addr))v[i].base;
+        info.dlpi_name = v[i].exe ? "" : v[i].file;
+        info.dlpi_phdr = v[i].phdr;
+        info.dlpi_phnum = (ElfW(Half))v[i].phnum;
+        rc = cb(&info, sizeof info, data);
+    }
+    ps_modules_release(held);
+    return rc;
+}
+
+PS_API int dl_iterate_phdr(phdr_cb cb, void *data)
+{
+    if (in_unwinder) /* the map is taken when call paths start: never the loader's lock here */
+        return from_snapshot(cb, data);
+    if (!real_iterate)
+        real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    return real_iterate ? real_iterate(cb, data) : 0;
+}
