@@ -188,11 +188,28 @@ def perf_shares(samples: Iterable[Sample], anchor: str = "main") -> dict[Stack, 
     return path_shares(((s.stack, s.weight) for s in samples), anchor)
 
 
-def record_shares(records: Iterable[dict], anchor: str = "main") -> dict[Stack, float]:
+def record_shares(records: Iterable[dict], anchor: str = "main", inlined: bool = True) -> dict[Stack, float]:
     """path_shares of psuite's call-tree records (psuite.read().calltree_records()
     or the call-tree records of psprocess -f json): each record's exclusive
-    value is the weight of its path."""
+    value is the weight of its path.  Inlined frames kept or dropped by
+    `inlined` (as perf_record's)."""
+    records = list(records)
+    if not inlined:
+        records = function_paths(records)
     return path_shares(((tuple(r["path"]), float(r["exclusive"])) for r in records), anchor)
+
+
+def function_paths(records: list[dict]) -> list[dict]:
+    """The records with the inlined frames left out of their paths (a
+    record says whether its own last frame is inlined; its ancestors are
+    the records of its path's prefixes)."""
+    inlined = {(r.get("thread"), tuple(r["path"])): bool(r.get("inlined")) for r in records}
+    out = []
+    for r in records:
+        path = tuple(r["path"])
+        kept = tuple(f for i, f in enumerate(path) if not inlined.get((r.get("thread"), path[: i + 1]), False))
+        out.append({**r, "path": kept})
+    return out
 
 
 # The known structure of known.c, in percent of its work
@@ -206,3 +223,90 @@ KNOWN_TRUTH: dict[Stack, float] = {
 def off_by(shares: dict[Stack, float], truth: dict[Stack, float]) -> dict[Stack, tuple[float, float]]:
     """path -> (measured, expected) for every path of `truth`."""
     return {path: (round(shares.get(path, 0.0), 2), expected) for path, expected in truth.items()}
+
+
+# --- psuite ---------------------------------------------------------------
+
+
+def psrun_profile(argv: Sequence[str], workdir: Path, callpath: bool = True, *options: str) -> Path:
+    """Run argv under psrun at 1,000 samples a second of CPU time
+    (ITIMER_PROF), with --callpath unless told otherwise; the flat profile."""
+    from tests.conftest import run_tool
+
+    before = set(workdir.iterdir())
+    flags = ["--callpath"] if callpath else []
+    p = run_tool(
+        "psrun",
+        "-q",
+        "--profile",
+        "ITIMER_PROF",
+        "--period",
+        str(PERIOD_US),
+        *flags,
+        *options,
+        *argv,
+        timeout=300,
+        cwd=workdir,
+    )
+    assert p.returncode == 0, p.stderr
+    new = [f for f in set(workdir.iterdir()) - before if f.suffix == ".xml"]
+    flat = [f for f in new if not f.name.endswith(".callpaths.xml")]
+    assert len(flat) == 1, new
+    companion = flat[0].with_name(flat[0].name[: -len(".xml")] + ".callpaths.xml")
+    assert companion.exists() == callpath, new
+    return flat[0]
+
+
+def companion(flat: Path) -> Path:
+    """The <callpaths> document beside flat profile X.xml: X.callpaths.xml."""
+    return flat.with_name(flat.name[: -len(".xml")] + ".callpaths.xml")
+
+
+def read_records(flat: Path) -> list[dict]:
+    """psuite.read(flat).calltree_records(), as a Python user reads them."""
+    import psuite
+
+    return psuite.read(str(flat)).calltree_records()
+
+
+def json_report(flat: Path) -> dict:
+    """The one report of `psprocess -f json flat`."""
+    import json
+
+    from tests.conftest import run_tool
+
+    p = run_tool("psprocess", "-f", "json", str(flat), timeout=300)
+    assert p.returncode == 0, p.stderr
+    [report] = json.loads(p.stdout)["reports"]
+    return report
+
+
+def by_thread(records: Iterable[dict]) -> dict[int, list[dict]]:
+    out: dict[int, list[dict]] = {}
+    for r in records:
+        out.setdefault(r["thread"], []).append(r)
+    return out
+
+
+# qsort_cb.c's callback: cmp, or key inlined in it (what a resolver that
+# names the innermost inlined function, as addr2line -f does, calls it)
+CALLBACK = {"cmp", "key"}
+
+# The inlined calls of inlined.cpp's hot loop, outermost first
+INLINED = ["accumulate", "operator()", "repeat", "operator()", "mix"]
+
+
+def inline_chain(records: list[dict], leaf: dict) -> list[str]:
+    """What each inlined frame of leaf's path below main is (INLINED's
+    words), outermost first; every record of its path's prefixes says
+    whether it is inlined."""
+    inlined = {(r["thread"], tuple(r["path"])): r["inlined"] for r in records}
+    path = tuple(leaf["path"])
+    tail = from_anchor(path, "main") or ()
+    below = range(len(path) - len(tail), len(path))
+    return [inline_word(path[i]) for i in below if inlined[(leaf["thread"], path[: i + 1])]]
+
+
+def inline_word(function: str) -> str:
+    m = re.search(r"accumulate|repeat|mix|operator\(\)", function)
+    return m.group(0) if m else function

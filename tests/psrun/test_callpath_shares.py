@@ -7,9 +7,33 @@ threads, and a hot path through libc's qsort."""
 
 from __future__ import annotations
 
-import pytest
+import re
+from pathlib import Path
 
-from tests.callpath_helpers import build, disassembly, sets_frame_pointer
+import pytest
+from lxml import etree
+
+from psuite.calltree import TRUNCATED_FUNCTION
+from psuite.formats import callpaths_schema
+from tests.callpath_helpers import (
+    CALLBACK,
+    KNOWN_TRUTH,
+    PERIOD_US,
+    build,
+    by_thread,
+    companion,
+    disassembly,
+    from_anchor,
+    function_paths,
+    json_report,
+    off_by,
+    psrun_profile,
+    read_records,
+    record_shares,
+    sets_frame_pointer,
+)
+from tests.conftest import run_tool, validate
+from tests.psrun.test_sampler_runtime import cpu_seconds, functions, samples
 
 HOT = {
     "known": ["main", "a", "b", "c", "work"],
@@ -42,3 +66,149 @@ def test_target_calls_survive_optimisation(built):
     assert not any("jmp" in line and "<work>" in line for text in calls.values() for line in text.splitlines())
     assert "<work@plt>" in "\n".join(disassembly(built["known_shared"], "a"))
     assert "<rec>" in "\n".join(line for line in disassembly(built["recursion"], "rec") if "call" in line)
+
+
+# --- psrun --callpath ------------------------------------------------------
+
+TOLERANCE = 3.0  # percentage points
+
+
+def within(found: dict, tolerance: float = TOLERANCE) -> bool:
+    return all(abs(got - want) <= tolerance for got, want in found.values())
+
+
+@pytest.mark.parametrize("program", ["known", "known_shared"])
+def test_known_structure_shares(built, workdir, program):
+    """The inclusive share of main -> a -> work, main -> b -> work and
+    main -> b -> c -> work within 3 points of 50/30/20, read with
+    psuite.read() and with psprocess -f json; every sample recorded."""
+    flat = psrun_profile([built[program]], workdir)
+    doc = etree.parse(str(companion(flat)))
+    assert etree.XMLSchema(etree.parse(callpaths_schema())).validate(doc)
+    records = read_records(flat)
+    found = off_by(record_shares(records), KNOWN_TRUTH)
+    assert within(found), found
+    assert off_by(record_shares(json_report(flat)["calltree"]), KNOWN_TRUTH) == found
+    # every sample of the flat profile is in the call tree (none lost)
+    [thread] = doc.getroot().iter("thread")
+    assert int(thread.get("lost")) == 0 and int(thread.get("truncated")) == 0
+    assert sum(r["exclusive"] for r in records) == int(thread.get("samples")) == samples(etree.parse(str(flat)))
+
+
+def _structure(root) -> set[tuple[str, tuple[str, ...]]]:
+    """Every element's path of tags with its attribute names."""
+    return {
+        (etree.ElementTree(root).getpath(e).translate(str.maketrans("", "", "0123456789[]")), tuple(sorted(e.attrib)))
+        for e in root.iter()
+    }
+
+
+@pytest.mark.parametrize("program", ["known", "known_shared"])
+def test_flat_profile_unchanged(built, workdir, program):
+    """With --callpath the flat profile is what it is without: valid
+    against hwpcreport-0.3.dtd, the same elements and attributes, the same
+    rate of samples per CPU second and the same function shares."""
+    runs = {}
+    for callpath in (False, True):
+        flat = psrun_profile([built[program]], workdir, callpath)
+        root = validate(flat, "hwpcreport-0.3.dtd")
+        runs[callpath] = (root, functions(flat))
+        flat.rename(workdir / f"{callpath}.done")
+        if callpath:
+            companion(flat).unlink()
+    (bare, bare_functions), (with_paths, path_functions) = runs[False], runs[True]
+    assert _structure(bare) == _structure(with_paths)
+    rates = [samples(r) * PERIOD_US / 1e6 / cpu_seconds(r) for r in (bare, with_paths)]
+    assert all(0.85 <= rate <= 1.1 for rate in rates), rates
+    shares = [
+        {f: 100.0 * n / samples(r) for f, n in funcs.items()}
+        for r, funcs in ((bare, bare_functions), (with_paths, path_functions))
+    ]
+    assert shares[0]["work"] >= 97 and abs(shares[0]["work"] - shares[1].get("work", 0)) <= TOLERANCE, shares
+
+
+def _callpaths(flat: Path) -> tuple[int, etree._Element]:
+    """maxdepth and the one thread with samples of a companion."""
+    root = etree.parse(str(companion(flat))).getroot()
+    [thread] = [t for t in root.iter("thread") if int(t.get("samples")) > 0]
+    return int(root.find("sampling").get("maxdepth")), thread
+
+
+def test_deep_recursion_truncated_and_marked(built, workdir):
+    """Recursion to depth 1,000 with the work at the bottom: the samples
+    are kept, marked truncated (the thread's attribute, the report's
+    header), under the truncated node with the innermost maxdepth frames:
+    work in rec in rec ..."""
+    flat = psrun_profile([built["recursion"], "1000", "300"], workdir)
+    maxdepth, thread = _callpaths(flat)
+    total, truncated = int(thread.get("samples")), int(thread.get("truncated"))
+    assert total >= 250 and truncated >= 0.95 * total, (total, truncated)
+    records = read_records(flat)
+    assert sum(r["exclusive"] for r in records) == total  # counted, not dropped
+    deep = [r for r in records if r["exclusive"] and r["path"][0] == TRUNCATED_FUNCTION]
+    assert sum(r["exclusive"] for r in deep) == truncated
+    hot = max(deep, key=lambda r: r["exclusive"])
+    assert hot["exclusive"] >= 0.9 * truncated
+    assert hot["path"][1:] == ("rec",) * (maxdepth - 1) + ("work",), hot["path"]
+    text = run_tool("psprocess", "--calltree", "top-down", str(flat))
+    assert text.returncode == 0, text.stderr
+    assert re.search(rf"Truncated\s*:\s*{truncated:,} ", text.stdout), text.stdout[:2000]
+
+
+def test_recursion_within_depth_is_whole(built, workdir):
+    """Depth 100, under the default 128 frames: no truncation, and the hot
+    path is main, 100 frames of rec, work (every frame of an -O2 recursion
+    without frame pointers unwound)."""
+    flat = psrun_profile([built["recursion"], "100", "300"], workdir)
+    _, thread = _callpaths(flat)
+    assert int(thread.get("truncated")) == 0
+    records = read_records(flat)
+    hot = max(records, key=lambda r: r["exclusive"])
+    assert hot["exclusive"] >= 0.9 * int(thread.get("samples"))
+    assert from_anchor(hot["path"], "main") == ("main",) + ("rec",) * 100 + ("work",), hot["path"]
+
+
+def test_each_thread_has_its_own_tree(built, workdir):
+    """Two threads of different structure: one tree each, with its own
+    shares (worker_one: x 70 %, y 30 %; worker_two: z -> y 100 %)."""
+    flat = psrun_profile([built["threads"], "500"], workdir)
+    trees = by_thread(read_records(flat))
+    owner = {
+        w: [t for t, rows in trees.items() if any(w in r["path"] for r in rows)] for w in ("worker_one", "worker_two")
+    }
+    assert len(owner["worker_one"]) == len(owner["worker_two"]) == 1, owner
+    one, two = owner["worker_one"][0], owner["worker_two"][0]
+    assert one != two
+    found = off_by(
+        record_shares(trees[one], "worker_one"), {("worker_one", "x", "work"): 70.0, ("worker_one", "y", "work"): 30.0}
+    )
+    assert within(found), found
+    found = off_by(record_shares(trees[two], "worker_two"), {("worker_two", "z", "y", "work"): 100.0})
+    assert within(found), found
+    assert not any("x" in r["path"] for r in trees[two])
+
+
+def test_hot_path_through_libc_qsort(built, workdir):
+    """qsort with an expensive callback: the samples in cmp are reached
+    from main -> sort_many through libc's qsort frames (libc in the middle
+    of the stack, unwound through its CFI)."""
+    flat = psrun_profile([built["qsort_cb"], "40"], workdir)
+    records = function_paths(read_records(flat))
+    module = {tuple(r["path"]): r["module"] for r in records}
+    total = sum(r["exclusive"] for r in records)
+    through = 0
+    for r in records:
+        tail = from_anchor(tuple(r["path"]), "main")
+        if not r["exclusive"] or tail is None or not set(tail) & CALLBACK:
+            continue
+        head = tuple(r["path"])[: len(r["path"]) - len(tail)]
+        middle = tail[2 : min(tail.index(f) for f in set(tail) & CALLBACK)]
+        libc = [Path(module[head + tail[: 3 + i]]).name for i in range(len(middle))]
+        if (
+            tail[:2] == ("main", "sort_many")
+            and middle
+            and all(m.startswith("libc.so") for m in libc)
+            and any(re.search("qsort|msort", f) for f in middle)
+        ):
+            through += r["exclusive"]
+    assert through >= 0.85 * total, (through, total)
