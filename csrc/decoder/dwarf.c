@@ -165,7 +165,7 @@ static int elf_symbols(struct ps_dwarf *d)
 }
 
 /* The symbol naming addr: the nearest at or before it in the same section. */
-static const sym_t *symbol_at(const struct ps_dwarf *d, uint64_t addr)
+const sym_t *symbol_at(const struct ps_dwarf *d, uint64_t addr)
 {
     uint32_t shndx = UINT32_MAX;
     for (size_t i = 0; i < d->nsections; i++)
@@ -194,19 +194,6 @@ static int by_func(const void *a, const void *b)
     return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
-static int by_row(const void *a, const void *b)
-{
-    const row_t *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    int xe = x->file == UINT32_MAX, ye = y->file == UINT32_MAX;
-    if (xe != ye)
-        return xe ? -1 : 1; /* an end of sequence gives way to a row starting there */
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
 static int flatten(struct ps_dwarf *d)
 {
     qsort(d->funcs, d->nfuncs, sizeof *d->funcs, by_func);
@@ -221,7 +208,7 @@ static int flatten(struct ps_dwarf *d)
 #define SEG(from, to, f)                                                                                               \
     do {                                                                                                               \
         if ((to) > (from) && d->nsegs < 2 * d->nfuncs + 1)                                                             \
-            d->segs[d->nsegs++] = (seg_t){(from), (to), (f)};                                                          \
+            d->segs[d->nsegs++] = (seg_t){(from), (to), d->funcs[f].scope};                                                          \
     } while (0)
     for (size_t i = 0; i < d->nfuncs; i++) {
         const func_t *f = &d->funcs[i];
@@ -244,7 +231,7 @@ static int flatten(struct ps_dwarf *d)
     }
 #undef SEG
     free(stack);
-    qsort(d->rows, d->nrows, sizeof *d->rows, by_row);
+    sort_rows(d);
     return 0;
 }
 
@@ -259,6 +246,7 @@ PS_API void ps_dwarf_close(ps_dwarf_t *d)
     free(d->files);
     free(d->rows);
     free(d->funcs);
+    free(d->scopes);
     free(d->segs);
     free(d->syms);
     free(d->sections);
@@ -312,38 +300,98 @@ PS_API int ps_dwarf_has_dwarf(const ps_dwarf_t *d) { return d && d->info.len && 
 /* Many addresses at once, as ids (one call from Python instead of one per
  * address): file id (-1 unknown, see ps_dwarf_file), line, function id
  * (-1 unknown; see ps_dwarf_function). */
+/* The line-table row for addr: its file id (-1 unknown) and line. */
+static void row_at(const struct ps_dwarf *d, uint64_t addr, int *file, int *line)
+{
+    *file = -1;
+    *line = 0;
+    size_t lo = COUNT_LE(d->rows, d->nrows, addr, addr); /* the last row at or before addr */
+    if (lo && d->rows[lo - 1].file < d->nfiles) {
+        *file = (int)d->rows[lo - 1].file;
+        *line = (int)d->rows[lo - 1].line;
+    }
+}
+
+/* The innermost named DWARF function at addr (a scope id), else -1. */
+static int scope_at(struct ps_dwarf *d, uint64_t addr)
+{
+    size_t lo = COUNT_LE(d->segs, d->nsegs, hi, addr); /* the first segment ending after addr */
+    if (lo < d->nsegs && d->segs[lo].lo <= addr && addr < d->segs[lo].hi && d->segs[lo].func >= 0 &&
+        scope_name(d, &d->scopes[d->segs[lo].func]))
+        return d->segs[lo].func;
+    return -1;
+}
+
+/* The ELF symbol's function id at addr (-1 none), and its file id when the
+ * line table gave none. */
+static int symbol_function(const struct ps_dwarf *d, uint64_t addr, int *file)
+{
+    const sym_t *sym = symbol_at(d, addr);
+    if (!sym)
+        return -1;
+    if (*file < 0 && sym->file)
+        *file = -2 - (int)(sym - d->syms); /* a symbol's file: see ps_dwarf_file */
+    return (int)(d->nscopes + (size_t)(sym - d->syms));
+}
+
+/* Many addresses at once, as ids (one call from Python instead of one per
+ * address): file id (-1 unknown, see ps_dwarf_file), line, function id
+ * (-1 unknown; see ps_dwarf_function). */
 PS_API void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
                                  int *functions)
 {
     for (int i = 0; i < n; i++) {
-        uint64_t addr = addrs[i];
-        files[i] = -1;
-        lines[i] = 0;
-        functions[i] = -1;
-        size_t lo = COUNT_LE(d->rows, d->nrows, addr, addr); /* the last row at or before addr */
-        if (lo && d->rows[lo - 1].file < d->nfiles) {
-            files[i] = (int)d->rows[lo - 1].file;
-            lines[i] = (int)d->rows[lo - 1].line;
-        }
-        lo = COUNT_LE(d->segs, d->nsegs, hi, addr); /* the first segment ending after addr */
-        if (lo < d->nsegs && d->segs[lo].lo <= addr && addr < d->segs[lo].hi) {
-            func_t *f = &d->funcs[d->segs[lo].func];
-            if (!f->name && f->ref) {
-                f->name = ref_name(d, f->ref, &f->linkage, 0);
-                f->ref = 0;
-            }
-            if (f->name) {
-                functions[i] = d->segs[lo].func;
-                continue;
-            }
-        }
-        const sym_t *sym = symbol_at(d, addr);
-        if (sym) {
-            functions[i] = (int)(d->nfuncs + (size_t)(sym - d->syms));
-            if (files[i] < 0 && sym->file)
-                files[i] = -2 - (int)(sym - d->syms); /* a symbol's file: see ps_dwarf_file */
-        }
+        row_at(d, addrs[i], &files[i], &lines[i]);
+        functions[i] = scope_at(d, addrs[i]);
+        if (functions[i] < 0)
+            functions[i] = symbol_function(d, addrs[i], &files[i]);
     }
+}
+
+/* Frames at many addresses, as addr2line -f -i gives them: innermost
+ * first, the inlined calls and then the function containing the address.
+ * Address i has counts[i] frames; they follow those of the addresses
+ * before it in functions/files/lines/inlined (ids as ps_dwarf_lookup_many
+ * gives them; an outer frame's file and line are the call site of the
+ * inlined frame inside it).  At most cap frames are written; returns how
+ * many there are in all (call again with a larger cap when more). */
+PS_API int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
+                                int *files, int *lines, unsigned char *inlined, int cap)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        int file, line, start = total;
+        row_at(d, addrs[i], &file, &line);
+        int s = scope_at(d, addrs[i]);
+        if (s < 0) {
+            int f = symbol_function(d, addrs[i], &file);
+            if (total < cap) {
+                functions[total] = f;
+                files[total] = file;
+                lines[total] = line;
+                inlined[total] = 0;
+            }
+            total++;
+        }
+        /* the caller chain: bounded, so a malformed cycle cannot loop */
+        for (int hops = 0; s >= 0 && hops < 4096; hops++) {
+            const scope_t *sc = &d->scopes[s];
+            if (total < cap) {
+                functions[total] = scope_name(d, &d->scopes[s]) ? s : -1;
+                files[total] = file;
+                lines[total] = line;
+                inlined[total] = sc->inlined;
+            }
+            total++;
+            if (!sc->inlined)
+                break;
+            file = sc->call_file;
+            line = (int)sc->call_line;
+            s = sc->parent;
+        }
+        counts[i] = total - start;
+    }
+    return total;
 }
 
 PS_API const char *ps_dwarf_file(const ps_dwarf_t *d, int id)
@@ -358,10 +406,10 @@ PS_API const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage)
     *linkage = 1;
     if (id < 0)
         return NULL;
-    if ((size_t)id < d->nfuncs) {
-        *linkage = d->funcs[id].linkage;
-        return d->funcs[id].name;
+    if ((size_t)id < d->nscopes) {
+        *linkage = d->scopes[id].linkage;
+        return d->scopes[id].name;
     }
-    size_t s = (size_t)id - d->nfuncs;
+    size_t s = (size_t)id - d->nscopes;
     return s < d->nsyms ? d->syms[s].name : NULL;
 }

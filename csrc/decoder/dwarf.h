@@ -25,17 +25,30 @@ typedef struct {
     uint32_t seq, order;
 } row_t;
 
+/* One subprogram or inlined-subroutine DIE (a function id). */
+typedef struct {
+    const char *name;   /* NULL: resolve ref */
+    uint64_t ref;       /* .debug_info offset of a DIE naming it */
+    int32_t parent;     /* inlined: the enclosing function's scope (its caller); -1: none */
+    int32_t call_file;  /* inlined: the call site's file id; -1: unknown */
+    uint32_t call_line;
+    uint8_t linkage;    /* name is a linkage (mangled) name */
+    uint8_t inlined;
+    uint8_t mangled;    /* its unit's language mangles names (C++, say) */
+    uint8_t has_low;
+    uint64_t low;       /* its first range's start */
+} scope_t;
+
+/* One address range of a scope. */
 typedef struct {
     uint64_t lo, hi;
     uint32_t depth;
-    const char *name;   /* NULL: resolve ref */
-    uint64_t ref;       /* .debug_info offset of a DIE naming it */
-    int linkage;        /* name is a linkage (mangled) name */
+    int32_t scope;      /* index into scopes */
 } func_t;
 
 typedef struct {
     uint64_t lo, hi;
-    int32_t func; /* index into funcs, -1: none */
+    int32_t func; /* index into scopes, -1: none */
 } seg_t;
 
 typedef struct {
@@ -55,6 +68,9 @@ typedef struct {
     uint64_t abbrev;
     int version, addr_size, offset_size;
     uint64_t str_offsets_base, addr_base, rnglists_base, low_pc;
+    uint32_t file_first, file_count; /* the unit's line-program files: ids file_first.. */
+    int file_base;                   /* the first file number (1 before DWARF 5) */
+    int mangled;                     /* the language mangles names (binutils' mangle_style) */
 } unit_t;
 
 struct ps_dwarf {
@@ -67,6 +83,8 @@ struct ps_dwarf {
     size_t nfiles, capfiles;
     func_t *funcs;
     size_t nfuncs, capfuncs;
+    scope_t *scopes;
+    size_t nscopes, capscopes;
     seg_t *segs;
     size_t nsegs;
     sym_t *syms;
@@ -135,6 +153,9 @@ typedef struct {
     int is_string, is_addrx, is_strx, is_const;
 } value_t;
 
+/* dwarf.c: the ELF symbol naming addr (nearest at or before it in its section) */
+const sym_t *symbol_at(const struct ps_dwarf *d, uint64_t addr);
+
 /* dwarf_read.c */
 uint64_t rd_u(rd_t *r, int n);
 uint64_t rd_uleb(rd_t *r);
@@ -148,11 +169,16 @@ int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t
 const char *value_string(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 uint64_t value_addr(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 
-/* dwarf_lines.c: one line program's rows into d->rows (sequence numbers from *seq) */
-int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, uint32_t *seq);
+/* dwarf_lines.c: one line program's rows into d->rows (sequence numbers
+ * from *seq); its files' ids into cu->file_first, file_count, file_base */
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t *cu, uint32_t *seq);
+/* sort d->rows by (address, end of sequence first, sequence, order) */
+void sort_rows(struct ps_dwarf *d);
 
 /* dwarf_info.c: every unit's functions into d->funcs, line programs through line_program */
 int walk_units(struct ps_dwarf *d);
 const char *ref_name(struct ps_dwarf *d, uint64_t ref, int *linkage, int hops);
+/* the scope's name, resolved through its ref once; NULL: none */
+const char *scope_name(struct ps_dwarf *d, scope_t *s);
 
 #endif

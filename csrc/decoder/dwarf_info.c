@@ -10,18 +10,21 @@
 
 /* ---- units and functions ------------------------------------------------------ */
 
-static int add_func(struct ps_dwarf *d, uint64_t lo, uint64_t hi, uint32_t depth, const char *name, int linkage,
-                    uint64_t ref)
+static int add_func(struct ps_dwarf *d, uint64_t lo, uint64_t hi, uint32_t depth, int32_t scope)
 {
     if (hi <= lo)
         return 0;
     GROW(d->funcs, d->nfuncs, d->capfuncs);
-    d->funcs[d->nfuncs++] = (func_t){lo, hi, depth, name, ref, linkage};
+    d->funcs[d->nfuncs++] = (func_t){lo, hi, depth, scope};
+    scope_t *s = &d->scopes[scope];
+    if (!s->has_low) {
+        s->has_low = 1;
+        s->low = lo;
+    }
     return 0;
 }
 
-static int ranges_of(struct ps_dwarf *d, const unit_t *u, uint64_t off, int is_index, uint32_t depth,
-                     const char *name, int linkage, uint64_t ref)
+static int ranges_of(struct ps_dwarf *d, const unit_t *u, uint64_t off, int is_index, uint32_t depth, int32_t scope)
 {
     if (u->version >= 5) {
         if (is_index) {
@@ -44,20 +47,20 @@ static int ranges_of(struct ps_dwarf *d, const unit_t *u, uint64_t off, int is_i
             case 1: v.is_addrx = 1; v.u = rd_uleb(&r); base = value_addr(d, u, &v); break;
             case 2: v.is_addrx = 1; v.u = rd_uleb(&r); a = value_addr(d, u, &v);
                 v.u = rd_uleb(&r); b = value_addr(d, u, &v);
-                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                if (add_func(d, a, b, depth, scope)) return -1;
                 break;
             case 3: v.is_addrx = 1; v.u = rd_uleb(&r); a = value_addr(d, u, &v); b = a + rd_uleb(&r);
-                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                if (add_func(d, a, b, depth, scope)) return -1;
                 break;
             case 4: a = base + rd_uleb(&r); b = base + rd_uleb(&r);
-                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                if (add_func(d, a, b, depth, scope)) return -1;
                 break;
             case 5: base = rd_u(&r, u->addr_size); break;
             case 6: a = rd_u(&r, u->addr_size); b = rd_u(&r, u->addr_size);
-                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                if (add_func(d, a, b, depth, scope)) return -1;
                 break;
             case 7: a = rd_u(&r, u->addr_size); b = a + rd_uleb(&r);
-                if (add_func(d, a, b, depth, name, linkage, ref)) return -1;
+                if (add_func(d, a, b, depth, scope)) return -1;
                 break;
             default: return 0;
             }
@@ -74,7 +77,7 @@ static int ranges_of(struct ps_dwarf *d, const unit_t *u, uint64_t off, int is_i
             break;
         if (a == all)
             base = b;
-        else if (add_func(d, base + a, base + b, depth, name, linkage, ref))
+        else if (add_func(d, base + a, base + b, depth, scope))
             return -1;
     }
     return 0;
@@ -83,11 +86,12 @@ static int ranges_of(struct ps_dwarf *d, const unit_t *u, uint64_t off, int is_i
 enum { AT_name = 0x03, AT_stmt_list = 0x10, AT_low_pc = 0x11, AT_high_pc = 0x12, AT_comp_dir = 0x1b,
        AT_abstract_origin = 0x31, AT_specification = 0x47, AT_ranges = 0x55, AT_linkage_name = 0x6e,
        AT_MIPS_linkage_name = 0x2007, AT_str_offsets_base = 0x72, AT_addr_base = 0x73, AT_rnglists_base = 0x74,
-       AT_GNU_addr_base = 0x2133, AT_GNU_ranges_base = 0x2132 };
+       AT_GNU_addr_base = 0x2133, AT_GNU_ranges_base = 0x2132, AT_call_file = 0x58, AT_call_line = 0x59,
+       AT_language = 0x13 };
 enum { TAG_subprogram = 0x2e, TAG_inlined_subroutine = 0x1d };
 
 typedef struct {
-    uint64_t low, high, ranges, ref, stmt;
+    uint64_t low, high, ranges, ref, stmt, call_file, call_line, language;
     int has_low, has_high, high_is_offset, has_ranges, ranges_is_index, has_stmt;
     const char *name, *linkage, *comp_dir;
 } dieattrs_t;
@@ -109,6 +113,9 @@ static int read_die(struct ps_dwarf *d, rd_t *r, const abbrev_t *ab, unit_t *u, 
         case AT_ranges: a->ranges = v.u; a->has_ranges = 1; a->ranges_is_index = s->form == 0x23; break;
         case AT_abstract_origin: case AT_specification: if (!a->ref) a->ref = v.u; break;
         case AT_stmt_list: a->stmt = v.u; a->has_stmt = 1; break;
+        case AT_call_file: a->call_file = v.u; break;
+        case AT_call_line: a->call_line = v.u; break;
+        case AT_language: a->language = v.u; break;
         case AT_str_offsets_base: u->str_offsets_base = v.u; break;
         case AT_addr_base: case AT_GNU_addr_base: u->addr_base = v.u; break;
         case AT_rnglists_base: u->rnglists_base = v.u; break;
@@ -153,12 +160,80 @@ static int unit_header(struct ps_dwarf *d, uint64_t off, unit_t *u, rd_t *r, int
     return u->addr_size == 4 || u->addr_size == 8 ? 0 : -1;
 }
 
+/* A function DIE met in the walk, per nesting level, made a scope only
+ * when it has code or an inlined call with code is nested in it. */
+typedef struct {
+    int is_func;
+    int32_t scope; /* -1: not yet a scope */
+    int inlined;
+    const char *name;
+    int linkage;
+    uint64_t ref;
+    int32_t call_file;
+    uint32_t call_line;
+    int mangled;
+} level_t;
+
+#define MAX_LEVELS 1024
+
+/* Whether binutils demangles the language's names (its mangle_style):
+ * then a function known only by a plain DWARF name takes the ELF symbol
+ * that starts where it starts (see scope_name). */
+static int mangles(uint64_t language)
+{
+    switch (language) {
+    case 0x1: case 0x2: case 0x5: case 0x6: case 0x7: case 0x8: case 0x9: case 0xa: case 0xc: case 0xe: case 0xf:
+    case 0x10: case 0x12: case 0x14: case 0x1d: case 0x22: case 0x23: case 0x8001:
+        return 0; /* C, Fortran, Pascal, Objective C and the like */
+    default:
+        return 1;
+    }
+}
+
+/* The scope of the innermost function enclosing level `below` (exclusive):
+ * the caller of an inlined call there, as binutils takes it. */
+static int32_t enclosing(struct ps_dwarf *d, level_t *lv, uint32_t below);
+
+static int32_t make_scope(struct ps_dwarf *d, level_t *lv, uint32_t level)
+{
+    level_t *l = &lv[level];
+    if (l->scope >= 0)
+        return l->scope;
+    int32_t parent = l->inlined ? enclosing(d, lv, level) : -1;
+    if (parent == -2)
+        return -2;
+    if (d->nscopes == d->capscopes) {
+        size_t c = d->capscopes ? 2 * d->capscopes : 1024;
+        scope_t *p = realloc(d->scopes, c * sizeof *p);
+        if (!p)
+            return -2;
+        d->scopes = p;
+        d->capscopes = c;
+    }
+    d->scopes[d->nscopes] = (scope_t){l->name, l->linkage ? 0 : l->ref, parent, l->call_file, l->call_line,
+                                      (uint8_t)l->linkage, (uint8_t)l->inlined, (uint8_t)l->mangled, 0, 0};
+    l->scope = (int32_t)d->nscopes++;
+    return l->scope;
+}
+
+static int32_t enclosing(struct ps_dwarf *d, level_t *lv, uint32_t below)
+{
+    while (below-- > 0)
+        if (lv[below].is_func)
+            return make_scope(d, lv, below);
+    return -1;
+}
+
 int walk_units(struct ps_dwarf *d)
 {
     abbrevs_t ab = {0};
     ab.offset = UINT64_MAX;
     uint32_t seq = 0;
-    for (uint64_t off = 0; off < d->info.len;) {
+    level_t *lv = malloc(sizeof *lv * MAX_LEVELS);
+    if (!lv)
+        return -1;
+    int rc = 0;
+    for (uint64_t off = 0; off < d->info.len && !rc;) {
         unit_t u;
         rd_t r;
         int type;
@@ -167,10 +242,19 @@ int walk_units(struct ps_dwarf *d)
         off = u.end;
         if (u.abbrev != ab.offset && abbrevs_load(d, u.abbrev, &ab))
             continue;
-        GROW(d->units, d->nunits, d->capunits);
+        if (d->nunits == d->capunits) {
+            size_t c = d->capunits ? 2 * d->capunits : 1024;
+            unit_t *p = realloc(d->units, c * sizeof *p);
+            if (!p) {
+                rc = -1;
+                break;
+            }
+            d->units = p;
+            d->capunits = c;
+        }
         uint32_t depth = 0;
         int first = 1;
-        while (r.p < r.end) {
+        while (r.p < r.end && !rc) {
             uint64_t code = rd_uleb(&r);
             if (!code) {
                 if (depth == 0)
@@ -182,28 +266,30 @@ int walk_units(struct ps_dwarf *d)
             dieattrs_t at;
             if (!a || read_die(d, &r, a, &u, &at))
                 break;
+            level_t *l = depth < MAX_LEVELS ? &lv[depth] : NULL;
+            if (l)
+                l->is_func = 0;
             if (first) { /* the unit DIE: bases, line program, and its pc range as the base address */
                 first = 0;
                 u.low_pc = at.has_low ? at.low : 0;
-                if (type == 1 || type == 3) {
-                    if (at.has_stmt && line_program(d, at.stmt, at.comp_dir ? at.comp_dir : "", &u, &seq)) {
-                        abbrevs_free(&ab);
-                        return -1;
-                    }
-                }
-            } else if (a->tag == TAG_subprogram || a->tag == TAG_inlined_subroutine) {
+                u.mangled = mangles(at.language);
+                if ((type == 1 || type == 3) && at.has_stmt &&
+                    line_program(d, at.stmt, at.comp_dir ? at.comp_dir : "", &u, &seq))
+                    rc = -1;
+            } else if ((a->tag == TAG_subprogram || a->tag == TAG_inlined_subroutine) && l) {
                 const char *name = at.linkage ? at.linkage : at.name;
-                int linkage = at.linkage != NULL;
-                uint64_t ref = name ? 0 : at.ref;
-                int rc = 0;
-                if (at.has_low && at.has_high)
-                    rc = add_func(d, at.low, at.high_is_offset ? at.low + at.high : at.high, depth, name, linkage,
-                                  ref);
-                else if (at.has_ranges)
-                    rc = ranges_of(d, &u, at.ranges, at.ranges_is_index, depth, name, linkage, ref);
-                if (rc) {
-                    abbrevs_free(&ab);
-                    return -1;
+                uint64_t cf = at.call_file - (uint64_t)u.file_base;
+                *l = (level_t){1, -1, a->tag == TAG_inlined_subroutine, name, at.linkage != NULL, at.ref,
+                               cf < u.file_count ? (int32_t)(u.file_first + cf) : -1, (uint32_t)at.call_line,
+                               u.mangled};
+                if ((at.has_low && at.has_high) || at.has_ranges) {
+                    int32_t scope = make_scope(d, lv, depth);
+                    if (scope < 0)
+                        rc = -1;
+                    else if (at.has_low && at.has_high)
+                        rc = add_func(d, at.low, at.high_is_offset ? at.low + at.high : at.high, depth, scope);
+                    else
+                        rc = ranges_of(d, &u, at.ranges, at.ranges_is_index, depth, scope);
                 }
             }
             if (a->children)
@@ -212,7 +298,30 @@ int walk_units(struct ps_dwarf *d)
         d->units[d->nunits++] = u;
     }
     abbrevs_free(&ab);
-    return 0;
+    free(lv);
+    return rc;
+}
+
+const char *scope_name(struct ps_dwarf *d, scope_t *s)
+{
+    if (s->ref) { /* a plain name gives way to a linkage name the origin has */
+        int linkage = 0;
+        const char *other = ref_name(d, s->ref, &linkage, 0);
+        if (other && (linkage || !s->name)) {
+            s->name = other;
+            s->linkage = (uint8_t)linkage;
+        }
+        s->ref = 0;
+    }
+    if (!s->linkage && s->mangled && s->has_low) { /* as binutils: the symbol's (mangled) name */
+        const sym_t *sym = symbol_at(d, s->low);
+        if (sym && sym->addr == s->low) {
+            s->name = sym->name;
+            s->linkage = 1;
+        }
+        s->mangled = 0; /* decided once */
+    }
+    return s->name;
 }
 
 /* The name a DIE refers to through abstract_origin / specification. */
@@ -230,10 +339,17 @@ const char *ref_name(struct ps_dwarf *d, uint64_t ref, int *linkage, int hops)
     dieattrs_t at;
     const char *name = NULL;
     if (a && !read_die(d, &r, a, &u, &at)) {
+        /* as binutils: a linkage name anywhere along the chain wins over a plain name */
         *linkage = at.linkage != NULL;
         name = at.linkage ? at.linkage : at.name;
-        if (!name && at.ref)
-            name = ref_name(d, at.ref, linkage, hops + 1);
+        if (!at.linkage && at.ref) {
+            int deeper = 0;
+            const char *other = ref_name(d, at.ref, &deeper, hops + 1);
+            if (other && (deeper || !name)) {
+                name = other;
+                *linkage = deeper;
+            }
+        }
     }
     abbrevs_free(&ab);
     return name;

@@ -66,7 +66,7 @@ static int v5_entries(struct ps_dwarf *d, rd_t *r, const unit_t *lu, const char 
 
 #define MAX_FILES 65536
 
-int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, uint32_t *seq)
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t *cu, uint32_t *seq)
 {
     if (off >= d->line.len)
         return 0;
@@ -124,6 +124,9 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
     }
     /* file ids in our table for this program's file numbers */
     static uint32_t ids[MAX_FILES];
+    cu->file_first = (uint32_t)d->nfiles; /* add_file numbers them consecutively */
+    cu->file_count = (uint32_t)nnames;
+    cu->file_base = version >= 5 ? 0 : 1;
     for (size_t i = 0; i < nnames; i++) {
         const char *dir = "";
         uint64_t di = dir_of[i];
@@ -163,6 +166,10 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
             const uint8_t *next = r.p + len;
             int ext = (int)rd_u(&r, 1);
             if (ext == 1) { /* end_sequence */
+                /* rows at the end address cover nothing (binutils drops them) */
+                while (d->nrows && d->rows[d->nrows - 1].seq == *seq && d->rows[d->nrows - 1].addr == addr &&
+                       d->rows[d->nrows - 1].file != UINT32_MAX)
+                    d->nrows--;
                 EMIT(1);
                 (*seq)++;
                 addr = 0;
@@ -190,3 +197,95 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
     return 0;
 }
 
+
+/* ---- sorting rows ------------------------------------------------------------- */
+
+static int by_row(const void *a, const void *b)
+{
+    const row_t *x = a, *y = b;
+    if (x->addr != y->addr)
+        return x->addr < y->addr ? -1 : 1;
+    int xe = x->file == UINT32_MAX, ye = y->file == UINT32_MAX;
+    if (xe != ye)
+        return xe ? -1 : 1; /* an end of sequence gives way to a row starting there */
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+typedef struct {
+    size_t first, count;
+    uint64_t start;
+    uint32_t seq;
+    int sorted; /* its rows already in by_row order */
+} run_t;
+
+static int by_run(const void *a, const void *b)
+{
+    const run_t *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A line program's sequences are sorted runs of rows (addresses only grow
+ * within a sequence), so instead of sorting every row (half of the decode
+ * time), the runs are ordered by start address and concatenated; only runs
+ * that overlap an earlier one (discarded code at address 0, say) are
+ * sorted together.  The result is exactly qsort's by by_row. */
+void sort_rows(struct ps_dwarf *d)
+{
+    size_t nruns = 0;
+    for (size_t i = 0; i < d->nrows; i++)
+        if (i == 0 || d->rows[i].seq != d->rows[i - 1].seq)
+            nruns++;
+    run_t *runs = malloc(sizeof *runs * (nruns ? nruns : 1));
+    row_t *out = malloc(sizeof *out * (d->nrows ? d->nrows : 1));
+    if (!runs || !out) {
+        free(runs);
+        free(out);
+        qsort(d->rows, d->nrows, sizeof *d->rows, by_row);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < d->nrows; i++) {
+        if (i == 0 || d->rows[i].seq != d->rows[i - 1].seq)
+            runs[k++] = (run_t){i, 0, d->rows[i].addr, d->rows[i].seq, 1};
+        run_t *r = &runs[k - 1];
+        if (r->count && by_row(&d->rows[i - 1], &d->rows[i]) > 0)
+            r->sorted = 0;
+        if (d->rows[i].addr < r->start)
+            r->start = d->rows[i].addr;
+        r->count++;
+    }
+    qsort(runs, nruns, sizeof *runs, by_run);
+    size_t n = 0, group = 0; /* rows of the current group start at out[group] */
+    int group_sorted = 1;
+    const row_t *max = NULL; /* the group's greatest row */
+    for (size_t r = 0; r < nruns; r++) {
+        const row_t *first = &d->rows[runs[r].first], *last = first + runs[r].count - 1;
+        if (max && (!runs[r].sorted || by_row(max, first) > 0)) {
+            group_sorted = 0; /* overlaps the group: sort them together */
+        } else {
+            if (!group_sorted)
+                qsort(out + group, n - group, sizeof *out, by_row);
+            group = n;
+            group_sorted = runs[r].sorted;
+            max = NULL;
+        }
+        memcpy(out + n, first, sizeof *out * runs[r].count);
+        n += runs[r].count;
+        if (!runs[r].sorted) {
+            for (const row_t *p = first; p <= last; p++)
+                if (!max || by_row(max, p) < 0)
+                    max = p;
+        } else if (!max || by_row(max, last) < 0)
+            max = last;
+    }
+    if (!group_sorted)
+        qsort(out + group, n - group, sizeof *out, by_row);
+    free(runs);
+    free(d->rows);
+    d->rows = out;
+    d->caprows = d->nrows;
+}

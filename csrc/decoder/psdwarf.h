@@ -27,6 +27,15 @@ int ps_dwarf_has_dwarf(const ps_dwarf_t *d);
  * mangled name). */
 void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
                           int *functions);
+/* frames_many: per address, the frames at it as addr2line -f -i lists
+ * them, innermost first: the inlined calls (inlined[] = 1) and then the
+ * function containing the address.  Address i has counts[i] frames, stored
+ * after the frames of addresses 0..i-1 in functions/files/lines/inlined
+ * (ids as lookup_many gives them; an outer frame's file and line are the
+ * call site of the inlined frame inside it).  Writes at most cap frames;
+ * returns the total, so a caller whose cap was too small calls again. */
+int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
+                         int *files, int *lines, unsigned char *inlined, int cap);
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);

@@ -86,7 +86,8 @@ def _debug_file(elf, path: str) -> str | None:
 
 class NativeMap:
     """The C core's decoder (csrc/decoder/, libpsdwarf.so) for one ELF file: line rows,
-    innermost functions and symbols decoded in C, looked up per address."""
+    functions with their inlined calls, and symbols decoded in C, looked up
+    many addresses per call."""
 
     def __init__(self, path: str) -> None:
         from psuite.libperfsuite.native import load_decoder
@@ -98,35 +99,80 @@ class NativeMap:
             raise ValueError(f"{path}: the C decoder cannot read it ({rc})")
         self._d = self._ffi.gc(out[0], self._lib.ps_dwarf_close)
         self._linkage = self._ffi.new("int *")
+        self._files: dict[int, str] = {-1: UNKNOWN}
+        self._funcs: dict[int, str] = {-1: UNKNOWN}
 
     @property
     def has_dwarf(self) -> bool:
         return bool(self._lib.ps_dwarf_has_dwarf(self._d))
+
+    def _file(self, fi: int) -> str:
+        file = self._files.get(fi)
+        if file is None:  # ids <= -2: a file named by the symbol table (binutils does the same)
+            raw = self._lib.ps_dwarf_file(self._d, fi)
+            # joined as binutils joins it, not normalised
+            file = ffi_text(self._ffi, raw) if raw != self._ffi.NULL else UNKNOWN
+            self._files[fi] = file
+        return file
+
+    def _function(self, fn: int) -> str:
+        func = self._funcs.get(fn)
+        if func is None:
+            raw = self._lib.ps_dwarf_function(self._d, fn, self._linkage)
+            text = ffi_text(self._ffi, raw) if raw != self._ffi.NULL else UNKNOWN
+            func = self._funcs[fn] = demangle(text) if self._linkage[0] else text
+        return func
 
     def lookup(self, addr: int) -> tuple[str, str, int]:
         return self.lookup_many([addr])[0]
 
     def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
         """Like lookup for each address, in one call into C."""
-        ffi, lib, n = self._ffi, self._lib, len(addrs)
+        ffi, n = self._ffi, len(addrs)
         files, lines, funcs = ffi.new("int[]", n), ffi.new("int[]", n), ffi.new("int[]", n)
-        lib.ps_dwarf_lookup_many(self._d, ffi.new("unsigned long long[]", addrs), n, files, lines, funcs)
-        file_names: dict[int, str] = {-1: UNKNOWN}
-        func_names: dict[int, str] = {-1: UNKNOWN}
+        self._lib.ps_dwarf_lookup_many(self._d, ffi.new("unsigned long long[]", addrs), n, files, lines, funcs)
+        seen: dict[tuple[int, int, int], tuple[str, str, int]] = {}
         out = []
-        for i in range(n):
-            fi, fn = files[i], funcs[i]
-            file = file_names.get(fi)
-            if file is None:  # ids <= -2: a file named by the symbol table (binutils does the same)
-                text = ffi.string(lib.ps_dwarf_file(self._d, fi)).decode("utf-8", "replace")
-                file = file_names[fi] = text  # joined as binutils joins it, not normalised
-            func = func_names.get(fn)
-            if func is None:
-                raw = lib.ps_dwarf_function(self._d, fn, self._linkage)
-                text = ffi.string(raw).decode("utf-8", "replace") if raw != ffi.NULL else UNKNOWN
-                func = func_names[fn] = demangle(text) if self._linkage[0] else text
-            out.append((file, func, lines[i] if fi >= 0 else 0))  # no line without DWARF
+        for key in zip(ffi.unpack(files, n), ffi.unpack(funcs, n), ffi.unpack(lines, n), strict=True):
+            hit = seen.get(key)
+            if hit is None:
+                fi, fn, line = key
+                hit = seen[key] = (self._file(fi), self._function(fn), line if fi >= 0 else 0)  # no line without DWARF
+            out.append(hit)
         return out
+
+    def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
+        """Per address, its frames innermost first (see resolve_frames), in
+        one call into C (two when the first guess of the frame count was short)."""
+        ffi, n = self._ffi, len(addrs)
+        c_addrs, counts = ffi.new("unsigned long long[]", addrs), ffi.new("int[]", n)
+        cap = 4 * n + 16
+        while True:
+            funcs, files = ffi.new("int[]", cap), ffi.new("int[]", cap)
+            lines, inlined = ffi.new("int[]", cap), ffi.new("unsigned char[]", cap)
+            total = self._lib.ps_dwarf_frames_many(self._d, c_addrs, n, counts, funcs, files, lines, inlined, cap)
+            if total <= cap:
+                break
+            cap = total
+        frames: dict[tuple[int, int, int, int], Frame] = {}  # shared: a Frame is immutable
+        flat = []
+        for key in zip(ffi.unpack(funcs, total), ffi.unpack(files, total), ffi.unpack(lines, total),
+                       ffi.unpack(inlined, total), strict=True):
+            frame = frames.get(key)
+            if frame is None:
+                fn, fi, line, inl = key
+                frame = frames[key] = Frame(self._function(fn), module, self._file(fi), line if fi >= 0 else 0,
+                                            bool(inl))
+            flat.append(frame)
+        out, at = [], 0
+        for count in ffi.unpack(counts, n):
+            out.append(flat[at:at + count])
+            at += count
+        return out
+
+
+def ffi_text(ffi, raw) -> str:
+    return ffi.string(raw).decode("utf-8", "replace")
 
 
 def module_map(path: str):
@@ -168,6 +214,15 @@ class _Combined:
         if missing:
             for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
                 out[i] = (out[i][0], hit[1], out[i][2])
+        return out
+
+    def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
+        out = self.debug.frames_many(addrs, module)
+        missing = [i for i, frames in enumerate(out) if frames[0].function == UNKNOWN]
+        if missing:
+            for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
+                first = out[i][0]
+                out[i] = [Frame(hit[1], module, first.file, first.line, first.inlined), *out[i][1:]]
         return out
 
 
@@ -335,6 +390,10 @@ class ModuleMap:
     def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
         return [self.lookup(a) for a in addrs]
 
+    def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
+        """One frame per address: pyelftools is the fallback, without inlined calls."""
+        return [[Frame(function, module, file, line)] for file, function, line in self.lookup_many(addrs)]
+
     def lookup(self, addr: int) -> tuple[str, str, int]:
         """(file, function, line) for a file address."""
         hit = self._cache.get(addr)
@@ -422,8 +481,16 @@ def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     """Per file address of `module_file`, the frames at it, innermost first:
     the inlined calls there (inlined=True; each frame's line is where it is,
     the call site for the frames outside the innermost) and last the
-    function that contains the address.  Unknown addresses give one frame
-    named "??".  Callers pass return addresses already moved to the call
-    instruction (addr - 1)."""
+    function that contains the address, as `addr2line -f -i` lists them.
+    Unknown addresses give one frame named "??".  Callers pass return
+    addresses already moved to the call instruction (addr - 1)."""
+    out = [[Frame(UNKNOWN, module_file)] for _ in addrs]
     mmap = module_map(module_file) if _is_file(module_file) else None
-    return [[Frame(function, module_file, file, line)] for file, function, line in _lookup(mmap, addrs)]
+    if mmap is None:
+        return out
+    valid = [i for i, a in enumerate(addrs) if 0 <= a < 2**64]
+    if len(valid) == len(addrs):
+        return mmap.frames_many(addrs, module_file)
+    for i, frames in zip(valid, mmap.frames_many([addrs[i] for i in valid], module_file), strict=True):
+        out[i] = frames
+    return out
