@@ -114,6 +114,9 @@ static int elf_sections(struct ps_dwarf *d)
             s->len = sh[i].sh_size;
         }
     }
+    sect_t *strings[] = {&d->str, &d->line_str, &d->strtab, &d->dynstr};
+    for (size_t k = 0; k < sizeof strings / sizeof *strings; k++)
+        strings[k]->terminated = strings[k]->len && strings[k]->p[strings[k]->len - 1] == 0;
     return 0;
 }
 
@@ -287,6 +290,12 @@ PS_API int ps_dwarf_open(const char *path, ps_dwarf_t **out)
         ps_dwarf_close(d);
         return rc == -2 ? PS_DWARF_ECOMPRESSED : PS_DWARF_EINVAL;
     }
+    /* a row takes at least a byte of line program: reserved once (pages
+     * are only committed when used) instead of grown by copying */
+    d->caprows = d->line.len + 1024;
+    d->rows = malloc(sizeof *d->rows * d->caprows);
+    if (!d->rows)
+        d->caprows = 0;
     if (elf_symbols(d) || (d->info.len && walk_units(d)) || flatten(d)) {
         ps_dwarf_close(d);
         return PS_DWARF_EIO;
@@ -413,3 +422,47 @@ PS_API const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage)
     size_t s = (size_t)id - d->nscopes;
     return s < d->nsyms ? d->syms[s].name : NULL;
 }
+
+/* C++ runtime's demangler, found at run time (no link-time dependency on
+ * libstdc++); NULL when absent, and names stay mangled. */
+static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+static int demangler_looked_up;
+
+static char *demangled(const char *name)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return NULL;
+    if (!demangler_looked_up) {
+        demangler_looked_up = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        cxa_demangle = h ? (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle") : NULL;
+    }
+    int status = -1;
+    char *out = cxa_demangle ? cxa_demangle(name, NULL, NULL, &status) : NULL;
+    if (status != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Many names at once: for each id (a function id, demangled, when kind is
+ * 0; a file id when 1), its name and a NUL, "??" when unknown, into buf.
+ * Writes at most cap bytes; returns how many there are in all. */
+PS_API long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, long cap)
+{
+    long total = 0;
+    int linkage = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = kind ? ps_dwarf_file(d, ids[i]) : ps_dwarf_function(d, ids[i], &linkage);
+        char *plain = name && !kind && linkage ? demangled(name) : NULL;
+        const char *text = plain ? plain : name ? name : "??";
+        long len = (long)strlen(text) + 1;
+        if (total + len <= cap)
+            memcpy(buf + total, text, (size_t)len);
+        total += len;
+        free(plain);
+    }
+    return total;
+}
+

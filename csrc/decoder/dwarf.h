@@ -16,6 +16,7 @@
 typedef struct {
     const uint8_t *p;
     size_t len;
+    int terminated; /* ends with a NUL: every offset in it starts a C string */
 } sect_t;
 
 typedef struct {
@@ -138,6 +139,8 @@ typedef struct {
     int children;
     attrspec_t *attrs;
     int nattrs;
+    int fixed;   /* bytes of its attributes when every form has a fixed size, else -1 */
+    int sibling; /* it has DW_AT_sibling */
 } abbrev_t;
 
 typedef struct {
@@ -145,6 +148,7 @@ typedef struct {
     abbrev_t *v;
     size_t n;
     attrspec_t *specs;
+    int addr_size, offset_size, version; /* what the fixed sizes were computed for */
 } abbrevs_t;
 
 typedef struct {
@@ -165,6 +169,8 @@ const char *sect_str(const sect_t *s, uint64_t off);
 void abbrevs_free(abbrevs_t *a);
 int abbrevs_load(struct ps_dwarf *d, uint64_t off, abbrevs_t *a);
 const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code);
+/* each abbreviation's fixed size for this unit's address and offset sizes */
+void abbrevs_sizes(abbrevs_t *a, const unit_t *u);
 int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t *v);
 const char *value_string(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 uint64_t value_addr(struct ps_dwarf *d, const unit_t *u, const value_t *v);

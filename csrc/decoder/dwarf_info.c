@@ -125,6 +125,35 @@ static int read_die(struct ps_dwarf *d, rd_t *r, const abbrev_t *ab, unit_t *u, 
     return 0;
 }
 
+/* Types whose children cannot hold code: skipped through DW_AT_sibling.
+ * In languages with member functions (C++), structures and classes are
+ * walked: binutils looks inside them too. */
+static int no_code(uint64_t tag, int mangled)
+{
+    switch (tag) {
+    case 0x01: case 0x04: case 0x15: /* array, enumeration, subroutine type */
+        return 1;
+    case 0x02: case 0x13: case 0x17: /* class, structure, union */
+        return !mangled;
+    default:
+        return 0;
+    }
+}
+
+/* Past a DIE's attributes, keeping DW_AT_sibling (absolute offset). */
+static int skip_die(rd_t *r, const abbrev_t *ab, const unit_t *u, uint64_t *sibling)
+{
+    for (int i = 0; i < ab->nattrs; i++) {
+        const attrspec_t *s = &ab->attrs[i];
+        value_t v;
+        if (read_form(r, s->form, s->implicit, u, &v))
+            return -1;
+        if (s->name == 0x01)
+            *sibling = v.u;
+    }
+    return 0;
+}
+
 static int unit_header(struct ps_dwarf *d, uint64_t off, unit_t *u, rd_t *r, int *unit_type)
 {
     memset(u, 0, sizeof *u);
@@ -242,6 +271,7 @@ int walk_units(struct ps_dwarf *d)
         off = u.end;
         if (u.abbrev != ab.offset && abbrevs_load(d, u.abbrev, &ab))
             continue;
+        abbrevs_sizes(&ab, &u);
         if (d->nunits == d->capunits) {
             size_t c = d->capunits ? 2 * d->capunits : 1024;
             unit_t *p = realloc(d->units, c * sizeof *p);
@@ -263,12 +293,33 @@ int walk_units(struct ps_dwarf *d)
                 continue;
             }
             const abbrev_t *a = abbrev_find(&ab, code);
-            dieattrs_t at;
-            if (!a || read_die(d, &r, a, &u, &at))
+            if (!a)
                 break;
             level_t *l = depth < MAX_LEVELS ? &lv[depth] : NULL;
             if (l)
                 l->is_func = 0;
+            if (!first && a->tag != TAG_subprogram && a->tag != TAG_inlined_subroutine) {
+                /* not a function: skipped as fast as its forms allow, with
+                 * the whole subtree of a type that holds no code */
+                uint64_t sibling = 0;
+                if (a->fixed >= 0 && !(a->children && a->sibling && no_code(a->tag, u.mangled))) {
+                    if (a->fixed > r.end - r.p)
+                        break;
+                    r.p += a->fixed;
+                } else if (skip_die(&r, a, &u, &sibling))
+                    break;
+                if (a->children && sibling && no_code(a->tag, u.mangled) && sibling > (uint64_t)(r.p - d->info.p) &&
+                    sibling <= u.end) {
+                    r.p = d->info.p + sibling;
+                    continue;
+                }
+                if (a->children)
+                    depth++;
+                continue;
+            }
+            dieattrs_t at;
+            if (read_die(d, &r, a, &u, &at))
+                break;
             if (first) { /* the unit DIE: bases, line program, and its pc range as the base address */
                 first = 0;
                 u.low_pc = at.has_low ? at.low : 0;

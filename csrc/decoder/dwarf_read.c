@@ -68,7 +68,7 @@ const char *sect_str(const sect_t *s, uint64_t off)
 {
     if (off >= s->len)
         return NULL;
-    if (!memchr(s->p + off, 0, s->len - off))
+    if (!s->terminated && !memchr(s->p + off, 0, s->len - off))
         return NULL;
     return (const char *)s->p + off;
 }
@@ -122,6 +122,47 @@ int abbrevs_load(struct ps_dwarf *d, uint64_t off, abbrevs_t *a)
         a->v[i].attrs = a->specs + first[i];
     free(first);
     return 0;
+}
+
+/* The size of a form's value when it is fixed for the unit, else -1. */
+static int form_size(uint64_t form, const unit_t *u)
+{
+    switch (form) {
+    case 0x01: return u->addr_size;
+    case 0x0b: case 0x11: case 0x0c: case 0x25: case 0x29: return 1;
+    case 0x05: case 0x12: case 0x26: case 0x2a: return 2;
+    case 0x27: case 0x2b: return 3;
+    case 0x06: case 0x13: case 0x28: case 0x2c: case 0x1c: return 4;
+    case 0x07: case 0x14: case 0x20: case 0x24: return 8;
+    case 0x1e: return 16;
+    case 0x0e: case 0x1f: case 0x1d: case 0x1f21: case 0x17: case 0x1f20: return u->offset_size;
+    case 0x10: return u->version <= 2 ? u->addr_size : u->offset_size;
+    case 0x19: case 0x21: return 0;
+    default: return -1;
+    }
+}
+
+void abbrevs_sizes(abbrevs_t *a, const unit_t *u)
+{
+    if (a->addr_size == u->addr_size && a->offset_size == u->offset_size && a->version == u->version)
+        return;
+    a->addr_size = u->addr_size;
+    a->offset_size = u->offset_size;
+    a->version = u->version;
+    for (size_t i = 0; i < a->n; i++) {
+        abbrev_t *ab = &a->v[i];
+        ab->fixed = 0;
+        ab->sibling = 0;
+        for (int k = 0; k < ab->nattrs; k++) {
+            int size = form_size(ab->attrs[k].form, u);
+            if (ab->attrs[k].name == 0x01) /* DW_AT_sibling */
+                ab->sibling = 1;
+            if (size < 0 || ab->fixed < 0)
+                ab->fixed = -1;
+            else
+                ab->fixed += size;
+        }
+    }
 }
 
 const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code)

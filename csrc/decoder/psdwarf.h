@@ -36,6 +36,11 @@ void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n,
  * returns the total, so a caller whose cap was too small calls again. */
 int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
                          int *files, int *lines, unsigned char *inlined, int cap);
+/* names: many names in one call, for each id its name and a NUL ("??"
+ * unknown) in buf: function ids (kind 0; C++ names demangled by the C++
+ * runtime when it is there) or file ids (kind 1).  Writes at most cap
+ * bytes; returns the total, so a caller whose cap was too small calls again. */
+long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, long cap);
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);

@@ -17,7 +17,10 @@ import os
 from collections.abc import Callable, Iterable
 
 from psuite.calltree import Frame
-from psuite.report import Location, ModuleSamples, ProfileReport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # psuite.report is only needed by resolve(): imported there, for a quick start-up
+    from psuite.report import Location, ModuleSamples, ProfileReport
 
 MAPPER = "psuite-dwarf"
 UNKNOWN = "??"
@@ -98,30 +101,29 @@ class NativeMap:
         if rc != 0:
             raise ValueError(f"{path}: the C decoder cannot read it ({rc})")
         self._d = self._ffi.gc(out[0], self._lib.ps_dwarf_close)
-        self._linkage = self._ffi.new("int *")
-        self._files: dict[int, str] = {-1: UNKNOWN}
-        self._funcs: dict[int, str] = {-1: UNKNOWN}
+        self._files: dict[int, str] = {}
+        self._funcs: dict[int, str] = {}
 
     @property
     def has_dwarf(self) -> bool:
         return bool(self._lib.ps_dwarf_has_dwarf(self._d))
 
-    def _file(self, fi: int) -> str:
-        file = self._files.get(fi)
-        if file is None:  # ids <= -2: a file named by the symbol table (binutils does the same)
-            raw = self._lib.ps_dwarf_file(self._d, fi)
-            # joined as binutils joins it, not normalised
-            file = ffi_text(self._ffi, raw) if raw != self._ffi.NULL else UNKNOWN
-            self._files[fi] = file
-        return file
-
-    def _function(self, fn: int) -> str:
-        func = self._funcs.get(fn)
-        if func is None:
-            raw = self._lib.ps_dwarf_function(self._d, fn, self._linkage)
-            text = ffi_text(self._ffi, raw) if raw != self._ffi.NULL else UNKNOWN
-            func = self._funcs[fn] = demangle(text) if self._linkage[0] else text
-        return func
+    def _names(self, kind: int, ids: Iterable[int], cache: dict[int, str]) -> None:
+        """Names of the ids not in cache yet (function ids: kind 0, demangled;
+        file ids: kind 1) into it, from one call into C."""
+        todo = [i for i in set(ids) if i not in cache]
+        if not todo:
+            return
+        ffi = self._ffi
+        c_ids, cap = ffi.new("int[]", todo), 64 * len(todo)
+        while True:
+            buf = ffi.new("char[]", cap)
+            total = self._lib.ps_dwarf_names(self._d, kind, c_ids, len(todo), buf, cap)
+            if total <= cap:
+                break
+            cap = total
+        names = ffi.buffer(buf, total)[:].decode("utf-8", "replace").split("\0")
+        cache.update(zip(todo, names, strict=False))  # a file name is joined as binutils joins it, not normalised
 
     def lookup(self, addr: int) -> tuple[str, str, int]:
         return self.lookup_many([addr])[0]
@@ -131,13 +133,17 @@ class NativeMap:
         ffi, n = self._ffi, len(addrs)
         files, lines, funcs = ffi.new("int[]", n), ffi.new("int[]", n), ffi.new("int[]", n)
         self._lib.ps_dwarf_lookup_many(self._d, ffi.new("unsigned long long[]", addrs), n, files, lines, funcs)
+        file_ids, func_ids = ffi.unpack(files, n), ffi.unpack(funcs, n)
+        self._names(0, func_ids, self._funcs)
+        self._names(1, file_ids, self._files)
+        names, paths = self._funcs, self._files
         seen: dict[tuple[int, int, int], tuple[str, str, int]] = {}
         out = []
-        for key in zip(ffi.unpack(files, n), ffi.unpack(funcs, n), ffi.unpack(lines, n), strict=True):
+        for key in zip(file_ids, func_ids, ffi.unpack(lines, n), strict=True):
             hit = seen.get(key)
             if hit is None:
                 fi, fn, line = key
-                hit = seen[key] = (self._file(fi), self._function(fn), line if fi >= 0 else 0)  # no line without DWARF
+                hit = seen[key] = (paths[fi], names[fn], line if fi >= 0 else 0)  # no line without DWARF
             out.append(hit)
         return out
 
@@ -154,15 +160,17 @@ class NativeMap:
             if total <= cap:
                 break
             cap = total
+        func_ids, file_ids = ffi.unpack(funcs, total), ffi.unpack(files, total)
+        self._names(0, func_ids, self._funcs)
+        self._names(1, file_ids, self._files)
+        names, paths = self._funcs, self._files
         frames: dict[tuple[int, int, int, int], Frame] = {}  # shared: a Frame is immutable
         flat = []
-        for key in zip(ffi.unpack(funcs, total), ffi.unpack(files, total), ffi.unpack(lines, total),
-                       ffi.unpack(inlined, total), strict=True):
+        for key in zip(func_ids, file_ids, ffi.unpack(lines, total), ffi.unpack(inlined, total), strict=True):
             frame = frames.get(key)
             if frame is None:
                 fn, fi, line, inl = key
-                frame = frames[key] = Frame(self._function(fn), module, self._file(fi), line if fi >= 0 else 0,
-                                            bool(inl))
+                frame = frames[key] = _new_frame(names[fn], module, paths[fi], line if fi >= 0 else 0, inl == 1)
             flat.append(frame)
         out, at = [], 0
         for count in ffi.unpack(counts, n):
@@ -171,8 +179,29 @@ class NativeMap:
         return out
 
 
-def ffi_text(ffi, raw) -> str:
-    return ffi.string(raw).decode("utf-8", "replace")
+def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
+    """Frame(function, module, file, line, inlined), made twice as fast as
+    the frozen dataclass's __init__ by setting its slots directly: call-path
+    profiles make hundreds of thousands."""
+    slots = getattr(Frame, "__slots__", ())
+    if tuple(slots) != ("function", "module", "file", "line", "inlined"):
+        return Frame
+    new = object.__new__
+    set_function, set_module, set_file, set_line, set_inlined = (getattr(Frame, s).__set__ for s in slots)
+
+    def make(function: str, module: str, file: str, line: int, inlined: bool) -> Frame:
+        frame = new(Frame)
+        set_function(frame, function)
+        set_module(frame, module)
+        set_file(frame, file)
+        set_line(frame, line)
+        set_inlined(frame, inlined)
+        return frame
+
+    return make
+
+
+_new_frame = _frame_maker()
 
 
 def module_map(path: str):
@@ -445,6 +474,7 @@ def _lookup(mmap, addrs: list[int]) -> list[tuple[str, str, int]]:
 def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
+    from psuite.report import Location
     totals: dict[tuple[str, str, str, int], int] = {}
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     for mod in report.modules:
