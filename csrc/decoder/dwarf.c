@@ -238,6 +238,42 @@ static int flatten(struct ps_dwarf *d)
     return 0;
 }
 
+/* ---- memory ---------------------------------------------------------------------- */
+
+void *big_alloc(size_t bytes)
+{
+    if (!bytes)
+        bytes = 1;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= (2u << 20))
+        madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void big_free(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, bytes ? bytes : 1);
+}
+
+int rows_grow(struct ps_dwarf *d)
+{
+    size_t cap = d->caprows ? 2 * d->caprows : 1024;
+    row_t *p = big_alloc(sizeof *p * cap);
+    if (!p)
+        return -1;
+    if (d->nrows)
+        memcpy(p, d->rows, sizeof *p * d->nrows);
+    big_free(d->rows, sizeof *d->rows * d->caprows);
+    d->rows = p;
+    d->caprows = cap;
+    return 0;
+}
+
 /* ---- public ----------------------------------------------------------------------- */
 
 PS_API void ps_dwarf_close(ps_dwarf_t *d)
@@ -247,7 +283,7 @@ PS_API void ps_dwarf_close(ps_dwarf_t *d)
     for (size_t i = 0; i < d->nfiles; i++)
         free(d->files[i]);
     free(d->files);
-    free(d->rows);
+    big_free(d->rows, sizeof *d->rows * d->caprows);
     free(d->funcs);
     free(d->scopes);
     free(d->segs);
@@ -293,7 +329,7 @@ PS_API int ps_dwarf_open(const char *path, ps_dwarf_t **out)
     /* a row takes at least a byte of line program: reserved once (pages
      * are only committed when used) instead of grown by copying */
     d->caprows = d->line.len + 1024;
-    d->rows = malloc(sizeof *d->rows * d->caprows);
+    d->rows = big_alloc(sizeof *d->rows * d->caprows);
     if (!d->rows)
         d->caprows = 0;
     if (elf_symbols(d) || (d->info.len && walk_units(d)) || flatten(d)) {

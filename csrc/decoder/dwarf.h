@@ -157,6 +157,13 @@ typedef struct {
     int is_string, is_addrx, is_strx, is_const;
 } value_t;
 
+/* dwarf.c: large zeroed arrays (the line rows), mapped in huge pages where
+ * the kernel allows: faulting in millions of rows page by page was a
+ * quarter of the decode time */
+void *big_alloc(size_t bytes);
+void big_free(void *p, size_t bytes);
+int rows_grow(struct ps_dwarf *d);
+
 /* dwarf.c: the ELF symbol naming addr (nearest at or before it in its section) */
 const sym_t *symbol_at(const struct ps_dwarf *d, uint64_t addr);
 

@@ -146,7 +146,8 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t 
     uint32_t order = 0;
 #define EMIT(endseq)                                                                                                   \
     do {                                                                                                               \
-        GROW(d->rows, d->nrows, d->caprows);                                                                           \
+        if (d->nrows == d->caprows && rows_grow(d))                                                                    \
+            return -1;                                                                                                 \
         uint64_t fi_ = file - (uint64_t)file_base;                                                                     \
         d->rows[d->nrows++] = (row_t){addr, (endseq) ? UINT32_MAX : (fi_ < nnames ? ids[fi_] : UINT32_MAX - 1),        \
                                       (uint32_t)line, *seq, order++};                                                  \
@@ -240,10 +241,10 @@ void sort_rows(struct ps_dwarf *d)
         if (i == 0 || d->rows[i].seq != d->rows[i - 1].seq)
             nruns++;
     run_t *runs = malloc(sizeof *runs * (nruns ? nruns : 1));
-    row_t *out = malloc(sizeof *out * (d->nrows ? d->nrows : 1));
+    row_t *out = big_alloc(sizeof *out * (d->nrows ? d->nrows : 1));
     if (!runs || !out) {
         free(runs);
-        free(out);
+        big_free(out, sizeof *out * (d->nrows ? d->nrows : 1));
         qsort(d->rows, d->nrows, sizeof *d->rows, by_row);
         return;
     }
@@ -285,7 +286,7 @@ void sort_rows(struct ps_dwarf *d)
     if (!group_sorted)
         qsort(out + group, n - group, sizeof *out, by_row);
     free(runs);
-    free(d->rows);
+    big_free(d->rows, sizeof *d->rows * d->caprows);
     d->rows = out;
-    d->caprows = d->nrows;
+    d->caprows = d->nrows ? d->nrows : 1;
 }
