@@ -234,8 +234,7 @@ static int flatten(struct ps_dwarf *d)
     }
 #undef SEG
     free(stack);
-    sort_rows(d);
-    return 0;
+    return 0; /* rows: sorted by walk_units */
 }
 
 /* ---- memory ---------------------------------------------------------------------- */
@@ -290,6 +289,7 @@ PS_API void ps_dwarf_close(ps_dwarf_t *d)
     free(d->syms);
     free(d->sections);
     free(d->units);
+    free(d->unit_files);
     for (int i = 0; i < d->ninflated; i++)
         free(d->inflated[i]);
     if (d->map)
@@ -332,7 +332,7 @@ PS_API int ps_dwarf_open(const char *path, ps_dwarf_t **out)
     d->rows = big_alloc(sizeof *d->rows * d->caprows);
     if (!d->rows)
         d->caprows = 0;
-    if (elf_symbols(d) || (d->info.len && walk_units(d)) || flatten(d)) {
+    if (elf_symbols(d) || (d->info.len ? walk_units(d) : (sort_rows(d), 0)) || flatten(d)) {
         ps_dwarf_close(d);
         return PS_DWARF_EIO;
     }

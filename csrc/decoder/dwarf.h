@@ -31,7 +31,8 @@ typedef struct {
     const char *name;   /* NULL: resolve ref */
     uint64_t ref;       /* .debug_info offset of a DIE naming it */
     int32_t parent;     /* inlined: the enclosing function's scope (its caller); -1: none */
-    int32_t call_file;  /* inlined: the call site's file id; -1: unknown */
+    int32_t call_file;  /* inlined: the call site's file id (its unit's file number until the walk ends); -1: unknown */
+    uint32_t unit;      /* index into units */
     uint32_t call_line;
     uint8_t linkage;    /* name is a linkage (mangled) name */
     uint8_t inlined;
@@ -69,10 +70,19 @@ typedef struct {
     uint64_t abbrev;
     int version, addr_size, offset_size;
     uint64_t str_offsets_base, addr_base, rnglists_base, low_pc;
-    uint32_t file_first, file_count; /* the unit's line-program files: ids file_first.. */
-    int file_base;                   /* the first file number (1 before DWARF 5) */
     int mangled;                     /* the language mangles names (binutils' mangle_style) */
+    uint64_t children;               /* .debug_info offset of the unit DIE's children */
+    uint64_t stmt;                   /* its line program, when has_stmt */
+    int has_stmt;
+    const char *comp_dir;
 } unit_t;
+
+/* A unit's line-program files: ids first..first+count-1 for the file
+ * numbers base.. (1 before DWARF 5, 0 since) */
+typedef struct {
+    uint32_t first, count;
+    int base;
+} unit_files_t;
 
 struct ps_dwarf {
     void *map;
@@ -94,6 +104,7 @@ struct ps_dwarf {
     size_t nsections;
     unit_t *units;
     size_t nunits, capunits;
+    unit_files_t *unit_files;
     void *inflated[16];         /* decompressed sections, freed on close */
     int ninflated;
 };
@@ -183,8 +194,11 @@ const char *value_string(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 uint64_t value_addr(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 
 /* dwarf_lines.c: one line program's rows into d->rows (sequence numbers
- * from *seq); its files' ids into cu->file_first, file_count, file_base */
-int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t *cu, uint32_t *seq);
+ * from *seq) and its files into d->files (ids in *files); scratch holds
+ * LINE_SCRATCH bytes */
+#define LINE_SCRATCH (65536 * (2 * sizeof(const char *) + sizeof(uint64_t) + sizeof(uint32_t)))
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, unit_files_t *files,
+                 uint32_t *seq, void *scratch);
 /* sort d->rows by (address, end of sequence first, sequence, order) */
 void sort_rows(struct ps_dwarf *d);
 

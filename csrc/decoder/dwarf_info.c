@@ -2,6 +2,8 @@
  * line program), and every subprogram and inlined subroutine with its
  * address ranges (low/high pc, .debug_ranges, .debug_rnglists) and name,
  * followed through abstract_origin / specification when needed. */
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,9 +200,10 @@ typedef struct {
     const char *name;
     int linkage;
     uint64_t ref;
-    int32_t call_file;
+    int32_t call_file; /* the unit's file number */
     uint32_t call_line;
     int mangled;
+    uint32_t unit;
 } level_t;
 
 #define MAX_LEVELS 1024
@@ -239,8 +242,10 @@ static int32_t make_scope(struct ps_dwarf *d, level_t *lv, uint32_t level)
         d->scopes = p;
         d->capscopes = c;
     }
-    d->scopes[d->nscopes] = (scope_t){l->name, l->linkage ? 0 : l->ref, parent, l->call_file, l->call_line,
-                                      (uint8_t)l->linkage, (uint8_t)l->inlined, (uint8_t)l->mangled, 0, 0};
+    d->scopes[d->nscopes] = (scope_t){.name = l->name, .ref = l->linkage ? 0 : l->ref, .parent = parent,
+                                      .call_file = l->call_file, .unit = l->unit, .call_line = l->call_line,
+                                      .linkage = (uint8_t)l->linkage, .inlined = (uint8_t)l->inlined,
+                                      .mangled = (uint8_t)l->mangled};
     l->scope = (int32_t)d->nscopes++;
     return l->scope;
 }
@@ -253,16 +258,14 @@ static int32_t enclosing(struct ps_dwarf *d, level_t *lv, uint32_t below)
     return -1;
 }
 
-int walk_units(struct ps_dwarf *d)
+/* Every unit's header and unit DIE (bases, language, line program) into
+ * d->units, for the two walks that follow. */
+static int read_units(struct ps_dwarf *d)
 {
     abbrevs_t ab = {0};
     ab.offset = UINT64_MAX;
-    uint32_t seq = 0;
-    level_t *lv = malloc(sizeof *lv * MAX_LEVELS);
-    if (!lv)
-        return -1;
     int rc = 0;
-    for (uint64_t off = 0; off < d->info.len && !rc;) {
+    for (uint64_t off = 0; off < d->info.len;) {
         unit_t u;
         rd_t r;
         int type;
@@ -271,7 +274,6 @@ int walk_units(struct ps_dwarf *d)
         off = u.end;
         if (u.abbrev != ab.offset && abbrevs_load(d, u.abbrev, &ab))
             continue;
-        abbrevs_sizes(&ab, &u);
         if (d->nunits == d->capunits) {
             size_t c = d->capunits ? 2 * d->capunits : 1024;
             unit_t *p = realloc(d->units, c * sizeof *p);
@@ -282,74 +284,140 @@ int walk_units(struct ps_dwarf *d)
             d->units = p;
             d->capunits = c;
         }
-        uint32_t depth = 0;
-        int first = 1;
-        while (r.p < r.end && !rc) {
-            uint64_t code = rd_uleb(&r);
-            if (!code) {
-                if (depth == 0)
-                    break;
-                depth--;
-                continue;
-            }
-            const abbrev_t *a = abbrev_find(&ab, code);
-            if (!a)
-                break;
-            level_t *l = depth < MAX_LEVELS ? &lv[depth] : NULL;
-            if (l)
-                l->is_func = 0;
-            if (!first && a->tag != TAG_subprogram && a->tag != TAG_inlined_subroutine) {
-                /* not a function: skipped as fast as its forms allow, with
-                 * the whole subtree of a type that holds no code */
-                uint64_t sibling = 0;
-                if (a->fixed >= 0 && !(a->children && a->sibling && no_code(a->tag, u.mangled))) {
-                    if (a->fixed > r.end - r.p)
-                        break;
-                    r.p += a->fixed;
-                } else if (skip_die(&r, a, &u, &sibling))
-                    break;
-                if (a->children && sibling && no_code(a->tag, u.mangled) && sibling > (uint64_t)(r.p - d->info.p) &&
-                    sibling <= u.end) {
-                    r.p = d->info.p + sibling;
-                    continue;
-                }
-                if (a->children)
-                    depth++;
-                continue;
-            }
-            dieattrs_t at;
-            if (read_die(d, &r, a, &u, &at))
-                break;
-            if (first) { /* the unit DIE: bases, line program, and its pc range as the base address */
-                first = 0;
-                u.low_pc = at.has_low ? at.low : 0;
-                u.mangled = mangles(at.language);
-                if ((type == 1 || type == 3) && at.has_stmt &&
-                    line_program(d, at.stmt, at.comp_dir ? at.comp_dir : "", &u, &seq))
-                    rc = -1;
-            } else if ((a->tag == TAG_subprogram || a->tag == TAG_inlined_subroutine) && l) {
-                const char *name = at.linkage ? at.linkage : at.name;
-                uint64_t cf = at.call_file - (uint64_t)u.file_base;
-                *l = (level_t){1, -1, a->tag == TAG_inlined_subroutine, name, at.linkage != NULL, at.ref,
-                               cf < u.file_count ? (int32_t)(u.file_first + cf) : -1, (uint32_t)at.call_line,
-                               u.mangled};
-                if ((at.has_low && at.has_high) || at.has_ranges) {
-                    int32_t scope = make_scope(d, lv, depth);
-                    if (scope < 0)
-                        rc = -1;
-                    else if (at.has_low && at.has_high)
-                        rc = add_func(d, at.low, at.high_is_offset ? at.low + at.high : at.high, depth, scope);
-                    else
-                        rc = ranges_of(d, &u, at.ranges, at.ranges_is_index, depth, scope);
-                }
-            }
-            if (a->children)
-                depth++;
+        u.children = u.end; /* nothing to walk unless the unit DIE reads */
+        const abbrev_t *a = abbrev_find(&ab, rd_uleb(&r));
+        dieattrs_t at;
+        if (a && !read_die(d, &r, a, &u, &at)) {
+            u.low_pc = at.has_low ? at.low : 0; /* the base address of its ranges */
+            u.mangled = mangles(at.language);
+            u.has_stmt = (type == 1 || type == 3) && at.has_stmt;
+            u.stmt = at.stmt;
+            u.comp_dir = at.comp_dir ? at.comp_dir : "";
+            u.children = a->children ? (uint64_t)(r.p - d->info.p) : u.end;
         }
         d->units[d->nunits++] = u;
     }
     abbrevs_free(&ab);
+    return rc;
+}
+
+/* The line programs of every unit, then the rows sorted: run beside the
+ * walk of the functions (they share nothing but read-only input). */
+static void *line_programs(void *arg)
+{
+    struct ps_dwarf *d = arg;
+    void *scratch = malloc(LINE_SCRATCH);
+    intptr_t rc = scratch ? 0 : -1;
+    uint32_t seq = 0;
+    for (size_t i = 0; i < d->nunits && !rc; i++)
+        if (d->units[i].has_stmt &&
+            line_program(d, d->units[i].stmt, d->units[i].comp_dir, &d->units[i], &d->unit_files[i], &seq, scratch))
+            rc = -1;
+    free(scratch);
+    if (!rc)
+        sort_rows(d);
+    return (void *)rc;
+}
+
+/* One unit's subprograms and inlined subroutines into d->scopes and d->funcs. */
+static int walk_functions(struct ps_dwarf *d, uint32_t index, abbrevs_t *ab, level_t *lv)
+{
+    unit_t u = d->units[index];
+    if (u.children >= u.end)
+        return 0;
+    if (u.abbrev != ab->offset && abbrevs_load(d, u.abbrev, ab))
+        return 0;
+    abbrevs_sizes(ab, &u);
+    rd_t r = {d->info.p + u.children, d->info.p + u.end};
+    uint32_t depth = 1;
+    lv[0].is_func = 0;
+    while (r.p < r.end) {
+        uint64_t code = rd_uleb(&r);
+        if (!code) {
+            if (--depth == 0)
+                break;
+            continue;
+        }
+        const abbrev_t *a = abbrev_find(ab, code);
+        if (!a)
+            break;
+        level_t *l = depth < MAX_LEVELS ? &lv[depth] : NULL;
+        if (l)
+            l->is_func = 0;
+        if (a->tag != TAG_subprogram && a->tag != TAG_inlined_subroutine) {
+            /* not a function: skipped as fast as its forms allow, with
+             * the whole subtree of a type that holds no code */
+            uint64_t sibling = 0;
+            if (a->fixed >= 0 && !(a->children && a->sibling && no_code(a->tag, u.mangled))) {
+                if (a->fixed > r.end - r.p)
+                    break;
+                r.p += a->fixed;
+            } else if (skip_die(&r, a, &u, &sibling))
+                break;
+            if (a->children && sibling && no_code(a->tag, u.mangled) && sibling > (uint64_t)(r.p - d->info.p) &&
+                sibling <= u.end) {
+                r.p = d->info.p + sibling;
+                continue;
+            }
+            if (a->children)
+                depth++;
+            continue;
+        }
+        dieattrs_t at;
+        if (read_die(d, &r, a, &u, &at))
+            break;
+        if (l) {
+            const char *name = at.linkage ? at.linkage : at.name;
+            *l = (level_t){1, -1, a->tag == TAG_inlined_subroutine, name, at.linkage != NULL, at.ref,
+                           at.call_file <= INT32_MAX ? (int32_t)at.call_file : -1, (uint32_t)at.call_line,
+                           u.mangled, index};
+            if ((at.has_low && at.has_high) || at.has_ranges) {
+                int32_t scope = make_scope(d, lv, depth);
+                int rc = scope < 0 ? -1
+                         : at.has_low && at.has_high
+                             ? add_func(d, at.low, at.high_is_offset ? at.low + at.high : at.high, depth, scope)
+                             : ranges_of(d, &u, at.ranges, at.ranges_is_index, depth, scope);
+                if (rc)
+                    return -1;
+            }
+        }
+        if (a->children)
+            depth++;
+    }
+    return 0;
+}
+
+int walk_units(struct ps_dwarf *d)
+{
+    if (read_units(d))
+        return -1;
+    d->unit_files = calloc(d->nunits ? d->nunits : 1, sizeof *d->unit_files);
+    level_t *lv = malloc(sizeof *lv * MAX_LEVELS);
+    if (!d->unit_files || !lv) {
+        free(lv);
+        return -1;
+    }
+    pthread_t lines;
+    int threaded = pthread_create(&lines, NULL, line_programs, d) == 0;
+    void *lines_rc = threaded ? NULL : line_programs(d);
+    abbrevs_t ab = {0};
+    ab.offset = UINT64_MAX;
+    int rc = 0;
+    for (size_t i = 0; i < d->nunits && !rc; i++)
+        rc = walk_functions(d, (uint32_t)i, &ab, lv);
+    abbrevs_free(&ab);
     free(lv);
+    if (threaded)
+        pthread_join(lines, &lines_rc);
+    if (lines_rc)
+        rc = -1;
+    /* call files: from the unit's file numbers to file ids, now that the line programs are read */
+    for (size_t i = 0; i < d->nscopes; i++) {
+        scope_t *s = &d->scopes[i];
+        const unit_files_t *f = &d->unit_files[s->unit];
+        uint64_t k = (uint64_t)(int64_t)s->call_file - (uint64_t)f->base;
+        s->call_file = s->call_file >= 0 && k < f->count ? (int32_t)(f->first + k) : -1;
+    }
     return rc;
 }
 

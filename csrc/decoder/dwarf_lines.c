@@ -66,7 +66,8 @@ static int v5_entries(struct ps_dwarf *d, rd_t *r, const unit_t *lu, const char 
 
 #define MAX_FILES 65536
 
-int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t *cu, uint32_t *seq)
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, unit_files_t *files,
+                 uint32_t *seq, void *scratch)
 {
     if (off >= d->line.len)
         return 0;
@@ -104,8 +105,10 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t 
     if (!line_range)
         return 0;
 
-    static const char *dirs[MAX_FILES], *names[MAX_FILES];
-    static uint64_t dir_of[MAX_FILES];
+    /* per call, not static: two decoders may run in two threads */
+    const char **dirs = scratch, **names = dirs + MAX_FILES;
+    uint64_t *dir_of = (uint64_t *)(names + MAX_FILES);
+    uint32_t *ids = (uint32_t *)(dir_of + MAX_FILES);
     size_t ndirs = 0, nnames = 0;
     if (version >= 5) {
         if (v5_entries(d, &r, &lu, dirs, NULL, MAX_FILES, &ndirs) ||
@@ -123,10 +126,9 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, unit_t 
         }
     }
     /* file ids in our table for this program's file numbers */
-    static uint32_t ids[MAX_FILES];
-    cu->file_first = (uint32_t)d->nfiles; /* add_file numbers them consecutively */
-    cu->file_count = (uint32_t)nnames;
-    cu->file_base = version >= 5 ? 0 : 1;
+    files->first = (uint32_t)d->nfiles; /* add_file numbers them consecutively */
+    files->count = (uint32_t)nnames;
+    files->base = version >= 5 ? 0 : 1;
     for (size_t i = 0; i < nnames; i++) {
         const char *dir = "";
         uint64_t di = dir_of[i];
