@@ -199,7 +199,8 @@ static int by_func(const void *a, const void *b)
 
 static int flatten(struct ps_dwarf *d)
 {
-    qsort(d->funcs, d->nfuncs, sizeof *d->funcs, by_func);
+    if (d->nfuncs)
+        qsort(d->funcs, d->nfuncs, sizeof *d->funcs, by_func);
     d->segs = malloc(sizeof *d->segs * (2 * d->nfuncs + 1));
     int32_t *stack = malloc(sizeof *stack * (d->nfuncs + 1));
     if (!d->segs || !stack) {

@@ -168,9 +168,9 @@ static int unit_header(struct ps_dwarf *d, uint64_t off, unit_t *u, rd_t *r, int
         u->offset_size = 8;
     }
     u->off = off;
-    u->end = (uint64_t)(r->p - d->info.p) + len;
-    if (u->end > d->info.len || len < 2)
+    if (len > (uint64_t)(r->end - r->p) || len < 2) /* also: a unit ends after it starts, so the walk ends */
         return -1;
+    u->end = (uint64_t)(r->p - d->info.p) + len;
     r->end = d->info.p + u->end;
     u->version = (int)rd_u(r, 2);
     *unit_type = 1;

@@ -78,9 +78,9 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         unit_len = rd_u(&r, 8);
         os = 8;
     }
-    const uint8_t *end = r.p + unit_len;
-    if (end > r.end)
+    if (unit_len > (uint64_t)(r.end - r.p))
         return 0;
+    const uint8_t *end = r.p + unit_len;
     r.end = end;
     int version = (int)rd_u(&r, 2);
     unit_t lu = *cu;
@@ -90,6 +90,8 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         rd_u(&r, 1); /* segment selector size */
     }
     uint64_t header_len = rd_u(&r, os);
+    if (header_len > (uint64_t)(r.end - r.p))
+        return 0;
     const uint8_t *program = r.p + header_len;
     int min_inst = (int)rd_u(&r, 1);
     int max_ops = version >= 4 ? (int)rd_u(&r, 1) : 1;
@@ -166,7 +168,7 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         switch (op) {
         case 0: {
             uint64_t len = rd_uleb(&r);
-            const uint8_t *next = r.p + len;
+            const uint8_t *next = len <= (uint64_t)(r.end - r.p) ? r.p + len : r.end;
             int ext = (int)rd_u(&r, 1);
             if (ext == 1) { /* end_sequence */
                 /* rows at the end address cover nothing (binutils drops them) */

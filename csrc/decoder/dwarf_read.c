@@ -13,7 +13,7 @@
 uint64_t rd_u(rd_t *r, int n)
 {
     uint64_t v = 0;
-    if (r->p + n > r->end) {
+    if (n < 0 || n > 8 || n > r->end - r->p) { /* a malformed size reads nothing and ends the reader */
         r->p = r->end;
         return 0;
     }
@@ -175,6 +175,12 @@ const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code)
     return NULL;
 }
 
+/* Past n bytes; a length beyond the end (malformed) ends the reader. */
+static void rd_skip(rd_t *r, uint64_t n)
+{
+    r->p = n <= (uint64_t)(r->end - r->p) ? r->p + n : r->end;
+}
+
 /* Read one attribute value; forms we do not use are skipped correctly. */
 int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t *v)
 {
@@ -182,14 +188,14 @@ int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t
     int os = u->offset_size;
     switch (form) {
     case 0x01: v->u = rd_u(r, u->addr_size); break;                      /* addr */
-    case 0x03: r->p += rd_u(r, 2); break;                                /* block2 */
-    case 0x04: r->p += rd_u(r, 4); break;                                /* block4 */
+    case 0x03: rd_skip(r, rd_u(r, 2)); break;                                /* block2 */
+    case 0x04: rd_skip(r, rd_u(r, 4)); break;                                /* block4 */
     case 0x05: v->u = rd_u(r, 2); v->is_const = 1; break;                /* data2 */
     case 0x06: v->u = rd_u(r, 4); v->is_const = 1; break;                /* data4 */
     case 0x07: v->u = rd_u(r, 8); v->is_const = 1; break;                /* data8 */
     case 0x08: v->s = rd_str(r); v->is_string = 1; break;                /* string */
-    case 0x09: case 0x18: r->p += rd_uleb(r); break;                     /* block, exprloc */
-    case 0x0a: r->p += rd_u(r, 1); break;                                /* block1 */
+    case 0x09: case 0x18: rd_skip(r, rd_uleb(r)); break;                     /* block, exprloc */
+    case 0x0a: rd_skip(r, rd_u(r, 1)); break;                                /* block1 */
     case 0x0b: v->u = rd_u(r, 1); v->is_const = 1; break;                /* data1 */
     case 0x0c: v->u = rd_u(r, 1); break;                                 /* flag */
     case 0x0d: v->u = (uint64_t)rd_sleb(r); v->is_const = 1; break;      /* sdata */
@@ -208,7 +214,7 @@ int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t
     case 0x1a: case 0x1f02: v->u = rd_uleb(r); v->is_strx = 1; break;    /* strx */
     case 0x1b: case 0x1f01: v->u = rd_uleb(r); v->is_addrx = 1; break;   /* addrx */
     case 0x1c: v->u = rd_u(r, 4); break;                                 /* ref_sup4 */
-    case 0x1e: r->p += 16; break;                                        /* data16 */
+    case 0x1e: rd_skip(r, 16); break;                                        /* data16 */
     case 0x20: case 0x24: v->u = rd_u(r, 8); break;                      /* ref_sig8, ref_sup8 */
     case 0x21: v->u = (uint64_t)implicit; v->is_const = 1; break;        /* implicit_const */
     case 0x22: case 0x23: v->u = rd_uleb(r); break;                      /* loclistx, rnglistx */
