@@ -37,16 +37,16 @@ MEMORY_MB = 1024
 RESOLVER = """
 import sys
 from psuite.psprocess.srcmap import resolve_frames
+words = sys.stdin.buffer.read().split()
 by_module = {}
-for line in sys.stdin:
-    module, addr = line.split()
-    by_module.setdefault(module, []).append(int(addr, 16))
+for module, addr in zip(words[0::2], words[1::2]):
+    by_module.setdefault(module.decode(), []).append(int(addr, 16))
 out = []
 for module, addrs in by_module.items():
     for frames in resolve_frames(module, addrs):
-        for f in frames:
-            out.append(f"{f.function}\\n{f.file}:{f.line}\\n")
-sys.stdout.write("".join(out))
+        out.extend(f"{f.function}\\n{f.file}:{f.line}" for f in frames)
+out.append("")
+sys.stdout.write("\\n".join(out))
 """
 
 FUNCTION = """struct s{i} {{ int a{i}; double b{i}; char c{i}[{n}]; }};

@@ -514,13 +514,14 @@ def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     function that contains the address, as `addr2line -f -i` lists them.
     Unknown addresses give one frame named "??".  Callers pass return
     addresses already moved to the call instruction (addr - 1)."""
-    out = [[Frame(UNKNOWN, module_file)] for _ in addrs]
     mmap = module_map(module_file) if _is_file(module_file) else None
+    unknown = [Frame(UNKNOWN, module_file)]
     if mmap is None:
-        return out
-    valid = [i for i, a in enumerate(addrs) if 0 <= a < 2**64]
-    if len(valid) == len(addrs):
+        return [list(unknown) for _ in addrs]
+    if all(0 <= a < 2**64 for a in addrs):
         return mmap.frames_many(addrs, module_file)
+    valid = [i for i, a in enumerate(addrs) if 0 <= a < 2**64]
+    out = [list(unknown) for _ in addrs]
     for i, frames in zip(valid, mmap.frames_many([addrs[i] for i in valid], module_file), strict=True):
         out[i] = frames
     return out
