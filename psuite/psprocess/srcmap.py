@@ -5,10 +5,14 @@ pc - offset (the load address the capture recorded).  Lines come from the
 DWARF line table and functions from DWARF subprograms, the innermost
 inlined subroutine winning, as `addr2line -f -i` reports first; without
 DWARF, the ELF symbol table names the function; what is unknown is "??"
-with line 0, as in the original PerfSuite.  Debug information is also
-looked for in separate debug files (build-id, .gnu_debuglink under
-/usr/lib/debug).  C++ names are demangled by the C++ runtime's own
-demangler.  pyelftools reads the structure."""
+with line 0, as in the original PerfSuite.  For call paths,
+resolve_frames gives every frame at an address, the inlined calls first,
+as `addr2line -f -i` lists them.  Debug information is also looked for in
+separate debug files (build-id, .gnu_debuglink under /usr/lib/debug).  C++
+names are demangled by the C++ runtime's own demangler.  The C decoder
+(csrc/decoder/, libpsdwarf.so) does the decoding and the lookups, many
+addresses per call; pyelftools is imported only to find separate debug
+files and for what the C decoder does not read (ModuleMap)."""
 
 from __future__ import annotations
 
@@ -507,6 +511,23 @@ def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]
     return dict(zip(pcs, _lookup(mmap, [pc - module.offset for pc in pcs]), strict=True))
 
 
+_MAPS: dict[tuple[str, int, int, int], object] = {}
+_MAPS_KEPT = 4  # decoded modules kept between calls: a call-path report asks per module, maybe per thread
+
+
+def _cached_map(path: str):
+    """module_map(path), reused while the file is unchanged (same inode, size and mtime)."""
+    st = os.stat(path)
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+    mmap = _MAPS.pop(key, None)
+    if mmap is None:
+        mmap = module_map(path)
+        while len(_MAPS) >= _MAPS_KEPT:
+            del _MAPS[next(iter(_MAPS))]  # the least recently used
+    _MAPS[key] = mmap
+    return mmap
+
+
 def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     """Per file address of `module_file`, the frames at it, innermost first:
     the inlined calls there (inlined=True; each frame's line is where it is,
@@ -514,7 +535,7 @@ def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     function that contains the address, as `addr2line -f -i` lists them.
     Unknown addresses give one frame named "??".  Callers pass return
     addresses already moved to the call instruction (addr - 1)."""
-    mmap = module_map(module_file) if _is_file(module_file) else None
+    mmap = _cached_map(module_file) if _is_file(module_file) else None
     unknown = [Frame(UNKNOWN, module_file)]
     if mmap is None:
         return [list(unknown) for _ in addrs]

@@ -213,3 +213,43 @@ def test_garbled_debug_information_does_not_crash(tmp_path, section_name):
         run = subprocess.run([sys.executable, "-c", FUZZ, str(copy), str(k)], capture_output=True, text=True,
                              timeout=120)
         assert run.returncode == 0, (k, run.returncode, run.stderr[-2000:])
+
+
+def test_batch_calls_report_the_room_they_need(tmp_path):
+    """ps_dwarf_frames_many and ps_dwarf_names write at most `cap` and return
+    what they need, so Python can call again with more room."""
+    exe = compile_program(tmp_path, CXX_SOURCE, "g++", ["-O2", "-g"])
+    lo, hi = text_range(exe)
+    addrs = list(range(lo, hi))
+    mmap = srcmap.module_map(exe)
+    ffi, lib = mmap._ffi, mmap._lib
+    n = len(addrs)
+    counts = ffi.new("int[]", n)
+    one = [ffi.new("int[]", 1) for _ in range(3)]
+    total = lib.ps_dwarf_frames_many(mmap._d, ffi.new("unsigned long long[]", addrs), n, counts, *one,
+                                     ffi.new("unsigned char[]", 1), 1)
+    assert total == sum(ffi.unpack(counts, n)) == sum(len(f) for f in mmap.frames_many(addrs, exe)) > n
+    ids = ffi.new("int[]", [0, -1])
+    need = lib.ps_dwarf_names(mmap._d, 1, ids, 2, ffi.new("char[]", 1), 1)
+    buf = ffi.new("char[]", need)
+    assert lib.ps_dwarf_names(mmap._d, 1, ids, 2, buf, need) == need
+    assert ffi.buffer(buf, need)[:].split(b"\0")[1] == b"??"
+
+
+def test_the_fast_path_imports_neither_pyelftools_nor_the_report_model(tmp_path):
+    exe = compile_program(tmp_path, SOURCE, "cc", ["-O2", "-g"])
+    code = ("import sys\nfrom psuite.psprocess.srcmap import resolve_frames\n"
+            f"frames = resolve_frames({exe!r}, [0x1000, 0x1100])\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('elftools', 'psuite.report'))))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"
+
+
+def test_decoders_are_reused_until_the_file_changes(tmp_path):
+    exe = compile_program(tmp_path, SOURCE, "cc", ["-O2", "-g"])
+    first = srcmap._cached_map(exe)
+    assert srcmap._cached_map(exe) is first
+    before = srcmap.resolve_frames(exe, [text_range(exe)[0]])
+    exe = compile_program(tmp_path, CXX_SOURCE, "g++", ["-O2", "-g"])
+    assert srcmap._cached_map(exe) is not first
+    assert srcmap.resolve_frames(exe, [text_range(exe)[0]]) != before
