@@ -414,7 +414,7 @@ PS_API int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, 
             if (total < cap) {
                 functions[total] = f;
                 files[total] = file;
-                lines[total] = line;
+                lines[total] = file >= 0 ? line : 0;
                 inlined[total] = 0;
             }
             total++;
@@ -425,7 +425,7 @@ PS_API int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, 
             if (total < cap) {
                 functions[total] = scope_name(d, &d->scopes[s]) ? s : -1;
                 files[total] = file;
-                lines[total] = line;
+                lines[total] = file >= 0 ? line : 0; /* no line without a DWARF file */
                 inlined[total] = sc->inlined;
             }
             total++;

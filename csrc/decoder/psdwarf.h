@@ -32,7 +32,8 @@ void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n,
  * function containing the address.  Address i has counts[i] frames, stored
  * after the frames of addresses 0..i-1 in functions/files/lines/inlined
  * (ids as lookup_many gives them; an outer frame's file and line are the
- * call site of the inlined frame inside it).  Writes at most cap frames;
+ * call site of the inlined frame inside it; line 0 without a DWARF file).
+ * Writes at most cap frames;
  * returns the total, so a caller whose cap was too small calls again. */
 int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
                          int *files, int *lines, unsigned char *inlined, int cap);

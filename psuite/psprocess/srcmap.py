@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Callable, Iterable
+from itertools import repeat
 
 from psuite.calltree import Frame
 
@@ -167,15 +168,12 @@ class NativeMap:
         func_ids, file_ids = ffi.unpack(funcs, total), ffi.unpack(files, total)
         self._names(0, func_ids, self._funcs)
         self._names(1, file_ids, self._files)
-        names, paths = self._funcs, self._files
-        frames: dict[tuple[int, int, int, int], Frame] = {}  # shared: a Frame is immutable
-        flat = []
-        for key in zip(func_ids, file_ids, ffi.unpack(lines, total), ffi.unpack(inlined, total), strict=True):
-            frame = frames.get(key)
-            if frame is None:
-                fn, fi, line, inl = key
-                frame = frames[key] = _new_frame(names[fn], module, paths[fi], line if fi >= 0 else 0, inl == 1)
-            flat.append(frame)
+        # built by map() over whole columns: the per-frame work stays in C but for the Frame itself
+        flat = list(map(_new_frame, map(self._funcs.__getitem__, func_ids), repeat(module, total),
+                        map(self._files.__getitem__, file_ids), ffi.unpack(lines, total),
+                        map(bool, ffi.unpack(inlined, total))))
+        if total == n:
+            return [[frame] for frame in flat]
         out, at = [], 0
         for count in ffi.unpack(counts, n):
             out.append(flat[at:at + count])
