@@ -190,6 +190,7 @@ const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code);
 /* each abbreviation's fixed size for this unit's address and offset sizes */
 void abbrevs_sizes(abbrevs_t *a, const unit_t *u);
 int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t *v);
+int skip_form(rd_t *r, uint64_t form, const unit_t *u);
 const char *value_string(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 uint64_t value_addr(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 

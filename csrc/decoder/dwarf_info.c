@@ -147,13 +147,17 @@ static int skip_die(rd_t *r, const abbrev_t *ab, const unit_t *u, uint64_t *sibl
 {
     for (int i = 0; i < ab->nattrs; i++) {
         const attrspec_t *s = &ab->attrs[i];
+        if (s->name != 0x01) {
+            if (skip_form(r, s->form, u))
+                return -1;
+            continue;
+        }
         value_t v;
         if (read_form(r, s->form, s->implicit, u, &v))
             return -1;
-        if (s->name == 0x01)
-            *sibling = v.u;
+        *sibling = v.u;
     }
-    return 0;
+    return r->p <= r->end ? 0 : -1;
 }
 
 static int unit_header(struct ps_dwarf *d, uint64_t off, unit_t *u, rd_t *r, int *unit_type)

@@ -181,6 +181,33 @@ static void rd_skip(rd_t *r, uint64_t n)
     r->p = n <= (uint64_t)(r->end - r->p) ? r->p + n : r->end;
 }
 
+/* Past one attribute value without decoding it (the walk's fast path for
+ * DIEs that are not functions); -1: an unknown form. */
+int skip_form(rd_t *r, uint64_t form, const unit_t *u)
+{
+    switch (form) {
+    case 0x08: rd_str(r); return 0;                                         /* string */
+    case 0x09: case 0x18: rd_skip(r, rd_uleb(r)); return 0;                 /* block, exprloc */
+    case 0x0a: rd_skip(r, rd_u(r, 1)); return 0;                            /* block1 */
+    case 0x03: rd_skip(r, rd_u(r, 2)); return 0;                            /* block2 */
+    case 0x04: rd_skip(r, rd_u(r, 4)); return 0;                            /* block4 */
+    case 0x0d: case 0x0f: case 0x15: case 0x1a: case 0x1b: case 0x22: case 0x23: case 0x1f01: case 0x1f02:
+        rd_uleb(r);                                                         /* LEB128 values */
+        return 0;
+    case 0x16: {                                                            /* indirect, once */
+        uint64_t inner = rd_uleb(r);
+        return inner == 0x16 ? -1 : skip_form(r, inner, u);
+    }
+    default: {
+        int size = form_size(form, u);
+        if (size < 0)
+            return -1;
+        rd_skip(r, (uint64_t)size);
+        return 0;
+    }
+    }
+}
+
 /* Read one attribute value; forms we do not use are skipped correctly. */
 int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t *v)
 {
@@ -208,7 +235,10 @@ int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t
     case 0x13: v->u = u->off + rd_u(r, 4); break;
     case 0x14: v->u = u->off + rd_u(r, 8); break;
     case 0x15: v->u = u->off + rd_uleb(r); break;
-    case 0x16: return read_form(r, rd_uleb(r), implicit, u, v);          /* indirect */
+    case 0x16: {                                                         /* indirect, once */
+        uint64_t inner = rd_uleb(r);
+        return inner == 0x16 ? -1 : read_form(r, inner, implicit, u, v);
+    }
     case 0x17: v->u = rd_u(r, os); break;                                /* sec_offset */
     case 0x19: v->u = 1; break;                                          /* flag_present */
     case 0x1a: case 0x1f02: v->u = rd_uleb(r); v->is_strx = 1; break;    /* strx */
