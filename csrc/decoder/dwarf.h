@@ -23,7 +23,6 @@ typedef struct {
     uint64_t addr;
     uint32_t file; /* index into files; UINT32_MAX: end of sequence */
     uint32_t line;
-    uint32_t seq, order;
 } row_t;
 
 /* One subprogram or inlined-subroutine DIE (a function id). */
@@ -90,6 +89,9 @@ struct ps_dwarf {
     sect_t info, abbrev, line, str, line_str, str_offsets, addr, ranges, rnglists, symtab, strtab, dynsym, dynstr;
     row_t *rows;
     size_t nrows, caprows;
+    size_t *seqs;               /* where each sequence's rows start, in the order read */
+    size_t nseqs, capseqs;
+    size_t open_seq;            /* where the sequence being read starts */
     char **files;
     size_t nfiles, capfiles;
     func_t *funcs;
@@ -194,13 +196,13 @@ int skip_form(rd_t *r, uint64_t form, const unit_t *u);
 const char *value_string(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 uint64_t value_addr(struct ps_dwarf *d, const unit_t *u, const value_t *v);
 
-/* dwarf_lines.c: one line program's rows into d->rows (sequence numbers
- * from *seq) and its files into d->files (ids in *files); scratch holds
+/* dwarf_lines.c: one line program's rows into d->rows (its sequences into
+ * d->seqs) and its files into d->files (ids in *files); scratch holds
  * LINE_SCRATCH bytes */
 #define LINE_SCRATCH (65536 * (2 * sizeof(const char *) + sizeof(uint64_t) + sizeof(uint32_t)))
 int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, unit_files_t *files,
-                 uint32_t *seq, void *scratch);
-/* sort d->rows by (address, end of sequence first, sequence, order) */
+                 void *scratch);
+/* sort d->rows by (address, end of sequence first, sequence, place in it) */
 void sort_rows(struct ps_dwarf *d);
 
 /* dwarf_info.c: every unit's functions into d->funcs, line programs through line_program */

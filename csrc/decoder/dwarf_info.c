@@ -312,10 +312,9 @@ static void *line_programs(void *arg)
     struct ps_dwarf *d = arg;
     void *scratch = malloc(LINE_SCRATCH);
     intptr_t rc = scratch ? 0 : -1;
-    uint32_t seq = 0;
     for (size_t i = 0; i < d->nunits && !rc; i++)
         if (d->units[i].has_stmt &&
-            line_program(d, d->units[i].stmt, d->units[i].comp_dir, &d->units[i], &d->unit_files[i], &seq, scratch))
+            line_program(d, d->units[i].stmt, d->units[i].comp_dir, &d->units[i], &d->unit_files[i], scratch))
             rc = -1;
     free(scratch);
     if (!rc)

@@ -66,8 +66,19 @@ static int v5_entries(struct ps_dwarf *d, rd_t *r, const unit_t *lu, const char 
 
 #define MAX_FILES 65536
 
+/* The rows since d->open_seq make a sequence. */
+static int close_seq(struct ps_dwarf *d)
+{
+    if (d->open_seq >= d->nrows)
+        return 0;
+    GROW(d->seqs, d->nseqs, d->capseqs);
+    d->seqs[d->nseqs++] = d->open_seq;
+    d->open_seq = d->nrows;
+    return 0;
+}
+
 int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, unit_files_t *files,
-                 uint32_t *seq, void *scratch)
+                 void *scratch)
 {
     if (off >= d->line.len)
         return 0;
@@ -143,18 +154,19 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
     }
     int file_base = version >= 5 ? 0 : 1;
 
+    if (close_seq(d)) /* a sequence the previous program left open */
+        return -1;
     r.p = program;
     uint64_t addr = 0;
     int64_t line = 1;
     uint64_t file = 1;
-    uint32_t order = 0;
 #define EMIT(endseq)                                                                                                   \
     do {                                                                                                               \
         if (d->nrows == d->caprows && rows_grow(d))                                                                    \
             return -1;                                                                                                 \
         uint64_t fi_ = file - (uint64_t)file_base;                                                                     \
         d->rows[d->nrows++] = (row_t){addr, (endseq) ? UINT32_MAX : (fi_ < nnames ? ids[fi_] : UINT32_MAX - 1),        \
-                                      (uint32_t)line, *seq, order++};                                                  \
+                                      (uint32_t)line};                                                                 \
     } while (0)
     while (r.p < r.end) {
         int op = (int)rd_u(&r, 1);
@@ -172,11 +184,12 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
             int ext = (int)rd_u(&r, 1);
             if (ext == 1) { /* end_sequence */
                 /* rows at the end address cover nothing (binutils drops them) */
-                while (d->nrows && d->rows[d->nrows - 1].seq == *seq && d->rows[d->nrows - 1].addr == addr &&
+                while (d->nrows > d->open_seq && d->rows[d->nrows - 1].addr == addr &&
                        d->rows[d->nrows - 1].file != UINT32_MAX)
                     d->nrows--;
                 EMIT(1);
-                (*seq)++;
+                if (close_seq(d))
+                    return -1;
                 addr = 0;
                 line = 1;
                 file = 1;
@@ -205,14 +218,21 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
 
 /* ---- sorting rows ------------------------------------------------------------- */
 
-static int by_row(const void *a, const void *b)
+/* A row with its sort key: binutils' order is by address, an end of
+ * sequence giving way to a row starting there, then the order read. */
+typedef struct {
+    row_t row;
+    uint32_t seq, order;
+} keyed_t;
+
+static int by_keyed(const void *a, const void *b)
 {
-    const row_t *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    int xe = x->file == UINT32_MAX, ye = y->file == UINT32_MAX;
+    const keyed_t *x = a, *y = b;
+    if (x->row.addr != y->row.addr)
+        return x->row.addr < y->row.addr ? -1 : 1;
+    int xe = x->row.file == UINT32_MAX, ye = y->row.file == UINT32_MAX;
     if (xe != ye)
-        return xe ? -1 : 1; /* an end of sequence gives way to a row starting there */
+        return xe ? -1 : 1;
     if (x->seq != y->seq)
         return x->seq < y->seq ? -1 : 1;
     return x->order < y->order ? -1 : x->order > y->order;
@@ -222,7 +242,7 @@ typedef struct {
     size_t first, count;
     uint64_t start;
     uint32_t seq;
-    int sorted; /* its rows already in by_row order */
+    int sorted; /* its rows' addresses never decrease */
 } run_t;
 
 static int by_run(const void *a, const void *b)
@@ -233,64 +253,91 @@ static int by_run(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
+static keyed_t keyed(const struct ps_dwarf *d, const run_t *r, size_t i)
+{
+    return (keyed_t){d->rows[r->first + i], r->seq, (uint32_t)i};
+}
+
+/* Runs g0..g1-1 (sorted by start) into out: copied when they are in order
+ * already, else sorted together. */
+static void place(const struct ps_dwarf *d, const run_t *runs, size_t g0, size_t g1, int sorted, row_t *out)
+{
+    size_t n = 0;
+    for (size_t k = g0; k < g1; k++)
+        n += runs[k].count;
+    keyed_t *tmp = sorted ? NULL : malloc(sizeof *tmp * (n ? n : 1));
+    size_t at = 0;
+    for (size_t k = g0; k < g1; k++) {
+        if (tmp)
+            for (size_t i = 0; i < runs[k].count; i++)
+                tmp[at + i] = keyed(d, &runs[k], i);
+        else /* in order (or no memory to sort them: left as they are) */
+            memcpy(out + at, d->rows + runs[k].first, sizeof *out * runs[k].count);
+        at += runs[k].count;
+    }
+    if (tmp) {
+        qsort(tmp, n, sizeof *tmp, by_keyed);
+        for (size_t i = 0; i < n; i++)
+            out[i] = tmp[i].row;
+        free(tmp);
+    }
+}
+
 /* A line program's sequences are sorted runs of rows (addresses only grow
  * within a sequence), so instead of sorting every row (half of the decode
  * time), the runs are ordered by start address and concatenated; only runs
  * that overlap an earlier one (discarded code at address 0, say) are
- * sorted together.  The result is exactly qsort's by by_row. */
+ * sorted together.  The result is the order by_keyed gives. */
 void sort_rows(struct ps_dwarf *d)
 {
-    size_t nruns = 0;
-    for (size_t i = 0; i < d->nrows; i++)
-        if (i == 0 || d->rows[i].seq != d->rows[i - 1].seq)
-            nruns++;
-    run_t *runs = malloc(sizeof *runs * (nruns ? nruns : 1));
-    row_t *out = big_alloc(sizeof *out * (d->nrows ? d->nrows : 1));
+    if (close_seq(d) || !d->nrows)
+        return;
+    size_t nruns = d->nseqs;
+    run_t *runs = malloc(sizeof *runs * nruns);
+    row_t *out = big_alloc(sizeof *out * d->nrows);
     if (!runs || !out) {
         free(runs);
-        big_free(out, sizeof *out * (d->nrows ? d->nrows : 1));
-        qsort(d->rows, d->nrows, sizeof *d->rows, by_row);
-        return;
+        big_free(out, sizeof *out * d->nrows);
+        return; /* unsorted: lookups may miss, nothing worse */
     }
-    size_t k = 0;
-    for (size_t i = 0; i < d->nrows; i++) {
-        if (i == 0 || d->rows[i].seq != d->rows[i - 1].seq)
-            runs[k++] = (run_t){i, 0, d->rows[i].addr, d->rows[i].seq, 1};
-        run_t *r = &runs[k - 1];
-        if (r->count && by_row(&d->rows[i - 1], &d->rows[i]) > 0)
-            r->sorted = 0;
-        if (d->rows[i].addr < r->start)
-            r->start = d->rows[i].addr;
-        r->count++;
+    for (size_t k = 0; k < nruns; k++) {
+        size_t first = d->seqs[k], end = k + 1 < nruns ? d->seqs[k + 1] : d->nrows;
+        run_t *r = &runs[k];
+        *r = (run_t){first, end - first, d->rows[first].addr, (uint32_t)k, 1};
+        for (size_t i = first + 1; i < end; i++) {
+            if (d->rows[i].addr < d->rows[i - 1].addr)
+                r->sorted = 0;
+            if (d->rows[i].addr < r->start)
+                r->start = d->rows[i].addr;
+        }
     }
     qsort(runs, nruns, sizeof *runs, by_run);
-    size_t n = 0, group = 0; /* rows of the current group start at out[group] */
-    int group_sorted = 1;
-    const row_t *max = NULL; /* the group's greatest row */
-    for (size_t r = 0; r < nruns; r++) {
-        const row_t *first = &d->rows[runs[r].first], *last = first + runs[r].count - 1;
-        if (max && (!runs[r].sorted || by_row(max, first) > 0)) {
-            group_sorted = 0; /* overlaps the group: sort them together */
+    size_t n = 0, g0 = 0, gout = 0; /* the current group: runs g0.., rows from out[gout] */
+    int group_sorted = 1, has_max = 0;
+    keyed_t max = {0}; /* the group's greatest row */
+    for (size_t k = 0; k < nruns; k++) {
+        keyed_t first = keyed(d, &runs[k], 0);
+        if (has_max && (!runs[k].sorted || by_keyed(&max, &first) > 0)) {
+            group_sorted = 0; /* overlaps the group: sorted together */
         } else {
-            if (!group_sorted)
-                qsort(out + group, n - group, sizeof *out, by_row);
-            group = n;
-            group_sorted = runs[r].sorted;
-            max = NULL;
+            place(d, runs, g0, k, group_sorted, out + gout);
+            g0 = k;
+            gout = n;
+            group_sorted = runs[k].sorted;
+            has_max = 0;
         }
-        memcpy(out + n, first, sizeof *out * runs[r].count);
-        n += runs[r].count;
-        if (!runs[r].sorted) {
-            for (const row_t *p = first; p <= last; p++)
-                if (!max || by_row(max, p) < 0)
-                    max = p;
-        } else if (!max || by_row(max, last) < 0)
-            max = last;
+        n += runs[k].count;
+        for (size_t i = runs[k].sorted ? runs[k].count - 1 : 0; i < runs[k].count; i++) {
+            keyed_t row = keyed(d, &runs[k], i);
+            if (!has_max || by_keyed(&max, &row) < 0) {
+                max = row;
+                has_max = 1;
+            }
+        }
     }
-    if (!group_sorted)
-        qsort(out + group, n - group, sizeof *out, by_row);
+    place(d, runs, g0, nruns, group_sorted, out + gout);
     free(runs);
     big_free(d->rows, sizeof *d->rows * d->caprows);
     d->rows = out;
-    d->caprows = d->nrows ? d->nrows : 1;
+    d->caprows = d->nrows;
 }
