@@ -284,6 +284,7 @@ PS_API void ps_dwarf_close(ps_dwarf_t *d)
         free(d->files[i]);
     free(d->files);
     big_free(d->rows, sizeof *d->rows * d->caprows);
+    free(d->seqs);
     free(d->funcs);
     free(d->scopes);
     free(d->segs);

@@ -337,6 +337,9 @@ void sort_rows(struct ps_dwarf *d)
     }
     place(d, runs, g0, nruns, group_sorted, out + gout);
     free(runs);
+    free(d->seqs); /* no longer needed */
+    d->seqs = NULL;
+    d->nseqs = d->capseqs = 0;
     big_free(d->rows, sizeof *d->rows * d->caprows);
     d->rows = out;
     d->caprows = d->nrows;
