@@ -16,6 +16,7 @@ files and for what the C decoder does not read (ModuleMap)."""
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import os
 from collections.abc import Callable, Iterable
@@ -105,9 +106,16 @@ class NativeMap:
         rc = self._lib.ps_dwarf_open(path.encode(), out)
         if rc != 0:
             raise ValueError(f"{path}: the C decoder cannot read it ({rc})")
-        self._d = self._ffi.gc(out[0], self._lib.ps_dwarf_close)
+        # closed by __del__, while self._lib still holds the library: an
+        # ffi.gc destructor could run after the library was unloaded at exit
+        self._d = out[0]
         self._files: dict[int, str] = {}
         self._funcs: dict[int, str] = {}
+
+    def __del__(self) -> None:
+        d, self._d = getattr(self, "_d", None), None
+        if d is not None:
+            self._lib.ps_dwarf_close(d)
 
     @property
     def has_dwarf(self) -> bool:
@@ -491,7 +499,7 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
             done += len(batch)
             if progress:
                 progress(done, todo)
-    return [Location(module=k[0], file=k[1], function=k[2], line=k[3], samples=v) for k, v in totals.items()]
+    return [Location(*key, samples) for key, samples in totals.items()]  # key: (module, file, function, line)
 
 
 def resolve_into(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> None:
@@ -511,6 +519,7 @@ def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]
 
 _MAPS: dict[tuple[str, int, int, int], object] = {}
 _MAPS_KEPT = 4  # decoded modules kept between calls: a call-path report asks per module, maybe per thread
+atexit.register(_MAPS.clear)  # closed before the interpreter tears modules (and the decoder's library) down
 
 
 def _cached_map(path: str):
