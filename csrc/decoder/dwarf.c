@@ -114,6 +114,9 @@ static int elf_sections(struct ps_dwarf *d)
             s->len = sh[i].sh_size;
         }
     }
+    sect_t *strings[] = {&d->str, &d->line_str, &d->strtab, &d->dynstr};
+    for (size_t k = 0; k < sizeof strings / sizeof *strings; k++)
+        strings[k]->terminated = strings[k]->len && strings[k]->p[strings[k]->len - 1] == 0;
     return 0;
 }
 
@@ -165,7 +168,7 @@ static int elf_symbols(struct ps_dwarf *d)
 }
 
 /* The symbol naming addr: the nearest at or before it in the same section. */
-static const sym_t *symbol_at(const struct ps_dwarf *d, uint64_t addr)
+const sym_t *symbol_at(const struct ps_dwarf *d, uint64_t addr)
 {
     uint32_t shndx = UINT32_MAX;
     for (size_t i = 0; i < d->nsections; i++)
@@ -194,22 +197,10 @@ static int by_func(const void *a, const void *b)
     return x->depth < y->depth ? -1 : x->depth > y->depth;
 }
 
-static int by_row(const void *a, const void *b)
-{
-    const row_t *x = a, *y = b;
-    if (x->addr != y->addr)
-        return x->addr < y->addr ? -1 : 1;
-    int xe = x->file == UINT32_MAX, ye = y->file == UINT32_MAX;
-    if (xe != ye)
-        return xe ? -1 : 1; /* an end of sequence gives way to a row starting there */
-    if (x->seq != y->seq)
-        return x->seq < y->seq ? -1 : 1;
-    return x->order < y->order ? -1 : x->order > y->order;
-}
-
 static int flatten(struct ps_dwarf *d)
 {
-    qsort(d->funcs, d->nfuncs, sizeof *d->funcs, by_func);
+    if (d->nfuncs)
+        qsort(d->funcs, d->nfuncs, sizeof *d->funcs, by_func);
     d->segs = malloc(sizeof *d->segs * (2 * d->nfuncs + 1));
     int32_t *stack = malloc(sizeof *stack * (d->nfuncs + 1));
     if (!d->segs || !stack) {
@@ -221,7 +212,7 @@ static int flatten(struct ps_dwarf *d)
 #define SEG(from, to, f)                                                                                               \
     do {                                                                                                               \
         if ((to) > (from) && d->nsegs < 2 * d->nfuncs + 1)                                                             \
-            d->segs[d->nsegs++] = (seg_t){(from), (to), (f)};                                                          \
+            d->segs[d->nsegs++] = (seg_t){(from), (to), d->funcs[f].scope};                                                          \
     } while (0)
     for (size_t i = 0; i < d->nfuncs; i++) {
         const func_t *f = &d->funcs[i];
@@ -244,7 +235,42 @@ static int flatten(struct ps_dwarf *d)
     }
 #undef SEG
     free(stack);
-    qsort(d->rows, d->nrows, sizeof *d->rows, by_row);
+    return 0; /* rows: sorted by walk_units */
+}
+
+/* ---- memory ---------------------------------------------------------------------- */
+
+void *big_alloc(size_t bytes)
+{
+    if (!bytes)
+        bytes = 1;
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= (2u << 20))
+        madvise(p, bytes, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+void big_free(void *p, size_t bytes)
+{
+    if (p)
+        munmap(p, bytes ? bytes : 1);
+}
+
+int rows_grow(struct ps_dwarf *d)
+{
+    size_t cap = d->caprows ? 2 * d->caprows : 1024;
+    row_t *p = big_alloc(sizeof *p * cap);
+    if (!p)
+        return -1;
+    if (d->nrows)
+        memcpy(p, d->rows, sizeof *p * d->nrows);
+    big_free(d->rows, sizeof *d->rows * d->caprows);
+    d->rows = p;
+    d->caprows = cap;
     return 0;
 }
 
@@ -257,12 +283,15 @@ PS_API void ps_dwarf_close(ps_dwarf_t *d)
     for (size_t i = 0; i < d->nfiles; i++)
         free(d->files[i]);
     free(d->files);
-    free(d->rows);
+    big_free(d->rows, sizeof *d->rows * d->caprows);
+    free(d->seqs);
     free(d->funcs);
+    free(d->scopes);
     free(d->segs);
     free(d->syms);
     free(d->sections);
     free(d->units);
+    free(d->unit_files);
     for (int i = 0; i < d->ninflated; i++)
         free(d->inflated[i]);
     if (d->map)
@@ -299,7 +328,13 @@ PS_API int ps_dwarf_open(const char *path, ps_dwarf_t **out)
         ps_dwarf_close(d);
         return rc == -2 ? PS_DWARF_ECOMPRESSED : PS_DWARF_EINVAL;
     }
-    if (elf_symbols(d) || (d->info.len && walk_units(d)) || flatten(d)) {
+    /* a row takes at least a byte of line program: reserved once (pages
+     * are only committed when used) instead of grown by copying */
+    d->caprows = d->line.len + 1024;
+    d->rows = big_alloc(sizeof *d->rows * d->caprows);
+    if (!d->rows)
+        d->caprows = 0;
+    if (elf_symbols(d) || (d->info.len ? walk_units(d) : (sort_rows(d), 0)) || flatten(d)) {
         ps_dwarf_close(d);
         return PS_DWARF_EIO;
     }
@@ -312,38 +347,98 @@ PS_API int ps_dwarf_has_dwarf(const ps_dwarf_t *d) { return d && d->info.len && 
 /* Many addresses at once, as ids (one call from Python instead of one per
  * address): file id (-1 unknown, see ps_dwarf_file), line, function id
  * (-1 unknown; see ps_dwarf_function). */
+/* The line-table row for addr: its file id (-1 unknown) and line. */
+static void row_at(const struct ps_dwarf *d, uint64_t addr, int *file, int *line)
+{
+    *file = -1;
+    *line = 0;
+    size_t lo = COUNT_LE(d->rows, d->nrows, addr, addr); /* the last row at or before addr */
+    if (lo && d->rows[lo - 1].file < d->nfiles) {
+        *file = (int)d->rows[lo - 1].file;
+        *line = (int)d->rows[lo - 1].line;
+    }
+}
+
+/* The innermost named DWARF function at addr (a scope id), else -1. */
+static int scope_at(struct ps_dwarf *d, uint64_t addr)
+{
+    size_t lo = COUNT_LE(d->segs, d->nsegs, hi, addr); /* the first segment ending after addr */
+    if (lo < d->nsegs && d->segs[lo].lo <= addr && addr < d->segs[lo].hi && d->segs[lo].func >= 0 &&
+        scope_name(d, &d->scopes[d->segs[lo].func]))
+        return d->segs[lo].func;
+    return -1;
+}
+
+/* The ELF symbol's function id at addr (-1 none), and its file id when the
+ * line table gave none. */
+static int symbol_function(const struct ps_dwarf *d, uint64_t addr, int *file)
+{
+    const sym_t *sym = symbol_at(d, addr);
+    if (!sym)
+        return -1;
+    if (*file < 0 && sym->file)
+        *file = -2 - (int)(sym - d->syms); /* a symbol's file: see ps_dwarf_file */
+    return (int)(d->nscopes + (size_t)(sym - d->syms));
+}
+
+/* Many addresses at once, as ids (one call from Python instead of one per
+ * address): file id (-1 unknown, see ps_dwarf_file), line, function id
+ * (-1 unknown; see ps_dwarf_function). */
 PS_API void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
                                  int *functions)
 {
     for (int i = 0; i < n; i++) {
-        uint64_t addr = addrs[i];
-        files[i] = -1;
-        lines[i] = 0;
-        functions[i] = -1;
-        size_t lo = COUNT_LE(d->rows, d->nrows, addr, addr); /* the last row at or before addr */
-        if (lo && d->rows[lo - 1].file < d->nfiles) {
-            files[i] = (int)d->rows[lo - 1].file;
-            lines[i] = (int)d->rows[lo - 1].line;
-        }
-        lo = COUNT_LE(d->segs, d->nsegs, hi, addr); /* the first segment ending after addr */
-        if (lo < d->nsegs && d->segs[lo].lo <= addr && addr < d->segs[lo].hi) {
-            func_t *f = &d->funcs[d->segs[lo].func];
-            if (!f->name && f->ref) {
-                f->name = ref_name(d, f->ref, &f->linkage, 0);
-                f->ref = 0;
-            }
-            if (f->name) {
-                functions[i] = d->segs[lo].func;
-                continue;
-            }
-        }
-        const sym_t *sym = symbol_at(d, addr);
-        if (sym) {
-            functions[i] = (int)(d->nfuncs + (size_t)(sym - d->syms));
-            if (files[i] < 0 && sym->file)
-                files[i] = -2 - (int)(sym - d->syms); /* a symbol's file: see ps_dwarf_file */
-        }
+        row_at(d, addrs[i], &files[i], &lines[i]);
+        functions[i] = scope_at(d, addrs[i]);
+        if (functions[i] < 0)
+            functions[i] = symbol_function(d, addrs[i], &files[i]);
     }
+}
+
+/* Frames at many addresses, as addr2line -f -i gives them: innermost
+ * first, the inlined calls and then the function containing the address.
+ * Address i has counts[i] frames; they follow those of the addresses
+ * before it in functions/files/lines/inlined (ids as ps_dwarf_lookup_many
+ * gives them; an outer frame's file and line are the call site of the
+ * inlined frame inside it).  At most cap frames are written; returns how
+ * many there are in all (call again with a larger cap when more). */
+PS_API int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
+                                int *files, int *lines, unsigned char *inlined, int cap)
+{
+    int total = 0;
+    for (int i = 0; i < n; i++) {
+        int file, line, start = total;
+        row_at(d, addrs[i], &file, &line);
+        int s = scope_at(d, addrs[i]);
+        if (s < 0) {
+            int f = symbol_function(d, addrs[i], &file);
+            if (total < cap) {
+                functions[total] = f;
+                files[total] = file;
+                lines[total] = file >= 0 ? line : 0;
+                inlined[total] = 0;
+            }
+            total++;
+        }
+        /* the caller chain: bounded, so a malformed cycle cannot loop */
+        for (int hops = 0; s >= 0 && hops < 4096; hops++) {
+            const scope_t *sc = &d->scopes[s];
+            if (total < cap) {
+                functions[total] = scope_name(d, &d->scopes[s]) ? s : -1;
+                files[total] = file;
+                lines[total] = file >= 0 ? line : 0; /* no line without a DWARF file */
+                inlined[total] = sc->inlined;
+            }
+            total++;
+            if (!sc->inlined)
+                break;
+            file = sc->call_file;
+            line = (int)sc->call_line;
+            s = sc->parent;
+        }
+        counts[i] = total - start;
+    }
+    return total;
 }
 
 PS_API const char *ps_dwarf_file(const ps_dwarf_t *d, int id)
@@ -358,10 +453,54 @@ PS_API const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage)
     *linkage = 1;
     if (id < 0)
         return NULL;
-    if ((size_t)id < d->nfuncs) {
-        *linkage = d->funcs[id].linkage;
-        return d->funcs[id].name;
+    if ((size_t)id < d->nscopes) {
+        *linkage = d->scopes[id].linkage;
+        return d->scopes[id].name;
     }
-    size_t s = (size_t)id - d->nfuncs;
+    size_t s = (size_t)id - d->nscopes;
     return s < d->nsyms ? d->syms[s].name : NULL;
 }
+
+/* C++ runtime's demangler, found at run time (no link-time dependency on
+ * libstdc++); NULL when absent, and names stay mangled. */
+static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+static int demangler_looked_up;
+
+static char *demangled(const char *name)
+{
+    if (strncmp(name, "_Z", 2) != 0)
+        return NULL;
+    if (!demangler_looked_up) {
+        demangler_looked_up = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        cxa_demangle = h ? (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle") : NULL;
+    }
+    int status = -1;
+    char *out = cxa_demangle ? cxa_demangle(name, NULL, NULL, &status) : NULL;
+    if (status != 0) {
+        free(out);
+        return NULL;
+    }
+    return out;
+}
+
+/* Many names at once: for each id (a function id, demangled, when kind is
+ * 0; a file id when 1), its name and a NUL, "??" when unknown, into buf.
+ * Writes at most cap bytes; returns how many there are in all. */
+PS_API long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, long cap)
+{
+    long total = 0;
+    int linkage = 0;
+    for (int i = 0; i < n; i++) {
+        const char *name = kind ? ps_dwarf_file(d, ids[i]) : ps_dwarf_function(d, ids[i], &linkage);
+        char *plain = name && !kind && linkage ? demangled(name) : NULL;
+        const char *text = plain ? plain : name ? name : "??";
+        long len = (long)strlen(text) + 1;
+        if (total + len <= cap)
+            memcpy(buf + total, text, (size_t)len);
+        total += len;
+        free(plain);
+    }
+    return total;
+}
+

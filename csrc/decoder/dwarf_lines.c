@@ -66,7 +66,19 @@ static int v5_entries(struct ps_dwarf *d, rd_t *r, const unit_t *lu, const char 
 
 #define MAX_FILES 65536
 
-int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, uint32_t *seq)
+/* The rows since d->open_seq make a sequence. */
+static int close_seq(struct ps_dwarf *d)
+{
+    if (d->open_seq >= d->nrows)
+        return 0;
+    GROW(d->seqs, d->nseqs, d->capseqs);
+    d->seqs[d->nseqs++] = d->open_seq;
+    d->open_seq = d->nrows;
+    return 0;
+}
+
+int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const unit_t *cu, unit_files_t *files,
+                 void *scratch)
 {
     if (off >= d->line.len)
         return 0;
@@ -77,9 +89,9 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         unit_len = rd_u(&r, 8);
         os = 8;
     }
-    const uint8_t *end = r.p + unit_len;
-    if (end > r.end)
+    if (unit_len > (uint64_t)(r.end - r.p))
         return 0;
+    const uint8_t *end = r.p + unit_len;
     r.end = end;
     int version = (int)rd_u(&r, 2);
     unit_t lu = *cu;
@@ -89,6 +101,8 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         rd_u(&r, 1); /* segment selector size */
     }
     uint64_t header_len = rd_u(&r, os);
+    if (header_len > (uint64_t)(r.end - r.p))
+        return 0;
     const uint8_t *program = r.p + header_len;
     int min_inst = (int)rd_u(&r, 1);
     int max_ops = version >= 4 ? (int)rd_u(&r, 1) : 1;
@@ -104,8 +118,10 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
     if (!line_range)
         return 0;
 
-    static const char *dirs[MAX_FILES], *names[MAX_FILES];
-    static uint64_t dir_of[MAX_FILES];
+    /* per call, not static: two decoders may run in two threads */
+    const char **dirs = scratch, **names = dirs + MAX_FILES;
+    uint64_t *dir_of = (uint64_t *)(names + MAX_FILES);
+    uint32_t *ids = (uint32_t *)(dir_of + MAX_FILES);
     size_t ndirs = 0, nnames = 0;
     if (version >= 5) {
         if (v5_entries(d, &r, &lu, dirs, NULL, MAX_FILES, &ndirs) ||
@@ -123,7 +139,9 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         }
     }
     /* file ids in our table for this program's file numbers */
-    static uint32_t ids[MAX_FILES];
+    files->first = (uint32_t)d->nfiles; /* add_file numbers them consecutively */
+    files->count = (uint32_t)nnames;
+    files->base = version >= 5 ? 0 : 1;
     for (size_t i = 0; i < nnames; i++) {
         const char *dir = "";
         uint64_t di = dir_of[i];
@@ -136,17 +154,19 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
     }
     int file_base = version >= 5 ? 0 : 1;
 
+    if (close_seq(d)) /* a sequence the previous program left open */
+        return -1;
     r.p = program;
     uint64_t addr = 0;
     int64_t line = 1;
     uint64_t file = 1;
-    uint32_t order = 0;
 #define EMIT(endseq)                                                                                                   \
     do {                                                                                                               \
-        GROW(d->rows, d->nrows, d->caprows);                                                                           \
+        if (d->nrows == d->caprows && rows_grow(d))                                                                    \
+            return -1;                                                                                                 \
         uint64_t fi_ = file - (uint64_t)file_base;                                                                     \
         d->rows[d->nrows++] = (row_t){addr, (endseq) ? UINT32_MAX : (fi_ < nnames ? ids[fi_] : UINT32_MAX - 1),        \
-                                      (uint32_t)line, *seq, order++};                                                  \
+                                      (uint32_t)line};                                                                 \
     } while (0)
     while (r.p < r.end) {
         int op = (int)rd_u(&r, 1);
@@ -160,11 +180,16 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
         switch (op) {
         case 0: {
             uint64_t len = rd_uleb(&r);
-            const uint8_t *next = r.p + len;
+            const uint8_t *next = len <= (uint64_t)(r.end - r.p) ? r.p + len : r.end;
             int ext = (int)rd_u(&r, 1);
             if (ext == 1) { /* end_sequence */
+                /* rows at the end address cover nothing (binutils drops them) */
+                while (d->nrows > d->open_seq && d->rows[d->nrows - 1].addr == addr &&
+                       d->rows[d->nrows - 1].file != UINT32_MAX)
+                    d->nrows--;
                 EMIT(1);
-                (*seq)++;
+                if (close_seq(d))
+                    return -1;
                 addr = 0;
                 line = 1;
                 file = 1;
@@ -190,3 +215,132 @@ int line_program(struct ps_dwarf *d, uint64_t off, const char *comp_dir, const u
     return 0;
 }
 
+
+/* ---- sorting rows ------------------------------------------------------------- */
+
+/* A row with its sort key: binutils' order is by address, an end of
+ * sequence giving way to a row starting there, then the order read. */
+typedef struct {
+    row_t row;
+    uint32_t seq, order;
+} keyed_t;
+
+static int by_keyed(const void *a, const void *b)
+{
+    const keyed_t *x = a, *y = b;
+    if (x->row.addr != y->row.addr)
+        return x->row.addr < y->row.addr ? -1 : 1;
+    int xe = x->row.file == UINT32_MAX, ye = y->row.file == UINT32_MAX;
+    if (xe != ye)
+        return xe ? -1 : 1;
+    if (x->seq != y->seq)
+        return x->seq < y->seq ? -1 : 1;
+    return x->order < y->order ? -1 : x->order > y->order;
+}
+
+typedef struct {
+    size_t first, count;
+    uint64_t start;
+    uint32_t seq;
+    int sorted; /* its rows' addresses never decrease */
+} run_t;
+
+static int by_run(const void *a, const void *b)
+{
+    const run_t *x = a, *y = b;
+    if (x->start != y->start)
+        return x->start < y->start ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static keyed_t keyed(const struct ps_dwarf *d, const run_t *r, size_t i)
+{
+    return (keyed_t){d->rows[r->first + i], r->seq, (uint32_t)i};
+}
+
+/* Runs g0..g1-1 (sorted by start) into out: copied when they are in order
+ * already, else sorted together. */
+static void place(const struct ps_dwarf *d, const run_t *runs, size_t g0, size_t g1, int sorted, row_t *out)
+{
+    size_t n = 0;
+    for (size_t k = g0; k < g1; k++)
+        n += runs[k].count;
+    keyed_t *tmp = sorted ? NULL : malloc(sizeof *tmp * (n ? n : 1));
+    size_t at = 0;
+    for (size_t k = g0; k < g1; k++) {
+        if (tmp)
+            for (size_t i = 0; i < runs[k].count; i++)
+                tmp[at + i] = keyed(d, &runs[k], i);
+        else /* in order (or no memory to sort them: left as they are) */
+            memcpy(out + at, d->rows + runs[k].first, sizeof *out * runs[k].count);
+        at += runs[k].count;
+    }
+    if (tmp) {
+        qsort(tmp, n, sizeof *tmp, by_keyed);
+        for (size_t i = 0; i < n; i++)
+            out[i] = tmp[i].row;
+        free(tmp);
+    }
+}
+
+/* A line program's sequences are sorted runs of rows (addresses only grow
+ * within a sequence), so instead of sorting every row (half of the decode
+ * time), the runs are ordered by start address and concatenated; only runs
+ * that overlap an earlier one (discarded code at address 0, say) are
+ * sorted together.  The result is the order by_keyed gives. */
+void sort_rows(struct ps_dwarf *d)
+{
+    if (close_seq(d) || !d->nrows)
+        return;
+    size_t nruns = d->nseqs;
+    run_t *runs = malloc(sizeof *runs * nruns);
+    row_t *out = big_alloc(sizeof *out * d->nrows);
+    if (!runs || !out) {
+        free(runs);
+        big_free(out, sizeof *out * d->nrows);
+        return; /* unsorted: lookups may miss, nothing worse */
+    }
+    for (size_t k = 0; k < nruns; k++) {
+        size_t first = d->seqs[k], end = k + 1 < nruns ? d->seqs[k + 1] : d->nrows;
+        run_t *r = &runs[k];
+        *r = (run_t){first, end - first, d->rows[first].addr, (uint32_t)k, 1};
+        for (size_t i = first + 1; i < end; i++) {
+            if (d->rows[i].addr < d->rows[i - 1].addr)
+                r->sorted = 0;
+            if (d->rows[i].addr < r->start)
+                r->start = d->rows[i].addr;
+        }
+    }
+    qsort(runs, nruns, sizeof *runs, by_run);
+    size_t n = 0, g0 = 0, gout = 0; /* the current group: runs g0.., rows from out[gout] */
+    int group_sorted = 1, has_max = 0;
+    keyed_t max = {0}; /* the group's greatest row */
+    for (size_t k = 0; k < nruns; k++) {
+        keyed_t first = keyed(d, &runs[k], 0);
+        if (has_max && (!runs[k].sorted || by_keyed(&max, &first) > 0)) {
+            group_sorted = 0; /* overlaps the group: sorted together */
+        } else {
+            place(d, runs, g0, k, group_sorted, out + gout);
+            g0 = k;
+            gout = n;
+            group_sorted = runs[k].sorted;
+            has_max = 0;
+        }
+        n += runs[k].count;
+        for (size_t i = runs[k].sorted ? runs[k].count - 1 : 0; i < runs[k].count; i++) {
+            keyed_t row = keyed(d, &runs[k], i);
+            if (!has_max || by_keyed(&max, &row) < 0) {
+                max = row;
+                has_max = 1;
+            }
+        }
+    }
+    place(d, runs, g0, nruns, group_sorted, out + gout);
+    free(runs);
+    free(d->seqs); /* no longer needed */
+    d->seqs = NULL;
+    d->nseqs = d->capseqs = 0;
+    big_free(d->rows, sizeof *d->rows * d->caprows);
+    d->rows = out;
+    d->caprows = d->nrows;
+}

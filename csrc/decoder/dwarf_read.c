@@ -13,7 +13,7 @@
 uint64_t rd_u(rd_t *r, int n)
 {
     uint64_t v = 0;
-    if (r->p + n > r->end) {
+    if (n < 0 || n > 8 || n > r->end - r->p) { /* a malformed size reads nothing and ends the reader */
         r->p = r->end;
         return 0;
     }
@@ -68,7 +68,7 @@ const char *sect_str(const sect_t *s, uint64_t off)
 {
     if (off >= s->len)
         return NULL;
-    if (!memchr(s->p + off, 0, s->len - off))
+    if (!s->terminated && !memchr(s->p + off, 0, s->len - off))
         return NULL;
     return (const char *)s->p + off;
 }
@@ -124,6 +124,47 @@ int abbrevs_load(struct ps_dwarf *d, uint64_t off, abbrevs_t *a)
     return 0;
 }
 
+/* The size of a form's value when it is fixed for the unit, else -1. */
+static int form_size(uint64_t form, const unit_t *u)
+{
+    switch (form) {
+    case 0x01: return u->addr_size;
+    case 0x0b: case 0x11: case 0x0c: case 0x25: case 0x29: return 1;
+    case 0x05: case 0x12: case 0x26: case 0x2a: return 2;
+    case 0x27: case 0x2b: return 3;
+    case 0x06: case 0x13: case 0x28: case 0x2c: case 0x1c: return 4;
+    case 0x07: case 0x14: case 0x20: case 0x24: return 8;
+    case 0x1e: return 16;
+    case 0x0e: case 0x1f: case 0x1d: case 0x1f21: case 0x17: case 0x1f20: return u->offset_size;
+    case 0x10: return u->version <= 2 ? u->addr_size : u->offset_size;
+    case 0x19: case 0x21: return 0;
+    default: return -1;
+    }
+}
+
+void abbrevs_sizes(abbrevs_t *a, const unit_t *u)
+{
+    if (a->addr_size == u->addr_size && a->offset_size == u->offset_size && a->version == u->version)
+        return;
+    a->addr_size = u->addr_size;
+    a->offset_size = u->offset_size;
+    a->version = u->version;
+    for (size_t i = 0; i < a->n; i++) {
+        abbrev_t *ab = &a->v[i];
+        ab->fixed = 0;
+        ab->sibling = 0;
+        for (int k = 0; k < ab->nattrs; k++) {
+            int size = form_size(ab->attrs[k].form, u);
+            if (ab->attrs[k].name == 0x01) /* DW_AT_sibling */
+                ab->sibling = 1;
+            if (size < 0 || ab->fixed < 0)
+                ab->fixed = -1;
+            else
+                ab->fixed += size;
+        }
+    }
+}
+
 const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code)
 {
     if (code >= 1 && code <= a->n && a->v[code - 1].code == code)
@@ -134,6 +175,39 @@ const abbrev_t *abbrev_find(const abbrevs_t *a, uint64_t code)
     return NULL;
 }
 
+/* Past n bytes; a length beyond the end (malformed) ends the reader. */
+static void rd_skip(rd_t *r, uint64_t n)
+{
+    r->p = n <= (uint64_t)(r->end - r->p) ? r->p + n : r->end;
+}
+
+/* Past one attribute value without decoding it (the walk's fast path for
+ * DIEs that are not functions); -1: an unknown form. */
+int skip_form(rd_t *r, uint64_t form, const unit_t *u)
+{
+    switch (form) {
+    case 0x08: rd_str(r); return 0;                                         /* string */
+    case 0x09: case 0x18: rd_skip(r, rd_uleb(r)); return 0;                 /* block, exprloc */
+    case 0x0a: rd_skip(r, rd_u(r, 1)); return 0;                            /* block1 */
+    case 0x03: rd_skip(r, rd_u(r, 2)); return 0;                            /* block2 */
+    case 0x04: rd_skip(r, rd_u(r, 4)); return 0;                            /* block4 */
+    case 0x0d: case 0x0f: case 0x15: case 0x1a: case 0x1b: case 0x22: case 0x23: case 0x1f01: case 0x1f02:
+        rd_uleb(r);                                                         /* LEB128 values */
+        return 0;
+    case 0x16: {                                                            /* indirect, once */
+        uint64_t inner = rd_uleb(r);
+        return inner == 0x16 ? -1 : skip_form(r, inner, u);
+    }
+    default: {
+        int size = form_size(form, u);
+        if (size < 0)
+            return -1;
+        rd_skip(r, (uint64_t)size);
+        return 0;
+    }
+    }
+}
+
 /* Read one attribute value; forms we do not use are skipped correctly. */
 int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t *v)
 {
@@ -141,14 +215,14 @@ int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t
     int os = u->offset_size;
     switch (form) {
     case 0x01: v->u = rd_u(r, u->addr_size); break;                      /* addr */
-    case 0x03: r->p += rd_u(r, 2); break;                                /* block2 */
-    case 0x04: r->p += rd_u(r, 4); break;                                /* block4 */
+    case 0x03: rd_skip(r, rd_u(r, 2)); break;                                /* block2 */
+    case 0x04: rd_skip(r, rd_u(r, 4)); break;                                /* block4 */
     case 0x05: v->u = rd_u(r, 2); v->is_const = 1; break;                /* data2 */
     case 0x06: v->u = rd_u(r, 4); v->is_const = 1; break;                /* data4 */
     case 0x07: v->u = rd_u(r, 8); v->is_const = 1; break;                /* data8 */
     case 0x08: v->s = rd_str(r); v->is_string = 1; break;                /* string */
-    case 0x09: case 0x18: r->p += rd_uleb(r); break;                     /* block, exprloc */
-    case 0x0a: r->p += rd_u(r, 1); break;                                /* block1 */
+    case 0x09: case 0x18: rd_skip(r, rd_uleb(r)); break;                     /* block, exprloc */
+    case 0x0a: rd_skip(r, rd_u(r, 1)); break;                                /* block1 */
     case 0x0b: v->u = rd_u(r, 1); v->is_const = 1; break;                /* data1 */
     case 0x0c: v->u = rd_u(r, 1); break;                                 /* flag */
     case 0x0d: v->u = (uint64_t)rd_sleb(r); v->is_const = 1; break;      /* sdata */
@@ -161,13 +235,16 @@ int read_form(rd_t *r, uint64_t form, int64_t implicit, const unit_t *u, value_t
     case 0x13: v->u = u->off + rd_u(r, 4); break;
     case 0x14: v->u = u->off + rd_u(r, 8); break;
     case 0x15: v->u = u->off + rd_uleb(r); break;
-    case 0x16: return read_form(r, rd_uleb(r), implicit, u, v);          /* indirect */
+    case 0x16: {                                                         /* indirect, once */
+        uint64_t inner = rd_uleb(r);
+        return inner == 0x16 ? -1 : read_form(r, inner, implicit, u, v);
+    }
     case 0x17: v->u = rd_u(r, os); break;                                /* sec_offset */
     case 0x19: v->u = 1; break;                                          /* flag_present */
     case 0x1a: case 0x1f02: v->u = rd_uleb(r); v->is_strx = 1; break;    /* strx */
     case 0x1b: case 0x1f01: v->u = rd_uleb(r); v->is_addrx = 1; break;   /* addrx */
     case 0x1c: v->u = rd_u(r, 4); break;                                 /* ref_sup4 */
-    case 0x1e: r->p += 16; break;                                        /* data16 */
+    case 0x1e: rd_skip(r, 16); break;                                        /* data16 */
     case 0x20: case 0x24: v->u = rd_u(r, 8); break;                      /* ref_sig8, ref_sup8 */
     case 0x21: v->u = (uint64_t)implicit; v->is_const = 1; break;        /* implicit_const */
     case 0x22: case 0x23: v->u = rd_uleb(r); break;                      /* loclistx, rnglistx */

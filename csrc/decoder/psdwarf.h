@@ -27,6 +27,21 @@ int ps_dwarf_has_dwarf(const ps_dwarf_t *d);
  * mangled name). */
 void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
                           int *functions);
+/* frames_many: per address, the frames at it as addr2line -f -i lists
+ * them, innermost first: the inlined calls (inlined[] = 1) and then the
+ * function containing the address.  Address i has counts[i] frames, stored
+ * after the frames of addresses 0..i-1 in functions/files/lines/inlined
+ * (ids as lookup_many gives them; an outer frame's file and line are the
+ * call site of the inlined frame inside it; line 0 without a DWARF file).
+ * Writes at most cap frames;
+ * returns the total, so a caller whose cap was too small calls again. */
+int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
+                         int *files, int *lines, unsigned char *inlined, int cap);
+/* names: many names in one call, for each id its name and a NUL ("??"
+ * unknown) in buf: function ids (kind 0; C++ names demangled by the C++
+ * runtime when it is there) or file ids (kind 1).  Writes at most cap
+ * bytes; returns the total, so a caller whose cap was too small calls again. */
+long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, long cap);
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);

@@ -95,6 +95,9 @@ int ps_dwarf_open(const char *path, ps_dwarf_t **out);
 int ps_dwarf_has_dwarf(const ps_dwarf_t *d);
 void ps_dwarf_lookup_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *files, int *lines,
                           int *functions);
+int ps_dwarf_frames_many(ps_dwarf_t *d, const unsigned long long *addrs, int n, int *counts, int *functions,
+                         int *files, int *lines, unsigned char *inlined, int cap);
+long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, long cap);
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);

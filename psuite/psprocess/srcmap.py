@@ -5,19 +5,28 @@ pc - offset (the load address the capture recorded).  Lines come from the
 DWARF line table and functions from DWARF subprograms, the innermost
 inlined subroutine winning, as `addr2line -f -i` reports first; without
 DWARF, the ELF symbol table names the function; what is unknown is "??"
-with line 0, as in the original PerfSuite.  Debug information is also
-looked for in separate debug files (build-id, .gnu_debuglink under
-/usr/lib/debug).  C++ names are demangled by the C++ runtime's own
-demangler.  pyelftools reads the structure."""
+with line 0, as in the original PerfSuite.  For call paths,
+resolve_frames gives every frame at an address, the inlined calls first,
+as `addr2line -f -i` lists them.  Debug information is also looked for in
+separate debug files (build-id, .gnu_debuglink under /usr/lib/debug).  C++
+names are demangled by the C++ runtime's own demangler.  The C decoder
+(csrc/decoder/, libpsdwarf.so) does the decoding and the lookups, many
+addresses per call; pyelftools is imported only to find separate debug
+files and for what the C decoder does not read (ModuleMap)."""
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import os
 from collections.abc import Callable, Iterable
+from itertools import repeat
 
 from psuite.calltree import Frame
-from psuite.report import Location, ModuleSamples, ProfileReport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # psuite.report is only needed by resolve(): imported there, for a quick start-up
+    from psuite.report import Location, ModuleSamples, ProfileReport
 
 MAPPER = "psuite-dwarf"
 UNKNOWN = "??"
@@ -86,7 +95,8 @@ def _debug_file(elf, path: str) -> str | None:
 
 class NativeMap:
     """The C core's decoder (csrc/decoder/, libpsdwarf.so) for one ELF file: line rows,
-    innermost functions and symbols decoded in C, looked up per address."""
+    functions with their inlined calls, and symbols decoded in C, looked up
+    many addresses per call."""
 
     def __init__(self, path: str) -> None:
         from psuite.libperfsuite.native import load_decoder
@@ -96,37 +106,112 @@ class NativeMap:
         rc = self._lib.ps_dwarf_open(path.encode(), out)
         if rc != 0:
             raise ValueError(f"{path}: the C decoder cannot read it ({rc})")
-        self._d = self._ffi.gc(out[0], self._lib.ps_dwarf_close)
-        self._linkage = self._ffi.new("int *")
+        # closed by __del__, while self._lib still holds the library: an
+        # ffi.gc destructor could run after the library was unloaded at exit
+        self._d = out[0]
+        self._files: dict[int, str] = {}
+        self._funcs: dict[int, str] = {}
+
+    def __del__(self) -> None:
+        d, self._d = getattr(self, "_d", None), None
+        if d is not None:
+            self._lib.ps_dwarf_close(d)
 
     @property
     def has_dwarf(self) -> bool:
         return bool(self._lib.ps_dwarf_has_dwarf(self._d))
+
+    def _names(self, kind: int, ids: Iterable[int], cache: dict[int, str]) -> None:
+        """Names of the ids not in cache yet (function ids: kind 0, demangled;
+        file ids: kind 1) into it, from one call into C."""
+        todo = [i for i in set(ids) if i not in cache]
+        if not todo:
+            return
+        ffi = self._ffi
+        c_ids, cap = ffi.new("int[]", todo), 64 * len(todo)
+        while True:
+            buf = ffi.new("char[]", cap)
+            total = self._lib.ps_dwarf_names(self._d, kind, c_ids, len(todo), buf, cap)
+            if total <= cap:
+                break
+            cap = total
+        names = ffi.buffer(buf, total)[:].decode("utf-8", "replace").split("\0")
+        cache.update(zip(todo, names, strict=False))  # a file name is joined as binutils joins it, not normalised
 
     def lookup(self, addr: int) -> tuple[str, str, int]:
         return self.lookup_many([addr])[0]
 
     def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
         """Like lookup for each address, in one call into C."""
-        ffi, lib, n = self._ffi, self._lib, len(addrs)
+        ffi, n = self._ffi, len(addrs)
         files, lines, funcs = ffi.new("int[]", n), ffi.new("int[]", n), ffi.new("int[]", n)
-        lib.ps_dwarf_lookup_many(self._d, ffi.new("unsigned long long[]", addrs), n, files, lines, funcs)
-        file_names: dict[int, str] = {-1: UNKNOWN}
-        func_names: dict[int, str] = {-1: UNKNOWN}
+        self._lib.ps_dwarf_lookup_many(self._d, ffi.new("unsigned long long[]", addrs), n, files, lines, funcs)
+        file_ids, func_ids = ffi.unpack(files, n), ffi.unpack(funcs, n)
+        self._names(0, func_ids, self._funcs)
+        self._names(1, file_ids, self._files)
+        names, paths = self._funcs, self._files
+        seen: dict[tuple[int, int, int], tuple[str, str, int]] = {}
         out = []
-        for i in range(n):
-            fi, fn = files[i], funcs[i]
-            file = file_names.get(fi)
-            if file is None:  # ids <= -2: a file named by the symbol table (binutils does the same)
-                text = ffi.string(lib.ps_dwarf_file(self._d, fi)).decode("utf-8", "replace")
-                file = file_names[fi] = text  # joined as binutils joins it, not normalised
-            func = func_names.get(fn)
-            if func is None:
-                raw = lib.ps_dwarf_function(self._d, fn, self._linkage)
-                text = ffi.string(raw).decode("utf-8", "replace") if raw != ffi.NULL else UNKNOWN
-                func = func_names[fn] = demangle(text) if self._linkage[0] else text
-            out.append((file, func, lines[i] if fi >= 0 else 0))  # no line without DWARF
+        for key in zip(file_ids, func_ids, ffi.unpack(lines, n), strict=True):
+            hit = seen.get(key)
+            if hit is None:
+                fi, fn, line = key
+                hit = seen[key] = (paths[fi], names[fn], line if fi >= 0 else 0)  # no line without DWARF
+            out.append(hit)
         return out
+
+    def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
+        """Per address, its frames innermost first (see resolve_frames), in
+        one call into C (two when the first guess of the frame count was short)."""
+        ffi, n = self._ffi, len(addrs)
+        c_addrs, counts = ffi.new("unsigned long long[]", addrs), ffi.new("int[]", n)
+        cap = 4 * n + 16
+        while True:
+            funcs, files = ffi.new("int[]", cap), ffi.new("int[]", cap)
+            lines, inlined = ffi.new("int[]", cap), ffi.new("unsigned char[]", cap)
+            total = self._lib.ps_dwarf_frames_many(self._d, c_addrs, n, counts, funcs, files, lines, inlined, cap)
+            if total <= cap:
+                break
+            cap = total
+        func_ids, file_ids = ffi.unpack(funcs, total), ffi.unpack(files, total)
+        self._names(0, func_ids, self._funcs)
+        self._names(1, file_ids, self._files)
+        # built by map() over whole columns: the per-frame work stays in C but for the Frame itself
+        flat = list(map(_new_frame, map(self._funcs.__getitem__, func_ids), repeat(module, total),
+                        map(self._files.__getitem__, file_ids), ffi.unpack(lines, total),
+                        map(bool, ffi.unpack(inlined, total))))
+        if total == n:
+            return [[frame] for frame in flat]
+        out, at = [], 0
+        for count in ffi.unpack(counts, n):
+            out.append(flat[at:at + count])
+            at += count
+        return out
+
+
+def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
+    """Frame(function, module, file, line, inlined), made twice as fast as
+    the frozen dataclass's __init__ by setting its slots directly: call-path
+    profiles make hundreds of thousands."""
+    slots = getattr(Frame, "__slots__", ())
+    if tuple(slots) != ("function", "module", "file", "line", "inlined"):
+        return Frame
+    new = object.__new__
+    set_function, set_module, set_file, set_line, set_inlined = (getattr(Frame, s).__set__ for s in slots)
+
+    def make(function: str, module: str, file: str, line: int, inlined: bool) -> Frame:
+        frame = new(Frame)
+        set_function(frame, function)
+        set_module(frame, module)
+        set_file(frame, file)
+        set_line(frame, line)
+        set_inlined(frame, inlined)
+        return frame
+
+    return make
+
+
+_new_frame = _frame_maker()
 
 
 def module_map(path: str):
@@ -168,6 +253,15 @@ class _Combined:
         if missing:
             for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
                 out[i] = (out[i][0], hit[1], out[i][2])
+        return out
+
+    def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
+        out = self.debug.frames_many(addrs, module)
+        missing = [i for i, frames in enumerate(out) if frames[0].function == UNKNOWN]
+        if missing:
+            for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
+                first = out[i][0]
+                out[i] = [Frame(hit[1], module, first.file, first.line, first.inlined), *out[i][1:]]
         return out
 
 
@@ -335,6 +429,10 @@ class ModuleMap:
     def lookup_many(self, addrs: list[int]) -> list[tuple[str, str, int]]:
         return [self.lookup(a) for a in addrs]
 
+    def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
+        """One frame per address: pyelftools is the fallback, without inlined calls."""
+        return [[Frame(function, module, file, line)] for file, function, line in self.lookup_many(addrs)]
+
     def lookup(self, addr: int) -> tuple[str, str, int]:
         """(file, function, line) for a file address."""
         hit = self._cache.get(addr)
@@ -386,6 +484,7 @@ def _lookup(mmap, addrs: list[int]) -> list[tuple[str, str, int]]:
 def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
+    from psuite.report import Location
     totals: dict[tuple[str, str, str, int], int] = {}
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     for mod in report.modules:
@@ -400,7 +499,7 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
             done += len(batch)
             if progress:
                 progress(done, todo)
-    return [Location(module=k[0], file=k[1], function=k[2], line=k[3], samples=v) for k, v in totals.items()]
+    return [Location(*key, samples) for key, samples in totals.items()]  # key: (module, file, function, line)
 
 
 def resolve_into(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> None:
@@ -418,12 +517,39 @@ def resolve_module_pcs(module: ModuleSamples) -> dict[int, tuple[str, str, int]]
     return dict(zip(pcs, _lookup(mmap, [pc - module.offset for pc in pcs]), strict=True))
 
 
+_MAPS: dict[tuple[str, int, int, int], object] = {}
+_MAPS_KEPT = 4  # decoded modules kept between calls: a call-path report asks per module, maybe per thread
+atexit.register(_MAPS.clear)  # closed before the interpreter tears modules (and the decoder's library) down
+
+
+def _cached_map(path: str):
+    """module_map(path), reused while the file is unchanged (same inode, size and mtime)."""
+    st = os.stat(path)
+    key = (path, st.st_ino, st.st_size, st.st_mtime_ns)
+    mmap = _MAPS.pop(key, None)
+    if mmap is None:
+        mmap = module_map(path)
+        while len(_MAPS) >= _MAPS_KEPT:
+            del _MAPS[next(iter(_MAPS))]  # the least recently used
+    _MAPS[key] = mmap
+    return mmap
+
+
 def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     """Per file address of `module_file`, the frames at it, innermost first:
     the inlined calls there (inlined=True; each frame's line is where it is,
     the call site for the frames outside the innermost) and last the
-    function that contains the address.  Unknown addresses give one frame
-    named "??".  Callers pass return addresses already moved to the call
-    instruction (addr - 1)."""
-    mmap = module_map(module_file) if _is_file(module_file) else None
-    return [[Frame(function, module_file, file, line)] for file, function, line in _lookup(mmap, addrs)]
+    function that contains the address, as `addr2line -f -i` lists them.
+    Unknown addresses give one frame named "??".  Callers pass return
+    addresses already moved to the call instruction (addr - 1)."""
+    mmap = _cached_map(module_file) if _is_file(module_file) else None
+    unknown = [Frame(UNKNOWN, module_file)]
+    if mmap is None:
+        return [list(unknown) for _ in addrs]
+    if all(0 <= a < 2**64 for a in addrs):
+        return mmap.frames_many(addrs, module_file)
+    valid = [i for i, a in enumerate(addrs) if 0 <= a < 2**64]
+    out = [list(unknown) for _ in addrs]
+    for i, frames in zip(valid, mmap.frames_many([addrs[i] for i in valid], module_file), strict=True):
+        out[i] = frames
+    return out
