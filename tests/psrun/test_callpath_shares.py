@@ -17,6 +17,7 @@ from psuite.calltree import TRUNCATED_FUNCTION
 from psuite.formats import callpaths_schema
 from tests.callpath_helpers import (
     CALLBACK,
+    INLINED,
     KNOWN_TRUTH,
     PERIOD_US,
     build,
@@ -25,6 +26,7 @@ from tests.callpath_helpers import (
     disassembly,
     from_anchor,
     function_paths,
+    inline_chain,
     json_report,
     off_by,
     psrun_profile,
@@ -212,3 +214,25 @@ def test_hot_path_through_libc_qsort(built, workdir):
         ):
             through += r["exclusive"]
     assert through >= 0.85 * total, (through, total)
+
+
+def test_cpp_inlined_frames_of_their_own(built, workdir):
+    """C++ at -O2: std::accumulate, its lambda, the repeat template, its
+    lambda and cp::mix are inlined into cp::hot_loop, which main calls.
+    Nearly every sample is in main -> cp::hot_loop, and there the inlined
+    calls are frames of their own, outermost first, marked inlined."""
+    flat = psrun_profile([built["inlined"], "300"], workdir)
+    records = read_records(flat)
+    total = sum(r["exclusive"] for r in records)
+    functions_only = function_paths(records)
+    hot = sum(
+        r["exclusive"]
+        for r in functions_only
+        if (tail := from_anchor(tuple(r["path"]), "main")) and len(tail) >= 2 and "hot_loop" in tail[1]
+    )
+    assert hot >= 0.9 * total, (hot, total)
+    leaf = max(records, key=lambda r: r["exclusive"])
+    assert leaf["exclusive"] >= 0.9 * total, leaf
+    tail = from_anchor(tuple(leaf["path"]), "main")
+    assert "hot_loop" in tail[1], tail
+    assert inline_chain(records, leaf) == INLINED, tail

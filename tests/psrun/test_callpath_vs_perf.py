@@ -11,12 +11,15 @@ import pytest
 
 from tests.callpath_helpers import (
     CALLBACK,
+    INLINED,
     KNOWN_TRUTH,
     Stack,
     build,
     by_thread,
     from_anchor,
     function_paths,
+    inline_chain,
+    inline_word,
     off_by,
     perf_record,
     perf_shares,
@@ -93,3 +96,18 @@ def test_share_through_libc_agrees_with_perf(built, workdir):
     records = function_paths(read_records(psrun_profile([built["qsort_cb"], "40"], workdir)))
     ours = share([(tuple(r["path"]), r["exclusive"]) for r in records])
     assert theirs >= 85 and abs(ours - theirs) <= TOLERANCE, (ours, theirs)
+
+
+def test_inlined_frames_agree_with_perf(built, workdir):
+    """C++: the inlined frames under cp::hot_loop of the hottest path are
+    the ones perf shows (from the same DWARF), in the same order."""
+    theirs = perf_record([built["inlined"], "300"], workdir, inlined=True)
+    stacks: dict[Stack, float] = {}
+    for s in theirs:
+        stacks[s.stack] = stacks.get(s.stack, 0.0) + s.weight
+    perf_hot = max(stacks, key=stacks.get)
+    perf_tail = from_anchor(perf_hot, "main")
+    assert perf_tail and "hot_loop" in perf_tail[1], perf_hot
+    records = read_records(psrun_profile([built["inlined"], "300"], workdir))
+    leaf = max(records, key=lambda r: r["exclusive"])
+    assert inline_chain(records, leaf) == [inline_word(f) for f in perf_tail[2:]] == INLINED, (leaf, perf_hot)
