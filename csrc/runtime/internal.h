@@ -254,6 +254,7 @@ void ps_unwind_warm(void);
 int ps_unwind(void *uc, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
               int *more);
 void ps_unwind_flush(void);                   /* after dlclose unloaded something */
+unsigned long ps_unwind_snapshot_calls(void); /* dl_iterate_phdr calls answered from the module map in the handler */
 
 /* cct.c: per-thread calling-context trees in preallocated memory */
 typedef struct ps_cct ps_cct_t;

@@ -292,10 +292,16 @@ static int from_snapshot(phdr_cb cb, void *data)
     return rc;
 }
 
+static unsigned long snapshot_calls;
+
+unsigned long ps_unwind_snapshot_calls(void) { return __atomic_load_n(&snapshot_calls, __ATOMIC_RELAXED); }
+
 PS_API int dl_iterate_phdr(phdr_cb cb, void *data)
 {
-    if (in_unwinder) /* the map is taken when call paths start: never the loader's lock here */
+    if (in_unwinder) { /* the map is taken when call paths start: never the loader's lock here */
+        __atomic_fetch_add(&snapshot_calls, 1, __ATOMIC_RELAXED);
         return from_snapshot(cb, data);
+    }
     if (!real_iterate)
         real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
     return real_iterate ? real_iterate(cb, data) : 0;

@@ -263,6 +263,22 @@ def test_loader_busy_in_another_thread(built, workdir):
     assert sum(v for k, v in in_work.items() if own_frames(k) in EXPECTED) >= 0.95 * sum(in_work.values())
 
 
+def test_unwinder_lookups_in_the_handler_use_the_module_map(built, workdir):
+    """libunwind's dl_iterate_phdr calls from the handler reach psuite's
+    (they bind through the global scope, where the preloaded library comes
+    first), which answers them from the module map without the loader's lock;
+    PSUITE_VERBOSE also gives each tree's resident memory."""
+    p = callpath_run(built["cpt"], "chain", CHAIN_N, env={"PSUITE_VERBOSE": "1"})
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stderr.splitlines() if "call paths: dl_iterate_phdr:" in x)
+    assert int(line.split("dl_iterate_phdr: ")[1].split()[0]) > 0, line
+    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 0:" in x)
+    resident, nodes = int(memory.split(": ")[-1].split()[0]), int(memory.split(" for ")[1].split()[0])
+    _, comp, _ = only_pair(workdir)
+    assert nodes == len(comp.find("thread").findall("node"))
+    assert 0 < resident <= 64 * 1024  # a few dozen contexts: a few pages, not the reserved megabytes
+
+
 def test_program_calls_dl_iterate_phdr_itself(built, workdir):
     bare = subprocess.run([built["cpt"], "phdr"], capture_output=True, text=True, check=True).stdout
     p = callpath_run(built["cpt"], "phdr")
