@@ -368,6 +368,38 @@ def test_full_tree_counts_lost_samples(built, workdir):
     assert f"{lost} lost" in line
 
 
+SOURCES = {
+    "ITIMER_VIRTUAL": ("--profile", "ITIMER_VIRTUAL"),
+    "ITIMER_REAL": ("--profile", "ITIMER_REAL"),
+    "task-clock overflow": ("--profile", "task-clock", "--period", "1000000"),
+    "POSIX CPU-time timers": (),  # ITIMER_PROF without perf_event (the shim)
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_sample_source_records_call_paths(built, workdir, tmp_path, source):
+    env = {}
+    if source == "POSIX CPU-time timers":
+        shim = tmp_path / "libnoperf_shim.so"
+        subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(TARGETS / "profile" / "noperf_shim.c"), "-ldl"],
+            check=True,
+        )
+        env["LD_PRELOAD"] = str(shim)
+    n = str(3 * int(CHAIN_N))  # the tick-driven timers give about 250 samples a second
+    p = callpath_run(built["cpt"], "chain", n, env=env, options=SOURCES[source])
+    assert p.returncode == 0, p.stderr
+    flat, comp, _ = only_pair(workdir)
+    if source == "POSIX CPU-time timers":
+        assert "POSIX CPU-time timer" in flat.findtext("annotation")
+    total, samples, lost = totals(flat, comp)
+    assert total == samples + lost and samples >= 0.95 * total
+    paths = sample_paths(comp, comp.find("thread"), {"cpt": Symbols(built["cpt"])})
+    in_work = {k: v for k, v in paths.items() if own_frames(k)[-1:] == ("work",)}
+    assert sum(in_work.values()) > 100, paths
+    assert sum(v for k, v in in_work.items() if own_frames(k) in EXPECTED) >= 0.95 * sum(in_work.values())
+
+
 # ---- ITIMER_REAL's blocked threads ------------------------------------------------------
 
 
