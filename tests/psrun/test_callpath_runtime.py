@@ -161,6 +161,8 @@ def test_companion_is_valid_and_belongs_to_its_profile(built, workdir):
     # the one-line end note
     line = [x for x in p.stderr.splitlines() if x.startswith("psrun: call paths: ") and "samples in" in x]
     assert len(line) == 1 and line[0].endswith("(libunwind)"), p.stderr
+    assert p.stderr.splitlines()[-1] == line[0]  # psrun's last line
+    assert f"psrun: report: {flat_path.name[:-4]}.callpaths.xml" in p.stderr.splitlines()
 
 
 def totals(flat: etree._Element, comp: etree._Element) -> tuple[int, int, int]:
