@@ -19,6 +19,7 @@ import pytest
 from lxml import etree
 
 from psuite.formats import callpaths_schema
+from psuite.hwpc.config import read_configuration
 from psuite.libperfsuite.native import library_path
 from tests.conftest import TARGETS, one_line_error, run_tool, validate
 
@@ -434,6 +435,7 @@ def profile_config(tmp: Path, callpath: str) -> Path:
 @pytest.mark.parametrize("value,depth", [("yes", "128"), ("16", "16"), ("no", None)])
 def test_configuration_attribute(built, workdir, value, depth):
     cfg = profile_config(workdir, value)
+    assert read_configuration(str(cfg)).callpath == int(depth or 0)  # the Python API reads it alike
     p = run_tool("psrun", "-c", str(cfg), built["cpt"], "chain", "50000000")
     assert p.returncode == 0, p.stderr
     pairs = documents(workdir)
