@@ -266,9 +266,14 @@ int ps_callpaths_write(const char *profile_path, int remember)
     ps_buf_str(&lb, ps_unwind_name());
     ps_buf_str(&lb, ")");
     ps_note_safe("call paths: ", line);
-    if (ps_cct_verbose())
+    if (ps_cct_verbose()) {
         for (int i = 0; i < ps_sampler_nthreads(); i++)
             say_memory(ps_sampler_get(i));
+        ps_buf_fixed(&lb, line, sizeof line);
+        ps_buf_ull(&lb, (unsigned long long)ps_unwind_snapshot_calls());
+        ps_buf_str(&lb, " calls by the unwinder in the sample handler, all answered from psuite's module map");
+        ps_message_safe("call paths: dl_iterate_phdr: ", line, NULL, NULL);
+    }
     return PS_HWPC_OK;
 }
 

@@ -36,6 +36,7 @@ struct ps_cct {
     unsigned long long next;    /* the next free node (may pass cap: then full) */
     unsigned long long samples, truncated, lost;
     unsigned last_leaf;         /* the last sample's innermost node */
+    int last_truncated;         /* it is under the truncated node */
     unsigned gen, cache_gen;    /* gen: bumped when nodes are retagged (dlclose): the path cache is dropped */
     int busy;                   /* the handler is on this tree (its thread) */
     unsigned long long stack_hi;
@@ -163,13 +164,18 @@ void ps_cct_lost(ps_cct_t *c, unsigned long long n)
         __atomic_fetch_add(&c->lost, n, __ATOMIC_RELAXED);
 }
 
-static void count_leaf(ps_cct_t *c, unsigned leaf, unsigned long long n, int truncated)
+/* running: a sample of the thread's own source (where a preempted thread
+ * resumes, for ps_cct_again), not one read from /proc */
+static void count_leaf(ps_cct_t *c, unsigned leaf, unsigned long long n, int truncated, int running)
 {
     __atomic_fetch_add(&c->nodes[leaf].samples, n, __ATOMIC_RELAXED);
     __atomic_fetch_add(&c->samples, n, __ATOMIC_RELAXED);
     if (truncated)
         __atomic_fetch_add(&c->truncated, n, __ATOMIC_RELAXED);
-    __atomic_store_n(&c->last_leaf, leaf, __ATOMIC_RELAXED);
+    if (running) {
+        __atomic_store_n(&c->last_truncated, truncated, __ATOMIC_RELAXED);
+        __atomic_store_n(&c->last_leaf, leaf, __ATOMIC_RELAXED);
+    }
 }
 
 void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
@@ -222,7 +228,7 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
     c->cache_depth = calls;
     unsigned leaf = child(c, parent, (unsigned long long)f[0], PS_CP_SAMPLE);
     if (leaf)
-        count_leaf(c, leaf, n, more);
+        count_leaf(c, leaf, n, more, 1);
     else
         ps_cct_lost(c, n);
     c->busy = 0;
@@ -234,7 +240,7 @@ void ps_cct_blocked(ps_cct_t *c, unsigned long long pc)
         return;
     unsigned b = child(c, 0, 0, PS_CP_BLOCKED), leaf = b ? child(c, b, pc, PS_CP_SAMPLE) : 0;
     if (leaf)
-        count_leaf(c, leaf, 1, 0);
+        count_leaf(c, leaf, 1, 0, 0);
     else
         ps_cct_lost(c, 1);
 }
@@ -245,7 +251,7 @@ void ps_cct_again(ps_cct_t *c)
         return;
     unsigned leaf = __atomic_load_n(&c->last_leaf, __ATOMIC_RELAXED);
     if (leaf)
-        count_leaf(c, leaf, 1, 0);
+        count_leaf(c, leaf, 1, __atomic_load_n(&c->last_truncated, __ATOMIC_RELAXED), 1);
     else
         ps_cct_lost(c, 1);
 }

@@ -231,6 +231,7 @@ typedef struct {
     const char *file;
     const void *phdr;           /* the object's program headers (dl_phdr_info), for unwind.c's snapshot */
     int phnum, exe;             /* exe: the executable (dlpi_name "") */
+    int permanent;              /* loaded before measurement started (never unloaded) */
 } ps_module_t;
 typedef struct ps_modmap ps_modmap_t;
 void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
@@ -238,7 +239,10 @@ void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
  * storage); NULL when none was ever taken.  Async-signal-safe. */
 const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n);
 void ps_modules_release(const ps_modmap_t *m);
-extern unsigned long long ps_modules_closing; /* load address of a module dlclose may be unloading (0: none) */
+/* dlclose calls under way: objects may be being unmapped (a closed
+ * module's dependencies with it), so unwind.c's snapshot serves only the
+ * permanent ones meanwhile. */
+extern int ps_modules_closing;
 
 /* unwind.c: the call-path unwinder (libunwind, libgcc_s or frame pointers),
  * loaded at run time.  ps_unwind_init once (normal context); ps_unwind_warm
@@ -254,6 +258,10 @@ void ps_unwind_warm(void);
 int ps_unwind(void *uc, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
               int *more);
 void ps_unwind_flush(void);                   /* after dlclose unloaded something */
+unsigned long ps_unwind_snapshot_calls(void);
+/* dlclose, after counting itself in ps_modules_closing: the handlers reading
+ * the module map from before are done with it. */
+void ps_unwind_quiesce(void); /* dl_iterate_phdr calls answered from the module map in the handler */
 
 /* cct.c: per-thread calling-context trees in preallocated memory */
 typedef struct ps_cct ps_cct_t;

@@ -79,7 +79,7 @@ static void retire(const ranges_t *r)
 }
 
 static int kept(void);
-unsigned long long ps_modules_closing;
+int ps_modules_closing;
 
 /* a program's dlclose(NULL) is its own business: passed on untouched */
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
@@ -109,9 +109,10 @@ PS_API int dlclose(void *handle)
     dl_iterate_phdr(find_ranges, &m->r);
     if (m->r.found)
         retire(&m->r);
-    /* unwind.c's snapshot leaves it out while it may be going: its program
-     * headers are unmapped with it */
-    __atomic_store_n(&ps_modules_closing, (unsigned long long)m->r.base, __ATOMIC_SEQ_CST);
+    /* unwind.c's snapshot keeps to the permanent objects until the map is
+     * current again: this one and the dependencies that go with it are unmapped */
+    __atomic_add_fetch(&ps_modules_closing, 1, __ATOMIC_SEQ_CST);
+    ps_unwind_quiesce();
     int rc = real(handle);
     int saved = errno;
     if (m->r.found && rc == 0) {
@@ -124,7 +125,7 @@ PS_API int dlclose(void *handle)
     free(m);
     if (rc == 0 && kept())
         ps_modules_refresh();
-    __atomic_store_n(&ps_modules_closing, 0, __ATOMIC_SEQ_CST);
+    __atomic_sub_fetch(&ps_modules_closing, 1, __ATOMIC_SEQ_CST);
     errno = saved;
     return rc;
 }
@@ -141,6 +142,11 @@ struct ps_modmap {
 
 #define MAP_POOL 8
 static ps_modmap_t *pool[MAP_POOL];
+/* The objects of the first map (loaded before measurement: never unloaded),
+ * by program headers; under the refresh lock. */
+#define MAX_INITIAL 1024
+static const void *initial[MAX_INITIAL];
+static int ninitial = -1;
 static ps_modmap_t *current;
 static int refresh_lock;        /* the pid holding it: a fork child takes it over */
 
@@ -255,6 +261,14 @@ void ps_modules_refresh(void)
             continue;
         ps_heapsort(m->v, (size_t)f.n, sizeof *m->v, lo_less);
         m->n = f.n;
+        if (ninitial < 0)
+            for (int i = ninitial = 0; i < f.n && ninitial < MAX_INITIAL; i++)
+                initial[ninitial++] = m->v[i].phdr;
+        for (int i = 0; i < f.n; i++) {
+            m->v[i].permanent = 0;
+            for (int k = 0; k < ninitial && !m->v[i].permanent; k++)
+                m->v[i].permanent = initial[k] == m->v[i].phdr;
+        }
         __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
         break;
     }

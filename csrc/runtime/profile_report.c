@@ -458,24 +458,25 @@ static int pending;
 /* One report (k: 0 the process's, i + 1 the i-th thread's); with
  * `remember`, its path kept for ps_profile_take_back. */
 static int write_report(int k, int per_thread, const modules_t *mods, const scratch_t *sc, char *out, size_t out_size,
-                        int remember, int n, char *summary, size_t summary_len)
+                        int remember, int n, char *summary, size_t summary_len, char *path)
 {
-    char path[PATH_MAX];
     path[0] = '\0';
     char *kept = ps_pathtab_at(&exec_paths, k);
     if (kept && kept[0]) /* taken back after a failed exec: announced already */
         ps_report_announced(kept);
-    int rc = write_one(k - 1, per_thread, mods, sc, out, out_size, path, sizeof path, summary, summary_len);
+    int rc = write_one(k - 1, per_thread, mods, sc, out, out_size, path, PATH_MAX, summary, summary_len);
     said(rc, path);
     int saved = rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST;
-    if (k == 0 && saved) /* psrun --callpath: the calling contexts beside the process's profile */
-        ps_callpaths_write(path, remember);
+    if (!saved)
+        path[0] = '\0';
     char *slot = remember && saved ? ps_pathtab_slot(&exec_paths, k, n) : NULL;
     if (slot)
         ps_strlcpy(slot, path, PATH_MAX);
     else {
-        if (remember && saved) /* nowhere to remember it: not left behind */
+        if (remember && saved) { /* nowhere to remember it: not left behind */
             unlink(path);
+            path[0] = '\0';
+        }
         if ((kept = ps_pathtab_at(&exec_paths, k)))
             kept[0] = '\0';
     }
@@ -530,15 +531,18 @@ static void write_job(void *arg, char *stack_out, size_t stack_out_size)
         out_cap = stack_out_size;
     }
 
-    char summary[1200];
+    char summary[1200], process_path[PATH_MAX], thread_path[PATH_MAX];
     int n = 1 + (j->per_thread ? ps_sampler_nthreads() : 0);
-    int rc = write_report(0, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, summary, sizeof summary);
+    int rc = write_report(0, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, summary, sizeof summary,
+                          process_path);
     ps_note_safe("profile: ", summary);
     for (int k = 1; k < n; k++) {
-        int trc = write_report(k, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, NULL, 0);
+        int trc = write_report(k, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, NULL, 0, thread_path);
         if (trc != PS_HWPC_OK && trc != PS_HWPC_EEXIST)
             rc = trc;
     }
+    if (process_path[0]) /* psrun --callpath: the calling contexts beside the process's profile */
+        ps_callpaths_write(process_path, j->remember);
     ps_modules_release(held);
     if (out != stack_out)
         unmap_bytes(out, out_size);

@@ -23,6 +23,9 @@
 #endif
 #include <dlfcn.h>
 #include <link.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <ucontext.h>
@@ -42,6 +45,7 @@ static void **unw_local_as;
 static gcc_trace_fn gcc_trace;
 static gcc_getip_fn gcc_getip;
 static int (*real_iterate)(phdr_cb, void *);
+static unsigned long page = 4096; /* sysconf's, at ps_unwind_init */
 
 /* Set while this thread unwinds in the sample handler.  initial-exec: the
  * library is preloaded (static TLS), so reading it never allocates. */
@@ -76,6 +80,9 @@ int ps_unwind_init(char *note, size_t len)
 {
     if (!real_iterate)
         real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    long pagesize = sysconf(_SC_PAGESIZE);
+    if (pagesize > 0)
+        page = (unsigned long)pagesize;
     const char *force = getenv("PSUITE_UNWINDER");
     int want = PS_UNW_NONE;
     note[0] = '\0';
@@ -267,13 +274,25 @@ int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap
 
 /* The loaded objects as dl_iterate_phdr shows them, from modules.c's map
  * (no lock, no allocation). */
+static int readers; /* handlers in from_snapshot now */
+
 static int from_snapshot(phdr_cb cb, void *data)
 {
     const ps_module_t *v;
     int n, rc = 0;
+    /* with ps_unwind_quiesce: either dlclose waits for this reader, or this
+     * reader sees the dlclose and keeps to the permanent objects */
+    __atomic_add_fetch(&readers, 1, __ATOMIC_SEQ_CST);
+    int closing = __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST);
     const ps_modmap_t *held = ps_modules_hold(&v, &n);
     for (int i = 0; i < n && !rc; i++) {
-        if (!v[i].phdr || v[i].base == __atomic_load_n(&ps_modules_closing, __ATOMIC_ACQUIRE))
+        if (!v[i].phdr || (!v[i].permanent && closing))
+            continue;
+        /* an object loaded later may have been unloaded by the C library
+         * itself (gconv modules, bypassing the dlclose wrapper): its program
+         * headers still mapped, or it is left out */
+        unsigned char in;
+        if (!v[i].permanent && syscall(SYS_mincore, (void *)((unsigned long)v[i].phdr & ~(page - 1)), page, &in) != 0)
             continue;
         int dup = 0; /* an object with several executable segments: once */
         for (int k = 0; k < i && !dup; k++)
@@ -289,13 +308,26 @@ static int from_snapshot(phdr_cb cb, void *data)
         rc = cb(&info, sizeof info, data);
     }
     ps_modules_release(held);
+    __atomic_sub_fetch(&readers, 1, __ATOMIC_SEQ_CST);
     return rc;
 }
 
+void ps_unwind_quiesce(void)
+{
+    while (__atomic_load_n(&readers, __ATOMIC_SEQ_CST))
+        sched_yield();
+}
+
+static unsigned long snapshot_calls;
+
+unsigned long ps_unwind_snapshot_calls(void) { return __atomic_load_n(&snapshot_calls, __ATOMIC_RELAXED); }
+
 PS_API int dl_iterate_phdr(phdr_cb cb, void *data)
 {
-    if (in_unwinder) /* the map is taken when call paths start: never the loader's lock here */
+    if (in_unwinder) { /* the map is taken when call paths start: never the loader's lock here */
+        __atomic_fetch_add(&snapshot_calls, 1, __ATOMIC_RELAXED);
         return from_snapshot(cb, data);
+    }
     if (!real_iterate)
         real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
     return real_iterate ? real_iterate(cb, data) : 0;

@@ -75,6 +75,18 @@ class ProfileConfig:
     domain: str
     event: str
     threshold: int  # microseconds for timers, events for overflow
+    callpath: int = 0  # callpath="yes|no|N": the most frames recorded per sample; 0: flat only
+
+
+CALLPATH_DEFAULT = 128  # callpath="yes", as psrun --callpath
+
+
+def _callpath(path: str) -> int:
+    """The root's callpath attribute as a depth (the C parser has checked it)."""
+    value = read_xml_file(path, "configuration").get("callpath")
+    if value in (None, "no"):
+        return 0
+    return CALLPATH_DEFAULT if value == "yes" else int(value)
 
 
 def _parse(path: str):
@@ -121,7 +133,9 @@ def _profile(path: str, ffi, cfg) -> ProfileConfig:
         threshold = int(raw) if raw is not None else None
     except ValueError:
         raise ConfigError(f"{path}: threshold must be a positive integer, not {raw!r}") from None
-    return ProfileConfig(os.path.abspath(path), cls, domain, name, check_profile_event(name, threshold, path))
+    return ProfileConfig(
+        os.path.abspath(path), cls, domain, name, check_profile_event(name, threshold, path), _callpath(path)
+    )
 
 
 def _eventlist(path: str, ffi, cfg) -> EventList:

@@ -19,6 +19,7 @@ import pytest
 from lxml import etree
 
 from psuite.formats import callpaths_schema
+from psuite.hwpc.config import read_configuration
 from psuite.libperfsuite.native import library_path
 from tests.conftest import TARGETS, one_line_error, run_tool, validate
 
@@ -40,6 +41,16 @@ def built(tmp_path_factory) -> dict[str, str]:
     # finds a leaf's return address at the stack pointer (unwind.c)
     cc("-fno-omit-frame-pointer", "-o", str(out / "cpt_fp"), str(SRC / "cpt.c"), "-ldl", "-lpthread")
     cc("-fomit-frame-pointer", "-shared", "-fPIC", "-o", str(out / "libcplib.so"), str(SRC / "cplib.c"))
+    cc(
+        "-shared",
+        "-fPIC",
+        "-o",
+        str(out / "libcpouter.so"),
+        str(SRC / "cpouter.c"),
+        f"-L{out}",
+        "-lcplib",
+        "-Wl,-rpath,$ORIGIN",
+    )
     return {p.name: str(p) for p in out.iterdir()}
 
 
@@ -161,6 +172,8 @@ def test_companion_is_valid_and_belongs_to_its_profile(built, workdir):
     # the one-line end note
     line = [x for x in p.stderr.splitlines() if x.startswith("psrun: call paths: ") and "samples in" in x]
     assert len(line) == 1 and line[0].endswith("(libunwind)"), p.stderr
+    assert p.stderr.splitlines()[-1] == line[0]  # psrun's last line
+    assert f"psrun: report: {flat_path.name[:-4]}.callpaths.xml" in p.stderr.splitlines()
 
 
 def totals(flat: etree._Element, comp: etree._Element) -> tuple[int, int, int]:
@@ -251,8 +264,10 @@ def test_dlopened_library_in_the_path(built, workdir):
 
 def test_loader_busy_in_another_thread(built, workdir):
     """dlopen/dlclose in a loop on one thread (the loader's lock held most of
-    the time) while another is sampled: the handler never waits for it."""
-    p = callpath_run(built["cpt"], "dlstress", built["libcplib.so"], CHAIN_N)
+    the time, a library and its dependency unmapped each round) while both
+    threads are sampled: the handler never waits for the loader, nor reads
+    the program headers of an object being unmapped."""
+    p = callpath_run(built["cpt"], "dlstress", built["libcpouter.so"], CHAIN_N)
     assert p.returncode == 0, p.stderr
     assert int(p.stdout.split()[0]) > 10, p.stdout  # "N loads"
     flat, comp, _ = only_pair(workdir)
@@ -261,6 +276,22 @@ def test_loader_busy_in_another_thread(built, workdir):
     paths = sample_paths(comp, comp.find("thread"), {"cpt": Symbols(built["cpt"])})
     in_work = {k: v for k, v in paths.items() if own_frames(k)[-1:] == ("work",)}
     assert sum(v for k, v in in_work.items() if own_frames(k) in EXPECTED) >= 0.95 * sum(in_work.values())
+
+
+def test_unwinder_lookups_in_the_handler_use_the_module_map(built, workdir):
+    """libunwind's dl_iterate_phdr calls from the handler reach psuite's
+    (they bind through the global scope, where the preloaded library comes
+    first), which answers them from the module map without the loader's lock;
+    PSUITE_VERBOSE also gives each tree's resident memory."""
+    p = callpath_run(built["cpt"], "chain", CHAIN_N, env={"PSUITE_VERBOSE": "1"})
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stderr.splitlines() if "call paths: dl_iterate_phdr:" in x)
+    assert int(line.split("dl_iterate_phdr: ")[1].split()[0]) > 0, line
+    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 0:" in x)
+    resident, nodes = int(memory.split(": ")[-1].split()[0]), int(memory.split(" for ")[1].split()[0])
+    _, comp, _ = only_pair(workdir)
+    assert nodes == len(comp.find("thread").findall("node"))
+    assert 0 < resident <= 64 * 1024  # a few dozen contexts: a few pages, not the reserved megabytes
 
 
 def test_program_calls_dl_iterate_phdr_itself(built, workdir):
@@ -352,6 +383,38 @@ def test_full_tree_counts_lost_samples(built, workdir):
     assert f"{lost} lost" in line
 
 
+SOURCES = {
+    "ITIMER_VIRTUAL": ("--profile", "ITIMER_VIRTUAL"),
+    "ITIMER_REAL": ("--profile", "ITIMER_REAL"),
+    "task-clock overflow": ("--profile", "task-clock", "--period", "1000000"),
+    "POSIX CPU-time timers": (),  # ITIMER_PROF without perf_event (the shim)
+}
+
+
+@pytest.mark.parametrize("source", SOURCES)
+def test_every_sample_source_records_call_paths(built, workdir, tmp_path, source):
+    env = {}
+    if source == "POSIX CPU-time timers":
+        shim = tmp_path / "libnoperf_shim.so"
+        subprocess.run(
+            ["cc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(TARGETS / "profile" / "noperf_shim.c"), "-ldl"],
+            check=True,
+        )
+        env["LD_PRELOAD"] = str(shim)
+    n = str(3 * int(CHAIN_N))  # the tick-driven timers give about 250 samples a second
+    p = callpath_run(built["cpt"], "chain", n, env=env, options=SOURCES[source])
+    assert p.returncode == 0, p.stderr
+    flat, comp, _ = only_pair(workdir)
+    if source == "POSIX CPU-time timers":
+        assert "POSIX CPU-time timer" in flat.findtext("annotation")
+    total, samples, lost = totals(flat, comp)
+    assert total == samples + lost and samples >= 0.95 * total
+    paths = sample_paths(comp, comp.find("thread"), {"cpt": Symbols(built["cpt"])})
+    in_work = {k: v for k, v in paths.items() if own_frames(k)[-1:] == ("work",)}
+    assert sum(in_work.values()) > 100, paths
+    assert sum(v for k, v in in_work.items() if own_frames(k) in EXPECTED) >= 0.95 * sum(in_work.values())
+
+
 # ---- ITIMER_REAL's blocked threads ------------------------------------------------------
 
 
@@ -384,6 +447,7 @@ def profile_config(tmp: Path, callpath: str) -> Path:
 @pytest.mark.parametrize("value,depth", [("yes", "128"), ("16", "16"), ("no", None)])
 def test_configuration_attribute(built, workdir, value, depth):
     cfg = profile_config(workdir, value)
+    assert read_configuration(str(cfg)).callpath == int(depth or 0)  # the Python API reads it alike
     p = run_tool("psrun", "-c", str(cfg), built["cpt"], "chain", "50000000")
     assert p.returncode == 0, p.stderr
     pairs = documents(workdir)
