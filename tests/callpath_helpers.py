@@ -228,9 +228,11 @@ def off_by(shares: dict[Stack, float], truth: dict[Stack, float]) -> dict[Stack,
 # --- psuite ---------------------------------------------------------------
 
 
-def psrun_profile(argv: Sequence[str], workdir: Path, callpath: bool = True, *options: str) -> Path:
+def psrun_profile(argv: Sequence[str], workdir: Path, callpath: bool = True, *options: str,
+                  env: dict[str, str] | None = None) -> Path:
     """Run argv under psrun at 1,000 samples a second of CPU time
-    (ITIMER_PROF), with --callpath unless told otherwise; the flat profile."""
+    (ITIMER_PROF), with --callpath unless told otherwise; the flat profile.
+    `env`: variables added to the environment."""
     from tests.conftest import run_tool
 
     before = set(workdir.iterdir())
@@ -247,6 +249,7 @@ def psrun_profile(argv: Sequence[str], workdir: Path, callpath: bool = True, *op
         *argv,
         timeout=300,
         cwd=workdir,
+        env={**os.environ, **env} if env else None,
     )
     assert p.returncode == 0, p.stderr
     new = [f for f in set(workdir.iterdir()) - before if f.suffix == ".xml"]

@@ -115,9 +115,10 @@ int ps_unwind_init(char *note, size_t len)
 static int gcc_collect(void *ctx, void *arg)
 {
     void ***v = arg; /* v[0] cursor, v[1] end */
-    if (v[0] >= v[1])
-        return 5; /* _URC_END_OF_STACK: stop */
-    *v[0]++ = (void *)gcc_getip(ctx);
+    void *ip = (void *)gcc_getip(ctx);
+    if (v[0] >= v[1] || !ip) /* the outermost frame's return address is 0 */
+        return 5;             /* _URC_END_OF_STACK: stop */
+    *v[0]++ = ip;
     return 0;
 }
 
@@ -244,6 +245,8 @@ static int from_pc(void **scratch, int got, int scratch_cap, void *pc, void **fr
     if (n > cap)
         n = cap;
     memcpy(frames, scratch + s, (size_t)n * sizeof *frames);
+    while (n > 1 && !frames[n - 1]) /* no address is no frame (a tree node needs one) */
+        n--;
     return n;
 }
 

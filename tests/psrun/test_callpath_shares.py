@@ -97,6 +97,17 @@ def test_known_structure_shares(built, workdir, program):
     assert sum(r["exclusive"] for r in records) == int(thread.get("samples")) == samples(etree.parse(str(flat)))
 
 
+def test_libgcc_fallback_gives_the_same_shares(built, workdir):
+    """Where libunwind is missing, psrun unwinds with libgcc_s: the document
+    it writes reads back and the shares hold as with libunwind."""
+    flat = psrun_profile([built["known"]], workdir, env={"PSUITE_UNWINDER": "libgcc"})
+    doc = etree.parse(str(companion(flat)))
+    assert etree.XMLSchema(etree.parse(callpaths_schema())).validate(doc)
+    assert doc.getroot().find("sampling").get("unwinder") == "libgcc"
+    found = off_by(record_shares(read_records(flat)), KNOWN_TRUTH)
+    assert within(found), found
+
+
 def _structure(root) -> set[tuple[str, tuple[str, ...]]]:
     """Every element's path of tags with its attribute names."""
     return {
