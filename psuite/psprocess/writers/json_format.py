@@ -53,8 +53,11 @@ import json
 import math
 from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
+from operator import attrgetter
 
 from psuite.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
+
+_MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
@@ -136,14 +139,12 @@ def _locations(locations: list) -> str | None:
     json.dumps writes them, each distinct string escaped once."""
     if not locations:
         return "[]"
-    if {type(loc) for loc in locations} != {Location} or \
-            {type(loc.line) for loc in locations} | {type(loc.samples) for loc in locations} != {int}:
+    if {(type(loc), type(loc.line), type(loc.samples)) for loc in locations} != {(Location, int, int)}:
         return None
-    escaped: dict = {}
-    for loc in locations:
-        escaped[loc.module] = escaped[loc.file] = escaped[loc.function] = None
     try:
-        escaped = {s: _escape(s) for s in escaped}
+        strings = set(map(_MODULE, locations))
+        strings.update(map(_FILE, locations), map(_FUNCTION, locations))
+        escaped = {s: _escape(s) for s in strings}
     except TypeError:  # not a string
         return None
     return "[" + ", ".join([f'{{"module": {escaped[loc.module]}, "file": {escaped[loc.file]}, '

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import accumulate
-from operator import itemgetter
 
 from psuite.report import ProfileReport
 
@@ -21,16 +20,16 @@ def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int
     for k, n in zip(keys, counts, strict=True):
         sums[k] = get(k, 0) + n
     lines += ["", title, "-" * len(title), f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name"]
-    ranked = sorted(sums.items())  # by name: the stable sort by samples below keeps that order among ties
-    ranked.sort(key=itemgetter(1), reverse=True)
+    names = sorted(sums)  # by name: the stable sort by samples below keeps that order among ties
+    names.sort(key=sums.__getitem__, reverse=True)
+    ranked = list(map(sums.__getitem__, names))
     scale = 100.0 / total if total else 0.0
     # "samples self%" once per distinct count (most counts are small and repeat), None when below the threshold
-    heads = {n: None if n * scale < threshold else f"{n:>10,} {n * scale:>7.2f}%" for n in set(sums.values())}
-    runs = accumulate([n for _, n in ranked])
+    heads = {n: None if n * scale < threshold else f"{n:>10,} {n * scale:>7.2f}%" for n in set(ranked)}
     shown = [f"{heads[n]} {running * scale:>7.2f}%  {name}"
-             for (name, n), running in zip(ranked, runs, strict=True) if heads[n] is not None]
+             for name, n, running in zip(names, ranked, accumulate(ranked), strict=True) if heads[n] is not None]
     lines += shown
-    hidden = len(ranked) - len(shown)
+    hidden = len(names) - len(shown)
     if hidden:
         lines.append(f"{'':>10} ({hidden} more below {threshold:g}%)")
 
