@@ -25,11 +25,27 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def __init__(self, **kw) -> None:
         kw.setdefault("formatter_class", _HelpFormatter)
+        self._checking = False
         super().__init__(**kw)
         self._output_actions: list[argparse.Action] = []  # options naming a file to write, -o first
         from psuite._version import __version__
 
         self.add_argument("--version", action="version", version=f"{self.prog} (psuite) {__version__}")
+
+    def add_argument(self, *args, **kw):
+        # argparse checks each argument with a help formatter, which asks
+        # shutil for the terminal's width: the check needs no width, and
+        # shutil's import is milliseconds of every start-up.
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kw)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self):
+        if self._checking:
+            return self.formatter_class(prog=self.prog, width=80)
+        return super()._get_formatter()
 
     def _print_message(self, message: str, file=None) -> None:
         """--help and --version: a failure to write them is one line and

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
 
-from psuite.calltree import CallPathProfile
-from psuite.libperfsuite.machine import MachineInfo
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: not imported at run time, for a quick start-up
+    from psuite.calltree import CallPathProfile
+    from psuite.libperfsuite.machine import MachineInfo
 
 
 @dataclass(slots=True)  # a report can hold a million of these
@@ -187,18 +189,35 @@ class ProfileReport(RunInfo):
 
 def _plain(value):
     if is_dataclass(value):
+        if type(value) is ModuleSamples:  # its samples: one int per PC, copied at C speed
+            samples = value.samples
+            return {"file": value.file, "offset": value.offset,
+                    "samples": dict(samples) if _all_scalars(samples) else _plain(samples)}
         return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
     if isinstance(value, list):
         if value and type(value[0]) in _LEAVES:  # scalars only: no recursion needed
-            names = _LEAVES[type(value[0])]
-            return [{n: getattr(v, n) for n in names} for v in value]
+            return _LEAVES[type(value[0])](value)
         return [_plain(v) for v in value]
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
     return value
 
 
-_LEAVES = {cls: tuple(f.name for f in fields(cls)) for cls in (Event, Metric, Location)}
+def _all_scalars(table: dict) -> bool:
+    return set(map(type, table.values())) <= _SCALARS
+
+
+_SCALARS = {int, float, str, bool, type(None)}
+
+
+def _leaf_lister(cls):
+    """A function turning a list of `cls` into a list of dicts of its fields,
+    each dict written out as a literal: the lists of a report are long."""
+    names = [f.name for f in fields(cls)]
+    return eval("lambda items: [{" + ", ".join(f"{n!r}: v.{n}" for n in names) + "} for v in items]")
+
+
+_LEAVES = {cls: _leaf_lister(cls) for cls in (Event, Metric, Location)}
 
 
 @dataclass

@@ -12,7 +12,10 @@ import re
 from lxml import etree
 
 from psuite.formats import values
-from psuite.libperfsuite.machine import TLB, Cache, MachineInfo
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # imported where used: most documents read have no <machineinfo>
+    from psuite.libperfsuite.machine import MachineInfo
 
 
 def _sub(parent: etree._Element, tag: str, text: object = None, **attrs: str) -> etree._Element:
@@ -84,6 +87,8 @@ def _count(root: etree._Element, tag: str, source: str, default: int) -> int:
 
 def from_element(root: etree._Element, source: str = "<machineinfo>") -> MachineInfo:
     """A MachineInfo from either generation of <machineinfo>."""
+    from psuite.libperfsuite.machine import TLB, Cache, MachineInfo
+
     cpu = root.find("cpuinfo")
     if cpu is None:
         cpu = etree.Element("cpuinfo")

@@ -191,8 +191,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = exporters[name].write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
     if not exports or args.output:
-        from psuite.psprocess.writers import text_calltree
-
+        if args.format == "text":  # the text writers only: a JSON run never imports them
+            from psuite.psprocess.writers import text_calltree
         if args.calltree and args.format == "text":
             _emit(args, text_calltree.render_chunks(reports, threshold=args.threshold, view=args.calltree,
                                                      depth=args.depth, per_thread=args.per_thread))

@@ -5,11 +5,14 @@ accepts(root) and read(root, document); document.py does the parsing."""
 from __future__ import annotations
 
 import io
-from typing import IO
 
 from psuite.errors import InputError
 from psuite.psprocess.readers import hwpcprofile, hwpcprofilereport, hwpcreport, multi, resourcereport
 from psuite.psprocess.readers.document import Document, parse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
+    from typing import IO
 
 READERS = (hwpcreport, hwpcprofile, hwpcprofilereport, multi, resourcereport)
 

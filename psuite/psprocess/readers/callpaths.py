@@ -9,11 +9,14 @@ InputError line naming the file, the element and what is wrong."""
 from __future__ import annotations
 
 import os
-from typing import IO
 
 from psuite.calltree import KIND_NAMES, CallPathModule, CallPathProfile, ThreadCallPaths
 from psuite.errors import InputError
 from psuite.formats import values
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
+    from typing import IO
 
 ROOT = "callpaths"
 SUFFIX = ".callpaths.xml"

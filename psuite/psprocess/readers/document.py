@@ -13,14 +13,19 @@ touches the network; libxml2's limits on entity expansion stay on."""
 
 from __future__ import annotations
 
-from typing import IO
+from operator import attrgetter, methodcaller
 
 from psuite.errors import InputError
 from psuite.formats import values
 from psuite.report import Event
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
+    from typing import IO
+
 _TYPES = {"preset": "preset", "native": "native"}  # one string object for every event
 _MAX_COUNT = values.MAX_COUNT
+_TAG, _TEXT, _PC = attrgetter("tag"), attrgetter("text"), methodcaller("get", "pc")
 
 
 class Document:
@@ -60,12 +65,7 @@ class Document:
                                  get("derived", "no") == "yes"))
 
     def _sample(self, el, parent) -> None:
-        table = self._samples.get(parent)
-        if table is None:
-            table = self._samples[parent] = {}
-            self._pcbase = values.integer(parent.get("pcbase", "16"), "<samples pcbase>", self.source, lo=10, hi=16)
-            if self._pcbase not in (10, 16):
-                raise InputError(f"{self.source}: <samples pcbase> must be 10 or 16, not {self._pcbase}")
+        table = self._table(parent)
         pc_text, text = el.get("pc"), el.text
         if (self._pcbase == 16 and pc_text is not None and pc_text.isalnum() and pc_text.isascii()
                 and len(pc_text) <= 16 and text is not None and text.isdigit() and text.isascii() and len(text) < 19):
@@ -79,14 +79,70 @@ class Document:
             n = values.integer(text, "<sample> count", self.source)
         table[pc] = table.get(pc, 0) + n
 
+    def _table(self, parent) -> dict[int, int]:
+        """The {pc: count} of a <samples>, its pcbase checked when it is new."""
+        table = self._samples.get(parent)
+        if table is None:
+            table = self._samples[parent] = {}
+            self._pcbase = values.integer(parent.get("pcbase", "16"), "<samples pcbase>", self.source, lo=10, hi=16)
+            if self._pcbase not in (10, 16):
+                raise InputError(f"{self.source}: <samples pcbase> must be 10 or 16, not {self._pcbase}")
+        return table
+
+    def _samples_at_once(self, children: list, parent) -> bool:
+        """The common case of a run of <sample>s (hex PCs, plain counts)
+        checked and added with C-level operations; False, with nothing
+        added, when anything else is among them (then each goes through
+        _sample, for its checks and messages)."""
+        if set(map(_TAG, children)) != {"sample"}:
+            return False
+        table = self._table(parent)
+        if self._pcbase != 16:
+            return False
+        pcs = list(map(_PC, children))
+        texts = list(map(_TEXT, children))
+        if None in pcs or None in texts:
+            return False
+        pc_text, text = "".join(pcs), "".join(texts)
+        if not (pc_text.isalnum() and pc_text.isascii() and text.isdigit() and text.isascii()
+                and max(map(len, pcs)) <= 16 and max(map(len, texts)) < 19):
+            return False
+        try:
+            numbers = list(map(int, pcs, [16] * len(pcs)))
+        except ValueError:  # a letter beyond f
+            return False
+        batch = dict(zip(numbers, map(int, texts), strict=True))
+        if len(batch) == len(numbers) and table.keys().isdisjoint(batch):
+            table.update(batch)  # new PCs, each once: the same as adding them one by one, in order
+        else:
+            get = table.get
+            for pc, n in zip(numbers, map(int, texts), strict=True):
+                table[pc] = get(pc, 0) + n
+        return True
+
     def _line(self, el, parent) -> None:
         self._lines.setdefault(parent, []).append(
             (values.integer(el.get("lineno", "0"), "<line lineno>", self.source, lo=-1, hi=2**31 - 1),
              values.integer(el.text, "<line> sample count", self.source)))
 
-    _HANDLERS = {("hwpceventdata", "hwpcevent"): _event, ("samples", "sample"): _sample,
-                 ("function", "line"): _line}
-    _STREAMED = ("hwpcevent", "sample", "line")
+    # container tag -> (the tag of its streamed children, their handler)
+    _STREAMS = {"hwpceventdata": ("hwpcevent", _event), "samples": ("sample", _sample), "function": ("line", _line)}
+
+    def _take(self, container, count: int) -> None:
+        """The first `count` children of a streamed container turned into
+        model values, then dropped from the tree."""
+        if count <= 0:
+            return
+        tag, handler = self._STREAMS[container.tag]
+        children = container[:count]
+        if tag != "sample" or not self._samples_at_once(children, container):
+            for el in children:
+                if el.tag == tag:
+                    handler(self, el, container)
+        del container[:count]
+
+
+CHUNK = 1 << 16  # bytes parsed at a time: the elements of one chunk are in the tree at once
 
 
 def parse(stream: IO[bytes], source: str) -> Document:
@@ -94,28 +150,26 @@ def parse(stream: IO[bytes], source: str) -> Document:
     from lxml import etree
 
     doc = Document(source)
-    handlers = Document._HANDLERS
-    try:
-        # End events of the streamed elements only: the rest of the tree is
-        # built by libxml2 without a Python call per element.
-        parsed = etree.iterparse(stream, events=("end",), tag=Document._STREAMED, resolve_entities=False,
+    # Start and end events of the containers only: libxml2 builds the rest
+    # of the tree without a Python call per element, and after each chunk
+    # the containers' complete children (all but the last, which may still
+    # be parsing) are read and dropped in one go.
+    parser = etree.XMLPullParser(events=("start", "end"), tag=tuple(Document._STREAMS), resolve_entities=False,
                                  no_network=True, load_dtd=False, huge_tree=False, remove_comments=True,
                                  remove_pis=True)
-        current, current_tag, handler = None, None, None
-        for _, el in parsed:
-            parent, tag = el.getparent(), el.tag
-            if parent is not current or tag != current_tag:  # looked up once per run of siblings
-                current, current_tag = parent, tag
-                handler = handlers.get((parent.tag, tag)) if parent is not None else None
-            if handler is not None:
-                handler(doc, el, parent)
-                # Drop the elements the model has now: those before this
-                # one (later siblings may be parsed already, their events
-                # still queued).
-                el.clear(keep_tail=False)
-                while el.getprevious() is not None:
-                    del parent[0]
-        doc.root = parsed.root
+    opened: list = []  # containers started and not yet ended, in document order
+    try:
+        while data := stream.read(CHUNK):
+            parser.feed(data)
+            for event, el in parser.read_events():
+                if event == "start":
+                    opened.append(el)
+                else:
+                    doc._take(el, len(el))
+                    opened.remove(el)
+            for el in opened:
+                doc._take(el, len(el) - 1)
+        doc.root = parser.close()
     except etree.XMLSyntaxError as exc:
         from psuite.hwpc.config import xml_error_text
 
@@ -124,4 +178,3 @@ def parse(stream: IO[bytes], source: str) -> Document:
     if doc.root is None:
         raise InputError(f"{source} is empty; give a PerfSuite XML document")
     return doc
-

@@ -52,6 +52,9 @@ def read(root, doc: Document) -> ProfileReport:
             if table and min(table) < m.offset:  # file address = pc - offset: no sample lies below its module
                 raise InputError(f"{source}: <sample pc> {min(table):#x} is below the load address of its module "
                                  f"{m.file} (<module offset> {m.offset:#x}); fix or regenerate the document")
+            if not m.samples:
+                m.samples.update(table)  # the module's first <samples>: nothing to add to
+                continue
             for pc, n in table.items():
                 m.samples[pc] = m.samples.get(pc, 0) + n
         r.modules.append(m)

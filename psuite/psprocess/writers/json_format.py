@@ -52,8 +52,12 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
+from operator import attrgetter
 
-from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
+from psuite.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
+
+_MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
@@ -88,13 +92,82 @@ def render(reports: list[CountReport], **_options) -> str:
     kinds = {kind(r) for r in reports}
     one = kinds.pop() if len(kinds) == 1 else None
     schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.report/1"
+    # {"schema": ..., "reports": [...]} as json.dumps writes it, each report
+    # encoded on its own (a profile's long lists without a dict per entry).
+    out = [_report(r, kind(r) if schema == "psuite.report/1" else None) for r in reports]
+    return '{"schema": ' + json.dumps(schema) + ', "reports": [' + ", ".join(out) + "]}\n"
+
+
+def _report(r, kind: str | None) -> str:
+    """One report's JSON text, as _dumps(r.to_dict()) without its newline."""
+    if type(r) is ProfileReport:
+        text = _profile(r, kind)
+        if text is not None:
+            return text
+    d = r.to_dict()
+    if kind is not None:
+        d["kind"] = kind
+    return _dumps(d)[:-1]
+
+
+def _profile(r: ProfileReport, kind: str | None) -> str | None:
+    """A profile's JSON text written directly: its locations and sampled
+    PCs (tens of thousands) as text, the rest through json.  None when a
+    value is not of the plain types the direct path writes exactly as
+    json.dumps would."""
+    locations = _locations(r.locations)
+    modules = _modules(r.modules)
+    if locations is None or modules is None:
+        return None
+    d = dataclasses.replace(r, locations=[], modules=[]).to_dict()
+    if kind is not None:
+        d["kind"] = kind
+    parts = []
+    for key, value in d.items():
+        if key == "locations":
+            text = locations
+        elif key == "modules":
+            text = modules
+        else:
+            text = _dumps(value)[:-1]
+        parts.append(f"{json.dumps(key)}: {text}")
+    return "{" + ", ".join(parts) + "}"
+
+
+def _locations(locations: list) -> str | None:
+    """[{"module", "file", "function", "line", "samples"}, ...] as
+    json.dumps writes them, each distinct string escaped once."""
+    if not locations:
+        return "[]"
+    if {(type(loc), type(loc.line), type(loc.samples)) for loc in locations} != {(Location, int, int)}:
+        return None
+    try:
+        strings = set(map(_MODULE, locations))
+        strings.update(map(_FILE, locations), map(_FUNCTION, locations))
+        escaped = {s: _escape(s) for s in strings}
+    except TypeError:  # not a string
+        return None
+    return "[" + ", ".join([f'{{"module": {escaped[loc.module]}, "file": {escaped[loc.file]}, '
+                            f'"function": {escaped[loc.function]}, "line": {loc.line}, "samples": {loc.samples}}}'
+                            for loc in locations]) + "]"
+
+
+def _modules(modules: list) -> str | None:
+    """[{"file", "offset", "samples": {pc: count}}, ...] as json.dumps
+    writes them."""
     out = []
-    for r in reports:
-        d = r.to_dict()
-        if schema == "psuite.report/1":
-            d["kind"] = kind(r)
-        out.append(d)
-    return _dumps({"schema": schema, "reports": out})
+    for m in modules:
+        samples = m.samples
+        if type(m) is not ModuleSamples or type(m.offset) is not int or type(samples) is not dict or \
+                (samples and (set(map(type, samples)) != {int} or set(map(type, samples.values())) != {int})):
+            return None
+        try:
+            file = _escape(m.file)
+        except TypeError:
+            return None
+        table = ", ".join([f'"{pc}": {n}' for pc, n in samples.items()])
+        out.append(f'{{"file": {file}, "offset": {m.offset}, "samples": {{{table}}}}}')
+    return "[" + ", ".join(out) + "]"
 
 
 BLOCK = 20_000  # events encoded at a time

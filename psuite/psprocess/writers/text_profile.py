@@ -4,31 +4,32 @@ and cumulative percentages (PerfSuite psprocess style)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterable
+from itertools import accumulate
 
-from psuite.report import Location, ProfileReport
+from psuite.report import ProfileReport
 
 RULE = "=" * 78
 
 
-def _summary(lines: list[str], title: str, locations: list[Location], key: Callable[[Location], str],
-             total: int, threshold: float) -> None:
+def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int], total: int,
+             threshold: float) -> None:
+    """Samples summed per key, the largest first (ties by name)."""
     sums: dict[str, int] = {}
     get = sums.get
-    for loc in locations:
-        k = key(loc)
-        sums[k] = get(k, 0) + loc.samples
+    for k, n in zip(keys, counts, strict=True):
+        sums[k] = get(k, 0) + n
     lines += ["", title, "-" * len(title), f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name"]
-    running = 0
-    hidden = 0
+    names = sorted(sums)  # by name: the stable sort by samples below keeps that order among ties
+    names.sort(key=sums.__getitem__, reverse=True)
+    ranked = list(map(sums.__getitem__, names))
     scale = 100.0 / total if total else 0.0
-    for name, n in sorted(sums.items(), key=lambda kv: (-kv[1], kv[0])):
-        running += n
-        share = n * scale
-        if share < threshold:
-            hidden += 1
-            continue
-        lines.append(f"{n:>10,} {share:>7.2f}% {running * scale:>7.2f}%  {name}")
+    # "samples self%" once per distinct count (most counts are small and repeat), None when below the threshold
+    heads = {n: None if n * scale < threshold else f"{n:>10,} {n * scale:>7.2f}%" for n in set(ranked)}
+    shown = [f"{heads[n]} {running * scale:>7.2f}%  {name}"
+             for name, n, running in zip(names, ranked, accumulate(ranked), strict=True) if heads[n] is not None]
+    lines += shown
+    hidden = len(names) - len(shown)
     if hidden:
         lines.append(f"{'':>10} ({hidden} more below {threshold:g}%)")
 
@@ -51,10 +52,12 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
             ("Total samples", f"{r.total_samples:,}"), ("Domain", r.domain), ("Run time", ", ".join(run)),
             ("Sampling", r.annotation), ("Minimum self %", f"{threshold:g}"), ("Mapper", r.mapper)]
     lines += [f"{k:<24}: {v}" for k, v in info if v not in (None, "")]
-    total = sum(loc.samples for loc in r.locations) or 1
-    _summary(lines, "Module Summary", r.locations, lambda loc: loc.module, total, threshold)
-    _summary(lines, "File Summary", r.locations, lambda loc: loc.file, total, threshold)
-    _summary(lines, "Function Summary", r.locations, lambda loc: f"{loc.function}  ({loc.file})", total, threshold)
-    _summary(lines, "Function:File:Line Summary", r.locations,
-             lambda loc: f"{loc.function}:{loc.file}:{loc.line}", total, threshold)
+    locs = r.locations
+    counts = [loc.samples for loc in locs]
+    total = sum(counts) or 1
+    _summary(lines, "Module Summary", [loc.module for loc in locs], counts, total, threshold)
+    _summary(lines, "File Summary", [loc.file for loc in locs], counts, total, threshold)
+    _summary(lines, "Function Summary", [f"{loc.function}  ({loc.file})" for loc in locs], counts, total, threshold)
+    _summary(lines, "Function:File:Line Summary", [f"{loc.function}:{loc.file}:{loc.line}" for loc in locs], counts,
+             total, threshold)
     return "\n".join(lines) + "\n"
