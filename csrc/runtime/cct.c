@@ -123,16 +123,19 @@ void ps_cct_thread_warm(ps_cct_t *c)
 }
 
 /* The child of parent with (addr, kind), added if new; 0 when the tree is
- * full or the probes run out.  A node's children have their home slots in
- * a window just past slot 2 * parent: nodes are numbered in order of
- * creation, so the slots in use stay together at the start of the hash
- * and its resident pages grow with the contexts (8 bytes each), instead of
- * one page per context a hash over the whole table would touch. */
+ * full.  A node's children have their home slots in a window just past
+ * slot 2 * parent: nodes are numbered in order of creation, so the slots in
+ * use stay together at the start of the hash and its resident pages grow
+ * with the contexts (8 bytes each), instead of one page per context a hash
+ * over the whole table would touch.  Probing is linear and goes on past the
+ * window (a parent with thousands of children - a hot function's sampled
+ * instructions - fills the slots after it, still together) until an empty
+ * slot: the table is at most half full, so one is always found. */
 static unsigned child(ps_cct_t *c, unsigned parent, unsigned long long addr, unsigned kind)
 {
     unsigned long long h = (addr ^ ((unsigned long long)kind << 60)) * 0x9E3779B97F4A7C15ull;
     unsigned i = 2 * parent + (unsigned)(h >> (64 - WINDOW_LOG2));
-    for (unsigned probe = 0; probe < MAX_PROBE; probe++) {
+    for (unsigned probe = 0; probe <= c->mask; probe++) {
         unsigned *slot = &c->hash[(i + probe) & c->mask];
         unsigned n = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
         if (!n) {

@@ -537,3 +537,44 @@ def test_failed_exec_takes_the_companion_back(targets, workdir):
     total, samples, lost = totals(flat, comp)
     assert total > 500 and total == samples + lost  # 3 threads x 0.3 s after the failed exec
     assert len(comp.findall("thread")) == 3
+
+
+# ---- review fixes ---------------------------------------------------------------------
+
+
+def wide_program(tmp: Path, width: int = 3000) -> str:
+    """A hot function of `width` distinct instructions, each sampled about
+    equally: one parent with thousands of sample children."""
+    body = "".join(f'"addl ${k}, %%eax\\n\\t"\n' for k in range(width))
+    src = tmp / "wide.c"
+    src.write_text(
+        "#include <stdio.h>\n"
+        "__attribute__((noinline)) unsigned hot(unsigned x) {\n"
+        "  unsigned a = x;\n"
+        "  for (long k = 0; k < 1000000; k++)\n"
+        f'    __asm__ volatile({body} : "+a"(a));\n'
+        "  return a;\n"
+        "}\n"
+        'int main(void) { printf("%u\\n", hot(1)); return 0; }\n'
+    )
+    exe = tmp / "wide"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)
+    return str(exe)
+
+
+def test_a_parent_with_thousands_of_children_loses_nothing(workdir, tmp_path):
+    """3000 distinct sampled instructions under one caller: every sample has
+    its call path (the hash probes past a parent's window of slots), and the
+    tree's resident memory still grows with its contexts."""
+    exe = wide_program(tmp_path)
+    p = callpath_run(exe, env={"PSUITE_VERBOSE": "1"})
+    assert p.returncode == 0, p.stderr
+    flat, comp, _ = only_pair(workdir)
+    total, samples, lost = totals(flat, comp)
+    assert total > 500 and total == samples + lost
+    assert lost == 0, (total, lost)
+    nodes = comp.find("thread").findall("node")
+    assert len(nodes) > 400  # more children than one window holds
+    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 0:" in x)
+    resident = int(memory.split(": ")[-1].split()[0])
+    assert resident <= 64 * 1024 + 64 * len(nodes)  # pages for the contexts, not the reservation
