@@ -39,6 +39,7 @@ struct ps_cct {
     int last_truncated;         /* it is under the truncated node */
     unsigned gen, cache_gen;    /* gen: bumped when nodes are retagged (dlclose): the path cache is dropped */
     int busy;                   /* the handler is on this tree (its thread) */
+    int warm;                   /* ps_cct_thread_warm ran in the thread: the unwinder may be entered */
     unsigned long long stack_hi;
     size_t resident;            /* retired: what the live tree had in memory */
     /* the last sample's path, outermost first, under cache_root */
@@ -120,6 +121,8 @@ void ps_cct_thread_warm(ps_cct_t *c)
         pthread_attr_destroy(&a);
     }
     ps_unwind_warm();
+    if (c)
+        __atomic_store_n(&c->warm, 1, __ATOMIC_RELEASE);
 }
 
 /* The child of parent with (addr, kind), added if new; 0 when the tree is
@@ -186,6 +189,14 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
     if (!c || c->retired)
         return;
     if (c->busy) { /* a sample in the handler itself (never with SIGPROF blocked there) */
+        ps_cct_lost(c, n);
+        return;
+    }
+    /* A thread never warmed in normal context (adopted at start, already
+     * running): its first unwind would pay the unwinder's first-use costs
+     * in the handler - dynamic TLS, pthread_setspecific, mmap - which may
+     * malloc while the thread was in malloc.  Its call paths are lost. */
+    if (!__atomic_load_n(&c->warm, __ATOMIC_ACQUIRE)) {
         ps_cct_lost(c, n);
         return;
     }

@@ -485,7 +485,10 @@ void ps_sampler_thread_end(ps_sthread_t *t)
 /* Threads running before sampling starts - started by the constructors of
  * shared libraries, which run before ours - get their sources here, opened
  * for their tids.  They are never seen ending (they were not started
- * through our pthread_create hook): they are ended with the process. */
+ * through our pthread_create hook): they are ended with the process.
+ * Their trees are never warmed (ps_cct_thread_warm must run in the thread
+ * itself, outside the handler, and no hook runs in them): their samples
+ * are flat only, their call paths counted lost (cct.c). */
 static void adopt_running_threads(pid_t self)
 {
     DIR *d = opendir("/proc/self/task");

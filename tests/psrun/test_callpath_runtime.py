@@ -578,3 +578,28 @@ def test_a_parent_with_thousands_of_children_loses_nothing(workdir, tmp_path):
     memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 0:" in x)
     resident = int(memory.split(": ")[-1].split()[0])
     assert resident <= 64 * 1024 + 64 * len(nodes)  # pages for the contexts, not the reservation
+
+
+def test_thread_running_before_sampling_never_enters_the_unwinder(workdir, tmp_path):
+    """A thread a library constructor started before psuite's (as OpenBLAS
+    starts its pool) is never warmed in its own normal context: the unwinder
+    is not entered for it in the handler (its first use may malloc), so its
+    samples are in the flat profile and its call paths are counted lost."""
+    src = TARGETS / "profile"
+    lib = tmp_path / "libctor_pool_lib.so"
+    pic = ["cc", "-O2", "-shared", "-fPIC", "-o", str(lib)]
+    subprocess.run([*pic, str(src / "ctor_pool_lib.c"), "-lpthread"], check=True)
+    exe = tmp_path / "ctor_pool_main"
+    subprocess.run(
+        ["cc", "-O2", "-o", str(exe), str(src / "ctor_pool_main.c"), f"-L{tmp_path}", "-lctor_pool_lib",
+         f"-Wl,-rpath,{tmp_path}"],
+        check=True,
+    )
+    p = callpath_run(str(exe), env={"CTOR_POOL_CPU_MS": "400"})
+    assert p.returncode == 0 and p.stdout == "pool done\n", p.stderr
+    flat, comp, _ = only_pair(workdir)
+    total, samples, lost = totals(flat, comp)
+    assert total > 300 and total == samples + lost
+    assert lost >= 0.9 * total, (total, samples, lost)  # the pool thread's: every one
+    line = next(x for x in p.stderr.splitlines() if "samples in" in x)
+    assert f"{lost} lost" in line
