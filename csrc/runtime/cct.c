@@ -11,7 +11,7 @@
  * the path of the last sample: consecutive samples share most of their
  * outer frames, which are then not looked up again.
  * When a thread ends its tree is copied into a mapping of its nodes' size
- * (retired) and the big one is unmapped. */
+ * (retired) and, once the copy is published, the big one is unmapped. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -334,7 +334,8 @@ ps_cct_t *ps_cct_retire(ps_cct_t *c)
     r->cache_node = NULL;
     r->nodes = (ps_cpnode_t *)(p + align(sizeof *c));
     memcpy(r->nodes, c->nodes, sizeof(ps_cpnode_t) * n);
-    munmap(c, c->bytes);
+    /* c is not unmapped here: the caller publishes r first, then frees c
+     * (ps_cct_free), so a report written meanwhile never reads unmapped memory */
     return r;
 }
 

@@ -466,7 +466,13 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
     t->end_ns = ps_wallclock_ns();
     if (recycle) {
         recycle_table(t);
-        t->cct = ps_cct_retire(t->cct); /* kept, in memory of its size */
+        /* kept, in memory of its size: the copy published before the
+         * live tree is unmapped (the exit writer may read t->cct) */
+        ps_cct_t *live = t->cct, *kept = ps_cct_retire(live);
+        if (kept != live) {
+            __atomic_store_n(&t->cct, kept, __ATOMIC_RELEASE);
+            ps_cct_free(live);
+        }
     }
 }
 
@@ -477,9 +483,21 @@ void ps_sampler_thread_end(ps_sthread_t *t)
 {
     if (!t)
         return;
+    /* The asynchronous signals held back (the kernel's mask directly, as
+     * modules.c's retire does): a program handler calling exit() here would
+     * write the reports while this thread's tree is being replaced, or wait
+     * for the lock this thread holds.  Faults and SIGPROF are not held. */
+    sigset_t hold, old;
+    sigfillset(&hold);
+    static const int keep[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        sigdelset(&hold, keep[i]);
+    int held = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &hold, &old, _NSIG / 8) == 0;
     ps_lock_take(&real_lock);
     end_thread(t, t->tid == (pid_t)syscall(SYS_gettid), 0);
     ps_lock_give(&real_lock);
+    if (held)
+        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
 }
 
 /* Threads running before sampling starts - started by the constructors of

@@ -603,3 +603,48 @@ def test_thread_running_before_sampling_never_enters_the_unwinder(workdir, tmp_p
     assert lost >= 0.9 * total, (total, samples, lost)  # the pool thread's: every one
     line = next(x for x in p.stderr.splitlines() if "samples in" in x)
     assert f"{lost} lost" in line
+
+
+CHURN_C = r"""
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <sys/syscall.h>
+static volatile pid_t last;
+static void bye(int s) { (void)s; exit(0); }
+static void *brief(void *a) {
+    volatile unsigned x = 0;
+    last = (pid_t)syscall(SYS_gettid);
+    for (int k = 0; k < 20000; k++) x += k;
+    return a;
+}
+static void *killer(void *a) {
+    usleep(300000);
+    for (;;) { pid_t t = last; if (t) syscall(SYS_tgkill, getpid(), t, SIGUSR1); usleep(50); }
+    return a;
+}
+int main(void) {
+    signal(SIGUSR1, bye);
+    pthread_t k; pthread_create(&k, NULL, killer, NULL);
+    for (;;) { pthread_t t; pthread_create(&t, NULL, brief, NULL); pthread_join(t, NULL); }
+}
+"""
+
+
+def test_exit_from_a_handler_while_threads_end(workdir, tmp_path):
+    """exit() from a program's handler in a thread that is ending (its tree
+    being retired): the end of a thread holds the asynchronous signals back
+    and publishes the retired tree before unmapping the live one, so the
+    exit writer never reads an unmapped tree: both documents are written."""
+    (tmp_path / "churn.c").write_text(CHURN_C)
+    exe = tmp_path / "churn"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(tmp_path / "churn.c"), "-lpthread"], check=True)
+    for _ in range(3):
+        for f in workdir.glob("*.xml"):
+            f.unlink()
+        p = callpath_run(str(exe))
+        assert p.returncode == 0, p.stderr
+        flat, comp, _ = only_pair(workdir)
+        total, samples, lost = totals(flat, comp)
+        assert total == samples + lost
