@@ -761,7 +761,14 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
     memset(&sa, 0, sizeof sa);
     sa.sa_sigaction = on_sample;
     sa.sa_flags = SA_SIGINFO | SA_RESTART;
-    sigemptyset(&sa.sa_mask);
+    /* The asynchronous signals wait while the handler runs: a program
+     * handler that interrupted it mid-unwind and siglongjmp'd away would
+     * leave the tree and the unwinder marked busy for good.  The faults stay
+     * deliverable; the program's own handlers and mask are untouched. */
+    sigfillset(&sa.sa_mask);
+    static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
+    for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+        sigdelset(&sa.sa_mask, faults[i]);
     if (ps_signals_take(SIGPROF, &sa)) {
         snprintf(why, why_len, "cannot install the SIGPROF handler: %s", strerror(errno));
         return PS_HWPC_EBACKEND;

@@ -648,3 +648,52 @@ def test_exit_from_a_handler_while_threads_end(workdir, tmp_path):
         flat, comp, _ = only_pair(workdir)
         total, samples, lost = totals(flat, comp)
         assert total == samples + lost
+
+
+LONGJMP_C = r"""
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/time.h>
+#include <time.h>
+static sigjmp_buf back;
+static volatile long jumps;
+static void away(int s) { (void)s; jumps++; siglongjmp(back, 1); }
+static double cpu(void) {
+    struct timespec ts; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+__attribute__((noinline)) static double leaf(int n) {
+    double x = 0; for (int k = 0; k < n; k++) x += k * 0.5; return x;
+}
+__attribute__((noinline)) static double mid(int n) { return leaf(n) + 1; }
+int main(void) {
+    struct sigaction sa = {0};
+    sa.sa_handler = away;
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 150}, {0, 150}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    volatile double sink = 0;
+    sigsetjmp(back, 1);
+    while (cpu() < 0.6) sink += mid(2000);
+    it.it_value.tv_usec = it.it_interval.tv_usec = 0;
+    setitimer(ITIMER_REAL, &it, NULL);
+    printf("%ld\n", jumps);
+    return 0;
+}
+"""
+
+
+def test_program_handler_longjmping_out_of_ours_loses_nothing_after(workdir, tmp_path):
+    """A program's SIGALRM handler that siglongjmps, every 150 us: were it
+    to interrupt the SIGPROF handler mid-unwind, the tree would stay busy
+    and every later sample lose its call path.  The asynchronous signals
+    wait while ours runs, so the call paths are kept."""
+    (tmp_path / "jump.c").write_text(LONGJMP_C)
+    exe = tmp_path / "jump"
+    subprocess.run(["cc", "-O2", "-fomit-frame-pointer", "-o", str(exe), str(tmp_path / "jump.c")], check=True)
+    p = callpath_run(str(exe))
+    assert p.returncode == 0 and int(p.stdout) > 500, p.stderr  # the program's handler ran, and jumped
+    flat, comp, _ = only_pair(workdir)
+    total, samples, lost = totals(flat, comp)
+    assert total > 300 and total == samples + lost
+    assert lost <= 0.05 * total, (total, samples, lost)
