@@ -30,6 +30,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -932,6 +933,12 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
 {
     if (!source || lo >= hi)
         return;
+    /* The trees' nodes are retagged only once the unload is confirmed: the
+     * call before the real dlclose (the flat samples so far) finds the
+     * object still there, and a dlclose that only drops a reference leaves
+     * it there.  dladdr takes the loader's lock: before ours, never inside. */
+    Dl_info info;
+    int unloaded = !dladdr((void *)(uintptr_t)lo, &info);
     ps_lock_take(&real_lock);
     int module = retired_module(file, base);
     if (module >= 0) {
@@ -944,7 +951,8 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
     int n = ps_sampler_nthreads();
     for (int i = 0; module >= 0 && i < n; i++) {
         ps_sthread_t *t = &threads[i];
-        ps_cct_retag(t->cct, lo, hi, module);
+        if (unloaded)
+            ps_cct_retag(t->cct, lo, hi, module);
         ps_slot_t *v = t->table ? t->table : t->kept;
         unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
         if (t->table && !__atomic_load_n(&t->nused, __ATOMIC_ACQUIRE))

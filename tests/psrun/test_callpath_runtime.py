@@ -697,3 +697,41 @@ def test_program_handler_longjmping_out_of_ours_loses_nothing_after(workdir, tmp
     total, samples, lost = totals(flat, comp)
     assert total > 300 and total == samples + lost
     assert lost <= 0.05 * total, (total, samples, lost)
+
+
+TWICE_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    (void)argc;
+    void *h1 = dlopen(argv[1], RTLD_NOW), *h2 = dlopen(argv[1], RTLD_NOW);
+    void (*run)(double) = (void (*)(double))dlsym(h1, "plugin_run");
+    if (!h1 || !h2 || !run) return 1;
+    run(0.25);
+    dlclose(h1); /* one reference of two: still loaded */
+    run(0.25);
+    printf("done\n");
+    return 0;
+}
+"""
+
+
+def test_dlclose_that_does_not_unload_keeps_the_nodes(workdir, tmp_path):
+    """A dlclose that only drops a reference: the library stays loaded, and
+    its call-path nodes stay under its own module (not retagged as a retired
+    one), the samples before and after sharing the same nodes."""
+    subprocess.run(
+        ["cc", "-O2", "-shared", "-fPIC", "-o", str(tmp_path / "plugin_a.so"), str(TARGETS / "profile" / "plugin_a.c")],
+        check=True,
+    )
+    (tmp_path / "twice.c").write_text(TWICE_C)
+    subprocess.run(["cc", "-O2", "-o", str(tmp_path / "twice"), str(tmp_path / "twice.c"), "-ldl"], check=True)
+    p = callpath_run(str(tmp_path / "twice"), str(tmp_path / "plugin_a.so"))
+    assert p.returncode == 0 and p.stdout == "done\n", p.stderr
+    flat, comp, _ = only_pair(workdir)
+    plugin = {m.get("id") for m in comp.findall("module") if m.get("file") == str(tmp_path / "plugin_a.so")}
+    held = Counter()
+    for n in comp.find("thread").findall("node"):
+        if n.get("module") in plugin:
+            held[n.get("module")] += int(n.get("samples", "0"))
+    assert sum(held.values()) > 300 and len(held) == 1, held
