@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -40,7 +41,7 @@ struct ps_cct {
     unsigned gen, cache_gen;    /* gen: bumped when nodes are retagged (dlclose): the path cache is dropped */
     int busy;                   /* the handler is on this tree (its thread) */
     int warm;                   /* ps_cct_thread_warm ran in the thread: the unwinder may be entered */
-    unsigned long long stack_hi;
+    unsigned long long stack_lo, stack_hi; /* the thread's own stack (pthread_getattr_np) */
     size_t resident;            /* retired: what the live tree had in memory */
     /* the last sample's path, outermost first, under cache_root */
     unsigned cache_root, cache_depth;
@@ -116,8 +117,10 @@ void ps_cct_thread_warm(ps_cct_t *c)
     void *addr;
     size_t size;
     if (c && pthread_getattr_np(pthread_self(), &a) == 0) {
-        if (pthread_attr_getstack(&a, &addr, &size) == 0)
+        if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+            c->stack_lo = (unsigned long long)addr;
             c->stack_hi = (unsigned long long)addr + size;
+        }
         pthread_attr_destroy(&a);
     }
     ps_unwind_warm();
@@ -184,6 +187,25 @@ static void count_leaf(ps_cct_t *c, unsigned leaf, unsigned long long n, int tru
     }
 }
 
+/* The frame-pointer walk's upper bound: the thread's stack top when the
+ * interrupted stack pointer is on the thread's own stack, else 0 (the PC
+ * alone).  On another stack (makecontext, coroutines) rbp may point
+ * anywhere between it and the thread's stack - unmapped memory included. */
+static unsigned long long walk_limit(const ps_cct_t *c, const void *ucv)
+{
+    const ucontext_t *uc = ucv;
+    unsigned long long sp;
+#if defined(__x86_64__)
+    sp = (unsigned long long)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+    sp = (unsigned long long)uc->uc_mcontext.sp;
+#else
+    (void)uc;
+    return 0;
+#endif
+    return sp >= c->stack_lo && sp < c->stack_hi ? c->stack_hi : 0;
+}
+
 void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
 {
     if (!c || c->retired)
@@ -208,7 +230,7 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
     }
     int more = 0;
     void **f = c->frames;
-    int got = ps_unwind(uc, f, maxdepth, c->scratch, c->scratch_cap, c->stack_hi, &more);
+    int got = ps_unwind(uc, f, maxdepth, c->scratch, c->scratch_cap, walk_limit(c, uc), &more);
     if (got <= 0) {
         ps_cct_lost(c, n);
         c->busy = 0;

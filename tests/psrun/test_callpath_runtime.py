@@ -735,3 +735,49 @@ def test_dlclose_that_does_not_unload_keeps_the_nodes(workdir, tmp_path):
         if n.get("module") in plugin:
             held[n.get("module")] += int(n.get("samples", "0"))
     assert sum(held.values()) > 300 and len(held) == 1, held
+
+
+COROUTINE_C = r"""
+#include <stdio.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+static ucontext_t main_ctx, co_ctx;
+static char *hole;
+/* rbp used as a general register, pointing into an unmapped page just
+ * above the coroutine's stack: between it and the thread's stack top */
+static void spin(void) {
+    long n = 1500000000L;
+    __asm__ volatile("push %%rbp\n\tmov %1, %%rbp\n1:\n\tdec %0\n\tjnz 1b\n\tpop %%rbp"
+                     : "+r"(n) : "r"(hole) : "memory", "cc");
+}
+int main(void) {
+    size_t size = 1 << 20, page = 4096;
+    char *stack = mmap(NULL, size + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (stack == MAP_FAILED) return 1;
+    hole = stack + size;
+    munmap(hole, page);
+    getcontext(&co_ctx);
+    co_ctx.uc_stack.ss_sp = stack;
+    co_ctx.uc_stack.ss_size = size;
+    co_ctx.uc_link = &main_ctx;
+    makecontext(&co_ctx, spin, 0);
+    swapcontext(&main_ctx, &co_ctx);
+    printf("back\n");
+    return 0;
+}
+"""
+
+
+def test_frame_pointer_walk_on_a_coroutine_stack(workdir, tmp_path):
+    """A makecontext stack with rbp pointing into unmapped memory below the
+    thread's stack top: the frame-pointer walk only runs when the stack
+    pointer is on the thread's own stack, so the handler records the PC
+    alone there instead of faulting."""
+    (tmp_path / "co.c").write_text(COROUTINE_C)
+    exe = tmp_path / "co"
+    subprocess.run(["cc", "-O2", "-mno-red-zone", "-o", str(exe), str(tmp_path / "co.c")], check=True)
+    p = callpath_run(str(exe), env={"PSUITE_UNWINDER": "framepointer"})
+    assert p.returncode == 0 and p.stdout == "back\n", p.stderr
+    flat, comp, _ = only_pair(workdir)
+    total, samples, lost = totals(flat, comp)
+    assert total > 100 and total == samples + lost and samples >= 0.9 * total
