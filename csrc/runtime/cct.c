@@ -206,6 +206,29 @@ static unsigned long long walk_limit(const ps_cct_t *c, const void *ucv)
     return sp >= c->stack_lo && sp < c->stack_hi ? c->stack_hi : 0;
 }
 
+/* addr lies in no object of the module map (one loaded since the last
+ * refresh: a dlopen by bare name from an object with a RUNPATH is passed
+ * on without one, modules.c) - 0 without a map. */
+static int unknown_object(unsigned long long addr)
+{
+    const ps_module_t *v;
+    int n;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    if (!held)
+        return 0;
+    int lo = 0, hi = n; /* v sorted by lo: the last one starting at or below addr */
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (v[mid].lo <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    int found = lo > 0 && addr < v[lo - 1].hi;
+    ps_modules_release(held);
+    return !found;
+}
+
 void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
 {
     if (!c || c->retired)
@@ -236,6 +259,11 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
         c->busy = 0;
         return;
     }
+    /* A path whose outermost frame is in an object the map does not know
+     * yet stopped there (the unwinder could not go on): its outer frames are
+     * missing, as a truncated one's are. */
+    if (!more && unknown_object((unsigned long long)f[got - 1] - (got > 1)))
+        more = 1;
     unsigned root = 0;
     if (more && !(root = child(c, 0, 0, PS_CP_TRUNCATED))) {
         ps_cct_lost(c, n);

@@ -781,3 +781,59 @@ def test_frame_pointer_walk_on_a_coroutine_stack(workdir, tmp_path):
     flat, comp, _ = only_pair(workdir)
     total, samples, lost = totals(flat, comp)
     assert total > 100 and total == samples + lost and samples >= 0.9 * total
+
+
+HOTLIB_C = r"""
+__attribute__((noinline)) double inner(double x) { for (int i = 0; i < 1000; i++) x = x * 1.0000001 + 1e-9; return x; }
+__attribute__((noinline)) double middle(double x) { return inner(x) + 1; }
+double hot(long n) { double s = 0; for (long k = 0; k < n; k++) s += middle(s * 1e-9); return s; }
+"""
+
+RUNPATH_MAIN_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(void) {
+    void *h = dlopen("libhot.so", RTLD_NOW); /* a bare name: found by the executable's RUNPATH */
+    if (!h) { puts(dlerror()); return 1; }
+    double (*f)(long) = (double (*)(long))dlsym(h, "hot");
+    printf("%g\n", f(300000));
+    return 0;
+}
+"""
+
+
+def test_paths_stopping_in_an_object_dlopened_by_runpath_are_truncated(workdir, tmp_path):
+    """dlopen("libhot.so") from an executable with a RUNPATH is passed on as
+    the wrapper's last call (the loader must see the program as caller), so
+    the module map is not refreshed and the unwinder stops at the leaf in
+    the new object: those paths are counted truncated, not complete."""
+    (tmp_path / "hot.c").write_text(HOTLIB_C)
+    (tmp_path / "dl.c").write_text(RUNPATH_MAIN_C)
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(tmp_path / "libhot.so"), str(tmp_path / "hot.c")],
+                   check=True)
+    subprocess.run(
+        ["cc", "-O2", "-o", str(tmp_path / "dl"), str(tmp_path / "dl.c"), "-ldl", f"-Wl,-rpath,{tmp_path}",
+         "-Wl,--enable-new-dtags"],
+        check=True,
+    )
+    p = callpath_run(str(tmp_path / "dl"))
+    assert p.returncode == 0, p.stderr
+    flat, comp, _ = only_pair(workdir)
+    total, samples, lost = totals(flat, comp)
+    assert total > 200 and total == samples + lost
+    thread = comp.find("thread")
+    nodes = {n.get("id"): n for n in thread.findall("node")}
+    complete = 0  # samples whose path reaches main's module (the executable) from a leaf outside it
+    for n in nodes.values():
+        if not int(n.get("samples", "0")):
+            continue
+        kinds = []
+        at = n
+        while at is not None:
+            kinds.append(at.get("kind"))
+            at = nodes.get(at.get("parent"))
+        if "truncated" not in kinds:
+            complete += int(n.get("samples"))
+    # nearly every sample is in libhot.so, whose callers the unwinder could not find
+    assert int(thread.get("truncated")) >= 0.8 * samples, (thread.get("truncated"), samples)
+    assert complete <= 0.2 * samples
