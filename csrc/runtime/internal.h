@@ -254,7 +254,8 @@ void ps_unwind_warm(void);
 /* frames[0] the interrupted PC, then return addresses, outermost last;
  * at most cap.  Returns how many, -1 when the stack could not be read;
  * *more: frames beyond cap exist (or may). stack_hi: the top of the
- * thread's stack (framepointer walk only; 0 unknown).  Async-signal-safe. */
+ * thread's stack (framepointer walk only; 0 unknown, or the interrupted
+ * stack pointer is off the thread's own stack).  Async-signal-safe. */
 int ps_unwind(void *uc, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
               int *more);
 void ps_unwind_flush(void);                   /* after dlclose unloaded something */
@@ -288,7 +289,8 @@ void ps_cct_lost(ps_cct_t *c, unsigned long long n);
 /* dlclose: the nodes in [lo, hi) marked as the retired module's, so that
  * what is loaded there next gets nodes of its own. */
 void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module);
-ps_cct_t *ps_cct_retire(ps_cct_t *c);         /* an ended thread's tree, compacted (c freed); c without memory */
+ps_cct_t *ps_cct_retire(ps_cct_t *c);         /* an ended thread's tree, compacted (c kept: the caller publishes
+                                                 the copy, then ps_cct_free(c)); c without memory */
 void ps_cct_free(ps_cct_t *c);
 /* Reading a tree (its nodes 1 .. n-1: node 0 is the root). */
 const ps_cpnode_t *ps_cct_nodes(const ps_cct_t *c, unsigned *n);
