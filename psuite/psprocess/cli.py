@@ -174,9 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
                    [args.output])
     derive = _Metrics(args).derive
+    from psuite.psprocess import srcmap
     from psuite.psprocess.inputs import pair_companions
 
-    load = functools.partial(load, warn=_warn)
+    # a raw profile's modules start decoding as the parser meets them, while the samples are read
+    load = functools.partial(load, warn=_warn, on_module=srcmap.prefetch)
     if args.combine:
         from psuite.psprocess import combine
 

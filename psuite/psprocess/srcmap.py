@@ -481,6 +481,55 @@ def _lookup(mmap, addrs: list[int]) -> list[tuple[str, str, int]]:
     return out
 
 
+_PENDING: dict[tuple[str, int, int, int], tuple[object, list]] = {}  # file key -> (thread, [map or error])
+atexit.register(_PENDING.clear)  # as _MAPS below
+
+
+def _file_key(path: str) -> tuple[str, int, int, int]:
+    st = os.stat(path)
+    return path, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def prefetch(path: str) -> None:
+    """Start decoding path's map (module_map) in a thread, for resolve to
+    take up: psprocess calls it when the parser meets a module, so the
+    decoding overlaps the reading of the samples.  The C decoder runs
+    without the GIL (cffi releases it during the call)."""
+    try:
+        key = _file_key(path) if _is_file(path) else None
+    except OSError:
+        return
+    if key is None or key in _PENDING:
+        return
+    import threading
+
+    box: list = []
+
+    def work() -> None:
+        try:
+            box.append(module_map(path))
+        except Exception as exc:  # noqa: BLE001 - raised again where resolve asks for the map
+            box.append(exc)
+
+    thread = threading.Thread(target=work, name=f"psuite-prefetch {os.path.basename(path)}", daemon=True)
+    thread.start()
+    _PENDING[key] = (thread, box)
+
+
+def _module_map(path: str):
+    """module_map(path), from prefetch when it started on this very file."""
+    try:
+        pending = _PENDING.pop(_file_key(path), None) if _PENDING else None
+    except OSError:
+        pending = None
+    if pending is not None:
+        thread, box = pending
+        thread.join()
+        if box and not isinstance(box[0], Exception):
+            return box[0]
+    return module_map(path)  # not prefetched, or it failed: here, where its error belongs
+
+
 def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
@@ -488,7 +537,7 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
     totals: dict[tuple[str, str, str, int], int] = {}
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     for mod in report.modules:
-        mmap = module_map(mod.file) if _is_file(mod.file) else None
+        mmap = _module_map(mod.file) if _is_file(mod.file) else None
         pcs = list(mod.samples)
         for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
             batch = pcs[start:start + 4096]
