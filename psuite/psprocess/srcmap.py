@@ -22,10 +22,10 @@ import os
 from collections.abc import Callable, Iterable
 from itertools import repeat
 
-from psuite.calltree import Frame
-
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # psuite.report is only needed by resolve(): imported there, for a quick start-up
+if TYPE_CHECKING:  # psuite.report is only needed by resolve(), psuite.calltree (Frame) only by the frame
+    # lookups: imported there, for a quick start-up of a flat profile's run
+    from psuite.calltree import Frame
     from psuite.report import Location, ModuleSamples, ProfileReport
 
 MAPPER = "psuite-dwarf"
@@ -177,7 +177,7 @@ class NativeMap:
         self._names(0, func_ids, self._funcs)
         self._names(1, file_ids, self._files)
         # built by map() over whole columns: the per-frame work stays in C but for the Frame itself
-        flat = list(map(_new_frame, map(self._funcs.__getitem__, func_ids), repeat(module, total),
+        flat = list(map(_new_frame(), map(self._funcs.__getitem__, func_ids), repeat(module, total),
                         map(self._files.__getitem__, file_ids), ffi.unpack(lines, total),
                         map(bool, ffi.unpack(inlined, total))))
         if total == n:
@@ -193,6 +193,8 @@ def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
     """Frame(function, module, file, line, inlined), made twice as fast as
     the frozen dataclass's __init__ by setting its slots directly: call-path
     profiles make hundreds of thousands."""
+    from psuite.calltree import Frame
+
     slots = getattr(Frame, "__slots__", ())
     if tuple(slots) != ("function", "module", "file", "line", "inlined"):
         return Frame
@@ -211,7 +213,14 @@ def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
     return make
 
 
-_new_frame = _frame_maker()
+_frame_made: list = []
+
+
+def _new_frame() -> Callable[[str, str, str, int, bool], Frame]:
+    """_frame_maker(), made once, when the first frames are asked for."""
+    if not _frame_made:
+        _frame_made.append(_frame_maker())
+    return _frame_made[0]
 
 
 def module_map(path: str):
@@ -259,6 +268,8 @@ class _Combined:
         out = self.debug.frames_many(addrs, module)
         missing = [i for i, frames in enumerate(out) if frames[0].function == UNKNOWN]
         if missing:
+            from psuite.calltree import Frame
+
             for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
                 first = out[i][0]
                 out[i] = [Frame(hit[1], module, first.file, first.line, first.inlined), *out[i][1:]]
@@ -431,6 +442,8 @@ class ModuleMap:
 
     def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
         """One frame per address: pyelftools is the fallback, without inlined calls."""
+        from psuite.calltree import Frame
+
         return [[Frame(function, module, file, line)] for file, function, line in self.lookup_many(addrs)]
 
     def lookup(self, addr: int) -> tuple[str, str, int]:
@@ -538,17 +551,23 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     for mod in report.modules:
         mmap = _module_map(mod.file) if _is_file(mod.file) else None
-        pcs = list(mod.samples)
+        pcs, counts = list(mod.samples), list(mod.samples.values())
+        per_hit: dict[tuple[str, str, int], int] = {}  # (file, function, line) -> samples, in first-seen order
+        get = per_hit.get
         for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
-            batch = pcs[start:start + 4096]
-            found = _lookup(mmap, [pc - mod.offset for pc in batch])
-            for pc, (file, function, line) in zip(batch, found, strict=True):
-                key = (mod.file, file, function, line)
-                totals[key] = totals.get(key, 0) + mod.samples[pc]
-            done += len(batch)
+            found = _lookup(mmap, [pc - mod.offset for pc in pcs[start:start + 4096]])
+            for hit, n in zip(found, counts[start:start + 4096], strict=True):
+                per_hit[hit] = get(hit, 0) + n
+            done += len(found)
             if progress:
                 progress(done, todo)
-    return [Location(*key, samples) for key, samples in totals.items()]  # key: (module, file, function, line)
+        for (file, function, line), n in per_hit.items():  # the same order as summing per address
+            key = (mod.file, file, function, line)
+            totals[key] = totals.get(key, 0) + n
+    if not totals:
+        return []
+    modules, files, functions, lines = zip(*totals, strict=True)  # key: (module, file, function, line)
+    return list(map(Location, modules, files, functions, lines, totals.values()))
 
 
 def resolve_into(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> None:
@@ -591,6 +610,8 @@ def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     function that contains the address, as `addr2line -f -i` lists them.
     Unknown addresses give one frame named "??".  Callers pass return
     addresses already moved to the call instruction (addr - 1)."""
+    from psuite.calltree import Frame
+
     mmap = _cached_map(module_file) if _is_file(module_file) else None
     unknown = [Frame(UNKNOWN, module_file)]
     if mmap is None:
