@@ -149,16 +149,12 @@ class NativeMap:
         file_ids, func_ids = ffi.unpack(files, n), ffi.unpack(funcs, n)
         self._names(0, func_ids, self._funcs)
         self._names(1, file_ids, self._files)
-        names, paths = self._funcs, self._files
-        seen: dict[tuple[int, int, int], tuple[str, str, int]] = {}
-        out = []
-        for key in zip(file_ids, func_ids, ffi.unpack(lines, n), strict=True):
-            hit = seen.get(key)
-            if hit is None:
-                fi, fn, line = key
-                hit = seen[key] = (paths[fi], names[fn], line if fi >= 0 else 0)  # no line without DWARF
-            out.append(hit)
-        return out
+        line_nos = ffi.unpack(lines, n)
+        if n and min(file_ids) < 0:  # no line without DWARF
+            line_nos = [line if fi >= 0 else 0 for fi, line in zip(file_ids, line_nos, strict=True)]
+        # the tuples made by zip over whole columns: no Python loop per address
+        return list(zip(map(self._files.__getitem__, file_ids), map(self._funcs.__getitem__, func_ids), line_nos,
+                        strict=True))
 
     def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
         """Per address, its frames innermost first (see resolve_frames), in
