@@ -163,6 +163,8 @@ class ProfileReport(RunInfo):
         "tid", "path" (function names, outermost first), "function" (the
         leaf), "module", "inlined", "inclusive" and "exclusive" samples and
         "depth" (1 for an outermost frame).  Parents come before children."""
+        if self.callpaths is None:  # nothing to import psuite.calltree for (milliseconds at start-up)
+            return []
         from psuite.calltree import thread_trees, tree_records
 
         ident = self._ident()

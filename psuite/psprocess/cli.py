@@ -174,9 +174,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
                    [args.output])
     derive = _Metrics(args).derive
+    from psuite.psprocess import srcmap
     from psuite.psprocess.inputs import pair_companions
 
-    load = functools.partial(load, warn=_warn)
+    # a raw profile's modules start decoding as the parser meets them, while the samples are read
+    load = functools.partial(load, warn=_warn, on_module=srcmap.prefetch)
     if args.combine:
         from psuite.psprocess import combine
 
@@ -191,19 +193,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         done = exporters[name].write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
     if not exports or args.output:
-        if args.format == "text":  # the text writers only: a JSON run never imports them
-            from psuite.psprocess.writers import text_calltree
         if args.calltree and args.format == "text":
+            from psuite.psprocess.writers import text_calltree
+
             _emit(args, text_calltree.render_chunks(reports, threshold=args.threshold, view=args.calltree,
                                                      depth=args.depth, per_thread=args.per_thread))
             return 0
         out = writer(args.format)
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold)
-        if args.format == "text":  # say that the call paths are there, and how to see them
+        if args.format == "text" and _with_callpaths(reports):  # say that they are there, and how to see them
+            from psuite.psprocess.writers import text_calltree  # only then: psuite.calltree costs milliseconds
+
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
         _emit(args, chunks)
     return 0
+
+
+def _with_callpaths(reports: list) -> bool:
+    """Whether any profile (of a MultiReport too) came with call paths."""
+    return any(getattr(m, "callpaths", None) is not None
+               for r in reports for m in (getattr(r, "reports", None) or [r]))
 
 
 def _exporter(name: str):
@@ -220,12 +230,14 @@ def _exporter(name: str):
 
 def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> None:
     """--calltree and the call-path exports need profiles with call paths."""
-    from psuite.calltree import thread_trees
-
     wants = [f"--{name}" for name, _ in exports if name in CALLPATH_EXPORTS]
     if args.calltree:
         wants.insert(0, "--calltree")
-    if wants and not any(thread_trees(r) for r in reports):
+    if not wants:
+        return
+    from psuite.calltree import thread_trees  # only here: it costs milliseconds to import
+
+    if not any(thread_trees(r) for r in reports):
         raise UsageError(f"{wants[0]}: {'the inputs have' if len(args.inputs) > 1 else args.inputs[0] + ' has'} "
                          "no call paths; record them with psrun --callpath")
 
@@ -325,10 +337,12 @@ def _calibrate(args, load) -> int:
 def _resolve(report) -> None:
     """PCs to source locations, call paths to call trees, with progress on
     a terminal."""
-    from psuite.psprocess import calltree_resolve, srcmap
+    from psuite.psprocess import srcmap
 
     srcmap.resolve_into(report, _progress(f"resolving {report.source}:", "PCs"))
-    if report.callpaths is not None:
+    if report.callpaths is not None:  # only then: psuite.calltree costs milliseconds to import
+        from psuite.psprocess import calltree_resolve
+
         calltree_resolve.resolve_into(report, _progress(f"resolving {report.callpaths.source}:", "addresses"))
 
 

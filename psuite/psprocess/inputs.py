@@ -261,15 +261,17 @@ def _timeout(url: str, seconds: float) -> InputError:
                       "longer with PSUITE_URL_TIMEOUT=SECONDS")
 
 
-def load(source: str, warn: Callable[[str], None] | None = None):
+def load(source: str, warn: Callable[[str], None] | None = None, on_module: Callable[[str], None] | None = None):
     """The report model of one document (file or URL).  A profile X.xml
     comes with its call paths when the companion X.callpaths.xml is beside
     it (a missing one is fine); a companion that names another profile is
-    left out with a warning (`warn`, else warnings.warn)."""
+    left out with a warning (`warn`, else warnings.warn).  on_module(file)
+    is called for each raw profile's module as the parser meets it (see
+    readers/document.parse)."""
     from psuite.psprocess.readers import read_stream
     from psuite.report import ProfileReport
 
-    report = _load(source, read_stream)
+    report = _load(source, lambda stream, name: read_stream(stream, name, on_module))
     if isinstance(report, ProfileReport) and report.callpaths is None:
         attach_companion(report, source, warn)
     return report

@@ -22,10 +22,10 @@ import os
 from collections.abc import Callable, Iterable
 from itertools import repeat
 
-from psuite.calltree import Frame
-
 TYPE_CHECKING = False
-if TYPE_CHECKING:  # psuite.report is only needed by resolve(): imported there, for a quick start-up
+if TYPE_CHECKING:  # psuite.report is only needed by resolve(), psuite.calltree (Frame) only by the frame
+    # lookups: imported there, for a quick start-up of a flat profile's run
+    from psuite.calltree import Frame
     from psuite.report import Location, ModuleSamples, ProfileReport
 
 MAPPER = "psuite-dwarf"
@@ -149,16 +149,12 @@ class NativeMap:
         file_ids, func_ids = ffi.unpack(files, n), ffi.unpack(funcs, n)
         self._names(0, func_ids, self._funcs)
         self._names(1, file_ids, self._files)
-        names, paths = self._funcs, self._files
-        seen: dict[tuple[int, int, int], tuple[str, str, int]] = {}
-        out = []
-        for key in zip(file_ids, func_ids, ffi.unpack(lines, n), strict=True):
-            hit = seen.get(key)
-            if hit is None:
-                fi, fn, line = key
-                hit = seen[key] = (paths[fi], names[fn], line if fi >= 0 else 0)  # no line without DWARF
-            out.append(hit)
-        return out
+        line_nos = ffi.unpack(lines, n)
+        if n and min(file_ids) < 0:  # no line without DWARF
+            line_nos = [line if fi >= 0 else 0 for fi, line in zip(file_ids, line_nos, strict=True)]
+        # the tuples made by zip over whole columns: no Python loop per address
+        return list(zip(map(self._files.__getitem__, file_ids), map(self._funcs.__getitem__, func_ids), line_nos,
+                        strict=True))
 
     def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
         """Per address, its frames innermost first (see resolve_frames), in
@@ -177,7 +173,7 @@ class NativeMap:
         self._names(0, func_ids, self._funcs)
         self._names(1, file_ids, self._files)
         # built by map() over whole columns: the per-frame work stays in C but for the Frame itself
-        flat = list(map(_new_frame, map(self._funcs.__getitem__, func_ids), repeat(module, total),
+        flat = list(map(_new_frame(), map(self._funcs.__getitem__, func_ids), repeat(module, total),
                         map(self._files.__getitem__, file_ids), ffi.unpack(lines, total),
                         map(bool, ffi.unpack(inlined, total))))
         if total == n:
@@ -193,6 +189,8 @@ def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
     """Frame(function, module, file, line, inlined), made twice as fast as
     the frozen dataclass's __init__ by setting its slots directly: call-path
     profiles make hundreds of thousands."""
+    from psuite.calltree import Frame
+
     slots = getattr(Frame, "__slots__", ())
     if tuple(slots) != ("function", "module", "file", "line", "inlined"):
         return Frame
@@ -211,7 +209,14 @@ def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
     return make
 
 
-_new_frame = _frame_maker()
+_frame_made: list = []
+
+
+def _new_frame() -> Callable[[str, str, str, int, bool], Frame]:
+    """_frame_maker(), made once, when the first frames are asked for."""
+    if not _frame_made:
+        _frame_made.append(_frame_maker())
+    return _frame_made[0]
 
 
 def module_map(path: str):
@@ -259,6 +264,8 @@ class _Combined:
         out = self.debug.frames_many(addrs, module)
         missing = [i for i, frames in enumerate(out) if frames[0].function == UNKNOWN]
         if missing:
+            from psuite.calltree import Frame
+
             for i, hit in zip(missing, self.binary.lookup_many([addrs[i] for i in missing]), strict=True):
                 first = out[i][0]
                 out[i] = [Frame(hit[1], module, first.file, first.line, first.inlined), *out[i][1:]]
@@ -431,6 +438,8 @@ class ModuleMap:
 
     def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
         """One frame per address: pyelftools is the fallback, without inlined calls."""
+        from psuite.calltree import Frame
+
         return [[Frame(function, module, file, line)] for file, function, line in self.lookup_many(addrs)]
 
     def lookup(self, addr: int) -> tuple[str, str, int]:
@@ -481,6 +490,55 @@ def _lookup(mmap, addrs: list[int]) -> list[tuple[str, str, int]]:
     return out
 
 
+_PENDING: dict[tuple[str, int, int, int], tuple[object, list]] = {}  # file key -> (thread, [map or error])
+atexit.register(_PENDING.clear)  # as _MAPS below
+
+
+def _file_key(path: str) -> tuple[str, int, int, int]:
+    st = os.stat(path)
+    return path, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def prefetch(path: str) -> None:
+    """Start decoding path's map (module_map) in a thread, for resolve to
+    take up: psprocess calls it when the parser meets a module, so the
+    decoding overlaps the reading of the samples.  The C decoder runs
+    without the GIL (cffi releases it during the call)."""
+    try:
+        key = _file_key(path) if _is_file(path) else None
+    except OSError:
+        return
+    if key is None or key in _PENDING:
+        return
+    import threading
+
+    box: list = []
+
+    def work() -> None:
+        try:
+            box.append(module_map(path))
+        except Exception as exc:  # noqa: BLE001 - raised again where resolve asks for the map
+            box.append(exc)
+
+    thread = threading.Thread(target=work, name=f"psuite-prefetch {os.path.basename(path)}", daemon=True)
+    thread.start()
+    _PENDING[key] = (thread, box)
+
+
+def _module_map(path: str):
+    """module_map(path), from prefetch when it started on this very file."""
+    try:
+        pending = _PENDING.pop(_file_key(path), None) if _PENDING else None
+    except OSError:
+        pending = None
+    if pending is not None:
+        thread, box = pending
+        thread.join()
+        if box and not isinstance(box[0], Exception):
+            return box[0]
+    return module_map(path)  # not prefetched, or it failed: here, where its error belongs
+
+
 def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
@@ -488,18 +546,24 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
     totals: dict[tuple[str, str, str, int], int] = {}
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     for mod in report.modules:
-        mmap = module_map(mod.file) if _is_file(mod.file) else None
-        pcs = list(mod.samples)
+        mmap = _module_map(mod.file) if _is_file(mod.file) else None
+        pcs, counts = list(mod.samples), list(mod.samples.values())
+        per_hit: dict[tuple[str, str, int], int] = {}  # (file, function, line) -> samples, in first-seen order
+        get = per_hit.get
         for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
-            batch = pcs[start:start + 4096]
-            found = _lookup(mmap, [pc - mod.offset for pc in batch])
-            for pc, (file, function, line) in zip(batch, found, strict=True):
-                key = (mod.file, file, function, line)
-                totals[key] = totals.get(key, 0) + mod.samples[pc]
-            done += len(batch)
+            found = _lookup(mmap, [pc - mod.offset for pc in pcs[start:start + 4096]])
+            for hit, n in zip(found, counts[start:start + 4096], strict=True):
+                per_hit[hit] = get(hit, 0) + n
+            done += len(found)
             if progress:
                 progress(done, todo)
-    return [Location(*key, samples) for key, samples in totals.items()]  # key: (module, file, function, line)
+        for (file, function, line), n in per_hit.items():  # the same order as summing per address
+            key = (mod.file, file, function, line)
+            totals[key] = totals.get(key, 0) + n
+    if not totals:
+        return []
+    modules, files, functions, lines = zip(*totals, strict=True)  # key: (module, file, function, line)
+    return list(map(Location, modules, files, functions, lines, totals.values()))
 
 
 def resolve_into(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> None:
@@ -542,6 +606,8 @@ def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     function that contains the address, as `addr2line -f -i` lists them.
     Unknown addresses give one frame named "??".  Callers pass return
     addresses already moved to the call instruction (addr - 1)."""
+    from psuite.calltree import Frame
+
     mmap = _cached_map(module_file) if _is_file(module_file) else None
     unknown = [Frame(UNKNOWN, module_file)]
     if mmap is None:

@@ -12,6 +12,7 @@ from psuite.psprocess.readers.document import Document, parse
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
+    from collections.abc import Callable
     from typing import IO
 
 READERS = (hwpcreport, hwpcprofile, hwpcprofilereport, multi, resourcereport)
@@ -29,10 +30,11 @@ def read_document(doc: Document):
                      "<multihwpcprofilereport>, <resourcereport> and <callpaths>)")
 
 
-def read_stream(stream: IO[bytes], source: str):
+def read_stream(stream: IO[bytes], source: str, on_module: Callable[[str], None] | None = None):
     """The report model of one document, parsed from a binary stream.  A
     <callpaths> companion read on its own is a ProfileReport of its call
-    paths (readers/callpaths.py streams it with a parser of its own)."""
+    paths (readers/callpaths.py streams it with a parser of its own).
+    on_module: see document.parse."""
     from psuite.psprocess.readers import callpaths
 
     if not hasattr(stream, "peek"):  # look at the first bytes without consuming them
@@ -40,4 +42,4 @@ def read_stream(stream: IO[bytes], source: str):
     head = stream.peek(4096)[:4096]  # type: ignore[attr-defined]
     if callpaths.is_callpaths(head):
         return callpaths.report_alone(callpaths.read(stream, source))
-    return read_document(parse(stream, source))
+    return read_document(parse(stream, source, on_module))

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 
-from psuite.calltree import KIND_NAMES, CallPathModule, CallPathProfile, ThreadCallPaths
 from psuite.errors import InputError
 from psuite.formats import values
 
@@ -18,9 +17,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
     from typing import IO
 
+    from psuite.calltree import CallPathModule, CallPathProfile, ThreadCallPaths
+
 ROOT = "callpaths"
 SUFFIX = ".callpaths.xml"
-_KINDS = {name: i for i, name in enumerate(KIND_NAMES)}
+KIND_NAMES: tuple[str, ...] = ()
+_KINDS: dict[str, int] = {}
 _FIX = "regenerate it with psrun --callpath (the format: docs/formats/callpaths.md)"
 
 
@@ -178,9 +180,22 @@ class _Reader:
         return self.cp
 
 
+def _load_model() -> None:
+    """psuite.calltree's names, imported by the first read(): psprocess
+    imports this module for is_callpaths and the companion names even when
+    there are no call paths, and psuite.calltree costs milliseconds."""
+    global KIND_NAMES, _KINDS, CallPathModule, CallPathProfile, ThreadCallPaths  # noqa: PLW0603
+    if not _KINDS:
+        from psuite.calltree import KIND_NAMES, CallPathModule, CallPathProfile, ThreadCallPaths
+
+        _KINDS = {name: i for i, name in enumerate(KIND_NAMES)}
+
+
 def read(stream: IO[bytes], source: str) -> CallPathProfile:
     """The document read from a binary stream."""
     from lxml import etree
+
+    _load_model()
 
     reader = _Reader(source)
     try:

@@ -21,6 +21,7 @@ from psuite.report import Event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
+    from collections.abc import Callable
     from typing import IO
 
 _TYPES = {"preset": "preset", "native": "native"}  # one string object for every event
@@ -145,8 +146,18 @@ class Document:
 CHUNK = 1 << 16  # bytes parsed at a time: the elements of one chunk are in the tree at once
 
 
-def parse(stream: IO[bytes], source: str) -> Document:
-    """The document read from a binary stream, its long lists taken out."""
+def _raw_profile_module(el) -> bool:
+    """A <module> of a raw profile (<hwpcreport mode="profile">): its PCs are to be resolved."""
+    data = el.getparent()
+    report = data.getparent() if data is not None and data.tag == "hwpcprofiledata" else None
+    return report is not None and report.tag == "hwpcreport" and report.get("mode") == "profile"
+
+
+def parse(stream: IO[bytes], source: str, on_module: Callable[[str], None] | None = None) -> Document:
+    """The document read from a binary stream, its long lists taken out.
+    on_module(file) is called as soon as a raw profile's <module> starts,
+    before its samples are read: psprocess starts decoding the module's
+    debug information then, while the rest of the document is parsed."""
     from lxml import etree
 
     doc = Document(source)
@@ -154,15 +165,21 @@ def parse(stream: IO[bytes], source: str) -> Document:
     # of the tree without a Python call per element, and after each chunk
     # the containers' complete children (all but the last, which may still
     # be parsing) are read and dropped in one go.
-    parser = etree.XMLPullParser(events=("start", "end"), tag=tuple(Document._STREAMS), resolve_entities=False,
+    tags = (*Document._STREAMS, "module") if on_module else tuple(Document._STREAMS)
+    parser = etree.XMLPullParser(events=("start", "end"), tag=tags, resolve_entities=False,
                                  no_network=True, load_dtd=False, huge_tree=False, remove_comments=True,
                                  remove_pis=True)
     opened: list = []  # containers started and not yet ended, in document order
     try:
-        while data := stream.read(CHUNK):
+        size = 4096 if on_module else CHUNK  # a small first chunk: the first <module> is seen early
+        while data := stream.read(size):
+            size = CHUNK
             parser.feed(data)
             for event, el in parser.read_events():
-                if event == "start":
+                if el.tag == "module":
+                    if event == "start" and _raw_profile_module(el):
+                        on_module(el.get("file", ""))
+                elif event == "start":
                     opened.append(el)
                 else:
                     doc._take(el, len(el))

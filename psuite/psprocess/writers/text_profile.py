@@ -15,10 +15,13 @@ RULE = "=" * 78
 def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int], total: int,
              threshold: float) -> None:
     """Samples summed per key, the largest first (ties by name)."""
-    sums: dict[str, int] = {}
-    get = sums.get
-    for k, n in zip(keys, counts, strict=True):
-        sums[k] = get(k, 0) + n
+    keys = list(keys)
+    sums: dict[str, int] = dict(zip(keys, counts, strict=True))  # right when every key is distinct
+    if len(sums) != len(keys):
+        sums = {}
+        get = sums.get
+        for k, n in zip(keys, counts, strict=True):
+            sums[k] = get(k, 0) + n
     lines += ["", title, "-" * len(title), f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name"]
     names = sorted(sums)  # by name: the stable sort by samples below keeps that order among ties
     names.sort(key=sums.__getitem__, reverse=True)
@@ -26,8 +29,10 @@ def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int
     scale = 100.0 / total if total else 0.0
     # "samples self%" once per distinct count (most counts are small and repeat), None when below the threshold
     heads = {n: None if n * scale < threshold else f"{n:>10,} {n * scale:>7.2f}%" for n in set(ranked)}
-    shown = [f"{heads[n]} {running * scale:>7.2f}%  {name}"
-             for name, n, running in zip(names, ranked, accumulate(ranked), strict=True) if heads[n] is not None]
+    rows = zip(map(heads.__getitem__, ranked), map(scale.__mul__, accumulate(ranked)), names, strict=True)
+    if None in heads.values():
+        rows = (row for row in rows if row[0] is not None)
+    shown = list(map("%s %7.2f%%  %s".__mod__, rows))  # %-formatting through map: twice as fast as an f-string
     lines += shown
     hidden = len(names) - len(shown)
     if hidden:
@@ -56,8 +61,12 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
     counts = [loc.samples for loc in locs]
     total = sum(counts) or 1
     _summary(lines, "Module Summary", [loc.module for loc in locs], counts, total, threshold)
-    _summary(lines, "File Summary", [loc.file for loc in locs], counts, total, threshold)
-    _summary(lines, "Function Summary", [f"{loc.function}  ({loc.file})" for loc in locs], counts, total, threshold)
-    _summary(lines, "Function:File:Line Summary", [f"{loc.function}:{loc.file}:{loc.line}" for loc in locs], counts,
-             total, threshold)
+    files, functions = [loc.file for loc in locs], [loc.function for loc in locs]
+    _summary(lines, "File Summary", files, counts, total, threshold)
+    # names %-formatted through map: no Python loop per location
+    _summary(lines, "Function Summary", map("%s  (%s)".__mod__, zip(functions, files, strict=True)), counts, total,
+             threshold)
+    _summary(lines, "Function:File:Line Summary",
+             map("%s:%s:%s".__mod__, zip(functions, files, [loc.line for loc in locs], strict=True)), counts, total,
+             threshold)
     return "\n".join(lines) + "\n"
