@@ -141,6 +141,9 @@ def _doc(body: str, version: str = "1.0") -> bytes:
     (_doc('<node id="1" parent="0" module="1" addr="1010" samples="1"/><node id="1" parent="0" kind="truncated"/>'),
      "declared twice"),
     (_doc('<node id="1" parent="0" module="1" addr="1010" samples="1"/>', version="2.0"), "version='2.0'"),
+    (_doc("".join(f'<node id="{i}" parent="{i - 1}" module="1" addr="1010"/>' for i in range(1, 1026))
+          + '<node id="1026" parent="1025" module="1" addr="1010" samples="1"/>'),
+     "is 1026 frames deep, more than maxdepth 1024 allows"),
 ])
 def test_reader_rejects_malformed_documents_in_one_line(tmp_path, data, problem):
     path = tmp_path / "bad.callpaths.xml"
@@ -155,9 +158,10 @@ def test_reader_rejects_malformed_documents_in_one_line(tmp_path, data, problem)
 
 def test_reader_streams_and_drops_nodes(tmp_path):
     """A large document is read without keeping its elements: 200,000
-    nodes read, and the model holds them as four flat lists."""
+    nodes read (chains 100 deep), and the model holds them as flat lists."""
     n = 200_000
-    body = "".join(f'<node id="{i}" parent="{i - 1}" module="1" addr="{0x2000 + i:x}"/>' for i in range(1, n))
+    body = "".join(f'<node id="{i}" parent="{i - 1 if i % 100 else 0}" module="1" addr="{0x2000 + i:x}"/>'
+                   for i in range(1, n))
     body += f'<node id="{n}" parent="{n - 1}" module="1" addr="3000" kind="sample" samples="1"/>'
     path = tmp_path / "big.callpaths.xml"
     path.write_bytes(_doc(body))

@@ -70,12 +70,17 @@ def _where(el) -> str:
     return f'<{el.tag} id="{ident}">' if ident is not None else f"<{el.tag}>"
 
 
+MAX_DEPTH = 1024  # psrun --callpath's largest depth, for a document without maxdepth
+
+
 class _Reader:
     def __init__(self, source: str) -> None:
         self.source = source
         self.cp = CallPathProfile(source=source)
         self.thread: ThreadCallPaths | None = None
         self.ids: dict[int, int] = {}  # document node id -> index in the thread's lists
+        self.depths: list[int] = [0]  # per index: frames from the root
+        self.deepest = MAX_DEPTH + 1  # frames a node may be from the root: maxdepth under a placeholder
         self.modules_used: set[int] = set()
 
     def start(self, el) -> None:
@@ -87,6 +92,8 @@ class _Reader:
                 samples=_int(el, "samples", source, "0"), truncated=_int(el, "truncated", source, "0"),
                 lost=_int(el, "lost", source, "0"))
             self.ids = {0: 0}
+            self.depths = [0]
+            self.deepest = min(cp.maxdepth or MAX_DEPTH, MAX_DEPTH) + 1
         elif tag == "profile":
             cp.profile_file = el.get("file", "")
             cp.pid = _int(el, "pid", source, "0")
@@ -128,6 +135,14 @@ class _Reader:
                              f"parents come first; {_FIX}")
         if ident in ids:
             raise InputError(f"{source}: {_where(el)} of thread {t.thread} is declared twice; {_FIX}")
+        depth = self.depths[index] + 1
+        if depth > self.deepest:
+            # A path is at most maxdepth frames under one placeholder: deeper
+            # nodes are a broken document, and would make every per-path
+            # output (records, CSV, JSON) quadratic in the node count.
+            raise InputError(f"{source}: {_where(el)} of thread {t.thread} is {depth} frames deep, more than "
+                             f"maxdepth {self.cp.maxdepth or MAX_DEPTH} allows; {_FIX}")
+        self.depths.append(depth)
         if kind <= 1:  # call or sample: an address in a module
             addr_text, module_text = get("addr"), get("module", "0")
             if addr_text is not None and addr_text.isalnum() and addr_text.isascii() and len(addr_text) <= 16 \
