@@ -65,10 +65,20 @@ def trees_of(report, per_thread: bool) -> list[tuple[str, CallTree]]:
 # --- top-down -----------------------------------------------------------
 
 def top_down(tree: CallTree, threshold: float = 0.0, depth: int | None = None) -> list[str]:
+    def row(value: float, node: CallNode, total: float) -> str:
+        return f"{_n(value):>10} {_pct(value, total)} {_n(node.exclusive):>10} {_pct(node.exclusive, total)}  "
+
+    return _indented(tree, f"{'Inclusive':>10} {'%':>7} {'Exclusive':>10} {'%':>7}  Call path", row, threshold,
+                     depth)
+
+
+def _indented(tree: CallTree, header: str, row, threshold: float, depth: int | None) -> list[str]:
+    """The tree indented by depth, the largest inclusive value first; each
+    line is row(inclusive, node, total) then the frame."""
     incl = tree.inclusive_values()
     total = incl[id(tree.root)]
     cut = total * threshold / 100.0
-    lines = [f"{'Inclusive':>10} {'%':>7} {'Exclusive':>10} {'%':>7}  Call path"]
+    lines = [header]
     hidden = deep = 0
     stack = [(c, 1) for c in _sorted(tree.root, incl, reverse=True)]
     while stack:
@@ -77,8 +87,7 @@ def top_down(tree: CallTree, threshold: float = 0.0, depth: int | None = None) -
         if value < cut:
             hidden += 1
             continue
-        lines.append(f"{_n(value):>10} {_pct(value, total)} {_n(node.exclusive):>10} {_pct(node.exclusive, total)}  "
-                     f"{'  ' * (d - 1)}{label(node.frame)}")
+        lines.append(f"{row(value, node, total)}{'  ' * (d - 1)}{label(node.frame)}")
         if depth is not None and d >= depth:
             deep += bool(node.children)
             continue
@@ -146,26 +155,11 @@ def inverted(tree: CallTree) -> CallTree:
 
 
 def bottom_up(tree: CallTree, threshold: float = 0.0, depth: int | None = None) -> list[str]:
-    inv = inverted(tree)
-    incl = inv.inclusive_values()
-    total = incl[id(inv.root)]
-    cut = total * threshold / 100.0
-    lines = [f"{'Samples':>10} {'%':>7}  Function (self samples), callers beneath (samples through them)"]
-    hidden = deep = 0
-    stack = [(c, 1) for c in _sorted(inv.root, incl, reverse=True)]
-    while stack:
-        node, d = stack.pop()
-        value = incl[id(node)]
-        if value < cut:
-            hidden += 1
-            continue
-        lines.append(f"{_n(value):>10} {_pct(value, total)}  {'  ' * (d - 1)}{label(node.frame)}")
-        if depth is not None and d >= depth:
-            deep += bool(node.children)
-            continue
-        stack.extend((c, d + 1) for c in _sorted(node, incl, reverse=True))
-    _footer(lines, hidden, deep, threshold, depth)
-    return lines
+    def row(value: float, node: CallNode, total: float) -> str:
+        return f"{_n(value):>10} {_pct(value, total)}  "
+
+    return _indented(inverted(tree), f"{'Samples':>10} {'%':>7}  Function (self samples), callers beneath "
+                     "(samples through them)", row, threshold, depth)
 
 
 # --- callers (gprof call graph) -----------------------------------------
