@@ -248,6 +248,8 @@ extern int ps_modules_closing;
  * loaded at run time.  ps_unwind_init once (normal context); ps_unwind_warm
  * in each thread before it is sampled; ps_unwind in the sample handler. */
 enum { PS_UNW_NONE = 0, PS_UNW_LIBUNWIND, PS_UNW_LIBGCC, PS_UNW_FRAMEPOINTER };
+int ps_hold_async_signals(sigset_t *old);     /* 1: held, give back with ps_release_signals(old) */
+void ps_release_signals(const sigset_t *old);
 int ps_unwind_init(char *note, size_t len);   /* the unwinder used; note: what psrun says */
 const char *ps_unwind_name(void);
 void ps_unwind_warm(void);

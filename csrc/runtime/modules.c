@@ -66,16 +66,12 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
  * view); faults and SIGPROF, the sampler's, are not. */
 static void retire(const ranges_t *r)
 {
-    sigset_t hold, old;
-    sigfillset(&hold);
-    static const int keep[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF};
-    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
-        sigdelset(&hold, keep[i]);
-    int held = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &hold, &old, _NSIG / 8) == 0;
+    sigset_t old;
+    int held = ps_hold_async_signals(&old);
     for (int i = 0; i < r->n; i++)
         ps_sampler_retire(r->lo[i], r->hi[i], r->file, r->base);
     if (held)
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
+        ps_release_signals(&old);
 }
 
 static int kept(void);

@@ -488,17 +488,13 @@ void ps_sampler_thread_end(ps_sthread_t *t)
      * modules.c's retire does): a program handler calling exit() here would
      * write the reports while this thread's tree is being replaced, or wait
      * for the lock this thread holds.  Faults and SIGPROF are not held. */
-    sigset_t hold, old;
-    sigfillset(&hold);
-    static const int keep[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF};
-    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
-        sigdelset(&hold, keep[i]);
-    int held = syscall(SYS_rt_sigprocmask, SIG_BLOCK, &hold, &old, _NSIG / 8) == 0;
+    sigset_t old;
+    int held = ps_hold_async_signals(&old);
     ps_lock_take(&real_lock);
     end_thread(t, t->tid == (pid_t)syscall(SYS_gettid), 0);
     ps_lock_give(&real_lock);
     if (held)
-        syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, _NSIG / 8);
+        ps_release_signals(&old);
 }
 
 /* Threads running before sampling starts - started by the constructors of

@@ -508,3 +508,19 @@ void ps_heapsort(void *base, size_t n, size_t size, int (*less)(const void *, co
         sift(v, 0, end, size, less);
     }
 }
+
+/* The asynchronous signals held back with the kernel's mask directly
+ * (psuite's sigprocmask wrapper shows the program its own view); faults and
+ * SIGPROF, the sampler's, stay deliverable.  Returns 1 when *old is to be
+ * given back with ps_release_signals. */
+int ps_hold_async_signals(sigset_t *old)
+{
+    sigset_t hold;
+    sigfillset(&hold);
+    static const int keep[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS, SIGPROF};
+    for (size_t i = 0; i < sizeof keep / sizeof *keep; i++)
+        sigdelset(&hold, keep[i]);
+    return syscall(SYS_rt_sigprocmask, SIG_BLOCK, &hold, old, _NSIG / 8) == 0;
+}
+
+void ps_release_signals(const sigset_t *old) { syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8); }
