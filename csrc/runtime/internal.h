@@ -260,6 +260,8 @@ void ps_unwind_warm(void);
  * stack pointer is off the thread's own stack).  Async-signal-safe. */
 int ps_unwind(void *uc, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
               int *more);
+void ps_unwind_fork_prepare(void);            /* pthread_atfork: handlers out of the unwinders (their locks) */
+void ps_unwind_fork_done(void);
 void ps_unwind_flush(void);                   /* after dlclose unloaded something */
 unsigned long ps_unwind_snapshot_calls(void);
 /* dlclose, after counting itself in ps_modules_closing: the handlers reading

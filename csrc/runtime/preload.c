@@ -269,7 +269,7 @@ static int watch_process(void)
     measured_pid = getpid();
     if (hooked++)
         return 0;
-    pthread_atfork(NULL, NULL, child_after_fork);
+    pthread_atfork(ps_unwind_fork_prepare, ps_unwind_fork_done, child_after_fork);
     ps_exitpaths_init(finish, resume);
     return atexit(at_exit);
 }
@@ -371,6 +371,7 @@ static int psrun_prepare(void)
 static void child_after_fork(void)
 {
     int saved = errno;
+    ps_unwind_fork_done();
     __atomic_store_n(&exiting_tid, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&writer_tid, 0, __ATOMIC_SEQ_CST);
     int follow = ps_env_flag("PSUITE_FOLLOW");

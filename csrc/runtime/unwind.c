@@ -250,6 +250,34 @@ static int from_pc(void **scratch, int got, int scratch_cap, void *pc, void **fr
     return n;
 }
 
+/* libunwind and libgcc take locks of their own (libunwind with every signal
+ * blocked): a fork while another thread's handler holds one would leave it
+ * held for good in the child, whose first sample would then wait forever.
+ * Around a fork, handlers keep out of the unwinders (their call paths are
+ * counted lost) and the fork waits for those inside to leave. */
+static int unwinding; /* handlers inside an unwinder now, all threads */
+static int forking;
+
+void ps_unwind_fork_prepare(void)
+{
+    __atomic_store_n(&forking, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 200000 && __atomic_load_n(&unwinding, __ATOMIC_SEQ_CST); i++)
+        sched_yield(); /* a handler unwinds in microseconds; bounded all the same */
+}
+
+void ps_unwind_fork_done(void) { __atomic_store_n(&forking, 0, __ATOMIC_SEQ_CST); }
+
+static int enter_unwinder(void)
+{
+    __atomic_add_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+    if (!__atomic_load_n(&forking, __ATOMIC_SEQ_CST))
+        return 1;
+    __atomic_sub_fetch(&unwinding, 1, __ATOMIC_SEQ_CST);
+    return 0;
+}
+
+static void leave_unwinder(void) { __atomic_sub_fetch(&unwinding, 1, __ATOMIC_SEQ_CST); }
+
 int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
               int *more)
 {
@@ -259,15 +287,21 @@ int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap
     int got;
     switch (which) {
     case PS_UNW_LIBUNWIND:
+        if (!enter_unwinder())
+            return -1;
         in_unwinder = 1;
         got = unw_backtrace_p(scratch, scratch_cap);
         in_unwinder = 0;
+        leave_unwinder();
         return got > 0 ? from_pc(scratch, got, scratch_cap, pc, frames, cap, more) : -1;
     case PS_UNW_LIBGCC: {
         void **v[2] = {scratch, scratch + scratch_cap};
+        if (!enter_unwinder())
+            return -1;
         in_unwinder = 1;
         gcc_trace((void *)gcc_collect, v);
         in_unwinder = 0;
+        leave_unwinder();
         return from_pc(scratch, (int)(v[0] - scratch), scratch_cap, pc, frames, cap, more);
     }
     case PS_UNW_FRAMEPOINTER: return fp_walk(uc, frames, cap, stack_hi, more);

@@ -41,6 +41,7 @@ def built(tmp_path_factory) -> dict[str, str]:
     # finds a leaf's return address at the stack pointer (unwind.c)
     cc("-fno-omit-frame-pointer", "-o", str(out / "cpt_fp"), str(SRC / "cpt.c"), "-ldl", "-lpthread")
     cc("-fomit-frame-pointer", "-shared", "-fPIC", "-o", str(out / "libcplib.so"), str(SRC / "cplib.c"))
+    cc("-fomit-frame-pointer", "-o", str(out / "forkstorm"), str(SRC / "forkstorm.c"), "-lpthread")
     cc(
         "-shared",
         "-fPIC",
@@ -513,6 +514,18 @@ def test_fork_child_writes_its_own_with_follow(built, workdir):
     for flat, comp in pairs:
         total, samples, lost = totals(validate(flat, "hwpcreport-0.3.dtd"), companion_root(comp))
         assert total > 20 and total == samples + lost
+
+
+def test_forks_while_other_threads_unwind(built, workdir):
+    """Forks while two threads' samples are inside the unwinder (whose locks
+    a child would inherit held): every followed child runs to its end and
+    writes its pair.  A stress test that guards the fork handshake: the hang
+    it prevents needs a fork to meet a held lock, which 800 forks here did
+    not reproduce without the guard."""
+    p = callpath_run(built["forkstorm"], "60", options=("-f", "-q"))
+    assert p.returncode == 0, p.stderr
+    pairs = documents(workdir)
+    assert len(pairs) == 61 and all(c is not None for _, c in pairs)
 
 
 def test_exec_writes_the_companion_before_it(targets, workdir):
