@@ -49,13 +49,29 @@ def sized_program(cwd: str, seconds: float) -> list[str]:
     return [exe, "0", str(max(1, round(probe * seconds / t))), "0"]
 
 
-def alternate(commands: dict[str, list[str]], rounds: int, cwd: str) -> dict[str, list[float]]:
-    """Run each command once per round, in turn, so drift touches all alike."""
-    times: dict[str, list[float]] = {name: [] for name in commands}
+def timed(argv: list[str], cwd: str) -> tuple[float, float]:
+    """Wall and CPU seconds of one run (CPU: user + system, children included)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
+    _, status, ru = os.wait4(p.pid, 0)
+    if status:
+        sys.exit(f"bench: {argv[0]} failed ({status})")
+    return time.perf_counter() - t, ru.ru_utime + ru.ru_stime
+
+
+def _shown(value: float | tuple[float, float]) -> str:
+    return f"{value[0]:.3f} s ({value[1]:.3f} cpu)" if isinstance(value, tuple) else f"{value:.3f} s"
+
+
+def alternate(commands: dict[str, list[str]], rounds: int, cwd: str, measure=wall) -> dict[str, list]:
+    """Run each command once per round, in turn, so drift touches all alike;
+    per command the list of measure(argv, cwd): wall seconds, or (wall, CPU)
+    with measure=timed."""
+    times: dict[str, list] = {name: [] for name in commands}
     for r in range(rounds):
         for name, argv in commands.items():
-            times[name].append(wall(argv, cwd))
-        print(f"round {r + 1}/{rounds}: " + "  ".join(f"{n} {v[-1]:.3f} s" for n, v in times.items()),
+            times[name].append(measure(argv, cwd))
+        print(f"round {r + 1}/{rounds}: " + "  ".join(f"{n} {_shown(v[-1])}" for n, v in times.items()),
               file=sys.stderr)
     return times
 

@@ -29,9 +29,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
-from _common import arguments, tools, wall
+from _common import alternate, arguments, timed, tools, wall
 
 DEPTH = 30
 
@@ -82,28 +81,10 @@ def build(cwd: str, seconds: float) -> list[str]:
     return [exe, str(max(1, round(probe * seconds / t)))]
 
 
-def timed(argv: list[str], cwd: str) -> tuple[float, float]:
-    """Wall and CPU seconds of one run (CPU: user + system, children included)."""
-    t = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=cwd)
-    _, status, ru = os.wait4(p.pid, 0)
-    if status:
-        sys.exit(f"bench: {argv[0]} failed ({status})")
-    return time.perf_counter() - t, ru.ru_utime + ru.ru_stime
-
-
-def alternate(commands: dict[str, list[str]], rounds: int, cwd: str) -> dict[str, list[tuple[float, float]]]:
-    """Each command once per round, in turn, so drift touches all alike."""
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-    for r in range(rounds):
-        for name, argv in commands.items():
-            times[name].append(timed(argv, cwd))
-        print(
-            f"round {r + 1}/{rounds}: "
-            + "  ".join(f"{n} {v[-1][0]:.3f} s ({v[-1][1]:.3f} cpu)" for n, v in times.items()),
-            file=sys.stderr,
-        )
-    return times
+def perf_record(perf: str, call_graph: str, data: str, program: list[str]) -> list[str]:
+    """perf record of the CPU clock at 1000 Hz with --call-graph call_graph."""
+    return [perf, "record", "-q", "-e", "cpu-clock", "-F", "1000", "--call-graph", call_graph, "-o", data, "--",
+            *program]
 
 
 def tree_memory(psrun: str, program: list[str], cwd: str) -> tuple[str, str]:
@@ -134,38 +115,10 @@ def main() -> int:
             "psrun --callpath": [psrun, "-q", "--callpath", "--period", "1000", *program],
             # the same sampling without call paths: what the unwinding and the trees add
             "psrun flat": [psrun, "-q", "--profile", "ITIMER_PROF", "--period", "1000", *program],
-            "perf dwarf": [
-                perf,
-                "record",
-                "-q",
-                "-e",
-                "cpu-clock",
-                "-F",
-                "1000",
-                "--call-graph",
-                "dwarf",
-                "-o",
-                data,
-                "--",
-                *program,
-            ],
-            "perf fp": [
-                perf,
-                "record",
-                "-q",
-                "-e",
-                "cpu-clock",
-                "-F",
-                "1000",
-                "--call-graph",
-                "fp",
-                "-o",
-                data,
-                "--",
-                *program,
-            ],
+            "perf dwarf": perf_record(perf, "dwarf", data, program),
+            "perf fp": perf_record(perf, "fp", data, program),
         }
-        times = alternate(commands, args.rounds, cwd)
+        times = alternate(commands, args.rounds, cwd, measure=timed)
         for path in glob.glob(os.path.join(cwd, "deep.*.xml")):
             os.unlink(path)
         memory, end = tree_memory(psrun, program, cwd)
