@@ -146,7 +146,8 @@ examples:
              """\
 An experiment's values (CUBE's cube_dump): per metric, call path and thread,
 or aggregated over the threads; inclusive or exclusive along the call tree
-(-x) and the metric tree (--metric-tree).
+(-x, cube_dump's -z) and, with --metric-tree incl, the metric tree
+(cube_dump's -x).
 
   -m  metric names, all (the default), or CubePL expressions defining new
       metrics, NAME:EXPRESSION or just EXPRESSION ("New Metric1" ...):
@@ -275,9 +276,10 @@ def _build_stat(p: ArgumentParser) -> None:
 
 
 def _metric_tree(p: ArgumentParser) -> None:
-    p.add_argument("--metric-tree", choices=("incl", "excl"), default="incl",
-                   help="incl (the default): a metric's value includes its child metrics' (CUBE's collapsed "
-                   "metric); excl: each metric alone")
+    p.add_argument("--metric-tree", choices=("incl", "excl"), default="excl",
+                   help="excl (the default): each metric's values as stored; incl: a metric's value with its "
+                   "child metrics' added (CUBE's collapsed metric, for files whose child metrics hold a share "
+                   "their parent does not, as Scalasca's)")
 
 
 def _build_dump(p: ArgumentParser) -> None:
@@ -319,11 +321,19 @@ _BUILD: dict[str, Callable[[ArgumentParser], None]] = {
 
 
 def main(argv: Sequence[str]) -> int:
-    """psprocess SUBCOMMAND ARGS: argv starts with the subcommand's name."""
+    """psprocess SUBCOMMAND ARGS: argv starts with the subcommand's name.
+    Errors are one line naming the subcommand, as its usage errors are."""
+    from psuite.cli_common import one_line
+    from psuite.errors import PsuiteError
+
     name = argv[0]
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
-    return _RUN[name](args)
+    try:
+        return _RUN[name](args)
+    except PsuiteError as exc:
+        print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_status
 
 
 def _inputs(args) -> list[str]:
