@@ -21,7 +21,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from psuite.errors import UsageError
+from psuite.errors import InputError, UsageError
 from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region
 
 SECONDS = ("sec", "s", "second", "seconds")
@@ -35,6 +35,9 @@ def load(source: str, warn=None) -> Experiment:
     PerfSuite document (file or URL).  InputError/UsageError on bad input."""
     if is_cube(source):
         from psuite.psprocess.readers import cube
+
+        if "://" in source:
+            raise InputError(f"{source}: CUBE files are read from files, not URLs; download it and give the file")
 
         return cube.read(source)
     from psuite.psprocess import inputs, srcmap

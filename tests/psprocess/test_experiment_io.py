@@ -401,3 +401,64 @@ def test_load_refuses_resource_reports(tmp_path):
 
     with pytest.raises(UsageError, match="ResourceReport"):
         experiments.from_report(ResourceReport())
+
+
+def test_dense_index_and_skipped_value_types(tmp_path):
+    """An index of format 3 (dense: no list) holds every row; a metric of a
+    value type psuite does not hold (TAU_ATOMIC) is left out, named, and its
+    child hangs on its parent."""
+    import struct
+
+    exp, values = built(roots=1, ranks=1, threads=2)
+    path = tmp_path / "d.cubex"
+    cube_writer.write(exp, str(path))
+    members = tar_members(path)
+    members["2.index"] = b"CUBEX.INDEX" + struct.pack("<ihb", 1, 0, 3)  # visits: dense
+    write_tar(path, members)
+    back = cube_reader.read(str(path))
+    assert np.array_equal(back.values["visits"], values["visits"])
+    anchor = members["anchor.xml"].decode()
+    start = anchor.index("<uniq_name>visits</uniq_name>")
+    members["anchor.xml"] = (
+        anchor[:start] + anchor[start:].replace("<dtype>UINT64</dtype>", "<dtype>TAU_ATOMIC</dtype>", 1)
+    ).encode()
+    write_tar(path, members)
+    back = cube_reader.read(str(path))
+    assert [m.name for m in back.metrics] == ["time", "comp", "delta", "rate"]
+    assert back.metric("delta").parent is None and back.metric("comp").parent == 0
+    assert back.attributes["psuite::skipped_metrics"] == "visits"
+    assert np.array_equal(back.values["delta"], values["delta"])
+
+
+def test_cubepl_mode_writes_postderived_without_data(tmp_path):
+    exp, _ = built(roots=1)
+    path = tmp_path / "p.cubex"
+    cube_writer.write(exp, str(path), derived="cubepl")
+    members = tar_members(path)
+    anchor = members["anchor.xml"].decode()
+    assert '<metric id="4" type="POSTDERIVED">' in anchor
+    assert "<cubepl>metric::time(i) / metric::visits(e)</cubepl>" in anchor
+    assert "4.data" not in members and "3.data" in members
+
+
+def test_load_and_what_cannot_be_written(tmp_path):
+    from psuite.errors import UsageError
+
+    known = scorep_cube(tmp_path / "s.cubex")
+    assert experiments.load(known.path).paths() == known.paths
+    with pytest.raises(InputError, match="not URLs"):
+        experiments.load("https://example.org/profile.cubex")
+    with pytest.raises(UsageError, match="no call paths"):
+        cube_writer.write(Experiment(locations=[Location()]), str(tmp_path / "e.cubex"))
+    assert not (tmp_path / "e.cubex").exists() and not (tmp_path / "e.stat").exists()
+
+
+def test_gzip_compressed_anchor(tmp_path):
+    import gzip
+
+    known = scorep_cube(tmp_path / "z.cubex", compressed=True)
+    members = tar_members(known.path)
+    members["anchor.xml"] = gzip.compress(members["anchor.xml"])
+    write_tar(known.path, members)
+    exp = cube_reader.read(known.path)
+    assert exp.paths() == known.paths and np.array_equal(exp.inclusive("mpi"), known.inclusive["mpi"])

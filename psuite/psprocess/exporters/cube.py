@@ -215,6 +215,9 @@ def write_experiment(exp: Experiment, path: str, force: bool = False, derived: s
     from psuite.cli_common import atomic_outputs
 
     path, stat_path = targets(path)
+    if not exp.cnodes or not exp.locations:
+        raise UsageError(f"{path}: the experiment has no {'call paths' if not exp.cnodes else 'locations'}; a CUBE "
+                         "file needs at least one of each")
     deep = depth_first(exp)
     if len(deep) != len(exp.cnodes):
         raise UsageError("the call tree has a cnode no root reaches; it cannot be written")
