@@ -143,27 +143,25 @@ def _thread_number(thread: str) -> int:
 
 def _locations(exp: Experiment, reports: Sequence) -> list[int]:
     """exp.locations in system-tree order (hosts sorted, then processes by
-    rank or pid, then threads by number); returns each report's location."""
+    rank or pid, then threads by number); returns each report's location.
+    A process's rank is its MPI rank, else its position (0, 1 ... among
+    the ranks no MPI process has): two runs of one program then have the
+    same system tree, whatever their pids."""
     hosts: dict[str, dict[tuple, list[int]]] = {}
     for i, r in enumerate(reports):
         process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
         hosts.setdefault(r.hostname or "localhost", {}).setdefault(process, []).append(i)
+    taken = {r.rank for r in reports if r.rank is not None}
+    free = (n for n in range(len(reports) + len(taken) + 1) if n not in taken)
     where = [0] * len(reports)
     for host in sorted(hosts):
         for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
+            rank = process[1] if process[0] == "rank" else next(free)
             for i in sorted(hosts[host][process], key=lambda i: _thread_number(reports[i].thread)):
                 where[i] = len(exp.locations)
                 thread = reports[i].thread or "0"
-                exp.locations.append(
-                    Location(
-                        "machine",
-                        host,
-                        f"{process[0]} {process[1]}",
-                        process[1],
-                        f"thread {thread}",
-                        _thread_number(thread),
-                    )
-                )
+                name = f"{process[0]} {process[1]}"
+                exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", _thread_number(thread)))
     return where
 
 

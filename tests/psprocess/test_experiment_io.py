@@ -282,6 +282,8 @@ def test_counting_report(targets, workdir):
     assert shown.returncode == 0, shown.stderr
     [report] = json.loads(shown.stdout)["reports"]
     assert [exp.region_name(c) for c in range(len(exp.cnodes))] == ["work"] and len(exp.locations) == 1
+    pid = int(doc.name.split(".")[1])  # work.PID.HOST.xml
+    assert (exp.locations[0].process, exp.locations[0].rank) == (f"pid {pid}", 0)  # not MPI: rank by position
     assert {e["name"] for e in report["events"]} == {"task-clock", "page-faults"}
     for e in report["events"]:
         assert exp.metric(e["name"]).dtype == "UINT64" and int(exp.values[e["name"]][0, 0]) == e["count"]
@@ -446,6 +448,9 @@ def test_load_and_what_cannot_be_written(tmp_path):
 
     known = scorep_cube(tmp_path / "s.cubex")
     assert experiments.load(known.path).paths() == known.paths
+    renamed = tmp_path / "profile.tar"  # a CUBE file by its content, whatever its name
+    renamed.write_bytes(open(known.path, "rb").read())
+    assert experiments.load(str(renamed)).paths() == known.paths
     with pytest.raises(InputError, match="not URLs"):
         experiments.load("https://example.org/profile.cubex")
     with pytest.raises(UsageError, match="no call paths"):
