@@ -366,10 +366,14 @@ def _cube_targets(path: str) -> list[str]:
     return [path, path[: -len(CUBE_EXTENSION)] + ".stat"]
 
 
-def _load(source: str):
+def _load(source: str, command: str):
+    """Any input psuite reads, as an experiment; warnings name the subcommand."""
     from psuite.psprocess import experiments
 
-    return experiments.load(source)
+    def warn(message: str) -> None:
+        print(f"psprocess {command}: warning: {message}", file=sys.stderr)
+
+    return experiments.load(source, warn=warn)
 
 
 def _algebra(call: Callable, *a, **kw):
@@ -407,7 +411,7 @@ def _run_diff(args) -> int:
         raise UsageError("-m/--metric goes with --folded (the metric of the folded stacks)")
     from psuite.psprocess import algebra
 
-    minuend, subtrahend = _load(args.minuend), _load(args.subtrahend)
+    minuend, subtrahend = _load(args.minuend, args.command), _load(args.subtrahend, args.command)
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
@@ -423,7 +427,7 @@ def _run_nary(args) -> int:
     _check_outputs(args, _cube_targets(args.output) if args.output else [])
     from psuite.psprocess import algebra
 
-    exps = [_load(s) for s in args.inputs]
+    exps = [_load(s, args.command) for s in args.inputs]
     return _finish(args, _algebra(getattr(algebra, args.command), exps, collapse=args.collapse, consume=True))
 
 
@@ -433,7 +437,7 @@ def _run_cut(args) -> int:
     _check_outputs(args, _cube_targets(args.output) if args.output else [])
     from psuite.psprocess import algebra
 
-    exp = _load(args.input)
+    exp = _load(args.input, args.command)
     return _finish(args, _algebra(algebra.cut, exp, root=args.root, prune=tuple(args.prune)))
 
 
@@ -472,7 +476,7 @@ def _run_compare(args) -> int:
     from psuite.cli_common import write_output
     from psuite.psprocess import algebra, experiment_views
 
-    a, b = _load(args.a), _load(args.b)
+    a, b = _load(args.a, args.command), _load(args.b, args.command)
     if tolerances:
         known = {m.name for m in a.metrics} | {m.name for m in b.metrics}
         for t in tolerances:
@@ -490,7 +494,7 @@ def _run_stat(args) -> int:
     from psuite.cli_common import write_output
     from psuite.psprocess import stat
 
-    exp = _load(args.input)
+    exp = _load(args.input, args.command)
     text = stat.run(exp, metrics=_list(args.metrics), routines=_list(args.routines), top=args.top,
                     fmt=args.format, metric_tree=args.metric_tree)
     write_output(args.output, text, args.force)
@@ -506,7 +510,7 @@ def _run_dump(args) -> int:
     from psuite.cli_common import write_output
     from psuite.psprocess import dump
 
-    exp = _load(args.input)
+    exp = _load(args.input, args.command)
     d = dump.compute(exp, metrics=args.metrics, callpaths=args.callpaths, calltree=args.calltree,
                      metric_tree=args.metric_tree, threads=args.threads, regions=args.regions)
     write_output(args.output, list(dump.render(d, args.format)), args.force)

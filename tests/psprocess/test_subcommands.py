@@ -369,3 +369,39 @@ def test_real_profile_stat_and_compare(programs, workdir):
     zero = psprocess("diff", xml, xml, "-f", "csv")
     rows = [r for r in csv.DictReader(io.StringIO(zero.stdout)) if r["kind"] == "callpath"]
     assert rows and all(float(r["inclusive"]) == 0 for r in rows)
+
+
+def test_scorep_style_cube_views(workdir):
+    """A cube as Score-P writes them (INCLUSIVE metrics, mpi under time, two
+    roots, sparse compressed data): stat and dump against the values the
+    fixture computed from its own call tree."""
+    from tests.psprocess.cube_fixtures import scorep_cube
+
+    c = scorep_cube(workdir / "s.cubex")
+    nloc = len(c.locations)
+    proc = psprocess("dump", "s.cubex", "-m", "time,visits", "-x", "incl", "-t", "aggr", "-f", "csv2")
+    assert proc.returncode == 0, proc.stderr
+    rows = list(csv.DictReader(io.StringIO(proc.stdout)))
+    assert len(rows) == len(c.paths)
+    for r in rows:
+        i = int(r["Cnode ID"])
+        assert float(r["time"]) == pytest.approx(c.inclusive["time"][i].sum())
+        assert int(r["visits"]) == c.inclusive["visits"][i].sum()
+    collapsed = psprocess("dump", "s.cubex", "-m", "time", "-c", "3", "--metric-tree", "incl", "-f", "csv")
+    got = [line.split(",") for line in collapsed.stdout.split()]
+    assert [(int(a), int(b)) for a, b, _ in got] == [(3, j) for j in range(nloc)]
+    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3] + c.exclusive["mpi"][3]))
+    proc = psprocess("stat", "s.cubex", "-m", "time", "-f", "csv")
+    assert proc.returncode == 0, proc.stderr
+    got = {(r["routine"], r["view"], r["callee"]): r for r in csv.DictReader(io.StringIO(proc.stdout))}
+    index = {path: i for i, path in enumerate(c.paths)}
+    want = {("main", "incl", ""): c.inclusive["time"][index[("main",)]],
+            ("main", "excl", ""): c.exclusive["time"][index[("main",)]],
+            ("main", "callee", "solve"): c.inclusive["time"][index[("main", "solve")]],
+            ("worker", "incl", ""): c.inclusive["time"][index[("worker",)]],
+            ("worker", "callee", "compute"): c.inclusive["time"][index[("worker", "compute")]]}
+    for key, values in want.items():
+        v = [float(x) for x in values]
+        assert float(got[key]["sum"]) == pytest.approx(sum(v)), key
+        assert float(got[key]["maximum"]) == pytest.approx(max(v)), key
+        assert int(got[key]["count"]) == nloc
