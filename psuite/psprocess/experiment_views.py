@@ -47,6 +47,7 @@ from psuite.experiment import EXCLUSIVE, INCLUSIVE, Experiment, evaluate
 FORMATS = ("text", "json", "csv")
 INCL, EXCL = "incl", "excl"
 TEXT_LOCATIONS = 32  # the text report lists the locations' totals up to this many
+TEXT_METRICS = 4  # metrics per table of the text report
 
 
 # ---------------------------------------------------------------- values
@@ -272,26 +273,44 @@ def render_text(view: View) -> Iterator[str]:
                      short(view.total(m.name), is_integer(exp, m.name))))
     lines += _table(rows, right=(4,))
     yield "\n".join(lines) + "\n"
-    if exp.locations and len(exp.locations) <= TEXT_LOCATIONS and names:
-        rows = [("location", *names)]
-        totals = [view.location_totals(n) for n in names]
-        for j, loc in enumerate(exp.locations):
-            rows.append((loc.label, *(short(t[j], is_integer(exp, n)) for t, n in zip(totals, names, strict=True))))
-        yield "\nPer location (totals):\n" + "\n".join(_table(rows, right=range(1, len(names) + 1))) + "\n"
-    elif exp.locations and names:
+    if 1 < len(exp.locations) <= TEXT_LOCATIONS and names:
+        parts = []
+        for chunk in _chunks(names, TEXT_METRICS):
+            totals = [view.location_totals(n) for n in chunk]
+            rows = [("location", *chunk)]
+            for j, loc in enumerate(exp.locations):
+                rows.append((loc.label, *(short(t[j], is_integer(exp, n)) for t, n in zip(totals, chunk,
+                                                                                          strict=True))))
+            parts.append("\n".join(_table([(*r, "") for r in rows], right=range(1, len(chunk) + 1))))
+        yield "\nPer location (totals):\n" + "\n\n".join(parts) + "\n"
+    elif len(exp.locations) > TEXT_LOCATIONS and names:
         yield (f"\n{len(exp.locations):,} locations: `psprocess stat` gives their statistics, `psprocess dump` "
                "their values.\n")
-    if not exp.cnodes or not names:
+    if len(exp.cnodes) < 2 or not names:  # one call path: its values are the totals above
         return
-    header = [f"{n} {kind}" for n in names for kind in (INCL, EXCL)]
-    cols = [(view.sums(n, INCL), view.sums(n, EXCL), is_integer(exp, n)) for n in names]
-    yield (f"\nCall tree (inclusive and exclusive values, summed over "
-           f"{len(exp.locations):,} location{'s' * (len(exp.locations) != 1)}):\n")
-    rows = [(*header, "call path")]
-    for i in range(len(exp.cnodes)):
-        cells = [short(v[i], integer) for incl, excl, integer in cols for v in (incl, excl)]
-        rows.append((*cells, "  " * exp.depth(i) + f"{exp.region_name(i)} (id={i})"))
-    yield "\n".join(_table(rows, right=range(len(header)))) + "\n"
+    labels = [f"{'  ' * d}{exp.region_name(i)} (id={i})" for i, d in enumerate(_depths(exp))]
+    where = f"summed over {len(exp.locations):,} location{'s' * (len(exp.locations) != 1)}"
+    for chunk in _chunks(names, TEXT_METRICS - 1):
+        header = [f"{n} {kind}" for n in chunk for kind in (INCL, EXCL)]
+        cols = [(view.sums(n, INCL), view.sums(n, EXCL), is_integer(exp, n)) for n in chunk]
+        rows = [(*header, "call path")]
+        for i in range(len(exp.cnodes)):
+            cells = [short(v[i], integer) for incl, excl, integer in cols for v in (incl, excl)]
+            rows.append((*cells, labels[i]))
+        yield (f"\nCall tree, {', '.join(chunk)} (inclusive and exclusive, {where}):\n"
+               + "\n".join(_table(rows, right=range(len(header)))) + "\n")
+
+
+def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
+    """Metrics a few at a time, so that tables stay readable."""
+    return [items[k:k + size] for k in range(0, len(items), size)]
+
+
+def _depths(exp: Experiment) -> list[int]:
+    out: list[int] = []
+    for c in exp.cnodes:
+        out.append(0 if c.parent is None else out[c.parent] + 1)
+    return out
 
 
 def _table(rows: Sequence[Sequence[str]], right: Iterable[int] = ()) -> list[str]:

@@ -231,6 +231,8 @@ def run(exp: Experiment, metrics: Sequence[str] | None = None, routines: Sequenc
     """What `psprocess stat` shows."""
     view = View(exp, metric_tree)
     chosen = select_metrics(exp, metrics)
+    if top is not None and not metrics:  # a column pair per metric: the measured ones, unless asked
+        chosen = [m.name for m in exp.metrics if not m.derived] or chosen
     if not chosen:
         raise UsageError("this experiment has no metrics to show")
     if top is not None:

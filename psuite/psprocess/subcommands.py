@@ -115,12 +115,13 @@ exit status: 0 when equal or within the tolerances, 1 when not, 2 on bad
 input (one line on standard error)."""),
     "cut": ("psprocess cut [--root REGION] [--prune REGION ...] IN [-o OUT.cubex]",
             """\
-Re-root or prune the call tree (CUBE's cube_cut).  --root keeps only the
-subtrees below the call paths of REGION, which become the roots; --prune
-removes the subtrees of REGION's call paths and adds their inclusive values
-to their parents' exclusive values (inlines them), so every root keeps its
-inclusive total.  REGION is a region name, or a regular expression when no
-region has that name.""",
+Re-root or prune the call tree (CUBE's cube_cut).  --root keeps only
+REGION's call paths (the outermost, when it recurses) with everything
+below them; they become the roots.  --prune removes REGION's call paths
+with their subtrees and adds their inclusive values to their parents'
+exclusive values (inlines them), so every root keeps its inclusive total.
+REGION is a region name, or a regular expression when no region has that
+name.""",
             """\
 examples:
   psprocess cut --root solve run.cubex -o solve.cubex
@@ -164,7 +165,8 @@ or aggregated over the threads; inclusive or exclusive along the call tree
 examples:
   psprocess dump run.cubex
   psprocess dump -m time,visits -c roots -x incl -t aggr run.cubex
-  psprocess dump -m 'ipc:metric::PAPI_TOT_INS()/metric::PAPI_TOT_CYC()' -c leafs -f csv2 app.xml
+  psprocess dump -m 'ipc:metric::PAPI_TOT_INS()/metric::PAPI_TOT_CYC()' \\
+      -c leafs -f csv2 app.xml
   psprocess dump -c 'name=^MPI_' -f gnuplot run.cubex > mpi.dat
   psprocess dump -f R -o values.R run.cubex         (in R: source("values.R"))"""),
 }
@@ -265,7 +267,8 @@ def _view_output(p: ArgumentParser) -> None:
 
 def _build_stat(p: ArgumentParser) -> None:
     _operands(p, "stat")
-    p.add_argument("-m", "--metrics", metavar="METRIC,...", help="the metrics (default: every metric)")
+    p.add_argument("-m", "--metrics", metavar="METRIC,...",
+                   help="the metrics (default: every metric; with -t, every measured one); -t sorts by the first")
     p.add_argument("-r", "--routines", metavar="ROUTINE,...",
                    help="the routines: region names, or regular expressions (default: the call tree's roots)")
     p.add_argument("-t", "--top", type=_whole(1, 10**9), metavar="N",

@@ -118,17 +118,37 @@ def test_text_report_tree():
     text = "".join(experiment_views.render(e))
     assert text.startswith("experiment: 4 metrics, 7 call paths, 3 locations (3 processes)")
     assert "source: built.cubex" in text
-    tree = text[text.index("Call tree"):].splitlines()[2:]
+    # tables of three metrics at most: time, mpi, samples; then rate
+    first = text.index("Call tree, time, mpi, samples (inclusive and exclusive, summed over 3 locations):")
+    second = text.index("Call tree, rate (")
+    tree = text[first:second].strip().splitlines()[2:]
     assert len(tree) == len(TREE)
     for i, line in enumerate(tree):
         label = re.search(r"(\s*)(\w+) \(id=(\d+)\)$", line)
         assert int(label.group(3)) == i and label.group(2) == TREE[i][0]
         cells = line[:label.start()].split()
-        # columns: time incl, time excl, mpi incl, mpi excl, samples incl, samples excl, rate incl, rate excl
+        # columns: time incl, time excl, mpi incl, mpi excl, samples incl, samples excl
         assert int(cells[4]) == sum(incl(plain["samples"], i, j) for j in range(NLOC))
         assert int(cells[5]) == sum(plain["samples"][i])
     depth = [len(re.match(r".*?(\s*)\w+ \(id=\d+\)$", line).group(1)) for line in tree]
     assert depth[2] - depth[1] == 2 and depth[6] - depth[5] == 2
+    rate = text[second:].strip().splitlines()
+    assert rate[1].split() == ["rate", "incl", "rate", "excl", "call", "path"] and len(rate) == 2 + len(TREE)
+    per_location = text[text.index("Per location (totals):"):first].strip().splitlines()
+    assert per_location[1].split() == ["location", "time", "mpi", "samples", "rate"]
+    assert [int(line.split()[-2]) for line in per_location[2:]] == \
+        [sum(row[j] for row in plain["samples"]) for j in range(NLOC)]
+
+
+def test_text_report_of_one_call_path_is_its_metrics():
+    e = Experiment()
+    e.add_metric(Metric("PAPI_TOT_CYC", dtype="UINT64"))
+    e.add_cnode(e.add_region(Region("program")), None)
+    e.locations = [Location()]
+    e.zeros("PAPI_TOT_CYC")[:] = 12345
+    text = "".join(experiment_views.render(e))
+    assert "Call tree" not in text and "Per location" not in text
+    assert text.splitlines()[-1].split() == ["PAPI_TOT_CYC", "occ", "UINT64", "exclusive", "12345"]
 
 
 def test_inclusive_stored_metric_shown_exclusive():

@@ -95,7 +95,7 @@ def test_help_of_each_subcommand(name):
     assert text.startswith(f"usage: psprocess {name} ")
     assert "examples:" in text and f"\n  psprocess {name} " in text
     assert "exit status:" in text
-    assert max(len(line) for line in text.splitlines()) <= 100
+    assert max(len(line) for line in text.splitlines()) <= 80
     assert "Traceback" not in proc.stderr
 
 
