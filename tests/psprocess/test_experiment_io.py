@@ -478,3 +478,36 @@ def test_gzip_compressed_anchor(tmp_path):
     write_tar(known.path, members)
     exp = cube_reader.read(known.path)
     assert exp.paths() == known.paths and np.array_equal(exp.inclusive("mpi"), known.inclusive["mpi"])
+
+
+def test_mutated_files_read_or_fail_in_one_line(tmp_path):
+    """Random byte changes and truncations of three cubes (compressed,
+    big-endian, psuite's): each is read, or refused with one InputError
+    line, never another exception."""
+    import random
+
+    rng = random.Random(15)
+    sources = [
+        scorep_cube(tmp_path / "a.cubex").path,
+        scorep_cube(tmp_path / "b.cubex", compressed=False, big_endian=True).path,
+    ]
+    exp, _ = built(roots=1)
+    cube_writer.write(exp, str(tmp_path / "c.cubex"))
+    sources.append(str(tmp_path / "c.cubex"))
+    refused = 0
+    for source in sources:
+        data = open(source, "rb").read()
+        for _ in range(150):
+            d = bytearray(data)
+            for _ in range(rng.choice([1, 2, 5, 20])):
+                d[rng.randrange(len(d))] = rng.randrange(256)
+            if rng.random() < 0.2:
+                d = d[: rng.randrange(len(d))]
+            mutated = tmp_path / "m.cubex"
+            mutated.write_bytes(bytes(d))
+            try:
+                cube_reader.read(str(mutated))
+            except InputError as exc:
+                refused += 1
+                assert "\n" not in str(exc) and str(exc).startswith(str(mutated))
+    assert refused > 100
