@@ -18,7 +18,7 @@ from psuite.psprocess.exporters import cube as cube_writer
 from psuite.psprocess.readers import cube as cube_reader
 from psuite.report import MultiReport
 from tests.conftest import run_tool
-from tests.psprocess.cube_fixtures import scorep_cube
+from tests.psprocess.cube_fixtures import assert_same_experiment, scorep_cube
 
 
 # -- a hand-made experiment -------------------------------------------------------
@@ -70,13 +70,7 @@ def built(roots: int = 2, ranks: int = 3, threads: int = 4, seed: int = 1) -> tu
     return exp, values
 
 
-def assert_same(a: Experiment, b: Experiment) -> None:
-    assert [vars(m) for m in a.metrics] == [vars(m) for m in b.metrics]
-    assert a.regions == b.regions and a.cnodes == b.cnodes and a.locations == b.locations
-    assert set(a.values) == set(b.values)
-    for name, v in a.values.items():
-        assert v.dtype == b.values[name].dtype and np.array_equal(v, b.values[name]), name
-    assert {k: v for k, v in a.attributes.items() if k != "source"}.items() <= b.attributes.items()
+assert_same = assert_same_experiment
 
 
 @pytest.mark.parametrize("derived", ["values", "cubepl"])
@@ -91,7 +85,7 @@ def test_round_trip(tmp_path, derived):
     assert (tmp_path / "rt.stat").exists()
     with pytest.raises(Exception, match="exists"):
         cube_writer.write(exp, str(path))
-    cube_writer.write(exp, str(path), force=True)
+    cube_writer.write(exp, str(path), True)  # force, positionally
 
 
 def test_round_trip_many_locations(tmp_path):

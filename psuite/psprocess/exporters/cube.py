@@ -70,10 +70,12 @@ def targets(path: str) -> list[str]:
     return [path, path[: -len(EXTENSION)] + ".stat"]
 
 
-def write(obj, path: str, module: str | None = None, force: bool = False, derived: str = "values") -> str:
+def write(obj, path: str, module: str | bool | None = None, force: bool = False, derived: str = "values") -> str:
     """Write the .cubex and, beside it, the .stat; obj is an Experiment or a
     report (counting report, profile, combination).  module: unused (for the
     single-module formats).  Says what was written."""
+    if isinstance(module, bool):  # write(obj, path, True): force given where the exporters' convention has module
+        module, force = None, module
     if derived not in ("values", "cubepl"):
         raise ValueError(f"derived={derived!r}: 'values' or 'cubepl'")
     if isinstance(obj, Experiment):
