@@ -24,7 +24,10 @@ through psuite.psprocess.experiments.from_report first.
   the metric's kind (depth first for EXCLUSIVE, cubelib's "wide search"
   for INCLUSIVE), columns by location id.  The arrays are streamed into
   the tar as they are, without copies when the experiment's call paths
-  and locations are already in the file's order."""
+  and locations are already in the file's order.
+
+pycubexr (2.1) reads these files when the call tree has one root and the
+system tree one machine (it asserts both); CUBE itself reads any."""
 
 from __future__ import annotations
 
