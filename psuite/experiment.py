@@ -55,6 +55,13 @@ class Metric:
     def integer(self) -> bool:
         return self.dtype.upper() in INTEGER_TYPES
 
+    @property
+    def combine(self) -> np.ufunc:
+        """How values aggregate over callees and locations: summed, or the
+        least or greatest for CUBE's MINDOUBLE and MAXDOUBLE (Score-P's
+        min_time and max_time)."""
+        return {"MINDOUBLE": np.minimum, "MAXDOUBLE": np.maximum}.get(self.dtype.upper(), np.add)
+
 
 @dataclass
 class Region:
@@ -231,7 +238,7 @@ class Experiment:
         if m.derived:
             return self.derived_values(metric, inclusive=False)
         a = self.stored(metric)
-        if m.kind == EXCLUSIVE:
+        if m.kind == EXCLUSIVE or m.combine is not np.add:  # a least or greatest value has no exclusive part
             return a
         out = a.copy()
         parents = self.parents()
@@ -251,10 +258,11 @@ class Experiment:
             return a
         out = a.copy()
         parents = self.parents()
+        combine = m.combine
         for i in range(len(self.cnodes) - 1, 0, -1):  # children after parents: sums flow up in one pass
             p = parents[i]
             if p >= 0:
-                out[p] += out[i]
+                combine(out[p], out[i], out=out[p])
         return out
 
     def derived_values(self, metric: str, inclusive: bool = True,
@@ -271,10 +279,8 @@ class Experiment:
         m = self.metric(metric)
         if m.derived:
             return float(self.derived_values(metric, fetch=lambda n: self.total(n)))
-        a = self.stored(metric)
-        if m.kind == EXCLUSIVE:
-            return float(a.sum())
-        return float(a[self.roots].sum())
+        a = self.stored(metric) if m.kind == INCLUSIVE else self.inclusive(metric)
+        return float(m.combine.reduce(a[self.roots], axis=None))
 
 
 # -- derived metrics: a safe subset of CubePL ---------------------------------
