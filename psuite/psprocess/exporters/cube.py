@@ -1,36 +1,33 @@
-"""CUBE 4 (.cubex), as the CUBE 4.3 user guide and pycubexr describe it: a
-tar of anchor.xml (metrics, program, system) and per metric <id>.index and
-<id>.data, plus the guide's statistics file (<name>.stat) beside it.
+"""CUBE 4 (.cubex), as the CUBE 4.3 user guide, cubelib and pycubexr read
+it: a tar of anchor.xml (metric tree, program, system tree) and per metric
+<id>.index and <id>.data, plus the guide's statistics file (<name>.stat)
+beside it.  Written from a psuite.experiment.Experiment; a report goes
+through psuite.psprocess.experiments.from_report first.
 
-- Metrics: for profiles "samples" (UINT64) and "time" (DOUBLE, seconds:
-  samples x period) for timer profiles or "events" (samples x threshold)
-  for event overflow; for counting reports each counted event (UINT64)
-  and each derived metric (DOUBLE).  All are EXCLUSIVE: a call path's
-  value excludes its children's.  Units (<uom>) are the two the guide
-  allows: "sec" for times, "occ" (occurrences) for everything else; a
-  derived metric's own unit (ratio, percent, MB/s ...) is named in its
-  description.
-- Program: one region per function (module file, first and last sampled
-  line).  A profile recorded with call paths (psrun --callpath) gives the
-  real call tree: under the program's root, one cnode per calling context
-  of the threads' resolved trees merged (a context every thread reached
-  once), each naming its function's region (an inlined function has a
-  region of its own, "f [inlined]"); values are the context's exclusive
-  samples per thread, so CUBE's inclusive view of a cnode sums its
-  subtree.  Cnodes have no call-site lines: a resolved tree merges a
-  function's calls from different lines into one context.  Without call
-  paths (or when a profile of a combination has none) the tree is flat -
-  the root with one child per function.  Counting reports have only the
-  root.
-- System: machine -> node (host) -> process (MPI rank, else pid) ->
-  thread; combined reports give one cube with every rank and thread.  With
-  call paths the threads are the call-path document's, one location each.
-- Data: uncompressed CUBEX.DATA, one value per call path and location,
-  call paths in index order (depth first), locations in tree order."""
+- Metrics: the experiment's tree, nested, ids in tree order.  A stored
+  metric is written as it is held (EXCLUSIVE or INCLUSIVE, UINT64 when its
+  integers are none negative, else INT64; DOUBLE).  A derived metric is by
+  default written with its values (DOUBLE, INCLUSIVE: the expression over
+  the operands' inclusive values, what CUBE shows of a collapsed call
+  path) and its CubePL expression kept as <attr key="psuite::cubepl">:
+  pycubexr, which knows only stored metrics, reads every file, and psuite
+  reads the metric back as derived.  derived="cubepl" writes CUBE's own
+  POSTDERIVED (or PREDERIVED_*) metric with <cubepl> and no data instead
+  (CUBE recomputes it; pycubexr cannot read such a file).
+- Program: one <region> per region, the call tree nested, cnode ids in
+  depth-first order, call-site lines where known.
+- System: machine -> node -> process (rank) -> thread, location ids in
+  tree order.
+- Data: per metric a dense index (every call path listed) and
+  uncompressed CUBEX.DATA in native byte order (the index's leading 1
+  tells readers which), rows in the order CUBE enumerates call paths for
+  the metric's kind (depth first for EXCLUSIVE, cubelib's "wide search"
+  for INCLUSIVE), columns by location id.  The arrays are streamed into
+  the tar as they are, without copies when the experiment's call paths
+  and locations are already in the file's order."""
 
 from __future__ import annotations
 
-import io
 import math
 import re
 import struct
@@ -38,22 +35,19 @@ import tarfile
 import time
 from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
 from xml.sax import saxutils
 
-from psuite.calltree import BLOCKED_FUNCTION, ROOT_FRAME, TRUNCATED_FUNCTION, Frame, thread_trees
+import numpy as np
+
 from psuite.errors import UsageError
+from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Experiment, Location, Metric, Region, evaluate
 from psuite.psprocess import combine
-from psuite.psprocess.exporters.calltree_common import SourceTree, frame_file, frame_name, source_trees, text
-from psuite.report import CountReport, MultiReport, ProfileReport
+from psuite.psprocess.exporters.calltree_common import text
 
 EXTENSION = ".cubex"
-UINT64_MAX = 2**64 - 1
-
-
-SECONDS = ("sec", "s", "second", "seconds")
-PLACEHOLDERS = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)  # frames standing for no function
-
+CUBEPL_ATTR = "psuite::cubepl"  # a derived metric written with values: its expression
+KIND_ATTR = "psuite::kind"  # ... and its kind
+FLOAT_TYPES = ("DOUBLE", "MINDOUBLE", "MAXDOUBLE")
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
 
@@ -65,276 +59,316 @@ def escape(s: str, entities: dict[str, str] | None = None) -> str:
     return saxutils.escape(_NOT_XML.sub(" ", text(s)), entities or {})
 
 
-class _Metric:
-    def __init__(self, name: str, display: str, dtype: str, unit: str, descr: str) -> None:
-        """unit: the metric's own (seconds, ratio, percent ...), written as
-        the guide's "sec" or "occ", and named in the description otherwise."""
-        self.name, self.display, self.dtype, self.descr = name, display, dtype, descr
-        self.uom = "sec" if unit.lower() in SECONDS else "occ"
-        if self.uom == "occ" and unit and unit.lower() not in ("occ", "events", "samples"):
-            self.descr = f"{descr} (unit: {unit})"
-        self.values: dict[tuple[int, int], float] = {}  # (cnode, location) -> value
+def _attr(s: str) -> str:
+    return escape(s, {'"': "&quot;", "\n": "&#10;", "\t": "&#9;", "\r": "&#13;"})
 
 
-def _reports(obj) -> list:
-    if isinstance(obj, MultiReport):
-        return list(obj.reports)
-    if isinstance(obj, (ProfileReport, CountReport)):
-        return [obj]
-    raise UsageError("--cube takes counting reports or profiles, not resource reports (they have no call paths)")
+def targets(path: str) -> list[str]:
+    """The files write(..., path) creates: the cube and its statistics."""
+    if not path.endswith(EXTENSION):
+        raise UsageError(f"--cube {path}: the file name must end in {EXTENSION}")
+    return [path, path[: -len(EXTENSION)] + ".stat"]
 
 
-def _thread_number(thread: str) -> int:
-    """A thread's rank in the system tree: its number, or 0 when <thread>
-    is not one (a name, non-ASCII digits, a numeral beyond 64 bits)."""
-    return int(thread) if thread.isascii() and thread.isdigit() and len(thread) <= 18 else 0
-
-
-def _locations(reports: Sequence) -> tuple[list, list[int]]:
-    """System tree: host -> process -> thread; returns the tree and, per
-    report, its location id (ids in tree order)."""
-    hosts: dict[str, dict[tuple, list[int]]] = {}
-    for i, r in enumerate(reports):
-        process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
-        hosts.setdefault(r.hostname or "localhost", {}).setdefault(process, []).append(i)
-    tree, where, next_id = [], [0] * len(reports), 0
-    for host in sorted(hosts):
-        groups = []
-        for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
-            members = sorted(hosts[host][process], key=lambda i: _thread_number(reports[i].thread))
-            locations = []
-            for i in members:
-                where[i] = next_id
-                thread = reports[i].thread or "0"
-                locations.append((next_id, f"thread {thread}", _thread_number(thread)))
-                next_id += 1
-            groups.append((f"{process[0]} {process[1]}", process[1], locations))
-        tree.append((host, groups))
-    return tree, where
-
-
-def _profile_model(reports: list[ProfileReport]):
-    regions: dict[str, dict] = {}  # function -> {file, begin, end}
-    for r in reports:
-        for loc in r.locations:
-            reg = regions.setdefault(loc.function, {"file": loc.file, "begin": loc.line or -1, "end": loc.line or -1})
-            if loc.line:
-                reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
-                reg["end"] = max(reg["end"], loc.line)
-    names = sorted(regions)
-    cnode_of = {f: i + 1 for i, f in enumerate(names)}  # 0 is the program's root
-    metrics, timer = _profile_metrics(reports[0])
-    return names, regions, cnode_of, metrics, timer
-
-
-def _profile_metrics(first: ProfileReport | SourceTree) -> tuple[list[_Metric], bool]:
-    """The two metrics of a profile (or of call paths): samples, and time
-    (timer sources) or estimated events; and whether the source is a timer."""
-    timer = bool(first.is_timer and first.threshold)
-    samples = _Metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
-    second = _Metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period") if timer else \
-        _Metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
-    return [samples, second], timer
-
-
-def _per_sample(r: ProfileReport | SourceTree, timer: bool) -> float:
-    """What one sample of r adds to the second metric: seconds, or events."""
-    return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
-
-
-def _fill_profiles(reports, where, cnode_of, metrics, timer) -> None:
-    samples, second = metrics
-    for r, loc_id in zip(reports, where, strict=True):
-        scale = _per_sample(r, timer)
-        for loc in r.locations:
-            key = (cnode_of[loc.function], loc_id)
-            samples.values[key] = samples.values.get(key, 0) + loc.samples
-            second.values[key] = second.values.get(key, 0.0) + loc.samples * scale
-
-
-@dataclass
-class _Where:
-    """Where a thread's tree ran, as _locations takes reports."""
-
-    hostname: str
-    rank: int | None
-    pid: int
-    thread: str
-
-    @classmethod
-    def of(cls, st: SourceTree) -> _Where:
-        t = st.thread
-        return cls(t.hostname, t.rank, t.pid, str(t.thread))
-
-
-def _calltrees(reports: list[ProfileReport]) -> list[SourceTree] | None:
-    """Every thread's resolved tree, when every profile has call paths."""
-    if not all(thread_trees(r) for r in reports):
-        return None
-    return source_trees(MultiReport(reports=reports) if len(reports) > 1 else reports[0], "--cube")
-
-
-def _calltree_model(calltrees: list[SourceTree], where: list[int]):
-    """Regions (one per function, Frame.key), cnodes (region, depth) in
-    depth-first order for the threads' trees merged, and the two metrics
-    filled with each thread's exclusive values."""
-    # The merged tree as flat lists (a CallNode each would cost more than
-    # the rest of the export): node u has frame[u] and kids[u], Frame.key ->
-    # node; 0 is the root.
-    frame: list[Frame] = [ROOT_FRAME]
-    kids: list[dict[tuple[str, str, bool], int]] = [{}]
-    per_thread: list[list[tuple[int, float]]] = []  # (merged node, exclusive) of each thread's contexts
-    for st in calltrees:
-        values = []
-        stack = [(st.thread.tree.root, 0)]
-        while stack:
-            node, u = stack.pop()
-            for key, child in node.children.items():
-                c = kids[u].get(key)
-                if c is None:
-                    c = kids[u][key] = len(frame)
-                    frame.append(child.frame)
-                    kids.append({})
-                if child.exclusive:
-                    values.append((c, child.exclusive))
-                if child.children:
-                    stack.append((child, c))
-        per_thread.append(values)
-    regions: dict[tuple[str, str, bool], dict] = {}
-    names: list[tuple[str, str, bool]] = []
-    cnodes: list[tuple[int, int]] = []
-    cnode_of = [0] * len(frame)
-    todo = [(c, 1) for c in reversed(kids[0].values())]
-    while todo:  # depth first, children in the order met: the cube's cnode order
-        u, depth = todo.pop()
-        f = frame[u]
-        key = f.key
-        r = regions.get(key)
-        if r is None:
-            name = frame_name(f)
-            r = regions[key] = {"id": len(names) + 1, "name": f"{name} [inlined]" if f.inlined else name,
-                                "mangled": name, "file": frame_file(f) or f.module,
-                                "begin": -1, "end": -1, "role": "artificial" if f.function in PLACEHOLDERS
-                                else "function", "descr": "inlined into its caller" if f.inlined else ""}
-            names.append(key)
-        if f.line > 0:
-            r["begin"] = f.line if r["begin"] < 0 else min(r["begin"], f.line)
-            r["end"] = max(r["end"], f.line)
-        cnodes.append((r["id"], depth))
-        cnode_of[u] = len(cnodes)
-        todo.extend((c, depth + 1) for c in reversed(kids[u].values()))
-    (samples, second), timer = _profile_metrics(calltrees[0])
-    for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
-        scale = _per_sample(st, timer)
-        for u, v in values:
-            key = (cnode_of[u], loc_id)
-            samples.values[key] = samples.values.get(key, 0) + v
-            second.values[key] = second.values.get(key, 0.0) + v * scale
-    return names, regions, cnodes, [samples, second]
-
-
-def _count_metrics(reports: list[CountReport], where) -> list[_Metric]:
-    metrics: dict[tuple[str, str], _Metric] = {}
-    for r, loc_id in zip(reports, where, strict=True):
-        for e in r.events:
-            m = metrics.setdefault(("event", e.name), _Metric(e.name, e.name, "UINT64" if float(e.count).is_integer()
-                                                             else "DOUBLE", "events", e.description or e.name))
-            m.values[(0, loc_id)] = e.count
-        for d in r.metrics:
-            m = metrics.setdefault(("metric", d.name), _Metric(
-                d.name.replace(" ", "_"), d.name, "DOUBLE", d.unit or "", d.description or d.name))
-            m.values[(0, loc_id)] = d.value
-    return list(metrics.values())
-
-
-def _integer_metrics_fit(metrics: list[_Metric]) -> None:
-    """An integer metric stays one only if every value is a whole number
-    that UINT64 holds (a count may be 2^64 itself; summed samples more)."""
-    for m in metrics:
-        if m.dtype == "UINT64" and any(not float(v).is_integer() or not 0 <= v <= UINT64_MAX
-                                       for v in m.values.values()):
-            m.dtype = "DOUBLE"
-
-
-def _anchor(metrics, names, regions, program: str, tree, cnodes: Sequence[tuple[int, int]] | None = None) -> bytes:
-    """anchor.xml. Region i (from 1) is regions[names[i - 1]], named by its
-    "name" if it has one, else by its key; cnodes: (region id, depth) of
-    cnodes 1, 2 ... in depth-first order (depth 1: a child of the root),
-    else one cnode per region under the root."""
-    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<cube version="4.4">',
-           '<attr key="CUBE_CT_AGGR" value="SUM"/>', '<attr key="Creator" value="psuite"/>', "<metrics>"]
-    for k, m in enumerate(metrics):
-        out.append(f'<metric id="{k}" type="EXCLUSIVE"><disp_name>{escape(m.display)}</disp_name>'
-                   f"<uniq_name>{escape(m.name)}</uniq_name><dtype>{m.dtype}</dtype><uom>{escape(m.uom)}</uom>"
-                   f"<url></url><descr>{escape(m.descr)}</descr></metric>")
-    out.append("</metrics><program>")
-    out.append(f'<region id="0" mod="" begin="-1" end="-1"><name>{escape(program)}</name>'
-               f"<mangled_name>{escape(program)}</mangled_name><paradigm>user</paradigm><role>artificial</role>"
-               "<url></url><descr>the whole program</descr></region>")
-    for i, f in enumerate(names, 1):
-        r = regions[f]
-        name = r.get("name", f)
-        out.append(f'<region id="{i}" mod="{escape(r["file"], {chr(34): "&quot;"})}" begin="{r["begin"]}" '
-                   f'end="{r["end"]}"><name>{escape(name)}</name><mangled_name>{escape(r.get("mangled", name))}'
-                   f'</mangled_name><paradigm>compiler</paradigm><role>{r.get("role", "function")}</role><url></url>'
-                   f'<descr>{escape(r.get("descr", ""))}</descr></region>')
-    out.append('<cnode id="0" calleeId="0">')
-    if cnodes is None:
-        out += [f'<cnode id="{i}" calleeId="{i}"></cnode>' for i in range(1, len(names) + 1)]
+def write(obj, path: str, module: str | None = None, force: bool = False, derived: str = "values") -> str:
+    """Write the .cubex and, beside it, the .stat; obj is an Experiment or a
+    report (counting report, profile, combination).  module: unused (for the
+    single-module formats).  Says what was written."""
+    if derived not in ("values", "cubepl"):
+        raise ValueError(f"derived={derived!r}: 'values' or 'cubepl'")
+    if isinstance(obj, Experiment):
+        exp = obj
     else:
-        depth = 0  # of the innermost open cnode below the root
-        for i, (region, d) in enumerate(cnodes, 1):
-            out.append("</cnode>" * (depth - d + 1) + f'<cnode id="{i}" calleeId="{region}">')
-            depth = d
-        out.append("</cnode>" * depth)
-    out.append("</cnode></program><system>")
-    out.append('<systemtreenode Id="0"><name>machine</name><class>machine</class>')
-    node_id, group_id = 1, 0
-    for host, groups in tree:
-        out.append(f'<systemtreenode Id="{node_id}"><name>{escape(host)}</name><class>node</class>')
-        node_id += 1
-        for name, rank, locations in groups:
-            out.append(f'<locationgroup Id="{group_id}"><name>{escape(name)}</name><rank>{rank}</rank>'
-                       "<type>process</type>")
-            group_id += 1
-            out += [f'<location Id="{lid}"><name>{escape(lname)}</name><rank>{lrank}</rank><type>thread</type>'
-                    "</location>" for lid, lname, lrank in locations]
-            out.append("</locationgroup>")
-        out.append("</systemtreenode>")
-    out.append("</systemtreenode></system></cube>\n")
-    return "\n".join(out).encode()
+        from psuite.psprocess.experiments import from_report
+
+        exp = from_report(obj)
+    exp.check()
+    stat = write_experiment(exp, path, force, derived)
+    below = len(exp.cnodes) - len(exp.roots)
+    flat = all(c.parent is None or exp.cnodes[c.parent].parent is None for c in exp.cnodes)
+    if below and not flat:
+        shape = f"call tree of {below} calling contexts"
+    else:
+        shape = "flat"
+    return f"CUBE 4 ({shape}), statistics in {stat}"
 
 
-def grid(metric: _Metric, ncnodes: int, nlocations: int) -> array:
-    """The metric's values, dense: ncnodes x nlocations, call path major."""
-    g = array("Q" if metric.dtype == "UINT64" else "d", bytes(8 * ncnodes * nlocations))
-    cast = int if metric.dtype == "UINT64" else float
-    for (cnode, loc), v in metric.values.items():
-        g[cnode * nlocations + loc] = cast(v)
-    return g
+# -- orders --------------------------------------------------------------------
+def depth_first(exp: Experiment) -> np.ndarray:
+    """Cnode indices in depth-first order (children in index order): the
+    file's cnode ids and the rows of an EXCLUSIVE metric."""
+    kids = exp.children()
+    out: list[int] = []
+    for root in exp.roots:
+        stack = [root]
+        while stack:
+            c = stack.pop()
+            out.append(c)
+            stack.extend(reversed(kids[c]))
+    return np.asarray(out, dtype=np.int64)
+
+
+def wide_first(exp: Experiment) -> np.ndarray:
+    """cubelib's "wide search" enumeration (WideSearchEnumerator): each
+    root, then a call path's children together before any grandchild, the
+    children's subtrees in order.  The rows of an INCLUSIVE metric."""
+    kids = exp.children()
+    out: list[int] = []
+    for root in exp.roots:
+        out.append(root)
+        stack = [root]
+        while stack:
+            c = stack.pop()
+            out.extend(kids[c])
+            stack.extend(reversed(kids[c]))
+    return np.asarray(out, dtype=np.int64)
+
+
+def metric_order(exp: Experiment) -> list[int]:
+    """Metric indices in tree order (parents before children): file ids."""
+    out: list[int] = []
+
+    def walk(parent: int | None) -> None:
+        for i in exp.metric_children(parent):
+            out.append(i)
+            walk(i)
+
+    walk(None)
+    if len(out) != len(exp.metrics):
+        raise ValueError("the metric tree has a cycle or a parent that is not a metric")
+    return out
+
+
+def location_order(exp: Experiment) -> tuple[np.ndarray, list]:
+    """Location indices in system-tree order, and the tree: [(machine,
+    [(node, [((rank, process), [location indices])])])]."""
+    from psuite.experiment import system_tree
+
+    tree = [(machine, [(node, list(groups.items())) for node, groups in nodes.items()])
+            for machine, nodes in system_tree(exp.locations).items()]
+    order = [i for _, nodes in tree for _, groups in nodes for _, members in groups for i in members]
+    return np.asarray(order, dtype=np.int64), tree
+
+
+def _identity(order: np.ndarray) -> bool:
+    return bool(np.array_equal(order, np.arange(len(order))))
+
+
+# -- the file ------------------------------------------------------------------
+class _Stream:
+    """A file object over byte buffers, read in pieces without copying
+    (tarfile's copy loop takes memoryview slices)."""
+
+    def __init__(self, parts: Sequence) -> None:
+        self.parts = [memoryview(p).cast("B") for p in parts]
+        self.at = 0
+
+    def read(self, n: int = -1):
+        while self.parts and self.at >= len(self.parts[0]):
+            self.parts.pop(0)
+            self.at = 0
+        if not self.parts:
+            return b""
+        part = self.parts[0]
+        end = len(part) if n < 0 else min(len(part), self.at + n)
+        chunk = part[self.at:end]
+        self.at = end
+        if n >= 0 and len(chunk) < n and len(self.parts) > 1:  # tarfile wants whole pieces
+            rest = self.read(n - len(chunk))
+            return bytes(chunk) + bytes(rest)
+        return chunk
+
+
+def _stored_kind(m: Metric, derived: str) -> str:
+    if m.derived:
+        return m.kind if derived == "cubepl" else INCLUSIVE
+    return m.kind
+
+
+def _dtype(m: Metric, a: np.ndarray | None) -> str:
+    """The file's dtype for the metric's values."""
+    if a is not None and a.dtype.kind == "f":
+        return m.dtype.upper() if m.dtype.upper() in FLOAT_TYPES else "DOUBLE"
+    if a is None:
+        return m.dtype
+    if m.dtype.upper().startswith("U") and (a.size == 0 or int(a.min()) >= 0):
+        return "UINT64"
+    return "INT64"
+
+
+def _values(exp: Experiment, m: Metric, derived: str) -> np.ndarray | None:
+    """What is written for a metric: stored values, a derived metric's
+    inclusive values (derived="values"), or None (no data)."""
+    if not m.derived:
+        return exp.stored(m.name)
+    if derived == "cubepl":
+        return None
+    try:
+        a = exp.derived_values(m.name, inclusive=True)
+    except (KeyError, ValueError) as exc:
+        raise UsageError(f"derived metric {m.name!r}: {exc}; its expression cannot be evaluated here") from None
+    return np.broadcast_to(np.asarray(a, dtype=np.float64), (len(exp.cnodes), len(exp.locations)))
+
+
+def write_experiment(exp: Experiment, path: str, force: bool = False, derived: str = "values") -> str:
+    """The cube and its statistics file; returns the .stat path."""
+    from psuite.cli_common import atomic_outputs
+
+    path, stat_path = targets(path)
+    if not exp.cnodes or not exp.locations:
+        raise UsageError(f"{path}: the experiment has no {'call paths' if not exp.cnodes else 'locations'}; a CUBE "
+                         "file needs at least one of each")
+    deep = depth_first(exp)
+    if len(deep) != len(exp.cnodes):
+        raise UsageError("the call tree has a cnode no root reaches; it cannot be written")
+    wide = None
+    locs, tree = location_order(exp)
+    same_locs = _identity(locs)
+    order = metric_order(exp)
+    arrays = {i: _values(exp, exp.metrics[i], derived) for i in order}
+    dtypes = {i: _dtype(exp.metrics[i], arrays[i]) for i in order}
+    kinds = {i: _stored_kind(exp.metrics[i], derived) for i in order}
+    anchor = _anchor(exp, order, dtypes, kinds, deep, tree, derived)
+    with atomic_outputs([path, stat_path], force, binary=[True, False]) as (f, stat), \
+            tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT, copybufsize=1 << 22) as tar:
+        def add(name: str, *parts) -> None:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime = sum(memoryview(p).nbytes for p in parts), int(time.time())
+            tar.addfile(info, _Stream(parts))
+
+        add("anchor.xml", anchor)
+        for file_id, i in enumerate(order):
+            a = arrays[i]
+            if a is None:
+                continue
+            if kinds[i] == INCLUSIVE:
+                wide = wide_first(exp) if wide is None else wide
+                rows = wide
+            else:
+                rows = deep
+            out = a if _identity(rows) else a[rows]
+            if not same_locs:
+                out = out[:, locs]
+            out = np.ascontiguousarray(out, dtype=np.float64 if a.dtype.kind == "f" else np.int64)
+            add(f"{file_id}.index", _index(len(exp.cnodes)))
+            add(f"{file_id}.data", b"CUBEX.DATA", out)
+            del out
+        stat.write(statistics_text([exp.metrics[i].name for i in order],
+                                   _location_totals(exp, order, arrays, locs)))
+    return stat_path
 
 
 def _index(ncnodes: int) -> bytes:
-    # native byte order throughout (the data too): readers learn it from the 1 here
-    return b"CUBEX.INDEX" + struct.pack("=ihbi", 1, 0, 1, ncnodes) + array("i", range(ncnodes)).tobytes()
+    """A sparse index (format 1) listing every call path: what cubew and
+    pycubexr read.  Native byte order; readers learn it from the 1."""
+    return b"CUBEX.INDEX" + struct.pack("=ihbi", 1, 0, 1, ncnodes) + np.arange(ncnodes, dtype=np.int32).tobytes()
 
 
-def location_totals(g: array, nlocations: int) -> list[float]:
-    """Per location, the sum over call paths (columns of the grid)."""
-    totals = [0.0] * nlocations
-    for start in range(0, len(g), nlocations):
-        totals = list(map(float.__add__, totals, map(float, g[start:start + nlocations])))
-    return totals
+def _location_totals(exp: Experiment, order: list[int], arrays: dict, locs: np.ndarray) -> list[list[float]]:
+    """Per metric (in file order), its per-location totals in tree order:
+    the sum over call paths (EXCLUSIVE), over the roots (INCLUSIVE), or a
+    derived metric's expression over its operands' totals."""
+    roots = exp.roots
+    cache: dict[str, np.ndarray] = {}
+
+    def totals(name: str) -> np.ndarray:
+        if name not in cache:
+            m = exp.metric(name)
+            if m.derived:
+                cache[name] = np.broadcast_to(np.asarray(evaluate(m.expression, totals), dtype=np.float64),
+                                              (len(exp.locations),))
+            else:
+                a = exp.stored(name)
+                src = a if m.kind != INCLUSIVE else a[roots]
+                cache[name] = src.sum(axis=0, dtype=np.float64)
+        return cache[name]
+
+    out = []
+    for i in order:
+        m = exp.metrics[i]
+        try:
+            t = totals(m.name)
+        except (KeyError, ValueError):
+            t = np.full(len(exp.locations), math.nan)
+        out.append([float(v) for v in t[locs]])
+    return out
 
 
-def statistics_text(metrics: list[_Metric], totals_per_metric: list[list[float]]) -> str:
+def _anchor(exp: Experiment, order: list[int], dtypes: dict, kinds: dict, deep: np.ndarray, tree: list,
+            derived: str) -> bytes:
+    out = ['<?xml version="1.0" encoding="UTF-8"?>\n<cube version="4.4">']
+    attributes = {"CUBE_CT_AGGR": "SUM", "Creator": "psuite", **exp.attributes}
+    out += [f'<attr key="{_attr(k)}" value="{_attr(v)}"/>' for k, v in attributes.items()]
+    out.append("<metrics>")
+    file_id = {i: k for k, i in enumerate(order)}
+
+    def metric(i: int) -> None:
+        m = exp.metrics[i]
+        extra = ""
+        if m.derived:
+            if derived == "cubepl":
+                extra = f"<cubepl>{escape(m.expression)}</cubepl>"
+            else:
+                extra = (f'<attr key="{CUBEPL_ATTR}" value="{_attr(m.expression)}"/>'
+                         f'<attr key="{KIND_ATTR}" value="{m.kind}"/>')
+        out.append(f'<metric id="{file_id[i]}" type="{kinds[i]}"><disp_name>{escape(m.display or m.name)}</disp_name>'
+                   f"<uniq_name>{escape(m.name)}</uniq_name><dtype>{dtypes[i]}</dtype><uom>{escape(m.unit)}</uom>"
+                   f"<url></url><descr>{escape(m.description)}</descr>{extra}")
+        for c in exp.metric_children(i):
+            metric(c)
+        out.append("</metric>")
+
+    for i in exp.metric_children(None):
+        metric(i)
+    out.append("</metrics><program>")
+    for i, r in enumerate(exp.regions):
+        out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{r.begin}" end="{r.end}"><name>{escape(r.name)}'
+                   f"</name><mangled_name>{escape(r.name)}</mangled_name><paradigm>{escape(r.paradigm)}</paradigm>"
+                   f"<role>{escape(r.role)}</role><url></url><descr>{escape(r.description)}</descr></region>")
+    depth = [0] * len(exp.cnodes)
+    open_depth = -1  # depth of the innermost open <cnode>
+    for file_cnode, c in enumerate(deep.tolist()):
+        node = exp.cnodes[c]
+        d = 0 if node.parent is None else depth[node.parent] + 1
+        depth[c] = d
+        out.append("</cnode>" * (open_depth - d + 1))
+        line = f' line="{node.line}"' if node.line >= 0 else ""
+        out.append(f'<cnode id="{file_cnode}" calleeId="{node.region}"{line}>')
+        open_depth = d
+    out.append("</cnode>" * (open_depth + 1))
+    out.append("</program><system>")
+    node_id = group_id = loc_id = 0
+    for machine, nodes in tree:
+        out.append(f'<systemtreenode Id="{node_id}"><name>{escape(machine)}</name><class>machine</class>')
+        node_id += 1
+        for node_name, groups in nodes:
+            out.append(f'<systemtreenode Id="{node_id}"><name>{escape(node_name)}</name><class>node</class>')
+            node_id += 1
+            for (rank, process), members in groups:
+                out.append(f'<locationgroup Id="{group_id}"><name>{escape(process)}</name><rank>{rank}</rank>'
+                           "<type>process</type>")
+                group_id += 1
+                for i in members:
+                    loc = exp.locations[i]
+                    out.append(f'<location Id="{loc_id}"><name>{escape(loc.thread)}</name>'
+                               f"<rank>{loc.thread_rank}</rank><type>thread</type></location>")
+                    loc_id += 1
+                out.append("</locationgroup>")
+            out.append("</systemtreenode>")
+        out.append("</systemtreenode>")
+    out.append("</system></cube>\n")
+    return "\n".join(out).encode()
+
+
+# -- the statistics file --------------------------------------------------------
+def statistics_text(names: list[str], totals_per_metric: list[list[float]]) -> str:
     """The guide's statistics file (appendix 3.1): per metric, its per-location
     totals' count, mean, median, minimum, maximum, sum, then variance and the
     quartiles when there are at least two values (the rules: a value may be
     left out only with all that follow it)."""
     lines = ["PatternName MetricID Count Mean Median Minimum Maximum Sum Variance Quartil25 Quartil75"]
-    for k, (m, totals) in enumerate(zip(metrics, totals_per_metric, strict=True)):
-        row = [m.name.replace(" ", "_"), str(k), str(len(totals))]
+    for k, (name, totals) in enumerate(zip(names, totals_per_metric, strict=True)):
+        row = [name.replace(" ", "_"), str(k), str(len(totals))]
         if totals:
             total, mean = _figure(combine.total_and_mean, totals) or (math.nan, math.nan)
             q1, median, q3 = combine.quartiles(totals)
@@ -356,65 +390,45 @@ def _figure(function, *args):
         return None
 
 
-def targets(path: str) -> list[str]:
-    """The files write(..., path) creates: the cube and its statistics."""
-    if not path.endswith(EXTENSION):
-        raise UsageError(f"--cube {path}: the file name must end in {EXTENSION}")
-    return [path, path[: -len(EXTENSION)] + ".stat"]
+# -- the former interface of bench/cube.py ----------------------------------------
+class _Metric:
+    """A metric as write_grids takes it (bench/cube.py)."""
 
-
-def write(obj, path: str, module: str | None = None, force: bool = False) -> str:
-    """Write the .cubex and, beside it, the .stat (every module: module is
-    for the single-module formats): the call tree when every profile has
-    resolved call paths, else flat; says what was written."""
-    reports = _reports(obj)
-    cnodes = None
-    calltrees = _calltrees(reports) if isinstance(reports[0], ProfileReport) else None
-    if calltrees:
-        tree, where = _locations([_Where.of(st) for st in calltrees])
-        nloc = len(calltrees)
-        names, regions, cnodes, metrics = _calltree_model(calltrees, where)
-    else:
-        tree, where = _locations(reports)
-        nloc = len(reports)
-        if isinstance(reports[0], ProfileReport):
-            names, regions, cnode_of, metrics, timer = _profile_model(reports)
-            _fill_profiles(reports, where, cnode_of, metrics, timer)
-        else:
-            names, regions, metrics = [], {}, _count_metrics(reports, where)
-    _integer_metrics_fit(metrics)
-    program = (reports[0].command.split() or ["program"])[0].rsplit("/", 1)[-1] if reports[0].command else "program"
-    ncnodes = (len(names) if cnodes is None else len(cnodes)) + 1
-    stat = write_grids(path, metrics, [grid(m, ncnodes, nloc) for m in metrics], names, regions, program, tree,
-                       force, cnodes)
-    shape = f"call tree of {ncnodes - 1} calling contexts" if cnodes is not None else "flat"
-    return f"CUBE 4 ({shape}), statistics in {stat}"
+    def __init__(self, name: str, display: str, dtype: str, unit: str, descr: str) -> None:
+        self.name, self.display, self.dtype, self.descr = name, display, dtype, descr
+        self.uom = "sec" if unit.lower() in ("sec", "s", "second", "seconds") else "occ"
 
 
 def write_grids(path: str, metrics: list[_Metric], grids: list[array], names: list, regions: dict,
                 program: str, tree: list, force: bool = False,
                 cnodes: Sequence[tuple[int, int]] | None = None) -> str:
-    """The cube from dense grids (one per metric, call path major), and its
-    statistics file; returns the .stat path.  Regions and cnodes as
-    _anchor takes them (cnodes None: flat, one per region)."""
-    from psuite.cli_common import atomic_outputs
+    """The cube from dense grids (one per metric, call path major, "Q" or
+    "d" arrays, viewed without copies), regions[name] = {file, begin, end},
+    flat under the program's root (cnodes None) or (region id, depth)
+    cnodes; tree: [(host, [(process, rank, [(id, thread, rank)])])]."""
+    exp = Experiment()
+    exp.add_region(Region(program, "", -1, -1, "the whole program", "artificial", "user"))
+    for n in names:
+        r = regions[n]
+        exp.add_region(Region(r.get("name", n), r["file"], r["begin"], r["end"]))
+    root = exp.add_cnode(0, None)
+    if cnodes is None:
+        for i in range(1, len(names) + 1):
+            exp.add_cnode(i, root)
+    else:
+        stack = [root]
+        for region, d in cnodes:
+            del stack[d:]
+            stack.append(exp.add_cnode(region, stack[-1]))
+    for host, groups in tree:
+        for process, rank, locations in groups:
+            exp.locations += [Location("machine", host, process, rank, thread, trank) for _, thread, trank in locations]
+    for m, g in zip(metrics, grids, strict=True):
+        exp.add_metric(Metric(m.name, m.display, m.uom, m.dtype, "EXCLUSIVE", m.descr))
+        a = np.frombuffer(g, dtype=np.uint64 if g.typecode == "Q" else np.float64)
+        exp.values[m.name] = a.view(np.int64).reshape(len(exp.cnodes), -1) if g.typecode == "Q" else \
+            a.reshape(len(exp.cnodes), -1)
+    return write_experiment(exp, path, force)
 
-    path, stat_path = targets(path)
-    nloc = sum(len(locations) for _, groups in tree for _, _, locations in groups)
-    ncnodes = (len(names) if cnodes is None else len(cnodes)) + 1
-    index = _index(ncnodes)
-    totals = []
-    with atomic_outputs([path, stat_path], force, binary=[True, False]) as (f, stat), \
-            tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT) as tar:
-        def add(name: str, *parts: bytes) -> None:
-            info = tarfile.TarInfo(name)
-            info.size, info.mtime = sum(len(p) for p in parts), int(time.time())
-            tar.addfile(info, io.BytesIO(b"".join(parts)) if len(parts) > 1 else io.BytesIO(parts[0]))
 
-        add("anchor.xml", _anchor(metrics, names, regions, program, tree, cnodes))
-        for k, g in enumerate(grids):
-            add(f"{k}.index", index)
-            add(f"{k}.data", b"CUBEX.DATA", g.tobytes())
-            totals.append(location_totals(g, nloc))
-        stat.write(statistics_text(metrics, totals))
-    return stat_path
+__all__ = ["write", "write_experiment", "targets", "statistics_text", "depth_first", "wide_first", "DERIVED_KINDS"]

@@ -1,0 +1,456 @@
+"""Every input psuite reads as one psuite.experiment.Experiment.
+
+- `from_report(report)`: a counting report (one root call path; each event
+  a UINT64 metric, DOUBLE when a count is not a whole number int64 holds;
+  each derived metric a POSTDERIVED metric whose CubePL expression is
+  built from its psmetrics definition, run-level keywords such as cpusecs
+  folded to constants, else its value stored as DOUBLE), a profile (flat:
+  the program's root with one child per function; with call paths the
+  threads' resolved trees merged), or a MultiReport (every rank and thread
+  one location; system tree machine -> node (host) -> process (rank, else
+  pid) -> thread).  Profiles have "samples" (UINT64) and "time" (DOUBLE
+  seconds, timer sources) or "events" (samples x threshold), EXCLUSIVE.
+- `load(source)`: a CUBE 4 file (readers/cube.py) or any document
+  psuite.psprocess.inputs.load reads, made ready as psprocess makes it
+  (call-path companions attached, symbols resolved, metrics derived)."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from psuite.errors import InputError, UsageError
+from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region
+
+SECONDS = ("sec", "s", "second", "seconds")
+INT64_MAX = 2**63 - 1
+ROOT_DESCRIPTION = "the whole program"
+
+
+# -- loading -------------------------------------------------------------------
+def load(source: str, warn=None) -> Experiment:
+    """The experiment of any input psuite reads: a .cubex file, or a
+    PerfSuite document (file or URL).  InputError/UsageError on bad input."""
+    if is_cube(source):
+        from psuite.psprocess.readers import cube
+
+        if "://" in source:
+            raise InputError(f"{source}: CUBE files are read from files, not URLs; download it and give the file")
+
+        return cube.read(source)
+    from psuite.psprocess import inputs, srcmap
+    from psuite.psprocess.cli import _prepare
+
+    report = inputs.load(source, warn=warn, on_module=srcmap.prefetch)
+    exp = from_report(_prepare(report, _derive))
+    exp.attributes.setdefault("source", source)
+    return exp
+
+
+def is_cube(source: str) -> bool:
+    """A CUBE 4 file: named .cubex, or a tar archive (ustar magic)."""
+    if source.endswith(".cubex"):
+        return True
+    if "://" in source or not os.path.isfile(source):
+        return False
+    try:
+        with open(source, "rb") as f:
+            head = f.read(265)
+    except OSError:
+        return False
+    return head[257:262] == b"ustar"
+
+
+_definitions: list | None = None
+
+
+def standard_definitions() -> list:
+    """psuite's standard derived-metric definitions (configs/metrics.xml)."""
+    global _definitions
+    if _definitions is None:
+        from psuite.psprocess import metrics
+
+        _definitions = metrics.load(metrics.standard_metrics_path())
+    return _definitions
+
+
+def _derive(report) -> None:
+    from psuite.psprocess import metrics
+
+    report.metrics = metrics.derive(report, standard_definitions())
+
+
+# -- reports -------------------------------------------------------------------
+def from_report(report, definitions: list | None = None) -> Experiment:
+    """The experiment of a CountReport, ProfileReport or MultiReport of
+    either.  definitions: the psmetrics definitions the derived metrics
+    came from (default: psuite's standard set); a metric not among them is
+    stored with its values."""
+    from psuite.report import CountReport, MultiReport, ProfileReport
+
+    if isinstance(report, MultiReport):
+        reports = list(report.reports)
+    elif isinstance(report, (ProfileReport, CountReport)):
+        reports = [report]
+    else:
+        raise UsageError(
+            f"a {type(report).__name__} has no call paths or counts to make a CUBE experiment of; "
+            "give counting reports or profiles"
+        )
+    if not reports:
+        raise UsageError("an empty combination has nothing to make a CUBE experiment of")
+    if not all(type(r) is type(reports[0]) for r in reports):
+        raise UsageError("a combination mixes counting reports and profiles; give one kind")
+    exp = Experiment()
+    exp.attributes.update({"CUBE_CT_AGGR": "SUM", "Creator": "psuite"})
+    if reports[0].command:
+        exp.attributes["command"] = reports[0].command
+    if reports[0].source:
+        exp.attributes["source"] = reports[0].source
+    program = _program(reports[0])
+    if isinstance(reports[0], ProfileReport):
+        calltrees = _calltrees(reports)
+        if calltrees:
+            where = _locations(exp, [_Where.of(st) for st in calltrees])
+            _calltree_model(exp, program, calltrees, where)
+        else:
+            where = _locations(exp, reports)
+            _profile_model(exp, program, reports, where)
+    else:
+        where = _locations(exp, reports)
+        _count_model(exp, program, reports, where, standard_definitions() if definitions is None else definitions)
+    exp.check()
+    return exp
+
+
+def _program(report) -> str:
+    words = report.command.split() if report.command else []
+    return words[0].rsplit("/", 1)[-1] if words else "program"
+
+
+def _root(exp: Experiment, program: str) -> int:
+    r = exp.add_region(Region(program, "", -1, -1, ROOT_DESCRIPTION, "artificial", "user"))
+    return exp.add_cnode(r, None)
+
+
+def _thread_number(thread: str) -> int:
+    """A thread's rank in the system tree: its number, or 0 when <thread>
+    is not one (a name, non-ASCII digits, a numeral beyond 64 bits)."""
+    return int(thread) if thread.isascii() and thread.isdigit() and len(thread) <= 18 else 0
+
+
+def _locations(exp: Experiment, reports: Sequence) -> list[int]:
+    """exp.locations in system-tree order (hosts sorted, then processes by
+    rank or pid, then threads by number); returns each report's location.
+    A process's rank is its MPI rank, else its position (0, 1 ... among
+    the ranks no MPI process has): two runs of one program then have the
+    same system tree, whatever their pids."""
+    hosts: dict[str, dict[tuple, list[int]]] = {}
+    for i, r in enumerate(reports):
+        process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
+        hosts.setdefault(r.hostname or "localhost", {}).setdefault(process, []).append(i)
+    taken = {r.rank for r in reports if r.rank is not None}
+    free = (n for n in range(len(reports) + len(taken) + 1) if n not in taken)
+    where = [0] * len(reports)
+    for host in sorted(hosts):
+        for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
+            rank = process[1] if process[0] == "rank" else next(free)
+            for i in sorted(hosts[host][process], key=lambda i: _thread_number(reports[i].thread)):
+                where[i] = len(exp.locations)
+                thread = reports[i].thread or "0"
+                name = f"{process[0]} {process[1]}"
+                exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", _thread_number(thread)))
+    return where
+
+
+def _metric(name: str, display: str, dtype: str, unit: str, descr: str) -> Metric:
+    """unit: the metric's own (seconds, ratio, percent ...), written as the
+    CUBE guide's "sec" or "occ", and named in the description otherwise."""
+    uom = "sec" if unit.lower() in SECONDS else "occ"
+    if uom == "occ" and unit and unit.lower() not in ("occ", "events", "samples"):
+        descr = f"{descr} (unit: {unit})"
+    return Metric(name, display, uom, dtype, EXCLUSIVE, descr)
+
+
+# -- profiles ------------------------------------------------------------------
+def _profile_metrics(first) -> tuple[list[Metric], bool]:
+    """samples, and time (timer sources) or estimated events; and whether
+    the source is a timer."""
+    timer = bool(first.is_timer and first.threshold)
+    samples = _metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
+    second = (
+        _metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period")
+        if timer
+        else _metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
+    )
+    return [samples, second], timer
+
+
+def _per_sample(r, timer: bool) -> float:
+    """What one sample of r adds to the second metric: seconds, or events."""
+    return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+
+
+def _fill(exp: Experiment, metrics: list[Metric], cells: list[tuple[int, int, float, float]]) -> None:
+    """The two profile metrics from (cnode, location, samples, second) cells."""
+    import numpy as np
+
+    for m in metrics:
+        exp.add_metric(m)
+    samples, second = (exp.zeros(m) for m in metrics)
+    if cells:
+        c, loc, n, v = (np.asarray(x) for x in zip(*cells, strict=True))
+        if n.max(initial=0) > INT64_MAX:  # summed samples beyond int64: keep them as doubles
+            metrics[0].dtype = "DOUBLE"
+            samples = exp.zeros(metrics[0])
+        np.add.at(samples, (c, loc), n.astype(samples.dtype))
+        np.add.at(second, (c, loc), v.astype(np.float64))
+
+
+def _profile_model(exp: Experiment, program: str, reports: list, where: list[int]) -> None:
+    regions: dict[str, dict] = {}  # function -> {file, begin, end}
+    for r in reports:
+        for loc in r.locations:
+            reg = regions.setdefault(loc.function, {"file": loc.file, "begin": loc.line or -1, "end": loc.line or -1})
+            if loc.line:
+                reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
+                reg["end"] = max(reg["end"], loc.line)
+    root = _root(exp, program)
+    cnode_of = {}
+    for f in sorted(regions):
+        reg = regions[f]
+        cnode_of[f] = exp.add_cnode(exp.add_region(Region(f, reg["file"] or "", reg["begin"], reg["end"])), root)
+    metrics, timer = _profile_metrics(reports[0])
+    cells = []
+    for r, loc_id in zip(reports, where, strict=True):
+        scale = _per_sample(r, timer)
+        cells += [(cnode_of[loc.function], loc_id, loc.samples, loc.samples * scale) for loc in r.locations]
+    _fill(exp, metrics, cells)
+
+
+@dataclass
+class _Where:
+    """Where a thread's tree ran, as _locations takes reports."""
+
+    hostname: str
+    rank: int | None
+    pid: int
+    thread: str
+
+    @classmethod
+    def of(cls, st) -> _Where:
+        t = st.thread
+        return cls(t.hostname, t.rank, t.pid, str(t.thread))
+
+
+def _calltrees(reports: list):
+    """Every thread's resolved tree, when every profile has call paths."""
+    from psuite.calltree import thread_trees
+    from psuite.psprocess.exporters.calltree_common import source_trees
+    from psuite.report import MultiReport
+
+    if not all(thread_trees(r) for r in reports):
+        return None
+    return source_trees(MultiReport(reports=reports) if len(reports) > 1 else reports[0], "--cube")
+
+
+def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[int]) -> None:
+    """Regions (one per function, Frame.key; an inlined function has its
+    own, "f [inlined]"), cnodes for the threads' trees merged, depth first
+    in the order met, and each thread's exclusive samples."""
+    from psuite.calltree import BLOCKED_FUNCTION, ROOT_FRAME, TRUNCATED_FUNCTION
+    from psuite.psprocess.exporters.calltree_common import frame_file, frame_name
+
+    placeholders = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)
+    # The merged tree as flat lists (a CallNode each would cost more than
+    # the rest): node u has frame[u] and kids[u], Frame.key -> node; 0 is the root.
+    frame = [ROOT_FRAME]
+    kids: list[dict] = [{}]
+    per_thread: list[list[tuple[int, float]]] = []
+    for st in calltrees:
+        values = []
+        stack = [(st.thread.tree.root, 0)]
+        while stack:
+            node, u = stack.pop()
+            for key, child in node.children.items():
+                c = kids[u].get(key)
+                if c is None:
+                    c = kids[u][key] = len(frame)
+                    frame.append(child.frame)
+                    kids.append({})
+                if child.exclusive:
+                    values.append((c, child.exclusive))
+                if child.children:
+                    stack.append((child, c))
+        per_thread.append(values)
+    root = _root(exp, program)
+    region_of: dict = {}
+    cnode_of = [root] * len(frame)
+    todo = [(c, root) for c in reversed(kids[0].values())]
+    while todo:  # depth first, children in the order met
+        u, parent = todo.pop()
+        f = frame[u]
+        r = region_of.get(f.key)
+        if r is None:
+            name = frame_name(f)
+            r = region_of[f.key] = exp.add_region(
+                Region(
+                    f"{name} [inlined]" if f.inlined else name,
+                    frame_file(f) or f.module,
+                    -1,
+                    -1,
+                    "inlined into its caller" if f.inlined else "",
+                    "artificial" if f.function in placeholders else "function",
+                )
+            )
+        if f.line > 0:
+            reg = exp.regions[r]
+            reg.begin = f.line if reg.begin < 0 else min(reg.begin, f.line)
+            reg.end = max(reg.end, f.line)
+        cnode_of[u] = exp.add_cnode(r, parent)
+        todo.extend((c, cnode_of[u]) for c in reversed(kids[u].values()))
+    metrics, timer = _profile_metrics(calltrees[0])
+    cells = []
+    for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
+        scale = _per_sample(st, timer)
+        cells += [(cnode_of[u], loc_id, v, v * scale) for u, v in values]
+    _fill(exp, metrics, cells)
+
+
+# -- counting reports ----------------------------------------------------------
+def _count_model(exp: Experiment, program: str, reports: list, where: list[int], definitions: list) -> None:
+    import numpy as np
+
+    root = _root(exp, program)
+    events: dict[str, Metric] = {}
+    counts: dict[str, list[tuple[int, float]]] = {}
+    for r, loc_id in zip(reports, where, strict=True):
+        for e in r.events:
+            if e.name not in events:
+                events[e.name] = _metric(e.name, e.name, "UINT64", "events", e.description or e.name)
+            counts.setdefault(e.name, []).append((loc_id, e.count))
+    for name, m in events.items():
+        cells = counts[name]
+        if not all(_fits_int64(v) for _, v in cells):
+            m.dtype = "DOUBLE"
+        exp.add_metric(m)
+        a = exp.zeros(m)
+        for loc_id, v in cells:
+            a[root, loc_id] = _as_float(v) if m.dtype == "DOUBLE" else int(v)
+    by_name = {d.name: d for d in definitions}
+    derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
+    for r, loc_id in zip(reports, where, strict=True):
+        for d in r.metrics:
+            if d.name not in derived:
+                derived[d.name] = (
+                    _metric(d.name.replace(" ", "_"), d.name, "DOUBLE", d.unit or "", d.description or d.name),
+                    [],
+                )
+            derived[d.name][1].append((loc_id, d.value))
+    for name, (m, cells) in derived.items():
+        expression = None
+        if len(cells) == len(reports):  # every location has it: one expression may stand for all
+            expression = _expression(by_name.get(name), reports, events)
+        exp.add_metric(m)
+        if expression is not None and _agrees(exp, expression, cells):
+            m.kind, m.expression = "POSTDERIVED", expression
+            continue
+        a = exp.zeros(m)
+        for loc_id, v in cells:
+            a[root, loc_id] = _as_float(v)
+        if not np.isfinite(a).all():
+            a[~np.isfinite(a)] = 0.0
+
+
+def _fits_int64(v) -> bool:
+    try:
+        return float(v).is_integer() and -INT64_MAX - 1 <= int(v) <= INT64_MAX
+    except (OverflowError, ValueError, TypeError):
+        return False
+
+
+def _as_float(v) -> float:
+    try:
+        return float(v)
+    except (OverflowError, ValueError, TypeError):
+        return math.nan
+
+
+def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
+    """CubePL for a psmetrics definition, the same for every report (the
+    same alternative chosen, the same run-level constants), else None."""
+    if defn is None:
+        return None
+    from psuite.psprocess import metrics
+
+    texts = set()
+    for r in reports:
+        which = metrics.choice(defn, r)
+        if which is None:
+            return None
+        text = _cubepl(defn.alternatives[which], r, events)
+        if text is None:
+            return None
+        texts.add(text)
+    if len(texts) != 1:
+        return None
+    text = texts.pop()
+    from psuite.experiment import metric_names
+
+    # only constants (cpusecs, wallsecs ...): a value of this run, which an
+    # operation's result should combine, not keep
+    return text if metric_names(text) else None
+
+
+def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
+    """CubePL of one psmetrics expression over this report's event metrics;
+    None for what the expression subset psuite evaluates cannot hold."""
+    from psuite.hwpc.names import canonical
+    from psuite.psprocess import metrics
+
+    kind = e[0]
+    if kind == "cn":
+        return repr(float(e[1]))
+    if kind == "ci":
+        name = e[1]
+        if metrics._is_keyword(name):
+            value = metrics._keyword(name, report)
+            v = _as_float(value) if value is not None else math.nan
+            return repr(v) if math.isfinite(v) else None
+        want = canonical(name)
+        for event in report.events:
+            if canonical(event.name) == want and event.name in events and _plain_name(event.name):
+                return f"metric::{event.name}()"
+        return None
+    if kind in ("plus", "minus", "times", "divide"):
+        left, right = (_cubepl(c, report, events) for c in e[1:])
+        if left is None or right is None:
+            return None
+        return f"({left} {dict(plus='+', minus='-', times='*', divide='/')[kind]} {right})"
+    return None  # abs: not in the subset
+
+
+def _plain_name(name: str) -> bool:
+    """A metric name CubePL can refer to (its scanner takes [a-zA-Z0-9_:=]
+    after metric::; psuite's evaluator wants a letter first): PAPI_TOT_CYC
+    and PERF_COUNT_SW_PAGE_FAULTS are, perf's page-faults is not."""
+    import re
+
+    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_:]*", name) is not None
+
+
+def _agrees(exp: Experiment, expression: str, cells: list[tuple[int, float]]) -> bool:
+    """The expression gives the report's values (psuite's evaluation of the
+    same definition): it stands for them only then."""
+    import numpy as np
+
+    from psuite.experiment import ExpressionError, evaluate
+
+    try:
+        got = evaluate(expression, lambda n: exp.stored(n).astype(float)[0])
+    except (ExpressionError, KeyError, ValueError):
+        return False
+    got = np.broadcast_to(got, (len(exp.locations),))
+    return all(math.isclose(float(got[loc]), _as_float(v), rel_tol=1e-9, abs_tol=1e-300) for loc, v in cells)

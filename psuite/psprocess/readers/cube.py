@@ -1,0 +1,478 @@
+"""Reading a CUBE 4 file (.cubex) into a psuite.experiment.Experiment:
+psuite's own and those Score-P and the CUBE tools write.
+
+A .cubex is a tar of anchor.xml (metric tree, program, system tree; gzip
+compressed or not) and per metric <id>.index and <id>.data:
+
+- index: "CUBEX.INDEX", int32 1 (its byte order is the file's), int16
+  version, int8 format (1 sparse, 3 dense), then for a sparse index int32
+  n and n int32 tree indices: the rows the data holds, in order; a call
+  path not listed is zero everywhere.  A tree index counts call paths
+  depth first for an EXCLUSIVE metric, in cubelib's "wide search" order
+  for an INCLUSIVE one.
+- data: "CUBEX.DATA" and the rows, one value per location (ordered by
+  location id); or "ZCUBEX.DATA", int64 n, n (uncompressed position,
+  compressed position, compressed size) int64 triples, and n zlib blocks
+  whose concatenation is the rows.
+
+Values go straight from the file into one (call paths, locations) array
+per metric, in pieces, so a cube needs little more memory than its
+values.  Integer metrics become int64 (a UINT64 metric with a value beyond
+int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64.  Derived
+metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and hold no
+values; a metric psuite wrote with values and an <attr key=
+"psuite::cubepl"> is read back as the derived metric it was.  Metrics of
+other value types (TAU_ATOMIC, RATE, COMPLEX, HISTOGRAM, NDOUBLES ...) are
+left out and named in attributes["psuite::skipped_metrics"]."""
+
+from __future__ import annotations
+
+import gzip
+import struct
+import tarfile
+import zlib
+
+import numpy as np
+
+from psuite.errors import InputError
+from psuite.experiment import DERIVED_KINDS, EXCLUSIVE, INCLUSIVE, Experiment, Location, Metric, Region
+
+CUBEPL_ATTR, KIND_ATTR = "psuite::cubepl", "psuite::kind"
+INTEGER = {
+    "UINT64": "u8",
+    "INT64": "i8",
+    "UINT32": "u4",
+    "INT32": "i4",
+    "UINT16": "u2",
+    "INT16": "i2",
+    "UINT8": "u1",
+    "INT8": "i1",
+    "INTEGER": "i8",
+    "UNSIGNED INTEGER": "u8",
+    "SIGNED INTEGER": "i8",
+    "INT": "i4",
+    "UNSIGNED INT": "u4",
+    "SIGNED INT": "i4",
+    "SHORT INT": "i2",
+    "SIGNED SHORT INT": "i2",
+    "UNSIGNED SHORT INT": "u2",
+    "CHAR": "u1",
+}
+FLOATING = {"DOUBLE": "f8", "MINDOUBLE": "f8", "MAXDOUBLE": "f8", "FLOAT": "f8"}
+CHUNK_BYTES = 16 << 20  # values are read and placed this many bytes at a time
+INT64_MAX = 2**63 - 1
+
+
+class _Corrupt(Exception):
+    """Something in the file is not what CUBE 4 writes."""
+
+
+def read(path: str) -> Experiment:
+    """The experiment of a .cubex file; InputError (one line) when it is
+    not a readable CUBE 4 file."""
+    try:
+        with open(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tar:
+            return _read(path, raw, tar)
+    except InputError:
+        raise
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise InputError(f"{path}: no such file; check the name") from None
+        raise InputError(f"{path}: cannot read it ({exc.strerror or exc}); check the file") from None
+    except tarfile.TarError as exc:
+        raise InputError(
+            f"{path}: not a CUBE 4 file (not a complete tar archive: {_words(exc)}); give a .cubex "
+            "file that CUBE or psuite wrote"
+        ) from None
+    except MemoryError:
+        raise InputError(f"out of memory reading {path}; free memory or raise the memory limit (ulimit -v)") from None
+    except (_Corrupt, ValueError, KeyError, struct.error, zlib.error, EOFError, gzip.BadGzipFile) as exc:
+        raise InputError(
+            f"{path}: a damaged CUBE 4 file ({_words(exc)}); write it again or give another file"
+        ) from None
+
+
+def _words(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
+    members = {m.name: m for m in tar.getmembers() if m.isfile()}
+    _check_end(raw, tar.offset)
+    anchor = members.get("anchor.xml")
+    if anchor is None:
+        raise _Corrupt("no anchor.xml in it")
+    data = _member_bytes(raw, anchor)
+    if not data.lstrip().startswith(b"<"):
+        data = gzip.decompress(data)
+    exp, file_ids = _anchor(data)
+    wide = None
+    for i, file_id in file_ids.items():
+        m = exp.metrics[i]
+        if m.derived:
+            continue
+        index, values = members.get(f"{file_id}.index"), members.get(f"{file_id}.data")
+        if index is None or values is None:  # CUBE writes both for every metric that is not derived
+            raise _Corrupt(
+                f"metric {m.name!r} has no {file_id}.{'data' if index else 'index'} (the file is cut short?)"
+            )
+        order, rows = _index(_member_bytes(raw, index), len(exp.cnodes))
+        if m.kind == INCLUSIVE:
+            if wide is None:
+                from psuite.psprocess.exporters.cube import wide_first
+
+                wide = wide_first(exp)
+            cnodes = wide if rows is None else wide[rows]
+        else:
+            cnodes = None if rows is None else rows
+        exp.values[m.name] = _data(raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations))
+    exp.check()
+    exp.attributes.setdefault("source", path)
+    return exp
+
+
+def _check_end(raw, offset: int) -> None:
+    """tarfile stops quietly at a damaged header after the first: what
+    follows the last member must be the archive's zero blocks."""
+    raw.seek(offset)
+    while block := raw.read(1 << 16):
+        if block.count(0) != len(block):
+            raise _Corrupt(f"a damaged tar header at byte {offset:,}")
+
+
+def _member_bytes(raw, member: tarfile.TarInfo) -> bytes:
+    raw.seek(member.offset_data)
+    data = raw.read(member.size)
+    if len(data) != member.size:
+        raise _Corrupt(f"{member.name} ends after {len(data):,} of its {member.size:,} bytes")
+    return data
+
+
+# -- anchor.xml ----------------------------------------------------------------
+def _parse_xml(data: bytes):
+    from lxml import etree
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
+    try:
+        return etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise _Corrupt(f"anchor.xml is not well-formed XML: {exc}") from None
+
+
+def _text(el, tag: str, default: str = "") -> str:
+    found = el.find(tag)
+    return default if found is None or found.text is None else found.text
+
+
+def _int(text: str | None, what: str, default: int | None = None) -> int:
+    if text is None or not text.strip():
+        if default is None:
+            raise _Corrupt(f"{what} is missing")
+        return default
+    try:
+        return int(text.strip())
+    except ValueError:
+        raise _Corrupt(f"{what} is {text!r}, not a whole number") from None
+
+
+def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
+    """The experiment's dimensions, and per metric index with data its file id."""
+    root = _parse_xml(data)
+    if root.tag != "cube":
+        raise _Corrupt(f"anchor.xml holds <{root.tag}>, not <cube>")
+    version = root.get("version", "")
+    if not version.startswith("4"):
+        raise _Corrupt(f"anchor.xml is CUBE version {version or '?'}; psuite reads CUBE 4")
+    exp = Experiment()
+    exp.attributes.update({a.get("key", ""): a.get("value", "") for a in root.findall("attr")})
+    file_ids = _metrics(exp, root.find("metrics"))
+    program = root.find("program")
+    if program is None:
+        raise _Corrupt("anchor.xml has no <program>")
+    _program(exp, program)
+    system = root.find("system")
+    if system is None:
+        raise _Corrupt("anchor.xml has no <system>")
+    _system(exp, system)
+    return exp, file_ids
+
+
+def _metrics(exp: Experiment, metrics) -> dict[int, int]:
+    if metrics is None:
+        raise _Corrupt("anchor.xml has no <metrics>")
+    file_ids: dict[int, int] = {}
+    skipped: list[str] = []
+
+    def walk(el, parent: int | None) -> None:
+        for m in el.findall("metric"):
+            name = _text(m, "uniq_name")
+            kind = m.get("type", EXCLUSIVE).upper()
+            dtype = _text(m, "dtype", "DOUBLE").strip().upper()
+            attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
+            metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
+            if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
+                metric.kind = (
+                    attrs.get(KIND_ATTR, "POSTDERIVED") if attrs.get(KIND_ATTR) in DERIVED_KINDS else "POSTDERIVED"
+                )
+                metric.expression = attrs[CUBEPL_ATTR]
+            elif kind in DERIVED_KINDS:
+                metric.expression = _text(m, "cubepl").strip()
+            elif kind not in (EXCLUSIVE, INCLUSIVE):
+                raise _Corrupt(f"metric {name!r} has type {kind!r}")
+            elif dtype not in INTEGER and dtype not in FLOATING:
+                skipped.append(name)  # values psuite's model cannot hold; its children hang on its parent
+                walk(m, parent)
+                continue
+            if not name:
+                raise _Corrupt("a metric has no <uniq_name>")
+            if any(x.name == name for x in exp.metrics):
+                raise _Corrupt(f"two metrics are named {name!r}")
+            i = exp.add_metric(metric)
+            if not metric.derived:
+                file_ids[i] = _int(m.get("id"), f"the id of metric {name!r}")
+            walk(m, i)
+
+    walk(metrics, None)
+    if skipped:
+        exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
+    return file_ids
+
+
+def _program(exp: Experiment, program) -> None:
+    region_of: dict[int, int] = {}
+    for r in program.iter("region"):
+        rid = _int(r.get("id"), "a region's id")
+        region_of[rid] = exp.add_region(
+            Region(
+                _text(r, "name"),
+                r.get("mod", ""),
+                _int(r.get("begin"), "begin", -1),
+                _int(r.get("end"), "end", -1),
+                _text(r, "descr"),
+                _text(r, "role", "function"),
+                _text(r, "paradigm", "unknown"),
+            )
+        )
+    index: dict = {}  # cnode element -> its index; document order is depth first, parents first
+    for c in program.iter("cnode"):
+        callee = _int(c.get("calleeId"), "a cnode's calleeId")
+        if callee not in region_of:
+            raise _Corrupt(f"cnode {c.get('id')} calls region {callee}, which is not defined")
+        up = c.getparent()
+        index[c] = exp.add_cnode(
+            region_of[callee],
+            index.get(up) if up is not None and up.tag == "cnode" else None,
+            _int(c.get("line"), "line", -1),
+        )
+    if not exp.cnodes:
+        raise _Corrupt("anchor.xml has no call tree (<cnode>)")
+
+
+def _system(exp: Experiment, system) -> None:
+    found: list[tuple[int, Location]] = []
+
+    def groups(el, path: list[str]) -> None:
+        for g in el.findall("locationgroup"):
+            process, rank = _text(g, "name"), _int(_text(g, "rank"), "rank", 0)
+            for loc in g.findall("location"):
+                found.append(
+                    (
+                        _int(loc.get("Id"), "a location's Id"),
+                        Location(
+                            path[0] if path else "machine",
+                            path[-1] if path else "node",
+                            process,
+                            rank,
+                            _text(loc, "name"),
+                            _int(_text(loc, "rank"), "rank", 0),
+                        ),
+                    )
+                )
+            groups(g, path)
+
+    def nodes(el, path: list[str]) -> None:
+        for n in el.findall("systemtreenode"):
+            here = [*path, _text(n, "name")]
+            groups(n, here)
+            nodes(n, here)
+
+    nodes(system, [])
+    if not found:
+        raise _Corrupt("anchor.xml has no locations")
+    ids = [i for i, _ in found]
+    if sorted(ids) != list(range(len(ids))):
+        raise _Corrupt("the location ids are not 0, 1, 2 ...")
+    exp.locations = [loc for _, loc in sorted(found, key=lambda x: x[0])]
+
+
+# -- index and data ------------------------------------------------------------
+def _index(data: bytes, ncnodes: int) -> tuple[str, np.ndarray | None]:
+    """The byte order ("<" or ">") and the tree indices of the rows (None:
+    every call path, in order)."""
+    head = b"CUBEX.INDEX"
+    if not data.startswith(head) or len(data) < len(head) + 7:
+        raise _Corrupt("an index file does not start with CUBEX.INDEX")
+    order = "<" if struct.unpack_from("<i", data, len(head))[0] == 1 else ">"
+    if struct.unpack_from(order + "i", data, len(head))[0] != 1:
+        raise _Corrupt("an index file's byte-order mark is not 1")
+    fmt = data[len(head) + 6]
+    at = len(head) + 7
+    if fmt == 3 and len(data) == at:  # dense: every row
+        return order, None
+    if len(data) < at + 4:
+        raise _Corrupt("an index file ends before its length")
+    n = struct.unpack_from(order + "i", data, at)[0]
+    if not 0 <= n <= ncnodes or len(data) != at + 4 + 4 * n:
+        raise _Corrupt(f"an index file says {n} rows but holds {(len(data) - at - 4) // 4} of {ncnodes} call paths")
+    rows = np.frombuffer(data, dtype=np.dtype(order + "i4"), count=n, offset=at + 4).astype(np.int64)
+    if n and (rows.min() < 0 or rows.max() >= ncnodes or np.any(np.diff(rows) <= 0)):
+        raise _Corrupt("an index file lists call paths out of range or out of order")
+    if n == ncnodes:
+        return order, None
+    return order, rows
+
+
+def _data(
+    raw, member: tarfile.TarInfo, m: Metric, order: str, cnodes: np.ndarray | None, ncnodes: int, nloc: int
+) -> np.ndarray:
+    """(ncnodes, nloc) values of a metric: rows in file order go to call
+    paths `cnodes` (None: 0, 1, 2 ... all of them)."""
+    code = INTEGER.get(m.dtype) or FLOATING[m.dtype]
+    src = np.dtype(order + code)
+    target = np.dtype(np.int64 if code[0] in "iu" else np.float64)
+    nrows = ncnodes if cnodes is None else len(cnodes)
+    out = np.zeros((ncnodes, nloc), dtype=target)
+    try:
+        _fill(raw, member, src, out, cnodes, nrows)
+    except _Overflow:  # a UINT64 beyond int64: the metric becomes DOUBLE
+        m.dtype = "DOUBLE"
+        out = np.zeros((ncnodes, nloc), dtype=np.float64)
+        _fill(raw, member, src, out, cnodes, nrows)
+    return out
+
+
+class _Overflow(Exception):
+    pass
+
+
+def _fill(raw, member: tarfile.TarInfo, src: np.dtype, out: np.ndarray, cnodes: np.ndarray | None, nrows: int) -> None:
+    nloc = out.shape[1]
+    row_bytes = nloc * src.itemsize
+    raw.seek(member.offset_data)
+    head = raw.read(min(member.size, 11))
+    if head.startswith(b"CUBEX.DATA"):
+        raw.seek(member.offset_data + 10)
+        if member.size - 10 != nrows * row_bytes:
+            raise _Corrupt(
+                f"{member.name} holds {member.size - 10:,} bytes of values, not {nrows:,} rows of "
+                f"{nloc:,} {src.name} values"
+            )
+        pieces = _plain(raw, member.size - 10, row_bytes)
+    elif head == b"ZCUBEX.DATA":
+        pieces = _compressed(raw, member, src.byteorder if src.byteorder in "<>" else "<", row_bytes)
+    else:
+        raise _Corrupt(f"{member.name} does not start with CUBEX.DATA or ZCUBEX.DATA")
+    # the file's bytes are the array's (same width and kind, native order): read them in place
+    direct = (
+        cnodes is None
+        and src.isnative
+        and src.itemsize == out.itemsize
+        and (src.kind == out.dtype.kind or (src.kind == "u" and out.dtype.kind == "i"))
+    )
+    flat = out.reshape(-1).view(np.uint8) if direct else None
+    row = 0
+    pending = b""
+    for piece in pieces:
+        if direct and not pending and len(piece) % row_bytes == 0 and isinstance(piece, _Span):
+            k = len(piece) // row_bytes
+            piece.read_into(flat[row * row_bytes : (row + k) * row_bytes])
+            if src.kind == "u" and out.dtype.kind == "i" and out[row : row + k].min(initial=0) < 0:
+                raise _Overflow
+            row += k
+            continue
+        buf = pending + (piece.read() if isinstance(piece, _Span) else piece)
+        k = min(len(buf) // row_bytes, nrows - row)
+        if k:
+            chunk = np.frombuffer(buf, dtype=src, count=k * nloc).reshape(k, nloc)
+            if (
+                src.kind == "u"
+                and src.itemsize == 8
+                and out.dtype.kind == "i"
+                and chunk.size
+                and int(chunk.max()) > INT64_MAX
+            ):
+                raise _Overflow
+            where = slice(row, row + k) if cnodes is None else cnodes[row : row + k]
+            out[where] = chunk
+            row += k
+        pending = buf[k * row_bytes :]
+    if row != nrows or pending:
+        raise _Corrupt(
+            f"{member.name} holds {row:,} rows{' and a partial one' if pending else ''}, its index {nrows:,}"
+        )
+
+
+class _Span:
+    """A stretch of the file, read when wanted (straight into an array
+    when it can be)."""
+
+    def __init__(self, raw, at: int, size: int) -> None:
+        self.raw, self.at, self.size = raw, at, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def read(self) -> bytes:
+        self.raw.seek(self.at)
+        data = self.raw.read(self.size)
+        if len(data) != self.size:
+            raise _Corrupt("the file ends inside its values")
+        return data
+
+    def read_into(self, view: np.ndarray) -> None:
+        self.raw.seek(self.at)
+        if self.raw.readinto(memoryview(view)) != self.size:
+            raise _Corrupt("the file ends inside its values")
+
+
+def _plain(raw, size: int, row_bytes: int):
+    at = raw.tell()
+    step = max(row_bytes, CHUNK_BYTES // max(row_bytes, 1) * row_bytes) if row_bytes else size or 1
+    for start in range(0, size, step):
+        yield _Span(raw, at + start, min(step, size - start))
+
+
+def _compressed(raw, member: tarfile.TarInfo, order: str, row_bytes: int):
+    at = member.offset_data + 11
+    end = member.offset_data + member.size
+    raw.seek(at)
+    head = raw.read(8)
+    if len(head) != 8:
+        raise _Corrupt(f"{member.name} ends in its header")
+    n = struct.unpack(order + "q", head)[0]
+    if not 0 <= n <= (end - at) // 24:
+        raise _Corrupt(f"{member.name} says {n} compressed blocks")
+    table = raw.read(24 * n)
+    if len(table) != 24 * n:
+        raise _Corrupt(f"{member.name} ends in its block table")
+    entries = struct.unpack(f"{order}{3 * n}q", table)
+    pos = at + 8 + 24 * n
+    for k in range(n):
+        size = entries[3 * k + 2]
+        if size == 0:
+            continue
+        if size < 0 or pos + size > end:
+            raise _Corrupt(f"{member.name}: block {k} runs past the end of the file")
+        raw.seek(pos)
+        block = raw.read(size)
+        pos += size
+        d = zlib.decompressobj()
+        out = d.decompress(block, CHUNK_BYTES)
+        while True:
+            yield out
+            if not d.unconsumed_tail:
+                break
+            out = d.decompress(d.unconsumed_tail, CHUNK_BYTES)
+        if not d.eof:
+            raise _Corrupt(f"{member.name}: block {k} is truncated")
