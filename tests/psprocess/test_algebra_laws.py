@@ -13,7 +13,11 @@ as CUBE files are read back with pycubexr."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +27,8 @@ from lxml import etree
 from psuite.psprocess import algebra
 from psuite.psprocess.experiments import load
 from psuite.psprocess.exporters import cube
-from tests.conftest import run_tool
+from tests.conftest import TARGETS, run_tool
+from tests.psprocess.cube_fixtures import scorep_cube
 
 PAGES = 20000  # pages each function touches (x percent / 100 for "slower")
 PERIOD = 10  # page faults per sample
@@ -31,19 +36,27 @@ PERIOD = 10  # page faults per sample
 SOURCE = r"""
 #include <stdlib.h>
 #include <sys/mman.h>
-/* touch() faults in `pages` fresh pages: one page fault each. */
+/* TOUCH faults in `pages` fresh pages: one page fault each.  In a function
+   of its own for the call-path profiles (main > steady|slower > touch);
+   with -DFLAT written out inside steady and slower (a macro, so that no
+   line of it belongs to another function), for flat profiles. */
 static volatile long sink;
-__attribute__((noinline)) static void touch(long pages) {
-    long size = pages * 4096;
-    char *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) exit(3);
-    madvise(p, size, MADV_NOHUGEPAGE);
-    for (long i = 0; i < size; i += 4096) p[i] = 1;
-    sink += p[size - 1];
-    munmap(p, size);
-}
-__attribute__((noinline)) void steady(long pages) { for (int k = 0; k < 10; k++) touch(pages / 10); }
-__attribute__((noinline)) void slower(long pages) { for (int k = 0; k < 10; k++) touch(pages / 10); }
+#define TOUCH_PAGES(pages) do { \
+    long size_ = (pages) * 4096L; \
+    char *p_ = mmap(0, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0); \
+    if (p_ == MAP_FAILED) exit(3); \
+    madvise(p_, size_, MADV_NOHUGEPAGE); \
+    for (long i_ = 0; i_ < size_; i_ += 4096) p_[i_] = 1; \
+    sink += p_[size_ - 1]; \
+    munmap(p_, size_); } while (0)
+#ifdef FLAT
+#define TOUCH(pages) TOUCH_PAGES(pages)
+#else
+__attribute__((noinline)) static void touch(long pages) { TOUCH_PAGES(pages); }
+#define TOUCH(pages) touch(pages)
+#endif
+__attribute__((noinline)) void steady(long pages) { for (int k = 0; k < 10; k++) TOUCH(pages / 10); }
+__attribute__((noinline)) void slower(long pages) { for (int k = 0; k < 10; k++) TOUCH(pages / 10); }
 int main(int argc, char **argv) {
     long pages = atol(argv[1]), percent = atol(argv[2]);
     steady(pages);
@@ -51,27 +64,52 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+MPI_ENV = {"OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
-    """The program built once, and its documents: profiles "a", "a2" (the
-    same run again) and "b" (slower() touching 20 % more), counting reports
-    "x" (page-faults) and "y" (task-clock)."""
+    """The program built once, and its documents: call-path profiles "a",
+    "a2" (the same run again) and "b" (slower() touching 20 % more); flat
+    profiles "fa" and "fb" (the same two); counting reports "x"
+    (page-faults), "x2" (slower() touching 50 % more) and "y" (task-clock);
+    "ma" and "mb": two runs of a 4-rank MPI program counting page-faults,
+    each combined into one document (psprocess -c -f xml), beside
+    directories "ma.ranks" and "mb.ranks" of the ranks' own reports."""
     d = tmp_path_factory.mktemp("algebra_laws")
     (d / "pages.c").write_text(SOURCE)
-    exe = d / "pages"
+    exe, flat = d / "pages", d / "pages_flat"
     subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(d / "pages.c")], check=True)
-    out = {}
-    profile = ["--profile", "page-faults", "--period", str(PERIOD), "--callpath"]
-    for name, options, percent in (("a", profile, 100), ("a2", profile, 100), ("b", profile, 120),
-                                   ("x", ["-e", "page-faults"], 100), ("y", ["-e", "task-clock"], 100)):
+    subprocess.run(["cc", "-O1", "-g", "-DFLAT", "-o", str(flat), str(d / "pages.c")], check=True)
+    out = {"exe": exe, "flat": flat}
+    profile = ["--profile", "page-faults", "--period", str(PERIOD)]
+    for name, program, options, percent in (
+            ("a", exe, [*profile, "--callpath"], 100), ("a2", exe, [*profile, "--callpath"], 100),
+            ("b", exe, [*profile, "--callpath"], 120), ("fa", flat, profile, 100), ("fb", flat, profile, 120),
+            ("x", exe, ["-e", "page-faults"], 100), ("x2", exe, ["-e", "page-faults"], 150),
+            ("y", exe, ["-e", "task-clock"], 100)):
         run_dir = d / name
         run_dir.mkdir()
-        p = run_tool("psrun", "-q", "-d", str(run_dir), *options, str(exe), str(PAGES), str(percent))
+        p = run_tool("psrun", "-q", "-d", str(run_dir), *options, str(program), str(PAGES), str(percent))
         assert p.returncode == 0, p.stderr
         [doc] = [f for f in run_dir.glob("*.xml") if not f.name.endswith(".callpaths.xml")]
         out[name] = doc
+    mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
+    assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
+    mpi_exe = d / "mpi_work"
+    subprocess.run([mpicc, "-O1", "-o", str(mpi_exe), str(TARGETS / "mpi" / "mpi_work.c")], check=True)
+    for name in ("ma", "mb"):
+        ranks = d / f"{name}.ranks"
+        ranks.mkdir()
+        p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl",
+                            "self,vader", sys.executable, "-m", "psuite.psrun", "-q", "-d", str(ranks),
+                            "-e", "page-faults", str(mpi_exe)],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
+        assert p.returncode == 0, p.stdout + p.stderr
+        out[f"{name}.ranks"] = ranks
+        out[name] = d / f"{name}.xml"
+        p = run_tool("psprocess", "-c", "-f", "xml", "-o", str(out[name]), str(ranks))
+        assert p.returncode == 0, p.stderr
     return out
 
 
@@ -218,3 +256,126 @@ def test_compare_passes_within_and_fails_beyond_a_tolerance(runs):
     assert first.metric == "samples" and first.path[-2:] == ("slower", "touch")
     assert first.relative == pytest.approx(0.2, abs=0.02)
     assert all(m.path[-1] != "steady" and m.path[-2:] != ("steady", "touch") for m in beyond.moved)
+    # the command a CI job calls: exit status 0 within, 1 beyond, the moved call path named
+    # (an absolute tolerance too: a few samples land in psrun's own code, 0 in one run and 1 in the other)
+    ok = run_tool("psprocess", "compare", str(runs["a"]), str(runs["b"]), "--tolerance", "samples=30%",
+                  "--tolerance", "samples=5")
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    moved = run_tool("psprocess", "compare", str(runs["a"]), str(runs["b"]), "--tolerance", "samples=10%",
+                     "--tolerance", "samples=5")
+    assert moved.returncode == 1, moved.stdout + moved.stderr
+    assert "slower" in moved.stdout and "touch" in moved.stdout
+
+
+# -- results against the inputs' own numbers -------------------------------------------------
+
+
+def test_counting_reports_diff_is_the_difference_of_their_counts(runs):
+    x, x2 = load(str(runs["x"])), load(str(runs["x2"]))
+    d = algebra.diff(x2, x)
+    assert len(d.cnodes) == 1 and len(d.locations) == 1
+    expected = event_value(runs["x2"], "page-faults") - event_value(runs["x"], "page-faults")
+    assert d.values["page-faults"].tolist() == [[expected]]
+    assert expected == pytest.approx(0.5 * PAGES, rel=0.05)  # slower() touched half as many pages more
+
+
+def function_samples(doc: Path, exe: Path) -> dict[str, int]:
+    """Samples per function of the executable, from the profile's program
+    counters and nm's symbol table (not through psuite's resolution)."""
+    nm = subprocess.run(["nm", "-S", "--defined-only", str(exe)], capture_output=True, text=True,
+                        check=True).stdout
+    symbols = [(int(f[0], 16), int(f[1], 16), f[3]) for f in map(str.split, nm.splitlines())
+               if len(f) == 4 and f[2] in ("t", "T")]
+    out: dict[str, int] = {}
+    for module in etree.parse(str(doc)).getroot().iter("module"):
+        if module.get("file") != str(exe):
+            continue
+        base = int(module.get("offset"), 16)  # where the executable (a PIE) was loaded
+        for samples in module.iter("samples"):
+            radix = int(samples.get("pcbase", "16"))
+            for sample in samples.iter("sample"):
+                pc = int(sample.get("pc"), radix) - base
+                [name] = [n for start, size, n in symbols if start <= pc < start + size]
+                out[name] = out.get(name, 0) + int(sample.text)
+    return out
+
+
+def test_flat_profiles_diff_per_function(runs):
+    fa, fb = load(str(runs["fa"])), load(str(runs["fb"]))
+    d = algebra.diff(fb, fa)
+    assert all(len(p) <= 2 for p in d.paths())  # flat: the program's root and its functions
+    got = {p[-1]: float(v.sum()) for p, v in paths_and_values(d, "samples").items() if len(p) == 2}
+    before, after = function_samples(runs["fa"], runs["flat"]), function_samples(runs["fb"], runs["flat"])
+    assert {"steady", "slower"} <= set(before) & set(after)
+    for function in set(before) | set(after):
+        assert got[function] == after.get(function, 0) - before.get(function, 0), function
+    assert got["slower"] == pytest.approx(0.2 * PAGES / PERIOD, rel=0.05)
+    assert d.values["samples"].sum() == total_samples(runs["fb"]) - total_samples(runs["fa"])
+
+
+def rank_counts(directory: Path) -> dict[int, int]:
+    """page-faults per MPI rank, from each rank's own report."""
+    out = {}
+    for doc in directory.glob("*.xml"):
+        annotation = etree.parse(str(doc)).getroot().findtext("annotation")
+        out[int(re.search(r"MPI rank (\d+)", annotation).group(1))] = event_value(doc, "page-faults")
+    return out
+
+
+def test_multi_rank_documents_per_rank(runs, tmp_path):
+    ma, mb = load(str(runs["ma"])), load(str(runs["mb"]))
+    ca, cb = rank_counts(runs["ma.ranks"]), rank_counts(runs["mb.ranks"])
+    assert sorted(ca) == sorted(cb) == [0, 1, 2, 3]
+    m, d = algebra.mean([ma, mb]), algebra.diff(mb, ma)
+    assert sorted(loc.key for loc in m.locations) == [(r, 0) for r in range(4)]
+    for j, loc in enumerate(m.locations):
+        assert m.values["page-faults"][:, j].sum() == (ca[loc.rank] + cb[loc.rank]) / 2
+        assert d.values["page-faults"][:, j].sum() == cb[loc.rank] - ca[loc.rank]
+    c = algebra.diff(mb, ma, collapse=True)
+    assert len(c.locations) == 1 and c.values["page-faults"].sum() == sum(cb.values()) - sum(ca.values())
+    with pytest.raises(algebra.AlgebraError, match="use -C"):
+        algebra.diff(ma, load(str(runs["x"])))  # 4 ranks against one process
+    cube.write(m, str(tmp_path / "mean.cubex"))
+    assert sum(pycubexr_values(tmp_path / "mean.cubex", "page-faults").values()) == \
+        pytest.approx((sum(ca.values()) + sum(cb.values())) / 2)
+
+
+def test_scorep_cube_nested_metrics_of_both_kinds(tmp_path):
+    ca, cb = scorep_cube(tmp_path / "a.cubex", seed=15), scorep_cube(tmp_path / "b.cubex", seed=16)
+    a, b = load(ca.path), load(cb.path)
+    d, m = algebra.diff(a, b), algebra.mean([a, b])
+    rows = [d.paths().index(p) for p in ca.paths]  # the fixture's call paths and locations in the result
+    keys = [loc.key for loc in d.locations]
+    cols = [keys.index((rank, thread)) for _, rank, _, thread in ca.locations]
+    for metric in ca.metrics:
+        if metric.kind == "POSTDERIVED":
+            assert d.metric(metric.name).expression == metric.expression and metric.name not in d.values
+            continue
+        view_a = (ca.inclusive if metric.kind == "INCLUSIVE" else ca.exclusive)[metric.name]
+        view_b = (cb.inclusive if metric.kind == "INCLUSIVE" else cb.exclusive)[metric.name]
+        assert d.metric(metric.name).kind == metric.kind
+        assert np.array_equal(d.values[metric.name][np.ix_(rows, cols)], view_a - view_b), metric.name
+        assert np.allclose(m.values[metric.name][np.ix_(rows, cols)], (view_a + view_b) / 2), metric.name
+    assert d.metrics[d.metric("mpi").parent].name == "time"
+    assert d.values["bytes_sent"].dtype == np.int64 and d.metric("visits").dtype == "INT64"
+    # pycubexr reads the result (of single-rooted cubes: it takes no other)
+    sa = scorep_cube(tmp_path / "sa.cubex", seed=15, single_root=True)
+    sb = scorep_cube(tmp_path / "sb.cubex", seed=16, single_root=True)
+    cube.write(algebra.diff(load(sa.path), load(sb.path)), str(tmp_path / "d.cubex"))
+    for name in ("time", "visits"):  # INCLUSIVE and EXCLUSIVE in the file; exclusive sums here
+        read = pycubexr_values(tmp_path / "d.cubex", name)
+        expected = (sa.exclusive[name] - sb.exclusive[name]).sum(axis=1)
+        assert [read[p] for p in sa.paths] == pytest.approx(expected.tolist()), name
+    # prune solve: its subtree's visits (EXCLUSIVE) go to main; time (INCLUSIVE) at main is unchanged
+    cut = algebra.cut(a, prune=["solve"])
+    kept = [i for i, p in enumerate(ca.paths) if "solve" not in p]
+    assert sorted(cut.paths()) == sorted(ca.paths[i] for i in kept)
+    crow = {p: i for i, p in enumerate(cut.paths())}
+    ckeys = [loc.key for loc in cut.locations]
+    ccols = [ckeys.index((rank, thread)) for _, rank, _, thread in ca.locations]
+    solve_subtree = [i for i, p in enumerate(ca.paths) if "solve" in p]
+    main_visits = ca.exclusive["visits"][0] + ca.exclusive["visits"][solve_subtree].sum(axis=0)
+    assert cut.values["visits"][crow[("main",)], ccols].tolist() == main_visits.tolist()
+    assert cut.values["time"][crow[("main",)], ccols].tolist() == ca.inclusive["time"][0].tolist()
+    for i in kept[1:]:
+        assert cut.values["visits"][crow[ca.paths[i]], ccols].tolist() == ca.exclusive["visits"][i].tolist()
