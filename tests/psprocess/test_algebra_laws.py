@@ -27,6 +27,7 @@ from lxml import etree
 from psuite.psprocess import algebra
 from psuite.psprocess.experiments import load
 from psuite.psprocess.exporters import cube
+from psuite.psprocess.exporters.folded_diff import diff_folded
 from tests.conftest import TARGETS, run_tool
 from tests.psprocess.cube_fixtures import scorep_cube
 
@@ -379,3 +380,18 @@ def test_scorep_cube_nested_metrics_of_both_kinds(tmp_path):
     assert cut.values["time"][crow[("main",)], ccols].tolist() == ca.inclusive["time"][0].tolist()
     for i in kept[1:]:
         assert cut.values["visits"][crow[ca.paths[i]], ccols].tolist() == ca.exclusive["visits"][i].tolist()
+
+
+def test_differential_folded_stacks_of_two_profiles(runs):
+    a, b = load(str(runs["a"])), load(str(runs["b"]))
+    lines = {}
+    for line in diff_folded(b, a).splitlines():  # "stack before after": before is a, after is b
+        stack, before, after = line.rsplit(" ", 2)
+        lines[stack] = (int(before), int(after))
+    [slower] = [v for k, v in lines.items() if k.endswith(";main;slower;touch")]
+    [steady] = [v for k, v in lines.items() if k.endswith(";main;steady;touch")]
+    expected = PAGES / PERIOD
+    assert slower == (pytest.approx(expected, rel=0.02), pytest.approx(1.2 * expected, rel=0.02))
+    assert steady == (pytest.approx(expected, rel=0.02), pytest.approx(expected, rel=0.02))
+    assert sum(v[0] for v in lines.values()) == total_samples(runs["a"])
+    assert sum(v[1] for v in lines.values()) == total_samples(runs["b"])
