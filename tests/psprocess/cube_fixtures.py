@@ -305,3 +305,15 @@ def _anchor(cube: Cube) -> str:
         out.append("</systemtreenode>")
     out.append("</systemtreenode></system></cube>")
     return "\n".join(out)
+
+
+def assert_same_experiment(a, b) -> None:
+    """Two psuite.experiment.Experiments hold the same dimensions, values
+    (dtype included) and attributes (b may have more: a reader adds its
+    source)."""
+    assert [vars(m) for m in a.metrics] == [vars(m) for m in b.metrics]
+    assert a.regions == b.regions and a.cnodes == b.cnodes and a.locations == b.locations
+    assert set(a.values) == set(b.values)
+    for name, v in a.values.items():
+        assert v.dtype == b.values[name].dtype and np.array_equal(v, b.values[name]), name
+    assert {k: v for k, v in a.attributes.items() if k != "source"}.items() <= b.attributes.items()

@@ -18,7 +18,7 @@ from psuite.psprocess.exporters import cube as cube_writer
 from psuite.psprocess.readers import cube as cube_reader
 from psuite.report import MultiReport
 from tests.conftest import run_tool
-from tests.psprocess.cube_fixtures import scorep_cube
+from tests.psprocess.cube_fixtures import assert_same_experiment, scorep_cube
 
 
 # -- a hand-made experiment -------------------------------------------------------
@@ -70,13 +70,7 @@ def built(roots: int = 2, ranks: int = 3, threads: int = 4, seed: int = 1) -> tu
     return exp, values
 
 
-def assert_same(a: Experiment, b: Experiment) -> None:
-    assert [vars(m) for m in a.metrics] == [vars(m) for m in b.metrics]
-    assert a.regions == b.regions and a.cnodes == b.cnodes and a.locations == b.locations
-    assert set(a.values) == set(b.values)
-    for name, v in a.values.items():
-        assert v.dtype == b.values[name].dtype and np.array_equal(v, b.values[name]), name
-    assert {k: v for k, v in a.attributes.items() if k != "source"}.items() <= b.attributes.items()
+assert_same = assert_same_experiment
 
 
 @pytest.mark.parametrize("derived", ["values", "cubepl"])
@@ -91,7 +85,7 @@ def test_round_trip(tmp_path, derived):
     assert (tmp_path / "rt.stat").exists()
     with pytest.raises(Exception, match="exists"):
         cube_writer.write(exp, str(path))
-    cube_writer.write(exp, str(path), force=True)
+    cube_writer.write(exp, str(path), True)  # force, positionally
 
 
 def test_round_trip_many_locations(tmp_path):
@@ -478,3 +472,36 @@ def test_gzip_compressed_anchor(tmp_path):
     write_tar(known.path, members)
     exp = cube_reader.read(known.path)
     assert exp.paths() == known.paths and np.array_equal(exp.inclusive("mpi"), known.inclusive["mpi"])
+
+
+def test_mutated_files_read_or_fail_in_one_line(tmp_path):
+    """Random byte changes and truncations of three cubes (compressed,
+    big-endian, psuite's): each is read, or refused with one InputError
+    line, never another exception."""
+    import random
+
+    rng = random.Random(15)
+    sources = [
+        scorep_cube(tmp_path / "a.cubex").path,
+        scorep_cube(tmp_path / "b.cubex", compressed=False, big_endian=True).path,
+    ]
+    exp, _ = built(roots=1)
+    cube_writer.write(exp, str(tmp_path / "c.cubex"))
+    sources.append(str(tmp_path / "c.cubex"))
+    refused = 0
+    for source in sources:
+        data = open(source, "rb").read()
+        for _ in range(150):
+            d = bytearray(data)
+            for _ in range(rng.choice([1, 2, 5, 20])):
+                d[rng.randrange(len(d))] = rng.randrange(256)
+            if rng.random() < 0.2:
+                d = d[: rng.randrange(len(d))]
+            mutated = tmp_path / "m.cubex"
+            mutated.write_bytes(bytes(d))
+            try:
+                cube_reader.read(str(mutated))
+            except InputError as exc:
+                refused += 1
+                assert "\n" not in str(exc) and str(exc).startswith(str(mutated))
+    assert refused > 100

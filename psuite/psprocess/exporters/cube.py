@@ -24,7 +24,10 @@ through psuite.psprocess.experiments.from_report first.
   the metric's kind (depth first for EXCLUSIVE, cubelib's "wide search"
   for INCLUSIVE), columns by location id.  The arrays are streamed into
   the tar as they are, without copies when the experiment's call paths
-  and locations are already in the file's order."""
+  and locations are already in the file's order.
+
+pycubexr (2.1) reads these files when the call tree has one root and the
+system tree one machine (it asserts both); CUBE itself reads any."""
 
 from __future__ import annotations
 
@@ -70,10 +73,12 @@ def targets(path: str) -> list[str]:
     return [path, path[: -len(EXTENSION)] + ".stat"]
 
 
-def write(obj, path: str, module: str | None = None, force: bool = False, derived: str = "values") -> str:
+def write(obj, path: str, module: str | bool | None = None, force: bool = False, derived: str = "values") -> str:
     """Write the .cubex and, beside it, the .stat; obj is an Experiment or a
     report (counting report, profile, combination).  module: unused (for the
     single-module formats).  Says what was written."""
+    if isinstance(module, bool):  # write(obj, path, True): force given where the exporters' convention has module
+        module, force = None, module
     if derived not in ("values", "cubepl"):
         raise ValueError(f"derived={derived!r}: 'values' or 'cubepl'")
     if isinstance(obj, Experiment):

@@ -342,6 +342,12 @@ def _data(
     src = np.dtype(order + code)
     target = np.dtype(np.int64 if code[0] in "iu" else np.float64)
     nrows = ncnodes if cnodes is None else len(cnodes)
+    raw.seek(member.offset_data)
+    if raw.read(10) == b"CUBEX.DATA" and member.size - 10 != nrows * nloc * src.itemsize:  # before allocating
+        raise _Corrupt(
+            f"{member.name} holds {member.size - 10:,} bytes of values, not {nrows:,} rows of {nloc:,} "
+            f"{src.name} values"
+        )
     out = np.zeros((ncnodes, nloc), dtype=target)
     try:
         _fill(raw, member, src, out, cnodes, nrows)
