@@ -11,7 +11,8 @@
   (or name=/REGEX/).  With regions=True (-r), the flat profile: one row per
   region, its call paths summed.
 - Along the call tree inclusive or exclusive values (-x); along the metric
-  tree a metric with its child metrics or alone (--metric-tree).
+  tree each metric alone (the default) or with its child metrics
+  (--metric-tree incl; cube_dump's -x).
 - Locations: every thread, the ones given by id or range, or their
   aggregate (`aggr`).
 - Output: human text, csv (one block per metric: cnode,thread,value),
@@ -177,46 +178,44 @@ class Dump:
 
 
 def compute(exp: Experiment, metrics: str | None = None, callpaths: str = "all", calltree: str = EXCL,
-            metric_tree: str = INCL, threads: str | None = None, regions: bool = False) -> Dump:
+            metric_tree: str = EXCL, threads: str | None = None, regions: bool = False) -> Dump:
     view = View(exp, metric_tree)
     columns = select_metrics(exp, metrics)
     where = select_locations(exp, threads)
-    if regions:
-        present = sorted(set(view.region_ids().tolist()))
+    if regions:  # the flat profile: a region's call paths summed (recursion counted once)
+        group, ngroups = view.region_ids(), len(exp.regions)
+        present = sorted(set(group.tolist()))
         rows = [(k, f"{exp.regions[k].name}(id={k})") for k in present]
-        masks = [view.region_mask([k], calltree) for k in present]
+
+        def per_location(v: View, metric: str) -> np.ndarray:
+            return np.asarray(v.grouped(metric, calltree, group, ngroups))[present]
+
+        def aggregate(metric: str) -> np.ndarray:
+            return np.asarray(view.grouped_total(metric, calltree, group, ngroups))[present]
     else:
         ids = select_callpaths(exp, callpaths)
         rows = [(i, f"{exp.region_name(i)}(id={i})") for i in ids]
-        masks = None
-    matrices = [_matrix(view, col, [r for r, _ in rows], masks, where, calltree) for col in columns]
+
+        def per_location(v: View, metric: str) -> np.ndarray:
+            return np.asarray(v.cells(metric, calltree)[ids])
+
+        def aggregate(metric: str) -> np.ndarray:
+            return np.asarray(view.sums(metric, calltree)[ids])
+
+    matrices = []
+    for col in columns:
+        if col.expression:  # a new metric: per location on each metric alone, then summed (PREDERIVED)
+            full = np.broadcast_to(evaluate(col.expression, lambda n: per_location(view.plain, n)
+                                            .astype(np.float64)), (len(rows), len(exp.locations)))
+            matrices.append(full.sum(axis=1, keepdims=True) if where is None else full[:, where])
+        elif where is None:
+            matrices.append(aggregate(col.metric).reshape(-1, 1))
+        else:
+            matrices.append(per_location(view, col.metric)[:, where])
     labels = ["All threads"] if where is None else [str(j) for j in where]
     legend = "" if where is None else \
         "Threads: " + "; ".join(f"{j} = {exp.locations[j].label}" for j in where) + "\n"
     return Dump(columns, rows, where, matrices, calltree, labels, regions, legend)
-
-
-def _matrix(view: View, col: Column, rows: list[int], masks: list[np.ndarray] | None,
-            where: list[int] | None, calltree: str) -> np.ndarray:
-    """(rows, threads) for one column: a new metric is evaluated per
-    location and then summed (PREDERIVED, as cube_dump's); the
-    experiment's own as View gives them."""
-    nloc = len(view.exp.locations)
-
-    def per_location(v: View, metric: str) -> np.ndarray:
-        if masks is None:
-            return np.asarray(v.cells(metric, calltree)[rows])
-        return np.stack([v.masked(metric, calltree, m) for m in masks]) if masks else np.zeros((0, nloc))
-
-    if col.expression:  # on each metric alone, as the experiment's derived metrics are
-        full = np.broadcast_to(evaluate(col.expression, lambda n: per_location(view.plain, n).astype(np.float64)),
-                               (len(rows), nloc))
-        return full.sum(axis=1, keepdims=True) if where is None else full[:, where]
-    if where is None:
-        if masks is None:
-            return np.asarray(view.sums(col.metric, calltree)[rows]).reshape(-1, 1)
-        return np.array([[view.masked_total(col.metric, calltree, m)] for m in masks]).reshape(-1, 1)
-    return per_location(view, col.metric)[:, where]
 
 
 # ---------------------------------------------------------------- output

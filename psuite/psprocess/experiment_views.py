@@ -5,10 +5,11 @@ aggregations that stat and dump share.
 Values are what CUBE shows:
 - along the call tree, a call path's inclusive value (its callees' with
   its own) or exclusive value (its own);
-- along the metric tree, by default a metric's value includes its child
-  metrics' (CUBE's collapsed metric: "time" includes "mpi"), only children
-  of the same unit that hold values; `metric_tree="excl"` shows each metric
-  alone;
+- along the metric tree, by default each metric's values as stored (what
+  Experiment.total and the algebra take); `metric_tree="incl"` adds its
+  child metrics' (CUBE's collapsed metric, for files whose child metrics
+  hold a share their parent does not: Scalasca's "time" > "mpi"), only
+  children of the same unit that hold values;
 - derived metrics are evaluated, never summed: a POSTDERIVED metric over
   the aggregated values of the metrics it names (a ratio of sums), a
   PREDERIVED one per location and then summed, as CUBE does; the metrics
@@ -54,10 +55,10 @@ TEXT_LOCATIONS = 32  # the text report lists the locations' totals up to this ma
 class View:
     """An experiment's values as CUBE shows them, computed once per metric
     and kept: (call paths, locations) arrays, their sums over locations, and
-    per-region sums.  metric_tree: INCL (a metric with its child metrics)
-    or EXCL (the metric alone)."""
+    per-region sums.  metric_tree: EXCL (each metric alone) or INCL (a
+    metric with its child metrics)."""
 
-    def __init__(self, exp: Experiment, metric_tree: str = INCL) -> None:
+    def __init__(self, exp: Experiment, metric_tree: str = EXCL) -> None:
         self.exp, self.metric_tree = exp, metric_tree
         self._cells: dict[tuple[str, str], np.ndarray] = {}
         self._sums: dict[tuple[str, str], np.ndarray] = {}
@@ -123,7 +124,7 @@ class View:
         """Per location, the metric over every root."""
         return np.asarray(self.cells(metric, INCL)[self.exp.roots].sum(axis=0))
 
-    # -- regions: a function over all its call paths ---------------------
+    # -- groups of call paths: a function over all its call paths ---------
     def region_ids(self) -> np.ndarray:
         """Per call path, its region's index."""
         if not hasattr(self, "_regions"):
@@ -131,40 +132,65 @@ class View:
                                         count=len(self.exp.cnodes))
         return self._regions
 
-    def region_mask(self, regions: Iterable[int], calltree: str, parents: np.ndarray | None = None) -> np.ndarray:
-        """The call paths a value of these regions sums: every one of theirs
-        for the exclusive value; for the inclusive value only those with no
-        other of them above, so that recursion is not counted twice.
-        parents (a boolean mask): only call paths called from those."""
-        wanted = np.isin(self.region_ids(), np.fromiter(regions, dtype=np.int64))
-        if parents is not None:
-            ps = self.exp.parents()
-            wanted &= (ps >= 0) & parents[np.maximum(ps, 0)]
-        if calltree != INCL:
-            return wanted
-        under = np.zeros(len(self.exp.cnodes), dtype=bool)
-        marks = wanted.tolist()
+    def name_groups(self) -> tuple[np.ndarray, list[str]]:
+        """Per call path the index of its region's name, and the names (a
+        function is its name: regions of one name count as one)."""
+        names: dict[str, int] = {}
+        of_region = [names.setdefault(r.name, len(names)) for r in self.exp.regions]
+        return np.asarray(of_region, dtype=np.int64)[self.region_ids()] if len(self.exp.cnodes) else \
+            np.zeros(0, dtype=np.int64), list(names)
+
+    def outermost(self, group: np.ndarray) -> np.ndarray:
+        """Per call path, whether it is in a group (>= 0) with no call path
+        of the same group above it: a group's inclusive value sums these, so
+        that recursion is not counted twice."""
+        keep = group >= 0
+        if not keep.any():
+            return keep
+        g = group.tolist()
+        above: list[frozenset[int]] = []
+        empty: frozenset[int] = frozenset()
         for i, c in enumerate(self.exp.cnodes):
-            if c.parent is not None:
-                under[i] = under[c.parent] or marks[c.parent]
-        return wanted & ~under
+            outer = empty if c.parent is None else above[c.parent]
+            if g[i] >= 0:
+                if g[i] in outer:
+                    keep[i] = False
+                else:
+                    outer = outer | {g[i]}
+            above.append(outer)
+        return keep
 
-    def masked(self, metric: str, calltree: str, mask: np.ndarray) -> np.ndarray:
-        """Per location, the metric summed over the call paths in mask
-        (a derived metric: evaluated on those sums)."""
-        m = self.exp.metric(metric)
+    def grouped(self, metric: str, calltree: str, group: np.ndarray, ngroups: int) -> np.ndarray:
+        """(groups, locations): the metric summed over each group's call
+        paths (group[i] < 0: in none) - exclusive values over all of them,
+        inclusive values over the outermost; a derived metric evaluated on
+        those sums per location."""
+        exp = self.exp
+        m = exp.metric(metric)
+        shape = (ngroups, len(exp.locations))
         if m.derived:
-            return np.broadcast_to(evaluate(m.expression, lambda n: self.plain.masked(n, calltree, mask)
-                                            .astype(np.float64)), (len(self.exp.locations),))
-        return np.asarray(self.cells(metric, calltree)[mask].sum(axis=0))
+            return np.broadcast_to(evaluate(m.expression, lambda n: self.plain.grouped(n, calltree, group, ngroups)
+                                            .astype(np.float64)), shape)
+        cells = self.cells(metric, calltree)
+        sel = self.outermost(group) if calltree == INCL else group >= 0
+        out = np.zeros(shape, dtype=cells.dtype)
+        rows = np.flatnonzero(sel)
+        if len(rows):
+            order = rows[np.argsort(group[rows], kind="stable")]
+            keys = group[order]
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+            out[keys[starts]] = np.add.reduceat(np.asarray(cells)[order], starts, axis=0)
+        return out
 
-    def masked_total(self, metric: str, calltree: str, mask: np.ndarray) -> float:
-        """The metric summed over the call paths in mask and every location
+    def grouped_total(self, metric: str, calltree: str, group: np.ndarray, ngroups: int) -> np.ndarray:
+        """Per group, the metric over its call paths and every location
         (POSTDERIVED: evaluated on those totals; PREDERIVED: summed)."""
         m = self.exp.metric(metric)
         if m.derived and m.kind == "POSTDERIVED":
-            return float(evaluate(m.expression, lambda n: self.plain.masked_total(n, calltree, mask)))
-        return float(self.masked(metric, calltree, mask).sum())
+            return np.broadcast_to(evaluate(m.expression, lambda n: self.plain.grouped_total(n, calltree, group,
+                                                                                             ngroups)
+                                            .astype(np.float64)), (ngroups,))
+        return self.grouped(metric, calltree, group, ngroups).sum(axis=1)
 
 
 # ---------------------------------------------------------------- numbers
@@ -210,7 +236,7 @@ def metric_kind(exp: Experiment, metric: str) -> str:
 # ---------------------------------------------------------------- reports
 
 
-def render(exp: Experiment, fmt: str = "text", metric_tree: str = INCL) -> Iterator[str]:
+def render(exp: Experiment, fmt: str = "text", metric_tree: str = EXCL) -> Iterator[str]:
     """The experiment as a report in one of FORMATS, in pieces."""
     view = View(exp, metric_tree)
     if fmt == "json":

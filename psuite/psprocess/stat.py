@@ -28,7 +28,6 @@ import numpy as np
 
 from psuite.errors import UsageError
 from psuite.experiment import Experiment
-from psuite.psprocess.combine import quartiles
 from psuite.psprocess.experiment_views import EXCL, INCL, View, is_integer, json_number, number, short
 
 STATISTICS = ("count", "sum", "mean", "variance", "minimum", "quartile25", "median", "quartile75", "maximum")
@@ -39,13 +38,13 @@ HEADINGS = ("Count", "Sum", "Mean", "Variance", "Minimum", "Quartile25", "Median
 class Row:
     """One metric of one routine: its inclusive value (view "incl"), its
     exclusive value ("excl"), or a direct callee's inclusive value
-    ("callee", named by callee)."""
+    ("callee", named by callee); with its statistics across locations."""
 
     metric: str
     routine: str
     view: str
     callee: str
-    values: np.ndarray  # per location
+    stats: dict[str, float | int]
     integer: bool
 
     @property
@@ -55,22 +54,27 @@ class Row:
         return f"{self.metric} {self.view.upper()}({self.routine})"
 
 
-def statistics(values: np.ndarray, integer: bool = False) -> dict[str, float | int]:
-    """count, sum, mean, variance (sample, n - 1), minimum, quartiles and
-    maximum of the values."""
+def statistics(values: np.ndarray, integer: bool = False) -> list[dict[str, float | int]]:
+    """Per row of values (rows, locations): count, sum, mean, variance
+    (sample, n - 1, as cube_stat), minimum, quartiles (linear
+    interpolation, as psuite's .stat files) and maximum."""
     v = np.asarray(values)
-    n = len(v)
+    rows, n = v.shape
     if n == 0:
-        return dict.fromkeys(STATISTICS, 0)
+        return [dict.fromkeys(STATISTICS, 0) for _ in range(rows)]
     f = v.astype(np.float64)
-    total = int(v.sum()) if integer else float(f.sum())
-    mean = float(f.mean())
-    variance = float(((f - mean) ** 2).sum() / (n - 1)) if n > 1 else 0.0
-    q1, median, q3 = quartiles(f.tolist())
-    lo, hi = v.min(), v.max()
-    return {"count": n, "sum": total, "mean": mean, "variance": variance,
-            "minimum": int(lo) if integer else float(lo), "quartile25": q1, "median": median, "quartile75": q3,
-            "maximum": int(hi) if integer else float(hi)}
+    mean = f.mean(axis=1)
+    variance = ((f - mean[:, None]) ** 2).sum(axis=1) / (n - 1) if n > 1 else np.zeros(rows)
+    s = np.sort(f, axis=1)
+    quarts = []
+    for i in (1, 2, 3):
+        j, delta = divmod(i * (n - 1), 4)
+        quarts.append(s[:, j] if delta == 0 else s[:, j] * ((4 - delta) / 4) + s[:, j + 1] * (delta / 4))
+    total, lo, hi = v.sum(axis=1), v.min(axis=1), v.max(axis=1)
+    cast = int if integer else float
+    return [{"count": n, "sum": cast(total[r]), "mean": float(mean[r]), "variance": float(variance[r]),
+             "minimum": cast(lo[r]), "quartile25": float(quarts[0][r]), "median": float(quarts[1][r]),
+             "quartile75": float(quarts[2][r]), "maximum": cast(hi[r])} for r in range(rows)]
 
 
 def select_metrics(exp: Experiment, names: Sequence[str] | None) -> list[str]:
@@ -85,59 +89,60 @@ def select_metrics(exp: Experiment, names: Sequence[str] | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def select_routines(exp: Experiment, names: Sequence[str] | None) -> list[tuple[str, list[int]]]:
-    """(name, region indices) per routine asked for: regions of that name,
-    else those whose name the pattern matches; by default the roots'."""
+def select_routines(exp: Experiment, names: Sequence[str] | None, called: Sequence[str]) -> list[str]:
+    """The routines asked for: names of regions of the call tree (`called`),
+    else the names a regular expression matches; by default the roots'."""
     if not names:
-        names = list(dict.fromkeys(exp.region_name(i) for i in exp.roots))
-    out = []
+        return list(dict.fromkeys(exp.region_name(i) for i in exp.roots))
+    out: list[str] = []
     for pattern in names:
-        regions = [k for k, r in enumerate(exp.regions) if r.name == pattern]
-        if regions:
-            out.append((pattern, regions))
+        if pattern in called:
+            out.append(pattern)
             continue
         try:
             rx = re.compile(pattern)
         except re.error as exc:
             raise UsageError(f"-r {pattern!r}: not a region name nor a regular expression ({exc})") from None
-        by_name: dict[str, list[int]] = {}
-        for k, r in enumerate(exp.regions):
-            if rx.fullmatch(r.name):
-                by_name.setdefault(r.name, []).append(k)
-        if not by_name:
-            sample = ", ".join(list(dict.fromkeys(r.name for r in exp.regions))[:8])
-            raise UsageError(f"no routine {pattern!r} in this experiment (its regions include {sample})")
-        out += by_name.items()
-    return out
+        found = [n for n in called if rx.fullmatch(n)]
+        if not found:
+            raise UsageError(f"no routine {pattern!r} in this experiment's call tree (it calls "
+                             f"{', '.join(called[:8])}{' ...' if len(called) > 8 else ''})")
+        out += found
+    return list(dict.fromkeys(out))
 
 
-def routine_rows(view: View, metrics: Sequence[str], routines: Sequence[tuple[str, list[int]]]) -> list[Row]:
+def routine_rows(view: View, metrics: Sequence[str], routines: Sequence[str] | None) -> list[Row]:
     """Per metric and routine: INCL, EXCL, then each direct callee (in the
     order the call tree first meets them)."""
     exp = view.exp
+    group, names = view.name_groups()
+    index = {n: k for k, n in enumerate(names)}
+    called = [names[k] for k in dict.fromkeys(group.tolist())]
+    chosen = select_routines(exp, routines, called)
+    parents = exp.parents()
+    has_parent = parents >= 0
+    callees = {}
+    for name in chosen:  # per routine: its call paths' children, grouped by name
+        mine = group == index[name]
+        child = np.where(has_parent & mine[np.maximum(parents, 0)], group, -1)
+        callees[name] = (child, list(dict.fromkeys(child[child >= 0].tolist())))
     rows = []
     for metric in metrics:
         integer = is_integer(exp, metric)
-        for name, regions in routines:
-            rows.append(Row(metric, name, INCL, "", view.masked(metric, INCL, view.region_mask(regions, INCL)),
-                            integer))
-            mine = view.region_mask(regions, EXCL)
-            rows.append(Row(metric, name, EXCL, "", view.masked(metric, EXCL, mine), integer))
-            for callee, callee_regions in _callees(exp, mine):
-                mask = view.region_mask(callee_regions, INCL, parents=mine)
-                rows.append(Row(metric, name, "callee", callee, view.masked(metric, INCL, mask), integer))
+        incl = view.grouped(metric, INCL, group, len(names))
+        excl = view.grouped(metric, EXCL, group, len(names))
+        for name in chosen:
+            k = index[name]
+            child, order = callees[name]
+            block = [incl[k], excl[k]]
+            if order:
+                block += list(view.grouped(metric, INCL, child, len(names))[order])
+            stats = statistics(np.stack(block), integer)
+            rows.append(Row(metric, name, INCL, "", stats[0], integer))
+            rows.append(Row(metric, name, EXCL, "", stats[1], integer))
+            rows += [Row(metric, name, "callee", names[c], st, integer) for c, st in zip(order, stats[2:],
+                                                                                       strict=True)]
     return rows
-
-
-def _callees(exp: Experiment, callers: np.ndarray) -> list[tuple[str, list[int]]]:
-    """The functions the call paths in `callers` call directly, by name."""
-    by_name: dict[str, list[int]] = {}
-    for c in exp.cnodes:
-        if c.parent is not None and callers[c.parent]:
-            regions = by_name.setdefault(exp.regions[c.region].name, [])
-            if c.region not in regions:
-                regions.append(c.region)
-    return list(by_name.items())
 
 
 @dataclass
@@ -149,28 +154,22 @@ class FlatEntry:
 
 def flat_profile(view: View, metrics: Sequence[str], top: int) -> list[FlatEntry]:
     """The top functions (by name) by the first metric's exclusive value."""
-    exp = view.exp
-    by_name: dict[str, list[int]] = {}
-    for k, r in enumerate(exp.regions):
-        by_name.setdefault(r.name, []).append(k)
-    present = set(view.region_ids().tolist())
-    entries = []
-    for name, regions in by_name.items():
-        if not present.intersection(regions):
-            continue
-        excl, incl = view.region_mask(regions, EXCL), view.region_mask(regions, INCL)
-        entries.append(FlatEntry(name, {m: view.masked_total(m, EXCL, excl) for m in metrics},
-                                 {m: view.masked_total(m, INCL, incl) for m in metrics}))
-    first = metrics[0]
-    entries.sort(key=lambda e: (math.isnan(e.exclusive[first]), -e.exclusive[first]))  # stable: ties by id
-    return entries[:top]
+    group, names = view.name_groups()
+    n = len(names)
+    excl = {m: view.grouped_total(m, EXCL, group, n) for m in metrics}
+    incl = {m: view.grouped_total(m, INCL, group, n) for m in metrics}
+    present = sorted(set(group.tolist()))
+    key = np.asarray(excl[metrics[0]], dtype=np.float64)
+    present.sort(key=lambda k: (math.isnan(key[k]), -key[k]))  # stable: ties in the order of the regions
+    return [FlatEntry(names[k], {m: float(excl[m][k]) for m in metrics}, {m: float(incl[m][k]) for m in metrics})
+            for k in present[:top]]
 
 
 # ---------------------------------------------------------------- output
 
 
 def render_rows(rows: Sequence[Row], fmt: str) -> str:
-    stats = [statistics(r.values, r.integer) for r in rows]
+    stats = [r.stats for r in rows]
     if fmt == "json":
         return json.dumps({"schema": "psuite.stat/1", "rows": [
             {"metric": r.metric, "routine": r.routine, "view": r.view, "callee": r.callee,
@@ -228,7 +227,7 @@ def _aligned(table: Sequence[Sequence[str]]) -> str:
 
 
 def run(exp: Experiment, metrics: Sequence[str] | None = None, routines: Sequence[str] | None = None,
-        top: int | None = None, fmt: str = "text", metric_tree: str = INCL) -> str:
+        top: int | None = None, fmt: str = "text", metric_tree: str = EXCL) -> str:
     """What `psprocess stat` shows."""
     view = View(exp, metric_tree)
     chosen = select_metrics(exp, metrics)
@@ -238,4 +237,4 @@ def run(exp: Experiment, metrics: Sequence[str] | None = None, routines: Sequenc
         if routines:
             raise UsageError("-r goes without -t: -t lists the top functions, -r names the routines to show")
         return render_flat(view, flat_profile(view, chosen, top), chosen, fmt)
-    return render_rows(routine_rows(view, chosen, select_routines(exp, routines)), fmt)
+    return render_rows(routine_rows(view, chosen, routines), fmt)

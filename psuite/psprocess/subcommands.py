@@ -146,7 +146,8 @@ examples:
              """\
 An experiment's values (CUBE's cube_dump): per metric, call path and thread,
 or aggregated over the threads; inclusive or exclusive along the call tree
-(-x) and the metric tree (--metric-tree).
+(-x, cube_dump's -z) and, with --metric-tree incl, the metric tree
+(cube_dump's -x).
 
   -m  metric names, all (the default), or CubePL expressions defining new
       metrics, NAME:EXPRESSION or just EXPRESSION ("New Metric1" ...):
@@ -275,9 +276,10 @@ def _build_stat(p: ArgumentParser) -> None:
 
 
 def _metric_tree(p: ArgumentParser) -> None:
-    p.add_argument("--metric-tree", choices=("incl", "excl"), default="incl",
-                   help="incl (the default): a metric's value includes its child metrics' (CUBE's collapsed "
-                   "metric); excl: each metric alone")
+    p.add_argument("--metric-tree", choices=("incl", "excl"), default="excl",
+                   help="excl (the default): each metric's values as stored; incl: a metric's value with its "
+                   "child metrics' added (CUBE's collapsed metric, for files whose child metrics hold a share "
+                   "their parent does not, as Scalasca's)")
 
 
 def _build_dump(p: ArgumentParser) -> None:
@@ -319,11 +321,19 @@ _BUILD: dict[str, Callable[[ArgumentParser], None]] = {
 
 
 def main(argv: Sequence[str]) -> int:
-    """psprocess SUBCOMMAND ARGS: argv starts with the subcommand's name."""
+    """psprocess SUBCOMMAND ARGS: argv starts with the subcommand's name.
+    Errors are one line naming the subcommand, as its usage errors are."""
+    from psuite.cli_common import one_line
+    from psuite.errors import PsuiteError
+
     name = argv[0]
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
-    return _RUN[name](args)
+    try:
+        return _RUN[name](args)
+    except PsuiteError as exc:
+        print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_status
 
 
 def _inputs(args) -> list[str]:
@@ -356,10 +366,14 @@ def _cube_targets(path: str) -> list[str]:
     return [path, path[: -len(CUBE_EXTENSION)] + ".stat"]
 
 
-def _load(source: str):
+def _load(source: str, command: str):
+    """Any input psuite reads, as an experiment; warnings name the subcommand."""
     from psuite.psprocess import experiments
 
-    return experiments.load(source)
+    def warn(message: str) -> None:
+        print(f"psprocess {command}: warning: {message}", file=sys.stderr)
+
+    return experiments.load(source, warn=warn)
 
 
 def _algebra(call: Callable, *a, **kw):
@@ -397,7 +411,7 @@ def _run_diff(args) -> int:
         raise UsageError("-m/--metric goes with --folded (the metric of the folded stacks)")
     from psuite.psprocess import algebra
 
-    minuend, subtrahend = _load(args.minuend), _load(args.subtrahend)
+    minuend, subtrahend = _load(args.minuend, args.command), _load(args.subtrahend, args.command)
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
@@ -413,7 +427,7 @@ def _run_nary(args) -> int:
     _check_outputs(args, _cube_targets(args.output) if args.output else [])
     from psuite.psprocess import algebra
 
-    exps = [_load(s) for s in args.inputs]
+    exps = [_load(s, args.command) for s in args.inputs]
     return _finish(args, _algebra(getattr(algebra, args.command), exps, collapse=args.collapse, consume=True))
 
 
@@ -423,7 +437,7 @@ def _run_cut(args) -> int:
     _check_outputs(args, _cube_targets(args.output) if args.output else [])
     from psuite.psprocess import algebra
 
-    exp = _load(args.input)
+    exp = _load(args.input, args.command)
     return _finish(args, _algebra(algebra.cut, exp, root=args.root, prune=tuple(args.prune)))
 
 
@@ -462,7 +476,7 @@ def _run_compare(args) -> int:
     from psuite.cli_common import write_output
     from psuite.psprocess import algebra, experiment_views
 
-    a, b = _load(args.a), _load(args.b)
+    a, b = _load(args.a, args.command), _load(args.b, args.command)
     if tolerances:
         known = {m.name for m in a.metrics} | {m.name for m in b.metrics}
         for t in tolerances:
@@ -480,7 +494,7 @@ def _run_stat(args) -> int:
     from psuite.cli_common import write_output
     from psuite.psprocess import stat
 
-    exp = _load(args.input)
+    exp = _load(args.input, args.command)
     text = stat.run(exp, metrics=_list(args.metrics), routines=_list(args.routines), top=args.top,
                     fmt=args.format, metric_tree=args.metric_tree)
     write_output(args.output, text, args.force)
@@ -496,7 +510,7 @@ def _run_dump(args) -> int:
     from psuite.cli_common import write_output
     from psuite.psprocess import dump
 
-    exp = _load(args.input)
+    exp = _load(args.input, args.command)
     d = dump.compute(exp, metrics=args.metrics, callpaths=args.callpaths, calltree=args.calltree,
                      metric_tree=args.metric_tree, threads=args.threads, regions=args.regions)
     write_output(args.output, list(dump.render(d, args.format)), args.force)

@@ -75,7 +75,7 @@ def test_json_report_values_and_derived_metric():
     doc = json.loads("".join(experiment_views.render(e, "json")))
     assert doc["schema"] == "psuite.experiment/1"
     assert [m["name"] for m in doc["metrics"]] == ["time", "mpi", "samples", "rate"]
-    shown = with_children(plain, "time")
+    shown = plain["time"]  # each metric as stored, by default
     for i, cp in enumerate(doc["callpaths"]):
         assert cp["name"] == TREE[i][0] and cp["parent"] == TREE[i][1]
         for metric, values in (("time", shown), ("mpi", plain["mpi"]), ("samples", plain["samples"])):
@@ -147,10 +147,18 @@ def test_inclusive_stored_metric_shown_exclusive():
     assert doc["metrics"][-1]["total"] == 11
 
 
-def test_metric_tree_exclusive_shows_each_metric_alone():
+def test_metric_tree_inclusive_adds_child_metrics():
     e, plain = build(5)
-    doc = json.loads("".join(experiment_views.render(e, "json", metric_tree="excl")))
-    assert doc["metrics"][0]["total"] == pytest.approx(sum(map(sum, plain["time"])))
+    doc = json.loads("".join(experiment_views.render(e, "json", metric_tree="incl")))
+    shown = with_children(plain, "time")
+    assert doc["metrics"][0]["total"] == pytest.approx(sum(map(sum, shown)))
+    assert doc["callpaths"][1]["inclusive"]["time"] == pytest.approx(sum(incl(shown, 1, j) for j in range(NLOC)))
+    assert doc["metrics"][1]["total"] == pytest.approx(sum(map(sum, plain["mpi"])))
+    # a derived metric names time alone, whatever the view
+    assert doc["metrics"][3]["total"] == pytest.approx(sum(map(sum, plain["samples"])) /
+                                                      sum(map(sum, plain["time"])))
+    text = "".join(experiment_views.render(e, metric_tree="incl"))
+    assert "Metrics (a metric includes its child metrics):" in text
 
 
 # ---------------------------------------------------------------- stat
@@ -193,7 +201,7 @@ def test_stat_text_labels_and_default_routine():
     lines = text.splitlines()
     assert lines[0].split() == ["MetricRoutine", *stat.HEADINGS]
     assert [line.split()[1] for line in lines[1:]] == ["INCL(main)", "EXCL(main)", "foo", "bar", "rec"]
-    shown = with_children(plain, "time")
+    shown = plain["time"]
     total = sum(incl(shown, 0, j) for j in range(NLOC))
     assert float(lines[1].split()[3]) == pytest.approx(total, rel=1e-8)
     assert int(lines[1].split()[2]) == NLOC
@@ -273,8 +281,10 @@ def test_dump_aggregated_text_and_gnuplot():
     text = "".join(dump.run(e, metrics="time", callpaths="roots", threads="aggr", calltree="incl"))
     assert "Print out the data of the metric time (inclusive along the call tree)" in text
     line = next(x for x in text.splitlines() if x.startswith("main(id=0)"))
-    shown = with_children(plain, "time")
-    assert float(line.split()[1]) == pytest.approx(sum(incl(shown, 0, j) for j in range(NLOC)), rel=1e-8)
+    assert float(line.split()[1]) == pytest.approx(sum(incl(plain["time"], 0, j) for j in range(NLOC)), rel=1e-8)
+    collapsed = "".join(dump.run(e, metrics="time", callpaths="1", threads="aggr", metric_tree="incl"))
+    line = next(x for x in collapsed.splitlines() if x.startswith("foo(id=1)"))
+    assert float(line.split()[1]) == pytest.approx(sum(with_children(plain, "time")[1]), rel=1e-8)
     assert "All threads" in text
     gp = "".join(dump.run(e, fmt="gnuplot", metrics="samples", callpaths="leafs"))
     data = [line.split() for line in gp.splitlines() if line and not line.startswith("#")]
