@@ -318,6 +318,8 @@ def test_differential_folded_stacks():
     assert text.splitlines() == ["main 0 3", "main;a,b 1000 0", "main;f 100000 750000"]
     with pytest.raises(algebra.AlgebraError, match="give one of"):
         diff_folded(x, y, metric="nope")
+    with pytest.raises(algebra.AlgebraError, match="negative time values"):
+        diff_folded(algebra.diff(y, x), x)
 
 
 def test_consume_reuses_the_inputs_arrays_and_aligned_inputs_are_not_copied():
