@@ -7,6 +7,8 @@ the plain dictionaries the experiments are built from."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -21,7 +23,7 @@ LOCS = [(0, 0), (0, 1)]  # (rank, thread rank)
 
 def build(source: str, metrics: dict[str, tuple[str, str]], values: dict[str, dict[Path, list[float]]],
           locations=LOCS, derived: dict[str, str] | None = None, parents: dict[str, str] | None = None,
-          paths: list[Path] | None = None) -> Experiment:
+          paths: list[Path] | None = None, shuffle: random.Random | None = None) -> Experiment:
     """An experiment: metrics name -> (dtype, kind); values metric -> path ->
     one value per location; the call tree is every path named (parents first)."""
     e = Experiment(attributes={"source": f"/some/dir/{source}"})
@@ -35,6 +37,8 @@ def build(source: str, metrics: dict[str, tuple[str, str]], values: dict[str, di
     for per_path in values.values():
         all_paths += [p for p in per_path if p not in all_paths]
     all_paths = sorted(set(all_paths))  # depth first: a path sorts before its extensions
+    if shuffle is not None:  # any order with parents first, not depth first
+        all_paths.sort(key=lambda p: (len(p), shuffle.random()))
     region_of: dict[str, int] = {}
     cnode_of: dict[Path, int] = {}
     for p in all_paths:
@@ -314,6 +318,8 @@ def test_differential_folded_stacks():
     assert text.splitlines() == ["main 0 3", "main;a,b 1000 0", "main;f 100000 750000"]
     with pytest.raises(algebra.AlgebraError, match="give one of"):
         diff_folded(x, y, metric="nope")
+    with pytest.raises(algebra.AlgebraError, match="negative time values"):
+        diff_folded(algebra.diff(y, x), x)
 
 
 def test_consume_reuses_the_inputs_arrays_and_aligned_inputs_are_not_copied():
@@ -329,3 +335,57 @@ def test_consume_reuses_the_inputs_arrays_and_aligned_inputs_are_not_copied():
     assert a.values == {} and c.values == {}
     m = algebra.mean([b, b], consume=True)
     assert table(m, "time") == pytest.approx(flat(B_TIME))
+
+
+def random_values(rng: random.Random, integer: bool) -> dict[Path, list[float]]:
+    paths = {("r",)}
+    for _ in range(rng.randint(1, 12)):
+        p = ("r",) + tuple(rng.choice("abc") for _ in range(rng.randint(1, 3)))
+        paths.update(p[:k] for k in range(1, len(p) + 1))
+    draw = (lambda: rng.randint(0, 50)) if integer else (lambda: rng.choice([0.0, rng.uniform(0, 9)]))
+    return {p: [draw(), draw()] for p in paths}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_call_trees_against_dictionaries(seed):
+    rng = random.Random(seed)
+    va, vb = random_values(rng, True), random_values(rng, False)
+    wa, wb = random_values(rng, False), random_values(rng, True)
+    a = build("a", {"n": ("UINT64", EXCLUSIVE), "x": ("DOUBLE", EXCLUSIVE)}, {"n": va, "x": wa}, shuffle=rng)
+    b = build("b", {"n": ("DOUBLE", EXCLUSIVE), "x": ("UINT64", EXCLUSIVE)}, {"n": vb, "x": wb}, shuffle=rng)
+    for name, (pa, pb) in {"n": (va, vb), "x": (wa, wb)}.items():
+        fa, fb = flat(pa), flat(pb)
+        assert table(algebra.diff(a, b), name) == pytest.approx(combine(lambda x, y: x - y, fa, fb))
+        assert table(algebra.mean([a, b]), name) == pytest.approx(combine(lambda x, y: (x + y) / 2, fa, fb))
+        merged = {k: v for k, v in fa.items() if k[0] not in vb and k[0] not in wb} | fb  # b's tree: both
+        assert table(algebra.merge([a, b]), name) == pytest.approx(merged)
+    for r in (algebra.diff(a, b), algebra.merge([b, a])):
+        r.check()
+        assert r.values["n"].dtype == np.float64  # a DOUBLE in one input makes the metric DOUBLE
+
+
+def inclusive_of(ex: dict[Path, list[float]], paths) -> dict[Path, list[float]]:
+    return {p: [sum(ex[q][j] for q in ex if q[:len(p)] == p) for j in range(2)] for p in paths}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_trees_with_an_inclusive_metric(seed):
+    rng = random.Random(100 + seed)
+    ea, eb = random_values(rng, True), random_values(rng, True)
+    a = build("a", {"n": ("UINT64", INCLUSIVE)}, {"n": inclusive_of(ea, ea)}, shuffle=rng)
+    b = build("b", {"n": ("UINT64", EXCLUSIVE)}, {"n": eb}, shuffle=rng)
+    union = set(ea) | set(eb)
+    ia, ib = inclusive_of(ea, union), inclusive_of(eb, union)
+    d = algebra.diff(a, b)
+    assert d.metric("n").kind == INCLUSIVE
+    assert table(d, "n") == combine(lambda x, y: x - y, flat(ia), flat(ib))
+    # merge: the last input's definition (kind) wins; values last-wins per point, in the exclusive view
+    merged = algebra.merge([a, b])
+    assert merged.metric("n").kind == EXCLUSIVE
+    assert table(merged, "n") == flat({p: eb.get(p, ea.get(p)) for p in union})
+    merged = algebra.merge([b, a])
+    assert merged.metric("n").kind == INCLUSIVE
+    assert table(merged, "n") == flat(inclusive_of({p: ea.get(p, eb.get(p)) for p in union}, union))
+    pruned = algebra.cut(a, prune=["b"]) if any(p[-1] == "b" for p in ea) else None
+    if pruned is not None:  # an INCLUSIVE metric: every kept call path keeps its value
+        assert table(pruned, "n") == {k: v for k, v in flat(inclusive_of(ea, ea)).items() if "b" not in k[0]}

@@ -15,7 +15,8 @@ match: only sums over locations are written.
 The values are the metric's: samples, counts, occurrences, rounded to
 integers; a metric in seconds is written in microseconds, since a flame
 graph's weights are integers and most paths take less than a second.
-Names: ';' in a region name becomes ',', control characters become
+Weights are counts, so an experiment with negative values (a difference
+itself) is refused.  Names: ';' in a region name becomes ',', control characters become
 spaces, as in folded.py."""
 
 from __future__ import annotations
@@ -62,7 +63,11 @@ def diff_folded(minuend: Experiment, subtrahend: Experiment, metric: str | None 
     for i in (0, 1):
         a, _ = plan.aligned(i, m.name, EXCLUSIVE)
         v = np.zeros(len(plan.cnodes)) if a is None else a[:, 0].astype(np.float64)
-        columns.append(np.rint(v * scale).astype(np.int64))
+        w = np.rint(v * scale).astype(np.int64)
+        if (w < 0).any():  # flame-graph tools read counts; a difference has no place in either column
+            raise algebra.AlgebraError(f"{plan.names[i]} has negative {m.name} values (is it a difference?): "
+                                       "give the two runs themselves for a differential flame graph")
+        columns.append(w)
     before, after = columns
     names = [_UNSAFE.sub(" ", r.name.replace(";", ",")).strip() or "[unknown]" for r in plan.regions]
     stacks: list[str] = []
