@@ -14,7 +14,9 @@ Values are what CUBE shows:
   the aggregated values of the metrics it names (a ratio of sums), a
   PREDERIVED one per location and then summed, as CUBE does; the metrics
   an expression names count alone (their child metrics not included),
-  as Experiment.derived_values and Experiment.total take them.
+  as Experiment.derived_values and Experiment.total take them;
+- over threads, call paths and callees, values are summed, or for
+  MINDOUBLE and MAXDOUBLE metrics (Metric.combine) the least or greatest.
 
 JSON schema "psuite.experiment/1" (stable):
   {"schema", "attributes": {...},
@@ -25,7 +27,7 @@ JSON schema "psuite.experiment/1" (stable):
                   "thread_rank", "totals": {metric: value}}],
    "callpaths": [{"id", "parent", "region", "name", "depth", "line",
                   "inclusive": {metric: value}, "exclusive": {metric: value}}]}
-  (call paths in tree order, values summed over every location; numbers
+  (call paths in tree order, values aggregated over every location; numbers
   that are not finite are null).
 CSV (stable columns): kind ("metric"|"location"|"callpath"), id, parent,
 depth, name, path (region names joined with ";"), metric, inclusive,
@@ -75,8 +77,10 @@ class View:
         if m.derived:
             return []
         index = exp.metrics.index(m)
+        if m.combine is not np.add:  # a least or greatest value includes nothing
+            return []
         return [exp.metrics[k].name for k in exp.metric_children(index)
-                if not exp.metrics[k].derived and exp.metrics[k].unit == m.unit]
+                if not exp.metrics[k].derived and exp.metrics[k].unit == m.unit and exp.metrics[k].combine is np.add]
 
     def cells(self, metric: str, calltree: str = EXCL) -> np.ndarray:
         """(call paths, locations): every value of the metric."""
@@ -94,6 +98,12 @@ class View:
             self._cells[key] = np.broadcast_to(a, (len(exp.cnodes), len(exp.locations)))
         return self._cells[key]
 
+    def combine(self, metric: str) -> np.ufunc:
+        """How the metric's values aggregate: summed, or the least or
+        greatest (MINDOUBLE, MAXDOUBLE); derived metrics' evaluated values sum."""
+        m = self.exp.metric(metric)
+        return np.add if m.derived else m.combine
+
     def _plain(self, metric: str, calltree: str) -> np.ndarray:
         return self.exp.inclusive(metric) if calltree == INCL else self.exp.exclusive(metric)
 
@@ -109,7 +119,7 @@ class View:
                                            .astype(np.float64)), (len(self.exp.cnodes),))
         else:
             a = self.cells(metric, calltree)
-            out = (a if whole else a[:, list(locations)]).sum(axis=1)
+            out = reduce(self.combine(metric), a if whole else a[:, list(locations)], 1)
         if whole:
             self._sums[key] = out
         return out
@@ -119,11 +129,11 @@ class View:
         m = self.exp.metric(metric)
         if m.derived and m.kind == "POSTDERIVED":
             return float(evaluate(m.expression, lambda n: self.plain.total(n)))
-        return float(self.sums(metric, INCL)[self.exp.roots].sum())
+        return float(reduce(self.combine(metric), self.sums(metric, INCL)[self.exp.roots], 0))
 
     def location_totals(self, metric: str) -> np.ndarray:
         """Per location, the metric over every root."""
-        return np.asarray(self.cells(metric, INCL)[self.exp.roots].sum(axis=0))
+        return np.asarray(reduce(self.combine(metric), self.cells(metric, INCL)[self.exp.roots], 0))
 
     # -- groups of call paths: a function over all its call paths ---------
     def region_ids(self) -> np.ndarray:
@@ -180,7 +190,7 @@ class View:
             order = rows[np.argsort(group[rows], kind="stable")]
             keys = group[order]
             starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-            out[keys[starts]] = np.add.reduceat(np.asarray(cells)[order], starts, axis=0)
+            out[keys[starts]] = self.combine(metric).reduceat(np.asarray(cells)[order], starts, axis=0)
         return out
 
     def grouped_total(self, metric: str, calltree: str, group: np.ndarray, ngroups: int) -> np.ndarray:
@@ -191,7 +201,16 @@ class View:
             return np.broadcast_to(evaluate(m.expression, lambda n: self.plain.grouped_total(n, calltree, group,
                                                                                              ngroups)
                                             .astype(np.float64)), (ngroups,))
-        return self.grouped(metric, calltree, group, ngroups).sum(axis=1)
+        return reduce(self.combine(metric), self.grouped(metric, calltree, group, ngroups), 1)
+
+
+def reduce(f: np.ufunc, a: np.ndarray, axis: int) -> np.ndarray:
+    """f over an axis of a (np.add, np.minimum or np.maximum); nothing to
+    reduce gives zeros, as an empty sum does."""
+    a = np.asarray(a)
+    if a.shape[axis] == 0:
+        return np.zeros(a.shape[:axis] + a.shape[axis + 1:], dtype=a.dtype)
+    return f.reduce(a, axis=axis)
 
 
 # ---------------------------------------------------------------- numbers

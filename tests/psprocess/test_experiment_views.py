@@ -366,3 +366,27 @@ def test_comparison_report():
     doc = json.loads(experiment_views.render_comparison(moved, "a", "b", (), "json"))
     rate = [m for m in doc["moved"] if m["metric"] == "samples"]
     assert len(rate) == 1 and rate[0]["path"] == ["main", "foo", "bar"] and rate[0]["delta"] == 7
+
+
+def test_least_and_greatest_metrics_aggregate_by_min_and_max():
+    """Score-P's min_time and max_time (MINDOUBLE, MAXDOUBLE): over threads
+    and call paths their least or greatest value, never a sum."""
+    e, _ = build(15, derived=False)
+    hi = [[float(1 + (3 * i + 5 * j) % 7) for j in range(NLOC)] for i in range(len(TREE))]
+    lo = [[float(1 + (2 * i + j) % 5) for j in range(NLOC)] for i in range(len(TREE))]
+    e.add_metric(Metric("max_time", unit="sec", dtype="MAXDOUBLE", kind="INCLUSIVE"))
+    e.add_metric(Metric("min_time", unit="sec", dtype="MINDOUBLE", kind="INCLUSIVE"))
+    e.values["max_time"] = np.array(hi)
+    e.values["min_time"] = np.array(lo)
+    doc = json.loads("".join(experiment_views.render(e, "json")))
+    for i, cp in enumerate(doc["callpaths"]):
+        assert cp["inclusive"]["max_time"] == max(hi[i]) and cp["exclusive"]["max_time"] == max(hi[i])
+        assert cp["inclusive"]["min_time"] == min(lo[i])
+    totals = {m["name"]: m["total"] for m in doc["metrics"]}
+    assert totals["max_time"] == max(hi[0]) and totals["min_time"] == min(lo[0])
+    assert [loc["totals"]["max_time"] for loc in doc["locations"]] == [hi[0][j] for j in range(NLOC)]
+    flat = json.loads(stat.run(e, metrics=["max_time"], top=4, fmt="json"))["regions"]
+    bar = next(r for r in flat if r["region"] == "bar")
+    assert bar["exclusive"]["max_time"] == max(hi[2] + hi[3] + hi[6])
+    text = "".join(dump.run(e, fmt="csv2", metrics="min_time", callpaths="2", threads="aggr"))
+    assert text.splitlines()[1] == f"2,aggr,{min(lo[2]):g}"
