@@ -102,7 +102,8 @@ tolerances (repeatable, a metric may have an absolute and a relative one):
   --tolerance 'PAPI_*=2%'   every metric whose name the shell pattern matches
 A value is within when it is within either of its metric's tolerances.  A
 metric's own tolerance replaces a pattern's (of patterns, the last matching
-one counts); with tolerances, metrics none applies to are not checked.
+one counts); with tolerances, metrics none applies to are not checked,
+and a tolerance that applies to no metric is an error.
 The values checked are each call path's exclusive value summed over the
 threads, so the two runs may have different threads.""",
                 """\
@@ -480,12 +481,14 @@ def _run_compare(args) -> int:
     from psuite.psprocess import algebra, experiment_views
 
     a, b = _load(args.a, args.command), _load(args.b, args.command)
-    if tolerances:
-        known = {m.name for m in a.metrics} | {m.name for m in b.metrics}
+    if tolerances:  # a tolerance that checks nothing would let every regression pass
+        import fnmatch
+
+        known = list(dict.fromkeys([m.name for m in a.metrics] + [m.name for m in b.metrics]))
         for t in tolerances:
-            if not any(c in t.metric for c in "*?[") and t.metric not in known:
+            if not any(fnmatch.fnmatchcase(name, t.metric) for name in known):
                 raise UsageError(f"--tolerance: no metric {t.metric!r} in {args.a} or {args.b}; their metrics are "
-                                 f"{', '.join(sorted(known))}")
+                                 f"{', '.join(known)}")
     result = _algebra(algebra.compare, a, b, tolerances=tuple(tolerances), collapse=args.collapse)
     ok = result.equal or (bool(tolerances) and result.within)
     write_output(None, experiment_views.render_comparison(result, args.a, args.b, tolerances, args.format))

@@ -302,6 +302,8 @@ def test_bad_input_is_one_line(cubes, workdir):
         (("diff", cubes["a"], cubes["b"], "-o", "d.txt"), "ending in .cubex"),
         (("compare", cubes["a"], cubes["b"], "--tolerance", "fast"), "--tolerance 'fast'"),
         (("compare", cubes["a"], cubes["b"], "--tolerance", "cycles=5%"), "no metric 'cycles'"),
+        (("compare", cubes["a"], cubes["b"], "--tolerance", "PAPI_*=5%"), "no metric 'PAPI_*'"),
+        (("compare", cubes["a"], cubes["b"], "--tolerance", "5%", "--tolerance", "2%"), "already has"),
         (("cut", cubes["a"]), "--root REGION, --prune REGION"),
         (("cut", "--prune", "nowhere", cubes["a"]), "--prune nowhere"),
         (("dump", cubes["a"], "-m", "cycles"), "no metric 'cycles'"),
