@@ -92,6 +92,9 @@ def select_callpaths(exp: Experiment, spec: str) -> list[int]:
         return [i for i in range(n) if rx.search(exp.region_name(i))]
     if not n:
         raise UsageError("this experiment has no call paths")
+    if not re.fullmatch(r"[\d\s,-]+", spec):
+        raise UsageError(f"-c {spec!r}: give all, ids and ranges (0,3,5-10), leafs, roots, level=N, level<N, "
+                         "level>N or name=REGEX")
     return ranges(spec, n, "-c")
 
 
@@ -108,6 +111,8 @@ def select_locations(exp: Experiment, spec: str | None) -> list[int] | None:
         return list(range(len(exp.locations)))
     if spec == AGGREGATE:
         return None
+    if not re.fullmatch(r"[\d\s,-]+", spec):
+        raise UsageError(f"-t {spec!r}: give aggr (the sum over every thread) or thread ids and ranges (0,2-3)")
     return ranges(spec, len(exp.locations), "-t")
 
 

@@ -275,8 +275,10 @@ def test_dump_selections():
     assert dump.select_callpaths(e, "0,2-4") == [0, 2, 3, 4]
     with pytest.raises(UsageError, match="ids go from 0 to 6"):
         dump.select_callpaths(e, "3-9")
-    with pytest.raises(UsageError, match="give ids and ranges"):
+    with pytest.raises(UsageError, match="leafs, roots, level=N"):
         dump.select_callpaths(e, "bar")
+    with pytest.raises(UsageError, match="give ids and ranges"):
+        dump.select_callpaths(e, "1,,2")
     assert dump.select_locations(e, "aggr") is None
     assert dump.select_locations(e, "0,2") == [0, 2]
 
