@@ -51,14 +51,18 @@ behind; an existing file is kept unless --force is given, and every name
 is checked before any is written.
 
 exit status: 0 on success, 2 on bad input (unreadable or malformed
-documents, bad metric files, unwritable output)."""
+documents, bad metric files, unwritable output).
+
+{subcommands}"""
+
+SUBCOMMANDS = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")  # subcommands.NAMES
 
 
 def build_parser() -> ArgumentParser:
-    from psuite.psprocess import inputs
+    from psuite.psprocess import inputs, subcommands
 
     epilog = EPILOG.format(max_input=size_text(MAX_INPUT_BYTES), max_url=size_text(inputs.URL_MAX_BYTES),
-                           url_timeout=inputs.URL_TIMEOUT_S)
+                           url_timeout=inputs.URL_TIMEOUT_S, subcommands=subcommands.SUMMARY)
     p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=epilog)
     p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
     p.add_argument("-f", "--format", choices=tuple(FORMATS), default="text", help="output format (default text)")
@@ -155,7 +159,12 @@ VIEWS = ("top-down", "bottom-up", "callers")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(_bare_calltree(sys.argv[1:] if argv is None else argv))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] in SUBCOMMANDS:  # psprocess diff|merge|...: the performance algebra
+        from psuite.psprocess import subcommands
+
+        return subcommands.main(argv)
+    args = build_parser().parse_args(_bare_calltree(argv))
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
 

@@ -1,0 +1,655 @@
+"""CUBE's performance algebra (CUBE 4.3 user guide, 1.7) over psuite's
+experiments (psuite.experiment): diff, merge and mean of experiments,
+compare (cube_cmp, plus tolerances for regression checks) and cut
+(cube_cut's re-root and prune).  Every result is an Experiment again, so
+operations compose.
+
+Unification (what makes values of different experiments comparable):
+metrics by unique name (the union, parents by name); call paths by their
+path of (region name, region module) from the root (the union; a value
+missing in one input counts 0; paths equal under that key in one input are
+summed); locations by Location.key, (process rank, thread rank).  Systems
+whose locations differ are an AlgebraError naming the difference, unless
+`collapse` asks to sum every input's locations into one location (cube_*
+-C).  Derived metrics are not combined: a result keeps their expression,
+and the model evaluates it on the result's values.
+
+Values are aligned by numpy fancy indexing, never by Python loops over
+values; when an input's dimensions already are the result's, its arrays
+are used as they are.  With consume=True, diff, merge and mean reuse and
+release the inputs' arrays (the inputs are emptied): the command line
+needs no input after the operation, and two cubes of 80 M values each then
+fit in memory beside the result."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from psuite.errors import UsageError
+from psuite.experiment import EXCLUSIVE, INCLUSIVE, Cnode, Experiment, Location, Metric, Region, evaluate
+
+
+class AlgebraError(UsageError):
+    """Experiments that cannot be combined as asked, or an operation's
+    argument that names nothing in the experiment."""
+
+
+# -- tree arithmetic over (cnodes, locations) arrays -----------------------------------------
+
+
+def scatter_add(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+    """out[rows[i]] += values[i] for every i, repeated rows summed (np.add.at's
+    meaning, with a sort and one reduceat instead of its slow element loop)."""
+    if len(rows) == 0:
+        return
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    out[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
+
+
+def _depths(parents: np.ndarray) -> np.ndarray:
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for i, p in enumerate(parents.tolist()):  # parents come first: one pass over the cnodes
+        if p >= 0:
+            depth[i] = depth[p] + 1
+    return depth
+
+
+def to_inclusive(a: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Inclusive values from exclusive ones: sums flow up one tree level at a time."""
+    out = a.copy()
+    depth = _depths(parents)
+    for d in range(int(depth.max(initial=0)), 0, -1):
+        level = np.flatnonzero(depth == d)
+        scatter_add(out, parents[level], out[level])
+    return out
+
+
+def to_exclusive(a: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Exclusive values from inclusive ones: each call path less its children."""
+    out = a.copy()
+    children = np.flatnonzero(parents >= 0)
+    scatter_add(out, parents[children], -a[children])
+    return out
+
+
+def _view(e: Experiment, name: str, kind: str) -> tuple[np.ndarray, bool]:
+    """The metric's values in the given kind; whether the array is new."""
+    m = e.metric(name)
+    a = e.stored(name)
+    new = name not in e.values
+    if m.kind == kind:
+        return a, new
+    return (to_inclusive if kind == INCLUSIVE else to_exclusive)(a, e.parents()), True
+
+
+# -- unification -------------------------------------------------------------------------------
+
+
+def _name(e: Experiment, i: int) -> str:
+    """How an input is named in results and messages."""
+    for key in ("source", "file", "path"):
+        if e.attributes.get(key):
+            return os.path.basename(e.attributes[key].rstrip("/")) or e.attributes[key]
+    return e.attributes.get("operation") or f"input {i + 1}"
+
+
+def _location_keys(locations: Sequence[Location]) -> list[tuple[int, int, int]]:
+    """Location.key with an occurrence number, so that repeated keys still match one to one."""
+    seen: dict[tuple[int, int], int] = {}
+    out = []
+    for loc in locations:
+        k = loc.key
+        n = seen.get(k, 0)
+        seen[k] = n + 1
+        out.append((k[0], k[1], n))
+    return out
+
+
+def _describe(keys: Sequence[tuple[int, int, int]]) -> str:
+    shown = [f"rank {r} thread {t}" for r, t, _ in keys[:3]]
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return ", ".join(shown) + more
+
+
+def _collapsed_location(experiments: Sequence[Experiment]) -> Location:
+    locs = [loc for e in experiments for loc in e.locations]
+
+    def one(attr: str, many: str) -> str:
+        values = {getattr(loc, attr) for loc in locs}
+        return values.pop() if len(values) == 1 else many
+
+    return Location(machine=one("machine", "machines"), node=one("node", "all nodes"),
+                    process=one("process", "all processes"), rank=0, thread=one("thread", "all threads"),
+                    thread_rank=0)
+
+
+@dataclass
+class _Plan:
+    """The unified dimensions, and per input how its arrays map onto them."""
+
+    inputs: list[Experiment]
+    names: list[str]
+    metrics: list[Metric]
+    regions: list[Region]
+    cnodes: list[Cnode]
+    locations: list[Location]
+    rows: list[np.ndarray | None]  # per input: each input cnode's result cnode; None when the same
+    unique: list[bool]  # per input: no two input cnodes map to one result cnode
+    columns: list[np.ndarray | None]  # per input: input column of each result location; None when the same
+    collapse: bool
+    consume: bool = False
+
+    def experiment(self, operation: str) -> Experiment:
+        return Experiment(metrics=[dataclasses.replace(m) for m in self.metrics], regions=list(self.regions),
+                          cnodes=list(self.cnodes), locations=list(self.locations),
+                          attributes={"operation": operation})
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (len(self.cnodes), len(self.locations))
+
+    def measured(self, i: int, name: str) -> bool:
+        e = self.inputs[i]
+        for m in e.metrics:
+            if m.name == name:
+                return not m.derived
+        return False
+
+    def covers_all(self, i: int) -> bool:
+        """Whether input i has every call path of the result."""
+        return self.rows[i] is None or (self.unique[i] and len(self.rows[i]) == len(self.cnodes))
+
+    def present(self, i: int) -> np.ndarray | None:
+        """The result rows input i has (None: all)."""
+        return None if self.covers_all(i) else np.unique(self.rows[i])
+
+    def aligned(self, i: int, name: str, kind: str) -> tuple[np.ndarray | None, bool]:
+        """Input i's values of the metric on the result's dimensions, in the
+        given kind; None when the input does not measure it.  The flag says
+        whether the caller may write into the array (a new one, or the
+        input's own when consuming)."""
+        if not self.measured(i, name):
+            return None, False
+        e = self.inputs[i]
+        a, new = _view(e, name, kind)
+        if self.collapse:
+            a, new = a.sum(axis=1, keepdims=True), True
+        elif self.columns[i] is not None:
+            a, new = a[:, self.columns[i]], True
+        rows = self.rows[i]
+        if rows is not None:
+            out = np.zeros(self.shape, dtype=a.dtype)
+            if self.unique[i]:
+                out[rows] = a
+            else:
+                scatter_add(out, rows, a)
+            a, new = out, True
+        return a, new or self.consume
+
+    def release(self, name: str) -> None:
+        """Drop the inputs' arrays of a metric once used (consume)."""
+        if self.consume:
+            for e in self.inputs:
+                e.values.pop(name, None)
+
+
+def _unify_metrics(inputs: Sequence[Experiment], prefer_last: bool) -> list[Metric]:
+    first: dict[str, int] = {}  # name -> position in the result (first met)
+    chosen: dict[str, tuple[Metric, str | None]] = {}  # name -> definition, its parent's name
+    floating: set[str] = set()
+    for e in inputs:
+        for m in e.metrics:
+            parent = e.metrics[m.parent].name if m.parent is not None else None
+            first.setdefault(m.name, len(first))
+            if m.name not in chosen or prefer_last:
+                chosen[m.name] = (m, parent)
+            if not m.derived and not m.integer:
+                floating.add(m.name)
+    order = sorted(first, key=first.get)
+    out = []
+    for name in order:
+        m, parent = chosen[name]
+        m = dataclasses.replace(m, parent=first[parent] if parent is not None else None)
+        if not m.derived and name in floating:
+            m.dtype = "DOUBLE"
+        out.append(m)
+    return out
+
+
+def _unify_calltrees(inputs: Sequence[Experiment]):
+    regions: list[Region] = []
+    region_of: dict[tuple[str, str], int] = {}
+    node_of: dict[tuple[int, int], int] = {}  # (parent node or -1, region) -> node, in creation order
+    parent_of: list[int] = []
+    region_at: list[int] = []
+    line_at: list[int] = []
+    kids: list[list[int]] = [[]]  # kids[0]: the roots; kids[n + 1]: node n's children
+    maps: list[list[int]] = []
+    for e in inputs:
+        rmap = []
+        for r in e.regions:
+            k = (r.name, r.module)
+            if k not in region_of:
+                region_of[k] = len(regions)
+                regions.append(r)
+            rmap.append(region_of[k])
+        nodes: list[int] = []
+        for c in e.cnodes:
+            p = -1 if c.parent is None else nodes[c.parent]
+            k = (p, rmap[c.region])
+            n = node_of.get(k)
+            if n is None:
+                n = node_of[k] = len(parent_of)
+                parent_of.append(p)
+                region_at.append(k[1])
+                line_at.append(c.line)
+                kids.append([])
+                kids[p + 1].append(n)
+            nodes.append(n)
+        maps.append(nodes)
+    if len(parent_of) == len(inputs[0].cnodes):
+        # nothing new after the first input: keep its order, so that its arrays need no reindexing
+        order = range(len(parent_of))
+    else:  # depth-first, children in the order first met
+        order = []
+        stack = list(reversed(kids[0]))
+        while stack:
+            n = stack.pop()
+            order.append(n)
+            stack.extend(reversed(kids[n + 1]))
+    position = np.empty(len(parent_of), dtype=np.int64)
+    cnodes: list[Cnode] = []
+    for n in order:
+        position[n] = len(cnodes)
+        p = parent_of[n]
+        cnodes.append(Cnode(region_at[n], None if p < 0 else int(position[p]), line_at[n]))
+    rows: list[np.ndarray | None] = []
+    unique: list[bool] = []
+    for nodes in maps:
+        r = position[np.asarray(nodes, dtype=np.int64)] if nodes else np.empty(0, dtype=np.int64)
+        same = len(r) == len(cnodes) and bool(np.array_equal(r, np.arange(len(cnodes))))
+        rows.append(None if same else r)
+        unique.append(len(np.unique(r)) == len(r))
+    return regions, cnodes, rows, unique
+
+
+def _unify_systems(inputs: Sequence[Experiment], names: Sequence[str], collapse: bool):
+    if collapse:
+        return [_collapsed_location(inputs)], [None] * len(inputs)
+    keys0 = _location_keys(inputs[0].locations)
+    at = {k: j for j, k in enumerate(keys0)}
+    columns: list[np.ndarray | None] = [None]
+    for i, e in enumerate(inputs[1:], 1):
+        keys = _location_keys(e.locations)
+        if keys == keys0:
+            columns.append(None)
+            continue
+        only_here = [k for k in keys if k not in at]
+        mine = set(keys)
+        only_first = [k for k in keys0 if k not in mine]
+        if only_here or only_first:
+            parts = [f"{names[0]} has {len(keys0)} locations, {names[i]} {len(keys)}"]
+            if only_here:
+                parts.append(f"only in {names[i]}: {_describe(only_here)}")
+            if only_first:
+                parts.append(f"only in {names[0]}: {_describe(only_first)}")
+            raise AlgebraError(f"system trees differ ({'; '.join(parts)}): use -C to collapse the system trees")
+        here = {k: j for j, k in enumerate(keys)}
+        columns.append(np.fromiter((here[k] for k in keys0), dtype=np.int64, count=len(keys0)))
+    return list(inputs[0].locations), columns
+
+
+def _plan(inputs: Sequence[Experiment], collapse: bool, prefer_last: bool = False,
+          consume: bool = False) -> _Plan:
+    inputs = list(inputs)
+    if not inputs:
+        raise AlgebraError("no experiments given: give at least one input")
+    for e in inputs:
+        e.check()
+    names = [_name(e, i) for i, e in enumerate(inputs)]
+    metrics = _unify_metrics(inputs, prefer_last)
+    regions, cnodes, rows, unique = _unify_calltrees(inputs)
+    locations, columns = _unify_systems(inputs, names, collapse)
+    return _Plan(inputs, names, metrics, regions, cnodes, locations, rows, unique, columns, collapse, consume)
+
+
+def unify(experiments: Sequence[Experiment], collapse: bool = False) -> list[Experiment]:
+    """The experiments on common dimensions (same metrics, regions, call
+    paths and locations, in the same order), each with its own values
+    (zeros where it has none; a metric it does not measure has no values).
+    Arrays of an input whose dimensions already are the common ones are
+    shared, not copied."""
+    plan = _plan(experiments, collapse)
+    out = []
+    for i, e in enumerate(plan.inputs):
+        x = plan.experiment(e.attributes.get("operation", ""))
+        x.attributes = dict(e.attributes)
+        for m in x.metrics:
+            if m.derived:
+                continue
+            a, _ = plan.aligned(i, m.name, m.kind)
+            if a is not None:
+                x.values[m.name] = a.astype(np.int64 if m.integer else np.float64, copy=False)
+        out.append(x)
+    return out
+
+
+# -- diff, merge, mean ---------------------------------------------------------------------------
+
+
+def _operation(op: str, plan: _Plan, extra: str = "") -> str:
+    return f"{op}({', '.join(plan.names)}{extra})"
+
+
+def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *,
+         consume: bool = False) -> Experiment:
+    """minuend - subtrahend at every point (cube_diff).  Integer metrics
+    stay integers, typed INT64 since a difference can be negative."""
+    plan = _plan([minuend, subtrahend], collapse, consume=consume)
+    result = plan.experiment(_operation("diff", plan))
+    for m in result.metrics:
+        if m.derived:
+            continue
+        if m.integer:
+            m.dtype = "INT64"
+        dtype = np.int64 if m.integer else np.float64
+        a, writable = plan.aligned(0, m.name, m.kind)
+        b, _ = plan.aligned(1, m.name, m.kind)
+        if a is None and b is None:
+            continue
+        if a is None:
+            out = np.negative(b, dtype=dtype)
+        elif b is None:
+            out = a if writable and a.dtype == dtype else a.astype(dtype)
+        elif writable and a.dtype == dtype:
+            out = np.subtract(a, b, out=a)
+        else:
+            out = np.subtract(a, b, dtype=dtype)
+        del a, b
+        plan.release(m.name)
+        result.values[m.name] = out
+    return result
+
+
+def mean(experiments: Sequence[Experiment], collapse: bool = False, *, consume: bool = False) -> Experiment:
+    """The elementwise mean of the experiments (cube_mean), as DOUBLE; a
+    point an input lacks counts 0 for it."""
+    plan = _plan(experiments, collapse, consume=consume)
+    result = plan.experiment(_operation("mean", plan))
+    n = len(plan.inputs)
+    for m in result.metrics:
+        if m.derived:
+            continue
+        m.dtype = "DOUBLE"
+        out = None
+        for i in range(n):
+            a, writable = plan.aligned(i, m.name, m.kind)
+            if a is None:
+                continue
+            if out is None:
+                out = a if writable and a.dtype == np.float64 else a.astype(np.float64)
+            else:
+                np.add(out, a, out=out)
+            del a
+        plan.release(m.name)
+        if out is not None:
+            out /= n
+            result.values[m.name] = out
+    return result
+
+
+def merge(experiments: Sequence[Experiment], collapse: bool = False, *, consume: bool = False) -> Experiment:
+    """The metrics of every experiment in one (cube_merge): a point measured
+    by several inputs takes the last one's value, as CUBE does; a metric
+    only one input measures keeps its values.  Where the last input of a
+    metric lacks some call paths, the points are merged in the exclusive
+    view, so that an INCLUSIVE metric's tree stays consistent."""
+    plan = _plan(experiments, collapse, prefer_last=True, consume=consume)
+    result = plan.experiment(_operation("merge", plan))
+    parents = result.parents()
+    for m in result.metrics:
+        if m.derived:
+            continue
+        dtype = np.int64 if m.integer else np.float64
+        having = [i for i in range(len(plan.inputs)) if plan.measured(i, m.name)]
+        if not having:
+            continue
+        full = [i for i in having if plan.covers_all(i)]
+        start = max(full) if full else None
+        kind = m.kind if start is not None and start == having[-1] else EXCLUSIVE
+        out = None
+        for i in having:
+            if start is not None and i < start:
+                continue  # wholly overwritten by a later input
+            a, writable = plan.aligned(i, m.name, kind)
+            if out is None or i == start:
+                out = a if writable and a.dtype == dtype else a.astype(dtype)  # astype copies
+            else:
+                rows = plan.present(i)
+                if rows is None:
+                    out[...] = a
+                else:
+                    out[rows] = a[rows]
+            del a
+        plan.release(m.name)
+        if kind != m.kind:  # merged exclusive values of an INCLUSIVE metric
+            out = to_inclusive(out, parents)
+        result.values[m.name] = out
+    return result
+
+
+# -- compare ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Tolerance:
+    """How far a metric may move per call path: absolute (in the metric's
+    unit) or relative (a fraction of the first experiment's value, 0.05 =
+    5 %); within either is within.  `metric` is a name or a shell pattern."""
+
+    metric: str = "*"
+    absolute: float | None = None
+    relative: float | None = None
+
+    def allows(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        d = np.abs(b - a)
+        ok = np.zeros(d.shape, dtype=bool)
+        if self.absolute is None and self.relative is None:
+            return d == 0
+        if self.absolute is not None:
+            ok |= d <= self.absolute
+        if self.relative is not None:
+            ok |= d <= self.relative * np.abs(a)
+        return ok
+
+
+@dataclass
+class Moved:
+    """A call path whose metric (exclusive, summed over locations) moved beyond its tolerance."""
+
+    metric: str
+    path: tuple[str, ...]
+    a: float
+    b: float
+
+    @property
+    def delta(self) -> float:
+        return self.b - self.a
+
+    @property
+    def relative(self) -> float:
+        """delta as a fraction of a (infinite when a is 0 and b is not)."""
+        if self.a:
+            return self.delta / abs(self.a)
+        return 0.0 if not self.delta else math.copysign(math.inf, self.delta)
+
+
+@dataclass
+class Comparison:
+    equal: bool  # same dimensions and values (cube_cmp)
+    within: bool  # every checked metric within its tolerance (equal, without tolerances)
+    moved: list[Moved]
+
+
+def _tolerance(tolerances: Sequence[Tolerance], metric: str) -> Tolerance | None:
+    """The tolerance of a metric: one naming it, else the last whose pattern matches it."""
+    for t in tolerances:
+        if t.metric == metric:
+            return t
+    matching = [t for t in tolerances if fnmatch.fnmatchcase(metric, t.metric)]
+    return matching[-1] if matching else None
+
+
+def _equal(a: Experiment, b: Experiment, collapse: bool) -> bool:
+    try:
+        plan = _plan([a, b], collapse)
+    except AlgebraError:
+        return False
+    same_metrics = [(m.name, m.parent, m.derived, m.expression) for m in a.metrics] == \
+        [(m.name, m.parent, m.derived, m.expression) for m in b.metrics]
+    if not same_metrics or any(r is not None for r in plan.rows) or len(a.cnodes) != len(b.cnodes) \
+            or any(c is not None for c in plan.columns) or len(a.locations) != len(b.locations):
+        return False
+    for m in plan.metrics:
+        if m.derived:
+            continue
+        x, _ = plan.aligned(0, m.name, EXCLUSIVE)
+        y, _ = plan.aligned(1, m.name, EXCLUSIVE)
+        if not np.array_equal(x, y):
+            return False
+    return True
+
+
+def compare(a: Experiment, b: Experiment, tolerances: Sequence[Tolerance] = (), collapse: bool = False) -> Comparison:
+    """Whether two experiments are equal (cube_cmp: same dimensions and
+    values); with tolerances, whether every metric they apply to stayed
+    within its tolerance at every call path, its exclusive values summed
+    over the locations (so the systems need not match), and what moved
+    beyond, largest change first within each metric.  Without tolerances,
+    within is equality and moved lists every call path that differs."""
+    equal = _equal(a, b, collapse)
+    plan = _plan([a, b], collapse=True)
+    paths = plan.experiment("").paths()
+    sums: list[dict[str, np.ndarray]] = [{}, {}]
+
+    def fetch(i: int, name: str) -> np.ndarray:
+        if name not in sums[i]:
+            m = next((x for x in plan.metrics if x.name == name), None)
+            if m is not None and m.derived:
+                v = evaluate(m.expression, lambda n: fetch(i, n))
+            else:
+                v, _ = plan.aligned(i, name, EXCLUSIVE) if m is not None else (None, False)
+                v = np.zeros(plan.shape) if v is None else v
+            sums[i][name] = np.broadcast_to(np.asarray(v, dtype=np.float64), plan.shape)[:, 0]
+        return sums[i][name]
+
+    moved: list[Moved] = []
+    for m in plan.metrics:
+        if tolerances:
+            t = _tolerance(tolerances, m.name)
+            if t is None:
+                continue
+        else:
+            t = Tolerance(m.name)
+        x, y = fetch(0, m.name), fetch(1, m.name)
+        beyond = np.flatnonzero(~t.allows(x, y))
+        beyond = beyond[np.argsort(-np.abs(y[beyond] - x[beyond]), kind="stable")]
+        moved.extend(Moved(m.name, paths[c], float(x[c]), float(y[c])) for c in beyond.tolist())
+    within = (not moved) if tolerances else equal
+    return Comparison(equal=equal, within=within, moved=moved)
+
+
+# -- cut -------------------------------------------------------------------------------------
+
+
+def _cnodes_of(e: Experiment, region: str, option: str) -> list[int]:
+    found = [i for i, c in enumerate(e.cnodes) if e.regions[c.region].name == region]
+    if not found:
+        try:
+            rx = re.compile(region)
+            found = [i for i, c in enumerate(e.cnodes) if rx.fullmatch(e.regions[c.region].name)]
+        except re.error:
+            found = []
+    if not found:
+        called = sorted({e.regions[c.region].name for c in e.cnodes})
+        close = difflib.get_close_matches(region, called, n=5, cutoff=0.5)
+        hint = f"close names: {', '.join(close)}" if close else f"{len(called)} regions in the call tree"
+        raise AlgebraError(f"{option} {region}: no call path in that region ({hint}); give a region of the call tree")
+    return found
+
+
+def _outermost(e: Experiment, marked: np.ndarray) -> np.ndarray:
+    """Per cnode, its outermost marked ancestor-or-self, -1 when none."""
+    owner: list[int] = []
+    flags = marked.tolist()
+    for i, c in enumerate(e.cnodes):
+        up = owner[c.parent] if c.parent is not None else -1
+        owner.append(up if up >= 0 else (i if flags[i] else -1))
+    return np.asarray(owner, dtype=np.int64)
+
+
+def _keep(e: Experiment, keep: np.ndarray, operation: str) -> tuple[Experiment, np.ndarray]:
+    """The experiment restricted to the kept cnodes (a kept cnode whose
+    parent is dropped becomes a root); the old-to-new cnode index map."""
+    new = np.full(len(e.cnodes), -1, dtype=np.int64)
+    kept = np.flatnonzero(keep)
+    new[kept] = np.arange(len(kept))
+    cnodes = []
+    for i in kept.tolist():
+        c = e.cnodes[i]
+        p = new[c.parent] if c.parent is not None else -1
+        cnodes.append(Cnode(c.region, int(p) if p >= 0 else None, c.line))
+    out = Experiment(metrics=[dataclasses.replace(m) for m in e.metrics], regions=list(e.regions), cnodes=cnodes,
+                     locations=list(e.locations), attributes={"operation": operation})
+    for name, a in e.values.items():
+        out.values[name] = a[kept]
+    return out, new
+
+
+def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = ()) -> Experiment:
+    """cube_cut: re-root the call tree at every call path of region `root`
+    (its outermost ones, when it recurses), dropping everything else; then
+    prune every call path of each region in `prune` with its subtree, its
+    inclusive value added to its parent's exclusive value (an INCLUSIVE
+    metric's parent already holds it)."""
+    e = experiment
+    e.check()
+    extra = (f", root={root}" if root else "") + "".join(f", prune={p}" for p in prune)
+    operation = f"cut({_name(e, 0)}{extra})"
+    if root is not None:
+        marked = np.zeros(len(e.cnodes), dtype=bool)
+        marked[_cnodes_of(e, root, "--root")] = True
+        e, _ = _keep(e, _outermost(e, marked) >= 0, operation)
+    for region in prune:
+        marked = np.zeros(len(e.cnodes), dtype=bool)
+        at = _cnodes_of(e, region, "--prune")
+        roots = [i for i in at if e.cnodes[i].parent is None]
+        if roots:
+            raise AlgebraError(f"--prune {region}: it is a root of the call tree, which has no parent to take its "
+                               f"values; give a region called from another (or use --root)")
+        marked[at] = True
+        owner = _outermost(e, marked)
+        gone = np.flatnonzero(owner >= 0)
+        parents = e.parents()
+        smaller, new = _keep(e, owner < 0, operation)
+        target = new[parents[owner[gone]]]  # the pruned subtree's parent, kept
+        for m in e.metrics:
+            if m.derived or m.name not in e.values or m.kind != EXCLUSIVE:
+                continue
+            scatter_add(smaller.values[m.name], target, e.values[m.name][gone])
+        e = smaller
+    if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
+        e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
+    e.attributes = {"operation": operation}
+    return e

@@ -1,0 +1,521 @@
+"""psprocess's subcommands: the performance algebra of the CUBE 4.3 user
+guide (1.7) over anything psuite reads - diff, merge, mean, compare, cut -
+and the views stat and dump.  `psprocess SUBCOMMAND ...` comes here (cli.py
+sends it); `psprocess FILE ...` stays the report it always was.
+
+Results of diff, merge, mean and cut are experiments: with -o written as
+CUBE 4 (with its statistics file), else shown as a report (-f text, json
+or csv).  compare's exit status says equal or within the tolerances (0) or
+not (1); bad input is one line and exit status 2, as everywhere in psuite.
+
+Only argparse-level work happens at import: numpy, the readers and the
+algebra are imported when a subcommand runs."""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from psuite.cli_parser import ArgumentParser
+from psuite.errors import UsageError
+
+NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
+REPORT_FORMATS = ("text", "json", "csv")
+DUMP_FORMATS = ("text", "csv", "csv2", "gnuplot", "R")
+CUBE_EXTENSION = ".cubex"
+
+SUMMARY = """\
+subcommands (the performance algebra of CUBE 4, over any input psuite reads;
+psprocess SUBCOMMAND --help says more):
+  diff MINUEND SUBTRAHEND   the difference of two experiments
+  merge A B ...             one experiment with the metrics of all
+  mean A B ...              the mean of repeated runs
+  compare A B               equal, or within tolerances (exit status 0 or 1)
+  cut IN                    re-root or prune the call tree
+  stat IN                   statistics per metric and routine, top-N functions
+  dump IN                   values by metric, call path and thread
+A file named like a subcommand is given as ./NAME."""
+
+_INPUTS = """\
+inputs: anything psuite reads - psrun's XML documents (counting reports,
+profiles, with their call paths, combined documents) and CUBE 4 files
+(.cubex, psuite's own and those Score-P writes)."""
+
+_COLLAPSE = """\
+dimensions: metrics and call paths are matched by name (the union of the
+inputs'; a value missing in one input counts as 0).  Locations are
+matched by process and thread rank; inputs whose system trees differ are
+refused unless -C collapses each to a single location (their sum)."""
+
+_RESULT = """\
+result: with -o, a CUBE 4 file and its statistics file (OUT.stat beside
+OUT.cubex), which every subcommand reads again; without -o, a report on
+standard output (-f text, json or csv).  An existing file is kept unless
+--force is given."""
+
+_STATUS = "exit status: 0 on success, 2 on bad input (one line on standard error)."
+
+HELP = {
+    "diff": ("psprocess diff MINUEND SUBTRAHEND [-o OUT.cubex] [-C] [--folded FILE]",
+             """\
+The difference of two experiments (CUBE's cube_diff): every value of the
+minuend minus the subtrahend's, per metric, call path and thread.  Derived
+metrics are recomputed on the result.  --folded also writes the two runs'
+stacks as two-column folded stacks (stack before after) for a differential
+flame graph (flamegraph.pl's difffolded.pl input, inferno-diff-folded).""",
+             """\
+examples:
+  psprocess diff after.cubex before.cubex -o change.cubex
+  psprocess diff new.xml old.xml                    (a report of the change)
+  psprocess diff -C run8.cubex run4.cubex -o d.cubex (different thread counts)
+  psprocess diff new.xml old.xml --folded d.folded && flamegraph.pl d.folded"""),
+    "merge": ("psprocess merge A B ... [-o OUT.cubex] [-C]",
+              """\
+One experiment with the metrics of all inputs (CUBE's cube_merge): runs that
+counted different events become one.  Where several inputs hold the same
+metric at the same point, the last input's value is kept, as CUBE does.""",
+              """\
+examples:
+  psprocess merge cycles.cubex cache.cubex -o all.cubex
+  psprocess merge run-ipc.xml run-fp.xml -f csv"""),
+    "mean": ("psprocess mean A B ... [-o OUT.cubex] [-C]",
+             """\
+The mean of repeated experiments (CUBE's cube_mean): every value averaged
+over the inputs (a value an input lacks counts as 0), to smooth out noise.""",
+             """\
+examples:
+  psprocess mean run1.cubex run2.cubex run3.cubex -o mean.cubex
+  psprocess mean rep*.xml -f json > mean.json"""),
+    "compare": ("psprocess compare A B [--tolerance [METRIC=]AMOUNT[%] ...] [-C]",
+                """\
+Whether two experiments are equal (CUBE's cube_cmp: the same dimensions and
+values) and, with tolerances, whether B stays within them of A - a
+regression check for CI.  The call paths that moved beyond their tolerance
+are listed (metric, call path, A, B, change, relative change).
+
+tolerances (repeatable, a metric may have an absolute and a relative one):
+  --tolerance 5%            every metric may move by 5 % of its value in A
+  --tolerance time=5%       the metric time by 5 %
+  --tolerance samples=100   the metric samples by 100 (absolute)
+  --tolerance 'PAPI_*=2%'   every metric whose name the shell pattern matches
+A value is within when it is within either of its metric's tolerances.  A
+metric's own tolerance replaces a pattern's (of patterns, the last matching
+one counts); with tolerances, metrics none applies to are not checked.
+The values checked are each call path's exclusive value summed over the
+threads, so the two runs may have different threads.""",
+                """\
+examples:
+  psprocess compare base.cubex new.cubex            (exactly equal?)
+  psprocess compare base.xml new.xml --tolerance time=5% || echo slower
+  psprocess compare a.cubex b.cubex --tolerance 2% --tolerance visits=0 -f csv
+
+exit status: 0 when equal or within the tolerances, 1 when not, 2 on bad
+input (one line on standard error)."""),
+    "cut": ("psprocess cut [--root REGION] [--prune REGION ...] IN [-o OUT.cubex]",
+            """\
+Re-root or prune the call tree (CUBE's cube_cut).  --root keeps only the
+subtrees below the call paths of REGION, which become the roots; --prune
+removes the subtrees of REGION's call paths and adds their inclusive values
+to their parents' exclusive values (inlines them), so every root keeps its
+inclusive total.  REGION is a region name, or a regular expression when no
+region has that name.""",
+            """\
+examples:
+  psprocess cut --root solve run.cubex -o solve.cubex
+  psprocess cut --prune 'MPI_.*' --prune log_progress run.cubex -o lean.cubex
+  psprocess cut --root main --prune init app.xml     (a report)"""),
+    "stat": ("psprocess stat IN [-m METRIC,...] [-r ROUTINE,...] | [-t N]",
+             """\
+Statistics of an experiment (CUBE's cube_stat).  Per metric and routine:
+the routine's inclusive value, its exclusive value and the inclusive value
+of each function it calls directly, each as statistics across the
+locations (processes and threads): count, sum, mean, variance (n - 1),
+minimum, quartiles (linear interpolation) and maximum.  With -t N instead,
+the top N functions by the first metric's exclusive value, with every
+metric's exclusive and inclusive value.  Derived metrics are evaluated.""",
+             """\
+examples:
+  psprocess stat run.cubex                          (every metric, the roots)
+  psprocess stat -m time -r solve,exchange run.cubex
+  psprocess stat -t 20 -m samples app.xml
+  psprocess stat -f csv run.cubex > stat.csv"""),
+    "dump": ("psprocess dump IN [-m METRICS] [-c CALLPATHS] [-x incl|excl]\n"
+             "                      [-t aggr|IDS] [-r] [-f FORMAT] [-o FILE]",
+             """\
+An experiment's values (CUBE's cube_dump): per metric, call path and thread,
+or aggregated over the threads; inclusive or exclusive along the call tree
+(-x, cube_dump's -z) and, with --metric-tree incl, the metric tree
+(cube_dump's -x).
+
+  -m  metric names, all (the default), or CubePL expressions defining new
+      metrics, NAME:EXPRESSION or just EXPRESSION ("New Metric1" ...):
+      metric::NAME() references, numbers, + - * / and parentheses,
+      evaluated per thread along the chosen call-tree view, then summed
+  -c  all (the default), ids and ranges (0,3,5-10), leafs, roots,
+      level=N, level<N, level>N (roots are level 0), name=REGEX
+  -t  aggr (the sum over every thread), or thread ids and ranges
+  -r  the flat profile: one row per region, its call paths summed
+  -f  text, csv (a block per metric: callpath,thread,value), csv2 (a row
+      per call path and thread, a column per metric), gnuplot (data
+      blocks, one per metric) or R (source() it: one matrix per metric)""",
+             """\
+examples:
+  psprocess dump run.cubex
+  psprocess dump -m time,visits -c roots -x incl -t aggr run.cubex
+  psprocess dump -m 'ipc:metric::PAPI_TOT_INS()/metric::PAPI_TOT_CYC()' -c leafs -f csv2 app.xml
+  psprocess dump -c 'name=^MPI_' -f gnuplot run.cubex > mpi.dat
+  psprocess dump -f R -o values.R run.cubex         (in R: source("values.R"))"""),
+}
+
+
+def parser(name: str) -> ArgumentParser:
+    """The argparse parser of one subcommand."""
+    usage, what, examples = HELP[name]
+    epilog = [examples]
+    if name in ("diff", "merge", "mean", "compare"):
+        epilog.append(_COLLAPSE)
+    if name in ("diff", "merge", "mean", "cut"):
+        epilog.append(_RESULT)
+    epilog.append(_INPUTS)
+    if name != "compare":
+        epilog.append(_STATUS)
+    p = ArgumentParser(prog=f"psprocess {name}", usage=usage.replace("%", "%%"), description=what,
+                       epilog="\n\n".join(epilog))
+    _BUILD[name](p)
+    return p
+
+
+def _operands(p: ArgumentParser, name: str) -> None:
+    if name == "diff":
+        p.add_argument("minuend", metavar="MINUEND", help="the experiment to subtract from")
+        p.add_argument("subtrahend", metavar="SUBTRAHEND", help="the experiment subtracted")
+    elif name == "compare":
+        p.add_argument("a", metavar="A", help="the reference experiment")
+        p.add_argument("b", metavar="B", help="the experiment compared with it")
+    elif name in ("merge", "mean"):
+        p.add_argument("inputs", nargs="+", metavar="INPUT", help="two or more experiments")
+    else:
+        p.add_argument("input", metavar="IN", help="the experiment")
+
+
+def _result_options(p: ArgumentParser, collapse: bool) -> None:
+    if collapse:
+        p.add_argument("-C", "--collapse", action="store_true",
+                       help="collapse each input's system tree into one location (its sum), so inputs with "
+                       "different processes or threads can be combined (CUBE's -C)")
+    p.add_output_argument("-o", "--output", metavar="OUT.cubex",
+                          help="write the result as a CUBE 4 file (and its statistics, OUT.stat) instead of "
+                          "showing it as a report")
+    p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text",
+                   help="without -o: the report's format (default text)")
+
+
+def _force(p: ArgumentParser, what: str) -> None:
+    p.add_argument("--force", action="store_true",
+                   help=f"let {what} replace a file that exists (without --force an existing file is never "
+                   "touched; files are written whole or not at all)")
+
+
+def _build_diff(p: ArgumentParser) -> None:
+    _operands(p, "diff")
+    _result_options(p, collapse=True)
+    p.add_output_argument("--folded", metavar="FILE",
+                          help="also write FILE: two-column folded stacks (stack before after, the subtrahend's "
+                          "value then the minuend's) for a differential flame graph")
+    p.add_argument("-m", "--metric", metavar="NAME",
+                   help="with --folded: the metric of the stacks (default: the first one both inputs have)")
+    _force(p, "-o/--output or --folded")
+
+
+def _build_binary(name: str) -> Callable[[ArgumentParser], None]:
+    def build(p: ArgumentParser) -> None:
+        _operands(p, name)
+        _result_options(p, collapse=True)
+        _force(p, "-o/--output")
+
+    return build
+
+
+def _build_compare(p: ArgumentParser) -> None:
+    _operands(p, "compare")
+    p.add_argument("--tolerance", action="append", default=[], metavar="[METRIC=]AMOUNT[%]",
+                   help="how far B may be from A: AMOUNT in the metric's unit, or AMOUNT%% of A's value; "
+                   "for METRIC only, or every metric; repeatable")
+    p.add_argument("-C", "--collapse", action="store_true",
+                   help="collapse each input's system tree into one location (its sum) before comparing")
+    p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text",
+                   help="the verdict and the moved call paths as text (default), json or csv")
+
+
+def _build_cut(p: ArgumentParser) -> None:
+    _operands(p, "cut")
+    p.add_argument("--root", "-r", metavar="REGION", help="re-root the call tree at REGION's call paths")
+    p.add_argument("--prune", "-p", action="append", default=[], metavar="REGION",
+                   help="prune REGION's call paths into their parents (inline them); repeatable")
+    _result_options(p, collapse=False)
+    _force(p, "-o/--output")
+
+
+def _view_output(p: ArgumentParser) -> None:
+    p.add_output_argument("-o", "--output", metavar="FILE", help="write to FILE instead of standard output")
+    _force(p, "-o/--output")
+
+
+def _build_stat(p: ArgumentParser) -> None:
+    _operands(p, "stat")
+    p.add_argument("-m", "--metrics", metavar="METRIC,...", help="the metrics (default: every metric)")
+    p.add_argument("-r", "--routines", metavar="ROUTINE,...",
+                   help="the routines: region names, or regular expressions (default: the call tree's roots)")
+    p.add_argument("-t", "--top", type=_whole(1, 10**9), metavar="N",
+                   help="instead: the flat profile of the top N functions")
+    _metric_tree(p)
+    p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text", help="output format (default text)")
+    _view_output(p)
+
+
+def _metric_tree(p: ArgumentParser) -> None:
+    p.add_argument("--metric-tree", choices=("incl", "excl"), default="excl",
+                   help="excl (the default): each metric's values as stored; incl: a metric's value with its "
+                   "child metrics' added (CUBE's collapsed metric, for files whose child metrics hold a share "
+                   "their parent does not, as Scalasca's)")
+
+
+def _build_dump(p: ArgumentParser) -> None:
+    _operands(p, "dump")
+    p.add_argument("-m", "--metrics", metavar="METRICS", help="metric names, all, or CubePL expressions "
+                   "(NAME:EXPRESSION), comma-separated (default: all)")
+    p.add_argument("-c", "--callpaths", default="all", metavar="CALLPATHS",
+                   help="all, ids and ranges (0,3,5-10), leafs, roots, level=N, level<N, level>N, name=REGEX "
+                   "(default: all)")
+    p.add_argument("-x", "--calltree", choices=("incl", "excl"), default="excl",
+                   help="values along the call tree: inclusive (with the callees') or exclusive (default)")
+    _metric_tree(p)
+    p.add_argument("-t", "--threads", metavar="aggr|IDS",
+                   help="aggr: the sum over every thread; or thread ids and ranges (default: every thread)")
+    p.add_argument("-r", "--regions", action="store_true",
+                   help="the flat profile: one row per region (its call paths summed)")
+    p.add_argument("-f", "--format", choices=DUMP_FORMATS, default="text", help="output format (default text)")
+    _view_output(p)
+
+
+def _whole(lo: int, hi: int):
+    import argparse
+
+    def parse(text: str) -> int:
+        if not (text.strip().isascii() and text.strip().isdigit() and lo <= int(text) <= hi):
+            raise argparse.ArgumentTypeError(f"takes a whole number from {lo:,} to {hi:,}, not {text!r}")
+        return int(text)
+
+    return parse
+
+
+_BUILD: dict[str, Callable[[ArgumentParser], None]] = {
+    "diff": _build_diff, "merge": _build_binary("merge"), "mean": _build_binary("mean"),
+    "compare": _build_compare, "cut": _build_cut, "stat": _build_stat, "dump": _build_dump,
+}
+
+
+# ---------------------------------------------------------------- running
+
+
+def main(argv: Sequence[str]) -> int:
+    """psprocess SUBCOMMAND ARGS: argv starts with the subcommand's name.
+    Errors are one line naming the subcommand, as its usage errors are."""
+    from psuite.cli_common import one_line
+    from psuite.errors import PsuiteError
+
+    name = argv[0]
+    args = parser(name).parse_args(list(argv[1:]))
+    args.command = name
+    try:
+        return _RUN[name](args)
+    except PsuiteError as exc:
+        print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_status
+
+
+def _inputs(args) -> list[str]:
+    if args.command == "diff":
+        return [args.minuend, args.subtrahend]
+    if args.command == "compare":
+        return [args.a, args.b]
+    if args.command in ("merge", "mean"):
+        return list(args.inputs)
+    return [args.input]
+
+
+def _check_outputs(args, paths: Sequence[str | None]) -> None:
+    """Every output usable before anything is read; an input is never
+    replaced, even with --force."""
+    from psuite.cli_common import check_outputs
+
+    paths = [p for p in paths if p]
+    check_outputs(paths, args.force)
+    inputs = [s for s in _inputs(args) if os.path.isfile(s)]
+    for path in paths:
+        if os.path.exists(path) and any(os.path.samefile(path, s) for s in inputs):
+            raise UsageError(f"{path} is also an input; write the output to another name")
+
+
+def _cube_targets(path: str) -> list[str]:
+    if not path.endswith(CUBE_EXTENSION) or path == CUBE_EXTENSION:
+        raise UsageError(f"-o {path}: the result is written as CUBE 4; give a name ending in {CUBE_EXTENSION} "
+                         "(without -o it is shown as a report)")
+    return [path, path[: -len(CUBE_EXTENSION)] + ".stat"]
+
+
+def _load(source: str, command: str):
+    """Any input psuite reads, as an experiment; warnings name the subcommand."""
+    from psuite.psprocess import experiments
+
+    def warn(message: str) -> None:
+        print(f"psprocess {command}: warning: {message}", file=sys.stderr)
+
+    return experiments.load(source, warn=warn)
+
+
+def _algebra(call: Callable, *a, **kw):
+    """An operation of the algebra; its refusals are one line."""
+    from psuite.psprocess import algebra
+
+    try:
+        return call(*a, **kw)
+    except algebra.AlgebraError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _say(args, message: str) -> None:
+    print(f"psprocess {args.command}: {message}", file=sys.stderr)
+
+
+def _finish(args, result) -> int:
+    """The result written as CUBE 4 (-o) or shown as a report."""
+    if args.output:
+        from psuite.psprocess.exporters import cube
+
+        done = cube.write(result, args.output, force=args.force)
+        _say(args, f"wrote {args.output}" + (f" ({done})" if isinstance(done, str) and done else ""))
+        return 0
+    from psuite.cli_common import write_output
+    from psuite.psprocess import experiment_views
+
+    write_output(None, experiment_views.render(result, args.format))
+    return 0
+
+
+def _run_diff(args) -> int:
+    _check_outputs(args, [*(_cube_targets(args.output) if args.output else []), args.folded])
+    if args.metric and not args.folded:
+        raise UsageError("-m/--metric goes with --folded (the metric of the folded stacks)")
+    from psuite.psprocess import algebra
+
+    minuend, subtrahend = _load(args.minuend, args.command), _load(args.subtrahend, args.command)
+    if args.folded:  # before the difference, which takes over the inputs' arrays
+        from psuite.psprocess.exporters import folded_diff
+
+        done = _algebra(folded_diff.write, minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
+        _say(args, f"wrote {done}")
+    # consume: the inputs' arrays become the result's, so two big cubes fit beside it
+    return _finish(args, _algebra(algebra.diff, minuend, subtrahend, collapse=args.collapse, consume=True))
+
+
+def _run_nary(args) -> int:
+    if len(args.inputs) < 2:
+        raise UsageError(f"{args.command} takes two or more experiments; give another input")
+    _check_outputs(args, _cube_targets(args.output) if args.output else [])
+    from psuite.psprocess import algebra
+
+    exps = [_load(s, args.command) for s in args.inputs]
+    return _finish(args, _algebra(getattr(algebra, args.command), exps, collapse=args.collapse, consume=True))
+
+
+def _run_cut(args) -> int:
+    if not args.root and not args.prune:
+        raise UsageError("cut needs --root REGION, --prune REGION or both")
+    _check_outputs(args, _cube_targets(args.output) if args.output else [])
+    from psuite.psprocess import algebra
+
+    exp = _load(args.input, args.command)
+    return _finish(args, _algebra(algebra.cut, exp, root=args.root, prune=tuple(args.prune)))
+
+
+def parse_tolerances(specs: Sequence[str]) -> list:
+    """--tolerance [METRIC=]AMOUNT[%] options as algebra.Tolerance values,
+    one per metric (an absolute and a relative one for a metric merge)."""
+    from psuite.psprocess import algebra
+
+    found: dict[str, dict[str, float]] = {}
+    for spec in specs:
+        metric, sep, amount = spec.rpartition("=")
+        metric = metric.strip() if sep else "*"
+        if sep and not metric:
+            raise UsageError(f"--tolerance {spec!r}: name the metric before '=' (e.g. time=5%), or give just 5%")
+        text = amount.strip()
+        relative = text.endswith("%")
+        try:
+            value = float(text[:-1] if relative else text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"--tolerance {spec!r}: give a number of at least 0, or a percentage: 5%, "
+                             "time=5%, samples=100")
+        kind = "relative" if relative else "absolute"
+        mine = found.setdefault(metric, {})
+        if kind in mine:
+            raise UsageError(f"--tolerance {spec!r}: {metric if metric != '*' else 'every metric'} already has "
+                             f"an {kind} tolerance; give one of each at most")
+        mine[kind] = value / 100 if relative else value
+    return [algebra.Tolerance(metric=m, absolute=t.get("absolute"), relative=t.get("relative"))
+            for m, t in found.items()]
+
+
+def _run_compare(args) -> int:
+    tolerances = parse_tolerances(args.tolerance)
+    from psuite.cli_common import write_output
+    from psuite.psprocess import algebra, experiment_views
+
+    a, b = _load(args.a, args.command), _load(args.b, args.command)
+    if tolerances:
+        known = {m.name for m in a.metrics} | {m.name for m in b.metrics}
+        for t in tolerances:
+            if not any(c in t.metric for c in "*?[") and t.metric not in known:
+                raise UsageError(f"--tolerance: no metric {t.metric!r} in {args.a} or {args.b}; their metrics are "
+                                 f"{', '.join(sorted(known))}")
+    result = _algebra(algebra.compare, a, b, tolerances=tuple(tolerances), collapse=args.collapse)
+    ok = result.equal or (bool(tolerances) and result.within)
+    write_output(None, experiment_views.render_comparison(result, args.a, args.b, tolerances, args.format))
+    return 0 if ok else 1
+
+
+def _run_stat(args) -> int:
+    _check_outputs(args, [args.output])
+    from psuite.cli_common import write_output
+    from psuite.psprocess import stat
+
+    exp = _load(args.input, args.command)
+    text = stat.run(exp, metrics=_list(args.metrics), routines=_list(args.routines), top=args.top,
+                    fmt=args.format, metric_tree=args.metric_tree)
+    write_output(args.output, text, args.force)
+    return 0
+
+
+def _list(text: str | None) -> list[str] | None:
+    return [item.strip() for item in text.split(",") if item.strip()] if text else None
+
+
+def _run_dump(args) -> int:
+    _check_outputs(args, [args.output])
+    from psuite.cli_common import write_output
+    from psuite.psprocess import dump
+
+    exp = _load(args.input, args.command)
+    d = dump.compute(exp, metrics=args.metrics, callpaths=args.callpaths, calltree=args.calltree,
+                     metric_tree=args.metric_tree, threads=args.threads, regions=args.regions)
+    write_output(args.output, list(dump.render(d, args.format)), args.force)
+    return 0
+
+
+_RUN: dict[str, Callable] = {"diff": _run_diff, "merge": _run_nary, "mean": _run_nary, "compare": _run_compare,
+                             "cut": _run_cut, "stat": _run_stat, "dump": _run_dump}
