@@ -6,9 +6,10 @@ operations compose.
 
 Unification (what makes values of different experiments comparable):
 metrics by unique name (the union, parents by name); call paths by their
-path of (region name, region module) from the root (the union; a value
+path of (region name, region module's file name) from the root (the union; a value
 missing in one input counts 0; paths equal under that key in one input are
-summed); locations by Location.key, (process rank, thread rank).  Systems
+summed; when every input has one root, the roots are one path whatever
+they are named: psuite names its root after the program); locations by Location.key, (process rank, thread rank).  Systems
 whose locations differ are an AlgebraError naming the difference, unless
 `collapse` asks to sum every input's locations into one location (cube_*
 -C).  Derived metrics are not combined: a result keeps their expression,
@@ -236,10 +237,14 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
     line_at: list[int] = []
     kids: list[list[int]] = [[]]  # kids[0]: the roots; kids[n + 1]: node n's children
     maps: list[list[int]] = []
+    # One root each (psuite's program root, Score-P's main): the roots are one call path whatever
+    # they are named, so two builds of a program with different names still line up.
+    one_root = all(len(e.roots) == 1 for e in inputs)
+    root_region = -1
     for e in inputs:
         rmap = []
         for r in e.regions:
-            k = (r.name, r.module)
+            k = (r.name, os.path.basename(r.module))  # builds in different directories line up too
             if k not in region_of:
                 region_of[k] = len(regions)
                 regions.append(r)
@@ -247,7 +252,11 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
         nodes: list[int] = []
         for c in e.cnodes:
             p = -1 if c.parent is None else nodes[c.parent]
-            k = (p, rmap[c.region])
+            if one_root and p == -1:
+                root_region = rmap[c.region] if root_region < 0 else root_region
+                k = (p, root_region)
+            else:
+                k = (p, rmap[c.region])
             n = node_of.get(k)
             if n is None:
                 n = node_of[k] = len(parent_of)

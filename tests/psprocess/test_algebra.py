@@ -389,3 +389,23 @@ def test_random_trees_with_an_inclusive_metric(seed):
     pruned = algebra.cut(a, prune=["b"]) if any(p[-1] == "b" for p in ea) else None
     if pruned is not None:  # an INCLUSIVE metric: every kept call path keeps its value
         assert table(pruned, "n") == {k: v for k, v in flat(inclusive_of(ea, ea)).items() if "b" not in k[0]}
+
+
+def test_two_builds_in_different_directories_line_up():
+    """psuite names an experiment's root after the program and its regions'
+    modules are source paths: two builds (app_v1 in /a, app_v2 in /b) must
+    still diff call path by call path."""
+    def build_in(program: str, directory: str, work: float) -> Experiment:
+        e = Experiment()
+        e.add_metric(Metric("time", dtype="DOUBLE", kind=EXCLUSIVE))
+        root = e.add_cnode(e.add_region(Region(program, role="artificial")), None)
+        w = e.add_cnode(e.add_region(Region("work", module=f"{directory}/work.c")), root)
+        e.add_cnode(e.add_region(Region("init", module=f"{directory}/main.c")), root)
+        e.locations.append(Location())
+        a = e.zeros("time")
+        a[w, 0], a[2, 0] = work, 1.0
+        return e
+
+    d = algebra.diff(build_in("app_v2", "/b", 12.0), build_in("app_v1", "/a", 10.0))
+    assert len(d.cnodes) == 3 and d.region_name(0) == "app_v2"
+    assert table(d, "time") == {(("app_v2", "work"), (0, 0)): 2.0}
