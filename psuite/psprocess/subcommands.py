@@ -9,7 +9,8 @@ or csv).  compare's exit status says equal or within the tolerances (0) or
 not (1); bad input is one line and exit status 2, as everywhere in psuite.
 
 Only argparse-level work happens at import: numpy, the readers and the
-algebra are imported when a subcommand runs."""
+algebra are imported when a subcommand runs.  The algebra's refusals
+(AlgebraError) are UsageErrors: one line like every other."""
 
 from __future__ import annotations
 
@@ -380,16 +381,6 @@ def _load(source: str, command: str):
     return experiments.load(source, warn=warn)
 
 
-def _algebra(call: Callable, *a, **kw):
-    """An operation of the algebra; its refusals are one line."""
-    from psuite.psprocess import algebra
-
-    try:
-        return call(*a, **kw)
-    except algebra.AlgebraError as exc:
-        raise UsageError(str(exc)) from None
-
-
 def _say(args, message: str) -> None:
     print(f"psprocess {args.command}: {message}", file=sys.stderr)
 
@@ -419,10 +410,10 @@ def _run_diff(args) -> int:
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
-        done = _algebra(folded_diff.write, minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
+        done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
         _say(args, f"wrote {done}")
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
-    return _finish(args, _algebra(algebra.diff, minuend, subtrahend, collapse=args.collapse, consume=True))
+    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True))
 
 
 def _run_nary(args) -> int:
@@ -432,7 +423,7 @@ def _run_nary(args) -> int:
     from psuite.psprocess import algebra
 
     exps = [_load(s, args.command) for s in args.inputs]
-    return _finish(args, _algebra(getattr(algebra, args.command), exps, collapse=args.collapse, consume=True))
+    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True))
 
 
 def _run_cut(args) -> int:
@@ -442,7 +433,7 @@ def _run_cut(args) -> int:
     from psuite.psprocess import algebra
 
     exp = _load(args.input, args.command)
-    return _finish(args, _algebra(algebra.cut, exp, root=args.root, prune=tuple(args.prune)))
+    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)))
 
 
 def parse_tolerances(specs: Sequence[str]) -> list:
@@ -489,7 +480,7 @@ def _run_compare(args) -> int:
             if not any(fnmatch.fnmatchcase(name, t.metric) for name in known):
                 raise UsageError(f"--tolerance: no metric {t.metric!r} in {args.a} or {args.b}; their metrics are "
                                  f"{', '.join(known)}")
-    result = _algebra(algebra.compare, a, b, tolerances=tuple(tolerances), collapse=args.collapse)
+    result = algebra.compare(a, b, tolerances=tuple(tolerances), collapse=args.collapse)
     ok = result.equal or (bool(tolerances) and result.within)
     write_output(None, experiment_views.render_comparison(result, args.a, args.b, tolerances, args.format))
     return 0 if ok else 1
