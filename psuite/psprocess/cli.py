@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser
 from psuite.errors import UsageError
+from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
 from psuite.psprocess.writers import FORMATS
 
 DESCRIPTION = """\
@@ -54,8 +55,6 @@ exit status: 0 on success, 2 on bad input (unreadable or malformed
 documents, bad metric files, unwritable output).
 
 {subcommands}"""
-
-SUBCOMMANDS = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")  # subcommands.NAMES
 
 
 def build_parser() -> ArgumentParser:
