@@ -46,6 +46,31 @@ const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);
 
+/* Report formatting (report_format.c): the long lists of psprocess's
+ * profile reports, byte for byte as its Python writers write them.
+ * Strings come as blobs of n NUL-separated UTF-8 strings (no NUL after the
+ * last; *_size bytes).  Each call writes at most cap bytes to out and
+ * returns the total length, so a caller whose cap was too small calls
+ * again; -1 for input it leaves to Python (a blob without n strings, a
+ * negative count), -2 when memory ran out. */
+
+/* summary: rows of equal names summed, the largest sum first (ties by
+ * name, in byte order), one line per name whose self % is not below
+ * threshold: "{sum:>10,} {self:>7.2f}% {cumulative:>7.2f}%  name\n",
+ * percentages of total (the sum of counts, > 0).  The name of row i is
+ * a[i] (shape 0), "a[i]  (b[i])" (1) or "a[i]:b[i]:lines[i]" (2).
+ * *hidden: the names below the threshold. */
+long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_size, const long long *lines,
+                       const long long *counts, int shape, long long total, double threshold, char *out, long cap,
+                       long *hidden);
+/* json_locations: [{"module": m, "file": f, "function": g, "line": l,
+ * "samples": s}, ...] from strings already JSON-encoded (quotes included). */
+long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
+                              const char *functions, long g_size, const long long *lines,
+                              const long long *samples, char *out, long cap);
+/* json_samples: "pc": count pairs joined by ", " (no braces). */
+long ps_report_json_samples(int n, const unsigned long long *pcs, const long long *counts, char *out, long cap);
+
 #ifdef __cplusplus
 }
 #endif

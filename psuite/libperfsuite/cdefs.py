@@ -101,4 +101,11 @@ long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, l
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);
+long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_size, const long long *lines,
+                       const long long *counts, int shape, long long total, double threshold, char *out, long cap,
+                       long *hidden);
+long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
+                              const char *functions, long g_size, const long long *lines,
+                              const long long *samples, char *out, long cap);
+long ps_report_json_samples(int n, const unsigned long long *pcs, const long long *counts, char *out, long cap);
 """

@@ -55,9 +55,11 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
 from operator import attrgetter
 
+from psuite.psprocess.writers import native_rows
 from psuite.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
 
 _MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
+_LINE, _SAMPLES = attrgetter("line"), attrgetter("samples")
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
@@ -139,17 +141,25 @@ def _locations(locations: list) -> str | None:
     json.dumps writes them, each distinct string escaped once."""
     if not locations:
         return "[]"
-    if {(type(loc), type(loc.line), type(loc.samples)) for loc in locations} != {(Location, int, int)}:
+    if set(map(type, locations)) != {Location}:
         return None
+    lines, samples = list(map(_LINE, locations)), list(map(_SAMPLES, locations))
+    if set(map(type, lines)) != {int} or set(map(type, samples)) != {int}:
+        return None
+    modules, files, functions = list(map(_MODULE, locations)), list(map(_FILE, locations)), \
+        list(map(_FUNCTION, locations))
     try:
-        strings = set(map(_MODULE, locations))
-        strings.update(map(_FILE, locations), map(_FUNCTION, locations))
-        escaped = {s: _escape(s) for s in strings}
+        strings = set(modules)
+        strings.update(files, functions)
+        escaped = dict(zip(strings, map(_escape, strings), strict=True))  # each distinct string once
     except TypeError:  # not a string
         return None
-    return "[" + ", ".join([f'{{"module": {escaped[loc.module]}, "file": {escaped[loc.file]}, '
-                            f'"function": {escaped[loc.function]}, "line": {loc.line}, "samples": {loc.samples}}}'
-                            for loc in locations]) + "]"
+    modules, files, functions = (list(map(escaped.__getitem__, column)) for column in (modules, files, functions))
+    text = native_rows.json_locations(modules, files, functions, lines, samples)
+    if text is not None:
+        return text
+    return "[" + ", ".join(map('{"module": %s, "file": %s, "function": %s, "line": %d, "samples": %d}'.__mod__,
+                               zip(modules, files, functions, lines, samples, strict=True))) + "]"
 
 
 def _modules(modules: list) -> str | None:
@@ -165,7 +175,9 @@ def _modules(modules: list) -> str | None:
             file = _escape(m.file)
         except TypeError:
             return None
-        table = ", ".join([f'"{pc}": {n}' for pc, n in samples.items()])
+        table = native_rows.json_samples(samples)
+        if table is None:
+            table = ", ".join([f'"{pc}": {n}' for pc, n in samples.items()])
         out.append(f'{{"file": {file}, "offset": {m.offset}, "samples": {{{table}}}}}')
     return "[" + ", ".join(out) + "]"
 
