@@ -36,9 +36,12 @@ def reference(names: list[str], counts: list[int], threshold: float) -> tuple[li
 def reference_report(locations: list[Location], threshold: float) -> str:
     out = []
     counts = [loc.samples for loc in locations]
-    keys = [[loc.module for loc in locations], [loc.file for loc in locations],
-            [f"{loc.function}  ({loc.file})" for loc in locations],
-            [f"{loc.function}:{loc.file}:{loc.line}" for loc in locations]]
+    keys = [
+        [loc.module for loc in locations],
+        [loc.file for loc in locations],
+        [f"{loc.function}  ({loc.file})" for loc in locations],
+        [f"{loc.function}:{loc.file}:{loc.line}" for loc in locations],
+    ]
     for title, names in zip(TITLES, keys, strict=True):
         rows, hidden = reference(names, counts, threshold)
         out += ["", title, "-" * len(title), f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name", *rows]
@@ -50,22 +53,50 @@ def reference_report(locations: list[Location], threshold: float) -> str:
 def summaries_text(locations: list[Location], threshold: float) -> str:
     """The summaries part of render_one's text."""
     text = text_profile.render_one(ProfileReport(event="ITIMER_PROF", locations=locations), threshold)
-    return text[text.index("\nModule Summary"):]
+    return text[text.index("\nModule Summary") :]
 
 
 def native_used(locations: list[Location]) -> bool:
     counts = [loc.samples for loc in locations]
     s = native_rows.Summaries(counts, sum(counts) or 1)
-    return s.ok and s.summary([loc.function for loc in locations], [loc.file for loc in locations],
-                              [loc.line for loc in locations], 2, 0.0) is not None
+    return (
+        s.ok
+        and s.summary(
+            [loc.function for loc in locations],
+            [loc.file for loc in locations],
+            [loc.line for loc in locations],
+            2,
+            0.0,
+        )
+        is not None
+    )
 
 
 def locations_of(rng: random.Random, n: int, counts) -> list[Location]:
-    functions = ["main", "f\u00e9", "\u00e9t\u00e9", "zeta", "Zeta", "a", "ab", "abc", "\U0001f600x", "x" * 40,
-                 "std::vector<int>::push_back(int const&)"]
+    functions = [
+        "main",
+        "f\u00e9",
+        "\u00e9t\u00e9",
+        "zeta",
+        "Zeta",
+        "a",
+        "ab",
+        "abc",
+        "\U0001f600x",
+        "x" * 40,
+        "std::vector<int>::push_back(int const&)",
+    ]
     files = ["/src/a.c", "/src/b.c", "??", "/src/\u00fc.c"]
-    return [Location(f"/lib{rng.randrange(3)}.so", rng.choice(files), rng.choice(functions) + str(rng.randrange(9)),
-                     rng.randrange(0, 30), counts(rng)) for _ in range(n)]
+    return [
+        Location(
+            f"/lib{rng.randrange(3)}.so",
+            rng.choice(files),
+            rng.choice(functions) + str(rng.randrange(9)),
+            rng.randrange(0, 30),
+            counts(rng),
+        )
+        for _ in range(n)
+    ]
 
 
 @pytest.mark.parametrize("threshold", [0.0, 0.01, 0.5, 2.0, 12.5, 100.0])
@@ -86,14 +117,20 @@ def test_percentages_round_as_python_does_ties_included(total):
     locations = [Location("/m", "/f.c", f"fn{i}", i, n) for i, n in enumerate(counts)]
     assert native_used(locations)
     assert summaries_text(locations, 0.0) == reference_report(locations, 0.0)
-    assert summaries_text([Location("/m", "/f.c", "g", 1, 1), Location("/m", "/f.c", "h", 1, total - 1)], 0.0) == \
-        reference_report([Location("/m", "/f.c", "g", 1, 1), Location("/m", "/f.c", "h", 1, total - 1)], 0.0)
+    assert summaries_text(
+        [Location("/m", "/f.c", "g", 1, 1), Location("/m", "/f.c", "h", 1, total - 1)], 0.0
+    ) == reference_report([Location("/m", "/f.c", "g", 1, 1), Location("/m", "/f.c", "h", 1, total - 1)], 0.0)
 
 
 def test_names_are_summed_as_written_not_by_their_parts():
     """(function "a  (b", file "c") and ("a", "b  (c") write the same Function name: one row, their sum."""
-    locations = [Location("/m", "c", "a  (b", 1, 5), Location("/m", "b  (c", "a", 1, 4),
-                 Location("/m", "2", "f:1", 3, 2), Location("/m", "1:2", "f", 3, 2), Location("/m", "x", "y", 1, 1)]
+    locations = [
+        Location("/m", "c", "a  (b", 1, 5),
+        Location("/m", "b  (c", "a", 1, 4),
+        Location("/m", "2", "f:1", 3, 2),
+        Location("/m", "1:2", "f", 3, 2),
+        Location("/m", "x", "y", 1, 1),
+    ]
     assert native_used(locations)
     text = summaries_text(locations, 0.0)
     assert text == reference_report(locations, 0.0)
@@ -140,17 +177,24 @@ def test_json_locations_and_samples_are_json_dumps():
     rng = random.Random(9)
     locations = locations_of(rng, 2000, lambda r: r.choice([0, 1, 5, 2**40]))
     locations.append(Location('/q"uote\\', "tab\there\n", "\x01ctl\u2028", -1, 3))
-    modules = [ModuleSamples("/a b", 0x400000, {0x400000 + i: i % 7 for i in range(3000)}),
-               ModuleSamples("/top", 0, {2**64 - 1: 1, 0: 2**62}), ModuleSamples("/empty", 0)]
+    modules = [
+        ModuleSamples("/a b", 0x400000, {0x400000 + i: i % 7 for i in range(3000)}),
+        ModuleSamples("/top", 0, {2**64 - 1: 1, 0: 2**62}),
+        ModuleSamples("/empty", 0),
+    ]
     r = ProfileReport(source="p.xml", event="ITIMER_PROF", locations=locations, modules=modules, mapper="m")
     escaped = {s: json.dumps(s) for loc in locations for s in (loc.module, loc.file, loc.function)}
-    direct = native_rows.json_locations([escaped[loc.module] for loc in locations],
-                                        [escaped[loc.file] for loc in locations],
-                                        [escaped[loc.function] for loc in locations],
-                                        [loc.line for loc in locations], [loc.samples for loc in locations])
+    direct = native_rows.json_locations(
+        [escaped[loc.module] for loc in locations],
+        [escaped[loc.file] for loc in locations],
+        [escaped[loc.function] for loc in locations],
+        [loc.line for loc in locations],
+        [loc.samples for loc in locations],
+    )
     assert direct is not None and json.loads(direct) == [
         {"module": loc.module, "file": loc.file, "function": loc.function, "line": loc.line, "samples": loc.samples}
-        for loc in locations]
+        for loc in locations
+    ]
     assert native_rows.json_samples(modules[1].samples) == '"18446744073709551615": 1, "0": 4611686018427387904'
     expected = json.dumps({"schema": "psuite.profile/1", "reports": [r.to_dict()]}, allow_nan=False) + "\n"
     assert json_format.render([r]) == expected

@@ -85,8 +85,9 @@ class Summaries:
             kept = self._blobs[id(column)] = (column, _blob(column))
         return kept[1]
 
-    def summary(self, a: Sequence[str], b: Sequence[str] | None, lines: Sequence[int] | None, shape: int,
-                threshold: float) -> tuple[str, int] | None:
+    def summary(
+        self, a: Sequence[str], b: Sequence[str] | None, lines: Sequence[int] | None, shape: int, threshold: float
+    ) -> tuple[str, int] | None:
         """(the shown rows, each ending with a newline; the number of
         names hidden below the threshold) of one summary, or None."""
         ffi = self._ffi
@@ -104,9 +105,21 @@ class Summaries:
         while True:
             if need > self._cap:
                 self._buf, self._cap = self._alloc("char[]", need), need
-            total = self._lib.ps_report_summary(self.n, blob_a, len(blob_a), blob_b, len(blob_b), c_lines,
-                                                self._counts, shape, self.total, threshold, self._buf, self._cap,
-                                                hidden)
+            total = self._lib.ps_report_summary(
+                self.n,
+                blob_a,
+                len(blob_a),
+                blob_b,
+                len(blob_b),
+                c_lines,
+                self._counts,
+                shape,
+                self.total,
+                threshold,
+                self._buf,
+                self._cap,
+                hidden,
+            )
             if total < 0:
                 return None
             if total <= self._cap:
@@ -114,8 +127,9 @@ class Summaries:
             need = total
 
 
-def json_locations(modules: Sequence[str], files: Sequence[str], functions: Sequence[str], lines: Sequence[int],
-                   samples: Sequence[int]) -> str | None:
+def json_locations(
+    modules: Sequence[str], files: Sequence[str], functions: Sequence[str], lines: Sequence[int], samples: Sequence[int]
+) -> str | None:
     """The JSON list of locations from their columns, the strings already
     JSON-encoded (quotes included), or None.  lines and samples: plain
     ints (the caller checks their types)."""
@@ -133,8 +147,9 @@ def json_locations(modules: Sequence[str], files: Sequence[str], functions: Sequ
         return None
     while True:
         buf = alloc("char[]", cap)
-        total = c.ps_report_json_locations(n, blobs[0], len(blobs[0]), blobs[1], len(blobs[1]), blobs[2],
-                                           len(blobs[2]), c_lines, c_samples, buf, cap)
+        total = c.ps_report_json_locations(
+            n, blobs[0], len(blobs[0]), blobs[1], len(blobs[1]), blobs[2], len(blobs[2]), c_lines, c_samples, buf, cap
+        )
         if total < 0:
             return None
         if total <= cap:
