@@ -45,6 +45,13 @@ long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, l
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);
+/* group (group.c): the distinct (files[i], functions[i], lines[i]) of a
+ * lookup_many, in first-seen order, with their counts summed (a line is 0
+ * where the file is unknown, as psprocess reports it): group g in
+ * out_*[g]; returns the number of groups, -1 when a sum overflows, -2 when
+ * memory ran out. */
+int ps_dwarf_group(int n, const int *files, const int *functions, const int *lines, const long long *counts,
+                   int *out_files, int *out_functions, int *out_lines, long long *out_sums);
 
 /* Report formatting (report_format.c): the long lists of psprocess's
  * profile reports, byte for byte as its Python writers write them.
