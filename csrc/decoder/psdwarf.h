@@ -71,7 +71,8 @@ long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_
                        const long long *counts, int shape, long long total, double threshold, char *out, long cap,
                        long *hidden);
 /* json_locations: [{"module": m, "file": f, "function": g, "line": l,
- * "samples": s}, ...] from strings already JSON-encoded (quotes included). */
+ * "samples": s}, ...], the strings encoded as json.dumps encodes them
+ * (ensure_ascii: \uXXXX escapes, lower case). */
 long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
                               const char *functions, long g_size, const long long *lines,
                               const long long *samples, char *out, long cap);

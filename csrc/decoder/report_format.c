@@ -303,29 +303,127 @@ static void put(char *out, long cap, long *at, const char *p, size_t len)
     *at += (long)len;
 }
 
+/* s as a JSON string, as Python's json.dumps writes it (ensure_ascii):
+ * quotes, backslashes and the controls \b \f \n \r \t escaped by name,
+ * every other byte outside ' '..'~' as \u00XX and every non-ASCII
+ * character as \uXXXX (two, a surrogate pair, beyond U+FFFF), in lower
+ * case.  s is valid UTF-8 (Python encoded it).  Writes at most 6 bytes
+ * per input byte and the 2 quotes; returns the length. */
+static size_t json_string(const char *s, size_t len, char *out)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *p = (const unsigned char *)s, *end = p + len;
+    char *w = out;
+    *w++ = '"';
+    while (p < end) {
+        const unsigned char *run = p;
+        while (p < end && *p >= ' ' && *p <= '~' && *p != '"' && *p != '\\')
+            p++;
+        memcpy(w, run, (size_t)(p - run));
+        w += p - run;
+        if (p == end)
+            break;
+        unsigned c = *p;
+        if (c < 0x80) {
+            p++;
+            *w++ = '\\';
+            switch (c) {
+            case '"': *w++ = '"'; continue;
+            case '\\': *w++ = '\\'; continue;
+            case '\b': *w++ = 'b'; continue;
+            case '\f': *w++ = 'f'; continue;
+            case '\n': *w++ = 'n'; continue;
+            case '\r': *w++ = 'r'; continue;
+            case '\t': *w++ = 't'; continue;
+            default: break;
+            }
+            w--;
+        } else if (c < 0xe0) {
+            c = (c & 0x1f) << 6 | (p[1] & 0x3f);
+            p += 2;
+        } else if (c < 0xf0) {
+            c = (c & 0x0f) << 12 | (p[1] & 0x3f) << 6 | (p[2] & 0x3f);
+            p += 3;
+        } else {
+            c = (c & 0x07) << 18 | (p[1] & 0x3f) << 12 | (p[2] & 0x3f) << 6 | (p[3] & 0x3f);
+            p += 4;
+        }
+        unsigned units[2] = {c, 0};
+        int nu = 1;
+        if (c > 0xffff) {
+            c -= 0x10000;
+            units[0] = 0xd800 | (c >> 10);
+            units[1] = 0xdc00 | (c & 0x3ff);
+            nu = 2;
+        }
+        for (int i = 0; i < nu; i++) {
+            *w++ = '\\';
+            *w++ = 'u';
+            *w++ = hex[units[i] >> 12 & 0xf];
+            *w++ = hex[units[i] >> 8 & 0xf];
+            *w++ = hex[units[i] >> 4 & 0xf];
+            *w++ = hex[units[i] & 0xf];
+        }
+    }
+    *w++ = '"';
+    return (size_t)(w - out);
+}
+
+/* One column's string for row i, JSON-encoded into scratch; the same
+ * string as the row before (a module's name, repeated) is not encoded again. */
+typedef struct {
+    const str_t *s;
+    const char *last;
+    size_t last_len, encoded_len;
+    char *encoded;
+} column_t;
+
+static void put_string(char *out, long cap, long *at, column_t *col, int i)
+{
+    const str_t *s = &col->s[i];
+    if (!(col->last && s->len == col->last_len && memcmp(s->p, col->last, s->len) == 0)) {
+        col->encoded_len = json_string(s->p, s->len, col->encoded);
+        col->last = s->p;
+        col->last_len = s->len;
+    }
+    put(out, cap, at, col->encoded, col->encoded_len);
+}
+
 PS_API long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
                                      const char *functions, long g_size, const long long *lines,
                                      const long long *samples, char *out, long cap)
 {
     if (n < 0)
         return -1;
+    size_t longest = 0;
     str_t *s = malloc(sizeof *s * 3 * (size_t)(n ? n : 1));
     if (!s)
         return -2;
     str_t *sm = s, *sf = s + n, *sg = s + 2 * (size_t)n;
     long at = -1;
+    char *scratch = NULL;
     if (split(modules, m_size, n, sm) || split(files, f_size, n, sf) || split(functions, g_size, n, sg))
         goto done;
+    for (size_t i = 0; i < 3 * (size_t)n; i++)
+        if (s[i].len > longest)
+            longest = s[i].len;
+    scratch = malloc(3 * (6 * longest + 2));
+    if (!scratch) {
+        at = -2;
+        goto done;
+    }
+    column_t cols[3] = {{sm, NULL, 0, 0, scratch}, {sf, NULL, 0, 0, scratch + 6 * longest + 2},
+                        {sg, NULL, 0, 0, scratch + 2 * (6 * longest + 2)}};
     at = 0;
     char num[32];
     put(out, cap, &at, "[", 1);
     for (int i = 0; i < n; i++) {
         put(out, cap, &at, i ? ", {\"module\": " : "{\"module\": ", i ? 13 : 11);
-        put(out, cap, &at, sm[i].p, sm[i].len);
+        put_string(out, cap, &at, &cols[0], i);
         put(out, cap, &at, ", \"file\": ", 10);
-        put(out, cap, &at, sf[i].p, sf[i].len);
+        put_string(out, cap, &at, &cols[1], i);
         put(out, cap, &at, ", \"function\": ", 14);
-        put(out, cap, &at, sg[i].p, sg[i].len);
+        put_string(out, cap, &at, &cols[2], i);
         put(out, cap, &at, ", \"line\": ", 10);
         put(out, cap, &at, num, (size_t)decimal(lines[i], num));
         put(out, cap, &at, ", \"samples\": ", 13);
@@ -335,6 +433,7 @@ PS_API long ps_report_json_locations(int n, const char *modules, long m_size, co
     put(out, cap, &at, "]", 1);
 done:
     free(s);
+    free(scratch);
     return at;
 }
 

@@ -176,22 +176,28 @@ def test_values_left_to_python_give_the_same_text(odd):
 def test_json_locations_and_samples_are_json_dumps():
     rng = random.Random(9)
     locations = locations_of(rng, 2000, lambda r: r.choice([0, 1, 5, 2**40]))
-    locations.append(Location('/q"uote\\', "tab\there\n", "\x01ctl\u2028", -1, 3))
+    locations.append(Location('/q"uote\\', "tab\there\n\b\f\r/", "\x01ctl\u2028\x7f\x1f\U0001f600\u00e9", -1, 3))
+    locations.append(Location("/m", "", "\U0010ffff\uffff\u0800\u07ff\x80", 0, 0))
     modules = [
         ModuleSamples("/a b", 0x400000, {0x400000 + i: i % 7 for i in range(3000)}),
         ModuleSamples("/top", 0, {2**64 - 1: 1, 0: 2**62}),
         ModuleSamples("/empty", 0),
     ]
     r = ProfileReport(source="p.xml", event="ITIMER_PROF", locations=locations, modules=modules, mapper="m")
-    escaped = {s: json.dumps(s) for loc in locations for s in (loc.module, loc.file, loc.function)}
     direct = native_rows.json_locations(
-        [escaped[loc.module] for loc in locations],
-        [escaped[loc.file] for loc in locations],
-        [escaped[loc.function] for loc in locations],
+        [loc.module for loc in locations],
+        [loc.file for loc in locations],
+        [loc.function for loc in locations],
         [loc.line for loc in locations],
         [loc.samples for loc in locations],
     )
-    assert direct is not None and json.loads(direct) == [
+    assert direct == json.dumps(
+        [
+            {"module": loc.module, "file": loc.file, "function": loc.function, "line": loc.line, "samples": loc.samples}
+            for loc in locations
+        ]
+    )
+    assert json.loads(direct) == [
         {"module": loc.module, "file": loc.file, "function": loc.function, "line": loc.line, "samples": loc.samples}
         for loc in locations
     ]

@@ -148,6 +148,9 @@ def _locations(locations: list) -> str | None:
         return None
     modules, files, functions = list(map(_MODULE, locations)), list(map(_FILE, locations)), \
         list(map(_FUNCTION, locations))
+    text = native_rows.json_locations(modules, files, functions, lines, samples)
+    if text is not None:
+        return text
     try:
         strings = set(modules)
         strings.update(files, functions)
@@ -155,9 +158,6 @@ def _locations(locations: list) -> str | None:
     except TypeError:  # not a string
         return None
     modules, files, functions = (list(map(escaped.__getitem__, column)) for column in (modules, files, functions))
-    text = native_rows.json_locations(modules, files, functions, lines, samples)
-    if text is not None:
-        return text
     return "[" + ", ".join(map('{"module": %s, "file": %s, "function": %s, "line": %d, "samples": %d}'.__mod__,
                                zip(modules, files, functions, lines, samples, strict=True))) + "]"
 

@@ -130,9 +130,9 @@ class Summaries:
 def json_locations(
     modules: Sequence[str], files: Sequence[str], functions: Sequence[str], lines: Sequence[int], samples: Sequence[int]
 ) -> str | None:
-    """The JSON list of locations from their columns, the strings already
-    JSON-encoded (quotes included), or None.  lines and samples: plain
-    ints (the caller checks their types)."""
+    """The JSON list of locations from their columns, as json.dumps writes
+    it, or None.  lines and samples: plain ints (the caller checks their
+    types)."""
     lib = _library()
     if lib is None:
         return None
@@ -141,7 +141,7 @@ def json_locations(
     if None in blobs:
         return None
     n = len(samples)
-    cap = 120 * n + sum(map(len, blobs)) + 2
+    cap = 120 * n + 6 * sum(map(len, blobs)) + 2  # an escaped byte is at most 6 ("\\u00XX")
     c_lines, c_samples = _array(ffi, "q", lines), _array(ffi, "q", samples)
     if c_lines is None or c_samples is None:
         return None
