@@ -125,7 +125,7 @@ class NativeMap:
     def _names(self, kind: int, ids: Iterable[int], cache: dict[int, str]) -> None:
         """Names of the ids not in cache yet (function ids: kind 0, demangled;
         file ids: kind 1) into it, from one call into C."""
-        todo = [i for i in set(ids) if i not in cache]
+        todo = list(set(ids).difference(cache.keys()) if cache else set(ids))  # set operations: no Python loop
         if not todo:
             return
         ffi = self._ffi
