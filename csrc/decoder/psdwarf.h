@@ -76,6 +76,12 @@ long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_
 long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
                               const char *functions, long g_size, const long long *lines,
                               const long long *samples, char *out, long cap);
+/* samples: n <sample> PCs (hexadecimal, 1 to 16 digits) and counts
+ * (decimal, 1 to 18 digits), blobs of NUL-separated ASCII strings, into
+ * pcs[] and counts[]: 1 when the PCs are strictly increasing, 0 when not,
+ * -1 for anything else (left to Python). */
+int ps_report_samples(int n, const char *pc_blob, long pc_size, const char *count_blob, long count_size,
+                      unsigned long long *pcs, long long *counts);
 /* json_samples: "pc": count pairs joined by ", " (no braces). */
 long ps_report_json_samples(int n, const unsigned long long *pcs, const long long *counts, char *out, long cap);
 

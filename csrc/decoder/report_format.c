@@ -467,3 +467,53 @@ PS_API long ps_report_json_samples(int n, const unsigned long long *pcs, const l
     }
     return at;
 }
+
+/* The value of a hexadecimal digit, 16 for anything else. */
+static unsigned hex_digit(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    ch |= 0x20; /* lower case */
+    return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10u : 16u;
+}
+
+/* The <sample> elements of a raw profile, read (psuite/psprocess/readers/
+ * document.py): n hexadecimal PCs (1 to 16 digits, either case) and n
+ * decimal counts (1 to 18 digits), each a blob of NUL-separated ASCII
+ * strings, into pcs[] and counts[].  Returns 1 when the PCs are strictly
+ * increasing (then no two are the same), 0 when not, -1 for anything else
+ * (left to Python's checks and messages). */
+PS_API int ps_report_samples(int n, const char *pc_blob, long pc_size, const char *count_blob, long count_size,
+                             unsigned long long *pcs, long long *counts)
+{
+    const char *p = pc_blob, *pend = pc_blob + pc_size, *c = count_blob, *cend = count_blob + count_size;
+    int ascending = 1;
+    for (int i = 0; i < n; i++) {
+        unsigned long long pc = 0;
+        int digits = 0;
+        for (; p < pend && *p; p++, digits++) {
+            unsigned char ch = (unsigned char)*p;
+            unsigned v = hex_digit(ch);
+            if (v > 15 || digits == 16)
+                return -1;
+            pc = pc << 4 | v;
+        }
+        long long count = 0;
+        int cdigits = 0;
+        for (; c < cend && *c; c++, cdigits++) {
+            unsigned v = (unsigned)((unsigned char)*c - '0');
+            if (v > 9 || cdigits == 18)
+                return -1;
+            count = count * 10 + v;
+        }
+        if (!digits || !cdigits || (i < n - 1 && (p >= pend || c >= cend)) || (i == n - 1 && (p != pend || c != cend)))
+            return -1;
+        p++; /* past the NUL */
+        c++;
+        pcs[i] = pc;
+        counts[i] = count;
+        if (i && pcs[i - 1] >= pc)
+            ascending = 0;
+    }
+    return ascending;
+}

@@ -109,5 +109,7 @@ long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_
 long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
                               const char *functions, long g_size, const long long *lines,
                               const long long *samples, char *out, long cap);
+int ps_report_samples(int n, const char *pc_blob, long pc_size, const char *count_blob, long count_size,
+                      unsigned long long *pcs, long long *counts);
 long ps_report_json_samples(int n, const unsigned long long *pcs, const long long *counts, char *out, long cap);
 """

@@ -11,7 +11,8 @@ import random
 
 import pytest
 
-from psuite.psprocess.writers import json_format, native_rows, text_profile
+from psuite.psprocess import native_rows
+from psuite.psprocess.writers import json_format, text_profile
 from psuite.report import Location, ModuleSamples, ProfileReport
 
 TITLES = ("Module Summary", "File Summary", "Function Summary", "Function:File:Line Summary")

@@ -55,7 +55,7 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
 from operator import attrgetter
 
-from psuite.psprocess.writers import native_rows
+from psuite.psprocess import native_rows
 from psuite.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
 
 _MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from itertools import accumulate
 from operator import attrgetter
 
-from psuite.psprocess.writers import native_rows
+from psuite.psprocess import native_rows
 from psuite.report import ProfileReport
 
 RULE = "=" * 78

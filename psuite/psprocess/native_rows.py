@@ -1,7 +1,8 @@
-"""The long lists of profile reports written by the C decoder library
-(csrc/decoder/report_format.c): the ranked summaries of the text report
-and the locations and sampled PCs of the JSON one, byte for byte as the
-Python writers write them, without a Python call per row.
+"""The long lists of profiles read and written by the C decoder library
+(csrc/decoder/report_format.c): the sampled PCs of a raw profile's
+<samples>, the ranked summaries of the text report and the locations and
+sampled PCs of the JSON one, exactly as the Python reader and writers do
+it, without a Python call per row.
 
 Each function returns None when it leaves the work to the writer's Python
 code: no C library, values of another type than the C code writes (a
@@ -179,3 +180,32 @@ def json_samples(samples: dict) -> str | None:
         if total <= cap:
             return ffi.unpack(buf, total).decode()
         cap = total
+
+
+def samples(pcs: list[str], counts: list[str]) -> tuple[list[int], list[int], bool] | None:
+    """The PCs (hexadecimal) and counts (decimal) of a run of <sample>s as
+    ints, and whether the PCs are strictly increasing; None for anything
+    but 1 to 16 hexadecimal and 1 to 18 decimal ASCII digits (the reader's
+    Python checks then take them)."""
+    lib = _library()
+    if lib is None:
+        return None
+    ffi, c, _ = lib
+    try:
+        pc_blob, count_blob = "\0".join(pcs).encode("ascii"), "\0".join(counts).encode("ascii")
+    except (TypeError, UnicodeEncodeError):
+        return None
+    n = len(pcs)
+    out_pcs, out_counts = array("Q", bytes(8 * n)), array("q", bytes(8 * n))
+    rc = c.ps_report_samples(
+        n,
+        pc_blob,
+        len(pc_blob),
+        count_blob,
+        len(count_blob),
+        ffi.from_buffer("unsigned long long[]", out_pcs, require_writable=True),
+        ffi.from_buffer("long long[]", out_counts, require_writable=True),
+    )
+    if rc < 0 or len(counts) != n:
+        return None
+    return out_pcs.tolist(), out_counts.tolist(), rc == 1
