@@ -159,13 +159,12 @@ def json_locations(
 
 
 def json_samples(samples: dict) -> str | None:
-    """'"pc": count, ...' for a {pc: count} of plain ints (PCs below 2**64), or None."""
+    """'"pc": count, ...' for a {pc: count} of plain ints (the caller checks
+    their types), or None (a PC beyond 64 bits or negative, a count beyond 63)."""
     lib = _library()
     if lib is None:
         return None
     pcs, counts = list(samples), list(samples.values())
-    if not _ints(counts) or not _ints(pcs):
-        return None
     ffi, c, alloc = lib
     n = len(pcs)
     cap = 50 * n + 1

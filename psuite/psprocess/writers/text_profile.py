@@ -71,9 +71,10 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
     total = sum(counts) or 1
     modules, files, functions = list(map(_MODULE, locs)), list(map(_FILE, locs)), list(map(_FUNCTION, locs))
     native = native_rows.Summaries(counts, total)
-    if native.ok and _native_summaries(lines, native, modules, files, functions, list(map(_LINE, locs)),
-                                       threshold):
-        return "\n".join(lines) + "\n"
+    if native.ok:
+        pieces = _native_summaries(native, modules, files, functions, list(map(_LINE, locs)), threshold)
+        if pieces is not None:
+            return "".join(["\n".join(lines), "\n", *pieces])  # the long rows copied once
     _summary(lines, "Module Summary", modules, counts, total, threshold)
     _summary(lines, "File Summary", files, counts, total, threshold)
     # names %-formatted through map: no Python loop per location
@@ -85,23 +86,22 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _native_summaries(lines: list[str], native: native_rows.Summaries, modules: list[str], files: list[str],
-                      functions: list[str], line_nos: list[int], threshold: float) -> bool:
-    """The four summaries written by the C library (as _summary writes
-    them) onto lines; False, with nothing added, when it leaves any of
-    them to Python."""
+def _native_summaries(native: native_rows.Summaries, modules: list[str], files: list[str], functions: list[str],
+                      line_nos: list[int], threshold: float) -> list[str] | None:
+    """The four summaries written by the C library, as _summary writes them
+    (each line ending with a newline), in pieces; None when it leaves any
+    of them to Python."""
     done = []
     for title, a, b, shape in (("Module Summary", modules, None, 0), ("File Summary", files, None, 0),
                                ("Function Summary", functions, files, 1),
                                ("Function:File:Line Summary", functions, files, 2)):
         block = native.summary(a, b, line_nos, shape, threshold)
         if block is None:
-            return False
+            return None
         done.append((title, *block))
+    pieces = []
     for title, rows, hidden in done:
-        lines += ["", title, "-" * len(title), _HEAD]
-        if rows:
-            lines.append(rows[:-1])  # rows end with a newline; lines are joined by one
+        pieces += [f"\n{title}\n{'-' * len(title)}\n{_HEAD}\n", rows]  # rows: each ending with a newline
         if hidden:
-            lines.append(_hidden(hidden, threshold))
-    return True
+            pieces.append(_hidden(hidden, threshold) + "\n")
+    return pieces
