@@ -205,3 +205,10 @@ def test_json_locations_and_samples_are_json_dumps():
     assert native_rows.json_samples(modules[1].samples) == '"18446744073709551615": 1, "0": 4611686018427387904'
     expected = json.dumps({"schema": "psuite.profile/1", "reports": [r.to_dict()]}, allow_nan=False) + "\n"
     assert json_format.render([r]) == expected
+
+
+def test_all_counts_zero():
+    locations = [Location("/m", "/f", f"fn{i % 5}", i, 0) for i in range(40)]
+    assert native_used(locations)
+    assert summaries_text(locations, 0.0) == reference_report(locations, 0.0)
+    assert summaries_text(locations, 0.5) == reference_report(locations, 0.5)
