@@ -125,13 +125,15 @@ class NativeMap:
     def _names(self, kind: int, ids: Iterable[int], cache: dict[int, str]) -> None:
         """Names of the ids not in cache yet (function ids: kind 0, demangled;
         file ids: kind 1) into it, from one call into C."""
-        todo = list(set(ids).difference(cache.keys()) if cache else set(ids))  # set operations: no Python loop
+        distinct = ids if isinstance(ids, set) else set(ids)
+        todo = list(distinct.difference(cache.keys()) if cache else distinct)  # set operations: no Python loop
         if not todo:
             return
         ffi = self._ffi
-        c_ids, cap = ffi.new("int[]", todo), 64 * len(todo)
+        c_ids, cap = ffi.from_buffer("int[]", array("i", todo)), 64 * len(todo)
+        alloc = ffi.new_allocator(should_clear_after_alloc=False)  # written by C before it is read
         while True:
-            buf = ffi.new("char[]", cap)
+            buf = alloc("char[]", cap)
             total = self._lib.ps_dwarf_names(self._d, kind, c_ids, len(todo), buf, cap)
             if total <= cap:
                 break
@@ -179,11 +181,12 @@ class NativeMap:
         if groups < 0:
             return None
         file_ids, func_ids = ffi.unpack(g_files, groups), ffi.unpack(g_funcs, groups)
-        self._names(0, func_ids, self._funcs)
-        self._names(1, file_ids, self._files)
+        distinct_files, distinct_funcs = set(file_ids), set(func_ids)
+        self._names(0, distinct_funcs, self._funcs)
+        self._names(1, distinct_files, self._files)
         columns = (list(map(self._files.__getitem__, file_ids)), list(map(self._funcs.__getitem__, func_ids)),
                    ffi.unpack(g_lines, groups), ffi.unpack(g_sums, groups))
-        if _one_name_each(file_ids, self._files) and _one_name_each(func_ids, self._funcs):
+        if _one_name_each(distinct_files, self._files) and _one_name_each(distinct_funcs, self._funcs):
             return columns  # distinct ids are distinct names: the groups are the locations
         per_hit: dict[tuple[str, str, int], int] = {}  # ids of the same name (a static function in two units)
         get = per_hit.get
@@ -223,9 +226,8 @@ class NativeMap:
         return out
 
 
-def _one_name_each(ids: list[int], names: dict[int, str]) -> bool:
-    """Whether the distinct ids among `ids` have distinct names."""
-    distinct = set(ids)
+def _one_name_each(distinct: set[int], names: dict[int, str]) -> bool:
+    """Whether the ids have distinct names."""
     return len(set(map(names.__getitem__, distinct))) == len(distinct)
 
 
