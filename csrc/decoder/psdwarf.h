@@ -45,6 +45,45 @@ long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, l
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);
+/* group (group.c): the distinct (files[i], functions[i], lines[i]) of a
+ * lookup_many, in first-seen order, with their counts summed (a line is 0
+ * where the file is unknown, as psprocess reports it): group g in
+ * out_*[g]; returns the number of groups, -1 when a sum overflows, -2 when
+ * memory ran out. */
+int ps_dwarf_group(int n, const int *files, const int *functions, const int *lines, const long long *counts,
+                   int *out_files, int *out_functions, int *out_lines, long long *out_sums);
+
+/* Report formatting (report_format.c): the long lists of psprocess's
+ * profile reports, byte for byte as its Python writers write them.
+ * Strings come as blobs of n NUL-separated UTF-8 strings (no NUL after the
+ * last; *_size bytes).  Each call writes at most cap bytes to out and
+ * returns the total length, so a caller whose cap was too small calls
+ * again; -1 for input it leaves to Python (a blob without n strings, a
+ * negative count), -2 when memory ran out. */
+
+/* summary: rows of equal names summed, the largest sum first (ties by
+ * name, in byte order), one line per name whose self % is not below
+ * threshold: "{sum:>10,} {self:>7.2f}% {cumulative:>7.2f}%  name\n",
+ * percentages of total (the sum of counts, > 0).  The name of row i is
+ * a[i] (shape 0), "a[i]  (b[i])" (1) or "a[i]:b[i]:lines[i]" (2).
+ * *hidden: the names below the threshold. */
+long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_size, const long long *lines,
+                       const long long *counts, int shape, long long total, double threshold, char *out, long cap,
+                       long *hidden);
+/* json_locations: [{"module": m, "file": f, "function": g, "line": l,
+ * "samples": s}, ...], the strings encoded as json.dumps encodes them
+ * (ensure_ascii: \uXXXX escapes, lower case). */
+long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
+                              const char *functions, long g_size, const long long *lines,
+                              const long long *samples, char *out, long cap);
+/* samples: n <sample> PCs (hexadecimal, 1 to 16 digits) and counts
+ * (decimal, 1 to 18 digits), blobs of NUL-separated ASCII strings, into
+ * pcs[] and counts[]: 1 when the PCs are strictly increasing, 0 when not,
+ * -1 for anything else (left to Python). */
+int ps_report_samples(int n, const char *pc_blob, long pc_size, const char *count_blob, long count_size,
+                      unsigned long long *pcs, long long *counts);
+/* json_samples: "pc": count pairs joined by ", " (no braces). */
+long ps_report_json_samples(int n, const unsigned long long *pcs, const long long *counts, char *out, long cap);
 
 #ifdef __cplusplus
 }

@@ -101,4 +101,15 @@ long ps_dwarf_names(ps_dwarf_t *d, int kind, const int *ids, int n, char *buf, l
 const char *ps_dwarf_file(const ps_dwarf_t *d, int id);
 const char *ps_dwarf_function(const ps_dwarf_t *d, int id, int *linkage);
 void ps_dwarf_close(ps_dwarf_t *d);
+int ps_dwarf_group(int n, const int *files, const int *functions, const int *lines, const long long *counts,
+                   int *out_files, int *out_functions, int *out_lines, long long *out_sums);
+long ps_report_summary(int n, const char *a, long a_size, const char *b, long b_size, const long long *lines,
+                       const long long *counts, int shape, long long total, double threshold, char *out, long cap,
+                       long *hidden);
+long ps_report_json_locations(int n, const char *modules, long m_size, const char *files, long f_size,
+                              const char *functions, long g_size, const long long *lines,
+                              const long long *samples, char *out, long cap);
+int ps_report_samples(int n, const char *pc_blob, long pc_size, const char *count_blob, long count_size,
+                      unsigned long long *pcs, long long *counts);
+long ps_report_json_samples(int n, const unsigned long long *pcs, const long long *counts, char *out, long cap);
 """

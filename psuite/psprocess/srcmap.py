@@ -19,8 +19,9 @@ from __future__ import annotations
 import atexit
 import bisect
 import os
+from array import array
 from collections.abc import Callable, Iterable
-from itertools import repeat
+from itertools import chain, repeat
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # psuite.report is only needed by resolve(), psuite.calltree (Frame) only by the frame
@@ -124,13 +125,15 @@ class NativeMap:
     def _names(self, kind: int, ids: Iterable[int], cache: dict[int, str]) -> None:
         """Names of the ids not in cache yet (function ids: kind 0, demangled;
         file ids: kind 1) into it, from one call into C."""
-        todo = [i for i in set(ids) if i not in cache]
+        distinct = ids if isinstance(ids, set) else set(ids)
+        todo = list(distinct.difference(cache.keys()) if cache else distinct)  # set operations: no Python loop
         if not todo:
             return
         ffi = self._ffi
-        c_ids, cap = ffi.new("int[]", todo), 64 * len(todo)
+        c_ids, cap = ffi.from_buffer("int[]", array("i", todo)), 64 * len(todo)
+        alloc = ffi.new_allocator(should_clear_after_alloc=False)  # written by C before it is read
         while True:
-            buf = ffi.new("char[]", cap)
+            buf = alloc("char[]", cap)
             total = self._lib.ps_dwarf_names(self._d, kind, c_ids, len(todo), buf, cap)
             if total <= cap:
                 break
@@ -155,6 +158,44 @@ class NativeMap:
         # the tuples made by zip over whole columns: no Python loop per address
         return list(zip(map(self._files.__getitem__, file_ids), map(self._funcs.__getitem__, func_ids), line_nos,
                         strict=True))
+
+    def lookup_summed(self, addrs: list[int], counts: list[int]) -> tuple[list, list, list, list] | None:
+        """The distinct (file, function, line) of lookup_many(addrs), in
+        first-seen order, with the counts of their addresses summed, as
+        columns (files, functions, lines, sums); looked up and summed in C.
+        None when a count is not a plain int of 64 bits (then the caller
+        sums in Python)."""
+        ffi, n = self._ffi, len(addrs)
+        try:
+            c_counts = ffi.from_buffer("long long[]", array("q", counts))
+        except (OverflowError, TypeError):
+            return None
+        if set(map(type, counts)) - {int}:  # a bool would be summed as an int but kept as True in Python
+            return None
+        files, lines, funcs = ffi.new("int[]", n), ffi.new("int[]", n), ffi.new("int[]", n)
+        self._lib.ps_dwarf_lookup_many(self._d, ffi.from_buffer("unsigned long long[]", array("Q", addrs)), n, files,
+                                       lines, funcs)
+        g_files, g_funcs, g_lines, g_sums = ffi.new("int[]", n), ffi.new("int[]", n), ffi.new("int[]", n), \
+            ffi.new("long long[]", n)
+        groups = self._lib.ps_dwarf_group(n, files, funcs, lines, c_counts, g_files, g_funcs, g_lines, g_sums)
+        if groups < 0:
+            return None
+        file_ids, func_ids = ffi.unpack(g_files, groups), ffi.unpack(g_funcs, groups)
+        distinct_files, distinct_funcs = set(file_ids), set(func_ids)
+        self._names(0, distinct_funcs, self._funcs)
+        self._names(1, distinct_files, self._files)
+        columns = (list(map(self._files.__getitem__, file_ids)), list(map(self._funcs.__getitem__, func_ids)),
+                   ffi.unpack(g_lines, groups), ffi.unpack(g_sums, groups))
+        if _one_name_each(distinct_files, self._files) and _one_name_each(distinct_funcs, self._funcs):
+            return columns  # distinct ids are distinct names: the groups are the locations
+        per_hit: dict[tuple[str, str, int], int] = {}  # ids of the same name (a static function in two units)
+        get = per_hit.get
+        for file, function, line, count in zip(*columns, strict=True):
+            per_hit[file, function, line] = get((file, function, line), 0) + count
+        if not per_hit:
+            return [], [], [], []
+        files_, functions, lines_ = map(list, zip(*per_hit, strict=True))
+        return files_, functions, lines_, list(per_hit.values())
 
     def frames_many(self, addrs: list[int], module: str) -> list[list[Frame]]:
         """Per address, its frames innermost first (see resolve_frames), in
@@ -183,6 +224,11 @@ class NativeMap:
             out.append(flat[at:at + count])
             at += count
         return out
+
+
+def _one_name_each(distinct: set[int], names: dict[int, str]) -> bool:
+    """Whether the ids have distinct names."""
+    return len(set(map(names.__getitem__, distinct))) == len(distinct)
 
 
 def _frame_maker() -> Callable[[str, str, str, int, bool], Frame]:
@@ -543,22 +589,34 @@ def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None =
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
     from psuite.report import Location
-    totals: dict[tuple[str, str, str, int], int] = {}
     done, todo = 0, sum(len(m.samples) for m in report.modules)
+    per_module = []  # (module file, (files, functions, lines, samples)): its locations in first-seen order
     for mod in report.modules:
         mmap = _module_map(mod.file) if _is_file(mod.file) else None
         pcs, counts = list(mod.samples), list(mod.samples.values())
-        per_hit: dict[tuple[str, str, int], int] = {}  # (file, function, line) -> samples, in first-seen order
-        get = per_hit.get
-        for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
-            found = _lookup(mmap, [pc - mod.offset for pc in pcs[start:start + 4096]])
-            for hit, n in zip(found, counts[start:start + 4096], strict=True):
-                per_hit[hit] = get(hit, 0) + n
-            done += len(found)
-            if progress:
-                progress(done, todo)
-        for (file, function, line), n in per_hit.items():  # the same order as summing per address
-            key = (mod.file, file, function, line)
+        columns = None
+        if progress is None and type(mmap) is NativeMap and pcs:  # in one call into C: no progress to show
+            addrs = [pc - mod.offset for pc in pcs] if mod.offset else pcs
+            if min(addrs) >= 0 and max(addrs) < 2**64:
+                columns = mmap.lookup_summed(addrs, counts)
+        if columns is None:
+            per_hit: dict[tuple[str, str, int], int] = {}  # (file, function, line) -> samples, in first-seen order
+            get = per_hit.get
+            for start in range(0, len(pcs), 4096):  # in batches, for progress on big profiles
+                found = _lookup(mmap, [pc - mod.offset for pc in pcs[start:start + 4096]])
+                for hit, n in zip(found, counts[start:start + 4096], strict=True):
+                    per_hit[hit] = get(hit, 0) + n
+                done += len(found)
+                if progress:
+                    progress(done, todo)
+            columns = (*zip(*per_hit, strict=True), per_hit.values()) if per_hit else ((), (), (), ())
+        per_module.append((mod.file, columns))
+    if len({file for file, _ in per_module}) == len(per_module):  # no module twice: no location to merge
+        return list(chain.from_iterable(map(Location, repeat(file), *columns) for file, columns in per_module))
+    totals: dict[tuple[str, str, str, int], int] = {}
+    for file, columns in per_module:
+        for *key, n in zip(repeat(file), *columns, strict=False):  # the same order as summing per address
+            key = tuple(key)
             totals[key] = totals.get(key, 0) + n
     if not totals:
         return []

@@ -17,6 +17,7 @@ from operator import attrgetter, methodcaller
 
 from psuite.errors import InputError
 from psuite.formats import values
+from psuite.psprocess import native_rows
 from psuite.report import Event
 
 TYPE_CHECKING = False
@@ -104,6 +105,16 @@ class Document:
         texts = list(map(_TEXT, children))
         if None in pcs or None in texts:
             return False
+        parsed = native_rows.samples(pcs, texts)  # the digits read in C
+        if parsed is not None:
+            numbers, counts, ascending = parsed
+            if ascending and (not table or table.keys().isdisjoint(numbers)):
+                table.update(zip(numbers, counts, strict=True))  # new PCs, each once: as adding them one by one
+            else:
+                get = table.get
+                for pc, n in zip(numbers, counts, strict=True):
+                    table[pc] = get(pc, 0) + n
+            return True
         pc_text, text = "".join(pcs), "".join(texts)
         if not (pc_text.isalnum() and pc_text.isascii() and text.isdigit() and text.isascii()
                 and max(map(len, pcs)) <= 16 and max(map(len, texts)) < 19):
@@ -140,6 +151,7 @@ class Document:
             for el in children:
                 if el.tag == tag:
                     handler(self, el, container)
+        del children  # the proxies first: lxml then frees each node as it unlinks it
         del container[:count]
 
 

@@ -55,9 +55,11 @@ from collections.abc import Iterator
 from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
 from operator import attrgetter
 
+from psuite.psprocess import native_rows
 from psuite.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
 
 _MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
+_LINE, _SAMPLES = attrgetter("line"), attrgetter("samples")
 
 EXTENSION = ".json"
 SCHEMA = "psuite.count/1"
@@ -81,9 +83,16 @@ def _finite(value):
 
 
 def render(reports: list[CountReport], **_options) -> str:
+    return "".join(_pieces(reports))
+
+
+def _pieces(reports: list[CountReport]) -> list[str]:
+    """render()'s text in pieces, the long lists of a profile each a piece
+    of its own: joined once (or written one after the other), never copied
+    into a larger string step by step."""
     if len(reports) == 1 and isinstance(reports[0], MultiReport):
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
-        return _dumps({"schema": schema, **reports[0].to_dict()})
+        return [_dumps({"schema": schema, **reports[0].to_dict()})]
     def kind(r) -> str:
         if isinstance(r, MultiReport):
             return "multiprofile" if r.of_profiles else "multi"
@@ -94,27 +103,32 @@ def render(reports: list[CountReport], **_options) -> str:
     schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.report/1"
     # {"schema": ..., "reports": [...]} as json.dumps writes it, each report
     # encoded on its own (a profile's long lists without a dict per entry).
-    out = [_report(r, kind(r) if schema == "psuite.report/1" else None) for r in reports]
-    return '{"schema": ' + json.dumps(schema) + ', "reports": [' + ", ".join(out) + "]}\n"
+    out = ['{"schema": ' + json.dumps(schema) + ', "reports": [']
+    for i, r in enumerate(reports):
+        if i:
+            out.append(", ")
+        out += _report(r, kind(r) if schema == "psuite.report/1" else None)
+    out.append("]}\n")
+    return out
 
 
-def _report(r, kind: str | None) -> str:
-    """One report's JSON text, as _dumps(r.to_dict()) without its newline."""
+def _report(r, kind: str | None) -> list[str]:
+    """One report's JSON text in pieces, as _dumps(r.to_dict()) without its newline."""
     if type(r) is ProfileReport:
-        text = _profile(r, kind)
-        if text is not None:
-            return text
+        pieces = _profile(r, kind)
+        if pieces is not None:
+            return pieces
     d = r.to_dict()
     if kind is not None:
         d["kind"] = kind
-    return _dumps(d)[:-1]
+    return [_dumps(d)[:-1]]
 
 
-def _profile(r: ProfileReport, kind: str | None) -> str | None:
-    """A profile's JSON text written directly: its locations and sampled
-    PCs (tens of thousands) as text, the rest through json.  None when a
-    value is not of the plain types the direct path writes exactly as
-    json.dumps would."""
+def _profile(r: ProfileReport, kind: str | None) -> list[str] | None:
+    """A profile's JSON text written directly, in pieces: its locations and
+    sampled PCs (tens of thousands) as text, the rest through json.  None
+    when a value is not of the plain types the direct path writes exactly
+    as json.dumps would."""
     locations = _locations(r.locations)
     modules = _modules(r.modules)
     if locations is None or modules is None:
@@ -122,16 +136,19 @@ def _profile(r: ProfileReport, kind: str | None) -> str | None:
     d = dataclasses.replace(r, locations=[], modules=[]).to_dict()
     if kind is not None:
         d["kind"] = kind
-    parts = []
+    parts = ["{"]
     for key, value in d.items():
+        if len(parts) > 1:
+            parts.append(", ")
+        parts.append(f"{json.dumps(key)}: ")
         if key == "locations":
-            text = locations
+            parts.append(locations)
         elif key == "modules":
-            text = modules
+            parts += modules
         else:
-            text = _dumps(value)[:-1]
-        parts.append(f"{json.dumps(key)}: {text}")
-    return "{" + ", ".join(parts) + "}"
+            parts.append(_dumps(value)[:-1])
+    parts.append("}")
+    return parts
 
 
 def _locations(locations: list) -> str | None:
@@ -139,23 +156,31 @@ def _locations(locations: list) -> str | None:
     json.dumps writes them, each distinct string escaped once."""
     if not locations:
         return "[]"
-    if {(type(loc), type(loc.line), type(loc.samples)) for loc in locations} != {(Location, int, int)}:
+    if set(map(type, locations)) != {Location}:
         return None
+    lines, samples = list(map(_LINE, locations)), list(map(_SAMPLES, locations))
+    if set(map(type, lines)) != {int} or set(map(type, samples)) != {int}:
+        return None
+    modules, files, functions = list(map(_MODULE, locations)), list(map(_FILE, locations)), \
+        list(map(_FUNCTION, locations))
+    text = native_rows.json_locations(modules, files, functions, lines, samples)
+    if text is not None:
+        return text
     try:
-        strings = set(map(_MODULE, locations))
-        strings.update(map(_FILE, locations), map(_FUNCTION, locations))
-        escaped = {s: _escape(s) for s in strings}
+        strings = set(modules)
+        strings.update(files, functions)
+        escaped = dict(zip(strings, map(_escape, strings), strict=True))  # each distinct string once
     except TypeError:  # not a string
         return None
-    return "[" + ", ".join([f'{{"module": {escaped[loc.module]}, "file": {escaped[loc.file]}, '
-                            f'"function": {escaped[loc.function]}, "line": {loc.line}, "samples": {loc.samples}}}'
-                            for loc in locations]) + "]"
+    modules, files, functions = (list(map(escaped.__getitem__, column)) for column in (modules, files, functions))
+    return "[" + ", ".join(map('{"module": %s, "file": %s, "function": %s, "line": %d, "samples": %d}'.__mod__,
+                               zip(modules, files, functions, lines, samples, strict=True))) + "]"
 
 
-def _modules(modules: list) -> str | None:
+def _modules(modules: list) -> list[str] | None:
     """[{"file", "offset", "samples": {pc: count}}, ...] as json.dumps
-    writes them."""
-    out = []
+    writes them, in pieces."""
+    out = ["["]
     for m in modules:
         samples = m.samples
         if type(m) is not ModuleSamples or type(m.offset) is not int or type(samples) is not dict or \
@@ -165,9 +190,12 @@ def _modules(modules: list) -> str | None:
             file = _escape(m.file)
         except TypeError:
             return None
-        table = ", ".join([f'"{pc}": {n}' for pc, n in samples.items()])
-        out.append(f'{{"file": {file}, "offset": {m.offset}, "samples": {{{table}}}}}')
-    return "[" + ", ".join(out) + "]"
+        table = native_rows.json_samples(samples)
+        if table is None:
+            table = ", ".join([f'"{pc}": {n}' for pc, n in samples.items()])
+        out += [", " if len(out) > 1 else "", f'{{"file": {file}, "offset": {m.offset}, "samples": {{', table, "}}"]
+    out.append("]")
+    return out
 
 
 BLOCK = 20_000  # events encoded at a time
@@ -177,7 +205,7 @@ def render_chunks(reports: list, **options) -> Iterator[str]:
     """render() in pieces: a counting report of a million events is
     encoded a block of events at a time, never as one dict per event."""
     if len(reports) != 1 or type(reports[0]) is not CountReport or len(reports[0].events) <= BLOCK:
-        yield render(reports, **options)
+        yield from _pieces(reports)
         return
     r = reports[0]
     text = render([dataclasses.replace(r, events=[])])

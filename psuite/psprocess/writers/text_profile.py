@@ -6,10 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from itertools import accumulate
+from operator import attrgetter
 
+from psuite.psprocess import native_rows
 from psuite.report import ProfileReport
 
 RULE = "=" * 78
+_HEAD = f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name"
+_MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
+_LINE, _SAMPLES = attrgetter("line"), attrgetter("samples")
+
+
+def _hidden(count: int, threshold: float) -> str:
+    return f"{'':>10} ({count} more below {threshold:g}%)"
 
 
 def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int], total: int,
@@ -22,7 +31,7 @@ def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int
         get = sums.get
         for k, n in zip(keys, counts, strict=True):
             sums[k] = get(k, 0) + n
-    lines += ["", title, "-" * len(title), f"{'Samples':>10} {'Self %':>8} {'Total %':>8}  Name"]
+    lines += ["", title, "-" * len(title), _HEAD]
     names = sorted(sums)  # by name: the stable sort by samples below keeps that order among ties
     names.sort(key=sums.__getitem__, reverse=True)
     ranked = list(map(sums.__getitem__, names))
@@ -36,7 +45,7 @@ def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int
     lines += shown
     hidden = len(names) - len(shown)
     if hidden:
-        lines.append(f"{'':>10} ({hidden} more below {threshold:g}%)")
+        lines.append(_hidden(hidden, threshold))
 
 
 def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
@@ -58,10 +67,15 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
             ("Sampling", r.annotation), ("Minimum self %", f"{threshold:g}"), ("Mapper", r.mapper)]
     lines += [f"{k:<24}: {v}" for k, v in info if v not in (None, "")]
     locs = r.locations
-    counts = [loc.samples for loc in locs]
+    counts = list(map(_SAMPLES, locs))
     total = sum(counts) or 1
-    _summary(lines, "Module Summary", [loc.module for loc in locs], counts, total, threshold)
-    files, functions = [loc.file for loc in locs], [loc.function for loc in locs]
+    modules, files, functions = list(map(_MODULE, locs)), list(map(_FILE, locs)), list(map(_FUNCTION, locs))
+    native = native_rows.Summaries(counts, total)
+    if native.ok:
+        pieces = _native_summaries(native, modules, files, functions, list(map(_LINE, locs)), threshold)
+        if pieces is not None:
+            return "".join(["\n".join(lines), "\n", *pieces])  # the long rows copied once
+    _summary(lines, "Module Summary", modules, counts, total, threshold)
     _summary(lines, "File Summary", files, counts, total, threshold)
     # names %-formatted through map: no Python loop per location
     _summary(lines, "Function Summary", map("%s  (%s)".__mod__, zip(functions, files, strict=True)), counts, total,
@@ -70,3 +84,24 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
              map("%s:%s:%s".__mod__, zip(functions, files, [loc.line for loc in locs], strict=True)), counts, total,
              threshold)
     return "\n".join(lines) + "\n"
+
+
+def _native_summaries(native: native_rows.Summaries, modules: list[str], files: list[str], functions: list[str],
+                      line_nos: list[int], threshold: float) -> list[str] | None:
+    """The four summaries written by the C library, as _summary writes them
+    (each line ending with a newline), in pieces; None when it leaves any
+    of them to Python."""
+    done = []
+    for title, a, b, shape in (("Module Summary", modules, None, 0), ("File Summary", files, None, 0),
+                               ("Function Summary", functions, files, 1),
+                               ("Function:File:Line Summary", functions, files, 2)):
+        block = native.summary(a, b, line_nos, shape, threshold)
+        if block is None:
+            return None
+        done.append((title, *block))
+    pieces = []
+    for title, rows, hidden in done:
+        pieces += [f"\n{title}\n{'-' * len(title)}\n{_HEAD}\n", rows]  # rows: each ending with a newline
+        if hidden:
+            pieces.append(_hidden(hidden, threshold) + "\n")
+    return pieces
