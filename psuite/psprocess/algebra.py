@@ -6,10 +6,11 @@ operations compose.
 
 Unification (what makes values of different experiments comparable):
 metrics by unique name (the union, parents by name); call paths by their
-path of (region name, region module's file name) from the root (the union; a value
-missing in one input counts 0; paths equal under that key in one input are
-summed; when every input has one root, the roots are one path whatever
-they are named: psuite names its root after the program); locations by Location.key, (process rank, thread rank).  Systems
+path of (region name, region module's file name) from the root (the union;
+a value missing in one input counts 0; paths equal under that key in one
+input are summed; when every input has one root, the roots are one path
+whatever they are named: psuite names its root after the program);
+locations by Location.key, (process rank, thread rank).  Systems
 whose locations differ are an AlgebraError naming the difference, unless
 `collapse` asks to sum every input's locations into one location (cube_*
 -C).  Derived metrics are not combined: a result keeps their expression,
@@ -555,12 +556,13 @@ def compare(a: Experiment, b: Experiment, tolerances: Sequence[Tolerance] = (), 
     def fetch(i: int, name: str) -> np.ndarray:
         if name not in sums[i]:
             m = next((x for x in plan.metrics if x.name == name), None)
-            if m is not None and m.derived:
-                v = evaluate(m.expression, lambda n: fetch(i, n))
+            if m is not None and m.derived:  # computed from the sums: one value per call path already
+                v = np.broadcast_to(evaluate(m.expression, lambda n: fetch(i, n)), plan.shape[:1])
             else:
                 v, _ = plan.aligned(i, name, EXCLUSIVE) if m is not None else (None, False)
                 v = np.zeros(plan.shape) if v is None else v
-            sums[i][name] = np.broadcast_to(np.asarray(v, dtype=np.float64), plan.shape)[:, 0]
+                v = np.broadcast_to(np.asarray(v, dtype=np.float64), plan.shape)[:, 0]
+            sums[i][name] = v
         return sums[i][name]
 
     moved: list[Moved] = []

@@ -305,6 +305,18 @@ def test_compare_equality_and_tolerances():
     assert [m.b - m.a for m in r.moved] == [500, -100]
 
 
+
+def test_compare_with_a_derived_metric():
+    """A derived metric (Score-P's avg_time, say) is compared as computed
+    from each call path's sums: time per visit, here 2.0 -> 3.0 in g."""
+    metrics = {"time": ("DOUBLE", EXCLUSIVE), "visits": ("UINT64", EXCLUSIVE)}
+    derived = {"avg": "metric::time() / metric::visits()"}
+    a = build("a.cubex", metrics, {"time": {M: [1, 1], G: [2, 2]}, "visits": {M: [1, 1], G: [1, 1]}}, derived=derived)
+    b = build("b.cubex", metrics, {"time": {M: [1, 1], G: [3, 3]}, "visits": {M: [1, 1], G: [1, 1]}}, derived=derived)
+    r = algebra.compare(a, b, [algebra.Tolerance("avg", relative=0.1)])
+    assert not r.within and [(m.path, m.a, m.b) for m in r.moved] == [(G, 2.0, 3.0)]
+    assert algebra.compare(a, b, [algebra.Tolerance("avg", relative=0.6)]).within
+
 def test_differential_folded_stacks():
     a, b = a_b()
     text = diff_folded(a, b, metric="cycles")  # after: a, before: b (which lacks cycles)
