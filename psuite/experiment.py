@@ -266,13 +266,20 @@ class Experiment:
         return out
 
     def derived_values(self, metric: str, inclusive: bool = True,
-                       fetch: Callable[[str], np.ndarray | float] | None = None) -> np.ndarray:
+                       fetch: Callable[[str], np.ndarray | float] | None = None,
+                       fetch_view: Callable[[str, str], np.ndarray | float] | None = None) -> np.ndarray:
         """A derived metric computed from its expression: over the other
         metrics' inclusive (or exclusive) values, or over what `fetch`
         gives for a metric name (aggregated values, say)."""
         m = self.metric(metric)
-        get = fetch or (lambda name: (self.inclusive if inclusive else self.exclusive)(name).astype(np.float64))
-        return evaluate(m.expression, get)
+
+        def view(name: str, variant: str | None = None) -> np.ndarray:
+            incl = inclusive if variant is None else variant == "i"
+            return (self.inclusive if incl else self.exclusive)(name).astype(np.float64)
+
+        if fetch is not None:
+            return evaluate(m.expression, fetch, fetch_view)
+        return evaluate(m.expression, view, view)
 
     def total(self, metric: str) -> float:
         """The metric over the whole experiment (every root, every location)."""
@@ -285,7 +292,7 @@ class Experiment:
 
 # -- derived metrics: a safe subset of CubePL ---------------------------------
 _TOKEN = re.compile(r"\s*(?:(metric::(?:context::|fixed::|call::)?([A-Za-z_][\w.:@-]*)"
-                    r"\s*\(\s*(?:[ie]\s*(?:,[^)]*)?)?\))|(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([-+*/()]))")
+                    r"\s*\(\s*(?:([ie])\s*(?:,[^)]*)?)?\))|(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([-+*/()]))")
 
 
 class ExpressionError(ValueError):
@@ -297,10 +304,14 @@ def metric_names(expression: str) -> list[str]:
     return [m.group(2) for m in _TOKEN.finditer(expression) if m.group(2)]
 
 
-def evaluate(expression: str, fetch: Callable[[str], np.ndarray | float]) -> np.ndarray:
-    """CubePL's arithmetic: metric::name() references (any variant, inclusive
-    or exclusive argument ignored: `fetch` decides), numbers, + - * / and
-    parentheses.  A division by zero gives 0, as CUBE shows it."""
+def evaluate(expression: str, fetch: Callable[[str], np.ndarray | float],
+             fetch_view: Callable[[str, str], np.ndarray | float] | None = None) -> np.ndarray:
+    """CubePL's arithmetic: metric::name() references, numbers, + - * / and
+    parentheses.  `fetch(name)` gives a metric's values in the view asked
+    for; a reference with an argument, metric::name(i) or metric::name(e)
+    (Score-P's avg_time: time(i)/visits(e)), is fetched as
+    `fetch_view(name, "i" | "e")` when that is given (else as fetch(name)).
+    A division by zero gives 0, as CUBE shows it."""
     tokens: list[tuple[str, object]] = []
     pos = 0
     text = expression.strip()
@@ -309,15 +320,18 @@ def evaluate(expression: str, fetch: Callable[[str], np.ndarray | float]) -> np.
         if not m or m.end() == pos:
             raise ExpressionError(f"cannot evaluate derived metric expression at {text[pos:pos + 20]!r}")
         if m.group(2):
-            tokens.append(("v", m.group(2)))
-        elif m.group(3):
-            tokens.append(("v", float(m.group(3))))
+            tokens.append(("v", (m.group(2), m.group(3))))
+        elif m.group(4):
+            tokens.append(("v", float(m.group(4))))
         else:
-            tokens.append(("op", m.group(4)))
+            tokens.append(("op", m.group(5)))
         pos = m.end()
         while pos < len(text) and text[pos].isspace():
             pos += 1
-    result, end = _sum(tokens, 0, fetch)
+    def get(name: str, variant: str | None) -> np.ndarray | float:
+        return fetch(name) if variant is None or fetch_view is None else fetch_view(name, variant)
+
+    result, end = _sum(tokens, 0, get)
     if end != len(tokens):
         raise ExpressionError(f"unexpected {tokens[end][1]!r} in derived metric expression {expression!r}")
     return np.asarray(result, dtype=np.float64)
@@ -359,7 +373,9 @@ def _unary(t: Sequence, i: int, fetch) -> tuple:
             raise ExpressionError("unbalanced parentheses in derived metric expression")
         return value, j + 1
     if kind == "v":
-        return (fetch(v) if isinstance(v, str) else v), i + 1
+        if isinstance(v, tuple):  # a metric: metric::name(i) asks for its inclusive value, (e) exclusive
+            return fetch(*v), i + 1
+        return v, i + 1
     raise ExpressionError(f"unexpected {v!r} in derived metric expression")
 
 

@@ -90,7 +90,8 @@ class View:
             m = exp.metric(metric)
             if m.derived:
                 a = exp.derived_values(metric, inclusive=calltree == INCL,
-                                       fetch=lambda n: self.plain.cells(n, calltree).astype(np.float64))
+                                       fetch=lambda n: self.plain.cells(n, calltree).astype(np.float64),
+                                       fetch_view=lambda n, v: self.plain.cells(n, _view(v)).astype(np.float64))
             else:
                 a = self._plain(metric, calltree)
                 for kid in self.metric_children(metric):
@@ -115,8 +116,9 @@ class View:
             return self._sums[key]
         m = self.exp.metric(metric)
         if m.derived and m.kind == "POSTDERIVED":  # a ratio of sums, not a sum of ratios
-            out = np.broadcast_to(evaluate(m.expression, lambda n: self.plain.sums(n, calltree, locations)
-                                           .astype(np.float64)), (len(self.exp.cnodes),))
+            out = np.broadcast_to(evaluate(
+                m.expression, lambda n: self.plain.sums(n, calltree, locations).astype(np.float64),
+                lambda n, v: self.plain.sums(n, _view(v), locations).astype(np.float64)), (len(self.exp.cnodes),))
         else:
             a = self.cells(metric, calltree)
             out = reduce(self.combine(metric), a if whole else a[:, list(locations)], 1)
@@ -180,8 +182,9 @@ class View:
         m = exp.metric(metric)
         shape = (ngroups, len(exp.locations))
         if m.derived:
-            return np.broadcast_to(evaluate(m.expression, lambda n: self.plain.grouped(n, calltree, group, ngroups)
-                                            .astype(np.float64)), shape)
+            return np.broadcast_to(evaluate(
+                m.expression, lambda n: self.plain.grouped(n, calltree, group, ngroups).astype(np.float64),
+                lambda n, v: self.plain.grouped(n, _view(v), group, ngroups).astype(np.float64)), shape)
         cells = self.cells(metric, calltree)
         sel = self.outermost(group) if calltree == INCL else group >= 0
         out = np.zeros(shape, dtype=cells.dtype)
@@ -202,6 +205,12 @@ class View:
                                                                                              ngroups)
                                             .astype(np.float64)), (ngroups,))
         return reduce(self.combine(metric), self.grouped(metric, calltree, group, ngroups), 1)
+
+
+def _view(variant: str) -> str:
+    """The call-tree view a derived metric's reference asks for: metric::x(i)
+    inclusive, metric::x(e) exclusive."""
+    return INCL if variant == "i" else EXCL
 
 
 def reduce(f: np.ufunc, a: np.ndarray, axis: int) -> np.ndarray:

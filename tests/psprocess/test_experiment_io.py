@@ -505,3 +505,21 @@ def test_mutated_files_read_or_fail_in_one_line(tmp_path):
                 refused += 1
                 assert "\n" not in str(exc) and str(exc).startswith(str(mutated))
     assert refused > 100
+
+
+def test_derived_metric_references_name_their_view():
+    """Score-P's avg_time is time(i)/visits(e): a call path's inclusive time
+    over its own visits, whatever view shows it."""
+    e = Experiment()
+    e.add_metric(Metric("time", unit="sec"))
+    e.add_metric(Metric("visits", dtype="UINT64"))
+    e.add_metric(Metric("avg_time", kind="POSTDERIVED", expression="metric::time(i) / metric::visits(e)"))
+    root = e.add_cnode(e.add_region(Region("main")), None)
+    e.add_cnode(e.add_region(Region("f")), root)
+    e.locations.append(Location())
+    e.zeros("time")[:, 0] = [1.0, 3.0]  # exclusive: main 1 s, f 3 s
+    e.zeros("visits")[:, 0] = [1, 6]
+    assert e.derived_values("avg_time", inclusive=True)[:, 0].tolist() == [4.0, 0.5]
+    assert e.derived_values("avg_time", inclusive=False)[:, 0].tolist() == [4.0, 0.5]
+    plain = e.derived_values("avg_time", fetch=lambda name: e.inclusive(name).astype(float))  # no fetch_view
+    assert plain[:, 0].tolist() == [4.0 / 7, 0.5]
