@@ -684,6 +684,71 @@ def test_fuzz_psprocess_options(data):
         check("psprocess", status, out, err, label="psprocess options")
 
 
+
+SUBCOMMANDS = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
+
+
+@st.composite
+def subcommand_argv(draw) -> list[str]:
+    """The algebra subcommands (psprocess diff|merge|mean|compare|cut|stat|dump)
+    with their options, over documents, CUBE files (psuite's and a damaged
+    one) and inputs that are neither."""
+    d = FUZZDIR / "algebra"
+    inputs = [str(FUZZDIR / f"{n}.xml") for n in ("psuite_count", "psuite_profile", "psuite_resource",
+                                                   "original_count", "psuite_multi", "original_profile")]
+    inputs += [str(d / "count.cubex"), str(d / "profile.cubex"), str(d / "damaged.cubex"),
+               str(d / "missing.cubex"), str(d), "/dev/null", ""]
+    n = next(_serial)
+    outputs = [str(d / f"out{n}.cubex"), str(d / "exists.cubex"), str(d), str(d / "no" / "x.cubex"), "",
+               "/dev/full", str(d / f"out{n}.txt")]
+    with_value = {"-o": tuple(outputs), "--folded": tuple(outputs), "-f": ("text", "json", "csv", "R", "gnuplot", ""),
+                  "--tolerance": ("5%", "samples=100", "time=0.5%", "-1", "nan", "x=", "=5", "1e400%", ""),
+                  "--root": ("main", "work", "nope", "[", ""), "--prune": ("main", "work", "nope", "(", ""),
+                  "-m": ("samples", "time", "nope", "samples,time", ""), "-c": ("all", "roots", "leafs", "level=1",
+                                                                              "name=w.*", "0,1", "x", "level=-1"),
+                  "-x": ("incl", "excl", "x"), "-t": ("aggr", "0", "5", "-1", "x"), "-r": ("main", "")}
+    plain = ("-C", "--force", "-h", "--bogus", "--metric-tree", "-r")
+    argv = [draw(st.sampled_from(SUBCOMMANDS))]
+    for _ in range(draw(_uniform(0, 3))):
+        if draw(st.booleans()):
+            argv.append(draw(st.sampled_from(plain)))
+        else:
+            flag = draw(st.sampled_from(sorted(with_value)))
+            argv += [flag, draw(st.sampled_from(with_value[flag]))]
+    argv += [draw(st.sampled_from(inputs)) for _ in range(draw(_uniform(0, 3)))]
+    return argv
+
+
+@pytest.mark.usefixtures("seeds")
+@fuzz_settings(250)
+@given(data=st.data())
+def test_fuzz_algebra_subcommands(data):
+    """Every outcome is a result (0), compare's "beyond" (1) or one line
+    and status 2: never a traceback, never an existing file replaced."""
+    RAN.add("psprocess subcommands")
+    d = FUZZDIR / "algebra"
+    if not (d / "profile.cubex").exists():
+        d.mkdir(exist_ok=True)
+        for name in ("count", "profile"):
+            status, _, err = run_inprocess("psprocess", ["--cube", str(d / f"{name}.cubex"),
+                                                         str(FUZZDIR / f"psuite_{name}.xml")])
+            assert status == 0, err
+        whole = (d / "profile.cubex").read_bytes()
+        (d / "damaged.cubex").write_bytes(whole[: len(whole) // 2] + b"\0" * 512)
+    (d / "exists.cubex").write_bytes(b"keep")
+    argv = data.draw(subcommand_argv())
+    with _environment(d, ()):
+        status, out, err = run_inprocess("psprocess", argv)
+    assert (d / "exists.cubex").read_bytes() == b"keep", argv
+    STATS[("psprocess subcommands", f"exit {status}")] += 1
+    assert "Traceback" not in err, err
+    if status == 0 or status == 1 and argv[0] == "compare":
+        out.encode("utf-8")
+    else:  # one line, named after the subcommand ("psprocess diff: ...")
+        assert status == 2 and len(err.splitlines()) == 1, (argv, status, err)
+        assert err.startswith((f"psprocess {argv[0]}: ", "psprocess: ")), err
+
+
 # ------------------------------------------------ the real command, sampled
 
 SUBPROCESS_CASES = 100
@@ -1096,7 +1161,7 @@ def test_entities_are_never_expanded(tmp_path, subset, reference):
 
 
 CAMPAIGN = {"counting", "raw profiles", "processed profiles", "multi-documents", "resource reports", "exports",
-            "psprocess options", "real command", "psinv options", "psrun options"}
+            "psprocess options", "psprocess subcommands", "real command", "psinv options", "psrun options"}
 
 
 def test_zz_summary(capsys):
