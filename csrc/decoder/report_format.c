@@ -244,7 +244,8 @@ PS_API long ps_report_summary(int n, const char *a, long a_size, const char *b, 
             if (entries[k].len == len && memcmp(entries[k].name, name, len) == 0) {
                 if (shape)
                     w = (char *)name; /* a name seen before: its copy is not kept */
-                entries[k].sum += counts[i];
+                if (__builtin_add_overflow(entries[k].sum, counts[i], &entries[k].sum))
+                    goto done; /* beyond 64 bits: left to Python */
                 break;
             }
             at = (at + 1) & (slots - 1);
