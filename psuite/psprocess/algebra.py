@@ -630,7 +630,8 @@ def _keep(e: Experiment, keep: np.ndarray, operation: str) -> tuple[Experiment, 
 
 def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = ()) -> Experiment:
     """cube_cut: re-root the call tree at every call path of region `root`
-    (its outermost ones, when it recurses), dropping everything else; then
+    (its outermost ones, when it recurses), dropping everything else, the
+    subtrees of its call sites summed path by path under one root; then
     prune every call path of each region in `prune` with its subtree, its
     inclusive value added to its parent's exclusive value (an INCLUSIVE
     metric's parent already holds it)."""
@@ -642,6 +643,8 @@ def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = 
         marked = np.zeros(len(e.cnodes), dtype=bool)
         marked[_cnodes_of(e, root, "--root")] = True
         e, _ = _keep(e, _outermost(e, marked) >= 0, operation)
+        if len(e.roots) > 1:  # the region's call sites: one root, their subtrees summed by path (one root is
+            e = unify([e])[0]  # also what CUBE readers such as pycubexr expect)
     for region in prune:
         marked = np.zeros(len(e.cnodes), dtype=bool)
         at = _cnodes_of(e, region, "--prune")

@@ -238,6 +238,23 @@ def test_cut_prune_keeps_root_total_and_reroot(cubes):
     assert got["foo"]["inclusive"]["samples"] == sum(a["samples"][1]) + sum(a["samples"][2])
 
 
+
+def test_cut_root_of_a_region_with_two_call_sites_is_one_root_pycubexr_reads(cubes, workdir):
+    """bar is called from main and from foo: re-rooted there, its two call
+    sites are one root holding both (a CUBE file with one root, which is
+    what pycubexr reads)."""
+    proc = psprocess("cut", "--root", "bar", cubes["a"], "-o", "bar.cubex")
+    assert proc.returncode == 0, proc.stderr
+    from pycubexr import CubexParser
+
+    a = values()
+    with CubexParser(str(workdir / "bar.cubex")) as parsed:
+        cnodes = list(parsed.all_cnodes())
+        assert [parsed.get_region(c).name for c in cnodes] == ["bar"]
+        mv = parsed.get_metric_values(parsed.get_metric_by_name("samples"))
+        assert [int(v) for v in mv.cnode_values(cnodes[0])] == [a["samples"][2][r] + a["samples"][3][r]
+                                                                 for r in range(RANKS)]
+
 def test_stat_and_dump_of_a_cube(cubes):
     a = values()
     proc = psprocess("stat", cubes["a"], "-m", "samples")
