@@ -1,8 +1,8 @@
 /* sampler.c - statistical profiling.  Every thread gets its own sampling
  * source, so each sample is charged to the thread it interrupted:
  *   - CPU time (ITIMER_PROF, ITIMER_VIRTUAL) and event overflow: a
- *     perf_event counter per thread whose overflow signal is routed to
- *     that thread (F_SETOWN_EX); task-clock is hrtimer-driven, so periods
+ *     perf_event counter per thread whose overflow signals that thread
+ *     (attr.sigtrap, or F_SETOWN_EX); task-clock is hrtimer-driven, so periods
  *     below the scheduler tick are honoured.  Without perf_event, a POSIX
  *     per-thread CPU-time timer (tick-limited) is used instead.
  *   - wall time (ITIMER_REAL): a running thread is sampled by its own
@@ -14,7 +14,8 @@
  * constructors, OpenBLAS's pool say) are found in /proc/self/task and get
  * their source too, opened for their tid.
  * perf_event samples come as a synchronous SIGTRAP where the kernel has
- * attr.sigtrap (5.13 on): the overflow queues task work that sends the
+ * attr.sigtrap and queues it for a thread that blocks SIGTRAP (5.19 on;
+ * 5.13 to 5.18 would kill the thread): the overflow queues work that sends the
  * signal to the sampled thread on its return to user mode, tagged with
  * attr.sig_data - about half the cost of the F_SETSIG route (fasync, a
  * signal from irq_work, docs/design/callpath-unwinding.md).  Every other
@@ -49,6 +50,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <dlfcn.h>
@@ -807,10 +809,23 @@ static int traced(void)
     return p && atoi(p + 11) != 0;
 }
 
+/* Linux 5.19 on queues a sample's SIGTRAP for a thread that blocks it
+ * (TRAP_PERF_FLAG_ASYNC); 5.13 to 5.18 force it, and the thread dies of it. */
+static int sigtrap_queues_when_blocked(char *release, size_t len)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+        return 0;
+    ps_strlcpy(release, u.release, len);
+    return major > 5 || (major == 5 && minor >= 19);
+}
+
 /* How perf_event sources deliver their samples (perf_sig), once: SIGTRAP
- * where the kernel takes attr.sigtrap for this event, unless the process is
- * traced (a debugger stops at every signal, breakpoint-like ones above all)
- * or PSUITE_SAMPLE_SIGNAL=sigprof asks for the F_SETSIG route. */
+ * where the kernel takes attr.sigtrap for this event and queues it for a
+ * thread that blocks it, unless the process is traced (a debugger stops at
+ * every signal, breakpoint-like ones above all) or
+ * PSUITE_SAMPLE_SIGNAL=sigprof asks for the F_SETSIG route. */
 static void choose_delivery(void)
 {
     perf_sig = SIGPROF;
@@ -827,6 +842,13 @@ static void choose_delivery(void)
                 "at each one)");
         ps_strlcpy(delivery_note, "samples delivered by SIGPROF (F_SETSIG): the process was traced",
                    sizeof delivery_note);
+        return;
+    }
+    char release[65] = "";
+    if (!sigtrap_queues_when_blocked(release, sizeof release)) {
+        snprintf(delivery_note, sizeof delivery_note,
+                 "samples delivered by SIGPROF (F_SETSIG): perf_event sigtrap would kill a thread that blocks "
+                 "SIGTRAP before Linux 5.19 (this is %.40s)", release);
         return;
     }
     struct perf_event_attr a;
