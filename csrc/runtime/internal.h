@@ -178,14 +178,15 @@ typedef struct {
     unsigned long long proc_samples; /* ITIMER_REAL: taken from /proc while blocked (no signal) */
     unsigned long long starttime; /* adopted threads: /proc start time, to tell a reused tid */
     int adopted;                /* running before sampling started (a library constructor's) */
-    int sigblocked;             /* seen blocking the sampling signal: its samples while running are lost */
+    int sigblocked;             /* seen blocking the sampling signal (ps_sampler_signal_name): its samples
+                                   while running are lost */
     double blocked_cpu_s;       /* its CPU time then */
     /* ITIMER_REAL: time runnable but waiting for a CPU, charged to the PC
      * its own source sampled last (where a preempted thread resumes) */
     unsigned long long last_pc, last_count, wait_samples;
     long long wait_ns;
     int was_running;
-    int mask_seen;              /* consecutive looks that found SIGPROF blocked */
+    int mask_seen;              /* consecutive looks that found the sampling signal blocked */
     struct ps_cct *cct;         /* call paths (cct.c): the thread's calling-context tree, NULL without */
     unsigned long long cp_lost; /* call paths: samples of a thread without a tree (no memory) */
 } ps_sthread_t;
@@ -207,6 +208,7 @@ const ps_profcfg_t *ps_sampler_config(void);
 long long ps_sampler_started_ns(void);
 unsigned long ps_sampler_unsampled(void);
 const char *ps_sampler_source(const char **note);
+const char *ps_sampler_signal_name(void);      /* the signal the sources send: "SIGTRAP" or "SIGPROF" */
 /* The program's constructors have run (main is about to be called): the
  * ITIMER_REAL sampler thread starts here, not before.  preload.c may call
  * it at main; until then the sampler hooks the executable's last
@@ -318,9 +320,13 @@ void ps_threads_adopt(void *state);            /* end(state) when the calling th
 int ps_threads_created(void);                  /* how many the program has created (0: it is single-threaded) */
 void ps_threads_after_fork(int inert);         /* in a forked child: locks anew; inert: no hooks any more */
 
-/* signals.c: SIGPROF shared with the program */
+/* signals.c: the sampling signals (SIGPROF, SIGTRAP) shared with the program */
 int ps_signals_take(int sig, const void *action);     /* install ours (a struct sigaction) */
 void ps_signals_forward(int sig, void *si, void *uc); /* a signal that is not ours */
+/* sig pending for the calling thread (which blocks it): psuite's samples
+ * taken off, the program's own left pending; 1 if one of the program's is. */
+int ps_signals_unpend_samples(int sig);
+int ps_sampler_is_sample(int sig, const void *siginfo); /* a siginfo_t of one of psuite's samples */
 
 /* In <annotation> of the process total of a run with per-thread reports
  * (<thread>0</thread>), so readers combining the reports of a process do

@@ -244,8 +244,8 @@ static void note_double(note_t *n, double v, int decimals)
     note_str(n, d);
 }
 
-/* "; thread N blocked SIGPROF ..." for each thread (or the one) that was
- * seen blocking the sampling signal. */
+/* "; thread N blocked SIGTRAP ..." (or SIGPROF: the signal the sources
+ * send) for each thread (or the one) that was seen blocking it. */
 static void note_blocked(note_t *note, int index)
 {
     const ps_profcfg_t *cfg = ps_sampler_config();
@@ -260,7 +260,9 @@ static void note_blocked(note_t *note, int index)
         }
         note_str(note, "; thread ");
         note_ull(note, (unsigned long long)(t->index + 1));
-        note_str(note, " blocked SIGPROF: not sampled");
+        note_str(note, " blocked ");
+        note_str(note, ps_sampler_signal_name());
+        note_str(note, ": not sampled");
         note_str(note, cfg->kind == PS_PROF_ITIMER && cfg->timer == PS_TIMER_REAL ? " while running" : "");
         note_str(note, ", its CPU time ");
         note_double(note, t->blocked_cpu_s, 3);
@@ -270,7 +272,8 @@ static void note_blocked(note_t *note, int index)
     if (more && note->used < note->cap) {
         note_str(note, "; ");
         note_ull(note, (unsigned long long)more);
-        note_str(note, " more threads blocked SIGPROF");
+        note_str(note, " more threads blocked ");
+        note_str(note, ps_sampler_signal_name());
     }
 }
 

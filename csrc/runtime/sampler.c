@@ -1,8 +1,8 @@
 /* sampler.c - statistical profiling.  Every thread gets its own sampling
  * source, so each sample is charged to the thread it interrupted:
  *   - CPU time (ITIMER_PROF, ITIMER_VIRTUAL) and event overflow: a
- *     perf_event counter per thread whose overflow signal is routed to
- *     that thread (F_SETOWN_EX); task-clock is hrtimer-driven, so periods
+ *     perf_event counter per thread whose overflow signals that thread
+ *     (attr.sigtrap, or F_SETOWN_EX); task-clock is hrtimer-driven, so periods
  *     below the scheduler tick are honoured.  Without perf_event, a POSIX
  *     per-thread CPU-time timer (tick-limited) is used instead.
  *   - wall time (ITIMER_REAL): a running thread is sampled by its own
@@ -13,9 +13,22 @@
  * Threads that exist before sampling starts (started by shared-library
  * constructors, OpenBLAS's pool say) are found in /proc/self/task and get
  * their source too, opened for their tid.
+ * perf_event samples come as a synchronous SIGTRAP where the kernel has
+ * attr.sigtrap and queues it for a thread that blocks SIGTRAP (5.19 on;
+ * 5.13 to 5.18 would kill the thread): the overflow queues work that sends the
+ * signal to the sampled thread on its return to user mode, tagged with
+ * attr.sig_data, for less than the F_SETSIG route (fasync, a signal from
+ * irq_work): 0.3 to 1 point of 1000 Hz sampling's overhead on the VM
+ * measured (docs/design/callpath-unwinding.md).  Every other
+ * SIGTRAP (breakpoints, raise, a debugger's) goes to the program's own
+ * action (signals.c).  SIGPROF with F_SETSIG is used instead where the
+ * kernel refuses sigtrap, where the process is traced when sampling starts
+ * (a debugger would stop on every sample), and with
+ * PSUITE_SAMPLE_SIGNAL=sigprof; timers always signal SIGPROF.
  * The signal handler only stores the interrupted PC into the thread's
  * preallocated table (lock-free, no allocation); what does not fit is
- * counted as lost.  A thread that blocks SIGPROF cannot be sampled: it is
+ * counted as lost.  A thread that blocks the sampling signal (SIGTRAP or
+ * SIGPROF, whichever its source sends) cannot be sampled: it is
  * detected (its signal mask when its source starts and when it ends, and
  * by the ITIMER_REAL sampler meanwhile), named in the report, and the
  * samples its CPU time should have given are counted as lost.  When a
@@ -30,6 +43,7 @@
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +51,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <ucontext.h>
 #include <dlfcn.h>
@@ -49,6 +64,9 @@
  * storage (TLS in a dlopen'd library is not async-signal-safe). */
 #define SIGVAL_TAG 0x7073
 #define SIGVAL(index) ((SIGVAL_TAG << 16) | (index))
+#ifndef TRAP_PERF
+#define TRAP_PERF 6
+#endif
 #define FD_MAP 65536
 #define MAX_PROBE 64
 
@@ -77,6 +95,9 @@ static int real_signals;                        /* no perf_event: running thread
 static long long started_ns;
 static char sampler_note[256];
 static int fd_thread[FD_MAP]; /* perf fd -> thread index + 1 (overflow signals carry the fd) */
+static int source_chosen;       /* perf_sig decided (once per process: a forked child keeps it) */
+static int perf_sig = SIGPROF;  /* what perf_event sources signal: SIGTRAP (attr.sigtrap) or SIGPROF (F_SETSIG) */
+static char delivery_note[160]; /* how samples are delivered, and why not by SIGTRAP */
 
 /* Tables of ended threads, zeroed, for the next threads (under real_lock). */
 #define FREE_TABLES 64
@@ -157,25 +178,60 @@ static void callpath_sample(ps_sthread_t *t, void *ucv, unsigned long long n)
         __atomic_fetch_add(&t->cp_lost, n, __ATOMIC_RELAXED);
 }
 
+/* One of psuite's samples (1): the thread index it is for in *index (-1:
+ * unknown) and the periods it stands for in *n.  Async-signal-safe. */
+static int classify(int sig, const siginfo_t *si, int *index, unsigned long long *n)
+{
+    *index = -1;
+    *n = 1;
+    if (sig == SIGTRAP) {
+        /* attr.sigtrap: si_perf_data (after si_addr, long-sized) is the
+         * event's sig_data.  A sample that found SIGTRAP blocked (in a
+         * handler, or by the program) comes late, TRAP_PERF_FLAG_ASYNC in
+         * si_perf_flags, where the thread unblocked it: charged there, as a
+         * pending SIGPROF is; the blocked thread's missing samples are
+         * counted lost at its end.  Every other SIGTRAP is the program's. */
+        if (si->si_code != TRAP_PERF)
+            return 0;
+        unsigned long data;
+        memcpy(&data, (const char *)si + offsetof(siginfo_t, si_addr) + sizeof(void *), sizeof data);
+        if ((data >> 16) != SIGVAL_TAG || (data & ~0xffffffffUL) != 0)
+            return 0;
+        *index = (int)(data & 0xffff);
+        return 1;
+    }
+    if (sig != SIGPROF)
+        return 0;
+    if ((si->si_code == SI_TIMER || si->si_code == SI_QUEUE) && (si->si_value.sival_int >> 16) == SIGVAL_TAG) {
+        *index = si->si_value.sival_int & 0xffff;
+        /* a CPU-time timer checked at the tick: the periods that passed
+         * meanwhile come as overruns of one signal */
+        if (si->si_code == SI_TIMER && si->si_overrun > 0)
+            *n += (unsigned long long)si->si_overrun;
+        return 1;
+    }
+    if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP) { /* perf_event overflow (F_SETSIG) */
+        if (si->si_fd >= 0 && si->si_fd < FD_MAP)
+            *index = __atomic_load_n(&fd_thread[si->si_fd], __ATOMIC_ACQUIRE) - 1;
+        return 1;
+    }
+    return 0;
+}
+
+int ps_sampler_is_sample(int sig, const void *siginfo)
+{
+    int index;
+    unsigned long long n;
+    return classify(sig, siginfo, &index, &n);
+}
+
 /* Async-signal-safe: no locks, no allocation, atomics only; errno kept. */
 static void on_sample(int sig, siginfo_t *si, void *ucv)
 {
     int saved = errno;
-    int index = -1, ours = 0;
-    unsigned long long n = 1;
-    if ((si->si_code == SI_TIMER || si->si_code == SI_QUEUE) && (si->si_value.sival_int >> 16) == SIGVAL_TAG) {
-        ours = 1;
-        index = si->si_value.sival_int & 0xffff;
-        /* a CPU-time timer checked at the tick: the periods that passed
-         * meanwhile come as overruns of one signal */
-        if (si->si_code == SI_TIMER && si->si_overrun > 0)
-            n += (unsigned long long)si->si_overrun;
-    } else if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP) { /* perf_event overflow (F_SETSIG) */
-        ours = 1;
-        if (si->si_fd >= 0 && si->si_fd < FD_MAP)
-            index = __atomic_load_n(&fd_thread[si->si_fd], __ATOMIC_ACQUIRE) - 1;
-    }
-    if (!ours)
+    int index;
+    unsigned long long n;
+    if (!classify(sig, si, &index, &n))
         ps_signals_forward(sig, si, ucv);
     else if (active && !paused && index >= 0 && index < PS_MAX_THREADS &&
              __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
@@ -189,13 +245,18 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     errno = saved;
 }
 
-/* SIGPROF in a thread's blocked mask: its own (pthread_sigmask) or,
- * for another thread, the SigBlk line of its /proc status. */
-static int blocks_sigprof(pid_t tid)
+/* The signal the sources send (perf_sig, or SIGPROF from timers). */
+static int sampling_signal(void) { return source == SRC_CPUTIMER || real_signals ? SIGPROF : perf_sig; }
+
+/* The sampling signal in a thread's blocked mask: its own (the kernel's
+ * mask: psuite's pthread_sigmask shows a program's view) or, for another
+ * thread, the SigBlk line of its /proc status. */
+static int blocks_sampling_signal(pid_t tid)
 {
+    int sig = sampling_signal();
     if (tid == (pid_t)syscall(SYS_gettid)) {
-        sigset_t cur;
-        return pthread_sigmask(SIG_BLOCK, NULL, &cur) == 0 && sigismember(&cur, SIGPROF) == 1;
+        uint64_t cur = 0;
+        return syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, 8) == 0 && ((cur >> (sig - 1)) & 1);
     }
     char path[64], buf[2048];
     snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
@@ -205,7 +266,7 @@ static int blocks_sigprof(pid_t tid)
     unsigned long long mask = 0;
     if (!p || sscanf(p + 8, "%llx", &mask) != 1)
         return 0;
-    return (mask >> (SIGPROF - 1)) & 1;
+    return (mask >> (sig - 1)) & 1;
 }
 
 /* Field 22 of /proc/self/task/TID/stat, 0 when the thread is gone. */
@@ -222,7 +283,7 @@ static unsigned long long tid_starttime(pid_t tid)
     return p && sscanf(p + 1, "%llu", &v) == 1 ? v : 0;
 }
 
-static int open_perf(pid_t tid, int index, char *why, size_t why_len)
+static void fill_attr(struct perf_event_attr *attr, int index)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -238,6 +299,20 @@ static int open_perf(pid_t tid, int index, char *why, size_t why_len)
     a.exclude_kernel = cfg.kind == PS_PROF_ITIMER ? cfg.timer != PS_TIMER_PROF : !(cfg.domain & PS_DOM_KERNEL);
     a.exclude_user = cfg.kind == PS_PROF_EVENT && !(cfg.domain & PS_DOM_USER);
     a.exclude_hv = 1;
+    if (perf_sig == SIGTRAP) {
+        /* the kernel requires remove_on_exec with sigtrap: right, an exec'd
+         * image has no handler for it */
+        a.sigtrap = 1;
+        a.remove_on_exec = 1;
+        a.sig_data = (unsigned long long)SIGVAL(index);
+    }
+    *attr = a;
+}
+
+static int open_perf(pid_t tid, int index, char *why, size_t why_len)
+{
+    struct perf_event_attr a;
+    fill_attr(&a, index);
     int fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
     if (fd < 0) {
         snprintf(why, why_len, "perf_event_open: %s", strerror(errno));
@@ -246,7 +321,8 @@ static int open_perf(pid_t tid, int index, char *why, size_t why_len)
     if (fd < FD_MAP)
         __atomic_store_n(&fd_thread[fd], index + 1, __ATOMIC_RELEASE);
     struct f_owner_ex owner = {F_OWNER_TID, tid};
-    if (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) || fcntl(fd, F_SETOWN_EX, &owner) ||
+    if ((perf_sig != SIGTRAP && (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) ||
+                                 fcntl(fd, F_SETOWN_EX, &owner))) ||
         ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
         snprintf(why, why_len, "perf_event signal routing: %s", strerror(errno));
         if (fd < FD_MAP)
@@ -404,7 +480,7 @@ static ps_sthread_t *add_thread(pid_t tid, int adopted, ps_cct_t *cct)
         t->starttime = tid_starttime(tid);
     t->table = take_table();
     t->cct = cct;
-    t->sigblocked = blocks_sigprof(tid);
+    t->sigblocked = blocks_sampling_signal(tid);
     __atomic_store_n(&nthreads, idx + 1, __ATOMIC_RELEASE);
     char why[256];
     if (start_source(t, why, sizeof why))
@@ -443,7 +519,7 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
         t->cpu_ns = cpu;
         ps_tid_times(t->tid, t->cpu_ns, &t->user_ns, &t->sys_ns);
         if (!t->sigblocked && !(at_stop && t->tid == (pid_t)syscall(SYS_gettid)))
-            t->sigblocked = blocks_sigprof(t->tid);
+            t->sigblocked = blocks_sampling_signal(t->tid);
     } else {
         /* gone: its task clock, where it has one, is its time on a CPU */
         unsigned long long count = 0;
@@ -563,7 +639,7 @@ static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long
         /* Twice in a row (100 ms apart), as pthread_create and others
          * block every signal for a moment. */
         if (check_mask && !t->sigblocked)
-            t->mask_seen = blocks_sigprof(t->tid) ? t->mask_seen + 1 : 0;
+            t->mask_seen = blocks_sampling_signal(t->tid) ? t->mask_seen + 1 : 0;
         if (t->mask_seen >= 2)
             t->sigblocked = 1;
         if (!real_signals) { /* its own task clock samples it */
@@ -724,6 +800,81 @@ PS_API int setns(int fd, int nstype)
     return rc;
 }
 
+/* Traced now (TracerPid in /proc/self/status). */
+static int traced(void)
+{
+    char buf[2048];
+    if (ps_read_file("/proc/self/status", buf, sizeof buf) <= 0)
+        return 0;
+    const char *p = strstr(buf, "\nTracerPid:");
+    return p && atoi(p + 11) != 0;
+}
+
+/* Linux 5.19 on queues a sample's SIGTRAP for a thread that blocks it
+ * (TRAP_PERF_FLAG_ASYNC); 5.13 to 5.18 force it, and the thread dies of it. */
+static int sigtrap_queues_when_blocked(char *release, size_t len)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+        return 0;
+    ps_strlcpy(release, u.release, len);
+    return major > 5 || (major == 5 && minor >= 19);
+}
+
+/* How perf_event sources deliver their samples (perf_sig), once: SIGTRAP
+ * where the kernel takes attr.sigtrap for this event and queues it for a
+ * thread that blocks it, unless the process is traced (a debugger stops at
+ * every signal, breakpoint-like ones above all) or
+ * PSUITE_SAMPLE_SIGNAL=sigprof asks for the F_SETSIG route. */
+static void choose_delivery(void)
+{
+    perf_sig = SIGPROF;
+    const char *want = getenv("PSUITE_SAMPLE_SIGNAL");
+    if (want && *want && strcmp(want, "sigtrap") != 0) {
+        if (strcmp(want, "sigprof") != 0)
+            ps_message("PSUITE_SAMPLE_SIGNAL must be sigtrap or sigprof (not \"%.40s\"): SIGPROF used", want);
+        ps_strlcpy(delivery_note, "samples delivered by SIGPROF (F_SETSIG), as PSUITE_SAMPLE_SIGNAL asks",
+                   sizeof delivery_note);
+        return;
+    }
+    if (traced()) {
+        ps_note("the process is traced: samples are delivered by SIGPROF, not SIGTRAP (the debugger would stop "
+                "at each one)");
+        ps_strlcpy(delivery_note, "samples delivered by SIGPROF (F_SETSIG): the process was traced",
+                   sizeof delivery_note);
+        return;
+    }
+    char release[65] = "";
+    if (!sigtrap_queues_when_blocked(release, sizeof release)) {
+        snprintf(delivery_note, sizeof delivery_note,
+                 "samples delivered by SIGPROF (F_SETSIG): perf_event sigtrap would kill a thread that blocks "
+                 "SIGTRAP before Linux 5.19 (this is %.40s)", release);
+        return;
+    }
+    struct perf_event_attr a;
+    perf_sig = SIGTRAP;
+    fill_attr(&a, 0);
+    perf_sig = SIGPROF;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0) {
+        int err = errno;
+        a.sigtrap = a.remove_on_exec = 0;
+        a.sig_data = 0;
+        int plain = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (plain >= 0) { /* perf_event works, sigtrap does not (before 5.13: EINVAL) */
+            close(plain);
+            snprintf(delivery_note, sizeof delivery_note,
+                     "samples delivered by SIGPROF (F_SETSIG): the kernel refuses perf_event sigtrap (%s)",
+                     strerror(err));
+        }
+        return;
+    }
+    close(fd);
+    perf_sig = SIGTRAP;
+    ps_strlcpy(delivery_note, "samples delivered by SIGTRAP (perf_event sigtrap)", sizeof delivery_note);
+}
+
 /* The pthread_create hook's view of a thread's state: an opaque pointer. */
 static void *hook_begin(void) { return ps_sampler_thread_begin(); }
 static void hook_end(void *t) { ps_sampler_thread_end(t); }
@@ -731,19 +882,6 @@ static void hook_end(void *t) { ps_sampler_thread_end(t); }
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
     cfg = *config;
-    callpath = 0;
-    if (cfg.callpath > 0) {
-        char note[512];
-        ps_cct_init(cfg.callpath);
-        ps_unwind_init(note, sizeof note);
-        ps_modules_refresh(); /* the unwinder's view of the modules in the handler (unwind.c) */
-        if (*note) /* a warning: said even with -q */
-            ps_message("call paths: up to %d frames per sample, unwound with %s (%s)", cfg.callpath,
-                       ps_unwind_name(), note);
-        else
-            ps_note("call paths: up to %d frames per sample, unwound with %s", cfg.callpath, ps_unwind_name());
-        callpath = cfg.callpath;
-    }
     const char *name = cfg.kind == PS_PROF_ITIMER ? "task-clock" : cfg.event;
     char lwhy[192];
     if (ps_perf_lookup(name, &perf_type, &perf_config, lwhy, sizeof lwhy) != PS_EVENT_COUNTED) {
@@ -753,6 +891,25 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         }
     }
     source = cfg.kind == PS_PROF_ITIMER && cfg.timer == PS_TIMER_REAL ? SRC_REAL : SRC_PERF;
+    if (!source_chosen) {
+        choose_delivery();
+        source_chosen = 1;
+    }
+    callpath = 0;
+    if (cfg.callpath > 0) {
+        char note[512];
+        ps_cct_init(cfg.callpath);
+        ps_unwind_init(note, sizeof note);
+        ps_modules_refresh(); /* the unwinder's view of the modules in the handler (unwind.c) */
+        const char *sep = *delivery_note ? "; " : "";
+        if (*note) /* a warning: said even with -q */
+            ps_message("call paths: up to %d frames per sample, unwound with %s (%s)%s%s", cfg.callpath,
+                       ps_unwind_name(), note, sep, delivery_note);
+        else
+            ps_note("call paths: up to %d frames per sample, unwound with %s%s%s", cfg.callpath, ps_unwind_name(),
+                    sep, delivery_note);
+        callpath = cfg.callpath;
+    }
     /* Check the source once here, so a failure is one message, not one per thread. */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -766,9 +923,18 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
     static const int faults[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
     for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
         sigdelset(&sa.sa_mask, faults[i]);
+    /* SIGPROF stays psuite's whichever way perf_event delivers: a thread
+     * may fall back to timers, and the program's SIGPROF keeps one
+     * behaviour (its handler gets its own signals, signals.c). */
     if (ps_signals_take(SIGPROF, &sa)) {
         snprintf(why, why_len, "cannot install the SIGPROF handler: %s", strerror(errno));
         return PS_HWPC_EBACKEND;
+    }
+    if (perf_sig == SIGTRAP && ps_signals_take(SIGTRAP, &sa)) {
+        perf_sig = SIGPROF;
+        snprintf(delivery_note, sizeof delivery_note,
+                 "samples delivered by SIGPROF (F_SETSIG): SIGTRAP's handler could not be installed (%s)",
+                 strerror(errno));
     }
     active = 1;
     sampler_pid = getpid();
@@ -803,6 +969,8 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         return PS_HWPC_EBACKEND;
     }
     adopt_running_threads(self);
+    if (source == SRC_PERF || (source == SRC_REAL && !real_signals))
+        ps_append_part(sampler_note, sizeof sampler_note, delivery_note);
     /* ITIMER_REAL's sampler thread starts at main (ps_sampler_at_main, from
      * preload.c's main wrapper): none of the program's constructors runs
      * with an extra thread */
@@ -854,6 +1022,14 @@ void ps_sampler_pause(int on)
         if (t->has_timer)
             timer_settime((timer_t)t->timer, 0, &its, NULL);
     }
+    /* Before an exec, in the thread calling it, its sources disabled: a
+     * sample still pending because the thread blocks the signal would
+     * outlive the exec and meet the new image's default action (SIGTRAP's
+     * a core dump) when it unblocks it.  The program's own stay pending. */
+    if (on) {
+        ps_signals_unpend_samples(SIGTRAP);
+        ps_signals_unpend_samples(SIGPROF);
+    }
     if (held)
         ps_lock_give(&real_lock);
 }
@@ -867,6 +1043,8 @@ int ps_sampler_nthreads(void)
 const ps_sthread_t *ps_sampler_get(int i) { return i >= 0 && i < ps_sampler_nthreads() ? &threads[i] : NULL; }
 
 const ps_profcfg_t *ps_sampler_config(void) { return source ? &cfg : NULL; }
+
+const char *ps_sampler_signal_name(void) { return sampling_signal() == SIGTRAP ? "SIGTRAP" : "SIGPROF"; }
 
 int ps_sampler_active(void) { return source && active; }
 
