@@ -23,12 +23,22 @@ leaf), "module", "inlined", "inclusive" and "exclusive" samples, "depth"
     df = pandas.DataFrame(report.calltree_records())
     df[df.thread == 0].assign(share=df.inclusive / df[df.depth == 1].inclusive.sum())
 
+Experiments (CUBE's performance space: metrics x call paths x threads,
+the operands of the performance algebra) from any input psuite reads,
+CUBE 4 files included:
+
+    a = psuite.read_experiment("base.cubex")
+    b = psuite.read_experiment("app.5678.host.xml")
+    from psuite.psprocess import algebra
+    d = algebra.diff(b, a)                 # compare, mean, merge, cut too
+    rows = d.to_records()                  # pandas.DataFrame(rows)
+
 Every psprocess and psinv run imports this package, so nothing heavy is
 imported here until read() is called."""
 
 from __future__ import annotations
 
-__all__ = ["read"]
+__all__ = ["read", "read_experiment"]
 
 
 def read(path_or_url: str, resolve: bool = True):
@@ -47,3 +57,12 @@ def read(path_or_url: str, resolve: bool = True):
         srcmap.resolve_into(report)
         calltree_resolve.resolve_into(report)
     return report
+
+
+def read_experiment(path_or_url: str):
+    """Any input psuite reads - a PerfSuite document (counting report,
+    profile with or without call paths, combined document) or a CUBE 4
+    file - as one psuite.experiment.Experiment, symbols resolved."""
+    from psuite.psprocess.experiments import load
+
+    return load(path_or_url)

@@ -281,6 +281,23 @@ class Experiment:
             return evaluate(m.expression, fetch, fetch_view)
         return evaluate(m.expression, view, view)
 
+    def to_records(self, inclusive: bool = False) -> list[dict]:
+        """One row per metric, call path and thread with a value other than
+        0 (for pandas): metric, path (region names, outermost first), depth,
+        process rank, thread rank, node and value; exclusive values unless
+        `inclusive`; derived metrics evaluated."""
+        paths = self.paths()
+        rows = []
+        for m in self.metrics:
+            if not m.derived and m.name not in self.values:
+                continue
+            a = (self.inclusive if inclusive else self.exclusive)(m.name)
+            for c, j in zip(*np.nonzero(a), strict=True):
+                loc = self.locations[j]
+                rows.append({"metric": m.name, "path": paths[c], "depth": len(paths[c]), "rank": loc.rank,
+                             "thread": loc.thread_rank, "node": loc.node, "value": a[c, j].item()})
+        return rows
+
     def total(self, metric: str) -> float:
         """The metric over the whole experiment (every root, every location)."""
         m = self.metric(metric)

@@ -523,3 +523,21 @@ def test_derived_metric_references_name_their_view():
     assert e.derived_values("avg_time", inclusive=False)[:, 0].tolist() == [4.0, 0.5]
     plain = e.derived_values("avg_time", fetch=lambda name: e.inclusive(name).astype(float))  # no fetch_view
     assert plain[:, 0].tolist() == [4.0 / 7, 0.5]
+
+
+def test_python_api_experiment_and_records(tmp_path):
+    """psuite.read_experiment() reads a CUBE file; to_records() gives one row per
+    (metric, call path, thread) with a value, as pandas takes it."""
+    e = Experiment()
+    e.add_metric(Metric("time", unit="sec"))
+    root = e.add_cnode(e.add_region(Region("main")), None)
+    e.add_cnode(e.add_region(Region("work", module="w.c")), root)
+    e.locations = [Location(rank=0), Location(rank=1, process="process 1")]
+    e.zeros("time")[:] = [[1.0, 0.0], [2.0, 3.0]]
+    path = tmp_path / "t.cubex"
+    cube_writer.write(e, str(path))
+    got = psuite.read_experiment(str(path))
+    rows = {(r["path"], r["rank"]): r["value"] for r in got.to_records()}
+    assert rows == {(("main",), 0): 1.0, (("main", "work"), 0): 2.0, (("main", "work"), 1): 3.0}
+    incl = {(r["path"], r["rank"]): r["value"] for r in got.to_records(inclusive=True)}
+    assert incl[(("main",), 0)] == 3.0 and incl[(("main",), 1)] == 3.0
