@@ -89,3 +89,14 @@ class ArgumentParser(argparse.ArgumentParser):
         if getattr(ns, "force", False) and not any(getattr(ns, a.dest, None) for a in self._output_actions):
             self.error(f"--force goes with {self._output_flags()} (it lets an existing file be replaced)")
         return ns
+
+
+def whole_number(lo: int, hi: int):
+    """argparse type: a whole number from lo to hi (ASCII digits only)."""
+
+    def parse(text: str) -> int:
+        if not (text.strip().isascii() and text.strip().isdigit() and lo <= int(text) <= hi):
+            raise argparse.ArgumentTypeError(f"takes a whole number from {lo:,} to {hi:,}, not {text!r}")
+        return int(text)
+
+    return parse

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Iterable, Sequence
 
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
-from psuite.cli_parser import ArgumentParser
+from psuite.cli_parser import ArgumentParser, whole_number
 from psuite.errors import UsageError
 from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
 from psuite.psprocess.writers import FORMATS
@@ -77,7 +77,7 @@ def build_parser() -> ArgumentParser:
                    metavar="VIEW", help="profiles recorded with psrun --callpath: the call tree instead of the "
                    "flat report; VIEW is top-down (the default: inclusive and exclusive samples per call path), "
                    "bottom-up (the hot functions with their callers beneath) or callers (gprof's call graph)")
-    p.add_argument("--depth", type=_whole(1, 100_000), metavar="N",
+    p.add_argument("--depth", type=whole_number(1, 100_000), metavar="N",
                    help="with --calltree top-down or bottom-up: show at most N frames deep")
     p.add_argument("--per-thread", action="store_true",
                    help="with --calltree: one tree per thread (default: the threads of a process merged)")
@@ -120,18 +120,6 @@ def _number(lo: float, hi: float):
         if not (lo <= value <= hi):
             raise argparse.ArgumentTypeError(f"takes a number from {lo:g} to {hi:g}, not {text!r}")
         return value
-
-    return parse
-
-
-def _whole(lo: int, hi: int):
-    """argparse type: a whole number from lo to hi."""
-    import argparse
-
-    def parse(text: str) -> int:
-        if not (text.strip().isascii() and text.strip().isdigit() and lo <= int(text) <= hi):
-            raise argparse.ArgumentTypeError(f"takes a whole number from {lo:,} to {hi:,}, not {text!r}")
-        return int(text)
 
     return parse
 

@@ -19,7 +19,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from psuite.cli_parser import ArgumentParser
+from psuite.cli_parser import ArgumentParser, whole_number
 from psuite.errors import UsageError
 
 NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
@@ -273,7 +273,7 @@ def _build_stat(p: ArgumentParser) -> None:
                    help="the metrics (default: every metric; with -t, every measured one); -t sorts by the first")
     p.add_argument("-r", "--routines", metavar="ROUTINE,...",
                    help="the routines: region names, or regular expressions (default: the call tree's roots)")
-    p.add_argument("-t", "--top", type=_whole(1, 10**9), metavar="N",
+    p.add_argument("-t", "--top", type=whole_number(1, 10**9), metavar="N",
                    help="instead: the flat profile of the top N functions")
     _metric_tree(p)
     p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text", help="output format (default text)")
@@ -303,17 +303,6 @@ def _build_dump(p: ArgumentParser) -> None:
                    help="the flat profile: one row per region (its call paths summed)")
     p.add_argument("-f", "--format", choices=DUMP_FORMATS, default="text", help="output format (default text)")
     _view_output(p)
-
-
-def _whole(lo: int, hi: int):
-    import argparse
-
-    def parse(text: str) -> int:
-        if not (text.strip().isascii() and text.strip().isdigit() and lo <= int(text) <= hi):
-            raise argparse.ArgumentTypeError(f"takes a whole number from {lo:,} to {hi:,}, not {text!r}")
-        return int(text)
-
-    return parse
 
 
 _BUILD: dict[str, Callable[[ArgumentParser], None]] = {

@@ -9,11 +9,11 @@ import io
 import random
 
 import pytest
-from lxml import etree
 
 from psuite.errors import InputError
 from psuite.psprocess import native_rows
 from psuite.psprocess.readers import document, read_stream
+from tests.psprocess.test_fast_paths import _by_tree as by_tree  # each module's {pc: count} from lxml
 
 HEAD = (
     '<?xml version="1.0"?><hwpcreport version="0.3" mode="profile"><date>now</date><hostname>h</hostname>'
@@ -30,15 +30,6 @@ def doc(samples: list[tuple[str, str]], modules: int = 1) -> bytes:
     return (HEAD + mods + "</hwpcprofiledata></hwpcreport>").encode()
 
 
-def by_tree(data: bytes) -> list[dict[int, int]]:
-    out = []
-    for module in etree.fromstring(data).iter("module"):
-        table: dict[int, int] = {}
-        for s in module.iter("sample"):
-            pc = int(s.get("pc"), 16)
-            table[pc] = table.get(pc, 0) + int(s.text)
-        out.append(table)
-    return out
 
 
 def read(data: bytes) -> list[dict[int, int]]:
