@@ -50,9 +50,10 @@ def build(seed: int = 1, derived: bool = True) -> tuple[Experiment, dict[str, li
     return e, plain
 
 
-def subtree(i: int) -> list[int]:
+def subtree(i: int, tree: list[tuple[str, int | None]] = TREE) -> list[int]:
+    """Call path i and every call path below it, in a tree of (name, parent index) listed parents first."""
     out = [i]
-    for k, (_, parent) in enumerate(TREE):
+    for k, (_, parent) in enumerate(tree):
         if parent is not None and parent in out:
             out.append(k)
     return out

@@ -17,6 +17,7 @@ from psuite.experiment import Experiment, Location, Metric, Region
 from psuite.psprocess.exporters import cube
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.test_counting_reports import COUNTS, report_xml
+from tests.psprocess.test_experiment_views import subtree
 
 NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
 # main(0) -> foo(1) -> bar(2); main -> bar(3)
@@ -58,12 +59,6 @@ def psprocess(*args: str, cwd=None):
     return run_tool("psprocess", *args, cwd=cwd)
 
 
-def subtree(i: int) -> list[int]:
-    out = [i]
-    for k, (_, parent) in enumerate(TREE):
-        if parent is not None and parent in out:
-            out.append(k)
-    return out
 
 
 def callpaths(stdout: str) -> dict[str, dict]:
@@ -118,7 +113,7 @@ def test_diff_report_is_minuend_minus_subtrahend(cubes):
     for i, path in enumerate(PATHS):
         for metric in ("time", "samples"):
             assert got[path]["exclusive"][metric] == pytest.approx(sum(b[metric][i]) - sum(a[metric][i]))
-            want = sum(sum(b[metric][k]) - sum(a[metric][k]) for k in subtree(i))
+            want = sum(sum(b[metric][k]) - sum(a[metric][k]) for k in subtree(i, TREE))
             assert got[path]["inclusive"][metric] == pytest.approx(want)
 
 
