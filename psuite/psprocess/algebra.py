@@ -48,15 +48,18 @@ class AlgebraError(UsageError):
 # -- tree arithmetic over (cnodes, locations) arrays -----------------------------------------
 
 
-def scatter_add(out: np.ndarray, rows: np.ndarray, values: np.ndarray) -> None:
+def scatter_add(out: np.ndarray, rows: np.ndarray, values: np.ndarray, combine: np.ufunc = np.add) -> None:
     """out[rows[i]] += values[i] for every i, repeated rows summed (np.add.at's
-    meaning, with a sort and one reduceat instead of its slow element loop)."""
+    meaning, with a sort and one reduceat instead of its slow element loop);
+    with combine np.minimum or np.maximum (MINDOUBLE, MAXDOUBLE metrics), the
+    least or greatest instead of the sum."""
     if len(rows) == 0:
         return
     order = np.argsort(rows, kind="stable")
     ordered = rows[order]
     starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    out[ordered[starts]] += np.add.reduceat(values[order], starts, axis=0)
+    at = ordered[starts]
+    out[at] = combine(out[at], combine.reduceat(values[order], starts, axis=0))
 
 
 def _depths(parents: np.ndarray) -> np.ndarray:
@@ -67,13 +70,14 @@ def _depths(parents: np.ndarray) -> np.ndarray:
     return depth
 
 
-def to_inclusive(a: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """Inclusive values from exclusive ones: sums flow up one tree level at a time."""
+def to_inclusive(a: np.ndarray, parents: np.ndarray, combine: np.ufunc = np.add) -> np.ndarray:
+    """Inclusive values from exclusive ones: sums (or least or greatest
+    values) flow up one tree level at a time."""
     out = a.copy()
     depth = _depths(parents)
     for d in range(int(depth.max(initial=0)), 0, -1):
         level = np.flatnonzero(depth == d)
-        scatter_add(out, parents[level], out[level])
+        scatter_add(out, parents[level], out[level], combine)
     return out
 
 
@@ -90,9 +94,11 @@ def _view(e: Experiment, name: str, kind: str) -> tuple[np.ndarray, bool]:
     m = e.metric(name)
     a = e.stored(name)
     new = name not in e.values
-    if m.kind == kind:
-        return a, new
-    return (to_inclusive if kind == INCLUSIVE else to_exclusive)(a, e.parents()), True
+    if m.kind == kind or (m.combine is not np.add and kind == EXCLUSIVE):  # a least or greatest value has no
+        return a, new  # exclusive part: stored values stand for both
+    if kind == INCLUSIVE:
+        return to_inclusive(a, e.parents(), m.combine), True
+    return to_exclusive(a, e.parents()), True
 
 
 # -- unification -------------------------------------------------------------------------------
@@ -185,17 +191,23 @@ class _Plan:
             return None, False
         e = self.inputs[i]
         a, new = _view(e, name, kind)
+        combine = e.metric(name).combine
         if self.collapse:
-            a, new = a.sum(axis=1, keepdims=True), True
+            a, new = combine.reduce(a, axis=1, keepdims=True), True
         elif self.columns[i] is not None:
             a, new = a[:, self.columns[i]], True
         rows = self.rows[i]
         if rows is not None:
-            out = np.zeros(self.shape, dtype=a.dtype)
             if self.unique[i]:
+                out = np.zeros(self.shape, dtype=a.dtype)
                 out[rows] = a
-            else:
+            elif combine is np.add:
+                out = np.zeros(self.shape, dtype=a.dtype)
                 scatter_add(out, rows, a)
+            else:  # least or greatest of paths that unify: NaN where none, then 0 like any missing value
+                out = np.full(self.shape, np.nan)
+                scatter_add(out, rows, a, np.fmin if combine is np.minimum else np.fmax)
+                np.nan_to_num(out, copy=False, nan=0.0)
             a, new = out, True
         return a, new or self.consume
 
@@ -223,7 +235,7 @@ def _unify_metrics(inputs: Sequence[Experiment], prefer_last: bool) -> list[Metr
     for name in order:
         m, parent = chosen[name]
         m = dataclasses.replace(m, parent=first[parent] if parent is not None else None)
-        if not m.derived and name in floating:
+        if not m.derived and name in floating and m.combine is np.add:  # MINDOUBLE, MAXDOUBLE stay what they are
             m.dtype = "DOUBLE"
         out.append(m)
     return out
@@ -401,7 +413,8 @@ def mean(experiments: Sequence[Experiment], collapse: bool = False, *, consume: 
     for m in result.metrics:
         if m.derived:
             continue
-        m.dtype = "DOUBLE"
+        if m.combine is np.add:  # MINDOUBLE, MAXDOUBLE keep how they aggregate
+            m.dtype = "DOUBLE"
         out = None
         for i in range(n):
             a, writable = plan.aligned(i, m.name, m.kind)
@@ -553,11 +566,18 @@ def compare(a: Experiment, b: Experiment, tolerances: Sequence[Tolerance] = (), 
     paths = plan.experiment("").paths()
     sums: list[dict[str, np.ndarray]] = [{}, {}]
 
-    def fetch(i: int, name: str) -> np.ndarray:
+    def fetch(i: int, name: str, view: str = "e") -> np.ndarray:
+        """Input i's metric per call path (summed over threads), exclusive,
+        or inclusive for a derived metric's metric::name(i)."""
+        if view == "i":
+            m = next((x for x in plan.metrics if x.name == name), None)
+            v, _ = plan.aligned(i, name, INCLUSIVE) if m is not None and not m.derived else (None, False)
+            return np.zeros(plan.shape[:1]) if v is None else np.asarray(v, dtype=np.float64)[:, 0]
         if name not in sums[i]:
             m = next((x for x in plan.metrics if x.name == name), None)
             if m is not None and m.derived:  # computed from the sums: one value per call path already
-                v = np.broadcast_to(evaluate(m.expression, lambda n: fetch(i, n)), plan.shape[:1])
+                v = np.broadcast_to(evaluate(m.expression, lambda n: fetch(i, n), lambda n, view: fetch(i, n, view)),
+                                    plan.shape[:1])
             else:
                 v, _ = plan.aligned(i, name, EXCLUSIVE) if m is not None else (None, False)
                 v = np.zeros(plan.shape) if v is None else v
@@ -659,9 +679,9 @@ def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = 
         smaller, new = _keep(e, owner < 0, operation)
         target = new[parents[owner[gone]]]  # the pruned subtree's parent, kept
         for m in e.metrics:
-            if m.derived or m.name not in e.values or m.kind != EXCLUSIVE:
+            if m.derived or m.name not in e.values or (m.kind != EXCLUSIVE and m.combine is np.add):
                 continue
-            scatter_add(smaller.values[m.name], target, e.values[m.name][gone])
+            scatter_add(smaller.values[m.name], target, e.values[m.name][gone], m.combine)
         e = smaller
     if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)

@@ -129,8 +129,9 @@ class View:
     def total(self, metric: str) -> float:
         """The metric over the whole experiment: every root, every location."""
         m = self.exp.metric(metric)
-        if m.derived and m.kind == "POSTDERIVED":
-            return float(evaluate(m.expression, lambda n: self.plain.total(n)))
+        if m.derived and m.kind == "POSTDERIVED":  # metric::x(e) of the whole: the roots' own values
+            return float(evaluate(m.expression, lambda n: self.plain.total(n), lambda n, v: float(
+                reduce(self.combine(n), self.plain.sums(n, _view(v))[self.exp.roots], 0))))
         return float(reduce(self.combine(metric), self.sums(metric, INCL)[self.exp.roots], 0))
 
     def location_totals(self, metric: str) -> np.ndarray:
@@ -201,9 +202,9 @@ class View:
         (POSTDERIVED: evaluated on those totals; PREDERIVED: summed)."""
         m = self.exp.metric(metric)
         if m.derived and m.kind == "POSTDERIVED":
-            return np.broadcast_to(evaluate(m.expression, lambda n: self.plain.grouped_total(n, calltree, group,
-                                                                                             ngroups)
-                                            .astype(np.float64)), (ngroups,))
+            return np.broadcast_to(evaluate(
+                m.expression, lambda n: self.plain.grouped_total(n, calltree, group, ngroups).astype(np.float64),
+                lambda n, v: self.plain.grouped_total(n, _view(v), group, ngroups).astype(np.float64)), (ngroups,))
         return reduce(self.combine(metric), self.grouped(metric, calltree, group, ngroups), 1)
 
 

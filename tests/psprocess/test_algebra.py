@@ -422,3 +422,25 @@ def test_two_builds_in_different_directories_line_up():
     d = algebra.diff(build_in("app_v2", "/b", 12.0), build_in("app_v1", "/a", 10.0))
     assert len(d.cnodes) == 3 and d.region_name(0) == "app_v2"
     assert table(d, "time") == {(("app_v2", "work"), (0, 0)): 2.0}
+
+
+def test_min_and_max_metrics_stay_least_and_greatest():
+    """Score-P's max_time (MAXDOUBLE) and min_time (MINDOUBLE): every
+    operation keeps the type, and pruning, collapsing and comparing take
+    the greatest or least value, never a sum."""
+    mx = {M: [0.1, 0.2], F: [0.3, 0.9], ("main", "f", "b"): [0.5, 0.6]}
+    mn = {M: [0.05, 0.02], F: [0.03, 0.04], ("main", "f", "b"): [0.01, 0.06]}
+    metrics = {"max_time": ("MAXDOUBLE", EXCLUSIVE), "min_time": ("MINDOUBLE", EXCLUSIVE)}
+    a = build("a.cubex", metrics, {"max_time": mx, "min_time": mn})
+    b = build("b.cubex", metrics, {"max_time": mx, "min_time": mn})
+    for r in (algebra.mean([a, b]), algebra.diff(a, b), algebra.merge([a, b])):
+        assert r.metric("max_time").dtype == "MAXDOUBLE" and r.metric("min_time").dtype == "MINDOUBLE"
+    pruned = algebra.cut(a, prune=["b"])
+    assert table(pruned, "max_time")[(F, (0, 0))] == 0.5 and table(pruned, "max_time")[(F, (0, 1))] == 0.9
+    assert table(pruned, "min_time")[(F, (0, 0))] == 0.01 and table(pruned, "min_time")[(F, (0, 1))] == 0.04
+    collapsed = algebra.mean([a, b], collapse=True)
+    assert collapsed.values["max_time"][:, 0].tolist() == [0.2, 0.9, 0.6]
+    assert collapsed.values["min_time"][:, 0].tolist() == [0.02, 0.03, 0.01]
+    slower = build("c.cubex", metrics, {"max_time": {**mx, F: [0.3, 1.8]}, "min_time": mn})
+    [moved] = algebra.compare(a, slower, [algebra.Tolerance("max_time", relative=0.5)]).moved
+    assert (moved.path, moved.a, moved.b) == (F, 0.9, 1.8)

@@ -4,6 +4,7 @@ psuite's own documents become experiments with the reports' numbers."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tarfile
 
@@ -431,9 +432,9 @@ def test_dense_index_and_skipped_value_types(tmp_path):
     ).encode()
     write_tar(path, members)
     back = cube_reader.read(str(path))
-    assert [m.name for m in back.metrics] == ["time", "comp", "delta", "rate"]
+    assert [m.name for m in back.metrics] == ["time", "comp", "delta"]  # rate is computed from visits: left out
     assert back.metric("delta").parent is None and back.metric("comp").parent == 0
-    assert back.attributes["psuite::skipped_metrics"] == "visits"
+    assert back.attributes["psuite::skipped_metrics"] == "visits,rate"
     assert np.array_equal(back.values["delta"], values["delta"])
 
 
@@ -541,3 +542,24 @@ def test_python_api_experiment_and_records(tmp_path):
     assert rows == {(("main",), 0): 1.0, (("main", "work"), 0): 2.0, (("main", "work"), 1): 3.0}
     incl = {(r["path"], r["rank"]): r["value"] for r in got.to_records(inclusive=True)}
     assert incl[(("main",), 0)] == 3.0 and incl[(("main",), 1)] == 3.0
+
+
+@pytest.mark.parametrize("expression", ["${a}=1; return metric::time(i)", "max(metric::time(i), 1)",
+                                        "metric::time(i) / metric::nosuch()"])
+def test_derived_metrics_beyond_psuite_cubepl_are_skipped(tmp_path, monkeypatch, expression):
+    """CubePL that psuite does not evaluate (variables, functions, a metric
+    the file lacks) leaves that metric out, named, instead of failing every
+    view and operation on the file."""
+    from tests.psprocess import cube_fixtures as cf
+
+    metrics = [dataclasses.replace(m, expression=expression) if m.name == "avg_time" else m for m in cf.METRICS]
+    monkeypatch.setattr(cf, "METRICS", metrics)
+    path = tmp_path / "s.cubex"
+    cf.scorep_cube(str(path))
+    exp = experiments.load(str(path))
+    assert "avg_time" not in [m.name for m in exp.metrics]
+    assert exp.attributes["psuite::skipped_metrics"] == "avg_time"
+    assert [m.name for m in exp.metrics] == ["time", "mpi", "visits", "bytes_sent"]
+    assert exp.metrics[1].parent == 0
+    proc = run_tool("psprocess", "stat", str(path))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr

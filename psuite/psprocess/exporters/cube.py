@@ -280,13 +280,17 @@ def _location_totals(exp: Experiment, order: list[int], arrays: dict, locs: np.n
         if name not in cache:
             m = exp.metric(name)
             if m.derived:
-                cache[name] = np.broadcast_to(np.asarray(evaluate(m.expression, totals), dtype=np.float64),
-                                              (len(exp.locations),))
+                cache[name] = np.broadcast_to(np.asarray(evaluate(m.expression, totals, roots_only),
+                                                         dtype=np.float64), (len(exp.locations),))
             else:
                 a = exp.stored(name)
                 src = a if m.kind != INCLUSIVE else a[roots]
-                cache[name] = src.sum(axis=0, dtype=np.float64)
+                cache[name] = m.combine.reduce(src, axis=0).astype(np.float64)
         return cache[name]
+
+    def roots_only(name: str, variant: str) -> np.ndarray:
+        """metric::x(i) or (e) of a whole location: the roots' inclusive or own values."""
+        return (exp.inclusive(name) if variant == "i" else exp.exclusive(name))[roots].sum(axis=0, dtype=np.float64)
 
     out = []
     for i in order:

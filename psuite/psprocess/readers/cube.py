@@ -35,7 +35,18 @@ import zlib
 import numpy as np
 
 from psuite.errors import InputError
-from psuite.experiment import DERIVED_KINDS, EXCLUSIVE, INCLUSIVE, Experiment, Location, Metric, Region
+from psuite.experiment import (
+    DERIVED_KINDS,
+    EXCLUSIVE,
+    INCLUSIVE,
+    Experiment,
+    ExpressionError,
+    Location,
+    Metric,
+    Region,
+    evaluate,
+    metric_names,
+)
 
 CUBEPL_ATTR, KIND_ATTR = "psuite::cubepl", "psuite::kind"
 INTEGER = {
@@ -234,9 +245,45 @@ def _metrics(exp: Experiment, metrics) -> dict[int, int]:
             walk(m, i)
 
     walk(metrics, None)
+    file_ids = _drop_unevaluable(exp, file_ids, skipped)
     if skipped:
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
     return file_ids
+
+
+def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[str]) -> dict[int, int]:
+    """Derived metrics whose CubePL goes beyond the arithmetic psuite
+    evaluates (variables, if/return, functions such as max() or sqrt()),
+    or names a metric the file lacks, are left out and named with the
+    skipped ones, as CUBE's own tools would need the full language for
+    them; their children hang on their parent.  Returns file_ids on the
+    new metric indices."""
+    names = {m.name for m in exp.metrics}
+
+    def evaluable(m: Metric) -> bool:
+        try:
+            evaluate(m.expression, lambda n: 1.0, lambda n, v: 1.0)
+        except ExpressionError:
+            return False
+        return set(metric_names(m.expression)) <= names
+
+    bad = {i for i, m in enumerate(exp.metrics) if m.derived and not evaluable(m)}
+    if not bad:
+        return file_ids
+    skipped += [exp.metrics[i].name for i in sorted(bad)]
+    new_index: dict[int, int] = {}
+    kept: list[Metric] = []
+    for i, m in enumerate(exp.metrics):
+        if i not in bad:
+            new_index[i] = len(kept)
+            kept.append(m)
+    for m in kept:
+        p = m.parent
+        while p is not None and p in bad:  # up to the nearest kept ancestor
+            p = exp.metrics[p].parent
+        m.parent = None if p is None else new_index[p]
+    exp.metrics = kept
+    return {new_index[i]: fid for i, fid in file_ids.items()}
 
 
 def _program(exp: Experiment, program) -> None:
