@@ -419,3 +419,17 @@ def test_scorep_style_cube_views(workdir):
         assert float(got[key]["sum"]) == pytest.approx(sum(v)), key
         assert float(got[key]["maximum"]) == pytest.approx(max(v)), key
         assert int(got[key]["count"]) == nloc
+
+
+def test_derived_metric_views_by_region_honour_inclusive_and_exclusive(workdir):
+    """avg_time = time(i)/visits(e): the flat profile by region (dump -r)
+    gives main the value its call path has (one call path: the same)."""
+    from tests.psprocess.cube_fixtures import scorep_cube
+
+    scorep_cube(str(workdir / "s.cubex"))
+    by_path = psprocess("dump", "s.cubex", "-m", "avg_time", "-t", "aggr", "-c", "roots", "-f", "csv2")
+    by_region = psprocess("dump", "s.cubex", "-r", "-m", "avg_time", "-t", "aggr", "-f", "csv2")
+    assert by_path.returncode == 0 and by_region.returncode == 0, (by_path.stderr, by_region.stderr)
+    root = [r for r in csv.reader(io.StringIO(by_path.stdout))][1]
+    main = [r for r in csv.reader(io.StringIO(by_region.stdout))][1]
+    assert root[0] == main[0] == "0" and float(main[2]) == pytest.approx(float(root[2]))
