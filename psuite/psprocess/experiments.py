@@ -3,8 +3,11 @@
 - `from_report(report)`: a counting report (one root call path; each event
   a UINT64 metric, DOUBLE when a count is not a whole number int64 holds;
   each derived metric a POSTDERIVED metric whose CubePL expression is
-  built from its psmetrics definition, run-level keywords such as cpusecs
-  folded to constants, else its value stored as DOUBLE), a profile (flat:
+  built from its psmetrics definition, else its value stored as DOUBLE;
+  the run's wall clock and CPU times are metrics too, wall_seconds and
+  cpu_seconds, which psmetrics' wallsecs and cpusecs refer to, so that a
+  result recomputes MIPS and the like from combined times; machine
+  constants such as cpumhz are folded in), a profile (flat:
   the program's root with one child per function; with call paths the
   threads' resolved trees merged), or a MultiReport (every rank and thread
   one location; system tree machine -> node (host) -> process (rank, else
@@ -339,6 +342,7 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
         a = exp.zeros(m)
         for loc_id, v in cells:
             a[root, loc_id] = _as_float(v) if m.dtype == "DOUBLE" else int(v)
+    _run_times(exp, root, reports, where, events)
     by_name = {d.name: d for d in definitions}
     derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
     for r, loc_id in zip(reports, where, strict=True):
@@ -362,6 +366,28 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
             a[root, loc_id] = _as_float(v)
         if not np.isfinite(a).all():
             a[~np.isfinite(a)] = 0.0
+
+
+# psmetrics' run-level keywords, held as metrics of their own so that a derived metric refers to them
+# (MIPS = instructions / wallsecs) and is recomputed on an operation's result from the combined times,
+# never frozen at one input's value; machine constants (cpumhz, lNcacheline) stay numbers
+RUN_TIMES = {"wallsecs": ("wall_seconds", "Wall clock time"), "cpusecs": ("cpu_seconds", "CPU time")}
+
+
+def _run_times(exp: Experiment, root: int, reports: list, where: list[int], events: dict[str, Metric]) -> None:
+    from psuite.psprocess import metrics
+
+    for keyword, (name, display) in RUN_TIMES.items():
+        cells = [(loc_id, metrics._keyword(keyword, r)) for r, loc_id in zip(reports, where, strict=True)]
+        cells = [(loc_id, _as_float(v)) for loc_id, v in cells if v is not None]
+        if not cells or name in events:
+            continue
+        m = _metric(name, display, "DOUBLE", "sec", f"{display} of the run (psmetrics' {keyword}), seconds")
+        exp.add_metric(m)
+        a = exp.zeros(m)
+        for loc_id, v in cells:
+            a[root, loc_id] = v if math.isfinite(v) else 0.0
+        events[name] = m
 
 
 def _fits_int64(v) -> bool:
@@ -399,8 +425,7 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
     text = texts.pop()
     from psuite.experiment import metric_names
 
-    # only constants (cpusecs, wallsecs ...): a value of this run, which an
-    # operation's result should combine, not keep
+    # only constants (cpumhz, lNcacheline ...): no measured value to recompute it from
     return text if metric_names(text) else None
 
 
@@ -415,6 +440,8 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
         return repr(float(e[1]))
     if kind == "ci":
         name = e[1]
+        if name in RUN_TIMES and RUN_TIMES[name][0] in events:
+            return f"metric::{RUN_TIMES[name][0]}()"
         if metrics._is_keyword(name):
             value = metrics._keyword(name, report)
             v = _as_float(value) if value is not None else math.nan

@@ -444,3 +444,24 @@ def test_min_and_max_metrics_stay_least_and_greatest():
     slower = build("c.cubex", metrics, {"max_time": {**mx, F: [0.3, 1.8]}, "min_time": mn})
     [moved] = algebra.compare(a, slower, [algebra.Tolerance("max_time", relative=0.5)]).moved
     assert (moved.path, moved.a, moved.b) == (F, 0.9, 1.8)
+
+
+def test_derived_metrics_of_counting_reports_are_recomputed_from_combined_times():
+    """MIPS = instructions / wall seconds: the mean of a 1 s and a 3 s run of
+    2e9 instructions each is 2e9 / 2 s = 1000 MIPS, not the mean of 2000
+    and 667 MIPS nor a rate frozen at one run's time."""
+    from psuite.psprocess import experiments, metrics
+    from psuite.report import CountReport, Event
+
+    definitions = metrics.load(metrics.standard_metrics_path())
+
+    def run(wall: float, user: float) -> Experiment:
+        r = CountReport(command="./app", hostname="h", pid=1, wallclock=wall, usertime=user, systemtime=0.0,
+                        events=[Event("PAPI_TOT_INS", 2e9, "preset")])
+        r.metrics = metrics.derive(r, definitions)
+        return experiments.from_report(r, definitions)
+
+    m = algebra.mean([run(1.0, 0.5), run(3.0, 2.5)])
+    assert m.total("wall_seconds") == 2.0 and m.total("cpu_seconds") == 1.5
+    assert m.total("MIPS_(wall_clock)") == pytest.approx(2e9 / 2.0 / 1e6)
+    assert m.total("CPU_utilization_(%)") == pytest.approx(1.5 / 2.0 * 100)

@@ -290,9 +290,11 @@ def test_counting_report(targets, workdir):
         name = m["name"].replace(" ", "_")
         assert exp.total(name) == pytest.approx(m["value"], rel=1e-9), name
     postderived = {m.name: m.expression for m in exp.metrics if m.derived}
-    # the event rates are expressions over the event metrics; run-level figures alone are stored values
+    # the event rates are expressions over the event metrics and the run's times, themselves metrics
     assert "metric::PERF_COUNT_SW_PAGE_FAULTS()" in postderived["Page_faults_per_second"]
-    assert "CPU_time_(seconds)" not in postderived and "CPU_time_(seconds)" in exp.values
+    assert postderived["CPU_time_(seconds)"] == "metric::cpu_seconds()"
+    assert exp.values["wall_seconds"][0, 0] == pytest.approx(report["wallclock"])
+    assert exp.values["cpu_seconds"][0, 0] == pytest.approx(report["usertime"] + report["systemtime"])
     out = workdir / "c.cubex"
     cube_writer.write(exp, str(out))
     assert_same(exp, cube_reader.read(str(out)))
