@@ -26,8 +26,9 @@ through psuite.psprocess.experiments.from_report first.
   the tar as they are, without copies when the experiment's call paths
   and locations are already in the file's order.
 
-pycubexr (2.1) reads these files when the call tree has one root and the
-system tree one machine (it asserts both); CUBE itself reads any."""
+pycubexr (2.1) asserts a call tree of one root and a system tree of one
+machine: several roots are written under one artificial root, "[roots]"
+(one_root), and psuite's system trees have one machine."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ from xml.sax import saxutils
 import numpy as np
 
 from psuite.errors import UsageError
-from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Experiment, Location, Metric, Region, evaluate
+from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Cnode, Experiment, Location, Metric, Region, evaluate
 from psuite.psprocess import combine
 from psuite.psprocess.exporters.calltree_common import text
 
@@ -88,6 +89,8 @@ def write(obj, path: str, module: str | bool | None = None, force: bool = False,
 
         exp = from_report(obj)
     exp.check()
+    if len(exp.roots) > 1:
+        exp = one_root(exp)
     stat = write_experiment(exp, path, force, derived)
     below = len(exp.cnodes) - len(exp.roots)
     flat = all(c.parent is None or exp.cnodes[c.parent].parent is None for c in exp.cnodes)
@@ -96,6 +99,32 @@ def write(obj, path: str, module: str | bool | None = None, force: bool = False,
     else:
         shape = "flat"
     return f"CUBE 4 ({shape}), statistics in {stat}"
+
+
+SEVERAL_ROOTS = "[roots]"
+
+
+def one_root(exp: Experiment) -> Experiment:
+    """The experiment with its several roots (a cut at a pattern naming
+    several regions, a Score-P cube with more than one) under one artificial
+    root region, SEVERAL_ROOTS, of no value of its own: CUBE holds several
+    roots, but readers such as pycubexr take one only.  The inclusive
+    values at the new root are the roots' together."""
+    import numpy as np
+
+    out = Experiment(metrics=list(exp.metrics), regions=[*exp.regions, Region(
+        SEVERAL_ROOTS, "", -1, -1, "the call tree's roots, under one root for readers that take one only",
+        "artificial", "user")], locations=list(exp.locations), attributes=dict(exp.attributes))
+    out.cnodes = [Cnode(len(exp.regions), None)] + [
+        Cnode(c.region, 0 if c.parent is None else c.parent + 1, c.line) for c in exp.cnodes]
+    roots = exp.roots
+    for name, a in exp.values.items():
+        m = exp.metric(name)
+        top = np.zeros((1, a.shape[1]), dtype=a.dtype)
+        if m.kind == INCLUSIVE or m.combine is not np.add:  # the roots' values together
+            top[0] = m.combine.reduce(a[roots], axis=0)
+        out.values[name] = np.concatenate([top, a])
+    return out
 
 
 # -- orders --------------------------------------------------------------------
