@@ -89,9 +89,7 @@ def write(obj, path: str, module: str | bool | None = None, force: bool = False,
 
         exp = from_report(obj)
     exp.check()
-    if len(exp.roots) > 1:
-        exp = one_root(exp)
-    stat = write_experiment(exp, path, force, derived)
+    stat = write_experiment(one_root(exp) if len(exp.roots) > 1 else exp, path, force, derived)
     below = len(exp.cnodes) - len(exp.roots)
     flat = all(c.parent is None or exp.cnodes[c.parent].parent is None for c in exp.cnodes)
     if below and not flat:

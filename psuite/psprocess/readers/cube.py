@@ -39,6 +39,7 @@ from psuite.experiment import (
     DERIVED_KINDS,
     EXCLUSIVE,
     INCLUSIVE,
+    Cnode,
     Experiment,
     ExpressionError,
     Location,
@@ -140,6 +141,22 @@ def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
         exp.values[m.name] = _data(raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations))
     exp.check()
     exp.attributes.setdefault("source", path)
+    return _several_roots(exp)
+
+
+def _several_roots(exp: Experiment) -> Experiment:
+    """The roots psuite's writer put under one artificial root for readers
+    that take one only (exporters/cube.py one_root): roots again."""
+    roots = exp.roots
+    if len(roots) != 1 or roots[0] != 0 or len(exp.cnodes) < 3:
+        return exp
+    top = exp.regions[exp.cnodes[0].region]
+    if (top.name, top.role) != ("[roots]", "artificial") or exp.cnodes[0].region != len(exp.regions) - 1 or \
+            any(c.region == exp.cnodes[0].region for c in exp.cnodes[1:]):
+        return exp
+    exp.regions.pop()
+    exp.cnodes = [Cnode(c.region, None if c.parent == 0 else c.parent - 1, c.line) for c in exp.cnodes[1:]]
+    exp.values = {name: a[1:] for name, a in exp.values.items()}
     return exp
 
 
