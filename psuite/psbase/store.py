@@ -233,43 +233,46 @@ class Store:
 
         def go() -> list[str]:
             with self.engine.begin() as conn:
-                exp_id, old = self._experiment_id(conn, new.name)
-                once, rows = self._tables(exp_id, old)
-                changes: list[str] = []
-                old_vars = {v.name: v for v in old.variables}
-                new_vars = {v.name: v for v in new.variables}
-                for v in old.variables:
-                    n = new_vars.get(v.name)
-                    if n is None:
-                        self._drop(conn, once if v.occurrence == "once" else rows, v.name)
-                        changes.append(f"removed {v.name}")
-                    elif (n.datatype, n.occurrence) != (v.datatype, v.occurrence):
-                        table = once if v.occurrence == "once" else rows
-                        used = conn.execute(sa.select(sa.func.count()).select_from(table)
-                                            .where(table.c[v.name].is_not(None))).scalar()
-                        if used:
-                            raise StoreError(f"variable {v.name!r} has values in {used} rows; its datatype or "
-                                             "occurrence cannot change; add a variable under a new name instead")
-                        self._drop(conn, table, v.name)
-                        self._add(conn, exp_id, n)
-                        changes.append(f"changed {v.name}: {v.datatype}/{v.occurrence} -> "
-                                       f"{n.datatype}/{n.occurrence}")
-                    elif n != v:
-                        changes.append(f"changed {v.name}")
-                for n in new.variables:
-                    if n.name.lower() in {k.lower() for k in old_vars}:
-                        continue
-                    self._add(conn, exp_id, n)
-                    changes.append(f"added {n.name}")
-                if (new.synopsis, new.description, new.performed_by, new.project) != \
-                        (old.synopsis, old.description, old.performed_by, old.project):
-                    changes.append("changed the meta information")
-                conn.execute(self.experiments.update().where(self.experiments.c.id == exp_id)
-                             .values(definition=defmod.to_bytes(new).decode()))
-                conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
-                conn.execute(self.variables.insert(), self._variable_rows(exp_id, new))
-                return changes
+                return self._update(conn, new)
         return self._run(go)
+
+    def _update(self, conn: sa.Connection, new: Definition) -> list[str]:
+        exp_id, old = self._experiment_id(conn, new.name)
+        once, rows = self._tables(exp_id, old)
+        changes: list[str] = []
+        old_vars = {v.name: v for v in old.variables}
+        new_vars = {v.name: v for v in new.variables}
+        for v in old.variables:
+            n = new_vars.get(v.name)
+            if n is None:
+                self._drop(conn, once if v.occurrence == "once" else rows, v.name)
+                changes.append(f"removed {v.name}")
+            elif (n.datatype, n.occurrence) != (v.datatype, v.occurrence):
+                table = once if v.occurrence == "once" else rows
+                used = conn.execute(sa.select(sa.func.count()).select_from(table)
+                                    .where(table.c[v.name].is_not(None))).scalar()
+                if used:
+                    raise StoreError(f"variable {v.name!r} has values in {used} rows; its datatype or "
+                                     "occurrence cannot change; add a variable under a new name instead")
+                self._drop(conn, table, v.name)
+                self._add(conn, exp_id, n)
+                changes.append(f"changed {v.name}: {v.datatype}/{v.occurrence} -> "
+                               f"{n.datatype}/{n.occurrence}")
+            elif n != v:
+                changes.append(f"changed {v.name}")
+        for n in new.variables:
+            if n.name.lower() in {k.lower() for k in old_vars}:
+                continue
+            self._add(conn, exp_id, n)
+            changes.append(f"added {n.name}")
+        if (new.synopsis, new.description, new.performed_by, new.project) != \
+                (old.synopsis, old.description, old.performed_by, old.project):
+            changes.append("changed the meta information")
+        conn.execute(self.experiments.update().where(self.experiments.c.id == exp_id)
+                     .values(definition=defmod.to_bytes(new).decode()))
+        conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
+        conn.execute(self.variables.insert(), self._variable_rows(exp_id, new))
+        return changes
 
     def _add(self, conn: sa.Connection, exp_id: int, v: Variable) -> None:
         table = f"psb_x{exp_id}_{'once' if v.occurrence == 'once' else 'rows'}"
@@ -284,14 +287,22 @@ class Store:
 
     # -- runs -------------------------------------------------------------
 
-    def add_runs(self, name: str, runs: list[RunData], force: bool = False, who: str | None = None) -> list[int]:
+    def add_runs(self, name: str, runs: list[RunData], force: bool = False, who: str | None = None,
+                 new_variables: list[Variable] | None = None) -> list[int]:
         """Store runs in one transaction; returns their indexes.  A run whose
-        content hash is already in the experiment is refused unless force."""
+        content hash is already in the experiment is refused unless force.
+        new_variables: variables the runs bring that the experiment lacks
+        (psuite's events), added in the same transaction."""
         who = who or _user()
 
         def go() -> list[int]:
             with self.engine.begin() as conn:
                 exp_id, d = self._experiment_id(conn, name)
+                have = {v.name.lower() for v in d.variables}
+                extra = [v for v in new_variables or [] if v.name.lower() not in have]
+                if extra:
+                    d.variables.extend(extra)
+                    self._update(conn, d)
                 once, rows = self._tables(exp_id, d)
                 r = self.runs
                 nxt = (conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0) + 1
