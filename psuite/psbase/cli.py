@@ -182,7 +182,7 @@ def _info(store, args) -> None:
         write_stdout(defmod.to_bytes(d).decode())
         return
     if args.run is None:
-        out = [f"experiment {d.name}: {d.synopsis}\n"]
+        out = [f"experiment {d.name}{': ' + d.synopsis if d.synopsis else ''}\n"]
         if d.performed_by:
             out.append(f"performed by {', '.join(d.performed_by.values())}\n")
         rows = [[v.name, "result" if v.is_result else "parameter", v.datatype, v.occurrence, v.unit, v.synopsis]

@@ -298,6 +298,10 @@ class Store:
         def go() -> list[int]:
             with self.engine.begin() as conn:
                 exp_id, d = self._experiment_id(conn, name)
+                # PostgreSQL: imports into one experiment queue up here, so two never take the same
+                # next index (SQLite's BEGIN IMMEDIATE has already serialized them)
+                conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.id == exp_id)
+                             .with_for_update())
                 have = {v.name.lower() for v in d.variables}
                 extra = [v for v in new_variables or [] if v.name.lower() not in have]
                 if extra:

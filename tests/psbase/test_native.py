@@ -50,8 +50,8 @@ def psrun(directory: Path, *args: str) -> Path:
 
 
 @pytest.fixture
-def archive(tmp_path) -> Store:
-    s = Store(str(tmp_path / "a.db"), create=True)
+def archive(db_url) -> Store:
+    s = Store(db_url, create=True)
     s.setup(native.definition("app"))
     yield s
     s.close()

@@ -7,6 +7,7 @@ import datetime as dt
 import sqlite3
 
 import pytest
+import sqlalchemy as sa
 
 from psuite.errors import PsuiteError
 from psuite.psbase.model import Definition, RunData, Variable, Version
@@ -54,19 +55,20 @@ def run(h: str, **values) -> RunData:
 
 
 @pytest.fixture
-def store(tmp_path) -> Store:
-    s = Store(str(tmp_path / "a.db"), create=True)
+def store(db_url) -> Store:
+    """An archive with the experiment, on each backend (conftest.db_url)."""
+    s = Store(db_url, create=True)
     s.setup(definition())
     yield s
     s.close()
 
 
-def count(db: str, sql: str) -> int:
-    with sqlite3.connect(db) as c:
-        return c.execute(sql).fetchone()[0]
+def count(store: Store, sql: str) -> int:
+    with store.engine.connect() as c:
+        return c.execute(sa.text(sql)).scalar()
 
 
-def test_setup_and_run_values_round_trip(store, tmp_path):
+def test_setup_and_run_values_round_trip(store):
     assert store.add_runs("sweep", [run("a"), run("b", nodes=8)]) == [1, 2]
     got = store.run("sweep", 1)
     assert got.values == VALUES
@@ -77,10 +79,9 @@ def test_setup_and_run_values_round_trip(store, tmp_path):
     assert store.run("sweep", 2).values["nodes"] == 8
     assert [(n, a, b) for n, _, a, b in store.list_experiments()] == [("sweep", 2, 0)]
     # one typed column per once-variable, one row per data-set row
-    db = str(tmp_path / "a.db")
-    assert count(db, "select count(*) from psb_x1_rows") == 6
-    assert count(db, "select sum(nodes) from psb_x1_once") == 12
-    assert count(db, "select sum(chunk) from psb_x1_rows where psb_run = 2") == 1024 + 2048 + 4096
+    assert count(store, "select count(*) from psb_x1_rows") == 6
+    assert count(store, "select sum(nodes) from psb_x1_once") == 12
+    assert count(store, "select sum(chunk) from psb_x1_rows where psb_run = 2") == 1024 + 2048 + 4096
 
 
 def test_setup_twice_is_refused(store):
@@ -88,14 +89,13 @@ def test_setup_twice_is_refused(store):
         store.setup(definition())
 
 
-def test_a_failing_run_leaves_nothing(store, tmp_path):
+def test_a_failing_run_leaves_nothing(store):
     bad = run("b", nodes="four")  # not an integer value
     with pytest.raises(PsuiteError, match="'nodes'"):
         store.add_runs("sweep", [run("a"), bad])
     assert store.list_runs("sweep", deleted=True) == []
-    db = str(tmp_path / "a.db")
-    assert count(db, "select count(*) from psb_x1_once") == 0
-    assert count(db, "select count(*) from psb_x1_rows") == 0
+    assert count(store, "select count(*) from psb_x1_once") == 0
+    assert count(store, "select count(*) from psb_x1_rows") == 0
     # unknown variables and wrong occurrences are refused the same way
     with pytest.raises(PsuiteError, match="no variable 'speed'"):
         store.add_runs("sweep", [run("c", speed=1.0)])
@@ -118,7 +118,7 @@ def test_duplicates_are_refused_unless_forced(store):
         store.add_runs("sweep", [run("a")])
 
 
-def test_delete_restore_purge(store, tmp_path):
+def test_delete_restore_purge(store):
     store.add_runs("sweep", [run("a"), run("b"), run("c")])
     store.set_deleted("sweep", [2], True)
     assert [r.index for r in store.list_runs("sweep")] == [1, 3]
@@ -129,9 +129,8 @@ def test_delete_restore_purge(store, tmp_path):
     assert [r.index for r in store.list_runs("sweep")] == [1, 2, 3]
     store.purge("sweep", [1, 3])
     assert [r.index for r in store.list_runs("sweep", deleted=True)] == [2]
-    db = str(tmp_path / "a.db")
-    assert count(db, "select count(*) from psb_x1_once") == 1
-    assert count(db, "select count(*) from psb_x1_rows") == 3
+    assert count(store, "select count(*) from psb_x1_once") == 1
+    assert count(store, "select count(*) from psb_x1_rows") == 3
     with pytest.raises(StoreError, match="has no run 1"):
         store.run("sweep", 1)
     with pytest.raises(StoreError, match="has no run 7, 9"):
@@ -205,12 +204,34 @@ def test_a_file_that_is_not_an_archive(tmp_path):
         Store(str(text))
 
 
-def test_two_stores_file_into_one_archive(tmp_path):
-    """Run indexes stay unique when two connections import in turn (BEGIN IMMEDIATE)."""
-    db = str(tmp_path / "a.db")
-    a = Store(db, create=True)
+def test_two_stores_file_into_one_archive(db_url):
+    """Run indexes stay unique when two connections import in turn."""
+    a = Store(db_url, create=True)
     a.setup(definition())
-    b = Store(db)
+    b = Store(db_url)
     assert a.add_runs("sweep", [run("a")]) == [1]
     assert b.add_runs("sweep", [run("b")]) == [2]
     assert [r.index for r in a.list_runs("sweep")] == [1, 2]
+
+
+def test_concurrent_imports_get_distinct_indexes(db_url):
+    """Four importers at once, each with its own connection: every run is
+    filed, under an index of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = Store(db_url, create=True)
+    first.setup(definition())
+
+    def importer(k: int) -> list[int]:
+        s = Store(db_url)
+        try:
+            return [i for j in range(5) for i in s.add_runs("sweep", [run(f"{k}-{j}")])]
+        finally:
+            s.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        got = [i for part in pool.map(importer, range(4)) for i in part]
+    assert sorted(got) == list(range(1, 21))
+    assert sorted(r.content_hash for r in first.list_runs("sweep")) == sorted(
+        f"{k}-{j}" for k in range(4) for j in range(5)
+    )
