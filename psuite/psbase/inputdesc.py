@@ -466,8 +466,8 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
 def _typed(var: Variable, text: str, where: str) -> object:
     try:
         return convert(var, text)
-    except UsageError as exc:  # BadValue, or any refusal of the model
-        raise BadValue(f"{where}: {var.name}: {exc}") from None
+    except UsageError as exc:  # BadValue, or any refusal of the model; its message names the variable
+        raise BadValue(f"{where}: {exc}") from None
 
 
 def _words_value(var: Variable, text: str, side: str, word: int | None) -> str | None:
@@ -612,8 +612,12 @@ def _derive(d: DerivedParameter, var: Variable, env: dict[str, object], where: s
         return None  # an input is empty: so is the result, and the missing-value policy decides
     try:
         result = _evaluate(d.tree, env)
-    except (ValueError, ZeroDivisionError, OverflowError, TypeError) as exc:
+    except OverflowError:
+        raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term}: the result is too large") from None
+    except (ValueError, ZeroDivisionError, TypeError) as exc:
         raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term}: {exc}") from None
+    if isinstance(result, complex):  # a negative number to a fractional power
+        raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term} is not a real number")
     if var.datatype == "integer" and isinstance(result, float) and result.is_integer() and math.isfinite(result):
         result = int(result)
     return _typed(var, repr(result), f"{where} (derived '{d.term}')")

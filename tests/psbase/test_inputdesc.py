@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import re
 import shutil
 from pathlib import Path
 
@@ -130,7 +131,7 @@ def test_b_eff_io_unknown_file_system_takes_the_default(tmp_path: Path) -> None:
     shutil.copy(SUM_FILES[0], target)
     desc = inputdesc.parse(str(DATA / "b_eff_io.input.xml"))
     desc.filename[0] = inputdesc.FilenameLocation(
-        inputdesc.Pattern("x", __import__("re").compile(r"_(listbased|listless)_run(\d+)")),
+        inputdesc.Pattern("x", re.compile(r"_(listbased|listless)_run(\d+)")),
         ((1, "technique"), (2, "run_index")),
     )
     run = inputdesc.extract(desc, bio_definition(), [str(target)])[0]
@@ -257,15 +258,28 @@ def test_derived_terms_are_arithmetic_only(tmp_path: Path, term: str) -> None:
     assert "\n" not in str(err.value)
 
 
-def test_derived_division_by_zero_is_one_line(tmp_path: Path) -> None:
-    out = _file(tmp_path, "out.txt", "np 0\n")
+@pytest.mark.parametrize(
+    ("term", "message"),
+    [
+        ("1 / np", r"out\.txt: derived parameter 'inv' = 1 / np: division by zero"),
+        ("neg ** 0.5", r"out\.txt: derived parameter 'inv' = neg \*\* 0\.5 is not a real number"),
+        ("when + 1", r"out\.txt: derived parameter 'inv' = when \+ 1: 'when' = .* is not a number"),
+        ("(2 ** 4000) * 1.0", r"out\.txt: derived parameter 'inv' = .*: the result is too large"),
+    ],
+)
+def test_derived_errors_are_one_line(tmp_path: Path, term: str, message: str) -> None:
+    out = _file(tmp_path, "out.txt", "np 0\nneg -8\nwhen 2004-11-23\n")
     desc = _desc(
         tmp_path,
-        """<named_location><name>np</name><match>np</match></named_location>
-      <derived_parameter><name>inv</name><term>1 / np</term></derived_parameter>""",
+        f"""<named_location><name>np</name><match>np</match></named_location>
+      <named_location><name>neg</name><match>neg</match></named_location>
+      <named_location><name>when</name><match>when</match></named_location>
+      <derived_parameter><name>inv</name><term>{term}</term></derived_parameter>""",
     )
-    with pytest.raises(UsageError, match="derived parameter 'inv' = 1 / np: division by zero"):
-        inputdesc.extract(desc, _defn(_var("np", "integer"), _var("inv", "float")), [out])
+    defn = _defn(_var("np", "integer"), _var("neg", "integer"), _var("when", "date"), _var("inv", "float"))
+    with pytest.raises(UsageError, match=message) as err:
+        inputdesc.extract(desc, defn, [out])
+    assert "\n" not in str(err.value)
 
 
 def test_run_separator_gives_several_runs(tmp_path: Path) -> None:
@@ -356,13 +370,13 @@ def test_missing_table_is_refused_or_empty(tmp_path: Path) -> None:
 def test_wrong_type_names_file_line_and_variable(tmp_path: Path) -> None:
     out = _file(tmp_path, "out.txt", "x\nnp four\nDATA\n1\n2.5\n")
     named = "<named_location><name>np</name><match>np</match></named_location>"
-    with pytest.raises(BadValue, match=r"out\.txt:2: np: ") as err:
+    with pytest.raises(BadValue, match=r"out\.txt:2: variable 'np': 'four' is not an integer") as err:
         inputdesc.extract(_desc(tmp_path, named), _defn(_var("np", "integer")), [out])
     assert "\n" not in str(err.value)
     table = '<tabular_location><match>DATA</match><column pos="1">i</column></tabular_location>'
-    with pytest.raises(BadValue, match=r"out\.txt:5: i: "):
+    with pytest.raises(BadValue, match=r"out\.txt:5: variable 'i': '2\.5' is not an integer"):
         inputdesc.extract(_desc(tmp_path, table), _defn(_var("i", "integer", "multiple")), [out])
-    with pytest.raises(BadValue, match=r"bad_x\.txt \(file name\): n: "):
+    with pytest.raises(BadValue, match=r"bad_x\.txt \(file name\): variable 'n': 'x' is not an integer"):
         inputdesc.extract(
             _desc(tmp_path, "<filename_location><regexp>_(\\w)</regexp><name>n</name></filename_location>"),
             _defn(_var("n", "integer")), [_file(tmp_path, "bad_x.txt", "")],
