@@ -18,7 +18,7 @@ parameters and results are, so that the output becomes runs.
       <explicit_location><name>x</name><row>3</row><column>2</column></explicit_location>
                                                    row: line of the run (1 = first), column: word
       <tabular_location>
-        <match>number pos chunk-</match><skip>4</skip>   the table starts <skip> lines below the match
+        <match>number pos chunk-</match><skip>3</skip>   <skip> header lines follow the match line
         <row>^\\s*\\d+ PEs \\d+ </row>               optional: a line not matching it ends the table
         <ignore>total-</ignore>                      optional: lines matching it are skipped
         <column pos="1">N_proc</column>              pos: word of the line (1 = first)
@@ -26,22 +26,27 @@ parameters and results are, so that the output becomes runs.
       <derived_parameter><name>mem</name><term>mem_pe * N</term></derived_parameter>
     </input>
 
-A named location's content is the text after (side="after") or before
-(side="before") the match on its line, or the whole next line (line="next");
-word="n" takes the nth word (counted backwards from the match for "before").
-Without word=, numbers take the first word after (the last word before) the
-match and other types the whole text, less a leading ':' or '='.
+Every location takes the first line that matches.  A named location's
+content is the text after (side="after") or before (side="before") the match
+on its line, or the whole next line (line="next"); word="n" takes the nth
+word (counted backwards from the match for "before").  Without word=,
+numbers take the first word after (the last word before) the match and other
+types the whole text, less a leading ':' or '='.
 
 A table ends at a blank line, at a line not matching <row>, or at a line with
 fewer words than its highest column; each table line is one data-set row of
 the multiple-occurrence variables.  Values are typed with model.convert, and
 a value that does not convert is an error naming file, line and variable.
 
-Precedence: values given on the command line (`fixed`) override values found
-in the files, which override the description's <fixed_value>s.  Derived
+A variable has a <fixed_value>, a derived_parameter or locations, not two
+of these; values given on the command line (`fixed`) override all.  Derived
 parameters are computed last, in the order given, by a small arithmetic
 evaluator (numbers, variable names, + - * / // % **, abs min max round):
 nothing is passed to eval.
+
+Each file is one run (or one per run separator), its content_hash the sha256
+of its bytes; several files merged into one run hash their bytes in the order
+of their sorted paths.
 """
 
 from __future__ import annotations
