@@ -100,7 +100,10 @@ def _variable(elem: etree._Element, source: str) -> Variable:
     unit = ""
     u = elem.find("unit")
     if u is not None:
-        unit = str(units.from_xml(u))
+        try:
+            unit = str(units.from_xml(u))
+        except InputError as exc:
+            raise InputError(f"{where}: {elem.tag} {name!r}: {exc}") from None
     default_elem = elem.find("default")
     v = Variable(name=name, datatype=datatype, synopsis=_text(elem.find("synopsis")),
                  description=_text(elem.find("description")), unit=unit, occurrence=occurrence,

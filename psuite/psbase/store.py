@@ -365,7 +365,8 @@ class Store:
                 values = conn.execute(sa.select(once).where(once.c[RUN] == index)).mappings().first() or {}
                 info.values = {k: _from_db(d.variable(k), v) for k, v in values.items()
                                if k != RUN and v is not None}
-                info.rows = [{k: _from_db(d.variable(k), v) for k, v in m.items() if k not in (RUN, SEQ)}
+                info.rows = [{k: _from_db(d.variable(k), v) for k, v in m.items()
+                              if k not in (RUN, SEQ) and v is not None}
                              for m in conn.execute(sa.select(rows).where(rows.c[RUN] == index)
                                                    .order_by(rows.c[SEQ])).mappings()]
                 return info
