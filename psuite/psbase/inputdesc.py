@@ -44,9 +44,11 @@ parameters are computed last, in the order given, by a small arithmetic
 evaluator (numbers, variable names, + - * / // % **, abs min max round):
 nothing is passed to eval.
 
-Each file is one run (or one per run separator), its content_hash the sha256
-of its bytes; several files merged into one run hash their bytes in the order
-of their sorted paths.
+Each file is one run, its content_hash the sha256 of its bytes; several
+files merged into one run hash their bytes in the order of their sorted
+paths.  The n-th of several runs in one file (run separators) has the sha256
+of "<the file's sha256>#<n>", so that a second import of the file is refused
+run by run while its runs differ from each other.
 """
 
 from __future__ import annotations
@@ -740,9 +742,11 @@ def extract(
                 f"{path}: no line matches the run separator {desc.separator.text!r}; "
                 "check the file or the <set_separation> of the input description"
             )
-        for block in blocks:
+        for number, block in enumerate(blocks, start=1):
             found = _scan(desc, variables, path, block)
-            runs.append(_assemble([(desc, found)], variables, fixed, missing, [path], digest))
+            # the store refuses a hash it holds: the runs of one file need one each, the same on every import
+            run_hash = digest if len(blocks) == 1 else hashlib.sha256(f"{digest}#{number}".encode()).hexdigest()
+            runs.append(_assemble([(desc, found)], variables, fixed, missing, [path], run_hash))
     return runs
 
 

@@ -16,6 +16,7 @@ import pytest
 from psuite.errors import InputError, UsageError
 from psuite.psbase import definition, inputdesc
 from psuite.psbase.model import BadValue, Definition, Variable
+from psuite.psbase.store import Store, StoreError
 
 DATA = Path(__file__).resolve().parent / "data"
 SUM_FILES = sorted(DATA.glob("bio_*.sum"))
@@ -123,6 +124,26 @@ def test_b_eff_io_several_files_are_several_runs() -> None:
         ("listbased", "ufs", 10, 4), ("listbased", "ufs", 10, 4),
         ("listless", "nfs", 20, 2), ("listless", "ufs", 10, 4),
     ]  # fmt: skip
+
+
+def test_b_eff_io_runs_filed_in_an_archive(tmp_path: Path) -> None:
+    # what extract() makes, the store takes: typed values, data sets, and the hash that refuses a second import
+    loaded = definition.load(str(DATA / "b_eff_io.experiment.xml"))
+    store = Store(str(tmp_path / "bio.db"), create=True)
+    store.setup(loaded)
+    files = [str(p) for p in SUM_FILES]
+    runs = inputdesc.extract(str(DATA / "b_eff_io.input.xml"), loaded, files)
+    assert store.add_runs("b_eff_io", runs) == [1, 2, 3, 4]
+    for index, path in enumerate(SUM_FILES, start=1):
+        values, rows = _expected(path)
+        stored = store.run("b_eff_io", index)
+        assert stored.sources == [str(path)]
+        assert {k: stored.values[k] for k in values} == values
+        assert stored.rows == rows
+    with pytest.raises(StoreError, match="is already run 2 of b_eff_io"):
+        store.add_runs("b_eff_io", inputdesc.extract(str(DATA / "b_eff_io.input.xml"), loaded, files[1:2]))
+    assert len(store.list_runs("b_eff_io")) == 4
+    store.close()
 
 
 def test_b_eff_io_unknown_file_system_takes_the_default(tmp_path: Path) -> None:
@@ -296,6 +317,8 @@ def test_run_separator_gives_several_runs(tmp_path: Path) -> None:
     # rows of an explicit location count from the run's separator line
     assert [r.values for r in runs] == [{"np": 1, "t": 0.5, "first": 1}, {"np": 2, "t": 0.3, "first": 2},
                                         {"np": 4, "t": 0.2, "first": 4}]  # fmt: skip
+    digest = hashlib.sha256(Path(out).read_bytes()).hexdigest()
+    assert [r.content_hash for r in runs] == [hashlib.sha256(f"{digest}#{n}".encode()).hexdigest() for n in (1, 2, 3)]
     with pytest.raises(UsageError, match="no line matches the run separator"):
         inputdesc.extract(desc, defn, [_file(tmp_path, "other.txt", "np 1\n")])
 
