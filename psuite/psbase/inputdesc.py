@@ -682,21 +682,23 @@ def _assemble(
     descs = [d for d, _ in parts]
     derived = {d.name: d for desc in descs for d in desc.derived}
     for d in derived.values():
+        if d.name in fixed:
+            continue  # the command line overrides a derived value too
         var = variables[d.name]
         if var.occurrence == "once":
             values[d.name] = _derive(d, var, values, where)
         else:
             for row, row_where in zip(rows, row_origin, strict=True):
                 row[d.name] = _derive(d, var, {**values, **row}, row_where)
+    policies = {n: max((_policy(desc, n, missing) for desc in descs), key=POLICIES.index) for n in variables}
     for var in variables.values():
-        policy = max((_policy(desc, var.name, missing) for desc in descs), key=POLICIES.index)
-        if var.occurrence == "once":
-            if values.get(var.name) is None:
-                values[var.name] = _fill(var, policy, where)
-        else:
-            for row, row_where in zip(rows, row_origin, strict=True):
-                if row.get(var.name) is None:
-                    row[var.name] = _fill(var, policy, row_where)
+        if var.occurrence == "once" and values.get(var.name) is None:
+            values[var.name] = _fill(var, policies[var.name], where)
+    multiple = [v for v in variables.values() if v.occurrence == "multiple"]
+    for row, row_where in zip(rows, row_origin, strict=True):  # row by row: the first refusal is the first line
+        for var in multiple:
+            if row.get(var.name) is None:
+                row[var.name] = _fill(var, policies[var.name], row_where)
     return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
 
 

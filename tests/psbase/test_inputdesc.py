@@ -264,6 +264,9 @@ def test_derived_parameters_once_and_per_row(tmp_path: Path) -> None:
     run = inputdesc.extract(desc, defn, [out])[0]
     assert run.values == {"np": 4, "threads": 3, "cores": 12, "half": (12 - 2) / 2 + 8 % 5 + 1}
     assert [r["rate"] for r in run.rows] == [10 / 2.0 / 4, 20 / 8.0 / 4]
+    # a value given on the command line wins over the derivation, and feeds the derivations after it
+    run = inputdesc.extract(desc, defn, [out], fixed={"cores": "2"})[0]
+    assert (run.values["cores"], run.values["half"]) == (2, (2 - 2) / 2 + 8 % 5 + 1)
 
 
 @pytest.mark.parametrize(
@@ -379,6 +382,19 @@ def test_missing_value_policies(tmp_path: Path) -> None:
         inputdesc.extract(_desc(tmp_path, mixed), defn, [out], missing="empty")
     with pytest.raises(UsageError, match="missing-value policy 'maybe'"):
         inputdesc.extract(_desc(tmp_path, body), defn, [out], missing="maybe")
+
+
+def test_missing_values_in_data_set_rows(tmp_path: Path) -> None:
+    out = _file(tmp_path, "out.txt", "A\n1\n2\n\nB\nx\n")
+    body = """<tabular_location><match>A</match><column pos="1">i</column></tabular_location>
+      <tabular_location><match>B</match><column pos="1">tag</column></tabular_location>"""
+    defn = _defn(_var("i", "integer", "multiple", default="-1"), _var("tag", "string", "multiple"))
+    # rows of table A have no 'tag': refused, naming the row's line
+    with pytest.raises(UsageError, match=r"out\.txt:2: no value for 'tag'"):
+        inputdesc.extract(_desc(tmp_path, body), defn, [out])
+    run = inputdesc.extract(_desc(tmp_path, body + '<missing name="tag" policy="empty"/>'), defn, [out],
+                            missing="default")[0]  # fmt: skip
+    assert run.rows == [{"i": 1, "tag": None}, {"i": 2, "tag": None}, {"i": -1, "tag": "x"}]
 
 
 def test_missing_table_is_refused_or_empty(tmp_path: Path) -> None:
