@@ -680,26 +680,37 @@ def _assemble(
                         f"{table.sourceline}), so no value for '{name}'; check the file or the description"
                     )
     descs = [d for d, _ in parts]
-    derived = {d.name: d for desc in descs for d in desc.derived}
+    derived = {d.name: d for desc in descs for d in desc.derived if d.name not in fixed}  # the command line wins
+    policies = {n: max((_policy(desc, n, missing) for desc in descs), key=POLICIES.index) for n in variables}
+    # missing inputs first (a default feeds a derivation), then the derivations, then what they left missing
+    _fill_missing([v for n, v in variables.items() if n not in derived], policies, values, rows, row_origin, where)
     for d in derived.values():
-        if d.name in fixed:
-            continue  # the command line overrides a derived value too
         var = variables[d.name]
         if var.occurrence == "once":
             values[d.name] = _derive(d, var, values, where)
         else:
             for row, row_where in zip(rows, row_origin, strict=True):
                 row[d.name] = _derive(d, var, {**values, **row}, row_where)
-    policies = {n: max((_policy(desc, n, missing) for desc in descs), key=POLICIES.index) for n in variables}
-    for var in variables.values():
+    _fill_missing([variables[n] for n in derived], policies, values, rows, row_origin, where)
+    return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
+
+
+def _fill_missing(
+    variables: list[Variable],
+    policies: dict[str, str],
+    values: dict[str, object],
+    rows: list[dict[str, object]],
+    row_origin: list[str],
+    where: str,
+) -> None:
+    for var in variables:
         if var.occurrence == "once" and values.get(var.name) is None:
             values[var.name] = _fill(var, policies[var.name], where)
-    multiple = [v for v in variables.values() if v.occurrence == "multiple"]
+    multiple = [v for v in variables if v.occurrence == "multiple"]
     for row, row_where in zip(rows, row_origin, strict=True):  # row by row: the first refusal is the first line
         for var in multiple:
             if row.get(var.name) is None:
                 row[var.name] = _fill(var, policies[var.name], row_where)
-    return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
 
 
 def content_hash(files: Sequence[str]) -> str:

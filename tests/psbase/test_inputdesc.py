@@ -264,6 +264,12 @@ def test_derived_parameters_once_and_per_row(tmp_path: Path) -> None:
     run = inputdesc.extract(desc, defn, [out])[0]
     assert run.values == {"np": 4, "threads": 3, "cores": 12, "half": (12 - 2) / 2 + 8 % 5 + 1}
     assert [r["rate"] for r in run.rows] == [10 / 2.0 / 4, 20 / 8.0 / 4]
+    # an input missing from the file takes its default before the derivation uses it
+    Path(out).write_text("np 4\nDATA\n10 2.0\n")
+    defn.variable("threads").default = "2"
+    run = inputdesc.extract(desc, defn, [out], missing="default")[0]
+    assert (run.values["threads"], run.values["cores"]) == (2, 8)
+    Path(out).write_text("np 4\nthreads 3\nDATA\n10 2.0\n20 8.0\n")
     # a value given on the command line wins over the derivation, and feeds the derivations after it
     run = inputdesc.extract(desc, defn, [out], fixed={"cores": "2"})[0]
     assert (run.values["cores"], run.values["half"]) == (2, (2 - 2) / 2 + 8 % 5 + 1)
