@@ -98,6 +98,7 @@ def test_b_eff_io_example(path: Path) -> None:
     for name, value in values.items():
         assert run.values[name] == value, name
     assert str(run.values["os_release"]) == "2.6.6"
+    assert set(run.values) == set(values) | {"os_release"}
     assert len(rows) == 24  # 8 chunk patterns x write, rewrite, read; the total lines are not data sets
     assert run.rows == rows
     assert {r["N_proc"] for r in run.rows} == {values["N"]}
