@@ -54,7 +54,9 @@ def _parser() -> ArgumentParser:
     s.add_argument("files", nargs="+", metavar="FILE")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run): counts and samples summed")
-    s.add_argument("--force", action="store_true", help="file documents that are already in the archive again")
+    # dest "again": the shared parser's "force" means replacing an output file
+    s.add_argument("--force", dest="again", action="store_true",
+                   help="file documents that are already in the archive again")
 
     s = sub.add_parser("ls", help="list the experiments, or the runs of one",
                        description="Without an experiment: the experiments with their run counts. With one: its "
@@ -105,8 +107,8 @@ def _indexes(specs: list[str]) -> list[int]:
 
 
 def _fmt(value: object) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
+    if isinstance(value, float):  # counts stay exact; other values to 12 significant digits
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
     return str(value)
 
 
@@ -144,7 +146,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         native.check_native(store.definition(args.experiment))
         runs, variables = native.runs(args.files, merge=args.merge)
-        done = store.add_runs(args.experiment, runs, force=args.force, new_variables=variables)
+        done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
         write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
                      f"({', '.join(map(str, done))})\n")
     elif cmd == "ls":
