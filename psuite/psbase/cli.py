@@ -19,6 +19,7 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
   psbase setup beffio.xml                      create an experiment from its definition
   psbase setup --psuite myapp                  an experiment for psuite's own documents
   psbase input myapp run/*.xml                 file psrun's reports, one run each
+  psbase input beffio --desc in.xml out/*.sum  file text output read as in.xml describes
   psbase ls                                    the experiments
   psbase ls myapp                              the runs of one
   psbase info myapp 3                          one run's values and data set
@@ -46,14 +47,22 @@ def _parser() -> ArgumentParser:
     s.add_argument("definition", metavar="DEFINITION.xml")
 
     s = sub.add_parser("input", help="file runs into an experiment",
-                       description="File psuite documents (counting reports, profiles, psprocess combinations) "
-                                   "as runs of an experiment made with setup --psuite: one run per document, or "
-                                   "one for all with --merge. All runs go in one transaction: if one fails, none "
-                                   "is filed. A document already filed is refused unless --force.")
+                       description="File runs into an experiment. Without --desc: psuite documents (counting "
+                                   "reports, profiles, psprocess combinations) into an experiment made with setup "
+                                   "--psuite. With --desc: any program's text output, read as an input "
+                                   "description (perfbase's XML) says. One run per file (or per run separator), "
+                                   "or one for all with --merge. All runs go in one transaction: if one fails, "
+                                   "none is filed. A file already filed is refused unless --force.")
     s.add_argument("experiment")
     s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("--desc", metavar="INPUT.xml", help="the input description for text files")
+    s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
+                   help="a value for a variable, overriding the files (with --desc; may be repeated)")
+    s.add_argument("--missing", choices=("default", "empty", "refuse"),
+                   help="with --desc: a variable the files do not give takes its default, stays empty, or "
+                        "refuses the run (the description's choice unless given)")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
-                   "one MPI run): counts and samples summed")
+                   "one MPI run: counts and samples summed; or outputs of one run spread over files)")
     # dest "again": the shared parser's "force" means replacing an output file
     s.add_argument("--force", dest="again", action="store_true",
                    help="file documents that are already in the archive again")
@@ -142,10 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         changes = store.update(defmod.load(args.definition))
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
     elif cmd == "input":
-        from psuite.psbase import native
-
-        native.check_native(store.definition(args.experiment))
-        runs, variables = native.runs(args.files, merge=args.merge)
+        runs, variables = _read_runs(store, args)
         done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
         write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
                      f"({', '.join(map(str, done))})\n")
@@ -172,6 +178,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         store.set_deleted(args.experiment, idx, False)
         write_stdout(f"psbase: restored run {', '.join(map(str, idx))} of {args.experiment}\n")
     return 0
+
+
+def _read_runs(store, args) -> tuple[list, list]:
+    """The runs of `psbase input`'s files, and the variables they add (psuite's events)."""
+    d = store.definition(args.experiment)
+    if args.desc is None:
+        if args.fixed or args.missing:
+            raise UsageError("--fixed and --missing go with --desc (psuite documents need no description)")
+        from psuite.psbase import native
+
+        native.check_native(d)
+        return native.runs(args.files, merge=args.merge)
+    from psuite.psbase import inputdesc
+
+    fixed: dict[str, str] = {}
+    for item in args.fixed:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--fixed {item!r}: write NAME=VALUE")
+        fixed[name.strip()] = value
+    return inputdesc.extract(args.desc, d, args.files, fixed, missing=args.missing, merge=args.merge), []
 
 
 def _info(store, args) -> None:

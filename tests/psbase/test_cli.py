@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -158,3 +159,56 @@ def test_unreachable_server_is_one_line(tmp_path):
     p = psbase("--db", "postgresql+psycopg://nobody@127.0.0.1:1/none", "ls", cwd=tmp_path)
     msg = one_line_error(p, "psbase")
     assert "127.0.0.1" in msg and "--db" in msg
+
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def test_text_output_through_an_input_description(tmp_path):
+    """psbase input --desc: the b_eff_io summaries of the paper, the stored
+    data set equal to the text's table, read here with split()."""
+    env = {"PSBASE_DB": str(tmp_path / "a.db")}
+    ok(psbase("setup", str(DATA / "b_eff_io.experiment.xml"), cwd=tmp_path, env=env))
+    files = sorted(str(p) for p in DATA.glob("*.sum"))
+    out = ok(psbase("input", "b_eff_io", "--desc", str(DATA / "b_eff_io.input.xml"), *files, cwd=tmp_path, env=env))
+    assert out == f"psbase: {len(files)} runs filed in b_eff_io (1, 2, 3, 4)\n"
+    text = Path(files[0]).read_text().splitlines()
+    table = [line.split() for line in text if re.match(r"\s*\d+ PEs \d+ ", line)]  # not the total- lines
+    shown = ok(psbase("info", "b_eff_io", "1", cwd=tmp_path, env=env)).splitlines()
+    start = next(i for i, line in enumerate(shown) if line.startswith("data set:"))
+    assert shown[start] == f"data set: {len(table)} rows"
+    rows = [line.split() for line in shown[start + 2 :]]
+    # N_proc pos S_chunk access and the five bandwidths, as the text has them
+    assert [[r[0], r[1], r[2], r[3], *map(float, r[4:])] for r in rows] == [
+        [t[0], t[2], t[3], t[4], *map(float, t[5:10])] for t in table
+    ]
+    line = next(x for x in text if "b_eff_io of these measurements =" in x)
+    expected = float(line.split("=")[1].split()[0])
+    assert float(next(x for x in shown if x.startswith("b_eff_io ")).split()[1]) == expected
+    # the same files again: refused, nothing filed
+    msg = one_line_error(
+        psbase("input", "b_eff_io", "--desc", str(DATA / "b_eff_io.input.xml"), *files, cwd=tmp_path, env=env),
+        "psbase",
+    )
+    assert "already run 1 of b_eff_io" in msg
+    # a fixed value of the wrong type is one line, nothing filed
+    msg = one_line_error(
+        psbase(
+            "input",
+            "b_eff_io",
+            "--desc",
+            str(DATA / "b_eff_io.input.xml"),
+            "--fixed",
+            "T=ten",
+            "--force",
+            files[0],
+            cwd=tmp_path,
+            env=env,
+        ),
+        "psbase",
+    )
+    assert "'ten' is not an integer" in msg
+    assert len(ok(psbase("ls", "b_eff_io", "--deleted", cwd=tmp_path, env=env)).splitlines()) == 1 + len(files)
+    # description options need a description
+    msg = one_line_error(psbase("input", "b_eff_io", "--fixed", "T=1", files[0], cwd=tmp_path, env=env), "psbase")
+    assert "go with --desc" in msg
