@@ -24,12 +24,12 @@ from collections import Counter
 from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
-from psuite.report import CountReport, MultiReport, ProfileReport
+from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
-KIND_COUNT, KIND_PROFILE = "count", "profile"
+KIND_COUNT, KIND_PROFILE, KIND_RESOURCE = "count", "profile", "resource"
 
 _BASE = [
-    Variable("kind", "string", "psuite document kind", valid=[KIND_COUNT, KIND_PROFILE]),
+    Variable("kind", "string", "psuite document kind", valid=[KIND_COUNT, KIND_PROFILE, KIND_RESOURCE]),
     Variable("host", "string", "host name the program ran on"),
     Variable("command", "text", "the command line measured"),
     Variable("ranks", "integer", "MPI ranks (1 without MPI)", unit="process"),
@@ -42,6 +42,10 @@ _BASE = [
     Variable("usertime", "float", "user CPU time summed over the run's reports", unit="s", is_result=True),
     Variable("systemtime", "float", "system CPU time summed over the run's reports", unit="s", is_result=True),
     Variable("total_samples", "integer", "profile samples summed over the run's reports", is_result=True),
+    Variable("maxrss", "float", "largest resident set size (psrun -R)", unit="MB", is_result=True),
+    Variable("maxvm", "float", "largest virtual memory size (psrun -R)", unit="MB", is_result=True),
+    Variable("major_faults", "integer", "major page faults (psrun -R)", is_result=True),
+    Variable("minor_faults", "integer", "minor page faults (psrun -R)", is_result=True),
     Variable("function", "string", "a profiled function", occurrence="multiple"),
     Variable("module", "string", "the module (executable or library) of the function", occurrence="multiple"),
     Variable("samples", "integer", "the function's samples summed over the run's reports",
@@ -75,10 +79,10 @@ def column_name(name: str) -> str:
 def _reports(doc) -> list:
     if isinstance(doc, MultiReport):
         return list(doc.reports)
-    if isinstance(doc, (CountReport, ProfileReport)):
+    if isinstance(doc, (CountReport, ProfileReport, ResourceReport)):
         return [doc]
     raise InputError(f"{getattr(doc, 'source', 'input')}: a {type(doc).__name__} cannot be filed yet; "
-                     "give counting reports, profiles or their psprocess combinations")
+                     "give counting reports, profiles, resource reports or psprocess combinations")
 
 
 def _load(path: str):
@@ -111,11 +115,15 @@ def event_variable(column: str, original: str) -> Variable:
 def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
     """One run from the reports of the documents at paths, and the result
     variables it needs for its events and metrics."""
-    kinds = {KIND_PROFILE if isinstance(r, ProfileReport) else KIND_COUNT for r in reports}
+    kinds = {_kind(r) for r in reports}
     if len(kinds) != 1:
-        raise UsageError(f"{', '.join(paths)}: counting reports and profiles cannot make one run; "
+        raise UsageError(f"{', '.join(paths)}: {' and '.join(sorted(kinds))} reports cannot make one run; "
                          "file them as separate runs")
     kind = kinds.pop()
+    if kind == KIND_RESOURCE:
+        if len(reports) != 1:
+            raise UsageError(f"{', '.join(paths)}: resource reports are filed one per run; leave out --merge")
+        return _resource_run(paths, reports[0]), []
     first = reports[0]
     ranks = {r.rank for r in reports if r.rank is not None}
     per_process = Counter((r.hostname, r.pid) for r in reports)
@@ -163,6 +171,26 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
                 for (f, m), n in sorted(by_function.items(), key=lambda kv: (-kv[1], kv[0]))]
     return RunData(values=values, rows=rows, sources=list(paths), content_hash=content_hash(paths)), \
         list(needed.values())
+
+
+def _kind(r) -> str:
+    return KIND_PROFILE if isinstance(r, ProfileReport) else KIND_RESOURCE if isinstance(r, ResourceReport) \
+        else KIND_COUNT
+
+
+def _resource_run(paths: list[str], r: ResourceReport) -> RunData:
+    values: dict[str, object] = {
+        "kind": KIND_RESOURCE, "host": r.hostname, "command": r.command, "ranks": 1,
+        "usertime": r.usertime, "systemtime": r.systemtime, "maxrss": r.maxrss_mb, "maxvm": r.maxvm_mb,
+        "major_faults": r.major_faults, "minor_faults": r.minor_faults,
+    }
+    try:
+        start = convert(Variable("date", "timestamp"), r.starttime)
+        # the archive's timestamps are local times without a zone, as counting reports write them
+        values["date"] = start.astimezone().replace(tzinfo=None) if start.tzinfo else start
+    except BadValue:
+        pass
+    return RunData(values=values, sources=list(paths), content_hash=content_hash(paths))
 
 
 def content_hash(paths: list[str]) -> str:

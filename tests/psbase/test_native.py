@@ -153,7 +153,7 @@ def test_profile_function_summary_matches_the_xml(tmp_path, program, archive):
 def test_counts_and_profiles_do_not_merge(tmp_path, program, archive):
     a = psrun(tmp_path / "runs", "-e", "task-clock", program, "5")
     b = psrun(tmp_path / "runs", "--profile", "ITIMER_PROF", program, "5")
-    with pytest.raises(PsuiteError, match="counting reports and profiles cannot make one run"):
+    with pytest.raises(PsuiteError, match="count and profile reports cannot make one run"):
         file(archive, [a, b], merge=True)
     assert archive.list_runs("app", deleted=True) == []
 
@@ -173,3 +173,35 @@ def test_event_names_become_variable_names():
     assert native.column_name("CPU time (seconds)") == "CPU_time_seconds"
     assert native.column_name("samples") == "e_samples"  # not a base variable
     assert native.column_name("3rd") == "e_3rd"
+
+
+def test_multi_report_is_one_run(tmp_path, program, archive):
+    docs = [psrun(tmp_path / "runs", "-e", "task-clock", program, "5") for _ in range(2)]
+    multi = tmp_path / "multi.xml"
+    p = run_tool("psprocess", "-c", "-x", "-o", str(multi), *map(str, docs))
+    assert p.returncode == 0, p.stderr
+    assert etree.parse(str(multi)).getroot().tag == "multihwpcreport"
+    assert file(archive, [multi]) == [1]
+    run = archive.run("app", 1)
+    assert run.values["task_clock"] == sum(xml_events(d)["task-clock"] for d in docs)
+    assert run.sources == [str(multi)]
+
+
+def test_resource_report_values_match_the_xml(tmp_path, program, archive):
+    out = tmp_path / "res"
+    out.mkdir()
+    p = run_tool("psrun", "-q", "-R", "-d", str(out), program, "5")
+    assert p.returncode == 0, p.stderr
+    (doc,) = out.glob("*.resource.xml")
+    assert file(archive, [doc]) == [1]
+    values = archive.run("app", 1).values
+    root = etree.parse(str(doc)).getroot()
+    assert values["kind"] == "resource"
+    assert values["maxrss"] == float(root.findtext("maxrss")) > 0
+    assert values["maxvm"] == float(root.findtext("maxvm"))
+    assert values["minor_faults"] == int(root.findtext("faults/minor"))
+    assert values["major_faults"] == int(root.findtext("faults/major"))
+    assert values["usertime"] == float(root.findtext("cputime/usertime"))
+    start = dt.datetime.strptime(root.findtext("starttime"), "%Y-%m-%dT%H:%M:%S%z")
+    assert values["date"] == start.astimezone().replace(tzinfo=None)
+    assert values["command"] == root.findtext("command")
