@@ -260,8 +260,9 @@ class Store:
                                f"{n.datatype}/{n.occurrence}")
             elif n != v:
                 changes.append(f"changed {v.name}")
+        kept = {k for k in old_vars if k in new_vars}  # a renamed variable (even in case only) is removed and added
         for n in new.variables:
-            if n.name.lower() in {k.lower() for k in old_vars}:
+            if n.name in kept:
                 continue
             self._add(conn, exp_id, n)
             changes.append(f"added {n.name}")

@@ -235,3 +235,13 @@ def test_concurrent_imports_get_distinct_indexes(db_url):
     assert sorted(r.content_hash for r in first.list_runs("sweep")) == sorted(
         f"{k}-{j}" for k in range(4) for j in range(5)
     )
+
+
+def test_update_renaming_a_variable_in_case_only(store):
+    store.add_runs("sweep", [run("a")])
+    d = definition()
+    d.variable("nodes").name = "Nodes"
+    assert store.update(d) == ["removed nodes", "added Nodes"]
+    assert "nodes" not in store.run("sweep", 1).values and "Nodes" not in store.run("sweep", 1).values
+    store.add_runs("sweep", [RunData({"Nodes": 3}, [], ["b"], "b")])
+    assert store.run("sweep", 2).values == {"Nodes": 3}
