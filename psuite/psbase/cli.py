@@ -4,7 +4,9 @@ Errors are one line on standard error with exit status 2 (run_cli)."""
 
 from __future__ import annotations
 
+import argparse
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from psuite.cli_common import run_cli, write_stdout
@@ -32,24 +34,31 @@ def _parser() -> ArgumentParser:
     p.add_argument("--db", metavar="URL", help="the archive: an SQLite file name or a database URL "
                    "(default: $PSBASE_DB, else psbase.db in the current directory)")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=ArgumentParser)
+    def command(name: str, help: str, description: str) -> ArgumentParser:
+        """A sub-command: its description wrapped (the formatter keeps text as written) and --db
+        accepted after the command too."""
+        s = sub.add_parser(name, help=help, description=textwrap.fill(description, 79))
+        s.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help="the archive (as before the command)")
+        return s
 
-    s = sub.add_parser("setup", help="create an experiment (and the archive, if it does not exist)",
+    s = command("setup", help="create an experiment (and the archive, if it does not exist)",
                        description="Create an experiment from its definition XML (perfbase's format), or one "
                                    "for psuite's documents with --psuite NAME. Creates the archive if needed.")
     g = s.add_mutually_exclusive_group(required=True)
     g.add_argument("definition", nargs="?", metavar="DEFINITION.xml", help="the experiment definition")
     g.add_argument("--psuite", metavar="NAME", help="an experiment NAME for psrun's and psprocess's documents")
 
-    s = sub.add_parser("update", help="change an experiment's definition",
+    s = command("update", help="change an experiment's definition",
                        description="Replace an experiment's definition: variables are added, changed or removed "
                                    "(a datatype or occurrence changes only while no run has a value for it). "
                                    "`psbase info NAME --xml` prints the current definition to start from.")
     s.add_argument("definition", metavar="DEFINITION.xml")
 
-    s = sub.add_parser("input", help="file runs into an experiment",
+    s = command("input", help="file runs into an experiment",
                        description="File runs into an experiment. Without --desc: psuite documents (counting "
-                                   "reports, profiles, psprocess combinations) into an experiment made with setup "
-                                   "--psuite. With --desc: any program's text output, read as an input "
+                                   "reports, profiles, resource reports, psprocess combinations) into an "
+                                   "experiment made with setup --psuite. With --desc: any program's text output, "
+                                   "read as an input "
                                    "description (perfbase's XML) says. One run per file (or per run separator), "
                                    "or one for all with --merge. All runs go in one transaction: if one fails, "
                                    "none is filed. A file already filed is refused unless --force.")
@@ -67,13 +76,13 @@ def _parser() -> ArgumentParser:
     s.add_argument("--force", dest="again", action="store_true",
                    help="file documents that are already in the archive again")
 
-    s = sub.add_parser("ls", help="list the experiments, or the runs of one",
+    s = command("ls", help="list the experiments, or the runs of one",
                        description="Without an experiment: the experiments with their run counts. With one: its "
                                    "runs (index, date, who, sources).")
     s.add_argument("experiment", nargs="?")
     s.add_argument("--deleted", action="store_true", help="list deleted runs too (marked 'deleted')")
 
-    s = sub.add_parser("info", help="show an experiment's definition, or one run",
+    s = command("info", help="show an experiment's definition, or one run",
                        description="An experiment's variables, or one run's values and data set.")
     s.add_argument("experiment")
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
@@ -82,7 +91,7 @@ def _parser() -> ArgumentParser:
     for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
                                   "good with --purge"),
                        ("restore", "bring deleted runs back")):
-        s = sub.add_parser(name, help=what.split(":")[0], description=what[0].upper() + what[1:] + ".")
+        s = command(name, help=what.split(":")[0], description=what[0].upper() + what[1:] + ".")
         s.add_argument("experiment")
         s.add_argument("runs", nargs="+", metavar="RUN", help="run indexes: 3, 3-7 or 3,5")
         if name == "delete":
