@@ -12,8 +12,11 @@ the same transaction as the runs.
                    function summary as data-set rows (function, module, samples)
   multi-report     (psprocess combine) one run: counts and samples summed over its reports
 
+  resource report  (psrun -R) once-values: maxrss, maxvm, faults, CPU times, start
+
 Several documents given with merge=True (e.g. the per-rank reports of one
-MPI run) make one run the same way."""
+MPI run, or psrun -p's per-thread reports) make one run the same way; a
+process total whose threads are among them is left out (psprocess's rule)."""
 
 from __future__ import annotations
 
@@ -124,6 +127,10 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
         if len(reports) != 1:
             raise UsageError(f"{', '.join(paths)}: resource reports are filed one per run; leave out --merge")
         return _resource_run(paths, reports[0]), []
+    from psuite.psprocess.combine import split_totals
+
+    # `psrun -p` writes each thread's report and the process total: the total would count everything twice
+    reports = split_totals(reports)[0]
     first = reports[0]
     ranks = {r.rank for r in reports if r.rank is not None}
     per_process = Counter((r.hostname, r.pid) for r in reports)

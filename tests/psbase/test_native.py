@@ -205,3 +205,28 @@ def test_resource_report_values_match_the_xml(tmp_path, program, archive):
     start = dt.datetime.strptime(root.findtext("starttime"), "%Y-%m-%dT%H:%M:%S%z")
     assert values["date"] == start.astimezone().replace(tzinfo=None)
     assert values["command"] == root.findtext("command")
+
+
+def test_thread_reports_with_their_process_total(tmp_path, targets_threads, archive):
+    """psrun -p: one report per thread and the process total; merged, the
+    total is left out (it would count every thread twice)."""
+    out = tmp_path / "t"
+    out.mkdir()
+    p = run_tool("psrun", "-q", "-p", "-d", str(out), "-e", "task-clock", targets_threads, "3")
+    assert p.returncode == 0, p.stderr
+    docs = sorted(out.glob("*.xml"))
+    threads = [d for d in docs if "process total" not in (etree.parse(str(d)).getroot().findtext("annotation") or "")]
+    assert len(docs) == len(threads) + 1 and len(threads) >= 3
+    assert file(archive, docs, merge=True) == [1]
+    values = archive.run("app", 1).values
+    assert values["threads"] == len(threads)
+    assert values["task_clock"] == sum(xml_events(d)["task-clock"] for d in threads)
+
+
+@pytest.fixture(scope="module")
+def targets_threads(tmp_path_factory) -> str:
+    from tests.conftest import TARGETS
+
+    exe = tmp_path_factory.mktemp("psbase_threads") / "threads"
+    subprocess.run(["cc", "-O1", "-pthread", "-o", str(exe), str(TARGETS / "threads.c")], check=True)
+    return str(exe)
