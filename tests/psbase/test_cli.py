@@ -101,8 +101,7 @@ def test_malformed_definition_creates_nothing(tmp_path, data, message):
 
 
 def test_psuite_documents_end_to_end(tmp_path, count_doc):
-    db = str(tmp_path / "arch.db")
-    env = {"PSBASE_DB": db}
+    env = {"PSBASE_DB": str(tmp_path / "arch.db")}
     ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
     assert ok(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env)) == "psbase: 1 run filed in app (1)\n"
     msg = one_line_error(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env), "psbase")
@@ -116,6 +115,12 @@ def test_psuite_documents_end_to_end(tmp_path, count_doc):
     assert [r.split()[0] for r in runs[1:]] == ["1", "2"]
     assert str(count_doc) in runs[1]
 
+
+def test_delete_restore_purge(tmp_path, count_doc):
+    env = {"PSBASE_DB": str(tmp_path / "arch.db")}
+    ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
+    ok(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env))
+    ok(psbase("input", "--force", "app", str(count_doc), cwd=tmp_path, env=env))
     ok(psbase("delete", "app", "1", cwd=tmp_path, env=env))
     assert [r.split()[0] for r in ok(psbase("ls", "app", cwd=tmp_path, env=env)).splitlines()[1:]] == ["2"]
     deleted = ok(psbase("ls", "app", "--deleted", cwd=tmp_path, env=env)).splitlines()
