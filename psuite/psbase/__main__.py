@@ -1,0 +1,5 @@
+import sys
+
+from psuite.psbase.cli import entry
+
+sys.exit(entry())

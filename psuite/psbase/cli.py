@@ -1,0 +1,246 @@
+"""psbase: an archive of experiments and their runs (after perfbase).
+
+Errors are one line on standard error with exit status 2 (run_cli)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+from collections.abc import Sequence
+
+from psuite.cli_common import run_cli, write_stdout
+from psuite.cli_parser import ArgumentParser
+from psuite.errors import UsageError
+
+DESCRIPTION = """\
+Keep every run of an experiment, with its parameters and results, in an SQL
+archive: an SQLite file (psbase.db in the current directory, or $PSBASE_DB)
+or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
+
+  psbase setup beffio.xml                      create an experiment from its definition
+  psbase setup --psuite myapp                  an experiment for psuite's own documents
+  psbase input myapp run/*.xml                 file psrun's reports, one run each
+  psbase input beffio --desc in.xml out/*.sum  file text output read as in.xml describes
+  psbase ls                                    the experiments
+  psbase ls myapp                              the runs of one
+  psbase info myapp 3                          one run's values and data set
+  psbase delete myapp 3-5                      delete runs (restore brings them back)
+"""
+
+
+def _parser() -> ArgumentParser:
+    p = ArgumentParser(prog="psbase", description=DESCRIPTION)
+    p.add_argument("--db", metavar="URL", help="the archive: an SQLite file name or a database URL "
+                   "(default: $PSBASE_DB, else psbase.db in the current directory)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=ArgumentParser)
+    def command(name: str, help: str, description: str) -> ArgumentParser:
+        """A sub-command: its description wrapped (the formatter keeps text as written) and --db
+        accepted after the command too."""
+        s = sub.add_parser(name, help=help, description=textwrap.fill(description, 79))
+        s.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help="the archive (as before the command)")
+        return s
+
+    s = command("setup", help="create an experiment (and the archive, if it does not exist)",
+                       description="Create an experiment from its definition XML (perfbase's format), or one "
+                                   "for psuite's documents with --psuite NAME. Creates the archive if needed.")
+    g = s.add_mutually_exclusive_group(required=True)
+    g.add_argument("definition", nargs="?", metavar="DEFINITION.xml", help="the experiment definition")
+    g.add_argument("--psuite", metavar="NAME", help="an experiment NAME for psrun's and psprocess's documents")
+
+    s = command("update", help="change an experiment's definition",
+                       description="Replace an experiment's definition: variables are added, changed or removed "
+                                   "(a datatype or occurrence changes only while no run has a value for it). "
+                                   "`psbase info NAME --xml` prints the current definition to start from.")
+    s.add_argument("definition", metavar="DEFINITION.xml")
+
+    s = command("input", help="file runs into an experiment",
+                       description="File runs into an experiment. Without --desc: psuite documents (counting "
+                                   "reports, profiles, resource reports, psprocess combinations) into an "
+                                   "experiment made with setup --psuite. With --desc: any program's text output, "
+                                   "read as an input "
+                                   "description (perfbase's XML) says. One run per file (or per run separator), "
+                                   "or one for all with --merge. All runs go in one transaction: if one fails, "
+                                   "none is filed. A file already filed is refused unless --force.")
+    s.add_argument("experiment")
+    s.add_argument("files", nargs="+", metavar="FILE")
+    s.add_argument("--desc", metavar="INPUT.xml", help="the input description for text files")
+    s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
+                   help="a value for a variable, overriding the files (with --desc; may be repeated)")
+    s.add_argument("--missing", choices=("default", "empty", "refuse"),
+                   help="with --desc: a variable the files do not give takes its default, stays empty, or "
+                        "refuses the run (the description's choice unless given)")
+    s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
+                   "one MPI run: counts and samples summed; or outputs of one run spread over files)")
+    # dest "again": the shared parser's "force" means replacing an output file
+    s.add_argument("--force", dest="again", action="store_true",
+                   help="file documents that are already in the archive again")
+
+    s = command("ls", help="list the experiments, or the runs of one",
+                       description="Without an experiment: the experiments with their run counts. With one: its "
+                                   "runs (index, date, who, sources).")
+    s.add_argument("experiment", nargs="?")
+    s.add_argument("--deleted", action="store_true", help="list deleted runs too (marked 'deleted')")
+
+    s = command("info", help="show an experiment's definition, or one run",
+                       description="An experiment's variables, or one run's values and data set.")
+    s.add_argument("experiment")
+    s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
+    s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")
+
+    for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
+                                  "good with --purge"),
+                       ("restore", "bring deleted runs back")):
+        s = command(name, help=what.split(":")[0], description=what[0].upper() + what[1:] + ".")
+        s.add_argument("experiment")
+        s.add_argument("runs", nargs="+", metavar="RUN", help="run indexes: 3, 3-7 or 3,5")
+        if name == "delete":
+            s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
+    return p
+
+
+def _index(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise UsageError(f"run {text!r} is not a run index; give a number (see psbase ls EXPERIMENT)") from None
+    if n < 1:
+        raise UsageError(f"run {n} is not a run index; runs are numbered from 1")
+    return n
+
+
+def _indexes(specs: list[str]) -> list[int]:
+    out: list[int] = []
+    for spec in specs:
+        for part in spec.split(","):
+            lo, sep, hi = part.partition("-")
+            if sep:
+                a, b = _index(lo), _index(hi)
+                if b < a:
+                    raise UsageError(f"run range {part!r} is empty; write the lower index first")
+                out.extend(range(a, b + 1))
+            else:
+                out.append(_index(part))
+    return sorted(set(out))
+
+
+def _fmt(value: object) -> str:
+    if isinstance(value, float):  # counts stay exact; other values to 12 significant digits
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from psuite.psbase import definition as defmod
+    from psuite.psbase.store import Store
+
+    cmd = args.command
+    if cmd == "setup":
+        if args.psuite is not None:
+            from psuite.psbase import native
+
+            d = native.definition(defmod.check_name(args.psuite, "experiment"))
+        else:
+            d = defmod.load(args.definition)
+        store = Store(args.db, create=True)
+        store.setup(d)
+        write_stdout(f"psbase: experiment {d.name} created in {store.name} "
+                     f"({len(d.parameters)} parameters, {len(d.results)} results)\n")
+        return 0
+    store = Store(args.db)
+    if cmd == "update":
+        changes = store.update(defmod.load(args.definition))
+        write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
+    elif cmd == "input":
+        runs, variables = _read_runs(store, args)
+        done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
+        write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
+                     f"({', '.join(map(str, done))})\n")
+    elif cmd == "ls":
+        if args.experiment is None:
+            rows = [[n, str(a), str(b), s] for n, s, a, b in store.list_experiments()]
+            write_stdout(_table(["experiment", "runs", "deleted", "synopsis"], rows))
+        else:
+            rows = [[str(r.index), r.date.isoformat(sep=" "), r.who, " ".join(r.sources)
+                     + (" (deleted)" if r.deleted else "")] for r in store.list_runs(args.experiment, args.deleted)]
+            write_stdout(_table(["run", "filed", "who", "sources"], rows))
+    elif cmd == "info":
+        _info(store, args)
+    elif cmd == "delete":
+        idx = _indexes(args.runs)
+        if args.purge:
+            store.purge(args.experiment, idx)
+        else:
+            store.set_deleted(args.experiment, idx, True)
+        write_stdout(f"psbase: {'purged' if args.purge else 'deleted'} run {', '.join(map(str, idx))} "
+                     f"of {args.experiment}\n")
+    elif cmd == "restore":
+        idx = _indexes(args.runs)
+        store.set_deleted(args.experiment, idx, False)
+        write_stdout(f"psbase: restored run {', '.join(map(str, idx))} of {args.experiment}\n")
+    return 0
+
+
+def _read_runs(store, args) -> tuple[list, list]:
+    """The runs of `psbase input`'s files, and the variables they add (psuite's events)."""
+    d = store.definition(args.experiment)
+    if args.desc is None:
+        if args.fixed or args.missing:
+            raise UsageError("--fixed and --missing go with --desc (psuite documents need no description)")
+        from psuite.psbase import native
+
+        native.check_native(d)
+        return native.runs(args.files, merge=args.merge)
+    from psuite.psbase import inputdesc
+
+    fixed: dict[str, str] = {}
+    for item in args.fixed:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--fixed {item!r}: write NAME=VALUE")
+        fixed[name.strip()] = value
+    return inputdesc.extract(args.desc, d, args.files, fixed, missing=args.missing, merge=args.merge), []
+
+
+def _info(store, args) -> None:
+    from psuite.psbase import definition as defmod
+
+    d = store.definition(args.experiment)
+    if args.xml:
+        write_stdout(defmod.to_bytes(d).decode())
+        return
+    if args.run is None:
+        out = [f"experiment {d.name}{': ' + d.synopsis if d.synopsis else ''}\n"]
+        if d.performed_by:
+            out.append(f"performed by {', '.join(d.performed_by.values())}\n")
+        rows = [[v.name, "result" if v.is_result else "parameter", v.datatype, v.occurrence, v.unit, v.synopsis]
+                for v in d.variables]
+        out.append(_table(["variable", "kind", "datatype", "occurrence", "unit", "synopsis"], rows))
+        write_stdout("".join(out))
+        return
+    run = store.run(args.experiment, args.run)
+    out = [f"run {run.index} of {d.name}{' (deleted)' if run.deleted else ''}: filed {run.date.isoformat(sep=' ')} "
+           f"by {run.who} from {' '.join(run.sources)}\n"]
+    out.append(_table(["variable", "value", "unit"],
+                      [[v.name, _fmt(run.values[v.name]), v.unit] for v in d.variables if v.name in run.values]))
+    if run.rows:
+        cols = [v.name for v in d.variables if v.occurrence == "multiple"]
+        out.append(f"data set: {len(run.rows)} rows\n")
+        out.append(_table(cols, [[_fmt(r.get(c, "")) for c in cols] for r in run.rows]))
+    write_stdout("".join(out))
+
+
+def entry() -> int:
+    return run_cli("psbase", main, None)
+
+
+if __name__ == "__main__":
+    sys.exit(entry())

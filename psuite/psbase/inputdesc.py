@@ -1,0 +1,795 @@
+"""perfbase input descriptions (paper, section 3.2): an XML file telling
+psbase where, in any program's text output, the values of an experiment's
+parameters and results are, so that the output becomes runs.
+
+    <input missing="refuse">                       missing-value policy for all variables:
+                                                   default | empty | refuse (the default)
+      <missing name="fs" policy="default"/>        ... or for one variable
+      <set_separation><match>MEMORY PER</match></set_separation>
+                                                   a line matching it starts a new run
+                                                   (text before the first one belongs to no run)
+      <fixed_value><name>host</name><value>grisu</value></fixed_value>
+      <filename_location><regexp>_T(\\d+)_N(\\d+)_</regexp><name>T</name><name group="2">N</name>
+      </filename_location>                         groups of the file's base name; <name> elements
+                                                   take groups 1, 2, ... in order unless group= says
+      <named_location side="after" line="same" word="1">
+        <name>T</name><match>T=</match>          or <regexp>; a regexp with a group takes the group
+      </named_location>
+      <explicit_location><name>x</name><row>3</row><column>2</column></explicit_location>
+                                                   row: line of the run (1 = first), column: word
+      <tabular_location>
+        <match>number pos chunk-</match><skip>3</skip>   <skip> header lines follow the match line
+        <row>^\\s*\\d+ PEs \\d+ </row>               optional: a line not matching it ends the table
+        <ignore>total-</ignore>                      optional: lines matching it are skipped
+        <column pos="1">N_proc</column>              pos: word of the line (1 = first)
+      </tabular_location>
+      <derived_parameter><name>mem</name><term>mem_pe * N</term></derived_parameter>
+    </input>
+
+Every location takes the first line that matches.  A named location's
+content is the text after (side="after") or before (side="before") the match
+on its line, or the whole next line (line="next"); word="n" takes the nth
+word (counted backwards from the match for "before").  Without word=,
+numbers take the first word after (the last word before) the match and other
+types the whole text, less a leading ':' or '='.
+
+A table ends at a blank line, at a line not matching <row>, or at a line with
+fewer words than its highest column; each table line is one data-set row of
+the multiple-occurrence variables.  Values are typed with model.convert, and
+a value that does not convert is an error naming file, line and variable.
+
+A variable has a <fixed_value>, a derived_parameter or locations, not two
+of these; values given on the command line (`fixed`) override all.  Derived
+parameters are computed last, in the order given, by a small arithmetic
+evaluator (numbers, variable names, + - * / // % **, abs min max round):
+nothing is passed to eval.
+
+Each file is one run, its content_hash the sha256 of its bytes; several
+files merged into one run hash their bytes in the order of their sorted
+paths.  The n-th of several runs in one file (run separators) has the sha256
+of "<the file's sha256>#<n>", so that a second import of the file is refused
+run by run while its runs differ from each other.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import math
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from psuite.errors import InputError, UsageError
+from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
+
+POLICIES = ("default", "empty", "refuse")
+NUMERIC = ("integer", "float")
+
+
+# ---------------------------------------------------------------------------
+# The parsed description
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A <match> (literal) or <regexp>."""
+
+    text: str
+    compiled: re.Pattern[str]
+
+    def search(self, line: str) -> re.Match[str] | None:
+        return self.compiled.search(line)
+
+
+@dataclass(frozen=True)
+class NamedLocation:
+    name: str
+    pattern: Pattern
+    side: str = "after"  # "after" | "before"
+    next_line: bool = False
+    word: int | None = None
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
+class ExplicitLocation:
+    name: str
+    row: int
+    column: int
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
+class FilenameLocation:
+    pattern: Pattern
+    groups: tuple[tuple[int, str], ...]  # (group number, variable)
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
+class TabularLocation:
+    pattern: Pattern
+    columns: tuple[tuple[int, str], ...]  # (word position, variable)
+    skip: int = 0
+    row: Pattern | None = None
+    ignore: Pattern | None = None
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
+class DerivedParameter:
+    name: str
+    term: str
+    tree: ast.Expression
+    names: tuple[str, ...]
+    sourceline: int | None = None
+
+
+@dataclass
+class InputDescription:
+    path: str
+    separator: Pattern | None = None
+    fixed: dict[str, str] = field(default_factory=dict)
+    named: list[NamedLocation] = field(default_factory=list)
+    explicit: list[ExplicitLocation] = field(default_factory=list)
+    filename: list[FilenameLocation] = field(default_factory=list)
+    tables: list[TabularLocation] = field(default_factory=list)
+    derived: list[DerivedParameter] = field(default_factory=list)
+    missing: str = "refuse"
+    missing_for: dict[str, str] = field(default_factory=dict)
+
+    def uses(self) -> list[tuple[str, str, str]]:
+        """(variable, element, needed occurrence or '') for every variable the description names."""
+        out = [(n, "fixed_value", "") for n in self.fixed]
+        out += [(loc.name, "named_location", "once") for loc in self.named]
+        out += [(loc.name, "explicit_location", "once") for loc in self.explicit]
+        out += [(name, "filename_location", "once") for loc in self.filename for _, name in loc.groups]
+        out += [(name, "tabular_location", "multiple") for t in self.tables for _, name in t.columns]
+        out += [(d.name, "derived_parameter", "") for d in self.derived]
+        out += [(n, "missing", "") for n in self.missing_for]
+        return out
+
+
+# ---------------------------------------------------------------------------
+# Parsing the XML
+
+
+def _fail(path: str, elem: etree._Element | None, problem: str) -> UsageError:
+    where = f"<{elem.tag}> (line {elem.sourceline})" if elem is not None else "input description"
+    return UsageError(f"{path}: {where}: {problem}")
+
+
+def _child_text(path: str, elem: etree._Element, tag: str, required: bool = True) -> str | None:
+    found = elem.findall(tag)
+    if len(found) > 1:
+        raise _fail(path, elem, f"more than one <{tag}>; give exactly one")
+    if not found:
+        if required:
+            raise _fail(path, elem, f"<{tag}> is missing; add it")
+        return None
+    text = (found[0].text or "").strip()
+    if not text:
+        raise _fail(path, found[0], "is empty; give its content")
+    return text
+
+
+def _positive(path: str, elem: etree._Element, text: str | None, what: str, zero: bool = False) -> int | None:
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < (0 if zero else 1):
+        raise _fail(path, elem, f"{what} {text!r} is not a {'non-negative' if zero else 'positive'} integer")
+    return value
+
+
+def _compile(path: str, elem: etree._Element, text: str, literal: bool) -> Pattern:
+    try:
+        return Pattern(text, re.compile(re.escape(text) if literal else text))
+    except re.error as exc:
+        raise _fail(path, elem, f"regular expression {text!r} does not compile ({exc}); fix it") from None
+
+
+def _pattern(path: str, elem: etree._Element) -> Pattern:
+    """The one <match> or <regexp> child of elem."""
+    match = _child_text(path, elem, "match", required=False)
+    regexp = _child_text(path, elem, "regexp", required=False)
+    if (match is None) == (regexp is None):
+        raise _fail(path, elem, "give exactly one <match> or <regexp>")
+    return _compile(path, elem, match if match is not None else regexp, literal=match is not None)
+
+
+def _optional_pattern(path: str, elem: etree._Element, tag: str) -> Pattern | None:
+    text = _child_text(path, elem, tag, required=False)
+    return None if text is None else _compile(path, elem, text, literal=False)
+
+
+def _choice(path: str, elem: etree._Element, attr: str, choices: tuple[str, ...], default: str) -> str:
+    value = elem.get(attr, default)
+    if value not in choices:
+        raise _fail(path, elem, f"{attr}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def parse(path: str) -> InputDescription:
+    """Read an input description; a malformed one is a one-line UsageError naming file and element."""
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the input description ({exc.strerror or exc}); check the path") from None
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise UsageError(f"{path}: not well-formed XML ({exc}); fix the input description") from None
+    if root.tag != "input":
+        raise _fail(path, root, "the root element of an input description must be <input>")
+    desc = InputDescription(path=path, missing=_choice(path, root, "missing", POLICIES, "refuse"))
+    handlers = {
+        "set_separation": _parse_separator,
+        "fixed_value": _parse_fixed,
+        "named_location": _parse_named,
+        "explicit_location": _parse_explicit,
+        "filename_location": _parse_filename,
+        "tabular_location": _parse_table,
+        "derived_parameter": _parse_derived,
+        "missing": _parse_missing,
+    }
+    for elem in root:
+        if elem.tag in ("synopsis", "description", "experiment"):
+            continue
+        handler = handlers.get(elem.tag)
+        if handler is None:
+            raise _fail(path, elem, f"unknown element; use one of {', '.join(sorted(handlers))}")
+        handler(path, elem, desc)
+    return desc
+
+
+def _parse_separator(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    if desc.separator is not None:
+        raise _fail(path, elem, "a second <set_separation>; give one")
+    desc.separator = _pattern(path, elem)
+
+
+def _parse_fixed(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    name = _child_text(path, elem, "name")
+    if name in desc.fixed:
+        raise _fail(path, elem, f"'{name}' is fixed twice")
+    desc.fixed[name] = _child_text(path, elem, "value")
+
+
+def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    side = _choice(path, elem, "side", ("after", "before"), "after")
+    line = _choice(path, elem, "line", ("same", "next"), "same")
+    word = _positive(path, elem, elem.get("word"), "word=")
+    desc.named.append(
+        NamedLocation(
+            _child_text(path, elem, "name"), _pattern(path, elem), side, line == "next", word, elem.sourceline
+        )
+    )
+
+
+def _parse_explicit(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    row = _positive(path, elem, _child_text(path, elem, "row"), "<row>")
+    column = _positive(path, elem, _child_text(path, elem, "column"), "<column>")
+    desc.explicit.append(ExplicitLocation(_child_text(path, elem, "name"), row, column, elem.sourceline))
+
+
+def _parse_filename(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    regexp = _child_text(path, elem, "regexp")
+    pattern = _compile(path, elem, regexp, literal=False)
+    groups = []
+    for number, name_elem in enumerate(elem.findall("name"), start=1):
+        name = (name_elem.text or "").strip()
+        if not name:
+            raise _fail(path, name_elem, "is empty; give a variable name")
+        group = _positive(path, name_elem, name_elem.get("group", str(number)), "group=")
+        if group > pattern.compiled.groups:
+            raise _fail(path, name_elem, f"group {group}, but {regexp!r} has {pattern.compiled.groups} group(s)")
+        groups.append((group, name))
+    if not groups:
+        raise _fail(path, elem, "no <name>; map the regexp's groups to variables")
+    desc.filename.append(FilenameLocation(pattern, tuple(groups), elem.sourceline))
+
+
+def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    columns = []
+    for col in elem.findall("column"):
+        name = (col.text or "").strip()
+        if not name:
+            raise _fail(path, col, "is empty; give a variable name")
+        if col.get("pos") is None:
+            raise _fail(path, col, "pos= is missing; give the word position (1 = first)")
+        columns.append((_positive(path, col, col.get("pos"), "pos="), name))
+    if not columns:
+        raise _fail(path, elem, "no <column>; map table columns to variables")
+    skip = _positive(path, elem, _child_text(path, elem, "skip", required=False) or "0", "<skip>", zero=True)
+    desc.tables.append(
+        TabularLocation(
+            _pattern(path, elem),
+            tuple(columns),
+            skip,
+            _optional_pattern(path, elem, "row"),
+            _optional_pattern(path, elem, "ignore"),
+            elem.sourceline,
+        )
+    )
+
+
+def _parse_derived(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    name = _child_text(path, elem, "name")
+    term = _child_text(path, elem, "term")
+    try:
+        tree = ast.parse(term, mode="eval")
+    except SyntaxError:
+        raise _fail(path, elem, f"term {term!r} is not an arithmetic expression") from None
+    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise _fail(
+                path,
+                elem,
+                f"term {term!r} uses {type(node).__name__}; only numbers, names, "
+                "+ - * / // % ** and abs min max round are allowed",
+            )
+        if isinstance(node, ast.Constant) and (
+            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+        ):
+            raise _fail(path, elem, f"term {term!r} has the constant {node.value!r}; only numbers are allowed")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS or node.keywords:
+                raise _fail(path, elem, f"term {term!r} calls something other than abs, min, max, round")
+        elif isinstance(node, ast.Name) and id(node) not in callees and node.id not in names:
+            names.append(node.id)
+    desc.derived.append(DerivedParameter(name, term, tree, tuple(names), elem.sourceline))
+
+
+def _parse_missing(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    name = elem.get("name")
+    if not name:
+        raise _fail(path, elem, "name= is missing; give the variable")
+    desc.missing_for[name] = _choice(path, elem, "policy", POLICIES, "refuse")
+
+
+# ---------------------------------------------------------------------------
+# The arithmetic of derived parameters
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.FloorDiv: lambda a, b: a // b,
+    ast.Mod: lambda a, b: a % b,
+    ast.Pow: lambda a, b: (float(a) ** b) if abs(b) > 64 else a**b,  # no huge integers from a description
+}
+_FUNCTIONS = {"abs": abs, "min": min, "max": max, "round": round}
+_ALLOWED_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.Call,
+    *_BINOPS,
+)
+
+
+def _evaluate(node: ast.AST, env: dict[str, object]) -> float | int:
+    if isinstance(node, ast.Expression):
+        return _evaluate(node.body, env)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        value = env[node.id]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValueError(f"'{node.id}' = {value!r} is not a number")
+        return value
+    if isinstance(node, ast.UnaryOp):
+        value = _evaluate(node.operand, env)
+        return -value if isinstance(node.op, ast.USub) else value
+    if isinstance(node, ast.BinOp):
+        return _BINOPS[type(node.op)](_evaluate(node.left, env), _evaluate(node.right, env))
+    if isinstance(node, ast.Call):
+        return _FUNCTIONS[node.func.id](*(_evaluate(a, env) for a in node.args))
+    raise ValueError(f"{type(node).__name__} is not allowed")  # parse() already refused it
+
+
+# ---------------------------------------------------------------------------
+# Extraction
+
+Line = tuple[int, str]  # (line number in the file, text)
+
+
+@dataclass
+class _Found:
+    """What one block of one file gave: values, data-set rows, and where each value came from."""
+
+    values: dict[str, object] = field(default_factory=dict)
+    rows: list[dict[str, object]] = field(default_factory=list)
+    origin: dict[str, str] = field(default_factory=dict)
+    row_origin: list[str] = field(default_factory=list)
+    tables_missing: list[tuple[TabularLocation, str]] = field(default_factory=list)
+
+
+def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]) -> dict[str, Variable]:
+    """Every name the description (or `fixed`) uses is a variable of the experiment, of the right occurrence."""
+    variables = {v.name: v for v in definition.variables}
+    kinds: dict[str, set[str]] = {}
+    for name, element, occurrence in desc.uses():
+        var = variables.get(name)
+        if var is None:
+            raise UsageError(
+                f"{desc.path}: <{element}> names '{name}', which experiment '{definition.name}' does not "
+                "define; fix the name or add the variable to the experiment"
+            )
+        if occurrence and var.occurrence != occurrence:
+            hint = "a <tabular_location>" if var.occurrence == "multiple" else "a named, explicit or filename location"
+            raise UsageError(
+                f"{desc.path}: <{element}> reads '{name}', which occurs {var.occurrence} per run; read it with {hint}"
+            )
+        if element != "missing":
+            kinds.setdefault(name, set()).add(element)
+    for name, elements in kinds.items():
+        exclusive = elements & {"fixed_value", "derived_parameter"}
+        if exclusive and len(elements) > 1:
+            raise UsageError(
+                f"{desc.path}: '{name}' has a <{sorted(exclusive)[0]}> and also "
+                f"<{sorted(elements - exclusive)[0] if elements - exclusive else sorted(exclusive)[1]}>; "
+                "give it one source"
+            )
+    for name in fixed:
+        if name not in variables:
+            raise UsageError(
+                f"fixed value for '{name}': experiment '{definition.name}' has no such variable; fix the name"
+            )
+    for d in desc.derived:
+        for name in d.names:
+            if name not in variables:
+                raise UsageError(
+                    f"{desc.path}: <derived_parameter> (line {d.sourceline}) '{d.name}' uses '{name}', "
+                    f"which experiment '{definition.name}' does not define"
+                )
+        uses_rows = any(variables[n].occurrence == "multiple" for n in d.names)
+        if uses_rows and variables[d.name].occurrence != "multiple":
+            raise UsageError(
+                f"{desc.path}: <derived_parameter> '{d.name}' occurs once per run but is computed "
+                "from data-set variables; make it multiple-occurrence"
+            )
+    return variables
+
+
+def _typed(var: Variable, text: str, where: str) -> object:
+    try:
+        return convert(var, text)
+    except UsageError as exc:  # BadValue, or any refusal of the model; its message names the variable
+        raise BadValue(f"{where}: {exc}") from None
+
+
+def _words_value(var: Variable, text: str, side: str, word: int | None) -> str | None:
+    words = text.split()
+    if word is not None:
+        if word > len(words):
+            return None
+        return words[-word] if side == "before" else words[word - 1]
+    if side == "after":
+        text = text.strip()
+        text = text[1:].strip() if text[:1] in (":", "=") else text
+        if var.datatype in NUMERIC:
+            first = text.split()[:1]
+            return first[0].rstrip(",;:") if first else None
+        return text or None
+    text = text.strip()
+    text = text[:-1].strip() if text[-1:] in (":", "=") else text
+    if var.datatype in NUMERIC:
+        return text.split()[-1] if text else None
+    return text or None
+
+
+def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
+    for index, (lineno, line) in enumerate(block):
+        m = loc.pattern.search(line)
+        if m is None:
+            continue
+        if loc.next_line:
+            if index + 1 >= len(block):
+                return
+            lineno, text, side = block[index + 1][0], block[index + 1][1], "after"
+        elif m.re.groups and m.group(1) is not None:
+            text, side = m.group(1), "after"
+        elif loc.side == "after":
+            text, side = line[m.end() :], "after"
+        else:
+            text, side = line[: m.start()], "before"
+        content = _words_value(var, text, side, loc.word)
+        if content is not None:
+            found.values[var.name] = _typed(var, content, f"{path}:{lineno}")
+            found.origin[var.name] = f"{path}:{lineno}"
+        return
+
+
+def _explicit(loc: ExplicitLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
+    if loc.row > len(block):
+        return
+    lineno, line = block[loc.row - 1]
+    words = line.split()
+    if loc.column <= len(words):
+        found.values[var.name] = _typed(var, words[loc.column - 1], f"{path}:{lineno}")
+        found.origin[var.name] = f"{path}:{lineno}"
+
+
+def _filename(loc: FilenameLocation, variables: dict[str, Variable], path: str, found: _Found) -> None:
+    m = loc.pattern.search(os.path.basename(path))
+    if m is None:
+        return
+    for group, name in loc.groups:
+        if m.group(group) is not None:
+            found.values[name] = _typed(variables[name], m.group(group), f"{path} (file name)")
+            found.origin[name] = f"{path} (file name)"
+
+
+def _table(table: TabularLocation, variables: dict[str, Variable], block: list[Line], path: str, found: _Found) -> None:
+    start = next((i for i, (_, line) in enumerate(block) if table.pattern.search(line)), None)
+    if start is None:
+        found.tables_missing.append((table, path))
+        return
+    width = max(pos for pos, _ in table.columns)
+    for lineno, line in block[start + 1 + table.skip :]:
+        if not line.strip():
+            break
+        if table.ignore is not None and table.ignore.search(line):
+            continue
+        if table.row is not None and not table.row.search(line):
+            break
+        words = line.split()
+        if len(words) < width:
+            break
+        found.rows.append(
+            {name: _typed(variables[name], words[pos - 1], f"{path}:{lineno}") for pos, name in table.columns}
+        )
+        found.row_origin.append(f"{path}:{lineno}")
+
+
+def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
+    """The file's runs: split at each line matching the separator (which starts the next run)."""
+    if desc.separator is None:
+        return [lines]
+    blocks: list[list[Line]] = []
+    for lineno, line in lines:
+        if desc.separator.search(line):
+            blocks.append([])
+        if blocks:
+            blocks[-1].append((lineno, line))
+    return blocks
+
+
+def _read(path: str) -> tuple[bytes, list[Line]]:
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read ({exc.strerror or exc}); check the path") from None
+    text = data.decode("utf-8", errors="replace")
+    return data, list(enumerate(text.splitlines(), start=1))
+
+
+def _scan(desc: InputDescription, variables: dict[str, Variable], path: str, block: list[Line]) -> _Found:
+    found = _Found()
+    for loc in desc.filename:
+        _filename(loc, variables, path, found)
+    for loc in desc.named:
+        _named(loc, variables[loc.name], block, path, found)
+    for loc in desc.explicit:
+        _explicit(loc, variables[loc.name], block, path, found)
+    for table in desc.tables:
+        _table(table, variables, block, path, found)
+    return found
+
+
+def _policy(desc: InputDescription, name: str, override: str | None) -> str:
+    return desc.missing_for.get(name) or override or desc.missing
+
+
+def _fill(var: Variable, policy: str, where: str) -> object:
+    """The value of a variable nothing gave a value to, by the missing-value policy."""
+    if policy == "empty":
+        return None
+    if policy == "default" and var.default is not None:
+        return _typed(var, var.default, f"{where} (default)") if isinstance(var.default, str) else var.default
+    why = "it has no default in the experiment definition" if policy == "default" else "the policy is 'refuse'"
+    raise UsageError(
+        f"{where}: no value for '{var.name}' ({why}); add a location for it to the input description, "
+        "give it as a fixed value, or choose the missing-value policy 'empty'"
+    )
+
+
+def _derive(d: DerivedParameter, var: Variable, env: dict[str, object], where: str) -> object:
+    if any(env.get(n) is None for n in d.names):
+        return None  # an input is empty: so is the result, and the missing-value policy decides
+    try:
+        result = _evaluate(d.tree, env)
+    except OverflowError:
+        raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term}: the result is too large") from None
+    except (ValueError, ZeroDivisionError, TypeError) as exc:
+        raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term}: {exc}") from None
+    if isinstance(result, complex):  # a negative number to a fractional power
+        raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term} is not a real number")
+    if var.datatype == "integer" and isinstance(result, float) and result.is_integer() and math.isfinite(result):
+        result = int(result)
+    return _typed(var, repr(result), f"{where} (derived '{d.term}')")
+
+
+def _assemble(
+    parts: list[tuple[InputDescription, _Found]],
+    variables: dict[str, Variable],
+    fixed: dict[str, str],
+    missing: str | None,
+    sources: list[str],
+    content_hash: str,
+) -> RunData:
+    where = ", ".join(dict.fromkeys(sources))
+    values: dict[str, object] = {}
+    origin: dict[str, str] = {}
+    rows: list[dict[str, object]] = []
+    row_origin: list[str] = []
+    for desc, _found in parts:  # the description's own fixed values: weakest
+        for name, text in desc.fixed.items():
+            if variables[name].occurrence == "once":
+                values[name] = _typed(variables[name], text, f"{desc.path} (fixed value)")
+    for _, found in parts:
+        for name, value in found.values.items():
+            if name in origin and values[name] != value:
+                raise UsageError(
+                    f"'{name}' is {values[name]!r} in {origin[name]} but {value!r} in "
+                    f"{found.origin[name]}; one run cannot have both"
+                )
+            values[name] = value
+            origin[name] = found.origin[name]
+        rows.extend(found.rows)
+        row_origin.extend(found.row_origin)
+    for desc, _ in parts:  # fixed values of data-set variables fill every row
+        for name, text in desc.fixed.items():
+            if variables[name].occurrence == "multiple":
+                value = _typed(variables[name], text, f"{desc.path} (fixed value)")
+                for row in rows:
+                    row[name] = value
+    for name, text in fixed.items():  # the command line: strongest
+        value = _typed(variables[name], text, f"fixed value {name}={text}")
+        if variables[name].occurrence == "once":
+            values[name] = value
+        else:
+            for row in rows:
+                row[name] = value
+    for desc, found in parts:
+        for table, path in found.tables_missing:
+            for _, name in table.columns:
+                if _policy(desc, name, missing) == "refuse":
+                    raise UsageError(
+                        f"{path}: no table after {table.pattern.text!r} (<tabular_location> line "
+                        f"{table.sourceline}), so no value for '{name}'; check the file or the description"
+                    )
+    descs = [d for d, _ in parts]
+    derived = {d.name: d for desc in descs for d in desc.derived if d.name not in fixed}  # the command line wins
+    policies = {n: max((_policy(desc, n, missing) for desc in descs), key=POLICIES.index) for n in variables}
+    # missing inputs first (a default feeds a derivation), then the derivations, then what they left missing
+    _fill_missing([v for n, v in variables.items() if n not in derived], policies, values, rows, row_origin, where)
+    for d in derived.values():
+        var = variables[d.name]
+        if var.occurrence == "once":
+            values[d.name] = _derive(d, var, values, where)
+        else:
+            for row, row_where in zip(rows, row_origin, strict=True):
+                row[d.name] = _derive(d, var, {**values, **row}, row_where)
+    _fill_missing([variables[n] for n in derived], policies, values, rows, row_origin, where)
+    return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
+
+
+def _fill_missing(
+    variables: list[Variable],
+    policies: dict[str, str],
+    values: dict[str, object],
+    rows: list[dict[str, object]],
+    row_origin: list[str],
+    where: str,
+) -> None:
+    for var in variables:
+        if var.occurrence == "once" and values.get(var.name) is None:
+            values[var.name] = _fill(var, policies[var.name], where)
+    multiple = [v for v in variables if v.occurrence == "multiple"]
+    for row, row_where in zip(rows, row_origin, strict=True):  # row by row: the first refusal is the first line
+        for var in multiple:
+            if row.get(var.name) is None:
+                row[var.name] = _fill(var, policies[var.name], row_where)
+
+
+def content_hash(files: Sequence[str]) -> str:
+    """sha256 of the files' bytes, concatenated in the order of their sorted paths."""
+    digest = hashlib.sha256()
+    for path in sorted(files):
+        digest.update(_read(path)[0])
+    return digest.hexdigest()
+
+
+def extract(
+    description: InputDescription | str,
+    definition: Definition,
+    files: Sequence[str],
+    fixed: dict[str, str] | None = None,
+    *,
+    missing: str | None = None,
+    merge: bool = False,
+) -> list[RunData]:
+    """The runs in `files`: one per file (or per run separator), or with merge=True one run from all files.
+
+    fixed: values given on the command line (variable name -> text), overriding the files.
+    missing: the missing-value policy chosen on the command line for variables the description gives
+    none ('default', 'empty' or 'refuse'); a <missing> element for a variable still wins.
+    """
+    desc = parse(description) if isinstance(description, str) else description
+    if missing is not None and missing not in POLICIES:
+        raise UsageError(f"missing-value policy {missing!r}: choose one of {', '.join(POLICIES)}")
+    if not files:
+        raise UsageError("no input files given; name at least one")
+    fixed = dict(fixed or {})
+    variables = _check(desc, definition, fixed)
+    if merge:
+        return [extract_merged([(desc, path) for path in files], definition, fixed, missing=missing)]
+    runs = []
+    for path in files:
+        data, lines = _read(path)
+        digest = hashlib.sha256(data).hexdigest()
+        blocks = _blocks(desc, lines)
+        if not blocks:
+            raise UsageError(
+                f"{path}: no line matches the run separator {desc.separator.text!r}; "
+                "check the file or the <set_separation> of the input description"
+            )
+        for number, block in enumerate(blocks, start=1):
+            found = _scan(desc, variables, path, block)
+            # the store refuses a hash it holds: the runs of one file need one each, the same on every import
+            run_hash = digest if len(blocks) == 1 else hashlib.sha256(f"{digest}#{number}".encode()).hexdigest()
+            runs.append(_assemble([(desc, found)], variables, fixed, missing, [path], run_hash))
+    return runs
+
+
+def extract_merged(
+    pairs: Sequence[tuple[InputDescription | str, str]],
+    definition: Definition,
+    fixed: dict[str, str] | None = None,
+    *,
+    missing: str | None = None,
+) -> RunData:
+    """One run from several files, each read with its own description (paper Fig. 1 d).
+
+    A once-occurring value found in two files must agree; data-set rows of the files follow each other.
+    """
+    if not pairs:
+        raise UsageError("no input files given; name at least one")
+    if missing is not None and missing not in POLICIES:
+        raise UsageError(f"missing-value policy {missing!r}: choose one of {', '.join(POLICIES)}")
+    fixed = dict(fixed or {})
+    parts = []
+    variables: dict[str, Variable] = {}
+    for description, path in pairs:
+        desc = parse(description) if isinstance(description, str) else description
+        if desc.separator is not None:
+            raise UsageError(
+                f"{desc.path}: <set_separation> splits a file into several runs, which cannot be merged "
+                "into one; drop the separator or import the files separately"
+            )
+        variables = _check(desc, definition, fixed)
+        _, lines = _read(path)
+        parts.append((desc, _scan(desc, variables, path, lines)))
+    files = [path for _, path in pairs]
+    return _assemble(parts, variables, fixed, missing, files, content_hash(files))

@@ -1,0 +1,494 @@
+"""The archive: experiments and their runs in an SQL database through
+SQLAlchemy Core, one code path for SQLite (the default: a file) and
+PostgreSQL (postgresql+psycopg://... URLs).
+
+Tables:
+  psb_experiments  one row per experiment, its definition XML
+  psb_variables    the variables of each experiment (for listing and queries)
+  psb_runs         one row per run: index, date, who, sources, content hash, deleted flag
+  psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
+  psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
+                   column per multiple-occurrence variable
+
+Why one once-table per experiment with a column per variable, rather than
+one generic (run, variable, value) table: an aggregating query over runs
+("task clock against ranks, averaged over repetitions") is then a plain
+GROUP BY over native typed columns of a single table, which both databases
+do with an index scan; a generic value table needs one self-join (or a
+pivot) per parameter and casts from text.  Data-set rows follow the same
+reasoning and are indexed by run.
+
+Durations are stored as float seconds (aggregatable everywhere), versions
+as their text.  Each import, update and deletion is one transaction: a
+failure leaves the archive as it was."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import getpass
+import json
+import os
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+
+from psuite.cli_common import one_line
+from psuite.errors import InputError, UsageError
+from psuite.psbase import definition as defmod
+from psuite.psbase.model import Definition, RunData, Variable, Version
+
+DEFAULT_FILE = "psbase.db"
+RUN = "psb_run"  # the run column of the per-experiment tables
+SEQ = "psb_seq"  # the row number within a run's data set
+
+_SQL_TYPES = {
+    "integer": sa.BigInteger, "float": sa.Float(precision=53), "string": sa.String(255), "text": sa.Text,
+    "date": sa.Date, "time": sa.Time, "duration": sa.Float(precision=53), "timestamp": sa.DateTime,
+    "boolean": sa.Boolean, "version": sa.String(255),
+}
+
+
+class StoreError(InputError):
+    """The archive cannot be opened or does not hold what was asked for."""
+
+
+@dataclass
+class RunInfo:
+    index: int
+    date: _dt.datetime
+    who: str
+    sources: list[str]
+    content_hash: str
+    deleted: bool
+    values: dict[str, object] = field(default_factory=dict)
+    rows: list[dict[str, object]] = field(default_factory=list)
+
+
+def default_url() -> str:
+    return os.environ.get("PSBASE_DB") or DEFAULT_FILE
+
+
+def _as_url(db: str) -> sa.URL:
+    """A database URL, or a plain file name meaning an SQLite file."""
+    if "://" not in db:
+        return sa.URL.create("sqlite", database=db)
+    try:
+        return make_url(db)
+    except sa.exc.ArgumentError:
+        raise UsageError(f"--db {db!r} is not a database URL; give a file name or e.g. "
+                         "postgresql+psycopg://user@host/dbname") from None
+
+
+def _shown(url: sa.URL) -> str:
+    return url.database if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
+
+
+class Store:
+    """An open archive.  create=False refuses a missing SQLite file rather
+    than creating an empty archive under a mistyped name."""
+
+    def __init__(self, db: str | None = None, create: bool = False) -> None:
+        self.url = _as_url(db or default_url())
+        self.name = _shown(self.url)
+        backend = self.url.get_backend_name()
+        if backend == "sqlite":
+            path = self.url.database or ""
+            if not path or path == ":memory:":
+                raise UsageError("an in-memory archive keeps nothing; give a file name or a server URL")
+            if not create and not os.path.exists(path):
+                raise StoreError(f"no archive {path}; create one with `psbase setup DEFINITION.xml` "
+                                 "or name an existing one with --db or PSBASE_DB")
+            if os.path.isdir(path):
+                raise StoreError(f"archive {path} is a directory; give a file name")
+        elif backend != "postgresql":
+            raise UsageError(f"--db: {backend} databases are not supported; use an SQLite file or a "
+                             "postgresql+psycopg:// URL")
+        try:
+            self.engine = sa.create_engine(self.url)
+        except (sa.exc.ArgumentError, ModuleNotFoundError) as exc:
+            raise UsageError(f"--db {self.name}: {one_line(exc)}") from None
+        if backend == "sqlite":
+            _serialize_sqlite(self.engine)
+        self.meta = sa.MetaData()
+        self.experiments = sa.Table(
+            "psb_experiments", self.meta,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+            sa.Column("name", sa.String(63), nullable=False, unique=True),
+            sa.Column("definition", sa.Text, nullable=False),
+            sa.Column("created", sa.DateTime, nullable=False))
+        self.variables = sa.Table(
+            "psb_variables", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("name", sa.String(63), primary_key=True),
+            sa.Column("position", sa.Integer, nullable=False),
+            sa.Column("datatype", sa.String(16), nullable=False),
+            sa.Column("occurrence", sa.String(16), nullable=False),
+            sa.Column("is_result", sa.Boolean, nullable=False),
+            sa.Column("unit", sa.String(255), nullable=False))
+        self.runs = sa.Table(
+            "psb_runs", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
+            sa.Column("created", sa.DateTime, nullable=False),
+            sa.Column("who", sa.String(255), nullable=False),
+            sa.Column("sources", sa.Text, nullable=False),  # JSON list
+            sa.Column("content_hash", sa.String(64), nullable=False),
+            sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+            sa.Index("psb_runs_hash", "experiment", "content_hash"))
+        if create:
+            self._run(lambda: self.meta.create_all(self.engine))
+        else:
+            self._check_schema()
+
+    # -- plumbing -------------------------------------------------------
+
+    def _run(self, fn):
+        """fn(), with database failures as one StoreError line."""
+        try:
+            return fn()
+        except sa.exc.OperationalError as exc:
+            raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
+        except sa.exc.DatabaseError as exc:
+            raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
+
+    def _check_schema(self) -> None:
+        def check() -> None:
+            if not sa.inspect(self.engine).has_table("psb_experiments"):
+                raise StoreError(f"{self.name} is not a psbase archive (no psb_experiments table); "
+                                 "name another with --db")
+        self._run(check)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def _experiment_id(self, conn: sa.Connection, name: str) -> tuple[int, Definition]:
+        row = conn.execute(sa.select(self.experiments.c.id, self.experiments.c.definition)
+                           .where(self.experiments.c.name == name)).first()
+        if row is None:
+            known = [r[0] for r in conn.execute(sa.select(self.experiments.c.name).order_by("name"))]
+            raise StoreError(f"no experiment {name!r} in {self.name}; it has: {', '.join(known) or 'none'} "
+                             "(create it with psbase setup)")
+        return row[0], defmod.parse_bytes(row[1].encode(), f"stored definition of {name}")
+
+    def _tables(self, exp_id: int, d: Definition) -> tuple[sa.Table, sa.Table]:
+        meta = sa.MetaData()
+        once = sa.Table(f"psb_x{exp_id}_once", meta, sa.Column(RUN, sa.Integer, primary_key=True),
+                        *(sa.Column(v.name, _SQL_TYPES[v.datatype]) for v in d.variables
+                          if v.occurrence == "once"))
+        rows = sa.Table(f"psb_x{exp_id}_rows", meta, sa.Column(RUN, sa.Integer, nullable=False),
+                        sa.Column(SEQ, sa.Integer, nullable=False),
+                        *(sa.Column(v.name, _SQL_TYPES[v.datatype]) for v in d.variables
+                          if v.occurrence == "multiple"),
+                        sa.PrimaryKeyConstraint(RUN, SEQ))
+        return once, rows
+
+    def tables(self, name: str) -> tuple[sa.Table, sa.Table]:
+        """The once-table and the data-set table of an experiment (for queries)."""
+        with self.engine.connect() as conn:
+            exp_id, d = self._run(lambda: self._experiment_id(conn, name))
+        return self._tables(exp_id, d)
+
+    def _variable_rows(self, exp_id: int, d: Definition) -> list[dict]:
+        return [dict(experiment=exp_id, name=v.name, position=i, datatype=v.datatype, occurrence=v.occurrence,
+                     is_result=v.is_result, unit=v.unit) for i, v in enumerate(d.variables)]
+
+    # -- experiments ----------------------------------------------------
+
+    def setup(self, d: Definition) -> None:
+        def go() -> None:
+            with self.engine.begin() as conn:
+                if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
+                    raise StoreError(f"experiment {d.name!r} exists in {self.name}; change it with psbase update")
+                exp_id = conn.execute(self.experiments.insert().values(
+                    name=d.name, definition=defmod.to_bytes(d).decode(), created=_now())).inserted_primary_key[0]
+                conn.execute(self.variables.insert(), self._variable_rows(exp_id, d))
+                once, rows = self._tables(exp_id, d)
+                once.create(conn)
+                rows.create(conn)
+        self._run(go)
+
+    def definition(self, name: str) -> Definition:
+        with self.engine.connect() as conn:
+            return self._run(lambda: self._experiment_id(conn, name))[1]
+
+    def list_experiments(self) -> list[tuple[str, str, int, int]]:
+        """(name, synopsis, runs, deleted runs) per experiment."""
+        e, r = self.experiments, self.runs
+        q = (sa.select(e.c.name, e.c.definition,
+                       sa.func.count(r.c.idx).filter(r.c.deleted.is_(False)),
+                       sa.func.count(r.c.idx).filter(r.c.deleted.is_(True)))
+             .select_from(e.outerjoin(r, r.c.experiment == e.c.id)).group_by(e.c.id).order_by(e.c.name))
+        with self.engine.connect() as conn:
+            rows = self._run(lambda: conn.execute(q).all())
+        return [(n, defmod.parse_bytes(x.encode()).synopsis, a, b) for n, x, a, b in rows]
+
+    def update(self, new: Definition) -> list[str]:
+        """Change an experiment's definition: variables added, changed or
+        removed.  A variable's datatype or occurrence changes only while no
+        run has a value for it.  Returns what changed, one line each."""
+
+        def go() -> list[str]:
+            with self.engine.begin() as conn:
+                return self._update(conn, new)
+        return self._run(go)
+
+    def _update(self, conn: sa.Connection, new: Definition) -> list[str]:
+        exp_id, old = self._experiment_id(conn, new.name)
+        once, rows = self._tables(exp_id, old)
+        changes: list[str] = []
+        old_vars = {v.name: v for v in old.variables}
+        new_vars = {v.name: v for v in new.variables}
+        for v in old.variables:
+            n = new_vars.get(v.name)
+            if n is None:
+                self._drop(conn, once if v.occurrence == "once" else rows, v.name)
+                changes.append(f"removed {v.name}")
+            elif (n.datatype, n.occurrence) != (v.datatype, v.occurrence):
+                table = once if v.occurrence == "once" else rows
+                used = conn.execute(sa.select(sa.func.count()).select_from(table)
+                                    .where(table.c[v.name].is_not(None))).scalar()
+                if used:
+                    raise StoreError(f"variable {v.name!r} has values in {used} rows; its datatype or "
+                                     "occurrence cannot change; add a variable under a new name instead")
+                self._drop(conn, table, v.name)
+                self._add(conn, exp_id, n)
+                changes.append(f"changed {v.name}: {v.datatype}/{v.occurrence} -> "
+                               f"{n.datatype}/{n.occurrence}")
+            elif n != v:
+                changes.append(f"changed {v.name}")
+        kept = {k for k in old_vars if k in new_vars}  # a renamed variable (even in case only) is removed and added
+        for n in new.variables:
+            if n.name in kept:
+                continue
+            self._add(conn, exp_id, n)
+            changes.append(f"added {n.name}")
+        if (new.synopsis, new.description, new.performed_by, new.project) != \
+                (old.synopsis, old.description, old.performed_by, old.project):
+            changes.append("changed the meta information")
+        conn.execute(self.experiments.update().where(self.experiments.c.id == exp_id)
+                     .values(definition=defmod.to_bytes(new).decode()))
+        conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
+        conn.execute(self.variables.insert(), self._variable_rows(exp_id, new))
+        return changes
+
+    def _add(self, conn: sa.Connection, exp_id: int, v: Variable) -> None:
+        table = f"psb_x{exp_id}_{'once' if v.occurrence == 'once' else 'rows'}"
+        col = sa.Column(v.name, _SQL_TYPES[v.datatype])
+        prep = conn.dialect.identifier_preparer
+        ddl = col.type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {prep.quote(table)} ADD COLUMN {prep.quote(v.name)} {ddl}"))
+
+    def _drop(self, conn: sa.Connection, table: sa.Table, column: str) -> None:
+        prep = conn.dialect.identifier_preparer
+        conn.execute(sa.text(f"ALTER TABLE {prep.quote(table.name)} DROP COLUMN {prep.quote(column)}"))
+
+    # -- runs -------------------------------------------------------------
+
+    def add_runs(self, name: str, runs: list[RunData], force: bool = False, who: str | None = None,
+                 new_variables: list[Variable] | None = None) -> list[int]:
+        """Store runs in one transaction; returns their indexes.  A run whose
+        content hash is already in the experiment is refused unless force.
+        new_variables: variables the runs bring that the experiment lacks
+        (psuite's events), added in the same transaction."""
+        who = who or _user()
+
+        def go() -> list[int]:
+            with self.engine.begin() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                # PostgreSQL: imports into one experiment queue up here, so two never take the same
+                # next index (SQLite's BEGIN IMMEDIATE has already serialized them)
+                conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.id == exp_id)
+                             .with_for_update())
+                have = {v.name.lower() for v in d.variables}
+                extra = [v for v in new_variables or [] if v.name.lower() not in have]
+                if extra:
+                    d.variables.extend(extra)
+                    self._update(conn, d)
+                once, rows = self._tables(exp_id, d)
+                r = self.runs
+                nxt = (conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0) + 1
+                done: list[int] = []
+                seen: dict[str, int] = {}
+                for run in runs:
+                    _check_run(d, run)
+                    if run.content_hash and not force:
+                        hit = seen.get(run.content_hash)
+                        if hit is None:
+                            hit_row = conn.execute(sa.select(r.c.idx, r.c.deleted).where(
+                                r.c.experiment == exp_id, r.c.content_hash == run.content_hash)).first()
+                            hit = hit_row and hit_row[0]
+                            if hit_row and hit_row[1]:
+                                raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} "
+                                                 f"of {name} (deleted); restore it with psbase restore, "
+                                                 "or import again with --force")
+                        if hit:
+                            raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} of "
+                                             f"{name}; import it again only with --force")
+                    conn.execute(r.insert().values(experiment=exp_id, idx=nxt, created=_now(), who=who,
+                                                   sources=json.dumps(run.sources), content_hash=run.content_hash,
+                                                   deleted=False))
+                    conn.execute(once.insert().values({RUN: nxt, **{k: _to_db(d.variable(k), v)
+                                                                    for k, v in run.values.items()}}))
+                    if run.rows:
+                        conn.execute(rows.insert(), [{RUN: nxt, SEQ: i, **{k: _to_db(d.variable(k), v)
+                                                                          for k, v in row.items()}}
+                                                     for i, row in enumerate(run.rows)])
+                    if run.content_hash:
+                        seen[run.content_hash] = nxt
+                    done.append(nxt)
+                    nxt += 1
+                return done
+        return self._run(go)
+
+    def list_runs(self, name: str, deleted: bool = False) -> list[RunInfo]:
+        """The runs of an experiment, by index; deleted ones only if asked."""
+        with self.engine.connect() as conn:
+            def go() -> list[RunInfo]:
+                exp_id, _ = self._experiment_id(conn, name)
+                r = self.runs
+                q = sa.select(r).where(r.c.experiment == exp_id).order_by(r.c.idx)
+                if not deleted:
+                    q = q.where(r.c.deleted.is_(False))
+                return [_info(row) for row in conn.execute(q)]
+            return self._run(go)
+
+    def run(self, name: str, index: int) -> RunInfo:
+        """One run with its once-values and its data set."""
+        with self.engine.connect() as conn:
+            def go() -> RunInfo:
+                exp_id, d = self._experiment_id(conn, name)
+                r = self.runs
+                row = conn.execute(sa.select(r).where(r.c.experiment == exp_id, r.c.idx == index)).first()
+                if row is None:
+                    raise StoreError(f"experiment {name!r} has no run {index}; list its runs with psbase ls {name}")
+                info = _info(row)
+                once, rows = self._tables(exp_id, d)
+                values = conn.execute(sa.select(once).where(once.c[RUN] == index)).mappings().first() or {}
+                info.values = {k: _from_db(d.variable(k), v) for k, v in values.items()
+                               if k != RUN and v is not None}
+                info.rows = [{k: _from_db(d.variable(k), v) for k, v in m.items()
+                              if k not in (RUN, SEQ) and v is not None}
+                             for m in conn.execute(sa.select(rows).where(rows.c[RUN] == index)
+                                                   .order_by(rows.c[SEQ])).mappings()]
+                return info
+            return self._run(go)
+
+    def set_deleted(self, name: str, indexes: list[int], deleted: bool) -> None:
+        """Soft deletion (deleted=True) or restoration of runs."""
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                self._existing(conn, exp_id, name, indexes)
+                r = self.runs
+                conn.execute(r.update().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)).values(deleted=deleted))
+        self._run(go)
+
+    def purge(self, name: str, indexes: list[int]) -> None:
+        """Remove runs for good: their values, data sets and records."""
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                self._existing(conn, exp_id, name, indexes)
+                once, rows = self._tables(exp_id, d)
+                conn.execute(rows.delete().where(rows.c[RUN].in_(indexes)))
+                conn.execute(once.delete().where(once.c[RUN].in_(indexes)))
+                r = self.runs
+                conn.execute(r.delete().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))
+        self._run(go)
+
+    def _existing(self, conn: sa.Connection, exp_id: int, name: str, indexes: list[int]) -> None:
+        r = self.runs
+        have = {i for (i,) in conn.execute(sa.select(r.c.idx).where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))}
+        missing = sorted(set(indexes) - have)
+        if missing:
+            raise StoreError(f"experiment {name!r} has no run {', '.join(map(str, missing))}; "
+                             f"list its runs with psbase ls {name} --deleted")
+
+
+def _serialize_sqlite(engine: sa.Engine) -> None:
+    """Take SQLite's write lock at BEGIN (BEGIN IMMEDIATE), so two imports at
+    once queue up instead of both reading the same next run index; and let
+    the database enforce foreign keys.  (SQLAlchemy's documented recipe for
+    pysqlite's transaction handling.)"""
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record) -> None:
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _check_run(d: Definition, run: RunData) -> None:
+    for k in run.values:
+        if d.variable(k).occurrence != "once":
+            raise UsageError(f"variable {k!r} of {d.name} occurs multiple times; give it in the data set rows")
+    for row in run.rows:
+        for k in row:
+            if d.variable(k).occurrence != "multiple":
+                raise UsageError(f"variable {k!r} of {d.name} occurs once per run; give it as a run value")
+
+
+_PY_TYPES = {"integer": int, "float": (float, int), "string": str, "text": str, "date": _dt.date, "time": _dt.time,
+             "duration": _dt.timedelta, "timestamp": _dt.datetime, "boolean": bool, "version": str}
+
+
+def _to_db(v: Variable, value: object) -> object:
+    if value is None:
+        return None
+    want = _PY_TYPES[v.datatype]
+    if not isinstance(value, want) or (v.datatype in ("integer", "float") and isinstance(value, bool)) or \
+            (v.datatype == "date" and isinstance(value, _dt.datetime)):
+        raise UsageError(f"variable {v.name!r}: {value!r} is not a {v.datatype} value")
+    if v.datatype == "duration":
+        return value.total_seconds()
+    if v.datatype == "version":
+        return str(value)
+    return value
+
+
+def _from_db(v: Variable, value: object) -> object:
+    if value is None:
+        return None
+    if v.datatype == "duration":
+        return _dt.timedelta(seconds=value)
+    if v.datatype == "version":
+        return Version(value)
+    if v.datatype == "float":
+        return float(value)
+    return value
+
+
+def _info(row) -> RunInfo:
+    return RunInfo(index=row.idx, date=row.created, who=row.who, sources=json.loads(row.sources),
+                   content_hash=row.content_hash, deleted=bool(row.deleted))
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now().replace(microsecond=0)
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _db_problem(exc: sa.exc.DBAPIError) -> str:
+    text = str(exc.orig) if getattr(exc, "orig", None) is not None else str(exc)
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    if "unable to open database" in first or "not a database" in first:
+        return f"{first}; name an SQLite archive or a server with --db"
+    if "connection" in first.lower():
+        return f"{first}; check the server and the URL given with --db or PSBASE_DB"
+    return first

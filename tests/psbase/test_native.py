@@ -1,0 +1,232 @@
+"""psuite's own documents filed natively: real psrun counting reports and
+profiles of a small C program, their values checked against the XML (and
+the profile's functions against the program's symbol table)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from psuite.errors import PsuiteError
+from psuite.psbase import native
+from psuite.psbase.store import Store
+from tests.conftest import run_tool
+
+PROGRAM = r"""
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) double spin_a(long n) {
+    volatile double x = 0; for (long i = 0; i < n; i++) x += i * 0.5; return x; }
+__attribute__((noinline)) double spin_b(long n) {
+    volatile double x = 1; for (long i = 0; i < n; i++) x *= 1.0000001; return x; }
+int main(int argc, char **argv) {
+    long n = atol(argv[1]) * 1000000L;
+    double r = spin_a(n) + spin_b(2 * n);
+    return r < 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory) -> str:
+    out = tmp_path_factory.mktemp("psbase_native")
+    (out / "spin.c").write_text(PROGRAM)
+    subprocess.run(["cc", "-O1", "-g", "-o", str(out / "spin"), str(out / "spin.c")], check=True)
+    return str(out / "spin")
+
+
+def psrun(directory: Path, *args: str) -> Path:
+    directory.mkdir(exist_ok=True)
+    before = set(directory.glob("*.xml"))
+    p = run_tool("psrun", "-q", "-d", str(directory), *args)
+    assert p.returncode == 0, p.stderr
+    new = sorted(set(directory.glob("*.xml")) - before)
+    assert len(new) == 1, new
+    return new[0]
+
+
+@pytest.fixture
+def archive(db_url) -> Store:
+    s = Store(db_url, create=True)
+    s.setup(native.definition("app"))
+    yield s
+    s.close()
+
+
+def file(store: Store, paths: list[Path], merge: bool = False, force: bool = False) -> list[int]:
+    native.check_native(store.definition("app"))
+    runs, variables = native.runs([str(p) for p in paths], merge=merge)
+    return store.add_runs("app", runs, force=force, new_variables=variables)
+
+
+def xml_events(path: Path) -> dict[str, float]:
+    root = etree.parse(str(path)).getroot()
+    return {e.get("name"): float(e.text) for e in root.iter("hwpcevent")}
+
+
+def test_counting_report_values_match_the_xml(tmp_path, program, archive):
+    doc = psrun(tmp_path / "runs", "-e", "task-clock,page-faults", program, "20")
+    assert file(archive, [doc]) == [1]
+    run = archive.run("app", 1)
+    root = etree.parse(str(doc)).getroot()
+    events = xml_events(doc)
+    assert run.values["task_clock"] == events["task-clock"] > 0
+    assert run.values["page_faults"] == events["page-faults"]
+    assert run.values["kind"] == "count"
+    assert run.values["host"] == root.findtext("hostname")
+    assert run.values["command"] == root.findtext("command") == f"{program} 20"
+    assert run.values["date"] == dt.datetime.strptime(root.findtext("date"), "%a %b %d %H:%M:%S %Y")
+    assert run.values["usertime"] == pytest.approx(float(root.findtext("cputime/usertime")))
+    assert run.values["ranks"] == 1 and run.values["threads"] == 1
+    assert run.sources == [str(doc)] and run.rows == []
+    # the events became result variables of the experiment, their names kept as synopsis
+    d = archive.definition("app")
+    assert d.variable("task_clock").synopsis == "task-clock" and d.variable("task_clock").is_result
+    # filing the same document again is refused, forced it is a second run
+    with pytest.raises(PsuiteError, match="already run 1 of app"):
+        file(archive, [doc])
+    assert file(archive, [doc], force=True) == [2]
+
+
+def test_merged_reports_make_one_run_with_summed_counts(tmp_path, program, archive):
+    docs = [psrun(tmp_path / "runs", "-e", "task-clock", program, "10") for _ in range(2)]
+    assert file(archive, docs, merge=True) == [1]
+    run = archive.run("app", 1)
+    assert run.values["task_clock"] == sum(xml_events(d)["task-clock"] for d in docs)
+    assert sorted(run.sources) == sorted(map(str, docs))
+    # the same two documents in the other order are the same import
+    with pytest.raises(PsuiteError, match="already run 1"):
+        file(archive, docs[::-1], merge=True)
+    # without --merge each is a run of its own
+    assert file(archive, docs) == [2, 3]
+
+
+def symbol_table(exe: str) -> list[tuple[int, int, str]]:
+    out = subprocess.run(["nm", "--defined-only", "-S", exe], capture_output=True, text=True, check=True).stdout
+    table = []
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[2] in "tT":
+            table.append((int(parts[0], 16), int(parts[1], 16), parts[3]))
+    return table
+
+
+def expected_functions(doc: Path, exe: str) -> dict[str, int]:
+    """Samples per function of the program, from the XML's PCs and nm."""
+    root = etree.parse(str(doc)).getroot()
+    table = symbol_table(exe)
+    counts: dict[str, int] = {}
+    for module in root.iter("module"):
+        if Path(module.get("file")).resolve() != Path(exe).resolve():
+            continue
+        base = int(module.get("offset"), 16)
+        for s in module.iter("sample"):
+            pc = int(s.get("pc"), 16) - base
+            name = next((n for a, size, n in table if a <= pc < a + size), None)
+            if name is not None:
+                counts[name] = counts.get(name, 0) + int(s.text)
+    return counts
+
+
+def test_profile_function_summary_matches_the_xml(tmp_path, program, archive):
+    doc = psrun(tmp_path / "runs", "--profile", "ITIMER_PROF", "--period", "1000", program, "40")
+    assert file(archive, [doc]) == [1]
+    run = archive.run("app", 1)
+    root = etree.parse(str(doc)).getroot()
+    total = int(root.findtext(".//totalsamples"))
+    assert run.values["kind"] == "profile"
+    assert run.values["profile_event"] == "ITIMER_PROF"
+    assert run.values["total_samples"] == total > 0
+    assert sum(r["samples"] for r in run.rows) == total
+    mine = {r["function"]: r["samples"] for r in run.rows if Path(r["module"]).resolve() == Path(program).resolve()}
+    expected = expected_functions(doc, program)
+    assert expected.get("spin_b", 0) > 0 and expected.get("spin_a", 0) > 0  # both ran long enough to be sampled
+    assert mine == expected
+    # rows are ordered by samples, the most first
+    assert [r["samples"] for r in run.rows] == sorted((r["samples"] for r in run.rows), reverse=True)
+
+
+def test_counts_and_profiles_do_not_merge(tmp_path, program, archive):
+    a = psrun(tmp_path / "runs", "-e", "task-clock", program, "5")
+    b = psrun(tmp_path / "runs", "--profile", "ITIMER_PROF", program, "5")
+    with pytest.raises(PsuiteError, match="count and profile reports cannot make one run"):
+        file(archive, [a, b], merge=True)
+    assert archive.list_runs("app", deleted=True) == []
+
+
+def test_native_input_needs_a_psuite_experiment(tmp_path):
+    from psuite.psbase.model import Definition, Variable
+
+    s = Store(str(tmp_path / "b.db"), create=True)
+    s.setup(Definition("other", variables=[Variable("x", "integer")]))
+    with pytest.raises(PsuiteError, match="not set up for psuite documents"):
+        native.check_native(s.definition("other"))
+
+
+def test_event_names_become_variable_names():
+    assert native.column_name("perf::CYCLES:u") == "perf_CYCLES_u"
+    assert native.column_name("PAPI_TOT_CYC") == "PAPI_TOT_CYC"
+    assert native.column_name("CPU time (seconds)") == "CPU_time_seconds"
+    assert native.column_name("samples") == "e_samples"  # not a base variable
+    assert native.column_name("3rd") == "e_3rd"
+
+
+def test_multi_report_is_one_run(tmp_path, program, archive):
+    docs = [psrun(tmp_path / "runs", "-e", "task-clock", program, "5") for _ in range(2)]
+    multi = tmp_path / "multi.xml"
+    p = run_tool("psprocess", "-c", "-x", "-o", str(multi), *map(str, docs))
+    assert p.returncode == 0, p.stderr
+    assert etree.parse(str(multi)).getroot().tag == "multihwpcreport"
+    assert file(archive, [multi]) == [1]
+    run = archive.run("app", 1)
+    assert run.values["task_clock"] == sum(xml_events(d)["task-clock"] for d in docs)
+    assert run.sources == [str(multi)]
+
+
+def test_resource_report_values_match_the_xml(tmp_path, program, archive):
+    out = tmp_path / "res"
+    out.mkdir()
+    p = run_tool("psrun", "-q", "-R", "-d", str(out), program, "5")
+    assert p.returncode == 0, p.stderr
+    (doc,) = out.glob("*.resource.xml")
+    assert file(archive, [doc]) == [1]
+    values = archive.run("app", 1).values
+    root = etree.parse(str(doc)).getroot()
+    assert values["kind"] == "resource"
+    assert values["maxrss"] == float(root.findtext("maxrss")) > 0
+    assert values["maxvm"] == float(root.findtext("maxvm"))
+    assert values["minor_faults"] == int(root.findtext("faults/minor"))
+    assert values["major_faults"] == int(root.findtext("faults/major"))
+    assert values["usertime"] == float(root.findtext("cputime/usertime"))
+    start = dt.datetime.strptime(root.findtext("starttime"), "%Y-%m-%dT%H:%M:%S%z")
+    assert values["date"] == start.astimezone().replace(tzinfo=None)
+    assert values["command"] == root.findtext("command")
+
+
+def test_thread_reports_with_their_process_total(tmp_path, targets_threads, archive):
+    """psrun -p: one report per thread and the process total; merged, the
+    total is left out (it would count every thread twice)."""
+    out = tmp_path / "t"
+    out.mkdir()
+    p = run_tool("psrun", "-q", "-p", "-d", str(out), "-e", "task-clock", targets_threads, "3")
+    assert p.returncode == 0, p.stderr
+    docs = sorted(out.glob("*.xml"))
+    threads = [d for d in docs if "process total" not in (etree.parse(str(d)).getroot().findtext("annotation") or "")]
+    assert len(docs) == len(threads) + 1 and len(threads) >= 3
+    assert file(archive, docs, merge=True) == [1]
+    values = archive.run("app", 1).values
+    assert values["threads"] == len(threads)
+    assert values["task_clock"] == sum(xml_events(d)["task-clock"] for d in threads)
+
+
+@pytest.fixture(scope="module")
+def targets_threads(tmp_path_factory) -> str:
+    from tests.conftest import TARGETS
+
+    exe = tmp_path_factory.mktemp("psbase_threads") / "threads"
+    subprocess.run(["cc", "-O1", "-pthread", "-o", str(exe), str(TARGETS / "threads.c")], check=True)
+    return str(exe)

@@ -1,0 +1,247 @@
+"""The archive on SQLite: experiments, runs in one transaction each,
+duplicates, deletion, restoration, purging and definition updates."""
+
+from __future__ import annotations
+
+import datetime as dt
+import sqlite3
+
+import pytest
+import sqlalchemy as sa
+
+from psuite.errors import PsuiteError
+from psuite.psbase.model import Definition, RunData, Variable, Version
+from psuite.psbase.store import Store, StoreError
+
+
+def definition() -> Definition:
+    return Definition(
+        "sweep",
+        synopsis="a sweep",
+        variables=[
+            Variable("nodes", "integer"),
+            Variable("fs", "string", valid=["ufs", "nfs"]),
+            Variable("note", "text"),
+            Variable("day", "date"),
+            Variable("start", "time"),
+            Variable("limit", "duration"),
+            Variable("stamp", "timestamp"),
+            Variable("ok", "boolean"),
+            Variable("compiler", "version"),
+            Variable("total", "float", is_result=True),
+            Variable("chunk", "integer", occurrence="multiple"),
+            Variable("bw", "float", unit="MB/s", occurrence="multiple", is_result=True),
+        ],
+    )
+
+
+VALUES = {
+    "nodes": 4,
+    "fs": "ufs",
+    "note": "line one\nline two",
+    "day": dt.date(2026, 1, 2),
+    "start": dt.time(9, 30, 15),
+    "limit": dt.timedelta(minutes=90),
+    "stamp": dt.datetime(2026, 1, 2, 9, 30, 15),
+    "ok": True,
+    "compiler": Version("12.2.0"),
+    "total": 1.25,
+}
+ROWS = [{"chunk": 1024, "bw": 10.5}, {"chunk": 2048, "bw": 20.25}, {"chunk": 4096, "bw": 30.0}]
+
+
+def run(h: str, **values) -> RunData:
+    return RunData(values={**VALUES, **values}, rows=[dict(r) for r in ROWS], sources=[f"{h}.txt"], content_hash=h)
+
+
+@pytest.fixture
+def store(db_url) -> Store:
+    """An archive with the experiment, on each backend (conftest.db_url)."""
+    s = Store(db_url, create=True)
+    s.setup(definition())
+    yield s
+    s.close()
+
+
+def count(store: Store, sql: str) -> int:
+    with store.engine.connect() as c:
+        return c.execute(sa.text(sql)).scalar()
+
+
+def test_setup_and_run_values_round_trip(store):
+    assert store.add_runs("sweep", [run("a"), run("b", nodes=8)]) == [1, 2]
+    got = store.run("sweep", 1)
+    assert got.values == VALUES
+    for k, v in VALUES.items():
+        assert type(got.values[k]) is type(v), k
+    assert got.rows == ROWS
+    assert got.sources == ["a.txt"] and got.content_hash == "a" and not got.deleted
+    assert store.run("sweep", 2).values["nodes"] == 8
+    assert [(n, a, b) for n, _, a, b in store.list_experiments()] == [("sweep", 2, 0)]
+    # one typed column per once-variable, one row per data-set row
+    assert count(store, "select count(*) from psb_x1_rows") == 6
+    assert count(store, "select sum(nodes) from psb_x1_once") == 12
+    assert count(store, "select sum(chunk) from psb_x1_rows where psb_run = 2") == 1024 + 2048 + 4096
+
+
+def test_setup_twice_is_refused(store):
+    with pytest.raises(StoreError, match="exists"):
+        store.setup(definition())
+
+
+def test_a_failing_run_leaves_nothing(store):
+    bad = run("b", nodes="four")  # not an integer value
+    with pytest.raises(PsuiteError, match="'nodes'"):
+        store.add_runs("sweep", [run("a"), bad])
+    assert store.list_runs("sweep", deleted=True) == []
+    assert count(store, "select count(*) from psb_x1_once") == 0
+    assert count(store, "select count(*) from psb_x1_rows") == 0
+    # unknown variables and wrong occurrences are refused the same way
+    with pytest.raises(PsuiteError, match="no variable 'speed'"):
+        store.add_runs("sweep", [run("c", speed=1.0)])
+    with pytest.raises(PsuiteError, match="occurs multiple times"):
+        store.add_runs("sweep", [run("d", chunk=5)])
+    assert store.list_runs("sweep", deleted=True) == []
+    assert store.add_runs("sweep", [run("a")]) == [1]  # the indexes were not used up
+
+
+def test_duplicates_are_refused_unless_forced(store):
+    store.add_runs("sweep", [run("a")])
+    with pytest.raises(StoreError, match="already run 1 of sweep; import it again only with --force"):
+        store.add_runs("sweep", [run("b"), run("a")])
+    assert [r.index for r in store.list_runs("sweep")] == [1]  # b was not filed either
+    with pytest.raises(StoreError, match="already run"):
+        store.add_runs("sweep", [run("c"), run("c")])  # twice in one import
+    assert store.add_runs("sweep", [run("a")], force=True) == [2]
+    store.set_deleted("sweep", [1, 2], True)
+    with pytest.raises(StoreError, match=r"\(deleted\); restore it"):
+        store.add_runs("sweep", [run("a")])
+
+
+def test_delete_restore_purge(store):
+    store.add_runs("sweep", [run("a"), run("b"), run("c")])
+    store.set_deleted("sweep", [2], True)
+    assert [r.index for r in store.list_runs("sweep")] == [1, 3]
+    assert [(r.index, r.deleted) for r in store.list_runs("sweep", deleted=True)] == [(1, False), (2, True), (3, False)]
+    assert store.run("sweep", 2).deleted and store.run("sweep", 2).values == VALUES  # kept, only hidden
+    assert [(n, a, b) for n, _, a, b in store.list_experiments()] == [("sweep", 2, 1)]
+    store.set_deleted("sweep", [2], False)
+    assert [r.index for r in store.list_runs("sweep")] == [1, 2, 3]
+    store.purge("sweep", [1, 3])
+    assert [r.index for r in store.list_runs("sweep", deleted=True)] == [2]
+    assert count(store, "select count(*) from psb_x1_once") == 1
+    assert count(store, "select count(*) from psb_x1_rows") == 3
+    with pytest.raises(StoreError, match="has no run 1"):
+        store.run("sweep", 1)
+    with pytest.raises(StoreError, match="has no run 7, 9"):
+        store.set_deleted("sweep", [2, 7, 9], True)
+    assert not store.run("sweep", 2).deleted  # nothing changed by the refused call
+    # a purged run's content may be filed again
+    assert store.add_runs("sweep", [run("a")]) == [3]
+
+
+def test_update_adds_changes_and_removes(store):
+    store.add_runs("sweep", [run("a")])
+    d = definition()
+    d.variables = [v for v in d.variables if v.name != "note"]
+    d.variables.append(Variable("host", "string"))
+    d.variables.append(Variable("lat", "float", occurrence="multiple", is_result=True))
+    d.variable("total").unit = "s"
+    d.synopsis = "a changed sweep"
+    changes = store.update(d)
+    assert sorted(changes) == sorted(
+        ["removed note", "changed total", "added host", "added lat", "changed the meta information"]
+    )
+    got = store.definition("sweep")
+    assert got == d
+    r = store.run("sweep", 1)
+    assert "note" not in r.values and r.values["nodes"] == 4
+    assert r.rows == ROWS  # the new column is empty
+    store.add_runs("sweep", [RunData({"host": "n1", "nodes": 2}, [{"chunk": 1, "lat": 0.5}], ["x"], "x")])
+    assert store.run("sweep", 2).values == {"host": "n1", "nodes": 2}
+    assert store.run("sweep", 2).rows == [{"chunk": 1, "lat": 0.5}]
+
+
+def test_update_refuses_a_type_change_of_used_values(store):
+    store.add_runs("sweep", [run("a")])
+    d = definition()
+    d.variable("nodes").datatype = "float"
+    with pytest.raises(StoreError, match="'nodes' has values in 1 rows"):
+        store.update(d)
+    assert store.definition("sweep").variable("nodes").datatype == "integer"
+    # a variable without values may change
+    d = definition()
+    d.variables.append(Variable("spare", "integer"))
+    store.update(d)
+    d.variable("spare").datatype = "string"
+    d.variable("spare").occurrence = "multiple"
+    assert store.update(d) == ["changed spare: integer/once -> string/multiple"]
+    store.add_runs("sweep", [RunData({}, [{"spare": "x"}], ["y"], "y")])
+    assert store.run("sweep", 2).rows == [{"spare": "x"}]
+
+
+def test_unknown_experiment(store):
+    with pytest.raises(StoreError, match="no experiment 'nope' .* it has: sweep"):
+        store.list_runs("nope")
+
+
+def test_missing_archive_is_not_created(tmp_path):
+    path = tmp_path / "missing.db"
+    with pytest.raises(StoreError, match="no archive .*missing.db; create one with `psbase setup"):
+        Store(str(path))
+    assert not path.exists()
+
+
+def test_a_file_that_is_not_an_archive(tmp_path):
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as c:
+        c.execute("create table t (x)")
+    with pytest.raises(StoreError, match="not a psbase archive"):
+        Store(str(other))
+    text = tmp_path / "notes.txt"
+    text.write_text("hello, this is not a database at all" * 20)
+    with pytest.raises(StoreError, match="not a database"):
+        Store(str(text))
+
+
+def test_two_stores_file_into_one_archive(db_url):
+    """Run indexes stay unique when two connections import in turn."""
+    a = Store(db_url, create=True)
+    a.setup(definition())
+    b = Store(db_url)
+    assert a.add_runs("sweep", [run("a")]) == [1]
+    assert b.add_runs("sweep", [run("b")]) == [2]
+    assert [r.index for r in a.list_runs("sweep")] == [1, 2]
+
+
+def test_concurrent_imports_get_distinct_indexes(db_url):
+    """Four importers at once, each with its own connection: every run is
+    filed, under an index of its own."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    first = Store(db_url, create=True)
+    first.setup(definition())
+
+    def importer(k: int) -> list[int]:
+        s = Store(db_url)
+        try:
+            return [i for j in range(5) for i in s.add_runs("sweep", [run(f"{k}-{j}")])]
+        finally:
+            s.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        got = [i for part in pool.map(importer, range(4)) for i in part]
+    assert sorted(got) == list(range(1, 21))
+    assert sorted(r.content_hash for r in first.list_runs("sweep")) == sorted(
+        f"{k}-{j}" for k in range(4) for j in range(5)
+    )
+
+
+def test_update_renaming_a_variable_in_case_only(store):
+    store.add_runs("sweep", [run("a")])
+    d = definition()
+    d.variable("nodes").name = "Nodes"
+    assert store.update(d) == ["removed nodes", "added Nodes"]
+    assert "nodes" not in store.run("sweep", 1).values and "Nodes" not in store.run("sweep", 1).values
+    store.add_runs("sweep", [RunData({"Nodes": 3}, [], ["b"], "b")])
+    assert store.run("sweep", 2).values == {"Nodes": 3}
