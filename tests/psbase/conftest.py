@@ -1,6 +1,7 @@
 """Archives to test on: an SQLite file, and a database on a private
 PostgreSQL server (initdb and pg_ctl on a socket directory of this test
-session, stopped at its end) when PostgreSQL's programs are installed."""
+session, stopped at its end); tests/run.sh installs PostgreSQL, and a
+machine without it fails those tests rather than leaving them out."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def _pg_bin() -> Path | None:
 
 
 PG_BIN = _pg_bin()
-BACKENDS = ["sqlite", "postgresql"] if PG_BIN else ["sqlite"]
+BACKENDS = ["sqlite", "postgresql"]  # PostgreSQL's programs are installed by tests/run.sh: never left out silently
 
 
 def _as_server_user() -> list[str]:
@@ -41,6 +42,8 @@ def _as_server_user() -> list[str]:
 @pytest.fixture(scope="session")
 def pg_server():
     """The socket directory of a private server; the user is psb (trust)."""
+    if PG_BIN is None:
+        pytest.fail("PostgreSQL's initdb is not installed: install postgresql (tests/run.sh does)", pytrace=False)
     base = Path(tempfile.mkdtemp(prefix="psbase-pg-"))  # short: a socket path has at most 107 bytes
     prefix = _as_server_user()
     if prefix:
