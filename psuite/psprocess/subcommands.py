@@ -449,7 +449,7 @@ def parse_tolerances(specs: Sequence[str]) -> list:
         mine = found.setdefault(metric, {})
         if kind in mine:
             raise UsageError(f"--tolerance {spec!r}: {metric if metric != '*' else 'every metric'} already has "
-                             f"an {kind} tolerance; give one of each at most")
+                             f"{'a relative' if relative else 'an absolute'} tolerance; give one of each at most")
         mine[kind] = value / 100 if relative else value
     return [algebra.Tolerance(metric=m, absolute=t.get("absolute"), relative=t.get("relative"))
             for m, t in found.items()]
