@@ -429,6 +429,14 @@ def _path(path) -> str:
     return ";".join(path) if isinstance(path, (tuple, list)) else str(path)
 
 
+def _short_path(path, keep: int = 4) -> str:
+    """A call path for a person: a deep one as its outermost frame, the
+    number of frames left out and its innermost frames (main;...(29);level;work)."""
+    if not isinstance(path, (tuple, list)) or len(path) <= keep + 2:
+        return _path(path)
+    return ";".join([path[0], f"...({len(path) - keep - 1})", *path[-keep:]])
+
+
 def _tolerance_text(t) -> str:
     parts = []
     if t.relative is not None:
@@ -481,7 +489,7 @@ def render_comparison(result, a: str, b: str, tolerances: Sequence = (), fmt: st
         for m in moved[:TEXT_MOVED]:
             rel = "" if m.relative is None else (f"{m.relative * 100:+.2f}%" if math.isfinite(m.relative)
                                                  else number(m.relative))
-            rows.append((m.metric, short(m.a), short(m.b), short(m.delta), rel, _path(m.path)))
+            rows.append((m.metric, short(m.a), short(m.b), short(m.delta), rel, _short_path(m.path)))
         lines += ["  " + line for line in _table(rows, right=(1, 2, 3, 4))]
         if len(moved) > TEXT_MOVED:
             lines.append(f"  ... and {len(moved) - TEXT_MOVED:,} more (-f csv lists them all)")

@@ -393,3 +393,13 @@ def test_least_and_greatest_metrics_aggregate_by_min_and_max():
     assert bar["exclusive"]["max_time"] == max(hi[2] + hi[3] + hi[6])
     text = "".join(dump.run(e, fmt="csv2", metrics="min_time", callpaths="2", threads="aggr"))
     assert text.splitlines()[1] == f"2,aggr,{min(lo[2]):g}"
+
+
+def test_deep_call_paths_are_shortened_for_reading_only():
+    """compare's text lists a 36-frame path as its root, the count left out
+    and its innermost frames; short paths stay whole."""
+    from psuite.psprocess.experiment_views import _short_path
+
+    deep = ("deep", "_start", "main", *(["level"] * 31), "work")
+    assert _short_path(deep) == "deep;...(30);level;level;level;work"
+    assert _short_path(("main", "f", "g")) == "main;f;g"
