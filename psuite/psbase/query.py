@@ -110,10 +110,12 @@ def run_query(
                 )
             params.append(p)
         if res.datatype not in NUMERIC:
-            wrong = [s for s in stats if s not in _ORDER_ONLY]
+            # booleans have no order in PostgreSQL (no min/max): they are counted only
+            allowed = ("count",) if res.datatype == "boolean" else _ORDER_ONLY
+            wrong = [s for s in stats if s not in allowed]
             if wrong:
                 raise UsageError(
-                    f"{result!r} is a {res.datatype} result: no {', '.join(wrong)}; give --stat {','.join(_ORDER_ONLY)}"
+                    f"{result!r} is a {res.datatype} result: no {', '.join(wrong)}; give --stat {','.join(allowed)}"
                 )
         filters = parse_where(where or [], d)
         once, rows = store._tables(exp_id, d)

@@ -52,13 +52,14 @@ def sweep(db_url) -> Store:
                 Variable("compiler", "string"),
                 Variable("time", "float", unit="s", is_result=True),
                 Variable("label", "string", is_result=True),
+                Variable("ok", "boolean", is_result=True),
                 Variable("size", "integer", unit="B", occurrence="multiple"),
                 Variable("bw", "float", unit="MB/s", occurrence="multiple", is_result=True),
             ],
         )
     )
     runs = [
-        RunData(values={"nodes": n, "compiler": c, "time": t, "label": f"{c}{n}"}, rows=bandwidths(t))
+        RunData(values={"nodes": n, "compiler": c, "time": t, "label": f"{c}{n}", "ok": t < 9}, rows=bandwidths(t))
         for (n, c), ts in TIMES.items()
         for t in ts
     ]
@@ -124,6 +125,11 @@ def test_string_result_has_count_min_max_only(sweep):
     assert q.rows[0] == (1, 6, "gcc1", "icc1")
     with pytest.raises(PsuiteError, match="string result: no mean"):
         run_query(sweep, "sweep", "label", ["nodes"])
+    # a boolean is counted only (PostgreSQL has no min or max of booleans)
+    q = run_query(sweep, "sweep", "ok", ["nodes"], where=["compiler=gcc"], stats=["count"])
+    assert q.rows == [(1, 3), (2, 3), (4, 3)]
+    with pytest.raises(PsuiteError, match="boolean result: no min; give --stat count"):
+        run_query(sweep, "sweep", "ok", ["nodes"], stats=["count", "min"])
 
 
 def test_formats(sweep):
