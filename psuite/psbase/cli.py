@@ -26,6 +26,7 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
   psbase ls myapp                              the runs of one
   psbase info myapp 3                          one run's values and data set
   psbase delete myapp 3-5                      delete runs (restore brings them back)
+  psbase query myapp task_clock --by ranks     mean, stddev and count per rank count
 """
 
 
@@ -96,6 +97,21 @@ def _parser() -> ArgumentParser:
         s.add_argument("runs", nargs="+", metavar="RUN", help="run indexes: 3, 3-7 or 3,5")
         if name == "delete":
             s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
+
+    s = command("query", help="a result against one or two parameters, aggregated over repetitions",
+                description="One result against one or two parameters: the runs with the same parameter "
+                            "values are aggregated (perfbase's data-set aggregation; for a data-set result, "
+                            "its rows), by the database. Deleted runs are left out.")
+    s.add_argument("experiment")
+    s.add_argument("result", help="a result variable (see psbase info EXPERIMENT)")
+    s.add_argument("--by", metavar="PARAM", action="append", default=[], required=True,
+                   help="the parameter to group by (give --by twice for two)")
+    s.add_argument("--where", metavar="NAME=VALUE", action="append", default=[],
+                   help="only runs with this value (may be repeated; one name repeated means any of its values)")
+    s.add_argument("--stat", default="mean,stddev,count",
+                   help="the statistics, comma-separated: mean, stddev (sample standard deviation), count, "
+                        "min, max, median (default: mean,stddev,count)")
+    s.add_argument("-f", "--format", choices=("text", "csv", "json"), default="text", help="the output format")
     return p
 
 
@@ -182,6 +198,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             store.set_deleted(args.experiment, idx, True)
         write_stdout(f"psbase: {'purged' if args.purge else 'deleted'} run {', '.join(map(str, idx))} "
                      f"of {args.experiment}\n")
+    elif cmd == "query":
+        from psuite.psbase import query
+
+        q = query.run_query(store, args.experiment, args.result, args.by, args.where, query.parse_stats(args.stat))
+        write_stdout(query.render(q, args.format))
     elif cmd == "restore":
         idx = _indexes(args.runs)
         store.set_deleted(args.experiment, idx, False)
