@@ -96,7 +96,10 @@ _FRAME = re.compile(r"^\s+([0-9a-f]+)\s+(.*)\s+\((.*)\)\s*$")
 
 def parse_perf_script(text: str, inlined: bool = True) -> list[Sample]:
     """`perf script -F tid,period,ip,sym,dso` into samples.  Frames perf
-    shows as "(inlined)" are kept or dropped by `inlined`."""
+    shows as "(inlined)" are kept or dropped by `inlined`; kernel frames
+    (an interrupt on the way back to user mode, a busy machine's reschedule
+    IPI) are dropped: psrun's paths, like its flat profile, are the user
+    stack the sample returns to."""
     samples: list[Sample] = []
     for block in re.split(r"\n\s*\n", text):
         lines = [line for line in block.splitlines() if line.strip()]
@@ -108,7 +111,7 @@ def parse_perf_script(text: str, inlined: bool = True) -> list[Sample]:
         for line in lines[1:]:
             m = _FRAME.match(line)
             assert m, f"unexpected perf script frame: {line!r}"
-            if m.group(3) == "inlined" and not inlined:
+            if (m.group(3) == "inlined" and not inlined) or m.group(3) == "[kernel.kallsyms]":
                 continue
             frames.append(m.group(2))
         samples.append(Sample(int(head.group(1)), float(head.group(2)), tuple(reversed(frames))))

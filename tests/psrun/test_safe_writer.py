@@ -421,7 +421,9 @@ def test_date_after_a_daylight_saving_change_during_the_run(targets, workdir):
     utc = time.gmtime(start)
     # POSIX TZ "n" rule: zero-based day of the year, February 29 counted
     day = utc.tm_yday - 1
-    tz = f"STD0DST-1,{day}/{utc.tm_hour:02d}:{utc.tm_min:02d}:{utc.tm_sec:02d},{(day + 1) % 365}/12:00:00"
+    # summer time for two days (more than the day steps the runtime looks ahead by: a window shorter than a
+    # day, ending at noon, was missed when the test ran between 11:00 and 12:00 UTC)
+    tz = f"STD0DST-1,{day}/{utc.tm_hour:02d}:{utc.tm_min:02d}:{utc.tm_sec:02d},{(day + 2) % 365}/12:00:00"
     env = {**os.environ, "TZ": tz}
     p = run_tool("psrun", "-q", targets["signal_end"], "alarm_exit", "4000", cwd=workdir, env=env, timeout=60)
     after = time.time()
