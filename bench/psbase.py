@@ -54,8 +54,7 @@ def definition():
             Variable("compiler", "string", synopsis="compiler"),
             Variable("elapsed", "float", synopsis="run time", unit="s", is_result=True),
             Variable("chunk", "integer", synopsis="chunk size", unit="B", occurrence="multiple"),
-            Variable("bandwidth", "float", synopsis="bandwidth", unit="MB/s", occurrence="multiple",
-                     is_result=True),
+            Variable("bandwidth", "float", synopsis="bandwidth", unit="MB/s", occurrence="multiple", is_result=True),
         ],
     )
 
@@ -86,12 +85,19 @@ def runs(first: int, count: int, rows: int) -> list:
     out = []
     for i in range(first, first + count):
         base = run_part(i)
-        out.append(RunData(
-            values={"size": 1 << (20 + i % 4), "nodes": nodes_of(i), "compiler": COMPILERS[i % 3],
-                    "elapsed": 1.0 + i % 11},
-            rows=[{"chunk": c, "bandwidth": base + p} for c, p in zip(chunks, parts, strict=True)],
-            sources=[f"run{i:05d}.out"],
-            content_hash=hashlib.sha256(b"bench %d" % i).hexdigest()))
+        out.append(
+            RunData(
+                values={
+                    "size": 1 << (20 + i % 4),
+                    "nodes": nodes_of(i),
+                    "compiler": COMPILERS[i % 3],
+                    "elapsed": 1.0 + i % 11,
+                },
+                rows=[{"chunk": c, "bandwidth": base + p} for c, p in zip(chunks, parts, strict=True)],
+                sources=[f"run{i:05d}.out"],
+                content_hash=hashlib.sha256(b"bench %d" % i).hexdigest(),
+            )
+        )
     return out
 
 
@@ -103,8 +109,11 @@ def expected(nruns: int, rows: int) -> dict[tuple[int, int], tuple[float, int]]:
     by_chunk: dict[int, list[float]] = {}
     for j in range(rows):
         by_chunk.setdefault(chunk_of(j), []).append(row_part(j))
-    return {(n, c): (math.fsum(a) / len(a) + math.fsum(b) / len(b), len(a) * len(b))
-            for n, a in by_nodes.items() for c, b in by_chunk.items()}
+    return {
+        (n, c): (math.fsum(a) / len(a) + math.fsum(b) / len(b), len(a) * len(b))
+        for n, a in by_nodes.items()
+        for c, b in by_chunk.items()
+    }
 
 
 def aggregate(store):
@@ -117,11 +126,16 @@ def aggregate(store):
     once, rows = store.tables(NAME)
     r, e = store.runs, store.experiments
     exp_id = sa.select(e.c.id).where(e.c.name == NAME).scalar_subquery()
-    return (sa.select(once.c.nodes, rows.c.chunk, sa.func.avg(rows.c.bandwidth), sa.func.count())
-            .select_from(rows.join(once, once.c[RUN] == rows.c[RUN])
-                         .join(r, sa.and_(r.c.idx == rows.c[RUN], r.c.experiment == exp_id)))
-            .where(r.c.deleted.is_(False))
-            .group_by(once.c.nodes, rows.c.chunk))
+    return (
+        sa.select(once.c.nodes, rows.c.chunk, sa.func.avg(rows.c.bandwidth), sa.func.count())
+        .select_from(
+            rows.join(once, once.c[RUN] == rows.c[RUN]).join(
+                r, sa.and_(r.c.idx == rows.c[RUN], r.c.experiment == exp_id)
+            )
+        )
+        .where(r.c.deleted.is_(False))
+        .group_by(once.c.nodes, rows.c.chunk)
+    )
 
 
 def bench(url: str, label: str, nruns: int, rows: int, batch: int) -> bool:
@@ -151,14 +165,19 @@ def bench(url: str, label: str, nruns: int, rows: int, batch: int) -> bool:
     want = expected(nruns, rows)
     agree = len(got) == len(want) and all(
         (n, c) in want and cnt == want[n, c][1] and math.isclose(avg, want[n, c][0], rel_tol=1e-9)
-        for n, c, avg, cnt in got)
+        for n, c, avg, cnt in got
+    )
     total = nruns * rows
     ok = took <= IMPORT_TARGET_S and query_s <= QUERY_TARGET_S and agree
-    print(f"{label}: import of {nruns:,} runs x {rows:,} rows ({total:,} rows, {batch} runs per transaction): "
-          f"{took:.1f} s (target <= {IMPORT_TARGET_S:.0f} s), {total / took:,.0f} rows/s")
-    print(f"{label}: query, mean bandwidth per (nodes, chunk) over all {total:,} rows: {query_s:.2f} s "
-          f"(target <= {QUERY_TARGET_S:.0f} s; again {warm_s:.2f} s), {len(got)} groups, "
-          f"{'equal to' if agree else 'DIFFERENT from'} the expected means   {'ok' if ok else 'MISSED'}")
+    print(
+        f"{label}: import of {nruns:,} runs x {rows:,} rows ({total:,} rows, {batch} runs per transaction): "
+        f"{took:.1f} s (target <= {IMPORT_TARGET_S:.0f} s), {total / took:,.0f} rows/s"
+    )
+    print(
+        f"{label}: query, mean bandwidth per (nodes, chunk) over all {total:,} rows: {query_s:.2f} s "
+        f"(target <= {QUERY_TARGET_S:.0f} s; again {warm_s:.2f} s), {len(got)} groups, "
+        f"{'equal to' if agree else 'DIFFERENT from'} the expected means   {'ok' if ok else 'MISSED'}"
+    )
     return ok
 
 
@@ -184,8 +203,22 @@ def pg_server() -> Iterator[str]:
         os.chown(base, user.pw_uid, user.pw_gid)
     data = os.path.join(base, "data")
     subprocess.run([*prefix, f"{pg}/initdb", "-D", data, "-A", "trust", "-U", "psb"], check=True, capture_output=True)
-    subprocess.run([*prefix, f"{pg}/pg_ctl", "-D", data, "-o", f"-k {base} -c listen_addresses=''",
-                    "-l", os.path.join(base, "log"), "-w", "start"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            *prefix,
+            f"{pg}/pg_ctl",
+            "-D",
+            data,
+            "-o",
+            f"-k {base} -c listen_addresses=''",
+            "-l",
+            os.path.join(base, "log"),
+            "-w",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         admin = sa.create_engine(f"postgresql+psycopg://psb@/postgres?host={base}", isolation_level="AUTOCOMMIT")
         with admin.connect() as c:
