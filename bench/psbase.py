@@ -7,17 +7,22 @@ Store.add_runs as `psbase input` files them: one call, one transaction,
 per BATCH runs (as one `psbase input` of BATCH files; default 100), each
 run with a content hash, so the duplicate check runs as it does for files.
 Then one aggregating query over all rows with SQLAlchemy Core on the
-store's engine: mean bandwidth and row count per (nodes, chunk), the
-data-set table joined to the once-table and to psb_runs (deleted runs left
-out, as a psbase query must), timed, and checked against the means
-computed here in closed form.
+store's engine, in two forms, each timed and checked against the means
+computed here in closed form: mean bandwidth and row count per (nodes,
+chunk), (a) one GROUP BY over the data-set table joined to the once-table
+and to psb_runs (deleted runs left out, as a psbase query must), and
+(b) two steps: sums and counts per (run, chunk) first, then per (nodes,
+chunk).  --index adds, before the import, an index of the data set by run,
+chunk and bandwidth: the change proposed for store.py, whose cost on the
+import and effect on the query this measures.
 
 Targets: import at most 300 s, the query at most 2 s.  Printed for SQLite
 (a file in a temporary directory) and for PostgreSQL (a private server
 started here with initdb and pg_ctl on a socket directory, stopped
-afterwards); exit status 0 when every target holds and the results agree.
+afterwards); the query target is judged on the faster form; exit status 0
+when every target holds and the results agree.
 
-    python bench/psbase.py [--runs N] [--rows N] [--batch N] [--backend sqlite|postgresql|both]"""
+    python bench/psbase.py [--runs N] [--rows N] [--batch N] [--backend sqlite|postgresql|both] [--index]"""
 
 from __future__ import annotations
 
@@ -116,34 +121,100 @@ def expected(nruns: int, rows: int) -> dict[tuple[int, int], tuple[float, int]]:
     }
 
 
-def aggregate(store):
-    """The query: mean bandwidth and count per (nodes, chunk) over the runs
-    not deleted, in SQLAlchemy Core."""
+def _live(store, source):
+    """The psb_runs rows of the experiment's runs that are not deleted, joined to `source` on the run."""
+    import sqlalchemy as sa
+
+    from psuite.psbase.store import RUN
+
+    r, e = store.runs, store.experiments
+    exp_id = sa.select(e.c.id).where(e.c.name == NAME).scalar_subquery()
+    return r, source.join(r, sa.and_(r.c.idx == source.c[RUN], r.c.experiment == exp_id))
+
+
+def plain_query(store):
+    """Mean bandwidth and count per (nodes, chunk) over the runs not
+    deleted: one GROUP BY over the data-set table joined to the once-table."""
     import sqlalchemy as sa
 
     from psuite.psbase.store import RUN
 
     once, rows = store.tables(NAME)
-    r, e = store.runs, store.experiments
-    exp_id = sa.select(e.c.id).where(e.c.name == NAME).scalar_subquery()
+    r, joined = _live(store, rows)
     return (
         sa.select(once.c.nodes, rows.c.chunk, sa.func.avg(rows.c.bandwidth), sa.func.count())
-        .select_from(
-            rows.join(once, once.c[RUN] == rows.c[RUN]).join(
-                r, sa.and_(r.c.idx == rows.c[RUN], r.c.experiment == exp_id)
-            )
-        )
+        .select_from(joined.join(once, once.c[RUN] == rows.c[RUN]))
         .where(r.c.deleted.is_(False))
         .group_by(once.c.nodes, rows.c.chunk)
     )
 
 
-def bench(url: str, label: str, nruns: int, rows: int, batch: int) -> bool:
+def two_step_query(store):
+    """The same result in two steps: sums and counts per (run, chunk), then
+    per (nodes, chunk).  SQLite aggregates by sorting (it has no hash
+    aggregation), so the one-step form sorts all rows; the first step here
+    streams without a sort when an index orders the data set by run and
+    chunk (--index), leaving 10 groups per run to sort."""
+    import sqlalchemy as sa
+
+    from psuite.psbase.store import RUN
+
+    once, rows = store.tables(NAME)
+    per_run = (
+        sa.select(rows.c[RUN], rows.c.chunk, sa.func.sum(rows.c.bandwidth).label("s"), sa.func.count().label("n"))
+        .group_by(rows.c[RUN], rows.c.chunk)
+        .subquery()
+    )
+    r, joined = _live(store, per_run)
+    return (
+        sa.select(
+            once.c.nodes, per_run.c.chunk, sa.func.sum(per_run.c.s) / sa.func.sum(per_run.c.n), sa.func.sum(per_run.c.n)
+        )
+        .select_from(joined.join(once, once.c[RUN] == per_run.c[RUN]))
+        .where(r.c.deleted.is_(False))
+        .group_by(once.c.nodes, per_run.c.chunk)
+    )
+
+
+def covering_index(store) -> None:
+    """What --index adds before the import: an index on the data-set table by
+    run, then the parameter, then the result (the change proposed for
+    store.py's setup: one such index per data-set table)."""
+    import sqlalchemy as sa
+
+    from psuite.psbase.store import RUN
+
+    _, rows = store.tables(NAME)
+    with store.engine.begin() as conn:
+        sa.Index(f"{rows.name}_by_run", rows.c[RUN], rows.c.chunk, rows.c.bandwidth).create(conn)
+
+
+def timed_query(store, q) -> tuple[list, float, float]:
+    """The rows, the first time and a second time (tables in the cache)."""
+    with store.engine.connect() as conn:
+        t = time.perf_counter()
+        got = [tuple(row) for row in conn.execute(q)]
+        first = time.perf_counter() - t
+        t = time.perf_counter()
+        conn.execute(q).all()
+        return got, first, time.perf_counter() - t
+
+
+def agrees(got: list, want: dict) -> bool:
+    return len(got) == len(want) and all(
+        (n, c) in want and cnt == want[n, c][1] and math.isclose(float(avg), want[n, c][0], rel_tol=1e-9)
+        for n, c, avg, cnt in got
+    )
+
+
+def bench(url: str, label: str, nruns: int, rows: int, batch: int, index: bool) -> bool:
     from psuite.psbase.store import Store
 
     store = Store(url, create=True)
     try:
         store.setup(definition())
+        if index:
+            covering_index(store)
         took = 0.0
         for first in range(0, nruns, batch):
             part = runs(first, min(batch, nruns - first), rows)  # made outside the timed import
@@ -152,31 +223,33 @@ def bench(url: str, label: str, nruns: int, rows: int, batch: int) -> bool:
             took += time.perf_counter() - t
             if (first // batch) % 10 == 9:
                 print(f"  {label}: {first + len(part):,} runs in {took:.1f} s", file=sys.stderr)
-        q = aggregate(store)
-        with store.engine.connect() as conn:
-            t = time.perf_counter()
-            got = conn.execute(q).all()
-            query_s = time.perf_counter() - t
-            t = time.perf_counter()
-            conn.execute(q).all()  # again, with the tables in the cache
-            warm_s = time.perf_counter() - t
+        results = {
+            how: timed_query(store, q(store))
+            for how, q in (("one GROUP BY", plain_query), ("two steps", two_step_query))
+        }
     finally:
         store.close()
     want = expected(nruns, rows)
-    agree = len(got) == len(want) and all(
-        (n, c) in want and cnt == want[n, c][1] and math.isclose(avg, want[n, c][0], rel_tol=1e-9)
-        for n, c, avg, cnt in got
-    )
     total = nruns * rows
-    ok = took <= IMPORT_TARGET_S and query_s <= QUERY_TARGET_S and agree
+    ok = took <= IMPORT_TARGET_S
     print(
-        f"{label}: import of {nruns:,} runs x {rows:,} rows ({total:,} rows, {batch} runs per transaction): "
-        f"{took:.1f} s (target <= {IMPORT_TARGET_S:.0f} s), {total / took:,.0f} rows/s"
+        f"{label}: import of {nruns:,} runs x {rows:,} rows ({total:,} rows, {batch} runs per transaction"
+        f"{', with the covering index' if index else ''}): {took:.1f} s (target <= {IMPORT_TARGET_S:.0f} s), "
+        f"{total / took:,.0f} rows/s   {'ok' if ok else 'MISSED'}"
     )
+    best = min(first for _, first, _ in results.values())
+    for how, (got, first, again) in results.items():
+        agree = agrees(got, want)
+        ok &= agree
+        print(
+            f"{label}: query, mean bandwidth per (nodes, chunk) over all {total:,} rows, {how}: {first:.2f} s "
+            f"(again {again:.2f} s), {len(got)} groups, {'equal to' if agree else 'DIFFERENT from'} the "
+            "expected means"
+        )
+    ok &= best <= QUERY_TARGET_S
     print(
-        f"{label}: query, mean bandwidth per (nodes, chunk) over all {total:,} rows: {query_s:.2f} s "
-        f"(target <= {QUERY_TARGET_S:.0f} s; again {warm_s:.2f} s), {len(got)} groups, "
-        f"{'equal to' if agree else 'DIFFERENT from'} the expected means   {'ok' if ok else 'MISSED'}"
+        f"{label}: fastest query {best:.2f} s (target <= {QUERY_TARGET_S:.0f} s)   "
+        f"{'ok' if best <= QUERY_TARGET_S else 'MISSED'}"
     )
     return ok
 
@@ -236,6 +309,12 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1000, help="data-set rows per run (default 1000)")
     ap.add_argument("--batch", type=int, default=100, help="runs per import transaction (default 100)")
     ap.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
+    ap.add_argument(
+        "--index",
+        action="store_true",
+        help="add an index of the data set by run, chunk and bandwidth before the import "
+        "(the change proposed for store.py), to measure its cost and effect",
+    )
     args = ap.parse_args()
     if min(args.runs, args.rows, args.batch) < 1:
         print("bench: --runs, --rows and --batch must be at least 1", file=sys.stderr)
@@ -243,10 +322,10 @@ def main() -> int:
     ok = True
     if args.backend in ("sqlite", "both"):
         with tempfile.TemporaryDirectory(prefix="psbase-bench-") as d:
-            ok &= bench(os.path.join(d, "bench.db"), "SQLite", args.runs, args.rows, args.batch)
+            ok &= bench(os.path.join(d, "bench.db"), "SQLite", args.runs, args.rows, args.batch, args.index)
     if args.backend in ("postgresql", "both"):
         with pg_server() as url:
-            ok &= bench(url, "PostgreSQL", args.runs, args.rows, args.batch)
+            ok &= bench(url, "PostgreSQL", args.runs, args.rows, args.batch, args.index)
     return 0 if ok else 1
 
 
