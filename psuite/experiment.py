@@ -185,6 +185,10 @@ class Experiment:
         return np.fromiter((-1 if c.parent is None else c.parent for c in self.cnodes), dtype=np.int64,
                            count=len(self.cnodes))
 
+    def depths(self) -> list[int]:
+        """Per cnode its depth, 0 for a root."""
+        return depths(self.parents()).tolist()
+
     def depth(self, cnode: int) -> int:
         d = 0
         while (cnode := self.cnodes[cnode].parent) is not None:
@@ -240,13 +244,7 @@ class Experiment:
         a = self.stored(metric)
         if m.kind == EXCLUSIVE or m.combine is not np.add:  # a least or greatest value has no exclusive part
             return a
-        out = a.copy()
-        parents = self.parents()
-        for i in range(len(self.cnodes) - 1, -1, -1):
-            p = parents[i]
-            if p >= 0:
-                out[p] -= a[i]
-        return out
+        return to_exclusive(a, self.parents())
 
     def inclusive(self, metric: str) -> np.ndarray:
         """(cnodes, locations): each call path's value with its callees'."""
@@ -256,14 +254,7 @@ class Experiment:
         a = self.stored(metric)
         if m.kind == INCLUSIVE:
             return a
-        out = a.copy()
-        parents = self.parents()
-        combine = m.combine
-        for i in range(len(self.cnodes) - 1, 0, -1):  # children after parents: sums flow up in one pass
-            p = parents[i]
-            if p >= 0:
-                combine(out[p], out[i], out=out[p])
-        return out
+        return to_inclusive(a, self.parents(), m.combine)
 
     def derived_values(self, metric: str, inclusive: bool = True,
                        fetch: Callable[[str], np.ndarray | float] | None = None,
@@ -305,6 +296,50 @@ class Experiment:
             return float(self.derived_values(metric, fetch=lambda n: self.total(n)))
         a = self.stored(metric) if m.kind == INCLUSIVE else self.inclusive(metric)
         return float(m.combine.reduce(a[self.roots], axis=None))
+
+
+# -- tree arithmetic over (cnodes, locations) arrays ---------------------------
+def scatter_add(out: np.ndarray, rows: np.ndarray, values: np.ndarray, combine: np.ufunc = np.add) -> None:
+    """out[rows[i]] += values[i] for every i, repeated rows summed (np.add.at's
+    meaning, with a sort and one reduceat instead of its slow element loop);
+    with combine np.minimum or np.maximum (MINDOUBLE, MAXDOUBLE metrics), the
+    least or greatest instead of the sum."""
+    if len(rows) == 0:
+        return
+    order = np.argsort(rows, kind="stable")
+    ordered = rows[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    at = ordered[starts]
+    out[at] = combine(out[at], combine.reduceat(values[order], starts, axis=0))
+
+
+def depths(parents: np.ndarray) -> np.ndarray:
+    """Per cnode its depth (0 for a root), from parents listed parents first."""
+    depth = np.zeros(len(parents), dtype=np.int64)
+    for i, p in enumerate(parents.tolist()):  # parents come first: one pass over the cnodes
+        if p >= 0:
+            depth[i] = depth[p] + 1
+    return depth
+
+
+def to_inclusive(a: np.ndarray, parents: np.ndarray, combine: np.ufunc = np.add) -> np.ndarray:
+    """Inclusive values from exclusive ones: sums (or least or greatest
+    values) flow up one tree level at a time."""
+    out = a.copy()
+    depth = depths(parents)
+    for d in range(int(depth.max(initial=0)), 0, -1):
+        level = np.flatnonzero(depth == d)
+        scatter_add(out, parents[level], out[level], combine)
+    return out
+
+
+def to_exclusive(a: np.ndarray, parents: np.ndarray) -> np.ndarray:
+    """Exclusive values from inclusive ones: each call path less its children."""
+    out = a.copy()
+    children = np.flatnonzero(parents >= 0)
+    scatter_add(out, parents[children], -a[children])
+    return out
+
 
 
 # -- derived metrics: a safe subset of CubePL ---------------------------------

@@ -37,56 +37,24 @@ from dataclasses import dataclass
 import numpy as np
 
 from psuite.errors import UsageError
-from psuite.experiment import EXCLUSIVE, INCLUSIVE, Cnode, Experiment, Location, Metric, Region, evaluate
+from psuite.experiment import (
+    EXCLUSIVE,
+    INCLUSIVE,
+    Cnode,
+    Experiment,
+    Location,
+    Metric,
+    Region,
+    evaluate,
+    scatter_add,
+    to_exclusive,
+    to_inclusive,
+)
 
 
 class AlgebraError(UsageError):
     """Experiments that cannot be combined as asked, or an operation's
     argument that names nothing in the experiment."""
-
-
-# -- tree arithmetic over (cnodes, locations) arrays -----------------------------------------
-
-
-def scatter_add(out: np.ndarray, rows: np.ndarray, values: np.ndarray, combine: np.ufunc = np.add) -> None:
-    """out[rows[i]] += values[i] for every i, repeated rows summed (np.add.at's
-    meaning, with a sort and one reduceat instead of its slow element loop);
-    with combine np.minimum or np.maximum (MINDOUBLE, MAXDOUBLE metrics), the
-    least or greatest instead of the sum."""
-    if len(rows) == 0:
-        return
-    order = np.argsort(rows, kind="stable")
-    ordered = rows[order]
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    at = ordered[starts]
-    out[at] = combine(out[at], combine.reduceat(values[order], starts, axis=0))
-
-
-def _depths(parents: np.ndarray) -> np.ndarray:
-    depth = np.zeros(len(parents), dtype=np.int64)
-    for i, p in enumerate(parents.tolist()):  # parents come first: one pass over the cnodes
-        if p >= 0:
-            depth[i] = depth[p] + 1
-    return depth
-
-
-def to_inclusive(a: np.ndarray, parents: np.ndarray, combine: np.ufunc = np.add) -> np.ndarray:
-    """Inclusive values from exclusive ones: sums (or least or greatest
-    values) flow up one tree level at a time."""
-    out = a.copy()
-    depth = _depths(parents)
-    for d in range(int(depth.max(initial=0)), 0, -1):
-        level = np.flatnonzero(depth == d)
-        scatter_add(out, parents[level], out[level], combine)
-    return out
-
-
-def to_exclusive(a: np.ndarray, parents: np.ndarray) -> np.ndarray:
-    """Exclusive values from inclusive ones: each call path less its children."""
-    out = a.copy()
-    children = np.flatnonzero(parents >= 0)
-    scatter_add(out, parents[children], -a[children])
-    return out
 
 
 def _view(e: Experiment, name: str, kind: str) -> tuple[np.ndarray, bool]:

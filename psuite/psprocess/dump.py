@@ -78,7 +78,7 @@ def select_callpaths(exp: Experiment, spec: str) -> list[int]:
     m = re.fullmatch(r"level\s*([<=>])\s*(\d+)", spec)
     if m:
         op, level = m.group(1), int(m.group(2))
-        depths = _depths(exp)
+        depths = exp.depths()
         test = {"<": level.__gt__, "=": level.__eq__, ">": level.__lt__}[op]
         return [i for i in range(n) if test(depths[i])]
     if spec.startswith("name="):
@@ -96,13 +96,6 @@ def select_callpaths(exp: Experiment, spec: str) -> list[int]:
         raise UsageError(f"-c {spec!r}: give all, ids and ranges (0,3,5-10), leafs, roots, level=N, level<N, "
                          "level>N or name=REGEX")
     return ranges(spec, n, "-c")
-
-
-def _depths(exp: Experiment) -> list[int]:
-    out: list[int] = []
-    for c in exp.cnodes:
-        out.append(0 if c.parent is None else out[c.parent] + 1)
-    return out
 
 
 def select_locations(exp: Experiment, spec: str | None) -> list[int] | None:

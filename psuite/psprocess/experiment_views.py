@@ -317,7 +317,7 @@ def render_text(view: View) -> Iterator[str]:
                "their values.\n")
     if len(exp.cnodes) < 2 or not names:  # one call path: its values are the totals above
         return
-    labels = [f"{'  ' * d}{exp.region_name(i)} (id={i})" for i, d in enumerate(_depths(exp))]
+    labels = [f"{'  ' * d}{exp.region_name(i)} (id={i})" for i, d in enumerate(exp.depths())]
     where = f"summed over {len(exp.locations):,} location{'s' * (len(exp.locations) != 1)}"
     for chunk in _chunks(names, TEXT_METRICS - 1):
         header = [f"{n} {kind}" for n in chunk for kind in (INCL, EXCL)]
@@ -333,13 +333,6 @@ def render_text(view: View) -> Iterator[str]:
 def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
     """Metrics a few at a time, so that tables stay readable."""
     return [items[k:k + size] for k in range(0, len(items), size)]
-
-
-def _depths(exp: Experiment) -> list[int]:
-    out: list[int] = []
-    for c in exp.cnodes:
-        out.append(0 if c.parent is None else out[c.parent] + 1)
-    return out
 
 
 def _table(rows: Sequence[Sequence[str]], right: Iterable[int] = ()) -> list[str]:
