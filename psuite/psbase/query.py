@@ -24,6 +24,7 @@ import sqlalchemy as sa
 
 from psuite.errors import UsageError
 from psuite.psbase.model import Definition, Variable, convert
+from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import RUN, Store, _from_db, _to_db
 
 STATS = ("mean", "stddev", "count", "min", "max", "median")
@@ -39,6 +40,23 @@ class QueryResult:
     by: list[Variable]
     stats: list[str]
     rows: list[tuple]  # per group: the parameter values, then one value per statistic
+
+    def table(self) -> ResultTable:
+        """The result as the table every output reads: the parameters as
+        keys, each statistic a value column, the standard deviation the
+        error of the mean."""
+        cols = [Column(p.name, p.unit, "key", label=p.synopsis, datatype=p.datatype) for p in self.by]
+        r = self.result
+        for s in self.stats:
+            name = f"{r.name} {s}"
+            if s == "stddev" and "mean" in self.stats:
+                cols.append(Column(name, r.unit, "error", of=f"{r.name} mean", label=f"{r.synopsis or r.name} {s}"))
+            else:
+                cols.append(Column(name, "" if s == "count" else r.unit, "value",
+                                   label=f"{r.synopsis or r.name} {s}",
+                                   datatype="integer" if s == "count" else r.datatype))
+        return ResultTable(f"{r.name} by {', '.join(p.name for p in self.by)}", cols, list(self.rows),
+                           experiment=self.experiment)
 
 
 def parse_where(items: list[str], d: Definition) -> dict[str, list[object]]:

@@ -1,0 +1,56 @@
+"""A query's result as one table: what every psbase query (the short form
+and query files) produces and every output (text, CSV, JSON, gnuplot,
+plots, HTML) consumes, so that queries and outputs are written once each.
+
+Columns have a role: "key" columns are the parameter values a row stands
+for (the x axis of a plot, the groups of a bar chart), "value" columns
+the results (one line or one set of bars each), and "error" columns the
+spread of one value column (named by `of`; drawn as error bars)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ROLES = ("key", "value", "error")
+
+
+@dataclass
+class Column:
+    name: str  # the header, e.g. "chunk_size" or "bandwidth mean"
+    unit: str = ""  # printed form, e.g. "MB/s"; "" when the values have none
+    role: str = "value"  # one of ROLES
+    of: str | None = None  # role "error": the name of the value column it belongs to
+    label: str = ""  # a longer label for axes and legends (the variable's synopsis); "" means the name
+    datatype: str = "float"  # the psbase datatype of the values (model.DATATYPES)
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"column role {self.role!r} is not one of {ROLES}")
+        if (self.role == "error") != (self.of is not None):
+            raise ValueError("an error column names the value column it belongs to (of=), and only it does")
+
+
+@dataclass
+class ResultTable:
+    """Rows of typed values, one per column (None: no value)."""
+
+    title: str
+    columns: list[Column]
+    rows: list[tuple] = field(default_factory=list)
+    experiment: str = ""
+    notes: list[str] = field(default_factory=list)  # e.g. the sources and filters, printed with the table
+
+    def column(self, name: str) -> int:
+        for i, c in enumerate(self.columns):
+            if c.name == name:
+                return i
+        raise KeyError(name)
+
+    def keys(self) -> list[Column]:
+        return [c for c in self.columns if c.role == "key"]
+
+    def values(self) -> list[Column]:
+        return [c for c in self.columns if c.role == "value"]
+
+    def error_of(self, value: str) -> Column | None:
+        return next((c for c in self.columns if c.role == "error" and c.of == value), None)

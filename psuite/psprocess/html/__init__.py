@@ -1,0 +1,39 @@
+"""psprocess's HTML report: one self-contained page (no network, no
+server) showing any input psuite reads, or any result of the algebra, in
+CUBE's three coupled panes with a source view, a flame graph and charts.
+
+Two halves meet at one JSON document, the *view*:
+- `viewdoc.build(...)` (Python) turns Experiments and reports into it;
+- `page.render(view)` embeds it with the page's script and plotly.js into
+  one HTML file; the script (app.js) draws everything from the view alone.
+
+The view (version 1; every key present, lists may be empty):
+
+  {"psuite_view": 1,
+   "title": str,                        # the page's heading, e.g. the command
+   "kind": "counts" | "profile" | "calltree" | "difference" | "cube",
+   "difference": bool,                  # values are gains and losses (two colours)
+   "context": [[label, value], ...],    # machine, host, command, date, ranks, threads ...
+   "dropped": [{"event": str, "why": str}],   # events asked for but not measured
+   "metrics": [{"name": str, "display": str, "unit": str, "description": str,
+                "parent": int | null,   # index in this list: the metric tree
+                "integer": bool, "derived": bool}],
+   "regions": [{"name": str, "module": str, "file": str | null, "line": int | null}],
+   "cnodes": {"region": [int, ...],     # per cnode: index in regions
+              "parent": [int, ...],     # per cnode: parent cnode, -1 for a root; parents come first
+              "line": [int, ...]},      # per cnode: call-site line, -1 unknown
+   "locations": [{"machine": str, "node": str, "rank": int, "thread": int, "label": str}],
+   "values": {metric name: {
+       "exclusive": [float, ...],       # row-major (cnode, location): len(cnodes) * len(locations)
+       "inclusive": [float, ...] | null # given for derived metrics (ratios do not add up); else
+                                        # the page sums exclusive values up the tree
+   }},
+   "sources": [{"file": str,            # as the profile names it
+                "path": str | null,     # where it was read; null when unreadable (then no lines)
+                "lines": [str, ...],    # the file's text, line 1 first
+                "samples": {"LINE": int},   # samples per line number (string keys: JSON)
+                "total": int}]}         # the profile's samples in all, for percentages
+
+Counting reports are one root cnode per program with every event and
+derived metric a metric; flat profiles are the program's root with one
+child per function; call-path profiles the real tree."""

@@ -1,0 +1,41 @@
+"""The page: one HTML file with the view (JSON), the page's own script and
+style, and plotly.js, all inline, so it opens from disk with no network."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+
+VIEW_ID = "psuite-view"  # <script type="application/json" id=...> holding the view
+
+
+def plotly_js() -> str:
+    """plotly.js as the plotly Python package installs it (offline)."""
+    import plotly
+
+    path = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _asset(name: str) -> str:
+    return resources.files("psuite.psprocess.html").joinpath(name).read_text(encoding="utf-8")
+
+
+def embed_json(view: dict) -> str:
+    """JSON safe inside <script>: no "</" can end the element early."""
+    return json.dumps(view, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+
+
+def render(view: dict) -> str:
+    """The whole page for a view (see psuite.psprocess.html)."""
+    title = str(view.get("title", "psuite report"))
+    esc = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        f"<title>{esc}</title>\n<style>{_asset('page.css')}</style>\n"
+        f"<script>{plotly_js()}</script>\n</head><body>\n"
+        f"<script type=\"application/json\" id=\"{VIEW_ID}\">{embed_json(view)}</script>\n"
+        f"<script>{_asset('app.js')}</script>\n</body></html>\n"
+    )
