@@ -32,7 +32,8 @@ NAME_RE = re.compile(r"^(?!psb_)[A-Za-z][A-Za-z0-9_]{0,62}$", re.I)  # also a co
 
 
 def _parser() -> etree.XMLParser:
-    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True)
+    return etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True,
+                            remove_pis=True)
 
 
 def _text(elem: etree._Element | None) -> str:
@@ -69,6 +70,11 @@ def parse_bytes(data: bytes, source: str = "definition") -> Definition:
                 performed[key] = _text(pb.find(key))
     d = Definition(name=name, synopsis=_text(info.find("synopsis")), description=_text(info.find("description")),
                    performed_by=performed, project=_text(info.find("project")))
+    _known(root, source, ("name", "info", "parameter", "result", *_INFO))
+    if info is not root:
+        _known(info, source, _INFO)
+    if pb is not None:
+        _known(pb, source, ("name", "organization"))
     seen: set[str] = set()
     for elem in root:
         if elem.tag not in ("parameter", "result"):
@@ -84,8 +90,22 @@ def parse_bytes(data: bytes, source: str = "definition") -> Definition:
     return d
 
 
+_INFO = ("performed_by", "project", "synopsis", "description")
+_VARIABLE = ("name", "synopsis", "description", "datatype", "unit", "valid", "default")
+
+
+def _known(elem: etree._Element, source: str, allowed: tuple[str, ...]) -> None:
+    """Refuse an element the format does not have: a misspelt <baseunit> must
+    not silently leave a variable without its unit."""
+    for child in elem:
+        if child.tag not in allowed:
+            raise InputError(f"{source} line {child.sourceline}: <{child.tag}> is not allowed in <{elem.tag}>; "
+                             f"use {', '.join('<' + a + '>' for a in allowed)}")
+
+
 def _variable(elem: etree._Element, source: str) -> Variable:
     where = f"{source} line {elem.sourceline}"
+    _known(elem, source, _VARIABLE)
     name = _text(elem.find("name"))
     if not name:
         raise InputError(f"{where}: a <{elem.tag}> has no <name>; add one")
@@ -102,6 +122,7 @@ def _variable(elem: etree._Element, source: str) -> Variable:
     if u is not None:
         try:
             unit = str(units.from_xml(u))
+            units.parse(unit)  # the printed form must read back: it is what the archive keeps
         except InputError as exc:
             raise InputError(f"{where}: {elem.tag} {name!r}: {exc}") from None
     default_elem = elem.find("default")

@@ -45,10 +45,10 @@ evaluator (numbers, variable names, + - * / // % **, abs min max round):
 nothing is passed to eval.
 
 Each file is one run, its content_hash the sha256 of its bytes; several
-files merged into one run hash their bytes in the order of their sorted
-paths.  The n-th of several runs in one file (run separators) has the sha256
-of "<the file's sha256>#<n>", so that a second import of the file is refused
-run by run while its runs differ from each other.
+files merged into one run hash the sorted digests of their bytes (the same
+files in any order or under other paths are the same run).  Each of several
+runs in one file (run separators) has the sha256 of its own lines: a second
+import of the file is refused, and runs appended to the file later are new.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def _choice(path: str, elem: etree._Element, attr: str, choices: tuple[str, ...]
 
 def parse(path: str) -> InputDescription:
     """Read an input description; a malformed one is a one-line UsageError naming file and element."""
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True)
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True, remove_pis=True)
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -420,7 +420,8 @@ class _Found:
     rows: list[dict[str, object]] = field(default_factory=list)
     origin: dict[str, str] = field(default_factory=dict)
     row_origin: list[str] = field(default_factory=list)
-    tables_missing: list[tuple[TabularLocation, str]] = field(default_factory=list)
+    # (table, file, what is missing)
+    tables_missing: list[tuple[TabularLocation, str, str]] = field(default_factory=list)
 
 
 def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]) -> dict[str, Variable]:
@@ -542,9 +543,10 @@ def _filename(loc: FilenameLocation, variables: dict[str, Variable], path: str, 
 def _table(table: TabularLocation, variables: dict[str, Variable], block: list[Line], path: str, found: _Found) -> None:
     start = next((i for i, (_, line) in enumerate(block) if table.pattern.search(line)), None)
     if start is None:
-        found.tables_missing.append((table, path))
+        found.tables_missing.append((table, path, "no table after"))
         return
     width = max(pos for pos, _ in table.columns)
+    rows_before = len(found.rows)
     for lineno, line in block[start + 1 + table.skip :]:
         if not line.strip():
             break
@@ -553,12 +555,21 @@ def _table(table: TabularLocation, variables: dict[str, Variable], block: list[L
         if table.row is not None and not table.row.search(line):
             break
         words = line.split()
+        where = f"{path}:{lineno}"
         if len(words) < width:
-            break
-        found.rows.append(
-            {name: _typed(variables[name], words[pos - 1], f"{path}:{lineno}") for pos, name in table.columns}
-        )
-        found.row_origin.append(f"{path}:{lineno}")
+            # a row with cells missing, or a line after the table ("Total: ...")? A row's present
+            # cells are values of their columns; the missing ones are left to the missing-value policy
+            try:
+                row = {name: _typed(variables[name], words[pos - 1], where)
+                       for pos, name in table.columns if pos <= len(words)}
+            except BadValue:
+                break
+        else:
+            row = {name: _typed(variables[name], words[pos - 1], where) for pos, name in table.columns}
+        found.rows.append(row)
+        found.row_origin.append(where)
+    if len(found.rows) == rows_before:
+        found.tables_missing.append((table, path, "no table rows after"))
 
 
 def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
@@ -669,14 +680,17 @@ def _assemble(
         if variables[name].occurrence == "once":
             values[name] = value
         else:
+            if not rows:
+                raise UsageError(f"{where}: --fixed {name}={text}: '{name}' is a data-set variable and this "
+                                 "run has no data-set rows to give it to; check the file or drop the value")
             for row in rows:
                 row[name] = value
     for desc, found in parts:
-        for table, path in found.tables_missing:
+        for table, path, what in found.tables_missing:
             for _, name in table.columns:
                 if _policy(desc, name, missing) == "refuse":
                     raise UsageError(
-                        f"{path}: no table after {table.pattern.text!r} (<tabular_location> line "
+                        f"{path}: {what} {table.pattern.text!r} (<tabular_location> line "
                         f"{table.sourceline}), so no value for '{name}'; check the file or the description"
                     )
     descs = [d for d, _ in parts]
@@ -714,11 +728,14 @@ def _fill_missing(
 
 
 def content_hash(files: Sequence[str]) -> str:
-    """sha256 of the files' bytes, concatenated in the order of their sorted paths."""
-    digest = hashlib.sha256()
-    for path in sorted(files):
-        digest.update(_read(path)[0])
-    return digest.hexdigest()
+    """sha256 over the sorted sha256 digests of the files' bytes: the same
+    files give the same hash however they are named or ordered."""
+    digests = sorted(hashlib.sha256(_read(path)[0]).digest() for path in files)
+    return hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+def _block_hash(block: list[Line]) -> str:
+    return hashlib.sha256("\n".join(line for _, line in block).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def extract(
@@ -755,10 +772,11 @@ def extract(
                 f"{path}: no line matches the run separator {desc.separator.text!r}; "
                 "check the file or the <set_separation> of the input description"
             )
-        for number, block in enumerate(blocks, start=1):
+        for block in blocks:
             found = _scan(desc, variables, path, block)
-            # the store refuses a hash it holds: the runs of one file need one each, the same on every import
-            run_hash = digest if len(blocks) == 1 else hashlib.sha256(f"{digest}#{number}".encode()).hexdigest()
+            # the store refuses a hash it holds: a run of several in a file is known by its own lines, so
+            # runs appended to the file later are new and the old ones are refused on a second import
+            run_hash = digest if len(blocks) == 1 else _block_hash(block)
             runs.append(_assemble([(desc, found)], variables, fixed, missing, [path], run_hash))
     return runs
 

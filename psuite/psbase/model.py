@@ -8,11 +8,14 @@ that convert() made, so a bad value is refused before anything is written."""
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from dataclasses import dataclass, field
 
 from psuite.errors import UsageError
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+STRING_MAX = 255  # the store's VARCHAR(255); text has no limit
 DATATYPES = ("integer", "float", "string", "text", "date", "time", "duration", "timestamp", "boolean", "version")
 OCCURRENCES = ("once", "multiple")
 
@@ -107,7 +110,7 @@ _DATE_FORMATS = ("%d.%m.%Y", "%Y/%m/%d", "%b %d %Y", "%d %b %Y")
 _EXPECTED = {
     "integer": "an integer",
     "float": "a number",
-    "string": "a string",
+    "string": f"a string of at most {STRING_MAX} characters (use datatype text for longer ones)",
     "text": "a text",
     "date": "a date (YYYY-MM-DD)",
     "time": "a time of day (HH:MM[:SS])",
@@ -139,16 +142,23 @@ def _duration(s: str) -> _dt.timedelta:
 
 
 def _timestamp(s: str) -> _dt.datetime:
+    """A timestamp; one with a zone offset is converted to UTC and kept
+    without the zone (both databases then store the same instant), one
+    without an offset is kept as written."""
     try:
-        return _dt.datetime.fromisoformat(s.replace("Z", "+00:00") if s.endswith("Z") else s)
+        t = _dt.datetime.fromisoformat(s.replace("Z", "+00:00") if s.endswith("Z") else s)
     except ValueError:
-        pass
-    for fmt in _TIMESTAMP_FORMATS:
-        try:
-            return _dt.datetime.strptime(s, fmt)
-        except ValueError:
-            continue
-    raise ValueError(s)
+        for fmt in _TIMESTAMP_FORMATS:
+            try:
+                t = _dt.datetime.strptime(s, fmt)
+                break
+            except ValueError:
+                continue
+        else:
+            raise ValueError(s) from None
+    if t.tzinfo is not None:
+        t = t.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return t
 
 
 def _date(s: str) -> _dt.date:
@@ -167,23 +177,33 @@ def _date(s: str) -> _dt.date:
 def _parse(datatype: str, s: str) -> object:
     if datatype == "integer":
         try:
-            return int(s)
+            n = int(s)
         except ValueError:
             f = float(s)  # "4.0" and "1e3" are integers written as floats
             if not f.is_integer():
                 raise
-            return int(f)
+            n = int(f)
+        if not INT64_MIN <= n <= INT64_MAX:  # what both databases store
+            raise ValueError(s)
+        return n
     if datatype == "float":
         f = float(s)
-        if f != f:  # NaN compares to nothing: a query could never find it
+        if not math.isfinite(f):  # NaN compares to nothing, and inf is an overflow, not a measurement
             raise ValueError(s)
         return f
-    if datatype in ("string", "text"):
+    if datatype == "string":
+        if len(s) > STRING_MAX:
+            raise ValueError(s)
+        return s
+    if datatype == "text":
         return s
     if datatype == "date":
         return _date(s)
     if datatype == "time":
-        return _dt.time.fromisoformat(s)
+        t = _dt.time.fromisoformat(s)
+        if t.tzinfo is not None:  # stored without a zone: in UTC, as timestamps are
+            t = _dt.datetime.combine(_dt.date(2000, 1, 1), t).astimezone(_dt.timezone.utc).time()
+        return t
     if datatype == "duration":
         return _duration(s)
     if datatype == "timestamp":
@@ -202,6 +222,14 @@ def _parse(datatype: str, s: str) -> object:
     raise UsageError(f"unknown datatype {datatype!r}; use one of {', '.join(DATATYPES)}")
 
 
+def _is_float(s: str) -> bool:
+    try:
+        float(s)
+    except ValueError:
+        return False
+    return True
+
+
 def convert(variable: Variable, text: str) -> object:
     """text as a typed value of variable: int, float, str, datetime.date,
     datetime.time, datetime.timedelta, datetime.datetime, bool or Version.
@@ -211,7 +239,12 @@ def convert(variable: Variable, text: str) -> object:
         value = _parse(variable.datatype, s)
     except (ValueError, OverflowError):
         shown = s if len(s) <= 60 else s[:57] + "..."
-        raise BadValue(f"variable {variable.name!r}: {shown!r} is not {_EXPECTED[variable.datatype]}") from None
+        why = _EXPECTED[variable.datatype]
+        if variable.datatype == "integer" and re.fullmatch(r"[+-]?\d+", s):
+            why += " within 64 bits"
+        elif variable.datatype == "float" and _is_float(s):
+            why = "a finite number (no inf or nan)"
+        raise BadValue(f"variable {variable.name!r}: {shown!r} is not {why}") from None
     if variable.valid:
         allowed = [_parse(variable.datatype, v.strip()) for v in variable.valid]
         if value not in allowed:

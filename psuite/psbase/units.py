@@ -31,6 +31,9 @@ class Factor:
     scaling: str = ""  # a key of SCALINGS or ""
 
     def __str__(self) -> str:
+        if self.scaling and self.base not in BASE_SYMBOLS:
+            # "kprocess" would read back as a base unit of its own: spell the scaling out
+            return f"{self.scaling} {self.base}"
         prefix = SCALINGS[self.scaling][0] if self.scaling else ""
         return prefix + BASE_SYMBOLS.get(self.base, self.base)
 
@@ -60,6 +63,9 @@ class Unit:
 
 
 def _factor(word: str, text: str) -> Factor:
+    scaling, sep, base = word.partition(" ")
+    if sep and scaling in SCALINGS:  # "Kilo process", as __str__ prints a scaled base unit of its own
+        return Factor(_factor(base.strip(), text).base, scaling)
     if not word or not word.replace("_", "").replace("%", "").isalnum():
         raise InputError(f"unit {text!r}: {word!r} is not a unit; write base units with an optional scaling, "
                          "e.g. MB/s or Kibyte*s")
@@ -97,6 +103,9 @@ def from_xml(elem: etree._Element) -> Unit:
         out = []
         scaling = ""
         for child in parent:
+            if child.tag not in ("scaling", "base_unit"):
+                raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <{parent.tag}>; "
+                                 "use <base_unit> and <scaling>")
             if child.tag == "scaling":
                 name = (child.text or "").strip()
                 if name not in SCALINGS:
@@ -111,6 +120,7 @@ def from_xml(elem: etree._Element) -> Unit:
                 base = (child.text or "").strip()
                 if not base:
                     raise InputError("a <base_unit> element is empty; name the unit, e.g. <base_unit>s</base_unit>")
+                _factor(base, base)  # one word: "bytes per sec" is refused here, naming the element
                 out.append(Factor(_BASE_BY_SYMBOL.get(base, base), scaling))
                 scaling = ""
         return tuple(out)
@@ -118,6 +128,10 @@ def from_xml(elem: etree._Element) -> Unit:
     frac = elem.find("fraction")
     if frac is None:
         return Unit(factors(elem))
+    for child in frac:
+        if child.tag not in ("dividend", "divisor"):
+            raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <fraction>; "
+                             "use <dividend> and <divisor>")
     dividend, divisor = frac.find("dividend"), frac.find("divisor")
     if divisor is None:
         raise InputError("a <fraction> in a <unit> has no <divisor>; add one, e.g. <divisor><base_unit>s</base_unit>")

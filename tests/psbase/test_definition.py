@@ -104,6 +104,17 @@ def test_units_parse_and_print(text, dividend, divisor, factor):
     assert units.from_xml(units.to_xml(u)) == u
 
 
+def test_scaled_base_units_of_their_own_round_trip():
+    # "process" is no built-in base unit: its scaling is spelt out, so the printed form reads back
+    elem = units.from_xml(defmod.etree.fromstring(
+        "<unit><fraction><dividend><base_unit>process</base_unit><scaling>Kilo</scaling></dividend>"
+        "<divisor><base_unit>s</base_unit></divisor></fraction></unit>"))
+    assert str(elem) == "Kilo process/s"
+    back = units.parse(str(elem))
+    assert back == elem and back.factor == 1e3
+    assert units.from_xml(units.to_xml(back)) == elem
+
+
 def test_bad_unit_is_one_line():
     with pytest.raises(InputError, match="is not a unit"):
         units.parse("MB/(s")
@@ -156,6 +167,13 @@ OK_VAR = "<parameter><name>x</name><datatype>integer</datatype></parameter>"
             ),
             "no <divisor>",
         ),
+        (_with("<parameter><name>x</name><datatype>float</datatype><unit><baseunit>s</baseunit></unit>"
+               "</parameter>"), "<baseunit> (line 1) is not allowed in <unit>"),
+        (_with("<parameter><name>x</name><datatype>float</datatype><unit><base_unit>bytes per sec"
+               "</base_unit></unit></parameter>"), "'bytes per sec' is not a unit"),
+        (_with(OK_VAR + "<bogus/>"), "<bogus> is not allowed in <experiment>"),
+        (_with("<parameter><name>x</name><datatype>float</datatype><synopis>typo</synopis></parameter>"),
+         "<synopis> is not allowed in <parameter>"),
     ],
 )
 def test_malformed_definitions_are_one_line(data, message):

@@ -327,8 +327,14 @@ def test_run_separator_gives_several_runs(tmp_path: Path) -> None:
     # rows of an explicit location count from the run's separator line
     assert [r.values for r in runs] == [{"np": 1, "t": 0.5, "first": 1}, {"np": 2, "t": 0.3, "first": 2},
                                         {"np": 4, "t": 0.2, "first": 4}]  # fmt: skip
-    digest = hashlib.sha256(Path(out).read_bytes()).hexdigest()
-    assert [r.content_hash for r in runs] == [hashlib.sha256(f"{digest}#{n}".encode()).hexdigest() for n in (1, 2, 3)]
+    hashes = [r.content_hash for r in runs]
+    assert len(set(hashes)) == 3
+    assert [r.content_hash for r in inputdesc.extract(desc, defn, [out])] == hashes  # a second import is refused
+    # a run appended to the file later is new; the runs filed before keep their hashes (refused again)
+    with open(out, "a") as f:
+        f.write("=== run\nnp 8\nt 0.1\n")
+    again = inputdesc.extract(desc, defn, [out])
+    assert [r.content_hash for r in again[:3]] == hashes and again[3].content_hash not in hashes
     with pytest.raises(UsageError, match="no line matches the run separator"):
         inputdesc.extract(desc, defn, [_file(tmp_path, "other.txt", "np 1\n")])
 
@@ -348,8 +354,12 @@ def test_several_files_merged_into_one_run(tmp_path: Path) -> None:
     assert run.values == {"np": 4, "host": "x1"}
     assert run.rows == [{"i": 1, "j": 2}, {"i": 3, "j": 4}]
     assert run.sources == [a, b]
-    # sha256 of the files' bytes in the order of their sorted paths: a.txt (b) first
-    assert run.content_hash == hashlib.sha256(Path(b).read_bytes() + Path(a).read_bytes()).hexdigest()
+    # the same files in another order, or copies under other names, are the same run
+    (swapped,) = inputdesc.extract(desc, defn, [b, a], merge=True)
+    copies = [str(shutil.copy(p, tmp_path / f"copy{i}.txt")) for i, p in enumerate((a, b))]
+    (copied,) = inputdesc.extract(desc, defn, copies, merge=True)
+    assert run.content_hash == swapped.content_hash == copied.content_hash
+    assert run.content_hash != hashlib.sha256(Path(a).read_bytes()).hexdigest()
     c = _file(tmp_path, "c.txt", "np 8\n")
     with pytest.raises(UsageError, match=r"'np' is 4 in .*b\.txt:1 but 8 in .*c\.txt:1"):
         inputdesc.extract(desc, defn, [a, c], merge=True, missing="empty")
@@ -479,3 +489,71 @@ def test_unreadable_inputs(tmp_path: Path) -> None:
         inputdesc.extract(desc, _defn(_var("x", "integer")), [str(tmp_path / "absent.txt")])
     with pytest.raises(UsageError, match=r"root element .* must be <input>"):
         inputdesc.parse(_file(tmp_path, "other.xml", "<experiment/>"))
+
+
+def test_table_row_with_a_missing_cell_follows_the_policy(tmp_path: Path) -> None:
+    # a row short of a cell is still a row: its missing cell is refused, emptied or defaulted, and the
+    # rows after it are read; a line after the table that is no row ends it
+    out = _file(tmp_path, "out.txt", "DATA\n1 10 100\n2 20\n3 30 300\nTotal: 6\n")
+    desc = _desc(
+        tmp_path,
+        """<tabular_location><match>DATA</match><column pos="1">i</column><column pos="2">j</column>
+      <column pos="3">k</column></tabular_location>""",
+    )
+    defn = _defn(*(_var(n, "integer", "multiple") for n in "ijk"))
+    with pytest.raises(UsageError, match=r"out\.txt:3: no value for 'k'"):
+        inputdesc.extract(desc, defn, [out])
+    (run,) = inputdesc.extract(desc, defn, [out], missing="empty")
+    assert run.rows == [{"i": 1, "j": 10, "k": 100}, {"i": 2, "j": 20, "k": None}, {"i": 3, "j": 30, "k": 300}]
+
+
+def test_table_heading_without_rows_is_refused(tmp_path: Path) -> None:
+    out = _file(tmp_path, "out.txt", "DATA\n\nnothing\n")
+    desc = _desc(tmp_path, '<tabular_location><match>DATA</match><column pos="1">i</column></tabular_location>')
+    defn = _defn(_var("i", "integer", "multiple"))
+    with pytest.raises(UsageError, match="no table rows after 'DATA'"):
+        inputdesc.extract(desc, defn, [out])
+    assert inputdesc.extract(desc, defn, [out], missing="empty")[0].rows == []
+
+
+def test_fixed_value_of_a_data_set_variable_needs_rows(tmp_path: Path) -> None:
+    out = _file(tmp_path, "out.txt", "np 4\n")
+    desc = _desc(tmp_path, "<named_location><name>np</name><match>np</match></named_location>")
+    defn = _defn(_var("np", "integer"), _var("z", "integer", "multiple"))
+    with pytest.raises(UsageError, match="'z' is a data-set variable and this run has no data-set rows"):
+        inputdesc.extract(desc, defn, [out], {"z": "5"}, missing="empty")
+
+
+def test_processing_instructions_in_a_description_are_ignored(tmp_path: Path) -> None:
+    out = _file(tmp_path, "out.txt", "np 4\n")
+    desc = _desc(tmp_path, '<?app note?><named_location><name>np</name><match>np</match></named_location>')
+    assert inputdesc.extract(desc, _defn(_var("np", "integer")), [out])[0].values == {"np": 4}
+
+
+@pytest.mark.parametrize(
+    "datatype, text, message",
+    [
+        ("integer", "99999999999999999999", "not an integer within 64 bits"),
+        ("float", "1e400", "not a finite number"),
+        ("float", "inf", "not a finite number"),
+        ("string", "x" * 256, "at most 255 characters"),
+    ],
+)
+def test_values_a_database_cannot_store_are_refused_naming_the_line(
+    tmp_path: Path, datatype: str, text: str, message: str
+) -> None:
+    out = _file(tmp_path, "out.txt", f"v= {text}\n")
+    desc = _desc(tmp_path, "<named_location><name>v</name><match>v=</match></named_location>")
+    with pytest.raises(BadValue, match=rf"out\.txt:1: variable 'v': .*{message}") as err:
+        inputdesc.extract(desc, _defn(_var("v", datatype)), [out])
+    assert "\n" not in str(err.value)
+
+
+def test_timestamps_with_a_zone_are_stored_in_utc(tmp_path: Path) -> None:
+    from psuite.psbase.model import convert
+
+    v = _var("t", "timestamp")
+    assert convert(v, "2024-01-02T03:04:05+02:00") == dt.datetime(2024, 1, 2, 1, 4, 5)
+    assert convert(v, "2024-01-02T01:04:05Z") == dt.datetime(2024, 1, 2, 1, 4, 5)
+    assert convert(v, "2024-01-02T03:04:05") == dt.datetime(2024, 1, 2, 3, 4, 5)  # no zone: as written
+    assert convert(_var("h", "time"), "12:34:56+02:00") == dt.time(10, 34, 56)
