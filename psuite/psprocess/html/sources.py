@@ -1,0 +1,103 @@
+"""The view's "sources" section, as vprof showed them: per source file of
+a profile, the samples of each line (every rank and thread together) and
+the file's text when it can be read here.
+
+Files are read only while they stay small enough for a page that opens
+fast: at most MAX_FILES files (the hottest first), MAX_LINES lines and
+MAX_FILE_BYTES of each, MAX_TOTAL_BYTES in all; a file cut or left
+unread says so in its "note"."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+UNKNOWN_FILES = ("", "??")
+MAX_FILES = 64
+MAX_LINES = 20_000
+MAX_FILE_BYTES = 2 * 1024 * 1024
+MAX_TOTAL_BYTES = 8 * 1024 * 1024
+
+
+def line_samples(reports: Sequence) -> tuple[dict[str, dict[int, int]], int]:
+    """file -> line -> samples over the profiles, and all their samples
+    (the total percentages are of, as in the text report's summaries)."""
+    per_file: dict[str, dict[int, int]] = {}
+    total = 0
+    for r in reports:
+        for loc in r.locations:
+            total += loc.samples
+            if loc.line > 0 and loc.file not in UNKNOWN_FILES and loc.samples:
+                lines = per_file.get(loc.file)
+                if lines is None:
+                    lines = per_file[loc.file] = {}
+                lines[loc.line] = lines.get(loc.line, 0) + loc.samples
+    return per_file, total
+
+
+def find(file: str, near: Sequence[str]) -> str | None:
+    """Where the file named in a profile is here: the name itself, else
+    (relative names) beside one of the `near` directories; None when no
+    regular file is found."""
+    candidates = [file] if os.path.isabs(file) else [os.path.join(d, file) for d in near] + [file]
+    for path in candidates:
+        if os.path.isfile(path):
+            return os.path.abspath(path)
+    return None
+
+
+def read_text(path: str, budget: int) -> tuple[list[str] | None, str]:
+    """The file's lines (at most MAX_LINES, MAX_FILE_BYTES, `budget` bytes)
+    and a note saying what was cut; None (and why) when it cannot be read
+    or is not text."""
+    limit = min(MAX_FILE_BYTES, budget)
+    try:
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as exc:
+        return None, f"not readable: {exc.strerror or exc}"
+    if b"\0" in data[:8192]:
+        return None, "not a text file"
+    cut = len(data) > limit
+    text = data[:limit].decode("utf-8", errors="replace")
+    lines = text.split("\n")
+    if cut:
+        lines = lines[:-1]  # the last line read is incomplete
+    elif lines and lines[-1] == "":
+        lines.pop()  # the newline ending the file starts no line
+    if len(lines) > MAX_LINES:
+        lines, cut = lines[:MAX_LINES], True
+    lines = [line.rstrip("\r") for line in lines]
+    return lines, f"only the first {len(lines):,} lines are shown (the file is longer)" if cut else ""
+
+
+def build_sources(reports: Sequence, read: bool = True) -> list[dict]:
+    """The sources section for the profiles `reports` (flat profiles'
+    locations: every rank's and thread's)."""
+    per_file, total = line_samples(reports)
+    near = list(dict.fromkeys(os.path.dirname(os.path.abspath(r.source)) for r in reports
+                              if r.source and "://" not in r.source))
+    order = sorted(per_file, key=lambda f: (-sum(per_file[f].values()), f))
+    out = []
+    budget = MAX_TOTAL_BYTES
+    for k, file in enumerate(order):
+        path, lines, note = None, [], ""
+        if not read:
+            note = "source files were not read"
+        elif k >= MAX_FILES:
+            note = f"not read: only the {MAX_FILES} files with the most samples are"
+        elif budget <= 0:
+            note = "not read: the page holds enough source text already"
+        else:
+            where = find(file, near)
+            if where is None:
+                note = "not found here"
+            else:
+                text, note = read_text(where, budget)
+                if text is not None:
+                    path, lines = where, text
+                    budget -= sum(len(line) + 1 for line in text)
+        samples = per_file[file]
+        out.append({"file": file, "path": path, "lines": lines,
+                    "samples": {str(n): samples[n] for n in sorted(samples)}, "total": total, "note": note})
+    return out
