@@ -1,0 +1,379 @@
+"""The HTML report's view document (psuite.psprocess.html.viewdoc) built
+from real psrun output: a counting report, a flat profile, a 4-rank MPI
+profile combined with -c and the difference of two profiles; and the
+CLI that writes the page (--html FILE, -f html, the algebra's results).
+
+Each view's names and values are checked against the documents' own
+numbers, read here with lxml (event counts, total samples per rank, CPU
+time) and against the test program's source (which line is hot).  The
+program faults in fresh pages, profiled on the page-faults software
+event: one fault per page, so each function's samples are known in
+advance whatever the load of the machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from lxml import etree
+
+from psuite.psprocess.html import page, viewdoc
+from tests.conftest import one_line_error, run_tool
+
+HOT_PAGES, COLD_PAGES = 20000, 4000  # pages hot() and cold() touch: one page fault each
+MORE = 125  # percent of HOT_PAGES hot() touches in the second run (the difference)
+MPI_PAGES = 3000  # rank r's hot() touches (r + 1) * MPI_PAGES pages
+PERIOD = 10  # page faults per sample
+
+SOURCE = r"""
+#include <stdlib.h>
+#include <sys/mman.h>
+#ifdef USE_MPI
+#include <mpi.h>
+#endif
+static volatile long sink;
+static char *fresh(long size) {
+    char *p = mmap(0, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) exit(3);
+    madvise(p, size, MADV_NOHUGEPAGE);
+    return p;
+}
+__attribute__((noinline)) void hot(long pages) {
+    long size = pages * 4096L;
+    char *p = fresh(size);
+    for (long i = 0; i < size; i += 4096) p[i] = 1; /* HOT */
+    sink += p[size - 1];
+    munmap(p, size);
+}
+__attribute__((noinline)) void cold(long pages) {
+    long size = pages * 4096L;
+    char *p = fresh(size);
+    for (long i = 0; i < size; i += 4096) p[i] = 1; /* COLD */
+    sink += p[size - 1];
+    munmap(p, size);
+}
+int main(int argc, char **argv) {
+    long factor = 1;
+#ifdef USE_MPI
+    int rank;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    factor = rank + 1;
+#endif
+    hot(atol(argv[1]) * factor);
+    cold(atol(argv[2]));
+#ifdef USE_MPI
+    MPI_Finalize();
+#endif
+    return 0;
+}
+"""
+MPI_ENV = {"OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+
+
+def marked_line(marker: str) -> int:
+    """The line of SOURCE (as written to pages.c) holding the marker."""
+    [n] = [i for i, line in enumerate(SOURCE.split("\n"), 1) if marker in line]
+    return n
+
+
+def one_document(run_dir: Path) -> Path:
+    [doc] = [f for f in run_dir.glob("*.xml") if not f.name.endswith(".callpaths.xml")]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """The program built and run: "counts" (page-faults, task-clock and
+    PAPI_L1_DCM, which may not count here), flat profiles "flat" and
+    "more" (hot() touching MORE percent), and "ranks": a directory of the
+    4 ranks' flat profiles of the MPI build."""
+    d = tmp_path_factory.mktemp("viewdoc")
+    (d / "pages.c").write_text(SOURCE)
+    exe = d / "pages"
+    subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(d / "pages.c")], check=True)
+    out = {"dir": d, "source": d / "pages.c"}
+    profile = ["--profile", "page-faults", "--period", str(PERIOD)]
+    for name, options, hot in (("counts", ["-e", "page-faults", "-e", "task-clock", "-e", "PAPI_L1_DCM"], HOT_PAGES),
+                               ("flat", profile, HOT_PAGES), ("more", profile, HOT_PAGES * MORE // 100)):
+        run_dir = d / name
+        run_dir.mkdir()
+        p = run_tool("psrun", "-q", "-d", str(run_dir), *options, str(exe), str(hot), str(COLD_PAGES))
+        assert p.returncode == 0, p.stderr
+        out[name] = one_document(run_dir)
+    mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
+    assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
+    mpi_exe = d / "pages_mpi"
+    subprocess.run([mpicc, "-O1", "-g", "-DUSE_MPI", "-o", str(mpi_exe), str(d / "pages.c")], check=True)
+    ranks = d / "ranks"
+    ranks.mkdir()
+    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl", "self,vader",
+                        sys.executable, "-m", "psuite.psrun", "-q", "-d", str(ranks), *profile, str(mpi_exe),
+                        str(MPI_PAGES), str(COLD_PAGES)],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
+    assert p.returncode == 0, p.stdout + p.stderr
+    out["ranks"] = ranks
+    return out
+
+
+# -- what the documents say, read here ------------------------------------------
+
+
+def xml_root(doc: Path) -> etree._Element:
+    return etree.parse(str(doc)).getroot()
+
+
+def xml_events(doc: Path) -> dict[str, int]:
+    return {e.get("name"): int(e.text) for e in xml_root(doc).iter("hwpcevent")}
+
+
+def xml_total_samples(doc: Path) -> int:
+    return int(xml_root(doc).find(".//totalsamples").text)
+
+
+def xml_rank(doc: Path) -> int:
+    return int(re.search(r"MPI rank (\d+)", xml_root(doc).findtext("annotation")).group(1))
+
+
+def xml_cpu_seconds(doc: Path) -> float:
+    cpu = xml_root(doc).find("cputime")
+    return float(cpu.findtext("usertime")) + float(cpu.findtext("systemtime"))
+
+
+# -- reading views ----------------------------------------------------------------
+
+
+def embedded_view(html: str) -> dict:
+    """The view a page embeds (<script type="application/json" id="psuite-view">)."""
+    m = re.search(r'<script type="application/json" id="psuite-view">(.*?)</script>', html, re.S)
+    assert m, "the page embeds no view"
+    return json.loads(m.group(1).replace("<\\/", "</"))
+
+
+def grid(view: dict, metric: str) -> np.ndarray:
+    """A metric's exclusive values as (cnodes, locations)."""
+    n = len(view["cnodes"]["region"])
+    return np.array(view["values"][metric]["exclusive"], dtype=float).reshape(n, len(view["locations"]))
+
+
+def cnode_of(view: dict, function: str) -> int:
+    names = [view["regions"][r]["name"] for r in view["cnodes"]["region"]]
+    [c] = [i for i, name in enumerate(names) if name == function]
+    return c
+
+
+def check_schema(view: dict) -> None:
+    """Every key of the contract (psuite.psprocess.html), lengths that fit,
+    and JSON without NaN (the page embeds it with allow_nan=False)."""
+    assert view["psuite_view"] == 1
+    keys = {"title", "kind", "difference", "context", "dropped", "metrics", "regions", "cnodes", "locations",
+            "values", "sources"}
+    assert keys <= set(view)
+    n, m = len(view["cnodes"]["region"]), len(view["locations"])
+    assert len(view["cnodes"]["parent"]) == n == len(view["cnodes"]["line"])
+    assert all(p < i for i, p in enumerate(view["cnodes"]["parent"]))  # parents come first
+    assert [x["name"] for x in view["metrics"]] == list(view["values"])
+    for name, v in view["values"].items():
+        assert len(v["exclusive"]) == n * m, name
+        assert v["inclusive"] is None or len(v["inclusive"]) == n * m, name
+    json.dumps(view, allow_nan=False)
+
+
+# -- the views ------------------------------------------------------------------------
+
+
+def test_counting_report_view(runs):
+    view = viewdoc.load_view(str(runs["counts"]))
+    check_schema(view)
+    assert view["kind"] == "counts" and not view["difference"]
+    counted = xml_events(runs["counts"])
+    assert counted["page-faults"] >= HOT_PAGES + COLD_PAGES
+    metrics = {m["name"]: m for m in view["metrics"]}
+    for event, count in counted.items():  # one root cnode, one location: the value is the count itself
+        assert metrics[event]["integer"] and not metrics[event]["derived"]
+        assert view["values"][event]["exclusive"] == [count], event
+    assert "PAPI_L1_DCM" in counted or [d["event"] for d in view["dropped"]] == ["PAPI_L1_DCM"]
+    assert all(d["why"] for d in view["dropped"])
+    cpu = view["values"]["CPU_time_(seconds)"]
+    assert metrics["CPU_time_(seconds)"]["derived"] and cpu["inclusive"] is not None
+    assert cpu["exclusive"][0] == pytest.approx(xml_cpu_seconds(runs["counts"]), rel=1e-6)
+    context = dict(view["context"])
+    assert context["Command"].endswith(f"pages {HOT_PAGES} {COLD_PAGES}")
+    assert context["Host"].split(".")[0] == xml_root(runs["counts"]).findtext("hostname")
+    assert view["sources"] == [] and len(view["locations"]) == 1
+
+
+def test_flat_profile_view(runs):
+    view = viewdoc.load_view(str(runs["flat"]))
+    check_schema(view)
+    assert view["kind"] == "profile"
+    samples = grid(view, "samples")
+    assert samples.sum() == xml_total_samples(runs["flat"])
+    hot, cold = cnode_of(view, "hot"), cnode_of(view, "cold")
+    assert view["cnodes"]["parent"][hot] == view["cnodes"]["parent"][cold] == 0  # depth one under the program
+    assert samples[hot, 0] == pytest.approx(HOT_PAGES / PERIOD, rel=0.05)
+    assert samples[cold, 0] == pytest.approx(COLD_PAGES / PERIOD, rel=0.05)
+    assert grid(view, "events")[hot, 0] == samples[hot, 0] * PERIOD  # events: samples x threshold
+    region = view["regions"][view["cnodes"]["region"][hot]]
+    assert region["file"] == str(runs["source"]) and region["module"] == str(runs["dir"] / "pages")
+    # the source view: the file's text and the hot line with its samples (the loop of hot(): every fault)
+    [source] = [s for s in view["sources"] if s["file"] == str(runs["source"])]
+    assert source["path"] == str(runs["source"]) and source["note"] == ""
+    assert source["lines"] == SOURCE.split("\n")[:-1]
+    hot_line = marked_line("/* HOT */")
+    line_samples = {int(k): v for k, v in source["samples"].items()}
+    assert max(line_samples, key=line_samples.get) == hot_line
+    assert line_samples[hot_line] == pytest.approx(HOT_PAGES / PERIOD, rel=0.05)
+    assert line_samples[marked_line("/* COLD */")] == pytest.approx(COLD_PAGES / PERIOD, rel=0.05)
+    assert source["total"] == xml_total_samples(runs["flat"])
+    assert dict(view["context"])["Total samples"] == f"{xml_total_samples(runs['flat']):,}"
+
+
+def test_four_rank_profile_view_through_the_cli(runs, tmp_path):
+    out = tmp_path / "ranks.html"
+    p = run_tool("psprocess", "-c", "--html", str(out), str(runs["ranks"]))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "" and f"wrote {out}" in p.stderr
+    view = embedded_view(out.read_text())
+    check_schema(view)
+    assert view["kind"] == "profile"
+    docs = sorted(runs["ranks"].glob("*.xml"), key=xml_rank)
+    assert [xml_rank(d) for d in docs] == [0, 1, 2, 3]
+    assert [loc["rank"] for loc in view["locations"]] == [0, 1, 2, 3]
+    samples = grid(view, "samples")
+    hot = cnode_of(view, "hot")
+    for j, doc in enumerate(docs):  # each location's samples are that rank's document's
+        assert samples[:, j].sum() == xml_total_samples(doc), doc
+        assert samples[hot, j] == pytest.approx((j + 1) * MPI_PAGES / PERIOD, rel=0.05), doc
+    assert dict(view["context"])["MPI ranks"] == "4"
+    [source] = [s for s in view["sources"] if s["file"].endswith("pages.c")]
+    line_samples = {int(k): v for k, v in source["samples"].items()}
+    assert max(line_samples, key=line_samples.get) == marked_line("/* HOT */")
+    assert line_samples[marked_line("/* HOT */")] == samples[hot].sum()  # every rank's together
+    assert source["total"] == sum(xml_total_samples(d) for d in docs)
+
+
+def test_difference_of_two_profiles_view(runs, tmp_path):
+    p = run_tool("psprocess", "diff", "-f", "html", str(runs["more"]), str(runs["flat"]))
+    assert p.returncode == 0, p.stderr
+    view = embedded_view(p.stdout)
+    check_schema(view)
+    assert view["kind"] == "difference" and view["difference"] is True
+    samples = grid(view, "samples")
+    assert samples.sum() == xml_total_samples(runs["more"]) - xml_total_samples(runs["flat"])
+    gained = HOT_PAGES * (MORE - 100) // 100 / PERIOD
+    assert samples[cnode_of(view, "hot")].sum() == pytest.approx(gained, rel=0.1)
+    assert abs(samples[cnode_of(view, "cold")].sum()) < 0.05 * COLD_PAGES / PERIOD
+    assert dict(view["context"])["Operation"] == f"diff({runs['more'].name}, {runs['flat'].name})"
+    # --html writes the same view
+    out = tmp_path / "diff.html"
+    p = run_tool("psprocess", "diff", "--html", str(out), str(runs["more"]), str(runs["flat"]))
+    assert p.returncode == 0 and p.stdout == "", p.stderr
+    assert embedded_view(out.read_text())["values"] == view["values"]
+
+
+def test_other_results_of_the_algebra(runs):
+    for args in (["mean", str(runs["more"]), str(runs["flat"])], ["merge", str(runs["counts"]), str(runs["flat"])],
+                 ["cut", "--prune", "cold", str(runs["flat"])]):
+        p = run_tool("psprocess", *args, "-f", "html")
+        assert p.returncode == 0, p.stderr
+        view = embedded_view(p.stdout)
+        check_schema(view)
+        assert view["kind"] == "cube" and not view["difference"]
+        assert dict(view["context"])["Operation"].startswith(args[0] + "(")
+        if args[0] == "mean":
+            total = (xml_total_samples(runs["more"]) + xml_total_samples(runs["flat"])) / 2
+            assert grid(view, "samples").sum() == pytest.approx(total)
+        elif args[0] == "merge":
+            assert grid(view, "page-faults").sum() == xml_events(runs["counts"])["page-faults"]
+        else:
+            names = {view["regions"][r]["name"] for r in view["cnodes"]["region"]}
+            assert "cold" not in names and "hot" in names
+            assert grid(view, "samples").sum() == xml_total_samples(runs["flat"])  # pruned into the root
+
+
+# -- the CLI --------------------------------------------------------------------------
+
+
+def test_format_html_writes_the_page_to_stdout(runs):
+    p = run_tool("psprocess", "-f", "html", str(runs["counts"]))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith("<!DOCTYPE html>") and p.stdout.rstrip().endswith("</html>")
+    assert not re.search(r"<script[^>]*\bsrc=", p.stdout)  # self-contained: nothing fetched
+    view = embedded_view(p.stdout)
+    assert view["values"]["page-faults"]["exclusive"] == [xml_events(runs["counts"])["page-faults"]]
+
+
+def test_html_refuses_to_overwrite_without_force(runs, tmp_path):
+    out = tmp_path / "report.html"
+    out.write_text("keep me")
+    line = one_line_error(run_tool("psprocess", "--html", str(out), str(runs["flat"])), "psprocess")
+    assert str(out) in line and "--force" in line
+    assert out.read_text() == "keep me"
+    line = one_line_error(run_tool("psprocess", "diff", "--html", str(out), str(runs["more"]), str(runs["flat"])),
+                          "psprocess diff")
+    assert "--force" in line and out.read_text() == "keep me"
+    p = run_tool("psprocess", "--force", "--html", str(out), str(runs["flat"]))
+    assert p.returncode == 0, p.stderr
+    assert embedded_view(out.read_text())["kind"] == "profile"
+
+
+@pytest.mark.parametrize("args, says", [
+    (["-f", "html", "{flat}", "{counts}"], "-c"),  # two reports, one page
+    (["--html", "{out}", "{flat}", "{counts}"], "-c"),
+    (["-f", "html", "{missing}"], "missing.xml"),
+    (["--html", "{nodir}", "{flat}"], "directory"),
+    (["-f", "html", "{source}"], "pages.c"),  # not a PerfSuite document
+])
+def test_bad_inputs_are_one_line_and_exit_2(runs, tmp_path, args, says):
+    names = {"flat": runs["flat"], "counts": runs["counts"], "out": tmp_path / "x.html",
+             "missing": tmp_path / "missing.xml", "nodir": tmp_path / "no" / "x.html", "source": runs["source"]}
+    p = run_tool("psprocess", *[a.format(**{k: str(v) for k, v in names.items()}) for a in args])
+    assert says in one_line_error(p, "psprocess")
+    assert p.stdout == "" and not (tmp_path / "x.html").exists()
+
+
+def test_resource_report_is_refused_in_one_line(runs, tmp_path):
+    run_dir = tmp_path / "res"
+    run_dir.mkdir()
+    p = run_tool("psrun", "-q", "-R", "-d", str(run_dir), str(runs["dir"] / "pages"), "10", "10")
+    assert p.returncode == 0, p.stderr
+    [doc] = run_dir.glob("*.resource.xml")
+    line = one_line_error(run_tool("psprocess", "-f", "html", str(doc)), "psprocess")
+    assert "resource report" in line
+
+
+# -- encoding ---------------------------------------------------------------------------
+
+
+def test_values_that_are_not_numbers_are_null_and_integers_stay_ints():
+    assert viewdoc.encode(np.array([[1, -2], [3, 2**62]], dtype=np.int64), True) == [1, -2, 3, 2**62]
+    got = viewdoc.encode(np.array([0.1 + 0.2, np.nan, np.inf, -1.5]))
+    assert got == [0.3, None, None, -1.5]
+    assert viewdoc.encode(np.array([2.0, -4.0]), integer=True) == [2, -4]  # an integer metric's mean kept whole
+    assert all(type(v) is int for v in viewdoc.encode(np.array([2.0, -4.0]), integer=True))
+    assert viewdoc.encode(np.array([0.5, 1.0]), integer=True) == [0.5, 1.0]
+    json.dumps(page.embed_json({"v": got}))
+
+
+def test_source_files_are_cut_and_say_so(tmp_path):
+    from psuite.psprocess.html import sources
+
+    big = tmp_path / "big.c"
+    big.write_text("".join(f"int x{i};\n" for i in range(sources.MAX_LINES + 10)))
+    lines, note = sources.read_text(str(big), sources.MAX_TOTAL_BYTES)
+    assert len(lines) == sources.MAX_LINES and lines[-1] == f"int x{sources.MAX_LINES - 1};"
+    assert "first 20,000 lines" in note
+    binary = tmp_path / "blob.c"
+    binary.write_bytes(b"\x7fELF\0\0\0")
+    assert sources.read_text(str(binary), 100) == (None, "not a text file")
+    small = tmp_path / "small.c"
+    small.write_text("a\nb\n")
+    assert sources.read_text(str(small), 100) == (["a", "b"], "")
