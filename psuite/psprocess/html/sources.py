@@ -11,27 +11,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from operator import attrgetter
+
+import numpy as np
 
 UNKNOWN_FILES = ("", "??")
 MAX_FILES = 64
 MAX_LINES = 20_000
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_TOTAL_BYTES = 8 * 1024 * 1024
+_FILE, _LINE, _SAMPLES = attrgetter("file"), attrgetter("line"), attrgetter("samples")
 
 
 def line_samples(reports: Sequence) -> tuple[dict[str, dict[int, int]], int]:
     """file -> line -> samples over the profiles, and all their samples
-    (the total percentages are of, as in the text report's summaries)."""
-    per_file: dict[str, dict[int, int]] = {}
+    (the total percentages are of, as in the text report's summaries).
+    Fields are gathered with map (C speed) and summed with bincount: 64
+    ranks of 6,000 locations each are 384,000 of them."""
+    keys: list[tuple[str, int]] = []
+    counts: list[int] = []
     total = 0
     for r in reports:
-        for loc in r.locations:
-            total += loc.samples
-            if loc.line > 0 and loc.file not in UNKNOWN_FILES and loc.samples:
-                lines = per_file.get(loc.file)
-                if lines is None:
-                    lines = per_file[loc.file] = {}
-                lines[loc.line] = lines.get(loc.line, 0) + loc.samples
+        locs = r.locations
+        samples = list(map(_SAMPLES, locs))
+        total += sum(samples)
+        keys += zip(map(_FILE, locs), map(_LINE, locs), strict=True)
+        counts += samples
+    index: dict[tuple[str, int], int] = {}
+    codes = np.fromiter(map(lambda k: index.setdefault(k, len(index)), keys), dtype=np.int64, count=len(keys))
+    sums = np.bincount(codes, weights=np.asarray(counts, dtype=np.float64), minlength=len(index)) if keys else []
+    per_file: dict[str, dict[int, int]] = {}
+    for (file, line), n in zip(index, np.asarray(sums).tolist(), strict=True):
+        if line > 0 and n and file not in UNKNOWN_FILES:
+            per_file.setdefault(file, {})[line] = int(n)
     return per_file, total
 
 

@@ -13,6 +13,7 @@ which the page shows as "-" and leaves out of sums and charts."""
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from psuite.psprocess.html import sources as src
 
 VERSION = 1
 SIGNIFICANT = 12  # digits kept of a float metric's largest value
+_FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
 
 def build(subject, *, title: str | None = None, read_sources: bool = True) -> dict:
@@ -77,9 +79,9 @@ def _object_files(regions: list[dict], reports: list) -> None:
     "file" where the experiment could only name the object file (a call
     path's frame without line information)."""
     modules: dict[str, str] = {}
-    for r in reports:
-        for loc in r.locations:
-            modules.setdefault(loc.function, loc.module)
+    for r in reversed(reports):  # the first report's object file for a function, as its locations list them
+        locs = r.locations[::-1]
+        modules.update(zip(map(_FUNCTION, locs), map(_MODULE, locs), strict=True))
     objects = set(modules.values())
     for r in reports:
         if r.callpaths is not None:

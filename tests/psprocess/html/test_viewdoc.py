@@ -377,3 +377,28 @@ def test_source_files_are_cut_and_say_so(tmp_path):
     small = tmp_path / "small.c"
     small.write_text("a\nb\n")
     assert sources.read_text(str(small), 100) == (["a", "b"], "")
+
+
+def test_a_64_rank_2000_function_profile_stays_small(capsys):
+    """The issue's large case: every cell given (64 x 2,001 per metric),
+    numbers written short; the sizes are printed (pytest -s) for the
+    record, and the view must stay well below what a page can parse fast."""
+    import time
+
+    from tests.psprocess.html.big_profile import FUNCTIONS, RANKS, big_profile
+
+    multi = big_profile()
+    start = time.perf_counter()
+    view = viewdoc.build(multi)
+    took = time.perf_counter() - start
+    check_schema(view)
+    assert len(view["cnodes"]["region"]) == FUNCTIONS + 1 and len(view["locations"]) == RANKS
+    samples = grid(view, "samples")
+    for j, r in enumerate(multi.reports):  # each rank's column holds its own samples
+        assert samples[:, j].sum() == sum(loc.samples for loc in r.locations)
+    size = len(page.embed_json(view))
+    html = len(page.render(view).encode("utf-8"))
+    with capsys.disabled():
+        print(f"\n64 ranks x 2,000 functions: view built in {took:.2f} s, {size / 1e6:.2f} MB of JSON, "
+              f"page {html / 1e6:.2f} MB")
+    assert size < 3e6
