@@ -402,3 +402,40 @@ def test_a_64_rank_2000_function_profile_stays_small(capsys):
         print(f"\n64 ranks x 2,000 functions: view built in {took:.2f} s, {size / 1e6:.2f} MB of JSON, "
               f"page {html / 1e6:.2f} MB")
     assert size < 3e6
+
+
+def test_cube_file_view_through_the_cli(tmp_path):
+    """A CUBE file as Score-P writes them (INCLUSIVE metrics, a child
+    metric, a derived one, two roots, three locations): the view's
+    exclusive values are the file's, the derived metric comes with its
+    inclusive values (time(i) / visits(e), evaluated here)."""
+    from tests.psprocess.cube_fixtures import scorep_cube
+
+    cube = scorep_cube(tmp_path / "run.cubex")
+    out = tmp_path / "run.html"
+    p = run_tool("psprocess", "--html", str(out), cube.path)
+    assert p.returncode == 0, p.stderr
+    view = embedded_view(out.read_text())
+    check_schema(view)
+    assert view["kind"] == "cube" and not view["difference"]
+    names = [view["regions"][r]["name"] for r in view["cnodes"]["region"]]
+    assert names == [path[-1] for path in cube.paths]
+    assert view["cnodes"]["parent"] == [-1 if q is None else q for q in cube.parents]
+    assert [(loc["rank"], loc["thread"]) for loc in view["locations"]] == [(r, t) for _, r, _, t in cube.locations]
+    metrics = {m["name"]: m for m in view["metrics"]}
+    assert view["metrics"][metrics["mpi"]["parent"]]["name"] == "time"
+    for name, a in cube.exclusive.items():
+        assert np.array_equal(grid(view, name), a), name
+        assert metrics[name]["integer"] == (a.dtype.kind == "i")
+    assert metrics["avg_time"]["derived"]
+    n = len(names)
+    incl = np.array(view["values"]["avg_time"]["inclusive"], dtype=float).reshape(n, -1)
+    visits = cube.exclusive["visits"].astype(float)
+    want = np.divide(cube.inclusive["time"], visits, out=np.zeros_like(visits), where=visits != 0)
+    assert incl == pytest.approx(want, abs=1e-11 * want.max())  # 12 digits of the metric's largest value
+    # -f html of it on stdout; with another input, or another export, it is one line and exit 2
+    assert embedded_view(run_tool("psprocess", "-f", "html", cube.path).stdout)["values"] == view["values"]
+    assert "CUBE" in one_line_error(run_tool("psprocess", "-f", "html", cube.path, cube.path), "psprocess")
+    line = one_line_error(run_tool("psprocess", "--html", str(tmp_path / "b.html"), "--cube",
+                                   str(tmp_path / "b.cubex"), cube.path), "psprocess")
+    assert "--cube" in line and not (tmp_path / "b.html").exists()
