@@ -93,8 +93,8 @@ def one_document(run_dir: Path) -> Path:
 def runs(tmp_path_factory) -> dict[str, Path]:
     """The program built and run: "counts" (page-faults, task-clock and
     PAPI_L1_DCM, which may not count here), flat profiles "flat" and
-    "more" (hot() touching MORE percent), and "ranks": a directory of the
-    4 ranks' flat profiles of the MPI build."""
+    "more" (hot() touching MORE percent), "calls" (with call paths), and
+    "ranks": a directory of the 4 ranks' flat profiles of the MPI build."""
     d = tmp_path_factory.mktemp("viewdoc")
     (d / "pages.c").write_text(SOURCE)
     exe = d / "pages"
@@ -102,7 +102,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     out = {"dir": d, "source": d / "pages.c"}
     profile = ["--profile", "page-faults", "--period", str(PERIOD)]
     for name, options, hot in (("counts", ["-e", "page-faults", "-e", "task-clock", "-e", "PAPI_L1_DCM"], HOT_PAGES),
-                               ("flat", profile, HOT_PAGES), ("more", profile, HOT_PAGES * MORE // 100)):
+                               ("flat", profile, HOT_PAGES), ("more", profile, HOT_PAGES * MORE // 100),
+                               ("calls", [*profile, "--callpath"], HOT_PAGES)):
         run_dir = d / name
         run_dir.mkdir()
         p = run_tool("psrun", "-q", "-d", str(run_dir), *options, str(exe), str(hot), str(COLD_PAGES))
@@ -234,6 +235,27 @@ def test_flat_profile_view(runs):
     assert line_samples[marked_line("/* COLD */")] == pytest.approx(COLD_PAGES / PERIOD, rel=0.05)
     assert source["total"] == xml_total_samples(runs["flat"])
     assert dict(view["context"])["Total samples"] == f"{xml_total_samples(runs['flat']):,}"
+
+
+def test_call_path_profile_view(runs):
+    view = viewdoc.load_view(str(runs["calls"]))
+    check_schema(view)
+    assert view["kind"] == "calltree"
+    companion = runs["calls"].with_name(runs["calls"].name[:-4] + ".callpaths.xml")
+    [thread] = xml_root(companion).iter("thread")
+    samples = grid(view, "samples")
+    assert samples.sum() == int(thread.get("samples"))  # every sampled stack, in the tree
+    hot = cnode_of(view, "hot")
+    names = [view["regions"][r]["name"] for r in view["cnodes"]["region"]]
+    parent = view["cnodes"]["parent"]
+    path = [hot]
+    while parent[path[-1]] >= 0:
+        path.append(parent[path[-1]])
+    assert names[path[1]] == "main" and path[-1] == 0  # ... > main > hot, under the program's root
+    assert samples[hot].sum() == pytest.approx(HOT_PAGES / PERIOD, rel=0.05)
+    region = view["regions"][view["cnodes"]["region"][hot]]
+    assert region["file"] == str(runs["source"])
+    assert any(s["file"] == str(runs["source"]) and s["lines"] for s in view["sources"])
 
 
 def test_four_rank_profile_view_through_the_cli(runs, tmp_path):
