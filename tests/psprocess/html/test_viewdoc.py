@@ -294,6 +294,12 @@ def test_difference_of_two_profiles_view(runs, tmp_path):
     assert samples[cnode_of(view, "hot")].sum() == pytest.approx(gained, rel=0.1)
     assert abs(samples[cnode_of(view, "cold")].sum()) < 0.05 * COLD_PAGES / PERIOD
     assert dict(view["context"])["Operation"] == f"diff({runs['more'].name}, {runs['flat'].name})"
+    # the source lines' gains: hot()'s loop, percentages of the run compared against
+    [source] = [s for s in view["sources"] if s["file"] == str(runs["source"])]
+    changes = {int(k): v for k, v in source["samples"].items()}
+    assert changes[marked_line("/* HOT */")] == pytest.approx(gained, rel=0.1)
+    assert abs(changes.get(marked_line("/* COLD */"), 0)) < 0.05 * COLD_PAGES / PERIOD
+    assert source["total"] == xml_total_samples(runs["flat"]) and source["lines"] == SOURCE.split("\n")[:-1]
     # --html writes the same view
     out = tmp_path / "diff.html"
     p = run_tool("psprocess", "diff", "--html", str(out), str(runs["more"]), str(runs["flat"]))
@@ -313,6 +319,10 @@ def test_other_results_of_the_algebra(runs):
         if args[0] == "mean":
             total = (xml_total_samples(runs["more"]) + xml_total_samples(runs["flat"])) / 2
             assert grid(view, "samples").sum() == pytest.approx(total)
+            [source] = [s for s in view["sources"] if s["file"] == str(runs["source"])]
+            assert source["total"] == pytest.approx(total)
+            hot = source["samples"][str(marked_line("/* HOT */"))]
+            assert hot == pytest.approx((HOT_PAGES + HOT_PAGES * MORE // 100) / 2 / PERIOD, rel=0.05)
         elif args[0] == "merge":
             assert grid(view, "page-faults").sum() == xml_events(runs["counts"])["page-faults"]
         else:
