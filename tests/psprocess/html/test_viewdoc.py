@@ -94,7 +94,8 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     """The program built and run: "counts" (page-faults, task-clock and
     PAPI_L1_DCM, which may not count here), flat profiles "flat" and
     "more" (hot() touching MORE percent), "calls" (with call paths), and
-    "ranks": a directory of the 4 ranks' flat profiles of the MPI build."""
+    "ranks": a directory of the 4 ranks' flat profiles of the MPI build,
+    "rank_counts" of their counting reports (page-faults)."""
     d = tmp_path_factory.mktemp("viewdoc")
     (d / "pages.c").write_text(SOURCE)
     exe = d / "pages"
@@ -113,14 +114,15 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
     mpi_exe = d / "pages_mpi"
     subprocess.run([mpicc, "-O1", "-g", "-DUSE_MPI", "-o", str(mpi_exe), str(d / "pages.c")], check=True)
-    ranks = d / "ranks"
-    ranks.mkdir()
-    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl", "self,vader",
-                        sys.executable, "-m", "psuite.psrun", "-q", "-d", str(ranks), *profile, str(mpi_exe),
-                        str(MPI_PAGES), str(COLD_PAGES)],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
-    assert p.returncode == 0, p.stdout + p.stderr
-    out["ranks"] = ranks
+    for name, options in (("ranks", profile), ("rank_counts", ["-e", "page-faults"])):
+        ranks = d / name
+        ranks.mkdir()
+        p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl",
+                            "self,vader", sys.executable, "-m", "psuite.psrun", "-q", "-d", str(ranks), *options,
+                            str(mpi_exe), str(MPI_PAGES), str(COLD_PAGES)],
+                           capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
+        assert p.returncode == 0, p.stdout + p.stderr
+        out[name] = ranks
     return out
 
 
@@ -280,6 +282,34 @@ def test_four_rank_profile_view_through_the_cli(runs, tmp_path):
     assert max(line_samples, key=line_samples.get) == marked_line("/* HOT */")
     assert line_samples[marked_line("/* HOT */")] == samples[hot].sum()  # every rank's together
     assert source["total"] == sum(xml_total_samples(d) for d in docs)
+
+
+def test_four_rank_combined_document_and_counting_reports(runs, tmp_path):
+    """A multi-rank document (psprocess -c -f xml) shows its ranks as the
+    directory did; -c of the ranks' counting reports: one location each,
+    each with its rank's counts."""
+    combined = tmp_path / "ranks.xml"
+    p = run_tool("psprocess", "-c", "-f", "xml", "-o", str(combined), str(runs["ranks"]))
+    assert p.returncode == 0, p.stderr
+    view = viewdoc.load_view(str(combined))
+    check_schema(view)
+    docs = sorted(runs["ranks"].glob("*.xml"), key=xml_rank)
+    assert [loc["rank"] for loc in view["locations"]] == [0, 1, 2, 3]
+    assert grid(view, "samples").sum(axis=0).tolist() == [xml_total_samples(d) for d in docs]
+    p = run_tool("psprocess", "-c", "-f", "html", str(runs["rank_counts"]))
+    assert p.returncode == 0, p.stderr
+    view = embedded_view(p.stdout)
+    check_schema(view)
+    assert view["kind"] == "counts" and len(view["cnodes"]["region"]) == 1
+    docs = sorted(runs["rank_counts"].glob("*.xml"), key=xml_rank)
+    assert [loc["rank"] for loc in view["locations"]] == [0, 1, 2, 3]
+    faults = view["values"]["page-faults"]["exclusive"]
+    assert faults == [xml_events(d)["page-faults"] for d in docs]
+    assert faults[3] - faults[0] == pytest.approx(3 * MPI_PAGES, rel=0.05)  # rank r touches (r + 1) x MPI_PAGES
+    cpu = view["values"]["CPU_time_(seconds)"]
+    assert cpu["exclusive"] == pytest.approx([xml_cpu_seconds(d) for d in docs], rel=1e-6)
+    assert cpu["inclusive"] is not None  # a rate or a time per rank: not to be summed up a tree
+    assert dict(view["context"])["MPI ranks"] == "4" and view["title"].endswith("(4 ranks)")
 
 
 def test_difference_of_two_profiles_view(runs, tmp_path):
