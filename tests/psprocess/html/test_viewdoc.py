@@ -373,6 +373,15 @@ def test_format_html_writes_the_page_to_stdout(runs):
     assert view["values"]["page-faults"]["exclusive"] == [xml_events(runs["counts"])["page-faults"]]
 
 
+def test_format_html_with_output_file(runs, tmp_path):
+    out = tmp_path / "counts.html"
+    p = run_tool("psprocess", "-f", "html", "-o", str(out), str(runs["counts"]))
+    assert p.returncode == 0 and p.stdout == "", p.stderr
+    assert embedded_view(out.read_text())["kind"] == "counts"
+    line = one_line_error(run_tool("psprocess", "-f", "html", "-o", str(out), str(runs["flat"])), "psprocess")
+    assert "--force" in line and embedded_view(out.read_text())["kind"] == "counts"  # kept as it was
+
+
 def test_html_refuses_to_overwrite_without_force(runs, tmp_path):
     out = tmp_path / "report.html"
     out.write_text("keep me")
