@@ -368,8 +368,8 @@ def _cube_targets(path: str) -> list[str]:
 
 def _load(source: str, command: str, keep: list | None = None):
     """Any input psuite reads, as an experiment; warnings name the
-    subcommand.  keep: a list that gets the input's profiles (None for
-    other inputs), for the HTML report's source lines."""
+    subcommand.  keep: a list that gets the input's reports (None for a
+    CUBE file), for the HTML report's context and source lines."""
     from psuite.psprocess import experiments
 
     def warn(message: str) -> None:
@@ -379,8 +379,8 @@ def _load(source: str, command: str, keep: list | None = None):
         return experiments.load(source, warn=warn)
     from psuite.psprocess.html.viewdoc import load_input
 
-    exp, profiles = load_input(source, warn=warn)
-    keep.append(profiles)
+    exp, reports = load_input(source, warn=warn)
+    keep.append(reports)
     return exp
 
 
@@ -400,12 +400,7 @@ def _result_targets(args) -> list[str]:
 
 def _finish(args, result, kept: list | None = None) -> int:
     """The result written as CUBE 4 (-o) and the HTML report (--html), or
-    shown as a report (-f); kept: the inputs' profiles (see _load)."""
-    sources = None
-    if kept is not None:
-        from psuite.psprocess.html.sources import result_sources
-
-        sources = result_sources(args.command, kept)
+    shown as a report (-f); kept: the inputs' reports (see _load)."""
     if args.output:
         from psuite.psprocess.exporters import cube
 
@@ -414,7 +409,7 @@ def _finish(args, result, kept: list | None = None) -> int:
     if args.html:
         from psuite.psprocess.html import export
 
-        _say(args, f"wrote {args.html} ({export.write(result, args.html, force=args.force, sources=sources)})")
+        _say(args, f"wrote {args.html} ({export.write(result, args.html, force=args.force, inputs=kept)})")
     if args.output or args.html:
         return 0
     from psuite.cli_common import write_output
@@ -422,7 +417,7 @@ def _finish(args, result, kept: list | None = None) -> int:
     if args.format == "html":
         from psuite.psprocess.html import export
 
-        write_output(None, export.page(result, sources))
+        write_output(None, export.page(result, kept))
         return 0
     from psuite.psprocess import experiment_views
 

@@ -132,6 +132,23 @@ def experiment_context(exp) -> list[list[str]]:
     return out
 
 
+def input_context(inputs: Sequence[Sequence | None], operation: str = "") -> list[list[str]]:
+    """One [label, value] per input of an algebra result: its document,
+    command and date (a CUBE file: "a CUBE file"); a difference's are the
+    minuend and the subtrahend."""
+    out = []
+    for i, reports in enumerate(inputs, 1):
+        label = ("Minuend", "Subtrahend")[i - 1] if operation == "diff" and i <= 2 else f"Input {i}"
+        if not reports:
+            out.append([label, "a CUBE file"])
+            continue
+        first = reports[0]
+        where = f"{len(reports)} ranks or threads" if len(reports) > 1 else first.source
+        words = [w for w in (where, first.command, first.date) if w]
+        out.append([label, ", ".join(words)])
+    return out
+
+
 def skipped_metrics(exp) -> list[dict[str, str]]:
     """A CUBE file's metrics psuite's reader left out, as dropped."""
     names = [n for n in exp.attributes.get(SKIPPED_METRICS, "").split(",") if n]

@@ -12,20 +12,20 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def page(subject, sources: list[dict] | None = None) -> str:
-    """The whole page for a report or an experiment (with its sources
-    section, see viewdoc.build)."""
+def page(subject, inputs: list[list | None] | None = None) -> str:
+    """The whole page for a report or an experiment (an algebra result
+    with its inputs' reports, see viewdoc.build)."""
     from psuite.psprocess.html import page as html_page
     from psuite.psprocess.html import viewdoc
 
-    return html_page.render(viewdoc.build(subject, sources=sources))
+    return html_page.render(viewdoc.build(subject, inputs=inputs))
 
 
 def write(subject, path: str, module: str | None = None, force: bool = False,
-          sources: list[dict] | None = None) -> str:
+          inputs: list[list | None] | None = None) -> str:
     """The page for a report or an experiment written to path, whole or not
     at all (never over an existing file without force); says its size.
     module: unused (the exporters' convention)."""
-    text = page(subject, sources)
+    text = page(subject, inputs)
     write_output(path, text, force)
     return f"{len(text.encode('utf-8')):,} bytes"

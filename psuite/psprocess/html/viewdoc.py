@@ -21,6 +21,7 @@ from psuite.errors import UsageError
 from psuite.experiment import Experiment
 from psuite.psprocess.html import context as ctx
 from psuite.psprocess.html import sources as src
+from psuite.report import ProfileReport
 
 VERSION = 1
 SIGNIFICANT = 12  # digits kept of a float metric's largest value
@@ -28,14 +29,19 @@ _FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
 
 def build(subject, *, title: str | None = None, read_sources: bool = True,
-          sources: list[dict] | None = None) -> dict:
+          inputs: list[list | None] | None = None) -> dict:
     """The view of a report or an experiment.  read_sources=False leaves
     the source files unread (their samples per line are still given).
-    sources: an experiment's sources section (sources.result_sources for
-    an algebra result of profiles); an experiment has none otherwise."""
+    inputs: for an algebra result, per input the reports it was made from
+    (load_input; None for a CUBE file): named in the context, and their
+    profiles' lines combined as the operation combined the values."""
     if isinstance(subject, Experiment):
         view = _from_experiment(subject, title)
-        view["sources"] = sources or []
+        if inputs:
+            operation = subject.attributes.get("operation", "").split("(", 1)[0]
+            view["context"] += ctx.input_context(inputs, operation)
+            profiles = [r if r and isinstance(r[0], ProfileReport) else None for r in inputs]
+            view["sources"] = src.result_sources(operation, profiles, read=read_sources)
         return view
     return _from_report(subject, title, read_sources)
 
@@ -185,22 +191,19 @@ def _rounded(f: np.ndarray, finite: np.ndarray) -> np.ndarray:
 
 
 def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
-    """An input as experiments.load reads it, and its profiles (a
-    MultiReport's members; None for a CUBE file or counting reports), for
-    the sources of an algebra result."""
+    """An input as experiments.load reads it, and its reports (a
+    MultiReport's members; None for a CUBE file), for build(inputs=...)."""
     from psuite.psprocess import experiments
 
     if experiments.is_cube(source):
         return experiments.load(source, warn=warn), None
     from psuite.psprocess import inputs, srcmap
     from psuite.psprocess.cli import _prepare
-    from psuite.report import ProfileReport
 
     report = _prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), experiments._derive)
     exp = experiments.from_report(report)
     exp.attributes.setdefault("source", source)  # as experiments.load names it
-    reports, _ = _members(report)
-    return exp, reports if isinstance(reports[0], ProfileReport) else None
+    return exp, _members(report)[0]
 
 
 def load_view(source: str, warn=None, *, read_sources: bool = True) -> dict:

@@ -323,7 +323,10 @@ def test_difference_of_two_profiles_view(runs, tmp_path):
     gained = HOT_PAGES * (MORE - 100) // 100 / PERIOD
     assert samples[cnode_of(view, "hot")].sum() == pytest.approx(gained, rel=0.1)
     assert abs(samples[cnode_of(view, "cold")].sum()) < 0.05 * COLD_PAGES / PERIOD
-    assert dict(view["context"])["Operation"] == f"diff({runs['more'].name}, {runs['flat'].name})"
+    context = dict(view["context"])
+    assert context["Operation"] == f"diff({runs['more'].name}, {runs['flat'].name})"
+    assert context["Minuend"].startswith(str(runs["more"])) and f" {HOT_PAGES * MORE // 100} " in context["Minuend"]
+    assert context["Subtrahend"].startswith(str(runs["flat"])) and f" {HOT_PAGES} " in context["Subtrahend"]
     # the source lines' gains: hot()'s loop, percentages of the run compared against
     [source] = [s for s in view["sources"] if s["file"] == str(runs["source"])]
     changes = {int(k): v for k, v in source["samples"].items()}
