@@ -513,3 +513,23 @@ def test_cube_file_view_through_the_cli(tmp_path):
     line = one_line_error(run_tool("psprocess", "--html", str(tmp_path / "b.html"), "--cube",
                                    str(tmp_path / "b.cubex"), cube.path), "psprocess")
     assert "--cube" in line and not (tmp_path / "b.html").exists()
+
+
+def test_greatest_value_metrics_come_with_their_inclusive_values():
+    """A MAXDOUBLE metric (Score-P's max_time) does not add up a tree: the
+    view gives its inclusive values, each call path's greatest below it."""
+    from psuite.experiment import Experiment, Location, Metric, Region
+
+    exp = Experiment(locations=[Location(rank=0), Location(rank=1)])
+    for name in ("main", "a", "b"):
+        exp.add_region(Region(name))
+    root = exp.add_cnode(0, None)
+    exp.add_cnode(1, root)
+    exp.add_cnode(2, root)
+    exp.add_metric(Metric("max_time", dtype="MAXDOUBLE", unit="sec"))
+    exp.zeros("max_time")[:] = [[1.0, 7.0], [5.0, 2.0], [3.0, 4.0]]
+    view = viewdoc.build(exp)
+    check_schema(view)
+    assert view["values"]["max_time"]["exclusive"] == [1.0, 7.0, 5.0, 2.0, 3.0, 4.0]
+    assert view["values"]["max_time"]["inclusive"] == [5.0, 7.0, 5.0, 2.0, 3.0, 4.0]
+    assert view["kind"] == "cube" and view["dropped"] == []
