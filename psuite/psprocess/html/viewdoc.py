@@ -190,6 +190,15 @@ def _rounded(f: np.ndarray, finite: np.ndarray) -> np.ndarray:
         return np.round(f, decimals)
 
 
+def _read_report(source: str, warn=None):
+    """A PerfSuite document made ready as psprocess makes it (profiles
+    resolved, metrics derived), as experiments.load reads one."""
+    from psuite.psprocess import experiments, inputs, srcmap
+    from psuite.psprocess.cli import _prepare
+
+    return _prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), experiments._derive)
+
+
 def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
     """An input as experiments.load reads it, and its reports (a
     MultiReport's members; None for a CUBE file), for build(inputs=...)."""
@@ -197,10 +206,7 @@ def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
 
     if experiments.is_cube(source):
         return experiments.load(source, warn=warn), None
-    from psuite.psprocess import inputs, srcmap
-    from psuite.psprocess.cli import _prepare
-
-    report = _prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), experiments._derive)
+    report = _read_report(source, warn)
     exp = experiments.from_report(report)
     exp.attributes.setdefault("source", source)  # as experiments.load names it
     return exp, _members(report)[0]
@@ -208,13 +214,9 @@ def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
 
 def load_view(source: str, warn=None, *, read_sources: bool = True) -> dict:
     """The view of one input as psprocess reads it: a CUBE file, or a
-    PerfSuite document (profiles resolved, metrics derived)."""
+    PerfSuite document."""
     from psuite.psprocess import experiments
 
     if experiments.is_cube(source):
         return build(experiments.load(source, warn=warn))
-    from psuite.psprocess import inputs, srcmap
-    from psuite.psprocess.cli import _prepare
-
-    report = inputs.load(source, warn=warn, on_module=srcmap.prefetch)
-    return build(_prepare(report, experiments._derive), read_sources=read_sources)
+    return build(_read_report(source, warn), read_sources=read_sources)
