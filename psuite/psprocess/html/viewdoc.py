@@ -49,7 +49,7 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
 def _members(report) -> tuple[list, int]:
     """The single reports of a report (a MultiReport's), and how many
     process totals were set apart."""
-    from psuite.report import CountReport, MultiReport, ProfileReport
+    from psuite.report import CountReport, MultiReport
 
     reports, totals = ([*report.reports], len(report.totals)) if isinstance(report, MultiReport) else ([report], 0)
     if not reports:
