@@ -40,13 +40,15 @@ examples:
   psprocess --calltree app.1234.host.xml           (top-down call tree)
   psprocess --calltree bottom-up --threshold 1 --depth 8 app.1234.host.xml
   psprocess -c --calltree 'app.*.xml'             (threads and ranks merged)
+  psprocess --html report.html app.1234.host.xml  (a page to open in a browser)
+  psprocess -c -f html 'app.*.xml' > ranks.html   (every rank in one page)
 
 inputs: regular files of at most {max_input} (a 1,000,000-event report is
 about 120 MB) or http(s) URLs of at most {max_url}, fetched within
 {url_timeout:g} s in all (PSUITE_URL_TIMEOUT=SECONDS changes that).
 
 outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube
-(and its .stat) and --write-config write a temporary file beside the name
+(and its .stat), --html and --write-config write a temporary file beside the name
 and move it into place when it is complete, so a failure leaves nothing
 behind; an existing file is kept unless --force is given, and every name
 is checked before any is written.
@@ -93,6 +95,10 @@ def build_parser() -> ArgumentParser:
                           "profile.proto (gzip), read by go tool pprof")
     p.add_output_argument("--cube", metavar="FILE.cubex", help="also write a CUBE 4 file (profiles or counting "
                           "reports; with -c, every rank and thread in one cube) and its statistics file FILE.stat")
+    p.add_output_argument("--html", metavar="FILE.html", help="also write FILE.html: the report as one "
+                          "self-contained page (CUBE's metric, call and system trees, source lines, charts) that "
+                          "opens from disk in any current browser with no network; -f html writes it to standard "
+                          "output instead")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
                    "program)")
     p.add_argument("-c", "--combine", action="store_true",
@@ -124,8 +130,9 @@ def _number(lo: float, hi: float):
     return parse
 
 
-EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof")  # exporters/<name>.py: targets(path),
-# write(report, path, module, force)
+EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof", "html")  # exporters/<name>.py (or
+# EXPORTER_MODULES[name]): targets(path), write(report, path, module, force)
+EXPORTER_MODULES = {"html": "psuite.psprocess.html.export"}
 CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
 
 
@@ -169,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     exporters = {name: _exporter(name) for name, _ in exports}
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
                    [args.output])
+    if args.format == "html" or args.html:
+        shown = _cube_html(args, exports)
+        if shown is not None:
+            return shown
     derive = _Metrics(args).derive
     from psuite.psprocess import srcmap
     from psuite.psprocess.inputs import pair_companions
@@ -206,6 +217,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
+    """The HTML report of a CUBE file (psuite's, Score-P's), which only
+    --html and -f html show among psprocess's outputs; None when no input
+    is one."""
+    from psuite.psprocess import experiments
+
+    cubes = [s for s in args.inputs if experiments.is_cube(s)]
+    if not cubes:
+        return None
+    if len(args.inputs) > 1 or args.combine:
+        raise UsageError(f"{cubes[0]} is a CUBE file: --html and -f html show one at a time (psprocess merge or "
+                         "mean combine cubes)")
+    others = [f"--{name}" for name, _ in exports if name != "html"] + (["--calltree"] if args.calltree else [])
+    if others:
+        raise UsageError(f"{others[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; give it to "
+                         "--html or -f html alone")
+    from psuite.psprocess.html import export
+
+    exp = experiments.load(cubes[0], warn=_warn)
+    if args.html:
+        print(f"psprocess: wrote {args.html} ({export.write(exp, args.html, None, args.force)})", file=sys.stderr)
+    if args.format == "html" and (not args.html or args.output):
+        _emit(args, export.page(exp))
+    return 0
+
+
 def _with_callpaths(reports: list) -> bool:
     """Whether any profile (of a MultiReport too) came with call paths."""
     return any(getattr(m, "callpaths", None) is not None
@@ -216,10 +253,11 @@ def _exporter(name: str):
     """exporters/<name>.py, or one line saying this psprocess has none."""
     import importlib
 
+    module = EXPORTER_MODULES.get(name, f"psuite.psprocess.exporters.{name}")
     try:
-        return importlib.import_module(f"psuite.psprocess.exporters.{name}")
+        return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name != f"psuite.psprocess.exporters.{name}":
+        if exc.name != module:
             raise
         raise UsageError(f"--{name}: this psprocess has no {name} exporter; update psuite") from None
 

@@ -4,8 +4,8 @@ and the views stat and dump.  `psprocess SUBCOMMAND ...` comes here (cli.py
 sends it); `psprocess FILE ...` stays the report it always was.
 
 Results of diff, merge, mean and cut are experiments: with -o written as
-CUBE 4 (with its statistics file), else shown as a report (-f text, json
-or csv).  compare's exit status says equal or within the tolerances (0) or
+CUBE 4 (with its statistics file), with --html as the HTML report, else
+shown as a report (-f text, json, csv or html).  compare's exit status says equal or within the tolerances (0) or
 not (1); bad input is one line and exit status 2, as everywhere in psuite.
 
 Only argparse-level work happens at import: numpy, the readers and the
@@ -24,6 +24,7 @@ from psuite.errors import UsageError
 
 NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
 REPORT_FORMATS = ("text", "json", "csv")
+RESULT_FORMATS = (*REPORT_FORMATS, "html")  # diff, merge, mean, cut: their result also as the HTML report
 DUMP_FORMATS = ("text", "csv", "csv2", "gnuplot", "R")
 CUBE_EXTENSION = ".cubex"
 
@@ -52,8 +53,10 @@ refused unless -C collapses each to a single location (their sum)."""
 
 _RESULT = """\
 result: with -o, a CUBE 4 file and its statistics file (OUT.stat beside
-OUT.cubex), which every subcommand reads again; without -o, a report on
-standard output (-f text, json or csv).  An existing file is kept unless
+OUT.cubex), which every subcommand reads again; with --html FILE, the
+HTML report (one self-contained page; a difference shows gains and losses
+in two colours); without either, a report on standard output (-f text,
+json, csv, or html for the page).  An existing file is kept unless
 --force is given."""
 
 _STATUS = "exit status: 0 on success, 2 on bad input (one line on standard error)."
@@ -212,8 +215,11 @@ def _result_options(p: ArgumentParser, collapse: bool) -> None:
     p.add_output_argument("-o", "--output", metavar="OUT.cubex",
                           help="write the result as a CUBE 4 file (and its statistics, OUT.stat) instead of "
                           "showing it as a report")
-    p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text",
-                   help="without -o: the report's format (default text)")
+    p.add_output_argument("--html", metavar="FILE.html",
+                          help="write the result as the HTML report: one self-contained page to open in a browser "
+                          "(also with -o)")
+    p.add_argument("-f", "--format", choices=RESULT_FORMATS, default="text",
+                   help="without -o and --html: the report's format (default text; html: the page)")
 
 
 def _force(p: ArgumentParser, what: str) -> None:
@@ -230,14 +236,14 @@ def _build_diff(p: ArgumentParser) -> None:
                           "value then the minuend's) for a differential flame graph")
     p.add_argument("-m", "--metric", metavar="NAME",
                    help="with --folded: the metric of the stacks (default: the first one both inputs have)")
-    _force(p, "-o/--output or --folded")
+    _force(p, "-o/--output, --html or --folded")
 
 
 def _build_binary(name: str) -> Callable[[ArgumentParser], None]:
     def build(p: ArgumentParser) -> None:
         _operands(p, name)
         _result_options(p, collapse=True)
-        _force(p, "-o/--output")
+        _force(p, "-o/--output or --html")
 
     return build
 
@@ -259,7 +265,7 @@ def _build_cut(p: ArgumentParser) -> None:
     p.add_argument("--prune", "-p", action="append", default=[], metavar="REGION",
                    help="prune REGION's call paths into their parents (inline them); repeatable")
     _result_options(p, collapse=False)
-    _force(p, "-o/--output")
+    _force(p, "-o/--output or --html")
 
 
 def _view_output(p: ArgumentParser) -> None:
@@ -360,29 +366,59 @@ def _cube_targets(path: str) -> list[str]:
     return [path, path[: -len(CUBE_EXTENSION)] + ".stat"]
 
 
-def _load(source: str, command: str):
-    """Any input psuite reads, as an experiment; warnings name the subcommand."""
+def _load(source: str, command: str, keep: list | None = None):
+    """Any input psuite reads, as an experiment; warnings name the
+    subcommand.  keep: a list that gets the input's reports (None for a
+    CUBE file), for the HTML report's context and source lines."""
     from psuite.psprocess import experiments
 
     def warn(message: str) -> None:
         print(f"psprocess {command}: warning: {message}", file=sys.stderr)
 
-    return experiments.load(source, warn=warn)
+    if keep is None:
+        return experiments.load(source, warn=warn)
+    from psuite.psprocess.html.viewdoc import load_input
+
+    exp, reports = load_input(source, warn=warn)
+    keep.append(reports)
+    return exp
+
+
+def _kept(args) -> list | None:
+    """A list for _load's keep when the result becomes the HTML report."""
+    return [] if args.html or args.format == "html" else None
 
 
 def _say(args, message: str) -> None:
     print(f"psprocess {args.command}: {message}", file=sys.stderr)
 
 
-def _finish(args, result) -> int:
-    """The result written as CUBE 4 (-o) or shown as a report."""
+def _result_targets(args) -> list[str]:
+    """The files a result is written to: -o's cube and statistics, --html's page."""
+    return [*(_cube_targets(args.output) if args.output else []), *([args.html] if args.html else [])]
+
+
+def _finish(args, result, kept: list | None = None) -> int:
+    """The result written as CUBE 4 (-o) and the HTML report (--html), or
+    shown as a report (-f); kept: the inputs' reports (see _load)."""
     if args.output:
         from psuite.psprocess.exporters import cube
 
         done = cube.write(result, args.output, force=args.force)
         _say(args, f"wrote {args.output}" + (f" ({done})" if isinstance(done, str) and done else ""))
+    if args.html:
+        from psuite.psprocess.html import export
+
+        _say(args, f"wrote {args.html} ({export.write(result, args.html, force=args.force, inputs=kept)})")
+    if args.output or args.html:
         return 0
     from psuite.cli_common import write_output
+
+    if args.format == "html":
+        from psuite.psprocess.html import export
+
+        write_output(None, export.page(result, kept))
+        return 0
     from psuite.psprocess import experiment_views
 
     write_output(None, experiment_views.render(result, args.format))
@@ -390,39 +426,42 @@ def _finish(args, result) -> int:
 
 
 def _run_diff(args) -> int:
-    _check_outputs(args, [*(_cube_targets(args.output) if args.output else []), args.folded])
+    _check_outputs(args, [*_result_targets(args), args.folded])
     if args.metric and not args.folded:
         raise UsageError("-m/--metric goes with --folded (the metric of the folded stacks)")
     from psuite.psprocess import algebra
 
-    minuend, subtrahend = _load(args.minuend, args.command), _load(args.subtrahend, args.command)
+    kept = _kept(args)
+    minuend, subtrahend = _load(args.minuend, args.command, kept), _load(args.subtrahend, args.command, kept)
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
         done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
         _say(args, f"wrote {done}")
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
-    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True))
+    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True), kept)
 
 
 def _run_nary(args) -> int:
     if len(args.inputs) < 2:
         raise UsageError(f"{args.command} takes two or more experiments; give another input")
-    _check_outputs(args, _cube_targets(args.output) if args.output else [])
+    _check_outputs(args, _result_targets(args))
     from psuite.psprocess import algebra
 
-    exps = [_load(s, args.command) for s in args.inputs]
-    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True))
+    kept = _kept(args)
+    exps = [_load(s, args.command, kept) for s in args.inputs]
+    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True), kept)
 
 
 def _run_cut(args) -> int:
     if not args.root and not args.prune:
         raise UsageError("cut needs --root REGION, --prune REGION or both")
-    _check_outputs(args, _cube_targets(args.output) if args.output else [])
+    _check_outputs(args, _result_targets(args))
     from psuite.psprocess import algebra
 
-    exp = _load(args.input, args.command)
-    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)))
+    kept = _kept(args)
+    exp = _load(args.input, args.command, kept)
+    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)), kept)
 
 
 def parse_tolerances(specs: Sequence[str]) -> list:

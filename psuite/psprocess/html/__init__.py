@@ -19,21 +19,34 @@ The view (version 1; every key present, lists may be empty):
                 "parent": int | null,   # index in this list: the metric tree
                 "integer": bool, "derived": bool}],
    "regions": [{"name": str, "module": str, "file": str | null, "line": int | null}],
+                                        # file: the source file as sources[].file names it (null
+                                        # when unknown); module: the object file where known
    "cnodes": {"region": [int, ...],     # per cnode: index in regions
               "parent": [int, ...],     # per cnode: parent cnode, -1 for a root; parents come first
               "line": [int, ...]},      # per cnode: call-site line, -1 unknown
    "locations": [{"machine": str, "node": str, "rank": int, "thread": int, "label": str}],
    "values": {metric name: {
        "exclusive": [float, ...],       # row-major (cnode, location): len(cnodes) * len(locations)
-       "inclusive": [float, ...] | null # given for derived metrics (ratios do not add up); else
+       "inclusive": [float, ...] | null # given for derived metrics (ratios do not add up) and
+                                        # least/greatest metrics (CUBE's MIN/MAXDOUBLE); else
                                         # the page sums exclusive values up the tree
-   }},
+   }},                                  # a value may be null (NaN or inf in the input): the page
+                                        # shows "-" and leaves it out of sums and charts
    "sources": [{"file": str,            # as the profile names it
                 "path": str | null,     # where it was read; null when unreadable (then no lines)
                 "lines": [str, ...],    # the file's text, line 1 first
                 "samples": {"LINE": int},   # samples per line number (string keys: JSON)
-                "total": int}]}         # the profile's samples in all, for percentages
+                "total": int,           # the profile's samples in all, for percentages
+                "note": str}]}          # "" or why lines are missing or cut (too large, not found)
+                                        # a difference's samples are gains and losses per line
+                                        # (negative too; total: the subtrahend's), a mean's may
+                                        # be fractional; results of merge, mean, cut and CUBE
+                                        # files are kind "cube"
 
 Counting reports are one root cnode per program with every event and
 derived metric a metric; flat profiles are the program's root with one
-child per function; call-path profiles the real tree."""
+child per function; call-path profiles the real tree.  A metric of a
+counting report that psmetrics derived (a ratio, a rate) is "derived"
+even when its values are stored: the page must not sum it over ranks.
+Integer metrics' values are ints; others are rounded to 12 significant
+digits of the metric's largest value."""

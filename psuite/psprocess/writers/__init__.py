@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import importlib
 
-FORMATS = {"text": "text", "json": "json_format", "csv": "csv_format", "xml": "xml_format"}
+FORMATS = {"text": "text", "json": "json_format", "csv": "csv_format", "xml": "xml_format",
+           "html": "html_format"}
 
 
 def writer(fmt: str):
