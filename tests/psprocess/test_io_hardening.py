@@ -192,7 +192,7 @@ def test_force_goes_with_every_file_writing_option(report, profile_report, workd
         assert target.read_bytes() != b"precious"
     line = one_line_error(run_tool("psprocess", "--force", str(report)), "psprocess")
     assert line == ("psprocess: --force goes with -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, "
-                    "--cube or --write-config (it lets "
+                    "--cube, --html or --write-config (it lets "
                     "an existing file be replaced) (see psprocess --help)")
     assert leftovers(workdir) == []
 
@@ -200,10 +200,10 @@ def test_force_goes_with_every_file_writing_option(report, profile_report, workd
 def test_help_describes_force():
     p = run_tool("psprocess", "--help")
     text = " ".join(p.stdout.split())
-    assert ("--force let -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, --cube or --write-config "
+    assert ("--force let -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, --cube, --html or --write-config "
             "replace a file that exists") in text
-    assert ("outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube (and its .stat) and "
-            "--write-config write a temporary file") in text
+    assert ("outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube (and its .stat), --html "
+            "and --write-config write a temporary file") in text
     assert "regular files of at most 2 GiB" in text and "PSUITE_URL_TIMEOUT" in text
 
 
