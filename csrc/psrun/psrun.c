@@ -158,11 +158,11 @@ static const char HELP[] =
 "files its documents with the Python psuite is installed in (psbase input):\n"
 "one run per document, one per process with -p (its threads' reports), and\n"
 "the resource report of -R as a run of its own; one line on stderr says what\n"
-"was filed.  If filing fails (no archive, no such experiment ...), one line\n"
-"says why and the documents stay on disk.  The program's environment is its\n"
-"own (PSUITE_ARCHIVE and PSBASE_DB unchanged).  Under MPI each rank's psrun\n"
-"would file its own run: file an MPI run's reports as one with\n"
-"psprocess -c --archive EXPERIMENT 'app.*.xml' instead.\n"
+"was filed (none with -q).  If filing fails (no archive, no such experiment\n"
+"...), one line says why and the documents stay on disk.  The program's\n"
+"environment is its own (PSUITE_ARCHIVE and PSBASE_DB unchanged).  Under MPI\n"
+"each rank's psrun would file its own run: file an MPI run's reports as one\n"
+"run with psprocess -c --archive EXPERIMENT 'app.*.xml' instead.\n"
 "\n"
 "exit status: the program's own: psrun execs it, or with -R or --archive\n"
 "ends as it ended (a shell shows 128+N if it was killed by signal N, and\n"
@@ -1068,6 +1068,7 @@ struct filing {
     const char *experiment;  /* NULL: no filing */
     const char *db;          /* --db, or NULL: the filer reads PSBASE_DB itself */
     int per_process;         /* -p: a process's thread reports make one run */
+    int quiet;               /* -q: no line when filing succeeds */
     char manifest[PATH_MAX]; /* the runtime's list of the documents it saved */
     char python[PATH_MAX];   /* the interpreter psuite is installed in */
     char pythonpath[PATH_MAX]; /* "" or the directory holding the psuite package */
@@ -1154,6 +1155,8 @@ static int file_documents(struct filing *f, const char *resource_report)
     }
     if (f->per_process)
         argv[a++] = "--per-process";
+    if (f->quiet)
+        argv[a++] = "--quiet";
     if (resource_report && *resource_report) {
         argv[a++] = "--also";
         argv[a++] = resource_report;
@@ -1574,6 +1577,7 @@ int main(int argc, char **argv)
     if (experiment && *experiment) {
         filing.experiment = experiment;
         filing.per_process = opt_set[OPT_PER_THREAD];
+        filing.quiet = quiet;
         find_python(&filing);
     }
     if (opt_set[OPT_DB] && !filing.experiment)

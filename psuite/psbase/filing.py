@@ -8,12 +8,13 @@ launcher with no Python in the measured program, runs this module after
 the program has ended:
 
   python -m psuite.psbase.filing [--db URL] [--per-process] [--also PATH]
-                                 EXPERIMENT MANIFEST
+                                 [--quiet] EXPERIMENT MANIFEST
 
 MANIFEST holds "PID PATH\\0" records, one per document the runtime saved
 (csrc/runtime/report.c); --also adds psrun's own resource report.  The
-outcome is one line on standard error, "psrun: filed ..." or "psrun: not
-filed ...; the reports stay: ...", and exit status 0 or 2."""
+outcome is one line on standard error, "psrun: filed ..." (none with
+--quiet) or "psrun: not filed ...; the reports stay: ...", and exit status
+0 or 2."""
 
 from __future__ import annotations
 
@@ -125,6 +126,7 @@ def psrun_main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--db")
     p.add_argument("--per-process", action="store_true")
     p.add_argument("--also", action="append", default=[])
+    p.add_argument("--quiet", action="store_true", help="no line when filing succeeds (psrun -q)")
     p.add_argument("experiment")
     p.add_argument("manifest")
     args = p.parse_args(argv)
@@ -141,7 +143,8 @@ def psrun_main(argv: Sequence[str] | None = None) -> int:
         where = f"; the reports stay: {_stay(docs)}" if docs else ""
         print(f"psrun: not filed in {args.experiment}: {one_line(str(exc))}{where}", file=sys.stderr)
         return 2
-    print(f"psrun: {filed}", file=sys.stderr)
+    if not args.quiet:
+        print(f"psrun: {filed}", file=sys.stderr)
     return 0
 
 

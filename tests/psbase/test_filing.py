@@ -16,7 +16,7 @@ import pytest
 from lxml import etree
 
 from psuite.psbase.store import Store
-from tests.conftest import one_line_error, run_tool
+from tests.conftest import TARGETS, one_line_error, run_tool
 
 # Writes what it finds of psrun's and psbase's variables to argv[1], then
 # exits with argv[2]: the measured program's own view of its environment.
@@ -42,13 +42,22 @@ EVENTS = "task-clock,page-faults"
 
 
 @pytest.fixture(scope="session")
-def program(tmp_path_factory) -> str:
+def built(tmp_path_factory) -> dict[str, str]:
+    """The program above, and the shared targets these tests run (only
+    those: the conftest's targets fixture builds them all)."""
     cc = shutil.which("cc") or shutil.which("gcc")
     assert cc, "a C compiler is needed (tests/run installs gcc)"
     out = tmp_path_factory.mktemp("filing")
     (out / "envprog.c").write_text(PROGRAM)
-    subprocess.run([cc, "-O1", "-o", str(out / "envprog"), str(out / "envprog.c")], check=True)
-    return str(out / "envprog")
+    sources = {"envprog": out / "envprog.c", "threads": TARGETS / "threads.c", "killself": TARGETS / "killself.c"}
+    for name, src in sources.items():
+        subprocess.run([cc, "-O1", "-pthread", "-o", str(out / name), str(src)], check=True)
+    return {name: str(out / name) for name in sources}
+
+
+@pytest.fixture
+def program(built) -> str:
+    return built["envprog"]
 
 
 def setup_experiment(db: str, name: str = "exp") -> None:
@@ -90,6 +99,11 @@ def assert_run_matches(run, expected: dict[str, object]) -> None:
             assert got == value, name
 
 
+def filing_lines(p: subprocess.CompletedProcess) -> list[str]:
+    """psrun's lines about filing, among the library's notes."""
+    return [line for line in p.stderr.splitlines() if line.startswith(("psrun: filed", "psrun: not filed"))]
+
+
 def store_run(db: str, index: int, name: str = "exp"):
     store = Store(db)
     try:
@@ -107,8 +121,8 @@ def test_psrun_archive_files_the_report_and_keeps_the_exit_status(program, workd
     assert p.returncode == 3, p.stderr
     assert p.stdout == ""
     [doc] = counting_reports(workdir)
-    filed = [line for line in p.stderr.splitlines() if "filed" in line]
-    assert len(filed) == 1 and filed[0].startswith("psrun: filed run 1 in experiment exp of archive "), p.stderr
+    [filed] = filing_lines(p)
+    assert filed.startswith("psrun: filed run 1 in experiment exp of archive "), p.stderr
     run, indexes = store_run(db_url, 1)
     assert indexes == [1]
     assert run.sources == [str(doc)]
@@ -127,28 +141,29 @@ def test_psrun_archive_from_the_environment(program, workdir, monkeypatch):
     setup_experiment(db)
     setup_experiment(db, "other")
     env = {**os.environ, "PSUITE_ARCHIVE": "exp", "PSBASE_DB": db}
-    p = run_tool("psrun", "-q", "-e", EVENTS, program, "env.txt", env=env)
+    p = run_tool("psrun", "-e", EVENTS, program, "env.txt", env=env)
     assert p.returncode == 0, p.stderr
-    assert p.stderr.splitlines() == [f"psrun: filed run 1 in experiment exp of archive {db}"]
+    assert filing_lines(p) == [f"psrun: filed run 1 in experiment exp of archive {db}"]
     # the program sees the caller's variables as they were; the manifest not at all
     assert seen_env(workdir / "env.txt") == {"PSUITE_MANIFEST": "(unset)", "PSUITE_ARCHIVE": "exp", "PSBASE_DB": db}
     run, _ = store_run(db, 1)
     assert_run_matches(run, xml_values(counting_reports(workdir)[0]))
-    # the option wins over the variable
+    # the option wins over the variable; -q: nothing said when filing succeeds
     p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "other", program, "env2.txt", env=env)
-    assert p.stderr.splitlines() == [f"psrun: filed run 1 in experiment other of archive {db}"], p.stderr
+    assert (p.returncode, p.stderr) == (0, "")
     assert [r.index for r in Store(db).list_runs("exp")] == [1]
+    assert [r.index for r in Store(db).list_runs("other")] == [1]
 
 
-def test_psrun_archive_per_thread_and_resources(targets, workdir):
+def test_psrun_archive_per_thread_and_resources(built, workdir):
     """-p: one process's thread reports make one run (the total left out as
     a double count); -R: the resource report is a run of its own."""
     db = str(workdir / "a.db")
     setup_experiment(db)
-    p = run_tool("psrun", "-q", "-p", "-R", "--interval", "0.1", "-e", EVENTS, "--archive", "exp", "--db", db,
-                 targets["threads"], "3")
+    p = run_tool("psrun", "-p", "-R", "--interval", "0.1", "-e", EVENTS, "--archive", "exp", "--db", db,
+                 built["threads"], "3")
     assert p.returncode == 0, p.stderr
-    assert p.stderr.splitlines() == [f"psrun: filed runs 1, 2 in experiment exp of archive {db}"]
+    assert filing_lines(p) == [f"psrun: filed runs 1, 2 in experiment exp of archive {db}"]
     docs = counting_reports(workdir)
     threads = [d for d in docs if etree.parse(str(d)).getroot().findtext("thread") != "0"]
     assert len(threads) == 4 and len(docs) == 5  # main and 3 workers, and the process total
@@ -167,20 +182,22 @@ def test_psrun_archive_per_thread_and_resources(targets, workdir):
     assert res.values["minor_faults"] == int(root.findtext("faults/minor"))
 
 
-def test_psrun_archive_of_a_killed_program(targets, workdir):
+def test_psrun_archive_of_a_killed_program(built, workdir):
     """The program's signal is psrun's, and its report is filed still."""
     db = str(workdir / "a.db")
     setup_experiment(db)
-    p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "exp", "--db", db, targets["killself"],
+    p = run_tool("psrun", "-e", EVENTS, "--archive", "exp", "--db", db, built["killself"],
                  str(int(signal.SIGTERM)))
     assert p.returncode == -signal.SIGTERM, p.stderr
     [doc] = counting_reports(workdir)
-    assert f"psrun: filed run 1 in experiment exp of archive {db}" in p.stderr.splitlines()
+    assert filing_lines(p) == [f"psrun: filed run 1 in experiment exp of archive {db}"]
     run, _ = store_run(db, 1)
     assert_run_matches(run, xml_values(doc))
 
 
 def test_psrun_filing_failure(program, workdir):
+    """One line (-q silences notes, not this), the documents on disk, status 2
+    after a program that exited 0, else the program's."""
     db = str(workdir / "a.db")
     setup_experiment(db)
     p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "nope", "--db", db, program, "env.txt")
