@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser, whole_number
-from psuite.errors import PsuiteError, UsageError
+from psuite.errors import UsageError
 from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
 from psuite.psprocess.writers import FORMATS
 
@@ -378,6 +378,7 @@ def _file_inputs(args, archive: tuple[str, str] | None) -> int:
     (as psbase input --merge); one line on stderr saying what was filed."""
     if archive is None:
         return 0
+    from psuite.errors import PsuiteError
     from psuite.psbase import filing
     from psuite.psprocess.inputs import pair_companions
 

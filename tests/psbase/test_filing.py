@@ -49,7 +49,7 @@ def built(tmp_path_factory) -> dict[str, str]:
     assert cc, "a C compiler is needed (tests/run installs gcc)"
     out = tmp_path_factory.mktemp("filing")
     (out / "envprog.c").write_text(PROGRAM)
-    sources = {"envprog": out / "envprog.c", "threads": TARGETS / "threads.c", "killself": TARGETS / "killself.c"}
+    sources = {"envprog": out / "envprog.c", **{n: TARGETS / f"{n}.c" for n in ("threads", "killself", "fork_chain")}}
     for name, src in sources.items():
         subprocess.run([cc, "-O1", "-pthread", "-o", str(out / name), str(src)], check=True)
     return {name: str(out / name) for name in sources}
@@ -180,6 +180,24 @@ def test_psrun_archive_per_thread_and_resources(built, workdir):
     assert res.values["kind"] == "resource"
     assert res.values["maxrss"] == pytest.approx(float(root.findtext("maxrss")), rel=1e-12)
     assert res.values["minor_faults"] == int(root.findtext("faults/minor"))
+
+
+def test_psrun_archive_follows_forks_and_execs(built, workdir):
+    """-f: the processes the program forks, and the program a child execs,
+    list their reports too (the manifest variable stays for them, as
+    LD_PRELOAD does): one run each."""
+    db = str(workdir / "a.db")
+    setup_experiment(db)
+    p = run_tool("psrun", "-q", "-f", "-e", EVENTS, "--archive", "exp", "--db", db, built["fork_chain"])
+    assert (p.returncode, p.stderr) == (0, "")
+    docs = counting_reports(workdir)
+    assert len(docs) == 4  # parent, child, grandchild before its exec, and the shell it became
+    store = Store(db)
+    runs = store.list_runs("exp")
+    assert sorted(s for r in runs for s in r.sources) == sorted(map(str, docs))
+    by_source = {store.run("exp", r.index).sources[0]: store.run("exp", r.index) for r in runs}
+    for doc in docs:
+        assert_run_matches(by_source[str(doc)], xml_values(doc))
 
 
 def test_psrun_archive_of_a_killed_program(built, workdir):
