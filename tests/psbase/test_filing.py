@@ -242,6 +242,12 @@ def test_psrun_archive_option_errors(program, workdir):
         assert says in one_line_error(p, "psrun")
         assert not (workdir / "env.txt").exists()  # refused before the program ran
     assert "--archive EXPERIMENT" in run_tool("psrun", "--help").stdout
+    # the library refuses the configuration before the program runs: its one line, nothing to file
+    db = str(workdir / "a.db")
+    setup_experiment(db)
+    p = run_tool("psrun", "-e", "NO_SUCH_EVENT", "--archive", "exp", "--db", db, program, "env.txt")
+    assert "unknown event NO_SUCH_EVENT" in one_line_error(p, "psrun")
+    assert not (workdir / "env.txt").exists() and Store(db).list_runs("exp") == []
 
 
 # ---- psprocess --archive ---------------------------------------------------------
