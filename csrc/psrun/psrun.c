@@ -1142,7 +1142,7 @@ static void filer_env_set(char **env, int *count, char *entry)
  * stderr what was filed or why not; its stdout goes to stderr too, since
  * psrun's stdout is the program's.  It gets psrun's own environment, not
  * the program's (no preload). */
-static int file_documents(struct filing *f, const char *resource_report)
+static int file_documents(struct filing *f, const char *resource_report, const sigset_t *caller_mask)
 {
     const char *argv[16];
     int a = 0;
@@ -1191,7 +1191,11 @@ static int file_documents(struct filing *f, const char *resource_report)
         return -1;
     }
     if (pid == 0) {
-        dup2(STDERR_FILENO, STDOUT_FILENO);
+        /* stdout onto stderr, or /dev/null when there is no stderr */
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0 && null >= 0)
+            dup2(null, STDOUT_FILENO);
+        sigprocmask(SIG_SETMASK, caller_mask, NULL); /* psrun's blocked signals are not the filer's */
         execve(f->python, (char **)argv, env);
         note("not filed in %s: cannot run %s: %s; the reports stay on disk", f->experiment, f->python,
              strerror(errno));
@@ -1379,7 +1383,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
             note("report: %s", saved);
     }
     if (filing->experiment) {
-        int filed = file_documents(filing, saved);
+        int filed = file_documents(filing, saved, &caller_mask);
         unlink(filing->manifest);
         /* the program's status, unless that was success and filing failed */
         if (filed != 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {

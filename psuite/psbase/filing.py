@@ -121,6 +121,11 @@ def _stay(paths: list[str]) -> str:
     return shown + (f" and {len(paths) - 3} more" if len(paths) > 3 else "")
 
 
+def _say(line: str) -> None:
+    if sys.stderr is not None:  # never print(file=None): that is stdout, the program's
+        print(line, file=sys.stderr)
+
+
 def psrun_main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m psuite.psbase.filing", description="psrun --archive's filing")
     p.add_argument("--db")
@@ -141,10 +146,10 @@ def psrun_main(argv: Sequence[str] | None = None) -> int:
         from psuite.cli_common import one_line
 
         where = f"; the reports stay: {_stay(docs)}" if docs else ""
-        print(f"psrun: not filed in {args.experiment}: {one_line(str(exc))}{where}", file=sys.stderr)
+        _say(f"psrun: not filed in {args.experiment}: {one_line(str(exc))}{where}")
         return 2
     if not args.quiet:
-        print(f"psrun: {filed}", file=sys.stderr)
+        _say(f"psrun: {filed}")
     return 0
 
 

@@ -16,7 +16,7 @@ import pytest
 from lxml import etree
 
 from psuite.psbase.store import Store
-from tests.conftest import TARGETS, one_line_error, run_tool
+from tests.conftest import TARGETS, one_line_error, psrun_command, run_tool
 
 # Writes what it finds of psrun's and psbase's variables to argv[1], then
 # exits with argv[2]: the measured program's own view of its environment.
@@ -153,6 +153,17 @@ def test_psrun_archive_from_the_environment(program, workdir, monkeypatch):
     assert (p.returncode, p.stderr) == (0, "")
     assert [r.index for r in Store(db).list_runs("exp")] == [1]
     assert [r.index for r in Store(db).list_runs("other")] == [1]
+
+
+def test_psrun_archive_with_stderr_closed(program, workdir):
+    """The filer's line has nowhere to go: never onto stdout, the program's."""
+    db = str(workdir / "a.db")
+    setup_experiment(db)
+    for experiment, status in (("exp", 0), ("nope", 2)):
+        p = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", psrun_command(), "-e", EVENTS, "--archive",
+                            experiment, "--db", db, program, "env.txt"], capture_output=True, text=True, timeout=120)
+        assert (p.returncode, p.stdout) == (status, "")
+    assert len(Store(db).list_runs("exp")) == 1
 
 
 def test_psrun_archive_per_thread_and_resources(built, workdir):
