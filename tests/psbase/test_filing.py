@@ -193,6 +193,24 @@ def test_psrun_archive_per_thread_and_resources(built, workdir):
     assert res.values["minor_faults"] == int(root.findtext("faults/minor"))
 
 
+def test_psrun_archive_of_a_profile_with_call_paths(program, workdir):
+    """The profile is one run; its call-path companion is read with it, not
+    filed as a run of its own."""
+    db = str(workdir / "a.db")
+    setup_experiment(db)
+    p = run_tool("psrun", "-q", "--callpath", "--period", "100", "--archive", "exp", "--db", db, program,
+                 "env.txt")
+    assert (p.returncode, p.stderr) == (0, "")
+    [companion] = workdir.glob("*.callpaths.xml")
+    [profile] = [d for d in workdir.glob("*.xml") if d != companion]
+    root = etree.parse(str(profile)).getroot()
+    assert root.get("mode") == "profile"
+    run, indexes = store_run(db, 1)
+    assert indexes == [1] and run.sources == [str(profile)]
+    assert run.values["kind"] == "profile"
+    assert run.values["total_samples"] == int(root.findtext(".//totalsamples")) > 0
+
+
 def test_psrun_archive_follows_forks_and_execs(built, workdir):
     """-f: the processes the program forks, and the program a child execs,
     list their reports too (the manifest variable stays for them, as
