@@ -354,6 +354,8 @@ def _resolve(report) -> None:
 
 def _archive_request(args) -> tuple[str, str] | None:
     """(experiment, how asked) when the inputs are to be filed; URLs refused."""
+    if args.archive is None and args.db is None and not os.environ.get("PSUITE_ARCHIVE", "").strip():
+        return None  # not asked: not even psbase's module imported
     from psuite.psbase import filing
 
     asked = filing.experiment_asked(args.archive)
