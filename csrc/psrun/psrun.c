@@ -8,6 +8,11 @@
  * program's own.  With -R it forks, samples the load averages while the
  * program runs, writes a <resourcereport> and ends as the program ended
  * (the same exit code, or the same fatal signal raised on itself).
+ * With --archive (or PSUITE_ARCHIVE) it forks and waits in the same way,
+ * then files the documents the run wrote into a psbase archive by running
+ * psuite's Python (python -m psuite.psbase.filing) after the program has
+ * ended: the runtime lists each document it saves in a private manifest
+ * file (PSUITE_MANIFEST, taken out of the program's environment).
  *
  * psrun never changes a signal disposition or the signal mask the program
  * inherits, never writes to stdout (except --help and --version), and its
@@ -65,7 +70,7 @@ static const char HELP[] =
 "usage: psrun [-h] [--version] [-c FILE] [-e LIST] [--domain {user,kernel,all}]\n"
 "             [--backend {PAPI,perf_event}] [-o PREFIX] [-d DIR] [-q]\n"
 "             [--profile SOURCE] [--period N] [--callpath[=DEPTH]] [-p] [-R]\n"
-"             [--interval SEC] [-f]\n"
+"             [--interval SEC] [-f] [--archive EXPERIMENT] [--db URL]\n"
 "             ...\n"
 "\n"
 "psrun starts the program with psuite's C library preloaded; the library\n"
@@ -111,6 +116,13 @@ static const char HELP[] =
 "  --interval SEC        with -R: seconds between samples (default 1)\n"
 "  -f, --follow          measure the processes the program forks and execs too,\n"
 "                        each in its own report\n"
+"  --archive EXPERIMENT  after the program ends, file the documents it wrote\n"
+"                        into EXPERIMENT (made with psbase setup --psuite) of\n"
+"                        the archive; also PSUITE_ARCHIVE=EXPERIMENT (the\n"
+"                        option wins)\n"
+"  --db URL              with --archive: the archive, an SQLite file or a\n"
+"                        database URL (default: $PSBASE_DB, else psbase.db\n"
+"                        in the current directory)\n"
 "\n"
 "configuration (first that applies):\n"
 "  -e NAME[,NAME...]      ad hoc events, e.g. -e task-clock,page-faults\n"
@@ -142,9 +154,20 @@ static const char HELP[] =
 "cannot be counted here are dropped with a message before the program\n"
 "starts; an event name that does not exist is an error (exit 2).\n"
 "\n"
-"exit status: the program's own: psrun execs it, or with -R ends as it\n"
-"ended (a shell shows 128+N if it was killed by signal N, and psrun dies of\n"
-"the same signal); 2 for psrun's usage errors.\n"
+"archive (--archive, PSUITE_ARCHIVE): psrun waits for the program, then\n"
+"files its documents with the Python psuite is installed in (psbase input):\n"
+"one run per document, one per process with -p (its threads' reports), and\n"
+"the resource report of -R as a run of its own; one line on stderr says what\n"
+"was filed (none with -q).  If filing fails (no archive, no such experiment\n"
+"...), one line says why and the documents stay on disk.  The program's\n"
+"environment is its own (PSUITE_ARCHIVE and PSBASE_DB unchanged).  Under MPI\n"
+"each rank's psrun would file its own run: file an MPI run's reports as one\n"
+"run with psprocess -c --archive EXPERIMENT 'app.*.xml' instead.\n"
+"\n"
+"exit status: the program's own: psrun execs it, or with -R or --archive\n"
+"ends as it ended (a shell shows 128+N if it was killed by signal N, and\n"
+"psrun dies of the same signal); 2 for psrun's usage errors, and 2 when\n"
+"filing into the archive fails after a program that exited 0.\n"
 "\n"
 "examples:\n"
 "  psrun ./app input.dat\n"
@@ -152,6 +175,7 @@ static const char HELP[] =
 "  psrun -c mylist.xml -d results/ ./app\n"
 "  psrun --profile ITIMER_PROF --period 1000 ./app\n"
 "  psrun --callpath --period 1000 ./app\n"
+"  psrun --archive myapp ./app     (after psbase setup --psuite myapp)\n"
 "  psprocess app.*.xml\n";
 
 /* ---- messages: stderr only, never an error for psrun ---------------- */
@@ -208,7 +232,8 @@ static __attribute__((noreturn)) void usage_error(const char *fmt, ...)
 /* ---- options ---------------------------------------------------------- */
 
 enum { OPT_CONFIG, OPT_EVENTS, OPT_DOMAIN, OPT_BACKEND, OPT_OUTPUT, OPT_DIRECTORY, OPT_QUIET, OPT_PROFILE, OPT_PERIOD,
-       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_HELP, OPT_VERSION, OPT_COUNT };
+       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_ARCHIVE, OPT_DB, OPT_HELP,
+       OPT_VERSION, OPT_COUNT };
 
 struct option_def {
     char short_flag;
@@ -235,6 +260,8 @@ static const struct option_def OPTIONS[OPT_COUNT] = {
     [OPT_RESOURCES] = {'R', "--resources", 0, NULL},
     [OPT_INTERVAL] = {0, "--interval", 1, NULL},
     [OPT_FOLLOW] = {'f', "--follow", 0, NULL},
+    [OPT_ARCHIVE] = {0, "--archive", 1, NULL},
+    [OPT_DB] = {0, "--db", 1, NULL},
     [OPT_HELP] = {'h', "--help", 0, NULL},
     [OPT_VERSION] = {0, "--version", 0, NULL},
 };
@@ -1035,9 +1062,163 @@ static __attribute__((noreturn)) void end_as(int status)
     _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 1);
 }
 
+/* ---- filing into an archive (--archive) ------------------------------- */
+
+struct filing {
+    const char *experiment;  /* NULL: no filing */
+    const char *db;          /* --db, or NULL: the filer reads PSBASE_DB itself */
+    int per_process;         /* -p: a process's thread reports make one run */
+    int quiet;               /* -q: no line when filing succeeds */
+    char manifest[PATH_MAX]; /* the runtime's list of the documents it saved */
+    char python[PATH_MAX];   /* the interpreter psuite is installed in */
+    char pythonpath[PATH_MAX]; /* "" or the directory holding the psuite package */
+};
+
+/* The interpreter of a script pip installed ("#!/abs/python"), or 0. */
+static int shebang_python(const char *script, char *out, size_t size)
+{
+    char buf[PATH_MAX + 8];
+    if (read_small(script, buf, sizeof buf) < 4 || strncmp(buf, "#!/", 3) != 0)
+        return 0;
+    size_t n = strcspn(buf + 2, " \t\r\n");
+    if (buf[2 + n] != '\n' && buf[2 + n] != '\r') /* arguments or a cut line: not this simple form */
+        return 0;
+    buf[2 + n] = '\0';
+    if (n >= size || access(buf + 2, X_OK) != 0)
+        return 0;
+    memcpy(out, buf + 2, n + 1);
+    return 1;
+}
+
+/* Where psuite's Python is: the interpreter of the psbase script installed
+ * beside this launcher (bin/psrun, bin/psbase) or in the prefix of the
+ * package holding it (.../site-packages/psuite/_native/psrun); else, for a
+ * launcher in a source tree, python<version> on PATH with that tree on
+ * PYTHONPATH. */
+static void find_python(struct filing *f)
+{
+    char exe[PATH_MAX], cand[PATH_MAX + 64];
+    f->pythonpath[0] = '\0';
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n > 0) {
+        exe[n] = '\0';
+        char *slash = strrchr(exe, '/');
+        if (slash) {
+            *slash = '\0';
+            snprintf(cand, sizeof cand, "%s/psbase", exe);
+            if (shebang_python(cand, f->python, sizeof f->python))
+                return;
+            snprintf(cand, sizeof cand, "%s/../../../../../bin/psbase", exe);
+            if (shebang_python(cand, f->python, sizeof f->python))
+                return;
+            snprintf(cand, sizeof cand, "%s/../__init__.py", exe);
+            char buf[PATH_MAX];
+            if (readable_file(cand) && find_program("python" PSRUN_PYVER, buf, sizeof buf) &&
+                strlen(exe) + 8 < sizeof f->pythonpath) {
+                snprintf(f->python, sizeof f->python, "%s", buf);
+                snprintf(f->pythonpath, sizeof f->pythonpath, "%s/../..", exe);
+                return;
+            }
+        }
+    }
+    usage_error("--archive: cannot find the Python psuite is installed in (no psbase beside %s); reinstall psuite "
+                "(pip install .)", n > 0 ? exe : "psrun");
+}
+
+static void filer_env_set(char **env, int *count, char *entry)
+{
+    size_t nl = strcspn(entry, "=") + 1;
+    for (int k = 0; k < *count; k++)
+        if (strncmp(env[k], entry, nl) == 0) {
+            env[k] = entry;
+            return;
+        }
+    env[(*count)++] = entry;
+    env[*count] = NULL;
+}
+
+/* Run the filer (python -m psuite.psbase.filing) on what the program wrote
+ * and wait for it: 0 when the documents are filed.  It says in one line on
+ * stderr what was filed or why not; its stdout goes to stderr too, since
+ * psrun's stdout is the program's.  It gets psrun's own environment, not
+ * the program's (no preload). */
+static int file_documents(struct filing *f, const char *resource_report, const sigset_t *caller_mask)
+{
+    const char *argv[16];
+    int a = 0;
+    argv[a++] = f->python;
+    argv[a++] = "-m";
+    argv[a++] = "psuite.psbase.filing";
+    if (f->db) {
+        argv[a++] = "--db";
+        argv[a++] = f->db;
+    }
+    if (f->per_process)
+        argv[a++] = "--per-process";
+    if (f->quiet)
+        argv[a++] = "--quiet";
+    if (resource_report && *resource_report) {
+        argv[a++] = "--also";
+        argv[a++] = resource_report;
+    }
+    argv[a++] = "--";
+    argv[a++] = f->experiment;
+    argv[a++] = f->manifest;
+    argv[a] = NULL;
+
+    int n = env_count(environ);
+    char **env = malloc(sizeof *env * (size_t)(n + 2));
+    char *pp = NULL;
+    if (!env) {
+        note("not filed in %s: out of memory; the reports stay on disk", f->experiment);
+        return -1;
+    }
+    memcpy(env, environ, sizeof *env * (size_t)(n + 1));
+    if (f->pythonpath[0]) {
+        const char *old = getenv("PYTHONPATH");
+        pp = malloc(strlen(f->pythonpath) + (old ? strlen(old) : 0) + 16);
+        if (pp) {
+            sprintf(pp, "PYTHONPATH=%s%s%s", f->pythonpath, old && *old ? ":" : "", old && *old ? old : "");
+            filer_env_set(env, &n, pp);
+        }
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        note("not filed in %s: cannot start %s: %s; the reports stay on disk", f->experiment, f->python,
+             strerror(errno));
+        free(env);
+        free(pp);
+        return -1;
+    }
+    if (pid == 0) {
+        /* stdout onto stderr, or /dev/null when there is no stderr */
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (dup2(STDERR_FILENO, STDOUT_FILENO) < 0 && null >= 0)
+            dup2(null, STDOUT_FILENO);
+        sigprocmask(SIG_SETMASK, caller_mask, NULL); /* psrun's blocked signals are not the filer's */
+        execve(f->python, (char **)argv, env);
+        note("not filed in %s: cannot run %s: %s; the reports stay on disk", f->experiment, f->python,
+             strerror(errno));
+        _exit(2);
+    }
+    child_pid = pid; /* psrun's forwarded signals go to the filer now */
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    child_pid = 0;
+    free(env);
+    free(pp);
+    if (WIFSIGNALED(status)) {
+        const char *name = sigabbrev_np(WTERMSIG(status));
+        note("not filed in %s: the filing was killed by SIG%s; the reports stay on disk", f->experiment,
+             name ? name : "?");
+    }
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
 static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd, char **env, double interval,
                                                     const char *dir, const char *prefix, const char *peak_file,
-                                                    int quiet, int dir_absolute)
+                                                    int quiet, int dir_absolute, int resources, struct filing *filing)
 {
     struct monitor m;
     memset(&m, 0, sizeof m);
@@ -1125,6 +1306,8 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
         unlink(peak_file);
+        if (filing->experiment)
+            unlink(filing->manifest);
         usage_error("cannot run %s: %s", cmd[0], strerror(err));
     }
 
@@ -1132,8 +1315,9 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     int status = 0;
     struct rusage ru;
     memset(&ru, 0, sizeof ru);
-    int timeout_ms = (int)(interval * 1000 + 0.5);
-    tick(&m, pid);
+    int timeout_ms = resources ? (int)(interval * 1000 + 0.5) : -1; /* --archive alone: no samples */
+    if (resources)
+        tick(&m, pid);
     for (;;) {
         pid_t w = wait4(pid, &status, WNOHANG, &ru);
         if (w == pid && (WIFEXITED(status) || WIFSIGNALED(status)))
@@ -1153,7 +1337,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
             struct timespec ts = {(time_t)interval, (long)((interval - (time_t)interval) * 1e9)};
             nanosleep(&ts, NULL);
         }
-        if (!ended && kill(pid, 0) == 0)
+        if (resources && !ended && kill(pid, 0) == 0)
             tick(&m, pid);
     }
     if (pidfd >= 0)
@@ -1175,11 +1359,15 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
      * one-line message is out, exit status 2): no resource report of a
      * program that never ran. */
     if (refused && WIFEXITED(status) && WEXITSTATUS(status) == 2) {
+        if (filing->experiment)
+            unlink(filing->manifest);
         sigprocmask(SIG_SETMASK, &caller_mask, NULL);
         end_as(status);
     }
     char saved[PATH_MAX + 80];
-    write_resource_report(&m, pid, status, &ru, cmd, dir, prefix, saved, sizeof saved);
+    saved[0] = '\0';
+    if (resources)
+        write_resource_report(&m, pid, status, &ru, cmd, dir, prefix, saved, sizeof saved);
     if (WIFSIGNALED(status)) {
         const char *name = sigabbrev_np(WTERMSIG(status));
         note("%s was killed by SIG%s", cmd[0], name ? name : "?");
@@ -1193,6 +1381,15 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
             note("report: %s", saved + cl + 1);
         else
             note("report: %s", saved);
+    }
+    if (filing->experiment) {
+        int filed = file_documents(filing, saved, &caller_mask);
+        unlink(filing->manifest);
+        /* the program's status, unless that was success and filing failed */
+        if (filed != 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+            sigprocmask(SIG_SETMASK, &caller_mask, NULL);
+            _exit(USAGE_EXIT);
+        }
     }
     sigprocmask(SIG_SETMASK, &caller_mask, NULL);
     end_as(status);
@@ -1376,6 +1573,23 @@ int main(int argc, char **argv)
             usage_error("--interval takes seconds between 0.01 and 3600, not '%s'", opt_value[OPT_INTERVAL]);
     }
 
+    /* --archive: the filer found now, before the program runs */
+    static struct filing filing;
+    const char *experiment = opt_set[OPT_ARCHIVE] ? opt_value[OPT_ARCHIVE] : getenv("PSUITE_ARCHIVE");
+    if (opt_set[OPT_ARCHIVE] && !*experiment)
+        usage_error("--archive needs an experiment name (see psbase ls)");
+    if (experiment && *experiment) {
+        filing.experiment = experiment;
+        filing.per_process = opt_set[OPT_PER_THREAD];
+        filing.quiet = quiet;
+        find_python(&filing);
+    }
+    if (opt_set[OPT_DB] && !filing.experiment)
+        usage_error("--db goes with --archive (or PSUITE_ARCHIVE)");
+    if (opt_set[OPT_DB] && !*opt_value[OPT_DB])
+        usage_error("--db needs an archive: an SQLite file name or a database URL");
+    filing.db = opt_set[OPT_DB] ? opt_value[OPT_DB] : NULL;
+
     /* the preload */
     char lib[PATH_MAX];
     find_library(lib, sizeof lib);
@@ -1391,7 +1605,7 @@ int main(int argc, char **argv)
     }
     env_set("PSUITE_PRELOAD", "1");
 
-    if (!opt_set[OPT_RESOURCES]) {
+    if (!opt_set[OPT_RESOURCES] && !filing.experiment) {
         int err = exec_program(path, cmd, new_env);
         usage_error("cannot run %s: %s", cmd[0], strerror(err));
     }
@@ -1403,6 +1617,19 @@ int main(int argc, char **argv)
     if (fd < 0)
         usage_error("cannot make a temporary file in %s: %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
     close(fd);
+    if (filing.experiment) {
+        /* the runtime's list of the documents it saves: private, psrun's */
+        snprintf(filing.manifest, sizeof filing.manifest, "%s/psuite-manifest-XXXXXX",
+                 tmpdir && *tmpdir && strlen(tmpdir) < PATH_MAX - 32 ? tmpdir : "/tmp");
+        int mfd = mkostemp(filing.manifest, O_CLOEXEC);
+        if (mfd < 0) {
+            unlink(peak);
+            usage_error("cannot make a temporary file in %s: %s", tmpdir && *tmpdir ? tmpdir : "/tmp",
+                        strerror(errno));
+        }
+        close(mfd);
+        env_set("PSUITE_MANIFEST", filing.manifest);
+    }
     env_set("PSUITE_RESOURCE_FILE", peak);
     env_set("PSUITE_RESOURCE_PID", ""); /* its slot: the child sets its pid there before the exec */
     if (!prefix) {
@@ -1410,5 +1637,6 @@ int main(int argc, char **argv)
         prefix = slash ? slash + 1 : cmd[0];
     }
     run_monitored(path, cmd, new_env, interval, absdir, prefix, peak, quiet,
-                  opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY][0] == '/' : dir[0] == '/');
+                  opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY][0] == '/' : dir[0] == '/',
+                  opt_set[OPT_RESOURCES], &filing);
 }

@@ -410,6 +410,8 @@ void ps_report_path(const char *name, const char *tag, char *path, size_t len);
 int ps_mpi_rank(void);  /* from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID; -1 outside MPI */
 /* Write b (then freed) exclusively at path or the next free name; the name used in path_out. */
 int ps_report_save(ps_buf_t *b, const char *path, char *path_out, size_t path_len);
+/* psrun --archive: PSUITE_MANIFEST read (and taken out of the environment unless keep) */
+void ps_report_manifest_init(int keep_in_environment);
 
 /* report.c: what a report needs that is not async-signal-safe to find
  * (host, user, command line, executable, build-id, MPI rank, machine

@@ -559,6 +559,43 @@ static int write_file(const char *path, const char *data, size_t len)
     return rc;
 }
 
+/* psrun --archive: the file psrun reads after the run to know which
+ * documents it wrote (PSUITE_MANIFEST, a private temporary file of psrun's).
+ * Taken out of the program's environment at its start (kept with psrun -f,
+ * whose followed programs write reports too, as LD_PRELOAD is kept).  Each
+ * saved document appends "PID PATH\0" in one O_APPEND write: whole records
+ * whatever processes and threads save at once.  Async-signal-safe. */
+static char manifest[PATH_MAX];
+
+void ps_report_manifest_init(int keep_in_environment)
+{
+    const char *m = getenv("PSUITE_MANIFEST");
+    if (!m)
+        return;
+    if (*m && strlen(m) < sizeof manifest)
+        ps_strlcpy(manifest, m, sizeof manifest);
+    if (!keep_in_environment)
+        unsetenv("PSUITE_MANIFEST");
+}
+
+static void manifest_add(const char *path)
+{
+    if (!manifest[0])
+        return;
+    char record[PATH_MAX + 64];
+    ps_buf_t b;
+    ps_buf_fixed(&b, record, sizeof record);
+    ps_buf_ll(&b, (long long)getpid());
+    ps_buf_str(&b, " ");
+    ps_buf_str(&b, path);
+    int fd = b.failed ? -1 : open(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return; /* psrun then files what it finds: nothing more to do here */
+    if (write(fd, record, b.len + 1) < 0) { /* the record and its NUL */
+    }
+    close(fd);
+}
+
 /* link() cannot be used on this file system: no hard links (vfat, some FUSE
  * and SMB mounts) */
 static int no_links(int err) { return err == EPERM || err == EOPNOTSUPP || err == ENOSYS || err == EMLINK; }
@@ -634,6 +671,7 @@ static int save(const char *data, size_t len, int failed, const char *path, char
         }
         if (rc == 0) {
             ps_report_note(candidate);
+            manifest_add(candidate);
             ps_strlcpy(path_out, candidate, path_len);
             errno = saved_errno;
             return strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;

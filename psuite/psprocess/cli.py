@@ -110,6 +110,12 @@ def build_parser() -> ArgumentParser:
     p.add_output_argument("--write-config", metavar="FILE",
                           help="with --calibrate: write the best proposal as a <ps_hwpc_profile> configuration")
     p.add_output_options()
+    # psbase filing (psuite.psbase.filing)
+    p.add_argument("--archive", metavar="EXPERIMENT", help="after the report, file the inputs into EXPERIMENT (made "
+                   "with psbase setup --psuite) of the archive: one run per input, with -c the combination as one "
+                   "run (the way for MPI runs); also PSUITE_ARCHIVE=EXPERIMENT (the option wins)")
+    p.add_argument("--db", metavar="URL", help="with --archive: the archive, an SQLite file or a database URL "
+                   "(default: $PSBASE_DB, else psbase.db in the current directory)")
     return p
 
 
@@ -159,11 +165,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return subcommands.main(argv)
     args = build_parser().parse_args(_bare_calltree(argv))
+    archive = _archive_request(args)  # psbase filing: checked before anything is read
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
 
     if args.calibrate:
-        return _calibrate(args, load)
+        return _calibrate(args, load) or _file_inputs(args, archive)
     if args.write_config:
         raise UsageError("--write-config goes with --calibrate")
     exports = [(name, getattr(args, name)) for name in EXPORTS if getattr(args, name)]
@@ -205,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             _emit(args, text_calltree.render_chunks(reports, threshold=args.threshold, view=args.calltree,
                                                      depth=args.depth, per_thread=args.per_thread))
-            return 0
+            return _file_inputs(args, archive)
         out = writer(args.format)
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold)
@@ -214,7 +221,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
         _emit(args, chunks)
-    return 0
+    return _file_inputs(args, archive)
 
 
 def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
@@ -378,6 +385,56 @@ def _resolve(report) -> None:
         from psuite.psprocess import calltree_resolve
 
         calltree_resolve.resolve_into(report, _progress(f"resolving {report.callpaths.source}:", "addresses"))
+
+
+# ---- psbase filing: --archive, PSUITE_ARCHIVE --------------------------------
+
+
+def _archive_request(args) -> tuple[str, str] | None:
+    """(experiment, how asked) when the inputs are to be filed; URLs refused."""
+    if args.archive is None and args.db is None and not os.environ.get("PSUITE_ARCHIVE", "").strip():
+        return None  # not asked: not even psbase's module imported
+    from psuite.psbase import filing
+
+    asked = filing.experiment_asked(args.archive)
+    if asked is None:
+        if args.db is not None:
+            raise UsageError("--db goes with --archive (or PSUITE_ARCHIVE)")
+        return None
+    urls = [s for s in args.inputs if "://" in s]
+    if urls:
+        raise UsageError(f"{asked[1]}: {urls[0]} is a URL; only local documents are filed (download it first)")
+    from psuite.psprocess.experiments import is_cube
+
+    cubes = [s for s in args.inputs if is_cube(s)]
+    if cubes:
+        raise UsageError(f"{asked[1]}: {cubes[0]} is a CUBE file, which psprocess does not report on or file; "
+                         "give the psuite XML documents it was made from")
+    return asked
+
+
+def _file_inputs(args, archive: tuple[str, str] | None) -> int:
+    """File the inputs after the report: one run each, with -c one for all
+    (as psbase input --merge); one line on stderr saying what was filed."""
+    if archive is None:
+        return 0
+    from psuite.errors import PsuiteError
+    from psuite.psbase import filing
+    from psuite.psprocess.inputs import pair_companions
+
+    experiment, how = archive
+    if args.combine:
+        from psuite.psprocess import combine
+
+        groups = [pair_companions(combine.expand(args.inputs))]
+    else:
+        groups = [[s] for s in pair_companions(list(args.inputs))]
+    try:
+        filed = filing.file_documents(experiment, groups, args.db)
+    except PsuiteError as exc:
+        raise type(exc)(f"{how}: not filed: {exc}") from None
+    print(f"psprocess: {filed}", file=sys.stderr)
+    return 0
 
 
 def entry() -> int:
