@@ -200,8 +200,8 @@ def test_force_goes_with_every_file_writing_option(report, profile_report, workd
 def test_help_describes_force():
     p = run_tool("psprocess", "--help")
     text = " ".join(p.stdout.split())
-    assert ("--force let -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, --cube, --html or --write-config "
-            "replace a file that exists") in text
+    assert ("--force let -o/--output, --gmon, --vprof, --folded, --speedscope, --pprof, --cube, --html or "
+            "--write-config replace a file that exists") in text
     assert ("outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube (and its .stat), --html "
             "and --write-config write a temporary file") in text
     assert "regular files of at most 2 GiB" in text and "PSUITE_URL_TIMEOUT" in text
