@@ -332,6 +332,96 @@ def test_html_page_is_self_contained_with_the_chart(archive, tmp_path):
     assert layout["legend"]["title"]["text"] == "access method"
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium with every network request sent to a closed port:
+    a page that draws works offline."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.options import Options
+    from selenium.webdriver.chrome.service import Service
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    assert chromium and driver, "chromium and chromium-driver are needed (tests/run.sh installs them)"
+    o = Options()
+    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+              "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>"):
+        o.add_argument(a)
+    o.binary_location = chromium
+    d = webdriver.Chrome(options=o, service=Service(driver))
+    yield d
+    d.quit()
+
+
+def drawn_texts(browser, path: Path) -> dict[str, list[str]]:
+    browser.get(path.as_uri())
+    return browser.execute_script(
+        "const t = s => Array.from(document.querySelectorAll(s)).map(e => e.textContent);"
+        "return {legend: t('.legendtext'), title: t('.gtitle'), x: t('.xtitle'), y: t('.ytitle'),"
+        " ticks: t('.xtick text'),"
+        " bars: Array.from(document.querySelectorAll('.bars .point path')).map(e => e.getAttribute('d')),"
+        " errorbars: Array.from(document.querySelectorAll('.errorbar path')).map(e => e.getAttribute('d'))};"
+    )
+
+
+def drawn(paths: list[str]) -> int:
+    """Bars or error bars of some height: plotly draws no value as a path
+    of none ("M12,30V30H61V30Z", "M32,38h8m-4,0V38m-4,0h8")."""
+    n = 0
+    for d in paths:
+        y0 = float(re.match(r"M[-\d.]+,([-\d.]+)", d).group(1))
+        n += float(re.search(r"V([-\d.]+)", d).group(1)) != y0
+    return n
+
+
+def test_html_chart_draws_offline_in_a_browser(tmp_path, browser):
+    path = tmp_path / "fig8.html"
+    output.write(fig8(), "html", str(path), "bar")
+    got = drawn_texts(browser, path)
+    assert got["legend"] == ["read (rel. difference)", "write (rel. difference)"]
+    assert got["title"] == ["b_eff_io: relative difference list-less vs. list-based"]
+    assert got["x"] == ["chunk size [byte]"] and got["y"] == ["value [%]"]
+    assert got["ticks"] == ["32", "1024", "1048576", "2097152"]
+    assert drawn(got["bars"]) == 7 and drawn(got["errorbars"]) == 3  # write has no value at 2 MiB, read one error
+
+
+ODD = 'cost $1 & <b>x</b> it\'s "d" #1'
+
+
+def odd_table() -> ResultTable:
+    """Texts each library would read as markup: $ (matplotlib), <b> (plotly), quotes and # (gnuplot)."""
+    return ResultTable(
+        ODD,
+        [Column("host", "", "key", label="host #", datatype="string"), Column("cost", "$/h", label="price $ <i>"),
+         Column("e", "$/h", "error", of="cost")],
+        [('a "b"', 1.0, 0.1), ("c#d", 2.0, 0.2), ("it's", 3.0, None)],
+    )
+
+
+def test_texts_are_shown_as_written_in_every_format(tmp_path, browser):
+    t = odd_table()
+    output.write(t, "svg", str(tmp_path / "o.svg"))
+    texts = svg_texts(ET.parse(tmp_path / "o.svg").getroot())
+    assert {ODD, "price $ <i> [$/h]", "host #", 'a "b"', "c#d", "it's"} <= set(texts)
+    assert png_size(Path(output.write(t, "png", str(tmp_path / "o.png"))[0])) == (800, 500)
+    output.write(t, "gnuplot", str(tmp_path / "o.dat"))
+    run_gnuplot(tmp_path / "o.gp", tmp_path / "g.svg", cwd=tmp_path)
+    texts = svg_texts(ET.parse(tmp_path / "g.svg").getroot())
+    # gnuplot's data strings have no escapes: a double quote becomes a single one
+    assert {ODD, "price $ <i> [$/h]", "host #", "a 'b'", "c#d", "it's"} <= set(texts)
+    output.write(t, "html", str(tmp_path / "o.html"))
+    got = drawn_texts(browser, tmp_path / "o.html")
+    assert got["title"] == [ODD] and got["y"] == ["price $ <i> [$/h]"] and got["ticks"] == ['a "b"', "c#d", "it's"]
+
+
+def test_a_table_without_numbers_is_no_chart(tmp_path):
+    t = ResultTable("names", [Column("nodes", role="key", datatype="integer"),
+                              Column("host min", datatype="string")], [(1, "a"), (2, "b")])
+    with pytest.raises(UsageError, match="no numeric value to plot.*text, csv or json"):
+        output.write(t, "png", str(tmp_path / "x.png"))
+    assert output.render(t, "csv") == "nodes,host min\n1,a\n2,b\n"
+
+
 # -- files: never over an existing one, nothing half-written ---------------------------------
 
 

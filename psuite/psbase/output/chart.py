@@ -5,9 +5,11 @@ bars from the error columns, and the axis labels with their units.
 
 The first key column is the x axis (a line plot) or the groups (a bar
 chart); further keys split the series ("compiler = gcc").  One y axis has
-one unit: value columns whose unit differs from the first value column's
-(the count beside a mean in seconds) are not drawn, and are named in
-Chart.left_out."""
+one unit: value columns whose unit differs from the first numeric value
+column's (the count beside a mean in seconds), and values that are not
+numbers (the minimum of a string), are not drawn; Chart.left_out names
+them.  Texts are plain: each plotter escapes what its library would
+interpret (matplotlib's $...$, plotly's HTML, gnuplot's quotes)."""
 
 from __future__ import annotations
 
@@ -40,7 +42,7 @@ class Chart:
     groups: list[str] = field(default_factory=list)  # bar: the group labels, in order
     legend_title: str = ""
     xlog: int = 0  # line: the base of a logarithmic x axis (2 or 10), 0 for a linear one
-    left_out: list[str] = field(default_factory=list)  # value columns not drawn (another unit)
+    left_out: list[str] = field(default_factory=list)  # value columns not drawn (another unit, not numbers)
 
     @property
     def has_errors(self) -> bool:
@@ -76,14 +78,16 @@ def text(value: object) -> str:
 
 
 def number(value: object) -> float:
-    """A plottable number; nan for no value (None, a non-number)."""
+    """A plottable number; nan for no value (None, a non-number, infinity)."""
     if isinstance(value, bool) or value is None:
         return math.nan
     if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, _dt.timedelta):
-        return value.total_seconds()
-    return math.nan
+        x = float(value)
+    elif isinstance(value, _dt.timedelta):
+        x = value.total_seconds()
+    else:
+        return math.nan
+    return x if math.isfinite(x) else math.nan
 
 
 def _numeric(col: Column, values: list) -> bool:
@@ -121,10 +125,13 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
     check_table(table)
     kind = choose_kind(table, kind)
     keys = table.keys()
-    values = table.values()
+    values = [c for c in table.values() if c.datatype in NUMERIC]
+    if not values:
+        raise UsageError(f"{_name(table)} has no numeric value to plot ({', '.join(c.name for c in table.values())}"
+                         "); write it as text, csv or json")
     unit = values[0].unit
     drawn = [c for c in values if c.unit == unit]
-    left_out = [c.name for c in values if c.unit != unit]
+    left_out = [c.name for c in table.values() if c not in drawn]
     idx = {c.name: table.column(c.name) for c in table.columns}
     x, split = (keys[0], keys[1:]) if keys else (None, [])
 
@@ -154,7 +161,7 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
                 else:
                     xs.append(groups[r[idx[x.name]] if x else n + 1])
                 ys.append(number(r[idx[c.name]]))
-                es.append(number(r[idx[err.name]]) if err else math.nan)
+                es.append(abs(number(r[idx[err.name]])) if err else math.nan)  # a spread: its size
             parts = [", ".join(f"{k.label or k.name} = {text(v)}{' ' + k.unit if k.unit else ''}"
                                for k, v in zip(split, s, strict=True))] if split else []
             label = c.label or c.name

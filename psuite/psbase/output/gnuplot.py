@@ -37,13 +37,17 @@ def _q(text: str) -> str:
     return "'" + " ".join(str(text).split()).replace("'", "''") + "'"
 
 
+def _label(text: str) -> str:
+    """A group's label as a data file's quoted string (which has no escapes)."""
+    return '"' + " ".join(text.split()).replace('"', "'") + '"'
+
+
 def data(chart: Chart) -> str:
     out = [f"# psbase: {' '.join(chart.title.split())}", f"# x: {chart.xlabel}; y: {chart.ylabel}"]
     if chart.kind == "bar":
         out.append("# columns: group, then value and error of: "
                    + "; ".join(f"{2 + 2 * i}-{3 + 2 * i}: {s.label}" for i, s in enumerate(chart.series)))
-        cells: list[list[str]] = [[f'"{g.replace(chr(34), chr(39))}"'] + ["NaN", "NaN"] * len(chart.series)
-                                  for g in chart.groups]
+        cells: list[list[str]] = [[_label(g)] + ["NaN", "NaN"] * len(chart.series) for g in chart.groups]
         for i, s in enumerate(chart.series):
             for n, (g, y) in enumerate(zip(s.xs, s.ys, strict=True)):
                 cells[g][1 + 2 * i] = _num(y)

@@ -17,6 +17,11 @@ from psuite.psbase.output.chart import Chart, text
 WIDTH, HEIGHT, DPI = 800, 500, 100  # pixels of a PNG
 
 
+def _t(text_: str) -> str:
+    """Plain text for matplotlib: a $ is a dollar, not mathematics."""
+    return text_.replace("$", r"\$")
+
+
 def figure(chart: Chart):
     """The matplotlib Figure of a chart (its axes: figure.axes[0])."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -29,12 +34,12 @@ def figure(chart: Chart):
         _bars(ax, chart)
     else:
         _lines(ax, chart)
-    ax.set_title(chart.title)
-    ax.set_xlabel(chart.xlabel)
-    ax.set_ylabel(chart.ylabel)
+    ax.set_title(_t(chart.title))
+    ax.set_xlabel(_t(chart.xlabel))
+    ax.set_ylabel(_t(chart.ylabel))
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    ax.legend(title=chart.legend_title or None, fontsize="small")
+    ax.legend(title=_t(chart.legend_title) or None, fontsize="small")
     return fig
 
 
@@ -43,11 +48,11 @@ def _bars(ax, chart: Chart) -> None:
     width = 0.8 / n
     for i, s in enumerate(chart.series):
         xs = [x - 0.4 + width * (i + 0.5) for x in s.xs]
-        bars = ax.bar(xs, s.ys, width, label=s.label, yerr=s.errs, capsize=3 if s.errs else 0,
+        bars = ax.bar(xs, s.ys, width, label=_t(s.label), yerr=s.errs, capsize=3 if s.errs else 0,
                       error_kw={"elinewidth": 1})
         if bars.errorbar is not None:
             _tag(bars.errorbar, i)
-    ax.set_xticks(range(len(chart.groups)), chart.groups)
+    ax.set_xticks(range(len(chart.groups)), [_t(g) for g in chart.groups])
     ax.axhline(0, color="black", linewidth=0.8)
     if len(chart.groups) > 8 or max(map(len, chart.groups)) > 10:
         ax.tick_params(axis="x", labelrotation=30)
@@ -59,7 +64,7 @@ def _lines(ax, chart: Chart) -> None:
     from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     for i, s in enumerate(chart.series):
-        c = ax.errorbar(s.xs, s.ys, yerr=s.errs, marker="o", markersize=4, capsize=3, label=s.label)
+        c = ax.errorbar(s.xs, s.ys, yerr=s.errs, marker="o", markersize=4, capsize=3, label=_t(s.label))
         if s.errs is not None:
             _tag(c, i)
     if chart.xlog:
