@@ -113,13 +113,15 @@ def _parser() -> ArgumentParser:
                         "min, max, median (default: mean,stddev,count)")
     from psuite.psbase.output import FORMATS, KINDS
 
-    s.add_argument("-f", "--format", choices=FORMATS, default="text",
-                   help="the output format: text, csv, json (to standard output, or to -o FILE); gnuplot (-o "
-                        "names the data file, a .gp script is written beside it), png, svg (a chart, 800 x 500 "
-                        "pixels), html (the chart as a self-contained interactive page): these need -o FILE")
-    s.add_argument("--plot", choices=KINDS, help="the chart (gnuplot, png, svg, html): grouped bars, one group per "
-                   "value of the first --by; a line over it (a number); auto (the default): a line for a numeric "
-                   "parameter with more than two values, else bars")
+    s.add_argument("-f", "--format", choices=FORMATS, default="text", metavar="FORMAT",
+                   help="text (the default), csv or json: to standard output, or to -o FILE; gnuplot: -o names "
+                        "the data file, and a .gp script that plots it is written beside it; png or svg: a chart, "
+                        "800 x 500 pixels; html: the chart as a self-contained interactive page. The charts draw "
+                        "the statistics in the result's unit (not the count), the stddev as error bars")
+    s.add_argument("--plot", choices=KINDS, metavar="KIND",
+                   help="the chart: bar (one group of bars per value of the first --by, a bar per value of the "
+                        "second), line (a line over the first --by, a number; one per value of the second), or "
+                        "auto (the default: line for a numeric parameter with more than two values, else bar)")
     s.add_argument("-o", "--output", metavar="FILE", help="write to FILE (for gnuplot: the data file)")
     # dest "replace": the top parser's check of a "force" knows only its own -o
     s.add_argument("--force", dest="replace", action="store_true",

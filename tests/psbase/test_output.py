@@ -233,6 +233,26 @@ def test_hand_made_bar_chart_like_the_papers_fig8(tmp_path):
     assert png_size(Path(output.write(t, "png", str(tmp_path / "fig8.png"))[0])) == (800, 500)
 
 
+def test_sizes_over_decades_get_a_log_axis_with_the_values_as_ticks(tmp_path):
+    import datetime as dt
+
+    sizes = [2**k for k in range(0, 21, 4)]  # 1 B .. 1 MiB
+    t = ResultTable("bw", [Column("size", "B", "key", datatype="integer"), Column("bw", "MB/s")],
+                    [(n, float(k)) for k, n in enumerate(sizes)])
+    (ax,) = output.figure(t).axes
+    assert ax.get_xscale() == "log"
+    assert [x.get_text() for x in ax.get_xticklabels()] == [str(n) for n in sizes]
+    output.write(t, "gnuplot", str(tmp_path / "bw.dat"))
+    assert "set logscale x 2" in (tmp_path / "bw.gp").read_text()
+    # a small range stays linear; durations are seconds on the x axis
+    t = ResultTable("t", [Column("took", "s", "key", datatype="duration"), Column("bw", "MB/s")],
+                    [(dt.timedelta(seconds=s), float(s)) for s in (1, 2, 90)])
+    (ax,) = output.figure(t).axes
+    assert ax.get_xscale() == "linear"
+    (c,) = ax.containers
+    assert list(c.lines[0].get_xdata()) == [1.0, 2.0, 90.0]
+
+
 def test_value_columns_of_another_unit_are_not_drawn(archive):
     t = run_query(archive, "io", "bw", ["nodes"]).table()
     (ax,) = output.figure(t, "bar").axes
@@ -268,6 +288,7 @@ def test_gnuplot_line_data_and_script_run_by_gnuplot(archive, tmp_path):
         for r, n in zip(rows, sorted(expect), strict=True):
             xs = BW[(n, method)]
             assert (r[2] == "NaN") if len(xs) < 2 else float(r[2]) == pytest.approx(statistics.stdev(xs))
+    assert "# not here (another unit, or not numbers): bw count" in data.read_text()
     text = script.read_text()
     assert "yerrorlines" in text and "set xlabel 'number of nodes [node]'" in text
     # run from another directory: the script finds its data beside itself

@@ -41,6 +41,7 @@ class Chart:
     series: list[Series]
     groups: list[str] = field(default_factory=list)  # bar: the group labels, in order
     legend_title: str = ""
+    notes: list[str] = field(default_factory=list)  # the table's (its sources and filters)
     xlog: int = 0  # line: the base of a logarithmic x axis (2 or 10), 0 for a linear one
     left_out: list[str] = field(default_factory=list)  # value columns not drawn (another unit, not numbers)
 
@@ -137,16 +138,15 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
 
     # the groups (bar) and the split values, in the order the rows give them
     groups: dict[object, int] = {}
-    splits: dict[tuple, None] = {}
+    splits: dict[tuple, list[tuple[int, tuple]]] = {}  # the split's values -> its (row number, row)
     for n, r in enumerate(table.rows):
         g = r[idx[x.name]] if x else n + 1
         if kind == "bar":
             groups.setdefault(g, len(groups))
-        splits.setdefault(tuple(r[idx[k.name]] for k in split), None)
+        splits.setdefault(tuple(r[idx[k.name]] for k in split), []).append((n, r))
 
     series: list[Series] = []
-    for s in splits:
-        rows = [(n, r) for n, r in enumerate(table.rows) if tuple(r[idx[k.name]] for k in split) == s]
+    for s, rows in splits.items():
         for c in drawn:
             err = table.error_of(c.name)
             xs: list = []
@@ -184,7 +184,8 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
         groups=[text(g) for g in groups] if x else [str(g) for g in groups],
         legend_title=", ".join(k.label or k.name for k in split) if split and len(drawn) == 1 else "",
         left_out=left_out,
-        xlog=_log_base([x for s in series for x in s.xs]) if kind == "line" else 0,
+        notes=list(table.notes),
+        xlog=_log_base([v for s in series for v in s.xs]) if kind == "line" else 0,
     )
 
 

@@ -43,7 +43,10 @@ def _label(text: str) -> str:
 
 
 def data(chart: Chart) -> str:
-    out = [f"# psbase: {' '.join(chart.title.split())}", f"# x: {chart.xlabel}; y: {chart.ylabel}"]
+    out = [f"# psbase: {' '.join(chart.title.split())}", *(f"# {' '.join(n.split())}" for n in chart.notes),
+           f"# x: {chart.xlabel}; y: {chart.ylabel}"]
+    if chart.left_out:
+        out.append(f"# not here (another unit, or not numbers): {', '.join(chart.left_out)}")
     if chart.kind == "bar":
         out.append("# columns: group, then value and error of: "
                    + "; ".join(f"{2 + 2 * i}-{3 + 2 * i}: {s.label}" for i, s in enumerate(chart.series)))

@@ -85,12 +85,15 @@ def _tag(container, i: int) -> None:
 
 def image(chart: Chart, fmt: str) -> bytes:
     """The chart as PNG or SVG bytes."""
+    import warnings
+
     import matplotlib
 
-    fig = figure(chart)
     buf = io.BytesIO()
     # SVG texts as <text>, not glyph paths: searchable, and smaller; no timestamp: equal inputs, equal files
-    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "psbase"}):
-        fig.savefig(buf, format=fmt, dpi=DPI, metadata={"Date": None} if fmt == "svg" else None)
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "psbase"}), warnings.catch_warnings():
+        # layout advice (a legend too large to place well) is not for a command's standard error
+        warnings.filterwarnings("ignore", category=UserWarning, module="matplotlib")
+        figure(chart).savefig(buf, format=fmt, dpi=DPI, metadata={"Date": None} if fmt == "svg" else None)
     return buf.getvalue()
 
