@@ -530,6 +530,26 @@ def test_cli_writes_every_chart_format(archive, tmp_path):
     assert p.returncode == 0 and (tmp_path / "c.png").read_bytes() != before
 
 
+def test_cli_failed_write_leaves_nothing(archive, tmp_path):
+    """A file size limit (ulimit -f) below the page's size: one line naming
+    the file, and neither it nor a temporary file is left."""
+    import resource
+    import signal
+
+    def limit() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the write fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PSBASE_DB"}
+    p = subprocess.run([sys.executable, "-m", "psuite.psbase", "--db", db_arg(archive), "query", "io", "bw", "--by",
+                        "nodes", "-f", "html", "-o", "c.html"], cwd=cwd, env=env, capture_output=True, text=True,
+                       timeout=120, preexec_fn=limit)
+    assert "cannot write c.html: the file is too large" in one_line_error(p, "psbase")
+    assert os.listdir(cwd) == []
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
