@@ -221,6 +221,7 @@ def test_hand_made_bar_chart_like_the_papers_fig8(tmp_path):
     (ax,) = output.figure(t, "bar").axes
     bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
     assert [b.get_label() for b in bars] == ["read (rel. difference)", "write (rel. difference)"]
+    assert ax.get_ylabel() == "rel. difference [%]"  # the words the two labels share
     assert [p.get_height() for p in bars[0].patches] == [-2.5, -10.0, -60.0, -55.0]
     assert [x.get_text() for x in ax.get_xticklabels()] == ["32", "1024", "1048576", "2097152"]
     assert bars[1].errorbar is None  # no error column for write
@@ -258,6 +259,15 @@ def test_value_columns_of_another_unit_are_not_drawn(archive):
     (ax,) = output.figure(t, "bar").axes
     bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
     assert [b.get_label() for b in bars] == ["bandwidth mean"]  # not the count (no unit)
+    # several statistics in the result's unit: one bar each, the y axis named by what they share
+    t = run_query(archive, "io", "bw", ["method"], stats=["min", "mean", "max", "count"]).table()
+    (ax,) = output.figure(t).axes
+    bars = [c for c in ax.containers if type(c).__name__ == "BarContainer"]
+    assert [b.get_label() for b in bars] == ["bandwidth min", "bandwidth mean", "bandwidth max"]
+    assert ax.get_ylabel() == "bandwidth [MB/s]"
+    for b, f in zip(bars, (min, statistics.mean, max), strict=True):
+        want = [f([x for (_, m), bs in BW.items() if m == method for x in bs]) for method in ("read", "write")]
+        assert [p.get_height() for p in b.patches] == pytest.approx(want)
 
 
 # -- gnuplot -----------------------------------------------------------------------------------
@@ -401,7 +411,7 @@ def test_html_chart_draws_offline_in_a_browser(tmp_path, browser):
     got = drawn_texts(browser, path)
     assert got["legend"] == ["read (rel. difference)", "write (rel. difference)"]
     assert got["title"] == ["b_eff_io: relative difference list-less vs. list-based"]
-    assert got["x"] == ["chunk size [byte]"] and got["y"] == ["value [%]"]
+    assert got["x"] == ["chunk size [byte]"] and got["y"] == ["rel. difference [%]"]
     assert got["ticks"] == ["32", "1024", "1048576", "2097152"]
     assert drawn(got["bars"]) == 7 and drawn(got["errorbars"]) == 3  # write has no value at 2 MiB, read one error
 

@@ -199,15 +199,22 @@ def _log_base(xs: list[float]) -> int:
 
 
 def _ylabel(cols: list[Column]) -> str:
-    """The one value's label, or the words the values' labels begin with
-    ("time" for "time mean" and "time max"), with the unit."""
+    """The one value's label, or the words the values' labels share at
+    their start ("time" for "time mean" and "time max") or else at their
+    end ("rel. difference" for "read (rel. difference)" and "write (rel.
+    difference)"), with the unit."""
     if len(cols) == 1:
         return axis_label(cols[0])
     words = [(c.label or c.name).split() for c in cols]
-    common: list[str] = []
+    text_ = " ".join(_common(words)) or " ".join(reversed(_common([w[::-1] for w in words]))).strip("()")
+    text_ = text_ or "value"
+    return f"{text_} [{cols[0].unit}]" if cols[0].unit else text_
+
+
+def _common(words: list[list[str]]) -> list[str]:
+    out: list[str] = []
     for ws in zip(*words, strict=False):
         if len(set(ws)) != 1:
             break
-        common.append(ws[0])
-    text_ = " ".join(common) or "value"
-    return f"{text_} [{cols[0].unit}]" if cols[0].unit else text_
+        out.append(ws[0])
+    return out
