@@ -39,7 +39,11 @@ def figure(chart: Chart):
     ax.set_ylabel(_t(chart.ylabel))
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
-    ax.legend(title=_t(chart.legend_title) or None, fontsize="small")
+    legend = {"title": _t(chart.legend_title) or None, "fontsize": "small"}
+    if len(chart.series) > 6:  # a long legend beside the plot, not over it
+        fig.legend(loc="outside right upper", **legend)
+    else:
+        ax.legend(**legend)
     return fig
 
 
