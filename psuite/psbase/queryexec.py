@@ -72,6 +72,18 @@ def execute(store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = 
         return [(out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)) for out in q.outputs]
 
 
+def parse_where(items: list[str]) -> dict[str, list[str]]:
+    """--where NAME=VALUE items: the values (text) per name; one name given
+    several times means any of its values."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--where {item!r}: write NAME=VALUE, e.g. --where ranks=4")
+        out.setdefault(name.strip(), []).append(text.strip())
+    return out
+
+
 def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
     for name, values in where.items():
         f = qf.Filter([("equal", v) for v in values], "or")
@@ -98,6 +110,8 @@ class _Run:
         return self.done[ident]
 
     def fail(self, elem: qf.Element | qf.ParamSel | qf.RunSel, problem: str) -> UsageError:
+        if isinstance(elem, qf.ParamSel) and not elem.line:  # from the command line
+            return UsageError(f"--where {elem.name}: {problem}")
         what = type(elem).__name__.lower().replace("paramsel", "parameter").replace("runsel", "run")
         ident = f" id={elem.id!r}" if isinstance(elem, qf.Element) else ""
         return UsageError(f"{self.q.path}: <{what}{ident}> (line {elem.line}): {problem}")
@@ -374,6 +388,8 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
     """The vectors side by side, rows matched by equal keys; vectors without
     keys go with every row.  outer: rows missing from an input are empty
     there (combiners), else left out (element-wise operators)."""
+    if not vecs:  # e.g. a sweep over a parameter without values
+        return Vec([], [], [])
     keyed = [(i, v) for i, v in vecs if v.keys]
     keys = keyed[0][1].keys if keyed else []
     names = [k.name for k in keys]

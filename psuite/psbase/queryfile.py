@@ -31,7 +31,7 @@ ones, that psbase.queryexec runs against an archive.
       <operator id="s" type="scale" value="0.001"><input>a</input></operator>
       <operator id="q" type="quantile" value="0.9"><input>a</input></operator>
       <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>
-      <output format="png" type="bars" title="..."><input>rel</input><filename>fig8.png</filename></output>
+      <output format="png" type="bar" title="..."><input>rel</input><filename>fig8.png</filename></output>
     </query>
 
 Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
@@ -70,8 +70,9 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     the order of evaluation, and no cycle can be written.
   * Output formats are those of psuite.psbase.output (text, csv, json,
     gnuplot, png, svg, html); text, csv and json without a <filename> go
-    to standard output, the others need one.  type= is the plot kind
-    (auto, bars, lines).
+    to standard output, the others need one.  type= is the chart kind:
+    auto, bar or line (perfbase's bars and graphs are taken too).
+    Files are written relative to the current directory.
 
 A malformed file is one UsageError line naming the file, the element and
 its line, and the fix."""
@@ -95,7 +96,8 @@ OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY)
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 STDOUT_FORMATS = ("text", "csv", "json")
-KINDS = ("auto", "bars", "lines")
+KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
+_KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
 TERM_FUNCTIONS = ("abs", "min", "max", "sqrt", "exp", "log", "log10")
 
 
@@ -460,7 +462,10 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     out = Output(ident, _inputs(path, elem, q), elem.sourceline,
                  format=_choice(path, elem, "format", FORMATS, "text"),
                  filename=_one(path, elem, ("filename",), required=False),
-                 kind=_choice(path, elem, "type", KINDS, "auto"), title=(elem.get("title") or "").strip())
+                 kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
+                 title=(elem.get("title") or "").strip())
+    if out.kind not in KINDS:
+        raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
     if out.filename is None and out.format not in STDOUT_FORMATS:
         raise _fail(path, elem, f"format={out.format!r} writes a file; give <filename>")
     return out

@@ -60,8 +60,10 @@ def archive(db_url) -> Store:
 
 
 def test_fig8_relative_difference_per_chunk_size(archive):
-    [(out, table)] = queryexec.execute(archive, queryfile.parse(str(QUERY)))
+    [(out, table), (chart, same)] = queryexec.execute(archive, queryfile.parse(str(QUERY)))
     assert out.format == "text" and out.filename is None
+    assert (chart.format, chart.kind, chart.filename) == ("png", "bar", "b_eff_io_fig8.png")
+    assert same.rows == table.rows and same.columns == table.columns
     assert table.title == "Relative difference of list-less to list-based I/O (scatter)"
     assert [c.name for c in table.columns] == ["S_chunk"] + [f"listless vs listbased [access={a}]" for a in ACCESS]
     assert [c.unit for c in table.columns] == ["B", "%", "%", "%"]
