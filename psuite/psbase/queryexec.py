@@ -86,7 +86,7 @@ def parse_where(items: list[str]) -> dict[str, list[str]]:
 
 def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
     for name, values in where.items():
-        f = qf.Filter([("equal", v) for v in values], "or")
+        f = qf.Filter([("equal", v) for v in values], "or", command_line=True)
         sel = next((p for p in src.params if p.name == name), None)
         if sel is None:
             src.params.append(qf.ParamSel(name, [f]))
@@ -171,7 +171,7 @@ class _Run:
                 c = col(v.name)
                 found = self.conn.execute(sa.select(c).distinct().select_from(source).where(*conds, c.is_not(None))
                                           .order_by(c)).scalars().all()
-                sweeps[i] = [((v.name, _show(_from_db(v, x))), c == x) for x in found]
+                sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
         instances = {tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo]
                      for combo in itertools.product(*sweeps)}
         return results, keys, source, col, conds, instances, notes
@@ -186,6 +186,8 @@ class _Run:
                 value = convert(v, text) if not (v.valid and op != "equal") else convert(
                     Variable(v.name, v.datatype), text)
             except UsageError as exc:
+                if f.command_line:
+                    raise UsageError(f"--where {v.name}={text}: {exc}") from None
                 raise self.fail(sel, f"<{op}>: {exc}") from None
             if v.datatype == "version" and op not in ("equal", "notequal"):
                 raise self.fail(sel, f"<{op}> on version {v.name!r}: versions are compared for equality only here")
@@ -442,7 +444,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
     for ident, instances in inputs:
         for inst, vec in instances.items():
             if swept and inst:
-                suffix = " [" + ", ".join(f"{n}={x}" for n, x in inst) + "]"
+                suffix = " [" + ", ".join(f"{n}{x}" for n, x in inst) + "]"
                 vec = Vec(vec.keys, [Column(c.name + suffix, c.unit, "value", label=(c.label or c.name) + suffix,
                                             datatype=c.datatype) for c in vec.values], vec.rows, vec.notes)
             parts.append((ident, vec))
@@ -579,11 +581,11 @@ def _show(x: object) -> str:
 
 
 def _label(f: qf.Filter) -> str:
-    one = f.single_value()
-    if one is not None:
-        return one
+    """A sweep filter as the text after the parameter's name: =1, =2|4, >=2&<=4."""
+    if all(op == "equal" for op, _ in f.conditions) and (f.boolean == "or" or len(f.conditions) == 1):
+        return "=" + "|".join(x for _, x in f.conditions)
     signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
-    return f" {f.boolean} ".join(f"{signs[op]}{x}" for op, x in f.conditions)
+    return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
 
 
 def _sort_key(kv: tuple) -> tuple:

@@ -107,6 +107,7 @@ class Filter:
 
     conditions: list[tuple[str, str]]
     boolean: str = "and"
+    command_line: bool = False  # from --where, not from the file
 
     def single_value(self) -> str | None:
         """The value if the filter fixes exactly one value (one <equal>)."""

@@ -231,7 +231,10 @@ def test_sweeps(store, tmp_path):
             '<source id="t"><result>time</result><parameter><value>compiler</value></parameter>'
             '<parameter><value>nodes</value><sweep><filter><equal>1</equal></filter>'
             '<filter boolean="or"><equal>2</equal><equal>4</equal></filter></sweep></parameter></source>'
-            '<operator id="c" type="count"><input>t</input></operator><output id="o_c"><input>c</input></output>')
+            '<operator id="c" type="count"><input>t</input></operator><output id="o_c"><input>c</input></output>'
+            '<source id="u"><result>time</result><parameter><value>nodes</value><sweep><filter><greater>1</greater>'
+            '<lesser>8</lesser></filter><filter><equal>16</equal></filter></sweep></parameter></source>'
+            '<operator id="n" type="count"><input>u</input></operator><output id="o_n"><input>n</input></output>')
     got = run(store, tmp_path, body)
     t = got["o"]
     assert cols(t) == ["nodes", "time avg [compiler=gcc]", "time avg [compiler=gcc] stddev",
@@ -246,9 +249,13 @@ def test_sweeps(store, tmp_path):
     assert rel.rows[0] == (1, approx(statistics.mean(TIMES[(1, "gcc")]) / top),
                            approx(statistics.mean(TIMES[(1, "icc")]) / top))
     c = got["o_c"]
-    assert cols(c) == ["compiler", "time count [nodes=1]", "time count [nodes==2 or =4]"]
+    assert cols(c) == ["compiler", "time count [nodes=1]", "time count [nodes=2|4]"]
     count = {cc: [sum(len(TIMES.get((n, cc), [])) for n in ns) for ns in ((1,), (2, 4))] for cc in ("gcc", "icc")}
     assert c.rows == [("gcc", *count["gcc"]), ("icc", *count["icc"])]
+    # a range as a sweep value; a sweep value without runs gives an empty column
+    n = got["o_n"]
+    assert cols(n) == ["time count [nodes>1&<8]", "time count [nodes=16]"]
+    assert n.rows == [(sum(len(ts) for (nn, _), ts in TIMES.items() if 1 < nn < 8), None)]
 
 
 def test_filters_and_run_selection(store, tmp_path):
@@ -321,6 +328,15 @@ def test_string_results_and_bad_values_at_run_time(store, tmp_path):
             run(store, tmp_path, body)
         assert message in str(err.value) and "\n" not in str(err.value)
         assert str(err.value).startswith(f"{tmp_path / 'q.xml'}: <")
+    # --where names: checked like the file's
+    body = gcc_source() + '<output><input>s</input></output>'
+    for where, message in (({"ranks": ["1"]}, "--where ranks: experiment 'qx' has no parameter 'ranks'"),
+                           ({"nodes": ["x"]}, "--where nodes=x: variable 'nodes': 'x' is not an integer")):
+        with pytest.raises(UsageError, match=message.replace("(", r"\(")):
+            run(store, tmp_path, body, where)
+    with pytest.raises(UsageError, match="--where 'nodes': write NAME=VALUE"):
+        queryexec.parse_where(["nodes"])
+    assert queryexec.parse_where(["a=1", "b = x", "a=2"]) == {"a": ["1", "2"], "b": ["x"]}
 
 
 BAD = [
