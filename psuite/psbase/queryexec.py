@@ -22,6 +22,7 @@ then small: one row per parameter combination)."""
 from __future__ import annotations
 
 import ast
+import copy
 import datetime as _dt
 import itertools
 import math
@@ -59,6 +60,7 @@ def execute(store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = 
                                                                                                     ResultTable]]:
     """Run the query; per output element, its table.  where: NAME -> values
     (text), an extra filter on every source (any of the values)."""
+    q = copy.deepcopy(q)  # --where adds filters to the sources: the caller's query stays as parsed
     with store.engine.connect() as conn:
         exp_id, d = store._run(lambda: store._experiment_id(conn, q.experiment))
         run = _Run(store, conn, exp_id, d, q)
@@ -87,11 +89,12 @@ def parse_where(items: list[str]) -> dict[str, list[str]]:
 def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
     for name, values in where.items():
         f = qf.Filter([("equal", v) for v in values], "or", command_line=True)
-        sel = next((p for p in src.params if p.name == name), None)
-        if sel is None:
+        at = next((i for i, p in enumerate(src.params) if p.name == name), None)
+        if at is None:
             src.params.append(qf.ParamSel(name, [f]))
-        else:
-            sel.filters.append(f)
+        else:  # a new selection: the old one may be shared with other sources
+            old = src.params[at]
+            src.params[at] = qf.ParamSel(old.name, [*old.filters, f], old.sweep, old.line)
 
 
 class _Run:
@@ -302,7 +305,7 @@ class _Run:
         elif kind == "variance" and c.unit:
             unit = f"({c.unit})^2"
         datatype = "integer" if kind == "count" else c.datatype if kind in ("min", "max") else "float"
-        if kind in ("sum", "offset", "diff") and c.datatype == "integer" and (op.value or 0).is_integer():
+        if kind in ("sum", "offset", "diff") and c.datatype == "integer" and float(op.value or 0).is_integer():
             datatype = "integer"
         label = op.alias or (op.term_text if kind == "eval" else f"{c.label or c.name} {kind}")
         return Column(name, unit, "value", label=label, datatype=datatype)
@@ -416,7 +419,9 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
             all_keys = [kv for kv in all_keys if all(kv in by for _, v, by in tables if v.keys)]
         all_keys.sort(key=_sort_key)
     else:
-        all_keys = [()] if all(by for _, _, by in tables) or outer else []
+        all_keys = [()] if outer or all(by for _, _, by in tables) else []
+    if not outer and any(not by for _, v, by in tables if not v.keys):
+        all_keys = []  # a reduction without a value matches nothing
     rows = []
     for kv in all_keys:
         vals, errs = [], []
