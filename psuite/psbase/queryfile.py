@@ -469,4 +469,7 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
     if out.filename is None and out.format not in STDOUT_FORMATS:
         raise _fail(path, elem, f"format={out.format!r} writes a file; give <filename>")
+    if out.kind != "auto" and out.format in STDOUT_FORMATS:
+        raise _fail(path, elem, f"type={elem.get('type')!r} is a chart kind, and format={out.format!r} is no chart; "
+                    f"give format= one of {', '.join(f for f in FORMATS if f not in STDOUT_FORMATS)}, or drop type=")
     return out

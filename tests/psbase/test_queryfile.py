@@ -378,6 +378,12 @@ BAD = [
     ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
      "<output format='pdf'><input>s</input></output></query>", "format='pdf' is not one of text, csv, json"),
     ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+     "<output type='bars'><input>s</input></output></query>", "type='bars' is a chart kind, and format='text' is no "
+     "chart; give format= one of gnuplot, png, svg, html"),
+    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+     "<output type='pie' format='svg'><input>s</input><filename>x.svg</filename></output></query>",
+     "type='pie' is not a chart kind; use one of auto, bar, line"),
+    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
      "<combiner id='c'><input>s</input></combiner></query>", "a combiner merges two or more inputs"),
     ("<query><experiment>x</experiment><source id='s'><result>t</result><input>p</input></source></query>",
      "'p' is not a <parameter> or <run> defined before it"),
