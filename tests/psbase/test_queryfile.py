@@ -32,6 +32,11 @@ RUNS = [(n, c, t) for (n, c), ts in TIMES.items() for t in ts]  # run i + 1
 SIZES = (64, 4096)
 
 
+def day(k: int) -> dt.datetime:
+    """The date of run k: one a day, at noon."""
+    return dt.datetime(2026, 1, 1, 12) + dt.timedelta(days=k)
+
+
 def bw(size: int, t: float, i: int) -> float:
     return size / t / 100 + i
 
@@ -42,14 +47,15 @@ def store(db_url) -> Store:
     s.setup(Definition(name="qx", synopsis="a sweep", variables=[
         Variable("nodes", "integer", synopsis="number of nodes", unit="node"),
         Variable("compiler", "string"),
+        Variable("when", "timestamp", synopsis="date of the run"),
         Variable("size", "integer", unit="B", occurrence="multiple"),
         Variable("time", "float", synopsis="run time", unit="s", is_result=True),
         Variable("label", "string", is_result=True),
         Variable("bw", "float", unit="MB/s", occurrence="multiple", is_result=True),
     ]))  # fmt: skip
-    runs = [RunData(values={"nodes": n, "compiler": c, "time": t, "label": f"{c}{n}"},
+    runs = [RunData(values={"nodes": n, "compiler": c, "time": t, "label": f"{c}{n}", "when": day(k)},
                     rows=[{"size": size, "bw": bw(size, t, i)} for i, size in enumerate(SIZES)])
-            for n, c, t in RUNS]  # fmt: skip
+            for k, (n, c, t) in enumerate(RUNS, start=1)]  # fmt: skip
     runs.append(RunData(values={"nodes": 1, "compiler": "gcc", "time": 1000.0}))  # deleted below
     runs.append(RunData(values={"nodes": 2, "compiler": "gcc"}))  # no time: no data point
     done = s.add_runs("qx", runs)
@@ -295,6 +301,10 @@ def test_filters_and_run_selection(store, tmp_path):
     assert counts("", window) == everything
     assert counts("", f"<run><created><from>{today + dt.timedelta(days=1)}</from></created></run>") == {}
     assert counts("", where={"compiler": ["icc"]}) == expect(lambda i, n, c: c == "icc")
+    # the date of a run as a parameter: a range of days
+    days = ("<parameter><value>when</value><filter><greaterequal>2026-01-05</greaterequal><lesser>2026-01-09 12:00"
+            "</lesser></filter></parameter>")
+    assert counts(days) == expect(lambda i, n, c: dt.datetime(2026, 1, 5) <= day(i) < dt.datetime(2026, 1, 9, 12))
 
 
 def test_sql_aggregates_a_source_behind_a_statistic(store, tmp_path):
