@@ -111,7 +111,19 @@ def _parser() -> ArgumentParser:
     s.add_argument("--stat", default="mean,stddev,count",
                    help="the statistics, comma-separated: mean, stddev (sample standard deviation), count, "
                         "min, max, median (default: mean,stddev,count)")
-    s.add_argument("-f", "--format", choices=("text", "csv", "json"), default="text", help="the output format")
+    from psuite.psbase.output import FORMATS, KINDS
+
+    s.add_argument("-f", "--format", choices=FORMATS, default="text",
+                   help="the output format: text, csv, json (to standard output, or to -o FILE); gnuplot (-o "
+                        "names the data file, a .gp script is written beside it), png, svg (a chart, 800 x 500 "
+                        "pixels), html (the chart as a self-contained interactive page): these need -o FILE")
+    s.add_argument("--plot", choices=KINDS, help="the chart (gnuplot, png, svg, html): grouped bars, one group per "
+                   "value of the first --by; a line over it (a number); auto (the default): a line for a numeric "
+                   "parameter with more than two values, else bars")
+    s.add_argument("-o", "--output", metavar="FILE", help="write to FILE (for gnuplot: the data file)")
+    # dest "replace": the top parser's check of a "force" knows only its own -o
+    s.add_argument("--force", dest="replace", action="store_true",
+                   help="let -o replace files that exist (never touched without it; written whole or not at all)")
     return p
 
 
@@ -199,10 +211,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_stdout(f"psbase: {'purged' if args.purge else 'deleted'} run {', '.join(map(str, idx))} "
                      f"of {args.experiment}\n")
     elif cmd == "query":
-        from psuite.psbase import query
+        from psuite.psbase import output, query
 
+        if args.format in output.PLOT_FORMATS and not args.output:
+            raise UsageError(f"-f {args.format} writes files: give -o FILE")
+        if args.replace and not args.output:
+            raise UsageError("--force goes with -o FILE (it lets an existing file be replaced)")
+        if args.plot and args.format not in output.PLOT_FORMATS:
+            raise UsageError(f"--plot goes with a chart: -f {', '.join(output.PLOT_FORMATS)}")
         q = query.run_query(store, args.experiment, args.result, args.by, args.where, query.parse_stats(args.stat))
-        write_stdout(query.render(q, args.format))
+        if args.output:
+            written = output.write(q.table(), args.format, args.output, args.plot or "auto", args.replace)
+            write_stdout(f"psbase: wrote {', '.join(written)}\n")
+        else:
+            write_stdout(output.render(q.table(), args.format))
     elif cmd == "restore":
         idx = _indexes(args.runs)
         store.set_deleted(args.experiment, idx, False)

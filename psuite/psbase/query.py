@@ -14,9 +14,6 @@ point."""
 
 from __future__ import annotations
 
-import csv
-import io
-import json
 import math
 from dataclasses import dataclass
 
@@ -223,43 +220,10 @@ def _stat_value(stat: str, res: Variable, x: object) -> object:
 
 
 def render(q: QueryResult, fmt: str) -> str:
-    """The result as a text table, CSV or JSON."""
-    header = [p.name for p in q.by] + [f"{q.result.name} {s}" for s in q.stats]
-    if fmt == "json":
-        doc = {
-            "experiment": q.experiment,
-            "result": q.result.name,
-            "unit": q.result.unit,
-            "by": [{"name": p.name, "unit": p.unit} for p in q.by],
-            "stats": q.stats,
-            "rows": [
-                {
-                    **{p.name: _json(v) for p, v in zip(q.by, row, strict=False)},
-                    **{s: _json(v) for s, v in zip(q.stats, row[len(q.by) :], strict=True)},
-                }
-                for row in q.rows
-            ],
-        }
-        return json.dumps(doc, indent=1) + "\n"
-    if fmt == "csv":
-        buf = io.StringIO()
-        w = csv.writer(buf, lineterminator="\n")
-        w.writerow(header)
-        w.writerows(
-            [["" if v is None else (repr(v) if isinstance(v, float) else str(v)) for v in row] for row in q.rows]
-        )
-        return buf.getvalue()
-    from psuite.psbase.cli import _fmt, _table
+    """The result as a text table, CSV or JSON (see psuite.psbase.output)."""
+    from psuite.psbase import output
 
-    units = [p.unit for p in q.by] + [q.result.unit if s != "count" else "" for s in q.stats]
-    header = [f"{h} [{u}]" if u else h for h, u in zip(header, units, strict=True)]
-    return _table(header, [["" if v is None else _fmt(v) for v in row] for row in q.rows])
-
-
-def _json(v: object) -> object:
-    if v is None or isinstance(v, (bool, int, float, str)):
-        return v
-    return str(v)
+    return output.render(q.table(), fmt)
 
 
 def stddev(sum_squares: float | None, n: int) -> float | None:

@@ -141,8 +141,11 @@ def test_formats(sweep):
     assert rows[0] == ["nodes", "time mean", "time stddev", "time count"]
     assert float(rows[1][1]) == statistics.mean(TIMES[(1, "gcc")]) and rows[1][3] == "3"
     doc = json.loads(render(q, "json"))
-    assert doc["unit"] == "s" and doc["by"] == [{"name": "nodes", "unit": "node"}]
-    assert doc["rows"][2] == {"nodes": 4, "mean": pytest.approx(2.75), "stddev": pytest.approx(0.25), "count": 3}
+    units = {c["name"]: (c["role"], c["unit"]) for c in doc["columns"]}
+    assert units == {"nodes": ("key", "node"), "time mean": ("value", "s"), "time stddev": ("error", "s"),
+                     "time count": ("value", "")}
+    assert doc["rows"][2] == {"nodes": 4, "time mean": pytest.approx(2.75), "time stddev": pytest.approx(0.25),
+                              "time count": 3}
 
 
 # -- the case: real MPI runs at 1, 2 and 4 ranks, 3 repetitions each ----------------
@@ -214,9 +217,9 @@ def test_task_clock_against_ranks_from_real_mpi_runs(rank_runs, db_url, tmp_path
     assert [r["ranks"] for r in doc["rows"]] == [1, 2, 4]
     for row in doc["rows"]:
         xs = [task_clock(d) for d in rank_runs[row["ranks"]]]
-        assert row["count"] == 3
-        assert row["mean"] == pytest.approx(statistics.mean(xs), rel=1e-12)
-        assert row["stddev"] == pytest.approx(statistics.stdev(xs), rel=1e-9)
+        assert row["task_clock count"] == 3
+        assert row["task_clock mean"] == pytest.approx(statistics.mean(xs), rel=1e-12)
+        assert row["task_clock stddev"] == pytest.approx(statistics.stdev(xs), rel=1e-9)
     # the text table says the same, one line per rank count
     lines = ok(psbase("query", "mpi", "task_clock", "--by", "ranks", cwd=tmp_path, env=env)).splitlines()
     assert [line.split()[0] for line in lines[1:]] == ["1", "2", "4"]

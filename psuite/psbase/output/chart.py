@@ -1,0 +1,205 @@
+"""What a chart of a ResultTable shows, decided once for every plotting
+output (matplotlib, plotly, gnuplot): bar or line, the x values or groups,
+one series per value column (times each value of the other keys), error
+bars from the error columns, and the axis labels with their units.
+
+The first key column is the x axis (a line plot) or the groups (a bar
+chart); further keys split the series ("compiler = gcc").  One y axis has
+one unit: value columns whose unit differs from the first value column's
+(the count beside a mean in seconds) are not drawn, and are named in
+Chart.left_out."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass, field
+
+from psuite.errors import UsageError
+from psuite.psbase.result import Column, ResultTable
+
+KINDS = ("auto", "bar", "line")
+NUMERIC = ("integer", "float", "duration")
+
+
+@dataclass
+class Series:
+    label: str  # the legend entry
+    xs: list  # line: numbers; bar: group indexes into Chart.groups
+    ys: list[float]  # nan: no value
+    errs: list[float] | None  # None: no error column; nan: no error for that point
+
+
+@dataclass
+class Chart:
+    kind: str  # "bar" or "line"
+    title: str
+    xlabel: str
+    ylabel: str
+    series: list[Series]
+    groups: list[str] = field(default_factory=list)  # bar: the group labels, in order
+    legend_title: str = ""
+    xlog: int = 0  # line: the base of a logarithmic x axis (2 or 10), 0 for a linear one
+    left_out: list[str] = field(default_factory=list)  # value columns not drawn (another unit)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(s.errs is not None for s in self.series)
+
+
+def check_table(table: ResultTable) -> None:
+    """A table an output can show: rows and at least one value column."""
+    if not table.values():
+        raise UsageError(f"{_name(table)} has no value column: nothing to show; query a result")
+    if not table.rows:
+        raise UsageError(f"{_name(table)} has no rows: no run matches; check the experiment and the filters "
+                         "(psbase ls EXPERIMENT lists its runs)")
+
+
+def _name(table: ResultTable) -> str:
+    return f"the query result {table.title!r}" if table.title else "the query result"
+
+
+def axis_label(col: Column) -> str:
+    """'label [unit]': the variable's synopsis (or its name) and unit."""
+    text = col.label or col.name
+    return f"{text} [{col.unit}]" if col.unit else text
+
+
+def text(value: object) -> str:
+    """A value as a tick or legend text: floats to 12 significant digits."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
+    return str(value)
+
+
+def number(value: object) -> float:
+    """A plottable number; nan for no value (None, a non-number)."""
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    return math.nan
+
+
+def _numeric(col: Column, values: list) -> bool:
+    present = [v for v in values if v is not None]
+    return col.datatype in NUMERIC and bool(present) and \
+        all(isinstance(v, (int, float, _dt.timedelta)) and not isinstance(v, bool) for v in present)
+
+
+def choose_kind(table: ResultTable, kind: str = "auto") -> str:
+    """"line" for a numeric first key with more than two distinct values,
+    else "bar" (for kind "auto"); a line asked of a non-numeric key is an
+    error."""
+    if kind not in KINDS:
+        raise UsageError(f"plot kind {kind!r} is not one of {', '.join(KINDS)}")
+    keys = table.keys()
+    if not keys:
+        if kind == "line":
+            raise UsageError("a line plot needs a parameter (key column) for its x axis; use --plot bar")
+        return "bar"
+    i = table.column(keys[0].name)
+    xs = [r[i] for r in table.rows]
+    numeric = _numeric(keys[0], xs)
+    if kind == "line":
+        if not numeric:
+            raise UsageError(f"a line plot needs a numeric x axis, and {keys[0].name!r} is a {keys[0].datatype}; "
+                             "use --plot bar")
+        return "line"
+    if kind == "bar":
+        return "bar"
+    return "line" if numeric and len({v for v in xs if v is not None}) > 2 else "bar"
+
+
+def chart(table: ResultTable, kind: str = "auto") -> Chart:
+    """The chart of a table (see the module's description)."""
+    check_table(table)
+    kind = choose_kind(table, kind)
+    keys = table.keys()
+    values = table.values()
+    unit = values[0].unit
+    drawn = [c for c in values if c.unit == unit]
+    left_out = [c.name for c in values if c.unit != unit]
+    idx = {c.name: table.column(c.name) for c in table.columns}
+    x, split = (keys[0], keys[1:]) if keys else (None, [])
+
+    # the groups (bar) and the split values, in the order the rows give them
+    groups: dict[object, int] = {}
+    splits: dict[tuple, None] = {}
+    for n, r in enumerate(table.rows):
+        g = r[idx[x.name]] if x else n + 1
+        if kind == "bar":
+            groups.setdefault(g, len(groups))
+        splits.setdefault(tuple(r[idx[k.name]] for k in split), None)
+
+    series: list[Series] = []
+    for s in splits:
+        rows = [(n, r) for n, r in enumerate(table.rows) if tuple(r[idx[k.name]] for k in split) == s]
+        for c in drawn:
+            err = table.error_of(c.name)
+            xs: list = []
+            ys: list[float] = []
+            es: list[float] = []
+            for n, r in rows:
+                if kind == "line":
+                    xv = number(r[idx[x.name]])
+                    if math.isnan(xv):
+                        continue  # no place on the x axis
+                    xs.append(xv)
+                else:
+                    xs.append(groups[r[idx[x.name]] if x else n + 1])
+                ys.append(number(r[idx[c.name]]))
+                es.append(number(r[idx[err.name]]) if err else math.nan)
+            parts = [", ".join(f"{k.label or k.name} = {text(v)}{' ' + k.unit if k.unit else ''}"
+                               for k, v in zip(split, s, strict=True))] if split else []
+            label = c.label or c.name
+            if parts:  # one value: the legend's title names the keys, its entries their values
+                label = ", ".join(text(v) + (f" {k.unit}" if k.unit else "") for k, v in zip(split, s, strict=True)) \
+                    if len(drawn) == 1 else f"{label}, {parts[0]}"
+            if kind == "line":  # drawn left to right
+                order = sorted(range(len(xs)), key=xs.__getitem__)
+                xs, ys, es = [xs[i] for i in order], [ys[i] for i in order], [es[i] for i in order]
+            series.append(Series(label, xs, ys, es if err else None))
+
+    title = f"{table.experiment}: {table.title}" if table.experiment and table.title else \
+        table.title or table.experiment
+    return Chart(
+        kind=kind,
+        title=title,
+        xlabel=axis_label(x) if x else "row",
+        ylabel=_ylabel(drawn),
+        series=series,
+        groups=[text(g) for g in groups] if x else [str(g) for g in groups],
+        legend_title=", ".join(k.label or k.name for k in split) if split and len(drawn) == 1 else "",
+        left_out=left_out,
+        xlog=_log_base([x for s in series for x in s.xs]) if kind == "line" else 0,
+    )
+
+
+def _log_base(xs: list[float]) -> int:
+    """A logarithmic x axis for positive values spanning more than two
+    decades (chunk sizes, message sizes): base 2 when they are all powers
+    of two, else 10."""
+    if not xs or min(xs) <= 0 or max(xs) / min(xs) <= 100:
+        return 0
+    return 2 if all(math.log2(x).is_integer() for x in xs) else 10
+
+
+def _ylabel(cols: list[Column]) -> str:
+    """The one value's label, or the words the values' labels begin with
+    ("time" for "time mean" and "time max"), with the unit."""
+    if len(cols) == 1:
+        return axis_label(cols[0])
+    words = [(c.label or c.name).split() for c in cols]
+    common: list[str] = []
+    for ws in zip(*words, strict=False):
+        if len(set(ws)) != 1:
+            break
+        common.append(ws[0])
+    text_ = " ".join(common) or "value"
+    return f"{text_} [{cols[0].unit}]" if cols[0].unit else text_

@@ -1,0 +1,116 @@
+"""A chart as perfbase wrote it for gnuplot: a data file and a script
+beside it that plots the data with its title, axis labels with units, a
+legend, and error bars where the table has error columns.
+
+The data file: for a bar chart one line per group (its label quoted, then
+each series' value and error); for a line plot one block per series (x,
+value, error), blocks separated by two blank lines (gnuplot's `index`).
+No value or no error: NaN.  Comment lines name the columns and units.
+
+The script finds the data file beside itself (gnuplot's ARG0), whatever
+the directory gnuplot runs in.  `gnuplot -p NAME.gp` shows the plot;
+`gnuplot -e "out='NAME.png'" NAME.gp` writes an 800 x 500 pixel PNG
+(pngcairo), or an SVG of that size when the name ends in .svg."""
+
+from __future__ import annotations
+
+import math
+import os
+
+from psuite.psbase.output.chart import Chart
+
+WIDTH, HEIGHT = 800, 500
+
+
+def script_path(data_path: str) -> str:
+    """The script beside the data file: its name with .gp for its suffix."""
+    base, ext = os.path.splitext(data_path)
+    return data_path + ".gp" if ext == ".gp" else base + ".gp"
+
+
+def _num(x: float) -> str:
+    return "NaN" if math.isnan(x) else repr(x)
+
+
+def _q(text: str) -> str:
+    """A gnuplot string: single quotes, where only '' is special."""
+    return "'" + " ".join(str(text).split()).replace("'", "''") + "'"
+
+
+def data(chart: Chart) -> str:
+    out = [f"# psbase: {' '.join(chart.title.split())}", f"# x: {chart.xlabel}; y: {chart.ylabel}"]
+    if chart.kind == "bar":
+        out.append("# columns: group, then value and error of: "
+                   + "; ".join(f"{2 + 2 * i}-{3 + 2 * i}: {s.label}" for i, s in enumerate(chart.series)))
+        cells: list[list[str]] = [[f'"{g.replace(chr(34), chr(39))}"'] + ["NaN", "NaN"] * len(chart.series)
+                                  for g in chart.groups]
+        for i, s in enumerate(chart.series):
+            for n, (g, y) in enumerate(zip(s.xs, s.ys, strict=True)):
+                cells[g][1 + 2 * i] = _num(y)
+                cells[g][2 + 2 * i] = _num(s.errs[n]) if s.errs else "NaN"
+        out += [" ".join(c) for c in cells]
+        return "\n".join(out) + "\n"
+    out.append("# one block per series (gnuplot's index): x, value, error")
+    for i, s in enumerate(chart.series):
+        out += ["", ""] if i else []
+        out.append(f"# index {i}: {' '.join(s.label.split())}")
+        out += [f"{_num(x)} {_num(y)} {_num(s.errs[n]) if s.errs else 'NaN'}"
+                for n, (x, y) in enumerate(zip(s.xs, s.ys, strict=True))]
+    return "\n".join(out) + "\n"
+
+
+def script(chart: Chart, data_path: str) -> str:
+    name = os.path.basename(data_path)
+    gp = os.path.basename(script_path(data_path))
+    lines = [
+        f"# gnuplot script written by psbase: plots {name} (beside this script)",
+        f"# show it: gnuplot -p {gp}",
+        f"# into a file: gnuplot -e \"out='chart.png'\" {gp}   (a name ending in .svg: SVG)",
+        f"data = {_q(name)}",
+        "if (strstrt(ARG0, '/') > 0) {",
+        "    i = strlen(ARG0)",
+        "    while (ARG0[i:i] ne '/') { i = i - 1 }",
+        "    data = ARG0[1:i] . data",
+        "}",
+        "if (exists('out')) {",
+        f"    set terminal pngcairo size {WIDTH},{HEIGHT} noenhanced",
+        "    if (strlen(out) > 4) {",
+        "        if (out[strlen(out) - 3:] eq '.svg') {",
+        f"            set terminal svg size {WIDTH},{HEIGHT} noenhanced",
+        "        }",
+        "    }",
+        "    set output out",
+        "}",
+        "set termoption noenhanced",
+        "set datafile missing 'NaN'",
+        f"set title {_q(chart.title)}",
+        f"set xlabel {_q(chart.xlabel)}",
+        f"set ylabel {_q(chart.ylabel)}",
+        "set key outside right top" + (f" title {_q(chart.legend_title)}" if chart.legend_title else ""),
+        "set grid ytics",
+        "set xzeroaxis",
+    ]
+    plots = []
+    if chart.kind == "bar":
+        style = "errorbars gap 1 lw 1" if chart.has_errors else "clustered gap 1"
+        lines += ["set yrange [*<0:*]",  # bars stand on zero
+                  "set style data histograms", f"set style histogram {style}",
+                  "set style fill solid 0.7 border -1", "set boxwidth 0.9"]
+        if len(chart.groups) > 8 or max(map(len, chart.groups)) > 10:
+            lines.append("set xtics rotate by -30")
+        for i, s in enumerate(chart.series):
+            y, e = 2 + 2 * i, 3 + 2 * i
+            err = f":(valid({e}) ? column({e}) : 0)" if chart.has_errors else ""
+            xtic = ":xtic(1)" if i == 0 else ""
+            plots.append(f"{'data' if i == 0 else chr(39) * 2} using {y}{err}{xtic} title {_q(s.label)}")
+    else:
+        if chart.xlog:
+            lines.append(f"set logscale x {chart.xlog}")
+        for i, s in enumerate(chart.series):
+            if s.errs is not None:
+                how = "using 1:2:(valid(3) ? column(3) : 0) with yerrorlines"
+            else:
+                how = "using 1:2 with linespoints"
+            plots.append(f"data index {i} {how} pointtype 7 title {_q(s.label)}")
+    lines.append("plot " + ", \\\n     ".join(plots))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,91 @@
+"""A chart as a PNG or SVG, drawn by matplotlib on its Agg canvas (never a
+display): grouped bars (one group per value of the first key, one bar per
+series: the paper's Fig. 8) or lines over a numeric first key, with error
+bars, the axes labelled with names and units, a legend and a title.
+
+Size: 800 x 500 pixels for PNG (8 x 5 inches at 100 dpi); SVG is the same
+figure, 576 x 360 pt (8 x 5 inches), its texts kept as <text> elements.
+The error bars of series i are the SVG group with id "errorbars-i", one
+path per bar."""
+
+from __future__ import annotations
+
+import io
+
+from psuite.psbase.output.chart import Chart, text
+
+WIDTH, HEIGHT, DPI = 800, 500, 100  # pixels of a PNG
+
+
+def figure(chart: Chart):
+    """The matplotlib Figure of a chart (its axes: figure.axes[0])."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(WIDTH / DPI, HEIGHT / DPI), dpi=DPI, layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+    if chart.kind == "bar":
+        _bars(ax, chart)
+    else:
+        _lines(ax, chart)
+    ax.set_title(chart.title)
+    ax.set_xlabel(chart.xlabel)
+    ax.set_ylabel(chart.ylabel)
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_axisbelow(True)
+    ax.legend(title=chart.legend_title or None, fontsize="small")
+    return fig
+
+
+def _bars(ax, chart: Chart) -> None:
+    n = len(chart.series)
+    width = 0.8 / n
+    for i, s in enumerate(chart.series):
+        xs = [x - 0.4 + width * (i + 0.5) for x in s.xs]
+        bars = ax.bar(xs, s.ys, width, label=s.label, yerr=s.errs, capsize=3 if s.errs else 0,
+                      error_kw={"elinewidth": 1})
+        if bars.errorbar is not None:
+            _tag(bars.errorbar, i)
+    ax.set_xticks(range(len(chart.groups)), chart.groups)
+    ax.axhline(0, color="black", linewidth=0.8)
+    if len(chart.groups) > 8 or max(map(len, chart.groups)) > 10:
+        ax.tick_params(axis="x", labelrotation=30)
+        for t in ax.get_xticklabels():
+            t.set_horizontalalignment("right")
+
+
+def _lines(ax, chart: Chart) -> None:
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    for i, s in enumerate(chart.series):
+        c = ax.errorbar(s.xs, s.ys, yerr=s.errs, marker="o", markersize=4, capsize=3, label=s.label)
+        if s.errs is not None:
+            _tag(c, i)
+    if chart.xlog:
+        ax.set_xscale("log", base=chart.xlog)
+        xs = sorted({x for s in chart.series for x in s.xs})
+        if len(xs) <= 12:  # the values themselves as ticks, written out (1024, not 2^10)
+            ax.set_xticks(xs, [text(x) for x in xs])
+            ax.xaxis.set_minor_formatter(NullFormatter())
+        else:
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+
+
+def _tag(container, i: int) -> None:
+    """Name the error bars of series i in the SVG ("errorbars-i")."""
+    for lc in container.lines[2]:
+        lc.set_gid(f"errorbars-{i}")
+
+
+def image(chart: Chart, fmt: str) -> bytes:
+    """The chart as PNG or SVG bytes."""
+    import matplotlib
+
+    fig = figure(chart)
+    buf = io.BytesIO()
+    # SVG texts as <text>, not glyph paths: searchable, and smaller; no timestamp: equal inputs, equal files
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "psbase"}):
+        fig.savefig(buf, format=fmt, dpi=DPI, metadata={"Date": None} if fmt == "svg" else None)
+    return buf.getvalue()
+
