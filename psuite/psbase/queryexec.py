@@ -50,7 +50,7 @@ class Vec:
     keys: list[Column]
     values: list[Column]
     rows: list[tuple[tuple, list, list]]  # (key values, values, errors: None where there is none)
-    notes: list[str] = field(default_factory=list)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (source id, "NAME = VALUE"; "": none)
 
 
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
@@ -149,7 +149,7 @@ class _Run:
         params = [self.variable(p, p.name, False) for p in src.params]
         source, col = from_clause(self.store, self.exp_id, self.d, [v.name for v in results + params])
         conds: list = []
-        notes: list[str] = []
+        notes: list[tuple[str, str]] = [(src.id, "")]  # "": the source is there, with or without notes
         keys: list[Variable] = []
         sweeps: list[list[tuple[tuple[str, str], sa.ColumnElement]]] = []
         for sel, v in zip(src.params, params, strict=True):
@@ -161,7 +161,7 @@ class _Run:
                 if one is None:
                     keys.append(v)
                 else:
-                    notes.append(f"{v.name} = {one}")
+                    notes.append((src.id, f"{v.name} = {one}"))
             elif sel.sweep:
                 sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
             else:
@@ -470,7 +470,18 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
         rows.append(tuple(row))
     title = out.title or (", ".join(c.name for c in joined.values) +
                           (f" by {', '.join(k.name for k in joined.keys)}" if joined.keys else ""))
-    return ResultTable(title, cols, rows, experiment=experiment, notes=joined.notes)
+    return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes))
+
+
+def _notes(notes: list[tuple[str, str]]) -> list[str]:
+    """The fixed parameter values of the sources: plain where every source
+    has it, else after the ids of the sources that have it."""
+    sources = {sid for sid, _ in notes}
+    out = []
+    for text in dict.fromkeys(t for _, t in notes if t):
+        ids = [sid for sid in dict.fromkeys(sid for sid, t in notes if t == text)]
+        out.append(text if set(ids) == sources else f"{', '.join(ids)}: {text}")
+    return out
 
 
 # -- arithmetic -------------------------------------------------------------------

@@ -216,6 +216,7 @@ def test_cascade_and_combiner(store, tmp_path):
     both = got["o_both"]  # a combiner keeps every row: 8 nodes has no icc value
     assert cols(both) == ["nodes", "time avg", "time avg stddev", "time max"]
     assert [(r[0], r[1], r[3]) for r in both.rows] == [(n, approx(g[n]), approx(i.get(n))) for n in (1, 2, 4, 8)]
+    assert both.notes == ["g: compiler = gcc", "i: compiler = icc"]  # a filter of some sources names them
     pct = {n: 100 * (g[n] / i[n] - 1) for n in (1, 2, 4)}
     best = got["o_best"]  # a scalar beside a vector: the scalar goes with every row
     assert cols(best) == ["nodes", "pct max", "pct"]

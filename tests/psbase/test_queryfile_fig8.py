@@ -76,4 +76,4 @@ def test_fig8_relative_difference_per_chunk_size(archive):
             assert got == pytest.approx(want[(access, row[0])], rel=1e-9), (access, row[0])
     # the paper's finding: list-less reads about 60 % slower than list-based
     assert all(-61 < r[1] < -57 for r in table.rows)
-    assert set(table.notes) == {"fs = ufs", "N = 4", "technique = listless", "technique = listbased"}
+    assert table.notes == ["fs = ufs", "N = 4", "listless: technique = listless", "listbased: technique = listbased"]
