@@ -68,7 +68,7 @@ def test_where_applies_to_every_source(db_url, tmp_path):
 
 
 def test_query_file_errors_are_one_line(db_url, tmp_path):
-    bio_archive(db_url, tmp_path)
+    ok(psbase("--db", db_url, "setup", str(DATA / "b_eff_io.experiment.xml"), cwd=tmp_path))  # no runs needed
     bad = tmp_path / "bad.xml"
     bad.write_text("<query><experiment>b_eff_io</experiment><source id='s'><result>B_scatter</result></source>"
                    "<operator id='o' type='diff'><input>s</input></operator><output><input>o</input></output></query>")
