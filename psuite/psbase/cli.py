@@ -115,6 +115,8 @@ def _parser() -> ArgumentParser:
     s.add_argument("--where", metavar="NAME=VALUE", action="append", default=[],
                    help="only runs with this value (may be repeated; one name repeated means any of its values); "
                         "with --file, for every source of the query")
+    s.add_argument("--sweep", metavar="PARAM", action="append", default=[],
+                   help="with --file: every source swept over all values of PARAM (one value column each)")
     s.add_argument("--stat", help="the statistics, comma-separated: mean, stddev (sample standard deviation), "
                                   "count, min, max, median (default: mean,stddev,count)")
     from psuite.psbase.output import FORMATS, KINDS
@@ -224,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.experiment is None or args.result is None:
             raise UsageError("give EXPERIMENT RESULT --by PARAM, or a query file with --file QUERY.xml")
+        if args.sweep:
+            raise UsageError("--sweep goes with --file QUERY.xml; for the short form give a second --by")
         if args.format in output.PLOT_FORMATS and not args.output:
             raise UsageError(f"-f {args.format} writes files: give -o FILE")
         if args.replace and not args.output:
@@ -255,7 +259,7 @@ def _query_file(store, args) -> None:
         raise UsageError(f"--file QUERY.xml names the experiment, results, statistics, formats and files itself; "
                          f"drop {', '.join(given)} (or drop --file for the short form)")
     q = queryfile.parse(args.file)
-    for out, table in queryexec.execute(store, q, queryexec.parse_where(args.where)):
+    for out, table in queryexec.execute(store, q, queryexec.parse_where(args.where), args.sweep):
         if out.filename is None:
             write_stdout(output.render(table, out.format))
         else:

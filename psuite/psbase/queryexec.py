@@ -56,10 +56,11 @@ class Vec:
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
 
 
-def execute(store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = None) -> list[tuple[qf.Output,
-                                                                                                    ResultTable]]:
+def execute(store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = None,
+            sweep: list[str] | None = None) -> list[tuple[qf.Output, ResultTable]]:
     """Run the query; per output element, its table.  where: NAME -> values
-    (text), an extra filter on every source (any of the values)."""
+    (text), an extra filter on every source (any of the values); sweep:
+    parameters every source is swept over (all their values)."""
     q = copy.deepcopy(q)  # --where adds filters to the sources: the caller's query stays as parsed
     with store.engine.connect() as conn:
         exp_id, d = store._run(lambda: store._experiment_id(conn, q.experiment))
@@ -67,6 +68,7 @@ def execute(store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = 
         for src in q.elements.values():
             if isinstance(src, qf.Source):  # every name checked before the first query, used or not
                 _add_where(src, where or {})
+                _add_sweep(src, sweep or [])
                 for r in src.results:
                     run.variable(src, r, True)
                 for p in src.params:
@@ -97,6 +99,16 @@ def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
             src.params[at] = qf.ParamSel(old.name, [*old.filters, f], old.sweep, old.line)
 
 
+def _add_sweep(src: qf.Source, names: list[str]) -> None:
+    for name in names:
+        at = next((i for i, p in enumerate(src.params) if p.name == name), None)
+        if at is None:
+            src.params.append(qf.ParamSel(name, sweep=[]))
+        elif src.params[at].sweep is None:  # a new selection: the old one may be shared with other sources
+            old = src.params[at]
+            src.params[at] = qf.ParamSel(old.name, list(old.filters), [], old.line)
+
+
 class _Run:
     """One execution: the archive, the experiment and the element outputs."""
 
@@ -114,7 +126,7 @@ class _Run:
 
     def fail(self, elem: qf.Element | qf.ParamSel | qf.RunSel, problem: str) -> UsageError:
         if isinstance(elem, qf.ParamSel) and not elem.line:  # from the command line
-            return UsageError(f"--where {elem.name}: {problem}")
+            return UsageError(f"--{'sweep' if elem.sweep is not None else 'where'} {elem.name}: {problem}")
         what = type(elem).__name__.lower().replace("paramsel", "parameter").replace("runsel", "run")
         ident = f" id={elem.id!r}" if isinstance(elem, qf.Element) else ""
         return UsageError(f"{self.q.path}: <{what}{ident}> (line {elem.line}): {problem}")

@@ -65,10 +65,10 @@ def store(db_url) -> Store:
     s.close()
 
 
-def run(store: Store, tmp_path: Path, body: str, where: dict | None = None) -> dict:
+def run(store: Store, tmp_path: Path, body: str, where: dict | None = None, sweep: list | None = None) -> dict:
     path = tmp_path / "q.xml"
     path.write_text(f"<query><experiment>qx</experiment>\n{body}\n</query>\n")
-    return {out.id: t for out, t in queryexec.execute(store, queryfile.parse(str(path)), where)}
+    return {out.id: t for out, t in queryexec.execute(store, queryfile.parse(str(path)), where, sweep)}
 
 
 def cols(table) -> list[str]:
@@ -263,6 +263,21 @@ def test_sweeps(store, tmp_path):
     n = got["o_n"]
     assert cols(n) == ["time count [nodes>1&<8]", "time count [nodes=16]"]
     assert n.rows == [(sum(len(ts) for (nn, _), ts in TIMES.items() if 1 < nn < 8), None)]
+
+
+def test_sweep_from_the_command_line(store, tmp_path):
+    # --sweep PARAM: every source swept over all values of PARAM; a source filtering it keeps its filter
+    body = ('<source id="s"><result>time</result><parameter><value>nodes</value></parameter></source>'
+            '<operator id="a" type="max"><input>s</input></operator><output id="o"><input>a</input></output>')
+    t = run(store, tmp_path, body, sweep=["compiler"])["o"]
+    assert cols(t) == ["nodes", "time max [compiler=gcc]", "time max [compiler=icc]"]
+    assert t.rows == [(n, max(TIMES[(n, "gcc")]), max(TIMES[(n, "icc")]) if (n, "icc") in TIMES else None)
+                      for n in (1, 2, 4, 8)]
+    t = run(store, tmp_path, gcc_source() + '<operator id="a" type="max"><input>s</input></operator>'
+            '<output id="o"><input>a</input></output>', sweep=["compiler"])["o"]
+    assert cols(t) == ["nodes", "time max [compiler=gcc]"] and t.notes == []
+    with pytest.raises(UsageError, match="--sweep ranks: experiment 'qx' has no parameter 'ranks'"):
+        run(store, tmp_path, body, sweep=["ranks"])
 
 
 def test_filters_and_run_selection(store, tmp_path):

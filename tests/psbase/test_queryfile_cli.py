@@ -65,6 +65,10 @@ def test_where_applies_to_every_source(db_url, tmp_path):
     for r in rows:
         assert abs(float(r[1]) - want[("read", int(r[0]))]) < 1e-9 * abs(float(r[1]))
     assert "# access = read" not in out.splitlines()  # access is swept (one sweep value left), not fixed
+    # --sweep: fs is filtered to ufs by the query, so one value of it
+    out = ok(psbase("--db", db_url, "query", "--file", str(QUERY), "--where", "access=read", "--sweep", "fs",
+                    "--force", cwd=tmp_path))
+    assert "listless vs listbased [access=read, fs=ufs] [%]" in out and len(table_rows(out)) == 8
 
 
 def test_query_file_errors_are_one_line(db_url, tmp_path):
@@ -82,6 +86,7 @@ def test_query_file_errors_are_one_line(db_url, tmp_path):
         (["--file", str(QUERY), "--where", "S_chunk=big"], "--where S_chunk=big: variable 'S_chunk': 'big' is not "
          "an integer"),
         ([], "give EXPERIMENT RESULT --by PARAM, or a query file with --file QUERY.xml"),
+        (["b_eff_io", "B_read", "--by", "N", "--sweep", "fs"], "--sweep goes with --file QUERY.xml"),
     ]
     for args, message in cases:
         msg = one_line_error(psbase("--db", db_url, "query", *args, cwd=tmp_path), "psbase")
