@@ -43,6 +43,9 @@ selects runs by index and by the date they were filed (created); several
 <run> elements must all hold, and mask="exclude" selects the runs they do
 not match.  Deleted runs are never queried.
 
+On the command line (psbase query --file), --where NAME=VALUE adds a filter
+and --sweep NAME a sweep over all values to every source.
+
 A sweep (<sweep/> in a parameter) runs the query once per distinct value of
 the parameter in the selected runs, or once per <filter> given inside
 <sweep>.  Operators and combiners work on each sweep value separately; an

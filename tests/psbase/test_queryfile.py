@@ -427,3 +427,10 @@ def test_malformed_query_files_are_one_line(tmp_path, text, message):
         queryfile.parse(str(path))
     assert message in str(err.value)
     assert "\n" not in str(err.value) and str(err.value).startswith(f"{path}: ")
+
+
+def test_formats_and_kinds_are_those_of_the_outputs():
+    from psuite.psbase import output
+
+    assert queryfile.FORMATS == output.FORMATS and queryfile.KINDS == output.KINDS
+    assert queryfile.STDOUT_FORMATS == output.TEXT_FORMATS
