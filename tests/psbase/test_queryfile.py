@@ -354,6 +354,18 @@ def test_string_results_and_bad_values_at_run_time(store, tmp_path):
             run(store, tmp_path, body)
         assert message in str(err.value) and "\n" not in str(err.value)
         assert str(err.value).startswith(f"{tmp_path / 'q.xml'}: <")
+    # element-wise over vectors that do not match row for row
+    two = gcc_source("g", "gcc") + gcc_source("i", "icc")
+    for body, message in (
+        (two + '<operator id="d" type="diff"><input>g</input><input>i</input></operator>',
+         "<operator id='d'> (line 2): input 'g' has several rows for nodes=1; aggregate it first"),
+        (two + '<source id="c"><result>time</result><parameter><value>compiler</value></parameter></source>'
+         '<operator id="a" type="avg"><input>g</input></operator><operator id="b" type="avg"><input>c</input>'
+         '</operator><operator id="d" type="div"><input>a</input><input>b</input></operator>',
+         "inputs 'a' and 'b' have different parameters (nodes vs compiler)"),
+    ):
+        with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            run(store, tmp_path, body + '<output><input>d</input></output>')
     # --where names: checked like the file's
     body = gcc_source() + '<output><input>s</input></output>'
     for where, message in (({"ranks": ["1"]}, "--where ranks: experiment 'qx' has no parameter 'ranks'"),
