@@ -38,8 +38,16 @@ from psuite.psbase.query import NUMERIC, aggregate, from_clause, stddev
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import Store, _from_db, _to_db
 
-SQL_STATS = {"avg": ["mean", "stddev"], "stddev": ["stddev"], "variance": ["stddev"], "count": [],
-             "median": ["median"], "min": ["min"], "max": ["max"], "sum": ["sum"]}
+SQL_STATS = {
+    "avg": ["mean", "stddev"],
+    "stddev": ["stddev"],
+    "variance": ["stddev"],
+    "count": [],
+    "median": ["median"],
+    "min": ["min"],
+    "max": ["max"],
+    "sum": ["sum"],
+}
 _ORDERED = ("count", "min", "max")  # what non-numeric results allow
 
 
@@ -56,8 +64,9 @@ class Vec:
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
 
 
-def execute(store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = None,
-            sweep: list[str] | None = None) -> list[tuple[qf.Output, ResultTable]]:
+def execute(
+    store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = None, sweep: list[str] | None = None
+) -> list[tuple[qf.Output, ResultTable]]:
     """Run the query; per output element, its table.  where: NAME -> values
     (text), an extra filter on every source (any of the values); sweep:
     parameters every source is swept over (all their values)."""
@@ -148,10 +157,14 @@ class _Run:
             src = self.q.elements[elem.inputs[0]]
             if len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS:
                 return self.sql_aggregate(elem, src)
-            return {inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
-                    for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])}
-        return {inst: _join(vecs, [i for i, _ in vecs], outer=True)
-                for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])}
+            return {
+                inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
+                for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
+            }
+        return {
+            inst: _join(vecs, [i for i, _ in vecs], outer=True)
+            for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
+        }
 
     # -- sources ----------------------------------------------------------
 
@@ -184,22 +197,34 @@ class _Run:
         for i, v in enumerate(swept):
             if not sweeps[i]:
                 c = col(v.name)
-                found = self.conn.execute(sa.select(c).distinct().select_from(source).where(*conds, c.is_not(None))
-                                          .order_by(c)).scalars().all()
+                found = (
+                    self.conn.execute(
+                        sa.select(c).distinct().select_from(source).where(*conds, c.is_not(None)).order_by(c)
+                    )
+                    .scalars()
+                    .all()
+                )
                 sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
-        instances = {tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo]
-                     for combo in itertools.product(*sweeps)}
+        instances = {
+            tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
+        }
         return results, keys, source, col, conds, instances, notes
 
     def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:
-        ops = {"equal": lambda c, x: c == x, "notequal": lambda c, x: c != x, "lesser": lambda c, x: c < x,
-               "lessequal": lambda c, x: c <= x, "greater": lambda c, x: c > x,
-               "greaterequal": lambda c, x: c >= x}
+        ops = {
+            "equal": lambda c, x: c == x,
+            "notequal": lambda c, x: c != x,
+            "lesser": lambda c, x: c < x,
+            "lessequal": lambda c, x: c <= x,
+            "greater": lambda c, x: c > x,
+            "greaterequal": lambda c, x: c >= x,
+        }
         parts = []
         for op, text in f.conditions:
             try:
-                value = convert(v, text) if not (v.valid and op != "equal") else convert(
-                    Variable(v.name, v.datatype), text)
+                value = (
+                    convert(v, text) if not (v.valid and op != "equal") else convert(Variable(v.name, v.datatype), text)
+                )
             except UsageError as exc:
                 if f.command_line:
                     raise UsageError(f"--where {v.name}={text}: {exc}") from None
@@ -213,9 +238,16 @@ class _Run:
         r = self.store.runs
         parts = []
         if sel.ranges:
-            parts.append(sa.or_(*(sa.and_(*([r.c.idx >= lo] if lo is not None else []),
-                                          *([r.c.idx <= hi] if hi is not None else []))
-                                  for lo, hi in sel.ranges)))
+            parts.append(
+                sa.or_(
+                    *(
+                        sa.and_(
+                            *([r.c.idx >= lo] if lo is not None else []), *([r.c.idx <= hi] if hi is not None else [])
+                        )
+                        for lo, hi in sel.ranges
+                    )
+                )
+            )
         if sel.created_from is not None:
             parts.append(r.c.created >= sel.created_from)
         if sel.created_to is not None:
@@ -231,15 +263,20 @@ class _Run:
         if any(v.occurrence == "multiple" for v in results + keys):
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
-            q = (sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results)).select_from(source)
-                 .where(*conds, *extra).order_by(*order))
+            q = (
+                sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results))
+                .select_from(source)
+                .where(*conds, *extra)
+                .order_by(*order)
+            )
             rows = []
             for row in self.conn.execute(q):
                 kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
-                vals = [_plain(v, x) for v, x in zip(results, row[len(keys):], strict=True)]
+                vals = [_plain(v, x) for v, x in zip(results, row[len(keys) :], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
-            out[inst] = Vec([_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows,
-                            list(notes))
+            out[inst] = Vec(
+                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes)
+            )
         return out
 
     def sql_aggregate(self, op: qf.Operator, src: qf.Source) -> dict[Instance, Vec]:
@@ -253,11 +290,17 @@ class _Run:
             merged: dict[tuple, tuple[list, list]] = {}
             for j, v in enumerate(results):
                 numeric = v.datatype in NUMERIC
-                sel = aggregate(source, [*conds, *extra, col(v.name).is_not(None)], [col(k.name) for k in keys],
-                                col(v.name), numeric, stats)
+                sel = aggregate(
+                    source,
+                    [*conds, *extra, col(v.name).is_not(None)],
+                    [col(k.name) for k in keys],
+                    col(v.name),
+                    numeric,
+                    stats,
+                )
                 for row in self.conn.execute(sel):
                     kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
-                    got = dict(zip(stats, row[len(keys): len(keys) + len(stats)], strict=True))
+                    got = dict(zip(stats, row[len(keys) : len(keys) + len(stats)], strict=True))
                     n = int(got["count"] or 0)
                     if n == 0:
                         continue  # no keys and no rows: SQL's one row of nothing
@@ -265,8 +308,12 @@ class _Run:
                     vals, errs = merged.setdefault(kv, ([None] * len(results), [None] * len(results)))
                     vals[j], errs[j] = value, error
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: _sort_key(kv[0]))]
-            out[inst] = Vec([_column(k, "key") for k in keys],
-                            [self.derived(op, _column(v, "value")) for v in results], rows, list(notes))
+            out[inst] = Vec(
+                [_column(k, "key") for k in keys],
+                [self.derived(op, _column(v, "value")) for v in results],
+                rows,
+                list(notes),
+            )
         return out
 
     def sql_value(self, kind: str, v: Variable, got: dict, n: int) -> tuple[object, float | None]:
@@ -291,8 +338,9 @@ class _Run:
             return
         allowed = ("count",) if datatype == "boolean" else _ORDERED
         if op.type not in allowed:
-            raise self.fail(op, f"{op.type} needs numbers, and {name!r} is a {datatype}; "
-                            f"use {' or '.join(allowed)} on it")
+            raise self.fail(
+                op, f"{op.type} needs numbers, and {name!r} is a {datatype}; use {' or '.join(allowed)} on it"
+            )
 
     # -- operators ----------------------------------------------------------
 
@@ -355,21 +403,34 @@ class _Run:
         widths = [len(v.values) for _, v in vecs]
         if kind in qf.LINEAR:
             factor = op.value if kind == "scale" else 1.0
-            rows = [(kv, [_linear(kind, x, op.value) for x in vals],
-                     [e * abs(factor) if e is not None else None for e in errs]) for kv, vals, errs in joined.rows]
+            rows = [
+                (
+                    kv,
+                    [_linear(kind, x, op.value) for x in vals],
+                    [e * abs(factor) if e is not None else None for e in errs],
+                )
+                for kv, vals, errs in joined.rows
+            ]
             return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes)
         if kind == "eval":
             wide = next((i for (i, v), w in zip(vecs, widths, strict=True) if w != 1), None)
             if wide is not None:
-                raise self.fail(op, f"input {wide!r} has {widths[[i for i, _ in vecs].index(wide)]} value columns; "
-                                "eval takes inputs of one value each (one <result> per source)")
+                raise self.fail(
+                    op,
+                    f"input {wide!r} has {widths[[i for i, _ in vecs].index(wide)]} value columns; "
+                    "eval takes inputs of one value each (one <result> per source)",
+                )
             ids = [i for i, _ in vecs]
-            rows = [(kv, [_evaluate(op.term, dict(zip(ids, vals, strict=True)))], [None])
-                    for kv, vals, _ in joined.rows]
+            rows = [
+                (kv, [_evaluate(op.term, dict(zip(ids, vals, strict=True)))], [None]) for kv, vals, _ in joined.rows
+            ]
             return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes)
         if len(set(widths)) != 1:
-            raise self.fail(op, f"its inputs have {' and '.join(map(str, widths))} value columns; an element-wise "
-                            "operator needs the same number in each")
+            raise self.fail(
+                op,
+                f"its inputs have {' and '.join(map(str, widths))} value columns; an element-wise "
+                "operator needs the same number in each",
+            )
         w = widths[0]
         rows = []
         for kv, vals, _ in joined.rows:
@@ -412,17 +473,20 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
     names = [k.name for k in keys]
     for i, v in keyed:
         if [k.name for k in v.keys] != names:
-            raise UsageError(f"inputs {keyed[0][0]!r} and {i!r} have different parameters "
-                             f"({', '.join(names)} vs {', '.join(k.name for k in v.keys)}); "
-                             "match them with the same parameters in their sources")
+            raise UsageError(
+                f"inputs {keyed[0][0]!r} and {i!r} have different parameters "
+                f"({', '.join(names)} vs {', '.join(k.name for k in v.keys)}); "
+                "match them with the same parameters in their sources"
+            )
     tables = []
     for i, v in vecs:
         by: dict[tuple, tuple[list, list]] = {}
         for kv, vals, errs in v.rows:
             if kv in by:
                 shown = ", ".join(f"{n}={_show(x)}" for n, x in zip(names, kv, strict=True)) or "its one row"
-                raise UsageError(f"input {i!r} has several rows for {shown}; aggregate it first (an avg, max, ... "
-                                 "operator on it)")
+                raise UsageError(
+                    f"input {i!r} has several rows for {shown}; aggregate it first (an avg, max, ... operator on it)"
+                )
             by[kv] = (vals, errs)
         tables.append((i, v, by))
     if keys:
@@ -462,8 +526,17 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
         for inst, vec in instances.items():
             if swept and inst:
                 suffix = " [" + ", ".join(f"{n}{x}" for n, x in inst) + "]"
-                vec = Vec(vec.keys, [Column(c.name + suffix, c.unit, "value", label=(c.label or c.name) + suffix,
-                                            datatype=c.datatype) for c in vec.values], vec.rows, vec.notes)
+                vec = Vec(
+                    vec.keys,
+                    [
+                        Column(
+                            c.name + suffix, c.unit, "value", label=(c.label or c.name) + suffix, datatype=c.datatype
+                        )
+                        for c in vec.values
+                    ],
+                    vec.rows,
+                    vec.notes,
+                )
             parts.append((ident, vec))
     joined = _join(parts, [i for i, _ in parts], outer=True)
     has_error = [any(r[2][j] is not None for r in joined.rows) for j in range(len(joined.values))]
@@ -480,8 +553,10 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
             if e:
                 row.append(err)
         rows.append(tuple(row))
-    title = out.title or (", ".join(c.name for c in joined.values) +
-                          (f" by {', '.join(k.name for k in joined.keys)}" if joined.keys else ""))
+    title = out.title or (
+        ", ".join(c.name for c in joined.values)
+        + (f" by {', '.join(k.name for k in joined.keys)}" if joined.keys else "")
+    )
     return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes))
 
 
@@ -538,8 +613,7 @@ def _elementwise(kind: str, xs: list) -> object:
         return a - b
     if b == 0:
         return None  # no value rather than infinity: a plot or a later operator cannot use one
-    return {"div": a / b, "percentof": 100.0 * a / b, "above": 100.0 * (a - b) / b,
-            "below": 100.0 * (b - a) / b}[kind]
+    return {"div": a / b, "percentof": 100.0 * a / b, "above": 100.0 * (a - b) / b, "below": 100.0 * (b - a) / b}[kind]
 
 
 def _linear(kind: str, x: object, value: float | None) -> object:
@@ -549,10 +623,14 @@ def _linear(kind: str, x: object, value: float | None) -> object:
     return int(out) if isinstance(x, int) and float(out).is_integer() and kind == "offset" else out
 
 
-_BINOPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
-           ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: float(a) ** b}
-_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "exp": math.exp, "log": math.log,
-          "log10": math.log10}
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: float(a) ** b,
+}
+_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10}
 
 
 def _evaluate(tree: ast.Expression, env: dict[str, object]) -> float | None:
@@ -618,4 +696,3 @@ def _label(f: qf.Filter) -> str:
 
 def _sort_key(kv: tuple) -> tuple:
     return tuple((x is None, x if x is not None else 0) for x in kv)
-

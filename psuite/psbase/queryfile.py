@@ -239,8 +239,9 @@ def parse(path: str) -> QueryFile:
             data = f.read()
     except OSError as exc:
         raise InputError(f"{path}: cannot read the query file ({exc.strerror or exc}); check the path") from None
-    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True,
-                             remove_pis=True)
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True, remove_pis=True
+    )
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
@@ -249,8 +250,9 @@ def parse(path: str) -> QueryFile:
         raise _fail(path, root, "the root element of a query file must be <query>")
     experiment = _one(path, root, ("experiment",), required=False)
     if experiment is None:
-        raise _fail(path, root, "<experiment> is missing; name the experiment queried, "
-                    "e.g. <experiment>b_eff_io</experiment>")
+        raise _fail(
+            path, root, "<experiment> is missing; name the experiment queried, e.g. <experiment>b_eff_io</experiment>"
+        )
     q = QueryFile(path, experiment, _one(path, root, ("synopsis",), required=False) or "")
     shared: dict[str, ParamSel | RunSel] = {}  # top-level <parameter> and <run> by id
     for elem in root:
@@ -273,8 +275,12 @@ def parse(path: str) -> QueryFile:
         elif tag == "output":
             q.outputs.append(_output(path, elem, q))
         else:
-            raise _fail(path, elem, "unknown element; use experiment, synopsis, description, parameter, run, "
-                        "source, operator, combiner or output")
+            raise _fail(
+                path,
+                elem,
+                "unknown element; use experiment, synopsis, description, parameter, run, "
+                "source, operator, combiner or output",
+            )
     if not q.outputs:
         raise _fail(path, root, "no <output>; add one naming the element to show as its <input>")
     return q
@@ -287,8 +293,12 @@ def _inputs(path: str, elem: etree._Element, q: QueryFile) -> list[str]:
         ref = _text(path, c)
         if ref not in q.elements:
             earlier = ", ".join(q.elements) or "none yet"
-            raise _fail(path, c, f"{ref!r} is not a source, operator or combiner defined before it "
-                        f"(defined before: {earlier}); name one of those or move the element up")
+            raise _fail(
+                path,
+                c,
+                f"{ref!r} is not a source, operator or combiner defined before it "
+                f"(defined before: {earlier}); name one of those or move the element up",
+            )
         out.append(ref)
     if not out:
         raise _fail(path, elem, "no <input>; name the element it takes, e.g. <input>src</input>")
@@ -334,8 +344,9 @@ def _when(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
 
 def _run(path: str, elem: etree._Element) -> RunSel:
     _check_children(path, elem, ("index", "created"))
-    sel = RunSel(exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude",
-                 line=elem.sourceline)
+    sel = RunSel(
+        exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline
+    )
     for c in elem:
         if c.tag == "index":
             for part in _text(path, c).split(","):
@@ -343,8 +354,15 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                 if not m:
                     raise _fail(path, c, f"{part.strip()!r} is not a run index or range; write 3, 3-7, ...7 or 3...")
                 one, lo, hi, upto, start = m.groups()
-                rng = ((int(one), int(one)) if one else (int(lo), int(hi)) if lo else
-                       (None, int(upto)) if upto else (int(start), None))
+                rng = (
+                    (int(one), int(one))
+                    if one
+                    else (int(lo), int(hi))
+                    if lo
+                    else (None, int(upto))
+                    if upto
+                    else (int(start), None)
+                )
                 if rng[0] is not None and rng[1] is not None and rng[1] < rng[0]:
                     raise _fail(path, c, f"run range {part.strip()!r} is empty; write the lower index first")
                 sel.ranges.append(rng)
@@ -377,8 +395,12 @@ def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel
             sel = shared.get(ref)
             if sel is None:
                 known = ", ".join(shared) or "none"
-                raise _fail(path, c, f"{ref!r} is not a <parameter> or <run> defined before it (defined: {known}); "
-                            "a source's <input> names those, or move their definition up")
+                raise _fail(
+                    path,
+                    c,
+                    f"{ref!r} is not a <parameter> or <run> defined before it (defined: {known}); "
+                    "a source's <input> names those, or move their definition up",
+                )
             (src.params if isinstance(sel, ParamSel) else src.runs).append(sel)
     if not src.results:
         raise _fail(path, elem, "no <result>; name the result values the source gives")
@@ -408,12 +430,21 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     kind = elem.get("type")
     if kind not in OPERATORS:
         raise _fail(path, elem, f"type={kind!r} is not an operator; use one of {', '.join(OPERATORS)}")
-    op = Operator(ident, _inputs(path, elem, q), elem.sourceline, type=kind, alias=(elem.get("alias") or "").strip(),
-                  unit=elem.get("unit"))
+    op = Operator(
+        ident,
+        _inputs(path, elem, q),
+        elem.sourceline,
+        type=kind,
+        alias=(elem.get("alias") or "").strip(),
+        unit=elem.get("unit"),
+    )
     n = len(op.inputs)
     if kind in STATISTICS and n != 1:
-        raise _fail(path, elem, f"{kind} takes exactly one <input> (it has {n}); combine vectors with element-wise "
-                    "operators first")
+        raise _fail(
+            path,
+            elem,
+            f"{kind} takes exactly one <input> (it has {n}); combine vectors with element-wise operators first",
+        )
     if kind in BINARY and n != 2:
         raise _fail(path, elem, f"{kind} takes exactly two <input> elements (it has {n}): a, then b")
     if kind in LINEAR:
@@ -426,14 +457,28 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         raise _fail(path, elem, f"{kind} takes no value=; remove it")
     term = _one(path, elem, ("term",), required=kind == "eval")
     if term is not None and kind != "eval":
-        raise _fail(path, elem, "only type=\"eval\" takes a <term>; remove it")
+        raise _fail(path, elem, 'only type="eval" takes a <term>; remove it')
     if term is not None:
         op.term, op.term_text = _term(path, elem, term, op.inputs), term
     return op
 
 
-_TERM_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd, ast.Constant, ast.Name, ast.Load,
-               ast.Call, ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+_TERM_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.Call,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Pow,
+)
 
 
 def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.Expression:
@@ -445,34 +490,51 @@ def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.
     callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     for node in ast.walk(tree):
         if not isinstance(node, _TERM_NODES):
-            raise _fail(path, elem, f"term {text!r} uses {type(node).__name__}; only numbers, input ids, "
-                        f"+ - * / ** and {', '.join(TERM_FUNCTIONS)} are allowed")
-        if isinstance(node, ast.Constant) and (isinstance(node.value, bool) or
-                                               not isinstance(node.value, (int, float))):
+            raise _fail(
+                path,
+                elem,
+                f"term {text!r} uses {type(node).__name__}; only numbers, input ids, "
+                f"+ - * / ** and {', '.join(TERM_FUNCTIONS)} are allowed",
+            )
+        if isinstance(node, ast.Constant) and (
+            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+        ):
             raise _fail(path, elem, f"term {text!r} has the constant {node.value!r}; only numbers are allowed")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in TERM_FUNCTIONS or node.keywords:
                 raise _fail(path, elem, f"term {text!r} calls something other than {', '.join(TERM_FUNCTIONS)}")
         elif isinstance(node, ast.Name) and id(node) not in callees and node.id not in inputs:
-            raise _fail(path, elem, f"term {text!r}: {node.id!r} is not one of its inputs "
-                        f"({', '.join(inputs)}); name inputs by their ids (ids usable in a term are "
-                        "letters, digits and _)")
+            raise _fail(
+                path,
+                elem,
+                f"term {text!r}: {node.id!r} is not one of its inputs "
+                f"({', '.join(inputs)}); name inputs by their ids (ids usable in a term are "
+                "letters, digits and _)",
+            )
     return tree
 
 
 def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     _check_children(path, elem, ("input", "filename"))
     ident = (elem.get("id") or "").strip() or f"output{len(q.outputs) + 1}"
-    out = Output(ident, _inputs(path, elem, q), elem.sourceline,
-                 format=_choice(path, elem, "format", FORMATS, "text"),
-                 filename=_one(path, elem, ("filename",), required=False),
-                 kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
-                 title=(elem.get("title") or "").strip())
+    out = Output(
+        ident,
+        _inputs(path, elem, q),
+        elem.sourceline,
+        format=_choice(path, elem, "format", FORMATS, "text"),
+        filename=_one(path, elem, ("filename",), required=False),
+        kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
+        title=(elem.get("title") or "").strip(),
+    )
     if out.kind not in KINDS:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
     if out.filename is None and out.format not in STDOUT_FORMATS:
         raise _fail(path, elem, f"format={out.format!r} writes a file; give <filename>")
     if out.kind != "auto" and out.format in STDOUT_FORMATS:
-        raise _fail(path, elem, f"type={elem.get('type')!r} is a chart kind, and format={out.format!r} is no chart; "
-                    f"give format= one of {', '.join(f for f in FORMATS if f not in STDOUT_FORMATS)}, or drop type=")
+        raise _fail(
+            path,
+            elem,
+            f"type={elem.get('type')!r} is a chart kind, and format={out.format!r} is no chart; "
+            f"give format= one of {', '.join(f for f in FORMATS if f not in STDOUT_FORMATS)}, or drop type=",
+        )
     return out

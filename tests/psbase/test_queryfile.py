@@ -76,8 +76,10 @@ def cols(table) -> list[str]:
 
 
 def gcc_source(sid: str = "s", compiler: str = "gcc") -> str:
-    return (f'<source id="{sid}"><result>time</result><parameter><value>nodes</value></parameter>'
-            f"<parameter><value>compiler</value><filter><equal>{compiler}</equal></filter></parameter></source>")
+    return (
+        f'<source id="{sid}"><result>time</result><parameter><value>nodes</value></parameter>'
+        f"<parameter><value>compiler</value><filter><equal>{compiler}</equal></filter></parameter></source>"
+    )
 
 
 def times(compiler: str) -> dict[int, list[float]]:
@@ -110,8 +112,10 @@ def _ops(input_id: str) -> str:
     out = []
     for op in EXPECT:
         value = ' value="0.25"' if op == "quantile" else ""
-        out.append(f'<operator id="{op}" type="{op}"{value}><input>{input_id}</input></operator>'
-                   f'<output id="o_{op}"><input>{op}</input></output>')
+        out.append(
+            f'<operator id="{op}" type="{op}"{value}><input>{input_id}</input></operator>'
+            f'<output id="o_{op}"><input>{op}</input></output>'
+        )
     return "".join(out)
 
 
@@ -138,8 +142,10 @@ def test_data_set_aggregation_every_statistic(store, tmp_path):
 
 def test_data_set_rows_aggregated_over_runs(store, tmp_path):
     # a multiple-occurrence result against a multiple-occurrence parameter, nodes fixed to 2
-    src = ('<source id="s"><result>bw</result><parameter><value>size</value></parameter>'
-           "<parameter><value>nodes</value><filter><equal>2</equal></filter></parameter></source>")
+    src = (
+        '<source id="s"><result>bw</result><parameter><value>size</value></parameter>'
+        "<parameter><value>nodes</value><filter><equal>2</equal></filter></parameter></source>"
+    )
     got = run(store, tmp_path, src + _ops("s"))
     for op, fn in EXPECT.items():
         rows = got[f"o_{op}"].rows
@@ -192,24 +198,28 @@ def test_element_wise_over_several_inputs(store, tmp_path):
     assert got["o_above"].columns[1].unit == "%" and cols(got["o_diff"]) == ["nodes", "time avg diff"]
     sc = got["o_sc"]  # scale scales the error (the standard deviation) too
     assert cols(sc) == ["nodes", "time avg scale", "time avg scale stddev"]
-    assert [r[1:] for r in sc.rows] == [(approx(-2.5 * g[n]), approx(2.5 * statistics.stdev(times("gcc")[n])))
-                                        for n in (1, 2, 4, 8)]
+    assert [r[1:] for r in sc.rows] == [
+        (approx(-2.5 * g[n]), approx(2.5 * statistics.stdev(times("gcc")[n]))) for n in (1, 2, 4, 8)
+    ]
     of = got["o_of"]  # two inputs side by side, each offset
     assert [c.name for c in of.values()] == ["time avg (ga) offset", "time avg (ia) offset"]
     assert [(r[0], r[1], r[3]) for r in of.rows] == [(n, approx(g[n] + 0.5), approx(i[n] + 0.5)) for n in (1, 2, 4)]
 
 
 def test_cascade_and_combiner(store, tmp_path):
-    body = (gcc_source("g", "gcc") + gcc_source("i", "icc")
-            + '<operator id="ga" type="avg"><input>g</input></operator>'
-            + '<operator id="ia" type="max"><input>i</input></operator>'
-            + '<combiner id="both"><input>ga</input><input>ia</input></combiner>'
-            + '<output id="o_both"><input>both</input></output>'
-            + '<operator id="speedup" type="div" alias="speedup"><input>ga</input><input>ia</input></operator>'
-            + '<operator id="pct" type="eval" unit="%"><input>speedup</input><term>100 * (speedup - 1)</term>'
-            + '</operator><operator id="best" type="max"><input>pct</input></operator>'
-            + '<output id="o_best"><input>best</input><input>pct</input></output>'
-            + '<operator id="m" type="max"><input>both</input></operator><output id="o_m"><input>m</input></output>')
+    body = (
+        gcc_source("g", "gcc")
+        + gcc_source("i", "icc")
+        + '<operator id="ga" type="avg"><input>g</input></operator>'
+        + '<operator id="ia" type="max"><input>i</input></operator>'
+        + '<combiner id="both"><input>ga</input><input>ia</input></combiner>'
+        + '<output id="o_both"><input>both</input></output>'
+        + '<operator id="speedup" type="div" alias="speedup"><input>ga</input><input>ia</input></operator>'
+        + '<operator id="pct" type="eval" unit="%"><input>speedup</input><term>100 * (speedup - 1)</term>'
+        + '</operator><operator id="best" type="max"><input>pct</input></operator>'
+        + '<output id="o_best"><input>best</input><input>pct</input></output>'
+        + '<operator id="m" type="max"><input>both</input></operator><output id="o_m"><input>m</input></output>'
+    )
     got = run(store, tmp_path, body)
     g = {n: statistics.mean(ts) for n, ts in times("gcc").items()}
     i = {n: max(ts) for n, ts in times("icc").items()}
@@ -220,8 +230,9 @@ def test_cascade_and_combiner(store, tmp_path):
     pct = {n: 100 * (g[n] / i[n] - 1) for n in (1, 2, 4)}
     best = got["o_best"]  # a scalar beside a vector: the scalar goes with every row
     assert cols(best) == ["nodes", "pct max", "pct"]
-    assert [(r[0], r[1], r[2]) for r in best.rows] == [(n, approx(max(pct.values())), approx(pct[n]))
-                                                       for n in (1, 2, 4)]
+    assert [(r[0], r[1], r[2]) for r in best.rows] == [
+        (n, approx(max(pct.values())), approx(pct[n])) for n in (1, 2, 4)
+    ]
     assert best.columns[2].unit == "%" and best.columns[2].label == "100 * (speedup - 1)"
     assert [c.name for c in got["o_m"].values()] == ["time avg max", "time max max"]
     assert got["o_m"].rows == [(approx(max(g.values())), approx(max(i.values())))]
@@ -229,19 +240,21 @@ def test_cascade_and_combiner(store, tmp_path):
 
 def test_sweeps(store, tmp_path):
     # over every value of compiler, and over explicit filters of nodes
-    body = ('<source id="s"><result>time</result><parameter><value>nodes</value></parameter>'
-            "<parameter><value>compiler</value><sweep/></parameter></source>"
-            '<operator id="a" type="avg"><input>s</input></operator><output id="o"><input>a</input></output>'
-            '<source id="all"><result>time</result></source><operator id="mx" type="max"><input>all</input>'
-            '</operator><operator id="rel" type="div"><input>a</input><input>mx</input></operator>'
-            '<output id="o_rel"><input>rel</input></output>'
-            '<source id="t"><result>time</result><parameter><value>compiler</value></parameter>'
-            '<parameter><value>nodes</value><sweep><filter><equal>1</equal></filter>'
-            '<filter boolean="or"><equal>2</equal><equal>4</equal></filter></sweep></parameter></source>'
-            '<operator id="c" type="count"><input>t</input></operator><output id="o_c"><input>c</input></output>'
-            '<source id="u"><result>time</result><parameter><value>nodes</value><sweep><filter><greater>1</greater>'
-            '<lesser>8</lesser></filter><filter><equal>16</equal></filter></sweep></parameter></source>'
-            '<operator id="n" type="count"><input>u</input></operator><output id="o_n"><input>n</input></output>')
+    body = (
+        '<source id="s"><result>time</result><parameter><value>nodes</value></parameter>'
+        "<parameter><value>compiler</value><sweep/></parameter></source>"
+        '<operator id="a" type="avg"><input>s</input></operator><output id="o"><input>a</input></output>'
+        '<source id="all"><result>time</result></source><operator id="mx" type="max"><input>all</input>'
+        '</operator><operator id="rel" type="div"><input>a</input><input>mx</input></operator>'
+        '<output id="o_rel"><input>rel</input></output>'
+        '<source id="t"><result>time</result><parameter><value>compiler</value></parameter>'
+        "<parameter><value>nodes</value><sweep><filter><equal>1</equal></filter>"
+        '<filter boolean="or"><equal>2</equal><equal>4</equal></filter></sweep></parameter></source>'
+        '<operator id="c" type="count"><input>t</input></operator><output id="o_c"><input>c</input></output>'
+        '<source id="u"><result>time</result><parameter><value>nodes</value><sweep><filter><greater>1</greater>'
+        "<lesser>8</lesser></filter><filter><equal>16</equal></filter></sweep></parameter></source>"
+        '<operator id="n" type="count"><input>u</input></operator><output id="o_n"><input>n</input></output>'
+    )
     got = run(store, tmp_path, body)
     t = got["o"]
     assert cols(t) == ["nodes", "time avg [compiler=gcc]", "time avg [compiler=gcc] stddev",
@@ -253,8 +266,11 @@ def test_sweeps(store, tmp_path):
     top = max(t for _, _, t in RUNS)
     rel = got["o_rel"]
     assert cols(rel) == ["nodes", "time avg div time max [compiler=gcc]", "time avg div time max [compiler=icc]"]
-    assert rel.rows[0] == (1, approx(statistics.mean(TIMES[(1, "gcc")]) / top),
-                           approx(statistics.mean(TIMES[(1, "icc")]) / top))
+    assert rel.rows[0] == (
+        1,
+        approx(statistics.mean(TIMES[(1, "gcc")]) / top),
+        approx(statistics.mean(TIMES[(1, "icc")]) / top),
+    )
     c = got["o_c"]
     assert cols(c) == ["compiler", "time count [nodes=1]", "time count [nodes=2|4]"]
     count = {cc: [sum(len(TIMES.get((n, cc), [])) for n in ns) for ns in ((1,), (2, 4))] for cc in ("gcc", "icc")}
@@ -267,14 +283,22 @@ def test_sweeps(store, tmp_path):
 
 def test_sweep_from_the_command_line(store, tmp_path):
     # --sweep PARAM: every source swept over all values of PARAM; a source filtering it keeps its filter
-    body = ('<source id="s"><result>time</result><parameter><value>nodes</value></parameter></source>'
-            '<operator id="a" type="max"><input>s</input></operator><output id="o"><input>a</input></output>')
+    body = (
+        '<source id="s"><result>time</result><parameter><value>nodes</value></parameter></source>'
+        '<operator id="a" type="max"><input>s</input></operator><output id="o"><input>a</input></output>'
+    )
     t = run(store, tmp_path, body, sweep=["compiler"])["o"]
     assert cols(t) == ["nodes", "time max [compiler=gcc]", "time max [compiler=icc]"]
-    assert t.rows == [(n, max(TIMES[(n, "gcc")]), max(TIMES[(n, "icc")]) if (n, "icc") in TIMES else None)
-                      for n in (1, 2, 4, 8)]
-    t = run(store, tmp_path, gcc_source() + '<operator id="a" type="max"><input>s</input></operator>'
-            '<output id="o"><input>a</input></output>', sweep=["compiler"])["o"]
+    assert t.rows == [
+        (n, max(TIMES[(n, "gcc")]), max(TIMES[(n, "icc")]) if (n, "icc") in TIMES else None) for n in (1, 2, 4, 8)
+    ]
+    t = run(
+        store,
+        tmp_path,
+        gcc_source() + '<operator id="a" type="max"><input>s</input></operator>'
+        '<output id="o"><input>a</input></output>',
+        sweep=["compiler"],
+    )["o"]
     assert cols(t) == ["nodes", "time max [compiler=gcc]"] and t.notes == []
     with pytest.raises(UsageError, match="--sweep ranks: experiment 'qx' has no parameter 'ranks'"):
         run(store, tmp_path, body, sweep=["ranks"])
@@ -282,9 +306,11 @@ def test_sweep_from_the_command_line(store, tmp_path):
 
 def test_filters_and_run_selection(store, tmp_path):
     def counts(params: str, runs: str = "", where: dict | None = None) -> dict:
-        body = (f'<source id="s"><result>time</result><parameter><value>nodes</value></parameter>{params}{runs}'
-                '</source><operator id="c" type="count"><input>s</input></operator><output id="o"><input>c</input>'
-                "</output>")
+        body = (
+            f'<source id="s"><result>time</result><parameter><value>nodes</value></parameter>{params}{runs}'
+            '</source><operator id="c" type="count"><input>s</input></operator><output id="o"><input>c</input>'
+            "</output>"
+        )
         out: dict = {}
         for row in run(store, tmp_path, body, where)["o"].rows:  # a parameter filtered to a list is a key too
             out[row[0]] = out.get(row[0], 0) + row[-1]
@@ -299,18 +325,25 @@ def test_filters_and_run_selection(store, tmp_path):
 
     everything = counts("")
     assert everything == expect(lambda i, n, c: True)  # the deleted run and the run without a time are not counted
-    p = '<parameter><value>nodes</value><filter>{}</filter></parameter>'
+    p = "<parameter><value>nodes</value><filter>{}</filter></parameter>"
     body = '<source id="s"><result>time</result>' + p.format("<greaterequal>2</greaterequal><lessequal>4</lessequal>")
-    got = run(store, tmp_path, body + '</source><operator id="c" type="count"><input>s</input></operator>'
-              '<output id="o"><input>c</input></output>')["o"]
+    got = run(
+        store,
+        tmp_path,
+        body + '</source><operator id="c" type="count"><input>s</input></operator>'
+        '<output id="o"><input>c</input></output>',
+    )["o"]
     assert got.rows == [(2, 5), (4, 4)]
-    lst = '<parameter><value>compiler</value><filter boolean="or"><equal>icc</equal><equal>clang</equal></filter>' \
-          "</parameter>"
+    lst = (
+        '<parameter><value>compiler</value><filter boolean="or"><equal>icc</equal><equal>clang</equal></filter>'
+        "</parameter>"
+    )
     assert counts(lst) == expect(lambda i, n, c: c == "icc")
     ne = "<parameter><value>compiler</value><filter><notequal>icc</notequal></filter></parameter>"
     assert counts(ne) == expect(lambda i, n, c: c != "icc")
     assert counts("", "<run><index>2-4, 9, 17...</index></run>") == expect(
-        lambda i, n, c: 2 <= i <= 4 or i == 9 or i >= 17)
+        lambda i, n, c: 2 <= i <= 4 or i == 9 or i >= 17
+    )
     assert counts("", '<run mask="exclude"><index>...5</index></run>') == expect(lambda i, n, c: i > 5)
     today = dt.date.today()
     window = f"<run><created><from>{today - dt.timedelta(days=1)}</from><to>{today}</to></created></run>"
@@ -318,8 +351,10 @@ def test_filters_and_run_selection(store, tmp_path):
     assert counts("", f"<run><created><from>{today + dt.timedelta(days=1)}</from></created></run>") == {}
     assert counts("", where={"compiler": ["icc"]}) == expect(lambda i, n, c: c == "icc")
     # the date of a run as a parameter: a range of days
-    days = ("<parameter><value>when</value><filter><greaterequal>2026-01-05</greaterequal><lesser>2026-01-09 12:00"
-            "</lesser></filter></parameter>")
+    days = (
+        "<parameter><value>when</value><filter><greaterequal>2026-01-05</greaterequal><lesser>2026-01-09 12:00"
+        "</lesser></filter></parameter>"
+    )
     assert counts(days) == expect(lambda i, n, c: dt.datetime(2026, 1, 5) <= day(i) < dt.datetime(2026, 1, 9, 12))
 
 
@@ -327,25 +362,38 @@ def test_sql_aggregates_a_source_behind_a_statistic(store, tmp_path):
     # the database gets one GROUP BY, and no query for the source's rows themselves
     seen: list[str] = []
     sa.event.listen(store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
-    got = run(store, tmp_path, gcc_source() + '<operator id="a" type="avg"><input>s</input></operator>'
-              '<output id="o"><input>a</input></output>')
+    got = run(
+        store,
+        tmp_path,
+        gcc_source() + '<operator id="a" type="avg"><input>s</input></operator>'
+        '<output id="o"><input>a</input></output>',
+    )
     queries = [s for s in seen if "psb_x" in s]
     assert len(queries) == 1 and "GROUP BY" in queries[0]
     assert [r[0] for r in got["o"].rows] == [1, 2, 4, 8]
 
 
 def test_string_results_and_bad_values_at_run_time(store, tmp_path):
-    src = ('<source id="s"><result>label</result><parameter><value>nodes</value></parameter></source>'
-           '<operator id="c" type="max"><input>s</input></operator><output id="o"><input>c</input></output>')
+    src = (
+        '<source id="s"><result>label</result><parameter><value>nodes</value></parameter></source>'
+        '<operator id="c" type="max"><input>s</input></operator><output id="o"><input>c</input></output>'
+    )
     assert run(store, tmp_path, src)["o"].rows == [(1, "icc1"), (2, "icc2"), (4, "icc4"), (8, "gcc8")]
     bad = [
-        (src.replace('type="max"', 'type="avg"'),
-         "avg needs numbers, and 'label' is a string; use count or min or max"),
-        (gcc_source().replace("<result>time", "<result>nodes"), "experiment 'qx' has no result 'nodes' ('nodes' is "
-         "a parameter); its results: time, label, bw"),
+        (
+            src.replace('type="max"', 'type="avg"'),
+            "avg needs numbers, and 'label' is a string; use count or min or max",
+        ),
+        (
+            gcc_source().replace("<result>time", "<result>nodes"),
+            "experiment 'qx' has no result 'nodes' ('nodes' is a parameter); its results: time, label, bw",
+        ),
         (gcc_source().replace("<value>nodes", "<value>ranks"), "has no parameter 'ranks'"),
-        ('<source id="s"><result>time</result><parameter><value>nodes</value><filter><equal>many</equal></filter>'
-         "</parameter></source>", "<equal>: variable 'nodes': 'many' is not an integer"),
+        (
+            '<source id="s"><result>time</result><parameter><value>nodes</value><filter><equal>many</equal></filter>'
+            "</parameter></source>",
+            "<equal>: variable 'nodes': 'many' is not an integer",
+        ),
     ]
     for body, message in bad:
         if "<output" not in body:
@@ -357,19 +405,25 @@ def test_string_results_and_bad_values_at_run_time(store, tmp_path):
     # element-wise over vectors that do not match row for row
     two = gcc_source("g", "gcc") + gcc_source("i", "icc")
     for body, message in (
-        (two + '<operator id="d" type="diff"><input>g</input><input>i</input></operator>',
-         "<operator id='d'> (line 2): input 'g' has several rows for nodes=1; aggregate it first"),
-        (two + '<source id="c"><result>time</result><parameter><value>compiler</value></parameter></source>'
-         '<operator id="a" type="avg"><input>g</input></operator><operator id="b" type="avg"><input>c</input>'
-         '</operator><operator id="d" type="div"><input>a</input><input>b</input></operator>',
-         "inputs 'a' and 'b' have different parameters (nodes vs compiler)"),
+        (
+            two + '<operator id="d" type="diff"><input>g</input><input>i</input></operator>',
+            "<operator id='d'> (line 2): input 'g' has several rows for nodes=1; aggregate it first",
+        ),
+        (
+            two + '<source id="c"><result>time</result><parameter><value>compiler</value></parameter></source>'
+            '<operator id="a" type="avg"><input>g</input></operator><operator id="b" type="avg"><input>c</input>'
+            '</operator><operator id="d" type="div"><input>a</input><input>b</input></operator>',
+            "inputs 'a' and 'b' have different parameters (nodes vs compiler)",
+        ),
     ):
         with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
-            run(store, tmp_path, body + '<output><input>d</input></output>')
+            run(store, tmp_path, body + "<output><input>d</input></output>")
     # --where names: checked like the file's
-    body = gcc_source() + '<output><input>s</input></output>'
-    for where, message in (({"ranks": ["1"]}, "--where ranks: experiment 'qx' has no parameter 'ranks'"),
-                           ({"nodes": ["x"]}, "--where nodes=x: variable 'nodes': 'x' is not an integer")):
+    body = gcc_source() + "<output><input>s</input></output>"
+    for where, message in (
+        ({"ranks": ["1"]}, "--where ranks: experiment 'qx' has no parameter 'ranks'"),
+        ({"nodes": ["x"]}, "--where nodes=x: variable 'nodes': 'x' is not an integer"),
+    ):
         with pytest.raises(UsageError, match=message.replace("(", r"\(")):
             run(store, tmp_path, body, where)
     with pytest.raises(UsageError, match="--where 'nodes': write NAME=VALUE"):
@@ -379,54 +433,108 @@ def test_string_results_and_bad_values_at_run_time(store, tmp_path):
 
 BAD = [
     ("<quest/>", "the root element of a query file must be <query>"),
-    ("<query><source id='s'><result>t</result></source><output><input>s</input></output></query>",
-     "<experiment> is missing"),
+    (
+        "<query><source id='s'><result>t</result></source><output><input>s</input></output></query>",
+        "<experiment> is missing",
+    ),
     ("<query><experiment>x</experiment><source id='s'><result>t</result></source></query>", "no <output>"),
-    ("<query><experiment>x</experiment><source><result>t</result></source></query>", "<source> (line 1): id= is "
-     "missing"),
+    (
+        "<query><experiment>x</experiment><source><result>t</result></source></query>",
+        "<source> (line 1): id= is missing",
+    ),
     ("<query><experiment>x</experiment><source id='s'/><output><input>s</input></output></query>", "no <result>"),
-    ("<query><experiment>x</experiment><output><input>s</input></output></query>",
-     "'s' is not a source, operator or combiner defined before it"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='average'><input>s</input></operator></query>", "type='average' is not an operator"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='diff'><input>s</input></operator></query>", "diff takes exactly two <input>"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='scale'><input>s</input></operator></query>", "value= is missing; give the factor"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='quantile' value='90'><input>s</input></operator></query>", "outside [0, 1]"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='eval'><input>s</input><term>__import__('os')</term></operator></query>",
-     "calls something other than"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='eval'><input>s</input><term>s + y</term></operator></query>", "'y' is not one of its "
-     "inputs"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<operator id='o' type='eval'><input>s</input><term>s.real</term></operator></query>", "uses Attribute"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result><parameter><value>p</value><filter>"
-     "<like>3</like></filter></parameter></source></query>", "<like> (line 1): not allowed in <filter>"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result><run><index>7-3</index></run></source>"
-     "</query>", "run range '7-3' is empty"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result><run><created><from>last week</from>"
-     "</created></run></source></query>", "'last week' is not a date"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source><source id='s'><result>t</result>"
-     "</source></query>", "id 's' is used twice"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<output format='png'><input>s</input></output></query>", "format='png' writes a file; give <filename>"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<output format='pdf'><input>s</input></output></query>", "format='pdf' is not one of text, csv, json"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<output type='bars'><input>s</input></output></query>", "type='bars' is a chart kind, and format='text' is no "
-     "chart; give format= one of gnuplot, png, svg, html"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<output type='pie' format='svg'><input>s</input><filename>x.svg</filename></output></query>",
-     "type='pie' is not a chart kind; use one of auto, bar, line"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-     "<combiner id='c'><input>s</input></combiner></query>", "a combiner merges two or more inputs"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result><input>p</input></source></query>",
-     "'p' is not a <parameter> or <run> defined before it"),
-    ("<query><experiment>x</experiment><source id='s'><result>t</result></source><table/></query>",
-     "<table> (line 1): unknown element"),
+    (
+        "<query><experiment>x</experiment><output><input>s</input></output></query>",
+        "'s' is not a source, operator or combiner defined before it",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='average'><input>s</input></operator></query>",
+        "type='average' is not an operator",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='diff'><input>s</input></operator></query>",
+        "diff takes exactly two <input>",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='scale'><input>s</input></operator></query>",
+        "value= is missing; give the factor",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='quantile' value='90'><input>s</input></operator></query>",
+        "outside [0, 1]",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='eval'><input>s</input><term>__import__('os')</term></operator></query>",
+        "calls something other than",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='eval'><input>s</input><term>s + y</term></operator></query>",
+        "'y' is not one of its inputs",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<operator id='o' type='eval'><input>s</input><term>s.real</term></operator></query>",
+        "uses Attribute",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result><parameter><value>p</value><filter>"
+        "<like>3</like></filter></parameter></source></query>",
+        "<like> (line 1): not allowed in <filter>",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result><run><index>7-3</index></run></source>"
+        "</query>",
+        "run range '7-3' is empty",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result><run><created><from>last week</from>"
+        "</created></run></source></query>",
+        "'last week' is not a date",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source><source id='s'><result>t</result>"
+        "</source></query>",
+        "id 's' is used twice",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<output format='png'><input>s</input></output></query>",
+        "format='png' writes a file; give <filename>",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<output format='pdf'><input>s</input></output></query>",
+        "format='pdf' is not one of text, csv, json",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<output type='bars'><input>s</input></output></query>",
+        "type='bars' is a chart kind, and format='text' is no chart; give format= one of gnuplot, png, svg, html",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<output type='pie' format='svg'><input>s</input><filename>x.svg</filename></output></query>",
+        "type='pie' is not a chart kind; use one of auto, bar, line",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+        "<combiner id='c'><input>s</input></combiner></query>",
+        "a combiner merges two or more inputs",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result><input>p</input></source></query>",
+        "'p' is not a <parameter> or <run> defined before it",
+    ),
+    (
+        "<query><experiment>x</experiment><source id='s'><result>t</result></source><table/></query>",
+        "<table> (line 1): unknown element",
+    ),
     ("<query><experiment>x</experiment", "not well-formed XML"),
 ]
 

@@ -21,8 +21,18 @@ def png_size(path: Path) -> tuple[int, int]:
 
 def bio_archive(db_url: str, cwd: Path) -> None:
     ok(psbase("--db", db_url, "setup", str(DATA / "b_eff_io.experiment.xml"), cwd=cwd))
-    out = ok(psbase("--db", db_url, "input", "b_eff_io", "--desc", str(DATA / "b_eff_io.input.xml"),
-                    *map(str, SUM_FILES), cwd=cwd))
+    out = ok(
+        psbase(
+            "--db",
+            db_url,
+            "input",
+            "b_eff_io",
+            "--desc",
+            str(DATA / "b_eff_io.input.xml"),
+            *map(str, SUM_FILES),
+            cwd=cwd,
+        )
+    )
     assert out == "psbase: 4 runs filed in b_eff_io (1, 2, 3, 4)\n"
 
 
@@ -57,8 +67,23 @@ def test_fig8_end_to_end_table_and_bar_chart(db_url, tmp_path):
 
 def test_where_applies_to_every_source(db_url, tmp_path):
     bio_archive(db_url, tmp_path)
-    out = ok(psbase("--db", db_url, "query", "--file", str(QUERY), "--where", "access=read", "--where",
-                    "S_chunk=32", "--where", "S_chunk=2097152", "--force", cwd=tmp_path))
+    out = ok(
+        psbase(
+            "--db",
+            db_url,
+            "query",
+            "--file",
+            str(QUERY),
+            "--where",
+            "access=read",
+            "--where",
+            "S_chunk=32",
+            "--where",
+            "S_chunk=2097152",
+            "--force",
+            cwd=tmp_path,
+        )
+    )
     rows = table_rows(out)
     want = expected()
     assert [r[0] for r in rows] == ["32", "2097152"] and all(len(r) == 2 for r in rows)
@@ -66,25 +91,45 @@ def test_where_applies_to_every_source(db_url, tmp_path):
         assert abs(float(r[1]) - want[("read", int(r[0]))]) < 1e-9 * abs(float(r[1]))
     assert "# access = read" not in out.splitlines()  # access is swept (one sweep value left), not fixed
     # --sweep: fs is filtered to ufs by the query, so one value of it
-    out = ok(psbase("--db", db_url, "query", "--file", str(QUERY), "--where", "access=read", "--sweep", "fs",
-                    "--force", cwd=tmp_path))
+    out = ok(
+        psbase(
+            "--db",
+            db_url,
+            "query",
+            "--file",
+            str(QUERY),
+            "--where",
+            "access=read",
+            "--sweep",
+            "fs",
+            "--force",
+            cwd=tmp_path,
+        )
+    )
     assert "listless vs listbased [access=read, fs=ufs] [%]" in out and len(table_rows(out)) == 8
 
 
 def test_query_file_errors_are_one_line(db_url, tmp_path):
     ok(psbase("--db", db_url, "setup", str(DATA / "b_eff_io.experiment.xml"), cwd=tmp_path))  # no runs needed
     bad = tmp_path / "bad.xml"
-    bad.write_text("<query><experiment>b_eff_io</experiment><source id='s'><result>B_scatter</result></source>"
-                   "<operator id='o' type='diff'><input>s</input></operator><output><input>o</input></output></query>")
+    bad.write_text(
+        "<query><experiment>b_eff_io</experiment><source id='s'><result>B_scatter</result></source>"
+        "<operator id='o' type='diff'><input>s</input></operator><output><input>o</input></output></query>"
+    )
     cases = [
         (["--file", str(bad)], "diff takes exactly two <input> elements"),
-        (["b_eff_io", "--file", str(QUERY)], "--file QUERY.xml names the experiment, results, statistics, formats "
-         "and files itself; drop EXPERIMENT (or drop --file for the short form)"),
+        (
+            ["b_eff_io", "--file", str(QUERY)],
+            "--file QUERY.xml names the experiment, results, statistics, formats "
+            "and files itself; drop EXPERIMENT (or drop --file for the short form)",
+        ),
         (["--file", str(QUERY), "-f", "png", "-o", "x.png"], "drop -f, -o"),
         (["--file", str(QUERY), "--by", "S_chunk"], "drop --by"),
         (["--file", str(tmp_path / "missing.xml")], "cannot read the query file"),
-        (["--file", str(QUERY), "--where", "S_chunk=big"], "--where S_chunk=big: variable 'S_chunk': 'big' is not "
-         "an integer"),
+        (
+            ["--file", str(QUERY), "--where", "S_chunk=big"],
+            "--where S_chunk=big: variable 'S_chunk': 'big' is not an integer",
+        ),
         ([], "give EXPERIMENT RESULT --by PARAM, or a query file with --file QUERY.xml"),
         (["b_eff_io", "B_read", "--by", "N", "--sweep", "fs"], "--sweep goes with --file QUERY.xml"),
     ]
