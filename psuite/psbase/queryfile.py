@@ -521,7 +521,7 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
         ident,
         _inputs(path, elem, q),
         elem.sourceline,
-        format=_choice(path, elem, "format", FORMATS, "text"),
+        format=_format(path, elem),
         filename=_one(path, elem, ("filename",), required=False),
         kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
         title=(elem.get("title") or "").strip(),
@@ -538,3 +538,22 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
             f"give format= one of {', '.join(f for f in FORMATS if f not in STDOUT_FORMATS)}, or drop type=",
         )
     return out
+
+
+def _format(path: str, elem: etree._Element) -> str:
+    """format= (psbase's), or perfbase's target= with its format= (raw_text;
+    gnuplot on the screen: its data and script; gnuplot as png)."""
+    target = elem.get("target")
+    if target is None:
+        return _choice(path, elem, "format", FORMATS, "text")
+    fmt = elem.get("format", "screen")
+    if target == "raw_text" and fmt == "screen":
+        return "text"
+    if target == "gnuplot" and fmt in ("screen", "png"):
+        return "gnuplot" if fmt == "screen" else "png"
+    raise _fail(
+        path,
+        elem,
+        f"target={target!r} format={fmt!r} (perfbase) is not supported; use target raw_text, target gnuplot with "
+        f"format screen or png, or psbase's format= alone: {', '.join(FORMATS)}",
+    )

@@ -554,3 +554,16 @@ def test_formats_and_kinds_are_those_of_the_outputs():
 
     assert queryfile.FORMATS == output.FORMATS and queryfile.KINDS == output.KINDS
     assert queryfile.STDOUT_FORMATS == output.TEXT_FORMATS
+
+
+def test_perfbase_output_targets(tmp_path):
+    src = "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
+    got = []
+    for attrs in ("target='raw_text'", "target='gnuplot'", "target='gnuplot' format='png'", "format='svg'"):
+        path = tmp_path / "q.xml"
+        path.write_text(f"{src}<output {attrs}><input>s</input><filename>f</filename></output></query>")
+        got.append(queryfile.parse(str(path)).outputs[0].format)
+    assert got == ["text", "gnuplot", "png", "svg"]
+    path.write_text(f"{src}<output target='latex'><input>s</input></output></query>")
+    with pytest.raises(UsageError, match="target='latex' format='screen' .perfbase. is not supported; use target"):
+        queryfile.parse(str(path))
