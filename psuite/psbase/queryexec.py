@@ -82,7 +82,13 @@ def execute(
                     run.variable(src, r, True)
                 for p in src.params:
                     run.variable(p, p.name, False)
-        return [(out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)) for out in q.outputs]
+        tables = []
+        for out in q.outputs:
+            try:
+                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)))
+            except _Unmatched as exc:
+                raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+        return tables
 
 
 def parse_where(items: list[str]) -> dict[str, list[str]]:
@@ -161,10 +167,11 @@ class _Run:
                 inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
                 for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
             }
-        return {
-            inst: _join(vecs, [i for i, _ in vecs], outer=True)
-            for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
-        }
+        matched = _match([(i, self.output_of(i)) for i in elem.inputs])
+        try:
+            return {inst: _join(vecs, [i for i, _ in vecs], outer=True) for inst, vecs in matched}
+        except _Unmatched as exc:
+            raise self.fail(elem, str(exc)) from None
 
     # -- sources ----------------------------------------------------------
 
@@ -266,7 +273,7 @@ class _Run:
             q = (
                 sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results))
                 .select_from(source)
-                .where(*conds, *extra)
+                .where(*conds, *extra, sa.or_(*(col(v.name).is_not(None) for v in results)))  # no result: no row
                 .order_by(*order)
             )
             rows = []
@@ -396,9 +403,9 @@ class _Run:
                 rows.append((kv, vals, errs))
             rows.sort(key=lambda r: _sort_key(r[0]))
             return Vec(keys, [self.derived(op, c) for c in vec.values], rows, list(vec.notes))
-        try:
-            joined = _join(vecs, [i for i, _ in vecs], outer=False)
-        except UsageError as exc:
+        try:  # row by row on one input: its rows as they are (a source's repetitions too)
+            joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, [i for i, _ in vecs], outer=False)
+        except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
         if kind in qf.LINEAR:
@@ -447,6 +454,10 @@ class _Run:
 # -- vectors --------------------------------------------------------------------
 
 
+class _Unmatched(UsageError):
+    """Vectors that cannot be put side by side (the element using them names itself)."""
+
+
 def _match(inputs: list[tuple[str, dict[Instance, Vec]]]) -> list[tuple[Instance, list[tuple[str, Vec]]]]:
     """The sweep instances an element with these inputs works on: every
     consistent choice of one instance per input (an input that is not swept
@@ -473,7 +484,7 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
     names = [k.name for k in keys]
     for i, v in keyed:
         if [k.name for k in v.keys] != names:
-            raise UsageError(
+            raise _Unmatched(
                 f"inputs {keyed[0][0]!r} and {i!r} have different parameters "
                 f"({', '.join(names)} vs {', '.join(k.name for k in v.keys)}); "
                 "match them with the same parameters in their sources"
@@ -484,7 +495,7 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
         for kv, vals, errs in v.rows:
             if kv in by:
                 shown = ", ".join(f"{n}={_show(x)}" for n, x in zip(names, kv, strict=True)) or "its one row"
-                raise UsageError(
+                raise _Unmatched(
                     f"input {i!r} has several rows for {shown}; aggregate it first (an avg, max, ... operator on it)"
                 )
             by[kv] = (vals, errs)
@@ -538,7 +549,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
                     vec.notes,
                 )
             parts.append((ident, vec))
-    joined = _join(parts, [i for i, _ in parts], outer=True)
+    joined = parts[0][1] if len(parts) == 1 else _join(parts, [i for i, _ in parts], outer=True)
     has_error = [any(r[2][j] is not None for r in joined.rows) for j in range(len(joined.values))]
     cols = list(joined.keys)
     for c, e in zip(joined.values, has_error, strict=True):

@@ -206,6 +206,23 @@ def test_element_wise_over_several_inputs(store, tmp_path):
     assert [(r[0], r[1], r[3]) for r in of.rows] == [(n, approx(g[n] + 0.5), approx(i[n] + 0.5)) for n in (1, 2, 4)]
 
 
+def test_row_by_row_on_a_source_then_reduced(store, tmp_path):
+    # scale and eval on a source keep its repetitions; an avg behind them reduces the whole vector
+    body = (
+        gcc_source()
+        + '<operator id="ms" type="scale" value="1000"><input>s</input></operator>'
+        + '<operator id="inv" type="eval"><input>ms</input><term>1 / ms</term></operator>'
+        + '<output id="o"><input>inv</input></output>'
+        + '<operator id="a" type="avg"><input>inv</input></operator><output id="o_a"><input>a</input></output>'
+    )
+    got = run(store, tmp_path, body)
+    want = sorted((n, 1 / (1000 * t)) for n, c, t in RUNS if c == "gcc")
+    assert sorted(got["o"].rows) == [(n, approx(x)) for n, x in want]
+    assert got["o_a"].rows == [
+        (approx(statistics.mean(x for _, x in want)), approx(statistics.stdev(x for _, x in want)))
+    ]
+
+
 def test_cascade_and_combiner(store, tmp_path):
     body = (
         gcc_source("g", "gcc")
@@ -418,6 +435,15 @@ def test_string_results_and_bad_values_at_run_time(store, tmp_path):
     ):
         with pytest.raises(UsageError, match=message.replace("(", r"\(").replace(")", r"\)")):
             run(store, tmp_path, body + "<output><input>d</input></output>")
+    # an output of two inputs is matched row by row too; a combiner the same
+    with pytest.raises(UsageError, match="<output id='output1'> .line 2.: input 'g' has several rows for nodes=1"):
+        run(store, tmp_path, two + "<output><input>g</input><input>i</input></output>")
+    with pytest.raises(UsageError, match="<combiner id='c'> .line 2.: input 'g' has several rows for nodes=1"):
+        run(
+            store,
+            tmp_path,
+            two + "<combiner id='c'><input>g</input><input>i</input></combiner><output><input>c</input></output>",
+        )
     # --where names: checked like the file's
     body = gcc_source() + "<output><input>s</input></output>"
     for where, message in (
