@@ -214,8 +214,11 @@ def test_row_by_row_on_a_source_then_reduced(store, tmp_path):
         + '<operator id="inv" type="eval"><input>ms</input><term>1 / ms</term></operator>'
         + '<output id="o"><input>inv</input></output>'
         + '<operator id="a" type="avg"><input>inv</input></operator><output id="o_a"><input>a</input></output>'
+        + '<output id="raw"><input>s</input></output>'
     )
     got = run(store, tmp_path, body)
+    # a source as it is: one row per run with the result, by parameter value, then run index
+    assert got["raw"].rows == [(n, t) for n, c, t in sorted(RUNS, key=lambda r: r[0]) if c == "gcc"]
     want = sorted((n, 1 / (1000 * t)) for n, c, t in RUNS if c == "gcc")
     assert sorted(got["o"].rows) == [(n, approx(x)) for n, x in want]
     assert got["o_a"].rows == [
