@@ -56,6 +56,7 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
   * The vector of a source: its keys are the parameters it names except
     those fixed to one value (a filter of a single <equal>, or the sweep
     value), which become notes of the table; its values are the results.
+    A parameter filtered to a list or range stays a key.
   * Element-wise operators and combiners match rows by equal key values
     (perfbase's match="parameter"); a vector without keys (a reduction)
     is matched with every row.  Rows missing from an input are left out
@@ -71,11 +72,23 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     column; it is parsed, never passed to Python's eval.
   * An element's inputs are elements defined before it: the file order is
     the order of evaluation, and no cycle can be written.
+  * The modes (paper, 3.3.2): a statistic or reduction with one input
+    that is a source aggregates the rows with equal keys (data-set
+    aggregation); with one input from another element it reduces the
+    whole vector to one row; min, max, sum and prod over several inputs
+    work element-wise.  scale, offset and eval work row by row (one input:
+    its rows as they are, a source's repetitions too).
+  * An operator's value column is named after its input ("B_scatter
+    max"), or alias="..."; eval's after its id, unit="..." giving its unit.
+  * A source leaves out runs without any of its results.
   * Output formats are those of psuite.psbase.output (text, csv, json,
-    gnuplot, png, svg, html); text, csv and json without a <filename> go
-    to standard output, the others need one.  type= is the chart kind:
-    auto, bar or line (perfbase's bars and graphs are taken too).
-    Files are written relative to the current directory.
+    gnuplot, png, svg, html), or perfbase's target="raw_text" (text) and
+    target="gnuplot" (its data and script; with format="png", png); text,
+    csv and json without a <filename> go to standard output, the others
+    need one.  type= is the chart kind: auto, bar or line (perfbase's bars
+    and graphs are taken too).  Files are written relative to the current
+    directory.  Several inputs of an output are matched by keys like a
+    combiner's.
 
 A malformed file is one UsageError line naming the file, the element and
 its line, and the fix."""
