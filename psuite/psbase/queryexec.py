@@ -549,6 +549,11 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
                     vec.notes,
                 )
             parts.append((ident, vec))
+    if not parts:  # every input swept over a parameter without values
+        raise _Unmatched(
+            "no run matches its sources (a sweep found no values); check the filters and --where "
+            "(psbase ls EXPERIMENT lists the runs)"
+        )
     joined = parts[0][1] if len(parts) == 1 else _join(parts, [i for i, _ in parts], outer=True)
     has_error = [any(r[2][j] is not None for r in joined.rows) for j in range(len(joined.values))]
     cols = list(joined.keys)
