@@ -98,19 +98,27 @@ def _parser() -> ArgumentParser:
         if name == "delete":
             s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
 
-    s = command("query", help="a result against one or two parameters, aggregated over repetitions",
+    s = command("query", help="a result against one or two parameters, aggregated over repetitions; "
+                              "or a query file",
                 description="One result against one or two parameters: the runs with the same parameter "
                             "values are aggregated (perfbase's data-set aggregation; for a data-set result, "
-                            "its rows), by the database. Deleted runs are left out.")
-    s.add_argument("experiment")
-    s.add_argument("result", help="a result variable (see psbase info EXPERIMENT)")
-    s.add_argument("--by", metavar="PARAM", action="append", default=[], required=True,
+                            "its rows), by the database. Deleted runs are left out. With --file instead: a "
+                            "perfbase query file of source, operator, combiner and output elements; its outputs "
+                            "name their formats and files (text, csv and json without a file go to standard "
+                            "output).")
+    s.add_argument("experiment", nargs="?")
+    s.add_argument("result", nargs="?", help="a result variable (see psbase info EXPERIMENT)")
+    s.add_argument("--file", metavar="QUERY.xml", help="run a query file (instead of EXPERIMENT RESULT --by; "
+                   "--where and --force apply)")
+    s.add_argument("--by", metavar="PARAM", action="append", default=[],
                    help="the parameter to group by (give --by twice for two)")
     s.add_argument("--where", metavar="NAME=VALUE", action="append", default=[],
-                   help="only runs with this value (may be repeated; one name repeated means any of its values)")
-    s.add_argument("--stat", default="mean,stddev,count",
-                   help="the statistics, comma-separated: mean, stddev (sample standard deviation), count, "
-                        "min, max, median (default: mean,stddev,count)")
+                   help="only runs with this value (may be repeated; one name repeated means any of its values); "
+                        "with --file, for every source of the query")
+    s.add_argument("--sweep", metavar="PARAM", action="append", default=[],
+                   help="with --file: every source swept over all values of PARAM (one value column each)")
+    s.add_argument("--stat", help="the statistics, comma-separated: mean, stddev (sample standard deviation), "
+                                  "count, min, max, median (default: mean,stddev,count)")
     from psuite.psbase.output import FORMATS, KINDS
 
     s.add_argument("-f", "--format", choices=FORMATS, default="text", metavar="FORMAT",
@@ -215,13 +223,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif cmd == "query":
         from psuite.psbase import output, query
 
+        if args.file is not None:
+            _query_file(store, args)
+            return 0
+        if args.experiment is None or args.result is None:
+            raise UsageError("give EXPERIMENT RESULT --by PARAM, or a query file with --file QUERY.xml")
+        if args.sweep:
+            raise UsageError("--sweep goes with --file QUERY.xml; for the short form give a second --by")
         if args.format in output.PLOT_FORMATS and not args.output:
             raise UsageError(f"-f {args.format} writes files: give -o FILE")
         if args.replace and not args.output:
             raise UsageError("--force goes with -o FILE (it lets an existing file be replaced)")
         if args.plot and args.format not in output.PLOT_FORMATS:
             raise UsageError(f"--plot goes with a chart: -f {', '.join(output.PLOT_FORMATS)}")
-        q = query.run_query(store, args.experiment, args.result, args.by, args.where, query.parse_stats(args.stat))
+        q = query.run_query(store, args.experiment, args.result, args.by, args.where,
+                            query.parse_stats(args.stat or "mean,stddev,count"))
         if args.output:
             written = output.write(q.table(), args.format, args.output, args.plot or "auto", args.replace)
             write_stdout(f"psbase: wrote {', '.join(written)}\n")
@@ -232,6 +248,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         store.set_deleted(args.experiment, idx, False)
         write_stdout(f"psbase: restored run {', '.join(map(str, idx))} of {args.experiment}\n")
     return 0
+
+
+def _query_file(store, args) -> None:
+    """psbase query --file: each output element's table to standard output or its file."""
+    from psuite.psbase import output, queryexec, queryfile
+
+    given = [what for what, there in (("EXPERIMENT", args.experiment), ("--by", args.by), ("--stat", args.stat),
+                                      ("-f", args.format != "text"), ("-o", args.output), ("--plot", args.plot))
+             if there]
+    if given:
+        raise UsageError(f"--file QUERY.xml names the experiment, results, statistics, formats and files itself; "
+                         f"drop {', '.join(given)} (or drop --file for the short form)")
+    q = queryfile.parse(args.file)
+    for out, table in queryexec.execute(store, q, queryexec.parse_where(args.where), args.sweep):
+        if out.filename is None:
+            write_stdout(output.render(table, out.format))
+        else:
+            written = output.write(table, out.format, out.filename, kind=out.kind, force=args.replace)
+            write_stdout(f"psbase: wrote {', '.join(written)}\n")
 
 
 def _read_runs(store, args) -> tuple[list, list]:

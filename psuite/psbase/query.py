@@ -133,23 +133,12 @@ def run_query(
                     f"{result!r} is a {res.datatype} result: no {', '.join(wrong)}; give --stat {','.join(allowed)}"
                 )
         filters = parse_where(where or [], d)
-        once, rows = store._tables(exp_id, d)
-        names = [res.name, *by, *filters]
-        r = store.runs
-        if any(d.variable(n).occurrence == "multiple" for n in names):
-            source = rows.join(once, once.c[RUN] == rows.c[RUN])
-        else:
-            source = once
-        source = source.join(r, sa.and_(r.c.idx == once.c[RUN], r.c.experiment == exp_id, r.c.deleted.is_(False)))
-
-        def col(name: str) -> sa.ColumnElement:
-            return (rows if d.variable(name).occurrence == "multiple" else once).c[name]
-
+        source, col = from_clause(store, exp_id, d, [res.name, *by, *filters])
         conds = [col(res.name).is_not(None)]
         for name, values in filters.items():
             v = d.variable(name)
             conds.append(col(name).in_([_to_db(v, x) for x in values]))
-        q = _aggregate(source, conds, [col(n) for n in by], col(res.name), res.datatype in NUMERIC, stats)
+        q = aggregate(source, conds, [col(n) for n in by], col(res.name), res.datatype in NUMERIC, stats)
         got = store._run(lambda: conn.execute(q).all())
     out = []
     for row in got:
@@ -162,7 +151,26 @@ def run_query(
     return QueryResult(experiment, res, params, stats, out)
 
 
-def _aggregate(
+def from_clause(store: Store, exp_id: int, d: Definition, names: list[str]):
+    """The tables a query over the variables `names` reads (the once-table,
+    joined to the data-set table if one of them occurs multiple times, and
+    to the runs that are not deleted), and a function giving a variable's
+    column."""
+    once, rows = store._tables(exp_id, d)
+    r = store.runs
+    if any(d.variable(n).occurrence == "multiple" for n in names):
+        source = rows.join(once, once.c[RUN] == rows.c[RUN])
+    else:
+        source = once
+    source = source.join(r, sa.and_(r.c.idx == once.c[RUN], r.c.experiment == exp_id, r.c.deleted.is_(False)))
+
+    def col(name: str) -> sa.ColumnElement:
+        return (rows if d.variable(name).occurrence == "multiple" else once).c[name]
+
+    return source, col
+
+
+def aggregate(
     source, conds, keys: list[sa.ColumnElement], value: sa.ColumnElement, numeric: bool, stats: list[str]
 ) -> sa.Select:
     """SELECT keys, statistics ... GROUP BY keys: an inner select adds each
@@ -185,6 +193,7 @@ def _aggregate(
     agg = {
         "mean": lambda: sa.func.avg(xi),
         "count": lambda: sa.func.count(xi),
+        "sum": lambda: sa.func.sum(xi),
         "min": lambda: sa.func.min(xi),
         "max": lambda: sa.func.max(xi),
         # sum of squared deviations and n: the square root is taken in Python (SQLite has no sqrt)

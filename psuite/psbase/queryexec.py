@@ -1,0 +1,714 @@
+"""Running a query file (psuite.psbase.queryfile) against an archive: each
+element's output vector computed in file order, each output element's
+inputs made into one ResultTable.
+
+A vector is keys (parameter values) and values (results, with an error
+per value where an operator gives one), per sweep instance.  perfbase's
+three operator modes are chosen by the inputs, as the paper says:
+  * one input that is a source, and a statistic or reduction: data-set
+    aggregation, the rows with equal keys (runs with the same parameter
+    values) reduced to one;
+  * one input from any other element: the whole vector reduced to one row;
+  * several inputs: element-wise, rows matched by equal keys.
+scale, offset and eval work row by row (several inputs side by side).
+
+Where SQL can do the work it does: a source with a statistic directly
+behind it (avg, stddev, variance, count, median, min, max, sum) is one
+GROUP BY per result, query.aggregate as the short form uses, so that only
+the aggregated rows leave the database.  quantile and prod, and everything
+after the first operator, are computed here in Python (the vectors are
+then small: one row per parameter combination)."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import datetime as _dt
+import itertools
+import math
+import statistics
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+
+from psuite.errors import UsageError
+from psuite.psbase import queryfile as qf
+from psuite.psbase.model import Definition, Variable, convert
+from psuite.psbase.query import NUMERIC, aggregate, from_clause, stddev
+from psuite.psbase.result import Column, ResultTable
+from psuite.psbase.store import Store, _from_db, _to_db
+
+SQL_STATS = {
+    "avg": ["mean", "stddev"],
+    "stddev": ["stddev"],
+    "variance": ["stddev"],
+    "count": [],
+    "median": ["median"],
+    "min": ["min"],
+    "max": ["max"],
+    "sum": ["sum"],
+}
+_ORDERED = ("count", "min", "max")  # what non-numeric results allow
+
+
+@dataclass
+class Vec:
+    """One element's output for one sweep instance."""
+
+    keys: list[Column]
+    values: list[Column]
+    rows: list[tuple[tuple, list, list]]  # (key values, values, errors: None where there is none)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # (source id, "NAME = VALUE"; "": none)
+
+
+Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
+
+
+def execute(
+    store: Store, q: qf.QueryFile, where: dict[str, list[str]] | None = None, sweep: list[str] | None = None
+) -> list[tuple[qf.Output, ResultTable]]:
+    """Run the query; per output element, its table.  where: NAME -> values
+    (text), an extra filter on every source (any of the values); sweep:
+    parameters every source is swept over (all their values)."""
+    q = copy.deepcopy(q)  # --where adds filters to the sources: the caller's query stays as parsed
+    with store.engine.connect() as conn:
+        exp_id, d = store._run(lambda: store._experiment_id(conn, q.experiment))
+        run = _Run(store, conn, exp_id, d, q)
+        for src in q.elements.values():
+            if isinstance(src, qf.Source):  # every name checked before the first query, used or not
+                _add_where(src, where or {})
+                _add_sweep(src, sweep or [])
+                for r in src.results:
+                    run.variable(src, r, True)
+                for p in src.params:
+                    run.variable(p, p.name, False)
+        tables = []
+        for out in q.outputs:
+            try:
+                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)))
+            except _Unmatched as exc:
+                raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+        return tables
+
+
+def parse_where(items: list[str]) -> dict[str, list[str]]:
+    """--where NAME=VALUE items: the values (text) per name; one name given
+    several times means any of its values."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"--where {item!r}: write NAME=VALUE, e.g. --where ranks=4")
+        out.setdefault(name.strip(), []).append(text.strip())
+    return out
+
+
+def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
+    for name, values in where.items():
+        f = qf.Filter([("equal", v) for v in values], "or", command_line=True)
+        at = next((i for i, p in enumerate(src.params) if p.name == name), None)
+        if at is None:
+            src.params.append(qf.ParamSel(name, [f]))
+        else:  # a new selection: the old one may be shared with other sources
+            old = src.params[at]
+            src.params[at] = qf.ParamSel(old.name, [*old.filters, f], old.sweep, old.line)
+
+
+def _add_sweep(src: qf.Source, names: list[str]) -> None:
+    for name in names:
+        at = next((i for i, p in enumerate(src.params) if p.name == name), None)
+        if at is None:
+            src.params.append(qf.ParamSel(name, sweep=[]))
+        elif src.params[at].sweep is None:  # a new selection: the old one may be shared with other sources
+            old = src.params[at]
+            src.params[at] = qf.ParamSel(old.name, list(old.filters), [], old.line)
+
+
+class _Run:
+    """One execution: the archive, the experiment and the element outputs."""
+
+    def __init__(self, store: Store, conn: sa.Connection, exp_id: int, d: Definition, q: qf.QueryFile) -> None:
+        self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
+        self.done: dict[str, dict[Instance, Vec]] = {}
+
+    def output_of(self, ident: str) -> dict[Instance, Vec]:
+        """An element's output, computed when first asked for (a source whose
+        only reader aggregates it in SQL is never read row by row)."""
+        if ident not in self.done:
+            elem = self.q.elements[ident]
+            self.done[ident] = self.store._run(lambda: self.element(elem))
+        return self.done[ident]
+
+    def fail(self, elem: qf.Element | qf.ParamSel | qf.RunSel, problem: str) -> UsageError:
+        if isinstance(elem, qf.ParamSel) and not elem.line:  # from the command line
+            return UsageError(f"--{'sweep' if elem.sweep is not None else 'where'} {elem.name}: {problem}")
+        what = type(elem).__name__.lower().replace("paramsel", "parameter").replace("runsel", "run")
+        ident = f" id={elem.id!r}" if isinstance(elem, qf.Element) else ""
+        return UsageError(f"{self.q.path}: <{what}{ident}> (line {elem.line}): {problem}")
+
+    def variable(self, elem, name: str, want_result: bool) -> Variable:
+        d = self.d
+        v = next((x for x in d.variables if x.name == name), None)
+        if v is None or v.is_result != want_result:
+            kind = "result" if want_result else "parameter"
+            have = ", ".join(x.name for x in (d.results if want_result else d.parameters)) or "none"
+            also = f" ({name!r} is a {'result' if v.is_result else 'parameter'})" if v is not None else ""
+            raise self.fail(elem, f"experiment {d.name!r} has no {kind} {name!r}{also}; its {kind}s: {have}")
+        return v
+
+    def element(self, elem: qf.Element) -> dict[Instance, Vec]:
+        if isinstance(elem, qf.Source):
+            return self.source(elem)
+        if isinstance(elem, qf.Operator):
+            src = self.q.elements[elem.inputs[0]]
+            if len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS:
+                return self.sql_aggregate(elem, src)
+            return {
+                inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
+                for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
+            }
+        matched = _match([(i, self.output_of(i)) for i in elem.inputs])
+        try:
+            return {inst: _join(vecs, [i for i, _ in vecs], outer=True) for inst, vecs in matched}
+        except _Unmatched as exc:
+            raise self.fail(elem, str(exc)) from None
+
+    # -- sources ----------------------------------------------------------
+
+    def _select(self, src: qf.Source):
+        """(results, key parameters, FROM, column, conditions per instance, notes)."""
+        results = [self.variable(src, r, True) for r in src.results]
+        params = [self.variable(p, p.name, False) for p in src.params]
+        source, col = from_clause(self.store, self.exp_id, self.d, [v.name for v in results + params])
+        conds: list = []
+        notes: list[tuple[str, str]] = [(src.id, "")]  # "": the source is there, with or without notes
+        keys: list[Variable] = []
+        sweeps: list[list[tuple[tuple[str, str], sa.ColumnElement]]] = []
+        for sel, v in zip(src.params, params, strict=True):
+            for f in sel.filters:
+                conds.append(self.condition(sel, v, col(v.name), f))
+            fixed = [f.single_value() for f in sel.filters]
+            if sel.sweep is None:
+                one = next((x for x in fixed if x is not None), None)
+                if one is None:
+                    keys.append(v)
+                else:
+                    notes.append((src.id, f"{v.name} = {one}"))
+            elif sel.sweep:
+                sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
+            else:
+                sweeps.append([])  # all values: found once the other conditions are known
+        for r in src.runs:
+            conds.append(self.run_condition(r))
+        swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
+        for i, v in enumerate(swept):
+            if not sweeps[i]:
+                c = col(v.name)
+                found = (
+                    self.conn.execute(
+                        sa.select(c).distinct().select_from(source).where(*conds, c.is_not(None)).order_by(c)
+                    )
+                    .scalars()
+                    .all()
+                )
+                sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
+        instances = {
+            tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
+        }
+        return results, keys, source, col, conds, instances, notes
+
+    def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:
+        ops = {
+            "equal": lambda c, x: c == x,
+            "notequal": lambda c, x: c != x,
+            "lesser": lambda c, x: c < x,
+            "lessequal": lambda c, x: c <= x,
+            "greater": lambda c, x: c > x,
+            "greaterequal": lambda c, x: c >= x,
+        }
+        parts = []
+        for op, text in f.conditions:
+            try:
+                value = (
+                    convert(v, text) if not (v.valid and op != "equal") else convert(Variable(v.name, v.datatype), text)
+                )
+            except UsageError as exc:
+                if f.command_line:
+                    raise UsageError(f"--where {v.name}={text}: {exc}") from None
+                raise self.fail(sel, f"<{op}>: {exc}") from None
+            if v.datatype == "version" and op not in ("equal", "notequal"):
+                raise self.fail(sel, f"<{op}> on version {v.name!r}: versions are compared for equality only here")
+            parts.append(ops[op](column, _to_db(v, value)))
+        return sa.and_(*parts) if f.boolean == "and" else sa.or_(*parts)
+
+    def run_condition(self, sel: qf.RunSel) -> sa.ColumnElement:
+        r = self.store.runs
+        parts = []
+        if sel.ranges:
+            parts.append(
+                sa.or_(
+                    *(
+                        sa.and_(
+                            *([r.c.idx >= lo] if lo is not None else []), *([r.c.idx <= hi] if hi is not None else [])
+                        )
+                        for lo, hi in sel.ranges
+                    )
+                )
+            )
+        if sel.created_from is not None:
+            parts.append(r.c.created >= sel.created_from)
+        if sel.created_to is not None:
+            parts.append(r.c.created < sel.created_to)
+        cond = sa.and_(*parts)
+        return sa.not_(cond) if sel.exclude else cond
+
+    def source(self, src: qf.Source) -> dict[Instance, Vec]:
+        results, keys, source, col, conds, instances, notes = self._select(src)
+        out: dict[Instance, Vec] = {}
+        r = self.store.runs
+        order = [col(k.name).asc().nulls_last() for k in keys] + [r.c.idx]
+        if any(v.occurrence == "multiple" for v in results + keys):
+            order.append(sa.literal_column("psb_seq"))
+        for inst, extra in instances.items():
+            q = (
+                sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results))
+                .select_from(source)
+                .where(*conds, *extra, sa.or_(*(col(v.name).is_not(None) for v in results)))  # no result: no row
+                .order_by(*order)
+            )
+            rows = []
+            for row in self.conn.execute(q):
+                kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
+                vals = [_plain(v, x) for v, x in zip(results, row[len(keys) :], strict=True)]
+                rows.append((kv, vals, [None] * len(vals)))
+            out[inst] = Vec(
+                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes)
+            )
+        return out
+
+    def sql_aggregate(self, op: qf.Operator, src: qf.Source) -> dict[Instance, Vec]:
+        """Data-set aggregation of a source by the database: one GROUP BY per result."""
+        results, keys, source, col, conds, instances, notes = self._select(src)
+        for v in results:
+            self.check_type(op, v.name, v.datatype)
+        stats = list(dict.fromkeys([*SQL_STATS[op.type], "count"]))
+        out: dict[Instance, Vec] = {}
+        for inst, extra in instances.items():
+            merged: dict[tuple, tuple[list, list]] = {}
+            for j, v in enumerate(results):
+                numeric = v.datatype in NUMERIC
+                sel = aggregate(
+                    source,
+                    [*conds, *extra, col(v.name).is_not(None)],
+                    [col(k.name) for k in keys],
+                    col(v.name),
+                    numeric,
+                    stats,
+                )
+                for row in self.conn.execute(sel):
+                    kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
+                    got = dict(zip(stats, row[len(keys) : len(keys) + len(stats)], strict=True))
+                    n = int(got["count"] or 0)
+                    if n == 0:
+                        continue  # no keys and no rows: SQL's one row of nothing
+                    value, error = self.sql_value(op.type, v, got, row[-1] if "stddev" in stats else n)
+                    vals, errs = merged.setdefault(kv, ([None] * len(results), [None] * len(results)))
+                    vals[j], errs[j] = value, error
+            rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: _sort_key(kv[0]))]
+            out[inst] = Vec(
+                [_column(k, "key") for k in keys],
+                [self.derived(op, _column(v, "value")) for v in results],
+                rows,
+                list(notes),
+            )
+        return out
+
+    def sql_value(self, kind: str, v: Variable, got: dict, n: int) -> tuple[object, float | None]:
+        if kind == "count":
+            return int(got["count"]), None
+        if kind == "avg":
+            return float(got["mean"]), stddev(got["stddev"], n)
+        if kind == "stddev":
+            return stddev(got["stddev"], n), None
+        if kind == "variance":
+            s = stddev(got["stddev"], n)
+            return (s * s if s is not None else None), None
+        x = got[SQL_STATS[kind][0]]
+        if kind in ("min", "max") and v.datatype not in NUMERIC:
+            return _plain(v, x), None
+        if v.datatype == "integer" and kind in ("min", "max", "sum"):
+            return int(x), None
+        return float(x), None
+
+    def check_type(self, op: qf.Operator, name: str, datatype: str) -> None:
+        if datatype in NUMERIC:
+            return
+        allowed = ("count",) if datatype == "boolean" else _ORDERED
+        if op.type not in allowed:
+            raise self.fail(
+                op, f"{op.type} needs numbers, and {name!r} is a {datatype}; use {' or '.join(allowed)} on it"
+            )
+
+    # -- operators ----------------------------------------------------------
+
+    def derived(self, op: qf.Operator, c: Column, other: Column | None = None) -> Column:
+        """The column an operator makes from the value column c (and b's)."""
+        kind = op.type
+        if op.alias:
+            name = op.alias
+        elif kind == "eval":
+            name = op.id
+        elif other is not None and other.name != c.name:
+            name = f"{c.name} {kind} {other.name}"
+        else:
+            name = f"{c.name} {kind}"
+        unit = c.unit
+        if kind in ("percentof", "above", "below"):
+            unit = "%"
+        elif kind in ("count", "prod") or kind == "eval":
+            unit = op.unit or ""
+        elif kind == "div":
+            unit = "" if other is None or other.unit == c.unit else f"({c.unit})/({other.unit})" if c.unit else ""
+        elif kind == "variance" and c.unit:
+            unit = f"({c.unit})^2"
+        datatype = "integer" if kind == "count" else c.datatype if kind in ("min", "max") else "float"
+        if kind in ("sum", "offset", "diff") and c.datatype == "integer" and float(op.value or 0).is_integer():
+            datatype = "integer"
+        label = op.alias or (op.term_text if kind == "eval" else f"{c.label or c.name} {kind}")
+        return Column(name, unit, "value", label=label, datatype=datatype)
+
+    def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
+        kind = op.type
+        for _, vec in vecs:
+            for c in vec.values:
+                self.check_type(op, c.name, c.datatype)
+        if kind in qf.STATISTICS or (kind in qf.REDUCTIONS and len(vecs) == 1):
+            vec = vecs[0][1]
+            if from_source:  # data-set aggregation (Python: quantile, prod)
+                groups: dict[tuple, list[tuple[list, list]]] = {}
+                for kv, vals, errs in vec.rows:
+                    groups.setdefault(kv, []).append((vals, errs))
+                keys = vec.keys
+            else:  # the whole vector to one row
+                groups = {(): [(vals, errs) for _, vals, errs in vec.rows]} if vec.rows else {}
+                keys = []
+            rows = []
+            for kv, members in groups.items():
+                vals, errs = [], []
+                for j in range(len(vec.values)):
+                    xs = [m[0][j] for m in members if m[0][j] is not None]
+                    value, error = _reduce(kind, xs, op.value)
+                    vals.append(value)
+                    errs.append(error)
+                rows.append((kv, vals, errs))
+            rows.sort(key=lambda r: _sort_key(r[0]))
+            return Vec(keys, [self.derived(op, c) for c in vec.values], rows, list(vec.notes))
+        try:  # row by row on one input: its rows as they are (a source's repetitions too)
+            joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, [i for i, _ in vecs], outer=False)
+        except _Unmatched as exc:
+            raise self.fail(op, str(exc)) from None
+        widths = [len(v.values) for _, v in vecs]
+        if kind in qf.LINEAR:
+            factor = op.value if kind == "scale" else 1.0
+            rows = [
+                (
+                    kv,
+                    [_linear(kind, x, op.value) for x in vals],
+                    [e * abs(factor) if e is not None else None for e in errs],
+                )
+                for kv, vals, errs in joined.rows
+            ]
+            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes)
+        if kind == "eval":
+            wide = next((i for (i, v), w in zip(vecs, widths, strict=True) if w != 1), None)
+            if wide is not None:
+                raise self.fail(
+                    op,
+                    f"input {wide!r} has {widths[[i for i, _ in vecs].index(wide)]} value columns; "
+                    "eval takes inputs of one value each (one <result> per source)",
+                )
+            ids = [i for i, _ in vecs]
+            rows = [
+                (kv, [_evaluate(op.term, dict(zip(ids, vals, strict=True)))], [None]) for kv, vals, _ in joined.rows
+            ]
+            return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes)
+        if len(set(widths)) != 1:
+            raise self.fail(
+                op,
+                f"its inputs have {' and '.join(map(str, widths))} value columns; an element-wise "
+                "operator needs the same number in each",
+            )
+        w = widths[0]
+        rows = []
+        for kv, vals, _ in joined.rows:
+            out = []
+            for j in range(w):
+                xs = [vals[k * w + j] for k in range(len(vecs))]
+                out.append(_elementwise(kind, xs))
+            rows.append((kv, out, [None] * w))
+        first, second = vecs[0][1], vecs[1][1]
+        cols = [self.derived(op, first.values[j], second.values[j]) for j in range(w)]
+        return Vec(joined.keys, cols, rows, joined.notes)
+
+
+# -- vectors --------------------------------------------------------------------
+
+
+class _Unmatched(UsageError):
+    """Vectors that cannot be put side by side (the element using them names itself)."""
+
+
+def _match(inputs: list[tuple[str, dict[Instance, Vec]]]) -> list[tuple[Instance, list[tuple[str, Vec]]]]:
+    """The sweep instances an element with these inputs works on: every
+    consistent choice of one instance per input (an input that is not swept
+    over a parameter goes with every value of it)."""
+    combos: list[tuple[dict[str, str], list[tuple[str, Vec]]]] = [({}, [])]
+    for ident, instances in inputs:
+        nxt = []
+        for labels, chosen in combos:
+            for inst, vec in instances.items():
+                if all(labels.get(k, v) == v for k, v in inst):
+                    nxt.append(({**labels, **dict(inst)}, [*chosen, (ident, vec)]))
+        combos = nxt
+    return [(tuple(sorted(labels.items())), chosen) for labels, chosen in combos]
+
+
+def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
+    """The vectors side by side, rows matched by equal keys; vectors without
+    keys go with every row.  outer: rows missing from an input are empty
+    there (combiners), else left out (element-wise operators)."""
+    if not vecs:  # e.g. a sweep over a parameter without values
+        return Vec([], [], [])
+    keyed = [(i, v) for i, v in vecs if v.keys]
+    keys = keyed[0][1].keys if keyed else []
+    names = [k.name for k in keys]
+    for i, v in keyed:
+        if [k.name for k in v.keys] != names:
+            raise _Unmatched(
+                f"inputs {keyed[0][0]!r} and {i!r} have different parameters "
+                f"({', '.join(names)} vs {', '.join(k.name for k in v.keys)}); "
+                "match them with the same parameters in their sources"
+            )
+    tables = []
+    for i, v in vecs:
+        by: dict[tuple, tuple[list, list]] = {}
+        for kv, vals, errs in v.rows:
+            if kv in by:
+                shown = ", ".join(f"{n}={_show(x)}" for n, x in zip(names, kv, strict=True)) or "its one row"
+                raise _Unmatched(
+                    f"input {i!r} has several rows for {shown}; aggregate it first (an avg, max, ... operator on it)"
+                )
+            by[kv] = (vals, errs)
+        tables.append((i, v, by))
+    if keys:
+        all_keys = [kv for kv in dict.fromkeys(kv for _, v, by in tables if v.keys for kv in by)]
+        if not outer:
+            all_keys = [kv for kv in all_keys if all(kv in by for _, v, by in tables if v.keys)]
+        all_keys.sort(key=_sort_key)
+    else:
+        all_keys = [()] if outer or all(by for _, _, by in tables) else []
+    if not outer and any(not by for _, v, by in tables if not v.keys):
+        all_keys = []  # a reduction without a value matches nothing
+    rows = []
+    for kv in all_keys:
+        vals, errs = [], []
+        for _, v, by in tables:
+            got = by.get(kv if v.keys else ())
+            vals += got[0] if got else [None] * len(v.values)
+            errs += got[1] if got else [None] * len(v.values)
+        rows.append((kv, vals, errs))
+    cols = []
+    seen = [c.name for _, v in vecs for c in v.values]
+    for i, v in vecs:
+        for c in v.values:
+            if seen.count(c.name) > 1:  # the same name from two inputs: tell them apart by input id
+                c = Column(f"{c.name} ({i})", c.unit, "value", label=f"{c.label or c.name} ({i})", datatype=c.datatype)
+            cols.append(c)
+    notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
+    return Vec(keys, cols, rows, notes)
+
+
+def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
+    """An output's inputs, all sweep instances, as one table: one value
+    column per input value and instance."""
+    parts: list[tuple[str, Vec]] = []
+    swept = any(inst for _, instances in inputs for inst in instances)
+    for ident, instances in inputs:
+        for inst, vec in instances.items():
+            if swept and inst:
+                suffix = " [" + ", ".join(f"{n}{x}" for n, x in inst) + "]"
+                vec = Vec(
+                    vec.keys,
+                    [
+                        Column(
+                            c.name + suffix, c.unit, "value", label=(c.label or c.name) + suffix, datatype=c.datatype
+                        )
+                        for c in vec.values
+                    ],
+                    vec.rows,
+                    vec.notes,
+                )
+            parts.append((ident, vec))
+    if not parts:  # every input swept over a parameter without values
+        raise _Unmatched(
+            "no run matches its sources (a sweep found no values); check the filters and --where "
+            "(psbase ls EXPERIMENT lists the runs)"
+        )
+    joined = parts[0][1] if len(parts) == 1 else _join(parts, [i for i, _ in parts], outer=True)
+    has_error = [any(r[2][j] is not None for r in joined.rows) for j in range(len(joined.values))]
+    cols = list(joined.keys)
+    for c, e in zip(joined.values, has_error, strict=True):
+        cols.append(c)
+        if e:
+            cols.append(Column(f"{c.name} stddev", c.unit, "error", of=c.name, label=f"{c.label or c.name} stddev"))
+    rows = []
+    for kv, vals, errs in joined.rows:
+        row = list(kv)
+        for x, err, e in zip(vals, errs, has_error, strict=True):
+            row.append(x)
+            if e:
+                row.append(err)
+        rows.append(tuple(row))
+    title = out.title or (
+        ", ".join(c.name for c in joined.values)
+        + (f" by {', '.join(k.name for k in joined.keys)}" if joined.keys else "")
+    )
+    return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes))
+
+
+def _notes(notes: list[tuple[str, str]]) -> list[str]:
+    """The fixed parameter values of the sources: plain where every source
+    has it, else after the ids of the sources that have it."""
+    sources = {sid for sid, _ in notes}
+    out = []
+    for text in dict.fromkeys(t for _, t in notes if t):
+        ids = [sid for sid in dict.fromkeys(sid for sid, t in notes if t == text)]
+        out.append(text if set(ids) == sources else f"{', '.join(ids)}: {text}")
+    return out
+
+
+# -- arithmetic -------------------------------------------------------------------
+
+
+def _reduce(kind: str, xs: list, q: float | None) -> tuple[object, float | None]:
+    """A statistic or reduction of the values xs: (value, error)."""
+    if kind == "count":
+        return len(xs), None
+    if not xs:
+        return None, None
+    if kind == "avg":
+        return statistics.fmean(xs), (statistics.stdev(xs) if len(xs) > 1 else None)
+    if kind == "stddev":
+        return (statistics.stdev(xs) if len(xs) > 1 else None), None
+    if kind == "variance":
+        return (statistics.variance([float(x) for x in xs]) if len(xs) > 1 else None), None
+    if kind == "median":
+        return float(statistics.median(xs)), None
+    if kind == "quantile":
+        s = sorted(xs)
+        pos = (len(s) - 1) * q
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(s) - 1)
+        return float(s[lo] + (s[hi] - s[lo]) * (pos - lo)), None
+    if kind == "min":
+        return min(xs), None
+    if kind == "max":
+        return max(xs), None
+    if kind == "sum":
+        return sum(xs), None
+    return float(math.prod(xs)), None
+
+
+def _elementwise(kind: str, xs: list) -> object:
+    if any(x is None for x in xs):
+        return None
+    if kind in qf.REDUCTIONS:
+        return _reduce(kind, xs, None)[0]
+    a, b = xs
+    if kind == "diff":
+        return a - b
+    if b == 0:
+        return None  # no value rather than infinity: a plot or a later operator cannot use one
+    return {"div": a / b, "percentof": 100.0 * a / b, "above": 100.0 * (a - b) / b, "below": 100.0 * (b - a) / b}[kind]
+
+
+def _linear(kind: str, x: object, value: float | None) -> object:
+    if x is None:
+        return None
+    out = x * value if kind == "scale" else x + value
+    return int(out) if isinstance(x, int) and float(out).is_integer() and kind == "offset" else out
+
+
+_BINOPS = {
+    ast.Add: lambda a, b: a + b,
+    ast.Sub: lambda a, b: a - b,
+    ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b,
+    ast.Pow: lambda a, b: float(a) ** b,
+}
+_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10}
+
+
+def _evaluate(tree: ast.Expression, env: dict[str, object]) -> float | None:
+    """An eval term (checked by queryfile) for one row; None where an input
+    has no value or the arithmetic has none (division by zero, log of 0)."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.Name):
+            x = env[node.id]
+            if x is None:
+                raise ArithmeticError
+            return x
+        if isinstance(node, ast.UnaryOp):
+            x = ev(node.operand)
+            return -x if isinstance(node.op, ast.USub) else x
+        if isinstance(node, ast.BinOp):
+            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.Call):
+            return _FUNCS[node.func.id](*(ev(a) for a in node.args))
+        raise ArithmeticError
+
+    try:
+        value = float(ev(tree.body))
+    except (ArithmeticError, ValueError, TypeError):
+        return None
+    return value if math.isfinite(value) else None
+
+
+# -- values -----------------------------------------------------------------------
+
+
+def _plain(v: Variable, x: object) -> object:
+    """A database value as a vector holds it: durations as seconds."""
+    value = _from_db(v, x)
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if v.datatype == "integer" and value is not None:
+        return int(value)
+    return value
+
+
+def _column(v: Variable, role: str) -> Column:
+    datatype = "float" if v.datatype == "duration" else v.datatype
+    unit = v.unit or ("s" if v.datatype == "duration" else "")
+    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype)
+
+
+def _show(x: object) -> str:
+    if isinstance(x, float) and x.is_integer():
+        return str(int(x))
+    return str(x)
+
+
+def _label(f: qf.Filter) -> str:
+    """A sweep filter as the text after the parameter's name: =1, =2|4, >=2&<=4."""
+    if all(op == "equal" for op, _ in f.conditions) and (f.boolean == "or" or len(f.conditions) == 1):
+        return "=" + "|".join(x for _, x in f.conditions)
+    signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
+    return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
+
+
+def _sort_key(kv: tuple) -> tuple:
+    return tuple((x is None, x if x is not None else 0) for x in kv)

@@ -1,0 +1,572 @@
+"""perfbase query files (paper, section 3.3): an XML file of source,
+operator, combiner and output elements, each output the input of later
+ones, that psbase.queryexec runs against an archive.
+
+    <query>
+      <experiment>b_eff_io</experiment>            the experiment queried (required)
+      <synopsis>...</synopsis> <description>...</description>   optional, ignored
+
+      <parameter id="p.tech">                      a parameter selection, shared by sources that name
+        <value>technique</value>                   it with <input>p.tech</input> (perfbase's form);
+        <filter><equal>listbased</equal></filter>  <name> may stand for <value>
+      </parameter>
+      <run id="r.new" mask="include">              a run selection, shared the same way
+        <index>3-7, 9, ...2, 12...</index>         run indexes: n, a-b, ...b (up to), a... (from)
+        <created><from>2026-11-01</from><to>2026-11-24 12:00</to></created>
+      </run>                                       (ISO dates; a date alone as <to> means up to its end)
+
+      <source id="lb">                             selects runs and gives parameters and results as vectors
+        <result>B_scatter</result>                 one or more results
+        <parameter>                                parameters inline (no id needed) ...
+          <value>S_chunk</value>                   no filter: a key of the vector (all its values)
+        </parameter>
+        <parameter><value>access</value><sweep/></parameter>   a sweep: one query per value
+        <input>p.tech</input>                      ... or shared ones by id
+        <run>...</run>                             run selections inline or by <input>
+      </source>
+
+      <operator id="lb.max" type="max"><input>lb</input></operator>
+      <operator id="rel" type="above"><input>ll.max</input><input>lb.max</input></operator>
+      <operator id="x" type="eval"><input>a</input><input>b</input><term>100 * (a - b) / b</term></operator>
+      <operator id="s" type="scale" value="0.001"><input>a</input></operator>
+      <operator id="q" type="quantile" value="0.9"><input>a</input></operator>
+      <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>
+      <output format="png" type="bar" title="..."><input>rel</input><filename>fig8.png</filename></output>
+    </query>
+
+Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
+<lessequal>, <greater>, <greaterequal> (values in the variable's datatype),
+combined by boolean="and" (the default) or "or"; several filters of one
+parameter must all hold.  A list is <filter boolean="or"> with several
+<equal>, a range <filter> with <greaterequal> and <lessequal>.  A <run>
+selects runs by index and by the date they were filed (created); several
+<run> elements must all hold, and mask="exclude" selects the runs they do
+not match.  Deleted runs are never queried.
+
+On the command line (psbase query --file), --where NAME=VALUE adds a filter
+and --sweep NAME a sweep over all values to every source.
+
+A sweep (<sweep/> in a parameter) runs the query once per distinct value of
+the parameter in the selected runs, or once per <filter> given inside
+<sweep>.  Operators and combiners work on each sweep value separately; an
+output puts all of them in one table (one value column per sweep value: one
+line or bar series each).  Two swept parameters give every combination.
+
+Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
+  * The vector of a source: its keys are the parameters it names except
+    those fixed to one value (a filter of a single <equal>, or the sweep
+    value), which become notes of the table; its values are the results.
+    A parameter filtered to a list or range stays a key.
+  * Element-wise operators and combiners match rows by equal key values
+    (perfbase's match="parameter"); a vector without keys (a reduction)
+    is matched with every row.  Rows missing from an input are left out
+    by operators and left empty by combiners.
+  * diff = a - b, div = a / b, percentof = 100 * a / b, above =
+    100 * (a - b) / b (percent a is above b), below = 100 * (b - a) / b.
+  * quantile takes value= as a fraction in [0, 1] (linear interpolation);
+    variance and stddev are the sample ones (n - 1); avg gives the
+    standard deviation as the error of its values, scale scales it, offset
+    keeps it, other operators give none.
+  * eval's <term> is arithmetic (numbers, + - * / ** and abs min max sqrt
+    exp log log10) over the ids of its inputs, each an input of one value
+    column; it is parsed, never passed to Python's eval.
+  * An element's inputs are elements defined before it: the file order is
+    the order of evaluation, and no cycle can be written.
+  * The modes (paper, 3.3.2): a statistic or reduction with one input
+    that is a source aggregates the rows with equal keys (data-set
+    aggregation); with one input from another element it reduces the
+    whole vector to one row; min, max, sum and prod over several inputs
+    work element-wise.  scale, offset and eval work row by row (one input:
+    its rows as they are, a source's repetitions too).
+  * An operator's value column is named after its input ("B_scatter
+    max"), or alias="..."; eval's after its id, unit="..." giving its unit.
+  * A source leaves out runs without any of its results.
+  * Output formats are those of psuite.psbase.output (text, csv, json,
+    gnuplot, png, svg, html), or perfbase's target="raw_text" (text) and
+    target="gnuplot" (its data and script; with format="png", png); text,
+    csv and json without a <filename> go to standard output, the others
+    need one.  type= is the chart kind: auto, bar or line (perfbase's bars
+    and graphs are taken too).  Files are written relative to the current
+    directory.  Several inputs of an output are matched by keys like a
+    combiner's.
+
+A malformed file is one UsageError line naming the file, the element and
+its line, and the fix."""
+
+from __future__ import annotations
+
+import ast
+import datetime as _dt
+import re
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from psuite.errors import InputError, UsageError
+
+STATISTICS = ("avg", "stddev", "variance", "count", "median", "quantile")  # exactly one input
+REDUCTIONS = ("min", "max", "sum", "prod")  # one input, or element-wise over several
+LINEAR = ("scale", "offset")  # value=, any number of inputs
+BINARY = ("diff", "div", "percentof", "above", "below")  # exactly two inputs
+OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY)
+CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
+FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
+STDOUT_FORMATS = ("text", "csv", "json")
+KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
+_KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
+TERM_FUNCTIONS = ("abs", "min", "max", "sqrt", "exp", "log", "log10")
+
+
+@dataclass
+class Filter:
+    """One <filter>: conditions (op, value text) joined by boolean."""
+
+    conditions: list[tuple[str, str]]
+    boolean: str = "and"
+    command_line: bool = False  # from --where, not from the file
+
+    def single_value(self) -> str | None:
+        """The value if the filter fixes exactly one value (one <equal>)."""
+        if len(self.conditions) == 1 and self.conditions[0][0] == "equal":
+            return self.conditions[0][1]
+        return None
+
+
+@dataclass
+class ParamSel:
+    """A <parameter>: the variable, its filters, and a sweep (None: no sweep;
+    []: over all its values; else one instance per filter)."""
+
+    name: str
+    filters: list[Filter] = field(default_factory=list)
+    sweep: list[Filter] | None = None
+    line: int = 0
+
+
+@dataclass
+class RunSel:
+    """A <run>: index ranges (lo, hi; None open), a created-date window."""
+
+    ranges: list[tuple[int | None, int | None]] = field(default_factory=list)
+    created_from: _dt.datetime | None = None
+    created_to: _dt.datetime | None = None  # exclusive
+    exclude: bool = False
+    line: int = 0
+
+
+@dataclass
+class Element:
+    id: str
+    inputs: list[str]
+    line: int
+
+
+@dataclass
+class Source(Element):
+    results: list[str] = field(default_factory=list)
+    params: list[ParamSel] = field(default_factory=list)
+    runs: list[RunSel] = field(default_factory=list)
+
+
+@dataclass
+class Operator(Element):
+    type: str = "avg"
+    value: float | None = None
+    term: ast.Expression | None = None
+    term_text: str = ""
+    alias: str = ""  # the name of the value column it makes (else derived from its inputs)
+    unit: str | None = None  # eval: the unit of the result
+
+
+@dataclass
+class Combiner(Element):
+    pass
+
+
+@dataclass
+class Output(Element):
+    format: str = "text"
+    filename: str | None = None
+    kind: str = "auto"
+    title: str = ""
+
+
+@dataclass
+class QueryFile:
+    path: str
+    experiment: str
+    synopsis: str = ""
+    elements: dict[str, Element] = field(default_factory=dict)  # in file order: the order of evaluation
+    outputs: list[Output] = field(default_factory=list)
+
+
+def _fail(path: str, elem: etree._Element | None, problem: str) -> UsageError:
+    where = f"<{elem.tag}> (line {elem.sourceline})" if elem is not None else "query file"
+    return UsageError(f"{path}: {where}: {problem}")
+
+
+def _text(path: str, elem: etree._Element) -> str:
+    text = (elem.text or "").strip()
+    if not text:
+        raise _fail(path, elem, "is empty; give its content")
+    return text
+
+
+def _one(path: str, elem: etree._Element, tags: tuple[str, ...], required: bool = True) -> str | None:
+    found = [c for c in elem if c.tag in tags]
+    if len(found) > 1:
+        raise _fail(path, found[1], f"a second <{found[1].tag}>; give one")
+    if not found:
+        if required:
+            raise _fail(path, elem, f"<{tags[0]}> is missing; add it")
+        return None
+    return _text(path, found[0])
+
+
+def _check_children(path: str, elem: etree._Element, allowed: tuple[str, ...]) -> None:
+    for c in elem:
+        if c.tag not in allowed:
+            raise _fail(path, c, f"not allowed in <{elem.tag}>; use {', '.join(f'<{a}>' for a in allowed)}")
+
+
+def _choice(path: str, elem: etree._Element, attr: str, choices: tuple[str, ...], default: str) -> str:
+    value = elem.get(attr, default)
+    if value not in choices:
+        raise _fail(path, elem, f"{attr}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _id(path: str, elem: etree._Element, known: dict[str, object]) -> str:
+    ident = (elem.get("id") or "").strip()
+    if not ident:
+        raise _fail(path, elem, "id= is missing; give the element an id that later elements name as <input>")
+    if ident in known:
+        raise _fail(path, elem, f"id {ident!r} is used twice; give each element its own id")
+    return ident
+
+
+def parse(path: str) -> QueryFile:
+    """Read a query file; a malformed one is a one-line UsageError."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the query file ({exc.strerror or exc}); check the path") from None
+    parser = etree.XMLParser(
+        resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True, remove_pis=True
+    )
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise UsageError(f"{path}: not well-formed XML ({exc}); fix the query file") from None
+    if root.tag != "query":
+        raise _fail(path, root, "the root element of a query file must be <query>")
+    experiment = _one(path, root, ("experiment",), required=False)
+    if experiment is None:
+        raise _fail(
+            path, root, "<experiment> is missing; name the experiment queried, e.g. <experiment>b_eff_io</experiment>"
+        )
+    q = QueryFile(path, experiment, _one(path, root, ("synopsis",), required=False) or "")
+    shared: dict[str, ParamSel | RunSel] = {}  # top-level <parameter> and <run> by id
+    for elem in root:
+        tag = elem.tag
+        if tag in ("experiment", "synopsis", "description"):
+            continue
+        if tag in ("parameter", "run"):
+            ident = _id(path, elem, {**shared, **q.elements})
+            shared[ident] = _param(path, elem) if tag == "parameter" else _run(path, elem)
+        elif tag == "source":
+            q.elements[_id(path, elem, {**shared, **q.elements})] = _source(path, elem, shared, q)
+        elif tag == "operator":
+            q.elements[_id(path, elem, {**shared, **q.elements})] = _operator(path, elem, q)
+        elif tag == "combiner":
+            ident = _id(path, elem, {**shared, **q.elements})
+            _check_children(path, elem, ("input",))
+            q.elements[ident] = Combiner(ident, _inputs(path, elem, q), elem.sourceline)
+            if len(q.elements[ident].inputs) < 2:
+                raise _fail(path, elem, "a combiner merges two or more inputs; give another <input>")
+        elif tag == "output":
+            q.outputs.append(_output(path, elem, q))
+        else:
+            raise _fail(
+                path,
+                elem,
+                "unknown element; use experiment, synopsis, description, parameter, run, "
+                "source, operator, combiner or output",
+            )
+    if not q.outputs:
+        raise _fail(path, root, "no <output>; add one naming the element to show as its <input>")
+    return q
+
+
+def _inputs(path: str, elem: etree._Element, q: QueryFile) -> list[str]:
+    """The <input> ids of an operator, combiner or output: earlier elements."""
+    out = []
+    for c in elem.findall("input"):
+        ref = _text(path, c)
+        if ref not in q.elements:
+            earlier = ", ".join(q.elements) or "none yet"
+            raise _fail(
+                path,
+                c,
+                f"{ref!r} is not a source, operator or combiner defined before it "
+                f"(defined before: {earlier}); name one of those or move the element up",
+            )
+        out.append(ref)
+    if not out:
+        raise _fail(path, elem, "no <input>; name the element it takes, e.g. <input>src</input>")
+    return out
+
+
+def _filter(path: str, elem: etree._Element) -> Filter:
+    _check_children(path, elem, CONDITIONS)
+    conds = [(c.tag, (c.text or "").strip()) for c in elem]
+    if not conds:
+        raise _fail(path, elem, f"an empty filter; give conditions: {', '.join(f'<{c}>' for c in CONDITIONS)}")
+    return Filter(conds, _choice(path, elem, "boolean", ("and", "or"), "and"))
+
+
+def _param(path: str, elem: etree._Element) -> ParamSel:
+    _check_children(path, elem, ("value", "name", "filter", "sweep"))
+    sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline)
+    for c in elem:
+        if c.tag == "filter":
+            sel.filters.append(_filter(path, c))
+        elif c.tag == "sweep":
+            if sel.sweep is not None:
+                raise _fail(path, c, "a second <sweep>; give one (several filters inside it)")
+            _check_children(path, c, ("filter",))
+            sel.sweep = [_filter(path, f) for f in c]
+    return sel
+
+
+_RANGE = re.compile(r"^(?:(\d+)|(\d+)\s*-\s*(\d+)|\.\.\.\s*(\d+)|(\d+)\s*\.\.\.)$")
+
+
+def _when(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
+    text = _text(path, elem)
+    try:
+        if re.fullmatch(r"\d{4}-\d\d-\d\d", text):
+            day = _dt.date.fromisoformat(text)
+            return _dt.datetime.combine(day + _dt.timedelta(days=1) if end else day, _dt.time())
+        when = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise _fail(path, elem, f"{text!r} is not a date; write YYYY-MM-DD or YYYY-MM-DD HH:MM[:SS]") from None
+    return when + _dt.timedelta(microseconds=1) if end else when
+
+
+def _run(path: str, elem: etree._Element) -> RunSel:
+    _check_children(path, elem, ("index", "created"))
+    sel = RunSel(
+        exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline
+    )
+    for c in elem:
+        if c.tag == "index":
+            for part in _text(path, c).split(","):
+                m = _RANGE.match(part.strip())
+                if not m:
+                    raise _fail(path, c, f"{part.strip()!r} is not a run index or range; write 3, 3-7, ...7 or 3...")
+                one, lo, hi, upto, start = m.groups()
+                rng = (
+                    (int(one), int(one))
+                    if one
+                    else (int(lo), int(hi))
+                    if lo
+                    else (None, int(upto))
+                    if upto
+                    else (int(start), None)
+                )
+                if rng[0] is not None and rng[1] is not None and rng[1] < rng[0]:
+                    raise _fail(path, c, f"run range {part.strip()!r} is empty; write the lower index first")
+                sel.ranges.append(rng)
+        else:
+            _check_children(path, c, ("from", "to"))
+            for d in c:
+                if d.tag == "from":
+                    sel.created_from = _when(path, d, end=False)
+                else:
+                    sel.created_to = _when(path, d, end=True)
+            if sel.created_from is None and sel.created_to is None:
+                raise _fail(path, c, "give <from> and/or <to> dates")
+    if not sel.ranges and sel.created_from is None and sel.created_to is None:
+        raise _fail(path, elem, "selects nothing; give <index> or <created>")
+    return sel
+
+
+def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel], q: QueryFile) -> Source:
+    _check_children(path, elem, ("result", "parameter", "run", "input"))
+    src = Source(elem.get("id", ""), [], elem.sourceline)
+    for c in elem:
+        if c.tag == "result":
+            src.results.append(_text(path, c))
+        elif c.tag == "parameter":
+            src.params.append(_param(path, c))
+        elif c.tag == "run":
+            src.runs.append(_run(path, c))
+        else:
+            ref = _text(path, c)
+            sel = shared.get(ref)
+            if sel is None:
+                known = ", ".join(shared) or "none"
+                raise _fail(
+                    path,
+                    c,
+                    f"{ref!r} is not a <parameter> or <run> defined before it (defined: {known}); "
+                    "a source's <input> names those, or move their definition up",
+                )
+            (src.params if isinstance(sel, ParamSel) else src.runs).append(sel)
+    if not src.results:
+        raise _fail(path, elem, "no <result>; name the result values the source gives")
+    names = [p.name for p in src.params]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise _fail(path, elem, f"parameter {dup!r} is selected twice; put its filters in one <parameter>")
+    return src
+
+
+def _number(path: str, elem: etree._Element, what: str) -> float:
+    text = elem.get("value")
+    if text is None:
+        raise _fail(path, elem, f"value= is missing; give {what}")
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise _fail(path, elem, f"value={text!r} is not a number; give {what}")
+    return value
+
+
+def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
+    _check_children(path, elem, ("input", "term"))
+    ident = elem.get("id", "")
+    kind = elem.get("type")
+    if kind not in OPERATORS:
+        raise _fail(path, elem, f"type={kind!r} is not an operator; use one of {', '.join(OPERATORS)}")
+    op = Operator(
+        ident,
+        _inputs(path, elem, q),
+        elem.sourceline,
+        type=kind,
+        alias=(elem.get("alias") or "").strip(),
+        unit=elem.get("unit"),
+    )
+    n = len(op.inputs)
+    if kind in STATISTICS and n != 1:
+        raise _fail(
+            path,
+            elem,
+            f"{kind} takes exactly one <input> (it has {n}); combine vectors with element-wise operators first",
+        )
+    if kind in BINARY and n != 2:
+        raise _fail(path, elem, f"{kind} takes exactly two <input> elements (it has {n}): a, then b")
+    if kind in LINEAR:
+        op.value = _number(path, elem, "the factor" if kind == "scale" else "the summand")
+    elif kind == "quantile":
+        op.value = _number(path, elem, "the quantile as a fraction in [0, 1], e.g. 0.9")
+        if not 0 <= op.value <= 1:
+            raise _fail(path, elem, f"value={elem.get('value')} is outside [0, 1]; give the quantile as a fraction")
+    elif elem.get("value") is not None:
+        raise _fail(path, elem, f"{kind} takes no value=; remove it")
+    term = _one(path, elem, ("term",), required=kind == "eval")
+    if term is not None and kind != "eval":
+        raise _fail(path, elem, 'only type="eval" takes a <term>; remove it')
+    if term is not None:
+        op.term, op.term_text = _term(path, elem, term, op.inputs), term
+    return op
+
+
+_TERM_NODES = (
+    ast.Expression,
+    ast.BinOp,
+    ast.UnaryOp,
+    ast.USub,
+    ast.UAdd,
+    ast.Constant,
+    ast.Name,
+    ast.Load,
+    ast.Call,
+    ast.Add,
+    ast.Sub,
+    ast.Mult,
+    ast.Div,
+    ast.Pow,
+)
+
+
+def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.Expression:
+    """The term as a checked syntax tree: arithmetic over the input ids only."""
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError:
+        raise _fail(path, elem, f"term {text!r} is not an arithmetic expression; fix it") from None
+    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if not isinstance(node, _TERM_NODES):
+            raise _fail(
+                path,
+                elem,
+                f"term {text!r} uses {type(node).__name__}; only numbers, input ids, "
+                f"+ - * / ** and {', '.join(TERM_FUNCTIONS)} are allowed",
+            )
+        if isinstance(node, ast.Constant) and (
+            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
+        ):
+            raise _fail(path, elem, f"term {text!r} has the constant {node.value!r}; only numbers are allowed")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in TERM_FUNCTIONS or node.keywords:
+                raise _fail(path, elem, f"term {text!r} calls something other than {', '.join(TERM_FUNCTIONS)}")
+        elif isinstance(node, ast.Name) and id(node) not in callees and node.id not in inputs:
+            raise _fail(
+                path,
+                elem,
+                f"term {text!r}: {node.id!r} is not one of its inputs "
+                f"({', '.join(inputs)}); name inputs by their ids (ids usable in a term are "
+                "letters, digits and _)",
+            )
+    return tree
+
+
+def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
+    _check_children(path, elem, ("input", "filename"))
+    ident = (elem.get("id") or "").strip() or f"output{len(q.outputs) + 1}"
+    out = Output(
+        ident,
+        _inputs(path, elem, q),
+        elem.sourceline,
+        format=_format(path, elem),
+        filename=_one(path, elem, ("filename",), required=False),
+        kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
+        title=(elem.get("title") or "").strip(),
+    )
+    if out.kind not in KINDS:
+        raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
+    if out.filename is None and out.format not in STDOUT_FORMATS:
+        raise _fail(path, elem, f"format={out.format!r} writes a file; give <filename>")
+    if out.kind != "auto" and out.format in STDOUT_FORMATS:
+        raise _fail(
+            path,
+            elem,
+            f"type={elem.get('type')!r} is a chart kind, and format={out.format!r} is no chart; "
+            f"give format= one of {', '.join(f for f in FORMATS if f not in STDOUT_FORMATS)}, or drop type=",
+        )
+    return out
+
+
+def _format(path: str, elem: etree._Element) -> str:
+    """format= (psbase's), or perfbase's target= with its format= (raw_text;
+    gnuplot on the screen: its data and script; gnuplot as png)."""
+    target = elem.get("target")
+    if target is None:
+        return _choice(path, elem, "format", FORMATS, "text")
+    fmt = elem.get("format", "screen")
+    if target == "raw_text" and fmt == "screen":
+        return "text"
+    if target == "gnuplot" and fmt in ("screen", "png"):
+        return "gnuplot" if fmt == "screen" else "png"
+    raise _fail(
+        path,
+        elem,
+        f"target={target!r} format={fmt!r} (perfbase) is not supported; use target raw_text, target gnuplot with "
+        f"format screen or png, or psbase's format= alone: {', '.join(FORMATS)}",
+    )
