@@ -28,6 +28,7 @@ import datetime as _dt
 import getpass
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -37,11 +38,14 @@ from sqlalchemy.engine import make_url
 from psuite.cli_common import one_line
 from psuite.errors import InputError, UsageError
 from psuite.psbase import definition as defmod
+from psuite.psbase import roles
 from psuite.psbase.model import Definition, RunData, Variable, Version
 
 DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
 SEQ = "psb_seq"  # the row number within a run's data set
+_INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL's SQLSTATE for "permission denied" and "must be owner"
+_LOCK_CLASS = 0x70736200  # "psb\0": the first key of psbase's advisory locks (the second: the experiment)
 
 _SQL_TYPES = {
     "integer": sa.BigInteger, "float": sa.Float(precision=53), "string": sa.String(255), "text": sa.Text,
@@ -140,16 +144,23 @@ class Store:
             sa.Column("deleted", sa.Boolean, nullable=False, default=False),
             sa.Index("psb_runs_hash", "experiment", "content_hash"))
         if create:
-            self._run(lambda: self.meta.create_all(self.engine))
+            self._run(lambda: self.meta.create_all(self.engine), needs="admin")
         else:
             self._check_schema()
 
     # -- plumbing -------------------------------------------------------
 
-    def _run(self, fn):
-        """fn(), with database failures as one StoreError line."""
+    def _run(self, fn, needs: str | Callable[[], str] | None = None):
+        """fn(), with database failures as one StoreError line; a refusal for
+        want of privileges names the user class needed (roles.CLASSES; a
+        callable when fn finds out as it goes)."""
         try:
             return fn()
+        except sa.exc.ProgrammingError as exc:
+            if needs and getattr(exc.orig, "sqlstate", None) == _INSUFFICIENT_PRIVILEGE:
+                want = needs() if callable(needs) else needs
+                raise StoreError(roles.refusal(self.engine, self.url.database or "", want)) from None
+            raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.OperationalError as exc:
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.DatabaseError as exc:
@@ -176,7 +187,9 @@ class Store:
 
     def _tables(self, exp_id: int, d: Definition) -> tuple[sa.Table, sa.Table]:
         meta = sa.MetaData()
-        once = sa.Table(f"psb_x{exp_id}_once", meta, sa.Column(RUN, sa.Integer, primary_key=True),
+        # autoincrement=False: the run index is psbase's, no sequence (PostgreSQL's SERIAL) to grant
+        once = sa.Table(f"psb_x{exp_id}_once", meta, sa.Column(RUN, sa.Integer, primary_key=True,
+                                                               autoincrement=False),
                         *(sa.Column(v.name, _SQL_TYPES[v.datatype]) for v in d.variables
                           if v.occurrence == "once"))
         rows = sa.Table(f"psb_x{exp_id}_rows", meta, sa.Column(RUN, sa.Integer, nullable=False),
@@ -189,7 +202,7 @@ class Store:
     def tables(self, name: str) -> tuple[sa.Table, sa.Table]:
         """The once-table and the data-set table of an experiment (for queries)."""
         with self.engine.connect() as conn:
-            exp_id, d = self._run(lambda: self._experiment_id(conn, name))
+            exp_id, d = self._run(lambda: self._experiment_id(conn, name), needs="query")
         return self._tables(exp_id, d)
 
     def _variable_rows(self, exp_id: int, d: Definition) -> list[dict]:
@@ -209,11 +222,12 @@ class Store:
                 once, rows = self._tables(exp_id, d)
                 once.create(conn)
                 rows.create(conn)
-        self._run(go)
+                roles.grant_new_tables(conn, self.url.database or "", [once.name, rows.name])
+        self._run(go, needs="admin")
 
     def definition(self, name: str) -> Definition:
         with self.engine.connect() as conn:
-            return self._run(lambda: self._experiment_id(conn, name))[1]
+            return self._run(lambda: self._experiment_id(conn, name), needs="query")[1]
 
     def list_experiments(self) -> list[tuple[str, str, int, int]]:
         """(name, synopsis, runs, deleted runs) per experiment."""
@@ -223,7 +237,7 @@ class Store:
                        sa.func.count(r.c.idx).filter(r.c.deleted.is_(True)))
              .select_from(e.outerjoin(r, r.c.experiment == e.c.id)).group_by(e.c.id).order_by(e.c.name))
         with self.engine.connect() as conn:
-            rows = self._run(lambda: conn.execute(q).all())
+            rows = self._run(lambda: conn.execute(q).all(), needs="query")
         return [(n, defmod.parse_bytes(x.encode()).synopsis, a, b) for n, x, a, b in rows]
 
     def update(self, new: Definition) -> list[str]:
@@ -234,7 +248,7 @@ class Store:
         def go() -> list[str]:
             with self.engine.begin() as conn:
                 return self._update(conn, new)
-        return self._run(go)
+        return self._run(go, needs="admin")
 
     def _update(self, conn: sa.Connection, new: Definition) -> list[str]:
         exp_id, old = self._experiment_id(conn, new.name)
@@ -295,17 +309,21 @@ class Store:
         new_variables: variables the runs bring that the experiment lacks
         (psuite's events), added in the same transaction."""
         who = who or _user()
+        needs = "input"
 
         def go() -> list[int]:
+            nonlocal needs
             with self.engine.begin() as conn:
                 exp_id, d = self._experiment_id(conn, name)
                 # PostgreSQL: imports into one experiment queue up here, so two never take the same
-                # next index (SQLite's BEGIN IMMEDIATE has already serialized them)
-                conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.id == exp_id)
-                             .with_for_update())
+                # next index (SQLite's BEGIN IMMEDIATE has already serialized them); an advisory lock,
+                # not SELECT ... FOR UPDATE, which would need UPDATE on psb_experiments (admin's)
+                if conn.dialect.name == "postgresql":
+                    conn.execute(sa.select(sa.func.pg_advisory_xact_lock(_LOCK_CLASS, exp_id)))
                 have = {v.name.lower() for v in d.variables}
                 extra = [v for v in new_variables or [] if v.name.lower() not in have]
                 if extra:
+                    needs = "admin"  # new columns: ALTER TABLE
                     d.variables.extend(extra)
                     self._update(conn, d)
                 once, rows = self._tables(exp_id, d)
@@ -342,7 +360,7 @@ class Store:
                     done.append(nxt)
                     nxt += 1
                 return done
-        return self._run(go)
+        return self._run(go, needs=lambda: needs)
 
     def list_runs(self, name: str, deleted: bool = False) -> list[RunInfo]:
         """The runs of an experiment, by index; deleted ones only if asked."""
@@ -354,7 +372,7 @@ class Store:
                 if not deleted:
                     q = q.where(r.c.deleted.is_(False))
                 return [_info(row) for row in conn.execute(q)]
-            return self._run(go)
+            return self._run(go, needs="query")
 
     def run(self, name: str, index: int) -> RunInfo:
         """One run with its once-values and its data set."""
@@ -375,7 +393,7 @@ class Store:
                              for m in conn.execute(sa.select(rows).where(rows.c[RUN] == index)
                                                    .order_by(rows.c[SEQ])).mappings()]
                 return info
-            return self._run(go)
+            return self._run(go, needs="query")
 
     def set_deleted(self, name: str, indexes: list[int], deleted: bool) -> None:
         """Soft deletion (deleted=True) or restoration of runs."""
@@ -385,7 +403,7 @@ class Store:
                 self._existing(conn, exp_id, name, indexes)
                 r = self.runs
                 conn.execute(r.update().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)).values(deleted=deleted))
-        self._run(go)
+        self._run(go, needs="input")
 
     def purge(self, name: str, indexes: list[int]) -> None:
         """Remove runs for good: their values, data sets and records."""
@@ -398,7 +416,7 @@ class Store:
                 conn.execute(once.delete().where(once.c[RUN].in_(indexes)))
                 r = self.runs
                 conn.execute(r.delete().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))
-        self._run(go)
+        self._run(go, needs="admin")
 
     def _existing(self, conn: sa.Connection, exp_id: int, name: str, indexes: list[int]) -> None:
         r = self.runs
