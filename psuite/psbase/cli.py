@@ -83,6 +83,8 @@ def _parser() -> ArgumentParser:
     s.add_argument("experiment", nargs="?")
     s.add_argument("--deleted", action="store_true", help="list deleted runs too (marked 'deleted')")
 
+    _user_parser(command)
+
     s = command("info", help="show an experiment's definition, or one run",
                        description="An experiment's variables, or one run's values and data set.")
     s.add_argument("experiment")
@@ -135,6 +137,35 @@ def _parser() -> ArgumentParser:
     s.add_argument("--force", dest="replace", action="store_true",
                    help="let -o replace files that exist (never touched without it; written whole or not at all)")
     return p
+
+
+def _user_parser(command) -> None:
+    """`psbase user`: perfbase's user classes (psuite.psbase.roles)."""
+    s = command("user", help="give users of a PostgreSQL archive a class: query, input or admin",
+                description="perfbase's user classes on a PostgreSQL archive: query users may only query; "
+                            "input users may also file runs (and delete or restore them); admin users may "
+                            "also change experiments (setup, update, delete --purge). `user add` again with "
+                            "another --class changes a user's class. Run it as the archive's owner or a "
+                            "server superuser. The user logs in as the server's pg_hba.conf says (set a "
+                            "password with ALTER ROLE NAME PASSWORD '...' where it asks for one). SQLite "
+                            "archives have no users: their file permissions decide.")
+    us = s.add_subparsers(dest="user_command", metavar="ACTION", required=True, parser_class=ArgumentParser)
+    a = us.add_parser("add", help="give a user a class (creating its login role if needed), or change it",
+                      description=textwrap.fill("Give user NAME the class CLASS in this archive, replacing a "
+                                                "class it had; creates the server login role NAME if there is "
+                                                "none.", 79))
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--class", dest="user_class", required=True, choices=("query", "input", "admin"),
+                   help="query: only query; input: also file runs; admin: also change experiments")
+    ls = us.add_parser("ls", help="the users of the archive and their classes",
+                       description="The users with a class in this archive.")
+    rm = us.add_parser("remove", help="take a user's class away",
+                       description=textwrap.fill("Take user NAME's class in this archive away (the server's "
+                                                 "login role stays: it may have other databases; DROP ROLE "
+                                                 "removes it for good).", 79))
+    rm.add_argument("name", metavar="NAME")
+    for x in (a, ls, rm):
+        x.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help="the archive (as before the command)")
 
 
 def _index(text: str) -> int:
@@ -193,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_stdout(f"psbase: experiment {d.name} created in {store.name} "
                      f"({len(d.parameters)} parameters, {len(d.results)} results)\n")
         return 0
+    if cmd == "user":
+        return _user(args)
     store = Store(args.db)
     if cmd == "update":
         changes = store.update(defmod.load(args.definition))
@@ -316,6 +349,30 @@ def _info(store, args) -> None:
         out.append(f"data set: {len(run.rows)} rows\n")
         out.append(_table(cols, [[_fmt(r.get(c, "")) for c in cols] for r in run.rows]))
     write_stdout("".join(out))
+
+
+def _user(args) -> int:
+    from psuite.psbase import roles
+    from psuite.psbase.store import Store, _as_url, default_url
+
+    url = _as_url(args.db or default_url())
+    if url.get_backend_name() == "sqlite":
+        raise roles.refuse_sqlite(url.database or "")
+    store = Store(args.db)
+    db = store.url.database or ""
+    action = args.user_command
+    with store.engine.begin() as conn:
+        if action == "add":
+            created = store._run(lambda: roles.add(conn, db, args.name, args.user_class), needs="admin")
+            write_stdout(f"psbase: user {args.name}{' (new login role)' if created else ''} "
+                         f"{roles.WHAT[args.user_class]} archive {db} (class {args.user_class})\n")
+        elif action == "remove":
+            had = store._run(lambda: roles.remove(conn, db, args.name), needs="admin")
+            write_stdout(f"psbase: user {args.name} no longer has class {had} in archive {db}\n")
+        else:
+            rows = store._run(lambda: roles.users(conn, db), needs="query")
+            write_stdout(_table(["user", "class"], [[u, c] for u, c in rows]))
+    return 0
 
 
 def entry() -> int:

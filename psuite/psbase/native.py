@@ -13,6 +13,10 @@ the same transaction as the runs.
   multi-report     (psprocess combine) one run: counts and samples summed over its reports
 
   resource report  (psrun -R) once-values: maxrss, maxvm, faults, CPU times, start
+  CUBE file        (.cubex: psprocess --cube, Score-P, the CUBE tools) once-values:
+                   kind, host, command, ranks, threads, and each metric's total over the
+                   whole call tree and every location as a result (derived metrics
+                   computed from those totals, as psprocess's summary does); one run per file
 
 Several documents given with merge=True (e.g. the per-rank reports of one
 MPI run, or psrun -p's per-thread reports) make one run the same way; a
@@ -26,13 +30,14 @@ from collections import Counter
 
 from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
+from psuite.experiment import Experiment, ExpressionError
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
 from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
-KIND_COUNT, KIND_PROFILE, KIND_RESOURCE = "count", "profile", "resource"
+KIND_COUNT, KIND_PROFILE, KIND_RESOURCE, KIND_CUBE = "count", "profile", "resource", "cube"
 
 _BASE = [
-    Variable("kind", "string", "psuite document kind", valid=[KIND_COUNT, KIND_PROFILE, KIND_RESOURCE]),
+    Variable("kind", "string", "psuite document kind", valid=[KIND_COUNT, KIND_PROFILE, KIND_RESOURCE, KIND_CUBE]),
     Variable("host", "string", "host name the program ran on"),
     Variable("command", "text", "the command line measured"),
     Variable("ranks", "integer", "MPI ranks (1 without MPI)", unit="process"),
@@ -80,6 +85,8 @@ def column_name(name: str) -> str:
 
 
 def _reports(doc) -> list:
+    if isinstance(doc, Experiment):
+        return [doc]
     if isinstance(doc, MultiReport):
         return list(doc.reports)
     if isinstance(doc, (CountReport, ProfileReport, ResourceReport)):
@@ -93,7 +100,7 @@ def _load(path: str):
     from psuite.psprocess.inputs import load
 
     if experiments.is_cube(path):
-        raise InputError(f"{path}: CUBE files cannot be filed yet; give the psuite XML documents")
+        return experiments.load(path)  # readers/cube.py: an Experiment
     doc = load(path)
     for r in _reports(doc):
         if isinstance(r, ProfileReport) and not r.locations:
@@ -119,6 +126,11 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
     """One run from the reports of the documents at paths, and the result
     variables it needs for its events and metrics."""
     kinds = {_kind(r) for r in reports}
+    if KIND_CUBE in kinds:
+        if len(reports) != 1:
+            raise UsageError(f"{', '.join(paths)}: CUBE files are filed one per run; leave out --merge "
+                             "(or combine them first: psprocess -c --cube)")
+        return _cube_run(paths, reports[0])
     if len(kinds) != 1:
         raise UsageError(f"{', '.join(paths)}: {' and '.join(sorted(kinds))} reports cannot make one run; "
                          "file them as separate runs")
@@ -181,8 +193,40 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
 
 
 def _kind(r) -> str:
+    if isinstance(r, Experiment):
+        return KIND_CUBE
     return KIND_PROFILE if isinstance(r, ProfileReport) else KIND_RESOURCE if isinstance(r, ResourceReport) \
         else KIND_COUNT
+
+
+def _cube_run(paths: list[str], exp: Experiment) -> tuple[RunData, list[Variable]]:
+    """One run from a CUBE experiment: where it ran from its system tree
+    (ranks: its processes; threads: the most of any process), the command
+    psuite recorded (else the program: the first root's region), and each
+    metric's total over every call path and location as a result."""
+    per_process = Counter((loc.node, loc.rank) for loc in exp.locations)
+    roots = exp.roots
+    command = exp.attributes.get("command") or (exp.region_name(roots[0]) if roots else "")
+    values: dict[str, object] = {
+        "kind": KIND_CUBE, "host": ",".join(sorted({loc.node for loc in exp.locations})), "command": command,
+        "ranks": len(per_process) or 1, "threads": max(per_process.values(), default=1),
+    }
+    needed: dict[str, Variable] = {}
+    for m in exp.metrics:
+        try:
+            total = exp.total(m.name)
+        except (ExpressionError, KeyError, ZeroDivisionError, ValueError):
+            continue  # a derived metric whose expression cannot be computed from totals: no value
+        if total != total or total in (float("inf"), float("-inf")):
+            continue  # NaN or infinite (e.g. a ratio over a zero total): no value rather than a wrong one
+        col = column_name(m.name)
+        prev = needed.get(col)
+        if prev is not None and prev.synopsis != m.name:
+            raise UsageError(f"metrics {prev.synopsis!r} and {m.name!r} both become variable {col!r}; "
+                             "file them in separate experiments")
+        needed[col] = event_variable(col, m.name)
+        values[col] = float(total)
+    return RunData(values=values, sources=list(paths), content_hash=content_hash(paths)), list(needed.values())
 
 
 def _resource_run(paths: list[str], r: ResourceReport) -> RunData:

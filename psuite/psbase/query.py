@@ -138,7 +138,10 @@ def run_query(
         for name, values in filters.items():
             v = d.variable(name)
             conds.append(col(name).in_([_to_db(v, x) for x in values]))
-        q = aggregate(source, conds, [col(n) for n in by], col(res.name), res.datatype in NUMERIC, stats)
+        # data-set queries aggregate through the run column in two steps where they can (_two_step)
+        dataset = any(d.variable(n).occurrence == "multiple" for n in [res.name, *by, *filters])
+        run = store.runs.c.idx if dataset else None
+        q = aggregate(source, conds, [col(n) for n in by], col(res.name), res.datatype in NUMERIC, stats, run)
         got = store._run(lambda: conn.execute(q).all())
     out = []
     for row in got:
@@ -171,12 +174,22 @@ def from_clause(store: Store, exp_id: int, d: Definition, names: list[str]):
 
 
 def aggregate(
-    source, conds, keys: list[sa.ColumnElement], value: sa.ColumnElement, numeric: bool, stats: list[str]
+    source,
+    conds,
+    keys: list[sa.ColumnElement],
+    value: sa.ColumnElement,
+    numeric: bool,
+    stats: list[str],
+    run: sa.ColumnElement | None = None,
 ) -> sa.Select:
     """SELECT keys, statistics ... GROUP BY keys: an inner select adds each
     row's group mean, rank within its group and group size (windows), the
-    outer one aggregates."""
+    outer one aggregates.  A data-set query (run: the run column) with
+    statistics that combine from partial ones is done in two steps instead
+    (_two_step)."""
     x = sa.cast(value, sa.Float(precision=53)) if numeric else value
+    if run is not None and set(stats) <= set(_PARTIAL):
+        return _two_step(source, conds, keys, x, stats, run)
     cols = [k.label(f"k{i}") for i, k in enumerate(keys)]
     part = list(keys)
     extra = [x.label("x")]
@@ -207,6 +220,47 @@ def aggregate(
     if "stddev" in stats:
         sel.append(sa.func.count(xi).label("stddev_n"))
     return sa.select(*gk, *sel).group_by(*gk).order_by(*(k.asc().nulls_last() for k in gk))
+
+
+# per (run, keys) partial aggregate, and how the partials combine per keys
+_PARTIAL = {
+    "mean": (("s", sa.func.sum), ("n", sa.func.count)),
+    "count": (("n", sa.func.count),),
+    "min": (("mn", sa.func.min),),
+    "max": (("mx", sa.func.max),),
+}
+
+
+def _two_step(source, conds, keys: list[sa.ColumnElement], x: sa.ColumnElement, stats: list[str], run) -> sa.Select:
+    """Sums, counts, minima and maxima per (run, keys) first, then per keys.
+    SQLite aggregates by sorting: one GROUP BY over all data-set rows sorts
+    them all, while the first step here streams through the store's index of
+    the data set by run (Store: the data-set table's covering index), one
+    run after another, and leaves a few groups per run to sort.  The
+    standard deviation (two passes over the rows, for its digits) and the
+    median (every value in order) have no such partial form and stay with
+    the one-step query."""
+    parts = {name: fn(x).label(name) for s in stats for name, fn in _PARTIAL[s]}
+    per = (
+        sa.select(*(k.label(f"k{i}") for i, k in enumerate(keys)), *parts.values())
+        .select_from(source)
+        .where(*conds)
+        .group_by(run, *keys)
+        .subquery()
+    )
+    gk = [per.c[f"k{i}"] for i in range(len(keys))]
+    n = sa.cast(sa.func.sum(per.c.n), sa.Float(precision=53)) if "n" in parts else None
+    agg = {
+        "mean": lambda: sa.func.sum(per.c.s) / n,
+        "count": lambda: sa.func.sum(per.c.n),
+        "min": lambda: sa.func.min(per.c.mn),
+        "max": lambda: sa.func.max(per.c.mx),
+    }
+    return (
+        sa.select(*gk, *(agg[s]().label(s) for s in stats))
+        .group_by(*gk)
+        .order_by(*(k.asc().nulls_last() for k in gk))
+    )
 
 
 def _stat_value(stat: str, res: Variable, x: object) -> object:

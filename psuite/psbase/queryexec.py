@@ -292,6 +292,9 @@ class _Run:
         for v in results:
             self.check_type(op, v.name, v.datatype)
         stats = list(dict.fromkeys([*SQL_STATS[op.type], "count"]))
+        # a data set aggregates per run first where the statistics allow (query._two_step)
+        names = [v.name for v in results] + [p.name for p in src.params]
+        run = self.store.runs.c.idx if any(self.d.variable(n).occurrence == "multiple" for n in names) else None
         out: dict[Instance, Vec] = {}
         for inst, extra in instances.items():
             merged: dict[tuple, tuple[list, list]] = {}
@@ -304,6 +307,7 @@ class _Run:
                     col(v.name),
                     numeric,
                     stats,
+                    run,
                 )
                 for row in self.conn.execute(sel):
                     kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))

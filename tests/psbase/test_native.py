@@ -230,3 +230,54 @@ def targets_threads(tmp_path_factory) -> str:
     exe = tmp_path_factory.mktemp("psbase_threads") / "threads"
     subprocess.run(["cc", "-O1", "-pthread", "-o", str(exe), str(TARGETS / "threads.c")], check=True)
     return str(exe)
+
+
+def pycubexr_totals(path: Path) -> dict[str, float]:
+    """Each metric of a cube summed over every call path and location, as
+    pycubexr reads the file (not psuite's reader)."""
+    from pycubexr import CubexParser
+
+    with CubexParser(str(path)) as c:
+        out = {}
+        for m in c.get_metrics():
+            v = c.get_metric_values(m)
+            out[m.name] = sum(float(x) for k in c.get_root_cnodes()
+                              for x in v.cnode_values(k, convert_to_inclusive=True))
+        return out
+
+
+def test_cube_files_are_runs_with_their_metric_totals(tmp_path, program, archive):
+    """psprocess --cube of a real profile and of a real counting report,
+    filed as runs: each metric's total equals the cube read by pycubexr,
+    where and what ran equals the psrun documents."""
+    prof = psrun(tmp_path / "runs", "--profile", "ITIMER_PROF", "--period", "1000", program, "20")
+    count = psrun(tmp_path / "runs", "-e", "task-clock,page-faults", program, "10")
+    cubes = []
+    for doc in (prof, count):
+        cube = tmp_path / f"{doc.stem}.cubex"
+        p = run_tool("psprocess", "--cube", str(cube), str(doc))
+        assert p.returncode == 0, p.stderr
+        cubes.append(cube)
+    assert file(archive, cubes) == [1, 2]
+    d = archive.definition("app")
+    for idx, (doc, cube) in enumerate(zip((prof, count), cubes, strict=True), start=1):
+        run = archive.run("app", idx)
+        root = etree.parse(str(doc)).getroot()
+        assert run.values["kind"] == "cube" and run.sources == [str(cube)] and run.rows == []
+        assert run.values["host"] == root.findtext("hostname")
+        assert run.values["command"] == root.findtext("command")
+        assert run.values["ranks"] == 1 and run.values["threads"] == 1
+        totals = pycubexr_totals(cube)
+        got = {d.variable(k).synopsis: v for k, v in run.values.items() if d.variable(k).synopsis in totals}
+        assert got.keys() == totals.keys()
+        for name, total in totals.items():
+            assert got[name] == pytest.approx(total, rel=1e-12), name
+    # the profile's samples are its document's samples; the counts the document's counts
+    assert archive.run("app", 1).values["e_samples"] == int(etree.parse(str(prof)).getroot().findtext(
+        ".//totalsamples")) > 0
+    events = xml_events(count)
+    assert archive.run("app", 2).values["task_clock"] == events["task-clock"] > 0
+    # one per run: --merge is refused, and nothing is filed
+    with pytest.raises(PsuiteError, match="CUBE files are filed one per run; leave out --merge"):
+        file(archive, cubes, merge=True)
+    assert len(archive.list_runs("app", deleted=True)) == 2

@@ -245,3 +245,86 @@ def test_update_renaming_a_variable_in_case_only(store):
     assert "nodes" not in store.run("sweep", 1).values and "Nodes" not in store.run("sweep", 1).values
     store.add_runs("sweep", [RunData({"Nodes": 3}, [], ["b"], "b")])
     assert store.run("sweep", 2).values == {"Nodes": 3}
+
+
+def index_columns(store: Store, table: str) -> list[list[str]]:
+    with store.engine.connect() as c:
+        return [i["column_names"] for i in sa.inspect(c).get_indexes(table)]
+
+
+def test_dataset_index_follows_the_definition(store):
+    """The data-set table's index (by run, parameters, results) is made by
+    setup and rebuilt by update when its columns change: a removed indexed
+    column goes (SQLite drops no indexed column), an added one comes in."""
+    assert index_columns(store, "psb_x1_rows") == [["psb_run", "chunk", "bw"]]
+    store.add_runs("sweep", [run("a")])
+    d = definition()
+    d.variables = [v for v in d.variables if v.name != "chunk"]
+    d.variables.append(Variable("lat", "float", occurrence="multiple", is_result=True))
+    d.variables.append(Variable("label", "text", occurrence="multiple"))  # text: unbounded, not indexed
+    assert sorted(store.update(d)) == ["added label", "added lat", "removed chunk"]
+    assert index_columns(store, "psb_x1_rows") == [["psb_run", "bw", "lat"]]
+    assert store.run("sweep", 1).rows == [{"bw": r["bw"]} for r in ROWS]
+    # an update that leaves the data set alone leaves its index alone
+    d.synopsis = "other"
+    assert store.update(d) == ["changed the meta information"]
+    assert index_columns(store, "psb_x1_rows") == [["psb_run", "bw", "lat"]]
+
+
+def test_dataset_values_of_every_type_round_trip_and_compare(db_url):
+    """Data-set rows go below SQLAlchemy's per-row processing (COPY,
+    executemany): every datatype still round-trips, SQLite's dates and
+    times are stored as SQLAlchemy's own binds compare them, and a value of
+    a wrong type is refused with nothing filed."""
+    kinds = {"i": ("integer", 7), "f": ("float", 2.5), "s": ("string", "x y"), "t": ("text", "a\nb"),
+             "d": ("date", dt.date(2026, 1, 2)), "h": ("time", dt.time(9, 30, 15)),
+             "u": ("duration", dt.timedelta(seconds=90.5)), "ts": ("timestamp", dt.datetime(2026, 1, 2, 9, 30, 15)),
+             "b": ("boolean", True), "v": ("version", Version("1.10"))}
+    d = Definition("types", variables=[Variable("k", "integer")] +
+                   [Variable(n, t, occurrence="multiple") for n, (t, _) in kinds.items()])
+    s = Store(db_url, create=True)
+    try:
+        s.setup(d)
+        rows = [{n: v for n, (_, v) in kinds.items()}, {"i": 8}]  # the second row: the rest empty
+        assert s.add_runs("types", [RunData({"k": 1}, rows, ["a"], "a")]) == [1]
+        got = s.run("types", 1).rows
+        assert got == rows and all(type(got[0][n]) is type(v) for n, (_, v) in kinds.items())
+        _, table = s.tables("types")
+        with s.engine.connect() as c:
+            for n in ("d", "h", "ts"):
+                assert c.execute(sa.select(sa.func.count()).select_from(table)
+                                 .where(table.c[n] == kinds[n][1])).scalar() == 1, n
+        for n, bad in (("i", 1.5), ("f", "2.5"), ("d", dt.datetime(2026, 1, 2)), ("b", 1), ("ts", "2026")):
+            with pytest.raises(PsuiteError, match=f"variable '{n}'.* is not a"):
+                s.add_runs("types", [RunData({"k": 2}, [{"i": 1}, {n: bad}], ["b"], "b")])
+        assert [r.index for r in s.list_runs("types", deleted=True)] == [1]
+        assert count(s, "select count(*) from psb_x1_rows") == 2
+    finally:
+        s.close()
+
+
+def test_two_step_dataset_query_equals_the_values(store):
+    """mean, count, min and max of a data-set result per parameter (the
+    two-step aggregation) equal the values computed here, deleted runs left
+    out, a data-set parameter filtered."""
+    from psuite.psbase.query import run_query
+
+    bws = {}
+    for i, nodes in enumerate((1, 2, 1, 2, 4)):
+        rows = [{"chunk": c, "bw": 10.0 * nodes + i + c / 1024} for c in (1024, 2048, 4096)]
+        store.add_runs("sweep", [RunData({**VALUES, "nodes": nodes}, rows, [f"r{i}"], f"r{i}")])
+        bws[i + 1] = (nodes, rows)
+    store.set_deleted("sweep", [5], True)
+    q = run_query(store, "sweep", "bw", ["nodes"], where=["chunk=1024", "chunk=4096"],
+                  stats=["mean", "count", "min", "max"])
+    want = {}
+    for idx, (nodes, rows) in bws.items():
+        if idx != 5:
+            want.setdefault(nodes, []).extend(r["bw"] for r in rows if r["chunk"] in (1024, 4096))
+    assert [row[0] for row in q.rows] == sorted(want)
+    for nodes, mean, n, lo, hi in q.rows:
+        xs = want[nodes]
+        assert (n, lo, hi) == (len(xs), min(xs), max(xs)) and mean == pytest.approx(sum(xs) / len(xs), rel=1e-12)
+    by_both = run_query(store, "sweep", "bw", ["nodes", "chunk"], stats=["count"])
+    assert [(a, b, n) for a, b, n in by_both.rows] == [(1, c, 2) for c in (1024, 2048, 4096)] + \
+        [(2, c, 2) for c in (1024, 2048, 4096)]
