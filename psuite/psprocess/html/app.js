@@ -503,6 +503,7 @@
   function dirty() { for (const t of Object.values(tabs)) if (t.chart) t.drawn = false; const a = activeTab(); if (a) a.draw(); }
   function activeTab() { return Object.values(tabs).find((t) => t.box.style.display !== "none" && t.chart); }
 
+  const FLAME_MIN = 0.001; // least share of the total a block of the icicle needs
   function drawFlame(box) {
     box.textContent = "";
     const d = curData();
@@ -514,8 +515,19 @@
     for (let c = 0; c < NC; c++) { const v = d.excT[c]; own[c] = v === v ? Math.abs(v) : 0; }
     const tot = Float64Array.from(own);
     for (let c = NC - 1; c >= 0; c--) if (parent[c] >= 0) tot[parent[c]] += tot[c];
+    // blocks narrower than a pixel or so are left out (plotly draws every node
+    // it is given: 2,000 take seconds); their parents keep their totals
+    let all = 0;
+    for (const r of roots) all += tot[r];
+    const keep = new Uint8Array(NC);
+    let kept = 0;
+    for (let c = 0; c < NC; c++) {
+      keep[c] = (parent[c] < 0 || keep[parent[c]]) && tot[c] >= all * FLAME_MIN ? 1 : 0;
+      kept += keep[c];
+    }
     const ids = [], labels = [], parents = [], values = [], colours = [];
     for (let c = 0; c < NC; c++) {
+      if (!keep[c]) continue;
       ids.push(String(c));
       labels.push(V.regions[regionOf[c]].name);
       parents.push(parent[c] < 0 ? "" : String(parent[c]));
@@ -525,10 +537,11 @@
     const trace = {type: "icicle", ids, labels, parents, values, branchvalues: "total",
       tiling: {orientation: "v", flip: "y"}, hovertemplate: "%{label}<br>%{value}<extra></extra>",
       marker: DIFF ? {colors: colours, colorscale: [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]],
-        cmid: 0, showscale: true} : {colors: colours, colorscale: "YlOrRd", showscale: true}};
+        cmid: 0, showscale: true} : {colors: colours, colorscale: "YlOrRd", reversescale: true, showscale: true}};
     const div = el("div", {class: "plot", id: "flame-plot"});
     box.append(el("p", {class: "note", text: "Icicle of the call tree (" + metricName()
-      + (DIFF ? ": sizes are magnitudes, colour the signed change" : "") + "). Click a block to zoom in."}), div);
+      + (DIFF ? ": sizes are magnitudes, colour the signed change" : "") + "). Click a block to zoom in."
+      + (kept < NC ? " " + (NC - kept) + " call paths under " + FLAME_MIN * 100 + " % of the total are left out." : "")}), div);
     plotly().newPlot(div, [trace], {margin: {t: 10, l: 10, r: 10, b: 10}, height: 560}, PLOT_CONFIG);
   }
 

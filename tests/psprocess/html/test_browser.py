@@ -267,3 +267,53 @@ def test_page_is_offline_and_self_contained(runs, tmp_path):
     head = text[: text.index('id="psuite-plotly"')]
     assert re.findall(r'(?:src|href)="([^"]*)"', head) == ["data:,"]
     assert "<script src" not in text and "https://cdn" not in head
+
+
+def _bench():
+    """bench/html_report.py: its synthetic 64-rank x 2,000-function profile
+    and reference pages, so the test and the benchmark measure one thing."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[3] / "bench" / "html_report.py"
+    spec = importlib.util.spec_from_file_location("bench_html_report", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_large_profile_is_interactive(tmp_path, driver, screenshots):
+    """64 ranks x 2,000 functions: the panes are drawn and answer a click
+    with the right per-rank values, and the page is interactive no later
+    than twice the time a page of plotly.js alone takes to run (both
+    measured here, interleaved: plotly.js is run only when a chart is
+    drawn, the trees are built lazily)."""
+    import numpy as np
+
+    from psuite.psprocess.html import page as page_module
+    from psuite.psprocess.html import viewdoc
+
+    bench = _bench()
+    e = bench.experiment(64, 2000)
+    path = tmp_path / "large.html"
+    path.write_text(page_module.render(viewdoc.build(e)), encoding="utf-8")
+    reference = bench.reference_pages(str(tmp_path))["plotly.js alone"]
+    ours, theirs = [], []
+    for _ in range(3):
+        ours.append(bench.load(driver, str(path))[1])
+        theirs.append(bench.load(driver, reference)[1])
+    ratio = sorted(ours)[1] / sorted(theirs)[1]
+    print(f"64 x 2,000 page: interactive in {sorted(ours)[1]:.0f} ms, plotly.js alone {sorted(theirs)[1]:.0f} ms")
+    assert ratio < 2.0, (ours, theirs)
+    page = load_page(driver, path)
+    bench.click(driver, 1, "tog")  # function_0000 expanded: its callees (cnodes 2 to 9) appear
+    _, ranks = bench.click(driver, 5)
+    # cnode 5 collapsed: its inclusive samples per rank, summed here over its subtree
+    parents = [-1] + [0] + [1 + (i - 1) // 8 for i in range(1, 2000)]
+    inside = np.zeros(len(parents), dtype=bool)
+    for c in range(len(parents)):
+        inside[c] = c == 5 or (parents[c] >= 0 and inside[parents[c]])
+    expected = e.values["samples"][inside].sum(axis=0)
+    assert {r: int(v) for r, v in ranks.items()} == {r: int(expected[r]) for r in range(64)}
+    assert page.selected_call() == "function_0004"
+    screenshot(driver, screenshots, "large-64x2000")
+    page.assert_no_console_errors()
