@@ -176,6 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     exporters = {name: _exporter(name) for name, _ in exports}
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
                    [args.output])
+    if args.format == "html" or args.html:
+        shown = _cube_html(args, exports)
+        if shown is not None:
+            return shown
     derive = _Metrics(args).derive
     from psuite.psprocess import srcmap
     from psuite.psprocess.inputs import pair_companions
@@ -210,6 +214,32 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
         _emit(args, chunks)
+    return 0
+
+
+def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
+    """The HTML report of a CUBE file (psuite's, Score-P's), which only
+    --html and -f html show among psprocess's outputs; None when no input
+    is one."""
+    from psuite.psprocess import experiments
+
+    cubes = [s for s in args.inputs if experiments.is_cube(s)]
+    if not cubes:
+        return None
+    if len(args.inputs) > 1 or args.combine:
+        raise UsageError(f"{cubes[0]} is a CUBE file: --html and -f html show one at a time (psprocess merge or "
+                         "mean combine cubes)")
+    others = [f"--{name}" for name, _ in exports if name != "html"] + (["--calltree"] if args.calltree else [])
+    if others:
+        raise UsageError(f"{others[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; give it to "
+                         "--html or -f html alone")
+    from psuite.psprocess.html import export
+
+    exp = experiments.load(cubes[0], warn=_warn)
+    if args.html:
+        print(f"psprocess: wrote {args.html} ({export.write(exp, args.html, None, args.force)})", file=sys.stderr)
+    if args.format == "html" and (not args.html or args.output):
+        _emit(args, export.page(exp))
     return 0
 
 

@@ -366,14 +366,27 @@ def _cube_targets(path: str) -> list[str]:
     return [path, path[: -len(CUBE_EXTENSION)] + ".stat"]
 
 
-def _load(source: str, command: str):
-    """Any input psuite reads, as an experiment; warnings name the subcommand."""
+def _load(source: str, command: str, keep: list | None = None):
+    """Any input psuite reads, as an experiment; warnings name the
+    subcommand.  keep: a list that gets the input's profiles (None for
+    other inputs), for the HTML report's source lines."""
     from psuite.psprocess import experiments
 
     def warn(message: str) -> None:
         print(f"psprocess {command}: warning: {message}", file=sys.stderr)
 
-    return experiments.load(source, warn=warn)
+    if keep is None:
+        return experiments.load(source, warn=warn)
+    from psuite.psprocess.html.viewdoc import load_input
+
+    exp, profiles = load_input(source, warn=warn)
+    keep.append(profiles)
+    return exp
+
+
+def _kept(args) -> list | None:
+    """A list for _load's keep when the result becomes the HTML report."""
+    return [] if args.html or args.format == "html" else None
 
 
 def _say(args, message: str) -> None:
@@ -385,9 +398,14 @@ def _result_targets(args) -> list[str]:
     return [*(_cube_targets(args.output) if args.output else []), *([args.html] if args.html else [])]
 
 
-def _finish(args, result) -> int:
+def _finish(args, result, kept: list | None = None) -> int:
     """The result written as CUBE 4 (-o) and the HTML report (--html), or
-    shown as a report (-f)."""
+    shown as a report (-f); kept: the inputs' profiles (see _load)."""
+    sources = None
+    if kept is not None:
+        from psuite.psprocess.html.sources import result_sources
+
+        sources = result_sources(args.command, kept)
     if args.output:
         from psuite.psprocess.exporters import cube
 
@@ -396,7 +414,7 @@ def _finish(args, result) -> int:
     if args.html:
         from psuite.psprocess.html import export
 
-        _say(args, f"wrote {args.html} ({export.write(result, args.html, force=args.force)})")
+        _say(args, f"wrote {args.html} ({export.write(result, args.html, force=args.force, sources=sources)})")
     if args.output or args.html:
         return 0
     from psuite.cli_common import write_output
@@ -404,7 +422,7 @@ def _finish(args, result) -> int:
     if args.format == "html":
         from psuite.psprocess.html import export
 
-        write_output(None, export.page(result))
+        write_output(None, export.page(result, sources))
         return 0
     from psuite.psprocess import experiment_views
 
@@ -418,14 +436,15 @@ def _run_diff(args) -> int:
         raise UsageError("-m/--metric goes with --folded (the metric of the folded stacks)")
     from psuite.psprocess import algebra
 
-    minuend, subtrahend = _load(args.minuend, args.command), _load(args.subtrahend, args.command)
+    kept = _kept(args)
+    minuend, subtrahend = _load(args.minuend, args.command, kept), _load(args.subtrahend, args.command, kept)
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
         done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
         _say(args, f"wrote {done}")
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
-    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True))
+    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True), kept)
 
 
 def _run_nary(args) -> int:
@@ -434,8 +453,9 @@ def _run_nary(args) -> int:
     _check_outputs(args, _result_targets(args))
     from psuite.psprocess import algebra
 
-    exps = [_load(s, args.command) for s in args.inputs]
-    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True))
+    kept = _kept(args)
+    exps = [_load(s, args.command, kept) for s in args.inputs]
+    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True), kept)
 
 
 def _run_cut(args) -> int:
@@ -444,8 +464,9 @@ def _run_cut(args) -> int:
     _check_outputs(args, _result_targets(args))
     from psuite.psprocess import algebra
 
-    exp = _load(args.input, args.command)
-    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)))
+    kept = _kept(args)
+    exp = _load(args.input, args.command, kept)
+    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)), kept)
 
 
 def parse_tolerances(specs: Sequence[str]) -> list:

@@ -38,6 +38,10 @@ The view (version 1; every key present, lists may be empty):
                 "samples": {"LINE": int},   # samples per line number (string keys: JSON)
                 "total": int,           # the profile's samples in all, for percentages
                 "note": str}]}          # "" or why lines are missing or cut (too large, not found)
+                                        # a difference's samples are gains and losses per line
+                                        # (negative too; total: the subtrahend's), a mean's may
+                                        # be fractional; results of merge, mean, cut and CUBE
+                                        # files are kind "cube"
 
 Counting reports are one root cnode per program with every event and
 derived metric a metric; flat profiles are the program's root with one

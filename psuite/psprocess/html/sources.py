@@ -11,27 +11,39 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from operator import attrgetter
+
+import numpy as np
 
 UNKNOWN_FILES = ("", "??")
 MAX_FILES = 64
 MAX_LINES = 20_000
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_TOTAL_BYTES = 8 * 1024 * 1024
+_FILE, _LINE, _SAMPLES = attrgetter("file"), attrgetter("line"), attrgetter("samples")
 
 
 def line_samples(reports: Sequence) -> tuple[dict[str, dict[int, int]], int]:
     """file -> line -> samples over the profiles, and all their samples
-    (the total percentages are of, as in the text report's summaries)."""
-    per_file: dict[str, dict[int, int]] = {}
+    (the total percentages are of, as in the text report's summaries).
+    Fields are gathered with map (C speed) and summed with bincount: 64
+    ranks of 6,000 locations each are 384,000 of them."""
+    keys: list[tuple[str, int]] = []
+    counts: list[int] = []
     total = 0
     for r in reports:
-        for loc in r.locations:
-            total += loc.samples
-            if loc.line > 0 and loc.file not in UNKNOWN_FILES and loc.samples:
-                lines = per_file.get(loc.file)
-                if lines is None:
-                    lines = per_file[loc.file] = {}
-                lines[loc.line] = lines.get(loc.line, 0) + loc.samples
+        locs = r.locations
+        samples = list(map(_SAMPLES, locs))
+        total += sum(samples)
+        keys += zip(map(_FILE, locs), map(_LINE, locs), strict=True)
+        counts += samples
+    index: dict[tuple[str, int], int] = {}
+    codes = np.fromiter(map(lambda k: index.setdefault(k, len(index)), keys), dtype=np.int64, count=len(keys))
+    sums = np.bincount(codes, weights=np.asarray(counts, dtype=np.float64), minlength=len(index)) if keys else []
+    per_file: dict[str, dict[int, int]] = {}
+    for (file, line), n in zip(index, np.asarray(sums).tolist(), strict=True):
+        if line > 0 and n and file not in UNKNOWN_FILES:
+            per_file.setdefault(file, {})[line] = int(n)
     return per_file, total
 
 
@@ -71,13 +83,66 @@ def read_text(path: str, budget: int) -> tuple[list[str] | None, str]:
     return lines, f"only the first {len(lines):,} lines are shown (the file is longer)" if cut else ""
 
 
+def _near(reports: Sequence) -> list[str]:
+    """The directories of the documents: where relative file names are looked for."""
+    return list(dict.fromkeys(os.path.dirname(os.path.abspath(r.source)) for r in reports
+                              if r.source and "://" not in r.source))
+
+
 def build_sources(reports: Sequence, read: bool = True) -> list[dict]:
     """The sources section for the profiles `reports` (flat profiles'
     locations: every rank's and thread's)."""
     per_file, total = line_samples(reports)
-    near = list(dict.fromkeys(os.path.dirname(os.path.abspath(r.source)) for r in reports
-                              if r.source and "://" not in r.source))
-    order = sorted(per_file, key=lambda f: (-sum(per_file[f].values()), f))
+    return _section(per_file, total, _near(reports), read)
+
+
+def result_sources(operation: str, inputs: Sequence[Sequence | None], read: bool = True) -> list[dict]:
+    """The sources section of an algebra result, from its inputs' profiles
+    (per input its reports, None for an input without line samples: a
+    CUBE file, a counting report).  diff: the minuend's samples less the
+    subtrahend's per line, "total" the subtrahend's (percentages are of
+    the run compared against); mean: the mean per line and of the totals;
+    merge and cut: the last profile's lines (merge keeps the last input's
+    values, as CUBE does; cut moves no sample to another line)."""
+    tables = [line_samples(r) if r else None for r in inputs]
+    near = _near([r for reports in inputs if reports for r in reports])
+    if operation == "diff":
+        if tables[0] is None or tables[1] is None:
+            return []
+        (a, _), (b, total) = tables
+        per_file = {}
+        for f in a.keys() | b.keys():
+            before, after = b.get(f, {}), a.get(f, {})
+            change = {n: after.get(n, 0) - before.get(n, 0) for n in after.keys() | before.keys()}
+            change = {n: v for n, v in change.items() if v}  # a line unchanged says nothing here
+            if change:
+                per_file[f] = change
+        return _section(per_file, total, near, read)
+    if operation == "mean":
+        if any(t is None for t in tables):
+            return []
+        k = len(tables)
+        per_file = {}
+        for lines, _ in tables:
+            for f, counts in lines.items():
+                mine = per_file.setdefault(f, {})
+                for n, v in counts.items():
+                    mine[n] = mine.get(n, 0) + v
+        per_file = {f: {n: _whole(v / k) for n, v in lines.items()} for f, lines in per_file.items()}
+        return _section(per_file, _whole(sum(t[1] for t in tables) / k), near, read)
+    last = [t for t in tables if t is not None]
+    return _section(*last[-1], near, read) if last else []
+
+
+def _whole(v: float) -> int | float:
+    return int(v) if float(v).is_integer() else v
+
+
+def _section(per_file: dict[str, dict[int, int | float]], total: int | float, near: list[str],
+             read: bool) -> list[dict]:
+    """One entry per file, the most samples first (by size, for a
+    difference), with its text where it can be read."""
+    order = sorted(per_file, key=lambda f: (-sum(abs(v) for v in per_file[f].values()), f))
     out = []
     budget = MAX_TOTAL_BYTES
     for k, file in enumerate(order):

@@ -13,6 +13,7 @@ which the page shows as "-" and leaves out of sums and charts."""
 from __future__ import annotations
 
 import os
+from operator import attrgetter
 
 import numpy as np
 
@@ -23,13 +24,19 @@ from psuite.psprocess.html import sources as src
 
 VERSION = 1
 SIGNIFICANT = 12  # digits kept of a float metric's largest value
+_FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
 
-def build(subject, *, title: str | None = None, read_sources: bool = True) -> dict:
+def build(subject, *, title: str | None = None, read_sources: bool = True,
+          sources: list[dict] | None = None) -> dict:
     """The view of a report or an experiment.  read_sources=False leaves
-    the source files unread (their samples per line are still given)."""
+    the source files unread (their samples per line are still given).
+    sources: an experiment's sources section (sources.result_sources for
+    an algebra result of profiles); an experiment has none otherwise."""
     if isinstance(subject, Experiment):
-        return _from_experiment(subject, title)
+        view = _from_experiment(subject, title)
+        view["sources"] = sources or []
+        return view
     return _from_report(subject, title, read_sources)
 
 
@@ -77,9 +84,9 @@ def _object_files(regions: list[dict], reports: list) -> None:
     "file" where the experiment could only name the object file (a call
     path's frame without line information)."""
     modules: dict[str, str] = {}
-    for r in reports:
-        for loc in r.locations:
-            modules.setdefault(loc.function, loc.module)
+    for r in reversed(reports):  # the first report's object file for a function, as its locations list them
+        locs = r.locations[::-1]
+        modules.update(zip(map(_FUNCTION, locs), map(_MODULE, locs), strict=True))
     objects = set(modules.values())
     for r in reports:
         if r.callpaths is not None:
@@ -175,6 +182,25 @@ def _rounded(f: np.ndarray, finite: np.ndarray) -> np.ndarray:
         return f
     with np.errstate(invalid="ignore", over="ignore"):
         return np.round(f, decimals)
+
+
+def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
+    """An input as experiments.load reads it, and its profiles (a
+    MultiReport's members; None for a CUBE file or counting reports), for
+    the sources of an algebra result."""
+    from psuite.psprocess import experiments
+
+    if experiments.is_cube(source):
+        return experiments.load(source, warn=warn), None
+    from psuite.psprocess import inputs, srcmap
+    from psuite.psprocess.cli import _prepare
+    from psuite.report import ProfileReport
+
+    report = _prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), experiments._derive)
+    exp = experiments.from_report(report)
+    exp.attributes.setdefault("source", source)  # as experiments.load names it
+    reports, _ = _members(report)
+    return exp, reports if isinstance(reports[0], ProfileReport) else None
 
 
 def load_view(source: str, warn=None, *, read_sources: bool = True) -> dict:
