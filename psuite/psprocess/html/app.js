@@ -458,22 +458,34 @@
     sourceBox.append(head);
     if (!src.lines.length) return;
     const [begin, end] = functionRange(region, src);
+    // the hottest line: the most samples (a difference's: the largest gain or
+    // loss), in the function's lines when it has any there, else in the file
     let hot = -1, hotSamples = 0;
-    for (const k in src.samples) {
-      const line = +k, n = src.samples[k];
-      if (line >= begin && line <= end && n > hotSamples) { hot = line; hotSamples = n; }
-    }
-    if (hot < 0) for (const k in src.samples) if (src.samples[k] > hotSamples) { hot = +k; hotSamples = src.samples[k]; }
+    const pick = (inRange) => {
+      for (const k in src.samples) {
+        const line = +k, n = src.samples[k];
+        if ((!inRange || (line >= begin && line <= end)) && Math.abs(n) > Math.abs(hotSamples)) {
+          hot = line; hotSamples = n;
+        }
+      }
+    };
+    pick(true);
+    if (hot < 0) pick(false);
+    const share = (n) => (src.total ? n / src.total * 100 : 0);
     const table = el("table", {class: "lines"});
     let hotRow = null;
     const frag = document.createDocumentFragment();
     src.lines.forEach((text, i) => {
       const line = i + 1, n = src.samples[String(line)] || 0;
-      const p = src.total ? n / src.total * 100 : 0;
+      const p = share(n);
       const tr = el("tr", {"data-line": String(line), "data-samples": String(n), "data-percent": String(p)},
-        el("td", {class: "ln", text: String(line)}), el("td", {class: "num", text: n ? String(n) : ""}),
+        el("td", {class: "ln", text: String(line)}), el("td", {class: "num", text: n ? fmt(n) : ""}),
         el("td", {class: "num", text: n ? p.toFixed(2) + " %" : ""}), el("td", {class: "code", text: text}));
-      if (n) tr.style.background = `rgba(255,${Math.round(200 - 120 * (n / hotSamples))},0,${0.15 + 0.5 * n / hotSamples})`;
+      if (n) {
+        const f = Math.min(Math.abs(n / hotSamples), 1);
+        tr.style.background = DIFF ? (n < 0 ? `rgba(40,170,40,${0.15 + 0.5 * f})` : `rgba(230,40,40,${0.15 + 0.5 * f})`)
+          : `rgba(255,${Math.round(200 - 120 * f)},0,${0.15 + 0.5 * f})`;
+      }
       if (line === hot) { tr.classList.add("hot"); tr.dataset.hot = "1"; hotRow = tr; }
       frag.append(tr);
     });
@@ -481,8 +493,8 @@
     const scroller = el("div", {class: "srcscroll"}, table);
     sourceBox.append(scroller);
     if (hotRow) {
-      head.append(el("span", {class: "hotinfo", text: "  hottest line " + hot + ": " + hotSamples + " samples, "
-        + (src.total ? (hotSamples / src.total * 100).toFixed(2) : "0") + " %"}));
+      head.append(el("span", {class: "hotinfo", text: (DIFF ? "  largest change, line " : "  hottest line ") + hot + ": "
+        + fmt(hotSamples) + " samples, " + share(hotSamples).toFixed(2) + " %"}));
       requestAnimationFrame(() => { scroller.scrollTop = hotRow.offsetTop - scroller.clientHeight / 2; });
     }
   }

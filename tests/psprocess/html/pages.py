@@ -113,6 +113,13 @@ class Page:
         )
         return {int(r): _number(v) for r, v in rows}
 
+    def location_values(self) -> dict[int, float]:
+        rows = self.js(
+            "return Array.from(document.querySelectorAll('[data-tree=system] .row[data-location]'))"
+            ".map(r => [r.dataset.location, r.dataset.value])"
+        )
+        return {int(r): _number(v) for r, v in rows}
+
     def selected_call(self) -> str:
         return self.js("return document.querySelector('[data-tree=call] .row.sel').dataset.region")
 
@@ -130,6 +137,7 @@ class Page:
             const top = tr.offsetTop - box.scrollTop;
             return {line: +tr.dataset.line, samples: +tr.dataset.samples, percent: +tr.dataset.percent,
                     text: tr.textContent, code: tr.querySelector('.code').textContent,
+                    background: getComputedStyle(tr).backgroundColor,
                     visible: top >= 0 && top + tr.offsetHeight <= box.clientHeight};""")
 
     def imbalance(self) -> dict[str, float]:
@@ -163,6 +171,15 @@ class Page:
 
     def click_system_rank(self, rank: int) -> None:
         self._click(f"[data-tree=system] .row[data-rank='{rank}'] .name")
+
+    def toggle_metric(self, name: str) -> None:
+        self._click(f"[data-tree=metric] .row[data-metric='{name}'] .tog")
+
+    def toggle_call(self, region: str) -> None:
+        self._click(f"[data-tree=call] .row[data-region='{region}'] .tog")
+
+    def toggle_rank(self, rank: int) -> None:
+        self._click(f"[data-tree=system] .row[data-rank='{rank}'] .tog")
 
     def set_mode(self, pane: str, mode: str) -> None:
         self.js(

@@ -160,6 +160,12 @@ def line_samples(doc: Path, exe: Path) -> dict[int, int]:
     return out
 
 
+def line_of(marker: str) -> int:
+    """The line of the test program holding `marker`."""
+    [line] = [i for i, text in enumerate(PAGE_SOURCE.splitlines(), 1) if marker in text]
+    return line
+
+
 def total_samples(doc: Path) -> int:
     return int(etree.parse(str(doc)).getroot().findtext(".//totalsamples"))
 
@@ -200,7 +206,7 @@ def test_flat_profile_page_and_source_view(runs, tmp_path, driver, screenshots):
     assert expected["steady"] == pytest.approx(STEADY / PERIOD, rel=0.05)
     # the source view of steady(): its hottest line is the one touching pages
     page.click_call("steady")
-    hot_line = PAGE_SOURCE.splitlines().index(next(x for x in PAGE_SOURCE.splitlines() if "steady's hot line" in x)) + 1
+    hot_line = line_of("steady's hot line")
     per_line = line_samples(doc, runs["exe"])
     hot = page.hot_line()
     assert hot["line"] == hot_line and hot["samples"] == per_line[hot_line]
@@ -254,6 +260,14 @@ def test_difference_page_two_colours(runs, tmp_path, driver, screenshots):
     (r1, g1, _), (r2, g2, _) = colours["steady"], colours["slower"]
     assert g1 > r1 and r2 > g2, colours  # a gain green, a loss red
     assert driver.find_element("id", "diff-legend").is_displayed()
+    # the source view: gains and losses per line, of the subtrahend's samples
+    page.click_call("steady")
+    hot, line = page.hot_line(), line_of("steady's hot line")
+    gained = line_samples(after, runs["exe"])[line] - line_samples(before, runs["exe"])[line]
+    assert hot["line"] == line and hot["samples"] == gained < 0
+    assert hot["percent"] == pytest.approx(100 * gained / total_samples(before), abs=1e-9)
+    [r, g, _] = map(int, re.findall(r"\d+", hot["background"])[:3])
+    assert g > r, hot["background"]  # fewer samples: green
     screenshot(driver, screenshots, "diff-trees")
     page.open_tab("flame")
     screenshot(driver, screenshots, "diff-flame")
@@ -316,4 +330,52 @@ def test_large_profile_is_interactive(tmp_path, driver, screenshots):
     assert {r: int(v) for r, v in ranks.items()} == {r: int(expected[r]) for r in range(64)}
     assert page.selected_call() == "function_0004"
     screenshot(driver, screenshots, "large-64x2000")
+    page.assert_no_console_errors()
+
+
+def test_cube_page_metric_tree_threads_and_modes(tmp_path, driver, screenshots):
+    """A Score-P-shaped CUBE file (2 ranks x 2 threads; time > mpi in the
+    metric tree; two call-tree roots), its values known to the fixture:
+    collapsed nodes show inclusive values and expanded ones exclusive, in
+    the metric tree and the call tree; a call-tree click gives every rank
+    and thread its value; percent of the root."""
+    from tests.psprocess.cube_fixtures import scorep_cube
+
+    cube = scorep_cube(tmp_path / "run.cubex", ranks=2, threads=2)
+    page = load_page(driver, html(tmp_path, cube.path))
+    ex, inc = cube.exclusive, cube.inclusive
+    shown = page.metric_values()
+    assert shown["time"] == pytest.approx(ex["time"].sum() + ex["mpi"].sum(), rel=1e-9)  # time with mpi under it
+    assert shown["visits"] == ex["visits"].sum()
+    page.toggle_metric("time")
+    assert page.metric_values()["time"] == pytest.approx(ex["time"].sum(), rel=1e-9)
+    assert page.metric_values()["mpi"] == pytest.approx(ex["mpi"].sum(), rel=1e-9)
+
+    page.select_metric("visits")
+    rows = {cube.paths[0]: 0, cube.paths[2]: 2, cube.paths[6]: 6}  # main, main/solve, worker
+    calls = {name: v for name, v in page.call_values().values()}
+    assert calls["main"] == ex["visits"][rows[("main",)]].sum()  # expanded: exclusive
+    assert calls["solve"] == inc["visits"][rows[("main", "solve")]].sum()  # collapsed: inclusive
+    page.toggle_call("main")  # collapsed now: inclusive
+    assert {name: v for name, v in page.call_values().values()}["main"] == inc["visits"][0].sum()
+    page.toggle_call("main")
+
+    page.click_call("solve")
+    solve = inc["visits"][2]
+    by_rank: dict[int, int] = {}
+    for j, (_, rank, _, _) in enumerate(cube.locations):
+        by_rank[rank] = by_rank.get(rank, 0) + int(solve[j])
+    assert page.rank_values() == by_rank
+    for rank in by_rank:
+        page.toggle_rank(rank)
+    threads = page.location_values()
+    assert threads == {j: int(solve[j]) for j in range(len(cube.locations))}
+
+    page.set_mode("call", "root")
+    percent = {name: v for name, v in page.call_values().values()}["solve"]
+    assert percent == pytest.approx(100 * solve.sum() / (inc["visits"][0].sum() + inc["visits"][6].sum()), rel=1e-9)
+    screenshot(driver, screenshots, "cube-trees")
+    page.open_tab("flame")
+    page.open_tab("charts")
+    screenshot(driver, screenshots, "cube-charts")
     page.assert_no_console_errors()
