@@ -211,3 +211,96 @@ def load_page(driver, path: Path) -> Page:
     page.wait("return window.psuiteReady !== undefined")
     page.assert_no_console_errors()
     return page
+
+
+def hand_view(**changes) -> dict:
+    """A small view written by hand (psuite.psprocess.html's schema), for
+    the shapes real runs rarely give: missing values, derived metrics,
+    several roots and machines, a difference, a source without lines."""
+    view = {
+        "psuite_view": 1,
+        "title": "hand-made <view> & co",
+        "kind": "cube",
+        "difference": False,
+        "context": [["Command", "./app --x"], ["Ranks", "2"]],
+        "dropped": [{"event": "PAPI_FP_OPS", "why": "not supported by this processor"}],
+        "metrics": [
+            {
+                "name": "time",
+                "display": "Time",
+                "unit": "sec",
+                "description": "",
+                "parent": None,
+                "integer": False,
+                "derived": False,
+            },
+            {
+                "name": "mpi",
+                "display": "MPI",
+                "unit": "sec",
+                "description": "",
+                "parent": 0,
+                "integer": False,
+                "derived": False,
+            },
+            {
+                "name": "ratio",
+                "display": "Ratio",
+                "unit": "",
+                "description": "",
+                "parent": None,
+                "integer": False,
+                "derived": True,
+            },
+        ],
+        "regions": [
+            {"name": "main", "module": "app", "file": "app.c", "line": 1},
+            {"name": "work", "module": "app", "file": "app.c", "line": 5},
+            {"name": "other", "module": "app", "file": "gone.c", "line": 3},
+            {"name": "worker", "module": "app", "file": None, "line": None},
+        ],
+        "cnodes": {"region": [0, 1, 2, 3, 1], "parent": [-1, 0, 0, -1, 3], "line": [-1, 2, 3, -1, -1]},
+        "locations": [
+            {"machine": "m1", "node": "n1", "rank": 0, "thread": 0, "label": "n1/rank 0/thread 0"},
+            {"machine": "m1", "node": "n1", "rank": 0, "thread": 1, "label": "n1/rank 0/thread 1"},
+            {"machine": "m2", "node": "n2", "rank": 1, "thread": 0, "label": "n2/rank 1/thread 0"},
+        ],
+        "values": {
+            "time": {
+                "exclusive": [1, 2, None, 4, 5, None, 0, 0, 0, 1.5, 2.5, 3.5, None, None, None],
+                "inclusive": None,
+            },
+            "mpi": {"exclusive": [0.5] * 15, "inclusive": None},
+            "ratio": {"exclusive": [0.1] * 15, "inclusive": [0.2, 0.3, None, 0.1, 0.1, 0.1, 0, 0, 0, 1, 1, 1, 2, 2, 2]},
+        },
+        "sources": [
+            {
+                "file": "app.c",
+                "path": "/src/app.c",
+                "lines": ["int main() {", "  work();", "}", "", "void work() {}"],
+                "samples": {"2": 3, "5": 7, "99": 1},
+                "total": 20,
+                "note": "",
+            },
+            {"file": "gone.c", "path": None, "lines": [], "samples": {"3": 4}, "total": 20, "note": "not found"},
+        ],
+    }
+    view.update(changes)
+    return view
+
+
+def exercise(page: Page) -> None:
+    """Every tab, every mode, a click on every row's name and [+]/[-]."""
+    page.js("""
+        const clickAll = (sel) => { for (const e of Array.from(document.querySelectorAll(sel))) e.click(); };
+        for (const b of document.querySelectorAll('nav button')) b.click();
+        document.querySelector('nav button').click();
+        for (const s of document.querySelectorAll('select[data-mode]')) {
+          for (const o of s.options) { s.value = o.value; s.dispatchEvent(new Event('change')); }
+        }
+        for (let round = 0; round < 2; round++) {
+          clickAll('.tree .row .tog');
+          clickAll('.tree .row .name');
+        }
+        for (const b of document.querySelectorAll('nav button')) b.click();
+        document.querySelector('nav button').click();""")

@@ -25,7 +25,7 @@ import pytest
 from lxml import etree
 
 from tests.conftest import run_tool
-from tests.psprocess.html.pages import PAGE_SOURCE, load_page, ranks_of, screenshot
+from tests.psprocess.html.pages import PAGE_SOURCE, exercise, hand_view, load_page, ranks_of, screenshot
 
 PERIOD = 10
 STEADY, SLOWER = 20000, 4000  # pages each function touches in the single runs
@@ -379,3 +379,49 @@ def test_cube_page_metric_tree_threads_and_modes(tmp_path, driver, screenshots):
     page.open_tab("charts")
     screenshot(driver, screenshots, "cube-charts")
     page.assert_no_console_errors()
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"difference": True, "kind": "difference"},
+        {"kind": "counts"},
+        {
+            "metrics": [],
+            "regions": [],
+            "cnodes": {"region": [], "parent": [], "line": []},
+            "locations": [],
+            "values": {},
+            "sources": [],
+            "context": [],
+            "dropped": [],
+        },
+        {
+            "cnodes": {"region": [], "parent": [], "line": []},
+            "sources": [],
+            "values": {
+                "time": {"exclusive": [], "inclusive": None},
+                "mpi": {"exclusive": [], "inclusive": None},
+                "ratio": {"exclusive": [], "inclusive": []},
+            },
+        },
+    ],
+    ids=["shapes", "difference", "counts", "empty", "no-call-paths"],
+)
+def test_hand_made_views_never_log_an_error(changes, tmp_path, driver):
+    """Views in shapes real runs rarely give (missing values, derived
+    metrics, two machines, nothing at all): every tab, mode and row
+    clicked, and the console stays free of errors."""
+    from psuite.psprocess.html.page import render
+
+    path = tmp_path / "hand.html"
+    view = hand_view(**changes)
+    path.write_text(render(view), encoding="utf-8")
+    page = load_page(driver, path)
+    exercise(page)
+    page.assert_no_console_errors()
+    assert page.js("return document.title") == view["title"]
+    if view["dropped"]:
+        page.open_tab("context")
+        assert page.js("return document.querySelector('#dropped td').textContent") == view["dropped"][0]["why"]
