@@ -191,7 +191,8 @@
   }
 
   // ---- a lazy tree widget ------------------------------------------------
-  // spec: {pane, roots, kids(id), label(id), attrs(id), raw(id, open), max(), onSelect(id), selected()}
+  // spec: {pane, roots, kids(id), label(id), attrs(id), raw(id, open), max() or rootOf(id) (colours and
+  // percent of the root against each node's own root), integer(id), sort(ids), onSelect(id), onToggle(id), selected()}
   class Tree {
     constructor(spec) {
       this.s = spec;
@@ -213,6 +214,7 @@
       const r = el("div", {class: "row", ...this.s.attrs(id)});
       r.dataset.id = id;
       r.style.paddingLeft = (level * 14 + 2) + "px";
+      r.dataset.level = level;
       r.append(el("span", {class: "tog", text: hasKids ? (isOpen ? "[-]" : "[+]") : ""}),
         el("span", {class: "sq"}), el("span", {class: "val"}), el("span", {class: "name", text: this.s.label(id)}));
       r.dataset.open = isOpen ? "1" : "0";
@@ -230,7 +232,7 @@
       const r = this.rows.get(id);
       if (!r) return;
       const wrap = r.parentNode;
-      const level = Math.round((parseFloat(r.style.paddingLeft) - 2) / 14);
+      const level = +r.dataset.level;
       if (this.open.has(id)) {
         this.open.delete(id);
         if (wrap.children[1]) {
@@ -265,7 +267,8 @@
       const mode = S.modes[this.s.pane];
       if (mode === "root") {
         let t = 0;
-        for (const r of this.s.roots) { const x = this.s.raw(r, false); if (x === x) t += x; }
+        if (this.s.rootOf) t = this.s.raw(this.s.rootOf(id), false); // the metric tree: each metric's own root
+        else for (const r of this.s.roots) { const x = this.s.raw(r, false); if (x === x) t += x; }
         return t ? v / t * 100 : NaN;
       }
       if (mode === "sel") {
@@ -277,14 +280,15 @@
     }
     update() {
       const mode = S.modes[this.s.pane];
-      const max = this.s.max();
+      const max = this.s.rootOf ? null : this.s.max();
       const sel = this.s.selected();
       for (const [id, r] of this.rows) {
         const raw = this.shown(id);
         const v = this.display(id);
         r.dataset.value = Number.isFinite(v) ? String(v) : "";
         r.children[2].textContent = mode === "abs" ? fmt(v, this.s.integer(id)) : pct(v);
-        r.children[1].style.background = colour(raw, max);
+        // metrics of different units: each coloured against its own root
+        r.children[1].style.background = colour(raw, max === null ? Math.abs(this.s.raw(this.s.rootOf(id), false)) : max);
         r.classList.toggle("sel", id === sel);
       }
       if (this.info) this.info();
@@ -341,11 +345,7 @@
         + (metrics[i].summable || NL === 1 ? "" : " [mean]"),
       attrs: (i) => ({"data-metric": metrics[i].name, title: metrics[i].description || metrics[i].name}),
       raw: (i, open) => metricTotal(open ? [i] : metricSubtree(i)),
-      max: () => {
-        let m = 0;
-        for (const r of metricRoots) { const v = Math.abs(metricTotal(metricSubtree(r))); if (v > m) m = v; }
-        return m;
-      },
+      rootOf: (i) => { while (metrics[i].parent != null) i = metrics[i].parent; return i; },
       integer: (i) => metrics[i].integer,
       selected: () => S.metric,
       onSelect: (i) => { S.metric = i; metricChanged(); },
@@ -690,7 +690,17 @@
   function main() {
     const header = el("header", null, el("h1", {text: V.title}),
       el("span", {class: "kind", text: V.kind + " · " + NC + " call nodes · " + NL + " locations"}));
-    if (DIFF) {
+    if (V.dropped.length) {
+      header.append(el("span", {class: "warn", id: "dropped-note", text: V.dropped.length + " event"
+        + (V.dropped.length > 1 ? "s" : "") + " not measured: " + V.dropped.map((d) => d.event).join(", ")
+        + " (see Context)"}));
+    }
+    if (!DIFF) {
+      const bar = el("span", {class: "legend", id: "colour-legend"}, "low ");
+      for (let i = 0; i <= 8; i++) bar.append(el("span", {class: "sq", style: "background:" + colour(i, 8)}));
+      bar.append(" high");
+      header.append(bar);
+    } else {
       header.append(el("span", {class: "legend", id: "diff-legend"},
         el("span", {class: "sq", style: "background:rgb(40,170,40)"}), " less (a gain)  ",
         el("span", {class: "sq", style: "background:rgb(230,60,60)"}), " more (a loss)"));

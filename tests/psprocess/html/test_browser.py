@@ -350,6 +350,11 @@ def test_cube_page_metric_tree_threads_and_modes(tmp_path, driver, screenshots):
     page.toggle_metric("time")
     assert page.metric_values()["time"] == pytest.approx(ex["time"].sum(), rel=1e-9)
     assert page.metric_values()["mpi"] == pytest.approx(ex["mpi"].sum(), rel=1e-9)
+    page.set_mode("metric", "root")  # CUBE's own root percent: each metric against its root, collapsed
+    percents = page.metric_values()
+    assert percents["mpi"] == pytest.approx(100 * ex["mpi"].sum() / (ex["time"].sum() + ex["mpi"].sum()), rel=1e-9)
+    assert percents["visits"] == pytest.approx(100.0)
+    page.set_mode("metric", "abs")
 
     page.select_metric("visits")
     rows = {cube.paths[0]: 0, cube.paths[2]: 2, cube.paths[6]: 6}  # main, main/solve, worker
