@@ -123,6 +123,9 @@
     return d;
   }
 
+  // "Time (sec)"; names that say their unit already ("CPU time (seconds)") as they are
+  const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") ? m.display + " (" + m.unit + ")" : m.display);
+
   // A metric's summable descendants (with itself): what its collapsed node stands for.
   function metricSubtree(i) {
     const out = [i];
@@ -341,7 +344,7 @@
     metricTree = new Tree({
       pane: "metric", roots: metricRoots, key: Number,
       kids: (i) => metrics[i].kids,
-      label: (i) => metrics[i].display + (metrics[i].unit ? " (" + metrics[i].unit + ")" : "")
+      label: (i) => withUnit(metrics[i])
         + (metrics[i].summable || NL === 1 ? "" : " [mean]"),
       attrs: (i) => ({"data-metric": metrics[i].name, title: metrics[i].description || metrics[i].name}),
       raw: (i, open) => metricTotal(open ? [i] : metricSubtree(i)),
@@ -567,7 +570,8 @@
         for (let l = 0; l < NL; l++) {
           per[l] = aggregateRoots(d, l, m.summable);
         }
-        return {name: m.display, per, derived: !m.summable};
+        return {name: withUnit(m), per,
+          event: m.summable && m.integer, summable: m.summable};
       });
     }
     if (S.metric < 0) return [];
@@ -605,20 +609,29 @@
     const locLabels = V.locations.map((l) => l.label || "rank " + l.rank + " thread " + l.thread);
     const cols = columns();
     if (V.kind === "counts") {
-      const events = cols.filter((c) => !c.derived), derived = cols.filter((c) => c.derived);
-      const total = (c) => { let s = 0; for (const v of c.per) if (v === v) s += v; return s; };
-      const mean = (c) => { let s = 0, k = 0; for (const v of c.per) if (v === v) { s += v; k++; } return k ? s / k : NaN; };
-      if (events.length) {
-        const div = el("div", {class: "plot", id: "counts-plot"});
-        box.append(el("h3", {text: "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : "")}), div);
-        plotly().newPlot(div, [{type: "bar", x: events.map((c) => c.name), y: events.map(total)}],
-          {yaxis: {type: "log", title: {text: "count"}}, margin: {t: 10, b: 120}, height: 380}, PLOT_CONFIG);
-      }
-      if (derived.length) {
-        const div = el("div", {class: "plot", id: "derived-plot"});
-        box.append(el("h3", {text: "Derived metrics" + (NL > 1 ? " (mean over locations)" : "")}), div);
-        plotly().newPlot(div, [{type: "bar", x: derived.map((c) => c.name), y: derived.map(mean), marker: {color: "#d62"}}],
-          {margin: {t: 10, b: 120}, height: 380}, PLOT_CONFIG);
+      // events (counts) in one chart, times and derived metrics (ratios, rates)
+      // in another: bars with their values written, a log axis where all are positive
+      const events = cols.filter((c) => c.event), others = cols.filter((c) => !c.event);
+      const value = (c) => {
+        let s = 0, k = 0;
+        for (const v of c.per) if (v === v) { s += v; k++; }
+        return k === 0 ? NaN : c.summable ? s : s / k;
+      };
+      const bars = (id, title, list, colour) => {
+        const div = el("div", {class: "plot", id});
+        box.append(el("h3", {text: title}), div);
+        const x = list.map(value);
+        const log = x.every((v) => v > 0) && Math.max(...x) / Math.min(...x) > 100;
+        plotly().newPlot(div, [{type: "bar", orientation: "h", y: list.map((c) => c.name), x,
+          text: x.map((v) => fmt(v)), textposition: "auto", hovertemplate: "%{y}: %{text}<extra></extra>",
+          marker: {color: DIFF ? x.map((v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)")) : colour}}],
+        {xaxis: {type: log ? "log" : "linear"}, yaxis: {automargin: true, autorange: "reversed"},
+          margin: {t: 10, r: 20}, height: 120 + 32 * list.length}, PLOT_CONFIG);
+      };
+      if (events.length) bars("counts-plot", "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : ""), events, "#36c");
+      if (others.length) {
+        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (times summed, ratios the mean over locations)" : ""),
+          others, "#d62");
       }
     } else if (NL === 1 && cols.length) {
       const top = cols.slice(0, 30);
