@@ -194,6 +194,7 @@
   }
 
   // ---- a lazy tree widget ------------------------------------------------
+  const CHUNK = 400; // children laid out at once; a "... N more" row gives the rest
   // spec: {pane, roots, kids(id), label(id), attrs(id), raw(id, open), max() or rootOf(id) (colours and
   // percent of the root against each node's own root), integer(id), sort(ids), onSelect(id), onToggle(id), selected()}
   class Tree {
@@ -228,8 +229,26 @@
     }
     kidsBox(id, level) {
       const box = el("div", {class: "kids"});
-      for (const k of this.sorted(this.s.kids(id))) box.append(this.row(k, level));
+      this.appendKids(box, this.sorted(this.s.kids(id)), 0, level);
       return box;
+    }
+    // children CHUNK at a time (the largest first): a flat profile's 2,000
+    // functions need not all be laid out before the page answers
+    appendKids(box, kids, from, level) {
+      const end = Math.min(kids.length, from + CHUNK);
+      for (let i = from; i < end; i++) box.append(this.row(kids[i], level));
+      if (end < kids.length) {
+        const more = el("div", {class: "more", "data-more": String(kids.length - end),
+          text: "... " + (kids.length - end).toLocaleString("en-US") + " more"});
+        more.style.paddingLeft = (level * 14 + 30) + "px";
+        more.addEventListener("click", (ev) => {
+          ev.stopPropagation();
+          more.remove();
+          this.appendKids(box, kids, end, level);
+          this.update();
+        });
+        box.append(more);
+      }
     }
     toggle(id) {
       const r = this.rows.get(id);
@@ -280,6 +299,14 @@
         return t ? v / t * 100 : NaN;
       }
       return v;
+    }
+    // a new selection: only the marks move, unless values are relative to it
+    reselect() {
+      if (S.modes[this.s.pane] === "sel") { this.update(); return; }
+      for (const r of this.box.querySelectorAll(".row.sel")) r.classList.remove("sel");
+      const r = this.rows.get(this.s.selected());
+      if (r) r.classList.add("sel");
+      if (this.info) this.info();
     }
     update() {
       const mode = S.modes[this.s.pane];
@@ -377,7 +404,7 @@
       },
       integer: curInteger,
       selected: () => S.cnode,
-      onSelect: (c) => { S.cnode = c; callChanged(); },
+      onSelect: (c) => { S.cnode = c; callTree.reselect(); systemChanged(); },
       onToggle: (c) => { callTree.update(); if (c === S.cnode) callChanged(); },
     });
 
@@ -396,7 +423,7 @@
       max: () => { let m = 0; for (const v of locVals) if (Math.abs(v) > m) m = Math.abs(v); return m; },
       integer: curInteger,
       selected: () => S.sys,
-      onSelect: (id) => { S.sys = id; sysTree.update(); },
+      onSelect: (id) => { S.sys = id; sysTree.reselect(); },
       onToggle: () => sysTree.update(),
     });
 
@@ -430,6 +457,9 @@
   }
   function callChanged() {
     callTree.update();
+    systemChanged();
+  }
+  function systemChanged() {
     locVals = locationValues();
     sysTree.update();
     showSource();

@@ -301,6 +301,7 @@ def exercise(page: Page) -> None:
         for (let round = 0; round < 2; round++) {
           clickAll('.tree .row .tog');
           clickAll('.tree .row .name');
+          clickAll('.tree .more');
         }
         for (const b of document.querySelectorAll('nav button')) b.click();
         document.querySelector('nav button').click();""")

@@ -430,3 +430,44 @@ def test_hand_made_views_never_log_an_error(changes, tmp_path, driver):
     if view["dropped"]:
         page.open_tab("context")
         assert page.js("return document.querySelector('#dropped td').textContent") == view["dropped"][0]["why"]
+
+
+def test_many_children_are_laid_out_a_chunk_at_a_time(tmp_path, driver):
+    """A root with 1,000 functions: the largest first, the rest behind a
+    "... N more" row that lays them out when clicked, values and all."""
+    from psuite.psprocess.html.page import render
+
+    n = 1000
+    values = [0] + [(i * 7919) % 1000 + 1 for i in range(n)]  # distinct orders of value and index
+    view = hand_view(
+        metrics=[
+            {
+                "name": "samples",
+                "display": "Samples",
+                "unit": "occ",
+                "description": "",
+                "parent": None,
+                "integer": True,
+                "derived": False,
+            }
+        ],
+        regions=[{"name": "app", "module": "", "file": None, "line": None}]
+        + [{"name": f"f{i}", "module": "", "file": None, "line": None} for i in range(n)],
+        cnodes={"region": list(range(n + 1)), "parent": [-1] + [0] * n, "line": [-1] * (n + 1)},
+        locations=[{"machine": "m", "node": "n", "rank": 0, "thread": 0, "label": "n/0/0"}],
+        values={"samples": {"exclusive": values, "inclusive": None}},
+        sources=[],
+    )
+    path = tmp_path / "wide.html"
+    path.write_text(render(view), encoding="utf-8")
+    page = load_page(driver, path)
+    shown = page.call_values()
+    more = int(page.js("return document.querySelector('[data-tree=call] .more').dataset.more"))
+    assert len(shown) - 1 + more == n and more > 0  # the root, a first chunk, the rest waiting
+    first = sorted(v for c, (_, v) in shown.items() if c)
+    assert first == sorted(values[1:])[-len(first) :]  # the first chunk: the largest values
+    while page.count("[data-tree=call] .more"):
+        page.js("document.querySelector('[data-tree=call] .more').click()")
+    shown = page.call_values()
+    assert {c: v for c, (_, v) in shown.items()} == dict(enumerate(values))
+    page.assert_no_console_errors()
