@@ -52,8 +52,6 @@
   const fill = childStart.slice(0, NC);
   for (let c = 0; c < NC; c++) if (parent[c] >= 0) childList[fill[parent[c]]++] = c;
   const cnodeKids = (c) => Array.from(childList.subarray(childStart[c], childStart[c + 1]));
-  const depth = new Int32Array(NC);
-  for (let c = 0; c < NC; c++) depth[c] = parent[c] < 0 ? 0 : depth[parent[c]] + 1;
 
   // ---- metrics: values per (cnode, location) in typed arrays -------------
   const metrics = V.metrics.map((m, i) => ({
@@ -551,8 +549,15 @@
   const FLAME_MIN = 0.001; // least share of the total a block of the icicle needs
   function drawFlame(box) {
     box.textContent = "";
-    const d = curData();
     if (S.metric < 0 || NC === 0) return;
+    // sizes must add up: a ratio (a derived metric) gives way to the first metric that does
+    let d = curData(), shownName = metricName();
+    if (!d.summable) {
+      const m = metrics.find((x) => x.summable);
+      if (!m) { box.append(el("p", {class: "note", text: "No metric here adds up along the call tree."})); return; }
+      d = metricData([m.index]);
+      shownName = m.display + " (" + metricName() + " does not add up along the call tree)";
+    }
     // plotly's "total" branch values: each node's inclusive value, non-negative
     // (a difference's magnitudes, coloured by sign), recomputed here so that
     // every parent holds at least the sum of its children
@@ -584,7 +589,7 @@
       marker: DIFF ? {colors: colours, colorscale: [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]],
         cmid: 0, showscale: true} : {colors: colours, colorscale: "YlOrRd", reversescale: true, showscale: true}};
     const div = el("div", {class: "plot", id: "flame-plot"});
-    box.append(el("p", {class: "note", text: "Icicle of the call tree (" + metricName()
+    box.append(el("p", {class: "note", text: "Icicle of the call tree (" + shownName
       + (DIFF ? ": sizes are magnitudes, colour the signed change" : "") + "). Click a block to zoom in."
       + (kept < NC ? " " + (NC - kept) + " call paths under " + FLAME_MIN * 100 + " % of the total are left out." : "")}), div);
     plotly().newPlot(div, [trace], {margin: {t: 10, l: 10, r: 10, b: 10}, height: 560}, PLOT_CONFIG);

@@ -25,8 +25,11 @@ def _asset(name: str) -> str:
 
 
 def embed_json(view: dict) -> str:
-    """JSON safe inside <script>: no "</" can end the element early."""
-    return json.dumps(view, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """JSON safe inside <script>: with no "<" at all, neither "</script>" nor
+    "<!--" (which switches the HTML parser into a state where "<script>"
+    nests) can occur in it; "<" appears only inside JSON strings, where
+    \\u003c reads back as the same character."""
+    return json.dumps(view, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 def render(view: dict) -> str:

@@ -510,3 +510,12 @@ def test_cube_file_view_through_the_cli(tmp_path):
     line = one_line_error(run_tool("psprocess", "--html", str(tmp_path / "b.html"), "--cube",
                                    str(tmp_path / "b.cubex"), cube.path), "psprocess")
     assert "--cube" in line and not (tmp_path / "b.html").exists()
+
+
+def test_embedded_json_has_no_markup_a_source_line_could_break_the_page_with():
+    # a source line such as `<!-- <script>` puts the HTML parser in the
+    # escaped script state, where a later "</script>" no longer ends the element
+    view = {"title": "t", "text": ["/* <!-- <script> */", "x = 1; // </script><b>", "a < b"]}
+    text = page.embed_json(view)
+    assert "<" not in text
+    assert json.loads(text) == view
