@@ -1,2 +1,784 @@
-// psuite report page: draws the view embedded in #psuite-view (see psuite/psprocess/html/__init__.py)
+// psuite report page: draws the view embedded in #psuite-view (its schema:
+// psuite/psprocess/html/__init__.py).  Plain JavaScript, no network; charts
+// only through plotly.js, which the page carries inline.
+//
+// CUBE's display (user guide 1.5): metric tree | call tree | system tree,
+// selection flowing left to right; a collapsed node shows its inclusive
+// value, an expanded one its exclusive value.  Trees are built lazily
+// (a node's children only when it is expanded) and values are computed once
+// per metric in typed arrays, so 64 ranks x 2,000 functions opens fast.
 "use strict";
+(function () {
+  const V = JSON.parse(document.getElementById("psuite-view").textContent);
+  const NC = V.cnodes.region.length;
+  const NL = V.locations.length;
+  const DIFF = !!V.difference;
+
+  // ---- small DOM helpers -------------------------------------------------
+  function el(tag, attrs, ...kids) {
+    const e = document.createElement(tag);
+    if (attrs) for (const k in attrs) {
+      if (k === "class") e.className = attrs[k];
+      else if (k === "text") e.textContent = attrs[k];
+      else if (k.startsWith("on")) e.addEventListener(k.slice(2), attrs[k]);
+      else e.setAttribute(k, attrs[k]);
+    }
+    for (const k of kids) if (k != null) e.append(k);
+    return e;
+  }
+
+  function fmt(v, integer) {
+    if (v === null || Number.isNaN(v)) return "-";
+    if (!Number.isFinite(v)) return String(v);
+    if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString("en-US");
+    const a = Math.abs(v);
+    if (integer && a >= 1) return Math.round(v).toLocaleString("en-US");
+    if (a !== 0 && (a >= 1e6 || a < 1e-3)) return v.toExponential(3);
+    return v.toLocaleString("en-US", {maximumSignificantDigits: 5});
+  }
+  const pct = (v) => (Number.isFinite(v) ? v.toFixed(2) + " %" : "-");
+
+  // ---- the call tree's structure: children lists (CSR), roots ------------
+  const parent = Int32Array.from(V.cnodes.parent);
+  const regionOf = Int32Array.from(V.cnodes.region);
+  const childCount = new Int32Array(NC);
+  const roots = [];
+  for (let c = 0; c < NC; c++) {
+    if (parent[c] < 0) roots.push(c); else childCount[parent[c]]++;
+  }
+  const childStart = new Int32Array(NC + 1);
+  for (let c = 0; c < NC; c++) childStart[c + 1] = childStart[c] + childCount[c];
+  const childList = new Int32Array(Math.max(NC - roots.length, 0));
+  const fill = childStart.slice(0, NC);
+  for (let c = 0; c < NC; c++) if (parent[c] >= 0) childList[fill[parent[c]]++] = c;
+  const cnodeKids = (c) => Array.from(childList.subarray(childStart[c], childStart[c + 1]));
+
+  // ---- metrics: values per (cnode, location) in typed arrays -------------
+  const metrics = V.metrics.map((m, i) => ({
+    ...m, index: i, kids: [],
+    // ratios and least/greatest values do not add up over cnodes or ranks
+    summable: !m.derived && V.values[m.name] && V.values[m.name].inclusive == null,
+  }));
+  const metricRoots = [];
+  metrics.forEach((m) => (m.parent == null ? metricRoots : metrics[m.parent].kids).push(m.index));
+
+  function floats(list) {
+    const a = new Float64Array(list.length);
+    for (let i = 0; i < list.length; i++) a[i] = list[i] === null ? NaN : list[i];
+    return a;
+  }
+
+  // Over locations: a sum for summable metrics, else the mean (NaN left out).
+  function aggregate(arr, base, n, summable) {
+    let s = 0, k = 0;
+    for (let i = 0; i < n; i++) { const v = arr[base + i]; if (v === v) { s += v; k++; } }
+    if (k === 0) return NaN;
+    return summable ? s : s / k;
+  }
+
+  const dataCache = new Map();
+  // {exc, inc: Float64Array(NC*NL); excT, incT: Float64Array(NC) over all locations}
+  function metricData(ids) {
+    const key = ids.join(",");
+    let d = dataCache.get(key);
+    if (d) return d;
+    const summable = ids.every((i) => metrics[i].summable);
+    let exc, inc;
+    if (ids.length === 1) {
+      const vals = V.values[metrics[ids[0]].name] || {exclusive: new Array(NC * NL).fill(null)};
+      exc = floats(vals.exclusive);
+      inc = vals.inclusive != null ? floats(vals.inclusive) : null;
+    } else {
+      exc = new Float64Array(NC * NL);
+      for (const i of ids) {
+        const e = metricData([i]).exc;
+        for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] += e[j];
+      }
+    }
+    if (inc === null || inc === undefined) {
+      // sum exclusive values up the tree: parents come first, so walk back
+      inc = new Float64Array(NC * NL);
+      for (let j = 0; j < inc.length; j++) inc[j] = exc[j] === exc[j] ? exc[j] : 0;
+      for (let c = NC - 1; c >= 0; c--) {
+        const p = parent[c];
+        if (p < 0) continue;
+        const cb = c * NL, pb = p * NL;
+        for (let l = 0; l < NL; l++) inc[pb + l] += inc[cb + l];
+      }
+      // a leaf whose only value is missing stays missing
+      for (let c = 0; c < NC; c++) {
+        if (childCount[c] !== 0) continue;
+        for (let l = 0; l < NL; l++) if (exc[c * NL + l] !== exc[c * NL + l]) inc[c * NL + l] = NaN;
+      }
+    }
+    const excT = new Float64Array(NC), incT = new Float64Array(NC);
+    for (let c = 0; c < NC; c++) {
+      excT[c] = aggregate(exc, c * NL, NL, summable);
+      incT[c] = aggregate(inc, c * NL, NL, summable);
+    }
+    d = {exc, inc, excT, incT, summable};
+    dataCache.set(key, d);
+    return d;
+  }
+
+  // "Time (sec)"; names that say their unit already ("CPU time (seconds)") as they are
+  const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") ? m.display + " (" + m.unit + ")" : m.display);
+
+  // A metric's summable descendants (with itself): what its collapsed node stands for.
+  function metricSubtree(i) {
+    const out = [i];
+    if (!metrics[i].summable) return out;
+    for (const k of metrics[i].kids) if (metrics[k].summable) out.push(...metricSubtree(k));
+    return out;
+  }
+
+  // The metric tree's value of a metric: over every root cnode and location.
+  function metricTotal(ids) {
+    const d = metricData(ids);
+    let s = 0, k = 0;
+    for (const r of roots) { const v = d.incT[r]; if (v === v) { s += v; k++; } }
+    if (k === 0) return NaN;
+    return d.summable ? s : s / k;
+  }
+
+  // ---- the system tree: machine > node > rank > thread -------------------
+  const sysNodes = []; // {id, kind, name, kids: [ids], locs: [location indices], loc?}
+  (function buildSystem() {
+    const byKey = new Map();
+    function node(key, kind, name, parentNode) {
+      let n = byKey.get(key);
+      if (!n) {
+        n = {id: sysNodes.length, kind, name, kids: [], locs: []};
+        sysNodes.push(n); byKey.set(key, n);
+        if (parentNode) parentNode.kids.push(n.id);
+      }
+      return n;
+    }
+    V.locations.forEach((loc, l) => {
+      const m = node("m\0" + loc.machine, "machine", loc.machine || "machine", null);
+      const h = node("n\0" + loc.machine + "\0" + loc.node, "node", loc.node || "node", m);
+      const r = node("r\0" + loc.machine + "\0" + loc.node + "\0" + loc.rank, "rank", "rank " + loc.rank, h);
+      r.rank = loc.rank;
+      const t = node("t\0" + l, "thread", loc.label || "thread " + loc.thread, r);
+      t.loc = l;
+      for (const n of [m, h, r, t]) n.locs.push(l);
+    });
+  })();
+  const sysRoots = sysNodes.filter((n) => n.kind === "machine").map((n) => n.id);
+
+  // ---- state -------------------------------------------------------------
+  const S = {
+    metric: metricRoots.length ? metricRoots[0] : -1,
+    cnode: roots.length ? roots[0] : -1,
+    sys: sysRoots.length ? sysRoots[0] : -1,
+    modes: {metric: "abs", call: "abs", system: "abs"},
+  };
+
+  // ---- colours: CUBE's blue > cyan > green > yellow > red; differences
+  // green (less: a gain) and red (more: a loss) ----------------------------
+  const STOPS = [[0, 0, 255], [0, 255, 255], [0, 255, 0], [255, 255, 0], [255, 0, 0]];
+  function colour(v, max) {
+    if (!(v === v) || !(max > 0)) return "#ddd";
+    let f = Math.min(Math.abs(v) / max, 1);
+    if (DIFF) {
+      if (v === 0) return "#fff";
+      const g = Math.round(235 - 175 * f);
+      return v < 0 ? `rgb(${g - 20},${Math.round(200 - 60 * f) + 30},${g - 20})` : `rgb(230,${g - 40},${g - 40})`;
+    }
+    f *= STOPS.length - 1;
+    const i = Math.min(Math.floor(f), STOPS.length - 2), t = f - i;
+    const c = STOPS[i].map((a, k) => Math.round(a + (STOPS[i + 1][k] - a) * t));
+    return `rgb(${c[0]},${c[1]},${c[2]})`;
+  }
+
+  // ---- a lazy tree widget ------------------------------------------------
+  const CHUNK = 400; // children laid out at once; a "... N more" row gives the rest
+  // spec: {pane, roots, kids(id), label(id), attrs(id), raw(id, open), max() or rootOf(id) (colours and
+  // percent of the root against each node's own root), integer(id), sort(ids), onSelect(id), onToggle(id), selected()}
+  class Tree {
+    constructor(spec) {
+      this.s = spec;
+      this.open = new Set(spec.initiallyOpen || []);
+      this.rows = new Map();
+      this.box = el("div", {class: "tree", "data-tree": spec.pane});
+      this.box.addEventListener("click", (ev) => this.click(ev));
+    }
+    render() {
+      this.rows.clear();
+      this.box.textContent = "";
+      for (const id of this.sorted(this.s.roots)) this.box.append(this.row(id, 0));
+      this.update();
+    }
+    sorted(ids) { return this.s.sort ? this.s.sort(ids) : ids; }
+    row(id, level) {
+      const hasKids = this.s.kids(id).length > 0;
+      const isOpen = hasKids && this.open.has(id);
+      const r = el("div", {class: "row", ...this.s.attrs(id)});
+      r.dataset.id = id;
+      r.style.paddingLeft = (level * 14 + 2) + "px";
+      r.dataset.level = level;
+      r.append(el("span", {class: "tog", text: hasKids ? (isOpen ? "[-]" : "[+]") : ""}),
+        el("span", {class: "sq"}), el("span", {class: "val"}), el("span", {class: "name", text: this.s.label(id)}));
+      r.dataset.open = isOpen ? "1" : "0";
+      this.rows.set(id, r);
+      const wrap = el("div", {class: "node"}, r);
+      if (isOpen) wrap.append(this.kidsBox(id, level + 1));
+      return wrap;
+    }
+    kidsBox(id, level) {
+      const box = el("div", {class: "kids"});
+      this.appendKids(box, this.sorted(this.s.kids(id)), 0, level);
+      return box;
+    }
+    // children CHUNK at a time (the largest first): a flat profile's 2,000
+    // functions need not all be laid out before the page answers
+    appendKids(box, kids, from, level) {
+      const end = Math.min(kids.length, from + CHUNK);
+      for (let i = from; i < end; i++) box.append(this.row(kids[i], level));
+      if (end < kids.length) {
+        const more = el("div", {class: "more", "data-more": String(kids.length - end),
+          text: "... " + (kids.length - end).toLocaleString("en-US") + " more"});
+        more.style.paddingLeft = (level * 14 + 30) + "px";
+        more.addEventListener("click", (ev) => {
+          ev.stopPropagation();
+          more.remove();
+          this.appendKids(box, kids, end, level);
+          this.update();
+        });
+        box.append(more);
+      }
+    }
+    toggle(id) {
+      const r = this.rows.get(id);
+      if (!r) return;
+      const wrap = r.parentNode;
+      const level = +r.dataset.level;
+      if (this.open.has(id)) {
+        this.open.delete(id);
+        if (wrap.children[1]) {
+          for (const rr of wrap.children[1].querySelectorAll(".row")) this.rows.delete(this.s.key(rr.dataset.id));
+          wrap.children[1].remove();
+        }
+        r.dataset.open = "0";
+        r.firstChild.textContent = "[+]";
+      } else {
+        this.open.add(id);
+        wrap.append(this.kidsBox(id, level + 1));
+        r.dataset.open = "1";
+        r.firstChild.textContent = "[-]";
+      }
+    }
+    click(ev) {
+      const r = ev.target.closest(".row");
+      if (!r) return;
+      const id = this.s.key(r.dataset.id);
+      if (ev.target.classList.contains("tog") && ev.target.textContent) {
+        this.toggle(id);
+        this.s.onToggle(id);
+      } else {
+        this.s.onSelect(id);
+      }
+    }
+    isOpen(id) { return this.open.has(id) && this.s.kids(id).length > 0; }
+    shown(id) { return this.s.raw(id, this.isOpen(id)); }
+    // the displayed value of a row under the pane's value mode
+    display(id) {
+      const v = this.shown(id);
+      const mode = S.modes[this.s.pane];
+      if (mode === "root") {
+        let t = 0;
+        if (this.s.rootOf) t = this.s.raw(this.s.rootOf(id), false); // the metric tree: each metric's own root
+        else for (const r of this.s.roots) { const x = this.s.raw(r, false); if (x === x) t += x; }
+        return t ? v / t * 100 : NaN;
+      }
+      if (mode === "sel") {
+        const sel = this.s.selected();
+        const t = sel == null || sel < 0 ? NaN : this.shown(sel);
+        return t ? v / t * 100 : NaN;
+      }
+      return v;
+    }
+    // a new selection: only the marks move, unless values are relative to it
+    reselect() {
+      if (S.modes[this.s.pane] === "sel") { this.update(); return; }
+      for (const r of this.box.querySelectorAll(".row.sel")) r.classList.remove("sel");
+      const r = this.rows.get(this.s.selected());
+      if (r) r.classList.add("sel");
+      if (this.info) this.info();
+    }
+    update() {
+      const mode = S.modes[this.s.pane];
+      const max = this.s.rootOf ? null : this.s.max();
+      const sel = this.s.selected();
+      for (const [id, r] of this.rows) {
+        const raw = this.shown(id);
+        const v = this.display(id);
+        r.dataset.value = Number.isFinite(v) ? String(v) : "";
+        r.children[2].textContent = mode === "abs" ? fmt(v, this.s.integer(id)) : pct(v);
+        // metrics of different units: each coloured against its own root
+        r.children[1].style.background = colour(raw, max === null ? Math.abs(this.s.raw(this.s.rootOf(id), false)) : max);
+        r.classList.toggle("sel", id === sel);
+      }
+      if (this.info) this.info();
+    }
+  }
+
+  // ---- the three panes ---------------------------------------------------
+  let metricTree, callTree, sysTree;
+  const selMetricIds = () => (S.metric < 0 ? [] : metricTree.isOpen(S.metric) ? [S.metric] : metricSubtree(S.metric));
+  const curData = () => metricData(selMetricIds());
+  const curInteger = () => S.metric >= 0 && selMetricIds().every((i) => metrics[i].integer);
+
+  function cnodeValue(c, open) {
+    if (S.metric < 0) return NaN;
+    const d = curData();
+    return open ? d.excT[c] : d.incT[c];
+  }
+  // per location, the selected call node's values (inclusive when collapsed)
+  function locationValues() {
+    const out = new Float64Array(NL).fill(NaN);
+    if (S.metric < 0 || S.cnode < 0) return out;
+    const d = curData();
+    const a = callTree.isOpen(S.cnode) ? d.exc : d.inc;
+    for (let l = 0; l < NL; l++) out[l] = a[S.cnode * NL + l];
+    return out;
+  }
+  let locVals = new Float64Array(NL);
+  function sysValue(id, open) {
+    const n = sysNodes[id];
+    if (n.kind === "thread") return locVals[n.loc];
+    if (open) return 0; // a grouping node holds no values of its own
+    let s = 0, k = 0;
+    for (const l of n.locs) { const v = locVals[l]; if (v === v) { s += v; k++; } }
+    if (k === 0) return NaN;
+    return curData().summable ? s : s / k;
+  }
+
+  const modeOptions = [["abs", "absolute"], ["root", "% of the root"], ["sel", "% of the selection"]];
+  function paneBox(pane, title, tree) {
+    const sel = el("select", {class: "mode", "data-mode": pane,
+      onchange: (ev) => { S.modes[pane] = ev.target.value; tree.update(); }});
+    for (const [v, t] of modeOptions) sel.append(el("option", {value: v, text: t}));
+    const info = el("div", {class: "info", "data-info": pane});
+    tree.infoBox = info;
+    return el("div", {class: "pane", id: "pane-" + pane},
+      el("div", {class: "panehead"}, el("b", {text: title}), sel), tree.box, info);
+  }
+
+  function buildPanes() {
+    metricTree = new Tree({
+      pane: "metric", roots: metricRoots, key: Number,
+      kids: (i) => metrics[i].kids,
+      label: (i) => withUnit(metrics[i])
+        + (metrics[i].summable || NL === 1 ? "" : " [mean]"),
+      attrs: (i) => ({"data-metric": metrics[i].name, title: metrics[i].description || metrics[i].name}),
+      raw: (i, open) => metricTotal(open ? [i] : metricSubtree(i)),
+      rootOf: (i) => { while (metrics[i].parent != null) i = metrics[i].parent; return i; },
+      integer: (i) => metrics[i].integer,
+      selected: () => S.metric,
+      onSelect: (i) => { S.metric = i; metricChanged(); },
+      onToggle: (i) => { metricTree.update(); if (i === S.metric) metricChanged(); },
+    });
+
+    const regionName = (c) => V.regions[regionOf[c]].name;
+    callTree = new Tree({
+      pane: "call", roots: roots, key: Number,
+      initiallyOpen: roots.length <= 8 ? roots : [],
+      kids: cnodeKids,
+      label: (c) => regionName(c) + (V.cnodes.line[c] > 0 ? " :" + V.cnodes.line[c] : ""),
+      attrs: (c) => ({"data-cnode": String(c), "data-region": regionName(c)}),
+      raw: cnodeValue,
+      sort: (ids) => {
+        if (S.metric < 0) return ids;
+        const t = curData().incT;
+        return ids.slice().sort((a, b) => Math.abs(t[b] || 0) - Math.abs(t[a] || 0));
+      },
+      max: () => {
+        if (S.metric < 0) return 0;
+        const t = curData().incT;
+        let m = 0;
+        for (let c = 0; c < NC; c++) { const v = Math.abs(t[c]); if (v > m) m = v; }
+        return m;
+      },
+      integer: curInteger,
+      selected: () => S.cnode,
+      onSelect: (c) => { S.cnode = c; callTree.reselect(); systemChanged(); },
+      onToggle: (c) => { callTree.update(); if (c === S.cnode) callChanged(); },
+    });
+
+    const sysOpen = sysNodes.filter((n) => n.kind === "machine" || n.kind === "node").map((n) => n.id);
+    sysTree = new Tree({
+      pane: "system", roots: sysRoots, key: Number, initiallyOpen: sysOpen,
+      kids: (id) => sysNodes[id].kids,
+      label: (id) => sysNodes[id].name,
+      attrs: (id) => {
+        const n = sysNodes[id], a = {"data-sys": n.kind};
+        if (n.kind === "rank") a["data-rank"] = String(n.rank);
+        if (n.kind === "thread") a["data-location"] = String(n.loc);
+        return a;
+      },
+      raw: sysValue,
+      max: () => { let m = 0; for (const v of locVals) if (Math.abs(v) > m) m = Math.abs(v); return m; },
+      integer: curInteger,
+      selected: () => S.sys,
+      onSelect: (id) => { S.sys = id; sysTree.reselect(); },
+      onToggle: () => sysTree.update(),
+    });
+
+    const panes = el("div", {class: "panes"},
+      paneBox("metric", "Metric tree", metricTree), paneBox("call", "Call tree", callTree),
+      paneBox("system", "System tree", sysTree));
+    for (const t of [metricTree, callTree, sysTree]) {
+      t.info = () => {
+        const sel = t.s.selected();
+        if (sel == null || sel < 0 || !t.rows.has(sel)) { t.infoBox.textContent = ""; return; }
+        const r = t.rows.get(sel);
+        t.infoBox.textContent = "selected: " + r.children[3].textContent + " = " + r.children[2].textContent
+          + (t.isOpen(sel) ? " (exclusive)" : " (inclusive)");
+      };
+    }
+    metricTree.render();
+    // roots shown open: select the hottest node below them (an open root's
+    // exclusive value is often nothing)
+    if (S.cnode >= 0 && callTree.isOpen(S.cnode)) S.cnode = callTree.sorted(cnodeKids(S.cnode))[0];
+    locVals = locationValues();
+    callTree.render();
+    sysTree.render();
+    return panes;
+  }
+
+  function metricChanged() {
+    metricTree.update();
+    callTree.render(); // order of children follows the metric
+    callChanged();
+    dirty();
+  }
+  function callChanged() {
+    callTree.update();
+    systemChanged();
+  }
+  function systemChanged() {
+    locVals = locationValues();
+    sysTree.update();
+    showSource();
+  }
+
+  // ---- the source view (as vprof showed it) ------------------------------
+  const sourceBox = el("div", {class: "source", id: "source"});
+  const sourceByFile = new Map(V.sources.map((s) => [s.file, s]));
+  function functionRange(region, src) {
+    // from the function's first line to the line before the next function of the same file
+    const begin = region.line;
+    if (!(begin > 0)) return [1, src.lines.length];
+    let end = src.lines.length;
+    for (const r of V.regions) if (r.file === region.file && r.line > begin && r.line - 1 < end) end = r.line - 1;
+    return [begin, Math.max(end, begin)];
+  }
+  function showSource() {
+    sourceBox.textContent = "";
+    if (S.cnode < 0) return;
+    const region = V.regions[regionOf[S.cnode]];
+    const src = region.file != null ? sourceByFile.get(region.file) : null;
+    if (!src) {
+      sourceBox.append(el("p", {class: "note", text: "Source: select a function whose source file the profile names ("
+        + region.name + ": " + (region.file ? "no line samples for " + region.file : "no source file") + ")."}));
+      return;
+    }
+    const head = el("p", {class: "srchead"}, el("b", {text: region.name}),
+      " in " + (src.path || src.file) + (src.note ? " (" + src.note + ")" : ""));
+    sourceBox.append(head);
+    if (!src.lines.length) return;
+    const [begin, end] = functionRange(region, src);
+    // the hottest line: the most samples (a difference's: the largest gain or
+    // loss), in the function's lines when it has any there, else in the file
+    let hot = -1, hotSamples = 0;
+    const pick = (inRange) => {
+      for (const k in src.samples) {
+        const line = +k, n = src.samples[k];
+        if ((!inRange || (line >= begin && line <= end)) && Math.abs(n) > Math.abs(hotSamples)) {
+          hot = line; hotSamples = n;
+        }
+      }
+    };
+    pick(true);
+    if (hot < 0) pick(false);
+    const share = (n) => (src.total ? n / src.total * 100 : 0);
+    const table = el("table", {class: "lines"});
+    let hotRow = null;
+    const frag = document.createDocumentFragment();
+    src.lines.forEach((text, i) => {
+      const line = i + 1, n = src.samples[String(line)] || 0;
+      const p = share(n);
+      const tr = el("tr", {"data-line": String(line), "data-samples": String(n), "data-percent": String(p)},
+        el("td", {class: "ln", text: String(line)}), el("td", {class: "num", text: n ? fmt(n) : ""}),
+        el("td", {class: "num", text: n ? p.toFixed(2) + " %" : ""}), el("td", {class: "code", text: text}));
+      if (n) {
+        const f = Math.min(Math.abs(n / hotSamples), 1);
+        tr.style.background = DIFF ? (n < 0 ? `rgba(40,170,40,${0.15 + 0.5 * f})` : `rgba(230,40,40,${0.15 + 0.5 * f})`)
+          : `rgba(255,${Math.round(200 - 120 * f)},0,${0.15 + 0.5 * f})`;
+      }
+      if (line === hot) { tr.classList.add("hot"); tr.dataset.hot = "1"; hotRow = tr; }
+      frag.append(tr);
+    });
+    table.append(frag);
+    const scroller = el("div", {class: "srcscroll"}, table);
+    sourceBox.append(scroller);
+    if (hotRow) {
+      head.append(el("span", {class: "hotinfo", text: (DIFF ? "  largest change, line " : "  hottest line ") + hot + ": "
+        + fmt(hotSamples) + " samples, " + share(hotSamples).toFixed(2) + " %"}));
+      requestAnimationFrame(() => { scroller.scrollTop = hotRow.offsetTop - scroller.clientHeight / 2; });
+    }
+  }
+
+  // ---- charts (plotly.js), drawn when their tab opens --------------------
+  const PLOT_CONFIG = {displaylogo: false, responsive: true};
+  // plotly.js is in the page as text (page.py): run it the first time a chart is drawn
+  function plotly() {
+    if (!window.Plotly) {
+      const s = document.createElement("script");
+      s.textContent = document.getElementById("psuite-plotly").textContent;
+      document.head.append(s);
+    }
+    return window.Plotly;
+  }
+  const metricName = () => (S.metric < 0 ? "" : metrics[S.metric].display);
+  const tabs = {};
+  function dirty() { for (const t of Object.values(tabs)) if (t.chart) t.drawn = false; const a = activeTab(); if (a) a.draw(); }
+  function activeTab() { return Object.values(tabs).find((t) => t.box.style.display !== "none" && t.chart); }
+
+  const FLAME_MIN = 0.001; // least share of the total a block of the icicle needs
+  function drawFlame(box) {
+    box.textContent = "";
+    if (S.metric < 0 || NC === 0) return;
+    // sizes must add up: a ratio (a derived metric) gives way to the first metric that does
+    let d = curData(), shownName = metricName();
+    if (!d.summable) {
+      const m = metrics.find((x) => x.summable);
+      if (!m) { box.append(el("p", {class: "note", text: "No metric here adds up along the call tree."})); return; }
+      d = metricData([m.index]);
+      shownName = m.display + " (" + metricName() + " does not add up along the call tree)";
+    }
+    // plotly's "total" branch values: each node's inclusive value, non-negative
+    // (a difference's magnitudes, coloured by sign), recomputed here so that
+    // every parent holds at least the sum of its children
+    const own = new Float64Array(NC);
+    for (let c = 0; c < NC; c++) { const v = d.excT[c]; own[c] = v === v ? Math.abs(v) : 0; }
+    const tot = Float64Array.from(own);
+    for (let c = NC - 1; c >= 0; c--) if (parent[c] >= 0) tot[parent[c]] += tot[c];
+    // blocks narrower than a pixel or so are left out (plotly draws every node
+    // it is given: 2,000 take seconds); their parents keep their totals
+    let all = 0;
+    for (const r of roots) all += tot[r];
+    const keep = new Uint8Array(NC);
+    let kept = 0;
+    for (let c = 0; c < NC; c++) {
+      keep[c] = (parent[c] < 0 || keep[parent[c]]) && tot[c] >= all * FLAME_MIN ? 1 : 0;
+      kept += keep[c];
+    }
+    const ids = [], labels = [], parents = [], values = [], colours = [];
+    for (let c = 0; c < NC; c++) {
+      if (!keep[c]) continue;
+      ids.push(String(c));
+      labels.push(V.regions[regionOf[c]].name);
+      parents.push(parent[c] < 0 ? "" : String(parent[c]));
+      values.push(tot[c]);
+      colours.push(d.incT[c] || 0);
+    }
+    const trace = {type: "icicle", ids, labels, parents, values, branchvalues: "total",
+      tiling: {orientation: "v", flip: "y"}, hovertemplate: "%{label}<br>%{value}<extra></extra>",
+      marker: DIFF ? {colors: colours, colorscale: [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]],
+        cmid: 0, showscale: true} : {colors: colours, colorscale: "YlOrRd", reversescale: true, showscale: true}};
+    const div = el("div", {class: "plot", id: "flame-plot"});
+    box.append(el("p", {class: "note", text: "Icicle of the call tree (" + shownName
+      + (DIFF ? ": sizes are magnitudes, colour the signed change" : "") + "). Click a block to zoom in."
+      + (kept < NC ? " " + (NC - kept) + " call paths under " + FLAME_MIN * 100 + " % of the total are left out." : "")}), div);
+    plotly().newPlot(div, [trace], {margin: {t: 10, l: 10, r: 10, b: 10}, height: 560}, PLOT_CONFIG);
+  }
+
+  // per location and column: the chart's columns are regions (profiles) or
+  // metrics (counting reports)
+  function columns() {
+    if (V.kind === "counts") {
+      return metrics.filter((m) => V.values[m.name]).map((m) => {
+        const d = metricData([m.index]);
+        const per = new Float64Array(NL);
+        for (let l = 0; l < NL; l++) {
+          per[l] = aggregateRoots(d, l, m.summable);
+        }
+        return {name: withUnit(m), per,
+          event: m.summable && m.integer, summable: m.summable};
+      });
+    }
+    if (S.metric < 0) return [];
+    const d = curData();
+    const NR = V.regions.length;
+    const per = new Float64Array(NR * NL);
+    for (let c = 0; c < NC; c++) {
+      const rb = regionOf[c] * NL, cb = c * NL;
+      for (let l = 0; l < NL; l++) { const v = d.exc[cb + l]; if (v === v) per[rb + l] += v; }
+    }
+    const cols = [];
+    for (let r = 0; r < NR; r++) {
+      const p = per.subarray(r * NL, r * NL + NL);
+      let s = 0;
+      for (const v of p) s += Math.abs(v);
+      if (s > 0) cols.push({name: V.regions[r].name, per: p, weight: s});
+    }
+    cols.sort((a, b) => b.weight - a.weight);
+    return cols;
+  }
+  function aggregateRoots(d, l, summable) {
+    let s = 0, k = 0;
+    for (const r of roots) { const v = d.inc[r * NL + l]; if (v === v) { s += v; k++; } }
+    return k === 0 ? NaN : summable ? s : s / k;
+  }
+  function imbalance(per) {
+    let s = 0, k = 0, mx = -Infinity;
+    for (const v of per) if (v === v) { s += v; k++; if (v > mx) mx = v; }
+    const mean = k ? s / k : NaN;
+    return mean > 0 ? mx / mean : NaN;
+  }
+
+  function drawCharts(box) {
+    box.textContent = "";
+    const locLabels = V.locations.map((l) => l.label || "rank " + l.rank + " thread " + l.thread);
+    const cols = columns();
+    if (V.kind === "counts") {
+      // events (counts) in one chart, times and derived metrics (ratios, rates)
+      // in another: bars with their values written, a log axis where all are positive
+      const events = cols.filter((c) => c.event), others = cols.filter((c) => !c.event);
+      const value = (c) => {
+        let s = 0, k = 0;
+        for (const v of c.per) if (v === v) { s += v; k++; }
+        return k === 0 ? NaN : c.summable ? s : s / k;
+      };
+      const bars = (id, title, list, colour) => {
+        const div = el("div", {class: "plot", id});
+        box.append(el("h3", {text: title}), div);
+        const x = list.map(value);
+        const log = x.every((v) => v > 0) && Math.max(...x) / Math.min(...x) > 100;
+        plotly().newPlot(div, [{type: "bar", orientation: "h", y: list.map((c) => c.name), x,
+          text: x.map((v) => fmt(v)), textposition: "auto", hovertemplate: "%{y}: %{text}<extra></extra>",
+          marker: {color: DIFF ? x.map((v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)")) : colour}}],
+        {xaxis: {type: log ? "log" : "linear"}, yaxis: {automargin: true, autorange: "reversed"},
+          margin: {t: 10, r: 20}, height: 120 + 32 * list.length}, PLOT_CONFIG);
+      };
+      if (events.length) bars("counts-plot", "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : ""), events, "#36c");
+      if (others.length) {
+        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (times summed, ratios the mean over locations)" : ""),
+          others, "#d62");
+      }
+    } else if (NL === 1 && cols.length) {
+      const top = cols.slice(0, 30);
+      const div = el("div", {class: "plot", id: "regions-plot"});
+      box.append(el("h3", {text: metricName() + " per function (exclusive, top " + top.length + ")"}), div);
+      plotly().newPlot(div, [{type: "bar", x: top.map((c) => c.name), y: top.map((c) => c.per[0]),
+        marker: {color: DIFF ? top.map((c) => (c.per[0] < 0 ? "green" : "red")) : "#36c"}}],
+      {margin: {t: 10, b: 140}, height: 400}, PLOT_CONFIG);
+    }
+    if (NL > 1 && cols.length) {
+      const top = V.kind === "counts" ? cols : cols.slice(0, 40);
+      const scaled = V.kind === "counts"; // different events: each column relative to its mean
+      const z = [], text = [];
+      for (let l = 0; l < NL; l++) {
+        z.push(top.map((c) => {
+          const v = c.per[l];
+          if (!scaled) return v === v ? v : null;
+          let s = 0, k = 0; for (const x of c.per) if (x === x) { s += x; k++; }
+          return v === v && s ? v / (s / k) : null;
+        }));
+        text.push(top.map((c) => fmt(c.per[l])));
+      }
+      const hm = el("div", {class: "plot", id: "heatmap-plot"});
+      box.append(el("h3", {text: "Heat map: locations x " + (V.kind === "counts" ? "events (value / mean)"
+        : "regions (" + metricName() + ", exclusive, top " + top.length + ")")}), hm);
+      plotly().newPlot(hm, [{type: "heatmap", z, x: top.map((c) => c.name), y: locLabels, text,
+        hovertemplate: "%{y}<br>%{x}<br>%{text}<extra></extra>",
+        colorscale: DIFF ? [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]] : "Portland",
+        zmid: DIFF ? 0 : undefined}],
+      {margin: {t: 10, b: 140, l: 140}, height: Math.min(900, 200 + 12 * NL)}, PLOT_CONFIG);
+
+      const boxes = top.slice(0, 25);
+      const bp = el("div", {class: "plot", id: "boxplot-plot"});
+      box.append(el("h3", {text: "Box plots across locations, with the imbalance (max / mean)"}), bp);
+      plotly().newPlot(bp, boxes.map((c) => ({type: "box", name: c.name + " (" + imbalance(c.per).toFixed(2) + "x)",
+        y: Array.from(c.per), boxpoints: "all", jitter: 0.3, pointpos: 0, text: locLabels})),
+      {showlegend: false, margin: {t: 10, b: 160}, height: 460}, PLOT_CONFIG);
+
+      const table = el("table", {class: "imbalance", id: "imbalance"},
+        el("tr", null, el("th", {text: V.kind === "counts" ? "event" : "region"}), el("th", {text: "min"}),
+          el("th", {text: "mean"}), el("th", {text: "max"}), el("th", {text: "max / mean"})));
+      for (const c of top) {
+        let s = 0, k = 0, mn = Infinity, mx = -Infinity;
+        for (const v of c.per) if (v === v) { s += v; k++; mn = Math.min(mn, v); mx = Math.max(mx, v); }
+        const imb = imbalance(c.per);
+        table.append(el("tr", {"data-column": c.name, "data-imbalance": String(imb)},
+          el("td", {text: c.name}), el("td", {class: "num", text: fmt(mn)}), el("td", {class: "num", text: fmt(s / k)}),
+          el("td", {class: "num", text: fmt(mx)}), el("td", {class: "num", text: Number.isFinite(imb) ? imb.toFixed(3) : "-"})));
+      }
+      box.append(el("h3", {text: "Imbalance per " + (V.kind === "counts" ? "event" : "region")}), table);
+    }
+    if (!box.children.length) box.append(el("p", {class: "note", text: "No chart for this data."}));
+  }
+
+  function buildContext(box) {
+    const t = el("table", {class: "context", id: "context"});
+    for (const [k, v] of V.context) t.append(el("tr", {"data-key": String(k)}, el("th", {text: String(k)}), el("td", {text: String(v)})));
+    box.append(el("h3", {text: "Run"}), t);
+    box.append(el("h3", {text: "Events dropped"}));
+    if (!V.dropped.length) box.append(el("p", {class: "note", text: "none"}));
+    else {
+      const d = el("table", {class: "dropped", id: "dropped"});
+      for (const x of V.dropped) d.append(el("tr", {"data-event": x.event}, el("th", {text: x.event}), el("td", {text: x.why})));
+      box.append(d);
+    }
+  }
+
+  // ---- the page ----------------------------------------------------------
+  function main() {
+    const header = el("header", null, el("h1", {text: V.title}),
+      el("span", {class: "kind", text: V.kind + " · " + NC + " call nodes · " + NL + " locations"}));
+    if (V.dropped.length) {
+      header.append(el("span", {class: "warn", id: "dropped-note", text: V.dropped.length + " event"
+        + (V.dropped.length > 1 ? "s" : "") + " not measured: " + V.dropped.map((d) => d.event).join(", ")
+        + " (see Context)"}));
+    }
+    if (!DIFF) {
+      const bar = el("span", {class: "legend", id: "colour-legend"}, "low ");
+      for (let i = 0; i <= 8; i++) bar.append(el("span", {class: "sq", style: "background:" + colour(i, 8)}));
+      bar.append(" high");
+      header.append(bar);
+    } else {
+      header.append(el("span", {class: "legend", id: "diff-legend"},
+        el("span", {class: "sq", style: "background:rgb(40,170,40)"}), " less (a gain)  ",
+        el("span", {class: "sq", style: "background:rgb(230,60,60)"}), " more (a loss)"));
+    }
+    const bar = el("nav", {class: "tabs"});
+    const body = el("main");
+    function tab(name, label, make, chart) {
+      const box = el("section", {class: "tab", id: "tab-" + name, style: "display:none"});
+      const t = {box, chart, drawn: false, draw: () => { if (!t.drawn) { t.drawn = true; make(box); } }};
+      tabs[name] = t;
+      const button = el("button", {"data-tab": name, text: label, onclick: () => {
+        for (const [n, o] of Object.entries(tabs)) {
+          o.box.style.display = n === name ? "" : "none";
+          bar.querySelector(`[data-tab="${n}"]`).classList.toggle("on", n === name);
+        }
+        t.draw();
+        if (chart) for (const p of box.querySelectorAll(".js-plotly-plot")) plotly().Plots.resize(p);
+      }});
+      bar.append(button);
+      body.append(box);
+      return t;
+    }
+    const trees = tab("trees", "Trees", (box) => { box.append(buildPanes(), sourceBox); showSource(); }, false);
+    if (V.kind !== "counts" && NC > 1) tab("flame", "Flame graph", drawFlame, true);
+    tab("charts", "Charts", drawCharts, true);
+    tab("context", "Context", buildContext, false);
+    document.body.append(header, bar, body);
+    bar.firstChild.click();
+    void trees;
+    window.psuiteReady = performance.now();
+  }
+  main();
+})();

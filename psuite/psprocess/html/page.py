@@ -8,6 +8,7 @@ import os
 from importlib import resources
 
 VIEW_ID = "psuite-view"  # <script type="application/json" id=...> holding the view
+PLOTLY_ID = "psuite-plotly"  # <script> holding plotly.js, run on first use
 
 
 def plotly_js() -> str:
@@ -24,18 +25,28 @@ def _asset(name: str) -> str:
 
 
 def embed_json(view: dict) -> str:
-    """JSON safe inside <script>: no "</" can end the element early."""
-    return json.dumps(view, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
+    """JSON safe inside <script>: with no "<" at all, neither "</script>" nor
+    "<!--" (which switches the HTML parser into a state where "<script>"
+    nests) can occur in it; "<" appears only inside JSON strings, where
+    \\u003c reads back as the same character."""
+    return json.dumps(view, separators=(",", ":"), allow_nan=False).replace("<", "\\u003c")
 
 
 def render(view: dict) -> str:
     """The whole page for a view (see psuite.psprocess.html)."""
     title = str(view.get("title", "psuite report"))
     esc = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    js = plotly_js()
+    if "</script" in js.lower():  # would end the element early; no plotly.js release has it
+        raise ValueError("plotly.min.js contains '</script'; it cannot be inlined")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+        "<link rel=\"icon\" href=\"data:,\">\n"  # no favicon request from file://
         f"<title>{esc}</title>\n<style>{_asset('page.css')}</style>\n"
-        f"<script>{plotly_js()}</script>\n</head><body>\n"
+        "</head><body>\n"
+        # plotly.js inline but not run: app.js runs it when a chart is first
+        # drawn, so the trees are interactive before 4.8 MB of script is compiled
+        f"<script type=\"text/x-psuite-deferred\" id=\"{PLOTLY_ID}\">{js}</script>\n"
         f"<script type=\"application/json\" id=\"{VIEW_ID}\">{embed_json(view)}</script>\n"
         f"<script>{_asset('app.js')}</script>\n</body></html>\n"
     )

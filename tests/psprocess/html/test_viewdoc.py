@@ -533,3 +533,12 @@ def test_greatest_value_metrics_come_with_their_inclusive_values():
     assert view["values"]["max_time"]["exclusive"] == [1.0, 7.0, 5.0, 2.0, 3.0, 4.0]
     assert view["values"]["max_time"]["inclusive"] == [5.0, 7.0, 5.0, 2.0, 3.0, 4.0]
     assert view["kind"] == "cube" and view["dropped"] == []
+
+
+def test_embedded_json_has_no_markup_a_source_line_could_break_the_page_with():
+    # a source line such as `<!-- <script>` puts the HTML parser in the
+    # escaped script state, where a later "</script>" no longer ends the element
+    view = {"title": "t", "text": ["/* <!-- <script> */", "x = 1; // </script><b>", "a < b"]}
+    text = page.embed_json(view)
+    assert "<" not in text
+    assert json.loads(text) == view
