@@ -62,6 +62,43 @@ class Unit:
         return f
 
 
+# base units that are a multiple of another one (to the power given): what
+# conversion needs beyond the scalings; any other base unit is a quantity of its own
+EQUIVALENT: dict[str, tuple[str, float, int]] = {
+    "bit": ("byte", 0.125, 1),
+    "min": ("s", 60.0, 1),
+    "h": ("s", 3600.0, 1),
+    "Hz": ("s", 1.0, -1),
+}
+
+
+def _measure(unit: Unit) -> tuple[float, dict[str, int]]:
+    """The unit's size in canonical base units and its dimension (canonical
+    base unit -> power): MB/s is (1e6, {byte: 1, s: -1}), kHz (1e3, {s: -1})."""
+    scale = 1.0
+    dim: dict[str, int] = {}
+    for factors, sign in ((unit.dividend, 1), (unit.divisor, -1)):
+        for f in factors:
+            base, size, power = EQUIVALENT.get(f.base, (f.base, 1.0, 1))
+            scale *= (f.factor * size) ** sign
+            dim[base] = dim.get(base, 0) + sign * power
+    return scale, {b: p for b, p in dim.items() if p}
+
+
+def conversion(source: str, target: str) -> float:
+    """The factor that turns values in unit `source` into values in unit
+    `target` (MB/s -> GB/s: 0.001; min -> s: 60).  Units of different
+    quantities (MB/s and s) cannot be converted: InputError."""
+    s_scale, s_dim = _measure(parse(source))
+    t_scale, t_dim = _measure(parse(target))
+    if s_dim != t_dim:
+        raise InputError(
+            f"cannot convert {source or 'no unit'!r} to {target or 'no unit'!r}: they measure different quantities; "
+            f"give a unit of the same kind as {source or 'no unit'!r}"
+        )
+    return s_scale / t_scale
+
+
 def _factor(word: str, text: str) -> Factor:
     scaling, sep, base = word.partition(" ")
     if sep and scaling in SCALINGS:  # "Kilo process", as __str__ prints a scaled base unit of its own
