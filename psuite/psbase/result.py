@@ -9,7 +9,9 @@ spread of one value column (named by `of`; drawn as error bars)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from psuite.errors import InputError, PsuiteError
 
 ROLES = ("key", "value", "error")
 
@@ -54,3 +56,32 @@ class ResultTable:
 
     def error_of(self, value: str) -> Column | None:
         return next((c for c in self.columns if c.role == "error" and c.of == value), None)
+
+    def converted(self, unit: str) -> ResultTable:
+        """The table with every value and error column whose unit measures
+        the same quantity as `unit` converted to it (MB/s -> GB/s); other
+        columns (counts, percentages, other quantities) stay as they are.
+        InputError when no column converts."""
+        from psuite.psbase import units
+
+        target = units.normalize(unit)
+        factors: dict[int, float] = {}
+        for i, c in enumerate(self.columns):
+            if c.role == "key" or not c.unit:
+                continue
+            try:
+                factors[i] = units.conversion(c.unit, target)
+            except PsuiteError:  # another quantity, or a unit made by an operator ("(MB/s)^2", "%")
+                continue
+        if not factors:
+            have = sorted({c.unit for c in self.columns if c.role != "key" and c.unit})
+            raise InputError(
+                f"--unit {unit!r}: no result of this query is in a unit convertible to it "
+                f"(its units: {', '.join(have) or 'none'}); give one of the same kind"
+            )
+        cols = [replace(c, unit=target, datatype="float") if i in factors else c for i, c in enumerate(self.columns)]
+        rows = [
+            tuple(x * factors[i] if i in factors and x is not None else x for i, x in enumerate(row))
+            for row in self.rows
+        ]
+        return replace(self, columns=cols, rows=rows, notes=list(self.notes))

@@ -37,3 +37,25 @@ def test_different_quantities_are_refused_naming_both(source, target):
         conversion(source, target)
     msg = str(e.value)
     assert "cannot convert" in msg and "different quantities" in msg and "\n" not in msg
+
+
+def test_result_table_converted_scales_values_and_errors_of_that_quantity_only():
+    from psuite.psbase.result import Column, ResultTable
+
+    table = ResultTable(
+        "bw by nodes",
+        [
+            Column("nodes", "process", "key", datatype="integer"),
+            Column("bw mean", "MB/s", "value"),
+            Column("bw stddev", "MB/s", "error", of="bw mean"),
+            Column("bw count", "", "value", datatype="integer"),
+            Column("share", "%", "value"),
+        ],
+        [(1, 1500.0, 20.0, 3, 50.0), (2, None, None, 0, None)],
+    )
+    got = table.converted("GB/s")
+    assert [c.unit for c in got.columns] == ["process", "GB/s", "GB/s", "", "%"]
+    assert got.rows == [(1, 1.5, 0.02, 3, 50.0), (2, None, None, 0, None)]
+    assert table.rows[0][1] == 1500.0 and table.columns[1].unit == "MB/s"  # the original is untouched
+    with pytest.raises(InputError, match="no result of this query is in a unit convertible"):
+        table.converted("s")
