@@ -190,8 +190,10 @@ def aggregate(
     statistics that combine from partial ones is done in two steps instead
     (_two_step)."""
     x = sa.cast(value, sa.Float(precision=53)) if numeric else value
-    if run is not None and set(stats) <= set(_PARTIAL):
-        return _two_step(source, conds, keys, value, x, stats, run)
+    if run is not None and set(stats) <= {*_PARTIAL, "stddev"}:
+        two = _two_step(source, conds, keys, value, x, stats, run)
+        if two is not None:
+            return two
     cols = [k.label(f"k{i}") for i, k in enumerate(keys)]
     part = list(keys)
     extra = [x.label("x")]
@@ -235,8 +237,8 @@ _PARTIAL = {
 
 def _two_step(
     source, conds, keys: list[sa.ColumnElement], value: sa.ColumnElement, x: sa.ColumnElement, stats: list[str], run
-) -> sa.Select:
-    """Sums, counts, minima and maxima per (run, keys) first, then per keys.
+) -> sa.Select | None:
+    """Partial statistics per (run, keys) first, then combined per keys.
     SQLite aggregates by sorting: one GROUP BY over all data-set rows sorts
     them all, while the first step here streams through the store's index of
     the data set by run (Store: the data-set table's covering index), one
@@ -244,9 +246,11 @@ def _two_step(
     result and every condition on the data set are columns of the data-set
     table, the first step reads that table alone (an index scan with no
     join per row: 1.7 times faster measured on SQLite) and the runs' own
-    columns and conditions join its groups.  The standard deviation (two
-    passes over the rows, for its digits) and the median (every value in
-    order) have no such partial form and stay with the one-step query."""
+    columns and conditions join its groups; the standard deviation is then
+    combined too, from each group's count, mean and sum of squared
+    deviations (Chan et al.'s pairwise update, as stable as two passes).
+    None when the statistics have no partial form here (the median, or the
+    standard deviation without the split): the one-step query does them."""
     data = value.table if isinstance(value, sa.Column) else None
     inner_conds = [c for c in conds if _tables(c) == {data}]
     outer_conds = [c for c in conds if data not in _tables(c)]
@@ -255,6 +259,8 @@ def _two_step(
         data not in _tables(k) for k in keys if k not in inner_keys
     ):
         return _split_two_step(source, data, inner_conds, outer_conds, keys, inner_keys, value, x, stats)
+    if not set(stats) <= set(_PARTIAL):
+        return None
     parts = {name: fn(x).label(name) for s in stats for name, fn in _PARTIAL[s]}
     per = (
         sa.select(*(k.label(f"k{i}") for i, k in enumerate(keys)), *parts.values())
@@ -263,45 +269,71 @@ def _two_step(
         .group_by(run, *keys)
         .subquery()
     )
-    return _combine(per, len(keys), stats, "n" in parts)
+    return _combine(per, len(keys), stats)
 
 
 def _split_two_step(source, data, inner_conds, outer_conds, keys, inner_keys, value, x, stats) -> sa.Select:
     """The first step over the data-set table alone, grouped by its run
     column and the data-set keys; the source's other tables joined to it."""
-    parts = {name: (fn(value) if name == "n" else fn(x)).label(name) for s in stats for name, fn in _PARTIAL[s]}
-    per_run = (
-        sa.select(data.c[RUN], *inner_keys, *parts.values())
-        .where(*inner_conds)
-        .group_by(data.c[RUN], *inner_keys)
-        .subquery("per_run")
-    )
+    want = [*stats, "mean"] if "stddev" in stats else stats  # the spread combines through the means
+    parts = {name: fn for s in want if s != "stddev" for name, fn in _PARTIAL[s]}
+    if "stddev" in stats:
+        # each row with its (run, keys) group's mean: the deviations of the first step
+        by = [data.c[RUN], *inner_keys]
+        rows = (
+            sa.select(*by, x.label("x"), sa.func.avg(x).over(partition_by=by).label("gm"))
+            .where(*inner_conds)
+            .subquery("rows")
+        )
+        adapt_rows = ClauseAdapter(rows)
+        by = [adapt_rows.traverse(c) for c in by]
+        cols = [fn(rows.c.x).label(name) for name, fn in parts.items()]
+        cols.append(sa.func.sum((rows.c.x - rows.c.gm) * (rows.c.x - rows.c.gm)).label("m2"))
+        per_run = sa.select(*by, *cols).group_by(*by).subquery("per_run")
+    else:
+        cols = [(fn(value) if name == "n" else fn(x)).label(name) for name, fn in parts.items()]
+        per_run = (
+            sa.select(data.c[RUN], *inner_keys, *cols)
+            .where(*inner_conds)
+            .group_by(data.c[RUN], *inner_keys)
+            .subquery("per_run")
+        )
     adapt = ClauseAdapter(per_run)  # the data-set table's columns become per_run's
+    names = [*parts, "m2"] if "stddev" in stats else list(parts)
     per = (
         sa.select(*(adapt.traverse(k).label(f"k{i}") for i, k in enumerate(keys)),
-                  *(per_run.c[name].label(name) for name in parts))
+                  *(per_run.c[name].label(name) for name in names))
         .select_from(adapt.traverse(source))
         .where(*outer_conds)
         .subquery()
     )
-    return _combine(per, len(keys), stats, "n" in parts)
+    return _combine(per, len(keys), stats)
 
 
-def _combine(per, nkeys: int, stats: list[str], has_n: bool) -> sa.Select:
-    """Partials per (run, keys) in `per` combined per keys."""
+def _combine(per, nkeys: int, stats: list[str]) -> sa.Select:
+    """Partials per (run, keys) in `per` combined per keys.  The standard
+    deviation's sum of squared deviations: the groups' own (m2) plus each
+    group's count times its mean's squared deviation from the keys' mean
+    (a window over the partials, few rows), with its count as stddev_n."""
     gk = [per.c[f"k{i}"] for i in range(nkeys)]
-    n = sa.cast(sa.func.sum(per.c.n), sa.Float(precision=53)) if has_n else None
+    if "stddev" in stats:
+        n_all = sa.cast(sa.func.sum(per.c.n).over(partition_by=gk), sa.Float(precision=53))
+        mean_all = sa.func.sum(per.c.s).over(partition_by=gk) / n_all
+        mean_run = per.c.s / sa.cast(per.c.n, sa.Float(precision=53))
+        per = sa.select(*per.c, ((mean_run - mean_all) * (mean_run - mean_all) * per.c.n).label("between")).subquery()
+        gk = [per.c[f"k{i}"] for i in range(nkeys)]
+    n = sa.cast(sa.func.sum(per.c.n), sa.Float(precision=53)) if "n" in per.c else None
     agg = {
         "mean": lambda: sa.func.sum(per.c.s) / n,
         "count": lambda: sa.func.sum(per.c.n),
         "min": lambda: sa.func.min(per.c.mn),
         "max": lambda: sa.func.max(per.c.mx),
+        "stddev": lambda: sa.func.sum(per.c.m2) + sa.func.sum(per.c.between),
     }
-    return (
-        sa.select(*gk, *(agg[s]().label(s) for s in stats))
-        .group_by(*gk)
-        .order_by(*(k.asc().nulls_last() for k in gk))
-    )
+    sel = [agg[s]().label(s) for s in stats]
+    if "stddev" in stats:
+        sel.append(sa.func.sum(per.c.n).label("stddev_n"))
+    return sa.select(*gk, *sel).group_by(*gk).order_by(*(k.asc().nulls_last() for k in gk))
 
 
 def _tables(clause: sa.ColumnElement) -> set:
@@ -328,6 +360,6 @@ def render(q: QueryResult, fmt: str) -> str:
 
 def stddev(sum_squares: float | None, n: int) -> float | None:
     """The sample standard deviation from the sum of squared deviations."""
-    if sum_squares is None or n < 2:
+    if sum_squares is None or n is None or n < 2:
         return None
-    return math.sqrt(max(sum_squares, 0.0) / (n - 1))
+    return math.sqrt(max(float(sum_squares), 0.0) / (int(n) - 1))  # PostgreSQL sums counts as numeric

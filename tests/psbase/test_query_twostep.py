@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 
 import pytest
 
@@ -75,7 +76,10 @@ def expected(live, result, by, where=None):
             if rec[result] is None:
                 continue
             groups.setdefault(tuple(rec[k] for k in by), []).append(rec[result])
-    return {k: (math.fsum(xs) / len(xs), len(xs), min(xs), max(xs)) for k, xs in groups.items()}
+    return {
+        k: (math.fsum(xs) / len(xs), len(xs), min(xs), max(xs), statistics.stdev(xs) if len(xs) > 1 else None)
+        for k, xs in groups.items()
+    }
 
 
 @pytest.mark.parametrize(
@@ -99,3 +103,12 @@ def test_two_step_aggregates_equal_plain_python(archive, result, by, where):
         w = want[tuple(row[: len(by)])]
         assert mean == pytest.approx(w[0], rel=1e-12)
         assert (count, lo, hi) == (w[1], w[2], w[3])
+    # the standard deviation combined from the groups' partial ones (the split form) or in one step
+    got = run_query(store, NAME, result, by, where=[f"{k}={v}" for k, vs in (where or {}).items() for v in vs],
+                    stats=["stddev", "mean"]).rows
+    assert {tuple(r[: len(by)]) for r in got} == set(want)
+    for row in got:
+        sd, mean = row[len(by):]
+        w = want[tuple(row[: len(by)])]
+        assert mean == pytest.approx(w[0], rel=1e-12)
+        assert sd == pytest.approx(w[4], rel=1e-9) if w[4] is not None else sd is None
