@@ -86,6 +86,10 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def parse_args(self, args=None, namespace=None):  # type: ignore[override]
         ns = super().parse_args(args, namespace)
+        for a in self._output_actions:
+            value = getattr(ns, a.dest, None)
+            if isinstance(value, str) and not value.strip():  # `--html ""`: nothing would be written, silently
+                self.error(f"{'/'.join(a.option_strings)} needs a file name, not an empty one")
         if getattr(ns, "force", False) and not any(getattr(ns, a.dest, None) for a in self._output_actions):
             self.error(f"--force goes with {self._output_flags()} (it lets an existing file be replaced)")
         return ns

@@ -53,7 +53,7 @@ class QueryResult:
             else:
                 cols.append(Column(name, "" if s == "count" else r.unit, "value",
                                    label=f"{r.synopsis or r.name} {s}",
-                                   datatype="integer" if s == "count" else r.datatype))
+                                   datatype="integer" if s == "count" else r.datatype, statistic=s))
         return ResultTable(f"{r.name} by {', '.join(p.name for p in self.by)}", cols, list(self.rows),
                            experiment=self.experiment)
 

@@ -379,7 +379,7 @@ class _Run:
         if kind in ("sum", "offset", "diff") and c.datatype == "integer" and float(op.value or 0).is_integer():
             datatype = "integer"
         label = op.alias or (op.term_text if kind == "eval" else f"{c.label or c.name} {kind}")
-        return Column(name, unit, "value", label=label, datatype=datatype)
+        return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind)
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type

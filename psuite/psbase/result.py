@@ -24,6 +24,7 @@ class Column:
     of: str | None = None  # role "error": the name of the value column it belongs to
     label: str = ""  # a longer label for axes and legends (the variable's synopsis); "" means the name
     datatype: str = "float"  # the psbase datatype of the values (model.DATATYPES)
+    statistic: str = ""  # what the values are of the result ("mean", "count", ...): charts keep counts apart
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

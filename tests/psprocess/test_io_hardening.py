@@ -197,6 +197,13 @@ def test_force_goes_with_every_file_writing_option(report, profile_report, workd
     assert leftovers(workdir) == []
 
 
+@pytest.mark.parametrize("option", ["--html", "--gmon", "--cube", "-o", "--folded"])
+def test_an_empty_output_name_is_refused(report, profile_report, workdir, option):
+    line = one_line_error(run_tool("psprocess", option, "", str(profile_report)), "psprocess")
+    assert f"{option}" in line and "needs a file name" in line
+    assert leftovers(workdir) == []
+
+
 def test_help_describes_force():
     p = run_tool("psprocess", "--help")
     text = " ".join(p.stdout.split())

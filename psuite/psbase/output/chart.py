@@ -6,7 +6,8 @@ bars from the error columns, and the axis labels with their units.
 The first key column is the x axis (a line plot) or the groups (a bar
 chart); further keys split the series ("compiler = gcc").  One y axis has
 one unit: value columns whose unit differs from the first numeric value
-column's (the count beside a mean in seconds), and values that are not
+column's (the count beside a mean in seconds; a count beside any other
+statistic, even a unit-less one), and values that are not
 numbers (the minimum of a string), are not drawn; Chart.left_out names
 them.  Texts are plain: each plotter escapes what its library would
 interpret (matplotlib's $...$, plotly's HTML, gnuplot's quotes)."""
@@ -130,8 +131,10 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
     if not values:
         raise UsageError(f"{_name(table)} has no numeric value to plot ({', '.join(c.name for c in table.values())}"
                          "); write it as text, csv or json")
-    unit = values[0].unit
-    drawn = [c for c in values if c.unit == unit]
+    # one axis, one quantity: the first value's unit, and counts only beside counts
+    # (a unit-less result's count would share its axis with the result otherwise)
+    unit, counts = values[0].unit, values[0].statistic == "count"
+    drawn = [c for c in values if c.unit == unit and (c.statistic == "count") == counts]
     left_out = [c.name for c in table.values() if c not in drawn]
     idx = {c.name: table.column(c.name) for c in table.columns}
     x, split = (keys[0], keys[1:]) if keys else (None, [])

@@ -17,6 +17,12 @@ def _none(xs: list[float]) -> list[float | None]:
     return [None if math.isnan(x) else x for x in xs]
 
 
+# plotly's defaults would offer a button that uploads the chart to Plotly's
+# cloud and a logo linking to plotly.com: an offline page reaches no server
+# (plotly.js 2's Chart Studio link is off by default; 3 and later have none)
+CONFIG = {"displaylogo": False, "showSendToCloud": False, "responsive": True}
+
+
 def _h(text: str) -> str:
     """Plain text for plotly, which reads labels as a little HTML (<b>, <br>)."""
     return html.escape(text, quote=False)
@@ -48,5 +54,5 @@ def page(chart: Chart) -> str:
         fig.update_xaxes(type="log")
     if chart.kind == "bar":  # the groups as categories, in the table's order, even when they look like numbers
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=[_h(g) for g in chart.groups])
-    text = fig.to_html(include_plotlyjs=True, full_html=True)
+    text = fig.to_html(include_plotlyjs=True, full_html=True, config=CONFIG)
     return text.replace("<head>", f"<head>\n    <title>{html.escape(chart.title)}</title>", 1)
