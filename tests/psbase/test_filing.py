@@ -17,7 +17,7 @@ from lxml import etree
 
 from psuite.psbase.store import Store
 from tests.conftest import TARGETS, one_line_error, psrun_command, run_tool
-from tests.psbase.conftest import absent_archive, archive_exists
+from tests.psbase.conftest import absent_archive, archive_exists, new_pg_database
 
 # Writes what it finds of psrun's and psbase's variables to argv[1], then
 # exits with argv[2]: the measured program's own view of its environment.
@@ -273,8 +273,30 @@ def test_psrun_filing_failure(program, workdir, db_url):
     # no archive there: not made either
     absent, says = absent_archive(db)
     p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "exp", "--db", absent, program, "env.txt")
-    assert says in one_line_error(p, "psrun").removeprefix("psrun: not filed in exp: ")
+    line = one_line_error(p, "psrun")
+    assert line.startswith("psrun: not filed in exp: ") and says in line, line
     assert not archive_exists(absent)
+
+
+def test_filing_line_hides_the_password(program, workdir, pg_server):
+    # PostgreSQL on purpose: an SQLite file has no password.  The private server trusts its
+    # socket, so a password in the URL is accepted and unused; the lines on stderr must not show it.
+    secret = "s3cret-pw"
+    url = new_pg_database(pg_server).replace("psb@", f"psb:{secret}@", 1)
+    shown = url.replace(secret, "***")
+    p = run_tool("psbase", "--db", url, "setup", "--psuite", "exp")
+    assert p.returncode == 0 and secret not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert p.stdout.startswith(f"psbase: experiment exp created in {shown} ("), p.stdout
+    p = run_tool("psrun", "-e", EVENTS, "--archive", "exp", "--db", url, program, "env.txt")
+    assert p.returncode == 0 and secret not in p.stdout + p.stderr, p.stderr
+    assert filing_lines(p) == [f"psrun: filed run 1 in experiment exp of archive {shown}"]
+    assert run_indexes(url) == [1]
+    # nor the lines that say why not: a database not on the server, a port nothing listens on
+    for db, says in (absent_archive(url), (f"postgresql+psycopg://psb:{secret}@127.0.0.1:1/none", "127.0.0.1")):
+        p = run_tool("psprocess", "--archive", "exp", "--db", db, *map(str, counting_reports(workdir)))
+        line = one_line_error(p, "psprocess")
+        assert line.startswith("psprocess: --archive exp: not filed: ") and says in line, line
+        assert secret not in line
 
 
 def test_psrun_archive_option_errors(program, workdir, db_url):
