@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
@@ -82,15 +83,63 @@ _numbers = itertools.count(1)
 
 
 def new_pg_database(socket_dir: str) -> str:
-    """A fresh database on the private server; its URL."""
+    """A fresh database on the private server; its URL, the socket directory
+    percent-encoded as a URL's query value is (and as psbase names an
+    archive: a test can expect the URL it gave back verbatim)."""
     import sqlalchemy as sa
 
     name = f"t{os.getpid()}_{next(_numbers)}"
-    admin = sa.create_engine(f"postgresql+psycopg://psb@/postgres?host={socket_dir}", isolation_level="AUTOCOMMIT")
+    host = quote(socket_dir, safe="")
+    admin = sa.create_engine(f"postgresql+psycopg://psb@/postgres?host={host}", isolation_level="AUTOCOMMIT")
     with admin.connect() as c:
         c.execute(sa.text(f"CREATE DATABASE {name}"))
     admin.dispose()
-    return f"postgresql+psycopg://psb@/{name}?host={socket_dir}"
+    return f"postgresql+psycopg://psb@/{name}?host={host}"
+
+
+def absent_archive(url: str) -> tuple[str, str]:
+    """An archive beside url that is not there, and what psbase's error
+    says of it: an SQLite file never made, or a database the server
+    does not have (psbase creates neither)."""
+    if "://" not in url:
+        path = str(Path(url).with_name("none.db"))
+        return path, f"no archive {path}"
+    import sqlalchemy as sa
+
+    parsed = sa.make_url(url)
+    name = f"absent_{parsed.database}"
+    return parsed.set(database=name).render_as_string(hide_password=False), f'database "{name}" does not exist'
+
+
+def archive_exists(url: str) -> bool:
+    """An SQLite file there, or a database of that name on the server
+    (asked of the server's catalogue, not of psbase)."""
+    import sqlalchemy as sa
+
+    if "://" not in url:
+        return os.path.exists(url)
+    parsed = sa.make_url(url)
+    engine = sa.create_engine(parsed.set(database="postgres"))
+    try:
+        with engine.connect() as c:
+            found = c.execute(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": parsed.database})
+            return found.first() is not None
+    finally:
+        engine.dispose()
+
+
+def archive_tables(url: str) -> list[str] | None:
+    """The tables in an archive, read with SQLAlchemy (not psbase): None
+    for an SQLite file that does not exist, [] for an empty database."""
+    import sqlalchemy as sa
+
+    if "://" not in url and not os.path.exists(url):
+        return None
+    engine = sa.create_engine(url if "://" in url else f"sqlite:///{url}")
+    try:
+        return sorted(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
 
 
 @pytest.fixture(params=BACKENDS)

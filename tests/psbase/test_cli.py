@@ -8,11 +8,13 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from lxml import etree
 
 from tests.conftest import TARGETS, one_line_error, run_tool
+from tests.psbase.conftest import archive_tables
 from tests.psbase.test_definition import BEFF_IO
 
 PSBASE = str(Path(sys.executable).parent / "psbase")
@@ -48,6 +50,7 @@ def test_help_reads_well(tmp_path):
 
 
 def test_missing_archive_is_a_clear_error_and_not_created(tmp_path):
+    # SQLite on purpose: the default psbase.db and PSBASE_DB naming a file that is not there
     for args in (["ls"], ["info", "x"], ["ls", "--deleted", "x"], ["delete", "x", "1"]):
         msg = one_line_error(psbase(*args, cwd=tmp_path), "psbase")
         assert "no archive psbase.db; create one with `psbase setup" in msg
@@ -58,27 +61,37 @@ def test_missing_archive_is_a_clear_error_and_not_created(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_definition_setup_update_and_info(tmp_path):
+def test_setup_without_db_creates_psbase_db_here(tmp_path):
+    # SQLite on purpose: the default archive, psbase.db in the current directory
     (tmp_path / "beff.xml").write_bytes(BEFF_IO)
     out = ok(psbase("setup", "beff.xml", cwd=tmp_path))
     assert "experiment b_eff_io created in psbase.db (5 parameters, 1 results)" in out
-    assert (tmp_path / "psbase.db").exists()
-    assert "exists" in one_line_error(psbase("setup", "beff.xml", cwd=tmp_path), "psbase")
-    listing = ok(psbase("ls", cwd=tmp_path))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["beff.xml", "psbase.db"]
+    assert ok(psbase("ls", cwd=tmp_path)).splitlines()[1].split()[:3] == ["b_eff_io", "0", "0"]
+
+
+def test_definition_setup_update_and_info(tmp_path, db_url):
+    (tmp_path / "beff.xml").write_bytes(BEFF_IO)
+    db = ("--db", db_url)
+    out = ok(psbase(*db, "setup", "beff.xml", cwd=tmp_path))
+    assert out == f"psbase: experiment b_eff_io created in {db_url} (5 parameters, 1 results)\n"
+    assert "exists" in one_line_error(psbase(*db, "setup", "beff.xml", cwd=tmp_path), "psbase")
+    listing = ok(psbase(*db, "ls", cwd=tmp_path))
     assert listing.splitlines()[1].split()[:3] == ["b_eff_io", "0", "0"]
-    info = ok(psbase("info", "b_eff_io", cwd=tmp_path))
+    info = ok(psbase(*db, "info", "b_eff_io", cwd=tmp_path))
     assert "B_scatter" in info and "MB/s" in info and "Joachim Worringen" in info
     # info --xml gives the definition back; editing it and updating changes the experiment
-    xml = ok(psbase("info", "b_eff_io", "--xml", cwd=tmp_path))
+    xml = ok(psbase(*db, "info", "b_eff_io", "--xml", cwd=tmp_path))
     root = etree.fromstring(xml.encode())
     (tmp_path / "same.xml").write_text(xml)
-    assert ok(psbase("update", "same.xml", cwd=tmp_path)) == "psbase: nothing changed\n"
+    assert ok(psbase(*db, "update", "same.xml", cwd=tmp_path)) == "psbase: nothing changed\n"
     extra = etree.SubElement(root, "result", occurrence="multiple")
     etree.SubElement(extra, "name").text = "B_read"
     etree.SubElement(extra, "datatype").text = "float"
     (tmp_path / "new.xml").write_bytes(etree.tostring(root))
-    assert ok(psbase("update", "new.xml", cwd=tmp_path)) == "psbase: added B_read\n"
-    assert "B_read" in ok(psbase("info", "b_eff_io", cwd=tmp_path))
+    assert ok(psbase(*db, "update", "new.xml", cwd=tmp_path)) == "psbase: added B_read\n"
+    assert "B_read" in ok(psbase(*db, "info", "b_eff_io", cwd=tmp_path))
+    assert not (tmp_path / "psbase.db").exists()  # --db named the archive: no default one made beside it
 
 
 @pytest.mark.parametrize(
@@ -91,16 +104,17 @@ def test_definition_setup_update_and_info(tmp_path):
         ),
     ],
 )
-def test_malformed_definition_creates_nothing(tmp_path, data, message):
+def test_malformed_definition_creates_nothing(tmp_path, db_url, data, message):
     (tmp_path / "bad.xml").write_bytes(data)
-    msg = one_line_error(psbase("setup", "bad.xml", cwd=tmp_path), "psbase")
+    msg = one_line_error(psbase("--db", db_url, "setup", "bad.xml", cwd=tmp_path), "psbase")
     assert message in msg and "bad.xml" in msg
-    assert not (tmp_path / "psbase.db").exists()
-    assert "no such file" in one_line_error(psbase("setup", "none.xml", cwd=tmp_path), "psbase")
+    assert "no such file" in one_line_error(psbase("--db", db_url, "setup", "none.xml", cwd=tmp_path), "psbase")
+    before = [] if "://" in db_url else None  # the server's database was there, empty; no SQLite file was
+    assert archive_tables(db_url) == before
 
 
-def test_psuite_documents_end_to_end(tmp_path, count_doc):
-    env = {"PSBASE_DB": str(tmp_path / "arch.db")}
+def test_psuite_documents_end_to_end(tmp_path, count_doc, db_url):
+    env = {"PSBASE_DB": db_url}
     ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
     assert ok(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env)) == "psbase: 1 run filed in app (1)\n"
     msg = one_line_error(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env), "psbase")
@@ -115,8 +129,8 @@ def test_psuite_documents_end_to_end(tmp_path, count_doc):
     assert str(count_doc) in runs[1]
 
 
-def test_delete_restore_purge(tmp_path, count_doc):
-    env = {"PSBASE_DB": str(tmp_path / "arch.db")}
+def test_delete_restore_purge(tmp_path, count_doc, db_url):
+    env = {"PSBASE_DB": db_url}
     ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
     ok(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env))
     ok(psbase("input", "--force", "app", str(count_doc), cwd=tmp_path, env=env))
@@ -131,31 +145,34 @@ def test_delete_restore_purge(tmp_path, count_doc):
     assert "has no run 1" in one_line_error(psbase("info", "app", "1", cwd=tmp_path, env=env), "psbase")
 
 
-def test_bad_input_files_nothing_half_imported(tmp_path, count_doc):
-    ok(psbase("setup", "--psuite", "app", cwd=tmp_path))
+def test_bad_input_files_nothing_half_imported(tmp_path, count_doc, db_url):
+    env = {"PSBASE_DB": db_url}
+    ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
     (tmp_path / "junk.xml").write_text("this is not a report\n")
-    msg = one_line_error(psbase("input", "app", str(count_doc), "junk.xml", cwd=tmp_path), "psbase")
+    msg = one_line_error(psbase("input", "app", str(count_doc), "junk.xml", cwd=tmp_path, env=env), "psbase")
     assert "junk.xml" in msg
-    assert ok(psbase("ls", "app", "--deleted", cwd=tmp_path)).splitlines()[1:] == []
-    assert "no such file" in one_line_error(psbase("input", "app", "gone.xml", cwd=tmp_path), "psbase")
-    assert "no experiment 'nope'" in one_line_error(psbase("input", "nope", str(count_doc), cwd=tmp_path), "psbase")
+    assert ok(psbase("ls", "app", "--deleted", cwd=tmp_path, env=env)).splitlines()[1:] == []
+    assert "no such file" in one_line_error(psbase("input", "app", "gone.xml", cwd=tmp_path, env=env), "psbase")
+    msg = one_line_error(psbase("input", "nope", str(count_doc), cwd=tmp_path, env=env), "psbase")
+    assert "no experiment 'nope'" in msg
     (tmp_path / "beff.xml").write_bytes(BEFF_IO)
-    ok(psbase("setup", "beff.xml", cwd=tmp_path))
-    msg = one_line_error(psbase("input", "b_eff_io", str(count_doc), cwd=tmp_path), "psbase")
+    ok(psbase("setup", "beff.xml", cwd=tmp_path, env=env))
+    msg = one_line_error(psbase("input", "b_eff_io", str(count_doc), cwd=tmp_path, env=env), "psbase")
     assert "not set up for psuite documents" in msg
 
 
-def test_usage_errors_are_one_line(tmp_path):
-    ok(psbase("setup", "--psuite", "app", cwd=tmp_path))
-    assert "'x' is not a run index" in one_line_error(psbase("delete", "app", "x", cwd=tmp_path), "psbase")
-    assert "empty" in one_line_error(psbase("delete", "app", "5-2", cwd=tmp_path), "psbase")
-    assert "has no run 3" in one_line_error(psbase("restore", "app", "3", cwd=tmp_path), "psbase")
-    assert "is not usable" in one_line_error(psbase("setup", "--psuite", "my app", cwd=tmp_path), "psbase")
+def test_usage_errors_are_one_line(tmp_path, db_url):
+    env = {"PSBASE_DB": db_url}
+    ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
+    assert "'x' is not a run index" in one_line_error(psbase("delete", "app", "x", cwd=tmp_path, env=env), "psbase")
+    assert "empty" in one_line_error(psbase("delete", "app", "5-2", cwd=tmp_path, env=env), "psbase")
+    assert "has no run 3" in one_line_error(psbase("restore", "app", "3", cwd=tmp_path, env=env), "psbase")
+    assert "is not usable" in one_line_error(psbase("setup", "--psuite", "my app", cwd=tmp_path, env=env), "psbase")
     for args in (["frobnicate"], ["setup"], ["info"], ["setup", "x.xml", "--psuite", "y"]):
-        p = psbase(*args, cwd=tmp_path)  # argparse's own errors: "psbase [COMMAND]: ... (see ... --help)"
+        p = psbase(*args, cwd=tmp_path, env=env)  # argparse's own errors: "psbase [COMMAND]: ... (see ... --help)"
         assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and p.stderr.startswith("psbase")
         assert "--help" in p.stderr and "Traceback" not in p.stderr
-    assert "not supported" in one_line_error(psbase("--db", "mysql://h/db", "ls", cwd=tmp_path), "psbase")
+    assert "not supported" in one_line_error(psbase("--db", "mysql://h/db", "ls", cwd=tmp_path, env=env), "psbase")
 
 
 def test_unreachable_server_is_one_line(tmp_path):
@@ -165,13 +182,22 @@ def test_unreachable_server_is_one_line(tmp_path):
     assert "127.0.0.1" in msg and "--db" in msg
 
 
+def test_missing_server_database_is_one_line(tmp_path, pg_server):
+    # PostgreSQL on purpose: the server answers, the database named is not on it (SQLite's missing file is above)
+    url = f"postgresql+psycopg://psb@/nosuch?host={quote(pg_server, safe='')}"
+    for args in (["ls"], ["setup", "--psuite", "app"]):
+        msg = one_line_error(psbase("--db", url, *args, cwd=tmp_path), "psbase")
+        assert "nosuch" in msg and "--db" in msg, msg
+    assert list(tmp_path.iterdir()) == []
+
+
 DATA = Path(__file__).resolve().parent / "data"
 
 
-def test_text_output_through_an_input_description(tmp_path):
+def test_text_output_through_an_input_description(tmp_path, db_url):
     """psbase input --desc: the b_eff_io summaries of the paper, the stored
     data set equal to the text's table, read here with split()."""
-    env = {"PSBASE_DB": str(tmp_path / "a.db")}
+    env = {"PSBASE_DB": db_url}
     ok(psbase("setup", str(DATA / "b_eff_io.experiment.xml"), cwd=tmp_path, env=env))
     files = sorted(str(p) for p in DATA.glob("*.sum"))
     out = ok(psbase("input", "b_eff_io", "--desc", str(DATA / "b_eff_io.input.xml"), *files, cwd=tmp_path, env=env))

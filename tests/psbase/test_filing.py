@@ -17,6 +17,7 @@ from lxml import etree
 
 from psuite.psbase.store import Store
 from tests.conftest import TARGETS, one_line_error, psrun_command, run_tool
+from tests.psbase.conftest import absent_archive, archive_exists, new_pg_database
 
 # Writes what it finds of psrun's and psbase's variables to argv[1], then
 # exits with argv[2]: the measured program's own view of its environment.
@@ -112,6 +113,14 @@ def store_run(db: str, index: int, name: str = "exp"):
         store.close()
 
 
+def run_indexes(db: str, name: str = "exp") -> list[int]:
+    store = Store(db)  # closed at once: a server's connections are not left to the garbage collector
+    try:
+        return [r.index for r in store.list_runs(name)]
+    finally:
+        store.close()
+
+
 # ---- psrun --archive -----------------------------------------------------------
 
 
@@ -136,8 +145,8 @@ def test_psrun_archive_files_the_report_and_keeps_the_exit_status(program, workd
     assert env["PSBASE_DB"] == os.environ.get("PSBASE_DB", "(unset)")
 
 
-def test_psrun_archive_from_the_environment(program, workdir, monkeypatch):
-    db = str(workdir / "a.db")
+def test_psrun_archive_from_the_environment(program, workdir, db_url):
+    db = db_url
     setup_experiment(db)
     setup_experiment(db, "other")
     env = {**os.environ, "PSUITE_ARCHIVE": "exp", "PSBASE_DB": db}
@@ -151,25 +160,25 @@ def test_psrun_archive_from_the_environment(program, workdir, monkeypatch):
     # the option wins over the variable; -q: nothing said when filing succeeds
     p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "other", program, "env2.txt", env=env)
     assert (p.returncode, p.stderr) == (0, "")
-    assert [r.index for r in Store(db).list_runs("exp")] == [1]
-    assert [r.index for r in Store(db).list_runs("other")] == [1]
+    assert run_indexes(db, "exp") == [1]
+    assert run_indexes(db, "other") == [1]
 
 
-def test_psrun_archive_with_stderr_closed(program, workdir):
+def test_psrun_archive_with_stderr_closed(program, workdir, db_url):
     """The filer's line has nowhere to go: never onto stdout, the program's."""
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     for experiment, status in (("exp", 0), ("nope", 2)):
         p = subprocess.run(["sh", "-c", 'exec "$@" 2>&-', "sh", psrun_command(), "-e", EVENTS, "--archive",
                             experiment, "--db", db, program, "env.txt"], capture_output=True, text=True, timeout=120)
         assert (p.returncode, p.stdout) == (status, "")
-    assert len(Store(db).list_runs("exp")) == 1
+    assert run_indexes(db) == [1]
 
 
-def test_psrun_archive_per_thread_and_resources(built, workdir):
+def test_psrun_archive_per_thread_and_resources(built, workdir, db_url):
     """-p: one process's thread reports make one run (the total left out as
     a double count); -R: the resource report is a run of its own."""
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     p = run_tool("psrun", "-p", "-R", "--interval", "0.1", "-e", EVENTS, "--archive", "exp", "--db", db,
                  built["threads"], "3")
@@ -193,10 +202,10 @@ def test_psrun_archive_per_thread_and_resources(built, workdir):
     assert res.values["minor_faults"] == int(root.findtext("faults/minor"))
 
 
-def test_psrun_archive_of_a_profile_with_call_paths(program, workdir):
+def test_psrun_archive_of_a_profile_with_call_paths(program, workdir, db_url):
     """The profile is one run; its call-path companion is read with it, not
     filed as a run of its own."""
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     p = run_tool("psrun", "-q", "--callpath", "--period", "100", "--archive", "exp", "--db", db, program,
                  "env.txt")
@@ -211,27 +220,30 @@ def test_psrun_archive_of_a_profile_with_call_paths(program, workdir):
     assert run.values["total_samples"] == int(root.findtext(".//totalsamples")) > 0
 
 
-def test_psrun_archive_follows_forks_and_execs(built, workdir):
+def test_psrun_archive_follows_forks_and_execs(built, workdir, db_url):
     """-f: the processes the program forks, and the program a child execs,
     list their reports too (the manifest variable stays for them, as
     LD_PRELOAD does): one run each."""
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     p = run_tool("psrun", "-q", "-f", "-e", EVENTS, "--archive", "exp", "--db", db, built["fork_chain"])
     assert (p.returncode, p.stderr) == (0, "")
     docs = counting_reports(workdir)
     assert len(docs) == 4  # parent, child, grandchild before its exec, and the shell it became
     store = Store(db)
-    runs = store.list_runs("exp")
-    assert sorted(s for r in runs for s in r.sources) == sorted(map(str, docs))
-    by_source = {store.run("exp", r.index).sources[0]: store.run("exp", r.index) for r in runs}
+    try:
+        runs = store.list_runs("exp")
+        assert sorted(s for r in runs for s in r.sources) == sorted(map(str, docs))
+        by_source = {store.run("exp", r.index).sources[0]: store.run("exp", r.index) for r in runs}
+    finally:
+        store.close()
     for doc in docs:
         assert_run_matches(by_source[str(doc)], xml_values(doc))
 
 
-def test_psrun_archive_of_a_killed_program(built, workdir):
+def test_psrun_archive_of_a_killed_program(built, workdir, db_url):
     """The program's signal is psrun's, and its report is filed still."""
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     p = run_tool("psrun", "-e", EVENTS, "--archive", "exp", "--db", db, built["killself"],
                  str(int(signal.SIGTERM)))
@@ -242,10 +254,10 @@ def test_psrun_archive_of_a_killed_program(built, workdir):
     assert_run_matches(run, xml_values(doc))
 
 
-def test_psrun_filing_failure(program, workdir):
+def test_psrun_filing_failure(program, workdir, db_url):
     """One line (-q silences notes, not this), the documents on disk, status 2
     after a program that exited 0, else the program's."""
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "nope", "--db", db, program, "env.txt")
     line = one_line_error(p, "psrun")
@@ -257,26 +269,48 @@ def test_psrun_filing_failure(program, workdir):
     p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "nope", "--db", db, program, "env.txt", "5")
     assert p.returncode == 5 and len(p.stderr.splitlines()) == 1, p.stderr
     assert len(counting_reports(workdir)) == 2
-    assert Store(db).list_runs("exp") == []
-    # no archive there
-    p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "exp", "--db", str(workdir / "none.db"), program,
-                 "env.txt")
-    assert "psrun: not filed in exp: no archive" in one_line_error(p, "psrun")
-    assert not (workdir / "none.db").exists()
+    assert run_indexes(db) == []
+    # no archive there: not made either
+    absent, says = absent_archive(db)
+    p = run_tool("psrun", "-q", "-e", EVENTS, "--archive", "exp", "--db", absent, program, "env.txt")
+    line = one_line_error(p, "psrun")
+    assert line.startswith("psrun: not filed in exp: ") and says in line, line
+    assert not archive_exists(absent)
 
 
-def test_psrun_archive_option_errors(program, workdir):
+def test_filing_line_hides_the_password(program, workdir, pg_server):
+    # PostgreSQL on purpose: an SQLite file has no password.  The private server trusts its
+    # socket, so a password in the URL is accepted and unused; the lines on stderr must not show it.
+    secret = "s3cret-pw"
+    url = new_pg_database(pg_server).replace("psb@", f"psb:{secret}@", 1)
+    shown = url.replace(secret, "***")
+    p = run_tool("psbase", "--db", url, "setup", "--psuite", "exp")
+    assert p.returncode == 0 and secret not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert p.stdout.startswith(f"psbase: experiment exp created in {shown} ("), p.stdout
+    p = run_tool("psrun", "-e", EVENTS, "--archive", "exp", "--db", url, program, "env.txt")
+    assert p.returncode == 0 and secret not in p.stdout + p.stderr, p.stderr
+    assert filing_lines(p) == [f"psrun: filed run 1 in experiment exp of archive {shown}"]
+    assert run_indexes(url) == [1]
+    # nor the lines that say why not: a database not on the server, a port nothing listens on
+    for db, says in (absent_archive(url), (f"postgresql+psycopg://psb:{secret}@127.0.0.1:1/none", "127.0.0.1")):
+        p = run_tool("psprocess", "--archive", "exp", "--db", db, *map(str, counting_reports(workdir)))
+        line = one_line_error(p, "psprocess")
+        assert line.startswith("psprocess: --archive exp: not filed: ") and says in line, line
+        assert secret not in line
+
+
+def test_psrun_archive_option_errors(program, workdir, db_url):
     for args, says in ((["--db", "a.db"], "--db goes with --archive"), (["--archive", ""], "--archive needs")):
         p = run_tool("psrun", *args, program, "env.txt")
         assert says in one_line_error(p, "psrun")
         assert not (workdir / "env.txt").exists()  # refused before the program ran
     assert "--archive EXPERIMENT" in run_tool("psrun", "--help").stdout
     # the library refuses the configuration before the program runs: its one line, nothing to file
-    db = str(workdir / "a.db")
+    db = db_url
     setup_experiment(db)
     p = run_tool("psrun", "-e", "NO_SUCH_EVENT", "--archive", "exp", "--db", db, program, "env.txt")
     assert "unknown event NO_SUCH_EVENT" in one_line_error(p, "psrun")
-    assert not (workdir / "env.txt").exists() and Store(db).list_runs("exp") == []
+    assert not (workdir / "env.txt").exists() and run_indexes(db) == []
 
 
 # ---- psprocess --archive ---------------------------------------------------------
@@ -298,16 +332,15 @@ def test_psprocess_archive_one_run_per_input(program, workdir, db_url):
     p = run_tool("psprocess", "--archive", "exp", "--db", db_url, *map(str, docs))
     assert p.returncode == 0, p.stderr
     assert p.stdout == plain.stdout  # the report, untouched; what was filed only on stderr
-    assert p.stderr.splitlines() == [f"psprocess: filed runs 1, 2 in experiment exp of archive "
-                                     f"{Store(db_url).name}"]
+    assert p.stderr.splitlines() == [f"psprocess: filed runs 1, 2 in experiment exp of archive {db_url}"]
     for index, doc in enumerate(docs, 1):
         run, _ = store_run(db_url, index)
         assert run.sources == [str(doc)]
         assert_run_matches(run, xml_values(doc))
 
 
-def test_psprocess_combine_archive_is_one_run(program, workdir):
-    db = str(workdir / "a.db")
+def test_psprocess_combine_archive_is_one_run(program, workdir, db_url):
+    db = db_url
     setup_experiment(db)
     docs = two_reports(program, workdir)
     env = {**os.environ, "PSUITE_ARCHIVE": "exp"}  # the variable asks as the option does
@@ -322,8 +355,8 @@ def test_psprocess_combine_archive_is_one_run(program, workdir):
         assert run.values[name] == pytest.approx(sum(v[name] for v in values), rel=1e-12)
 
 
-def test_psprocess_archive_errors(program, workdir):
-    db = str(workdir / "a.db")
+def test_psprocess_archive_errors(program, workdir, db_url):
+    db = db_url
     setup_experiment(db)
     [doc, _] = map(str, two_reports(program, workdir))
     report = run_tool("psprocess", doc).stdout
@@ -336,9 +369,10 @@ def test_psprocess_archive_errors(program, workdir):
     # after the report: it stays on stdout
     line, out = refused("--archive", "nope", "--db", db, doc)
     assert out == report and line.startswith("psprocess: --archive nope: not filed: no experiment 'nope'"), line
-    line, out = refused("--archive", "exp", "--db", str(workdir / "none.db"), doc)
-    assert out == report and "not filed: no archive" in line
-    assert not (workdir / "none.db").exists()
+    absent, says = absent_archive(db)
+    line, out = refused("--archive", "exp", "--db", absent, doc)
+    assert out == report and line.startswith("psprocess: --archive exp: not filed: ") and says in line, line
+    assert not archive_exists(absent)
     assert run_tool("psprocess", "--archive", "exp", "--db", db, doc).returncode == 0
     line, out = refused("--archive", "exp", "--db", db, doc)
     assert out == report and "is already run 1 of exp" in line
@@ -358,7 +392,7 @@ def test_psprocess_archive_errors(program, workdir):
     assert run_tool("psprocess", "--cube", str(cube), doc).returncode == 0
     line, out = refused("--archive", "exp", "--db", db, str(cube))
     assert "is a CUBE file" in line and out == ""
-    assert [r.index for r in Store(db).list_runs("exp")] == [1]
+    assert run_indexes(db) == [1]
 
 
 def test_filing_module_is_the_one_psrun_runs():

@@ -127,10 +127,10 @@ def test_b_eff_io_several_files_are_several_runs() -> None:
     ]  # fmt: skip
 
 
-def test_b_eff_io_runs_filed_in_an_archive(tmp_path: Path) -> None:
+def test_b_eff_io_runs_filed_in_an_archive(db_url: str) -> None:
     # what extract() makes, the store takes: typed values, data sets, and the hash that refuses a second import
     loaded = definition.load(str(DATA / "b_eff_io.experiment.xml"))
-    store = Store(str(tmp_path / "bio.db"), create=True)
+    store = Store(db_url, create=True)
     store.setup(loaded)
     files = [str(p) for p in SUM_FILES]
     runs = inputdesc.extract(str(DATA / "b_eff_io.input.xml"), loaded, files)

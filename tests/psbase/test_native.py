@@ -158,13 +158,16 @@ def test_counts_and_profiles_do_not_merge(tmp_path, program, archive):
     assert archive.list_runs("app", deleted=True) == []
 
 
-def test_native_input_needs_a_psuite_experiment(tmp_path):
+def test_native_input_needs_a_psuite_experiment(db_url):
     from psuite.psbase.model import Definition, Variable
 
-    s = Store(str(tmp_path / "b.db"), create=True)
-    s.setup(Definition("other", variables=[Variable("x", "integer")]))
-    with pytest.raises(PsuiteError, match="not set up for psuite documents"):
-        native.check_native(s.definition("other"))
+    s = Store(db_url, create=True)
+    try:
+        s.setup(Definition("other", variables=[Variable("x", "integer")]))
+        with pytest.raises(PsuiteError, match="not set up for psuite documents"):
+            native.check_native(s.definition("other"))
+    finally:
+        s.close()
 
 
 def test_event_names_become_variable_names():

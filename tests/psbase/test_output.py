@@ -511,12 +511,8 @@ def psbase(*args: str, cwd: Path, db: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=120)
 
 
-def db_arg(store: Store) -> str:
-    return store.url.database if store.url.get_backend_name() == "sqlite" else store.url.render_as_string(False)
-
-
-def test_cli_writes_every_chart_format(archive, tmp_path):
-    db = db_arg(archive)
+def test_cli_writes_every_chart_format(archive, db_url, tmp_path):
+    db = db_url  # the archive fixture's, filed on each backend
     tmp_path = tmp_path / "cwd"  # not the SQLite archive's directory
     tmp_path.mkdir()
     q = ("query", "io", "bw", "--by", "nodes", "--by", "method")
@@ -540,7 +536,7 @@ def test_cli_writes_every_chart_format(archive, tmp_path):
     assert p.returncode == 0 and (tmp_path / "c.png").read_bytes() != before
 
 
-def test_cli_failed_write_leaves_nothing(archive, tmp_path):
+def test_cli_failed_write_leaves_nothing(archive, db_url, tmp_path):
     """A file size limit (ulimit -f) below the page's size: one line naming
     the file, and neither it nor a temporary file is left."""
     import resource
@@ -553,7 +549,7 @@ def test_cli_failed_write_leaves_nothing(archive, tmp_path):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PSBASE_DB"}
-    p = subprocess.run([sys.executable, "-m", "psuite.psbase", "--db", db_arg(archive), "query", "io", "bw", "--by",
+    p = subprocess.run([sys.executable, "-m", "psuite.psbase", "--db", db_url, "query", "io", "bw", "--by",
                         "nodes", "-f", "html", "-o", "c.html"], cwd=cwd, env=env, capture_output=True, text=True,
                        timeout=120, preexec_fn=limit)
     assert "cannot write c.html: the file is too large" in one_line_error(p, "psbase")
@@ -574,11 +570,11 @@ def test_cli_failed_write_leaves_nothing(archive, tmp_path):
         (["--where", "nodes=3", "-f", "svg", "-o", "x.svg"], "no rows"),
     ],
 )
-def test_cli_bad_output_options_are_one_line_exit_2(archive, tmp_path, args, message):
+def test_cli_bad_output_options_are_one_line_exit_2(archive, db_url, tmp_path, args, message):
     by = [] if "--by" in args else ["--by", "nodes"]
     cwd = tmp_path / "cwd"  # not the SQLite archive's directory
     cwd.mkdir()
-    p = psbase("query", "io", "bw", *by, *args, cwd=cwd, db=db_arg(archive))
+    p = psbase("query", "io", "bw", *by, *args, cwd=cwd, db=db_url)
     msg = one_line_error(p, "psbase query" if p.stderr.startswith("psbase query:") else "psbase")
     assert message in msg
     assert os.listdir(cwd) == []  # nothing written
