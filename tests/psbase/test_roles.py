@@ -171,6 +171,7 @@ def test_user_class_changed_listed_and_removed(archive, tmp_path):
 
 
 def test_sqlite_archive_has_no_users(tmp_path):
+    # SQLite on purpose: user classes are PostgreSQL roles; an SQLite file refuses them
     ok(psbase("setup", str(DEF), cwd=tmp_path))
     for args in (("user", "ls"), ("user", "add", "alice", "--class", "query"), ("user", "remove", "alice")):
         msg = one_line_error(psbase(*args, cwd=tmp_path), "psbase")
