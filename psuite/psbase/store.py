@@ -39,7 +39,7 @@ from psuite.cli_common import one_line
 from psuite.errors import InputError, UsageError
 from psuite.psbase import definition as defmod
 from psuite.psbase import roles
-from psuite.psbase.model import Definition, RunData, Variable, Version
+from psuite.psbase.model import Definition, RunData, Variable, Version, convert
 
 DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
@@ -283,6 +283,11 @@ class Store:
             conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
         old_vars = {v.name: v for v in old.variables}
         new_vars = {v.name: v for v in new.variables}
+        for v in old.variables:  # the refusals first: a refused update changes nothing
+            n = new_vars.get(v.name)
+            if n is not None and (n.datatype, n.occurrence) == (v.datatype, v.occurrence) and n.valid and \
+                    n.valid != v.valid:
+                self._check_valid(conn, once if v.occurrence == "once" else rows, n)
         for v in old.variables:
             n = new_vars.get(v.name)
             if n is None:
@@ -306,7 +311,7 @@ class Store:
             if n.name in kept:
                 continue
             self._add(conn, exp_id, n)
-            changes.append(f"added {n.name}")
+            changes.append(f"added {n.name}{self._fill_default(conn, exp_id, n)}")
         if (new.synopsis, new.description, new.performed_by, new.project) != \
                 (old.synopsis, old.description, old.performed_by, old.project):
             changes.append("changed the meta information")
@@ -324,6 +329,48 @@ class Store:
         prep = conn.dialect.identifier_preparer
         ddl = col.type.compile(dialect=conn.dialect)
         conn.execute(sa.text(f"ALTER TABLE {prep.quote(table)} ADD COLUMN {prep.quote(v.name)} {ddl}"))
+
+    def _check_valid(self, conn: sa.Connection, table: sa.Table, n: Variable) -> None:
+        """Refuse new valid values of n that values stored in table are not
+        among, naming the values and their runs (deleted ones too: they can
+        be restored)."""
+        try:
+            allowed = [_to_db(n, convert(Variable(n.name, n.datatype), t)) for t in n.valid]
+        except UsageError as exc:
+            raise StoreError(f"variable {n.name!r}: {exc}") from None
+        col, run = table.c[n.name], table.c[RUN]
+        found = conn.execute(sa.select(col, run).where(col.is_not(None), col.not_in(allowed))
+                             .group_by(col, run).order_by(run, col)).all()
+        if not found:
+            return
+        runs: dict[object, list[int]] = {}
+        for value, idx in found:
+            runs.setdefault(value, []).append(idx)
+        shown = [f"{str(_from_db(n, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(ix, 10)})"
+                 for x, ix in list(runs.items())[:5]]
+        more = f" and {len(runs) - 5} more values" if len(runs) > 5 else ""
+        many = len(runs) > 1
+        raise StoreError(f"variable {n.name!r}: stored value{'s' if many else ''} {', '.join(shown)}{more} "
+                         f"{'are' if many else 'is'} not among its new valid values {', '.join(n.valid)}; add "
+                         f"{'them' if many else 'it'} to the <valid> values or remove those runs (psbase delete "
+                         "--purge); nothing was changed")
+
+    def _fill_default(self, conn: sa.Connection, exp_id: int, n: Variable) -> str:
+        """A new variable's default given to the runs there are (for a data-set
+        variable: to every data-set row); what was done, for update's report."""
+        if n.default is None:
+            return ""
+        try:
+            value = _to_db(n, convert(n, n.default))
+        except UsageError as exc:
+            raise StoreError(f"variable {n.name!r}: default: {exc}") from None
+        kind = "once" if n.occurrence == "once" else "rows"
+        table = sa.table(f"psb_x{exp_id}_{kind}", sa.column(n.name, _SQL_TYPES[n.datatype]))
+        done = conn.execute(table.update().values({n.name: value})).rowcount
+        if not done:
+            return ""
+        what = "run" if kind == "once" else "data-set row"
+        return f" (its default {n.default} given to {done} {what}{'s' if done != 1 else ''})"
 
     def _drop(self, conn: sa.Connection, table: sa.Table, column: str) -> None:
         prep = conn.dialect.identifier_preparer
@@ -359,22 +406,24 @@ class Store:
                 r = self.runs
                 nxt = (conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0) + 1
                 done: list[int] = []
-                seen: dict[str, int] = {}
                 by_name = {v.name: v for v in d.variables}  # not d.variable(): a list search per value
                 once_names = [v.name for v in d.variables if v.occurrence == "once"]
                 run_rows, once_rows, data_rows = [], [], []
+                first: dict[str, RunData] = {}  # content hash -> the run of this input that has it
                 for run in runs:
                     _check_run(d, by_name, run)
+                    if run.content_hash in first:  # forced or not: no earlier run in the archive to repeat
+                        raise StoreError(_given_twice(first[run.content_hash], run))
+                    if run.content_hash:
+                        first[run.content_hash] = run
                     if run.content_hash and not force:
-                        hit = seen.get(run.content_hash)
-                        if hit is None:
-                            hit_row = conn.execute(sa.select(r.c.idx, r.c.deleted).where(
-                                r.c.experiment == exp_id, r.c.content_hash == run.content_hash)).first()
-                            hit = hit_row and hit_row[0]
-                            if hit_row and hit_row[1]:
-                                raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} "
-                                                 f"of {name} (deleted); restore it with psbase restore, "
-                                                 "or import again with --force")
+                        hit_row = conn.execute(sa.select(r.c.idx, r.c.deleted).where(
+                            r.c.experiment == exp_id, r.c.content_hash == run.content_hash)).first()
+                        hit = hit_row and hit_row[0]
+                        if hit_row and hit_row[1]:
+                            raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} "
+                                             f"of {name} (deleted); restore it with psbase restore, "
+                                             "or import again with --force")
                         if hit:
                             raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} of "
                                              f"{name}; import it again only with --force")
@@ -386,8 +435,6 @@ class Store:
                     once_rows.append({RUN: nxt, **values})
                     if run.rows:
                         data_rows.append(_data_set(nxt, rows, by_name, run.rows))
-                    if run.content_hash:
-                        seen[run.content_hash] = nxt
                     done.append(nxt)
                     nxt += 1
                 if run_rows:
@@ -483,6 +530,22 @@ def _serialize_sqlite(engine: sa.Engine) -> None:
 
 def _index_key(index: sa.Index | None) -> list[tuple[str, str]]:
     return [(c.name, repr(c.type)) for c in index.columns] if index is not None else []
+
+
+def _some(indexes: list[int], most: int) -> str:
+    """Run indexes for a message: the first `most`, then how many more."""
+    head = ", ".join(map(str, indexes[:most]))
+    return head + (f" and {len(indexes) - most} more" if len(indexes) > most else "")
+
+
+def _given_twice(a: RunData, b: RunData) -> str:
+    """The refusal of a run given twice in one input (the same content hash):
+    the file given twice, or the two files with the same content."""
+    one, two = ", ".join(a.sources) or "a run", ", ".join(b.sources) or "a run"
+    if one == two:
+        return f"{one} is given twice in this input; give it once (nothing was filed)"
+    return (f"{two} has the same content as {one}, given before it in this input; give one of them "
+            "(nothing was filed)")
 
 
 def _check_run(d: Definition, by_name: dict[str, Variable], run: RunData) -> None:
