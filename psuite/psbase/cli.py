@@ -50,9 +50,13 @@ def _parser() -> ArgumentParser:
     g.add_argument("--psuite", metavar="NAME", help="an experiment NAME for psrun's and psprocess's documents")
 
     s = command("update", help="change an experiment's definition",
-                       description="Replace an experiment's definition: variables are added, changed or removed "
-                                   "(a datatype or occurrence changes only while no run has a value for it). "
-                                   "`psbase info NAME --xml` prints the current definition to start from.")
+                       description="Replace an experiment's definition: variables are added, changed or removed. "
+                                   "A new variable with a default gets it in the runs there are (every data-set "
+                                   "row, for a data-set variable); one without stays empty. A datatype changes "
+                                   "only if every stored value is one of the new type (they are converted), valid "
+                                   "values only if they hold every stored value, an occurrence only while no run "
+                                   "has a value; else nothing changes and the values and runs in the way are "
+                                   "named. `psbase info NAME --xml` prints the current definition to start from.")
     s.add_argument("definition", metavar="DEFINITION.xml")
 
     s = command("input", help="file runs into an experiment",
@@ -94,7 +98,9 @@ def _parser() -> ArgumentParser:
     _user_parser(command)
 
     s = command("info", help="show an experiment's definition, or one run",
-                       description="An experiment's variables, or one run's values and data set.")
+                       description="An experiment's synopsis, description, who performed it and its project, "
+                                   "and its variables with kind, datatype, unit, occurrence, valid values, "
+                                   "default and synopsis; or one run's values and data set.")
     s.add_argument("experiment")
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
     s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")

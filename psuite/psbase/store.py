@@ -264,8 +264,13 @@ class Store:
 
     def update(self, new: Definition) -> list[str]:
         """Change an experiment's definition: variables added, changed or
-        removed.  A variable's datatype or occurrence changes only while no
-        run has a value for it.  Returns what changed, one line each."""
+        removed.  A variable's occurrence changes only while no run has a
+        value for it, its datatype only if every stored value is one of the
+        new type (converted as its text would be), its valid values only if
+        they hold every stored value; a new variable's default is given to
+        the runs there are (to every data-set row for a data-set variable).
+        Refusals name the values and their runs; one transaction: a refused
+        update changes nothing.  Returns what changed, one line each."""
 
         def go() -> list[str]:
             with self.engine.begin() as conn:
@@ -276,18 +281,33 @@ class Store:
         exp_id, old = self._experiment_id(conn, new.name)
         once, rows = self._tables(exp_id, old)
         changes: list[str] = []
+        old_vars = {v.name: v for v in old.variables}
+        new_vars = {v.name: v for v in new.variables}
+        converted: dict[str, list[dict]] = {}  # a variable's stored values in its new datatype, by row
+        for v in old.variables:  # the refusals first: a refused update changes nothing
+            n = new_vars.get(v.name)
+            if n is None:
+                continue
+            table = once if v.occurrence == "once" else rows
+            if (n.datatype, n.occurrence) == (v.datatype, v.occurrence):
+                if n.valid and n.valid != v.valid:
+                    self._check_valid(conn, table, n)
+            elif n.occurrence != v.occurrence:
+                runs = conn.execute(sa.select(table.c[RUN]).distinct().where(table.c[v.name].is_not(None))
+                                    .order_by(table.c[RUN])).scalars().all()
+                if runs:
+                    raise StoreError(f"variable {v.name!r} has values in run{'s' if len(runs) > 1 else ''} "
+                                     f"{_some(runs, 10)}; its occurrence cannot change while it has values; "
+                                     "add a variable under a new name instead (nothing was changed)")
+            else:
+                converted[v.name] = self._converted(conn, table, v, n)
         new_index = self._dataset_index(exp_id, new, self._tables(exp_id, new)[1])
-        rebuild = _index_key(self._dataset_index(exp_id, old, rows)) != _index_key(new_index)
+        old_key = _index_key(self._dataset_index(exp_id, old, rows))
+        # a retyped column is a new one (_retype), even where the SQL type stays (duration and float)
+        rebuild = old_key != _index_key(new_index) or any(c in converted for c, _ in old_key)
         if rebuild:  # before the columns change: SQLite drops no column that an index holds
             name = conn.dialect.identifier_preparer.quote(f"psb_x{exp_id}_rows_by_run")
             conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
-        old_vars = {v.name: v for v in old.variables}
-        new_vars = {v.name: v for v in new.variables}
-        for v in old.variables:  # the refusals first: a refused update changes nothing
-            n = new_vars.get(v.name)
-            if n is not None and (n.datatype, n.occurrence) == (v.datatype, v.occurrence) and n.valid and \
-                    n.valid != v.valid:
-                self._check_valid(conn, once if v.occurrence == "once" else rows, n)
         for v in old.variables:
             n = new_vars.get(v.name)
             if n is None:
@@ -295,15 +315,15 @@ class Store:
                 changes.append(f"removed {v.name}")
             elif (n.datatype, n.occurrence) != (v.datatype, v.occurrence):
                 table = once if v.occurrence == "once" else rows
-                used = conn.execute(sa.select(sa.func.count()).select_from(table)
-                                    .where(table.c[v.name].is_not(None))).scalar()
-                if used:
-                    raise StoreError(f"variable {v.name!r} has values in {used} rows; its datatype or "
-                                     "occurrence cannot change; add a variable under a new name instead")
-                self._drop(conn, table, v.name)
-                self._add(conn, exp_id, n)
+                values = converted.get(v.name)
+                if values:
+                    self._retype(conn, table, n, values)
+                else:
+                    self._drop(conn, table, v.name)
+                    self._add(conn, exp_id, n)
+                done = f" ({len(values)} stored value{'s' if len(values) > 1 else ''} converted)" if values else ""
                 changes.append(f"changed {v.name}: {v.datatype}/{v.occurrence} -> "
-                               f"{n.datatype}/{n.occurrence}")
+                               f"{n.datatype}/{n.occurrence}{done}")
             elif n != v:
                 changes.append(f"changed {v.name}")
         kept = {k for k in old_vars if k in new_vars}  # a renamed variable (even in case only) is removed and added
@@ -354,6 +374,57 @@ class Store:
                          f"{'are' if many else 'is'} not among its new valid values {', '.join(n.valid)}; add "
                          f"{'them' if many else 'it'} to the <valid> values or remove those runs (psbase delete "
                          "--purge); nothing was changed")
+
+    def _converted(self, conn: sa.Connection, table: sa.Table, v: Variable, n: Variable) -> list[dict]:
+        """The stored values of v as values of n's datatype (each through its
+        text, as an input would give it: convert), keyed by row; a value that
+        is not one of n's (or not among its valid values) refuses the change,
+        naming the values and their runs."""
+        seq = SEQ in table.c
+        col = table.c[v.name]
+        keys = [table.c[RUN], *([table.c[SEQ]] if seq else [])]
+        cache: dict[object, object] = {}
+        bad: dict[object, set[int]] = {}
+        out = []
+        for *key, x in conn.execute(sa.select(*keys, col).where(col.is_not(None))):
+            if x not in cache:
+                try:
+                    cache[x] = _to_db(n, convert(n, _as_text(_from_db(v, x))))
+                except UsageError:
+                    cache[x] = _REFUSED
+            if cache[x] is _REFUSED:
+                bad.setdefault(x, set()).add(key[0])
+            else:
+                out.append({"k_run": key[0], "k_seq": key[1] if seq else None, "k_new": cache[x]})
+        if bad:
+            shown = [f"{str(_from_db(v, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(sorted(ix), 10)})"
+                     for x, ix in sorted(bad.items(), key=lambda item: min(item[1]))[:5]]
+            more = f" and {len(bad) - 5} more values" if len(bad) > 5 else ""
+            many = len(bad) > 1
+            among = f" among its valid values {', '.join(n.valid)}" if n.valid else ""
+            raise StoreError(f"variable {v.name!r}: stored value{'s' if many else ''} {', '.join(shown)}{more} "
+                             f"{'are' if many else 'is'} not {n.datatype}{among}, so its datatype cannot change "
+                             f"from {v.datatype} to {n.datatype}; keep {v.datatype}, or add a variable under a new "
+                             "name (nothing was changed)")
+        return out
+
+    def _retype(self, conn: sa.Connection, table: sa.Table, n: Variable, values: list[dict]) -> None:
+        """n's column in its new datatype, with the values _converted gave:
+        a new column filled row by row (by primary key), the old one dropped,
+        the new one renamed (both databases change a column's type in place
+        only by casts of their own, which are not psbase's conversions)."""
+        q = conn.dialect.identifier_preparer.quote
+        tmp = "psb_retyped"
+        kind = _SQL_TYPES[n.datatype]
+        ddl = sa.Column(tmp, kind).type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {q(table.name)} ADD COLUMN {q(tmp)} {ddl}"))
+        t = sa.table(table.name, sa.column(RUN), sa.column(SEQ), sa.column(tmp, kind))
+        where = [t.c[RUN] == sa.bindparam("k_run")]
+        if SEQ in table.c:
+            where.append(t.c[SEQ] == sa.bindparam("k_seq"))
+        conn.execute(t.update().where(*where).values({tmp: sa.bindparam("k_new")}), values)
+        self._drop(conn, table, n.name)
+        conn.execute(sa.text(f"ALTER TABLE {q(table.name)} RENAME COLUMN {q(tmp)} TO {q(n.name)}"))
 
     def _fill_default(self, conn: sa.Connection, exp_id: int, n: Variable) -> str:
         """A new variable's default given to the runs there are (for a data-set
@@ -530,6 +601,24 @@ def _serialize_sqlite(engine: sa.Engine) -> None:
 
 def _index_key(index: sa.Index | None) -> list[tuple[str, str]]:
     return [(c.name, repr(c.type)) for c in index.columns] if index is not None else []
+
+
+_REFUSED = object()  # _converted's mark of a stored value the new datatype cannot take
+
+
+def _as_text(value: object) -> str:
+    """A stored value as an input would write it, for convert() into another
+    datatype: durations in seconds, dates and times in ISO 8601, booleans as
+    true/false."""
+    if isinstance(value, _dt.timedelta):
+        return repr(value.total_seconds())
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, _dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (_dt.date, _dt.time)):
+        return value.isoformat()
+    return repr(value) if isinstance(value, float) else str(value)
 
 
 def _some(indexes: list[int], most: int) -> str:

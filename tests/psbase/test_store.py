@@ -181,10 +181,11 @@ def test_update_adds_changes_and_removes(store):
 def test_update_refuses_a_type_change_of_used_values(store):
     store.add_runs("sweep", [run("a")])
     d = definition()
-    d.variable("nodes").datatype = "float"
-    with pytest.raises(StoreError, match="'nodes' has values in 1 rows"):
+    d.variable("fs").datatype = "integer"
+    d.variable("fs").valid = []
+    with pytest.raises(StoreError, match=r"'fs': stored value 'ufs' \(run 1\) is not integer"):
         store.update(d)
-    assert store.definition("sweep").variable("nodes").datatype == "integer"
+    assert store.definition("sweep").variable("fs").datatype == "string"
     # a variable without values may change
     d = definition()
     d.variables.append(Variable("spare", "integer"))

@@ -130,16 +130,72 @@ def test_new_variables_take_their_default_in_existing_runs(store):
     assert r.values == {"fs": "ufs", "host": "n1"} and r.rows == [{"access": "read", "chunk": 8}]
 
 
-def test_a_datatype_change_of_stored_values_is_refused(store, tmp_path):
+def test_a_datatype_change_the_stored_values_cannot_take_is_refused(store, tmp_path):
+    before = (defmod.to_bytes(store.definition("io")), columns(store, "psb_x1_once"), columns(store, "psb_x1_rows"))
     d = definition()
     d.variable("fs").datatype = "integer"
     d.variable("fs").valid = []
+    d.variable("total").datatype = "integer"  # 2.0, 4.0, ...: whole numbers, it could change alone
     (tmp_path / "new.xml").write_bytes(defmod.to_bytes(d))
-    before = defmod.to_bytes(store.definition("io"))
     msg = one_line_error(psbase("--db", url_of(store), "update", "new.xml", cwd=tmp_path), "psbase")
-    assert "variable 'fs' has values in 5 rows; its datatype or occurrence cannot change" in msg
-    assert defmod.to_bytes(store.definition("io")) == before
-    assert store.run("io", 2).values["fs"] == "pvfs"
+    assert msg == ("psbase: variable 'fs': stored values 'ufs' (run 1), 'pvfs' (runs 2, 3), 'xfs' (run 4), 'nfs' "
+                   "(run 5) are not integer, so its datatype cannot change from string to integer; keep string, "
+                   "or add a variable under a new name (nothing was changed)")  # fmt: skip
+    after = (defmod.to_bytes(store.definition("io")), columns(store, "psb_x1_once"), columns(store, "psb_x1_rows"))
+    assert after == before
+    assert store.run("io", 2).values == {"fs": "pvfs", "nodes": 2, "total": 4.0}
+    # a data-set variable, and values of the new type that are not among its valid values
+    d = definition()
+    d.variable("bw").datatype = "integer"  # 10.0 + j: 11.0 is whole, so are all of them
+    d.variable("access").datatype = "text"
+    assert store.update(d) == [
+        f"changed access: string/multiple -> text/multiple ({sum(map(len, RUN_ACCESS))} stored values converted)",
+        f"changed bw: float/multiple -> integer/multiple ({sum(map(len, RUN_ACCESS))} stored values converted)",
+    ]
+    d.variable("nodes").datatype = "string"
+    d.variable("nodes").valid = ["1", "2", "3"]
+    d.variable("nodes").default = None
+    with pytest.raises(StoreError) as e:
+        store.update(d)
+    assert str(e.value).startswith("variable 'nodes': stored values '4' (run 4), '5' (run 5) are not string among "
+                                   "its valid values 1, 2, 3, so its datatype cannot change")  # fmt: skip
+    # an occurrence: only while no run has a value
+    d = store.definition("io")
+    d.variable("total").occurrence = "multiple"
+    with pytest.raises(StoreError, match=r"^variable 'total' has values in runs 1, 2, 3, 4, 5; its occurrence "):
+        store.update(d)
+
+
+def test_a_datatype_change_converts_the_stored_values(store):
+    d = definition()
+    d.variables += [Variable("when", "date"), Variable("ok", "boolean"), Variable("lib", "string"),
+                    Variable("limit", "duration", occurrence="multiple")]  # fmt: skip
+    store.update(d)
+    store.add_runs("io", [RunData({"fs": "ufs", "nodes": 6, "total": 7.5, "when": dt.date(2026, 3, 4), "ok": True,
+                                   "lib": "1.10"}, [{"access": "read", "limit": dt.timedelta(minutes=90)}],
+                                  ["n"], "n")])  # fmt: skip
+    for name, datatype in (("nodes", "float"), ("total", "string"), ("when", "timestamp"), ("ok", "string"),
+                           ("lib", "version"), ("limit", "float")):  # fmt: skip
+        d.variable(name).datatype = datatype
+    d.variable("nodes").default = None
+    changes = store.update(d)
+    assert "changed nodes: integer/once -> float/once (6 stored values converted)" in changes
+    assert "changed limit: duration/multiple -> float/multiple (1 stored value converted)" in changes
+    r = store.run("io", 6)
+    assert r.values == {"fs": "ufs", "nodes": 6.0, "total": "7.5", "when": dt.datetime(2026, 3, 4), "ok": "true",
+                        "lib": "1.10"}  # fmt: skip
+    assert type(r.values["nodes"]) is float and type(r.values["lib"]).__name__ == "Version"
+    assert r.rows == [{"access": "read", "limit": 5400.0}]
+    (index,) = sa.inspect(store.engine).get_indexes("psb_x1_rows")  # rebuilt over the retyped columns
+    assert {"limit", "access", "bw"} <= set(index["column_names"])
+    assert [store.run("io", i).values["total"] for i in range(1, 6)] == ["2.0", "4.0", "6.0", "8.0", "10.0"]
+    # the column is of the new type in the database: a numeric comparison, not a text one
+    with store.engine.connect() as c:
+        assert c.execute(sa.text("SELECT count(*) FROM psb_x1_once WHERE nodes > 5.5")).scalar() == 1
+    # and back: 6.0 is the integer 6
+    d.variable("nodes").datatype = "integer"
+    assert "changed nodes: float/once -> integer/once (6 stored values converted)" in store.update(d)
+    assert [store.run("io", i).values["nodes"] for i in range(1, 7)] == [1, 2, 3, 4, 5, 6]
 
 
 def test_info_shows_the_definition(store, tmp_path):
