@@ -22,6 +22,8 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
   psbase setup --psuite myapp                  an experiment for psuite's own documents
   psbase input myapp run/*.xml                 file psrun's reports, one run each
   psbase input beffio --desc in.xml out/*.sum  file text output read as in.xml describes
+  psbase input beffio --merge --with head.xml a.log --with table.xml a.sum
+                                               one run from two files, each read with its description
   psbase ls                                    the experiments
   psbase ls myapp                              the runs of one
   psbase info myapp 3                          one run's values and data set

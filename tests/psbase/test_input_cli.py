@@ -129,6 +129,7 @@ def test_unclear_input_forms_are_one_line(app):
 def test_help_explains_with(tmp_path):
     out = " ".join(ok(psbase("input", "--help", cwd=tmp_path)).split())
     assert "--with INPUT.xml FILE" in out and "--merge --with head.xml run.log --with table.xml run.sum" in out
+    assert "--merge --with head.xml a.log --with table.xml a.sum" in ok(psbase("--help", cwd=tmp_path))
 
 
 # -- a file given twice in one input ------------------------------------------------------------
