@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from psuite.cli_common import run_cli, write_stdout
 from psuite.cli_parser import ArgumentParser
-from psuite.errors import UsageError
+from psuite.errors import PsuiteError, UsageError
 
 DESCRIPTION = """\
 Keep every run of an experiment, with its parameters and results, in an SQL
@@ -22,6 +22,8 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
   psbase setup --psuite myapp                  an experiment for psuite's own documents
   psbase input myapp run/*.xml                 file psrun's reports, one run each
   psbase input beffio --desc in.xml out/*.sum  file text output read as in.xml describes
+  psbase input beffio --merge --with head.xml a.log --with table.xml a.sum
+                                               one run from two files, each read with its description
   psbase ls                                    the experiments
   psbase ls myapp                              the runs of one
   psbase info myapp 3                          one run's values and data set
@@ -50,9 +52,13 @@ def _parser() -> ArgumentParser:
     g.add_argument("--psuite", metavar="NAME", help="an experiment NAME for psrun's and psprocess's documents")
 
     s = command("update", help="change an experiment's definition",
-                       description="Replace an experiment's definition: variables are added, changed or removed "
-                                   "(a datatype or occurrence changes only while no run has a value for it). "
-                                   "`psbase info NAME --xml` prints the current definition to start from.")
+                       description="Replace an experiment's definition: variables are added, changed or removed. "
+                                   "A new variable with a default gets it in the runs there are (every data-set "
+                                   "row, for a data-set variable); one without stays empty. A datatype changes "
+                                   "only if every stored value is one of the new type (they are converted), valid "
+                                   "values only if they hold every stored value, an occurrence only while no run "
+                                   "has a value; else nothing changes and the values and runs in the way are "
+                                   "named. `psbase info NAME --xml` prints the current definition to start from.")
     s.add_argument("definition", metavar="DEFINITION.xml")
 
     s = command("input", help="file runs into an experiment",
@@ -61,15 +67,23 @@ def _parser() -> ArgumentParser:
                                    "experiment made with setup --psuite. With --desc: any program's text output, "
                                    "read as an input "
                                    "description (perfbase's XML) says. One run per file (or per run separator), "
-                                   "or one for all with --merge. All runs go in one transaction: if one fails, "
-                                   "none is filed. A file already filed is refused unless --force.")
+                                   "or one for all with --merge. Files that each need their own description: "
+                                   "--with INPUT.xml FILE per file, e.g. `psbase input beffio --merge --with "
+                                   "head.xml run.log --with table.xml run.sum` makes one run of both. All runs go "
+                                   "in one transaction: if one fails, none is filed. A file already filed is "
+                                   "refused unless --force; a file given twice (or two with the same content) is "
+                                   "refused always.")
     s.add_argument("experiment")
-    s.add_argument("files", nargs="+", metavar="FILE")
-    s.add_argument("--desc", metavar="INPUT.xml", help="the input description for text files")
+    s.add_argument("files", nargs="*", metavar="FILE", help="the files (read with --desc if given)")
+    s.add_argument("--desc", metavar="INPUT.xml", help="the input description for the FILEs")
+    s.add_argument("--with", dest="pairs", nargs=2, action="append", default=[], metavar=("INPUT.xml", "FILE"),
+                   help="read FILE with the input description INPUT.xml (may be repeated, one FILE each; "
+                        "with --merge all files, these and the FILEs read with --desc, make one run, "
+                        "else each is its own run)")
     s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
-                   help="a value for a variable, overriding the files (with --desc; may be repeated)")
+                   help="a value for a variable, overriding the files (with --desc or --with; may be repeated)")
     s.add_argument("--missing", choices=("default", "empty", "refuse"),
-                   help="with --desc: a variable the files do not give takes its default, stays empty, or "
+                   help="with --desc or --with: a variable the files do not give takes its default, stays empty, or "
                         "refuses the run (the description's choice unless given)")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run: counts and samples summed; or outputs of one run spread over files)")
@@ -86,7 +100,9 @@ def _parser() -> ArgumentParser:
     _user_parser(command)
 
     s = command("info", help="show an experiment's definition, or one run",
-                       description="An experiment's variables, or one run's values and data set.")
+                       description="An experiment's synopsis, description, who performed it and its project, "
+                                   "and its variables with kind, datatype, unit, occurrence, valid values, "
+                                   "default and synopsis; or one run's values and data set.")
     s.add_argument("experiment")
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
     s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")
@@ -207,7 +223,15 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "input":
+        # argparse gives `input`'s FILEs (nargs "*", for the --with form) no more arguments after an option
+        # (`input EXP --desc D.xml F1 F2`): they are FILEs too
+        args.files += [x for x in extra if x == "-" or not x.startswith("-")]
+        extra = [x for x in extra if x != "-" and x.startswith("-")]
+    if extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")  # what parse_args says
     from psuite.psbase import definition as defmod
     from psuite.psbase.store import Store
 
@@ -304,23 +328,89 @@ def _query_file(store, args) -> None:
 
 def _read_runs(store, args) -> tuple[list, list]:
     """The runs of `psbase input`'s files, and the variables they add (psuite's events)."""
+    from psuite.psbase import inputdesc
+
+    _check_input_args(args)
+    _refuse_repeated([*args.files, *(f for _, f in args.pairs)])
     d = store.definition(args.experiment)
-    if args.desc is None:
-        if args.fixed or args.missing:
-            raise UsageError("--fixed and --missing go with --desc (psuite documents need no description)")
+    if args.desc is None and not args.pairs:
         from psuite.psbase import native
 
         native.check_native(d)
         return native.runs(args.files, merge=args.merge)
-    from psuite.psbase import inputdesc
-
     fixed: dict[str, str] = {}
     for item in args.fixed:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
             raise UsageError(f"--fixed {item!r}: write NAME=VALUE")
         fixed[name.strip()] = value
-    return inputdesc.extract(args.desc, d, args.files, fixed, missing=args.missing, merge=args.merge), []
+    if not args.pairs:
+        return inputdesc.extract(args.desc, d, args.files, fixed, missing=args.missing, merge=args.merge), []
+    descs: dict[str, object] = {}  # each description read once
+    pairs = [(args.desc, f) for f in args.files] + [(x, f) for x, f in args.pairs]
+    for x, f in pairs:
+        if x not in descs:
+            descs[x] = _description(x, f)
+    if args.merge:
+        return [inputdesc.extract_merged([(descs[x], f) for x, f in pairs], d, fixed, missing=args.missing)], []
+    return [run for x, f in pairs for run in inputdesc.extract(descs[x], d, [f], fixed, missing=args.missing)], []
+
+
+def _check_input_args(args) -> None:
+    """`psbase input`'s forms: FILEs alone (psuite documents), FILEs with --desc, --with pairs (with or
+    without --desc's FILEs); what fits none of them is one line."""
+    if not args.files and not args.pairs:
+        raise UsageError("name the files to file: psbase input EXPERIMENT FILE..., or --with INPUT.xml FILE")
+    if args.desc is None and not args.pairs and (args.fixed or args.missing):
+        raise UsageError("--fixed and --missing go with --desc or --with (psuite documents need no description)")
+    if args.pairs and args.files and args.desc is None:
+        raise UsageError(f"{args.files[0]} has no input description while others are read --with one: give it "
+                         f"as --with INPUT.xml {args.files[0]}, or --desc INPUT.xml for the files given without one")
+    if args.pairs and args.desc is not None and not args.files:
+        raise UsageError(f"--desc {args.desc} reads the FILEs given without --with, and there are none: drop "
+                         f"--desc or name its files")
+
+
+def _description(path: str, data_file: str):
+    """An input description of --with; the two paths written the other way round are named as such."""
+    from psuite.psbase import inputdesc
+
+    try:
+        return inputdesc.parse(path)
+    except PsuiteError as exc:
+        first = exc
+    try:
+        inputdesc.parse(data_file)
+    except PsuiteError:
+        raise first from None  # the description's own problem
+    raise UsageError(f"--with {path} {data_file}: {data_file} is the input description; write it first: "
+                     f"--with {data_file} {path}")
+
+
+def _refuse_repeated(files: list[str]) -> None:
+    """A file given twice in one input (by name, or the same content under
+    another name: the content hash the archive knows runs by) is refused
+    before anything is read or filed: its second run would repeat the first,
+    or a merged run would hold its values twice."""
+    import hashlib
+
+    from psuite.cli_common import read_problem
+    from psuite.errors import InputError
+    from psuite.psbase.inputdesc import repeated_file
+
+    first: dict[str, str] = {}
+    for path in files:
+        if path == "-":  # standard input: read once, by the reader
+            key = "-"
+        else:
+            try:
+                with open(path, "rb") as f:
+                    key = hashlib.file_digest(f, "sha256").hexdigest()
+            except OSError as exc:
+                raise InputError(read_problem(path, exc)) from None
+        if key in first:
+            raise UsageError(repeated_file(first[key], path))
+        first[key] = path
 
 
 def _info(store, args) -> None:
@@ -331,13 +421,7 @@ def _info(store, args) -> None:
         write_stdout(defmod.to_bytes(d).decode())
         return
     if args.run is None:
-        out = [f"experiment {d.name}{': ' + d.synopsis if d.synopsis else ''}\n"]
-        if d.performed_by:
-            out.append(f"performed by {', '.join(d.performed_by.values())}\n")
-        rows = [[v.name, "result" if v.is_result else "parameter", v.datatype, v.occurrence, v.unit, v.synopsis]
-                for v in d.variables]
-        out.append(_table(["variable", "kind", "datatype", "occurrence", "unit", "synopsis"], rows))
-        write_stdout("".join(out))
+        write_stdout(_describe(d))
         return
     run = store.run(args.experiment, args.run)
     out = [f"run {run.index} of {d.name}{' (deleted)' if run.deleted else ''}: filed {run.date.isoformat(sep=' ')} "
@@ -349,6 +433,22 @@ def _info(store, args) -> None:
         out.append(f"data set: {len(run.rows)} rows\n")
         out.append(_table(cols, [[_fmt(r.get(c, "")) for c in cols] for r in run.rows]))
     write_stdout("".join(out))
+
+
+def _describe(d) -> str:
+    """An experiment's meta information and its variables (psbase info EXPERIMENT)."""
+    out = [f"experiment {d.name}{': ' + d.synopsis if d.synopsis else ''}\n"]
+    if d.description:
+        out.append(textwrap.fill(d.description, 79, initial_indent="  ", subsequent_indent="  ") + "\n")
+    name, org = d.performed_by.get("name"), d.performed_by.get("organization")
+    if name or org:
+        out.append(f"performed by: {f'{name} ({org})' if name and org else name or org}\n")
+    if d.project:
+        out.append(f"project: {d.project}\n")
+    rows = [[v.name, "result" if v.is_result else "parameter", v.datatype, v.unit, v.occurrence,
+             ", ".join(v.valid), "" if v.default is None else v.default, v.synopsis] for v in d.variables]
+    out.append(_table(["variable", "kind", "datatype", "unit", "occurrence", "valid", "default", "synopsis"], rows))
+    return "".join(out)
 
 
 def _user(args) -> int:

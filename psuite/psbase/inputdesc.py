@@ -727,6 +727,15 @@ def _fill_missing(
                 row[var.name] = _fill(var, policies[var.name], row_where)
 
 
+def repeated_file(first: str, again: str) -> str:
+    """The refusal of a file given twice in one input: by the same name, or
+    the same content under another name (the content hash)."""
+    if os.path.abspath(first) == os.path.abspath(again):
+        return f"{again} is given twice in this input; give it once (nothing was filed)"
+    return (f"{again} has the same content as {first}, given before it in this input; give one of them "
+            "(nothing was filed)")
+
+
 def content_hash(files: Sequence[str]) -> str:
     """sha256 over the sorted sha256 digests of the files' bytes: the same
     files give the same hash however they are named or ordered."""
@@ -763,16 +772,29 @@ def extract(
     if merge:
         return [extract_merged([(desc, path) for path in files], definition, fixed, missing=missing)]
     runs = []
+    first: dict[str, str] = {}  # content hash -> the file given first with it
     for path in files:
         data, lines = _read(path)
         digest = hashlib.sha256(data).hexdigest()
+        if digest in first:
+            raise UsageError(repeated_file(first[digest], path))
+        first[digest] = path
         blocks = _blocks(desc, lines)
         if not blocks:
             raise UsageError(
                 f"{path}: no line matches the run separator {desc.separator.text!r}; "
                 "check the file or the <set_separation> of the input description"
             )
+        at: dict[str, int] = {}  # block hash -> its first line
         for block in blocks:
+            if len(blocks) > 1:
+                h = _block_hash(block)
+                if h in at:  # the store knows a run by its hash: the second would be refused as a duplicate
+                    raise UsageError(
+                        f"{path}: the runs at lines {at[h]} and {block[0][0]} are the same lines, so they cannot "
+                        "be told apart; remove the repetition from the file"
+                    )
+                at[h] = block[0][0]
             found = _scan(desc, variables, path, block)
             # the store refuses a hash it holds: a run of several in a file is known by its own lines, so
             # runs appended to the file later are new and the old ones are refused on a second import
@@ -799,6 +821,7 @@ def extract_merged(
     fixed = dict(fixed or {})
     parts = []
     variables: dict[str, Variable] = {}
+    first: dict[str, str] = {}  # content hash -> the file given first with it
     for description, path in pairs:
         desc = parse(description) if isinstance(description, str) else description
         if desc.separator is not None:
@@ -807,7 +830,11 @@ def extract_merged(
                 "into one; drop the separator or import the files separately"
             )
         variables = _check(desc, definition, fixed)
-        _, lines = _read(path)
+        data, lines = _read(path)
+        digest = hashlib.sha256(data).hexdigest()
+        if digest in first:  # read twice, its rows would be twice in the run
+            raise UsageError(repeated_file(first[digest], path))
+        first[digest] = path
         parts.append((desc, _scan(desc, variables, path, lines)))
     files = [path for _, path in pairs]
     return _assemble(parts, variables, fixed, missing, files, content_hash(files))

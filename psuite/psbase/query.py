@@ -22,7 +22,7 @@ from sqlalchemy.sql import visitors
 from sqlalchemy.sql.util import ClauseAdapter
 
 from psuite.errors import UsageError
-from psuite.psbase.model import Definition, Variable, convert
+from psuite.psbase.model import Definition, Variable, Version, convert
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import RUN, Store, _from_db, _to_db
 
@@ -153,7 +153,15 @@ def run_query(
             stddev(x, row[-1]) if s == "stddev" else _stat_value(s, res, x) for s, x in zip(stats, raw, strict=True)
         ]
         out.append((*keys, *values))
+    if any(p.datatype == "version" for p in params):  # SQL sorted them as text: "1.10" before "1.9"
+        out.sort(key=lambda row: sort_key(row[: len(params)]))
     return QueryResult(experiment, res, params, stats, out)
+
+
+def sort_key(values: tuple) -> tuple:
+    """The order of a row's key values: versions part by part as numbers
+    (Version.key), everything else as it compares; an empty value last."""
+    return tuple((x is None, x.key() if isinstance(x, Version) else x if x is not None else 0) for x in values)
 
 
 def from_clause(store: Store, exp_id: int, d: Definition, names: list[str]):

@@ -34,7 +34,7 @@ import sqlalchemy as sa
 from psuite.errors import UsageError
 from psuite.psbase import queryfile as qf
 from psuite.psbase.model import Definition, Variable, convert
-from psuite.psbase.query import NUMERIC, aggregate, from_clause, stddev
+from psuite.psbase.query import NUMERIC, aggregate, from_clause, sort_key, stddev
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import Store, _from_db, _to_db
 
@@ -211,6 +211,8 @@ class _Run:
                     .scalars()
                     .all()
                 )
+                if v.datatype == "version":  # SQL sorted them as text: "1.10" before "1.9"
+                    found.sort(key=lambda x: _from_db(v, x).key())
                 sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
         instances = {
             tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
@@ -281,6 +283,8 @@ class _Run:
                 kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
                 vals = [_plain(v, x) for v, x in zip(results, row[len(keys) :], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
+            if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
+                rows.sort(key=lambda r: _sort_key(r[0]))
             out[inst] = Vec(
                 [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes)
             )
@@ -715,4 +719,4 @@ def _label(f: qf.Filter) -> str:
 
 
 def _sort_key(kv: tuple) -> tuple:
-    return tuple((x is None, x if x is not None else 0) for x in kv)
+    return sort_key(kv)

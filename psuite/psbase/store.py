@@ -39,7 +39,7 @@ from psuite.cli_common import one_line
 from psuite.errors import InputError, UsageError
 from psuite.psbase import definition as defmod
 from psuite.psbase import roles
-from psuite.psbase.model import Definition, RunData, Variable, Version
+from psuite.psbase.model import Definition, RunData, Variable, Version, convert
 
 DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
@@ -264,8 +264,13 @@ class Store:
 
     def update(self, new: Definition) -> list[str]:
         """Change an experiment's definition: variables added, changed or
-        removed.  A variable's datatype or occurrence changes only while no
-        run has a value for it.  Returns what changed, one line each."""
+        removed.  A variable's occurrence changes only while no run has a
+        value for it, its datatype only if every stored value is one of the
+        new type (converted as its text would be), its valid values only if
+        they hold every stored value; a new variable's default is given to
+        the runs there are (to every data-set row for a data-set variable).
+        Refusals name the values and their runs; one transaction: a refused
+        update changes nothing.  Returns what changed, one line each."""
 
         def go() -> list[str]:
             with self.engine.begin() as conn:
@@ -276,13 +281,33 @@ class Store:
         exp_id, old = self._experiment_id(conn, new.name)
         once, rows = self._tables(exp_id, old)
         changes: list[str] = []
+        old_vars = {v.name: v for v in old.variables}
+        new_vars = {v.name: v for v in new.variables}
+        converted: dict[str, list[dict]] = {}  # a variable's stored values in its new datatype, by row
+        for v in old.variables:  # the refusals first: a refused update changes nothing
+            n = new_vars.get(v.name)
+            if n is None:
+                continue
+            table = once if v.occurrence == "once" else rows
+            if (n.datatype, n.occurrence) == (v.datatype, v.occurrence):
+                if n.valid and n.valid != v.valid:
+                    self._check_valid(conn, table, n)
+            elif n.occurrence != v.occurrence:
+                runs = conn.execute(sa.select(table.c[RUN]).distinct().where(table.c[v.name].is_not(None))
+                                    .order_by(table.c[RUN])).scalars().all()
+                if runs:
+                    raise StoreError(f"variable {v.name!r} has values in run{'s' if len(runs) > 1 else ''} "
+                                     f"{_some(runs, 10)}; its occurrence cannot change while it has values; "
+                                     "add a variable under a new name instead (nothing was changed)")
+            else:
+                converted[v.name] = self._converted(conn, table, v, n)
         new_index = self._dataset_index(exp_id, new, self._tables(exp_id, new)[1])
-        rebuild = _index_key(self._dataset_index(exp_id, old, rows)) != _index_key(new_index)
+        old_key = _index_key(self._dataset_index(exp_id, old, rows))
+        # a retyped column is a new one (_retype), even where the SQL type stays (duration and float)
+        rebuild = old_key != _index_key(new_index) or any(c in converted for c, _ in old_key)
         if rebuild:  # before the columns change: SQLite drops no column that an index holds
             name = conn.dialect.identifier_preparer.quote(f"psb_x{exp_id}_rows_by_run")
             conn.execute(sa.text(f"DROP INDEX IF EXISTS {name}"))
-        old_vars = {v.name: v for v in old.variables}
-        new_vars = {v.name: v for v in new.variables}
         for v in old.variables:
             n = new_vars.get(v.name)
             if n is None:
@@ -290,15 +315,15 @@ class Store:
                 changes.append(f"removed {v.name}")
             elif (n.datatype, n.occurrence) != (v.datatype, v.occurrence):
                 table = once if v.occurrence == "once" else rows
-                used = conn.execute(sa.select(sa.func.count()).select_from(table)
-                                    .where(table.c[v.name].is_not(None))).scalar()
-                if used:
-                    raise StoreError(f"variable {v.name!r} has values in {used} rows; its datatype or "
-                                     "occurrence cannot change; add a variable under a new name instead")
-                self._drop(conn, table, v.name)
-                self._add(conn, exp_id, n)
+                values = converted.get(v.name)
+                if values:
+                    self._retype(conn, table, n, values)
+                else:
+                    self._drop(conn, table, v.name)
+                    self._add(conn, exp_id, n)
+                done = f" ({len(values)} stored value{'s' if len(values) > 1 else ''} converted)" if values else ""
                 changes.append(f"changed {v.name}: {v.datatype}/{v.occurrence} -> "
-                               f"{n.datatype}/{n.occurrence}")
+                               f"{n.datatype}/{n.occurrence}{done}")
             elif n != v:
                 changes.append(f"changed {v.name}")
         kept = {k for k in old_vars if k in new_vars}  # a renamed variable (even in case only) is removed and added
@@ -306,7 +331,7 @@ class Store:
             if n.name in kept:
                 continue
             self._add(conn, exp_id, n)
-            changes.append(f"added {n.name}")
+            changes.append(f"added {n.name}{self._fill_default(conn, exp_id, n)}")
         if (new.synopsis, new.description, new.performed_by, new.project) != \
                 (old.synopsis, old.description, old.performed_by, old.project):
             changes.append("changed the meta information")
@@ -324,6 +349,99 @@ class Store:
         prep = conn.dialect.identifier_preparer
         ddl = col.type.compile(dialect=conn.dialect)
         conn.execute(sa.text(f"ALTER TABLE {prep.quote(table)} ADD COLUMN {prep.quote(v.name)} {ddl}"))
+
+    def _check_valid(self, conn: sa.Connection, table: sa.Table, n: Variable) -> None:
+        """Refuse new valid values of n that values stored in table are not
+        among, naming the values and their runs (deleted ones too: they can
+        be restored)."""
+        try:
+            allowed = [_to_db(n, convert(Variable(n.name, n.datatype), t)) for t in n.valid]
+        except UsageError as exc:
+            raise StoreError(f"variable {n.name!r}: {exc}") from None
+        col, run = table.c[n.name], table.c[RUN]
+        found = conn.execute(sa.select(col, run).where(col.is_not(None), col.not_in(allowed))
+                             .group_by(col, run).order_by(run, col)).all()
+        if not found:
+            return
+        runs: dict[object, list[int]] = {}
+        for value, idx in found:
+            runs.setdefault(value, []).append(idx)
+        shown = [f"{str(_from_db(n, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(ix, 10)})"
+                 for x, ix in list(runs.items())[:5]]
+        more = f" and {len(runs) - 5} more values" if len(runs) > 5 else ""
+        many = len(runs) > 1
+        raise StoreError(f"variable {n.name!r}: stored value{'s' if many else ''} {', '.join(shown)}{more} "
+                         f"{'are' if many else 'is'} not among its new valid values {', '.join(n.valid)}; add "
+                         f"{'them' if many else 'it'} to the <valid> values or remove those runs (psbase delete "
+                         "--purge); nothing was changed")
+
+    def _converted(self, conn: sa.Connection, table: sa.Table, v: Variable, n: Variable) -> list[dict]:
+        """The stored values of v as values of n's datatype (each through its
+        text, as an input would give it: convert), keyed by row; a value that
+        is not one of n's (or not among its valid values) refuses the change,
+        naming the values and their runs."""
+        seq = SEQ in table.c
+        col = table.c[v.name]
+        keys = [table.c[RUN], *([table.c[SEQ]] if seq else [])]
+        cache: dict[object, object] = {}
+        bad: dict[object, set[int]] = {}
+        out = []
+        for *key, x in conn.execute(sa.select(*keys, col).where(col.is_not(None))):
+            if x not in cache:
+                try:
+                    cache[x] = _to_db(n, convert(n, _as_text(_from_db(v, x))))
+                except UsageError:
+                    cache[x] = _REFUSED
+            if cache[x] is _REFUSED:
+                bad.setdefault(x, set()).add(key[0])
+            else:
+                out.append({"k_run": key[0], "k_seq": key[1] if seq else None, "k_new": cache[x]})
+        if bad:
+            shown = [f"{str(_from_db(v, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(sorted(ix), 10)})"
+                     for x, ix in sorted(bad.items(), key=lambda item: min(item[1]))[:5]]
+            more = f" and {len(bad) - 5} more values" if len(bad) > 5 else ""
+            many = len(bad) > 1
+            among = f" among its valid values {', '.join(n.valid)}" if n.valid else ""
+            raise StoreError(f"variable {v.name!r}: stored value{'s' if many else ''} {', '.join(shown)}{more} "
+                             f"{'are' if many else 'is'} not {n.datatype}{among}, so its datatype cannot change "
+                             f"from {v.datatype} to {n.datatype}; keep {v.datatype}, or add a variable under a new "
+                             "name (nothing was changed)")
+        return out
+
+    def _retype(self, conn: sa.Connection, table: sa.Table, n: Variable, values: list[dict]) -> None:
+        """n's column in its new datatype, with the values _converted gave:
+        a new column filled row by row (by primary key), the old one dropped,
+        the new one renamed (both databases change a column's type in place
+        only by casts of their own, which are not psbase's conversions)."""
+        q = conn.dialect.identifier_preparer.quote
+        tmp = "psb_retyped"
+        kind = _SQL_TYPES[n.datatype]
+        ddl = sa.Column(tmp, kind).type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {q(table.name)} ADD COLUMN {q(tmp)} {ddl}"))
+        t = sa.table(table.name, sa.column(RUN), sa.column(SEQ), sa.column(tmp, kind))
+        where = [t.c[RUN] == sa.bindparam("k_run")]
+        if SEQ in table.c:
+            where.append(t.c[SEQ] == sa.bindparam("k_seq"))
+        conn.execute(t.update().where(*where).values({tmp: sa.bindparam("k_new")}), values)
+        self._drop(conn, table, n.name)
+        conn.execute(sa.text(f"ALTER TABLE {q(table.name)} RENAME COLUMN {q(tmp)} TO {q(n.name)}"))
+
+    def _fill_default(self, conn: sa.Connection, exp_id: int, n: Variable) -> str:
+        """A new variable's default given to the runs there are (for a data-set
+        variable: to every data-set row); what was done, for update's report."""
+        if n.default is None:
+            return ""
+        try:
+            value = _to_db(n, convert(n, n.default))
+        except UsageError as exc:
+            raise StoreError(f"variable {n.name!r}: default: {exc}") from None
+        kind = "once" if n.occurrence == "once" else "rows"
+        table = sa.table(f"psb_x{exp_id}_{kind}", sa.column(n.name, _SQL_TYPES[n.datatype]))
+        done = conn.execute(table.update().values({n.name: value})).rowcount
+        if not done:
+            return ""
+        what = "run" if kind == "once" else "data-set row"
+        return f" (its default {n.default} given to {done} {what}{'s' if done != 1 else ''})"
 
     def _drop(self, conn: sa.Connection, table: sa.Table, column: str) -> None:
         prep = conn.dialect.identifier_preparer
@@ -359,22 +477,24 @@ class Store:
                 r = self.runs
                 nxt = (conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0) + 1
                 done: list[int] = []
-                seen: dict[str, int] = {}
                 by_name = {v.name: v for v in d.variables}  # not d.variable(): a list search per value
                 once_names = [v.name for v in d.variables if v.occurrence == "once"]
                 run_rows, once_rows, data_rows = [], [], []
+                first: dict[str, RunData] = {}  # content hash -> the run of this input that has it
                 for run in runs:
                     _check_run(d, by_name, run)
+                    if run.content_hash in first:  # forced or not: no earlier run in the archive to repeat
+                        raise StoreError(_given_twice(first[run.content_hash], run))
+                    if run.content_hash:
+                        first[run.content_hash] = run
                     if run.content_hash and not force:
-                        hit = seen.get(run.content_hash)
-                        if hit is None:
-                            hit_row = conn.execute(sa.select(r.c.idx, r.c.deleted).where(
-                                r.c.experiment == exp_id, r.c.content_hash == run.content_hash)).first()
-                            hit = hit_row and hit_row[0]
-                            if hit_row and hit_row[1]:
-                                raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} "
-                                                 f"of {name} (deleted); restore it with psbase restore, "
-                                                 "or import again with --force")
+                        hit_row = conn.execute(sa.select(r.c.idx, r.c.deleted).where(
+                            r.c.experiment == exp_id, r.c.content_hash == run.content_hash)).first()
+                        hit = hit_row and hit_row[0]
+                        if hit_row and hit_row[1]:
+                            raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} "
+                                             f"of {name} (deleted); restore it with psbase restore, "
+                                             "or import again with --force")
                         if hit:
                             raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} of "
                                              f"{name}; import it again only with --force")
@@ -386,8 +506,6 @@ class Store:
                     once_rows.append({RUN: nxt, **values})
                     if run.rows:
                         data_rows.append(_data_set(nxt, rows, by_name, run.rows))
-                    if run.content_hash:
-                        seen[run.content_hash] = nxt
                     done.append(nxt)
                     nxt += 1
                 if run_rows:
@@ -483,6 +601,40 @@ def _serialize_sqlite(engine: sa.Engine) -> None:
 
 def _index_key(index: sa.Index | None) -> list[tuple[str, str]]:
     return [(c.name, repr(c.type)) for c in index.columns] if index is not None else []
+
+
+_REFUSED = object()  # _converted's mark of a stored value the new datatype cannot take
+
+
+def _as_text(value: object) -> str:
+    """A stored value as an input would write it, for convert() into another
+    datatype: durations in seconds, dates and times in ISO 8601, booleans as
+    true/false."""
+    if isinstance(value, _dt.timedelta):
+        return repr(value.total_seconds())
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, _dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, (_dt.date, _dt.time)):
+        return value.isoformat()
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _some(indexes: list[int], most: int) -> str:
+    """Run indexes for a message: the first `most`, then how many more."""
+    head = ", ".join(map(str, indexes[:most]))
+    return head + (f" and {len(indexes) - most} more" if len(indexes) > most else "")
+
+
+def _given_twice(a: RunData, b: RunData) -> str:
+    """The refusal of a run given twice in one input (the same content hash):
+    the file given twice, or the two files with the same content."""
+    one, two = ", ".join(a.sources) or "a run", ", ".join(b.sources) or "a run"
+    if one == two:
+        return f"{one} is given twice in this input; give it once (nothing was filed)"
+    return (f"{two} has the same content as {one}, given before it in this input; give one of them "
+            "(nothing was filed)")
 
 
 def _check_run(d: Definition, by_name: dict[str, Variable], run: RunData) -> None:

@@ -19,7 +19,7 @@ import pytest
 from lxml import etree
 
 from psuite.errors import PsuiteError
-from psuite.psbase.model import Definition, RunData, Variable
+from psuite.psbase.model import Definition, RunData, Variable, Version
 from psuite.psbase.query import render, run_query
 from psuite.psbase.store import Store
 from tests.conftest import TARGETS, one_line_error
@@ -257,3 +257,75 @@ def test_bad_query_is_one_line_exit_2(sweep, tmp_path, args, message):
     # argparse's own errors name the sub-command: "psbase query: ..."
     msg = one_line_error(p, "psbase query" if p.stderr.startswith("psbase query:") else "psbase")
     assert message in msg
+
+
+# -- versions sort as versions, not as text ----------------------------------------------------
+
+# library version -> times of its runs; as text "1.10" < "1.2" < "1.9" < "10.0" < "2.0"
+VERSION_TIMES = {"1.9": [3.0, 3.5], "1.10": [2.0], "2.0": [1.5, 1.25], "1.2": [4.0], "10.0": [0.5]}
+VERSION_ORDER = ["1.2", "1.9", "1.10", "2.0", "10.0"]  # by their numbers
+
+
+@pytest.fixture
+def versions(db_url) -> Store:
+    s = Store(db_url, create=True)
+    s.setup(
+        Definition(
+            name="libs",
+            variables=[
+                Variable("lib", "version"),
+                Variable("time", "float", unit="s", is_result=True),
+                Variable("size", "integer", occurrence="multiple"),
+                Variable("bw", "float", occurrence="multiple", is_result=True),
+            ],
+        )
+    )
+    s.add_runs(
+        "libs",
+        [
+            RunData({"lib": Version(v), "time": t}, [{"size": 1, "bw": 10 / t}], [f"{v}-{t}"], f"{v}-{t}")
+            for v, ts in VERSION_TIMES.items()
+            for t in ts
+        ],
+    )
+    yield s
+    s.close()
+
+
+def test_short_form_sorts_version_keys_as_versions(versions, tmp_path):
+    assert sorted(VERSION_TIMES) != VERSION_ORDER  # text order is not the version order
+    q = run_query(versions, "libs", "time", ["lib"], stats=["mean", "count"])
+    assert q.rows == [(v, pytest.approx(statistics.mean(VERSION_TIMES[v])), len(VERSION_TIMES[v]))
+                      for v in VERSION_ORDER]  # fmt: skip
+    # a data-set result (the two-step aggregation) and a version as the second key
+    q = run_query(versions, "libs", "bw", ["size", "lib"], stats=["count"])
+    assert [r[1] for r in q.rows] == VERSION_ORDER
+    out = ok(psbase("query", "libs", "time", "--by", "lib", "--stat", "count", cwd=tmp_path,
+                    env={"PSBASE_DB": str(versions.url.render_as_string(False))}))  # fmt: skip
+    assert [line.split()[0] for line in out.splitlines()[1:]] == VERSION_ORDER
+
+
+def test_query_file_sorts_version_keys_as_versions(versions, tmp_path):
+    from psuite.psbase import queryexec, queryfile
+
+    path = tmp_path / "q.xml"
+    path.write_text(
+        "<query><experiment>libs</experiment>"
+        '<source id="s"><result>time</result><parameter><value>lib</value></parameter></source>'
+        '<source id="w"><result>time</result><parameter><value>lib</value><sweep/></parameter></source>'
+        '<operator id="a" type="avg"><input>s</input></operator>'
+        '<operator id="m" type="max"><input>s</input></operator>'
+        '<output id="raw"><input>s</input></output><output id="avg"><input>a</input><input>m</input></output>'
+        '<operator id="wm" type="max"><input>w</input></operator><output id="swept"><input>wm</input></output>'
+        "</query>"
+    )
+    got = {out.id: t for out, t in queryexec.execute(versions, queryfile.parse(str(path)))}
+    # the source as it is: every run, by version, then in the order filed
+    assert got["raw"].rows == [(v, t) for v in VERSION_ORDER for t in VERSION_TIMES[v]]
+    # SQL's aggregate (max) and the element-wise join of two operators
+    assert [r[0] for r in got["avg"].rows] == VERSION_ORDER
+    for v, mean, _, top in got["avg"].rows:
+        assert (mean, top) == (pytest.approx(statistics.mean(VERSION_TIMES[v])), max(VERSION_TIMES[v]))
+    # a sweep over every version: one column per version, in version order
+    assert [c.name for c in got["swept"].columns] == [f"time max [lib={v}]" for v in VERSION_ORDER]
+    assert got["swept"].rows == [tuple(max(VERSION_TIMES[v]) for v in VERSION_ORDER)]
