@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from psuite.cli_common import run_cli, write_stdout
 from psuite.cli_parser import ArgumentParser
-from psuite.errors import PsuiteError, UsageError
+from psuite.errors import InputError, PsuiteError, UsageError
 
 DESCRIPTION = """\
 Keep every run of an experiment, with its parameters and results, in an SQL
@@ -137,6 +137,9 @@ def _parser() -> ArgumentParser:
                    help="with --file: every source swept over all values of PARAM (one value column each)")
     s.add_argument("--stat", help="the statistics, comma-separated: mean, stddev (sample standard deviation), "
                                   "count, min, max, median (default: mean,stddev,count)")
+    s.add_argument("--unit", metavar="UNIT", help="show the values in UNIT, a unit of the same quantity as the "
+                   "result's (GB/s for MB/s, min for s, kHz for Hz; scalings and bit/byte convert); counts and "
+                   "percentages stay as they are. With --file: every output's values of that quantity")
     from psuite.psbase.output import FORMATS, KINDS
 
     s.add_argument("-f", "--format", choices=FORMATS, default="text", metavar="FORMAT",
@@ -295,11 +298,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise UsageError(f"--plot goes with a chart: -f {', '.join(output.PLOT_FORMATS)}")
         q = query.run_query(store, args.experiment, args.result, args.by, args.where,
                             query.parse_stats(args.stat or "mean,stddev,count"))
+        table = q.table() if args.unit is None else q.table().converted(args.unit)
         if args.output:
-            written = output.write(q.table(), args.format, args.output, args.plot or "auto", args.replace)
+            written = output.write(table, args.format, args.output, args.plot or "auto", args.replace)
             write_stdout(f"psbase: wrote {', '.join(written)}\n")
         else:
-            write_stdout(output.render(q.table(), args.format))
+            write_stdout(output.render(table, args.format))
     elif cmd == "restore":
         idx = _indexes(args.runs)
         store.set_deleted(args.experiment, idx, False)
@@ -318,12 +322,32 @@ def _query_file(store, args) -> None:
         raise UsageError(f"--file QUERY.xml names the experiment, results, statistics, formats and files itself; "
                          f"drop {', '.join(given)} (or drop --file for the short form)")
     q = queryfile.parse(args.file)
-    for out, table in queryexec.execute(store, q, queryexec.parse_where(args.where), args.sweep):
+    results = list(queryexec.execute(store, q, queryexec.parse_where(args.where), args.sweep))
+    if args.unit is not None:
+        results = _in_unit(results, args.unit, args.file)
+    for out, table in results:
         if out.filename is None:
             write_stdout(output.render(table, out.format))
         else:
             written = output.write(table, out.format, out.filename, kind=out.kind, force=args.replace)
             write_stdout(f"psbase: wrote {', '.join(written)}\n")
+
+
+def _in_unit(results: list, unit: str, path: str) -> list:
+    """--unit with --file: each output's values of the unit's quantity converted, the others as they are."""
+    from psuite.psbase import units
+
+    units.parse(unit)  # a unit psbase cannot read is named as such, not as "no output converts"
+    out = []
+    for o, table in results:
+        try:
+            out.append((o, table.converted(unit)))
+        except InputError:
+            out.append((o, table))  # an output of another quantity (a percentage, a count) stays as it is
+    if all(a is b for (_, a), (_, b) in zip(results, out, strict=True)):
+        raise UsageError(f"--unit {unit!r}: no output of {path} has values of that quantity; give a unit of the "
+                         "same kind as its results' (see psbase info EXPERIMENT)")
+    return out
 
 
 def _read_runs(store, args) -> tuple[list, list]:
