@@ -64,6 +64,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from psuite.errors import InputError, UsageError
+from psuite.psbase import arith
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
 
 POLICIES = ("default", "empty", "refuse")
@@ -327,29 +328,10 @@ def _parse_derived(path: str, elem: etree._Element, desc: InputDescription) -> N
     name = _child_text(path, elem, "name")
     term = _child_text(path, elem, "term")
     try:
-        tree = ast.parse(term, mode="eval")
-    except SyntaxError:
-        raise _fail(path, elem, f"term {term!r} is not an arithmetic expression") from None
-    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    names: list[str] = []
-    for node in ast.walk(tree):
-        if not isinstance(node, _ALLOWED_NODES):
-            raise _fail(
-                path,
-                elem,
-                f"term {term!r} uses {type(node).__name__}; only numbers, names, "
-                "+ - * / // % ** and abs min max round are allowed",
-            )
-        if isinstance(node, ast.Constant) and (
-            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
-        ):
-            raise _fail(path, elem, f"term {term!r} has the constant {node.value!r}; only numbers are allowed")
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCTIONS or node.keywords:
-                raise _fail(path, elem, f"term {term!r} calls something other than abs, min, max, round")
-        elif isinstance(node, ast.Name) and id(node) not in callees and node.id not in names:
-            names.append(node.id)
-    desc.derived.append(DerivedParameter(name, term, tree, tuple(names), elem.sourceline))
+        tree = arith.check(term, DERIVED_OPERATORS, DERIVED_FUNCTIONS)
+    except ValueError as exc:
+        raise _fail(path, elem, str(exc)) from None
+    desc.derived.append(DerivedParameter(name, term, tree, tuple(arith.names_in(tree)), elem.sourceline))
 
 
 def _parse_missing(path: str, elem: etree._Element, desc: InputDescription) -> None:
@@ -360,50 +342,10 @@ def _parse_missing(path: str, elem: etree._Element, desc: InputDescription) -> N
 
 
 # ---------------------------------------------------------------------------
-# The arithmetic of derived parameters
+# The arithmetic of derived parameters (psuite.psbase.arith)
 
-_BINOPS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.FloorDiv: lambda a, b: a // b,
-    ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: (float(a) ** b) if abs(b) > 64 else a**b,  # no huge integers from a description
-}
-_FUNCTIONS = {"abs": abs, "min": min, "max": max, "round": round}
-_ALLOWED_NODES = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.USub,
-    ast.UAdd,
-    ast.Constant,
-    ast.Name,
-    ast.Load,
-    ast.Call,
-    *_BINOPS,
-)
-
-
-def _evaluate(node: ast.AST, env: dict[str, object]) -> float | int:
-    if isinstance(node, ast.Expression):
-        return _evaluate(node.body, env)
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Name):
-        value = env[node.id]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ValueError(f"'{node.id}' = {value!r} is not a number")
-        return value
-    if isinstance(node, ast.UnaryOp):
-        value = _evaluate(node.operand, env)
-        return -value if isinstance(node.op, ast.USub) else value
-    if isinstance(node, ast.BinOp):
-        return _BINOPS[type(node.op)](_evaluate(node.left, env), _evaluate(node.right, env))
-    if isinstance(node, ast.Call):
-        return _FUNCTIONS[node.func.id](*(_evaluate(a, env) for a in node.args))
-    raise ValueError(f"{type(node).__name__} is not allowed")  # parse() already refused it
+DERIVED_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
+DERIVED_FUNCTIONS = ("abs", "min", "max", "round")
 
 
 # ---------------------------------------------------------------------------
@@ -629,7 +571,7 @@ def _derive(d: DerivedParameter, var: Variable, env: dict[str, object], where: s
     if any(env.get(n) is None for n in d.names):
         return None  # an input is empty: so is the result, and the missing-value policy decides
     try:
-        result = _evaluate(d.tree, env)
+        result = arith.evaluate(d.tree, env)
     except OverflowError:
         raise UsageError(f"{where}: derived parameter '{d.name}' = {d.term}: the result is too large") from None
     except (ValueError, ZeroDivisionError, TypeError) as exc:

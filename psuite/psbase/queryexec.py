@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 
 from psuite.errors import UsageError
+from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
 from psuite.psbase.model import Definition, Variable, convert
 from psuite.psbase.query import NUMERIC, aggregate, from_clause, sort_key, stddev
@@ -647,39 +648,11 @@ def _linear(kind: str, x: object, value: float | None) -> object:
     return int(out) if isinstance(x, int) and float(out).is_integer() and kind == "offset" else out
 
 
-_BINOPS = {
-    ast.Add: lambda a, b: a + b,
-    ast.Sub: lambda a, b: a - b,
-    ast.Mult: lambda a, b: a * b,
-    ast.Div: lambda a, b: a / b,
-    ast.Pow: lambda a, b: float(a) ** b,
-}
-_FUNCS = {"abs": abs, "min": min, "max": max, "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10}
-
-
 def _evaluate(tree: ast.Expression, env: dict[str, object]) -> float | None:
     """An eval term (checked by queryfile) for one row; None where an input
     has no value or the arithmetic has none (division by zero, log of 0)."""
-
-    def ev(node: ast.AST) -> float:
-        if isinstance(node, ast.Constant):
-            return node.value
-        if isinstance(node, ast.Name):
-            x = env[node.id]
-            if x is None:
-                raise ArithmeticError
-            return x
-        if isinstance(node, ast.UnaryOp):
-            x = ev(node.operand)
-            return -x if isinstance(node.op, ast.USub) else x
-        if isinstance(node, ast.BinOp):
-            return _BINOPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.Call):
-            return _FUNCS[node.func.id](*(ev(a) for a in node.args))
-        raise ArithmeticError
-
     try:
-        value = float(ev(tree.body))
+        value = float(arith.evaluate(tree, env))
     except (ArithmeticError, ValueError, TypeError):
         return None
     return value if math.isfinite(value) else None

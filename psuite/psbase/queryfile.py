@@ -103,6 +103,7 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from psuite.errors import InputError, UsageError
+from psuite.psbase import arith
 
 STATISTICS = ("avg", "stddev", "variance", "count", "median", "quantile")  # exactly one input
 REDUCTIONS = ("min", "max", "sum", "prod")  # one input, or element-wise over several
@@ -476,51 +477,21 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     return op
 
 
-_TERM_NODES = (
-    ast.Expression,
-    ast.BinOp,
-    ast.UnaryOp,
-    ast.USub,
-    ast.UAdd,
-    ast.Constant,
-    ast.Name,
-    ast.Load,
-    ast.Call,
-    ast.Add,
-    ast.Sub,
-    ast.Mult,
-    ast.Div,
-    ast.Pow,
-)
+TERM_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
 def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.Expression:
     """The term as a checked syntax tree: arithmetic over the input ids only."""
     try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError:
-        raise _fail(path, elem, f"term {text!r} is not an arithmetic expression; fix it") from None
-    callees = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    for node in ast.walk(tree):
-        if not isinstance(node, _TERM_NODES):
+        tree = arith.check(text, TERM_OPERATORS, TERM_FUNCTIONS, names="input ids")
+    except ValueError as exc:
+        raise _fail(path, elem, f"{exc}; fix it") from None
+    for name in arith.names_in(tree):
+        if name not in inputs:
             raise _fail(
                 path,
                 elem,
-                f"term {text!r} uses {type(node).__name__}; only numbers, input ids, "
-                f"+ - * / ** and {', '.join(TERM_FUNCTIONS)} are allowed",
-            )
-        if isinstance(node, ast.Constant) and (
-            isinstance(node.value, bool) or not isinstance(node.value, (int, float))
-        ):
-            raise _fail(path, elem, f"term {text!r} has the constant {node.value!r}; only numbers are allowed")
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in TERM_FUNCTIONS or node.keywords:
-                raise _fail(path, elem, f"term {text!r} calls something other than {', '.join(TERM_FUNCTIONS)}")
-        elif isinstance(node, ast.Name) and id(node) not in callees and node.id not in inputs:
-            raise _fail(
-                path,
-                elem,
-                f"term {text!r}: {node.id!r} is not one of its inputs "
+                f"term {text!r}: {name!r} is not one of its inputs "
                 f"({', '.join(inputs)}); name inputs by their ids (ids usable in a term are "
                 "letters, digits and _)",
             )
