@@ -11,6 +11,7 @@ path per bar."""
 from __future__ import annotations
 
 import io
+import math
 
 from psuite.psbase.output.chart import Chart, text
 
@@ -40,10 +41,12 @@ def figure(chart: Chart):
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     legend = {"title": _t(chart.legend_title) or None, "fontsize": "small"}
-    if len(chart.series) > 6:  # a long legend beside the plot, not over it
+    # the legend outside the axes, never over bars or lines: below the plot in
+    # up to three columns, or beside it when long
+    if len(chart.series) > 6:
         fig.legend(loc="outside right upper", **legend)
     else:
-        ax.legend(**legend)
+        fig.legend(loc="outside lower center", ncols=min(len(chart.series), 3), **legend)
     return fig
 
 
@@ -73,12 +76,28 @@ def _lines(ax, chart: Chart) -> None:
             _tag(c, i)
     if chart.xlog:
         ax.set_xscale("log", base=chart.xlog)
-        xs = sorted({x for s in chart.series for x in s.xs})
+        xs = _spaced(sorted({x for s in chart.series for x in s.xs if x is not None and x > 0}))
         if len(xs) <= 12:  # the values themselves as ticks, written out (1024, not 2^10)
             ax.set_xticks(xs, [text(x) for x in xs])
             ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.xaxis.set_major_formatter(ScalarFormatter())
+
+
+def _spaced(xs: list[float]) -> list[float]:
+    """The values far enough apart on a log axis for their labels not to
+    overlap (1024 and 1032 side by side would): at least 1/14 of the axis's
+    decades from the previous one kept; the largest is kept."""
+    if len(xs) < 2:
+        return xs
+    gap = (math.log10(xs[-1]) - math.log10(xs[0])) / 14
+    kept = [xs[0]]
+    for x in xs[1:]:
+        if math.log10(x) - math.log10(kept[-1]) >= gap:
+            kept.append(x)
+        elif x == xs[-1]:
+            kept[-1] = x
+    return kept
 
 
 def _tag(container, i: int) -> None:
