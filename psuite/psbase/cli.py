@@ -93,9 +93,14 @@ def _parser() -> ArgumentParser:
 
     s = command("ls", help="list the experiments, or the runs of one",
                        description="Without an experiment: the experiments with their run counts. With one: its "
-                                   "runs (index, date, who, sources).")
+                                   "runs (index, date, who, sources), with --show the values of some of its "
+                                   "parameters and results, with --where only the runs that have given values.")
     s.add_argument("experiment", nargs="?")
     s.add_argument("--deleted", action="store_true", help="list deleted runs too (marked 'deleted')")
+    s.add_argument("--show", metavar="NAME[,NAME...]", action="append", default=[],
+                   help="also show these variables' values (of one value per run; see psbase info EXPERIMENT)")
+    s.add_argument("--where", metavar="NAME=VALUE", action="append", default=[],
+                   help="only runs with this value (may be repeated; one name repeated means any of its values)")
 
     _user_parser(command)
 
@@ -263,13 +268,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
                      f"({', '.join(map(str, done))})\n")
     elif cmd == "ls":
-        if args.experiment is None:
+        if args.experiment is None and not (args.show or args.where):
             rows = [[n, str(a), str(b), s] for n, s, a, b in store.list_experiments()]
             write_stdout(_table(["experiment", "runs", "deleted", "synopsis"], rows))
         else:
-            rows = [[str(r.index), r.date.isoformat(sep=" "), r.who, " ".join(r.sources)
-                     + (" (deleted)" if r.deleted else "")] for r in store.list_runs(args.experiment, args.deleted)]
-            write_stdout(_table(["run", "filed", "who", "sources"], rows))
+            _ls_runs(store, args)
     elif cmd == "info":
         _info(store, args)
     elif cmd == "delete":
@@ -309,6 +312,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         store.set_deleted(args.experiment, idx, False)
         write_stdout(f"psbase: restored run {', '.join(map(str, idx))} of {args.experiment}\n")
     return 0
+
+
+def _ls_runs(store, args) -> None:
+    """psbase ls EXPERIMENT: its runs, with --show's values, filtered by --where."""
+    from psuite.psbase import query
+
+    if args.experiment is None and (args.show or args.where):
+        raise UsageError("--show and --where list the runs of an experiment: psbase ls EXPERIMENT --show NAME")
+    d = store.definition(args.experiment)
+    show = list(dict.fromkeys(n.strip() for item in args.show for n in item.split(",") if n.strip()))
+    for n in show:
+        query._variable(d, n, "--show")
+    runs = store.list_runs(args.experiment, args.deleted, show, query.parse_where(args.where, d))
+    rows = [[str(r.index), r.date.isoformat(sep=" "), r.who,
+             *("" if r.values[n] is None else str(r.values[n]) for n in show),
+             " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
+    write_stdout(_table(["run", "filed", "who", *show, "sources"], rows))
 
 
 def _query_file(store, args) -> None:

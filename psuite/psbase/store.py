@@ -28,7 +28,7 @@ import datetime as _dt
 import getpass
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
@@ -515,16 +515,35 @@ class Store:
                 return done
         return self._run(go, needs=lambda: needs)
 
-    def list_runs(self, name: str, deleted: bool = False) -> list[RunInfo]:
-        """The runs of an experiment, by index; deleted ones only if asked."""
+    def list_runs(self, name: str, deleted: bool = False, show: Sequence[str] = (),
+                  where: dict[str, list[object]] | None = None) -> list[RunInfo]:
+        """The runs of an experiment, by index; deleted ones only if asked.
+        `show`: once-variables whose values each RunInfo carries in .values;
+        `where`: once-variable -> typed values, the runs with one of them."""
         with self.engine.connect() as conn:
             def go() -> list[RunInfo]:
-                exp_id, _ = self._experiment_id(conn, name)
+                exp_id, d = self._experiment_id(conn, name)
+                names = [*show, *(where or {})]
+                for n in names:
+                    if d.variable(n).occurrence != "once":
+                        raise StoreError(f"{n!r} is a data-set variable (many values per run); psbase ls shows "
+                                         "and filters by variables of one value per run (see psbase info "
+                                         f"{name})")
                 r = self.runs
-                q = sa.select(r).where(r.c.experiment == exp_id).order_by(r.c.idx)
+                once, _ = self._tables(exp_id, d)
+                q = (sa.select(r, *(once.c[n].label(f"v_{i}") for i, n in enumerate(show)))
+                     .select_from(r.outerjoin(once, once.c[RUN] == r.c.idx))
+                     .where(r.c.experiment == exp_id).order_by(r.c.idx))
                 if not deleted:
                     q = q.where(r.c.deleted.is_(False))
-                return [_info(row) for row in conn.execute(q)]
+                for n, values in (where or {}).items():
+                    q = q.where(once.c[n].in_([_to_db(d.variable(n), x) for x in values]))
+                out = []
+                for row in conn.execute(q):
+                    info = _info(row)
+                    info.values = {n: _from_db(d.variable(n), row._mapping[f"v_{i}"]) for i, n in enumerate(show)}
+                    out.append(info)
+                return out
             return self._run(go, needs="query")
 
     def run(self, name: str, index: int) -> RunInfo:
