@@ -54,11 +54,13 @@
   const cnodeKids = (c) => Array.from(childList.subarray(childStart[c], childStart[c + 1]));
 
   // ---- metrics: values per (cnode, location) in typed arrays -------------
-  const metrics = V.metrics.map((m, i) => ({
-    ...m, index: i, kids: [],
+  const metrics = V.metrics.map((m, i) => {
     // ratios and least/greatest values do not add up over cnodes or ranks
-    summable: !m.derived && V.values[m.name] && V.values[m.name].inclusive == null,
-  }));
+    const summable = !m.derived && !!V.values[m.name] && V.values[m.name].inclusive == null;
+    // over locations: the view says (a wall clock: the longest), else summed where values add up
+    const over = ["sum", "mean", "max", "min"].includes(m.over) ? m.over : summable ? "sum" : "mean";
+    return {...m, index: i, kids: [], summable, over};
+  });
   const metricRoots = [];
   metrics.forEach((m) => (m.parent == null ? metricRoots : metrics[m.parent].kids).push(m.index));
 
@@ -68,13 +70,17 @@
     return a;
   }
 
-  // Over locations: a sum for summable metrics, else the mean (NaN left out).
-  function aggregate(arr, base, n, summable) {
-    let s = 0, k = 0;
-    for (let i = 0; i < n; i++) { const v = arr[base + i]; if (v === v) { s += v; k++; } }
+  // Over locations (or roots): the sum, mean, greatest or least of the values (NaN left out).
+  function aggregate(arr, base, n, over) {
+    let s = 0, k = 0, mx = -Infinity, mn = Infinity;
+    for (let i = 0; i < n; i++) {
+      const v = arr[base + i];
+      if (v === v) { s += v; k++; if (v > mx) mx = v; if (v < mn) mn = v; }
+    }
     if (k === 0) return NaN;
-    return summable ? s : s / k;
+    return over === "sum" ? s : over === "max" ? mx : over === "min" ? mn : s / k;
   }
+  const overLabel = (m) => (NL === 1 || m.over === "sum" ? "" : " [" + m.over + "]");
 
   const dataCache = new Map();
   // {exc, inc: Float64Array(NC*NL); excT, incT: Float64Array(NC) over all locations}
@@ -83,6 +89,7 @@
     let d = dataCache.get(key);
     if (d) return d;
     const summable = ids.every((i) => metrics[i].summable);
+    const over = ids.length === 1 ? metrics[ids[0]].over : summable ? "sum" : "mean";
     let exc, inc;
     if (ids.length === 1) {
       const vals = V.values[metrics[ids[0]].name] || {exclusive: new Array(NC * NL).fill(null)};
@@ -113,14 +120,15 @@
     }
     const excT = new Float64Array(NC), incT = new Float64Array(NC);
     for (let c = 0; c < NC; c++) {
-      excT[c] = aggregate(exc, c * NL, NL, summable);
-      incT[c] = aggregate(inc, c * NL, NL, summable);
+      excT[c] = aggregate(exc, c * NL, NL, over);
+      incT[c] = aggregate(inc, c * NL, NL, over);
     }
-    d = {exc, inc, excT, incT, summable};
+    d = {exc, inc, excT, incT, summable, over};
     dataCache.set(key, d);
     return d;
   }
 
+  const SECONDS = ["sec", "s", "second", "seconds"];
   // "Time (sec)"; names that say their unit already ("CPU time (seconds)") as they are
   const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") ? m.display + " (" + m.unit + ")" : m.display);
 
@@ -135,10 +143,7 @@
   // The metric tree's value of a metric: over every root cnode and location.
   function metricTotal(ids) {
     const d = metricData(ids);
-    let s = 0, k = 0;
-    for (const r of roots) { const v = d.incT[r]; if (v === v) { s += v; k++; } }
-    if (k === 0) return NaN;
-    return d.summable ? s : s / k;
+    return aggregate(Float64Array.from(roots, (r) => d.incT[r]), 0, roots.length, d.over);
   }
 
   // ---- the system tree: machine > node > rank > thread -------------------
@@ -362,10 +367,7 @@
     const n = sysNodes[id];
     if (n.kind === "thread") return locVals[n.loc];
     if (open) return 0; // a grouping node holds no values of its own
-    let s = 0, k = 0;
-    for (const l of n.locs) { const v = locVals[l]; if (v === v) { s += v; k++; } }
-    if (k === 0) return NaN;
-    return curData().summable ? s : s / k;
+    return aggregate(Float64Array.from(n.locs, (l) => locVals[l]), 0, n.locs.length, curData().over);
   }
 
   const modeOptions = [["abs", "absolute"], ["root", "% of the root"], ["sel", "% of the selection"]];
@@ -385,7 +387,7 @@
       kids: (i) => metrics[i].kids,
       up: (i) => metrics[i].parent,
       label: (i) => withUnit(metrics[i])
-        + (metrics[i].summable || NL === 1 ? "" : " [mean]"),
+        + overLabel(metrics[i]),
       attrs: (i) => ({"data-metric": metrics[i].name, title: metrics[i].description || metrics[i].name}),
       raw: (i, open) => metricTotal(open ? [i] : metricSubtree(i)),
       rootOf: (i) => { while (metrics[i].parent != null) i = metrics[i].parent; return i; },
@@ -650,10 +652,10 @@
         const d = metricData([m.index]);
         const per = new Float64Array(NL);
         for (let l = 0; l < NL; l++) {
-          per[l] = aggregateRoots(d, l, m.summable);
+          per[l] = aggregateRoots(d, l, m.over);
         }
-        return {name: withUnit(m), per,
-          event: m.summable && m.integer, summable: m.summable};
+        // events: what adds up and is no time (a mean of counting reports has fractional counts)
+        return {name: withUnit(m) + overLabel(m), per, event: m.summable && !SECONDS.includes(m.unit), over: m.over};
       });
     }
     if (S.metric < 0) return [];
@@ -674,10 +676,8 @@
     cols.sort((a, b) => b.weight - a.weight);
     return cols;
   }
-  function aggregateRoots(d, l, summable) {
-    let s = 0, k = 0;
-    for (const r of roots) { const v = d.inc[r * NL + l]; if (v === v) { s += v; k++; } }
-    return k === 0 ? NaN : summable ? s : s / k;
+  function aggregateRoots(d, l, over) {
+    return aggregate(Float64Array.from(roots, (r) => d.inc[r * NL + l]), 0, roots.length, over);
   }
   function imbalance(per) {
     let s = 0, k = 0, mx = -Infinity;
@@ -694,11 +694,7 @@
       // events (counts) in one chart, times and derived metrics (ratios, rates)
       // in another: bars with their values written, a log axis where all are positive
       const events = cols.filter((c) => c.event), others = cols.filter((c) => !c.event);
-      const value = (c) => {
-        let s = 0, k = 0;
-        for (const v of c.per) if (v === v) { s += v; k++; }
-        return k === 0 ? NaN : c.summable ? s : s / k;
-      };
+      const value = (c) => aggregate(c.per, 0, c.per.length, c.over);
       const bars = (id, title, list, colour) => {
         const div = el("div", {class: "plot", id});
         box.append(el("h3", {text: title}), div);
@@ -712,7 +708,7 @@
       };
       if (events.length) bars("counts-plot", "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : ""), events, "#36c");
       if (others.length) {
-        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (times summed, ratios the mean over locations)" : ""),
+        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (over the locations: summed, or as marked)" : ""),
           others, "#d62");
       }
     } else if (NL === 1 && cols.length) {
