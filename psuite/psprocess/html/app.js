@@ -538,7 +538,7 @@
     pick(true);
     if (hot < 0) pick(false);
     const share = (n) => (src.total ? n / src.total * 100 : 0);
-    const table = el("table", {class: "lines"});
+    const table = el("table", {class: textless ? "lines textless" : "lines"});
     let hotRow = null;
     const frag = document.createDocumentFragment();
     const row = (text, line) => {
