@@ -12,12 +12,17 @@ The view (version 1; every key present, lists may be empty):
   {"psuite_view": 1,
    "title": str,                        # the page's heading, e.g. the command
    "kind": "counts" | "profile" | "calltree" | "difference" | "cube",
+                                        # counts: counting reports, and results of the algebra
+                                        # made of counting reports alone (a difference too)
    "difference": bool,                  # values are gains and losses (two colours)
    "context": [[label, value], ...],    # machine, host, command, date, ranks, threads ...
    "dropped": [{"event": str, "why": str}],   # events asked for but not measured
    "metrics": [{"name": str, "display": str, "unit": str, "description": str,
                 "parent": int | null,   # index in this list: the metric tree
-                "integer": bool, "derived": bool}],
+                "integer": bool, "derived": bool,
+                "over": "sum" | "mean" | "max" | "min"}],  # over locations (ranks, threads): a
+                                        # wall clock the longest rank's, CPU time the sum, ratios
+                                        # the mean (absent: sum, or mean for derived metrics)
    "regions": [{"name": str, "module": str, "file": str | null, "line": int | null}],
                                         # file: the source file as sources[].file names it (null
                                         # when unknown); module: the object file where known
@@ -25,6 +30,8 @@ The view (version 1; every key present, lists may be empty):
               "parent": [int, ...],     # per cnode: parent cnode, -1 for a root; parents come first
               "line": [int, ...]},      # per cnode: call-site line, -1 unknown
    "locations": [{"machine": str, "node": str, "rank": int, "thread": int, "label": str}],
+                                        # machine: a report's is the hosts' domain, else the
+                                        # host, else "N hosts"
    "values": {metric name: {
        "exclusive": [float, ...],       # row-major (cnode, location): len(cnodes) * len(locations)
        "inclusive": [float, ...] | null # given for derived metrics (ratios do not add up) and
@@ -41,10 +48,11 @@ The view (version 1; every key present, lists may be empty):
                                         # a difference's samples are gains and losses per line
                                         # (negative too; total: the subtrahend's), a mean's may
                                         # be fractional; results of merge, mean, cut and CUBE
-                                        # files are kind "cube"
+                                        # files are kind "cube" (of counting reports: "counts")
 
 Counting reports are one root cnode per program with every event and
-derived metric a metric; flat profiles are the program's root with one
+derived metric a metric (each run time once: experiments' wall_seconds
+and cpu_seconds are left out where psmetrics' metrics repeat them); flat profiles are the program's root with one
 child per function; call-path profiles the real tree.  A metric of a
 counting report that psmetrics derived (a ratio, a rate) is "derived"
 even when its values are stored: the page must not sum it over ranks.

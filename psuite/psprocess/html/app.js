@@ -54,11 +54,13 @@
   const cnodeKids = (c) => Array.from(childList.subarray(childStart[c], childStart[c + 1]));
 
   // ---- metrics: values per (cnode, location) in typed arrays -------------
-  const metrics = V.metrics.map((m, i) => ({
-    ...m, index: i, kids: [],
+  const metrics = V.metrics.map((m, i) => {
     // ratios and least/greatest values do not add up over cnodes or ranks
-    summable: !m.derived && V.values[m.name] && V.values[m.name].inclusive == null,
-  }));
+    const summable = !m.derived && !!V.values[m.name] && V.values[m.name].inclusive == null;
+    // over locations: the view says (a wall clock: the longest), else summed where values add up
+    const over = ["sum", "mean", "max", "min"].includes(m.over) ? m.over : summable ? "sum" : "mean";
+    return {...m, index: i, kids: [], summable, over};
+  });
   const metricRoots = [];
   metrics.forEach((m) => (m.parent == null ? metricRoots : metrics[m.parent].kids).push(m.index));
 
@@ -68,13 +70,17 @@
     return a;
   }
 
-  // Over locations: a sum for summable metrics, else the mean (NaN left out).
-  function aggregate(arr, base, n, summable) {
-    let s = 0, k = 0;
-    for (let i = 0; i < n; i++) { const v = arr[base + i]; if (v === v) { s += v; k++; } }
+  // Over locations (or roots): the sum, mean, greatest or least of the values (NaN left out).
+  function aggregate(arr, base, n, over) {
+    let s = 0, k = 0, mx = -Infinity, mn = Infinity;
+    for (let i = 0; i < n; i++) {
+      const v = arr[base + i];
+      if (v === v) { s += v; k++; if (v > mx) mx = v; if (v < mn) mn = v; }
+    }
     if (k === 0) return NaN;
-    return summable ? s : s / k;
+    return over === "sum" ? s : over === "max" ? mx : over === "min" ? mn : s / k;
   }
+  const overLabel = (m) => (NL === 1 || m.over === "sum" ? "" : " [" + m.over + "]");
 
   const dataCache = new Map();
   // {exc, inc: Float64Array(NC*NL); excT, incT: Float64Array(NC) over all locations}
@@ -83,6 +89,7 @@
     let d = dataCache.get(key);
     if (d) return d;
     const summable = ids.every((i) => metrics[i].summable);
+    const over = ids.length === 1 ? metrics[ids[0]].over : summable ? "sum" : "mean";
     let exc, inc;
     if (ids.length === 1) {
       const vals = V.values[metrics[ids[0]].name] || {exclusive: new Array(NC * NL).fill(null)};
@@ -113,14 +120,15 @@
     }
     const excT = new Float64Array(NC), incT = new Float64Array(NC);
     for (let c = 0; c < NC; c++) {
-      excT[c] = aggregate(exc, c * NL, NL, summable);
-      incT[c] = aggregate(inc, c * NL, NL, summable);
+      excT[c] = aggregate(exc, c * NL, NL, over);
+      incT[c] = aggregate(inc, c * NL, NL, over);
     }
-    d = {exc, inc, excT, incT, summable};
+    d = {exc, inc, excT, incT, summable, over};
     dataCache.set(key, d);
     return d;
   }
 
+  const SECONDS = ["sec", "s", "second", "seconds"];
   // "Time (sec)"; names that say their unit already ("CPU time (seconds)") as they are
   const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") ? m.display + " (" + m.unit + ")" : m.display);
 
@@ -135,10 +143,7 @@
   // The metric tree's value of a metric: over every root cnode and location.
   function metricTotal(ids) {
     const d = metricData(ids);
-    let s = 0, k = 0;
-    for (const r of roots) { const v = d.incT[r]; if (v === v) { s += v; k++; } }
-    if (k === 0) return NaN;
-    return d.summable ? s : s / k;
+    return aggregate(Float64Array.from(roots, (r) => d.incT[r]), 0, roots.length, d.over);
   }
 
   // ---- the system tree: machine > node > rank > thread -------------------
@@ -148,7 +153,7 @@
     function node(key, kind, name, parentNode) {
       let n = byKey.get(key);
       if (!n) {
-        n = {id: sysNodes.length, kind, name, kids: [], locs: []};
+        n = {id: sysNodes.length, kind, name, kids: [], locs: [], up: parentNode ? parentNode.id : -1};
         sysNodes.push(n); byKey.set(key, n);
         if (parentNode) parentNode.kids.push(n.id);
       }
@@ -193,7 +198,7 @@
 
   // ---- a lazy tree widget ------------------------------------------------
   const CHUNK = 400; // children laid out at once; a "... N more" row gives the rest
-  // spec: {pane, roots, kids(id), label(id), attrs(id), raw(id, open), max() or rootOf(id) (colours and
+  // spec: {pane, roots, kids(id), up(id) (the parent: null or -1 for a root), label(id), attrs(id), raw(id, open), max() or rootOf(id) (colours and
   // percent of the root against each node's own root), integer(id), sort(ids), onSelect(id), onToggle(id), selected()}
   class Tree {
     constructor(spec) {
@@ -273,13 +278,22 @@
       if (!r) return;
       const id = this.s.key(r.dataset.id);
       if (ev.target.classList.contains("tog") && ev.target.textContent) {
+        const sel = this.s.selected();
         this.toggle(id);
+        // as CUBE does: collapsing an ancestor of the selected node moves the selection to it (the
+        // selected node is hidden now; its values must not stay what the other panes show)
+        if (!this.open.has(id) && sel != null && sel !== id && this.below(sel, id)) this.s.onSelect(id);
         this.s.onToggle(id);
       } else {
         this.s.onSelect(id);
       }
     }
     isOpen(id) { return this.open.has(id) && this.s.kids(id).length > 0; }
+    // whether node id lies in the subtree of node top
+    below(id, top) {
+      for (let n = id; n != null && n >= 0; n = this.s.up(n)) if (n === top) return true;
+      return false;
+    }
     shown(id) { return this.s.raw(id, this.isOpen(id)); }
     // the displayed value of a row under the pane's value mode
     display(id) {
@@ -293,7 +307,9 @@
       }
       if (mode === "sel") {
         const sel = this.s.selected();
-        const t = sel == null || sel < 0 ? NaN : this.shown(sel);
+        // a share only of something of the same kind (the metric tree: the same tree and unit)
+        if (sel == null || sel < 0 || (this.s.comparable && !this.s.comparable(id, sel))) return NaN;
+        const t = this.shown(sel);
         return t ? v / t * 100 : NaN;
       }
       return v;
@@ -315,8 +331,11 @@
         const v = this.display(id);
         r.dataset.value = Number.isFinite(v) ? String(v) : "";
         r.children[2].textContent = mode === "abs" ? fmt(v, this.s.integer(id)) : pct(v);
-        // metrics of different units: each coloured against its own root
-        r.children[1].style.background = colour(raw, max === null ? Math.abs(this.s.raw(this.s.rootOf(id), false)) : max);
+        // as CUBE colours (user guide 1.5.2.4): a value's place between 0 and the largest value in the
+        // tree in the absolute mode (the root's, where values add up), between 0 and 100 in the percent
+        // modes; the metric tree's metrics of different units each against their own root
+        r.children[1].style.background = mode !== "abs" ? colour(v, 100)
+          : colour(raw, max === null ? Math.abs(this.s.raw(this.s.rootOf(id), false)) : max);
         r.classList.toggle("sel", id === sel);
       }
       if (this.info) this.info();
@@ -348,10 +367,7 @@
     const n = sysNodes[id];
     if (n.kind === "thread") return locVals[n.loc];
     if (open) return 0; // a grouping node holds no values of its own
-    let s = 0, k = 0;
-    for (const l of n.locs) { const v = locVals[l]; if (v === v) { s += v; k++; } }
-    if (k === 0) return NaN;
-    return curData().summable ? s : s / k;
+    return aggregate(Float64Array.from(n.locs, (l) => locVals[l]), 0, n.locs.length, curData().over);
   }
 
   const modeOptions = [["abs", "absolute"], ["root", "% of the root"], ["sel", "% of the selection"]];
@@ -369,11 +385,13 @@
     metricTree = new Tree({
       pane: "metric", roots: metricRoots, key: Number,
       kids: (i) => metrics[i].kids,
+      up: (i) => metrics[i].parent,
       label: (i) => withUnit(metrics[i])
-        + (metrics[i].summable || NL === 1 ? "" : " [mean]"),
+        + overLabel(metrics[i]),
       attrs: (i) => ({"data-metric": metrics[i].name, title: metrics[i].description || metrics[i].name}),
       raw: (i, open) => metricTotal(open ? [i] : metricSubtree(i)),
       rootOf: (i) => { while (metrics[i].parent != null) i = metrics[i].parent; return i; },
+      comparable: (i, j) => metricTree.s.rootOf(i) === metricTree.s.rootOf(j) && metrics[i].unit === metrics[j].unit,
       integer: (i) => metrics[i].integer,
       selected: () => S.metric,
       onSelect: (i) => { S.metric = i; metricChanged(); },
@@ -385,6 +403,7 @@
       pane: "call", roots: roots, key: Number,
       initiallyOpen: roots.length <= 8 ? roots : [],
       kids: cnodeKids,
+      up: (c) => parent[c],
       label: (c) => regionName(c) + (V.cnodes.line[c] > 0 ? " :" + V.cnodes.line[c] : ""),
       attrs: (c) => ({"data-cnode": String(c), "data-region": regionName(c)}),
       raw: cnodeValue,
@@ -410,6 +429,7 @@
     sysTree = new Tree({
       pane: "system", roots: sysRoots, key: Number, initiallyOpen: sysOpen,
       kids: (id) => sysNodes[id].kids,
+      up: (id) => sysNodes[id].up,
       label: (id) => sysNodes[id].name,
       attrs: (id) => {
         const n = sysNodes[id], a = {"data-sys": n.kind};
@@ -418,7 +438,14 @@
         return a;
       },
       raw: sysValue,
-      max: () => { let m = 0; for (const v of locVals) if (Math.abs(v) > m) m = Math.abs(v); return m; },
+      // the largest value in the tree, collapsed nodes' included (CUBE's colour scale): the machine's
+      // total where values add up, so that a thread of two is not red for being the larger one; not
+      // the largest thread's value, which makes every rank of one thread saturate
+      max: () => {
+        let m = 0;
+        for (const n of sysNodes) { const v = Math.abs(sysValue(n.id, false)); if (v > m) m = v; }
+        return m;
+      },
       integer: curInteger,
       selected: () => S.sys,
       onSelect: (id) => { S.sys = id; sysTree.reselect(); },
@@ -469,8 +496,9 @@
   function functionRange(region, src) {
     // from the function's first line to the line before the next function of the same file
     const begin = region.line;
-    if (!(begin > 0)) return [1, src.lines.length];
-    let end = src.lines.length;
+    const last = src.lines.length || Infinity; // no text: as far as the samples go
+    if (!(begin > 0)) return [1, last];
+    let end = last;
     for (const r of V.regions) if (r.file === region.file && r.line > begin && r.line - 1 < end) end = r.line - 1;
     return [begin, Math.max(end, begin)];
   }
@@ -484,10 +512,17 @@
         + region.name + ": " + (region.file ? "no line samples for " + region.file : "no source file") + ")."}));
       return;
     }
+    // the file not read here (not found, too large, not text): its lines with samples all the same,
+    // numbers and percentages without their text
+    const textless = !src.lines.length;
     const head = el("p", {class: "srchead"}, el("b", {text: region.name}),
       " in " + (src.path || src.file) + (src.note ? " (" + src.note + ")" : ""));
+    if (textless) {
+      head.append(el("span", {class: "nosource", text: "  The source file " + (!src.note || src.note.startsWith("not found")
+        ? "was not found here" : "was not read") + ": the lines with samples are listed without their text."}));
+    }
     sourceBox.append(head);
-    if (!src.lines.length) return;
+    const numbers = textless ? Object.keys(src.samples).map(Number).filter((n) => n > 0).sort((a, b) => a - b) : null;
     const [begin, end] = functionRange(region, src);
     // the hottest line: the most samples (a difference's: the largest gain or
     // loss), in the function's lines when it has any there, else in the file
@@ -503,11 +538,11 @@
     pick(true);
     if (hot < 0) pick(false);
     const share = (n) => (src.total ? n / src.total * 100 : 0);
-    const table = el("table", {class: "lines"});
+    const table = el("table", {class: textless ? "lines textless" : "lines"});
     let hotRow = null;
     const frag = document.createDocumentFragment();
-    src.lines.forEach((text, i) => {
-      const line = i + 1, n = src.samples[String(line)] || 0;
+    const row = (text, line) => {
+      const n = src.samples[String(line)] || 0;
       const p = share(n);
       const tr = el("tr", {"data-line": String(line), "data-samples": String(n), "data-percent": String(p)},
         el("td", {class: "ln", text: String(line)}), el("td", {class: "num", text: n ? fmt(n) : ""}),
@@ -519,7 +554,9 @@
       }
       if (line === hot) { tr.classList.add("hot"); tr.dataset.hot = "1"; hotRow = tr; }
       frag.append(tr);
-    });
+    };
+    if (textless) for (const line of numbers) row("", line);
+    else src.lines.forEach((text, i) => row(text, i + 1));
     table.append(frag);
     const scroller = el("div", {class: "srcscroll"}, table);
     sourceBox.append(scroller);
@@ -531,7 +568,19 @@
   }
 
   // ---- charts (plotly.js), drawn when their tab opens --------------------
-  const PLOT_CONFIG = {displaylogo: false, responsive: true};
+  // Nothing in a chart may reach the network (the page is often opened from disk on a cluster) nor send
+  // the data anywhere: plotly.js shows a "Share chart..." button (uploads the chart, names and values, to
+  // Plotly Cloud) unless showSendToCloud is false, and a "Produced with Plotly.js" logo linking to
+  // plotly.com unless displaylogo is false; with no plotlyServerURL, no button could find a destination.
+  // The modebar keeps what stays in the browser (zoom, pan, reset, download as PNG).
+  const PLOT_CONFIG = {displaylogo: false, showSendToCloud: false, plotlyServerURL: "",
+    responsive: true};
+  // plotly.js reads a subset of HTML in every string it draws (<b>, <i>, <br>, <a href=...>, <span style>):
+  // a function named main<b> would be drawn bold, and an <a href> in a name would become a live link.  Every
+  // name handed to plotly is escaped (plotly turns &lt; &gt; &amp; and numeric references back into the characters;
+  // it knows no &quot;).
+  const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&#34;", "'": "&#39;"};
+  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ESC[c]);
   // plotly.js is in the page as text (page.py): run it the first time a chart is drawn
   function plotly() {
     if (!window.Plotly) {
@@ -579,7 +628,7 @@
     for (let c = 0; c < NC; c++) {
       if (!keep[c]) continue;
       ids.push(String(c));
-      labels.push(V.regions[regionOf[c]].name);
+      labels.push(esc(V.regions[regionOf[c]].name));
       parents.push(parent[c] < 0 ? "" : String(parent[c]));
       values.push(tot[c]);
       colours.push(d.incT[c] || 0);
@@ -603,10 +652,10 @@
         const d = metricData([m.index]);
         const per = new Float64Array(NL);
         for (let l = 0; l < NL; l++) {
-          per[l] = aggregateRoots(d, l, m.summable);
+          per[l] = aggregateRoots(d, l, m.over);
         }
-        return {name: withUnit(m), per,
-          event: m.summable && m.integer, summable: m.summable};
+        // events: what adds up and is no time (a mean of counting reports has fractional counts)
+        return {name: withUnit(m) + overLabel(m), per, event: m.summable && !SECONDS.includes(m.unit), over: m.over};
       });
     }
     if (S.metric < 0) return [];
@@ -627,10 +676,8 @@
     cols.sort((a, b) => b.weight - a.weight);
     return cols;
   }
-  function aggregateRoots(d, l, summable) {
-    let s = 0, k = 0;
-    for (const r of roots) { const v = d.inc[r * NL + l]; if (v === v) { s += v; k++; } }
-    return k === 0 ? NaN : summable ? s : s / k;
+  function aggregateRoots(d, l, over) {
+    return aggregate(Float64Array.from(roots, (r) => d.inc[r * NL + l]), 0, roots.length, over);
   }
   function imbalance(per) {
     let s = 0, k = 0, mx = -Infinity;
@@ -647,17 +694,13 @@
       // events (counts) in one chart, times and derived metrics (ratios, rates)
       // in another: bars with their values written, a log axis where all are positive
       const events = cols.filter((c) => c.event), others = cols.filter((c) => !c.event);
-      const value = (c) => {
-        let s = 0, k = 0;
-        for (const v of c.per) if (v === v) { s += v; k++; }
-        return k === 0 ? NaN : c.summable ? s : s / k;
-      };
+      const value = (c) => aggregate(c.per, 0, c.per.length, c.over);
       const bars = (id, title, list, colour) => {
         const div = el("div", {class: "plot", id});
         box.append(el("h3", {text: title}), div);
         const x = list.map(value);
         const log = x.every((v) => v > 0) && Math.max(...x) / Math.min(...x) > 100;
-        plotly().newPlot(div, [{type: "bar", orientation: "h", y: list.map((c) => c.name), x,
+        plotly().newPlot(div, [{type: "bar", orientation: "h", y: list.map((c) => esc(c.name)), x,
           text: x.map((v) => fmt(v)), textposition: "auto", hovertemplate: "%{y}: %{text}<extra></extra>",
           marker: {color: DIFF ? x.map((v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)")) : colour}}],
         {xaxis: {type: log ? "log" : "linear"}, yaxis: {automargin: true, autorange: "reversed"},
@@ -665,14 +708,14 @@
       };
       if (events.length) bars("counts-plot", "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : ""), events, "#36c");
       if (others.length) {
-        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (times summed, ratios the mean over locations)" : ""),
+        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (over the locations: summed, or as marked)" : ""),
           others, "#d62");
       }
     } else if (NL === 1 && cols.length) {
       const top = cols.slice(0, 30);
       const div = el("div", {class: "plot", id: "regions-plot"});
       box.append(el("h3", {text: metricName() + " per function (exclusive, top " + top.length + ")"}), div);
-      plotly().newPlot(div, [{type: "bar", x: top.map((c) => c.name), y: top.map((c) => c.per[0]),
+      plotly().newPlot(div, [{type: "bar", x: top.map((c) => esc(c.name)), y: top.map((c) => c.per[0]),
         marker: {color: DIFF ? top.map((c) => (c.per[0] < 0 ? "green" : "red")) : "#36c"}}],
       {margin: {t: 10, b: 140}, height: 400}, PLOT_CONFIG);
     }
@@ -692,7 +735,7 @@
       const hm = el("div", {class: "plot", id: "heatmap-plot"});
       box.append(el("h3", {text: "Heat map: locations x " + (V.kind === "counts" ? "events (value / mean)"
         : "regions (" + metricName() + ", exclusive, top " + top.length + ")")}), hm);
-      plotly().newPlot(hm, [{type: "heatmap", z, x: top.map((c) => c.name), y: locLabels, text,
+      plotly().newPlot(hm, [{type: "heatmap", z, x: top.map((c) => esc(c.name)), y: locLabels.map(esc), text,
         hovertemplate: "%{y}<br>%{x}<br>%{text}<extra></extra>",
         colorscale: DIFF ? [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]] : "Portland",
         zmid: DIFF ? 0 : undefined}],
@@ -701,8 +744,8 @@
       const boxes = top.slice(0, 25);
       const bp = el("div", {class: "plot", id: "boxplot-plot"});
       box.append(el("h3", {text: "Box plots across locations, with the imbalance (max / mean)"}), bp);
-      plotly().newPlot(bp, boxes.map((c) => ({type: "box", name: c.name + " (" + imbalance(c.per).toFixed(2) + "x)",
-        y: Array.from(c.per), boxpoints: "all", jitter: 0.3, pointpos: 0, text: locLabels})),
+      plotly().newPlot(bp, boxes.map((c) => ({type: "box", name: esc(c.name) + " (" + imbalance(c.per).toFixed(2) + "x)",
+        y: Array.from(c.per), boxpoints: "all", jitter: 0.3, pointpos: 0, text: locLabels.map(esc)})),
       {showlegend: false, margin: {t: 10, b: 160}, height: 460}, PLOT_CONFIG);
 
       const table = el("table", {class: "imbalance", id: "imbalance"},

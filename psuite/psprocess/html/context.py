@@ -10,6 +10,8 @@ from collections.abc import Sequence
 
 NOT_COUNTED = "not counted: "
 SKIPPED_METRICS = "psuite::skipped_metrics"  # readers/cube.py: metrics whose values the model cannot hold
+COMMAND_KEYS = {"command", "command line", "commandline", "cmdline", "executable", "program"}
+DATE_KEYS = {"date", "creation date", "creation time", "start time", "timestamp", "time stamp", "run date"}
 MANY_HOSTS = 8  # hosts named one by one in the context; beyond, a count and the first few
 
 
@@ -117,19 +119,39 @@ def experiment_context(exp) -> list[list[str]]:
     by the algebra: its provenance attributes and its dimensions."""
     a = exp.attributes
     out: list[list[str]] = []
-    for key, label in (("operation", "Operation"), ("command", "Command"), ("source", "Source"),
-                       ("Creator", "Creator"), ("CUBE_CT_AGGR", "Call-tree aggregation")):
+    processes = len({(loc.node, loc.rank) for loc in exp.locations})
+    shown = {"operation", "source", "Creator", "CUBE_CT_AGGR", SKIPPED_METRICS}
+    if a.get("operation"):
+        out.append(["Operation", str(a["operation"])])
+    # the command and the date under whatever key the cube's producer gave them
+    for label, keys in (("Command", COMMAND_KEYS), ("Date", DATE_KEYS)):
+        found = [k for k in a if _bare(k) in keys and a[k]]
+        if found:
+            out.append([label, str(a[found[0]])[:500]])
+            shown.update(found)
+    if a.get("source"):
+        source = str(a["source"])
+        if a.get("Creator") == "psuite" and not a.get("operation") and processes > 1:
+            # psuite's CUBE export names the first document only: not the source of every rank's values
+            out.append(["Made from", f"{source} and the other {processes - 1} processes' documents"])
+        else:
+            out.append(["Source", source])
+    for key, label in (("Creator", "Creator"), ("CUBE_CT_AGGR", "Call-tree aggregation")):
         if a.get(key):
             out.append([label, str(a[key])])
-    shown = {"operation", "command", "source", "Creator", "CUBE_CT_AGGR", SKIPPED_METRICS}
     others = [(k, v) for k, v in a.items() if k not in shown and v]
     out += [[k, str(v)[:200]] for k, v in others[:20]]  # a Score-P cube's own attributes, a few
     nodes = {loc.node for loc in exp.locations}
     out.append(["Nodes", str(len(nodes))])
-    out.append(["Processes", str(len({(loc.node, loc.rank) for loc in exp.locations}))])
+    out.append(["Processes", str(processes)])
     out.append(["Threads", str(len(exp.locations))])
     out.append(["Call paths", str(len(exp.cnodes))])
     return out
+
+
+def _bare(key: str) -> str:
+    """An attribute's key without its producer's prefix ("Score-P::date"), in lower case."""
+    return key.rsplit("::", 1)[-1].strip().lower().replace("_", " ")
 
 
 def input_context(inputs: Sequence[Sequence | None], operation: str = "") -> list[list[str]]:

@@ -13,17 +13,22 @@ which the page shows as "-" and leaves out of sums and charts."""
 from __future__ import annotations
 
 import os
+import re
 from operator import attrgetter
 
 import numpy as np
 
 from psuite.errors import UsageError
 from psuite.experiment import Experiment
+from psuite.psprocess.experiments import RUN_TIMES
 from psuite.psprocess.html import context as ctx
 from psuite.psprocess.html import sources as src
 from psuite.report import ProfileReport
 
 VERSION = 1
+WALL_CLOCK, CPU_TIME = (RUN_TIMES[k][0] for k in ("wallsecs", "cpusecs"))  # a counting report's run times
+UNNAMED_MACHINE = "machine"  # what experiments names the machine of reports' locations
+_ALIAS = re.compile(r"metric::([A-Za-z_][A-Za-z0-9_:]*)\(\)")
 SIGNIFICANT = 12  # digits kept of a float metric's largest value
 _FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
@@ -36,12 +41,19 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
     (load_input; None for a CUBE file): named in the context, and their
     profiles' lines combined as the operation combined the values."""
     if isinstance(subject, Experiment):
-        view = _from_experiment(subject, title)
+        from psuite.report import CountReport
+
+        # a result of counting reports alone (a difference, a mean ...) is shown as counting reports are
+        counts = bool(inputs) and all(r and isinstance(r[0], CountReport) for r in inputs)
+        derived = {d.name.replace(" ", "_") for reports in inputs or [] if reports for r in reports
+                   for d in r.metrics} if counts else set()
+        view = _from_experiment(subject, title, counts=counts, derived=derived)
         if inputs:
             operation = subject.attributes.get("operation", "").split("(", 1)[0]
             view["context"] += ctx.input_context(inputs, operation)
             profiles = [r if r and isinstance(r[0], ProfileReport) else None for r in inputs]
             view["sources"] = src.result_sources(operation, profiles, read=read_sources)
+        _name_machine(view["locations"], next((r for r in inputs or [] if r), None))  # a CUBE file psuite wrote too
         return view
     return _from_report(subject, title, read_sources)
 
@@ -77,12 +89,32 @@ def _from_report(report, title: str | None, read_sources: bool) -> dict:
         kind = "calltree" if any(c.parent is not None and exp.cnodes[c.parent].parent is not None
                                  for c in exp.cnodes) else "profile"
     view = _skeleton(exp, title or _report_title(reports), kind, derived)
+    _name_machine(view["locations"], reports)
     view["context"] = ctx.run_context(reports, totals)
     view["dropped"] = ctx.dropped_events(reports)
     if not counts:
         view["sources"] = src.build_sources(reports, read=read_sources)
         _object_files(view["regions"], reports)
     return view
+
+
+def _name_machine(locations: list[dict], reports: list | None) -> None:
+    """The system tree's root named when psuite knows a name for it:
+    experiments calls every report's machine "machine"; here it is the
+    hosts' common domain, else the one host, else how many hosts."""
+    unnamed = [loc for loc in locations if loc["machine"] == UNNAMED_MACHINE]
+    if not unnamed:
+        return
+    domains = {r.domainname for r in reports or []}
+    hosts = sorted({loc["node"] for loc in unnamed})
+    if len(domains) == 1 and (domain := domains.pop()) and domain != "(none)":
+        name = domain
+    elif len(hosts) == 1:
+        name = hosts[0]
+    else:
+        name = f"{len(hosts)} hosts"
+    for loc in unnamed:
+        loc["machine"] = name
 
 
 def _object_files(regions: list[dict], reports: list) -> None:
@@ -112,13 +144,14 @@ def _report_title(reports: list) -> str:
     return f"{name} ({len(reports)} threads)" if len(reports) > 1 else name
 
 
-def _from_experiment(exp: Experiment, title: str | None) -> dict:
+def _from_experiment(exp: Experiment, title: str | None, *, counts: bool = False,
+                     derived: set[str] | None = None) -> dict:
     operation = exp.attributes.get("operation", "")
     difference = operation.startswith("diff(")
-    kind = "difference" if difference else "cube"
+    kind = "counts" if counts else "difference" if difference else "cube"
     name = title or operation or exp.attributes.get("command") or \
         os.path.basename(exp.attributes.get("source", "")) or "experiment"
-    view = _skeleton(exp, name, kind, set())
+    view = _skeleton(exp, name, kind, derived or set())
     view["difference"] = difference
     view["context"] = ctx.experiment_context(exp)
     view["dropped"] = ctx.skipped_metrics(exp)
@@ -128,6 +161,7 @@ def _from_experiment(exp: Experiment, title: str | None) -> dict:
 def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -> dict:
     """Every key of the view from the experiment; context, dropped and
     sources empty."""
+    shown, parents = _shown_metrics(exp)
     return {
         "psuite_view": VERSION,
         "title": title,
@@ -136,17 +170,62 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "context": [],
         "dropped": [],
         "metrics": [{"name": m.name, "display": m.display or m.name, "unit": m.unit, "description": m.description,
-                     "parent": m.parent, "integer": m.integer,
-                     "derived": m.derived or m.name in derived_names} for m in exp.metrics],
+                     "parent": parents[i], "integer": m.integer,
+                     "derived": m.derived or m.name in derived_names,
+                     "over": _over(m, m.derived or m.name in derived_names)}
+                    for i, m in ((i, exp.metrics[i]) for i in shown)],
         "regions": [{"name": r.name, "module": r.module, "file": r.module if r.module not in ("", "??") else None,
                      "line": r.begin if r.begin > 0 else None} for r in exp.regions],
         "cnodes": {"region": [c.region for c in exp.cnodes], "parent": exp.parents().tolist(),
                    "line": [c.line for c in exp.cnodes]},
         "locations": [{"machine": loc.machine, "node": loc.node, "rank": loc.rank, "thread": loc.thread_rank,
                        "label": loc.label} for loc in exp.locations],
-        "values": {m.name: _metric_values(exp, m, m.name in derived_names) for m in exp.metrics},
+        "values": {exp.metrics[i].name: _metric_values(exp, exp.metrics[i], exp.metrics[i].name in derived_names)
+                   for i in shown},
         "sources": [],
     }
+
+
+def _alias_of(m) -> str | None:
+    """The metric a derived metric only repeats ("CPU time (seconds)" =
+    metric::cpu_seconds()), else None."""
+    if not m.derived:
+        return None
+    found = _ALIAS.fullmatch(m.expression.replace(" ", ""))
+    return found.group(1) if found else None
+
+
+def _shown_metrics(exp: Experiment) -> tuple[list[int], dict[int, int | None]]:
+    """The metrics the view shows (indices in exp.metrics) and each one's
+    parent as an index in the view: a counting report's run times
+    (experiments' wall_seconds and cpu_seconds, which its derived metrics
+    refer to) are left out where psmetrics' own "Wall clock time
+    (seconds)" and "CPU time (seconds)" repeat them, so each time is shown
+    once, under the name the text report gives it."""
+    names = {m.name: i for i, m in enumerate(exp.metrics)}
+    has_kids = {m.parent for m in exp.metrics if m.parent is not None}
+    repeated = {names[a] for m in exp.metrics if (a := _alias_of(m)) in names}
+    shown = [i for i in range(len(exp.metrics)) if i not in repeated or i in has_kids]
+    position = {i: k for k, i in enumerate(shown)}
+    return shown, {i: position.get(exp.metrics[i].parent) for i in shown}
+
+
+def _over(m, derived: bool) -> str:
+    """How the page combines a metric's values over locations (ranks,
+    threads): a run's wall clock is its longest rank's (the context's
+    "Wall clock" too), never their sum; its CPU time all ranks' together;
+    CUBE's MIN/MAXDOUBLE the least/greatest; other derived metrics (ratios,
+    rates) the mean; counts and samples the sum."""
+    name = _alias_of(m) or m.name
+    if name == WALL_CLOCK:
+        return "max"
+    if name == CPU_TIME:
+        return "sum"
+    if m.combine is np.maximum:
+        return "max"
+    if m.combine is np.minimum:
+        return "min"
+    return "mean" if derived else "sum"
 
 
 def _metric_values(exp: Experiment, m, derived: bool) -> dict:

@@ -542,3 +542,125 @@ def test_embedded_json_has_no_markup_a_source_line_could_break_the_page_with():
     text = page.embed_json(view)
     assert "<" not in text
     assert json.loads(text) == view
+
+
+# -- counting reports: their results, their run times, their machine -------------------------
+
+
+def xml_wall_seconds(doc: Path) -> float:
+    """<wallclock units="ticks">: ticks of the <clockspeed> written (MHz)."""
+    root = xml_root(doc)
+    return int(root.findtext("wallclock")) / (float(root.find(".//clockspeed").text) * 1e6)
+
+
+def _metric_named(view: dict, display: str) -> dict:
+    [m] = [m for m in view["metrics"] if m["display"] == display]
+    return m
+
+
+def test_each_run_time_once_and_a_wall_clock_over_ranks_the_longest(runs, tmp_path, driver):
+    """4 ranks' counting reports: one wall clock and one CPU time (not also
+    experiments' wall_seconds and cpu_seconds beside psmetrics' metrics);
+    the page shows the wall clock of the ranks as the longest rank's (the
+    context's "Wall clock"), never their sum, and their CPU time together.
+    The system tree's root is named after the host, not "machine"."""
+    from tests.psprocess.html.pages import load_page
+
+    out = tmp_path / "counts.html"
+    p = run_tool("psprocess", "-c", "--html", str(out), str(runs["rank_counts"]))
+    assert p.returncode == 0, p.stderr
+    view = embedded_view(out.read_text())
+    check_schema(view)
+    displays = [m["display"] for m in view["metrics"]]
+    assert sum("wall clock" in d.lower() for d in displays) == 1, displays
+    assert sum("cpu time" in d.lower() for d in displays) == 1, displays
+    docs = sorted(runs["rank_counts"].glob("*.xml"), key=xml_rank)
+    walls = [xml_wall_seconds(d) for d in docs]
+    cpus = [xml_cpu_seconds(d) for d in docs]
+    wall, cpu = _metric_named(view, "Wall clock time (seconds)"), _metric_named(view, "CPU time (seconds)")
+    assert wall["over"] == "max" and cpu["over"] == "sum"
+    assert view["values"][wall["name"]]["exclusive"] == pytest.approx(walls, rel=1e-6)
+    host = xml_root(docs[0]).findtext("hostname")
+    assert {loc["machine"] for loc in view["locations"]} == {host}
+    page = load_page(driver, out)
+    shown = page.metric_values()
+    assert shown[wall["name"]] == pytest.approx(max(walls), rel=1e-6)
+    assert shown[wall["name"]] < 0.99 * sum(walls)  # four ranks: the sum would be about four times as long
+    assert shown[cpu["name"]] == pytest.approx(sum(cpus), rel=1e-6)
+    label = page.js("return document.querySelector('[data-tree=metric] .row[data-metric=\"' + arguments[0] + '\"]"
+                    " .name').textContent", wall["name"])
+    assert label.endswith("[max]"), label
+    root = page.js("return document.querySelector('[data-tree=system] .row[data-sys=machine] .name').textContent")
+    assert root == host
+    page.open_tab("context")
+    assert page.context()["Wall clock"] == f"{max(walls):.3f} s (the longest)"
+    page.assert_no_console_errors()
+
+
+def test_results_of_counting_reports_are_counting_pages(runs, tmp_path, driver, screenshots):
+    """psprocess diff and mean of counting reports: the page of counting
+    reports (event and metric bars, no call-tree chart), a difference's
+    bars coloured by sign: rank 3 touched 3 x MPI_PAGES more pages than
+    rank 0 (a loss: red)."""
+    from tests.psprocess.html.pages import load_page, screenshot
+
+    docs = sorted(runs["rank_counts"].glob("*.xml"), key=xml_rank)
+    a, b = xml_events(docs[3]), xml_events(docs[0])
+    out = tmp_path / "diff.html"
+    p = run_tool("psprocess", "diff", "-C", "--html", str(out), str(docs[3]), str(docs[0]))
+    assert p.returncode == 0, p.stderr
+    view = embedded_view(out.read_text())
+    check_schema(view)
+    assert view["kind"] == "counts" and view["difference"] is True
+    assert view["values"]["page-faults"]["exclusive"] == [a["page-faults"] - b["page-faults"]]
+    assert a["page-faults"] - b["page-faults"] == pytest.approx(3 * MPI_PAGES, rel=0.05)
+    # psmetrics' metrics are derived on the result too (ratios: never summed over ranks)
+    events = set(a)
+    assert all(m["derived"] for m in view["metrics"] if m["name"] not in events), view["metrics"]
+    page = load_page(driver, out)
+    page.open_tab("charts")
+    assert page.count("#regions-plot") == 0
+    bars = dict(page.js(
+        "const gd = document.getElementById('counts-plot');"
+        "const t = gd.data[0]; return t.y.map((y, i) => [y, t.marker.color[i]]);"))
+    assert bars["page-faults"] == "rgb(230,60,60)"  # more page faults: a loss, red
+    fills = page.js("return Array.from(document.querySelectorAll('#counts-plot .point path'))"
+                    ".map(p => getComputedStyle(p).fill)")
+    assert "rgb(230, 60, 60)" in fills
+    screenshot(driver, screenshots, "counts-diff-charts")
+    page.assert_no_console_errors()
+
+    p = run_tool("psprocess", "mean", "-C", "-f", "html", str(docs[3]), str(docs[0]))
+    assert p.returncode == 0, p.stderr
+    view = embedded_view(p.stdout)
+    assert view["kind"] == "counts" and view["difference"] is False
+    assert view["values"]["page-faults"]["exclusive"] == [(a["page-faults"] + b["page-faults"]) / 2]
+
+
+def test_cube_context_names_command_date_and_what_it_was_made_from(runs, tmp_path):
+    """A CUBE file psuite wrote of 4 ranks names rank 0's document only: the
+    context says the other ranks' documents went into it too; a cube whose
+    producer gave the command and the date (under its own keys) shows them."""
+    from psuite.experiment import Experiment, Location, Metric, Region
+
+    cube = tmp_path / "ranks.cubex"
+    p = run_tool("psprocess", "-c", "--cube", str(cube), str(runs["ranks"]))
+    assert p.returncode == 0, p.stderr
+    context = dict(viewdoc.load_view(str(cube))["context"])
+    first = min(runs["ranks"].glob("*.xml"), key=xml_rank)
+    assert "Source" not in context
+    assert context["Made from"].endswith("and the other 3 processes' documents")
+    assert os.path.basename(context["Made from"].split(" ")[0]) == first.name
+    assert context["Processes"] == "4"
+
+    exp = Experiment(locations=[Location(rank=0)])
+    exp.add_region(Region("main"))
+    exp.add_cnode(0, None)
+    exp.add_metric(Metric("time", unit="sec"))
+    exp.zeros("time")[:] = [[1.0]]
+    exp.attributes.update({"Tool::Command_Line": "./app --size 4", "Tool::creation date": "2026-11-24T10:00:00",
+                           "source": "run.cubex"})
+    context = viewdoc.build(exp)["context"]
+    assert ["Command", "./app --size 4"] in context and ["Date", "2026-11-24T10:00:00"] in context
+    assert ["Source", "run.cubex"] in context
+    assert not any(k.startswith("Tool::") for k, _ in context)  # each shown once
