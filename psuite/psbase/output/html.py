@@ -20,7 +20,7 @@ def _none(xs: list[float]) -> list[float | None]:
 # plotly's defaults would offer a button that uploads the chart to Plotly's
 # cloud and a logo linking to plotly.com: an offline page reaches no server
 # (plotly.js 2's Chart Studio link is off by default; 3 and later have none)
-CONFIG = {"displaylogo": False, "showSendToCloud": False, "responsive": True}
+CONFIG = {"displaylogo": False, "showSendToCloud": False, "plotlyServerURL": "", "responsive": True}
 
 
 def _h(text: str) -> str:
