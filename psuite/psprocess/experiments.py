@@ -112,6 +112,8 @@ def from_report(report, definitions: list | None = None) -> Experiment:
         exp.attributes["command"] = reports[0].command
     if reports[0].source:
         exp.attributes["source"] = reports[0].source
+    if reports[0].date:  # the run's date, as the document gives it (a CUBE file keeps it as an attribute)
+        exp.attributes["date"] = reports[0].date
     program = _program(reports[0])
     if isinstance(reports[0], ProfileReport):
         calltrees = _calltrees(reports)

@@ -199,6 +199,17 @@ def test_pycubexr_reads_the_cube_of_a_report(tmp_path):
     assert sum(v.sum() for v in stored["samples"].values()) == total
 
 
+def test_the_cube_of_a_report_keeps_its_command_and_date(tmp_path):
+    from tests.psprocess.test_calltree_exports import profile
+
+    report = dataclasses.replace(profile(), date="Tue Nov 24 15:22:50 2026")
+    path = tmp_path / "ct.cubex"
+    cube_writer.write(report, str(path))
+    back = cube_reader.read(str(path))
+    assert back.attributes["date"] == "Tue Nov 24 15:22:50 2026"
+    assert back.attributes["command"] == report.command
+
+
 # -- a Score-P-style cube built by hand ------------------------------------------------
 @pytest.mark.parametrize("compressed, big_endian", [(True, False), (False, False), (True, True), (False, True)])
 def test_scorep_style_cube(tmp_path, compressed, big_endian):
