@@ -1166,10 +1166,6 @@ const char *ps_sampler_retired_module(int module, unsigned long long *base)
     return rmods[module].file;
 }
 
-/* In a child forked while sampling (psrun -f): forget the parent's
- * threads - their perf_event descriptors are closed here without touching
- * the parent's events, their tables unmapped - and sample the child, whose
- * only thread is the one that forked. */
 /* In a forked child: the parent's threads forgotten - their perf_event
  * descriptors closed here without touching the parent's events, their
  * tables unmapped - and nothing sampled (a child psrun -f does not follow). */
