@@ -240,6 +240,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         extra = [x for x in extra if x != "-" and x.startswith("-")]
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")  # what parse_args says
+    for dest, flag in (("db", "--db"), ("output", "-o"), ("desc", "--desc"), ("file", "--file"), ("unit", "--unit")):
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and not value.strip():  # silently the default otherwise
+            parser.error(f"{flag} needs a value, not an empty one")
     from psuite.psbase import definition as defmod
     from psuite.psbase.store import Store
 

@@ -242,3 +242,21 @@ def test_text_output_through_an_input_description(tmp_path, db_url):
     # description options need a description
     msg = one_line_error(psbase("input", "b_eff_io", "--fixed", "T=1", files[0], cwd=tmp_path, env=env), "psbase")
     assert "go with --desc" in msg
+
+
+@pytest.mark.parametrize(
+    "args, flag",
+    [
+        (["--db", "", "ls"], "--db"),
+        (["ls", "--db", ""], "--db"),
+        (["query", "x", "y", "--by", "z", "-f", "csv", "-o", ""], "-o"),
+        (["query", "--file", ""], "--file"),
+        (["input", "x", "--desc", "", "f.out"], "--desc"),
+        (["query", "x", "y", "--by", "z", "--unit", ""], "--unit"),
+    ],
+)
+def test_an_empty_value_is_refused_not_taken_as_the_default(tmp_path, args, flag):
+    # without the check, `-o ""` printed to standard output and `--db ""` opened ./psbase.db
+    msg = one_line_error(psbase(*args, cwd=tmp_path), "psbase")
+    assert f"{flag} needs a value, not an empty one" in msg
+    assert list(tmp_path.iterdir()) == []
