@@ -270,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         runs, variables = _read_runs(store, args)
         done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
         write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
-                     f"({', '.join(map(str, done))})\n")
+                     f"({_spans(done)})\n")
     elif cmd == "ls":
         if args.experiment is None and not (args.show or args.where):
             rows = [[n, str(a), str(b), s] for n, s, a, b in store.list_experiments()]
@@ -283,10 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         idx = _indexes(args.runs)
         if args.purge:
             store.purge(args.experiment, idx)
+            write_stdout(f"psbase: purged {_runs(idx)} of {args.experiment}\n")
         else:
-            store.set_deleted(args.experiment, idx, True)
-        write_stdout(f"psbase: {'purged' if args.purge else 'deleted'} run {', '.join(map(str, idx))} "
-                     f"of {args.experiment}\n")
+            _changed(idx, store.set_deleted(args.experiment, idx, True), "deleted", args.experiment)
     elif cmd == "query":
         from psuite.psbase import output, query
 
@@ -313,9 +312,33 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_stdout(output.render(table, args.format))
     elif cmd == "restore":
         idx = _indexes(args.runs)
-        store.set_deleted(args.experiment, idx, False)
-        write_stdout(f"psbase: restored run {', '.join(map(str, idx))} of {args.experiment}\n")
+        _changed(idx, store.set_deleted(args.experiment, idx, False), "restored", args.experiment)
     return 0
+
+
+def _spans(indexes: Sequence[int]) -> str:
+    """Run indexes as psbase reads them back, consecutive ones as a span: "1-3, 7"."""
+    out: list[str] = []
+    for i in sorted(indexes):
+        if out and i == int(out[-1].rsplit("-", 1)[-1]) + 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{i}"
+        else:
+            out.append(str(i))
+    return ", ".join(out)
+
+
+def _runs(indexes: Sequence[int]) -> str:
+    return f"run{'s' if len(indexes) != 1 else ''} {_spans(indexes)}"
+
+
+def _changed(asked: list[int], changed: list[int], what: str, experiment: str) -> None:
+    """What delete or restore did, and which of the runs asked for already were so."""
+    same = [i for i in asked if i not in changed]
+    parts = [f"{what} {_runs(changed)} of {experiment}"] if changed else []
+    if same:
+        state = "already deleted" if what == "deleted" else "not deleted"
+        parts.append(f"{_runs(same)} {'was' if len(same) == 1 else 'were'} {state}")
+    write_stdout(f"psbase: {'; '.join(parts)}\n")
 
 
 def _ls_runs(store, args) -> None:
@@ -332,7 +355,7 @@ def _ls_runs(store, args) -> None:
     rows = [[str(r.index), r.date.isoformat(sep=" "), r.who,
              *("" if r.values[n] is None else str(r.values[n]) for n in show),
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
-    write_stdout(_table(["run", "filed", "who", *show, "sources"], rows))
+    write_stdout(_table(["run", "filed (UTC)", "who", *show, "sources"], rows))
 
 
 def _query_file(store, args) -> None:
@@ -511,11 +534,11 @@ def _user(args) -> int:
     action = args.user_command
     with store.engine.begin() as conn:
         if action == "add":
-            created = store._run(lambda: roles.add(conn, db, args.name, args.user_class), needs="admin")
+            created = store._run(lambda: roles.add(conn, db, args.name, args.user_class), needs="owner")
             write_stdout(f"psbase: user {args.name}{' (new login role)' if created else ''} "
                          f"{roles.WHAT[args.user_class]} archive {db} (class {args.user_class})\n")
         elif action == "remove":
-            had = store._run(lambda: roles.remove(conn, db, args.name), needs="admin")
+            had = store._run(lambda: roles.remove(conn, db, args.name), needs="owner")
             write_stdout(f"psbase: user {args.name} no longer has class {had} in archive {db}\n")
         else:
             rows = store._run(lambda: roles.users(conn, db), needs="query")

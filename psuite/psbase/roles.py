@@ -191,6 +191,10 @@ def refusal(engine: sa.Engine, db: str, needs: str) -> str:
             cls = user_class(conn, db, user)
     except sa.exc.DBAPIError:
         user, cls = "this user", None
+    if needs == "owner":  # psbase user: role management, beyond every user class
+        what = f"{WHAT[cls]} archive {db}" if cls else f"has no access to archive {db}"
+        return (f"user {user} {what}; giving and taking user classes needs the archive's owner (who ran psbase "
+                "setup) or a server superuser: run psbase user as one of them")
     fix = f"an admin grants {needs} with psbase user add {user} --class {needs}"
     if cls is None:
         return f"user {user} has no {needs} access to archive {db}; {fix}"

@@ -455,13 +455,15 @@ class Store:
         content hash is already in the experiment is refused unless force.
         new_variables: variables the runs bring that the experiment lacks
         (psuite's events), added in the same transaction."""
-        who = who or _user()
         needs = "input"
 
         def go() -> list[int]:
             nonlocal needs
             with self.engine.begin() as conn:
                 exp_id, d = self._experiment_id(conn, name)
+                # who filed: on a shared server the database role the archive knows, else the OS user
+                filer = who or (conn.execute(sa.text("SELECT current_user")).scalar()
+                                if conn.dialect.name == "postgresql" else _user())
                 # PostgreSQL: imports into one experiment queue up here, so two never take the same
                 # next index (SQLite's BEGIN IMMEDIATE has already serialized them); an advisory lock,
                 # not SELECT ... FOR UPDATE, which would need UPDATE on psb_experiments (admin's)
@@ -498,7 +500,7 @@ class Store:
                         if hit:
                             raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} of "
                                              f"{name}; import it again only with --force")
-                    run_rows.append(dict(experiment=exp_id, idx=nxt, created=_now(), who=who,
+                    run_rows.append(dict(experiment=exp_id, idx=nxt, created=_now(), who=filer,
                                          sources=json.dumps(run.sources), content_hash=run.content_hash,
                                          deleted=False))
                     values = dict.fromkeys(once_names)
@@ -567,15 +569,19 @@ class Store:
                 return info
             return self._run(go, needs="query")
 
-    def set_deleted(self, name: str, indexes: list[int], deleted: bool) -> None:
-        """Soft deletion (deleted=True) or restoration of runs."""
-        def go() -> None:
+    def set_deleted(self, name: str, indexes: list[int], deleted: bool) -> list[int]:
+        """Soft deletion (deleted=True) or restoration of runs; returns the
+        indexes whose state changed (the others were already so)."""
+        def go() -> list[int]:
             with self.engine.begin() as conn:
                 exp_id, _ = self._experiment_id(conn, name)
                 self._existing(conn, exp_id, name, indexes)
                 r = self.runs
-                conn.execute(r.update().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)).values(deleted=deleted))
-        self._run(go, needs="input")
+                which = sa.and_(r.c.experiment == exp_id, r.c.idx.in_(indexes), r.c.deleted.is_(not deleted))
+                changed = sorted(conn.execute(sa.select(r.c.idx).where(which)).scalars())
+                conn.execute(r.update().where(which).values(deleted=deleted))
+                return changed
+        return self._run(go, needs="input")
 
     def purge(self, name: str, indexes: list[int]) -> None:
         """Remove runs for good: their values, data sets and records."""
@@ -758,7 +764,9 @@ def _info(row) -> RunInfo:
 
 
 def _now() -> _dt.datetime:
-    return _dt.datetime.now().replace(microsecond=0)
+    """Now in UTC (naive, as the columns are): runs filed from machines in
+    different time zones into one archive compare."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
 def _user() -> str:

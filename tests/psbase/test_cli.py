@@ -134,13 +134,17 @@ def test_delete_restore_purge(tmp_path, count_doc, db_url):
     ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
     ok(psbase("input", "app", str(count_doc), cwd=tmp_path, env=env))
     ok(psbase("input", "--force", "app", str(count_doc), cwd=tmp_path, env=env))
-    ok(psbase("delete", "app", "1", cwd=tmp_path, env=env))
+    assert ok(psbase("delete", "app", "1", cwd=tmp_path, env=env)) == "psbase: deleted run 1 of app\n"
     assert [r.split()[0] for r in ok(psbase("ls", "app", cwd=tmp_path, env=env)).splitlines()[1:]] == ["2"]
     deleted = ok(psbase("ls", "app", "--deleted", cwd=tmp_path, env=env)).splitlines()
     assert deleted[1].split()[0] == "1" and deleted[1].endswith("(deleted)")
-    ok(psbase("restore", "app", "1", cwd=tmp_path, env=env))
+    # what each did, and which runs already were so
+    assert ok(psbase("delete", "app", "1-2", cwd=tmp_path, env=env)) == \
+        "psbase: deleted run 2 of app; run 1 was already deleted\n"
+    assert ok(psbase("restore", "app", "1-2", cwd=tmp_path, env=env)) == "psbase: restored runs 1-2 of app\n"
+    assert ok(psbase("restore", "app", "1", cwd=tmp_path, env=env)) == "psbase: run 1 was not deleted\n"
     assert len(ok(psbase("ls", "app", cwd=tmp_path, env=env)).splitlines()) == 3
-    ok(psbase("delete", "--purge", "app", "1-2", cwd=tmp_path, env=env))
+    assert ok(psbase("delete", "--purge", "app", "1-2", cwd=tmp_path, env=env)) == "psbase: purged runs 1-2 of app\n"
     assert ok(psbase("ls", "app", "--deleted", cwd=tmp_path, env=env)).splitlines()[1:] == []
     assert "has no run 1" in one_line_error(psbase("info", "app", "1", cwd=tmp_path, env=env), "psbase")
 
@@ -201,7 +205,7 @@ def test_text_output_through_an_input_description(tmp_path, db_url):
     ok(psbase("setup", str(DATA / "b_eff_io.experiment.xml"), cwd=tmp_path, env=env))
     files = sorted(str(p) for p in DATA.glob("*.sum"))
     out = ok(psbase("input", "b_eff_io", "--desc", str(DATA / "b_eff_io.input.xml"), *files, cwd=tmp_path, env=env))
-    assert out == f"psbase: {len(files)} runs filed in b_eff_io (1, 2, 3, 4)\n"
+    assert out == f"psbase: {len(files)} runs filed in b_eff_io (1-4)\n"
     text = Path(files[0]).read_text().splitlines()
     table = [line.split() for line in text if re.match(r"\s*\d+ PEs \d+ ", line)]  # not the total- lines
     shown = ok(psbase("info", "b_eff_io", "1", cwd=tmp_path, env=env)).splitlines()

@@ -82,7 +82,7 @@ def test_with_without_merge_files_each_file_as_a_run(app):
     url, d = app
     out = ok(psbase("--db", url, "input", "app", "--with", "head.xml", "run.log", "--with", "table.xml", "run.out",
                     "--missing", "empty", cwd=d))  # fmt: skip
-    assert out == "psbase: 2 runs filed in app (1, 2)\n"
+    assert out == "psbase: 2 runs filed in app (1-2)\n"
     a, b = filed(url)
     assert (a.values, a.rows, a.sources) == (VALUES, [], ["run.log"])
     assert (b.values, b.rows, b.sources) == ({}, ROWS, ["run.out"])
@@ -92,7 +92,7 @@ def test_the_one_description_forms_still_work(app):
     url, d = app
     (d / "b.log").write_text(HEAD.replace("4", "2"))
     assert ok(psbase("--db", url, "input", "app", "--desc", "head.xml", "run.log", "b.log", cwd=d)) == \
-        "psbase: 2 runs filed in app (1, 2)\n"  # fmt: skip
+        "psbase: 2 runs filed in app (1-2)\n"  # fmt: skip
     assert [r.values["nodes"] for r in filed(url)] == [4, 2]
     (d / "both.txt").write_text(HEAD + TABLE)
     (d / "both.xml").write_text(HEAD_DESC.replace("</input>", TABLE_DESC.removeprefix("<input>")))
@@ -157,7 +157,7 @@ def test_a_file_given_twice_is_refused(app):
     assert filed(url) == []
     # each once: filed
     assert ok(psbase("--db", url, "input", "app", "--desc", "head.xml", "run.log", "b.log", cwd=d)) == \
-        "psbase: 2 runs filed in app (1, 2)\n"  # fmt: skip
+        "psbase: 2 runs filed in app (1-2)\n"  # fmt: skip
 
 
 def test_runs_repeated_in_one_file_are_named(app):

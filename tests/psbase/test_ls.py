@@ -19,7 +19,7 @@ def test_ls_shows_values_and_filters_runs(sweep, tmp_path):  # noqa: F811
     env = env_of(sweep)
     runs = [(n, c, t) for (n, c), ts in TIMES.items() for t in ts]  # filed in this order, runs 1...
     got = table(ok(psbase("ls", "sweep", "--show", "nodes,compiler", "--show", "time", cwd=tmp_path, env=env)))
-    assert got[0][:6] == ["run", "filed", "who", "nodes", "compiler", "time"]
+    assert got[0][:7] == ["run", "filed", "(UTC)", "who", "nodes", "compiler", "time"]
     body = {int(r[0]): r for r in got[1:]}
     for i, (n, c, t) in enumerate(runs, 1):
         assert body[i][4:7] == [str(n), c, str(t)]  # filed date and time are two words

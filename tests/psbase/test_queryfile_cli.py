@@ -33,7 +33,7 @@ def bio_archive(db_url: str, cwd: Path) -> None:
             cwd=cwd,
         )
     )
-    assert out == "psbase: 4 runs filed in b_eff_io (1, 2, 3, 4)\n"
+    assert out == "psbase: 4 runs filed in b_eff_io (1-4)\n"
 
 
 def table_rows(text: str) -> list[list[str]]:

@@ -100,6 +100,8 @@ def test_input_user_files_runs_but_may_not_change_experiments(archive, tmp_path)
     ui = as_user(url, i)
     assert ok(psbase("--db", ui, "input", "b_eff_io", "--desc", str(DESC), str(RUN2), cwd=tmp_path)) == \
         "psbase: 1 run filed in b_eff_io (2)\n"
+    # who filed it: the database role, not the OS user the tests run as
+    assert ok(psbase("--db", ui, "ls", "b_eff_io", cwd=tmp_path)).splitlines()[2].split()[3] == i
     ok(psbase("--db", ui, "delete", "b_eff_io", "2", cwd=tmp_path))
     ok(psbase("--db", ui, "restore", "b_eff_io", "2", cwd=tmp_path))
     before = snapshot(url)
@@ -110,8 +112,11 @@ def test_input_user_files_runs_but_may_not_change_experiments(archive, tmp_path)
     (tmp_path / "new.xml").write_bytes(etree.tostring(root))
     (tmp_path / "other.xml").write_text(DEF.read_text().replace("<name>b_eff_io</name>", "<name>other</name>", 1))
     for args in (("update", str(tmp_path / "new.xml")), ("setup", str(tmp_path / "other.xml")),
-                 ("delete", "--purge", "b_eff_io", "1"), ("user", "add", users["query"], "--class", "input")):
+                 ("delete", "--purge", "b_eff_io", "1")):
         refused(psbase("--db", ui, *args, cwd=tmp_path), i, db, "admin", "input")
+    msg = one_line_error(psbase("--db", ui, "user", "add", users["query"], "--class", "input", cwd=tmp_path),
+                         "psbase")
+    assert "needs the archive's owner" in msg  # user classes: the owner's, beyond every class
     assert snapshot(url) == before
     # both runs count: the two files' values, read here from their text
     a, b = _expected(RUN1)[0], _expected(RUN2)[0]
@@ -179,3 +184,13 @@ def test_sqlite_archive_has_no_users(tmp_path):
     # refused without an archive file too, and none is created
     msg = one_line_error(psbase("--db", str(tmp_path / "none.db"), "user", "ls", cwd=tmp_path), "psbase")
     assert "SQLite has no users" in msg and not (tmp_path / "none.db").exists()
+
+
+def test_user_classes_are_given_by_the_owner_only(archive, tmp_path):
+    url, db, users = archive
+    admin = users["admin"]
+    msg = one_line_error(psbase("--db", as_user(url, admin), "user", "add", "newcomer", "--class", "query",
+                                cwd=tmp_path), "psbase")
+    assert msg == (f"psbase: user {admin} may change archive {db}; giving and taking user classes needs the "
+                   "archive's owner (who ran psbase setup) or a server superuser: run psbase user as one of them")
+    assert "newcomer" not in ok(psbase("--db", url, "user", "ls", cwd=tmp_path))
