@@ -90,8 +90,10 @@ def grant_tables(conn: sa.Connection, db: str, tables: list[str]) -> None:
         qt = _q(conn, t)
         conn.execute(sa.text(f"ALTER TABLE {qt} OWNER TO {roles['admin']}"))
         conn.execute(sa.text(f"GRANT SELECT ON {qt} TO {roles['query']}"))
-        if _INPUT_TABLES.match(t):
-            conn.execute(sa.text(f"GRANT INSERT, UPDATE ON {qt} TO {roles['input']}"))
+        if t == "psb_runs":  # filing adds runs; delete and restore flip their flag, nothing else
+            conn.execute(sa.text(f"GRANT INSERT, UPDATE (deleted) ON {qt} TO {roles['input']}"))
+        elif _INPUT_TABLES.match(t):  # values are added, never rewritten by an input user
+            conn.execute(sa.text(f"GRANT INSERT ON {qt} TO {roles['input']}"))
 
 
 def grant_new_tables(conn: sa.Connection, db: str, tables: list[str]) -> None:

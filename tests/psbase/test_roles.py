@@ -100,6 +100,14 @@ def test_input_user_files_runs_but_may_not_change_experiments(archive, tmp_path)
     ui = as_user(url, i)
     assert ok(psbase("--db", ui, "input", "b_eff_io", "--desc", str(DESC), str(RUN2), cwd=tmp_path)) == \
         "psbase: 1 run filed in b_eff_io (2)\n"
+    # values are added, never rewritten, by an input user, even with SQL of its own
+    eng = sa.create_engine(ui)
+    try:
+        for sql in ("UPDATE psb_x1_once SET psb_run = psb_run", "UPDATE psb_runs SET who = 'someone else'"):
+            with pytest.raises(sa.exc.ProgrammingError, match="permission denied"), eng.begin() as c:
+                c.execute(sa.text(sql))
+    finally:
+        eng.dispose()
     # who filed it: the database role, not the OS user the tests run as
     assert ok(psbase("--db", ui, "ls", "b_eff_io", cwd=tmp_path)).splitlines()[2].split()[3] == i
     ok(psbase("--db", ui, "delete", "b_eff_io", "2", cwd=tmp_path))
