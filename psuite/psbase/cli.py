@@ -58,8 +58,11 @@ def _parser() -> ArgumentParser:
                                    "only if every stored value is one of the new type (they are converted), valid "
                                    "values only if they hold every stored value, an occurrence only while no run "
                                    "has a value; else nothing changes and the values and runs in the way are "
-                                   "named. `psbase info NAME --xml` prints the current definition to start from.")
+                                   "named. A variable that runs have values for is removed only with --force. "
+                                   "`psbase info NAME --xml` prints the current definition to start from.")
     s.add_argument("definition", metavar="DEFINITION.xml")
+    s.add_argument("--force", dest="drop", action="store_true",
+                   help="remove variables even if runs have values for them (the values go with them)")
 
     s = command("input", help="file runs into an experiment",
                        description="File runs into an experiment. Without --desc: psuite documents (counting "
@@ -264,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _user(args)
     store = Store(args.db)
     if cmd == "update":
-        changes = store.update(defmod.load(args.definition))
+        changes = store.update(defmod.load(args.definition), drop=args.drop)
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
     elif cmd == "input":
         runs, variables = _read_runs(store, args)

@@ -262,7 +262,7 @@ class Store:
             rows = self._run(lambda: conn.execute(q).all(), needs="query")
         return [(n, defmod.parse_bytes(x.encode()).synopsis, a, b) for n, x, a, b in rows]
 
-    def update(self, new: Definition) -> list[str]:
+    def update(self, new: Definition, drop: bool = False) -> list[str]:
         """Change an experiment's definition: variables added, changed or
         removed.  A variable's occurrence changes only while no run has a
         value for it, its datatype only if every stored value is one of the
@@ -270,14 +270,16 @@ class Store:
         they hold every stored value; a new variable's default is given to
         the runs there are (to every data-set row for a data-set variable).
         Refusals name the values and their runs; one transaction: a refused
-        update changes nothing.  Returns what changed, one line each."""
+        update changes nothing.  A variable removed while runs have values
+        for it is refused unless drop (its values go with it).  Returns what
+        changed, one line each."""
 
         def go() -> list[str]:
             with self.engine.begin() as conn:
-                return self._update(conn, new)
+                return self._update(conn, new, drop)
         return self._run(go, needs="admin")
 
-    def _update(self, conn: sa.Connection, new: Definition) -> list[str]:
+    def _update(self, conn: sa.Connection, new: Definition, drop: bool = False) -> list[str]:
         exp_id, old = self._experiment_id(conn, new.name)
         once, rows = self._tables(exp_id, old)
         changes: list[str] = []
@@ -286,9 +288,16 @@ class Store:
         converted: dict[str, list[dict]] = {}  # a variable's stored values in its new datatype, by row
         for v in old.variables:  # the refusals first: a refused update changes nothing
             n = new_vars.get(v.name)
-            if n is None:
-                continue
             table = once if v.occurrence == "once" else rows
+            if n is None:
+                runs = [] if drop else conn.execute(
+                    sa.select(table.c[RUN]).distinct().where(table.c[v.name].is_not(None))
+                    .order_by(table.c[RUN])).scalars().all()
+                if runs:  # its values would go for good
+                    raise StoreError(f"the new definition removes {v.name!r}, which run{'s' if len(runs) > 1 else ''}"
+                                     f" {_some(runs, 10)} {'have' if len(runs) > 1 else 'has'} values for; give "
+                                     "--force to drop them with it (nothing was changed)")
+                continue
             if (n.datatype, n.occurrence) == (v.datatype, v.occurrence):
                 if n.valid and n.valid != v.valid:
                     self._check_valid(conn, table, n)

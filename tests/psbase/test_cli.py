@@ -264,3 +264,19 @@ def test_an_empty_value_is_refused_not_taken_as_the_default(tmp_path, args, flag
     msg = one_line_error(psbase(*args, cwd=tmp_path), "psbase")
     assert f"{flag} needs a value, not an empty one" in msg
     assert list(tmp_path.iterdir()) == []
+
+
+def test_update_removing_a_variable_with_values_needs_force(tmp_path, db_url):
+    env = {"PSBASE_DB": db_url}
+    ok(psbase("setup", str(DATA / "b_eff_io.experiment.xml"), cwd=tmp_path, env=env))
+    run = sorted(DATA.glob("*.sum"))[0]
+    ok(psbase("input", "b_eff_io", "--desc", str(DATA / "b_eff_io.input.xml"), str(run), cwd=tmp_path, env=env))
+    root = etree.fromstring(ok(psbase("info", "b_eff_io", "--xml", cwd=tmp_path, env=env)).encode())
+    [host] = [p for p in root.iter("parameter") if p.findtext("name") == "host"]
+    host.getparent().remove(host)
+    (tmp_path / "new.xml").write_bytes(etree.tostring(root))
+    msg = one_line_error(psbase("update", "new.xml", cwd=tmp_path, env=env), "psbase")
+    assert "removes 'host', which run 1 has values for; give --force" in msg
+    assert "host" in ok(psbase("info", "b_eff_io", "1", cwd=tmp_path, env=env))  # nothing changed
+    assert "removed host" in ok(psbase("update", "--force", "new.xml", cwd=tmp_path, env=env))
+    assert "host" not in ok(psbase("info", "b_eff_io", "1", cwd=tmp_path, env=env)).split()

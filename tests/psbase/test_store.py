@@ -164,7 +164,11 @@ def test_update_adds_changes_and_removes(store):
     d.variables.append(Variable("lat", "float", occurrence="multiple", is_result=True))
     d.variable("total").unit = "s"
     d.synopsis = "a changed sweep"
-    changes = store.update(d)
+    # run 1 has a note: removing it would lose data, so it takes drop (psbase update --force)
+    with pytest.raises(StoreError, match=r"removes 'note', which run 1 has values for; give --force"):
+        store.update(d)
+    assert store.definition("sweep") == definition() and store.run("sweep", 1).values["note"] is not None
+    changes = store.update(d, drop=True)
     assert sorted(changes) == sorted(
         ["removed note", "changed total", "added host", "added lat", "changed the meta information"]
     )
@@ -258,7 +262,7 @@ def test_update_renaming_a_variable_in_case_only(store):
     store.add_runs("sweep", [run("a")])
     d = definition()
     d.variable("nodes").name = "Nodes"
-    assert store.update(d) == ["removed nodes", "added Nodes"]
+    assert store.update(d, drop=True) == ["removed nodes", "added Nodes"]
     assert "nodes" not in store.run("sweep", 1).values and "Nodes" not in store.run("sweep", 1).values
     store.add_runs("sweep", [RunData({"Nodes": 3}, [], ["b"], "b")])
     assert store.run("sweep", 2).values == {"Nodes": 3}
@@ -279,7 +283,7 @@ def test_dataset_index_follows_the_definition(store):
     d.variables = [v for v in d.variables if v.name != "chunk"]
     d.variables.append(Variable("lat", "float", occurrence="multiple", is_result=True))
     d.variables.append(Variable("label", "text", occurrence="multiple"))  # text: unbounded, not indexed
-    assert sorted(store.update(d)) == ["added label", "added lat", "removed chunk"]
+    assert sorted(store.update(d, drop=True)) == ["added label", "added lat", "removed chunk"]
     assert index_columns(store, "psb_x1_rows") == [["psb_run", "bw", "lat"]]
     assert store.run("sweep", 1).rows == [{"bw": r["bw"]} for r in ROWS]
     # an update that leaves the data set alone leaves its index alone
