@@ -5,6 +5,7 @@ Errors are one line on standard error with exit status 2 (run_cli)."""
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -220,7 +221,14 @@ def _indexes(specs: list[str]) -> list[int]:
     return sorted(set(out))
 
 
-def _fmt(value: object) -> str:
+def _fmt(value: object, unit: str = "") -> str:
+    if isinstance(value, _dt.timedelta) and unit:  # a duration in its variable's time unit, as the unit says
+        from psuite.psbase import units
+
+        try:
+            value = value.total_seconds() * units.conversion("s", unit)
+        except PsuiteError:
+            return str(value)  # a unit that is not a time: H:MM:SS
     if isinstance(value, float):  # counts stay exact; other values to 12 significant digits
         return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
     return str(value)
@@ -500,12 +508,14 @@ def _info(store, args) -> None:
     run = store.run(args.experiment, args.run)
     out = [f"run {run.index} of {d.name}{' (deleted)' if run.deleted else ''}: filed {run.date.isoformat(sep=' ')} "
            f"by {run.who} from {' '.join(run.sources)}\n"]
-    out.append(_table(["variable", "value", "unit"],
-                      [[v.name, _fmt(run.values[v.name]), v.unit] for v in d.variables if v.name in run.values]))
+    shown = [v for v in d.variables if v.name in run.values]
+    values = [[v.name, _fmt(run.values[v.name], v.unit), v.unit] for v in shown]
+    out.append(_table(["variable", "value", "unit"], values))
     if run.rows:
         cols = [v.name for v in d.variables if v.occurrence == "multiple"]
         out.append(f"data set: {len(run.rows)} rows\n")
-        out.append(_table(cols, [[_fmt(r.get(c, "")) for c in cols] for r in run.rows]))
+        unit = {v.name: v.unit for v in d.variables}
+        out.append(_table(cols, [[_fmt(r.get(c, ""), unit[c]) for c in cols] for r in run.rows]))
     write_stdout("".join(out))
 
 

@@ -280,3 +280,20 @@ def test_update_removing_a_variable_with_values_needs_force(tmp_path, db_url):
     assert "host" in ok(psbase("info", "b_eff_io", "1", cwd=tmp_path, env=env))  # nothing changed
     assert "removed host" in ok(psbase("update", "--force", "new.xml", cwd=tmp_path, env=env))
     assert "host" not in ok(psbase("info", "b_eff_io", "1", cwd=tmp_path, env=env)).split()
+
+
+def test_info_shows_a_duration_in_its_unit(tmp_path):
+    (tmp_path / "def.xml").write_text(
+        '<experiment><name>d</name><parameter occurrence="once"><name>n</name><datatype>integer</datatype>'
+        '</parameter><result occurrence="once"><name>t</name><datatype>duration</datatype><unit><base_unit>s'
+        '</base_unit></unit></result><result occurrence="once"><name>tm</name><datatype>duration</datatype><unit>'
+        '<base_unit>min</base_unit></unit></result><result occurrence="once"><name>tx</name><datatype>duration'
+        '</datatype></result></experiment>')
+    (tmp_path / "in.xml").write_text(
+        "<input>" + "".join(f"<named_location><name>{v}</name><match>{m}</match></named_location>"
+                            for v, m in (("n", "n="), ("t", "t="), ("tm", "t="), ("tx", "t="))) + "</input>")
+    (tmp_path / "out.txt").write_text("n=3\nt=0:01:30\n")
+    ok(psbase("setup", "def.xml", cwd=tmp_path))
+    ok(psbase("input", "d", "--desc", "in.xml", "out.txt", cwd=tmp_path))
+    rows = {r.split()[0]: r.split()[1:] for r in ok(psbase("info", "d", "1", cwd=tmp_path)).splitlines()[2:]}
+    assert rows["t"] == ["90", "s"] and rows["tm"] == ["1.5", "min"] and rows["tx"] == ["0:01:30"]
