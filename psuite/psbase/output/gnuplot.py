@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 
-from psuite.psbase.output.chart import Chart
+from psuite.psbase.output.chart import Chart, integer_step, text
 
 WIDTH, HEIGHT = 800, 500
 
@@ -113,6 +113,11 @@ def script(chart: Chart, data_path: str) -> str:
     else:
         if chart.xlog:
             lines.append(f"set logscale x {chart.xlog}")
+        elif chart.xticks:  # an integer key's few values: the ticks (ranks 1, 2, 4; not 1.5, 2.5)
+            lines.append(f"set xtics ({', '.join(_q(text(x)) + ' ' + _num(x) for x in chart.xticks)})")
+        elif chart.xint:
+            xs = [x for s in chart.series for x in s.xs]
+            lines.append(f"set xtics {integer_step(min(xs), max(xs))}")
         for i, s in enumerate(chart.series):
             if s.errs is not None:
                 how = "using 1:2:(valid(3) ? column(3) : 0) with yerrorlines"

@@ -68,7 +68,7 @@ def _bars(ax, chart: Chart) -> None:
 
 
 def _lines(ax, chart: Chart) -> None:
-    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
     for i, s in enumerate(chart.series):
         c = ax.errorbar(s.xs, s.ys, yerr=s.errs, marker="o", markersize=4, capsize=3, label=_t(s.label))
@@ -82,6 +82,10 @@ def _lines(ax, chart: Chart) -> None:
             ax.xaxis.set_minor_formatter(NullFormatter())
         else:
             ax.xaxis.set_major_formatter(ScalarFormatter())
+    elif chart.xticks:  # an integer key's few values: the ticks (ranks 1, 2, 4; not 1.5, 2.5)
+        ax.set_xticks(chart.xticks, [text(x) for x in chart.xticks])
+    elif chart.xint:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
 
 def _spaced(xs: list[float]) -> list[float]:
