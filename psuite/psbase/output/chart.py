@@ -228,17 +228,37 @@ def integer_step(lo: float, hi: float, ticks: int = 8) -> int:
     return step
 
 
+# words that join others ("bandwidth for write"): the words the labels share say
+# nothing more for ending (a prefix) or starting (a suffix) with one
+_JOINERS = frozenset(
+    "a an and as at by for from in into of on or over per the to versus vs vs. with within without - : ,".split()
+)
+
+
 def _ylabel(cols: list[Column]) -> str:
-    """The one value's label, or the words the values' labels share at
-    their start ("time" for "time mean" and "time max") or else at their
-    end ("rel. difference" for "read (rel. difference)" and "write (rel.
-    difference)"), with the unit."""
+    """The one value's label, or the whole words the values' labels share
+    at their start ("time" for "time mean" and "time max"; "weighted
+    average bandwidth" for "weighted average bandwidth for write" and "...
+    for read") or else at their end ("rel. difference" for "read (rel.
+    difference)" and "write (rel. difference)"; not a qualifier like "of
+    the file"), without the joining words at the cut; else "value"; with
+    the unit."""
     if len(cols) == 1:
         return axis_label(cols[0])
     words = [(c.label or c.name).split() for c in cols]
-    text_ = " ".join(_common(words)) or " ".join(reversed(_common([w[::-1] for w in words]))).strip("()")
-    text_ = text_ or "value"
+    prefix = _common(words)
+    while prefix and _bare(prefix[-1]).lower() in _JOINERS | {""}:
+        prefix.pop()
+    suffix = _common([w[::-1] for w in words])[::-1]
+    if suffix and _bare(suffix[0]).lower() in _JOINERS | {""}:
+        suffix = []  # "of the file" qualifies the values ("read of the file"); it names no quantity
+    text_ = " ".join(prefix).rstrip(",:;-(") or " ".join(suffix).strip("()") or "value"
     return f"{text_} [{cols[0].unit}]" if cols[0].unit else text_
+
+
+def _bare(word: str) -> str:
+    """A word without the punctuation around it ("(for" -> "for")."""
+    return word.strip("()[],:;")
 
 
 def _common(words: list[list[str]]) -> list[str]:

@@ -42,6 +42,21 @@ def _label(text: str) -> str:
     return '"' + " ".join(text.split()).replace('"', "'") + '"'
 
 
+KEY_BESIDE = 24  # the longest legend entry (characters) kept beside the plot; longer: below it
+CHAR_PX = 8  # about a character of gnuplot's default font at 12 points, in pixels
+
+
+def _key(chart: Chart) -> str:
+    """The legend beside the plot, or below it in as many columns as fit
+    800 pixels when its entries are long (beside, they would squeeze the
+    plot to a strip)."""
+    longest = max((len(" ".join(s.label.split())) for s in chart.series), default=0)
+    if longest <= KEY_BESIDE:
+        return "set key outside right top"
+    cols = max(1, min(3, len(chart.series), (WIDTH - 40) // (longest * CHAR_PX + 60)))
+    return f"set key outside below center horizontal maxcols {cols}"
+
+
 def data(chart: Chart) -> str:
     out = [f"# psbase: {' '.join(chart.title.split())}", *(f"# {' '.join(n.split())}" for n in chart.notes),
            f"# x: {chart.xlabel}; y: {chart.ylabel}"]
@@ -93,7 +108,7 @@ def script(chart: Chart, data_path: str) -> str:
         f"set title {_q(chart.title)}",
         f"set xlabel {_q(chart.xlabel)}",
         f"set ylabel {_q(chart.ylabel)}",
-        "set key outside right top" + (f" title {_q(chart.legend_title)}" if chart.legend_title else ""),
+        _key(chart) + (f" title {_q(chart.legend_title)}" if chart.legend_title else ""),
         "set grid ytics",
         "set xzeroaxis",
     ]
