@@ -112,3 +112,18 @@ def test_gnuplot_long_legend_goes_below_and_leaves_the_plot_its_width(tmp_path):
     # short entries stay beside the plot
     output.write(table(["write", "read"]), "gnuplot", str(tmp_path / "s.dat"), "bar")
     assert "set key outside right top" in (tmp_path / "s.gp").read_text()
+
+
+def test_long_title_and_axis_labels_are_wrapped_inside_the_image():
+    synopsis = "weighted average bandwidth for write" + LONG
+    title = "a query comparing every access pattern of b_eff_io over chunk sizes, node counts and file systems"
+    cols = [Column("n", "", "key", label="number of processes" + LONG, datatype="integer"),
+            Column("v", "MB/s", "value", label=synopsis)]  # fmt: skip
+    fig = figure(ResultTable(title, cols, [(1, 1.0), (2, 2.0), (4, 3.0)], experiment="b_eff_io"), "line")
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    for artist, want in ((ax.title, f"b_eff_io: {title}"), (ax.xaxis.label, f"number of processes{LONG}"),
+                         (ax.yaxis.label, f"{synopsis} [MB/s]")):  # fmt: skip
+        assert " ".join(artist.get_text().split()) == want  # every word, on several lines
+        box = artist.get_window_extent()
+        assert 0 <= box.x0 and box.x1 <= 800 and 0 <= box.y0 and box.y1 <= 500, (want, box)

@@ -41,6 +41,12 @@ def figure(chart: Chart):
     ax.set_title(_t(chart.title))
     ax.set_xlabel(_t(chart.xlabel))
     ax.set_ylabel(_t(chart.ylabel))
+    # long texts wrapped to stay inside the image: the y label along the axes' side (about
+    # 2/3 of the height once the title, x label and legend have theirs), the title and x label
+    # centred over the axes, which the y axis's labels push right: 4/5 of the width
+    _fit(fig, ax.title, WIDTH * 4 // 5, vertical=False)
+    _fit(fig, ax.xaxis.label, WIDTH * 4 // 5, vertical=False)
+    _fit(fig, ax.yaxis.label, HEIGHT * 2 // 3, vertical=True)
     ax.grid(axis="y", alpha=0.3)
     ax.set_axisbelow(True)
     _legend(fig, chart)
@@ -50,6 +56,22 @@ def figure(chart: Chart):
         if _touching(ax):
             _slant(ax)
     return fig
+
+
+def _fit(fig, artist, size: int, vertical: bool) -> None:
+    """Wrap a text at word boundaries, on ever shorter lines, until it is
+    at most size pixels long (a single word longer than that stays)."""
+    import textwrap
+
+    renderer = fig.canvas.get_renderer()
+    text_ = artist.get_text()
+    chars = len(text_)
+    while chars > 8:
+        box = artist.get_window_extent(renderer)
+        if (box.height if vertical else box.width) <= size:
+            return
+        chars = chars * 4 // 5
+        artist.set_text(textwrap.fill(text_, chars, break_long_words=False, break_on_hyphens=False))
 
 
 def _legend(fig, chart: Chart) -> None:
