@@ -380,6 +380,10 @@ class _Run:
             unit = "" if other is None or other.unit == c.unit else f"({c.unit})/({other.unit})" if c.unit else ""
         elif kind == "variance" and c.unit:
             unit = f"({c.unit})^2"
+        elif kind == "scale" and (op.unit is not None or op.value != 1):
+            # thousandths of MB/s are no longer MB/s: the operator's unit= names
+            # what the factor makes (MB/s * 0.001: GB/s), else the values have none
+            unit = op.unit or ""
         datatype = "integer" if kind == "count" else c.datatype if kind in ("min", "max") else "float"
         if kind in ("sum", "offset", "diff") and c.datatype == "integer" and float(op.value or 0).is_integer():
             datatype = "integer"

@@ -45,6 +45,9 @@ class Chart:
     notes: list[str] = field(default_factory=list)  # the table's (its sources and filters)
     xlog: int = 0  # line: the base of a logarithmic x axis (2 or 10), 0 for a linear one
     left_out: list[str] = field(default_factory=list)  # value columns not drawn (another unit, not numbers)
+    # line over an integer key (ranks 1, 2, 4): ticks at whole numbers only, never 1.5
+    xint: bool = False
+    xticks: list[float] = field(default_factory=list)  # xint, linear: the x values themselves (few); else none
 
     @property
     def has_errors(self) -> bool:
@@ -176,6 +179,9 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
                 xs, ys, es = [xs[i] for i in order], [ys[i] for i in order], [es[i] for i in order]
             series.append(Series(label, xs, ys, es if err else None))
 
+    xs_all = sorted({v for s in series for v in s.xs}) if kind == "line" else []
+    xlog = _log_base(xs_all) if kind == "line" else 0
+    xint = kind == "line" and x is not None and x.datatype == "integer"
     title = f"{table.experiment}: {table.title}" if table.experiment and table.title else \
         table.title or table.experiment
     return Chart(
@@ -188,7 +194,9 @@ def chart(table: ResultTable, kind: str = "auto") -> Chart:
         legend_title=", ".join(k.label or k.name for k in split) if split and len(drawn) == 1 else "",
         left_out=left_out,
         notes=list(table.notes),
-        xlog=_log_base([v for s in series for v in s.xs]) if kind == "line" else 0,
+        xlog=xlog,
+        xint=xint,
+        xticks=_value_ticks(xs_all) if xint and not xlog else [],
     )
 
 
@@ -201,17 +209,56 @@ def _log_base(xs: list[float]) -> int:
     return 2 if all(math.log2(x).is_integer() for x in xs) else 10
 
 
+def _value_ticks(xs: list[float], most: int = 10) -> list[float]:
+    """The distinct x values as the ticks of a linear axis when they are
+    few and apart (no gap below 1/14 of their span: their labels would
+    touch); else none (a plotter places whole-number ticks itself)."""
+    if not xs or len(xs) > most:
+        return []
+    gap = (xs[-1] - xs[0]) / 14
+    return xs if all(b - a >= gap for a, b in zip(xs, xs[1:], strict=False)) else []
+
+
+def integer_step(lo: float, hi: float, ticks: int = 8) -> int:
+    """A whole tick step (1, 2 or 5 times a power of ten, at least 1) that
+    puts at most about `ticks` ticks between lo and hi."""
+    step = 1
+    while (hi - lo) / step > ticks:
+        step = step * 5 // 2 if str(step)[0] == "2" else step * 2
+    return step
+
+
+# words that join others ("bandwidth for write"): the words the labels share say
+# nothing more for ending (a prefix) or starting (a suffix) with one
+_JOINERS = frozenset(
+    "a an and as at by for from in into of on or over per the to versus vs vs. with within without - : ,".split()
+)
+
+
 def _ylabel(cols: list[Column]) -> str:
-    """The one value's label, or the words the values' labels share at
-    their start ("time" for "time mean" and "time max") or else at their
-    end ("rel. difference" for "read (rel. difference)" and "write (rel.
-    difference)"), with the unit."""
+    """The one value's label, or the whole words the values' labels share
+    at their start ("time" for "time mean" and "time max"; "weighted
+    average bandwidth" for "weighted average bandwidth for write" and "...
+    for read") or else at their end ("rel. difference" for "read (rel.
+    difference)" and "write (rel. difference)"; not a qualifier like "of
+    the file"), without the joining words at the cut; else "value"; with
+    the unit."""
     if len(cols) == 1:
         return axis_label(cols[0])
     words = [(c.label or c.name).split() for c in cols]
-    text_ = " ".join(_common(words)) or " ".join(reversed(_common([w[::-1] for w in words]))).strip("()")
-    text_ = text_ or "value"
+    prefix = _common(words)
+    while prefix and _bare(prefix[-1]).lower() in _JOINERS | {""}:
+        prefix.pop()
+    suffix = _common([w[::-1] for w in words])[::-1]
+    if suffix and _bare(suffix[0]).lower() in _JOINERS | {""}:
+        suffix = []  # "of the file" qualifies the values ("read of the file"); it names no quantity
+    text_ = " ".join(prefix).rstrip(",:;-(") or " ".join(suffix).strip("()") or "value"
     return f"{text_} [{cols[0].unit}]" if cols[0].unit else text_
+
+
+def _bare(word: str) -> str:
+    """A word without the punctuation around it ("(for" -> "for")."""
+    return word.strip("()[],:;")
 
 
 def _common(words: list[list[str]]) -> list[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import os
 
-from psuite.psbase.output.chart import Chart
+from psuite.psbase.output.chart import Chart, integer_step, text
 
 WIDTH, HEIGHT = 800, 500
 
@@ -40,6 +40,21 @@ def _q(text: str) -> str:
 def _label(text: str) -> str:
     """A group's label as a data file's quoted string (which has no escapes)."""
     return '"' + " ".join(text.split()).replace('"', "'") + '"'
+
+
+KEY_BESIDE = 24  # the longest legend entry (characters) kept beside the plot; longer: below it
+CHAR_PX = 8  # about a character of gnuplot's default font at 12 points, in pixels
+
+
+def _key(chart: Chart) -> str:
+    """The legend beside the plot, or below it in as many columns as fit
+    800 pixels when its entries are long (beside, they would squeeze the
+    plot to a strip)."""
+    longest = max((len(" ".join(s.label.split())) for s in chart.series), default=0)
+    if longest <= KEY_BESIDE:
+        return "set key outside right top"
+    cols = max(1, min(3, len(chart.series), (WIDTH - 40) // (longest * CHAR_PX + 60)))
+    return f"set key outside below center horizontal maxcols {cols}"
 
 
 def data(chart: Chart) -> str:
@@ -93,7 +108,7 @@ def script(chart: Chart, data_path: str) -> str:
         f"set title {_q(chart.title)}",
         f"set xlabel {_q(chart.xlabel)}",
         f"set ylabel {_q(chart.ylabel)}",
-        "set key outside right top" + (f" title {_q(chart.legend_title)}" if chart.legend_title else ""),
+        _key(chart) + (f" title {_q(chart.legend_title)}" if chart.legend_title else ""),
         "set grid ytics",
         "set xzeroaxis",
     ]
@@ -113,6 +128,11 @@ def script(chart: Chart, data_path: str) -> str:
     else:
         if chart.xlog:
             lines.append(f"set logscale x {chart.xlog}")
+        elif chart.xticks:  # an integer key's few values: the ticks (ranks 1, 2, 4; not 1.5, 2.5)
+            lines.append(f"set xtics ({', '.join(_q(text(x)) + ' ' + _num(x) for x in chart.xticks)})")
+        elif chart.xint:
+            xs = [x for s in chart.series for x in s.xs]
+            lines.append(f"set xtics {integer_step(min(xs), max(xs))}")
         for i, s in enumerate(chart.series):
             if s.errs is not None:
                 how = "using 1:2:(valid(3) ? column(3) : 0) with yerrorlines"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import math
 
-from psuite.psbase.output.chart import Chart
+from psuite.psbase.output.chart import Chart, integer_step, text
 
 HEIGHT = 500
 
@@ -52,7 +52,12 @@ def page(chart: Chart) -> str:
     )
     if chart.xlog:
         fig.update_xaxes(type="log")
+    elif chart.xticks:  # an integer key's few values: the ticks (ranks 1, 2, 4; not 1.5, 2.5)
+        fig.update_xaxes(tickmode="array", tickvals=chart.xticks, ticktext=[text(x) for x in chart.xticks])
+    elif chart.xint:  # plotly has no integer-only ticks of its own: a whole step, from 0
+        xs = [x for s in chart.series for x in s.xs]
+        fig.update_xaxes(tickmode="linear", tick0=0, dtick=integer_step(min(xs), max(xs)))
     if chart.kind == "bar":  # the groups as categories, in the table's order, even when they look like numbers
         fig.update_xaxes(type="category", categoryorder="array", categoryarray=[_h(g) for g in chart.groups])
-    text = fig.to_html(include_plotlyjs=True, full_html=True, config=CONFIG)
-    return text.replace("<head>", f"<head>\n    <title>{html.escape(chart.title)}</title>", 1)
+    out = fig.to_html(include_plotlyjs=True, full_html=True, config=CONFIG)
+    return out.replace("<head>", f"<head>\n    <title>{html.escape(chart.title)}</title>", 1)
