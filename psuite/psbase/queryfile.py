@@ -79,7 +79,8 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     work element-wise.  scale, offset and eval work row by row (one input:
     its rows as they are, a source's repetitions too).
   * An operator's value column is named after its input ("B_scatter
-    max"), or alias="..."; eval's after its id, unit="..." giving its unit.
+    max"), or alias="..."; eval's after its id.  unit="..." gives the
+    unit of eval and of a scale (a scale without one has none).
   * A source leaves out runs without any of its results.
   * Output formats are those of psuite.psbase.output (text, csv, json,
     gnuplot, png, svg, html), or perfbase's target="raw_text" (text) and
