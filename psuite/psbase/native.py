@@ -9,7 +9,13 @@ the same transaction as the runs.
   counting report  once-values: kind, host, command, ranks, threads, date, machine,
                    wallclock, usertime, systemtime, and one value per event/metric
   profile          once-values as above plus profile_event and total_samples; the
-                   function summary as data-set rows (function, module, samples)
+                   function summary as data-set rows (function, module, samples) and the
+                   line summary (psprocess's Function:File:Line Summary) as rows of the same
+                   data set with variables of their own (line_function, line_file, line,
+                   line_samples) and the function columns empty: the data set is one table
+                   per run, and a query of `samples` sees only rows where samples is set
+                   (the function rows), one of `line_samples` only the line rows, so neither
+                   summary counts the other's samples
   multi-report     (psprocess combine) one run: counts and samples summed over its reports
 
   resource report  (psrun -R) once-values: maxrss, maxvm, faults, CPU times, start
@@ -20,10 +26,19 @@ the same transaction as the runs.
 
 Several documents given with merge=True (e.g. the per-rank reports of one
 MPI run, or psrun -p's per-thread reports) make one run the same way; a
-process total whose threads are among them is left out (psprocess's rule)."""
+process total whose threads are among them is left out (psprocess's rule).
+Events add up over the reports; derived metrics are combined as psprocess
+-c prints them (see _combine_metric).
+
+Dates are filed in UTC, as text inputs are: a document's date without a
+zone (counting reports and profiles write the local time, psuite's CUBE
+files copy it) is taken as the local time of the machine filing it, which
+is the machine that wrote it when psrun/psprocess file straight away
+(--archive); a date with an offset (resource reports) is converted."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import hashlib
 import re
 from collections import Counter
@@ -49,16 +64,28 @@ _BASE = [
              is_result=True),
     Variable("usertime", "float", "user CPU time summed over the run's reports", unit="s", is_result=True),
     Variable("systemtime", "float", "system CPU time summed over the run's reports", unit="s", is_result=True),
-    Variable("total_samples", "integer", "profile samples summed over the run's reports", is_result=True),
-    Variable("maxrss", "float", "largest resident set size (psrun -R)", unit="MB", is_result=True),
-    Variable("maxvm", "float", "largest virtual memory size (psrun -R)", unit="MB", is_result=True),
-    Variable("major_faults", "integer", "major page faults (psrun -R)", is_result=True),
-    Variable("minor_faults", "integer", "minor page faults (psrun -R)", is_result=True),
+    Variable("total_samples", "integer", "profile samples summed over the run's reports", unit="sample",
+             is_result=True),
+    # psrun writes hwm_kb / 1024 with units="MB": kibibytes / 1024 are mebibytes (MiB), not 10^6 bytes
+    Variable("maxrss", "float", "largest resident set size (psrun -R)", unit="MiB", is_result=True),
+    Variable("maxvm", "float", "largest virtual memory size (psrun -R)", unit="MiB", is_result=True),
+    Variable("major_faults", "integer", "major page faults (psrun -R)", unit="fault", is_result=True),
+    Variable("minor_faults", "integer", "minor page faults (psrun -R)", unit="fault", is_result=True),
     Variable("function", "string", "a profiled function", occurrence="multiple"),
     Variable("module", "string", "the module (executable or library) of the function", occurrence="multiple"),
-    Variable("samples", "integer", "the function's samples summed over the run's reports",
+    Variable("samples", "integer", "the function's samples summed over the run's reports", unit="sample",
              occurrence="multiple", is_result=True),
 ]
+# the line summary: rows of their own in the profile's data set (see the module's docstring)
+_LINES = [
+    Variable("line_function", "string", "the function of a profiled source line", occurrence="multiple"),
+    Variable("line_file", "string", "the source file of a profiled line ('??' when unknown)",
+             occurrence="multiple"),
+    Variable("line", "integer", "a profiled source line (0 when unknown)", occurrence="multiple"),
+    Variable("line_samples", "integer", "the line's samples summed over the run's reports", unit="sample",
+             occurrence="multiple", is_result=True),
+]
+_BASE += _LINES
 _BASE_NAMES = {v.name.lower() for v in _BASE}
 _MARK = "psuite documents"  # in the project of definitions made here: native input is refused elsewhere
 
@@ -118,8 +145,68 @@ def _measures(r: CountReport) -> list[tuple[str, str, float]]:
     return out
 
 
-def event_variable(column: str, original: str) -> Variable:
-    return Variable(column, "float", synopsis=original, is_result=True)
+# units of the events psuite counts through perf_event (software events and the cycle counts); the
+# name without a PMU prefix ("perf::") or modifiers (":u"), lower case; other events have no known unit
+_EVENT_UNITS = {
+    "task-clock": "ns", "cpu-clock": "ns",  # perf's clocks count nanoseconds
+    "page-faults": "fault", "faults": "fault", "minor-faults": "fault", "major-faults": "fault",
+    "context-switches": "switch", "cs": "switch", "cpu-migrations": "migration", "migrations": "migration",
+    "cycles": "cycle", "cpu-cycles": "cycle", "ref-cycles": "cycle", "papi_tot_cyc": "cycle",
+    "papi_ref_cyc": "cycle",
+}
+# units of psuite's standard derived metrics (configs/metrics.xml), by the type the definition gives,
+# else by name for the rates; "ratio" has none
+_METRIC_TYPE_UNITS = {"seconds": "s", "percent": "percent", "MB/s": "MB/s"}
+_RATE_UNITS = {"MFLOPS": "Mflop/s", "MIPS": "Mega instruction/s", "Page faults per second": "fault/s",
+               "Context switches per second": "switch/s"}
+
+
+def event_unit(name: str) -> str:
+    base = name.rsplit("::", 1)[-1].split(":", 1)[0].lower()
+    return _EVENT_UNITS.get(base, "")
+
+
+def metric_unit(name: str, kind: str) -> str:
+    if kind in _METRIC_TYPE_UNITS:
+        return _METRIC_TYPE_UNITS[kind]
+    if kind == "rate":
+        return next((u for prefix, u in _RATE_UNITS.items() if name.startswith(prefix)), "")
+    return ""
+
+
+def event_variable(column: str, original: str, unit: str = "", description: str = "") -> Variable:
+    return Variable(column, "float", synopsis=original, description=description, unit=unit, is_result=True)
+
+
+# how psprocess -c's statistics combine a derived metric over a run's reports (ranks, threads), and
+# which of the statistics it prints is filed: the wall clock time is the longest report's (its "max",
+# as wallclock is), the CPU time adds up (its "sum"), every other metric (ratios, percentages, rates)
+# is its "mean" per report: CPU utilization of 4 ranks at 15 % each is 15 %, not 60 %
+_WALL, _CPU = ("ci", "wallsecs"), ("ci", "cpusecs")
+
+
+def _metric_rule(name: str) -> str:
+    from psuite.psprocess.experiments import standard_definitions
+
+    for d in standard_definitions():
+        if d.name == name:
+            if d.alternatives == (_WALL,):
+                return "max"
+            if d.alternatives == (_CPU,):
+                return "sum"
+    return "mean"
+
+
+_RULE_WORDS = {"max": "the longest of the run's reports", "sum": "summed over the run's reports",
+               "mean": "the mean over the run's reports (psprocess -c's mean)"}
+
+
+def _combine_metric(rule: str, values: list[float]) -> float:
+    if rule == "max":
+        return max(values)
+    if rule == "sum":
+        return sum(values)
+    return sum(values) / len(values)
 
 
 def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
@@ -155,12 +242,7 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
     walls = [r.wallclock for r in reports if r.wallclock is not None]
     if walls:
         values["wallclock"] = max(walls)
-    dates = []
-    for r in reports:
-        try:
-            dates.append(convert(Variable("date", "timestamp"), r.date))
-        except BadValue:
-            pass  # an unreadable date is left empty rather than refusing the measurement
+    dates = [d for d in (_utc(r.date) for r in reports) if d is not None]
     if dates:
         values["date"] = min(dates)
     if first.machine is not None and first.machine.brand:
@@ -169,15 +251,21 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
     needed: dict[str, Variable] = {}
     if kind == KIND_COUNT:
         sums: dict[str, float] = {}
+        metric_values: dict[str, list[float]] = {}
         for r in reports:
             for col, original, value in _measures(r):
                 prev = needed.get(col)
                 if prev is not None and prev.synopsis != original:
                     raise UsageError(f"events {prev.synopsis!r} and {original!r} both become variable "
                                      f"{col!r}; file them in separate experiments")
-                needed[col] = event_variable(col, original)
-                sums[col] = sums.get(col, 0.0) + value
+                needed[col] = _measure_variable(r, col, original)
+                if any(m.name == original for m in r.metrics):
+                    metric_values.setdefault(col, []).append(value)
+                else:
+                    sums[col] = sums.get(col, 0.0) + value  # events add up
         values.update(sums)
+        for col, xs in metric_values.items():
+            values[col] = _combine_metric(_metric_rule(needed[col].synopsis), xs)
     else:
         events = {r.event for r in reports}
         values["profile_event"] = ",".join(sorted(events))
@@ -188,8 +276,48 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
                 by_function[(loc.function, loc.module)] += loc.samples
         rows = [{"function": f, "module": m, "samples": n}
                 for (f, m), n in sorted(by_function.items(), key=lambda kv: (-kv[1], kv[0]))]
+        # psprocess's Function:File:Line Summary: samples per (function, file, line)
+        by_line: Counter = Counter()
+        for r in reports:
+            for loc in r.locations:
+                by_line[(loc.function, loc.file, loc.line)] += loc.samples
+        rows += [{"line_function": f, "line_file": fl, "line": ln, "line_samples": n}
+                 for (f, fl, ln), n in sorted(by_line.items(), key=lambda kv: (-kv[1], kv[0]))]
+        for v in _LINES:  # an experiment set up before the line summary was filed gets them now
+            needed[v.name] = Variable(**vars(v))
     return RunData(values=values, rows=rows, sources=list(paths), content_hash=content_hash(paths)), \
         list(needed.values())
+
+
+def _measure_variable(r: CountReport, col: str, original: str) -> Variable:
+    """The variable of an event or derived metric, with its unit when known."""
+    for m in r.metrics:
+        if m.name == original:
+            return event_variable(col, original, metric_unit(m.name, m.unit),
+                                  f"derived metric: {_RULE_WORDS[_metric_rule(original)]}")
+    return event_variable(col, original, event_unit(original), "event: summed over the run's reports")
+
+
+def _utc(text: str | None) -> _dt.datetime | None:
+    """A document's date in UTC without a zone (the archive's form); one
+    written without an offset is the local time of this machine (see the
+    module's docstring).  None when unreadable: the date is left empty
+    rather than refusing the measurement."""
+    if not text:
+        return None
+    s = text.strip()
+    try:
+        t = _dt.datetime.fromisoformat(s.replace("Z", "+00:00") if s.endswith("Z") else s)
+    except ValueError:
+        try:
+            t = convert(Variable("date", "timestamp"), s)  # psuite's "%a %b %d %H:%M:%S %Y" and the like
+        except BadValue:
+            return None
+        if re.search(r"[+-]\d\d:?\d\d$|\b(UTC|GMT|Z)\b", s):
+            return t  # convert() has taken the offset into account: already UTC
+    if t.tzinfo is None:
+        t = t.astimezone()  # naive: the local time zone's (TZ), DST included
+    return t.astimezone(_dt.timezone.utc).replace(tzinfo=None)
 
 
 def _kind(r) -> str:
@@ -211,6 +339,19 @@ def _cube_run(paths: list[str], exp: Experiment) -> tuple[RunData, list[Variable
         "kind": KIND_CUBE, "host": ",".join(sorted({loc.node for loc in exp.locations})), "command": command,
         "ranks": len(per_process) or 1, "threads": max(per_process.values(), default=1),
     }
+    # the date under whatever key the producer wrote it (psuite: "date"; Score-P and others: DATE_KEYS)
+    from psuite.psprocess.html.context import DATE_KEYS
+
+    for key, text in exp.attributes.items():
+        if key.rsplit("::", 1)[-1].strip().lower().replace("_", " ") in DATE_KEYS and text:
+            date = _utc(str(text))
+            if date is not None:
+                values["date"] = date
+                break
+    # the system tree's machine name; "machine" is what psuite writes (and the reader gives) for none
+    machines = sorted({loc.machine for loc in exp.locations if loc.machine and loc.machine != "machine"})
+    if machines:
+        values["machine"] = ",".join(machines)
     needed: dict[str, Variable] = {}
     for m in exp.metrics:
         try:
@@ -224,7 +365,8 @@ def _cube_run(paths: list[str], exp: Experiment) -> tuple[RunData, list[Variable
         if prev is not None and prev.synopsis != m.name:
             raise UsageError(f"metrics {prev.synopsis!r} and {m.name!r} both become variable {col!r}; "
                              "file them in separate experiments")
-        needed[col] = event_variable(col, m.name)
+        unit = "s" if m.unit == "sec" else event_unit(m.name)  # CUBE's uom: "sec" or "occ" (a count)
+        needed[col] = event_variable(col, m.name, unit)
         values[col] = float(total)
     return RunData(values=values, sources=list(paths), content_hash=content_hash(paths)), list(needed.values())
 
@@ -235,12 +377,9 @@ def _resource_run(paths: list[str], r: ResourceReport) -> RunData:
         "usertime": r.usertime, "systemtime": r.systemtime, "maxrss": r.maxrss_mb, "maxvm": r.maxvm_mb,
         "major_faults": r.major_faults, "minor_faults": r.minor_faults,
     }
-    try:
-        start = convert(Variable("date", "timestamp"), r.starttime)
-        # the archive's timestamps are local times without a zone, as counting reports write them
-        values["date"] = start.astimezone().replace(tzinfo=None) if start.tzinfo else start
-    except BadValue:
-        pass
+    start = _utc(r.starttime)  # written with its offset: converted to UTC
+    if start is not None:
+        values["date"] = start
     return RunData(values=values, sources=list(paths), content_hash=content_hash(paths))
 
 
