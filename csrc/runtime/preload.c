@@ -503,8 +503,9 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
         ps_notes_init();
         per_thread_flag = ps_env_flag("PSUITE_PER_THREAD");
         find_peak_file();
-        ps_report_manifest_init(ps_env_flag("PSUITE_FOLLOW"));
-        if (!ps_env_flag("PSUITE_FOLLOW"))
+        int follow = ps_env_flag("PSUITE_FOLLOW");
+        ps_report_manifest_init(follow);
+        if (!follow)
             unpreload_self();
         /* Events are resolved here, before the program's own constructors,
          * so a bad event list stops it before any of its code has run. */
