@@ -17,7 +17,7 @@ BINARY: dict[type, Callable[[object, object], object]] = {
     ast.Div: lambda a, b: a / b,
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
-    ast.Pow: lambda a, b: (float(a) ** b) if abs(b) > 64 else a**b,  # no huge integers from a term
+    ast.Pow: lambda a, b: (float(a) ** b) if abs(b) > 64 or abs(a) > 2**64 else a**b,  # no huge integers
 }
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
 FUNCTIONS: dict[str, Callable[..., object]] = {

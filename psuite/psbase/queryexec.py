@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
 import datetime as _dt
 import itertools
 import math
@@ -170,7 +171,7 @@ class _Run:
             }
         matched = _match([(i, self.output_of(i)) for i in elem.inputs])
         try:
-            return {inst: _join(vecs, [i for i, _ in vecs], outer=True) for inst, vecs in matched}
+            return {inst: _join(vecs, outer=True) for inst, vecs in matched}
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
 
@@ -285,7 +286,7 @@ class _Run:
                 vals = [_plain(v, x) for v, x in zip(results, row[len(keys) :], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
             if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
-                rows.sort(key=lambda r: _sort_key(r[0]))
+                rows.sort(key=lambda r: sort_key(r[0]))
             out[inst] = Vec(
                 [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes)
             )
@@ -323,7 +324,7 @@ class _Run:
                     value, error = self.sql_value(op.type, v, got, row[-1] if "stddev" in stats else n)
                     vals, errs = merged.setdefault(kv, ([None] * len(results), [None] * len(results)))
                     vals[j], errs[j] = value, error
-            rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: _sort_key(kv[0]))]
+            rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
                 [_column(k, "key") for k in keys],
                 [self.derived(op, _column(v, "value")) for v in results],
@@ -414,10 +415,10 @@ class _Run:
                     vals.append(value)
                     errs.append(error)
                 rows.append((kv, vals, errs))
-            rows.sort(key=lambda r: _sort_key(r[0]))
+            rows.sort(key=lambda r: sort_key(r[0]))
             return Vec(keys, [self.derived(op, c) for c in vec.values], rows, list(vec.notes))
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
-            joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, [i for i, _ in vecs], outer=False)
+            joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, outer=False)
         except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
@@ -486,7 +487,7 @@ def _match(inputs: list[tuple[str, dict[Instance, Vec]]]) -> list[tuple[Instance
     return [(tuple(sorted(labels.items())), chosen) for labels, chosen in combos]
 
 
-def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
+def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:
     """The vectors side by side, rows matched by equal keys; vectors without
     keys go with every row.  outer: rows missing from an input are empty
     there (combiners), else left out (element-wise operators)."""
@@ -517,7 +518,7 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
         all_keys = [kv for kv in dict.fromkeys(kv for _, v, by in tables if v.keys for kv in by)]
         if not outer:
             all_keys = [kv for kv in all_keys if all(kv in by for _, v, by in tables if v.keys)]
-        all_keys.sort(key=_sort_key)
+        all_keys.sort(key=sort_key)
     else:
         all_keys = [()] if outer or all(by for _, _, by in tables) else []
     if not outer and any(not by for _, v, by in tables if not v.keys):
@@ -535,7 +536,7 @@ def _join(vecs: list[tuple[str, Vec]], ids: list[str], outer: bool) -> Vec:
     for i, v in vecs:
         for c in v.values:
             if seen.count(c.name) > 1:  # the same name from two inputs: tell them apart by input id
-                c = Column(f"{c.name} ({i})", c.unit, "value", label=f"{c.label or c.name} ({i})", datatype=c.datatype)
+                c = dataclasses.replace(c, name=f"{c.name} ({i})", label=f"{c.label or c.name} ({i})")
             cols.append(c)
     notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
     return Vec(keys, cols, rows, notes)
@@ -553,9 +554,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
                 vec = Vec(
                     vec.keys,
                     [
-                        Column(
-                            c.name + suffix, c.unit, "value", label=(c.label or c.name) + suffix, datatype=c.datatype
-                        )
+                        dataclasses.replace(c, name=c.name + suffix, label=(c.label or c.name) + suffix)
                         for c in vec.values
                     ],
                     vec.rows,
@@ -567,7 +566,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
             "no run matches its sources (a sweep found no values); check the filters and --where "
             "(psbase ls EXPERIMENT lists the runs)"
         )
-    joined = parts[0][1] if len(parts) == 1 else _join(parts, [i for i, _ in parts], outer=True)
+    joined = parts[0][1] if len(parts) == 1 else _join(parts, outer=True)
     has_error = [any(r[2][j] is not None for r in joined.rows) for j in range(len(joined.values))]
     cols = list(joined.keys)
     for c, e in zip(joined.values, has_error, strict=True):
@@ -694,6 +693,3 @@ def _label(f: qf.Filter) -> str:
     signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
     return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
 
-
-def _sort_key(kv: tuple) -> tuple:
-    return sort_key(kv)

@@ -13,7 +13,8 @@ ones, that psbase.queryexec runs against an archive.
       <run id="r.new" mask="include">              a run selection, shared the same way
         <index>3-7, 9, ...2, 12...</index>         run indexes: n, a-b, ...b (up to), a... (from)
         <created><from>2026-11-01</from><to>2026-11-24 12:00</to></created>
-      </run>                                       (ISO dates; a date alone as <to> means up to its end)
+      </run>                                       (ISO dates, UTC unless they name a zone; a date alone as <to>
+                                                   means up to its end)
 
       <source id="lb">                             selects runs and gives parameters and results as vectors
         <result>B_scatter</result>                 one or more results
@@ -105,6 +106,7 @@ from lxml import etree
 
 from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
+from psuite.psbase.model import INT64_MAX
 
 STATISTICS = ("avg", "stddev", "variance", "count", "median", "quantile")  # exactly one input
 REDUCTIONS = ("min", "max", "sum", "prod")  # one input, or element-wise over several
@@ -197,7 +199,6 @@ class Output(Element):
 class QueryFile:
     path: str
     experiment: str
-    synopsis: str = ""
     elements: dict[str, Element] = field(default_factory=dict)  # in file order: the order of evaluation
     outputs: list[Output] = field(default_factory=list)
 
@@ -268,7 +269,7 @@ def parse(path: str) -> QueryFile:
         raise _fail(
             path, root, "<experiment> is missing; name the experiment queried, e.g. <experiment>b_eff_io</experiment>"
         )
-    q = QueryFile(path, experiment, _one(path, root, ("synopsis",), required=False) or "")
+    q = QueryFile(path, experiment)
     shared: dict[str, ParamSel | RunSel] = {}  # top-level <parameter> and <run> by id
     for elem in root:
         tag = elem.tag
@@ -354,6 +355,8 @@ def _when(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
         when = _dt.datetime.fromisoformat(text)
     except ValueError:
         raise _fail(path, elem, f"{text!r} is not a date; write YYYY-MM-DD or YYYY-MM-DD HH:MM[:SS]") from None
+    if when.tzinfo is not None:  # runs are filed in UTC (store._now)
+        when = when.astimezone(_dt.timezone.utc).replace(tzinfo=None)
     return when + _dt.timedelta(microseconds=1) if end else when
 
 
@@ -378,6 +381,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                     if upto
                     else (int(start), None)
                 )
+                if any(x is not None and x > INT64_MAX for x in rng):
+                    raise _fail(path, c, f"run index {part.strip()!r} is too large; runs are numbered from 1")
                 if rng[0] is not None and rng[1] is not None and rng[1] < rng[0]:
                     raise _fail(path, c, f"run range {part.strip()!r} is empty; write the lower index first")
                 sel.ranges.append(rng)
