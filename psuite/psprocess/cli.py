@@ -187,6 +187,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = _cube_html(args, exports)
         if shown is not None:
             return shown
+    if args.format == "html" and len(args.inputs) > 1 and not args.combine:  # before reading any of them
+        raise UsageError(f"-f html shows one report in one page, and {len(args.inputs)} inputs were given; give "
+                         "one, or combine them with -c")
     derive = _Metrics(args).derive
     from psuite.psprocess import srcmap
     from psuite.psprocess.inputs import pair_companions

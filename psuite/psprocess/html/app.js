@@ -680,10 +680,8 @@
     return aggregate(Float64Array.from(roots, (r) => d.inc[r * NL + l]), 0, roots.length, over);
   }
   function imbalance(per) {
-    let s = 0, k = 0, mx = -Infinity;
-    for (const v of per) if (v === v) { s += v; k++; if (v > mx) mx = v; }
-    const mean = k ? s / k : NaN;
-    return mean > 0 ? mx / mean : NaN;
+    const mean = aggregate(per, 0, per.length, "mean");
+    return mean > 0 ? aggregate(per, 0, per.length, "max") / mean : NaN;
   }
 
   function drawCharts(box) {
@@ -723,12 +721,12 @@
       const top = V.kind === "counts" ? cols : cols.slice(0, 40);
       const scaled = V.kind === "counts"; // different events: each column relative to its mean
       const z = [], text = [];
+      const means = top.map((c) => aggregate(c.per, 0, NL, "mean")); // once per column, not per cell
       for (let l = 0; l < NL; l++) {
-        z.push(top.map((c) => {
+        z.push(top.map((c, j) => {
           const v = c.per[l];
           if (!scaled) return v === v ? v : null;
-          let s = 0, k = 0; for (const x of c.per) if (x === x) { s += x; k++; }
-          return v === v && s ? v / (s / k) : null;
+          return v === v && means[j] ? v / means[j] : null;
         }));
         text.push(top.map((c) => fmt(c.per[l])));
       }
@@ -752,11 +750,10 @@
         el("tr", null, el("th", {text: V.kind === "counts" ? "event" : "region"}), el("th", {text: "min"}),
           el("th", {text: "mean"}), el("th", {text: "max"}), el("th", {text: "max / mean"})));
       for (const c of top) {
-        let s = 0, k = 0, mn = Infinity, mx = -Infinity;
-        for (const v of c.per) if (v === v) { s += v; k++; mn = Math.min(mn, v); mx = Math.max(mx, v); }
+        const [mn, mean, mx] = ["min", "mean", "max"].map((how) => aggregate(c.per, 0, NL, how));
         const imb = imbalance(c.per);
         table.append(el("tr", {"data-column": c.name, "data-imbalance": String(imb)},
-          el("td", {text: c.name}), el("td", {class: "num", text: fmt(mn)}), el("td", {class: "num", text: fmt(s / k)}),
+          el("td", {text: c.name}), el("td", {class: "num", text: fmt(mn)}), el("td", {class: "num", text: fmt(mean)}),
           el("td", {class: "num", text: fmt(mx)}), el("td", {class: "num", text: Number.isFinite(imb) ? imb.toFixed(3) : "-"})));
       }
       box.append(el("h3", {text: "Imbalance per " + (V.kind === "counts" ? "event" : "region")}), table);

@@ -12,13 +12,20 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
+_last: list = []  # [subject, inputs, page]: --html FILE with -f html builds the page once, not twice
+
+
 def page(subject, inputs: list[list | None] | None = None) -> str:
     """The whole page for a report or an experiment (an algebra result
     with its inputs' reports, see viewdoc.build)."""
     from psuite.psprocess.html import page as html_page
     from psuite.psprocess.html import viewdoc
 
-    return html_page.render(viewdoc.build(subject, inputs=inputs))
+    if _last and _last[0] is subject and _last[1] is inputs:
+        return _last[2]
+    text = html_page.render(viewdoc.build(subject, inputs=inputs))
+    _last[:] = [subject, inputs, text]
+    return text
 
 
 def write(subject, path: str, module: str | None = None, force: bool = False,

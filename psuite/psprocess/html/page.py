@@ -3,8 +3,8 @@ style, and plotly.js, all inline, so it opens from disk with no network."""
 
 from __future__ import annotations
 
+import html
 import json
-import os
 from importlib import resources
 
 VIEW_ID = "psuite-view"  # <script type="application/json" id=...> holding the view
@@ -13,11 +13,9 @@ PLOTLY_ID = "psuite-plotly"  # <script> holding plotly.js, run on first use
 
 def plotly_js() -> str:
     """plotly.js as the plotly Python package installs it (offline)."""
-    import plotly
+    from plotly.offline import get_plotlyjs
 
-    path = os.path.join(os.path.dirname(plotly.__file__), "package_data", "plotly.min.js")
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+    return get_plotlyjs()
 
 
 def _asset(name: str) -> str:
@@ -35,7 +33,7 @@ def embed_json(view: dict) -> str:
 def render(view: dict) -> str:
     """The whole page for a view (see psuite.psprocess.html)."""
     title = str(view.get("title", "psuite report"))
-    esc = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    esc = html.escape(title, quote=False)
     js = plotly_js()
     if "</script" in js.lower():  # would end the element early; no plotly.js release has it
         raise ValueError("plotly.min.js contains '</script'; it cannot be inlined")

@@ -664,3 +664,26 @@ def test_cube_context_names_command_date_and_what_it_was_made_from(runs, tmp_pat
     assert ["Command", "./app --size 4"] in context and ["Date", "2026-11-24T10:00:00"] in context
     assert ["Source", "run.cubex"] in context
     assert not any(k.startswith("Tool::") for k, _ in context)  # each shown once
+
+
+def test_html_and_f_html_build_the_page_once(tmp_path, monkeypatch):
+    """`psprocess --html A -f html -o B` writes one page twice; the view is
+    built once (it reads the sources and serializes megabytes of JSON)."""
+    from psuite.psprocess.html import export
+
+    built = []
+    real = viewdoc.build
+    monkeypatch.setattr(viewdoc, "build", lambda *a, **k: built.append(1) or real(*a, **k))
+    from tests.psprocess.html.big_profile import big_profile
+
+    subject = big_profile(ranks=2, functions=3)
+    first = export.page(subject)
+    assert export.page(subject) is first and len(built) == 1
+    export.page(big_profile(ranks=2, functions=3))  # another subject: built again
+    assert len(built) == 2
+
+
+def test_f_html_with_several_inputs_is_refused_before_reading_them(tmp_path):
+    (tmp_path / "a.xml").write_text("not a report")  # never read: the usage is wrong first
+    p = run_tool("psprocess", "-f", "html", str(tmp_path / "a.xml"), str(tmp_path / "b.xml"))
+    assert "-f html shows one report in one page, and 2 inputs were given" in one_line_error(p, "psprocess")
