@@ -196,6 +196,10 @@ def _user_parser(command) -> None:
         x.add_argument("--db", metavar="URL", default=argparse.SUPPRESS, help="the archive (as before the command)")
 
 
+MAX_RUNS = 2**31 - 1  # psb_runs.idx is a 32-bit integer on both databases
+MAX_RANGE = 1_000_000  # runs one delete/restore names: the list is built in memory
+
+
 def _index(text: str) -> int:
     try:
         n = int(text)
@@ -203,6 +207,8 @@ def _index(text: str) -> int:
         raise UsageError(f"run {text!r} is not a run index; give a number (see psbase ls EXPERIMENT)") from None
     if n < 1:
         raise UsageError(f"run {n} is not a run index; runs are numbered from 1")
+    if n > MAX_RUNS:
+        raise UsageError(f"run {n} is not a run index; an experiment holds at most {MAX_RUNS:,} runs")
     return n
 
 
@@ -215,6 +221,8 @@ def _indexes(specs: list[str]) -> list[int]:
                 a, b = _index(lo), _index(hi)
                 if b < a:
                     raise UsageError(f"run range {part!r} is empty; write the lower index first")
+                if b - a >= MAX_RANGE:
+                    raise UsageError(f"run range {part!r} names {b - a + 1:,} runs; give at most {MAX_RANGE:,} at once")
                 out.extend(range(a, b + 1))
             else:
                 out.append(_index(part))
@@ -247,8 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "input":
         # argparse gives `input`'s FILEs (nargs "*", for the --with form) no more arguments after an option
         # (`input EXP --desc D.xml F1 F2`): they are FILEs too
-        args.files += [x for x in extra if x == "-" or not x.startswith("-")]
-        extra = [x for x in extra if x != "-" and x.startswith("-")]
+        args.files += [x for x in extra if not x.startswith("-")]
+        extra = [x for x in extra if x.startswith("-")]
     if extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")  # what parse_args says
     for dest, flag in (("db", "--db"), ("output", "-o"), ("desc", "--desc"), ("file", "--file"), ("unit", "--unit")):
@@ -476,18 +484,14 @@ def _refuse_repeated(files: list[str]) -> None:
     or a merged run would hold its values twice."""
     import hashlib
 
-    from psuite.cli_common import read_problem
-    from psuite.errors import InputError
+    from psuite.cli_common import open_input, read_problem
     from psuite.psbase.inputdesc import repeated_file
 
     first: dict[str, str] = {}
     for path in files:
-        if path == "-":  # standard input: read once, by the reader
-            key = "-"
-        else:
+        with open_input(path) as f:  # regular files only: a pipe or /dev/zero is refused, not read forever
             try:
-                with open(path, "rb") as f:
-                    key = hashlib.file_digest(f, "sha256").hexdigest()
+                key = hashlib.file_digest(f, "sha256").hexdigest()
             except OSError as exc:
                 raise InputError(read_problem(path, exc)) from None
         if key in first:

@@ -165,6 +165,9 @@ class Store:
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.DatabaseError as exc:
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
+        except UnicodeEncodeError as exc:  # a name or value given in bytes that are not UTF-8
+            bad = exc.object[exc.start:exc.end].encode("utf-8", "surrogateescape")
+            raise StoreError(f"a name or value holds bytes that are not UTF-8 ({bad!r}); give it in UTF-8") from None
 
     def _check_schema(self) -> None:
         def check() -> None:

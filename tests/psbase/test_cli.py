@@ -297,3 +297,27 @@ def test_info_shows_a_duration_in_its_unit(tmp_path):
     ok(psbase("input", "d", "--desc", "in.xml", "out.txt", cwd=tmp_path))
     rows = {r.split()[0]: r.split()[1:] for r in ok(psbase("info", "d", "1", cwd=tmp_path)).splitlines()[2:]}
     assert rows["t"] == ["90", "s"] and rows["tm"] == ["1.5", "min"] and rows["tx"] == ["0:01:30"]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["info", "app", "99999999999999999999"], "an experiment holds at most 2,147,483,647 runs"),
+        (["delete", "app", "1-2000000000"], "names 2,000,000,000 runs; give at most 1,000,000 at once"),
+        (["info", "\udcff"], "bytes that are not UTF-8 (b'\\xff')"),
+        (["ls", "app", "--where", "host=\udcff"], "bytes that are not UTF-8"),
+    ],
+)
+def test_huge_indexes_and_undecodable_arguments_are_one_line(tmp_path, db_url, args, message):
+    env = {"PSBASE_DB": db_url}
+    ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
+    assert message in one_line_error(psbase(*args, cwd=tmp_path, env=env), "psbase")
+
+
+def test_a_pipe_or_device_given_as_input_is_refused_not_read(tmp_path, db_url):
+    env = {"PSBASE_DB": db_url}
+    ok(psbase("setup", "--psuite", "app", cwd=tmp_path, env=env))
+    os.mkfifo(tmp_path / "pipe")
+    for path, kind in ((str(tmp_path / "pipe"), "a named pipe"), ("/dev/zero", "a character device")):
+        assert f"is not a regular file ({kind})" in one_line_error(psbase("input", "app", path, cwd=tmp_path,
+                                                                            env=env), "psbase")
