@@ -372,7 +372,7 @@ def _ls_runs(store, args) -> None:
         query._variable(d, n, "--show")
     runs = store.list_runs(args.experiment, args.deleted, show, query.parse_where(args.where, d))
     rows = [[str(r.index), r.date.isoformat(sep=" "), r.who,
-             *("" if r.values[n] is None else str(r.values[n]) for n in show),
+             *("" if r.values[n] is None else _fmt(r.values[n], d.variable(n).unit) for n in show),
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
     write_stdout(_table(["run", "filed (UTC)", "who", *show, "sources"], rows))
 
@@ -549,17 +549,23 @@ def _user(args) -> int:
     store = Store(args.db)
     db = store.url.database or ""
     action = args.user_command
-    with store.engine.begin() as conn:
-        if action == "add":
-            created = store._run(lambda: roles.add(conn, db, args.name, args.user_class), needs="owner")
-            write_stdout(f"psbase: user {args.name}{' (new login role)' if created else ''} "
-                         f"{roles.WHAT[args.user_class]} archive {db} (class {args.user_class})\n")
-        elif action == "remove":
-            had = store._run(lambda: roles.remove(conn, db, args.name), needs="owner")
-            write_stdout(f"psbase: user {args.name} no longer has class {had} in archive {db}\n")
-        else:
-            rows = store._run(lambda: roles.users(conn, db), needs="query")
-            write_stdout(_table(["user", "class"], [[u, c] for u, c in rows]))
+    work = {"add": lambda conn: roles.add(conn, db, args.name, args.user_class),
+            "remove": lambda conn: roles.remove(conn, db, args.name),
+            "ls": lambda conn: roles.users(conn, db)}[action]
+
+    def go():
+        with store.engine.begin() as conn:  # begun and committed under _run too: its failures are one line
+            return work(conn)
+
+    got = store._run(go, needs="query" if action == "ls" else "owner")
+    # said once committed
+    if action == "add":
+        write_stdout(f"psbase: user {args.name}{' (new login role)' if got else ''} "
+                     f"{roles.WHAT[args.user_class]} archive {db} (class {args.user_class})\n")
+    elif action == "remove":
+        write_stdout(f"psbase: user {args.name} no longer has class {got} in archive {db}\n")
+    else:
+        write_stdout(_table(["user", "class"], [[u, c] for u, c in got]))
     return 0
 
 
