@@ -59,7 +59,7 @@ def class_role(db: str, cls: str) -> str:
     return f"{base}_{cls}"
 
 
-def check_user(name: str, db: str) -> str:
+def check_user(name: str) -> str:
     if not _NAME.match(name) or name.lower().startswith("pg_") or name.lower().startswith("psb_"):
         raise RoleError(f"user name {name!r}: give a name of letters, digits and '_' (at most 63, not starting "
                         "with a digit, pg_ or psb_)")
@@ -147,7 +147,7 @@ def add(conn: sa.Connection, db: str, user: str, cls: str) -> bool:
     class held before); True if the login role was created."""
     if cls not in CLASSES:
         raise RoleError(f"--class {cls!r}: give one of {', '.join(CLASSES)}")
-    check_user(user, db)
+    check_user(user)
     ensure_classes(conn, db)
     created = not _role_exists(conn, user)
     if created:
@@ -161,7 +161,7 @@ def add(conn: sa.Connection, db: str, user: str, cls: str) -> bool:
 
 def remove(conn: sa.Connection, db: str, user: str) -> str:
     """Take the user's class away; the class it had."""
-    check_user(user, db)
+    check_user(user)
     had = user_class(conn, db, user) if has_classes(conn, db) else None
     if had is None:
         raise RoleError(f"user {user!r} has no class in archive {db}; list the users with psbase user ls")
