@@ -237,9 +237,9 @@ def _fmt(value: object, unit: str = "") -> str:
             value = value.total_seconds() * units.conversion("s", unit)
         except PsuiteError:
             return str(value)  # a unit that is not a time: H:MM:SS
-    if isinstance(value, float):  # counts stay exact; other values to 12 significant digits
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
-    return str(value)
+    from psuite.psbase.output.tables import value_text
+
+    return value_text(value)
 
 
 def _table(header: list[str], rows: list[list[str]]) -> str:

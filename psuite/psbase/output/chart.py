@@ -19,6 +19,7 @@ import math
 from dataclasses import dataclass, field
 
 from psuite.errors import UsageError
+from psuite.psbase.output.tables import value_text
 from psuite.psbase.result import Column, ResultTable
 
 KINDS = ("auto", "bar", "line")
@@ -75,11 +76,7 @@ def axis_label(col: Column) -> str:
 
 def text(value: object) -> str:
     """A value as a tick or legend text: floats to 12 significant digits."""
-    if value is None:
-        return "(none)"
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
-    return str(value)
+    return "(none)" if value is None else value_text(value)
 
 
 def number(value: object) -> float:

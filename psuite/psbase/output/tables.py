@@ -16,7 +16,7 @@ from psuite.psbase.result import ResultTable
 
 def text(table: ResultTable) -> str:
     header = [f"{c.name} [{c.unit}]" if c.unit else c.name for c in table.columns]
-    rows = [["" if v is None else _fmt(v) for v in row] for row in table.rows]
+    rows = [["" if v is None else value_text(v) for v in row] for row in table.rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = [f"# {n}" for n in table.notes]
     lines.append("  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip())
@@ -24,7 +24,8 @@ def text(table: ResultTable) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fmt(value: object) -> str:
+def value_text(value: object) -> str:
+    """A value as every psbase text shows it (tables, chart ticks, ls, info)."""
     if isinstance(value, float):  # whole numbers as such; others to 12 significant digits
         return str(int(value)) if value.is_integer() and abs(value) < 1e15 else f"{value:.12g}"
     return str(value)
