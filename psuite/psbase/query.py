@@ -135,14 +135,11 @@ def run_query(
                     f"{result!r} is a {res.datatype} result: no {', '.join(wrong)}; give --stat {','.join(allowed)}"
                 )
         filters = parse_where(where or [], d)
-        source, col = from_clause(store, exp_id, d, [res.name, *by, *filters])
+        source, col, run = from_clause(store, exp_id, d, [res.name, *by, *filters])
         conds = [col(res.name).is_not(None)]
         for name, values in filters.items():
             v = d.variable(name)
             conds.append(col(name).in_([_to_db(v, x) for x in values]))
-        # data-set queries aggregate through the run column in two steps where they can (_two_step)
-        dataset = any(d.variable(n).occurrence == "multiple" for n in [res.name, *by, *filters])
-        run = store.runs.c.idx if dataset else None
         q = aggregate(source, conds, [col(n) for n in by], col(res.name), res.datatype in NUMERIC, stats, run)
         got = store._run(lambda: conn.execute(q).all())
     out = []
@@ -167,20 +164,19 @@ def sort_key(values: tuple) -> tuple:
 def from_clause(store: Store, exp_id: int, d: Definition, names: list[str]):
     """The tables a query over the variables `names` reads (the once-table,
     joined to the data-set table if one of them occurs multiple times, and
-    to the runs that are not deleted), and a function giving a variable's
-    column."""
+    to the runs that are not deleted), a function giving a variable's
+    column, and the run column a data-set query aggregates through in two
+    steps (aggregate's run; None when no data set is read)."""
     once, rows = store._tables(exp_id, d)
     r = store.runs
-    if any(d.variable(n).occurrence == "multiple" for n in names):
-        source = rows.join(once, once.c[RUN] == rows.c[RUN])
-    else:
-        source = once
+    dataset = any(d.variable(n).occurrence == "multiple" for n in names)
+    source = rows.join(once, once.c[RUN] == rows.c[RUN]) if dataset else once
     source = source.join(r, sa.and_(r.c.idx == once.c[RUN], r.c.experiment == exp_id, r.c.deleted.is_(False)))
 
     def col(name: str) -> sa.ColumnElement:
         return (rows if d.variable(name).occurrence == "multiple" else once).c[name]
 
-    return source, col
+    return source, col, (r.c.idx if dataset else None)
 
 
 def aggregate(

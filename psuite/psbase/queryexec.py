@@ -178,10 +178,11 @@ class _Run:
     # -- sources ----------------------------------------------------------
 
     def _select(self, src: qf.Source):
-        """(results, key parameters, FROM, column, conditions per instance, notes)."""
+        """(results, key parameters, FROM, column, run column (query.from_clause), conditions per instance,
+        notes)."""
         results = [self.variable(src, r, True) for r in src.results]
         params = [self.variable(p, p.name, False) for p in src.params]
-        source, col = from_clause(self.store, self.exp_id, self.d, [v.name for v in results + params])
+        source, col, run = from_clause(self.store, self.exp_id, self.d, [v.name for v in results + params])
         conds: list = []
         notes: list[tuple[str, str]] = [(src.id, "")]  # "": the source is there, with or without notes
         keys: list[Variable] = []
@@ -219,7 +220,7 @@ class _Run:
         instances = {
             tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
         }
-        return results, keys, source, col, conds, instances, notes
+        return results, keys, source, col, run, conds, instances, notes
 
     def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:
         ops = {
@@ -267,7 +268,7 @@ class _Run:
         return sa.not_(cond) if sel.exclude else cond
 
     def source(self, src: qf.Source) -> dict[Instance, Vec]:
-        results, keys, source, col, conds, instances, notes = self._select(src)
+        results, keys, source, col, _, conds, instances, notes = self._select(src)
         out: dict[Instance, Vec] = {}
         r = self.store.runs
         order = [col(k.name).asc().nulls_last() for k in keys] + [r.c.idx]
@@ -294,13 +295,10 @@ class _Run:
 
     def sql_aggregate(self, op: qf.Operator, src: qf.Source) -> dict[Instance, Vec]:
         """Data-set aggregation of a source by the database: one GROUP BY per result."""
-        results, keys, source, col, conds, instances, notes = self._select(src)
+        results, keys, source, col, run, conds, instances, notes = self._select(src)
         for v in results:
             self.check_type(op, v.name, v.datatype)
         stats = list(dict.fromkeys([*SQL_STATS[op.type], "count"]))
-        # a data set aggregates per run first where the statistics allow (query._two_step)
-        names = [v.name for v in results] + [p.name for p in src.params]
-        run = self.store.runs.c.idx if any(self.d.variable(n).occurrence == "multiple" for n in names) else None
         out: dict[Instance, Vec] = {}
         for inst, extra in instances.items():
             merged: dict[tuple, tuple[list, list]] = {}
