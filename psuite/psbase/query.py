@@ -127,8 +127,7 @@ def run_query(
                 )
             params.append(p)
         if res.datatype not in NUMERIC:
-            # booleans have no order in PostgreSQL (no min/max): they are counted only
-            allowed = ("count",) if res.datatype == "boolean" else _ORDER_ONLY
+            allowed = allowed_stats(res.datatype)
             wrong = [s for s in stats if s not in allowed]
             if wrong:
                 raise UsageError(
@@ -153,6 +152,12 @@ def run_query(
     if any(p.datatype == "version" for p in params):  # SQL sorted them as text: "1.10" before "1.9"
         out.sort(key=lambda row: sort_key(row[: len(params)]))
     return QueryResult(experiment, res, params, stats, out)
+
+
+def allowed_stats(datatype: str) -> tuple[str, ...]:
+    """The statistics a result of a non-numeric datatype has: count, and
+    min and max where it has an order (booleans have none in PostgreSQL)."""
+    return ("count",) if datatype == "boolean" else _ORDER_ONLY
 
 
 def sort_key(values: tuple) -> tuple:

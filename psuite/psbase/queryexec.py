@@ -36,7 +36,7 @@ from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
 from psuite.psbase.model import Definition, Variable, convert
-from psuite.psbase.query import NUMERIC, aggregate, from_clause, sort_key, stddev
+from psuite.psbase.query import NUMERIC, aggregate, allowed_stats, from_clause, sort_key, stddev
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import Store, _from_db, _to_db
 
@@ -50,7 +50,6 @@ SQL_STATS = {
     "max": ["max"],
     "sum": ["sum"],
 }
-_ORDERED = ("count", "min", "max")  # what non-numeric results allow
 
 
 @dataclass
@@ -351,7 +350,7 @@ class _Run:
     def check_type(self, op: qf.Operator, name: str, datatype: str) -> None:
         if datatype in NUMERIC:
             return
-        allowed = ("count",) if datatype == "boolean" else _ORDERED
+        allowed = allowed_stats(datatype)
         if op.type not in allowed:
             raise self.fail(
                 op, f"{op.type} needs numbers, and {name!r} is a {datatype}; use {' or '.join(allowed)} on it"
