@@ -241,7 +241,12 @@ class _Run:
                     raise UsageError(f"--where {v.name}={text}: {exc}") from None
                 raise self.fail(sel, f"<{op}>: {exc}") from None
             if v.datatype == "version" and op not in ("equal", "notequal"):
-                raise self.fail(sel, f"<{op}> on version {v.name!r}: versions are compared for equality only here")
+                # SQL orders versions as text ("1.10" before "1.9"): the stored
+                # versions are few, so they are compared here, part by part
+                stored = self.conn.execute(sa.select(column).distinct().where(column.is_not(None))).scalars()
+                bound = _from_db(v, _to_db(v, value))
+                parts.append(column.in_([x for x in stored if ops[op](_from_db(v, x), bound)]))
+                continue
             parts.append(ops[op](column, _to_db(v, value)))
         return sa.and_(*parts) if f.boolean == "and" else sa.or_(*parts)
 

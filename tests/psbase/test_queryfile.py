@@ -596,3 +596,34 @@ def test_perfbase_output_targets(tmp_path):
     path.write_text(f"{src}<output target='latex'><input>s</input></output></query>")
     with pytest.raises(UsageError, match="target='latex' format='screen' .perfbase. is not supported; use target"):
         queryfile.parse(str(path))
+
+
+def test_versions_are_ordered_part_by_part_in_filters_and_sweeps(db_url, tmp_path):
+    # as text "1.10" < "1.9" and "10.0" < "9.2"; as versions neither is
+    versions = ["1.9", "1.9.1", "1.10", "2.0", "9.2", "10.0"]
+    s = Store(db_url, create=True)
+    s.setup(Definition(name="qx", variables=[
+        Variable("lib", "version"),
+        Variable("time", "float", is_result=True),
+    ]))  # fmt: skip
+    s.add_runs("qx", [RunData(values={"lib": v, "time": float(i)}) for i, v in enumerate(versions)])
+
+    def selected(filt: str) -> list[str]:
+        body = (
+            f'<source id="s"><result>time</result><parameter><value>lib</value><filter>{filt}</filter></parameter>'
+            '</source><output id="o"><input>s</input></output>'
+        )
+        return [str(row[0]) for row in run(s, tmp_path, body)["o"].rows]
+
+    assert selected("<greater>1.9</greater>") == ["1.9.1", "1.10", "2.0", "9.2", "10.0"]
+    assert selected("<lessequal>1.10</lessequal>") == ["1.9", "1.9.1", "1.10"]
+    assert selected("<greaterequal>2</greaterequal><lesser>10</lesser>") == ["2.0", "9.2"]
+    assert selected("<lesser>1.0</lesser>") == []
+    # a sweep over version ranges: one column each
+    sweep = (
+        '<source id="s"><result>time</result><parameter><value>lib</value><sweep><filter><lesser>1.10</lesser>'
+        "</filter><filter><greaterequal>1.10</greaterequal></filter></sweep></parameter></source>"
+        '<operator id="m" type="max"><input>s</input></operator><output id="o"><input>m</input></output>'
+    )
+    got = run(s, tmp_path, sweep)["o"]
+    assert got.rows == [(1.0, 5.0)]  # the times of 1.9, 1.9.1; of 1.10 ... 10.0
