@@ -478,25 +478,23 @@ def _description(path: str, data_file: str):
 
 
 def _refuse_repeated(files: list[str]) -> None:
-    """A file given twice in one input (by name, or the same content under
-    another name: the content hash the archive knows runs by) is refused
-    before anything is read or filed: its second run would repeat the first,
-    or a merged run would hold its values twice."""
+    """A file given twice in one input is refused before anything is read or
+    filed (inputdesc.FilesSeen), whatever reads it afterwards."""
     import hashlib
 
     from psuite.cli_common import open_input, read_problem
-    from psuite.psbase.inputdesc import repeated_file
+    from psuite.psbase.inputdesc import FilesSeen
 
-    first: dict[str, str] = {}
+    seen = FilesSeen()
     for path in files:
         with open_input(path) as f:  # regular files only: a pipe or /dev/zero is refused, not read forever
+            digest = hashlib.sha256()
             try:
-                key = hashlib.file_digest(f, "sha256").hexdigest()
+                for chunk in iter(lambda f=f: f.read(1 << 20), b""):  # hashlib.file_digest is 3.11's
+                    digest.update(chunk)
             except OSError as exc:
                 raise InputError(read_problem(path, exc)) from None
-        if key in first:
-            raise UsageError(repeated_file(first[key], path))
-        first[key] = path
+        seen.add(path, digest.hexdigest())
 
 
 def _info(store, args) -> None:

@@ -65,7 +65,7 @@ from lxml import etree
 
 from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
-from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
+from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert, given_twice
 
 POLICIES = ("default", "empty", "refuse")
 NUMERIC = ("integer", "float")
@@ -669,13 +669,21 @@ def _fill_missing(
                 row[var.name] = _fill(var, policies[var.name], row_where)
 
 
-def repeated_file(first: str, again: str) -> str:
-    """The refusal of a file given twice in one input: by the same name, or
-    the same content under another name (the content hash)."""
-    if os.path.abspath(first) == os.path.abspath(again):
-        return f"{again} is given twice in this input; give it once (nothing was filed)"
-    return (f"{again} has the same content as {first}, given before it in this input; give one of them "
-            "(nothing was filed)")
+class FilesSeen:
+    """The files of one input by content: a file given twice (by the same
+    name, or the same content under another: the hash the archive knows runs
+    by) is refused, since its run would repeat, or a merged run hold its
+    values twice."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, str] = {}  # sha256 hex digest -> the file given first with it
+
+    def add(self, path: str, digest: str) -> None:
+        first = self._first.get(digest)
+        if first is None:
+            self._first[digest] = path
+            return
+        raise UsageError(given_twice(first, path))
 
 
 def content_hash(files: Sequence[str]) -> str:
@@ -714,13 +722,11 @@ def extract(
     if merge:
         return [extract_merged([(desc, path) for path in files], definition, fixed, missing=missing)]
     runs = []
-    first: dict[str, str] = {}  # content hash -> the file given first with it
+    seen = FilesSeen()
     for path in files:
         data, lines = _read(path)
         digest = hashlib.sha256(data).hexdigest()
-        if digest in first:
-            raise UsageError(repeated_file(first[digest], path))
-        first[digest] = path
+        seen.add(path, digest)
         blocks = _blocks(desc, lines)
         if not blocks:
             raise UsageError(
@@ -763,7 +769,7 @@ def extract_merged(
     fixed = dict(fixed or {})
     parts = []
     variables: dict[str, Variable] = {}
-    first: dict[str, str] = {}  # content hash -> the file given first with it
+    seen = FilesSeen()
     for description, path in pairs:
         desc = parse(description) if isinstance(description, str) else description
         if desc.separator is not None:
@@ -773,10 +779,7 @@ def extract_merged(
             )
         variables = _check(desc, definition, fixed)
         data, lines = _read(path)
-        digest = hashlib.sha256(data).hexdigest()
-        if digest in first:  # read twice, its rows would be twice in the run
-            raise UsageError(repeated_file(first[digest], path))
-        first[digest] = path
+        seen.add(path, hashlib.sha256(data).hexdigest())
         parts.append((desc, _scan(desc, variables, path, lines)))
     files = [path for _, path in pairs]
     return _assemble(parts, variables, fixed, missing, files, content_hash(files))

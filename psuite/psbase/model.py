@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -77,6 +78,15 @@ class BadValue(UsageError):
 
 
 ValueError_ = BadValue  # the name the brief used
+
+
+def given_twice(first: str, again: str) -> str:
+    """The refusal of an input given twice in one import: by the same name,
+    or the same content (hash) under another name."""
+    if first == again or os.path.abspath(first) == os.path.abspath(again):
+        return f"{again} is given twice in this input; give it once (nothing was filed)"
+    return (f"{again} has the same content as {first}, given before it in this input; give one of them "
+            "(nothing was filed)")
 
 
 class Version(str):

@@ -39,7 +39,7 @@ from psuite.cli_common import one_line
 from psuite.errors import InputError, UsageError
 from psuite.psbase import definition as defmod
 from psuite.psbase import roles
-from psuite.psbase.model import Definition, RunData, Variable, Version, convert
+from psuite.psbase.model import Definition, RunData, Variable, Version, convert, given_twice
 
 DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
@@ -498,7 +498,8 @@ class Store:
                 for run in runs:
                     _check_run(d, by_name, run)
                     if run.content_hash in first:  # forced or not: no earlier run in the archive to repeat
-                        raise StoreError(_given_twice(first[run.content_hash], run))
+                        names = [", ".join(x.sources) or "a run" for x in (first[run.content_hash], run)]
+                        raise StoreError(given_twice(*names))
                     if run.content_hash:
                         first[run.content_hash] = run
                     if run.content_hash and not force:
@@ -662,16 +663,6 @@ def _some(indexes: list[int], most: int) -> str:
     """Run indexes for a message: the first `most`, then how many more."""
     head = ", ".join(map(str, indexes[:most]))
     return head + (f" and {len(indexes) - most} more" if len(indexes) > most else "")
-
-
-def _given_twice(a: RunData, b: RunData) -> str:
-    """The refusal of a run given twice in one input (the same content hash):
-    the file given twice, or the two files with the same content."""
-    one, two = ", ".join(a.sources) or "a run", ", ".join(b.sources) or "a run"
-    if one == two:
-        return f"{one} is given twice in this input; give it once (nothing was filed)"
-    return (f"{two} has the same content as {one}, given before it in this input; give one of them "
-            "(nothing was filed)")
 
 
 def _check_run(d: Definition, by_name: dict[str, Variable], run: RunData) -> None:

@@ -127,6 +127,22 @@ def test_b_eff_io_several_files_are_several_runs() -> None:
     ]  # fmt: skip
 
 
+def test_a_file_given_twice_to_the_python_api_is_refused(tmp_path: Path) -> None:
+    """extract() and extract_merged() refuse a file given twice, even as the
+    very same string object, and a copy of it under another name."""
+    loaded = definition.load(str(DATA / "b_eff_io.experiment.xml"))
+    desc = str(DATA / "b_eff_io.input.xml")
+    one = str(SUM_FILES[0])
+    copy = tmp_path / SUM_FILES[0].name
+    shutil.copy(SUM_FILES[0], copy)
+    for files, said in (([one, one], f"{one} is given twice in this input"),
+                        ([one, str(copy)], f"{copy} has the same content as {one}")):  # fmt: skip
+        with pytest.raises(UsageError, match=re.escape(said)):
+            inputdesc.extract(desc, loaded, files)
+        with pytest.raises(UsageError, match=re.escape(said)):
+            inputdesc.extract_merged([(desc, f) for f in files], loaded)
+
+
 def test_b_eff_io_runs_filed_in_an_archive(db_url: str) -> None:
     # what extract() makes, the store takes: typed values, data sets, and the hash that refuses a second import
     loaded = definition.load(str(DATA / "b_eff_io.experiment.xml"))
