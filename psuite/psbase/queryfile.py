@@ -36,9 +36,10 @@ ones, that psbase.queryexec runs against an archive.
     </query>
 
 Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
-<lessequal>, <greater>, <greaterequal> (values in the variable's datatype),
-combined by boolean="and" (the default) or "or"; several filters of one
-parameter must all hold.  A list is <filter boolean="or"> with several
+<lessequal>, <greater>, <greaterequal> (values in the variable's datatype;
+versions compare part by part, 1.9 < 1.9.1 < 1.10), combined by
+boolean="and" (the default) or "or"; several filters of one parameter
+must all hold.  A list is <filter boolean="or"> with several
 <equal>, a range <filter> with <greaterequal> and <lessequal>.  A <run>
 selects runs by index and by the date they were filed (created); several
 <run> elements must all hold, and mask="exclude" selects the runs they do
