@@ -316,6 +316,7 @@ class _Run:
                     numeric,
                     stats,
                     run,
+                    self.store.engine.dialect.name,
                 )
                 for row in self.conn.execute(sel):
                     kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))

@@ -11,6 +11,7 @@ import random
 import statistics
 
 import pytest
+import sqlalchemy as sa
 
 from psuite.psbase.model import Definition, RunData, Variable
 from psuite.psbase.query import run_query
@@ -112,3 +113,55 @@ def test_two_step_aggregates_equal_plain_python(archive, result, by, where):
         w = want[tuple(row[: len(by)])]
         assert mean == pytest.approx(w[0], rel=1e-12)
         assert sd == pytest.approx(w[4], rel=1e-9) if w[4] is not None else sd is None
+
+
+def test_each_form_of_the_per_run_spread_is_exact_and_stable(db_url):
+    """The standard deviation's first step has three forms (query._per_run_spread):
+    PostgreSQL's var_samp per group; on SQLite a search of the covering index
+    (run, chunk, block, ...) when the data-set keys are its leading columns,
+    and a window otherwise.  Each is checked against plain Python, with data-set
+    keys that are empty (NULL) in some rows, groups of one value, and values
+    near 1e9 that differ by less than 1: a sum of squares would lose them."""
+    store = Store(db_url, create=True)
+    store.setup(Definition(name="spread", variables=[
+        Variable("nodes", "integer"),
+        Variable("chunk", "integer", occurrence="multiple"),
+        Variable("block", "integer", occurrence="multiple"),
+        Variable("t", "float", occurrence="multiple", is_result=True),
+    ]))  # fmt: skip
+    rng = random.Random(11)
+    runs = []
+    for i in range(8):
+        rows = [{"chunk": None if j % 7 == 3 else (1, 4)[j % 2], "block": (8, 16, 32)[j % 3],
+                 "t": 1e9 + rng.random() * 0.5 + i % 3} for j in range(rng.randrange(1, 14))]  # fmt: skip
+        runs.append(RunData(values={"nodes": (1, 2)[i % 2]}, rows=rows, sources=[f"s{i}"], content_hash=f"s{i}"))
+    store.add_runs("spread", runs)
+    seen: list[str] = []
+    sa.event.listen(store.engine, "before_cursor_execute", lambda *a: seen.append(a[2]))
+    for by, form in ((["nodes", "chunk"], "index"), (["chunk", "block"], "index"), (["nodes"], "index"),
+                     (["block"], "window"), (["nodes", "block"], "window")):  # fmt: skip
+        groups: dict[tuple, list[float]] = {}
+        for run in runs:
+            for row in run.rows:
+                rec = {**run.values, **row}
+                groups.setdefault(tuple(rec[k] for k in by), []).append(rec["t"])
+        seen.clear()
+        got = run_query(store, "spread", "t", by, stats=["mean", "stddev", "count"]).rows
+        sql = seen[-1]
+        if store.engine.dialect.name == "postgresql":
+            assert "var_samp" in sql and "OVER (PARTITION BY psb_x1_rows.psb_run" not in sql, sql
+        elif form == "index":
+            assert "row" in sql and "OVER (PARTITION BY psb_x1_rows.psb_run" not in sql, sql
+        else:
+            assert "OVER (PARTITION BY psb_x1_rows.psb_run" in sql, sql
+        assert {tuple(r[: len(by)]) for r in got} == set(groups), by
+        for row in got:
+            xs = groups[tuple(row[: len(by)])]
+            mean, sd, count = row[len(by):]
+            assert count == len(xs)
+            assert mean == pytest.approx(math.fsum(xs) / len(xs), rel=1e-15)
+            if len(xs) > 1:
+                assert sd == pytest.approx(statistics.stdev(xs), rel=1e-6), (by, row)
+            else:
+                assert sd is None
+    store.close()
