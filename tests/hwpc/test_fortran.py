@@ -45,3 +45,12 @@ def test_fortran_program_counts_a_region(fortran_program, tmp_path, backend):
     [event] = root.iter("hwpcevent")
     assert int(event.text) == faults
     assert root.find("hwpceventdata").get("class") == ("PAPI" if backend == "PAPI" else "perfmon")
+
+
+def test_fortran_example_runs_without_an_argument(fortran_program, tmp_path):
+    """The README calls it a complete example: run as is, it touches 1000 pages."""
+    env = {**os.environ, "PSUITE_EVENTS": "page-faults", "PSUITE_BACKEND": "perf_event"}
+    p = subprocess.run([fortran_program], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    nevents, faults = map(int, p.stdout.split())
+    assert nevents == 1 and 1000 <= faults <= 1000 * 1.05 + 100

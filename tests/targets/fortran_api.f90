@@ -2,7 +2,7 @@
 ! calls them (gfortran appends "_", passes the string length last):
 ! init, start, suspend, read, numevents, stop(name), shutdown, each
 ! checked.  Prints the number of events and the page-fault count of a
-! region that touches PAGES fresh pages (first argument).
+! region that touches PAGES fresh pages (first argument, 1000 without one).
 program fortran_api
   implicit none
   integer :: ierr, n, i, pages
@@ -11,8 +11,11 @@ program fortran_api
   character(len=40) :: name = 'fortran_region'  ! blank-padded, as Fortran passes it
   character(len=4096), allocatable :: region(:)
 
-  call get_command_argument(1, arg)
-  read (arg, *) pages
+  pages = 1000  ! without an argument
+  if (command_argument_count() >= 1) then
+    call get_command_argument(1, arg)
+    read (arg, *) pages
+  end if
   call ps_hwpc_init(ierr)
   call check('init', ierr)
   call ps_hwpc_start(ierr)
