@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +20,13 @@ ROOT = Path(__file__).resolve().parents[1]
 DTD_DIR = ROOT.parent / "shared" / "perfsuite-dtd"
 TARGETS = Path(__file__).resolve().parent / "targets"
 DTD_PREFIX = "/usr/share/perfsuite/dtds/pshwpc/"
+
+# A runner that starts pytest in the background (`cmd &` in a script, nohup)
+# hands it SIGINT, SIGQUIT or SIGHUP ignored, and every program a test starts
+# inherits that; the exit-path tests compare programs with default dispositions.
+for _sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT else signal.SIG_DFL)
 
 
 @functools.lru_cache(maxsize=1)
