@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
+from psuite.hwpc.names import canonical
 from psuite.report import CountReport, MultiReport, PathSpread, ProfileReport, Statistic
 
 
@@ -232,9 +233,29 @@ def combine(sources: list[str], load: Callable[[str], object], derive: Callable[
     return summarize(gathered)
 
 
+def same_sampling(profiles: list[ProfileReport]) -> None:
+    """InputError unless the profiles sample one event at one period: the
+    combination sums and compares their samples, and a sample of wall time
+    (ITIMER_REAL) is not one of CPU time or of a counter's overflow, nor is
+    a sample every 1 ms one every 10 ms."""
+    if not profiles:
+        return
+    first = profiles[0]
+    for p in profiles[1:]:
+        if canonical(p.event) != canonical(first.event):
+            raise InputError(f"-c: {first.source} samples {first.event or 'an unnamed event'} and {p.source} "
+                             f"samples {p.event or 'an unnamed event'}: samples of different events cannot be "
+                             "summed; combine each event's profiles separately")
+        if p.threshold != first.threshold and None not in (p.threshold, first.threshold):
+            raise InputError(f"-c: {first.source} samples {first.event} every {first.threshold:,} and {p.source} "
+                             f"every {p.threshold:,}{' us' if first.is_timer else ' events'}: samples of different "
+                             "periods cannot be summed; combine each period's profiles separately")
+
+
 def summarize(reports: list) -> MultiReport:
     """The combination of single reports of one kind, process totals set
     apart."""
+    same_sampling([r for r in reports if isinstance(r, ProfileReport)])
     multi = MultiReport()
     multi.reports, multi.totals = split_totals(reports)
     _keep_total_callpaths(multi)
