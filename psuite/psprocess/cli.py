@@ -50,9 +50,9 @@ about 120 MB) or http(s) URLs of at most {max_url}, fetched within
 
 exports: --gmon, --vprof, --folded, --speedscope, --pprof, --cube and --html
 write their file instead of printing the report: standard output stays
-empty (scripts rely on it), and the report options (-f, --threshold,
---calltree, --depth, --per-thread) are refused there.  Add -o FILE to have
-the report written to FILE as well, e.g.
+empty (scripts rely on it).  Add -o FILE to have the report written to FILE
+as well; without it the options that shape the report (-f, --threshold,
+--calltree, --depth, --per-thread) are refused with an export, e.g.
   psprocess --gmon gmon.out -o report.txt app.1234.host.xml
 
 outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube

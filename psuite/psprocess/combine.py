@@ -234,10 +234,9 @@ def combine(sources: list[str], load: Callable[[str], object], derive: Callable[
 
 
 def same_sampling(profiles: list[ProfileReport]) -> None:
-    """InputError unless the profiles sample one event at one period: the
-    combination sums and compares their samples, and a sample of wall time
-    (ITIMER_REAL) is not one of CPU time or of a counter's overflow, nor is
-    a sample every 1 ms one every 10 ms."""
+    """InputError unless the profiles sample one event: the combination
+    sums and compares their samples, and a sample of wall time (ITIMER_REAL)
+    is not one of CPU time or of a counter's overflow."""
     if not profiles:
         return
     first = profiles[0]
@@ -246,10 +245,6 @@ def same_sampling(profiles: list[ProfileReport]) -> None:
             raise InputError(f"-c: {first.source} samples {first.event or 'an unnamed event'} and {p.source} "
                              f"samples {p.event or 'an unnamed event'}: samples of different events cannot be "
                              "summed; combine each event's profiles separately")
-        if p.threshold != first.threshold and None not in (p.threshold, first.threshold):
-            raise InputError(f"-c: {first.source} samples {first.event} every {first.threshold:,} and {p.source} "
-                             f"every {p.threshold:,}{' us' if first.is_timer else ' events'}: samples of different "
-                             "periods cannot be summed; combine each period's profiles separately")
 
 
 def summarize(reports: list) -> MultiReport:
