@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser, whole_number
 from psuite.errors import UsageError
+from psuite.psprocess import option_scope
 from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
 from psuite.psprocess.writers import FORMATS
 
@@ -47,6 +48,13 @@ inputs: regular files of at most {max_input} (a 1,000,000-event report is
 about 120 MB) or http(s) URLs of at most {max_url}, fetched within
 {url_timeout:g} s in all (PSUITE_URL_TIMEOUT=SECONDS changes that).
 
+exports: --gmon, --vprof, --folded, --speedscope, --pprof, --cube and --html
+write their file instead of printing the report: standard output stays
+empty (scripts rely on it).  Add -o FILE to have the report written to FILE
+as well; without it the options that shape the report (-f, --threshold,
+--calltree, --depth, --per-thread) are refused with an export, e.g.
+  psprocess --gmon gmon.out -o report.txt app.1234.host.xml
+
 outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube
 (and its .stat), --html and --write-config write a temporary file beside the name
 and move it into place when it is complete, so a failure leaves nothing
@@ -66,15 +74,15 @@ def build_parser() -> ArgumentParser:
                            url_timeout=inputs.URL_TIMEOUT_S, subcommands=subcommands.SUMMARY)
     p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=epilog)
     p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
-    p.add_argument("-f", "--format", choices=tuple(FORMATS), default="text", help="output format (default text)")
+    p.add_argument("-f", "--format", choices=tuple(FORMATS), help="output format (default text)")
     p.add_argument("-x", dest="format", action="store_const", const="xml",
                    help="XML: a profile as a processed <hwpcprofilereport> (same as -f xml)")
     p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
                    help="add the derived metrics defined in FILE (psmetrics XML); repeatable")
     p.add_argument("--no-standard-metrics", action="store_true", help="only the metrics given with -m")
-    p.add_argument("--threshold", type=_number(0.0, 100.0), default=0.0, metavar="PCT",
-                   help="profiles: leave out entries below PCT percent of the samples (call trees: of the "
-                   "inclusive samples)")
+    p.add_argument("--threshold", type=_number(0.0, 100.0), metavar="PCT",
+                   help="text report of profiles: leave out entries below PCT percent of the samples (call trees: "
+                   "of the inclusive samples; with -c only with --calltree)")
     p.add_argument("--calltree", nargs="?", const="top-down", choices=VIEWS,
                    metavar="VIEW", help="profiles recorded with psrun --callpath: the call tree instead of the "
                    "flat report; VIEW is top-down (the default: inclusive and exclusive samples per call path), "
@@ -83,19 +91,19 @@ def build_parser() -> ArgumentParser:
                    help="with --calltree top-down or bottom-up: show at most N frames deep")
     p.add_argument("--per-thread", action="store_true",
                    help="with --calltree: one tree per thread (default: the threads of a process merged)")
-    p.add_output_argument("--gmon", metavar="FILE", help="profiles: also write FILE in GNU gprof's gmon.out format "
+    p.add_output_argument("--gmon", metavar="FILE", help="profiles: write FILE in GNU gprof's gmon.out format "
                           "(the executable's samples; gprof ./app FILE)")
-    p.add_output_argument("--vprof", metavar="FILE", help="profiles: also write FILE in vprof's vmon.out format "
+    p.add_output_argument("--vprof", metavar="FILE", help="profiles: write FILE in vprof's vmon.out format "
                           "(version 4; the executable's samples)")
-    p.add_output_argument("--folded", metavar="FILE", help="profiles with call paths: also write FILE as folded "
+    p.add_output_argument("--folded", metavar="FILE", help="profiles with call paths: write FILE as folded "
                           "stacks (a;b;c 123), read by flamegraph.pl, inferno and speedscope")
-    p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths: also write FILE in "
+    p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths: write FILE in "
                           "speedscope's JSON format")
-    p.add_output_argument("--pprof", metavar="FILE", help="profiles with call paths: also write FILE as pprof's "
+    p.add_output_argument("--pprof", metavar="FILE", help="profiles with call paths: write FILE as pprof's "
                           "profile.proto (gzip), read by go tool pprof")
-    p.add_output_argument("--cube", metavar="FILE.cubex", help="also write a CUBE 4 file (profiles or counting "
+    p.add_output_argument("--cube", metavar="FILE.cubex", help="write a CUBE 4 file (profiles or counting "
                           "reports; with -c, every rank and thread in one cube) and its statistics file FILE.stat")
-    p.add_output_argument("--html", metavar="FILE.html", help="also write FILE.html: the report as one "
+    p.add_output_argument("--html", metavar="FILE.html", help="write FILE.html: the report as one "
                           "self-contained page (CUBE's metric, call and system trees, source lines, charts) that "
                           "opens from disk in any current browser with no network; -f html writes it to standard "
                           "output instead")
@@ -105,7 +113,7 @@ def build_parser() -> ArgumentParser:
                    help="combine the counting reports (files, directories, globs) with statistics across them")
     p.add_argument("--calibrate", action="store_true",
                    help="from a counting report: propose sampling thresholds for --rate samples per second")
-    p.add_argument("--rate", type=_number(1e-3, 1e9), default=100.0, metavar="HZ",
+    p.add_argument("--rate", type=_number(1e-3, 1e9), metavar="HZ",
                    help="with --calibrate: wanted samples per second of CPU time (default 100)")
     p.add_output_argument("--write-config", metavar="FILE",
                           help="with --calibrate: write the best proposal as a <ps_hwpc_profile> configuration")
@@ -144,15 +152,27 @@ CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with c
 
 def _bare_calltree(argv: Sequence[str]) -> list[str]:
     """--calltree followed by an input, not a view, is --calltree top-down:
-    argparse would take the input for the view."""
+    argparse would take the input for the view.  A word there that is
+    neither a view nor an input (no file, URL or pattern of that name) is a
+    mistyped view: refused naming the views, not as a missing file."""
     out = list(argv)
     for i, arg in enumerate(out):
         if arg == "--":
             break
         if arg == "--calltree" and (i + 1 == len(out) or out[i + 1] not in VIEWS):
+            if i + 1 < len(out) and _mistyped_view(out[i + 1]):
+                raise UsageError(f"--calltree {out[i + 1]}: no view or file of that name; views: "
+                                 f"{', '.join(VIEWS)} (or give --calltree alone for {VIEWS[0]})")
             out.insert(i + 1, "top-down")
             break
     return out
+
+
+def _mistyped_view(word: str) -> bool:
+    """A word that cannot be an input: not an option, a URL, a glob pattern
+    (-c expands them) or anything that exists."""
+    return not (word.startswith("-") or "://" in word or any(c in word for c in "*?[") or
+                os.path.lexists(word))
 
 
 VIEWS = ("top-down", "bottom-up", "callers")
@@ -165,21 +185,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return subcommands.main(argv)
     args = build_parser().parse_args(_bare_calltree(argv))
+    option_scope.check(args)  # an option that would do nothing here is refused, not ignored
+    option_scope.fill_defaults(args)
+    derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
     archive = _archive_request(args)  # psbase filing: checked before anything is read
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
 
     if args.calibrate:
         return _calibrate(args, load) or _file_inputs(args, archive)
-    if args.write_config:
-        raise UsageError("--write-config goes with --calibrate")
     exports = [(name, getattr(args, name)) for name in EXPORTS if getattr(args, name)]
-    if args.module and not (args.gmon or args.vprof):
-        raise UsageError("--module goes with --gmon or --vprof")
     if exports and len(args.inputs) > 1 and not args.combine:
         raise UsageError(f"--{exports[0][0]} exports one report; give one input, or combine them with -c")
-    if (args.depth or args.per_thread) and not args.calltree:
-        raise UsageError(f"{'--depth' if args.depth else '--per-thread'} goes with --calltree")
     exporters = {name: _exporter(name) for name, _ in exports}
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
                    [args.output])
@@ -190,7 +207,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.format == "html" and len(args.inputs) > 1 and not args.combine:  # before reading any of them
         raise UsageError(f"-f html shows one report in one page, and {len(args.inputs)} inputs were given; give "
                          "one, or combine them with -c")
-    derive = _Metrics(args).derive
     from psuite.psprocess import srcmap
     from psuite.psprocess.inputs import pair_companions
 
@@ -302,11 +318,16 @@ def _check_outputs(args, paths: list[str | None]) -> None:
 
 
 class _Metrics:
-    """Derived-metric definitions, read with the first counting report
-    (profiles need none)."""
+    """Derived-metric definitions: the -m files read at once, whatever the
+    inputs turn out to be (a missing or malformed one is refused before any
+    work); the standard set with the first counting report (profiles need
+    none)."""
 
     def __init__(self, args) -> None:
+        from psuite.psprocess import metrics
+
         self.args = args
+        self.own = [d for path in args.metrics for d in metrics.load(path)]
         self.definitions: list | None = None
 
     def derive(self, report) -> None:
@@ -315,8 +336,7 @@ class _Metrics:
         if self.definitions is None:
             self.definitions = [] if self.args.no_standard_metrics else \
                 metrics.load(metrics.standard_metrics_path())
-            for path in self.args.metrics:
-                self.definitions += metrics.load(path)
+            self.definitions += self.own
         report.metrics = metrics.derive(report, self.definitions)
 
 

@@ -16,6 +16,7 @@ import os
 from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
+from psuite.hwpc.names import canonical
 from psuite.report import CountReport, MultiReport, PathSpread, ProfileReport, Statistic
 
 
@@ -232,9 +233,24 @@ def combine(sources: list[str], load: Callable[[str], object], derive: Callable[
     return summarize(gathered)
 
 
+def same_sampling(profiles: list[ProfileReport]) -> None:
+    """InputError unless the profiles sample one event: the combination
+    sums and compares their samples, and a sample of wall time (ITIMER_REAL)
+    is not one of CPU time or of a counter's overflow."""
+    if not profiles:
+        return
+    first = profiles[0]
+    for p in profiles[1:]:
+        if canonical(p.event) != canonical(first.event):
+            raise InputError(f"-c: {first.source} samples {first.event or 'an unnamed event'} and {p.source} "
+                             f"samples {p.event or 'an unnamed event'}: samples of different events cannot be "
+                             "summed; combine each event's profiles separately")
+
+
 def summarize(reports: list) -> MultiReport:
     """The combination of single reports of one kind, process totals set
     apart."""
+    same_sampling([r for r in reports if isinstance(r, ProfileReport)])
     multi = MultiReport()
     multi.reports, multi.totals = split_totals(reports)
     _keep_total_callpaths(multi)
