@@ -112,3 +112,31 @@ def test_profiles_of_different_events_are_refused(targets, workdir):
     p = run_tool("psprocess", "mean", str(real), str(clock))
     line = one_line_error(p, "psprocess mean")
     assert "ITIMER_REAL" in line and "task-clock" in line, line
+
+
+def test_rates_stored_as_values_by_older_psuite_are_left_out(targets, workdir):
+    """A cube whose rates an older psuite stored as plain values (the
+    audit's CPUs_utilized, "exclusive"): diff says it cannot recompute
+    them instead of subtracting the ratios."""
+    import numpy as np
+
+    from psuite.psprocess import experiments
+    from psuite.psprocess.exporters import cube as cube_writer
+
+    a, b = _run_twice(targets, workdir)
+    for doc, cube in ((a, "a.cubex"), (b, "b.cubex")):
+        exp = experiments.load(str(doc))
+        for name in ("CPUs_utilized", "Page_faults_per_second"):
+            m = exp.metric(name)
+            values = np.broadcast_to(exp.derived_values(name), (len(exp.cnodes), len(exp.locations))).copy()
+            m.kind, m.expression = "EXCLUSIVE", ""
+            exp.values[name] = values
+        cube_writer.write(exp, cube)
+    p = run_tool("psprocess", "diff", "-f", "json", "a.cubex", "b.cubex")
+    assert p.returncode == 0, p.stderr
+    got = _metrics(p.stdout)
+    assert "CPUs_utilized" not in got and "Page_faults_per_second" not in got
+    assert "CPUs_utilized, Page_faults_per_second left out" in p.stderr, p.stderr
+    # the counts themselves are still subtracted
+    na, nb = _numbers(a), _numbers(b)
+    assert got["page-faults"]["total"] == na["page-faults"] - nb["page-faults"]
