@@ -14,7 +14,10 @@ locations by Location.key, (process rank, thread rank).  Systems
 whose locations differ are an AlgebraError naming the difference, unless
 `collapse` asks to sum every input's locations into one location (cube_*
 -C).  Derived metrics are not combined: a result keeps their expression,
-and the model evaluates it on the result's values.
+and the model evaluates it on the result's values.  A ratio an input holds
+only as values (its formula unknown, experiments.NO_FORMULA) is left out
+of a diff or mean, and named in the result's attributes[LEFT_OUT]: the
+difference or mean of two ratios is not the ratio of the combined counts.
 
 Values are aligned by numpy fancy indexing, never by Python loops over
 values; when an input's dimensions already are the result's, its arrays
@@ -50,6 +53,10 @@ from psuite.experiment import (
     to_exclusive,
     to_inclusive,
 )
+
+NO_FORMULA = "psuite::no_formula"  # experiments.NO_FORMULA: ratios held as values, one name a line
+SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a profile's sampling event
+LEFT_OUT = "psuite::left_out"  # a result's: those ratios, left out of it, one name a line
 
 
 class AlgebraError(UsageError):
@@ -125,11 +132,20 @@ class _Plan:
     columns: list[np.ndarray | None]  # per input: input column of each result location; None when the same
     collapse: bool
     consume: bool = False
+    left_out: list[str] = dataclasses.field(default_factory=list)  # ratios with no formula (_no_formula)
 
     def experiment(self, operation: str) -> Experiment:
+        attributes = {"operation": operation}
+        if self.left_out:
+            attributes[LEFT_OUT] = "\n".join(self.left_out)
+        kept = [m.name for m in self.metrics if m.name in _named(self.inputs, NO_FORMULA)]
+        if kept:  # ratios a merge kept as values: still none to subtract from a later result
+            attributes[NO_FORMULA] = "\n".join(kept)
+        events = {e.attributes.get(SAMPLED_ON) for e in self.inputs}
+        if len(events) == 1 and None not in events:  # a result of profiles is a profile of that event
+            attributes[SAMPLED_ON] = events.pop()
         return Experiment(metrics=[dataclasses.replace(m) for m in self.metrics], regions=list(self.regions),
-                          cnodes=list(self.cnodes), locations=list(self.locations),
-                          attributes={"operation": operation})
+                          cnodes=list(self.cnodes), locations=list(self.locations), attributes=attributes)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -300,18 +316,55 @@ def _unify_systems(inputs: Sequence[Experiment], names: Sequence[str], collapse:
     return list(inputs[0].locations), columns
 
 
+def _check_events(inputs: Sequence[Experiment], names: Sequence[str]) -> None:
+    """Profiles sampled on different events (experiments.SAMPLED_ON) are
+    not combined: their samples are of different units."""
+    seen = [(n, e.attributes[SAMPLED_ON]) for n, e in zip(names, inputs, strict=True) if SAMPLED_ON in e.attributes]
+    for name, event in seen[1:]:
+        if event != seen[0][1]:
+            raise AlgebraError(f"{seen[0][0]} was sampled on {seen[0][1] or 'no event'} and {name} on "
+                               f"{event or 'no event'}: samples of different events do not add up; give profiles "
+                               "of one event")
+
+
+def _no_formula(inputs: Sequence[Experiment], metrics: list[Metric]) -> list[str]:
+    """The ratios some input holds only as values (not derived in any), that
+    no other metric hangs below."""
+    named = _named(inputs, NO_FORMULA)
+    parents = {m.parent for m in metrics if m.parent is not None}
+    return [m.name for i, m in enumerate(metrics) if m.name in named and not m.derived and i not in parents]
+
+
+def _named(inputs: Sequence[Experiment], key: str) -> set[str]:
+    """The names an attribute lists, one a line, over the inputs."""
+    return {n for e in inputs for n in e.attributes.get(key, "").split("\n") if n}
+
+
+def _without(metrics: list[Metric], names: Sequence[str]) -> list[Metric]:
+    """The metric tree without the given leaves, parents renumbered."""
+    keep = [i for i, m in enumerate(metrics) if m.name not in names]
+    new = {old: k for k, old in enumerate(keep)}
+    return [dataclasses.replace(metrics[i], parent=None if metrics[i].parent is None else new[metrics[i].parent])
+            for i in keep]
+
+
 def _plan(inputs: Sequence[Experiment], collapse: bool, prefer_last: bool = False,
-          consume: bool = False) -> _Plan:
+          consume: bool = False, drop_ratios: bool = False) -> _Plan:
     inputs = list(inputs)
     if not inputs:
         raise AlgebraError("no experiments given: give at least one input")
     for e in inputs:
         e.check()
     names = [_name(e, i) for i, e in enumerate(inputs)]
+    _check_events(inputs, names)
     metrics = _unify_metrics(inputs, prefer_last)
+    left_out = _no_formula(inputs, metrics) if drop_ratios else []
+    if left_out:
+        metrics = _without(metrics, left_out)
     regions, cnodes, rows, unique = _unify_calltrees(inputs)
     locations, columns = _unify_systems(inputs, names, collapse)
-    return _Plan(inputs, names, metrics, regions, cnodes, locations, rows, unique, columns, collapse, consume)
+    return _Plan(inputs, names, metrics, regions, cnodes, locations, rows, unique, columns, collapse, consume,
+                 left_out)
 
 
 def unify(experiments: Sequence[Experiment], collapse: bool = False) -> list[Experiment]:
@@ -346,7 +399,7 @@ def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *,
          consume: bool = False) -> Experiment:
     """minuend - subtrahend at every point (cube_diff).  Integer metrics
     stay integers, typed INT64 since a difference can be negative."""
-    plan = _plan([minuend, subtrahend], collapse, consume=consume)
+    plan = _plan([minuend, subtrahend], collapse, consume=consume, drop_ratios=True)
     result = plan.experiment(_operation("diff", plan))
     for m in result.metrics:
         if m.derived:
@@ -375,7 +428,7 @@ def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *,
 def mean(experiments: Sequence[Experiment], collapse: bool = False, *, consume: bool = False) -> Experiment:
     """The elementwise mean of the experiments (cube_mean), as DOUBLE; a
     point an input lacks counts 0 for it."""
-    plan = _plan(experiments, collapse, consume=consume)
+    plan = _plan(experiments, collapse, consume=consume, drop_ratios=True)
     result = plan.experiment(_operation("mean", plan))
     n = len(plan.inputs)
     for m in result.metrics:
@@ -437,6 +490,59 @@ def merge(experiments: Sequence[Experiment], collapse: bool = False, *, consume:
         if kind != m.kind:  # merged exclusive values of an INCLUSIVE metric
             out = to_inclusive(out, parents)
         result.values[m.name] = out
+    return result
+
+
+def side_by_side(experiments: Sequence[Experiment]) -> Experiment:
+    """Every input's locations in one experiment, each with its own values
+    (psprocess -c of CUBE files: the ranks and threads of several cubes in
+    one view, as -c shows PerfSuite documents).  Metrics and call paths are
+    unified as for the other operations; locations are not matched but
+    kept apart: when two inputs have a location of the same (rank, thread),
+    the processes are renumbered 0, 1 ... in input order."""
+    inputs = list(experiments)
+    if not inputs:
+        raise AlgebraError("no experiments given: give at least one input")
+    for e in inputs:
+        e.check()
+    names = [_name(e, i) for i, e in enumerate(inputs)]
+    _check_events(inputs, names)
+    metrics = _unify_metrics(inputs, False)
+    regions, cnodes, rows, unique = _unify_calltrees(inputs)
+    keys = [loc.key for e in inputs for loc in e.locations]
+    locations: list[Location] = []
+    offsets: list[int] = []
+    for e in inputs:
+        offsets.append(len(locations))
+        if len(set(keys)) == len(keys):
+            locations += e.locations
+            continue
+        ranks = {r: len({loc.rank for loc in locations}) + k  # the next free process numbers
+                 for k, r in enumerate(sorted({loc.rank for loc in e.locations}))}
+        locations += [dataclasses.replace(loc, rank=ranks[loc.rank]) for loc in e.locations]
+    attributes = {"operation": f"combine({', '.join(names)})"}
+    events = {e.attributes.get(SAMPLED_ON) for e in inputs}
+    if len(events) == 1 and None not in events:
+        attributes[SAMPLED_ON] = events.pop()
+    result = Experiment(metrics=metrics, regions=regions, cnodes=cnodes, locations=locations, attributes=attributes)
+    for m in result.metrics:
+        if m.derived:
+            continue
+        if not m.integer and m.combine is np.add:
+            m.dtype = "DOUBLE"
+        out = result.zeros(m)
+        for i, e in enumerate(inputs):
+            if not any(x.name == m.name and not x.derived for x in e.metrics):
+                continue
+            a, _ = _view(e, m.name, m.kind)
+            block = out[:, offsets[i]:offsets[i] + len(e.locations)]
+            if rows[i] is None:
+                block[...] = a
+            elif unique[i]:
+                block[rows[i]] = a
+            else:
+                scatter_add(block, rows[i], a.astype(out.dtype, copy=False), m.combine)
+    result.check()
     return result
 
 

@@ -3,7 +3,8 @@
 - `from_report(report)`: a counting report (one root call path; each event
   a UINT64 metric, DOUBLE when a count is not a whole number int64 holds;
   each derived metric a POSTDERIVED metric whose CubePL expression is
-  built from its psmetrics definition, else its value stored as DOUBLE;
+  built from its psmetrics definition, else its value stored as DOUBLE
+  and named in attributes[NO_FORMULA];
   the run's wall clock and CPU times are metrics too, wall_seconds and
   cpu_seconds, which psmetrics' wallsecs and cpusecs refer to, so that a
   result recomputes MIPS and the like from combined times; machine
@@ -24,29 +25,29 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from psuite.errors import InputError, UsageError
-from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region
+from psuite.errors import UsageError
+from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, metric_names
 
 SECONDS = ("sec", "s", "second", "seconds")
 INT64_MAX = 2**63 - 1
 ROOT_DESCRIPTION = "the whole program"
+# experiment attribute: the derived metrics stored with their values because no expression over the
+# stored metrics gives them (a -m definition psuite cannot translate, alternatives that differ between
+# reports ...), one name a line.  A CUBE file keeps it; the algebra leaves them out of a diff or mean.
+NO_FORMULA = "psuite::no_formula"
+SAMPLED_ON = "psuite::event"  # experiment attribute: a profile's sampling event (algebra refuses to mix them)
 
 
 # -- loading -------------------------------------------------------------------
 def load(source: str, warn=None) -> Experiment:
     """The experiment of any input psuite reads: a .cubex file, or a
     PerfSuite document (file or URL).  InputError/UsageError on bad input."""
-    if is_cube(source):
-        from psuite.psprocess.readers import cube
-
-        if "://" in source:
-            raise InputError(f"{source}: CUBE files are read from files, not URLs; download it and give the file")
-
-        return cube.read(source)
     from psuite.psprocess import inputs, srcmap
     from psuite.psprocess.cli import _prepare
 
-    report = inputs.load(source, warn=warn, on_module=srcmap.prefetch)
+    report = inputs.load(source, warn=warn, on_module=srcmap.prefetch, cubes=True)
+    if isinstance(report, Experiment):  # a CUBE file, read by readers/cube.py
+        return report
     exp = from_report(_prepare(report, _derive))
     exp.attributes.setdefault("source", source)
     return exp
@@ -116,6 +117,7 @@ def from_report(report, definitions: list | None = None) -> Experiment:
         exp.attributes["date"] = reports[0].date
     program = _program(reports[0])
     if isinstance(reports[0], ProfileReport):
+        exp.attributes[SAMPLED_ON] = _one_event(reports)
         calltrees = _calltrees(reports)
         if calltrees:
             where = _locations(exp, [_Where.of(st) for st in calltrees])
@@ -128,6 +130,18 @@ def from_report(report, definitions: list | None = None) -> Experiment:
         _count_model(exp, program, reports, where, standard_definitions() if definitions is None else definitions)
     exp.check()
     return exp
+
+
+def _one_event(reports: list) -> str:
+    """The event the profiles were sampled on; UsageError when they differ:
+    a sample of ITIMER_REAL and one of task-clock are not the same unit."""
+    first = reports[0]
+    for r in reports[1:]:
+        if r.event != first.event:
+            raise UsageError(f"{r.source or 'a profile'} was sampled on {r.event or 'no event'} and "
+                             f"{first.source or 'another'} on {first.event or 'no event'}: samples of different "
+                             "events do not add up; combine profiles of one event")
+    return first.event
 
 
 def _program(report) -> str:
@@ -355,6 +369,7 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
                     [],
                 )
             derived[d.name][1].append((loc_id, d.value))
+    unknown: list[str] = []
     for name, (m, cells) in derived.items():
         expression = None
         if len(cells) == len(reports):  # every location has it: one expression may stand for all
@@ -368,6 +383,9 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
             a[root, loc_id] = _as_float(v)
         if not np.isfinite(a).all():
             a[~np.isfinite(a)] = 0.0
+        unknown.append(m.name)
+    if unknown:  # ratios stored as values: the algebra must not subtract or average them (see NO_FORMULA)
+        exp.attributes[NO_FORMULA] = "\n".join(unknown)
 
 
 # psmetrics' run-level keywords, held as metrics of their own so that a derived metric refers to them
@@ -425,8 +443,6 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
     if len(texts) != 1:
         return None
     text = texts.pop()
-    from psuite.experiment import metric_names
-
     # only constants (cpumhz, lNcacheline ...): no measured value to recompute it from
     return text if metric_names(text) else None
 
@@ -450,7 +466,7 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
             return repr(v) if math.isfinite(v) else None
         want = canonical(name)
         for event in report.events:
-            if canonical(event.name) == want and event.name in events and _plain_name(event.name):
+            if canonical(event.name) == want and event.name in events and _referable(event.name):
                 return f"metric::{event.name}()"
         return None
     if kind in ("plus", "minus", "times", "divide"):
@@ -461,13 +477,13 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
     return None  # abs: not in the subset
 
 
-def _plain_name(name: str) -> bool:
-    """A metric name CubePL can refer to (its scanner takes [a-zA-Z0-9_:=]
-    after metric::; psuite's evaluator wants a letter first): PAPI_TOT_CYC
-    and PERF_COUNT_SW_PAGE_FAULTS are, perf's page-faults is not."""
-    import re
-
-    return re.fullmatch(r"[A-Za-z_][A-Za-z0-9_:]*", name) is not None
+def _referable(name: str) -> bool:
+    """A metric name an expression can refer to: what psuite's evaluator
+    reads after metric:: (psuite.experiment's scanner), which takes perf's
+    page-faults and task-clock as well as PAPI_TOT_CYC.  Leaving perf's
+    names out stored CPUs utilized and page faults per second as plain
+    values, which diff then subtracted as if they were counts."""
+    return metric_names(f"metric::{name}()") == [name]
 
 
 def _agrees(exp: Experiment, expression: str, cells: list[tuple[int, float]]) -> bool:
@@ -483,3 +499,47 @@ def _agrees(exp: Experiment, expression: str, cells: list[tuple[int, float]]) ->
         return False
     got = np.broadcast_to(got, (len(exp.locations),))
     return all(math.isclose(float(got[loc]), _as_float(v), rel_tol=1e-9, abs_tol=1e-300) for loc, v in cells)
+
+
+# -- psprocess's report of CUBE files -------------------------------------------
+def cube_report(sources: Sequence[str], fmt: str, combine: bool, refused: Sequence[str] = (),
+                warn=None):
+    """The report (text, json or csv, in pieces) psprocess shows when its
+    inputs are CUBE files, each read by inputs.load (readers/cube.py); None
+    when no input is one.  combine (-c): every cube's ranks and threads in
+    one experiment (algebra.side_by_side); without it, each cube's report
+    in turn.  refused: the options given that only PerfSuite documents have
+    (--calltree, --gmon ...), refused by name.  UsageError, one line, for
+    a mix of cubes and documents, a format cubes have no report in, or a
+    cube given twice."""
+    from psuite.psprocess import algebra, experiment_views, inputs
+    from psuite.psprocess.combine import expand
+
+    named = expand(sources) if combine else list(sources)  # -c takes directories and globs
+    cubes = [s for s in named if is_cube(s)]
+    if not cubes:
+        return None
+    documents = [s for s in named if s not in cubes]
+    if documents:
+        raise UsageError(f"{cubes[0]} is a CUBE file and {documents[0]} a PerfSuite document: report on one kind at "
+                         f"a time (psprocess --cube X.cubex {documents[0]} makes a cube of it)")
+    if refused:
+        raise UsageError(f"{refused[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; show it without "
+                         f"{refused[0]}")
+    if fmt not in experiment_views.FORMATS:
+        raise UsageError(f"-f {fmt}: a CUBE file is shown as {', '.join(experiment_views.FORMATS)} or html, not {fmt}")
+    if len(cubes) > 1 and not combine and fmt != "text":
+        raise UsageError(f"-f {fmt} shows one report, and {len(cubes)} CUBE files were given; give one, or combine "
+                         "them with -c")
+    inputs.check_distinct(cubes)
+    exps = [inputs.load(s, warn=warn, cubes=True) for s in cubes]
+    if combine and len(exps) > 1:
+        exps = [algebra.side_by_side(exps)]
+
+    def pieces():
+        for k, exp in enumerate(exps):
+            if k:
+                yield "\n"
+            yield from experiment_views.render(exp, fmt)
+
+    return pieces()

@@ -261,20 +261,47 @@ def _timeout(url: str, seconds: float) -> InputError:
                       "longer with PSUITE_URL_TIMEOUT=SECONDS")
 
 
-def load(source: str, warn: Callable[[str], None] | None = None, on_module: Callable[[str], None] | None = None):
+def load(source: str, warn: Callable[[str], None] | None = None, on_module: Callable[[str], None] | None = None,
+         cubes: bool = False):
     """The report model of one document (file or URL).  A profile X.xml
     comes with its call paths when the companion X.callpaths.xml is beside
     it (a missing one is fine); a companion that names another profile is
     left out with a warning (`warn`, else warnings.warn).  on_module(file)
     is called for each raw profile's module as the parser meets it (see
-    readers/document.parse)."""
-    from psuite.psprocess.readers import read_stream
+    readers/document.parse).  A CUBE 4 file (named .cubex, or a tar
+    archive) is read by readers/cube.py into a psuite.experiment.Experiment
+    when `cubes` (the caller shows experiments), else refused with one line
+    saying what reads it (readers.CubeFile)."""
+    from psuite.psprocess.readers import CubeFile, read_stream
     from psuite.report import ProfileReport
 
-    report = _load(source, lambda stream, name: read_stream(stream, name, on_module))
+    if source.endswith(".cubex"):
+        return _cube(source, cubes)
+    try:  # the reader looks at the first bytes it reads anyway: no second open to tell a cube
+        report = _load(source, lambda stream, name: read_stream(stream, name, on_module))
+    except CubeFile:
+        return _cube(source, cubes)
     if isinstance(report, ProfileReport) and report.callpaths is None:
         attach_companion(report, source, warn)
     return report
+
+
+def _cube(source: str, wanted: bool):
+    from psuite.psprocess.readers import CubeFile
+
+    if not wanted:
+        raise CubeFile(source)
+    return load_cube(source)
+
+
+def load_cube(source: str):
+    """The psuite.experiment.Experiment of a CUBE 4 file, by the one CUBE
+    reader (readers/cube.py); InputError (one line) otherwise."""
+    from psuite.psprocess.readers import cube
+
+    if "://" in source:
+        raise InputError(f"{source}: CUBE files are read from files, not URLs; download it and give the file")
+    return cube.read(source)
 
 
 def _load(source: str, read):
@@ -322,8 +349,11 @@ def attach_companion(report, source: str, warn: Callable[[str], None] | None = N
 def pair_companions(sources: list[str]) -> list[str]:
     """The inputs without the companions (X.callpaths.xml) whose profile
     X.xml is among them too: reading the profile reads its companion, and
-    each is reported once.  A companion alone stays, read on its own."""
+    each is reported once.  A companion alone stays, read on its own.  A
+    document given twice is refused (see check_distinct)."""
     from psuite.psprocess.readers import callpaths
+
+    check_distinct(sources)
 
     def key(s: str) -> str:
         return s if "://" in s else os.path.realpath(s)
@@ -336,3 +366,51 @@ def pair_companions(sources: list[str]) -> list[str]:
             continue
         out.append(s)
     return out
+
+
+def check_distinct(sources: list[str]) -> None:
+    """UsageError naming a document given twice: by the same file (a
+    directory and a glob both naming it, a symbolic link), the same URL, or
+    the same content under another name.  psbase refuses the same; counted
+    once silently, a mistyped input list would go unnoticed, and counted
+    twice, -c would double its sums.  Only files of equal size are hashed."""
+    first: dict[str, str] = {}  # realpath or URL -> the input naming it first
+    by_size: dict[int, list[str]] = {}
+    for s in sources:
+        key = s if "://" in s else os.path.realpath(s)
+        if key in first:
+            raise UsageError(_given_twice(first[key], s))
+        first[key] = s
+        if "://" not in s and os.path.isfile(s):
+            by_size.setdefault(os.path.getsize(s), []).append(s)
+    for same_size in by_size.values():
+        if len(same_size) < 2:
+            continue
+        by_digest: dict[str, str] = {}
+        for s in same_size:
+            digest = _digest(s)
+            if digest in by_digest:
+                raise UsageError(_given_twice(by_digest[digest], s))
+            by_digest[digest] = s
+
+
+def _given_twice(first: str, again: str) -> str:
+    if os.path.realpath(first) == os.path.realpath(again) or first == again:
+        same = f"{again} is given twice" + (f" (also as {first})" if first != again else "")
+    else:
+        same = f"{again} has the same content as {first}"
+    return f"{same}; give each document once (combined twice, its counts would count twice)"
+
+
+def _digest(path: str) -> str:
+    """sha256 of a file's bytes, read in pieces."""
+    import hashlib
+
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError as exc:
+        raise InputError(read_problem(path, exc)) from None
+    return h.hexdigest()

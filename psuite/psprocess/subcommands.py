@@ -401,6 +401,12 @@ def _result_targets(args) -> list[str]:
 def _finish(args, result, kept: list | None = None) -> int:
     """The result written as CUBE 4 (-o) and the HTML report (--html), or
     shown as a report (-f); kept: the inputs' reports (see _load)."""
+    from psuite.psprocess.algebra import LEFT_OUT
+
+    left_out = [n for n in result.attributes.get(LEFT_OUT, "").split("\n") if n]
+    if left_out:  # said, not silently dropped: these ratios cannot be recomputed from the combined counts
+        _say(args, f"note: {', '.join(left_out)} left out: derived metrics whose formula psuite does not know "
+             f"(stored as values), and the {args.command} of two ratios is not the ratio of the combined counts")
     if args.output:
         from psuite.psprocess.exporters import cube
 

@@ -18,6 +18,22 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
 READERS = (hwpcreport, hwpcprofile, hwpcprofilereport, multi, resourcereport)
 
 
+class CubeFile(InputError):
+    """A CUBE 4 file where a PerfSuite document was read: readers/cube.py
+    reads it (psuite.psprocess.inputs.load(..., cubes=True)), not the XML
+    parser, which would call the tar archive broken XML."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(f"{source} is a CUBE 4 file, not a PerfSuite document; show it with psprocess --html, "
+                         "psprocess stat or psprocess dump, and combine cubes with psprocess merge or mean")
+        self.source = source
+
+
+def is_cube_head(head: bytes) -> bool:
+    """A tar archive (ustar magic at 257), which is what a .cubex is."""
+    return head[257:262] == b"ustar"
+
+
 def read_document(doc: Document):
     root = doc.root
     for reader in READERS:
@@ -40,6 +56,8 @@ def read_stream(stream: IO[bytes], source: str, on_module: Callable[[str], None]
     if not hasattr(stream, "peek"):  # look at the first bytes without consuming them
         stream = io.BufferedReader(stream)  # type: ignore[arg-type]
     head = stream.peek(4096)[:4096]  # type: ignore[attr-defined]
+    if is_cube_head(head):
+        raise CubeFile(source)
     if callpaths.is_callpaths(head):
         return callpaths.report_alone(callpaths.read(stream, source))
     return read_document(parse(stream, source, on_module))

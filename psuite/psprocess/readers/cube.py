@@ -141,7 +141,27 @@ def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
         exp.values[m.name] = _data(raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations))
     exp.check()
     exp.attributes.setdefault("source", path)
+    _stored_ratios(exp)
     return _several_roots(exp)
+
+
+NO_FORMULA = "psuite::no_formula"  # experiments.NO_FORMULA
+
+
+def _stored_ratios(exp: Experiment) -> None:
+    """Older psuite wrote derived metrics over perf's event names
+    (CPUs utilized, page faults per second) as plain values, without
+    saying so: such a metric of a psuite cube, named as a standard derived
+    metric, is named in attributes[NO_FORMULA], so that the algebra leaves
+    it out instead of subtracting ratios."""
+    if exp.attributes.get("Creator") != "psuite" or NO_FORMULA in exp.attributes:
+        return
+    from psuite.psprocess.experiments import standard_definitions
+
+    derived = {d.name for d in standard_definitions()}
+    stored = [m.name for m in exp.metrics if not m.derived and m.display in derived]
+    if stored:
+        exp.attributes[NO_FORMULA] = "\n".join(stored)
 
 
 def _several_roots(exp: Experiment) -> Experiment:

@@ -1,0 +1,79 @@
+"""Audit: a CUBE file psprocess wrote is read by the one CUBE reader
+(readers/cube.py) on every path that reads inputs, never by the XML
+parser; its text and JSON reports and the combination of two cubes give
+the source profiles' samples, counted here from the raw XML."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from psuite.errors import UsageError
+from psuite.psprocess import experiments, inputs
+from psuite.psprocess.readers import CubeFile
+from tests.conftest import one_line_error, run_tool
+
+
+def _samples(doc: Path) -> int:
+    """The profile's samples: every <sample> of every module."""
+    return sum(int(s.text) for s in ET.parse(doc).getroot().iter("sample"))
+
+
+def _profiles(targets, workdir: Path) -> list[tuple[Path, Path]]:
+    """Two ITIMER_PROF profiles and the cubes psprocess --cube made of them."""
+    out = []
+    for name in ("p1", "p2"):
+        p = run_tool(
+            "psrun", "-q", "--profile", "ITIMER_PROF", "--period", "1000", "-o", name, targets["work"], "0", "25", "0"
+        )
+        assert p.returncode == 0, p.stderr
+        [doc] = workdir.glob(f"{name}.*.xml")
+        cube = workdir / f"{name}.cubex"
+        p = run_tool("psprocess", "--cube", str(cube), str(doc))
+        assert p.returncode == 0, p.stderr
+        assert _samples(doc) > 0
+        out.append((doc, cube))
+    return out
+
+
+def test_text_and_json_of_a_cube(targets, workdir):
+    [(doc, cube), _] = _profiles(targets, workdir)
+    exp = inputs.load(str(cube), cubes=True)  # through readers/cube.py
+    assert int(exp.total("samples")) == _samples(doc)
+    report = json.loads("".join(experiments.cube_report([str(cube)], "json", False)))
+    assert {m["name"]: m["total"] for m in report["metrics"]}["samples"] == _samples(doc)
+    text = "".join(experiments.cube_report([str(cube)], "text", False))
+    samples_row = next(line for line in text.splitlines() if line.startswith("samples "))
+    assert samples_row.split()[-1] == str(_samples(doc)), text
+    # a cube under a name without .cubex is told from its tar header, not parsed as XML
+    plain = workdir / "renamed"
+    plain.write_bytes(cube.read_bytes())
+    assert int(inputs.load(str(plain), cubes=True).total("samples")) == _samples(doc)
+
+
+def test_combining_two_cubes(targets, workdir):
+    (d1, c1), (d2, c2) = _profiles(targets, workdir)
+    report = json.loads("".join(experiments.cube_report([str(c1), str(c2)], "json", True)))
+    assert {m["name"]: m["total"] for m in report["metrics"]}["samples"] == _samples(d1) + _samples(d2)
+    per_location = [loc["totals"]["samples"] for loc in report["locations"]]
+    assert per_location == [_samples(d1), _samples(d2)]  # each cube's run a location of its own
+    # the same cube twice is refused, as documents are
+    again = workdir / "again.cubex"
+    again.write_bytes(c1.read_bytes())
+    with pytest.raises(UsageError, match="again.cubex has the same content as"):
+        experiments.cube_report([str(c1), str(again)], "json", True)
+
+
+def test_the_report_path_names_a_cube_instead_of_calling_it_broken_xml(targets, workdir):
+    [(_, cube), _] = _profiles(targets, workdir)
+    line = one_line_error(run_tool("psprocess", "-f", "json", str(cube)), "psprocess")
+    assert "CUBE 4 file" in line and "well-formed" not in line, line
+    with pytest.raises(CubeFile) as caught:
+        inputs.load(str(cube))
+    assert caught.value.source == str(cube)
+    # the algebra reads it through the same reader
+    p = run_tool("psprocess", "stat", str(cube))
+    assert p.returncode == 0, p.stderr
