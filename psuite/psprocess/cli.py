@@ -204,6 +204,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = _cube_html(args, exports)
         if shown is not None:
             return shown
+    cube_chunks = _cube_report(args, exports)
+    if cube_chunks is not None:
+        _emit(args, cube_chunks)
+        return 0
     if args.format == "html" and len(args.inputs) > 1 and not args.combine:  # before reading any of them
         raise UsageError(f"-f html shows one report in one page, and {len(args.inputs)} inputs were given; give "
                          "one, or combine them with -c")
@@ -267,6 +271,25 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
     if args.format == "html" and (not args.html or args.output):
         _emit(args, export.page(exp))
     return 0
+
+
+def _cube_report(args, exports: list[tuple[str, str]]):
+    """The text, json or csv report of CUBE files (experiments.cube_report),
+    in pieces; None when no input is one (asked first without numpy)."""
+    from psuite.psprocess.readers import is_cube
+
+    if args.combine:
+        from psuite.psprocess.combine import expand
+
+        named = expand(args.inputs)
+    else:
+        named = args.inputs
+    if not any(is_cube(s) for s in named):
+        return None
+    from psuite.psprocess import experiments
+
+    refused = [f"--{name}" for name, _ in exports] + (["--calltree"] if args.calltree else [])
+    return experiments.cube_report(args.inputs, args.format, args.combine, refused, warn=_warn)
 
 
 def _with_callpaths(reports: list) -> bool:
@@ -427,11 +450,11 @@ def _archive_request(args) -> tuple[str, str] | None:
     urls = [s for s in args.inputs if "://" in s]
     if urls:
         raise UsageError(f"{asked[1]}: {urls[0]} is a URL; only local documents are filed (download it first)")
-    from psuite.psprocess.experiments import is_cube
+    from psuite.psprocess.readers import is_cube
 
     cubes = [s for s in args.inputs if is_cube(s)]
     if cubes:
-        raise UsageError(f"{asked[1]}: {cubes[0]} is a CUBE file, which psprocess does not report on or file; "
+        raise UsageError(f"{asked[1]}: {cubes[0]} is a CUBE file, which psbase does not file; "
                          "give the psuite XML documents it was made from")
     return asked
 

@@ -21,12 +21,12 @@
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from psuite.errors import UsageError
 from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, metric_names
+from psuite.psprocess.readers import is_cube  # noqa: F401  (experiments.is_cube: its callers' name)
 
 SECONDS = ("sec", "s", "second", "seconds")
 INT64_MAX = 2**63 - 1
@@ -51,20 +51,6 @@ def load(source: str, warn=None) -> Experiment:
     exp = from_report(_prepare(report, _derive))
     exp.attributes.setdefault("source", source)
     return exp
-
-
-def is_cube(source: str) -> bool:
-    """A CUBE 4 file: named .cubex, or a tar archive (ustar magic)."""
-    if source.endswith(".cubex"):
-        return True
-    if "://" in source or not os.path.isfile(source):
-        return False
-    try:
-        with open(source, "rb") as f:
-            head = f.read(265)
-    except OSError:
-        return False
-    return head[257:262] == b"ustar"
 
 
 _definitions: list | None = None

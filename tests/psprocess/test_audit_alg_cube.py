@@ -67,13 +67,31 @@ def test_combining_two_cubes(targets, workdir):
         experiments.cube_report([str(c1), str(again)], "json", True)
 
 
-def test_the_report_path_names_a_cube_instead_of_calling_it_broken_xml(targets, workdir):
-    [(_, cube), _] = _profiles(targets, workdir)
-    line = one_line_error(run_tool("psprocess", "-f", "json", str(cube)), "psprocess")
-    assert "CUBE 4 file" in line and "well-formed" not in line, line
+def test_psprocess_shows_cubes_as_it_shows_documents(targets, workdir):
+    """psprocess X.cubex, -f json X.cubex and -c A.cubex B.cubex: the report,
+    through the real command; a cube among documents, or with an export that
+    reads documents, is refused in one line naming it."""
+    (d1, c1), (d2, c2) = _profiles(targets, workdir)
+    text = run_tool("psprocess", str(c1))
+    assert text.returncode == 0, text.stderr
+    samples_row = next(line for line in text.stdout.splitlines() if line.startswith("samples "))
+    assert samples_row.split()[-1] == str(_samples(d1)), text.stdout
+    js = run_tool("psprocess", "-f", "json", str(c1))
+    assert js.returncode == 0, js.stderr
+    assert {m["name"]: m["total"] for m in json.loads(js.stdout)["metrics"]}["samples"] == _samples(d1)
+    both = run_tool("psprocess", "-c", "-f", "json", str(c1), str(c2))
+    assert both.returncode == 0, both.stderr
+    got = {m["name"]: m["total"] for m in json.loads(both.stdout)["metrics"]}["samples"]
+    assert got == _samples(d1) + _samples(d2)
+    line = one_line_error(run_tool("psprocess", "-c", str(c1), str(d2)), "psprocess")
+    assert "CUBE file" in line and "well-formed" not in line, line
+    line = one_line_error(run_tool("psprocess", "--gmon", str(workdir / "g.out"), str(c1)), "psprocess")
+    assert "--gmon" in line and "CUBE file" in line, line
+    assert not (workdir / "g.out").exists()
+    # the reader underneath: inputs.load without cubes=True names it, never parses it as XML
     with pytest.raises(CubeFile) as caught:
-        inputs.load(str(cube))
-    assert caught.value.source == str(cube)
+        inputs.load(str(c1))
+    assert caught.value.source == str(c1)
     # the algebra reads it through the same reader
-    p = run_tool("psprocess", "stat", str(cube))
+    p = run_tool("psprocess", "stat", str(c1))
     assert p.returncode == 0, p.stderr

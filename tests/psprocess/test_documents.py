@@ -76,9 +76,11 @@ def test_original_multihwpcreport_is_read_and_combined(workdir):
     assert member["domainname"] == "" and member["wallclock"] == pytest.approx(5068000000 / 2534e6)
     text = run_tool("psprocess", str(doc)).stdout
     assert "(none)" not in text and "Reports combined        : 2" in text
-    # Combining again: the multi-document counts as its members.
-    again = run_tool("psprocess", "-c", "-f", "json", str(doc), str(doc))
-    assert json.loads(again.stdout)["statistics"][0]["count"] == 4
+    # Combining again: the multi-document counts as its members; given twice, it is refused
+    again = run_tool("psprocess", "-c", "-f", "json", str(doc))
+    assert json.loads(again.stdout)["statistics"][0]["count"] == 2
+    twice = run_tool("psprocess", "-c", "-f", "json", str(doc), str(doc))
+    assert twice.returncode == 2 and twice.stdout == "" and len(twice.stderr.splitlines()) == 1, twice.stderr
 
 
 def test_original_multihwpcprofilereport_is_read(workdir):

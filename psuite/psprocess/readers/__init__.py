@@ -5,6 +5,7 @@ accepts(root) and read(root, document); document.py does the parsing."""
 from __future__ import annotations
 
 import io
+import os
 
 from psuite.errors import InputError
 from psuite.psprocess.readers import hwpcprofile, hwpcprofilereport, hwpcreport, multi, resourcereport
@@ -27,6 +28,21 @@ class CubeFile(InputError):
         super().__init__(f"{source} is a CUBE 4 file, not a PerfSuite document; show it with psprocess --html, "
                          "psprocess stat or psprocess dump, and combine cubes with psprocess merge or mean")
         self.source = source
+
+
+def is_cube(source: str) -> bool:
+    """A CUBE 4 file: named .cubex, or a tar archive (ustar magic).  Here,
+    not in experiments, so that psprocess asks it without importing numpy."""
+    if source.endswith(".cubex"):
+        return True
+    if "://" in source or not os.path.isfile(source):
+        return False
+    try:
+        with open(source, "rb") as f:
+            head = f.read(265)
+    except OSError:
+        return False
+    return is_cube_head(head)
 
 
 def is_cube_head(head: bytes) -> bool:
