@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/fsize_limit.h"
 #include "../common/quiet_write.h"
 
 #ifndef PSUITE_VERSION
@@ -292,6 +293,8 @@ static __attribute__((noreturn)) void option_error(const char *fmt, ...)
 static void write_stdout_or_fail(const char *s)
 {
     size_t n = strlen(s);
+    if (!ps_write_fits(STDOUT_FILENO, n))
+        usage_error("cannot write to standard output: %s", strerror(EFBIG));
     while (n > 0) {
         ssize_t w = write(STDOUT_FILENO, s, n);
         if (w < 0 && errno == EINTR)
@@ -894,6 +897,17 @@ static void short_host(char *out, size_t size)
             *p = '_';
 }
 
+/* Why a file could not be saved: EFBIG is the file size limit, checked
+ * before any write, so the line says which limit and how to raise it (as
+ * the runtime says it of its reports). */
+static const char *save_error_text(int err)
+{
+    if (err == EFBIG)
+        return "not written: it would exceed the file size limit (ulimit -f); raise the limit "
+               "(ulimit -f unlimited) and run again";
+    return strerror(err);
+}
+
 static void write_resource_report(struct monitor *m, pid_t pid, int status, const struct rusage *ru, char **cmd,
                                   const char *dir, const char *prefix, char *saved, size_t saved_len)
 {
@@ -960,8 +974,8 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
         return;
     }
     size_t off = 0;
-    int err = 0;
-    while (off < b.n) {
+    int err = ps_write_fits(fd, b.n) ? 0 : EFBIG; /* never past ulimit -f: SIGXFSZ would kill psrun */
+    while (!err && off < b.n) {
         ssize_t w = write(fd, b.s + off, b.n - off);
         if (w < 0 && errno == EINTR)
             continue;
@@ -978,7 +992,7 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
     free(b.s);
     if (err) {
         unlink(tmp);
-        note("could not save the resource report %s.xml: %s", base, strerror(err));
+        note("could not save the resource report %s.xml: %s", base, save_error_text(err));
         return;
     }
     for (int k = 0; k < 1000; k++) {

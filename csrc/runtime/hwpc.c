@@ -309,7 +309,7 @@ PS_API int ps_hwpc_stop(const char *name)
             ps_message_safe("an output file existed already; report saved as ", path, NULL, NULL);
             rc = PS_HWPC_OK;
         } else if (rc != PS_HWPC_OK)
-            ps_message_safe("could not save the report ", path, ": ", ps_errno_text(errno));
+            ps_message_safe("could not save the report ", path, ": ", ps_save_errno_text(errno));
         else if (verbose)
             ps_message_safe("report written to ", path, NULL, NULL);
         set.ncounted = ncounted;
@@ -346,7 +346,7 @@ int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len)
         if (rc == PS_HWPC_EEXIST)
             rc = PS_HWPC_OK;
         else if (rc != PS_HWPC_OK) {
-            ps_message_safe("could not save the report ", path_out, ": ", ps_errno_text(errno));
+            ps_message_safe("could not save the report ", path_out, ": ", ps_save_errno_text(errno));
             path_out[0] = '\0';
         }
     }

@@ -425,11 +425,12 @@ void ps_thread_counts_finish(void)
         char path[PATH_MAX];
         path[0] = '\0';
         int rc = write_report(t, NULL, path, sizeof path);
+        int err = errno;
         char *kept = ps_pathtab_at(&exec_paths, t->index);
         if (kept)
             kept[0] = '\0';
         if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
-            ps_message("could not save the thread report %s", path);
+            ps_message_safe("could not save the thread report ", path, ": ", ps_save_errno_text(err));
     }
 }
 
@@ -456,9 +457,10 @@ void ps_thread_counts_exec_write(const char *why)
         char path[PATH_MAX];
         path[0] = '\0';
         int rc = write_report(t, why, path, sizeof path);
+        int err = errno;
         char *slot = ps_pathtab_slot(&exec_paths, i, n);
         if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST) {
-            ps_message("could not save the thread report %s", path);
+            ps_message_safe("could not save the thread report ", path, ": ", ps_save_errno_text(err));
             path[0] = '\0';
         }
         if (slot && path[0]) {
