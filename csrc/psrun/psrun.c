@@ -451,6 +451,49 @@ static int parse_long(const char *s, long *out)
     return 0;
 }
 
+/* The PSUITE_* variables the README documents for the library inside the
+ * program, checked here, before the program runs: a bad value is one line
+ * and exit 2, not a note the program's output buries (or nothing at all).
+ * An empty value means unset, as the library reads it.  Limits are the
+ * library's (cct.c, unwind.c, sampler.c). */
+#define CALLPATH_NODES_MAX (1L << 28)
+static void check_environment(void)
+{
+    static const struct {
+        const char *name, *valid;
+    } words[] = {
+        {"PSUITE_UNWINDER", "libunwind, libgcc or framepointer"},
+        {"PSUITE_SAMPLE_SIGNAL", "sigtrap or sigprof"},
+    };
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
+        const char *v = getenv(words[k].name);
+        if (!v || !*v)
+            continue;
+        /* the valid words, split at ", " and " or " */
+        int ok = 0;
+        for (const char *w = words[k].valid; *w && !ok;) {
+            size_t len = strcspn(w, ", ");
+            ok = len == strlen(v) && strncmp(w, v, len) == 0;
+            w += len;
+            w += strspn(w, ", ");
+            if (strncmp(w, "or ", 3) == 0)
+                w += 3;
+        }
+        if (!ok)
+            usage_error("%s=%.60s is not valid: use %s, or unset it for the default", words[k].name, v,
+                        words[k].valid);
+    }
+    const char *nodes = getenv("PSUITE_CALLPATH_NODES");
+    if (nodes && *nodes) {
+        long v = 0;
+        if (strlen(nodes) > 10 || strspn(nodes, "0123456789") != strlen(nodes) || parse_long(nodes, &v) != 0 ||
+            v < 2 || v > CALLPATH_NODES_MAX)
+            usage_error("PSUITE_CALLPATH_NODES=%.60s is not valid: use a whole number of call-path contexts from 2 "
+                        "to %ld (default 262144), or unset it",
+                        nodes, CALLPATH_NODES_MAX);
+    }
+}
+
 static void absolute_path(const char *path, char *out, size_t size, const char *what)
 {
     char buf[PATH_MAX * 2 + 2];
@@ -1534,6 +1577,8 @@ int main(int argc, char **argv)
         env_set("PSUITE_PER_THREAD", "1");
     if (opt_set[OPT_FOLLOW])
         env_set("PSUITE_FOLLOW", "1");
+
+    check_environment();
 
     /* where the reports go */
     const char *dir = opt_value[OPT_DIRECTORY] && *opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY] : getenv("PSUITE_OUTPUT_DIR");
