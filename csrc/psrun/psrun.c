@@ -754,7 +754,7 @@ static long checked_period(const char *source, const char *text, int quiet)
     if (!text) {
         if (timer)
             return DEFAULT_TIMER_PERIOD_US;
-        usage_error("--period: sampling on %s needs an overflow threshold (a count of events)", source);
+        return 0; /* the library says whether SOURCE is an event at all, or an event without its threshold */
     }
     if (parse_long(text, &period) != 0)
         usage_error("--period takes a whole number, not '%s'", text);
@@ -1521,7 +1521,9 @@ int main(int argc, char **argv)
     if (opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) {
         long period = checked_period(opt_value[OPT_PROFILE], opt_value[OPT_PERIOD], quiet);
         env_set("PSUITE_PROFILE", opt_value[OPT_PROFILE]);
-        snprintf(buf, sizeof buf, "%ld", period);
+        buf[0] = '\0'; /* 0: no threshold given (empty: none, for the library) */
+        if (period)
+            snprintf(buf, sizeof buf, "%ld", period);
         env_set("PSUITE_PERIOD", buf);
     } else if (opt_set[OPT_PERIOD]) {
         usage_error("--period goes with --profile");
@@ -1589,7 +1591,8 @@ int main(int argc, char **argv)
         usage_error("%s: directory name too long (%zu bytes; at most %d)", dir_what, strlen(dir), PATH_MAX - 1);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        usage_error("-d %s: no such directory (create it first)", dir);
+        usage_error("%s%s%s: no such directory (create it first)", dir_what,
+                    strcmp(dir_what, "-d") == 0 ? " " : "=", dir);
     if (access(dir, W_OK | X_OK) != 0 && !quiet)
         note("cannot write in %s: the program runs, but its report cannot be saved there", dir);
     char absdir[PATH_MAX];
