@@ -121,7 +121,12 @@ static void prefer_perf_for_threads(void)
             ps_perf_close(&alt);
     }
     if (!better) {
-        static const char only[] = "only the thread that starts counting is measured";
+        /* psrun -p: the thread reports are counted by perf_event, every
+         * thread (thread_counts.c); only this total is PAPI's one thread */
+        const char *only = ps_env_flag("PSUITE_PER_THREAD")
+                               ? "this process total counts only the thread that starts counting; the per-thread "
+                                 "reports count each thread through Linux perf_event"
+                               : "only the thread that starts counting is measured";
         size_t used = strlen(set.annotation);
         snprintf(set.annotation + used, sizeof set.annotation - used, "%sPAPI cannot count other threads here (%s): %s",
                  used ? "; " : "", set.no_inherit, only);

@@ -309,11 +309,17 @@ int ps_thread_counts_init(void)
     size_t used = 0;
     nevents = 0;
     note[0] = '\0';
+    const char *total_backend = ps_hwpc_backend(NULL);
+    if (total_backend && strcmp(total_backend, "PAPI") == 0) /* the report's class says perfmon: say why */
+        used = ps_strlcpy(note, "this thread counted through Linux perf_event (the process total through PAPI)",
+                          sizeof note);
+    int missing = 0;
     for (int k = 0; k < n; k++) {
         char why[192];
         if (ps_perf_lookup(counted[k], &types[nevents], &configs[nevents], why, sizeof why) != PS_EVENT_COUNTED) {
-            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", used ?
-                                     ", " : "not counted per thread (no perf_event equivalent): ", counted[k]);
+            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", missing++ ?
+                                     ", " : used ? "; not counted per thread (no perf_event equivalent): "
+                                                 : "not counted per thread (no perf_event equivalent): ", counted[k]);
             continue;
         }
         names[nevents] = counted[k];
