@@ -4,7 +4,8 @@
  * only async-signal-safe calls) and the psrun launcher.  The mask is changed
  * by the system call itself, not through pthread_sigmask: inside a measured
  * program that is psuite's own wrapper (exitpaths.c), which rewrites the
- * program's view of the faults. */
+ * program's view of the faults.  Nothing is written to a regular file the
+ * line would take past the file size limit (fsize_limit.h). */
 #ifndef PSUITE_QUIET_WRITE_H
 #define PSUITE_QUIET_WRITE_H
 
@@ -15,12 +16,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fsize_limit.h"
+
 static inline void ps_write_quietly(int fd, const char *s, size_t n)
 {
     sigset_t pipe_only, saved, pending;
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     int saved_errno = errno;
+    if (!ps_write_fits(fd, n)) { /* standard error a file at the size limit: the line is lost, not the program */
+        errno = saved_errno;
+        return;
+    }
     sigpending(&pending);
     int was_pending = sigismember(&pending, SIGPIPE);
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &saved, 8);

@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/fsize_limit.h"
 #include "../common/quiet_write.h"
 
 #ifndef PSUITE_VERSION
@@ -292,6 +293,8 @@ static __attribute__((noreturn)) void option_error(const char *fmt, ...)
 static void write_stdout_or_fail(const char *s)
 {
     size_t n = strlen(s);
+    if (!ps_write_fits(STDOUT_FILENO, n))
+        usage_error("cannot write to standard output: %s", strerror(EFBIG));
     while (n > 0) {
         ssize_t w = write(STDOUT_FILENO, s, n);
         if (w < 0 && errno == EINTR)
@@ -446,6 +449,49 @@ static int parse_long(const char *s, long *out)
         return -1;
     *out = v;
     return 0;
+}
+
+/* The PSUITE_* variables the README documents for the library inside the
+ * program, checked here, before the program runs: a bad value is one line
+ * and exit 2, not a note the program's output buries (or nothing at all).
+ * An empty value means unset, as the library reads it.  Limits are the
+ * library's (cct.c, unwind.c, sampler.c). */
+#define CALLPATH_NODES_MAX (1L << 28)
+static void check_environment(void)
+{
+    static const struct {
+        const char *name, *valid;
+    } words[] = {
+        {"PSUITE_UNWINDER", "libunwind, libgcc or framepointer"},
+        {"PSUITE_SAMPLE_SIGNAL", "sigtrap or sigprof"},
+    };
+    for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
+        const char *v = getenv(words[k].name);
+        if (!v || !*v)
+            continue;
+        /* the valid words, split at ", " and " or " */
+        int ok = 0;
+        for (const char *w = words[k].valid; *w && !ok;) {
+            size_t len = strcspn(w, ", ");
+            ok = len == strlen(v) && strncmp(w, v, len) == 0;
+            w += len;
+            w += strspn(w, ", ");
+            if (strncmp(w, "or ", 3) == 0)
+                w += 3;
+        }
+        if (!ok)
+            usage_error("%s=%.60s is not valid: use %s, or unset it for the default", words[k].name, v,
+                        words[k].valid);
+    }
+    const char *nodes = getenv("PSUITE_CALLPATH_NODES");
+    if (nodes && *nodes) {
+        long v = 0;
+        if (strlen(nodes) > 10 || strspn(nodes, "0123456789") != strlen(nodes) || parse_long(nodes, &v) != 0 ||
+            v < 2 || v > CALLPATH_NODES_MAX)
+            usage_error("PSUITE_CALLPATH_NODES=%.60s is not valid: use a whole number of call-path contexts from 2 "
+                        "to %ld (default 262144), or unset it",
+                        nodes, CALLPATH_NODES_MAX);
+    }
 }
 
 static void absolute_path(const char *path, char *out, size_t size, const char *what)
@@ -708,7 +754,7 @@ static long checked_period(const char *source, const char *text, int quiet)
     if (!text) {
         if (timer)
             return DEFAULT_TIMER_PERIOD_US;
-        usage_error("--period: sampling on %s needs an overflow threshold (a count of events)", source);
+        return 0; /* the library says whether SOURCE is an event at all, or an event without its threshold */
     }
     if (parse_long(text, &period) != 0)
         usage_error("--period takes a whole number, not '%s'", text);
@@ -894,6 +940,17 @@ static void short_host(char *out, size_t size)
             *p = '_';
 }
 
+/* Why a file could not be saved: EFBIG is the file size limit, checked
+ * before any write, so the line says which limit and how to raise it (as
+ * the runtime says it of its reports). */
+static const char *save_error_text(int err)
+{
+    if (err == EFBIG)
+        return "not written: it would exceed the file size limit (ulimit -f); raise the limit "
+               "(ulimit -f unlimited) and run again";
+    return strerror(err);
+}
+
 static void write_resource_report(struct monitor *m, pid_t pid, int status, const struct rusage *ru, char **cmd,
                                   const char *dir, const char *prefix, char *saved, size_t saved_len)
 {
@@ -960,8 +1017,8 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
         return;
     }
     size_t off = 0;
-    int err = 0;
-    while (off < b.n) {
+    int err = ps_write_fits(fd, b.n) ? 0 : EFBIG; /* never past ulimit -f: SIGXFSZ would kill psrun */
+    while (!err && off < b.n) {
         ssize_t w = write(fd, b.s + off, b.n - off);
         if (w < 0 && errno == EINTR)
             continue;
@@ -978,7 +1035,7 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
     free(b.s);
     if (err) {
         unlink(tmp);
-        note("could not save the resource report %s.xml: %s", base, strerror(err));
+        note("could not save the resource report %s.xml: %s", base, save_error_text(err));
         return;
     }
     for (int k = 0; k < 1000; k++) {
@@ -1464,7 +1521,9 @@ int main(int argc, char **argv)
     if (opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) {
         long period = checked_period(opt_value[OPT_PROFILE], opt_value[OPT_PERIOD], quiet);
         env_set("PSUITE_PROFILE", opt_value[OPT_PROFILE]);
-        snprintf(buf, sizeof buf, "%ld", period);
+        buf[0] = '\0'; /* 0: no threshold given (empty: none, for the library) */
+        if (period)
+            snprintf(buf, sizeof buf, "%ld", period);
         env_set("PSUITE_PERIOD", buf);
     } else if (opt_set[OPT_PERIOD]) {
         usage_error("--period goes with --profile");
@@ -1521,6 +1580,8 @@ int main(int argc, char **argv)
     if (opt_set[OPT_FOLLOW])
         env_set("PSUITE_FOLLOW", "1");
 
+    check_environment();
+
     /* where the reports go */
     const char *dir = opt_value[OPT_DIRECTORY] && *opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY] : getenv("PSUITE_OUTPUT_DIR");
     if (!dir || !*dir)
@@ -1530,7 +1591,8 @@ int main(int argc, char **argv)
         usage_error("%s: directory name too long (%zu bytes; at most %d)", dir_what, strlen(dir), PATH_MAX - 1);
     struct stat st;
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
-        usage_error("-d %s: no such directory (create it first)", dir);
+        usage_error("%s%s%s: no such directory (create it first)", dir_what,
+                    strcmp(dir_what, "-d") == 0 ? " " : "=", dir);
     if (access(dir, W_OK | X_OK) != 0 && !quiet)
         note("cannot write in %s: the program runs, but its report cannot be saved there", dir);
     char absdir[PATH_MAX];

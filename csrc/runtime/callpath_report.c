@@ -247,7 +247,7 @@ int ps_callpaths_write(const char *profile_path, int remember)
     if (out)
         munmap(out, bytes);
     if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST) {
-        ps_message_safe("could not save the call paths ", saved_path, ": ", ps_errno_text(errno));
+        ps_message_safe("could not save the call paths ", saved_path, ": ", ps_save_errno_text(errno));
         return rc;
     }
     if (remember)

@@ -70,8 +70,11 @@ int ps_cct_init(int depth)
     if (env && *env) {
         char *end;
         unsigned long v = strtoul(env, &end, 10);
-        if (!*end && v >= 2 && v <= (1ul << 28))
+        if (!*end && env[0] >= '0' && env[0] <= '9' && v >= 2 && v <= (1ul << 28))
             capacity = (unsigned)v;
+        else /* the library without psrun, which refuses the value before the program runs */
+            ps_message("PSUITE_CALLPATH_NODES=%.40s ignored: it must be a whole number from 2 to %lu; %u used", env,
+                       1ul << 28, capacity);
     }
     return 0;
 }

@@ -98,6 +98,20 @@ typedef struct {
     char err[PATH_MAX + 512];
 } parse_ctx_t;
 
+static int default_config(char *path, size_t len);
+
+/* The way out of a configuration that is not XML: the shipped example of
+ * an event list, or psprocess writing a sampling configuration. */
+static void how_to_fix(char *err, size_t err_len)
+{
+    char example[PATH_MAX];
+    size_t used = strlen(err);
+    if (default_config(example, sizeof example) != 0)
+        ps_strlcpy(example, "configs/default.xml", sizeof example);
+    snprintf(err + used, err_len - used, ": correct it, or start from the event list %s (<ps_hwpc_eventlist>), or "
+             "write a <ps_hwpc_profile> with psprocess --calibrate --write-config FILE", example);
+}
+
 static ps_hwpc_config_t parsed; /* large: not on the stack of the program's start-up */
 /* <ps_hwpc_profile callpath="yes|no|N"> of the file parsed into `parsed`
  * ("": not given); not in ps_hwpc_config_t, whose layout is public. */
@@ -443,8 +457,16 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
                 ps_strlcpy(msg, c->err, sizeof msg);
             else
                 snprintf(msg, sizeof msg, "%s", xp.error_string(xp.error_code(c->parser)));
-            snprintf(err, err_len, "configuration %s is not well-formed XML (%s, line %lu, column %lu)", path, msg,
-                     (unsigned long)xp.line(c->parser), (unsigned long)xp.column(c->parser) + 1);
+            size_t blank = 0;
+            while (blank < len && (data[blank] == ' ' || data[blank] == '\t' || data[blank] == '\r' ||
+                                   data[blank] == '\n'))
+                blank++;
+            if (blank == len)
+                snprintf(err, err_len, "configuration %s is empty", path);
+            else
+                snprintf(err, err_len, "configuration %s is not well-formed XML (%s, line %lu, column %lu)", path,
+                         msg, (unsigned long)xp.line(c->parser), (unsigned long)xp.column(c->parser) + 1);
+            how_to_fix(err, err_len);
         }
         rc = PS_HWPC_ECONFIG;
     } else if (out->kind == PS_CONFIG_PROFILE && out->nevents != 1) {
@@ -717,7 +739,18 @@ static int parse_profile_event(ps_profcfg_t *cfg, const char *name, const char *
         return PS_HWPC_ECONFIG;
     }
     if (cfg->kind == PS_PROF_EVENT && !cfg->threshold) {
-        snprintf(why, why_len, "%s: event %s needs an overflow threshold (a count of events)", where, name);
+        /* a name that is no event is said as such, not as a missing threshold */
+        unsigned type;
+        unsigned long long config;
+        char lwhy[192];
+        if (ps_perf_lookup(name, &type, &config, lwhy, sizeof lwhy) != PS_EVENT_COUNTED) {
+            snprintf(why, why_len, "cannot sample on %s: %s", name, lwhy);
+            return PS_HWPC_ENOEVENT;
+        }
+        if (strcmp(where, "PSUITE_PERIOD") == 0 && ps_env_flag("PSUITE_PRELOAD")) /* psrun --profile */
+            snprintf(why, why_len, "--period: sampling on %s needs an overflow threshold (a count of events)", name);
+        else
+            snprintf(why, why_len, "%s: event %s needs an overflow threshold (a count of events)", where, name);
         return PS_HWPC_ECONFIG;
     }
     return PS_HWPC_OK;

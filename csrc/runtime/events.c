@@ -9,6 +9,10 @@
 
 #include "internal.h"
 
+#ifndef PERF_COUNT_SW_CGROUP_SWITCHES /* Linux 5.13; older headers lack it */
+#define PERF_COUNT_SW_CGROUP_SWITCHES 11
+#endif
+
 typedef struct {
     const char *name;
     const char *desc;
@@ -70,6 +74,8 @@ static const generic_t generic[] = {
      "Alignment faults"},
     {"emulation-faults", "EMULATION-FAULTS", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_EMULATION_FAULTS,
      "Emulation faults"},
+    {"cgroup-switches", "CGROUP-SWITCHES", NULL, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CGROUP_SWITCHES,
+     "Context switches to a task in another cgroup"},
     {"cycles", "CYCLES", "PAPI_TOT_CYC", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, "CPU cycles"},
     {"instructions", "INSTRUCTIONS", "PAPI_TOT_INS", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS,
      "Instructions retired"},
@@ -122,8 +128,22 @@ const char *ps_perf_catalogue(int index, const char **desc, const char **papi_al
     return generic[index].name;
 }
 
-/* "perf::PAGE-FAULTS" (or "page-faults") -> the generic entry.  The PAPI
- * perf_event component also knows PERF_COUNT_SW_* spellings; accept those. */
+/* The other names PAPI's perf_event component (libpfm4's perf table) gives
+ * the same events, without perf::, as psinv lists them: its short names, and
+ * the PERF_COUNT_* spellings that do not turn into perf_alias by dropping
+ * PERF_COUNT_[HS]W_ and writing '-' for '_'.  -> the perf tool's name. */
+static const struct {
+    const char *papi_name, *perf_name;
+} papi_spellings[] = {
+    {"FAULTS", "page-faults"},           {"CS", "context-switches"},
+    {"MIGRATIONS", "cpu-migrations"},    {"PAGE-FAULTS-MIN", "minor-faults"},
+    {"PAGE-FAULTS-MAJ", "major-faults"}, {"CPU-CYCLES", "cycles"},
+    {"REF-CPU-CYCLES", "ref-cycles"},
+};
+
+/* "perf::PAGE-FAULTS" (or "page-faults", "perf::FAULTS") -> the generic
+ * entry.  The PAPI perf_event component also knows PERF_COUNT_SW_*
+ * spellings; accept those. */
 static const generic_t *find_generic(const char *name)
 {
     const char *bare = strncmp(name, "perf::", 6) == 0 ? name + 6 : name;
@@ -138,6 +158,11 @@ static const generic_t *find_generic(const char *name)
         spelled[i] = '\0';
         bare = spelled;
     }
+    for (size_t i = 0; i < sizeof papi_spellings / sizeof papi_spellings[0]; i++)
+        if (strcasecmp(papi_spellings[i].papi_name, bare) == 0) {
+            bare = papi_spellings[i].perf_name;
+            break;
+        }
     for (size_t i = 0; i < NGENERIC; i++) {
         if (strcmp(generic[i].name, bare) == 0 || strcasecmp(generic[i].perf_alias, bare) == 0)
             return &generic[i];
@@ -181,6 +206,10 @@ const char *ps_perf_to_papi_native(const char *name)
     const generic_t *g = find_generic(name);
     if (!g || strncmp(name, "PAPI_", 5) == 0)
         return NULL;
+    if (strncmp(name, "perf::", 6) == 0) /* PAPI's own short names (perf::CS) stay as the user wrote them */
+        for (size_t i = 0; i < sizeof papi_spellings / sizeof papi_spellings[0]; i++)
+            if (strcasecmp(papi_spellings[i].papi_name, name + 6) == 0)
+                return NULL;
     snprintf(spelled, sizeof spelled, "perf::%s", g->perf_alias);
     return spelled;
 }

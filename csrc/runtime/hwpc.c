@@ -121,7 +121,12 @@ static void prefer_perf_for_threads(void)
             ps_perf_close(&alt);
     }
     if (!better) {
-        static const char only[] = "only the thread that starts counting is measured";
+        /* psrun -p: the thread reports are counted by perf_event, every
+         * thread (thread_counts.c); only this total is PAPI's one thread */
+        const char *only = ps_env_flag("PSUITE_PER_THREAD")
+                               ? "this process total counts only the thread that starts counting; the per-thread "
+                                 "reports count each thread through Linux perf_event"
+                               : "only the thread that starts counting is measured";
         size_t used = strlen(set.annotation);
         snprintf(set.annotation + used, sizeof set.annotation - used, "%sPAPI cannot count other threads here (%s): %s",
                  used ? "; " : "", set.no_inherit, only);
@@ -309,7 +314,7 @@ PS_API int ps_hwpc_stop(const char *name)
             ps_message_safe("an output file existed already; report saved as ", path, NULL, NULL);
             rc = PS_HWPC_OK;
         } else if (rc != PS_HWPC_OK)
-            ps_message_safe("could not save the report ", path, ": ", ps_errno_text(errno));
+            ps_message_safe("could not save the report ", path, ": ", ps_save_errno_text(errno));
         else if (verbose)
             ps_message_safe("report written to ", path, NULL, NULL);
         set.ncounted = ncounted;
@@ -346,7 +351,7 @@ int ps_hwpc_exec_write(const char *why, char *path_out, size_t path_len)
         if (rc == PS_HWPC_EEXIST)
             rc = PS_HWPC_OK;
         else if (rc != PS_HWPC_OK) {
-            ps_message_safe("could not save the report ", path_out, ": ", ps_errno_text(errno));
+            ps_message_safe("could not save the report ", path_out, ": ", ps_save_errno_text(errno));
             path_out[0] = '\0';
         }
     }

@@ -440,6 +440,7 @@ void ps_messages_prepare(void);
 void ps_message_safe(const char *a, const char *b, const char *c, const char *d);
 void ps_note_safe(const char *a, const char *b);
 const char *ps_errno_text(int err);  /* untranslated, static: async-signal-safe */
+const char *ps_save_errno_text(int err); /* ps_errno_text, EFBIG told as the file size limit */
 
 /* buildid.c: the executable's GNU build-id in hex, from its mapped notes
  * (async-signal-safe); -1 when it has none */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../common/fsize_limit.h"
 
 typedef int (*main_fn)(int, char **, char **);
 typedef int (*start_main_fn)(main_fn, int, char **, void (*)(void), void (*)(void), void (*)(void), void *);
@@ -124,7 +125,7 @@ static void note_peak_memory(void)
     ps_buf_str(&b, "\n");
     int fd = open(peak_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
     if (fd >= 0) {
-        if (write(fd, line, strlen(line)) < 0) { /* nothing more to do: psrun falls back on its samples */
+        if (ps_write_fits(fd, strlen(line)) && write(fd, line, strlen(line)) < 0) { /* nothing more to do: psrun falls back on its samples */
         }
         close(fd);
     }
@@ -252,7 +253,7 @@ static __attribute__((noreturn)) void refuse(void)
     if (path) {
         int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd >= 0) {
-            if (write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
+            if (ps_write_fits(fd, 8) && write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
             }
             close(fd);
         }

@@ -448,7 +448,7 @@ static void said(int rc, const char *path)
     if (rc == PS_HWPC_EEXIST)
         ps_message_safe("an output file existed already; report saved as ", path, NULL, NULL);
     else if (rc != PS_HWPC_OK)
-        ps_message_safe("could not save the report ", path, ": ", ps_errno_text(errno));
+        ps_message_safe("could not save the report ", path, ": ", ps_save_errno_text(errno));
 }
 
 /* The profiles written before an exec, taken back if it fails: their paths

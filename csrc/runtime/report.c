@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../common/fsize_limit.h"
 
 #ifndef PSUITE_VERSION
 #define PSUITE_VERSION "0"
@@ -521,8 +522,12 @@ void ps_report_path(const char *name, const char *tag, char *path, size_t len)
     report_path(prepared(), name, thread, path, len);
 }
 
+/* 0, or -1 (errno); EFBIG, nothing written, when the data would take the
+ * file past the file size limit (fsize_limit.h) */
 static int write_all(int fd, const char *p, size_t n)
 {
+    if (!ps_write_fits(fd, n))
+        return -1;
     while (n) {
         ssize_t w = write(fd, p, n);
         if (w < 0 && errno == EINTR)
@@ -591,8 +596,10 @@ static void manifest_add(const char *path)
     int fd = b.failed ? -1 : open(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
         return; /* psrun then files what it finds: nothing more to do here */
-    ssize_t w = write(fd, record, b.len + 1); /* the record and its NUL; a failed one is not filed */
-    (void)w;
+    if (ps_write_fits(fd, b.len + 1)) { /* past the file size limit: not filed either */
+        ssize_t w = write(fd, record, b.len + 1); /* the record and its NUL; a failed one is not filed */
+        (void)w;
+    }
     close(fd);
 }
 

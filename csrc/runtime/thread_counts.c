@@ -309,11 +309,17 @@ int ps_thread_counts_init(void)
     size_t used = 0;
     nevents = 0;
     note[0] = '\0';
+    const char *total_backend = ps_hwpc_backend(NULL);
+    if (total_backend && strcmp(total_backend, "PAPI") == 0) /* the report's class says perfmon: say why */
+        used = ps_strlcpy(note, "this thread counted through Linux perf_event (the process total through PAPI)",
+                          sizeof note);
+    int missing = 0;
     for (int k = 0; k < n; k++) {
         char why[192];
         if (ps_perf_lookup(counted[k], &types[nevents], &configs[nevents], why, sizeof why) != PS_EVENT_COUNTED) {
-            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", used ?
-                                     ", " : "not counted per thread (no perf_event equivalent): ", counted[k]);
+            used += (size_t)snprintf(note + used, used < sizeof note ? sizeof note - used : 0, "%s%s", missing++ ?
+                                     ", " : used ? "; not counted per thread (no perf_event equivalent): "
+                                                 : "not counted per thread (no perf_event equivalent): ", counted[k]);
             continue;
         }
         names[nevents] = counted[k];
@@ -425,11 +431,12 @@ void ps_thread_counts_finish(void)
         char path[PATH_MAX];
         path[0] = '\0';
         int rc = write_report(t, NULL, path, sizeof path);
+        int err = errno;
         char *kept = ps_pathtab_at(&exec_paths, t->index);
         if (kept)
             kept[0] = '\0';
         if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
-            ps_message("could not save the thread report %s", path);
+            ps_message_safe("could not save the thread report ", path, ": ", ps_save_errno_text(err));
     }
 }
 
@@ -456,9 +463,10 @@ void ps_thread_counts_exec_write(const char *why)
         char path[PATH_MAX];
         path[0] = '\0';
         int rc = write_report(t, why, path, sizeof path);
+        int err = errno;
         char *slot = ps_pathtab_slot(&exec_paths, i, n);
         if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST) {
-            ps_message("could not save the thread report %s", path);
+            ps_message_safe("could not save the thread report ", path, ": ", ps_save_errno_text(err));
             path[0] = '\0';
         }
         if (slot && path[0]) {

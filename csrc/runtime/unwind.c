@@ -90,8 +90,14 @@ int ps_unwind_init(char *note, size_t len)
         for (int k = 1; k <= PS_UNW_FRAMEPOINTER; k++)
             if (strcmp(force, names[k]) == 0)
                 want = k;
-        if (!want)
-            ps_strlcpy(note, "PSUITE_UNWINDER must be libunwind, libgcc or framepointer; ", len);
+        if (!want) { /* the library without psrun, which refuses the value before the program runs */
+            ps_strlcpy(note, "PSUITE_UNWINDER=", len);
+            size_t used = strlen(note);
+            if (used < len) /* the value, cut to keep the note one short line */
+                ps_strlcpy(note + used, force, len - used < 41 ? len - used : 41);
+            ps_strlcpy(note + strlen(note), " ignored: it must be libunwind, libgcc or framepointer",
+                       len - strlen(note));
+        }
     }
     which = PS_UNW_NONE;
     if ((want == PS_UNW_NONE || want == PS_UNW_LIBUNWIND) && load_libunwind())

@@ -378,6 +378,17 @@ const char *ps_errno_text(int err)
     }
 }
 
+/* Why a report could not be saved: EFBIG is the file size limit, refused
+ * before any write (fsize_limit.h), so the line says which limit and how to
+ * raise it. */
+const char *ps_save_errno_text(int err)
+{
+    if (err == EFBIG)
+        return "not written: it would exceed the file size limit (ulimit -f); raise the limit "
+               "(ulimit -f unlimited) and run again";
+    return ps_errno_text(err);
+}
+
 /* ---- reports written before an exec, by index ---------------------------- */
 
 char *ps_pathtab_at(ps_pathtab_t *t, int k) { return k >= 0 && k < t->n ? t->paths[k] : NULL; }
