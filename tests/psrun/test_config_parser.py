@@ -60,6 +60,11 @@ EXPECTED = {
     "external_dtd": ["task-clock"],
 }
 
+# the way out libpshwpc names for a configuration that is not XML: the event list shipped beside it
+EXAMPLE = os.path.join(os.path.dirname(os.path.realpath(library_path())), "configs", "default.xml")
+HOW_TO_FIX = (f": correct it, or start from the event list {EXAMPLE} (<ps_hwpc_eventlist>), or write a "
+              "<ps_hwpc_profile> with psprocess --calibrate --write-config FILE").replace("{", "{{").replace("}", "}}")
+
 BROKEN = {
     "billion_laughs": (
         b'<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">'
@@ -86,9 +91,10 @@ BROKEN = {
         "{p}: entity &more; is not defined (a configuration's external DTD is never read); write the text in "
         "place of the reference"),
     "unclosed": (b"<ps_hwpc_eventlist class='PAPI'><ps_hwpc_event name='x'>",
-                 "configuration {p} is not well-formed XML (no element found, line 1, column 57)"),
+                 "configuration {p} is not well-formed XML (no element found, line 1, column 57)" + HOW_TO_FIX),
     "two_roots": (eventlist(EV.format("task-clock")) * 2,
-                  "configuration {p} is not well-formed XML (junk after document element, line 1, column 87)"),
+                  "configuration {p} is not well-formed XML (junk after document element, line 1, column 87)"
+                  + HOW_TO_FIX),
     "unexpected_element": (eventlist("<event name='x'/>"),
                            "{p}: unexpected element <event> in <ps_hwpc_eventlist>"),
     "no_name": (eventlist('<ps_hwpc_event type="native" name="  "/>'),
