@@ -24,10 +24,12 @@ static inline void ps_write_quietly(int fd, const char *s, size_t n)
     sigemptyset(&pipe_only);
     sigaddset(&pipe_only, SIGPIPE);
     int saved_errno = errno;
-    if (!ps_write_fits(fd, n)) { /* standard error a file at the size limit: the line is lost, not the program */
+    if (!ps_write_fits(fd, n)) { /* standard error is a file at its size limit: the line is lost, not the program */
         errno = saved_errno;
         return;
     }
+    ps_xfsz_hold_t xfsz; /* the program's own writes may reach the limit in between */
+    ps_xfsz_hold(&xfsz);
     sigpending(&pending);
     int was_pending = sigismember(&pending, SIGPIPE);
     syscall(SYS_rt_sigprocmask, SIG_BLOCK, &pipe_only, &saved, 8);
@@ -47,6 +49,7 @@ static inline void ps_write_quietly(int fd, const char *s, size_t n)
             sigtimedwait(&pipe_only, NULL, &zero);
     }
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &saved, NULL, 8);
+    ps_xfsz_release(&xfsz);
     errno = saved_errno;
 }
 

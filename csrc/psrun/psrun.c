@@ -294,7 +294,7 @@ static void write_stdout_or_fail(const char *s)
 {
     size_t n = strlen(s);
     if (!ps_write_fits(STDOUT_FILENO, n))
-        usage_error("cannot write to standard output: %s", strerror(EFBIG));
+        usage_error("cannot write to standard output: it would exceed the file size limit (ulimit -f); raise it");
     while (n > 0) {
         ssize_t w = write(STDOUT_FILENO, s, n);
         if (w < 0 && errno == EINTR)
@@ -946,7 +946,7 @@ static void short_host(char *out, size_t size)
 static const char *save_error_text(int err)
 {
     if (err == EFBIG)
-        return "not written: it would exceed the file size limit (ulimit -f); raise the limit "
+        return "it would exceed the file size limit (ulimit -f); raise the limit "
                "(ulimit -f unlimited) and run again";
     return strerror(err);
 }

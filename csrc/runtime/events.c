@@ -134,11 +134,13 @@ const char *ps_perf_catalogue(int index, const char **desc, const char **papi_al
  * PERF_COUNT_[HS]W_ and writing '-' for '_'.  -> the perf tool's name. */
 static const struct {
     const char *papi_name, *perf_name;
+    int pfm_name; /* a name of libpfm4's own table (perf::CS), kept as written for PAPI; else only the
+                   * PERF_COUNT_* spelling's (PAGE-FAULTS-MIN), which PAPI knows as perf::MINOR-FAULTS */
 } papi_spellings[] = {
-    {"FAULTS", "page-faults"},           {"CS", "context-switches"},
-    {"MIGRATIONS", "cpu-migrations"},    {"PAGE-FAULTS-MIN", "minor-faults"},
-    {"PAGE-FAULTS-MAJ", "major-faults"}, {"CPU-CYCLES", "cycles"},
-    {"REF-CPU-CYCLES", "ref-cycles"},
+    {"FAULTS", "page-faults", 1},          {"CS", "context-switches", 1},
+    {"MIGRATIONS", "cpu-migrations", 1},   {"PAGE-FAULTS-MIN", "minor-faults", 0},
+    {"PAGE-FAULTS-MAJ", "major-faults", 0}, {"CPU-CYCLES", "cycles", 1},
+    {"REF-CPU-CYCLES", "ref-cycles", 0},
 };
 
 /* "perf::PAGE-FAULTS" (or "page-faults", "perf::FAULTS") -> the generic
@@ -208,7 +210,7 @@ const char *ps_perf_to_papi_native(const char *name)
         return NULL;
     if (strncmp(name, "perf::", 6) == 0) /* PAPI's own short names (perf::CS) stay as the user wrote them */
         for (size_t i = 0; i < sizeof papi_spellings / sizeof papi_spellings[0]; i++)
-            if (strcasecmp(papi_spellings[i].papi_name, name + 6) == 0)
+            if (papi_spellings[i].pfm_name && strcasecmp(papi_spellings[i].papi_name, name + 6) == 0)
                 return NULL;
     snprintf(spelled, sizeof spelled, "perf::%s", g->perf_alias);
     return spelled;

@@ -597,8 +597,11 @@ static void manifest_add(const char *path)
     if (fd < 0)
         return; /* psrun then files what it finds: nothing more to do here */
     if (ps_write_fits(fd, b.len + 1)) { /* past the file size limit: not filed either */
+        ps_xfsz_hold_t xfsz; /* followed processes append too: the limit may be reached in between */
+        ps_xfsz_hold(&xfsz);
         ssize_t w = write(fd, record, b.len + 1); /* the record and its NUL; a failed one is not filed */
         (void)w;
+        ps_xfsz_release(&xfsz);
     }
     close(fd);
 }

@@ -384,7 +384,7 @@ const char *ps_errno_text(int err)
 const char *ps_save_errno_text(int err)
 {
     if (err == EFBIG)
-        return "not written: it would exceed the file size limit (ulimit -f); raise the limit "
+        return "it would exceed the file size limit (ulimit -f); raise the limit "
                "(ulimit -f unlimited) and run again";
     return ps_errno_text(err);
 }

@@ -85,3 +85,14 @@ def test_every_available_event_counts_with_either_backend(targets, workdir, back
         elif value < 0:
             failures.append((name, "value", value))
     assert failures == []
+
+
+@pytest.mark.parametrize("name", ["perf::PAGE-FAULTS-MIN", "perf::MINOR-FAULTS", "minor-faults"])
+def test_minor_faults_in_any_spelling_count_with_papi(targets, workdir, name):
+    """perf::PAGE-FAULTS-MIN (from PAPI's PERF_COUNT_SW_PAGE_FAULTS_MIN) is no
+    name of libpfm4's table: PAPI is given perf::MINOR-FAULTS for it."""
+    p = run_tool("psrun", "-q", "-e", name, "--backend", "PAPI", targets["work"], str(PAGES), "0", "0")
+    assert p.returncode == 0 and p.stdout == f"work done: {PAGES} pages\n", p.stderr
+    [report] = reports(workdir)
+    [event] = validate(report, "hwpcreport-0.3.dtd").iter("hwpcevent")
+    assert int(event.text) >= PAGES
