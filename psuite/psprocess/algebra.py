@@ -348,15 +348,22 @@ def _without(metrics: list[Metric], names: Sequence[str]) -> list[Metric]:
             for i in keep]
 
 
-def _plan(inputs: Sequence[Experiment], collapse: bool, prefer_last: bool = False,
-          consume: bool = False, drop_ratios: bool = False) -> _Plan:
-    inputs = list(inputs)
+def _checked(experiments: Sequence[Experiment]) -> tuple[list[Experiment], list[str]]:
+    """The inputs, each checked, with their names; profiles of different
+    sampling events refused (_check_events)."""
+    inputs = list(experiments)
     if not inputs:
         raise AlgebraError("no experiments given: give at least one input")
     for e in inputs:
         e.check()
     names = [_name(e, i) for i, e in enumerate(inputs)]
     _check_events(inputs, names)
+    return inputs, names
+
+
+def _plan(inputs: Sequence[Experiment], collapse: bool, prefer_last: bool = False,
+          consume: bool = False, drop_ratios: bool = False) -> _Plan:
+    inputs, names = _checked(inputs)
     metrics = _unify_metrics(inputs, prefer_last)
     left_out = _no_formula(inputs, metrics) if drop_ratios else []
     if left_out:
@@ -500,13 +507,7 @@ def side_by_side(experiments: Sequence[Experiment]) -> Experiment:
     unified as for the other operations; locations are not matched but
     kept apart: when two inputs have a location of the same (rank, thread),
     the processes are renumbered 0, 1 ... in input order."""
-    inputs = list(experiments)
-    if not inputs:
-        raise AlgebraError("no experiments given: give at least one input")
-    for e in inputs:
-        e.check()
-    names = [_name(e, i) for i, e in enumerate(inputs)]
-    _check_events(inputs, names)
+    inputs, names = _checked(experiments)
     metrics = _unify_metrics(inputs, False)
     regions, cnodes, rows, unique = _unify_calltrees(inputs)
     keys = [loc.key for e in inputs for loc in e.locations]
