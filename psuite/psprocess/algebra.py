@@ -141,9 +141,9 @@ class _Plan:
         kept = [m.name for m in self.metrics if m.name in _named(self.inputs, NO_FORMULA)]
         if kept:  # ratios a merge kept as values: still none to subtract from a later result
             attributes[NO_FORMULA] = "\n".join(kept)
-        events = {e.attributes.get(SAMPLED_ON) for e in self.inputs}
-        if len(events) == 1 and None not in events:  # a result of profiles is a profile of that event
-            attributes[SAMPLED_ON] = events.pop()
+        events = [e.attributes.get(SAMPLED_ON) for e in self.inputs]  # one event (_check_events), maybe spelt twice
+        if events and None not in events:  # a result of profiles is a profile of that event
+            attributes[SAMPLED_ON] = events[0]
         return Experiment(metrics=[dataclasses.replace(m) for m in self.metrics], regions=list(self.regions),
                           cnodes=list(self.cnodes), locations=list(self.locations), attributes=attributes)
 
@@ -320,8 +320,10 @@ def _check_events(inputs: Sequence[Experiment], names: Sequence[str]) -> None:
     """Profiles sampled on different events (experiments.SAMPLED_ON) are
     not combined: their samples are of different units."""
     seen = [(n, e.attributes[SAMPLED_ON]) for n, e in zip(names, inputs, strict=True) if SAMPLED_ON in e.attributes]
+    from psuite.psprocess.combine import same_event
+
     for name, event in seen[1:]:
-        if event != seen[0][1]:
+        if not same_event(event, seen[0][1]):
             raise AlgebraError(f"{seen[0][0]} was sampled on {seen[0][1] or 'no event'} and {name} on "
                                f"{event or 'no event'}: samples of different events do not add up; give profiles "
                                "of one event")
@@ -505,26 +507,26 @@ def side_by_side(experiments: Sequence[Experiment]) -> Experiment:
     (psprocess -c of CUBE files: the ranks and threads of several cubes in
     one view, as -c shows PerfSuite documents).  Metrics and call paths are
     unified as for the other operations; locations are not matched but
-    kept apart: when two inputs have a location of the same (rank, thread),
-    the processes are renumbered 0, 1 ... in input order."""
+    kept apart: an input whose process ranks an earlier input already uses
+    (two runs' rank 0, whatever their threads) gets the next free ranks."""
     inputs, names = _checked(experiments)
     metrics = _unify_metrics(inputs, False)
     regions, cnodes, rows, unique = _unify_calltrees(inputs)
-    keys = [loc.key for e in inputs for loc in e.locations]
     locations: list[Location] = []
     offsets: list[int] = []
     for e in inputs:
         offsets.append(len(locations))
-        if len(set(keys)) == len(keys):
+        used = {loc.rank for loc in locations}
+        own = sorted({loc.rank for loc in e.locations})
+        if not used.intersection(own):  # ranks of one job given as cubes of their own stay as they were
             locations += e.locations
             continue
-        ranks = {r: len({loc.rank for loc in locations}) + k  # the next free process numbers
-                 for k, r in enumerate(sorted({loc.rank for loc in e.locations}))}
+        ranks = {r: max(used) + 1 + k for k, r in enumerate(own)}
         locations += [dataclasses.replace(loc, rank=ranks[loc.rank]) for loc in e.locations]
     attributes = {"operation": f"combine({', '.join(names)})"}
-    events = {e.attributes.get(SAMPLED_ON) for e in inputs}
-    if len(events) == 1 and None not in events:
-        attributes[SAMPLED_ON] = events.pop()
+    events = [e.attributes.get(SAMPLED_ON) for e in inputs]
+    if events and None not in events:
+        attributes[SAMPLED_ON] = events[0]
     result = Experiment(metrics=metrics, regions=regions, cnodes=cnodes, locations=locations, attributes=attributes)
     for m in result.metrics:
         if m.derived:

@@ -186,6 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return subcommands.main(argv)
     args = build_parser().parse_args(_bare_calltree(argv))
     option_scope.check(args)  # an option that would do nothing here is refused, not ignored
+    threshold_given = args.threshold is not None  # (fill_defaults gives it its default)
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
     archive = _archive_request(args)  # psbase filing: checked before anything is read
@@ -204,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         shown = _cube_html(args, exports)
         if shown is not None:
             return shown
-    cube_chunks = _cube_report(args, exports)
+    cube_chunks = _cube_report(args, exports, threshold_given)
     if cube_chunks is not None:
         _emit(args, cube_chunks)
         return 0
@@ -226,6 +227,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports = [_prepare(load(source), derive) for source in pair_companions(list(args.inputs))]
         subject = reports[0]
     _check_callpaths(args, exports, reports)
+    if threshold_given and not any(_of_profiles(r) for r in reports):
+        raise UsageError(f"--threshold hides functions of profiles, and {reports[0].source or 'the input'} is no "
+                         "profile; leave it out")
     for name, path in exports:
         done = exporters[name].write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
@@ -273,7 +277,7 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
     return 0
 
 
-def _cube_report(args, exports: list[tuple[str, str]]):
+def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     """The text, json or csv report of CUBE files (experiments.cube_report),
     in pieces; None when no input is one (asked first without numpy)."""
     from psuite.psprocess.readers import is_cube
@@ -288,8 +292,17 @@ def _cube_report(args, exports: list[tuple[str, str]]):
         return None
     from psuite.psprocess import experiments
 
-    refused = [f"--{name}" for name, _ in exports] + (["--calltree"] if args.calltree else [])
+    given = [("--calltree", bool(args.calltree)), ("--threshold", threshold_given), ("-m", bool(args.metrics)),
+             ("--no-standard-metrics", args.no_standard_metrics)]  # what only PerfSuite documents have
+    refused = [f"--{name}" for name, _ in exports] + [flag for flag, on in given if on]
     return experiments.cube_report(args.inputs, args.format, args.combine, refused, warn=_warn)
+
+
+def _of_profiles(report) -> bool:
+    """A profile, or a combination of profiles."""
+    from psuite.report import MultiReport, ProfileReport
+
+    return isinstance(report, ProfileReport) or (isinstance(report, MultiReport) and report.of_profiles)
 
 
 def _with_callpaths(reports: list) -> bool:

@@ -233,6 +233,12 @@ def combine(sources: list[str], load: Callable[[str], object], derive: Callable[
     return summarize(gathered)
 
 
+def same_event(a: str | None, b: str | None) -> bool:
+    """Whether two sampling events are one, however spelt (task-clock and
+    perf::TASK-CLOCK, cycles and PAPI_TOT_CYC)."""
+    return a == b or (bool(a) and bool(b) and canonical(a) == canonical(b))
+
+
 def same_sampling(profiles: list[ProfileReport]) -> None:
     """InputError unless the profiles sample one event: the combination
     sums and compares their samples, and a sample of wall time (ITIMER_REAL)
@@ -241,7 +247,7 @@ def same_sampling(profiles: list[ProfileReport]) -> None:
         return
     first = profiles[0]
     for p in profiles[1:]:
-        if canonical(p.event) != canonical(first.event):
+        if not same_event(p.event, first.event):
             raise InputError(f"-c: {first.source} samples {first.event or 'an unnamed event'} and {p.source} "
                              f"samples {p.event or 'an unnamed event'}: samples of different events cannot be "
                              "summed; combine each event's profiles separately")
