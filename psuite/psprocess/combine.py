@@ -248,7 +248,7 @@ def same_sampling(profiles: list[ProfileReport]) -> None:
     first = profiles[0]
     for p in profiles[1:]:
         if not same_event(p.event, first.event):
-            raise InputError(f"-c: {first.source} samples {first.event or 'an unnamed event'} and {p.source} "
+            raise InputError(f"{first.source} samples {first.event or 'an unnamed event'} and {p.source} "
                              f"samples {p.event or 'an unnamed event'}: samples of different events cannot be "
                              "summed; combine each event's profiles separately")
 

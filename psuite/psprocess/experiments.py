@@ -119,17 +119,12 @@ def from_report(report, definitions: list | None = None) -> Experiment:
 
 
 def _one_event(reports: list) -> str:
-    """The event the profiles were sampled on; UsageError when they differ:
-    a sample of ITIMER_REAL and one of task-clock are not the same unit."""
-    from psuite.psprocess.combine import same_event
+    """The event the profiles were sampled on (combine.same_sampling refuses
+    profiles of different events: their samples are not one unit)."""
+    from psuite.psprocess.combine import same_sampling
 
-    first = reports[0]
-    for r in reports[1:]:
-        if not same_event(r.event, first.event):
-            raise UsageError(f"{r.source or 'a profile'} was sampled on {r.event or 'no event'} and "
-                             f"{first.source or 'another'} on {first.event or 'no event'}: samples of different "
-                             "events do not add up; combine profiles of one event")
-    return first.event
+    same_sampling(reports)
+    return reports[0].event
 
 
 def _program(report) -> str:
