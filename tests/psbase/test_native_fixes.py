@@ -22,15 +22,7 @@ from psuite.psbase.store import Store
 from tests.conftest import TARGETS, run_tool
 from tests.psbase.test_cli import ok, psbase
 from tests.psbase.test_filing_ranks import mpirun_psrun
-from tests.psbase.test_native import PROGRAM, archive, file, psrun, xml_events  # noqa: F401  (fixture)
-
-
-@pytest.fixture(scope="module")
-def program(tmp_path_factory) -> str:
-    out = tmp_path_factory.mktemp("psbase_native_fixes")
-    (out / "spin.c").write_text(PROGRAM)
-    subprocess.run(["cc", "-O1", "-g", "-o", str(out / "spin"), str(out / "spin.c")], check=True)
-    return str(out / "spin")
+from tests.psbase.test_native import archive, file, program, psrun, xml_events  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -139,55 +131,28 @@ def test_profile_line_summary_rows(tmp_path, program, archive, db_url):  # noqa:
     # a query of samples by function sees only the function rows, one of line_samples only the line rows
     archive.close()
     env = {"PSBASE_DB": db_url}
-    by_function = json.loads(
-        ok(
-            psbase(
-                "query",
-                "app",
-                "samples",
-                "--by",
-                "function",
-                "--stat",
-                "mean,count",
-                "-f",
-                "json",
-                cwd=tmp_path,
-                env=env,
-            )
-        )
-    )
-    assert sum(r["samples mean"] * r["samples count"] for r in by_function["rows"]) == total
-    assert None not in {r["function"] for r in by_function["rows"]}
-    by_line = json.loads(
-        ok(
-            psbase(
-                "query",
-                "app",
-                "line_samples",
-                "--by",
-                "line_file",
-                "--by",
-                "line",
-                "--stat",
-                "mean,count",
-                "-f",
-                "json",
-                cwd=tmp_path,
-                env=env,
-            )
-        )
-    )
+
+    def mean_and_count(result: str, *by: str) -> list[dict]:
+        """psbase query app RESULT --by ... --stat mean,count -f json: its rows."""
+        args = [a for name in by for a in ("--by", name)]
+        out = psbase("query", "app", result, *args, "--stat", "mean,count", "-f", "json", cwd=tmp_path, env=env)
+        return json.loads(ok(out))["rows"]
+
+    by_function = mean_and_count("samples", "function")
+    assert sum(r["samples mean"] * r["samples count"] for r in by_function) == total
+    assert None not in {r["function"] for r in by_function}
+    by_line = mean_and_count("line_samples", "line_file", "line")
     per_line: dict[tuple[str, int], int] = {}
     for (_, src, n), k in expected.items():
         per_line[(src, n)] = per_line.get((src, n), 0) + k
-    got = {(r["line_file"], r["line"]): r["line_samples mean"] * r["line_samples count"] for r in by_line["rows"]}
+    got = {(r["line_file"], r["line"]): r["line_samples mean"] * r["line_samples count"] for r in by_line}
     assert got == per_line
 
 
 ZONE = "Asia/Kolkata"  # +05:30 all year: no daylight saving time to guess
 
 
-def test_dates_filed_in_utc_from_another_time_zone(tmp_path, program, db_url):
+def test_dates_filed_in_utc_from_another_time_zone(tmp_path, program, db_url):  # noqa: F811
     env = {**os.environ, "TZ": ZONE}
     before = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
     out = tmp_path / "res"
