@@ -295,7 +295,7 @@ def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     given = [("--calltree", bool(args.calltree)), ("--threshold", threshold_given), ("-m", bool(args.metrics)),
              ("--no-standard-metrics", args.no_standard_metrics)]  # what only PerfSuite documents have
     refused = [f"--{name}" for name, _ in exports] + [flag for flag, on in given if on]
-    return experiments.cube_report(args.inputs, args.format, args.combine, refused, warn=_warn)
+    return experiments.cube_report(named, args.format, args.combine, refused, warn=_warn)
 
 
 def _of_profiles(report) -> bool:

@@ -496,9 +496,8 @@ def cube_report(sources: Sequence[str], fmt: str, combine: bool, refused: Sequen
     a mix of cubes and documents, a format cubes have no report in, or a
     cube given twice."""
     from psuite.psprocess import algebra, experiment_views, inputs
-    from psuite.psprocess.combine import expand
 
-    named = expand(sources) if combine else list(sources)  # -c takes directories and globs
+    named = list(sources)  # as given, or as -c expanded its directories and globs (combine.expand)
     cubes = [s for s in named if is_cube(s)]
     if not cubes:
         return None

@@ -83,6 +83,10 @@ def test_psprocess_shows_cubes_as_it_shows_documents(targets, workdir):
     assert both.returncode == 0, both.stderr
     got = {m["name"]: m["total"] for m in json.loads(both.stdout)["metrics"]}["samples"]
     assert got == _samples(d1) + _samples(d2)
+    # -c expands a glob to the same two cubes (psprocess expands it, not a shell)
+    globbed = run_tool("psprocess", "-c", "-f", "json", str(workdir / "p?.cubex"))
+    assert globbed.returncode == 0, globbed.stderr
+    assert json.loads(globbed.stdout) == json.loads(both.stdout)
     line = one_line_error(run_tool("psprocess", "-c", str(c1), str(d2)), "psprocess")
     assert "CUBE file" in line and "well-formed" not in line, line
     line = one_line_error(run_tool("psprocess", "--gmon", str(workdir / "g.out"), str(c1)), "psprocess")
