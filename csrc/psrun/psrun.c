@@ -44,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/env_values.h"
 #include "../common/fsize_limit.h"
 #include "../common/quiet_write.h"
 
@@ -456,42 +457,29 @@ static int parse_long(const char *s, long *out)
  * and exit 2, not a note the program's output buries (or nothing at all).
  * An empty value means unset, as the library reads it.  Limits are the
  * library's (cct.c, unwind.c, sampler.c). */
-#define CALLPATH_NODES_MAX (1L << 28)
 static void check_environment(void)
 {
     static const struct {
-        const char *name, *valid;
+        const char *name, *words[4], *said; /* the words the library takes (unwind.c, sampler.c) */
     } words[] = {
-        {"PSUITE_UNWINDER", "libunwind, libgcc or framepointer"},
-        {"PSUITE_SAMPLE_SIGNAL", "sigtrap or sigprof"},
+        {"PSUITE_UNWINDER", {"libunwind", "libgcc", "framepointer", NULL}, "libunwind, libgcc or framepointer"},
+        {"PSUITE_SAMPLE_SIGNAL", {"sigtrap", "sigprof", NULL}, "sigtrap or sigprof"},
     };
     for (size_t k = 0; k < sizeof words / sizeof words[0]; k++) {
         const char *v = getenv(words[k].name);
-        if (!v || !*v)
-            continue;
-        /* the valid words, split at ", " and " or " */
-        int ok = 0;
-        for (const char *w = words[k].valid; *w && !ok;) {
-            size_t len = strcspn(w, ", ");
-            ok = len == strlen(v) && strncmp(w, v, len) == 0;
-            w += len;
-            w += strspn(w, ", ");
-            if (strncmp(w, "or ", 3) == 0)
-                w += 3;
-        }
+        int ok = !v || !*v;
+        for (const char *const *w = words[k].words; *w && !ok; w++)
+            ok = strcmp(*w, v) == 0;
         if (!ok)
             usage_error("%s=%.60s is not valid: use %s, or unset it for the default", words[k].name, v,
-                        words[k].valid);
+                        words[k].said);
     }
     const char *nodes = getenv("PSUITE_CALLPATH_NODES");
-    if (nodes && *nodes) {
-        long v = 0;
-        if (strlen(nodes) > 10 || strspn(nodes, "0123456789") != strlen(nodes) || parse_long(nodes, &v) != 0 ||
-            v < 2 || v > CALLPATH_NODES_MAX)
-            usage_error("PSUITE_CALLPATH_NODES=%.60s is not valid: use a whole number of call-path contexts from 2 "
-                        "to %ld (default 262144), or unset it",
-                        nodes, CALLPATH_NODES_MAX);
-    }
+    unsigned long v;
+    if (nodes && *nodes && !ps_callpath_nodes_value(nodes, &v))
+        usage_error("PSUITE_CALLPATH_NODES=%.60s is not valid: use a whole number of call-path contexts from %lu "
+                    "to %lu (default 262144), or unset it",
+                    nodes, PS_CALLPATH_NODES_MIN, PS_CALLPATH_NODES_MAX);
 }
 
 static void absolute_path(const char *path, char *out, size_t size, const char *what)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "internal.h"
+#include "../common/env_values.h"
 
 #define DEFAULT_NODES (1u << 18)
 #define MAX_PROBE 128
@@ -68,13 +69,12 @@ int ps_cct_init(int depth)
     verbose = getenv("PSUITE_VERBOSE") != NULL;
     const char *env = getenv("PSUITE_CALLPATH_NODES");
     if (env && *env) {
-        char *end;
-        unsigned long v = strtoul(env, &end, 10);
-        if (!*end && env[0] >= '0' && env[0] <= '9' && v >= 2 && v <= (1ul << 28))
+        unsigned long v;
+        if (ps_callpath_nodes_value(env, &v))
             capacity = (unsigned)v;
         else /* the library without psrun, which refuses the value before the program runs */
-            ps_message("PSUITE_CALLPATH_NODES=%.40s ignored: it must be a whole number from 2 to %lu; %u used", env,
-                       1ul << 28, capacity);
+            ps_message("PSUITE_CALLPATH_NODES=%.40s ignored: it must be a whole number from %lu to %lu; %u used", env,
+                       PS_CALLPATH_NODES_MIN, PS_CALLPATH_NODES_MAX, capacity);
     }
     return 0;
 }

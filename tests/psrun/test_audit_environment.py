@@ -54,6 +54,7 @@ def test_callpath_nodes_out_of_range_is_refused(targets, workdir, value):
         {"PSUITE_UNWINDER": "framepointer"},
         {"PSUITE_UNWINDER": ""},
         {"PSUITE_CALLPATH_NODES": "1000"},
+        {"PSUITE_CALLPATH_NODES": "0000000000001000"},  # leading zeros: the library takes it, so psrun does too
         {"PSUITE_SAMPLE_SIGNAL": "sigprof"},
     ],
 )
