@@ -8,7 +8,10 @@ and sockets are refused before anything is read from them.
 Outputs are written to a temporary file beside the final name and moved
 into place only once they are complete (atomic_output): a failure (a full
 disk, an I/O error, an interruption) leaves nothing behind, and an
-existing file is replaced only with force.  Standard output goes through
+existing file is replaced only with force, and never when it is an input:
+every file opened through open_input (or noted with note_read) is one,
+whatever named it (a companion beside a document, a metric file), and
+check_outputs refuses it as an output.  Standard output goes through
 write_stdout, whose failures (a full disk, a closed descriptor) are one
 line too; a reader that goes away (`| head`) is not an error."""
 
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -33,10 +37,28 @@ _SHOWN = {c: f"\\x{c:02x}" for c in [*range(32), 0x7F, 0x85]} | {9: "\t", 10: "\
                                                                   0x2028: "\\u2028", 0x2029: "\\u2029"}
 
 
+_USERINFO = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://)([^\s/?#@]*)@")
+
+
+def hide_userinfo(text: str) -> str:
+    """text with the credentials of every URL in it hidden:
+    http://user:pass@host/ becomes http://user:***@host/ (a name alone,
+    often a token, becomes ***)."""
+    if "@" not in text:
+        return text
+
+    def hidden(m: re.Match) -> str:
+        user, sep, _ = m.group(2).partition(":")
+        return f"{m.group(1)}{user}:***@" if sep else f"{m.group(1)}***@"
+
+    return _USERINFO.sub(hidden, text)
+
+
 def one_line(text: str) -> str:
     """text with line breaks and control characters shown as escapes, so a
-    message stays one line whatever file name or server answer it quotes."""
-    return str(text).translate(_SHOWN)
+    message stays one line whatever file name or server answer it quotes,
+    and with no URL's password in it (hide_userinfo)."""
+    return hide_userinfo(str(text)).translate(_SHOWN)
 
 
 def size_text(n: int) -> str:
@@ -152,10 +174,39 @@ def _kind(mode: int) -> str:
 # ---------------------------------------------------------------- outputs
 
 
-def check_outputs(paths: Sequence[str], force: bool = False) -> None:
+_READ: dict[tuple[int, int], str] = {}  # (st_dev, st_ino) of every file this run read -> the name it was read by
+
+
+def note_read(path: str, st: os.stat_result | None = None) -> None:
+    """Remember that this run reads the file `path` (st: its fstat, when
+    open): check_outputs never lets an output replace it."""
+    try:
+        st = os.stat(path) if st is None else st
+    except OSError:
+        return
+    _READ.setdefault((st.st_dev, st.st_ino), path)
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_dev, st.st_ino
+
+
+def forget_reads() -> None:
+    """A new run of a command in this process: no file read yet."""
+    _READ.clear()
+
+
+def check_outputs(paths: Sequence[str], force: bool = False, inputs: Iterable[str] = ()) -> None:
     """Refuse, before anything is computed or written, output names that
     cannot be used: the same name twice, a missing directory, a directory,
-    an existing file without force, a device or pipe even with force."""
+    an existing file without force, a device or pipe even with force, and
+    an input even with force: one of `inputs` (the files the run is going
+    to read, by identity or, for a name that does not exist yet, by path)
+    or a file the run has read already (note_read)."""
     seen: dict[str, str] = {}
     for path in paths:
         key = os.path.realpath(path)
@@ -163,7 +214,30 @@ def check_outputs(paths: Sequence[str], force: bool = False) -> None:
             also = f" (also as {seen[key]})" if seen[key] != path else ""
             raise UsageError(f"{path} would be written twice{also}; give each output its own name")
         seen[key] = path
+    _check_not_inputs(paths, inputs)
+    for path in paths:
         _check_output(path, force)
+
+
+def _check_not_inputs(paths: Sequence[str], inputs: Iterable[str]) -> None:
+    read = {key: name for key, name in _READ.items() if _identity(name) == key}  # a file gone since: its
+    # inode may be another file's now
+    by_path: dict[str, str] = {}
+    for name in inputs:
+        if not name or "://" in name:
+            continue
+        by_path.setdefault(os.path.realpath(name), name)
+        key = _identity(name)
+        if key is not None:
+            read.setdefault(key, name)
+    for path in paths:
+        key = _identity(path)  # None: not there yet (or a dangling link): the name is compared
+        name = read.get(key) if key is not None else None
+        if name is None:
+            name = by_path.get(os.path.realpath(path))
+        if name is not None:
+            also = f" (read as {name})" if os.path.abspath(name) != os.path.abspath(path) else ""
+            raise UsageError(f"{path} is also an input{also}; write the output to another name")
 
 
 def _check_output(path: str, force: bool) -> None:
@@ -376,10 +450,12 @@ def open_input(path: str, what: str = "", error: type[PsuiteError] = InputError,
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
         f = os.fdopen(fd, "rb")
         try:
-            _check_input(os.fstat(fd), name, limit, error)
+            st = os.fstat(fd)
+            _check_input(st, name, limit, error)
         except BaseException:
             f.close()
             raise
+        note_read(path, st)
         return f
     except OSError as exc:
         raise error(read_problem(name, exc)) from None

@@ -180,6 +180,9 @@ VIEWS = ("top-down", "bottom-up", "callers")
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    from psuite.cli_common import forget_reads
+
+    forget_reads()  # the files this run reads are never its outputs (cli_common.check_outputs)
     if argv and argv[0] in SUBCOMMANDS:  # psprocess diff|merge|...: the performance algebra
         from psuite.psprocess import subcommands
 
@@ -339,18 +342,32 @@ def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> Non
 
 
 def _warn(message: str) -> None:
-    print(f"psprocess: warning: {message}", file=sys.stderr)
+    from psuite.cli_common import one_line
+
+    print(f"psprocess: warning: {one_line(message)}", file=sys.stderr)
 
 
 def _check_outputs(args, paths: list[str | None]) -> None:
     """Every output name usable, before anything is read or written; with
-    --force, an input is still never replaced."""
-    paths = [p for p in paths if p]
-    check_outputs(paths, args.force)
-    inputs = [s for s in args.inputs if os.path.isfile(s)]
-    for path in paths:
-        if os.path.exists(path) and any(os.path.samefile(path, s) for s in inputs):
-            raise UsageError(f"{path} is also an input; write the output to another name")
+    --force, an input is still never replaced: neither a document named,
+    nor a file read because of one (a companion beside it), nor a metric
+    file."""
+    from psuite.psprocess import metrics
+    from psuite.psprocess.inputs import files_read_with
+
+    sources = list(args.inputs)
+    if args.combine:
+        from psuite.errors import InputError
+        from psuite.psprocess.combine import expand
+
+        try:
+            sources = expand(sources)
+        except InputError:  # said when the inputs are read
+            pass
+    read = [*files_read_with(sources), *args.metrics]
+    if not args.no_standard_metrics:
+        read.append(metrics.standard_metrics_path())
+    check_outputs([p for p in paths if p], args.force, read)
 
 
 class _Metrics:

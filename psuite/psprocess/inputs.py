@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
-from psuite.cli_common import one_line, open_input, read_input, read_problem, size_text
+from psuite.cli_common import hide_userinfo, one_line, open_input, read_input, read_problem, size_text
 from psuite.errors import InputError, UsageError
 
 URL_TIMEOUT_S = 60  # the whole fetch, not each read
@@ -24,15 +24,38 @@ URL_SCHEMES = ("http", "https")
 def fetch(source: str) -> bytes:
     """The whole document."""
     if _is_url(source):
-        return _fetch_url(source)
+        return _fetch_document(source)
     return read_input(source)
 
 
 def open_source(source: str) -> io.BufferedIOBase:
     """The document as a binary stream: the file itself, or a URL's body."""
     if _is_url(source):
-        return io.BytesIO(_fetch_url(source))
+        return io.BytesIO(_fetch_document(source))
     return open_input(source)
+
+
+def shown_name(source: str) -> str:
+    """How a document is named in reports and messages: a URL without its
+    password (cli_common.hide_userinfo)."""
+    return hide_userinfo(source) if "://" in source else source
+
+
+def files_read_with(sources: Iterable[str]) -> list[str]:
+    """The local files reading `sources` reads: each document, and the
+    call-path companion beside a profile (X.callpaths.xml beside X.xml)
+    when there is one.  URLs are not files here."""
+    from psuite.psprocess.readers import callpaths
+
+    out = []
+    for s in sources:
+        if "://" in s:
+            continue
+        out.append(s)
+        companion = callpaths.companion_name(s)
+        if companion is not None and os.path.isfile(companion):
+            out.append(companion)
+    return out
 
 
 def _is_url(source: str) -> bool:
@@ -305,13 +328,14 @@ def load_cube(source: str):
 
 
 def _load(source: str, read):
+    name = shown_name(source)
     try:
         with open_source(source) as stream:
-            return read(stream, source)
+            return read(stream, name)
     except OSError as exc:  # the file failing while it is read
-        raise InputError(read_problem(source, exc)) from None
+        raise InputError(read_problem(name, exc)) from None
     except MemoryError:
-        raise InputError(f"out of memory reading {source}; free memory or raise the memory limit "
+        raise InputError(f"out of memory reading {name}; free memory or raise the memory limit "
                          "(ulimit -v)") from None
 
 
@@ -328,14 +352,14 @@ def attach_companion(report, source: str, warn: Callable[[str], None] | None = N
             data = _fetch_url(companion)
         except InputError:  # most profiles have none: not finding it is no error
             return
-        cp = callpaths.read(io.BytesIO(data), companion)
+        cp = callpaths.read(io.BytesIO(data), shown_name(companion))
     elif os.path.isfile(companion):
         cp = _load(companion, callpaths.read)
     else:
         return
     why = callpaths.check_belongs(cp, source, report.pid)
     if why:
-        message = f"{companion} is not the call paths of {source} ({why}); left out"
+        message = f"{shown_name(companion)} is not the call paths of {shown_name(source)} ({why}); left out"
         if warn is None:
             import warnings
 
@@ -368,12 +392,55 @@ def pair_companions(sources: list[str]) -> list[str]:
     return out
 
 
+class _Distinct:
+    """The documents of one run, for the copy check of URLs: a URL's body
+    is only known once fetched, so it is compared then, with the files of
+    its size and the URLs fetched before it."""
+
+    def __init__(self, sources: list[str], digests: dict[str, str]) -> None:
+        self.urls = {s for s in sources if "://" in s}
+        self.digests = dict(digests)  # sha256 -> the document first seen with it (files hashed already)
+        hashed = set(digests.values())
+        self.by_size: dict[int, list[str]] = {}  # the files not hashed yet, by size
+        for s in sources:
+            if "://" not in s and s not in hashed and os.path.isfile(s):
+                self.by_size.setdefault(os.path.getsize(s), []).append(s)
+
+    def fetched(self, url: str, data: bytes) -> None:
+        if url not in self.urls:
+            return  # a companion, or a document of another run
+        self.urls.discard(url)  # read once: a second read (a subcommand's) is the same document
+        import hashlib
+
+        for s in self.by_size.pop(len(data), []):
+            self.digests.setdefault(_digest(s), s)
+        digest = hashlib.sha256(data).hexdigest()
+        first = self.digests.setdefault(digest, url)
+        if first != url:
+            raise UsageError(_given_twice(first, url))
+
+
+_distinct: _Distinct | None = None  # the copy check of the run's URLs (check_distinct)
+
+
+def _fetch_document(url: str) -> bytes:
+    """A URL's body, checked against the run's other documents (see check_distinct)."""
+    data = _fetch_url(url)
+    if _distinct is not None:
+        _distinct.fetched(url, data)
+    return data
+
+
 def check_distinct(sources: list[str]) -> None:
     """UsageError naming a document given twice: by the same file (a
     directory and a glob both naming it, a symbolic link), the same URL, or
-    the same content under another name.  psbase refuses the same; counted
-    once silently, a mistyped input list would go unnoticed, and counted
-    twice, -c would double its sums.  Only files of equal size are hashed."""
+    the same content under another name (a copy, or the same document as a
+    file and as a URL, or under two URLs).  psbase refuses the same;
+    counted once silently, a mistyped input list would go unnoticed, and
+    counted twice, -c would double its sums.  Only files of equal size are
+    hashed; a URL's body when it is fetched (the inputs are all read before
+    anything is written)."""
+    global _distinct
     first: dict[str, str] = {}  # realpath or URL -> the input naming it first
     by_size: dict[int, list[str]] = {}
     for s in sources:
@@ -383,6 +450,7 @@ def check_distinct(sources: list[str]) -> None:
         first[key] = s
         if "://" not in s and os.path.isfile(s):
             by_size.setdefault(os.path.getsize(s), []).append(s)
+    digests: dict[str, str] = {}
     for same_size in by_size.values():
         if len(same_size) < 2:
             continue
@@ -392,13 +460,16 @@ def check_distinct(sources: list[str]) -> None:
             if digest in by_digest:
                 raise UsageError(_given_twice(by_digest[digest], s))
             by_digest[digest] = s
+        digests.update(by_digest)
+    _distinct = _Distinct(sources, digests) if len(sources) > 1 and any("://" in s for s in sources) else None
 
 
 def _given_twice(first: str, again: str) -> str:
-    if os.path.realpath(first) == os.path.realpath(again) or first == again:
-        same = f"{again} is given twice" + (f" (also as {first})" if first != again else "")
+    shown_first, shown_again = shown_name(first), shown_name(again)
+    if "://" not in first + again and os.path.realpath(first) == os.path.realpath(again) or first == again:
+        same = f"{shown_again} is given twice" + (f" (also as {shown_first})" if first != again else "")
     else:
-        same = f"{again} has the same content as {first}"
+        same = f"{shown_again} has the same content as {shown_first}"
     return f"{same}; give each document once (combined twice, its counts would count twice)"
 
 

@@ -15,7 +15,6 @@ algebra are imported when a subcommand runs.  The algebra's refusals
 from __future__ import annotations
 
 import math
-import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -347,16 +346,13 @@ def _inputs(args) -> list[str]:
 
 
 def _check_outputs(args, paths: Sequence[str | None]) -> None:
-    """Every output usable before anything is read; an input is never
-    replaced, even with --force."""
+    """Every output usable before anything is read; an input (a document
+    named, or a companion read with one) is never replaced, even with
+    --force."""
     from psuite.cli_common import check_outputs
+    from psuite.psprocess.inputs import files_read_with
 
-    paths = [p for p in paths if p]
-    check_outputs(paths, args.force)
-    inputs = [s for s in _inputs(args) if os.path.isfile(s)]
-    for path in paths:
-        if os.path.exists(path) and any(os.path.samefile(path, s) for s in inputs):
-            raise UsageError(f"{path} is also an input; write the output to another name")
+    check_outputs([p for p in paths if p], args.force, files_read_with(_inputs(args)))
 
 
 def _cube_targets(path: str) -> list[str]:
@@ -373,7 +369,9 @@ def _load(source: str, command: str, keep: list | None = None):
     from psuite.psprocess import experiments
 
     def warn(message: str) -> None:
-        print(f"psprocess {command}: warning: {message}", file=sys.stderr)
+        from psuite.cli_common import one_line
+
+        print(f"psprocess {command}: warning: {one_line(message)}", file=sys.stderr)
 
     if keep is None:
         return experiments.load(source, warn=warn)
