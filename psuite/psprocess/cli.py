@@ -107,6 +107,9 @@ def build_parser() -> ArgumentParser:
                           "self-contained page (CUBE's metric, call and system trees, source lines, charts) that "
                           "opens from disk in any current browser with no network; -f html writes it to standard "
                           "output instead")
+    p.add_argument("--source-dir", action="append", default=[], metavar="DIR",
+                   help="with --html or -f html: show source files under DIR too (repeatable); without it only "
+                   "files under the program's directory are shown, and none for a document read from a URL")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
                    "program)")
     p.add_argument("-c", "--combine", action="store_true",
@@ -189,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return subcommands.main(argv)
     args = build_parser().parse_args(_bare_calltree(argv))
     option_scope.check(args)  # an option that would do nothing here is refused, not ignored
+    check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
     threshold_given = args.threshold is not None  # (fill_defaults gives it its default)
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
@@ -234,7 +238,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--threshold hides functions of profiles, and {reports[0].source or 'the input'} is no "
                          "profile; leave it out")
     for name, path in exports:
-        done = exporters[name].write(subject, path, args.module, args.force)
+        write = exporters[name].write
+        if name == "html":  # the page shows source files: from the directories allowed only
+            write = functools.partial(write, source_dirs=args.source_dir)
+        done = write(subject, path, args.module, args.force)
         print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
     if not exports or args.output:
         if args.calltree and args.format == "text":
@@ -245,7 +252,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _file_inputs(args, archive)
         out = writer(args.format)
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
-        chunks = render(reports, threshold=args.threshold)
+        chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
         if args.format == "text" and _with_callpaths(reports):  # say that they are there, and how to see them
             from psuite.psprocess.writers import text_calltree  # only then: psuite.calltree costs milliseconds
 
@@ -339,6 +346,15 @@ def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> Non
     if not any(thread_trees(r) for r in reports):
         raise UsageError(f"{wants[0]}: {'the inputs have' if len(args.inputs) > 1 else args.inputs[0] + ' has'} "
                          "no call paths; record them with psrun --callpath")
+
+
+def check_source_dirs(dirs: Sequence[str], html: bool) -> None:
+    """--source-dir: directories, and only where a page shows sources."""
+    if dirs and not html:
+        raise UsageError("--source-dir goes with --html or -f html (the page's source view)")
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise UsageError(f"--source-dir {d}: no such directory; give the directory of the program's sources")
 
 
 def _warn(message: str) -> None:

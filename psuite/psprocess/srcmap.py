@@ -269,6 +269,9 @@ def module_map(path: str):
     """The fastest reader that can decode the file: the C core, else
     pyelftools (compressed debug sections, 32-bit or big-endian ELF), with
     DWARF from a separate debug file when the file has none."""
+    from psuite.cli_common import note_read
+
+    note_read(path)  # an input of the run: never replaced by one of its outputs
     try:
         native = NativeMap(path)
     except (ValueError, OSError):

@@ -219,6 +219,9 @@ def _result_options(p: ArgumentParser, collapse: bool) -> None:
                           "(also with -o)")
     p.add_argument("-f", "--format", choices=RESULT_FORMATS, default="text",
                    help="without -o and --html: the report's format (default text; html: the page)")
+    p.add_argument("--source-dir", action="append", default=[], metavar="DIR",
+                   help="with --html or -f html: show source files under DIR too (repeatable); without it only "
+                   "files under the program's directory are shown, and none for a document read from a URL")
 
 
 def _force(p: ArgumentParser, what: str) -> None:
@@ -329,6 +332,10 @@ def main(argv: Sequence[str]) -> int:
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
     try:
+        if hasattr(args, "source_dir"):
+            from psuite.psprocess.cli import check_source_dirs
+
+            check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
         return _RUN[name](args)
     except PsuiteError as exc:
         print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)
@@ -413,7 +420,8 @@ def _finish(args, result, kept: list | None = None) -> int:
     if args.html:
         from psuite.psprocess.html import export
 
-        _say(args, f"wrote {args.html} ({export.write(result, args.html, force=args.force, inputs=kept)})")
+        done = export.write(result, args.html, force=args.force, inputs=kept, source_dirs=args.source_dir)
+        _say(args, f"wrote {args.html} ({done})")
     if args.output or args.html:
         return 0
     from psuite.cli_common import write_output
@@ -421,7 +429,7 @@ def _finish(args, result, kept: list | None = None) -> int:
     if args.format == "html":
         from psuite.psprocess.html import export
 
-        write_output(None, export.page(result, kept))
+        write_output(None, export.page(result, kept, args.source_dir))
         return 0
     from psuite.psprocess import experiment_views
 

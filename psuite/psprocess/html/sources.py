@@ -2,6 +2,14 @@
 a profile, the samples of each line (every rank and thread together) and
 the file's text when it can be read here.
 
+A document names its source files, and the page publishes what it
+embeds: a file is read only when it lies (its real path, symbolic links
+resolved) under a source directory.  Those are the directories the user
+names (psprocess --source-dir DIR) and, when every document was read from
+a local file, the program's build tree: the directory of the program's
+executable (its real path, when it is an ELF file here).  A document read
+from a URL gets no build tree: only what --source-dir names is shown.
+
 Files are read only while they stay small enough for a page that opens
 fast: at most MAX_FILES files (the hottest first), MAX_LINES lines and
 MAX_FILE_BYTES of each, MAX_TOTAL_BYTES in all; a file cut or left
@@ -15,12 +23,14 @@ from operator import attrgetter
 
 import numpy as np
 
+from psuite.cli_common import note_read
+
 UNKNOWN_FILES = ("", "??")
 MAX_FILES = 64
 MAX_LINES = 20_000
 MAX_FILE_BYTES = 2 * 1024 * 1024
 MAX_TOTAL_BYTES = 8 * 1024 * 1024
-_FILE, _LINE, _SAMPLES = attrgetter("file"), attrgetter("line"), attrgetter("samples")
+_FILE, _LINE, _SAMPLES, _MODULE = attrgetter("file"), attrgetter("line"), attrgetter("samples"), attrgetter("module")
 
 
 def line_samples(reports: Sequence) -> tuple[dict[str, dict[int, int]], int]:
@@ -58,6 +68,54 @@ def find(file: str, near: Sequence[str]) -> str | None:
     return None
 
 
+class SourceDirs:
+    """Where source files may be read from: `dirs` (real paths), and the
+    note of a file outside them."""
+
+    def __init__(self, reports: Sequence, source_dirs: Sequence[str] = ()) -> None:
+        named = [os.path.realpath(d) for d in source_dirs]
+        from_url = any("://" in (r.source or "") for r in reports)
+        build = [] if from_url else [d for r in reports for d in _build_dirs(r)]
+        self.dirs = list(dict.fromkeys(named + build))
+        if from_url and not named:
+            self.outside = "not read: the document came from a URL; give --source-dir DIR to show the files under DIR"
+        else:
+            self.outside = "not read: outside the source directories (the program's directory and any --source-dir)" \
+                "; give --source-dir DIR to show the files under DIR"
+
+    def real_path(self, path: str) -> str | None:
+        """path with its symbolic links resolved, when that lies under one of
+        the directories; else None."""
+        real = os.path.realpath(path)
+        inside = any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in self.dirs)
+        return real if inside else None
+
+
+def _build_dirs(report) -> list[str]:
+    """The program's build tree: the directory of its executable (the
+    module named as the command's program), when that is an ELF file here."""
+    program = os.path.basename(report.command.split()[0]) if report.command.strip() else ""
+    if not program:
+        return []
+    modules = [m.file for m in report.modules] + sorted(set(map(_MODULE, report.locations)))
+    callpaths = getattr(report, "callpaths", None)
+    if callpaths is not None:
+        modules += [m.file for m in callpaths.modules.values()]
+    out = []
+    for module in dict.fromkeys(modules):
+        if os.path.basename(module) != program or not os.path.isabs(module):
+            continue
+        real = os.path.realpath(module)
+        try:
+            with open(real, "rb") as f:
+                if f.read(4) != b"\x7fELF":
+                    continue
+        except OSError:
+            continue
+        out.append(os.path.dirname(real))
+    return out
+
+
 def read_text(path: str, budget: int) -> tuple[list[str] | None, str]:
     """The file's lines (at most MAX_LINES, MAX_FILE_BYTES, `budget` bytes)
     and a note saying what was cut; None (and why) when it cannot be read
@@ -66,6 +124,7 @@ def read_text(path: str, budget: int) -> tuple[list[str] | None, str]:
     try:
         with open(path, "rb") as f:
             data = f.read(limit + 1)
+        note_read(path)  # an input now: never replaced by an output of the run
     except OSError as exc:
         return None, f"not readable: {exc.strerror or exc}"
     if b"\0" in data[:8192]:
@@ -89,14 +148,16 @@ def _near(reports: Sequence) -> list[str]:
                               if r.source and "://" not in r.source))
 
 
-def build_sources(reports: Sequence, read: bool = True) -> list[dict]:
+def build_sources(reports: Sequence, read: bool = True, source_dirs: Sequence[str] = ()) -> list[dict]:
     """The sources section for the profiles `reports` (flat profiles'
-    locations: every rank's and thread's)."""
+    locations: every rank's and thread's); source_dirs: the directories
+    the user names (see SourceDirs)."""
     per_file, total = line_samples(reports)
-    return _section(per_file, total, _near(reports), read)
+    return _section(per_file, total, _near(reports), read and SourceDirs(reports, source_dirs))
 
 
-def result_sources(operation: str, inputs: Sequence[Sequence | None], read: bool = True) -> list[dict]:
+def result_sources(operation: str, inputs: Sequence[Sequence | None], read: bool = True,
+                   source_dirs: Sequence[str] = ()) -> list[dict]:
     """The sources section of an algebra result, from its inputs' profiles
     (per input its reports, None for an input without line samples: a
     CUBE file, a counting report).  diff: the minuend's samples less the
@@ -105,7 +166,9 @@ def result_sources(operation: str, inputs: Sequence[Sequence | None], read: bool
     merge and cut: the last profile's lines (merge keeps the last input's
     values, as CUBE does; cut moves no sample to another line)."""
     tables = [line_samples(r) if r else None for r in inputs]
-    near = _near([r for reports in inputs if reports for r in reports])
+    profiles = [r for reports in inputs if reports for r in reports]
+    near = _near(profiles)
+    read = read and SourceDirs(profiles, source_dirs)
     if operation == "diff":
         if tables[0] is None or tables[1] is None:
             return []
@@ -139,9 +202,10 @@ def _whole(v: float) -> int | float:
 
 
 def _section(per_file: dict[str, dict[int, int | float]], total: int | float, near: list[str],
-             read: bool) -> list[dict]:
+             read: SourceDirs | bool) -> list[dict]:
     """One entry per file, the most samples first (by size, for a
-    difference), with its text where it can be read."""
+    difference), with its text where it can be read (read: where files
+    may be read from; False: none is)."""
     order = sorted(per_file, key=lambda f: (-sum(abs(v) for v in per_file[f].values()), f))
     out = []
     budget = MAX_TOTAL_BYTES
@@ -157,8 +221,10 @@ def _section(per_file: dict[str, dict[int, int | float]], total: int | float, ne
             where = find(file, near)
             if where is None:
                 note = "not found here"
+            elif (real := read.real_path(where)) is None:
+                note = read.outside
             else:
-                text, note = read_text(where, budget)
+                text, note = read_text(real, budget)
                 if text is not None:
                     path, lines = where, text
                     budget -= sum(len(line) + 1 for line in text)

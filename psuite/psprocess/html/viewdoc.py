@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from operator import attrgetter
 
 import numpy as np
@@ -34,9 +35,11 @@ _FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
 
 def build(subject, *, title: str | None = None, read_sources: bool = True,
-          inputs: list[list | None] | None = None) -> dict:
+          inputs: list[list | None] | None = None, source_dirs: Sequence[str] = ()) -> dict:
     """The view of a report or an experiment.  read_sources=False leaves
-    the source files unread (their samples per line are still given).
+    the source files unread (their samples per line are still given);
+    source_dirs: directories whose files may be shown besides the
+    program's build tree (sources.SourceDirs).
     inputs: for an algebra result, per input the reports it was made from
     (load_input; None for a CUBE file): named in the context, and their
     profiles' lines combined as the operation combined the values."""
@@ -52,10 +55,10 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
             operation = subject.attributes.get("operation", "").split("(", 1)[0]
             view["context"] += ctx.input_context(inputs, operation)
             profiles = [r if r and isinstance(r[0], ProfileReport) else None for r in inputs]
-            view["sources"] = src.result_sources(operation, profiles, read=read_sources)
+            view["sources"] = src.result_sources(operation, profiles, read=read_sources, source_dirs=source_dirs)
         _name_machine(view["locations"], next((r for r in inputs or [] if r), None))  # a CUBE file psuite wrote too
         return view
-    return _from_report(subject, title, read_sources)
+    return _from_report(subject, title, read_sources, source_dirs)
 
 
 def _members(report) -> tuple[list, int]:
@@ -75,7 +78,7 @@ def _members(report) -> tuple[list, int]:
     return reports, totals
 
 
-def _from_report(report, title: str | None, read_sources: bool) -> dict:
+def _from_report(report, title: str | None, read_sources: bool, source_dirs: Sequence[str] = ()) -> dict:
     from psuite.psprocess import experiments
     from psuite.report import CountReport
 
@@ -93,7 +96,7 @@ def _from_report(report, title: str | None, read_sources: bool) -> dict:
     view["context"] = ctx.run_context(reports, totals)
     view["dropped"] = ctx.dropped_events(reports)
     if not counts:
-        view["sources"] = src.build_sources(reports, read=read_sources)
+        view["sources"] = src.build_sources(reports, read=read_sources, source_dirs=source_dirs)
         _object_files(view["regions"], reports)
     return view
 
@@ -291,11 +294,11 @@ def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
     return exp, _members(report)[0]
 
 
-def load_view(source: str, warn=None, *, read_sources: bool = True) -> dict:
+def load_view(source: str, warn=None, *, read_sources: bool = True, source_dirs: Sequence[str] = ()) -> dict:
     """The view of one input as psprocess reads it: a CUBE file, or a
     PerfSuite document."""
     from psuite.psprocess import experiments
 
     if experiments.is_cube(source):
         return build(experiments.load(source, warn=warn))
-    return build(_read_report(source, warn), read_sources=read_sources)
+    return build(_read_report(source, warn), read_sources=read_sources, source_dirs=source_dirs)
