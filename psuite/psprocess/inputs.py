@@ -238,7 +238,7 @@ def _fetch_url(url: str) -> bytes:
     watchdog = _Watchdog(seconds)
     chunks: list[bytes] = []
     try:
-        with _opener(watchdog, url).open(url, timeout=seconds) as resp:
+        with _opener(watchdog, url).open(_request(url), timeout=seconds) as resp:
             length = resp.headers.get("Content-Length", "")
             if length.strip().isdigit() and int(length) > URL_MAX_BYTES:
                 raise InputError(f"{url}: larger than {size_text(URL_MAX_BYTES)}; download it and give the file")
@@ -277,6 +277,25 @@ def _fetch_url(url: str) -> bytes:
     if watchdog.expired:  # the end of the body may only be the shutdown
         raise _timeout(url, seconds)
     return b"".join(chunks)
+
+
+def _request(url: str):
+    """The request for url: credentials in it (http://user:pass@host/)
+    are sent as HTTP basic authentication to that host only (not on to a
+    redirect's), not as part of the host name."""
+    import base64
+    import urllib.parse
+    import urllib.request
+
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return urllib.request.Request(url)
+    userinfo, _, host = parts.netloc.rpartition("@")
+    req = urllib.request.Request(urllib.parse.urlunsplit(parts._replace(netloc=host)))
+    user, _, password = userinfo.partition(":")
+    token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    req.add_unredirected_header("Authorization", "Basic " + base64.b64encode(token).decode("ascii"))
+    return req
 
 
 def _timeout(url: str, seconds: float) -> InputError:

@@ -143,7 +143,7 @@ def _doc(body: str, version: str = "1.0") -> bytes:
     (_doc('<node id="1" parent="0" module="1" addr="1010" samples="1"/>', version="2.0"), "version='2.0'"),
     (_doc("".join(f'<node id="{i}" parent="{i - 1}" module="1" addr="1010"/>' for i in range(1, 1026))
           + '<node id="1026" parent="1025" module="1" addr="1010" samples="1"/>'),
-     "is 1026 frames deep, more than maxdepth 1024 allows"),
+     "is 1026 frames deep, more than psrun records (at most 1024 frames under a truncated node)"),
 ])
 def test_reader_rejects_malformed_documents_in_one_line(tmp_path, data, problem):
     path = tmp_path / "bad.callpaths.xml"

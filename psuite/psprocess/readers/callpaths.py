@@ -112,6 +112,16 @@ class _Reader:
             cp.modules[ident] = CallPathModule(ident, el.get("file", "??"),
                                                _int(el, "offset", source, "0", base=16, hi=2**64 - 1))
 
+    def _depth_bound(self) -> str:
+        """What limits a path's depth, in words: the document's maxdepth, or
+        the most psrun records; frames under one truncated node."""
+        declared = self.cp.maxdepth
+        if declared and declared <= MAX_DEPTH:
+            return f"its maxdepth {declared} allows ({declared} frames under a truncated node)"
+        bound = f"psrun records (at most {MAX_DEPTH} frames under a truncated node"
+        return bound + (f"; the document's maxdepth {declared} is more than psrun's largest, {MAX_DEPTH})"
+                        if declared else ")")
+
     def node(self, el) -> None:
         t, source, get = self.thread, self.source, el.get
         if t is None:
@@ -141,7 +151,7 @@ class _Reader:
             # nodes are a broken document, and would make every per-path
             # output (records, CSV, JSON) quadratic in the node count.
             raise InputError(f"{source}: {_where(el)} of thread {t.thread} is {depth} frames deep, more than "
-                             f"maxdepth {self.cp.maxdepth or MAX_DEPTH} allows; {_FIX}")
+                             f"{self._depth_bound()}; {_FIX}")
         self.depths.append(depth)
         if kind <= 1:  # call or sample: an address in a module
             addr_text, module_text = get("addr"), get("module", "0")
