@@ -58,8 +58,14 @@ as well; without it the options that shape the report (-f, --threshold,
 outputs: -o, --gmon, --vprof, --folded, --speedscope, --pprof, --cube
 (and its .stat), --html and --write-config write a temporary file beside the name
 and move it into place when it is complete, so a failure leaves nothing
-behind; an existing file is kept unless --force is given, and every name
-is checked before any is written.
+behind; an existing file is kept unless --force is given, an input (a
+document, the call paths read beside it, a -m file, the program's binary)
+is never replaced even with it, and every name is checked before any is
+written.
+
+sources: --html and -f html embed the source files of a profile only from
+the program's directory and the directories given with --source-dir DIR
+(none for a document read from a URL unless --source-dir names them).
 
 exit status: 0 on success, 2 on bad input (unreadable or malformed
 documents, bad metric files, unwritable output).

@@ -56,7 +56,9 @@ OUT.cubex), which every subcommand reads again; with --html FILE, the
 HTML report (one self-contained page; a difference shows gains and losses
 in two colours); without either, a report on standard output (-f text,
 json, csv, or html for the page).  An existing file is kept unless
---force is given."""
+--force is given; an input (or the call paths read with it) never is.
+The page embeds source files only from the program's directory and
+--source-dir DIRs (none for a document read from a URL without it)."""
 
 _STATUS = "exit status: 0 on success, 2 on bad input (one line on standard error)."
 

@@ -254,6 +254,11 @@ def test_force_never_replaces_a_metric_file_or_the_program(built, workdir):
                           "psprocess")
     assert line == "psprocess: r.stat is also an input; write the output to another name"
     assert mine.read_text() == stat.read_text() == text and not (workdir / "r.cubex").exists()
+    counts = built["counts"].read_bytes()
+    line = one_line_error(run_tool("psprocess", "--calibrate", "--write-config", str(built["counts"]), "--force",
+                                   str(built["counts"])), "psprocess")
+    assert line == f"psprocess: {built['counts']} is also an input; write the output to another name"
+    assert built["counts"].read_bytes() == counts
     # the program's binary, read to resolve the samples (it is named by the document, not the command line)
     binary = built["exe"].read_bytes()
     for option in ("-o", "--gmon"):
