@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from psuite.cli_parser import ArgumentParser, whole_number
-from psuite.errors import UsageError
+from psuite.errors import UsageError, require_extra
 
 NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
 REPORT_FORMATS = ("text", "json", "csv")
@@ -330,6 +330,8 @@ def main(argv: Sequence[str]) -> int:
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
     try:
+        if getattr(args, "html", None) or getattr(args, "format", None) == "html":
+            require_extra("plotly")
         return _RUN[name](args)
     except PsuiteError as exc:
         print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)
