@@ -26,7 +26,9 @@
  *
  * Every function returns PS_HWPC_OK (0) or one of the negative PS_HWPC_E*
  * codes below; ps_hwpc_strerror() turns a code into text.  Link with
- * -lpshwpc (see `python -m psuite.libperfsuite --cflags --libs`).
+ * -lpshwpc; header and library are installed together, in the directory
+ * `python -c "import psuite.libperfsuite.native as n; print(n.include_dir())"`
+ * prints.
  *
  * Fortran: every call has a variant with a trailing underscore whose last
  * argument is an INTEGER ierr (ps_hwpc_init_(ierr), ps_hwpc_stop_(prefix,

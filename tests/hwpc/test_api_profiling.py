@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from psuite.libperfsuite.native import library_path
+from psuite.libperfsuite.native import include_dir, library_path
 from psuite.psprocess import srcmap
 from psuite.psprocess.inputs import load
 from tests.conftest import TARGETS, run_tool, validate
@@ -38,7 +39,7 @@ def linked(out: Path, compiler: str, source: Path, *extra: str) -> str:
     """source built against libpshwpc.so (the copy psrun preloads)."""
     lib = library_path()
     exe = out / source.stem
-    subprocess.run([compiler, "-O1", "-g", f"-I{os.path.dirname(lib)}", "-o", str(exe), str(source), lib,
+    subprocess.run([compiler, "-O1", "-g", f"-I{include_dir()}", "-o", str(exe), str(source), lib,
                     f"-Wl,-rpath,{os.path.dirname(lib)}", *extra], check=True)
     return str(exe)
 
@@ -154,3 +155,21 @@ def test_fortran_bindings_drive_a_profile(fortran_profile, workdir):
     by_function = {name.rstrip("_"): n for name, n in functions(report).items()}
     assert "spin_b" not in by_function, by_function
     assert by_function.get("spin_a", 0) >= 50 and by_function.get("spin_c", 0) >= 50, by_function
+
+
+def test_python_counting_refuses_a_profile(workdir):
+    """Counting counts: a profile configuration is one clear error, and the
+    library is left ready to count (in a process of its own: the profile's
+    set-up takes the sampling signals for the process)."""
+    config = profile_config(workdir / "prof.xml")
+    code = ("import sys\nfrom psuite.errors import ConfigError\nfrom psuite.hwpc import Counting\n"
+            "try:\n    Counting(environment={'PS_HWPC_CONFIG': sys.argv[1]}).init()\n"
+            "except ConfigError as e:\n    print(e)\n"
+            "with Counting(['task-clock']) as c:\n    pass\nprint(c.counts['task-clock'] > 0)\n")
+    p = subprocess.run([sys.executable, "-c", code, str(config)], cwd=workdir, capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout.splitlines() == [
+        "the configuration is a profile (<ps_hwpc_profile> or psrun --profile); Counting counts events: give it "
+        "events or a <ps_hwpc_eventlist> configuration", "True"]
+    assert sorted(f.name for f in workdir.iterdir()) == ["prof.xml"]
