@@ -133,6 +133,16 @@ def test_program_suspends_psruns_sampling(api_profile, workdir, timer):
             assert by_function.get("spin_a", 0) >= 50 and by_function.get("spin_c", 0) >= 50, by_function
 
 
+def test_failed_exec_keeps_sampling_suspended(api_profile, workdir):
+    """psrun holds sampling around an exec and resumes it when the exec
+    fails; what the program suspended stays suspended."""
+    p = run_tool("psrun", "-q", "--profile", "ITIMER_PROF", "--period", str(PERIOD_US), api_profile, UNITS, "region",
+                 "exec", cwd=workdir)
+    assert (p.returncode, p.stdout, p.stderr) == (0, CODES, ""), p.stderr
+    for prefix in ("region", "api_profile"):
+        check_profile(one(workdir, prefix), threads=False)
+
+
 def test_profile_configuration_errors_reach_the_program(api_profile, workdir):
     """A profile that cannot be: ps_hwpc_init returns PS_HWPC_ECONFIG and says why, once."""
     path = workdir / "prof.xml"

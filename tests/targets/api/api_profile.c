@@ -1,12 +1,14 @@
 /* api_profile.c - profiling driven through the C API, as the PerfSuite
  * paper describes it: CPU work in spin_a, ps_hwpc_suspend, work in spin_b,
  * ps_hwpc_start again, work in spin_c, ps_hwpc_stop(NAME), shutdown.
- *     api_profile UNITS [NAME] [threads|twice]
+ *     api_profile UNITS [NAME] [threads|twice|exec]
  * With "threads", a second thread does spin_b's work too, started while
  * sampling is suspended (suspend holds for every thread, those created
  * meanwhile included), and another does spin_c's after the resume.  With
  * "twice", a second measurement follows the shutdown: init, start, spin_b,
- * stop(NAME.again.xml), shutdown, its codes printed on a second line.  Every
+ * stop(NAME.again.xml), shutdown, its codes printed on a second line.  With
+ * "exec", an exec that fails (no such program) comes right after the
+ * suspend: sampling stays suspended through it.  Every
  * call's return code is printed ("init 0 start 0 ..."); linked against
  * libpshwpc.so, run with PS_HWPC_CONFIG naming a <ps_hwpc_profile>, or
  * under psrun --profile. */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pshwpc.h"
 #include "../profile/prof_loop.h"
@@ -44,12 +47,17 @@ int main(int argc, char **argv)
     const char *name = argc > 2 ? argv[2] : "api_region";
     int threads = argc > 3 && strcmp(argv[3], "threads") == 0;
     int twice = argc > 3 && strcmp(argv[3], "twice") == 0;
+    int exec = argc > 3 && strcmp(argv[3], "exec") == 0;
     pthread_t t;
     int rc[6];
     rc[0] = ps_hwpc_init();
     rc[1] = ps_hwpc_start();
     spin_a(units);
     rc[2] = ps_hwpc_suspend();
+    if (exec) {
+        char *none[] = {"/nonexistent/program", NULL};
+        execv(none[0], none);
+    }
     if (threads)
         pthread_create(&t, NULL, worker_b, NULL);
     spin_b(units);
