@@ -2,9 +2,10 @@
  * paper describes it: CPU work in spin_a, ps_hwpc_suspend, work in spin_b,
  * ps_hwpc_start again, work in spin_c, ps_hwpc_stop(NAME), shutdown.
  *     api_profile UNITS [NAME] [threads|twice|exec]
- * With "threads", a second thread does spin_b's work too, started while
- * sampling is suspended (suspend holds for every thread, those created
- * meanwhile included), and another does spin_c's after the resume.  With
+ * With "threads", two more threads do spin_b's work too while sampling is
+ * suspended, one started before the suspend (it waits for it), one after
+ * (suspend holds for every thread, those created meanwhile included), and
+ * another does spin_c's after the resume.  With
  * "twice", a second measurement follows the shutdown: init, start, spin_b,
  * stop(NAME.again.xml), shutdown, its codes printed on a second line.  With
  * "exec", an exec that fails (no such program) comes right after the
@@ -22,6 +23,7 @@
 #include "../profile/prof_loop.h"
 
 static long units;
+static pthread_barrier_t suspended; /* the thread started before the suspend waits for it */
 
 __attribute__((noinline)) void spin_a(long n) { PROF_LOOP(n); }
 __attribute__((noinline)) void spin_b(long n) { PROF_LOOP(n); }
@@ -29,7 +31,8 @@ __attribute__((noinline)) void spin_c(long n) { PROF_LOOP(n); }
 
 static void *worker_b(void *arg)
 {
-    (void)arg;
+    if (arg)
+        pthread_barrier_wait(&suspended);
     spin_b(units);
     return NULL;
 }
@@ -48,12 +51,18 @@ int main(int argc, char **argv)
     int threads = argc > 3 && strcmp(argv[3], "threads") == 0;
     int twice = argc > 3 && strcmp(argv[3], "twice") == 0;
     int exec = argc > 3 && strcmp(argv[3], "exec") == 0;
-    pthread_t t;
+    pthread_t t, before;
     int rc[6];
     rc[0] = ps_hwpc_init();
     rc[1] = ps_hwpc_start();
+    if (threads) {
+        pthread_barrier_init(&suspended, NULL, 2);
+        pthread_create(&before, NULL, worker_b, &suspended);
+    }
     spin_a(units);
     rc[2] = ps_hwpc_suspend();
+    if (threads)
+        pthread_barrier_wait(&suspended);
     if (exec) {
         char *none[] = {"/nonexistent/program", NULL};
         execv(none[0], none);
@@ -61,8 +70,10 @@ int main(int argc, char **argv)
     if (threads)
         pthread_create(&t, NULL, worker_b, NULL);
     spin_b(units);
-    if (threads)
+    if (threads) {
         pthread_join(t, NULL);
+        pthread_join(before, NULL);
+    }
     rc[3] = ps_hwpc_start();
     if (threads)
         pthread_create(&t, NULL, worker_c, NULL);
