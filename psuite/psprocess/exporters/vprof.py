@@ -22,7 +22,8 @@ vprof's profil() clock, and its readers take it as 10 ms (bfdprof prints
 "a cpu time of about hits/100 seconds"; its other tables count hits).  The
 samples are written as they are, one hit each, and psprocess says in one
 line what the readers will assume and by what factor their seconds are off
-when a sample is not 10 ms of CPU time.  Scaling the samples to 10 ms hits
+when a sample is not 10 ms of CPU time (in the line that names the file
+written).  Scaling the samples to 10 ms hits
 instead would round every address's count to a multiple of 10 samples:
 on an interpreter's profile at 1 ms (samples spread over hundreds of
 addresses) three quarters of the executable's samples would vanish."""
@@ -30,7 +31,6 @@ addresses) three quarters of the executable's samples would vanish."""
 from __future__ import annotations
 
 import struct
-import sys
 
 from psuite.errors import UsageError
 from psuite.psprocess.exporters.gmon import executable_module
@@ -111,7 +111,5 @@ def write(report: ProfileReport, path: str, module: str | None = None, force: bo
     data = encode(report, m)
     with atomic_output(path, force, binary=True) as f:
         f.write(data)
-    note = reader_note(report)
-    if note:
-        print(f"psprocess: warning: {note}", file=sys.stderr)  # as psprocess's own warnings read
-    return f"vmon.out version {VERSION} of {m.file}"
+    note = reader_note(report)  # in the one line psprocess prints for the file: the line a user reads
+    return f"vmon.out version {VERSION} of {m.file}" + (f"; {note}" if note else "")
