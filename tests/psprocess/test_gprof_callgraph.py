@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 import psuite
+from psuite.psprocess.readers import callpaths as reader
 from tests.callpath_helpers import FLAGS, PERIOD_US, SRC, build
 from tests.conftest import run_tool
+from tests.psprocess.test_calltree import KNOWN, callpaths_xml, program, real_profile  # noqa: F401  (fixtures)
 
 
 @pytest.fixture(scope="module")
@@ -93,21 +95,21 @@ def tree_pairs(report: Path) -> dict[tuple[str, str], int]:
 KNOWN_PAIRS = {("main", "a"), ("main", "b"), ("b", "c"), ("a", "work"), ("b", "work"), ("c", "work")}
 
 
-@pytest.mark.parametrize("program", ["known", "known_nopie"])
-def test_gprof_prints_the_known_call_graph(built, tmp_path, program):
+@pytest.mark.parametrize("name", ["known", "known_nopie"])
+def test_gprof_prints_the_known_call_graph(built, tmp_path, name):
     """known.c: main -> a -> work, main -> b -> work, main -> b -> c ->
     work, in the executable's own address space (PIE or not)."""
-    report = callpath_profile(tmp_path, built[program], "150")
+    report = callpath_profile(tmp_path, built[name], "150")
     gmon = tmp_path / "gmon.out"
     said = export(report, gmon)
     assert "call arcs" in said and "samples, not calls" in said, said
-    arcs = gprof_arcs(built[program], gmon)
+    arcs = gprof_arcs(built[name], gmon)
     ours = tree_pairs(report)
     assert KNOWN_PAIRS <= set(arcs), arcs
     for pair in KNOWN_PAIRS:
         assert arcs[pair] == ours[pair], (pair, arcs, ours)
     # every arc is between the executable's functions: libc's frames are folded away
-    nm = subprocess.run(["nm", "--defined-only", built[program]], capture_output=True, text=True, check=True).stdout
+    nm = subprocess.run(["nm", "--defined-only", built[name]], capture_output=True, text=True, check=True).stdout
     functions = {f[2] for f in (line.split() for line in nm.splitlines()) if len(f) == 3 and f[1] in "Tt"}
     assert {f for pair in arcs for f in pair} <= functions, arcs
     # work's callers share its samples: a 50 %, b 30 %, c 20 % of the iterations
@@ -173,3 +175,23 @@ def test_flat_profile_says_how_to_get_the_call_graph(built, tmp_path):
     [report] = tmp_path.glob("*.xml")
     said = export(report, tmp_path / "gmon.out")
     assert "psrun --callpath" in said and said.count("\n") == 1, said
+
+
+def test_exact_arcs_of_a_known_document(program, real_profile, tmp_path):  # noqa: F811  (fixtures)
+    """A companion written per docs/formats/callpaths.md over a real flat
+    profile of test_calltree's program: thread 0 is the known tree (main ->
+    a -> work 50, main -> b -> work 30, main -> b -> c -> work 20, 4 in b);
+    thread 1 holds 3 samples in work below a truncated stack and 2 in c
+    below a blocked-in-the-kernel node, which have no known caller.  gprof
+    reads exactly the arcs of the tree, summed over threads."""
+    text = real_profile.read_text()
+    offset = int(re.search(rf'<module file="{re.escape(program["exe"])}" offset="(0x[0-9a-f]+)"', text).group(1), 16)
+    pid = int(re.search(r"<pid>(\d+)</pid>", text).group(1))
+    threads = [(0, KNOWN), (1, [(0, "truncated", 0), (1, "work!", 3), (0, "blocked", 0), (3, "c!", 2)])]
+    Path(reader.companion_name(str(real_profile))).write_text(
+        callpaths_xml(program["exe"], program["syms"], threads, offset=offset, pid=pid, file=real_profile.name))
+    gmon = tmp_path / "gmon.out"
+    said = export(real_profile, gmon)
+    assert "6 call arcs" in said, said
+    assert gprof_arcs(program["exe"], gmon) == {("main", "a"): 50, ("a", "work"): 50, ("main", "b"): 54,
+                                                 ("b", "work"): 30, ("b", "c"): 20, ("c", "work"): 20}

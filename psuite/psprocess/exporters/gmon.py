@@ -221,11 +221,12 @@ def encode(report: ProfileReport, module: ModuleSamples) -> tuple[bytes, int]:
     """The gmon.out file and its number of arcs."""
     out = bytearray(b"gmon" + struct.pack("<I", 1) + bytes(12))
     out += histogram(report, module)
-    graph = arcs(report, module)
-    for (from_pc, self_pc), count in sorted(graph.items()):
-        if 0 <= from_pc < 2**64 and 0 <= self_pc < 2**64:
+    written = 0
+    for (from_pc, self_pc), count in sorted(arcs(report, module).items()):
+        if 0 <= from_pc < 2**64 and 0 <= self_pc < 2**64:  # else not the module's: below its load offset
             out += bytes([GMON_TAG_CG_ARC]) + struct.pack("<QQI", from_pc, self_pc, min(count, COUNT_MAX))
-    return bytes(out), len(graph)
+            written += 1
+    return bytes(out), written
 
 
 def targets(path: str) -> list[str]:
