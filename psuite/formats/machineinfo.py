@@ -131,17 +131,19 @@ def amount(el: etree._Element | None, tag: str, source: str, units: dict[str, fl
     m = _NUMBER_WITH_UNIT.fullmatch(text)
     if m:  # "512 KB": the unit written with the number
         text, unit = m.group(1), unit or m.group(2)
-    value = values.real(text, f"<{tag}>", source, hi=hi)
+    value = values.real(text, f"<{tag}>", source, hi=values.MAX_COUNT)
     unit = unit or default_unit
-    for kept in keep:
-        if unit.lower() == kept.lower():
-            return _whole_if_whole(value), kept
-    factor = units.get(unit.lower())
+    factor = next((1.0 for kept in keep if unit.lower() == kept.lower()), units.get(unit.lower()))
     if factor is None:
         known = ", ".join((_UNIT_NAMES[id(units)], *keep))
         raise InputError(f"{source}: <{tag} units={unit!r}> is not a unit psprocess converts ({known}); "
                          "fix or regenerate the document")
-    return _whole_if_whole(value * factor), default_unit
+    value *= factor
+    if value > hi:
+        raise InputError(f"{source}: <{tag}> is {text} {unit}, out of range (0 to {hi:g} {default_unit}); "
+                         "fix or regenerate the document")
+    kept = next((k for k in keep if unit.lower() == k.lower()), default_unit)
+    return _whole_if_whole(value), kept
 
 
 def from_element(root: etree._Element, source: str = "<machineinfo>") -> MachineInfo:
@@ -164,11 +166,9 @@ def from_element(root: etree._Element, source: str = "<machineinfo>") -> Machine
     revision = _text(cpu.find("revision"))
     if not stepping and revision:
         stepping = _int(revision)
-    clock = amount(cpu.find("clockspeed"), "clockspeed", source, CLOCK_UNITS, "MHz", hi=1e12)
+    # at most a terahertz: beyond, a wrong number or unit, and wallclock ticks would convert to nonsense
+    clock = amount(cpu.find("clockspeed"), "clockspeed", source, CLOCK_UNITS, "MHz", hi=1e6)
     mhz = float(clock[0]) if clock else 0.0
-    if mhz > 1e6:  # a terahertz: a wrong number or a wrong unit, and ticks would convert to nonsense
-        raise InputError(f"{source}: <clockspeed> is {mhz:g} MHz, out of range (0 to 1e+06 MHz); "
-                         "fix or regenerate the document")
     caches = []
     for c in cpu.iterfind("cacheinfo/cache"):
         size = amount(c.find("size"), "size", source, SIZE_UNITS, "KB", hi=2**40, keep=("KuOps",))
