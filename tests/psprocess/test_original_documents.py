@@ -228,3 +228,30 @@ def test_first_generation_machine_is_read(workdir: Path):
     """<family>/<model> (machineinfo.dtd) rather than <cpuidinfo>."""
     assert "<family>15</family>" in MACHINE
     check_machine(read_json(workdir, original_count(3, COUNTS))["machine"])
+
+
+@pytest.mark.parametrize("kind", ["raw profile", "first-generation processed profile"])
+def test_original_profiles_of_other_generations_through_every_output(targets, workdir: Path, kind: str):
+    """The original's raw profile (decimal PCs, pcbase 10) resolved against
+    a real executable, and a processed profile of the first generation
+    (<modules> apart, "??" file and function): their machine as written,
+    and every output."""
+    from tests.psprocess.test_fuzz import original_processed_old, original_raw_profile
+
+    doc = workdir / "prof.xml"
+    doc.write_text(original_raw_profile(targets["work"]) if kind == "raw profile" else original_processed_old())
+    out = run_tool("psprocess", "-f", "json", str(doc))
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)["reports"][0]
+    check_machine(report["machine"])
+    assert sum(loc["samples"] for loc in report["locations"]) == (18 if kind == "raw profile" else 70)
+    for args in ([], ["-f", "csv"]):
+        p = run_tool("psprocess", *args, str(doc))
+        assert p.returncode == 0 and p.stdout, p.stderr
+    x = workdir / "again.xml"
+    assert run_tool("psprocess", "-x", "-o", str(x), str(doc)).returncode == 0
+    validate(x, "hwpcprofilereport-0.3.dtd")
+    assert machine_of(json.loads(run_tool("psprocess", "-f", "json", str(x)).stdout)) == report["machine"]
+    for option, target in (("--cube", workdir / "r.cubex"), ("--html", workdir / "r.html")):
+        p = run_tool("psprocess", option, str(target), str(doc))
+        assert p.returncode == 0 and target.stat().st_size > 0, p.stderr
