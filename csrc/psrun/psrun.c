@@ -34,8 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -129,8 +131,9 @@ static const char HELP[] =
 "programs: a dynamically linked 64-bit program for this machine, or a script\n"
 "with a #! line, whose interpreter is measured (a note says so; -f also\n"
 "measures the programs it starts).  Refused before anything runs (exit 2):\n"
-"32-bit and statically linked programs, programs for another machine, shared\n"
-"libraries, object files and scripts without a #! line.\n"
+"32-bit and statically linked programs, programs for another machine,\n"
+"set-user-ID and set-group-ID programs, shared libraries, object files and\n"
+"scripts without a #! line.\n"
 "\n"
 "configuration (first that applies):\n"
 "  -e NAME[,NAME...]      ad hoc events, e.g. -e task-clock,page-faults\n"
@@ -772,6 +775,22 @@ static void program_kind(int fd, const struct stat *st, struct program_facts *f)
     }
 }
 
+/* 1 if exec would change the effective user or group (set-user-ID or
+ * set-group-ID to another one, on a mount that honours it, without
+ * no_new_privs): the loader then runs in secure-execution mode and ignores
+ * an LD_PRELOAD library given by path. */
+static int changes_identity(const char *path, const struct stat *st)
+{
+    int uid = (st->st_mode & S_ISUID) && st->st_uid != geteuid();
+    int gid = (st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP) && st->st_gid != getegid();
+    if (!uid && !gid)
+        return 0;
+    struct statvfs fs;
+    if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID))
+        return 0;
+    return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1;
+}
+
 static __attribute__((noreturn)) void no_shebang(const char *prog)
 {
     usage_error("%s is a script without a #! line, so psrun cannot tell what would run it: add one (e.g. #!/bin/sh) "
@@ -791,6 +810,9 @@ static const char *check_program(const char *prog, char *buf, size_t size, char 
         usage_error("%s is a directory, not a program", prog);
     if (access(path, X_OK) != 0)
         usage_error("%s is not executable (chmod +x it, or run it through its interpreter)", prog);
+    if (S_ISREG(st.st_mode) && changes_identity(path, &st))
+        usage_error("%s is set-user-ID or set-group-ID, so the loader ignores psuite's library in it: measure a "
+                    "copy, which cp makes without that bit (cp %s ./copy, then psrun ./copy)", prog, prog);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         usage_error("cannot read %s: %s", prog, strerror(errno));

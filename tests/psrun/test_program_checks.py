@@ -1,10 +1,11 @@
 """What psrun cannot measure is refused before anything runs, through the
 real psrun on real files: a 32-bit program, a statically linked one (also
 a static PIE), a shared library, an object file, a core dump, a program for
-another machine, a script without a #! line, an empty or a non-executable
-file.  Each is one line on stderr naming the file, the problem and what to
-do, exit status 2, no report, and the program did not run.  A script with
-a #! line is measured as its interpreter, and psrun says so."""
+another machine, a set-user-ID program, a script without a #! line, an
+empty or a non-executable file.  Each is one line on stderr naming the
+file, the problem and what to do, exit status 2, no report, and the program
+did not run.  A script with a #! line is measured as its interpreter, and
+psrun says so."""
 
 from __future__ import annotations
 
@@ -137,6 +138,24 @@ def test_script_without_shebang_is_refused(builds, workdir, mode):
                                                                 "-f also measures the programs the script starts"],
                    workdir / "ran", workdir)
     assert "/bin/sh" in line
+
+
+def test_set_user_id_program_is_refused(builds, workdir):
+    """A set-user-ID program that changes the user runs in the loader's
+    secure-execution mode, which ignores psuite's library: refused.  As
+    root, a copy owned by nobody; otherwise a set-user-ID root program."""
+    if os.geteuid() == 0:
+        program = workdir / "setuid_nobody"
+        shutil.copyfile(builds["dynamic"], program)
+        os.chown(program, 65534, 65534)
+        program.chmod(0o4755)
+    else:
+        found = [p for p in map(shutil.which, ("passwd", "su", "mount")) if p and os.stat(p).st_mode & 0o4000]
+        assert found, "a set-user-ID root program (passwd, su or mount) is needed"
+        program = Path(found[0])
+    refused(["-e", "task-clock"], str(program), ["is set-user-ID or set-group-ID",
+                                                 "the loader ignores psuite's library", f"cp {program} ./copy"],
+            workdir / "ran", workdir)
 
 
 def test_empty_file_is_refused(workdir):
