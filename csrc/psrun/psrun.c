@@ -624,7 +624,7 @@ enum program_kind {
     PROGRAM_NO_SHEBANG,    /* text the kernel will not run: a shell would give it to /bin/sh */
     PROGRAM_EMPTY,         /* an empty file */
     PROGRAM_STATIC,        /* no interpreter: cannot load the library */
-    PROGRAM_LIBRARY,       /* a shared object without an interpreter that is not a PIE */
+    PROGRAM_LIBRARY,       /* a shared object without an interpreter or an entry point */
     PROGRAM_OBJECT,        /* ET_REL */
     PROGRAM_CORE,          /* ET_CORE */
     PROGRAM_OTHER_MACHINE, /* e_machine or byte order not this machine's */
@@ -714,9 +714,12 @@ static enum program_kind elf_kind(int fd, const unsigned char *eh, size_t n, off
             kind = PROGRAM_STATIC;
         else {
             /* ET_DYN without an interpreter: a static PIE says so in
-             * DT_FLAGS_1, a shared library does not */
+             * DT_FLAGS_1; a shared library has no entry point; one with an
+             * entry point (the dynamic loader run as a program, which
+             * honours LD_PRELOAD) is left to exec */
             int pie = dynamic_says_pie(fd, dyn_off, dyn_size, is64, little);
-            kind = pie > 0 ? PROGRAM_STATIC : pie == 0 ? PROGRAM_LIBRARY : PROGRAM_UNJUDGED;
+            uint64_t entry = is64 ? get_u(eh + 24, 8, little) : get_u(eh + 24, 4, little);
+            kind = pie > 0 ? PROGRAM_STATIC : pie == 0 && entry == 0 ? PROGRAM_LIBRARY : PROGRAM_UNJUDGED;
         }
     }
     free(table);

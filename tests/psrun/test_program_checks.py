@@ -10,6 +10,7 @@ psrun says so."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -106,6 +107,17 @@ MODES = {"count": ["-e", "task-clock"], "-R": ["-R", "-e", "task-clock"], "profi
 @pytest.mark.parametrize("kind", list(REFUSALS))
 def test_what_psrun_cannot_measure_is_refused(builds, workdir, kind, mode):
     refused(MODES[mode], builds[kind], REFUSALS[kind], workdir / "ran", workdir)
+
+
+def test_dynamic_loader_run_as_a_program_is_measured(builds, workdir):
+    """The dynamic loader is a shared object without an interpreter, but
+    with an entry point, and it honours LD_PRELOAD: not refused as a
+    library, the program it loads runs and the run is measured."""
+    loader = re.search(rb"/lib[^\0]*/ld-linux[^\0]*", Path(builds["dynamic"]).read_bytes()).group(0).decode()
+    p = run_tool("psrun", "-e", "task-clock", loader, builds["dynamic"], str(workdir / "ran"))
+    assert p.returncode == 0, p.stderr
+    assert (workdir / "ran").exists()
+    assert len(reports(workdir)) == 1, p.stderr
 
 
 def test_program_found_on_path_is_judged(builds, workdir):
