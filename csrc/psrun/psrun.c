@@ -813,9 +813,6 @@ static const char *check_program(const char *prog, char *buf, size_t size, char 
         usage_error("%s is a directory, not a program", prog);
     if (access(path, X_OK) != 0)
         usage_error("%s is not executable (chmod +x it, or run it through its interpreter)", prog);
-    if (S_ISREG(st.st_mode) && changes_identity(path, &st))
-        usage_error("%s is set-user-ID or set-group-ID, so the loader ignores psuite's library in it: measure a "
-                    "copy, which cp makes without that bit (cp %s ./copy, then psrun ./copy)", prog, prog);
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         usage_error("cannot read %s: %s", prog, strerror(errno));
@@ -827,7 +824,11 @@ static const char *check_program(const char *prog, char *buf, size_t size, char 
     close(fd);
     switch (f.kind) {
     case PROGRAM_UNJUDGED:
-    case PROGRAM_DYNAMIC:
+        break;
+    case PROGRAM_DYNAMIC: /* the kernel ignores the bits on a script */
+        if (changes_identity(path, &st))
+            usage_error("%s is set-user-ID or set-group-ID, so the loader ignores psuite's library in it: measure "
+                        "a copy, which cp makes without that bit (cp %s ./copy, then psrun ./copy)", prog, prog);
         break;
     case PROGRAM_SCRIPT:
         snprintf(shebang, shebang_size, "%s", f.shebang);

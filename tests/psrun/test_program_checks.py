@@ -155,7 +155,8 @@ def test_script_without_shebang_is_refused(builds, workdir, mode):
 def test_set_user_id_program_is_refused(builds, workdir):
     """A set-user-ID program that changes the user runs in the loader's
     secure-execution mode, which ignores psuite's library: refused.  As
-    root, a copy owned by nobody; otherwise a set-user-ID root program."""
+    root, a copy owned by nobody; otherwise a set-user-ID root program.
+    A set-user-ID script is measured."""
     if os.geteuid() == 0:
         program = workdir / "setuid_nobody"
         shutil.copyfile(builds["dynamic"], program)
@@ -168,6 +169,15 @@ def test_set_user_id_program_is_refused(builds, workdir):
     refused(["-e", "task-clock"], str(program), ["is set-user-ID or set-group-ID",
                                                  "the loader ignores psuite's library", f"cp {program} ./copy"],
             workdir / "ran", workdir)
+    # the kernel ignores the bit on a script: measured as any script
+    script = workdir / "setuid_script"
+    script.write_text(f"#!/bin/sh\n{builds['dynamic']} \"$1\"\n")
+    if os.geteuid() == 0:
+        os.chown(script, 65534, 65534)
+    script.chmod(0o4755)
+    p = run_tool("psrun", "-q", "-e", "task-clock", str(script), str(workdir / "ran"))
+    assert (p.returncode, p.stderr) == (0, "")
+    assert (workdir / "ran").exists() and len(reports(workdir)) == 1
 
 
 def test_empty_file_is_refused(workdir):
