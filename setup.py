@@ -178,5 +178,9 @@ decoder = Extension(
     extra_compile_args=C_FLAGS,
 )
 
+# The four commands' manual pages (made from their --help by psuite/manpages.py), for `man psrun`.
+MAN_PAGES = sorted(os.path.join("docs", "man", f) for f in os.listdir(os.path.join(HERE, "docs", "man"))
+                   if f.endswith(".1"))
+
 setup(ext_modules=[native, decoder], cmdclass={"build_ext": BuildNative, "build_scripts": BuildScripts},
-      scripts=[LAUNCHER_SCRIPT])
+      scripts=[LAUNCHER_SCRIPT], data_files=[("share/man/man1", MAN_PAGES)])

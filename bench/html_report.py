@@ -10,7 +10,9 @@ same run and the same browser: a page of plotly.js alone (run, as a page
 with charts drawn at load would have to), and a blank page.  Also the time
 one click on a call-tree node takes to update the system tree.
 
-Target (issue 17): interactive within 2 s.
+Targets: interactive within 2 s, and within twice the time the page of
+plotly.js alone takes in the same run (a ratio that a loaded machine
+slows alike); each figure is printed with its target.
 
     python bench/html_report.py [--ranks N] [--functions N] [--runs N] [--keep DIR]
 """
@@ -24,6 +26,7 @@ import sys
 import tempfile
 
 TARGET_MS = 2000.0
+TARGET_RATIO = 2.0  # time to interactive / plotly.js alone
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
@@ -216,10 +219,11 @@ def main() -> int:
     ok = not severe
     for name, u in use.items():
         tti = med[name][1]
-        ok &= tti <= TARGET_MS
+        ok &= tti <= TARGET_MS and tti / reference <= TARGET_RATIO
         print(
-            f"{name}: time to interactive / plotly.js alone = {tti / reference:.2f}  ({tti:.0f} ms; target <= "
-            f"{TARGET_MS:.0f} ms)   select a node {u['click median']:.1f} ms (max {u['click max']:.1f})"
+            f"{name}: time to interactive / plotly.js alone = {tti / reference:.2f} (target <= {TARGET_RATIO:.1f})"
+            f"  ({tti:.0f} ms; target <= {TARGET_MS:.0f} ms)   select a node {u['click median']:.1f} ms "
+            f"(max {u['click max']:.1f})"
             + (f"   expand one {u['expand']:.1f} ms" if "expand" in u else "")
             + f"   open flame graph {u['tab flame']:.0f} ms (plotly.js run first), charts {u['tab charts']:.0f} ms"
         )

@@ -10,9 +10,25 @@
  *     ps_hwpc_stop("region");    // writes region.<pid>.<host>.xml
  *     ps_hwpc_shutdown();
  *
+ * With a <ps_hwpc_profile> configuration the same calls drive sampling (the
+ * sampler psrun --profile uses): init sets it up switched off, start starts
+ * or resumes it, suspend stops it, stop(name) suspends it and writes the
+ * profile of every sample since init (the format psrun writes, the
+ * suspended time left out of its times), shutdown ends it.  Suspending is
+ * process-wide: a call from any thread stops the sampling of every thread,
+ * threads created while suspended included; the sample a thread's source
+ * was already sending is dropped.  ps_hwpc_read answers PS_HWPC_ESTATE for
+ * a profile.  Under psrun --profile the program's calls act on psrun's
+ * sampling (one library, as in PerfSuite): it runs from before main, so
+ * init and the first start return PS_HWPC_OK and change nothing, suspend
+ * and start suspend and resume it, stop(name) writes the profile so far,
+ * and shutdown leaves the rest to psrun's profile at the program's end.
+ *
  * Every function returns PS_HWPC_OK (0) or one of the negative PS_HWPC_E*
  * codes below; ps_hwpc_strerror() turns a code into text.  Link with
- * -lpshwpc (see `python -m psuite.libperfsuite --cflags --libs`).
+ * -lpshwpc; header and library are installed together, in the directory
+ * `python -c "import psuite.libperfsuite.native as n; print(n.include_dir())"`
+ * prints.
  *
  * Fortran: every call has a variant with a trailing underscore whose last
  * argument is an INTEGER ierr (ps_hwpc_init_(ierr), ps_hwpc_stop_(prefix,

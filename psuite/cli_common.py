@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
-from psuite.errors import InputError, OutputError, PsuiteError, UsageError
+from psuite.errors import InputError, OutputError, PsuiteError, UsageError, missing_extra
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a few ms of every command's start-up
@@ -81,6 +81,13 @@ def run_cli(tool: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
     except PsuiteError as exc:
         _say(tool, str(exc))
         return exc.exit_status
+    except ModuleNotFoundError as exc:
+        # An optional package (an extra) imported where a command needs it
+        error = missing_extra(exc)
+        if error is None:
+            raise
+        _say(tool, str(error))
+        return error.exit_status
     except KeyboardInterrupt:
         _say(tool, "interrupted")
         return 130

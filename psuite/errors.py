@@ -31,3 +31,33 @@ class EventError(PsuiteError):
 
 class NativeLibraryError(PsuiteError):
     """The C library is missing or does not match this package."""
+
+
+# Packages that only some commands use, and the extra that installs them
+# (pyproject.toml): `pip install psuite` is enough to measure and report.
+OPTIONAL_PACKAGES = {
+    "sqlalchemy": ("SQLAlchemy", "archive", "the experiment archive"),
+    "psycopg": ("psycopg", "archive", "a PostgreSQL archive"),
+    "matplotlib": ("matplotlib", "archive", "psbase's PNG and SVG charts"),
+    "plotly": ("plotly", "html", "HTML reports and charts"),
+    "hatchet": ("llnl-hatchet", "hatchet", "hatchet GraphFrames"),
+    "thicket": ("llnl-thicket", "hatchet", "Thicket"),
+}
+
+
+def missing_extra(exc: ModuleNotFoundError) -> PsuiteError | None:
+    """The one-line error for an optional package that is not installed, or
+    None when the missing module is not one of them."""
+    top = (exc.name or "").split(".")[0]
+    if top not in OPTIONAL_PACKAGES:
+        return None
+    package, extra, feature = OPTIONAL_PACKAGES[top]
+    return UsageError(f"the Python package {package} ({feature}) is not installed: pip install 'psuite[{extra}]'")
+
+
+def require_extra(module: str) -> None:
+    """Refuse now, before any work, when an optional package is missing."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        raise missing_extra(ModuleNotFoundError(name=module))

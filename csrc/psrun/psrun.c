@@ -34,8 +34,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -125,6 +127,13 @@ static const char HELP[] =
 "  --db URL              with --archive: the archive, an SQLite file or a\n"
 "                        database URL (default: $PSBASE_DB, else psbase.db\n"
 "                        in the current directory)\n"
+"\n"
+"programs: a dynamically linked 64-bit program for this machine, or a script\n"
+"with a #! line, whose interpreter is measured (a note says so; -f also\n"
+"measures the programs it starts).  Refused before anything runs (exit 2):\n"
+"32-bit and statically linked programs, programs for another machine,\n"
+"set-user-ID and set-group-ID programs, shared libraries, object files and\n"
+"scripts without a #! line.\n"
 "\n"
 "configuration (first that applies):\n"
 "  -e NAME[,NAME...]      ad hoc events, e.g. -e task-clock,page-faults\n"
@@ -561,45 +570,240 @@ static uint64_t get_u(const unsigned char *p, int size, int little)
     return v;
 }
 
-/* 1: the ELF file names a program interpreter (dynamic); 0: it has a
- * program header table without one (static); -1: not an ELF file, or one
- * this cannot judge (truncated, odd tables): exec decides. */
-static int elf_has_interpreter(int fd)
+/* The machine psrun (and so libpshwpc.so) is built for, and its 32-bit
+ * companion, told apart from it by the ELF class. */
+#if defined(__x86_64__)
+#define HOST_MACHINE EM_X86_64
+#define HOST_MACHINE32 EM_386
+#elif defined(__aarch64__)
+#define HOST_MACHINE EM_AARCH64
+#define HOST_MACHINE32 EM_ARM
+#elif defined(__powerpc64__)
+#define HOST_MACHINE EM_PPC64
+#define HOST_MACHINE32 EM_PPC
+#elif defined(__s390x__)
+#define HOST_MACHINE EM_S390
+#define HOST_MACHINE32 EM_S390
+#elif defined(__riscv)
+#define HOST_MACHINE EM_RISCV
+#define HOST_MACHINE32 EM_RISCV
+#endif
+#if defined(__LP64__)
+#define HOST_CLASS ELFCLASS64
+#else
+#define HOST_CLASS ELFCLASS32
+#endif
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HOST_DATA ELFDATA2LSB
+#else
+#define HOST_DATA ELFDATA2MSB
+#endif
+
+static const char *machine_name(unsigned machine)
 {
-    unsigned char eh[64];
-    ssize_t n = pread(fd, eh, sizeof eh, 0);
-    if (n < 52 || memcmp(eh, ELFMAG, SELFMAG) != 0)
+    static const struct {
+        unsigned machine;
+        const char *name;
+    } names[] = {
+        {EM_X86_64, "x86-64"}, {EM_386, "32-bit x86"}, {EM_AARCH64, "AArch64"},  {EM_ARM, "32-bit ARM"},
+        {EM_PPC64, "PowerPC64"}, {EM_PPC, "32-bit PowerPC"}, {EM_S390, "IBM Z"}, {EM_RISCV, "RISC-V"},
+        {EM_MIPS, "MIPS"}, {EM_SPARCV9, "SPARC V9"}, {EM_IA_64, "IA-64"}, {258, "LoongArch"},
+    };
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        if (names[k].machine == machine)
+            return names[k].name;
+    return NULL;
+}
+
+/* What psrun can tell of a program from its first bytes and, for an ELF
+ * file, its program headers, before anything runs. */
+enum program_kind {
+    PROGRAM_UNJUDGED,      /* not judged here (odd or truncated tables ...): exec decides */
+    PROGRAM_DYNAMIC,       /* an ELF program with an interpreter: measurable */
+    PROGRAM_SCRIPT,        /* #! line: its interpreter is measured */
+    PROGRAM_NO_SHEBANG,    /* text the kernel will not run: a shell would give it to /bin/sh */
+    PROGRAM_EMPTY,         /* an empty file */
+    PROGRAM_STATIC,        /* no interpreter: cannot load the library */
+    PROGRAM_LIBRARY,       /* a shared object without an interpreter or an entry point */
+    PROGRAM_OBJECT,        /* ET_REL */
+    PROGRAM_CORE,          /* ET_CORE */
+    PROGRAM_OTHER_MACHINE, /* e_machine or byte order not this machine's */
+    PROGRAM_OTHER_CLASS,   /* 32-bit on a 64-bit machine (or the reverse) */
+};
+
+struct program_facts {
+    enum program_kind kind;
+    unsigned machine;   /* e_machine, for PROGRAM_OTHER_MACHINE */
+    int big_endian;     /* for PROGRAM_OTHER_MACHINE */
+    char shebang[96];   /* the #! line, for PROGRAM_SCRIPT */
+};
+
+/* 1: a set DF_1_PIE in the dynamic section at [off, off+size) (a static
+ * PIE rather than a shared library); 0: none; -1: unreadable. */
+static int dynamic_says_pie(int fd, uint64_t off, uint64_t size, int is64, int little)
+{
+    unsigned char entries[4096];
+    size_t esize = is64 ? 16 : 8, step = is64 ? 8 : 4;
+    if (size > sizeof entries)
+        size = sizeof entries; /* 256 entries: more than a program's dynamic section holds */
+    ssize_t n = pread(fd, entries, (size_t)size, (off_t)off);
+    if (n < 0)
         return -1;
+    for (size_t k = 0; k + esize <= (size_t)n; k += esize) {
+        uint64_t tag = get_u(entries + k, (int)step, little);
+        if (tag == DT_NULL)
+            break;
+        if (tag == DT_FLAGS_1)
+            return (get_u(entries + k + step, (int)step, little) & DF_1_PIE) != 0;
+    }
+    return 0;
+}
+
+/* The ELF header in head[0..n) (at least 52 bytes read), the program
+ * headers read from fd: one pread, two for a file without an interpreter. */
+static enum program_kind elf_kind(int fd, const unsigned char *eh, size_t n, off_t file_size, struct program_facts *f)
+{
     int is64 = eh[EI_CLASS] == ELFCLASS64, little = eh[EI_DATA] == ELFDATA2LSB;
     if ((eh[EI_CLASS] != ELFCLASS32 && !is64) || (eh[EI_DATA] != ELFDATA2LSB && eh[EI_DATA] != ELFDATA2MSB))
-        return -1;
-    if (is64 && n < 64)
-        return -1;
+        return PROGRAM_UNJUDGED;
+    if (n < (is64 ? 64u : 52u))
+        return PROGRAM_UNJUDGED;
+    unsigned type = (unsigned)get_u(eh + 16, 2, little);
+    if (type == ET_REL)
+        return PROGRAM_OBJECT;
+    if (type == ET_CORE)
+        return PROGRAM_CORE;
+    if (type != ET_EXEC && type != ET_DYN)
+        return PROGRAM_UNJUDGED;
+    f->machine = (unsigned)get_u(eh + 18, 2, little);
+    f->big_endian = !little;
+#ifdef HOST_MACHINE
+    if (eh[EI_DATA] != HOST_DATA || (f->machine != HOST_MACHINE && f->machine != HOST_MACHINE32))
+        return PROGRAM_OTHER_MACHINE;
+#endif
+    if (eh[EI_CLASS] != HOST_CLASS)
+        return PROGRAM_OTHER_CLASS;
     uint64_t phoff = is64 ? get_u(eh + 32, 8, little) : get_u(eh + 28, 4, little);
     unsigned phentsize = (unsigned)get_u(eh + (is64 ? 54 : 42), 2, little);
     unsigned phnum = (unsigned)get_u(eh + (is64 ? 56 : 44), 2, little);
-    if (phnum == 0 || phentsize < 4 || phnum == 0xffff)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) != 0 || phoff > (uint64_t)st.st_size ||
-        (uint64_t)phentsize * phnum > (uint64_t)st.st_size - phoff)
-        return -1;
+    if (phnum == 0 || phentsize < (is64 ? 56u : 32u) || phnum == 0xffff)
+        return PROGRAM_UNJUDGED;
+    if (phoff > (uint64_t)file_size || (uint64_t)phentsize * phnum > (uint64_t)file_size - phoff)
+        return PROGRAM_UNJUDGED;
     size_t size = (size_t)phentsize * phnum;
     unsigned char *table = malloc(size);
     if (!table)
-        return -1;
-    int result = -1;
+        return PROGRAM_UNJUDGED;
+    enum program_kind kind = PROGRAM_UNJUDGED;
     if (pread(fd, table, size, (off_t)phoff) == (ssize_t)size) {
-        result = 0;
-        for (unsigned k = 0; k < phnum; k++)
-            if (get_u(table + (size_t)k * phentsize, 4, little) == PT_INTERP)
-                result = 1;
+        int dynamic = 0;
+        uint64_t dyn_off = 0, dyn_size = 0;
+        for (unsigned k = 0; k < phnum; k++) {
+            const unsigned char *ph = table + (size_t)k * phentsize;
+            uint32_t ptype = (uint32_t)get_u(ph, 4, little);
+            if (ptype == PT_INTERP)
+                dynamic = 1;
+            if (ptype == PT_DYNAMIC) {
+                dyn_off = is64 ? get_u(ph + 8, 8, little) : get_u(ph + 4, 4, little);
+                dyn_size = is64 ? get_u(ph + 32, 8, little) : get_u(ph + 16, 4, little);
+            }
+        }
+        if (dynamic)
+            kind = PROGRAM_DYNAMIC;
+        else if (type == ET_EXEC || !dyn_size)
+            kind = PROGRAM_STATIC;
+        else {
+            /* ET_DYN without an interpreter: a static PIE says so in
+             * DT_FLAGS_1; a shared library has no entry point; one with an
+             * entry point (the dynamic loader run as a program, which
+             * honours LD_PRELOAD) is left to exec */
+            int pie = dynamic_says_pie(fd, dyn_off, dyn_size, is64, little);
+            uint64_t entry = is64 ? get_u(eh + 24, 8, little) : get_u(eh + 24, 4, little);
+            kind = pie > 0 ? PROGRAM_STATIC : pie == 0 && entry == 0 ? PROGRAM_LIBRARY : PROGRAM_UNJUDGED;
+        }
     }
     free(table);
-    return result;
+    return kind;
 }
 
-static const char *check_program(const char *prog, char *buf, size_t size)
+/* As bash judges a file the kernel will not run: binary if a NUL byte is
+ * in the first line of its first 80 bytes. */
+static int binary_head(const unsigned char *head, size_t n)
+{
+    for (size_t k = 0; k < n && k < 80 && head[k] != '\n'; k++)
+        if (head[k] == '\0')
+            return 1;
+    return 0;
+}
+
+/* binfmt_misc may hand files without ELF magic or #! to an interpreter of
+ * its own: with any handler registered, exec decides. */
+static int binfmt_misc_handlers(void)
+{
+    DIR *d = opendir("/proc/sys/fs/binfmt_misc");
+    if (!d)
+        return 0;
+    int found = 0;
+    struct dirent *e;
+    while (!found && (e = readdir(d)))
+        found = e->d_name[0] != '.' && strcmp(e->d_name, "register") != 0 && strcmp(e->d_name, "status") != 0;
+    closedir(d);
+    return found;
+}
+
+static void program_kind(int fd, const struct stat *st, struct program_facts *f)
+{
+    unsigned char head[128];
+    memset(f, 0, sizeof *f);
+    f->kind = PROGRAM_UNJUDGED;
+    ssize_t got = pread(fd, head, sizeof head, 0);
+    if (got < 0)
+        return;
+    size_t n = (size_t)got;
+    if (n >= SELFMAG && memcmp(head, ELFMAG, SELFMAG) == 0) {
+        f->kind = n >= 52 ? elf_kind(fd, head, n, st->st_size, f) : PROGRAM_UNJUDGED;
+    } else if (n >= 2 && head[0] == '#' && head[1] == '!') {
+        size_t k = 0;
+        while (k < n && k < sizeof f->shebang - 1 && head[k] != '\n')
+            k++;
+        memcpy(f->shebang, head, k);
+        while (k > 2 && isspace((unsigned char)f->shebang[k - 1]))
+            k--;
+        f->shebang[k] = '\0';
+        f->kind = PROGRAM_SCRIPT;
+    } else if (n == 0) {
+        f->kind = PROGRAM_EMPTY;
+    } else if (!binary_head(head, n) && !binfmt_misc_handlers()) {
+        f->kind = PROGRAM_NO_SHEBANG;
+    }
+}
+
+/* 1 if exec would change the effective user or group (set-user-ID or
+ * set-group-ID to another one, on a mount that honours it, without
+ * no_new_privs): the loader then runs in secure-execution mode and ignores
+ * an LD_PRELOAD library given by path. */
+static int changes_identity(const char *path, const struct stat *st)
+{
+    int uid = (st->st_mode & S_ISUID) && st->st_uid != geteuid();
+    int gid = (st->st_mode & S_ISGID) && (st->st_mode & S_IXGRP) && st->st_gid != getegid();
+    if (!uid && !gid)
+        return 0;
+    struct statvfs fs;
+    if (statvfs(path, &fs) == 0 && (fs.f_flag & ST_NOSUID))
+        return 0;
+    return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) != 1;
+}
+
+static __attribute__((noreturn)) void no_shebang(const char *prog)
+{
+    usage_error("%s is a script without a #! line, so psrun cannot tell what would run it: add one (e.g. #!/bin/sh) "
+                "or give the interpreter (psrun sh %s); the interpreter is measured, and -f also measures the "
+                "programs the script starts", prog, prog);
+}
+
+/* PROGRAM as execvp finds it, refused in one line if psrun cannot measure
+ * it.  For a script, its #! line goes to shebang (else ""). */
+static const char *check_program(const char *prog, char *buf, size_t size, char *shebang, size_t shebang_size)
 {
     const char *path = find_program(prog, buf, size);
     struct stat st;
@@ -612,11 +816,58 @@ static const char *check_program(const char *prog, char *buf, size_t size)
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
         usage_error("cannot read %s: %s", prog, strerror(errno));
-    int dyn = S_ISREG(st.st_mode) ? elf_has_interpreter(fd) : -1;
+    struct program_facts f;
+    f.kind = PROGRAM_UNJUDGED;
+    shebang[0] = '\0';
+    if (S_ISREG(st.st_mode))
+        program_kind(fd, &st, &f);
     close(fd);
-    if (dyn == 0)
-        usage_error("%s is statically linked; psrun measures dynamically linked programs only (rebuild without "
-                    "-static, or use the C API in the program)", prog);
+    switch (f.kind) {
+    case PROGRAM_UNJUDGED:
+        break;
+    case PROGRAM_DYNAMIC: /* the kernel ignores the bits on a script */
+        if (changes_identity(path, &st))
+            usage_error("%s is set-user-ID or set-group-ID, so the loader ignores psuite's library in it: measure "
+                        "a copy, which cp makes without that bit (cp %s ./copy, then psrun ./copy)", prog, prog);
+        break;
+    case PROGRAM_SCRIPT:
+        snprintf(shebang, shebang_size, "%s", f.shebang);
+        break;
+    case PROGRAM_NO_SHEBANG:
+        no_shebang(prog);
+    case PROGRAM_EMPTY:
+        usage_error("%s is an empty file, not a program", prog);
+    case PROGRAM_STATIC:
+        usage_error("%s is statically linked, so it cannot load psuite's library: relink it dynamically (without "
+                    "-static) to measure it with psrun, or count it from outside with perf stat", prog);
+    case PROGRAM_LIBRARY:
+        usage_error("%s is a shared library, not a program: give psrun the program that loads it", prog);
+    case PROGRAM_OBJECT:
+        usage_error("%s is an object file (ELF relocatable), not a program: link it into a program first", prog);
+    case PROGRAM_CORE:
+        usage_error("%s is a core dump, not a program: give psrun the program that dumped it", prog);
+    case PROGRAM_OTHER_MACHINE: {
+        const char *name = machine_name(f.machine);
+        char other[64];
+        if (name)
+            snprintf(other, sizeof other, "%s%s", f.big_endian ? "big-endian " : "", name);
+        else
+            snprintf(other, sizeof other, "%sELF machine %u", f.big_endian ? "big-endian " : "", f.machine);
+#ifdef HOST_MACHINE
+        usage_error("%s is a program for another machine (%s); psrun here measures %s programs: run it with psrun "
+                    "on a machine it was built for, or rebuild it for this one", prog, other,
+                    machine_name(HOST_MACHINE));
+#else
+        break;
+#endif
+    }
+    case PROGRAM_OTHER_CLASS:
+        if (HOST_CLASS == ELFCLASS64)
+            usage_error("%s is a 32-bit (ELFCLASS32) program; psrun measures 64-bit programs: rebuild it as a "
+                        "64-bit program (without -m32 or -mx32) to measure it", prog);
+        usage_error("%s is a 64-bit (ELFCLASS64) program; this psrun measures 32-bit programs: measure it with "
+                    "a 64-bit build of psuite", prog);
+    }
     return path;
 }
 
@@ -1046,41 +1297,21 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
 
 /* ---- starting the program -------------------------------------------- */
 
-/* As bash judges it: a NUL byte in the first line of the first 80 bytes. */
-static int binary_file(const char *path)
+/* Why PATH (PROGRAM on the command line) did not run, in one line: a text
+ * file the kernel will not run is a script without a #! line (psrun does
+ * not hand it to /bin/sh as a shell would: /bin/sh would be measured). */
+static __attribute__((noreturn)) void cannot_run(const char *prog, const char *path, int err)
 {
-    char head[80];
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, head, sizeof head);
-    close(fd);
-    for (ssize_t k = 0; k < n && head[k] != '\n'; k++)
-        if (head[k] == '\0')
-            return 1;
-    return 0;
-}
-
-/* exec as a shell does with a file the kernel will not run: /bin/sh runs a
- * text file; a binary one is an error (errno ENOEXEC). */
-static int exec_program(const char *path, char **cmd, char **env)
-{
-    execve(path, cmd, env);
-    int err = errno;
-    if (err == ENOEXEC && !binary_file(path)) {
-        int n = 0;
-        while (cmd[n])
-            n++;
-        char **sh = malloc(sizeof *sh * (size_t)(n + 2));
-        if (sh) {
-            sh[0] = "/bin/sh";
-            sh[1] = (char *)path;
-            for (int k = 1; k <= n; k++)
-                sh[k + 1] = cmd[k];
-            execve("/bin/sh", sh, env);
-        }
+    if (err == ENOEXEC) {
+        unsigned char head[80];
+        int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+        ssize_t n = fd >= 0 ? read(fd, head, sizeof head) : -1;
+        if (fd >= 0)
+            close(fd);
+        if (n > 0 && !binary_head(head, (size_t)n))
+            no_shebang(prog);
     }
-    return err;
+    usage_error("cannot run %s: %s", prog, strerror(err));
 }
 
 static pid_t child_pid;
@@ -1313,7 +1544,8 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         char me[24];
         snprintf(me, sizeof me, "%ld", (long)getpid());
         env_set("PSUITE_RESOURCE_PID", me);
-        int err = exec_program(path, cmd, new_env);
+        execve(path, cmd, new_env);
+        int err = errno;
         ssize_t w = write(errpipe[1], &err, sizeof err);
         (void)w;
         _exit(127);
@@ -1353,7 +1585,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         unlink(peak_file);
         if (filing->experiment)
             unlink(filing->manifest);
-        usage_error("cannot run %s: %s", cmd[0], strerror(err));
+        cannot_run(cmd[0], path, err);
     }
 
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -1478,8 +1710,8 @@ int main(int argc, char **argv)
         (opt_value[OPT_PROFILE] && *opt_value[OPT_PROFILE]) > 1)
         usage_error("-e, -c and --profile each choose what to measure; give one (see psrun --help)");
 
-    char progbuf[PATH_MAX];
-    const char *path = check_program(cmd[0], progbuf, sizeof progbuf);
+    char progbuf[PATH_MAX], shebang[96];
+    const char *path = check_program(cmd[0], progbuf, sizeof progbuf, shebang, sizeof shebang);
 
     int n = env_count(environ);
     new_env = malloc(sizeof *new_env * (size_t)(n + 20));
@@ -1655,9 +1887,14 @@ int main(int argc, char **argv)
     }
     env_set("PSUITE_PRELOAD", "1");
 
+    /* A script is measured as its interpreter; -f follows what it starts. */
+    if (shebang[0] && !quiet && !opt_set[OPT_FOLLOW])
+        note("%s is a script: psrun measures its interpreter (%s), not the programs the script starts; -f measures "
+             "those too, each in its own report", cmd[0], shebang);
+
     if (!opt_set[OPT_RESOURCES] && !filing.experiment) {
-        int err = exec_program(path, cmd, new_env);
-        usage_error("cannot run %s: %s", cmd[0], strerror(err));
+        execve(path, cmd, new_env);
+        cannot_run(cmd[0], path, errno);
     }
 
     char peak[PATH_MAX];

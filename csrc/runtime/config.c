@@ -35,6 +35,7 @@
 static struct {
     __typeof__(XML_ParserCreate) *create;
     __typeof__(XML_SetElementHandler) *set_element_handler;
+    __typeof__(XML_SetCharacterDataHandler) *set_character_data_handler;
     __typeof__(XML_SetEntityDeclHandler) *set_entity_decl_handler;
     __typeof__(XML_SetSkippedEntityHandler) *set_skipped_entity_handler;
     __typeof__(XML_GetCurrentByteIndex) *byte_index;
@@ -67,6 +68,7 @@ static void expat_load(void)
     }
     SYM(create, "XML_ParserCreate")
     SYM(set_element_handler, "XML_SetElementHandler")
+    SYM(set_character_data_handler, "XML_SetCharacterDataHandler")
     SYM(set_entity_decl_handler, "XML_SetEntityDeclHandler")
     SYM(set_skipped_entity_handler, "XML_SetSkippedEntityHandler")
     SYM(byte_index, "XML_GetCurrentByteIndex")
@@ -95,6 +97,14 @@ typedef struct {
     int depth;
     int children;               /* element children of the root */
     int not_wf;                 /* err is a well-formedness complaint */
+    /* The <ps_hwpc_event> being read: its name is its name attribute or its
+     * text (the PerfSuite paper's form), known only at its end tag. */
+    int in_event;
+    char attr_name[sizeof ((ps_hwpc_config_t *)0)->names[0]]; /* stripped; "" when absent or blank */
+    char type[8];               /* preset, native or "" (given by the name) */
+    char text[sizeof ((ps_hwpc_config_t *)0)->names[0]];
+    size_t text_len, text_kept; /* text_kept: up to the last non-blank */
+    int text_long;              /* more text than a name holds */
     char err[PATH_MAX + 512];
 } parse_ctx_t;
 
@@ -305,63 +315,111 @@ static void XMLCALL on_start(void *data, const XML_Char *name, const XML_Char **
         ps_strlcpy(o->domain, dom, sizeof o->domain);
         return;
     }
-    if (depth != 2)
-        return; /* inside an event: not an event of the list */
-    c->children++;
-    if (o->kind == PS_CONFIG_PROFILE) {
-        const char *ev = attr(atts, "name");
-        char nm[sizeof o->names[0]];
-        if (c->children > 1 || strcmp(name, "ps_hwpc_event") != 0 || !ev || stripped(ev, nm, sizeof nm) || !nm[0]) {
-            if (ev && strcmp(name, "ps_hwpc_event") == 0 && c->children == 1 && stripped(ev, nm, sizeof nm))
-                fail(c, "event name '%s' is longer than %zu bytes", quoted(ev, q, sizeof q), sizeof nm - 1);
-            else
-                fail(c, "<ps_hwpc_profile> holds exactly one <ps_hwpc_event name=\"...\" threshold=\"...\"/>");
-            return;
-        }
-        ps_strlcpy(o->names[0], nm, sizeof o->names[0]);
-        o->nevents = 1;
-        const char *th = attr(atts, "threshold");
-        if (th) {
-            if (strlen(th) >= sizeof o->threshold) {
-                fail(c, "threshold must be a positive integer, not '%s'", quoted(th, q, sizeof q));
-                return;
-            }
-            o->has_threshold = 1;
-            ps_strlcpy(o->threshold, th, sizeof o->threshold);
-        }
+    if (depth != 2) {
+        if (depth == 3 && c->in_event) /* the DTD's (#PCDATA): an event holds only its name */
+            fail(c, "<ps_hwpc_event> holds only its event name as text, not an element <%s>",
+                 quoted(name, q, sizeof q));
         return;
     }
-    if (strcmp(name, "ps_hwpc_event") != 0) {
+    c->children++;
+    int is_event = strcmp(name, "ps_hwpc_event") == 0;
+    if (o->kind == PS_CONFIG_PROFILE && (c->children > 1 || !is_event)) {
+        fail(c, "<ps_hwpc_profile> holds exactly one <ps_hwpc_event name=\"...\" threshold=\"...\"/>");
+        return;
+    }
+    if (!is_event) {
         fail(c, "unexpected element <%s> in <ps_hwpc_eventlist>", quoted(name, q, sizeof q));
         return;
     }
     const char *ev = attr(atts, "name");
-    char nm[sizeof o->names[0]];
-    if (ev && stripped(ev, nm, sizeof nm)) {
-        fail(c, "event name '%s' is longer than %zu bytes", quoted(ev, q, sizeof q), sizeof nm - 1);
+    if (ev && stripped(ev, c->attr_name, sizeof c->attr_name)) {
+        fail(c, "event name '%s' is longer than %zu bytes", quoted(ev, q, sizeof q), sizeof c->attr_name - 1);
         return;
     }
-    if (!ev || !nm[0]) {
-        fail(c, "a <ps_hwpc_event> has no name attribute");
-        return;
-    }
+    if (!ev)
+        c->attr_name[0] = '\0';
     const char *type = attr(atts, "type");
-    if (!type)
-        type = strncmp(nm, "PAPI_", 5) == 0 ? "preset" : "native";
-    if (strcmp(type, "preset") != 0 && strcmp(type, "native") != 0) {
-        fail(c, "event %s: type must be preset or native", nm);
+    if (type && strcmp(type, "preset") != 0 && strcmp(type, "native") != 0) {
+        fail(c, "event %s: type must be preset or native", c->attr_name[0] ? c->attr_name : "(named by its text)");
+        return;
+    }
+    ps_strlcpy(c->type, type ? type : "", sizeof c->type);
+    const char *th = o->kind == PS_CONFIG_PROFILE ? attr(atts, "threshold") : NULL;
+    if (th) {
+        if (strlen(th) >= sizeof o->threshold) {
+            fail(c, "threshold must be a positive integer, not '%s'", quoted(th, q, sizeof q));
+            return;
+        }
+        o->has_threshold = 1;
+        ps_strlcpy(o->threshold, th, sizeof o->threshold);
+    }
+    c->in_event = 1;
+    c->text_len = c->text_kept = 0;
+    c->text_long = 0;
+}
+
+/* An event's text, blanks around it left out (XML's blanks: the name
+ * itself is checked by the backend). */
+static void XMLCALL on_text(void *data, const XML_Char *s, int len)
+{
+    parse_ctx_t *c = data;
+    if (!c->in_event || c->depth != 2 || c->err[0])
+        return;
+    for (int i = 0; i < len; i++) {
+        int blank = s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r';
+        if (blank && !c->text_len)
+            continue;
+        if (c->text_len + 1 >= sizeof c->text) {
+            c->text_long |= !blank;
+            continue;
+        }
+        c->text[c->text_len++] = s[i];
+        if (!blank)
+            c->text_kept = c->text_len;
+    }
+}
+
+/* The end of a <ps_hwpc_event>: its name from the attribute or the text. */
+static void end_event(parse_ctx_t *c)
+{
+    ps_hwpc_config_t *o = c->out;
+    char q[80], q2[80];
+    c->in_event = 0;
+    c->text[c->text_kept] = '\0';
+    if (c->text_long) {
+        fail(c, "event name '%s' is longer than %zu bytes", quoted(c->text, q, sizeof q), sizeof c->text - 1);
+        return;
+    }
+    if (c->attr_name[0] && c->text[0] && strcmp(c->attr_name, c->text) != 0) {
+        fail(c, "<ps_hwpc_event name=\"%s\"> also holds the text '%s'; name the event once, by the name attribute "
+             "or by the element's text", quoted(c->attr_name, q, sizeof q), quoted(c->text, q2, sizeof q2));
+        return;
+    }
+    const char *nm = c->attr_name[0] ? c->attr_name : c->text;
+    if (!nm[0]) {
+        fail(c, "a <ps_hwpc_event> names no event; write <ps_hwpc_event name=\"NAME\"/> or "
+             "<ps_hwpc_event>NAME</ps_hwpc_event>");
+        return;
+    }
+    if (o->kind == PS_CONFIG_PROFILE) {
+        ps_strlcpy(o->names[0], nm, sizeof o->names[0]);
+        o->nevents = 1;
         return;
     }
     if (o->nevents < PS_HWPC_MAX_EVENTS) {
         ps_strlcpy(o->names[o->nevents], nm, sizeof o->names[0]);
-        ps_strlcpy(o->types[o->nevents], type, sizeof o->types[0]);
+        ps_strlcpy(o->types[o->nevents], c->type[0] ? c->type : strncmp(nm, "PAPI_", 5) == 0 ? "preset" : "native",
+                   sizeof o->types[0]);
     }
     o->nevents++;
 }
 
 static void XMLCALL on_end(void *data, const XML_Char *name)
 {
-    ((parse_ctx_t *)data)->depth--;
+    parse_ctx_t *c = data;
+    if (c->depth == 2 && c->in_event && !c->err[0])
+        end_event(c);
+    c->depth--;
 }
 
 static void XMLCALL on_entity_decl(void *data, const XML_Char *name, int is_param, const XML_Char *value,
@@ -437,6 +495,7 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
     }
     xp.set_user_data(c->parser, c);
     xp.set_element_handler(c->parser, on_start, on_end);
+    xp.set_character_data_handler(c->parser, on_text);
     xp.set_entity_decl_handler(c->parser, on_entity_decl);
     xp.set_skipped_entity_handler(c->parser, on_skipped);
     int rc = PS_HWPC_OK;

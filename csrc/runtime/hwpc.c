@@ -1,6 +1,8 @@
-/* hwpc.c - the public counting API (ps_hwpc_*): one process-wide event set
- * driven through the PAPI or perf_event backend.  psrun uses the same calls
- * from the preloaded constructor (preload.c). */
+/* hwpc.c - the public API (ps_hwpc_*): one process-wide event set driven
+ * through the PAPI or perf_event backend, or, with a <ps_hwpc_profile>
+ * configuration, the process's sampling (sampler.c).  psrun uses the same
+ * calls from the preloaded constructor (preload.c); when psrun profiles,
+ * the program's calls suspend and resume psrun's sampling. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,12 @@ enum { ST_NONE, ST_READY, ST_RUNNING, ST_SUSPENDED };
 
 static ps_lock_t lock; /* util.c: its holder known atomically, bounded at the end */
 static int state = ST_NONE;
+/* Profiling through this API: the sampler set up by ps_hwpc_init
+ * (PROF_OWN), or psrun's (PROF_PSRUN), which runs from before main and
+ * which the program's calls act on; PROF_NONE: counting. */
+enum { PROF_NONE, PROF_OWN, PROF_PSRUN };
+static int profiling;
+static int own_sampler_ended; /* a PROF_OWN sampler was shut down: reset before the next */
 static int verbose;              /* PSUITE_VERBOSE, read at init */
 
 static void take(void) { ps_lock_take(&lock); }
@@ -143,11 +151,62 @@ static void prefer_perf_for_threads(void)
     set = alt;
 }
 
+/* A <ps_hwpc_profile> configuration (or PSUITE_PROFILE): the sampler set
+ * up, every thread's source switched off until ps_hwpc_start.  1: done;
+ * 0: the configuration counts; < 0: an error, said. */
+static int init_profile_locked(void)
+{
+    ps_profcfg_t cfg;
+    char why[1024] = "";
+    int kind = ps_config_profile(&cfg, why, sizeof why);
+    if (kind < 0)
+        ps_message("%s", why);
+    if (kind <= 0)
+        return kind;
+    if (own_sampler_ended)
+        ps_sampler_reset();
+    own_sampler_ended = 0;
+    ps_sampler_suspend(1);
+    int rc = ps_sampler_init(&cfg, why, sizeof why);
+    if (rc != PS_HWPC_OK) {
+        ps_message("%s", why);
+        ps_sampler_stop();
+        own_sampler_ended = 1;
+        return rc;
+    }
+    memset(&set, 0, sizeof set); /* no counted events */
+    set.counted_names[0] = NULL;
+    verbose = getenv("PSUITE_VERBOSE") != NULL;
+    ps_report_prepare();
+    ps_modules_refresh();
+    ps_sampler_at_main(); /* ITIMER_REAL's sampler thread: the program is running */
+    profiling = PROF_OWN;
+    state = ST_READY;
+    return 1;
+}
+
+void ps_hwpc_profile_psrun(void)
+{
+    take();
+    profiling = PROF_PSRUN;
+    memset(&set, 0, sizeof set);
+    set.counted_names[0] = NULL;
+    state = ST_RUNNING;
+    give();
+}
+
 static int init_locked(const char *events, const char *annotation)
 {
     char why[1024] = "";
+    if (profiling == PROF_PSRUN)
+        return PS_HWPC_OK; /* psrun's sampling, which the program's calls now control */
     if (state != ST_NONE)
         return PS_HWPC_ESTATE;
+    if (!events) {
+        int rc = init_profile_locked();
+        if (rc != 0)
+            return rc > 0 ? PS_HWPC_OK : rc;
+    }
     memset(&set, 0, sizeof set);
     if (annotation)
         ps_strlcpy(set.annotation, annotation, sizeof set.annotation);
@@ -204,8 +263,15 @@ PS_API int ps_hwpc_init(void) { return ps_hwpc_init_events(NULL, NULL); }
 
 static int start_locked(void)
 {
+    if (profiling == PROF_PSRUN && state == ST_RUNNING)
+        return PS_HWPC_OK; /* psrun's sampling runs from before main */
     if (state != ST_READY && state != ST_SUSPENDED)
         return PS_HWPC_ESTATE;
+    if (profiling) {
+        ps_sampler_suspend(0);
+        state = ST_RUNNING;
+        return PS_HWPC_OK;
+    }
     double user, sys;
     ps_settle_thread_times();
     /* Nested intervals, so that no clock covers more than the wall clock:
@@ -235,6 +301,11 @@ static int suspend_locked(void)
 {
     if (state != ST_RUNNING)
         return PS_HWPC_ESTATE;
+    if (profiling) {
+        ps_sampler_suspend(1);
+        state = ST_SUSPENDED;
+        return PS_HWPC_OK;
+    }
     ps_settle_thread_times();
     int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_stop(&set, NULL) : ps_perf_enable(&set, 0);
     double user, sys;
@@ -262,7 +333,7 @@ PS_API int ps_hwpc_suspend(void)
 
 static int read_locked(long long *values)
 {
-    if (state == ST_NONE)
+    if (state == ST_NONE || profiling) /* a profile has samples, not counts */
         return PS_HWPC_ESTATE;
     if (set.backend == PS_BACKEND_PERF)
         return ps_perf_read(&set, values);
@@ -282,9 +353,29 @@ PS_API int ps_hwpc_read(long long *values)
     return rc;
 }
 
+/* A profile: sampling suspended, and every sample taken since it was set
+ * up written as psrun writes a profile.  Sampling goes on at the next
+ * ps_hwpc_start. */
+static int stop_profile_locked(const char *name)
+{
+    int rc = state == ST_RUNNING ? suspend_locked() : state == ST_SUSPENDED ? PS_HWPC_OK : PS_HWPC_ESTATE;
+    if (rc != PS_HWPC_OK)
+        return rc;
+    ps_modules_refresh(); /* libraries glibc loaded itself (NSS, gconv) mapped too */
+    rc = ps_profile_write_named(name, profiling == PROF_PSRUN ? !ps_quiet() : verbose);
+    state = ST_READY;
+    return rc;
+}
+
 PS_API int ps_hwpc_stop(const char *name)
 {
     long long values[PS_HWPC_MAX_EVENTS];
+    if (profiling) {
+        take();
+        int rc = profiling ? stop_profile_locked(name) : PS_HWPC_ESTATE;
+        give();
+        return rc;
+    }
     int held = take_bounded(); /* the end of measurement: see take_bounded */
     int rc = PS_HWPC_OK;
     if (state == ST_RUNNING)
@@ -378,6 +469,11 @@ void ps_hwpc_exec_failed(const char *path)
 void ps_hwpc_forget_after_fork(void)
 {
     ps_lock_reset(&lock); /* the parent's thread that may have held it is not here */
+    if (profiling) { /* the sampler forgets for itself (preload.c: psrun -f profiles the child anew) */
+        profiling = PROF_NONE;
+        state = ST_NONE;
+        return;
+    }
     if (state != ST_NONE) {
         if (set.backend == PS_BACKEND_PERF)
             ps_perf_close(&set);
@@ -393,7 +489,15 @@ PS_API int ps_hwpc_shutdown(void)
     int rc = PS_HWPC_OK;
     if (state == ST_NONE)
         rc = PS_HWPC_ESTATE;
-    else {
+    else if (profiling == PROF_PSRUN) {
+        /* psrun's sampling stays as the program left it: its profile is
+         * written when the program ends */
+    } else if (profiling) {
+        ps_sampler_stop();
+        own_sampler_ended = 1;
+        profiling = PROF_NONE;
+        state = ST_NONE;
+    } else {
         if (state == ST_RUNNING)
             suspend_locked();
         if (set.backend == PS_BACKEND_PAPI)
@@ -486,7 +590,7 @@ size_t ps_hwpc_dropped(char *out, size_t len, int lines) /* see internal.h */
 
 PS_API const char *ps_hwpc_backend(const char **version)
 {
-    if (state == ST_NONE)
+    if (state == ST_NONE || profiling) /* sampling: no counting backend */
         return NULL;
     if (version)
         *version = set.backend_version;

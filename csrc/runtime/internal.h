@@ -202,6 +202,12 @@ void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */
+/* The C API's suspend (1) and resume (0) of every thread's sampling; called
+ * before ps_sampler_init, it says whether sampling starts suspended. */
+void ps_sampler_suspend(int on);
+/* The process's wall-clock, user and system time while suspended so far. */
+void ps_sampler_suspended_time(long long *wall_ns, long long *user_ns, long long *sys_ns);
+void ps_sampler_reset(void);                   /* after ps_sampler_stop: sampling may start again */
 int ps_sampler_nthreads(void);
 const ps_sthread_t *ps_sampler_get(int i);
 const ps_profcfg_t *ps_sampler_config(void);
@@ -335,6 +341,9 @@ int ps_sampler_is_sample(int sig, const void *siginfo); /* a siginfo_t of one of
 
 /* profile_report.c: the <hwpcreport mode="profile"> documents */
 int ps_profile_write(int per_thread);
+/* The C API's ps_hwpc_stop(name): the process's profile of the samples so
+ * far (name as ps_hwpc_stop takes it), the summary line said when `say`. */
+int ps_profile_write_named(const char *name, int say);
 void ps_profile_set_note(const char *note);  /* how the program ended, for <annotation> */
 int ps_profile_write_exec(int per_thread);   /* before an exec: the profiles, their paths remembered */
 void ps_profile_take_back(void);             /* the exec failed: those profiles removed */
@@ -361,6 +370,9 @@ int ps_thread_counts_overflow(char *out, size_t len);
 void ps_hwpc_annotate(const char *text);
 int ps_hwpc_domain(void);  /* PS_DOM_* of the initialised set */
 void ps_hwpc_forget_after_fork(void);
+/* psrun profiles this process (preload.c): the program's ps_hwpc_* calls
+ * act on that sampling. */
+void ps_hwpc_profile_psrun(void);
 
 /* exitpaths.c: finish(why) on _exit, exec and fatal signals; resume() after a failed exec */
 void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void));

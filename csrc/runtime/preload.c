@@ -304,6 +304,7 @@ static int psrun_profile(void)
         return 1;
     }
     profiling = 1;
+    ps_hwpc_profile_psrun(); /* the program's ps_hwpc_suspend and ps_hwpc_start act on this sampling */
     ps_report_prepare(); /* what the profile's header says, gathered now, not at the end */
     ps_modules_refresh(); /* the module map, kept current by dlopen and dlclose from now on */
     watch_process();
@@ -401,6 +402,7 @@ static void child_follow(void)
 {
     if (profiling) {
         ps_sampler_restart_after_fork();
+        ps_hwpc_profile_psrun();
         ps_report_prepare(); /* this child's pid */
         watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);

@@ -297,8 +297,8 @@ static void cpu_times(int index, double *user, double *sys)
 
 /* index: a thread's (from 0), or -1 for the process; with per_thread, the
  * process's report says it is the total of the threads' reports. */
-static int write_one(int index, int per_thread, const modules_t *mods, const scratch_t *sc, char *out, size_t out_size,
-                     char *path, size_t path_len, char *summary, size_t summary_len)
+static int write_one(const char *name, int index, int per_thread, const modules_t *mods, const scratch_t *sc,
+                     char *out, size_t out_size, char *path, size_t path_len, char *summary, size_t summary_len)
 {
     const ps_profcfg_t *cfg = ps_sampler_config();
     unsigned long long samples, lost;
@@ -313,6 +313,19 @@ static int write_one(int index, int per_thread, const modules_t *mods, const scr
     ps_measurement_t m = {t ? (t->end_ns ? t->end_ns : now) - t->start_ns : now - ps_sampler_started_ns(), 0, 0,
                           NULL};
     cpu_times(index, &m.user_s, &m.system_s);
+    /* the program suspended sampling (ps_hwpc_suspend): the process's times
+     * cover what was sampled */
+    long long susp_wall = 0, susp_user = 0, susp_sys = 0;
+    if (index < 0) {
+        ps_sampler_suspended_time(&susp_wall, &susp_user, &susp_sys);
+        m.wall_ns -= susp_wall;
+        m.user_s -= susp_user / 1e9;
+        m.system_s -= susp_sys / 1e9;
+        if (m.user_s < 0)
+            m.user_s = 0;
+        if (m.system_s < 0)
+            m.system_s = 0;
+    }
 
     /* State what was delivered: timers fire at the tick at best. */
     char text[1024];
@@ -355,6 +368,13 @@ static int write_one(int index, int per_thread, const modules_t *mods, const scr
         note_str(&note, " samples lost");
     }
     note_blocked(&note, index);
+    if (susp_wall > 0 && note.used < note.cap) {
+        note_str(&note, "; sampling suspended by the program (ps_hwpc_suspend) for ");
+        note_double(&note, susp_wall / 1e9, 3);
+        note_str(&note, " s of wall-clock time and ");
+        note_double(&note, (susp_user + susp_sys) / 1e9, 3);
+        note_str(&note, " s of CPU time, left out of this report's times");
+    }
     if (*source_note && note.used < note.cap) {
         note_str(&note, "; ");
         note_str(&note, source_note);
@@ -439,7 +459,7 @@ static int write_one(int index, int per_thread, const modules_t *mods, const scr
     ps_buf_fixed(&tb, tag, sizeof tag);
     ps_buf_str(&tb, "t");
     ps_buf_ll(&tb, thread);
-    ps_report_path(NULL, thread > 0 ? tag : NULL, where, sizeof where);
+    ps_report_path(name, thread > 0 ? tag : NULL, where, sizeof where);
     return ps_report_save(&b, where, path, path_len);
 }
 
@@ -460,14 +480,15 @@ static int pending;
 
 /* One report (k: 0 the process's, i + 1 the i-th thread's); with
  * `remember`, its path kept for ps_profile_take_back. */
-static int write_report(int k, int per_thread, const modules_t *mods, const scratch_t *sc, char *out, size_t out_size,
-                        int remember, int n, char *summary, size_t summary_len, char *path)
+static int write_report(const char *name, int k, int per_thread, const modules_t *mods, const scratch_t *sc,
+                        char *out, size_t out_size, int remember, int n, char *summary, size_t summary_len,
+                        char *path)
 {
     path[0] = '\0';
     char *kept = ps_pathtab_at(&exec_paths, k);
     if (kept && kept[0]) /* taken back after a failed exec: announced already */
         ps_report_announced(kept);
-    int rc = write_one(k - 1, per_thread, mods, sc, out, out_size, path, PATH_MAX, summary, summary_len);
+    int rc = write_one(name, k - 1, per_thread, mods, sc, out, out_size, path, PATH_MAX, summary, summary_len);
     said(rc, path);
     int saved = rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST;
     if (!saved)
@@ -496,7 +517,8 @@ static size_t module_bytes(const char *file) { return 160 + 6 * strlen(file); }
 #define SAMPLE_BYTES 80
 
 typedef struct {
-    int per_thread, remember, rc;
+    const char *name;           /* ps_hwpc_stop's, NULL: the default */
+    int per_thread, remember, say, rc;
 } job_t;
 
 static void write_job(void *arg, char *stack_out, size_t stack_out_size)
@@ -536,11 +558,13 @@ static void write_job(void *arg, char *stack_out, size_t stack_out_size)
 
     char summary[1200], process_path[PATH_MAX], thread_path[PATH_MAX];
     int n = 1 + (j->per_thread ? ps_sampler_nthreads() : 0);
-    int rc = write_report(0, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, summary, sizeof summary,
-                          process_path);
-    ps_note_safe("profile: ", summary);
+    int rc = write_report(j->name, 0, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, summary,
+                          sizeof summary, process_path);
+    if (j->say)
+        ps_note_safe("profile: ", summary);
     for (int k = 1; k < n; k++) {
-        int trc = write_report(k, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, NULL, 0, thread_path);
+        int trc = write_report(j->name, k, j->per_thread, &mods, &sc, out, out_cap, j->remember, n, NULL, 0,
+                               thread_path);
         if (trc != PS_HWPC_OK && trc != PS_HWPC_EEXIST)
             rc = trc;
     }
@@ -559,20 +583,22 @@ static void write_job(void *arg, char *stack_out, size_t stack_out_size)
     j->rc = rc == PS_HWPC_EEXIST ? PS_HWPC_OK : rc;
 }
 
-static int write_all(int per_thread, int remember)
+static int write_all(const char *name, int per_thread, int remember, int say)
 {
     int saved = errno;
-    job_t j = {per_thread, remember, PS_HWPC_EIO};
+    job_t j = {name, per_thread, remember, say, PS_HWPC_EIO};
     ps_on_safe_stack(write_job, &j);
     errno = saved;
     return j.rc;
 }
 
-int ps_profile_write(int per_thread) { return write_all(per_thread, 0); }
+int ps_profile_write(int per_thread) { return write_all(NULL, per_thread, 0, 1); }
+
+int ps_profile_write_named(const char *name, int say) { return write_all(name, 0, 0, say); }
 
 /* Before an exec (sampling paused): the profiles under their final names,
  * in case the exec succeeds. */
-int ps_profile_write_exec(int per_thread) { return write_all(per_thread, 1); }
+int ps_profile_write_exec(int per_thread) { return write_all(NULL, per_thread, 1, 1); }
 
 /* The exec failed: the profiles written before it are removed; the final
  * ones come at the program's end. */

@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
@@ -77,6 +78,10 @@ static int source;
 static int callpath;                            /* the most frames per sample; 0: flat profile only */
 static volatile int active;                     /* samples are recorded */
 static volatile int paused;                     /* around an exec: sources held, samples ignored */
+/* ps_hwpc_suspend (the C API): sources off and samples ignored in every
+ * thread until ps_hwpc_start; apart from `paused`, so that an exec that
+ * fails does not resume what the program suspended. */
+static volatile int suspended;
 static ps_sthread_t threads[PS_MAX_THREADS];
 static int nthreads;                            /* slots handed out */
 static unsigned long unsampled;                 /* threads beyond PS_MAX_THREADS */
@@ -233,7 +238,8 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     unsigned long long n;
     if (!classify(sig, si, &index, &n))
         ps_signals_forward(sig, si, ucv);
-    else if (active && !paused && index >= 0 && index < PS_MAX_THREADS &&
+    else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && index >= 0 &&
+             index < PS_MAX_THREADS &&
              __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
         unsigned long long pc = interrupted_pc(ucv);
         if (record_n(&threads[index], pc, n)) {
@@ -309,6 +315,9 @@ static void fill_attr(struct perf_event_attr *attr, int index)
     *attr = a;
 }
 
+/* Samples are taken now: neither held around an exec nor suspended. */
+static int sources_on(void) { return !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED); }
+
 static int open_perf(pid_t tid, int index, char *why, size_t why_len)
 {
     struct perf_event_attr a;
@@ -323,7 +332,7 @@ static int open_perf(pid_t tid, int index, char *why, size_t why_len)
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     if ((perf_sig != SIGTRAP && (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) ||
                                  fcntl(fd, F_SETOWN_EX, &owner))) ||
-        ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+        (sources_on() && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
         snprintf(why, why_len, "perf_event signal routing: %s", strerror(errno));
         if (fd < FD_MAP)
             __atomic_store_n(&fd_thread[fd], 0, __ATOMIC_RELEASE);
@@ -361,7 +370,8 @@ static int start_source(ps_sthread_t *t, char *why, size_t why_len)
         its.it_interval.tv_sec = cfg.threshold / 1000000;
         its.it_interval.tv_nsec = (cfg.threshold % 1000000) * 1000;
         its.it_value = its.it_interval;
-        timer_settime(timer, 0, &its, NULL);
+        if (sources_on()) /* else armed when sampling resumes */
+            timer_settime(timer, 0, &its, NULL);
         t->has_timer = 1;
     }
     if (source == SRC_REAL) {
@@ -558,7 +568,9 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
  * the lock keeps the REAL sampler off the fd being closed. */
 void ps_sampler_thread_end(ps_sthread_t *t)
 {
-    if (!t)
+    /* a record of a measurement ended since (ps_sampler_reset): its slot
+     * may be another thread's now */
+    if (!t || __atomic_load_n(&t->tid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_gettid))
         return;
     /* The asynchronous signals held back (the kernel's mask directly, as
      * modules.c's retire does): a program handler calling exit() here would
@@ -710,7 +722,7 @@ static void *real_sampler(void *arg)
         if (real_stop)
             break;
         ps_lock_take(&real_lock);
-        int n = paused ? 0 : __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+        int n = sources_on() ? __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE) : 0;
         for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
             if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE) && threads[i].syscall_fd >= 0)
                 sample_blocked(&threads[i], pid, pass % check_every == 0, period_ns);
@@ -743,7 +755,7 @@ static void real_join(void)
 
 void ps_sampler_at_main(void)
 {
-    if (source != SRC_REAL || real_wanted || getpid() != sampler_pid)
+    if (source != SRC_REAL || getpid() != sampler_pid)
         return;
     real_wanted = 1;
     real_start();
@@ -992,6 +1004,30 @@ void ps_sampler_stop(void)
         ps_lock_give(&real_lock);
 }
 
+/* Under real_lock: the live threads' sources on or off as sources_on()
+ * says (timers armed anew from a whole period). */
+static void switch_sources(void)
+{
+    int on = sources_on();
+    struct itimerspec its;
+    memset(&its, 0, sizeof its);
+    if (on) {
+        its.it_interval.tv_sec = cfg.threshold / 1000000;
+        its.it_interval.tv_nsec = (cfg.threshold % 1000000) * 1000;
+        its.it_value = its.it_interval;
+    }
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            continue;
+        if (t->perf_fd >= 0)
+            ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+        if (t->has_timer)
+            timer_settime((timer_t)t->timer, 0, &its, NULL);
+    }
+}
+
 /* Before an exec (on = 1): no more samples and no more signals from the
  * sources - a SIGPROF still pending when the exec succeeds would meet the
  * new image's default action and kill it - but the sources are kept: if
@@ -1005,23 +1041,7 @@ void ps_sampler_pause(int on)
         return;
     int held = ps_lock_take_bounded(&real_lock); /* the REAL sampler signals nobody after this */
     paused = on;
-    struct itimerspec its;
-    memset(&its, 0, sizeof its);
-    if (!on) {
-        its.it_interval.tv_sec = cfg.threshold / 1000000;
-        its.it_interval.tv_nsec = (cfg.threshold % 1000000) * 1000;
-        its.it_value = its.it_interval;
-    }
-    int n = ps_sampler_nthreads();
-    for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
-        if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
-            continue;
-        if (t->perf_fd >= 0)
-            ioctl(t->perf_fd, on ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0);
-        if (t->has_timer)
-            timer_settime((timer_t)t->timer, 0, &its, NULL);
-    }
+    switch_sources();
     /* Before an exec, in the thread calling it, its sources disabled: a
      * sample still pending because the thread blocks the signal would
      * outlive the exec and meet the new image's default action (SIGTRAP's
@@ -1032,6 +1052,66 @@ void ps_sampler_pause(int on)
     }
     if (held)
         ps_lock_give(&real_lock);
+}
+
+/* The process's time while suspended (wall clock, user and system CPU),
+ * and since when the current suspension lasts: what the report's times
+ * leave out, so that they cover what was sampled. */
+static long long susp_wall_ns, susp_user_ns, susp_sys_ns;
+static long long since_wall_ns, since_user_ns, since_sys_ns;
+
+static void process_times(long long *wall, long long *user, long long *sys)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    *wall = ps_wallclock_ns();
+    *user = ru.ru_utime.tv_sec * 1000000000LL + ru.ru_utime.tv_usec * 1000LL;
+    *sys = ru.ru_stime.tv_sec * 1000000000LL + ru.ru_stime.tv_usec * 1000LL;
+}
+
+void ps_sampler_suspended_time(long long *wall_ns, long long *user_ns, long long *sys_ns)
+{
+    *wall_ns = susp_wall_ns;
+    *user_ns = susp_user_ns;
+    *sys_ns = susp_sys_ns;
+    if (__atomic_load_n(&suspended, __ATOMIC_RELAXED)) { /* up to now */
+        long long w, u, y;
+        process_times(&w, &u, &y);
+        *wall_ns += w - since_wall_ns;
+        *user_ns += u - since_user_ns;
+        *sys_ns += y - since_sys_ns;
+    }
+}
+
+/* ps_hwpc_suspend (on = 1) and ps_hwpc_start (0): every thread's source
+ * off or on, so that a suspended program pays for no signal; a sample
+ * already on its way finds `suspended` set and is dropped.  Before
+ * ps_sampler_init, it says whether the sources start switched on.  Not in
+ * a signal handler (it takes real_lock unbounded). */
+void ps_sampler_suspend(int on)
+{
+    ps_lock_take(&real_lock);
+    if (on != suspended) {
+        long long w, u, y;
+        process_times(&w, &u, &y);
+        if (on) {
+            since_wall_ns = w;
+            since_user_ns = u;
+            since_sys_ns = y;
+        } else {
+            susp_wall_ns += w - since_wall_ns;
+            susp_user_ns += u - since_user_ns;
+            susp_sys_ns += y - since_sys_ns;
+        }
+    }
+    __atomic_store_n(&suspended, on, __ATOMIC_RELAXED);
+    if (source && active) {
+        switch_sources();
+        /* ITIMER_REAL: the run-queue wait while suspended is not charged */
+        for (int i = 0, n = ps_sampler_nthreads(); !on && i < n; i++)
+            threads[i].was_running = 0;
+    }
+    ps_lock_give(&real_lock);
 }
 
 int ps_sampler_nthreads(void)
@@ -1198,8 +1278,15 @@ void ps_sampler_forget_after_fork(void)
     real_stop = 0;
     real_running = 0;
     paused = 0;
+    suspended = 0;
+    susp_wall_ns = susp_user_ns = susp_sys_ns = 0;
     active = 0;
 }
+
+/* After ps_sampler_stop, before sampling again in the same process (the C
+ * API's ps_hwpc_init after ps_hwpc_shutdown): the ended threads' records
+ * forgotten as in a forked child; the sources are closed already. */
+void ps_sampler_reset(void) { ps_sampler_forget_after_fork(); }
 
 /* In a forked child psrun -f follows: the parent's threads forgotten, and
  * the child, whose only thread is the one that forked, sampled. */

@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from psuite.errors import EventError, PsuiteError
+from psuite.errors import ConfigError, EventError, PsuiteError
 from psuite.libperfsuite.native import load, text
 
 OK = 0
@@ -83,6 +83,11 @@ class Counting:
         if unknown:
             raise EventError(f"unknown event {', '.join(unknown)} (see psinv -e for the events here)")
         _check("ps_hwpc_init", rc, "; ".join(f"{s.name}: {s.reason}" for s in self.statuses if not s.counted))
+        if self.lib.ps_hwpc_backend(self.ffi.NULL) == self.ffi.NULL:
+            # a <ps_hwpc_profile> configuration, or psrun --profile: the library samples, it counts nothing
+            self.lib.ps_hwpc_shutdown()
+            raise ConfigError("the configuration is a profile (<ps_hwpc_profile> or psrun --profile); Counting "
+                              "counts events: give it events or a <ps_hwpc_eventlist> configuration")
         self._initialised = True
         return self.statuses
 

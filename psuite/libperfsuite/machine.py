@@ -15,10 +15,11 @@ from psuite.libperfsuite.native import load, text
 class Cache:
     type: str  # "data", "instruction" or "unified"
     level: int
-    size_kb: int
+    size_kb: float  # in size_units; whole except where a document wrote a fraction
     line_size: int  # bytes; 0 if unknown
     associativity: int  # ways; 0 = fully associative
     shared_cpus: int = 0
+    size_units: str = "KB"  # or "KuOps": a trace cache's size in micro-operations, as PerfSuite wrote it
 
 
 @dataclass
@@ -42,7 +43,7 @@ class MachineInfo:
     hypervisor: str = ""
     caches: list[Cache] = field(default_factory=list)
     tlbs: list[TLB] = field(default_factory=list)
-    memory_mb: int = 0
+    memory_mb: float = 0  # whole from the kernel; the original PerfSuite wrote decimals (2904.20)
     page_size: int = 4096
 
     @property

@@ -23,7 +23,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from psuite.errors import InputError, PsuiteError, UsageError
+from psuite.errors import InputError, PsuiteError, UsageError, missing_extra
 
 ENV = "PSUITE_ARCHIVE"
 
@@ -141,7 +141,10 @@ def psrun_main(argv: Sequence[str] | None = None) -> int:
         docs = [d for g in groups for d in g]
         if not groups:
             raise InputError("the program wrote no report")
-        filed = file_documents(args.experiment, groups, args.db)
+        try:
+            filed = file_documents(args.experiment, groups, args.db)
+        except ModuleNotFoundError as missing:  # psuite installed without its archive extra
+            raise missing_extra(missing) or missing from None
     except PsuiteError as exc:
         from psuite.cli_common import one_line
 

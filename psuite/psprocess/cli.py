@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser, whole_number
-from psuite.errors import UsageError
+from psuite.errors import UsageError, require_extra
 from psuite.psprocess import option_scope
 from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
 from psuite.psprocess.writers import FORMATS
@@ -203,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
     archive = _archive_request(args)  # psbase filing: checked before anything is read
+    if args.html or args.format == "html":
+        require_extra("plotly")
     from psuite.psprocess.inputs import load
     from psuite.psprocess.writers import writer
 
@@ -495,6 +497,8 @@ def _archive_request(args) -> tuple[str, str] | None:
     from psuite.psbase import filing
 
     asked = filing.experiment_asked(args.archive)
+    if asked is not None:
+        require_extra("sqlalchemy")
     if asked is None:
         if args.db is not None:
             raise UsageError("--db goes with --archive (or PSUITE_ARCHIVE)")

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from psuite.cli_parser import ArgumentParser, whole_number
-from psuite.errors import UsageError
+from psuite.errors import UsageError, require_extra
 
 NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
 REPORT_FORMATS = ("text", "json", "csv")
@@ -338,6 +338,8 @@ def main(argv: Sequence[str]) -> int:
             from psuite.psprocess.cli import check_source_dirs
 
             check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
+        if getattr(args, "html", None) or getattr(args, "format", None) == "html":
+            require_extra("plotly")
         return _RUN[name](args)
     except PsuiteError as exc:
         print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)

@@ -3,13 +3,12 @@ program (read from its disassembly) resolve to its call structure; a
 return address is resolved at the call (addr - 1), an interrupted
 instruction where it is; inlined frames hang under the function they were
 inlined into; placeholders and unknown objects; many modules; 100,000
-distinct return addresses in time linear in the nodes."""
+distinct return addresses."""
 
 from __future__ import annotations
 
 import re
 import subprocess
-import time
 from pathlib import Path
 
 import psuite
@@ -184,29 +183,17 @@ def _big(tmp_path: Path, n: int) -> Path:
     return path
 
 
-def _read_and_resolve(path: Path) -> tuple[float, object]:
-    start = time.perf_counter()
-    with open(path, "rb") as f:
-        cp = reader.read(f, str(path))
-    calltree_resolve.resolve(cp)
-    return time.perf_counter() - start, cp
-
-
-def test_100000_return_addresses_in_time_linear_in_the_nodes(tmp_path):
-    """Reading and resolving 100,000 distinct return addresses costs at
-    most 25 times 10,000 of them (linear: 10; a per-node cost growing
-    with the tree would show as 100); best of three runs each."""
-    big, small = _big(tmp_path, 100_000), _big(tmp_path, 10_000)
+def test_100000_return_addresses_are_read_and_resolved(tmp_path):
+    """100,000 distinct return addresses: every one resolved (progress
+    reported to the last), every sample kept.  That the cost is linear in
+    the nodes is bench/calltree_resolve.py's figure, not a timing here."""
+    big = _big(tmp_path, 100_000)
     progress: list[tuple[int, int]] = []
     with open(big, "rb") as f:
         cp = reader.read(f, str(big))
     calltree_resolve.resolve(cp, lambda done, total: progress.append((done, total)))
     assert progress[-1] == (100_000, 100_000)
     assert cp.threads[0].tree.total() == 50_000
-    t_big = min(_read_and_resolve(big)[0] for _ in range(3))
-    t_small = min(_read_and_resolve(small)[0] for _ in range(3))
-    print(f"read and resolve: 100,000 addresses {t_big:.2f} s, 10,000 {t_small:.3f} s")
-    assert t_big < 25 * t_small, (t_big, t_small)
 
 
 def test_address_below_its_module_is_unknown(program, tmp_path):  # noqa: F811

@@ -17,12 +17,27 @@ from lxml import etree
 
 from tests.conftest import one_line_error, run_tool, validate
 
-MACHINE = """<machineinfo><cpucount>2</cpucount><cpuinfo><vendor>GenuineIntel</vendor>
-<family>15</family><model>2</model><revision>7</revision><clockspeed units="MHz">2534.000</clockspeed>
-<cacheinfo><levels>1</levels><cache type="data" level="1"><size units="KB">8</size>
-<linesize units="B">64</linesize><associativity type="set">4</associativity></cache></cacheinfo>
-<tlbinfo/></cpuinfo><memoryinfo units="MB">2048</memoryinfo><syspagesize units="KB">4</syspagesize>
-</machineinfo>"""
+# <machineinfo> as the original PerfSuite wrote it (a Pentium 4 Xeon): the
+# first generation's <family>/<model> (MACHINE) or the -0.3 generation's
+# <cpuidinfo> (MACHINE_03); memory in MB with two decimals, the clock with
+# three, a trace cache sized in KuOps (thousands of micro-operations), fully
+# associative TLBs with an empty <associativity>.
+_CPU_AND_CACHES = """<revision>7</revision><clockspeed units="MHz">2534.000</clockspeed>
+<cacheinfo><levels>3</levels><cache type="data" level="1"><size units="KB">8</size>
+<linesize units="B">64</linesize><associativity type="set">4</associativity></cache>
+<cache type="instruction" level="1"><size units="KuOps">12</size><associativity type="set">8</associativity></cache>
+<cache type="unified" level="2"><size units="KB">512</size><linesize units="B">64</linesize>
+<associativity type="set">8</associativity></cache>
+<cache type="unified" level="3"><size units="KB">1024</size><linesize units="B">128</linesize>
+<associativity type="set">8</associativity></cache></cacheinfo>
+<tlbinfo><tlb type="instruction" level="1"><entries>128</entries><associativity type="full"/></tlb>
+<tlb type="data" level="1"><entries>64</entries><associativity type="full"></associativity></tlb></tlbinfo></cpuinfo>
+<memoryinfo units="MB">2904.20</memoryinfo><syspagesize units="KB">4</syspagesize></machineinfo>"""
+MACHINE = ("<machineinfo><cpucount>2</cpucount><cpuinfo><vendor>GenuineIntel</vendor><family>15</family>"
+           "<brand>Intel(R) Xeon(TM) CPU 2.53GHz</brand><model>2</model>" + _CPU_AND_CACHES)
+MACHINE_03 = ("<machineinfo><cpucount>2</cpucount><cpuinfo><vendor>GenuineIntel</vendor>"
+              "<brand>Intel(R) Xeon(TM) CPU 2.53GHz</brand><cpuidinfo>Family 15 Model 2 Stepping 7</cpuidinfo>"
+              + _CPU_AND_CACHES)
 
 
 def original_count(pid: int, counts: dict[str, int], wall_ticks: int = 5068000000) -> str:
@@ -47,8 +62,8 @@ def original_profile(pid: int, thread: int, lines: dict[tuple[str, str, int], in
             f"<date>Tue Mar 04 10:12:09 2014</date><hostname>node1</hostname><domainname>(none)</domainname>"
             f"<executioninfo><date>Tue Mar 04 10:12:09 2014</date><hostname>node1</hostname>"
             f"<domainname>(none)</domainname><pid>{pid}</pid><thread>{thread}</thread><command>./app</command>"
-            f'<wallclock units="ticks">2534000000</wallclock><cputime><usertime>1.0</usertime>'
-            f"<systemtime>0.0</systemtime></cputime>{MACHINE}</executioninfo>"
+            f'<wallclock units="ticks">2534000000</wallclock><cputime units="seconds"><usertime>1.00</usertime>'
+            f"<systemtime>0.00</systemtime></cputime>{MACHINE_03}</executioninfo>"
             f'<hwpcprofile mapper="binutils"><hwpcevent class="itimer" name="ITIMER_PROF" domain="user"/>'
             f"<period>10000</period><totalsamples>{total}</totalsamples>{''.join(body)}</hwpcprofile>"
             f"</hwpcprofilereport>")

@@ -104,6 +104,60 @@ def test_vprof_export_read_back(programs, workdir):
     assert base == min(hits)
 
 
+def bfdprof_summary(path) -> tuple[int, int, float]:
+    """What IBM's bfdprof (mpitrace's bfdprof.c, get_vmon_histogram) prints
+    first for a vmon.out, computed as its source does: it reads the magic,
+    the version byte, the number of data sets, a 4-letter event name and
+    its NUL, the out-of-range and overflow counts, the number of entries
+    and the base, then per entry an unsigned 16-bit hit count and a 32-bit
+    offset; "Got a total of <hits> hits at <entries> program-counter
+    locations, corresponding to a cpu time of about <0.01 * hits> seconds"
+    (its 10 ms per hit)."""
+    import struct
+
+    data = path.read_bytes()
+    magic, version, _sets = struct.unpack_from(">IBi", data, 0)
+    assert (magic, version) == (0x766D6F6E, 4)
+    assert data[13] == 0  # the NUL after 4 letters, where bfdprof expects it
+    _outside, _overflow, entries, _base = struct.unpack_from(">iiiq", data, 14)
+    hits = sum(struct.unpack_from(">H", data, 34 + 6 * i)[0] for i in range(entries))
+    return hits, entries, round(1.0e-2 * hits, 2)
+
+
+@pytest.mark.parametrize(("source", "period"), [("ITIMER_PROF", 1000), ("ITIMER_PROF", 10000), ("ITIMER_REAL", 2000),
+                                               ("task-clock", 1000000)])
+def test_vprof_readers_seconds(programs, workdir, source, period):
+    """vmon.out cannot hold the sampling period and its readers take a hit
+    for 10 ms: psprocess writes the samples as they are and, unless they
+    are 10 ms of CPU time each, says in its one line about the file by what
+    factor the readers' seconds are off; that factor applied to bfdprof's
+    seconds gives the profile's."""
+    [report] = profile(workdir, "--profile", source, "--period", str(period), programs["prof_split"], "30")
+    vmon = workdir / "vmon.out"
+    p = run_tool("psprocess", "--vprof", str(vmon), str(report))
+    assert p.returncode == 0, p.stderr
+    [line] = p.stderr.splitlines()  # the note, when there is one, is in the line naming the file
+    assert line.startswith(f"psprocess: wrote {vmon} (vmon.out version 4 of {programs['prof_split']}"), line
+    r = psuite.read(str(report), resolve=False)
+    [exe] = [m for m in r.modules if m.file == programs["prof_split"]]
+    samples = sum(exe.samples.values())
+    hits, _, seconds = bfdprof_summary(vmon)
+    assert hits == samples  # one hit per sample: no sample rounded away
+    if (source, period) == ("ITIMER_PROF", 10000):
+        assert line.endswith(f"{programs['prof_split']})"), line  # the readers' assumption holds: nothing to say
+        assert seconds == pytest.approx(samples * 0.01)
+        return
+    assert "bfdprof" in line and "take a hit for 10 ms" in line, line
+    if not source.startswith("ITIMER_"):  # event overflow: samples, not time
+        assert "a sample every 1,000,000 " in line and "not time: their seconds are the samples / 100" in line, line
+        assert seconds * 100 == pytest.approx(samples)
+        return
+    factor = 10000 // period
+    assert f"so their seconds are {factor}x too large (divide them by {factor})" in line, line
+    assert ("wall-clock" in line) == (source == "ITIMER_REAL"), line
+    assert seconds / factor == pytest.approx(samples * period / 1e6, abs=0.01 / factor)
+
+
 def parse_stat(path) -> dict[str, dict]:
     """A statistics-file parser written from the CUBE guide's appendix 3.1:
     first line ignored; per pattern a line of name, metric id, count, then

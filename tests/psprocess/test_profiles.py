@@ -45,18 +45,23 @@ def test_shares_match_the_known_split(programs, workdir):
 
 
 def test_real_time_sees_sleeping_that_cpu_time_does_not(programs, workdir):
-    def libc_share(timer: str) -> float:
+    """0.4 s asleep in libc's nanosleep after the work: ITIMER_REAL (2 ms)
+    samples it about 200 times, ITIMER_PROF hardly ever.  Counted in
+    samples of the sleep rather than as a share of the run: on a loaded
+    machine the work's wall time grows, the sleep's does not."""
+    def libc_samples(timer: str) -> tuple[int, int]:
         for old in workdir.glob("*.xml"):
             old.unlink()
         [report] = profile(workdir, "--profile", timer, "--period", "2000", programs["prof_split"], "40", "400")
         r = load(str(report))
         total = sum(sum(m.samples.values()) for m in r.modules)
         in_libc = sum(sum(m.samples.values()) for m in r.modules if "libc" in Path(m.file).name)
-        return 100.0 * in_libc / total
+        return in_libc, total
 
-    real, cpu = libc_share("ITIMER_REAL"), libc_share("ITIMER_PROF")
-    assert real > 30.0, real  # ~0.3 s of work, 0.4 s asleep in libc's nanosleep
-    assert cpu < 5.0, cpu
+    real, _ = libc_samples("ITIMER_REAL")
+    assert real >= 100, real  # 400 ms / 2 ms = 200; expiries while a signal is pending are merged
+    cpu, total = libc_samples("ITIMER_PROF")
+    assert cpu < 0.05 * total, (cpu, total)
 
 
 def test_samples_land_on_their_threads(programs, workdir):

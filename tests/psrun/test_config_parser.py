@@ -49,6 +49,14 @@ ODD = {
     "events_after_1mb": eventlist(EV.format("task-clock"), " " * 1_500_000, EV.format("page-faults")),
     "external_dtd": eventlist(EV.format("task-clock"), attrs=' note="a &amp; b &lt;&#65;&#x42;"',
                               head='<!DOCTYPE ps_hwpc_eventlist SYSTEM "ps_hwpc_eventlist.dtd">'),
+    # the PerfSuite paper's Figure 4 form: the name as the element's text
+    "name_as_text": eventlist('<ps_hwpc_event type="native">task-clock</ps_hwpc_event>'),
+    "name_as_text_with_blanks": eventlist("<ps_hwpc_event>\n   page-faults \t\r\n</ps_hwpc_event>",
+                                          EV.format("task-clock")),
+    "name_as_text_around_a_comment_and_cdata": eventlist(
+        "<ps_hwpc_event> <!-- cycles --> task<![CDATA[-clock]]> </ps_hwpc_event>"),
+    "name_as_text_with_a_character_reference": eventlist("<ps_hwpc_event>page&#45;faults</ps_hwpc_event>"),
+    "name_attribute_and_the_same_text": eventlist('<ps_hwpc_event name="task-clock"> task-clock </ps_hwpc_event>'),
 }
 
 EXPECTED = {
@@ -57,13 +65,19 @@ EXPECTED = {
     "internal_dtd_subset": ["task-clock"], "gt_in_attribute": ["task-clock"], "trailing_spaces": ["task-clock"],
     "utf16": ["task-clock"], "latin1": ["page-faults"], "over_64k": ["task-clock", "page-faults"],
     "long_comment_before_root": ["page-faults"], "events_after_1mb": ["task-clock", "page-faults"],
-    "external_dtd": ["task-clock"],
+    "external_dtd": ["task-clock"], "name_as_text": ["task-clock"],
+    "name_as_text_with_blanks": ["page-faults", "task-clock"],
+    "name_as_text_around_a_comment_and_cdata": ["task-clock"],
+    "name_as_text_with_a_character_reference": ["page-faults"], "name_attribute_and_the_same_text": ["task-clock"],
 }
 
 # the way out libpshwpc names for a configuration that is not XML: the event list shipped beside it
 EXAMPLE = os.path.join(os.path.dirname(os.path.realpath(library_path())), "configs", "default.xml")
 HOW_TO_FIX = (f": correct it, or start from the event list {EXAMPLE} (<ps_hwpc_eventlist>), or write a "
               "<ps_hwpc_profile> with psprocess --calibrate --write-config FILE").replace("{", "{{").replace("}", "}}")
+
+NO_NAME = ('a <ps_hwpc_event> names no event; write <ps_hwpc_event name="NAME"/> or '
+           "<ps_hwpc_event>NAME</ps_hwpc_event>")
 
 BROKEN = {
     "billion_laughs": (
@@ -97,8 +111,17 @@ BROKEN = {
                   + HOW_TO_FIX),
     "unexpected_element": (eventlist("<event name='x'/>"),
                            "{p}: unexpected element <event> in <ps_hwpc_eventlist>"),
-    "no_name": (eventlist('<ps_hwpc_event type="native" name="  "/>'),
-                "{p}: a <ps_hwpc_event> has no name attribute"),
+    "no_name": (eventlist('<ps_hwpc_event type="native" name="  "/>'), "{p}: " + NO_NAME),
+    "blank_text": (eventlist('<ps_hwpc_event type="native"> <!-- task-clock --> </ps_hwpc_event>'),
+                   "{p}: " + NO_NAME),
+    "name_attribute_and_other_text": (
+        eventlist('<ps_hwpc_event name="task-clock">page-faults</ps_hwpc_event>'),
+        "{p}: <ps_hwpc_event name=\"task-clock\"> also holds the text 'page-faults'; name the event once, by the "
+        "name attribute or by the element's text"),
+    "element_inside_an_event": (eventlist("<ps_hwpc_event>task-<b>clock</b></ps_hwpc_event>"),
+                                "{p}: <ps_hwpc_event> holds only its event name as text, not an element <b>"),
+    "text_longer_than_a_name": (eventlist(f"<ps_hwpc_event> {'x' * 128} </ps_hwpc_event>"),
+                                f"{{p}}: event name '{'x' * 60}...' is longer than 127 bytes"),
     "no_events": (eventlist(f"<!-- {EV.format('cycles')} -->"), "{p}: no <ps_hwpc_event> listed"),
     "bad_domain": (eventlist(EV.format("task-clock"), attrs=' domain="users"'),
                    "{p}: domain must be user, kernel or all, not 'users'"),
@@ -169,6 +192,9 @@ def test_broken_configurations_fail_with_one_line(case, workdir):
 PROFILES = {
     b'<ps_hwpc_profile class="itimer" domain="user"><!-- <ps_hwpc_event name="cycles"/> -->'
     b'<ps_hwpc_event name=" ITIMER_PROF " threshold="2000"/></ps_hwpc_profile>': ("ITIMER_PROF", 2000),
+    # the name as the element's text, the threshold an attribute (ps_hwpc_profile.dtd)
+    b'<ps_hwpc_profile class="itimer"><ps_hwpc_event threshold="3000">\n  ITIMER_PROF\n</ps_hwpc_event>'
+    b"</ps_hwpc_profile>": ("ITIMER_PROF", 3000),
 }
 
 
@@ -192,6 +218,15 @@ def test_profile_configuration_through_the_same_parser(data, workdir):
     (b'<ps_hwpc_profile class="itimer"><ps_hwpc_event name="ITIMER_PROF"/><ps_hwpc_event name="ITIMER_REAL"/>'
      b"</ps_hwpc_profile>",
      '{p}: <ps_hwpc_profile> holds exactly one <ps_hwpc_event name="..." threshold="..."/>'),
+    (b'<ps_hwpc_profile class="itimer"><ps_hwpc_event>ITIMER_PROF</ps_hwpc_event><ps_hwpc_event>ITIMER_REAL'
+     b"</ps_hwpc_event></ps_hwpc_profile>",
+     '{p}: <ps_hwpc_profile> holds exactly one <ps_hwpc_event name="..." threshold="..."/>'),
+    (b'<ps_hwpc_profile class="itimer"><ps_hwpc_event name="ITIMER_PROF">ITIMER_REAL</ps_hwpc_event>'
+     b"</ps_hwpc_profile>",
+     "{p}: <ps_hwpc_event name=\"ITIMER_PROF\"> also holds the text 'ITIMER_REAL'; name the event once, by the "
+     "name attribute or by the element's text"),
+    (b'<ps_hwpc_profile class="itimer"><ps_hwpc_event threshold="10"> </ps_hwpc_event></ps_hwpc_profile>',
+     "{p}: " + NO_NAME),
 ])
 def test_broken_profiles_fail_alike(data, message, workdir):
     path = workdir / "prof.xml"
@@ -202,6 +237,26 @@ def test_broken_profiles_fail_alike(data, message, workdir):
     with pytest.raises(ConfigError) as exc:
         read_configuration(str(path))
     assert str(exc.value) == expected
+
+
+FIGURE_4 = b"""<ps_hwpc_eventlist class="PAPI">
+  <ps_hwpc_event type="preset">PAPI_TOT_CYC</ps_hwpc_event>
+</ps_hwpc_eventlist>
+"""
+
+
+def test_the_papers_figure_4_configuration(workdir):
+    """Figure 4 as printed: psrun counts PAPI_TOT_CYC, or, without a PMU,
+    names it as requested and not counted, and counts software events."""
+    path = workdir / "figure4.xml"
+    path.write_bytes(FIGURE_4)
+    assert read_eventlist(str(path)).events == [("PAPI_TOT_CYC", "preset")]
+    p = run_tool("psrun", "-c", str(path), QUIET)
+    assert p.returncode == 0, p.stderr
+    [report] = [f for f in workdir.iterdir() if f.name.startswith("true.") and f.suffix == ".xml"]
+    root = validate(report, "hwpcreport-0.3.dtd")
+    names = [e.get("name") for e in root.iter("hwpcevent")]
+    assert "PAPI_TOT_CYC" in names or "not counted: PAPI_TOT_CYC" in root.findtext(".//annotation"), names
 
 
 def test_profile_configuration_is_not_an_eventlist(workdir):

@@ -269,9 +269,12 @@ def test_stderr_full_or_closed_does_not_change_the_status(targets, workdir):
 
 
 def test_script_without_interpreter_line(workdir):
+    """Refused (psrun would measure /bin/sh); with a #! line it runs."""
     script = workdir / "steps"
     script.write_text("echo step one\nexit 6\n")
     script.chmod(0o755)
+    assert "without a #! line" in one_line_error(psrun("-q", "-e", "task-clock", str(script)), "psrun")
+    script.write_text("#!/bin/sh\necho step one\nexit 6\n")
     p = psrun("-q", "-e", "task-clock", str(script))
     assert (p.returncode, p.stdout) == (6, "step one\n"), p.stderr
 

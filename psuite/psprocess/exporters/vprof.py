@@ -15,7 +15,18 @@ Big-endian throughout:
 A count above 65,535 is written as several entries for one address (the
 readers add them up).  What the format cannot hold (samples spread over
 more than 2 GiB, more than 2^31 samples elsewhere, more than MAX_ENTRIES
-entries) is refused with one line."""
+entries) is refused with one line.
+
+The format has no field for the sampling period: a hit is a tick of
+vprof's profil() clock, and its readers take it as 10 ms (bfdprof prints
+"a cpu time of about hits/100 seconds"; its other tables count hits).  The
+samples are written as they are, one hit each, and psprocess says in one
+line what the readers will assume and by what factor their seconds are off
+when a sample is not 10 ms of CPU time (in the line that names the file
+written).  Scaling the samples to 10 ms hits
+instead would round every address's count to a multiple of 10 samples:
+on an interpreter's profile at 1 ms (samples spread over hundreds of
+addresses) three quarters of the executable's samples would vanish."""
 
 from __future__ import annotations
 
@@ -28,6 +39,7 @@ from psuite.report import ModuleSamples, ProfileReport
 MAGIC = 0x766D6F6E
 VERSION = 4
 INT32_MAX = 2**31 - 1
+READER_HIT_US = 10_000  # what bfdprof and Eclipse PTP take a hit for
 # Entries are 6 bytes: 16 million make a 96 MB file (a billion samples at
 # one address, or 16 million addresses).
 MAX_ENTRIES = 16 * 1024**2
@@ -62,6 +74,29 @@ def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
             struct.pack(">iiiq", outside, 0, len(entries), base) + b"".join(entries))
 
 
+def reader_note(report: ProfileReport) -> str | None:
+    """What vmon.out's readers will make of the samples, when it is not the
+    profile's time: None for CPU-time samples of 10 ms."""
+    readers = "vmon.out cannot hold the sampling period, and its readers (bfdprof, Eclipse PTP) take a hit for 10 ms"
+    period = report.threshold
+    if not report.is_timer:
+        every = f"every {period:,} {report.event or 'event'} events" if period else f"of {report.event or 'events'}"
+        return f"{readers}, but a hit here is a sample {every}, not time: their seconds are the samples / 100"
+    if not period:
+        return f"{readers}; the profile does not say its period: check it before reading their seconds"
+    if period == READER_HIT_US and report.event != "ITIMER_REAL":
+        return None
+    factor = READER_HIT_US / period
+    if factor > 1:
+        off = f"{factor:.3g}x too large (divide them by {factor:.3g})"
+    elif factor < 1:
+        off = f"{1 / factor:.3g}x too small (multiply them by {1 / factor:.3g})"
+    else:
+        off = "right"
+    kind = "wall-clock time (bfdprof calls it cpu time)" if report.event == "ITIMER_REAL" else "CPU time"
+    return f"{readers}; a hit here is {period / 1000:g} ms of {kind}, so their seconds are {off}"
+
+
 def targets(path: str) -> list[str]:
     """The files write(..., path) creates."""
     return [path]
@@ -76,4 +111,5 @@ def write(report: ProfileReport, path: str, module: str | None = None, force: bo
     data = encode(report, m)
     with atomic_output(path, force, binary=True) as f:
         f.write(data)
-    return f"vmon.out version {VERSION} of {m.file}"
+    note = reader_note(report)  # in the one line psprocess prints for the file: the line a user reads
+    return f"vmon.out version {VERSION} of {m.file}" + (f"; {note}" if note else "")

@@ -41,7 +41,8 @@ def read(root, doc: Document) -> ProfileReport:
         read_event(event, r)
         threshold = event.findtext("threshold")
         r.threshold = values.integer(threshold, "<threshold>", source) if threshold else None
-    r.total_samples = values.integer(data.findtext("totalsamples", "0"), "<totalsamples>", source)
+    total = (data.findtext("totalsamples") or "").strip()
+    r.total_samples = values.integer(total, "<totalsamples>", source) if total else 0
     for mod in data.iterfind("module"):
         offset = mod.get("offset", "0")
         m = ModuleSamples(file=mod.get("file", "??"),
@@ -58,4 +59,6 @@ def read(root, doc: Document) -> ProfileReport:
             for pc, n in table.items():
                 m.samples[pc] = m.samples.get(pc, 0) + n
         r.modules.append(m)
+    if not total:  # an empty <totalsamples/> (the DTD allows it): the samples recorded are the total
+        r.total_samples = sum(sum(m.samples.values()) for m in r.modules)
     return r

@@ -34,7 +34,7 @@ def read(root, doc: Document) -> ProfileReport:
         read_event(event, r)
     period = prof.findtext("period")
     r.threshold = values.integer(period, "<period>", source) if period and period.strip() else None
-    r.total_samples = values.integer(prof.findtext("totalsamples", "0"), "<totalsamples>", source)
+    total = (prof.findtext("totalsamples") or "").strip()
     for module in prof.iterfind("module"):
         _files(r, doc, module.get("name", "??"), module)
     if prof.find("file") is not None:
@@ -42,6 +42,9 @@ def read(root, doc: Document) -> ProfileReport:
         # modules apart and the <file>s sit in <hwpcprofile> itself.
         names = [m.get("name") or (m.text or "").strip() or "??" for m in prof.iterfind("modules/module")]
         _files(r, doc, names[0] if len(names) == 1 else "??", prof)
+    # An empty <totalsamples/> (the DTD allows it) is not a count of zero: the lines' samples are the total.
+    r.total_samples = (values.integer(total, "<totalsamples>", source) if total
+                       else sum(loc.samples for loc in r.locations))
     return r
 
 

@@ -62,17 +62,39 @@ def read_run_info(root, r: RunInfo, source: str) -> None:
     if cpu is None:
         cpu = root.find(".//cputime")
     if cpu is not None:
-        r.usertime = values.optional_real(_text(cpu, "usertime"), "<usertime>", source)
-        r.systemtime = values.optional_real(_text(cpu, "systemtime"), "<systemtime>", source)
+        scale = _seconds_per_unit(cpu, "cputime", source)
+        r.usertime = _seconds(_text(cpu, "usertime"), "<usertime>", scale, source)
+        r.systemtime = _seconds(_text(cpu, "systemtime"), "<systemtime>", scale, source)
     wall = root.find("wallclock")
     if wall is not None:
         r.wallclock = _wallclock(wall, r, source)
 
 
+# The DTDs name seconds (and ticks for <wallclock>); a document naming
+# another unit of time is read in it rather than taken for seconds.
+TIME_UNITS = {"seconds": 1.0, "second": 1.0, "secs": 1.0, "sec": 1.0, "s": 1.0, "milliseconds": 1e-3, "ms": 1e-3,
+              "microseconds": 1e-6, "usec": 1e-6, "us": 1e-6, "nanoseconds": 1e-9, "nsec": 1e-9, "ns": 1e-9}
+
+
+def _seconds_per_unit(el, tag: str, source: str) -> float:
+    units = (el.get("units") or "seconds").strip().lower() or "seconds"
+    scale = TIME_UNITS.get(units)
+    if scale is None:
+        raise InputError(f"{source}: <{tag} units={el.get('units')!r}> is not a unit of time psprocess reads "
+                         f"(seconds, ms, us, ns{', ticks' if tag == 'wallclock' else ''}); fix or regenerate the "
+                         "document")
+    return scale
+
+
+def _seconds(text: str | None, what: str, scale: float, source: str) -> float | None:
+    """A time in seconds from a value in units of scale seconds; None when empty."""
+    value = values.optional_real(text, what, source, hi=values.MAX_SECONDS / scale)
+    return None if value is None else value * scale
+
+
 def _wallclock(wall, r: RunInfo, source: str) -> float | None:
-    units = wall.get("units", "seconds")
-    if units != "ticks":
-        return values.optional_real(wall.text, "<wallclock>", source)
+    if (wall.get("units") or "").strip().lower() != "ticks":
+        return _seconds(wall.text, "<wallclock>", _seconds_per_unit(wall, "wallclock", source), source)
     # The original PerfSuite wrote cycle-counter ticks, and psuite does too
     # for TAU's and PTP's sake: seconds = ticks / (clockspeed MHz * 1e6).
     ticks = values.optional_real(wall.text, "<wallclock units=\"ticks\">", source,

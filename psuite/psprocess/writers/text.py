@@ -58,7 +58,7 @@ def chunks_one(r: CountReport) -> Iterator[str]:
         for c in sorted(m.caches, key=lambda c: (c.level, c.type)):
             assoc = "fully associative" if c.associativity == 0 else f"{c.associativity}-way"
             line = f" line {c.line_size} B," if c.line_size else ""
-            lines.append(f"Level {c.level} {c.type:<12}: {c.size_kb} KB,{line} {assoc}")
+            lines.append(f"Level {c.level} {c.type:<12}: {c.size_kb} {c.size_units},{line} {assoc}")
     _section(lines, "Event Counts")
     desc = descriptions()
     width = max([len(e.name) for e in r.events] + [10])
