@@ -96,7 +96,9 @@ def to_thicket(runs: Sequence[Source | Iterable[Source] | hatchet.GraphFrame],
         raise UsageError(f"two runs are named {_first_repeat(labels)!r}; give each run its own name (names=...)")
     thickets = []
     for run, label in zip(runs, labels, strict=True):
-        gf = run if hasattr(run, "dataframe") and hasattr(run, "graph") else from_psuite(run)
+        given = hasattr(run, "dataframe") and hasattr(run, "graph")
+        # Thicket re-indexes the GraphFrame's dataframe in place: the caller's own stays as it was
+        gf = run.deepcopy() if given else from_psuite(run)
         thickets.append(th_module.Thicket.thicketize_graphframe(gf, label))
     if len(thickets) == 1:
         return thickets[0]
@@ -114,7 +116,7 @@ def _read(sources: Source | Iterable[Source]):
     if not given:
         raise UsageError("no documents given; give profiles (files, directories, globs or URLs)")
     expanded = pair_companions(combine.expand(given))
-    if len(expanded) == 1 and not os.path.isdir(given[0]):
+    if len(expanded) == 1:
         import psuite
 
         return psuite.read(expanded[0])

@@ -12,6 +12,7 @@ operations run on it, and a Thicket of the two runs holds both."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -63,12 +64,13 @@ def profiles(directory: Path) -> list[Path]:
 
 
 # -- psprocess's call-tree reports, as printed -----------------------------------
-def text_trees(text: str) -> dict[str, dict[Path_, tuple[float, float]]]:
-    """The trees of a `psprocess --calltree` report: per title (the line
-    above the rule), per call path its (inclusive, exclusive) samples,
-    summed where two contexts print alike.  The call path starts where the
-    header's "Call path" does, indented two spaces per level."""
-    out: dict[str, dict[Path_, tuple[float, float]]] = {}
+def text_trees(text: str) -> list[tuple[str, dict[Path_, tuple[float, float]]]]:
+    """The trees of a `psprocess --calltree` report, in order: the title
+    (the line above the rule) and per call path its (inclusive, exclusive)
+    samples, summed where two contexts print alike, zeros left out.  The
+    call path starts where the header's "Call path" does, indented two
+    spaces per level."""
+    out = []
     lines = text.splitlines()
     for k, line in enumerate(lines):
         if not line.endswith("Call path") or not lines[k - 1].startswith("====="):
@@ -85,7 +87,7 @@ def text_trees(text: str) -> dict[str, dict[Path_, tuple[float, float]]]:
             stack[depth:] = [rest.strip()]
             incl, excl = tree[tuple(stack)]
             tree[tuple(stack)] = (incl + number(numbers[0]), excl + number(numbers[2]))
-        out[lines[k - 2]] = {p: v for p, v in tree.items() if v != (0.0, 0.0)}
+        out.append((lines[k - 2], {p: v for p, v in tree.items() if v != (0.0, 0.0)}))
     return out
 
 
@@ -93,12 +95,21 @@ def number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def calltree(*args: str) -> dict[str, dict[Path_, tuple[float, float]]]:
+@functools.lru_cache
+def calltree(*args: str) -> list[tuple[str, dict[Path_, tuple[float, float]]]]:
+    """The trees `psprocess --calltree ARGS` prints (each run once: psprocess
+    resolves every symbol again)."""
     p = run_tool("psprocess", "--calltree", *args)
     assert p.returncode == 0, p.stderr
     trees = text_trees(p.stdout)
     assert trees, p.stdout
     return trees
+
+
+def combined_tree(run: Path) -> dict[Path_, tuple[float, float]]:
+    """`psprocess -c --calltree RUN`: the ranks' and threads' trees merged."""
+    [(_, tree)] = calltree("-c", str(run))
+    return tree
 
 
 # -- the GraphFrame's values --------------------------------------------------------
@@ -159,16 +170,18 @@ def test_graphframe_of_4_rank_run_gives_psprocess_calltree_values(runs):
     # per rank and thread
     per_thread = calltree("-c", "--per-thread", str(runs["a"]))
     compared = 0
-    for title, tree in per_thread.items():
+    for title, tree in per_thread:
         rank, thread = map(int, re.fullmatch(r"Rank (\d+) thread (\d+)", title).groups())
         assert values(gf, {"rank": rank, "thread": thread}) == tree, title
         compared += bool(tree)
     assert len(per_thread) == len(locations) and compared >= 4
 
     # per rank (its threads merged), from each rank's own document, also by the report's to_hatchet()
+    docs = profiles(runs["a"])
+    per_rank = calltree(*map(str, docs))
+    assert len(per_rank) == len(docs)
     total = 0.0
-    for doc in profiles(runs["a"]):
-        [tree] = calltree(str(doc)).values()
+    for doc, (_, tree) in zip(docs, per_rank, strict=True):
         assert values(gf, {"rank": rank_of(doc)}) == tree, doc.name
         own = psuite.read(str(doc)).to_hatchet()
         assert values(own) == tree, doc.name
@@ -176,24 +189,22 @@ def test_graphframe_of_4_rank_run_gives_psprocess_calltree_values(runs):
         total += sum(incl for path, (incl, _) in tree.items() if len(path) == 1)
 
     # the whole run
-    [combined] = calltree("-c", str(runs["a"])).values()
+    combined = combined_tree(runs["a"])
     assert values(gf, name=function_names) == combined
     root = df.xs(gf.graph.roots[0], level="node")
     assert root["samples (inc)"].sum() == total == sum(incl for p, (incl, _) in combined.items() if len(p) == 1)
 
     # time: samples times the sampling period of the documents
-    doc = json.loads(run_tool("psprocess", "-f", "json", str(profiles(runs["a"])[0])).stdout)["reports"][0]
-    period = doc["callpaths"]["threshold"] / 1e6
+    reports = json.loads(run_tool("psprocess", "-c", "-f", "json", str(runs["a"])).stdout)["reports"]
+    [period] = {r["callpaths"]["threshold"] / 1e6 for r in reports}
     assert np.allclose(df["time (inc)"], df["samples (inc)"] * period)
     assert np.allclose(df["time"], df["samples"] * period)
-    assert gf.metadata["ranks"] == 4 and gf.metadata["samples"] == sum(
-        json.loads(run_tool("psprocess", "-f", "json", str(p)).stdout)["reports"][0]["total_samples"]
-        for p in profiles(runs["a"]))
+    assert gf.metadata["ranks"] == 4 and gf.metadata["samples"] == sum(r["total_samples"] for r in reports)
 
 
 def test_hatchet_operations_on_the_graphframe(runs):
     gf = psuite.hatchet.from_psuite(str(runs["a"] / "*.xml"))  # a glob, as psprocess -c takes it
-    [combined] = calltree("-c", str(runs["a"])).values()
+    combined = combined_tree(runs["a"])
 
     shown = gf.tree(metric_column="samples (inc)", rank=0, thread=0)
     assert ROOT in shown and "main" in shown
@@ -208,6 +219,7 @@ def test_hatchet_operations_on_the_graphframe(runs):
     summed.drop_index_levels(function=np.sum)
     assert list(summed.dataframe.index.names) == ["node"]
     recomputed = summed.deepcopy()
+    del recomputed.dataframe["samples (inc)"]  # recomputed by hatchet from the exclusive values
     recomputed.update_inclusive_columns()
     assert values(recomputed, name=function_names) == combined
 
@@ -216,7 +228,7 @@ def test_hatchet_operations_on_the_graphframe(runs):
     assert [n.frame["name"] for n in on_main.graph.traverse()] == [ROOT, "_start", "__libc_start_main_impl",
                                                                     "__libc_start_call_main", "main"]
     main = {p: v for p, v in combined.items() if p[-1] == "main"}
-    [(incl, excl)] = main.values()
+    [(_, excl)] = main.values()
     # after the squash, main's inclusive value is only what remains in the graph: its exclusive samples
     assert values(on_main)[("_start", "__libc_start_main_impl", "__libc_start_call_main", "main")] == (excl, excl)
 
@@ -238,11 +250,11 @@ def test_thicket_of_two_runs(runs):
     by_name = {name: profile for profile, name in th.profile_mapping.items()}
     [root] = th.graph.roots
     for name in ("a", "b"):
-        [combined] = calltree("-c", str(runs[name])).values()
+        combined = combined_tree(runs[name])
         total = sum(incl for p, (incl, _) in combined.items() if len(p) == 1)
         rows = th.dataframe.xs(by_name[name], level="profile")
         assert rows.xs(root, level="node")["samples (inc)"].sum() == total
-        assert rows["samples"].sum() == sum(excl for excl in (e for _, e in combined.values()))
+        assert rows["samples"].sum() == sum(excl for _, excl in combined.values())
         meta = th.metadata.loc[by_name[name]]
         assert meta["command"].endswith("mpi_work") and meta["event"] == "ITIMER_PROF" and meta["ranks"] == 4
         assert meta["hostname"] and meta["date"]
@@ -303,3 +315,25 @@ def test_runs_of_one_rank_twice_are_refused(runs):
     with pytest.raises(UsageError, match="to_thicket"):
         psuite.hatchet.from_psuite(docs)
 
+
+
+def test_combined_document_gives_every_rank(runs, tmp_path):
+    """A document of `psprocess -c -x` (the ranks' flat profiles in one
+    <multihwpcprofilereport>): psuite.read gives a MultiReport, whose
+    to_hatchet() has every rank, one node per function."""
+    doc = tmp_path / "combined.xml"
+    p = run_tool("psprocess", "-c", "-x", "-o", str(doc), str(runs["a"]))
+    assert p.returncode == 0, p.stderr
+    gf = psuite.read(str(doc)).to_hatchet()
+    [root] = gf.graph.roots
+    assert all(not c.children for c in root.children)
+    reports = json.loads(run_tool("psprocess", "-f", "json", str(doc)).stdout)["reports"]
+    assert len(reports) == 4
+    for r in reports:
+        rows = gf.dataframe.xs(r["rank"], level="rank")
+        assert rows.xs(root, level="node")["samples (inc)"].sum() == r["total_samples"]
+        per_function: dict[str, int] = defaultdict(int)
+        for loc in r["locations"]:
+            per_function[loc["function"]] += loc["samples"]
+        assert values(gf, {"rank": r["rank"]}, name=function_names) == \
+            {(f,): (n, n) for f, n in per_function.items() if n}
