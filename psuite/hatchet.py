@@ -34,7 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from psuite.calltree import UNKNOWN
-from psuite.errors import UsageError
+from psuite.errors import UsageError, missing_extra
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: hatchet and thicket are optional
@@ -43,7 +43,6 @@ if TYPE_CHECKING:  # annotations only: hatchet and thicket are optional
 
     from psuite.report import MultiReport, ProfileReport
 
-INSTALL_HINT = "pip install 'psuite[hatchet]'"
 ROOT_NAME = "<program root>"  # as hatchet's HPCToolkit reader names it: one name for every program, so runs unite
 Source = str | os.PathLike
 
@@ -137,14 +136,16 @@ def _resolve(report) -> None:
 
 
 def _import(name: str):
-    """hatchet or thicket, or one line saying how to install them."""
+    """hatchet or thicket, or the one line naming the extra that installs them."""
     import importlib
 
     try:
         return importlib.import_module(name)
-    except ImportError as exc:
-        raise UsageError(f"psuite's hatchet and Thicket export needs the {name} package ({exc}); "
-                         f"install it with: {INSTALL_HINT}") from None
+    except ModuleNotFoundError as exc:
+        error = missing_extra(exc)
+        if error is None:  # something hatchet itself needs: its own message says what
+            raise
+        raise error from None
 
 
 # -- the columns of the dataframe ------------------------------------------------
@@ -382,4 +383,4 @@ def _first_repeat(labels: list[str]) -> str:
     return ""
 
 
-__all__ = ["INSTALL_HINT", "from_psuite", "to_graphframe", "to_thicket"]
+__all__ = ["ROOT_NAME", "from_psuite", "to_graphframe", "to_thicket"]
