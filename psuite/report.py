@@ -171,6 +171,12 @@ class ProfileReport(RunInfo):
         return [{**ident, "thread": t.thread, "tid": t.tid, **row}
                 for t in thread_trees(self) for row in tree_records(t.tree)]
 
+    def to_hatchet(self):
+        """This profile as an LLNL hatchet GraphFrame: see psuite.hatchet."""
+        from psuite.hatchet import to_graphframe
+
+        return to_graphframe(self)
+
     def to_dict(self) -> dict:
         """As RunInfo.to_dict, the call paths summarized ("callpaths": the
         companion's facts per thread, or null) and the resolved call trees
@@ -283,6 +289,13 @@ class MultiReport:
         """The call-tree rows of every profile combined (see
         ProfileReport.calltree_records)."""
         return [row for r in self.reports if isinstance(r, ProfileReport) for row in r.calltree_records()]
+
+    def to_hatchet(self):
+        """These profiles (e.g. every rank of a run) as one LLNL hatchet
+        GraphFrame: see psuite.hatchet."""
+        from psuite.hatchet import to_graphframe
+
+        return to_graphframe(self)
 
     def to_dict(self) -> dict:
         d = {"reports": [r.to_dict() for r in self.reports],
