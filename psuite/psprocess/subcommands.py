@@ -329,6 +329,9 @@ def main(argv: Sequence[str]) -> int:
     name = argv[0]
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
+    from psuite.psprocess import binaries
+
+    binaries.configure(warn=lambda message: print(f"psprocess {name}: warning: {message}", file=sys.stderr))
     try:
         return _RUN[name](args)
     except PsuiteError as exc:

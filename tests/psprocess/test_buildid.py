@@ -225,7 +225,7 @@ def test_deleted_program_is_said_and_marked(callpath):
 
 
 def test_combined_reports_warn_once_per_module(workdir):
-    """Two runs of one program, combined with -c: one line for the module."""
+    """Two runs of one program, combined with -c or merged: one line for the module."""
     first = profiled_run(workdir, "--profile", "ITIMER_PROF", "--period", "1000")
     p = run_tool("psrun", "-q", "--profile", "ITIMER_PROF", "--period", "1000", str(first.app), cwd=workdir)
     assert p.returncode == 0, p.stderr
@@ -235,6 +235,10 @@ def test_combined_reports_warn_once_per_module(workdir):
     combined = psprocess("-c", *profiles)
     one_warning(combined, first.app, NOT_FOUND)
     assert NOT_FOUND in combined.stdout
+    merged = psprocess("merge", *profiles)  # the algebra's subcommands say it the same way
+    assert merged.returncode == 0, merged.stderr
+    [line] = merged.stderr.splitlines()
+    assert line.startswith("psprocess merge: warning: ") and str(first.app) in line and NOT_FOUND in line, line
 
 
 def test_without_a_recorded_build_id_resolves_as_before(flat):
