@@ -255,3 +255,19 @@ def test_without_a_recorded_build_id_resolves_as_before(flat):
 def test_a_binaries_directory_that_is_not_there_is_refused(flat):
     line = one_line_error(psprocess("--binaries", flat.directory / "nowhere", flat.profile), "psprocess")
     assert "nowhere" in line and "--binaries" in line
+
+
+def test_stripped_program_takes_its_debug_file_from_the_search_path(flat):
+    """The profiled binary itself, stripped (as deployed), with its DWARF kept
+    in a directory of the search path: functions and lines come back."""
+    wanted = re.search(r"build-id ([0-9a-f]{40})", flat.profile.read_text()).group(1)
+    debug = flat.directory / "debug" / ".build-id" / wanted[:2] / f"{wanted[2:]}.debug"
+    debug.parent.mkdir(parents=True)
+    subprocess.run(["objcopy", "--only-keep-debug", str(flat.app), str(debug)], check=True)
+    subprocess.run(["strip", str(flat.app)], check=True)  # the same build: its build-id stays
+    bare = psprocess(flat.profile)
+    assert bare.returncode == 0 and not bare.stderr, bare.stderr
+    assert "profiled_spin" not in bare.stdout  # no symbols left in the file itself
+    p = psprocess(flat.profile, env={"PSUITE_BINARY_PATH": str(flat.directory / "debug")})
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    assert p.stdout == flat.text
