@@ -5,7 +5,9 @@ Per module, one srcmap.resolve_frames call over all the distinct file
 addresses of every thread (a return address at addr - 1 - offset, the call
 instruction; an interrupted instruction at addr - offset).  Each address
 gives its frames innermost first; they are laid out outermost first, so an
-inlined call hangs under the function it was inlined into.  The Python
+inlined call hangs under the function it was inlined into.  A module
+whose profiled binary is not found (binaries.bindings) is one marked
+frame at each of its addresses.  The Python
 work per node is a dict look-up and a child step per frame: O(nodes)."""
 
 from __future__ import annotations
@@ -44,8 +46,11 @@ def _unknown(addr: int) -> Steps:
     return _steps([Frame(f"{UNKNOWN} {addr:#x}", UNKNOWN)])
 
 
-def resolve(cp: CallPathProfile, progress: Callable[[int, int], None] | None = None) -> None:
-    """Fill every thread's tree (ThreadCallPaths.tree)."""
+def resolve(cp: CallPathProfile, progress: Callable[[int, int], None] | None = None,
+            bound: dict | None = None) -> None:
+    """Fill every thread's tree (ThreadCallPaths.tree).  bound: per module
+    file, its binaries.Binding (the profile's; default: each module from
+    its recorded path)."""
     from psuite.psprocess import srcmap
 
     # Per module, the absolute addresses to resolve: a return address one
@@ -61,11 +66,19 @@ def resolve(cp: CallPathProfile, progress: Callable[[int, int], None] | None = N
     for ident, table in wanted.items():
         mod = cp.modules[ident]
         addrs = list(table)
+        binding = bound.get(mod.file) if bound else None
+        if binding is not None and binding.problem:  # another build, or none: marked, never resolved wrongly
+            frames[ident] = dict.fromkeys(addrs, _steps([Frame(binding.marker, mod.file)]))
+            done += len(addrs)
+            if progress:
+                progress(done, todo)
+            continue
         file_addrs = [a - mod.offset for a in addrs]
         # resolve_frames takes file addresses; one below the load address
         # is none (a corrupt document): unknown, as the flat profile says.
         valid = [i for i, a in enumerate(file_addrs) if a >= 0]
-        found = srcmap.resolve_frames(mod.file, [file_addrs[i] for i in valid]) if valid else []
+        moved = (binding.file,) if binding is not None and binding.file != mod.file else ()  # found elsewhere
+        found = srcmap.resolve_frames(mod.file, [file_addrs[i] for i in valid], *moved) if valid else []
         unknown = _steps([Frame(UNKNOWN, mod.file)])
         out = dict.fromkeys(addrs, unknown)
         for i, stack in zip(valid, found, strict=True):
@@ -109,4 +122,6 @@ def resolve_into(report, progress: Callable[[int, int], None] | None = None) -> 
     """Resolve report.callpaths (a ProfileReport's), unless done already."""
     cp = getattr(report, "callpaths", None)
     if cp is not None and any(t.tree is None for t in cp.threads):
-        resolve(cp, progress)
+        from psuite.psprocess.binaries import bindings
+
+        resolve(cp, progress, bindings(report))

@@ -118,6 +118,10 @@ def build_parser() -> ArgumentParser:
                    "files under the program's directory are shown, and none for a document read from a URL")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
                    "program)")
+    p.add_argument("--binaries", action="append", default=[], metavar="DIR[:DIR...]",
+                   help="profiles: look for the profiled binaries and their debug files in DIR too (as perf's "
+                   "--symfs and gdb's debug-file-directory): DIR/.build-id/xx/yyyy.debug, then DIR/NAME of the "
+                   "recorded build-id; repeatable; also PSUITE_BINARY_PATH=DIR[:DIR...]")
     p.add_argument("-c", "--combine", action="store_true",
                    help="combine the counting reports (files, directories, globs) with statistics across them")
     p.add_argument("--calibrate", action="store_true",
@@ -202,6 +206,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     threshold_given = args.threshold is not None  # (fill_defaults gives it its default)
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
+    missing = [d for entry in args.binaries for d in entry.split(":") if d and not os.path.isdir(d)]
+    if missing:
+        raise UsageError(f"--binaries {missing[0]}: no such directory; name the directories holding the "
+                         "profiled binaries or their debug files")
+    from psuite.psprocess import binaries
+
+    binaries.configure(args.binaries, warn=_warn)  # every module checked against its recorded build-id
     archive = _archive_request(args)  # psbase filing: checked before anything is read
     if args.html or args.format == "html":
         require_extra("plotly")

@@ -67,7 +67,8 @@ def _check_calibrate(args: Namespace, exports: list[str]) -> None:
     """--calibrate prints (or writes to -o) a table of thresholds for one
     counting report: report options and exports do nothing there."""
     given = [("-c", args.combine), ("-m", bool(args.metrics)), ("--no-standard-metrics", args.no_standard_metrics),
-             *[(flag, True) for flag in exports], ("--module", bool(args.module))]
+             *[(flag, True) for flag in exports], ("--module", bool(args.module)),
+             ("--binaries", bool(getattr(args, "binaries", None)))]
     given += [(flag, True) for flag in _report_options(args) if flag != "-f text"]
     for flag, on in given:
         if on:

@@ -7,8 +7,11 @@ inlined subroutine winning, as `addr2line -f -i` reports first; without
 DWARF, the ELF symbol table names the function; what is unknown is "??"
 with line 0, as in the original PerfSuite.  For call paths,
 resolve_frames gives every frame at an address, the inlined calls first,
-as `addr2line -f -i` lists them.  Debug information is also looked for in
-separate debug files (build-id, .gnu_debuglink under /usr/lib/debug).  C++
+as `addr2line -f -i` lists them.  Each module is read from the binary
+binaries.bindings finds for it (the profiled build, never another one:
+samples it cannot find are marked instead).  Debug information is also
+looked for in separate debug files (build-id, .gnu_debuglink under
+/usr/lib/debug and the directories of --binaries and PSUITE_BINARY_PATH).  C++
 names are demangled by the C++ runtime's own demangler.  The C decoder
 (csrc/decoder/, libpsdwarf.so) does the decoding and the lookups, many
 addresses per call; pyelftools is imported only to find separate debug
@@ -74,21 +77,23 @@ def _decode(value) -> str:
 
 
 def _debug_file(elf, path: str) -> str | None:
-    """A separate debug file for path: by build-id, then .gnu_debuglink."""
+    """A separate debug file for path: by build-id, then .gnu_debuglink,
+    in the directories of binaries.search_path() and /usr/lib/debug."""
+    from psuite.psprocess import binaries
+
     note = elf.get_section_by_name(".note.gnu.build-id")
     if note is not None:
         for n in note.iter_notes():
             if n["n_type"] == "NT_GNU_BUILD_ID":
-                build_id = n["n_desc"]
-                candidate = os.path.join(DEBUG_ROOT, ".build-id", build_id[:2], build_id[2:] + ".debug")
-                if os.path.exists(candidate):
+                candidate = binaries.debug_by_id(n["n_desc"])
+                if candidate:
                     return candidate
     link = elf.get_section_by_name(".gnu_debuglink")
     if link is not None:
         name = link.data().split(b"\0", 1)[0].decode("utf-8", "replace")
         here = os.path.dirname(os.path.realpath(path))
         for candidate in (os.path.join(here, name), os.path.join(here, ".debug", name),
-                          os.path.join(DEBUG_ROOT + here, name)):
+                          os.path.join(DEBUG_ROOT + here, name), *binaries.file_for_debug(name)):
             if os.path.exists(candidate) and os.path.realpath(candidate) != os.path.realpath(path):
                 return candidate
     return None
@@ -591,11 +596,23 @@ def _module_map(path: str):
 def resolve(report: ProfileReport, progress: Callable[[int, int], None] | None = None) -> list[Location]:
     """Every sampled PC of the report as a Location, summed per
     (module, file, function, line)."""
+    from psuite.psprocess.binaries import bindings
     from psuite.report import Location
+
     done, todo = 0, sum(len(m.samples) for m in report.modules)
     per_module = []  # (module file, (files, functions, lines, samples)): its locations in first-seen order
+    bound = bindings(report)  # the very binaries profiled, or a warning and a marker
     for mod in report.modules:
-        mmap = _module_map(mod.file) if _is_file(mod.file) else None
+        binding = bound[mod.file]
+        if binding.problem:  # another build, or none: every sample of it marked, none resolved wrongly
+            total = sum(mod.samples.values())
+            per_module.append((mod.file, ([UNKNOWN], [binding.marker], [0], [total]) if mod.samples else
+                               ((), (), (), ())))
+            done += len(mod.samples)
+            if progress:
+                progress(done, todo)
+            continue
+        mmap = _module_map(binding.file) if _is_file(binding.file) else None
         pcs, counts = list(mod.samples), list(mod.samples.values())
         columns = None
         if progress is None and type(mmap) is NativeMap and pcs:  # in one call into C: no progress to show
@@ -660,8 +677,9 @@ def _cached_map(path: str):
     return mmap
 
 
-def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
-    """Per file address of `module_file`, the frames at it, innermost first:
+def resolve_frames(module_file: str, addrs: list[int], binary: str | None = None) -> list[list[Frame]]:
+    """Per file address of `module_file` (read from `binary` when given:
+    binaries.bind's choice), the frames at it, innermost first:
     the inlined calls there (inlined=True; each frame's line is where it is,
     the call site for the frames outside the innermost) and last the
     function that contains the address, as `addr2line -f -i` lists them.
@@ -669,7 +687,8 @@ def resolve_frames(module_file: str, addrs: list[int]) -> list[list[Frame]]:
     addresses already moved to the call instruction (addr - 1)."""
     from psuite.calltree import Frame
 
-    mmap = _cached_map(module_file) if _is_file(module_file) else None
+    binary = module_file if binary is None else binary
+    mmap = _cached_map(binary) if _is_file(binary) else None
     unknown = [Frame(UNKNOWN, module_file)]
     if mmap is None:
         return [list(unknown) for _ in addrs]

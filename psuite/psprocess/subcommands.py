@@ -333,6 +333,9 @@ def main(argv: Sequence[str]) -> int:
     name = argv[0]
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
+    from psuite.psprocess import binaries
+
+    binaries.configure(warn=lambda message: print(f"psprocess {name}: warning: {message}", file=sys.stderr))
     try:
         if hasattr(args, "source_dir"):
             from psuite.psprocess.cli import check_source_dirs
