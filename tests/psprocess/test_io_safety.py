@@ -161,6 +161,23 @@ def test_a_local_document_naming_etc_passwd_does_not_get_it(built, tmp_path):
     assert SECRET not in p.stdout and "<html" in p.stdout
 
 
+def test_a_program_directory_counts_only_for_the_profiled_build(built, tmp_path):
+    """A document naming a program here under another build-id does not make
+    that program's directory a source tree (it would let a document from
+    elsewhere publish any file beside any program it can guess)."""
+    text = built["processed"].read_text()
+    recorded = re.search(r"build-id ([0-9a-f]{40})", text).group(1)
+    doc = tmp_path / "other-build.xml"
+    doc.write_text(text.replace(recorded, "0" * 40))
+    page = tmp_path / "page.html"
+    html("--html", str(page), str(doc))
+    entry = source_entry(page, str(built["source"]))
+    assert entry["lines"] == [] and entry["note"].startswith("not read: outside the source directories")
+    same = tmp_path / "same.html"  # the document as written: its program's directory is a source tree
+    html("--html", str(same), str(built["processed"]))
+    assert source_entry(same, str(built["source"]))["lines"] == SOURCE.split("\n")[:-1]
+
+
 def test_a_document_read_from_a_url_embeds_no_file_unless_asked(built, tmp_path, serve):
     naming(built, tmp_path, "/etc/passwd", "passwd.xml")
     (tmp_path / "own.xml").write_bytes(built["processed"].read_bytes())

@@ -93,7 +93,11 @@ class SourceDirs:
 
 def _build_dirs(report) -> list[str]:
     """The program's build tree: the directory of its executable (the
-    module named as the command's program), when that is an ELF file here."""
+    module named as the command's program), when that is an ELF file here
+    and, where the document records the profiled build-id, that build: a
+    document cannot make any program's directory a source tree."""
+    from psuite.psprocess.binaries import build_id
+
     program = os.path.basename(report.command.split()[0]) if report.command.strip() else ""
     if not program:
         return []
@@ -111,6 +115,8 @@ def _build_dirs(report) -> list[str]:
                 if f.read(4) != b"\x7fELF":
                     continue
         except OSError:
+            continue
+        if getattr(report, "buildid", "") and build_id(real) != report.buildid:
             continue
         out.append(os.path.dirname(real))
     return out
