@@ -98,9 +98,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--per-thread", action="store_true",
                    help="with --calltree: one tree per thread (default: the threads of a process merged)")
     p.add_output_argument("--gmon", metavar="FILE", help="profiles: write FILE in GNU gprof's gmon.out format "
-                          "(the executable's samples; gprof ./app FILE)")
+                          "(the executable's samples, and for call-path profiles gprof's call arcs; gprof ./app FILE)")
     p.add_output_argument("--vprof", metavar="FILE", help="profiles: write FILE in vprof's vmon.out format "
-                          "(version 4; the executable's samples)")
+                          "(version 4; the executable's samples, one hit each: its readers take a hit for 10 ms)")
     p.add_output_argument("--folded", metavar="FILE", help="profiles with call paths: write FILE as folded "
                           "stacks (a;b;c 123), read by flamegraph.pl, inferno and speedscope")
     p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths: write FILE in "
