@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
 import re
 from collections import Counter
 
@@ -397,6 +398,30 @@ def content_hash(paths: list[str]) -> str:
     given in another order are the same import."""
     parts = sorted(hashlib.sha256(read_input(p)).hexdigest() for p in paths)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def documents(inputs: list[str]) -> list[str]:
+    """The documents `psbase input` files for its FILEs: directories (their
+    *.xml) and globs expanded as psprocess -c expands them; a call-path
+    companion X.callpaths.xml is read with its profile X.xml, never filed as
+    a run of its own: left out when X.xml is among the inputs, replaced by
+    X.xml when that is beside it, else refused."""
+    from psuite.psprocess.combine import expand
+    from psuite.psprocess.inputs import pair_companions
+    from psuite.psprocess.readers import callpaths
+
+    out: list[str] = []
+    for path in pair_companions(expand(inputs)):
+        profile = callpaths.profile_name(path)
+        if profile is None:
+            out.append(path)
+        elif "://" not in path and os.path.isfile(profile):
+            out.append(profile)
+        else:
+            base = os.path.basename(profile)
+            raise UsageError(f"{path} is a call-path companion without its profile {base} beside it; psbase "
+                             f"files call paths with their profile: put {base} beside it and give that")
+    return out
 
 
 def runs(paths: list[str], merge: bool = False) -> tuple[list[RunData], list[Variable]]:
