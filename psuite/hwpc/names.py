@@ -26,7 +26,7 @@ import functools
 import re
 
 # perf's generic events (csrc/runtime/events.c's table, in the perf tool's spelling) and the PAPI
-# preset each means, if any; tests/test_event_names.py checks the two tables agree
+# preset each means, if any; tests/psprocess/test_event_names.py checks the two tables agree
 PERF_EVENTS: dict[str, str | None] = {
     "task-clock": None, "cpu-clock": None, "page-faults": None, "minor-faults": None, "major-faults": None,
     "context-switches": None, "cpu-migrations": None, "alignment-faults": None, "emulation-faults": None,
