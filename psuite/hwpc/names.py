@@ -23,6 +23,8 @@ is kept as its counted_as.
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import re
 
 # perf's generic events (csrc/runtime/events.c's table, in the perf tool's spelling) and the PAPI
@@ -89,20 +91,42 @@ def canonical_names(doc):
 
 def _rename(events: list) -> None:
     """Each spelling to its canonical name, unless another spelling of the
-    report has that name (or took it first)."""
-    names = dict.fromkeys(e.name for e in events)  # few in a report of a million events; in order
+    report has that name (or took it first).  A report can hold a million
+    events of distinct names: the spellings canonical() could change are
+    picked out at C speed first (in the common case, none)."""
+    names = list(map(_NAME, events))
+    maybe = set(itertools.compress(names, map(_SPELLINGS.__contains__, map(str.lower, names))))
+    renames = {name: new for name in maybe if (new := canonical(name)) != name}
+    if not renames:
+        return
     taken = set(names)
-    renames: dict[str, str] = {}
-    for name in names:
-        new = canonical(name)
-        if new != name and new not in taken:
-            taken.add(new)
-            renames[name] = new
-    if renames:
-        for e in events:
-            new = renames.get(e.name)
-            if new is not None:
-                e.counted_as, e.name = e.name, new
+    for name in [n for n in dict.fromkeys(names) if n in renames]:  # first come, first named
+        if renames[name] in taken:
+            del renames[name]
+        else:
+            taken.add(renames[name])
+    for e in events:
+        new = renames.get(e.name)
+        if new is not None:
+            e.counted_as, e.name = e.name, new
+
+
+def _spellings() -> frozenset[str]:
+    """Every name canonical() may change, lower case: each perf spelling,
+    with perf:: or without, and as PERF_COUNT_[HW_|SW_]* (its '-' written
+    '_' or '-', as canonical() reads either)."""
+    out: set[str] = set()
+    for key in _BY_LOWER:
+        parts = key.split("-")
+        forms = {parts[0]}
+        for part in parts[1:]:
+            forms = {f + sep + part for f in forms for sep in "-_"}
+        out |= {key, *(f"perf_count_{kind}{f}" for kind in ("", "hw_", "sw_") for f in forms)}
+    return frozenset([*out, *(f"perf::{s}" for s in out)])
+
+
+_SPELLINGS = _spellings()
+_NAME = operator.attrgetter("name")
 
 
 @functools.lru_cache(maxsize=1)
