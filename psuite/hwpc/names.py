@@ -55,11 +55,11 @@ _BY_LOWER.update({alias: _BY_LOWER[name] for alias, name in _OTHER_SPELLINGS.ite
 _PERF_COUNT = re.compile(r"(?i)PERF_COUNT_(?:HW_|SW_)?(.*)")
 
 
-@functools.lru_cache(maxsize=4096)  # called for every event of a report, a million in large ones
 def canonical(name: str) -> str:
     """The canonical name of an event (see the module's docstring):
     perf::TASK-CLOCK -> task-clock; perf::CYCLES, cycles -> PAPI_TOT_CYC;
-    anything not known as a perf event unchanged."""
+    anything not known as a perf event unchanged.  (Not cached: a report
+    can hold a million names, each asked once.)"""
     if name.startswith("PAPI_"):
         return name
     bare = name[6:] if name.startswith("perf::") else name
