@@ -13,11 +13,12 @@ if TYPE_CHECKING:  # annotations only: not imported at run time, for a quick sta
 
 @dataclass(slots=True)  # a report can hold a million of these
 class Event:
-    name: str
+    name: str  # canonical (psuite.hwpc.names): task-clock however the document spelt it
     count: float
     type: str = "native"  # "preset" or "native"
     derived: bool = False
     description: str = ""
+    counted_as: str = ""  # the document's spelling when it is not the canonical one (perf::TASK-CLOCK)
 
 
 @dataclass(slots=True)
@@ -137,7 +138,8 @@ class ProfileReport(RunInfo):
 
     profile_class: str = ""  # itimer, PAPI, perfmon, profil
     profile_version: str = ""
-    event: str = ""
+    event: str = ""  # canonical, as Event.name
+    event_counted_as: str = ""  # the document's spelling when it is not the canonical one
     event_type: str = "native"
     domain: str = "user"
     threshold: int | None = None  # microseconds for timers, events otherwise

@@ -421,11 +421,14 @@ def _read_runs(store, args) -> tuple[list, list]:
     from psuite.psbase import inputdesc
 
     _check_input_args(args)
-    _refuse_repeated([*args.files, *(f for _, f in args.pairs)])
-    d = store.definition(args.experiment)
-    if args.desc is None and not args.pairs:
+    documents = args.desc is None and not args.pairs
+    if documents:  # psuite's own: directories expanded, call-path companions with their profiles
         from psuite.psbase import native
 
+        args.files = native.documents(args.files)
+    _refuse_repeated([*args.files, *(f for _, f in args.pairs)])
+    d = store.definition(args.experiment)
+    if documents:
         native.check_native(d)
         return native.runs(args.files, merge=args.merge)
     fixed: dict[str, str] = {}

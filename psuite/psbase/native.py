@@ -40,12 +40,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import hashlib
+import os
 import re
 from collections import Counter
 
 from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
 from psuite.experiment import Experiment, ExpressionError
+from psuite.hwpc.names import canonical
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
 from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
@@ -139,7 +141,9 @@ def _load(path: str):
 
 
 def _measures(r: CountReport) -> list[tuple[str, str, float]]:
-    """(variable name, original name, value) of each event and metric."""
+    """(variable name, event or metric name, value) of each event and
+    metric; events are under their canonical names (the reader's), so
+    task-clock is task_clock whichever backend counted it."""
     out = [(column_name(e.name), e.name, float(e.count)) for e in r.events]
     out += [(column_name(m.name), m.name, float(m.value)) for m in r.metrics if m.value == m.value]
     return out
@@ -360,13 +364,19 @@ def _cube_run(paths: list[str], exp: Experiment) -> tuple[RunData, list[Variable
             continue  # a derived metric whose expression cannot be computed from totals: no value
         if total != total or total in (float("inf"), float("-inf")):
             continue  # NaN or infinite (e.g. a ratio over a zero total): no value rather than a wrong one
-        col = column_name(m.name)
+        # an event's metric under the event's canonical name, as counting reports file it (a cube
+        # written before psuite's names were canonical says perf::TASK-CLOCK), unless another metric
+        # of the cube has that name already
+        name = canonical(m.name)
+        if column_name(name) in needed:
+            name = m.name
+        col = column_name(name)
         prev = needed.get(col)
-        if prev is not None and prev.synopsis != m.name:
-            raise UsageError(f"metrics {prev.synopsis!r} and {m.name!r} both become variable {col!r}; "
+        if prev is not None and prev.synopsis != name:
+            raise UsageError(f"metrics {prev.synopsis!r} and {name!r} both become variable {col!r}; "
                              "file them in separate experiments")
-        unit = "s" if m.unit == "sec" else event_unit(m.name)  # CUBE's uom: "sec" or "occ" (a count)
-        needed[col] = event_variable(col, m.name, unit)
+        unit = "s" if m.unit == "sec" else event_unit(name)  # CUBE's uom: "sec" or "occ" (a count)
+        needed[col] = event_variable(col, name, unit)
         values[col] = float(total)
     return RunData(values=values, sources=list(paths), content_hash=content_hash(paths)), list(needed.values())
 
@@ -388,6 +398,30 @@ def content_hash(paths: list[str]) -> str:
     given in another order are the same import."""
     parts = sorted(hashlib.sha256(read_input(p)).hexdigest() for p in paths)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
+def documents(inputs: list[str]) -> list[str]:
+    """The documents `psbase input` files for its FILEs: directories (their
+    *.xml) and globs expanded as psprocess -c expands them; a call-path
+    companion X.callpaths.xml is read with its profile X.xml, never filed as
+    a run of its own: left out when X.xml is among the inputs, replaced by
+    X.xml when that is beside it, else refused."""
+    from psuite.psprocess.combine import expand
+    from psuite.psprocess.inputs import pair_companions
+    from psuite.psprocess.readers import callpaths
+
+    out: list[str] = []
+    for path in pair_companions(expand(inputs)):
+        profile = callpaths.profile_name(path)
+        if profile is None:
+            out.append(path)
+        elif "://" not in path and os.path.isfile(profile):
+            out.append(profile)
+        else:
+            base = os.path.basename(profile)
+            raise UsageError(f"{path} is a call-path companion without its profile {base} beside it; psbase "
+                             f"files call paths with their profile: put {base} beside it and give that")
+    return out
 
 
 def runs(paths: list[str], merge: bool = False) -> tuple[list[RunData], list[Variable]]:

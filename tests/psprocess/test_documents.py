@@ -297,7 +297,7 @@ def test_huge_report_is_streamed(workdir):
     events = json.loads(out.stdout)["reports"][0]["events"]
     assert [e["count"] for e in events] == list(range(200_000))
     assert events[-1] == {"name": "e199999", "count": 199_999, "type": "native", "derived": False,
-                          "description": ""}
+                          "description": "", "counted_as": ""}
     from psuite.psprocess import metrics
     from psuite.psprocess.writers import json_format, text
 

@@ -51,10 +51,14 @@ def is_cube_head(head: bytes) -> bool:
 
 
 def read_document(doc: Document):
+    """The report model of a parsed document, its events under their
+    canonical names (psuite.hwpc.names)."""
+    from psuite.hwpc.names import canonical_names
+
     root = doc.root
     for reader in READERS:
         if reader.accepts(root):
-            return reader.read(root, doc)
+            return canonical_names(reader.read(root, doc))
     mode = root.get("mode")
     kind = f"<{root.tag}{f' mode={mode!r}' if mode else ''}>"
     raise InputError(f"{doc.source}: {kind} documents are not supported by this psprocess (it reads "
@@ -75,5 +79,7 @@ def read_stream(stream: IO[bytes], source: str, on_module: Callable[[str], None]
     if is_cube_head(head):
         raise CubeFile(source)
     if callpaths.is_callpaths(head):
-        return callpaths.report_alone(callpaths.read(stream, source))
+        from psuite.hwpc.names import canonical_names
+
+        return canonical_names(callpaths.report_alone(callpaths.read(stream, source)))
     return read_document(parse(stream, source, on_module))

@@ -214,6 +214,6 @@ def render_chunks(reports: list, **options) -> Iterator[str]:
     yield head + '"events": ['
     for start in range(0, len(r.events), BLOCK):
         block = [{"name": e.name, "count": e.count, "type": e.type, "derived": e.derived,
-                  "description": e.description} for e in r.events[start:start + BLOCK]]
+                  "description": e.description, "counted_as": e.counted_as} for e in r.events[start:start + BLOCK]]
         yield (", " if start else "") + _dumps(block)[1:-2]
     yield "]" + tail

@@ -134,7 +134,10 @@ def xml_root(doc: Path) -> etree._Element:
 
 
 def xml_events(doc: Path) -> dict[str, int]:
-    return {e.get("name"): int(e.text) for e in xml_root(doc).iter("hwpcevent")}
+    """The document's counts by event, under the names psprocess reads them by."""
+    from psuite.hwpc.names import canonical
+
+    return {canonical(e.get("name")): int(e.text) for e in xml_root(doc).iter("hwpcevent")}
 
 
 def xml_total_samples(doc: Path) -> int:
