@@ -248,7 +248,13 @@ def test_cpp_inlined_frames_of_their_own(built, workdir):
     )
     assert hot >= 0.9 * total, (hot, total)
     leaf = max(records, key=lambda r: r["exclusive"])
-    assert leaf["exclusive"] >= 0.9 * total, leaf
+    # How the loop's instructions split between mix and the repeat lambda
+    # around it is the compiler's (its line table), so the chain's frames
+    # together hold the samples, the innermost most of them.
+    chain = tuple(leaf["path"])
+    on_chain = sum(r["exclusive"] for r in records if r["thread"] == leaf["thread"]
+                   and chain[:len(r["path"])] == tuple(r["path"]) and "hot_loop" in " ".join(r["path"]))
+    assert on_chain >= 0.9 * total and leaf["exclusive"] >= 0.5 * total, (on_chain, leaf["exclusive"], total)
     tail = from_anchor(tuple(leaf["path"]), "main")
     assert "hot_loop" in tail[1], tail
     assert inline_chain(records, leaf) == INLINED, tail
