@@ -170,6 +170,7 @@ class CallPathModule:
     id: int
     file: str
     offset: int  # file address = addr - offset
+    buildid: str = ""  # the GNU build-id the module was mapped with, hex ("" when not recorded)
 
 
 @dataclass

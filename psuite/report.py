@@ -117,6 +117,7 @@ class ModuleSamples:
     file: str
     offset: int
     samples: dict[int, int] = field(default_factory=dict)  # pc -> count
+    buildid: str = ""  # the GNU build-id psrun recorded for the module, hex ("" when none)
 
 
 @dataclass(slots=True)

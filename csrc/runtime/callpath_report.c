@@ -69,13 +69,20 @@ static void attr_ull(ps_buf_t *b, const char *name, unsigned long long v)
     ps_buf_str(b, "\"");
 }
 
-static void write_module(ps_buf_t *b, int id, const char *file, unsigned long long base)
+/* buildid: the module's GNU build-id as it was mapped (n bytes, 0: none) */
+static void write_module(ps_buf_t *b, int id, const char *file, unsigned long long base,
+                         const unsigned char *buildid, unsigned n)
 {
     ps_buf_str(b, "  <module");
     attr_ull(b, "id", (unsigned long long)id);
     attr_str(b, "file", file);
     ps_buf_str(b, " offset=\"0x");
     ps_buf_hex(b, base);
+    char hex[2 * PS_BUILDID_MAX + 1];
+    if (n && ps_buildid_hex(buildid, n, hex, sizeof hex) == 0) {
+        ps_buf_str(b, "\" buildid=\"");
+        ps_buf_str(b, hex);
+    }
     ps_buf_str(b, "\"/>\n");
 }
 
@@ -194,7 +201,7 @@ int ps_callpaths_write(const char *profile_path, int remember)
     }
     bytes += nodes * 144;
     for (int k = 0; k < m.n; k++)
-        bytes += 96 + 6 * strlen(m.v[k].file);
+        bytes += 96 + 2 * PS_BUILDID_MAX + 6 * strlen(m.v[k].file);
     for (int k = 0; (file = ps_sampler_retired_module(k, &base)); k++)
         bytes += 96 + 6 * strlen(file);
     char *out = map_bytes(bytes);
@@ -223,12 +230,15 @@ int ps_callpaths_write(const char *profile_path, int remember)
                 m.id[k] = m.id[j];
         if (!m.id[k]) {
             m.id[k] = next++;
-            write_module(&b, m.id[k], m.v[k].file, m.v[k].base);
+            write_module(&b, m.id[k], m.v[k].file, m.v[k].base, m.v[k].buildid, m.v[k].buildid_len);
         }
     }
     m.retired_base_id = next;
-    for (int k = 0; (file = ps_sampler_retired_module(k, &base)); k++)
-        write_module(&b, next + k, file, base);
+    for (int k = 0; (file = ps_sampler_retired_module(k, &base)); k++) {
+        unsigned idlen;
+        const unsigned char *id = ps_sampler_retired_buildid(k, &idlen);
+        write_module(&b, next + k, file, base, id, idlen);
+    }
     unsigned long long sum[4] = {0, 0, 0, 0}; /* samples, contexts, truncated, lost */
     for (int i = 0; i < ps_sampler_nthreads(); i++)
         write_thread(&b, ps_sampler_get(i), &m, sum);

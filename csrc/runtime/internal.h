@@ -190,6 +190,7 @@ typedef struct {
     struct ps_cct *cct;         /* call paths (cct.c): the thread's calling-context tree, NULL without */
     unsigned long long cp_lost; /* call paths: samples of a thread without a tree (no memory) */
 } ps_sthread_t;
+#define PS_BUILDID_MAX 32       /* bytes of a GNU build-id kept at most (sha1: 20) */
 /* Samples of a module unloaded with dlclose, charged to it then. */
 typedef struct {
     int thread, module;         /* thread index; ps_sampler_retired_module(module) */
@@ -222,9 +223,11 @@ const char *ps_sampler_signal_name(void);      /* the signal the sources send: "
 void ps_sampler_at_main(void);
 /* modules.c, at dlclose: the samples in [lo, hi) are charged to file (load
  * address base) now, before another module can be loaded there. */
-void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base);
+void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base,
+                       const unsigned char *buildid, unsigned buildid_len);
 size_t ps_sampler_retired(const ps_retired_t **v);
 const char *ps_sampler_retired_module(int module, unsigned long long *base);
+const unsigned char *ps_sampler_retired_buildid(int module, unsigned *len); /* *len 0: none recorded */
 int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi); /* 0: no such module */
 int ps_sampler_active(void);
 int ps_sampler_callpath(void);  /* call paths recorded: the most frames per sample; 0: flat only */
@@ -240,6 +243,8 @@ typedef struct {
     const void *phdr;           /* the object's program headers (dl_phdr_info), for unwind.c's snapshot */
     int phnum, exe;             /* exe: the executable (dlpi_name "") */
     int permanent;              /* loaded before measurement started (never unloaded) */
+    unsigned char buildid[PS_BUILDID_MAX]; /* its GNU build-id, read when it entered the map */
+    unsigned buildid_len;       /* 0: none */
 } ps_module_t;
 typedef struct ps_modmap ps_modmap_t;
 void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
@@ -415,8 +420,9 @@ int ps_report_write_counts(const ps_counts_t *c, int thread, const char *annotat
                            const char *name, char *path_out, size_t path_len);
 typedef struct ps_buf ps_buf_t;
 /* From <?xml ...?> through <machineinfo>; <thread>: 0 the process total,
- * N >= 1 the N-th thread (psrun -p). */
-void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
+ * N >= 1 the N-th thread (psrun -p).  modules: a last clause of <annotation>
+ * after the executable's build-id (whole or not at all), or NULL. */
+void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation, const char *modules,
                       const ps_measurement_t *m);
 void ps_report_path(const char *name, const char *tag, char *path, size_t len);
 int ps_mpi_rank(void);  /* from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK, SLURM_PROCID; -1 outside MPI */
@@ -457,6 +463,10 @@ const char *ps_save_errno_text(int err); /* ps_errno_text, EFBIG told as the fil
 /* buildid.c: the executable's GNU build-id in hex, from its mapped notes
  * (async-signal-safe); -1 when it has none */
 int ps_buildid(char *hex, size_t len);
+/* The GNU build-id in the mapped notes of an object (its program headers,
+ * load bias): its length in bytes, 0 without one (or longer than cap). */
+size_t ps_buildid_of(const void *phdr, size_t phnum, unsigned long long bias, unsigned char *id, size_t cap);
+int ps_buildid_hex(const unsigned char *id, size_t n, char *hex, size_t len); /* 0: written, -1: no room */
 
 /* md5.c */
 int ps_md5_file(const char *path, char hex[33]);

@@ -39,6 +39,8 @@ typedef struct {
     char file[PATH_MAX];
     unsigned long long lo[MAX_RANGES], hi[MAX_RANGES];
     int n, found;
+    unsigned char buildid[PS_BUILDID_MAX]; /* its GNU build-id, kept with its samples once it is gone */
+    unsigned buildid_len;
 } ranges_t;
 
 static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
@@ -49,6 +51,8 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
         return 0;
     r->found = 1;
     ps_strlcpy(r->file, info->dlpi_name, sizeof r->file);
+    r->buildid_len = (unsigned)ps_buildid_of(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, r->buildid,
+                                             sizeof r->buildid);
     for (int i = 0; i < info->dlpi_phnum && r->n < MAX_RANGES; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
@@ -69,7 +73,7 @@ static void retire(const ranges_t *r)
     sigset_t old;
     int held = ps_hold_async_signals(&old);
     for (int i = 0; i < r->n; i++)
-        ps_sampler_retire(r->lo[i], r->hi[i], r->file, r->base);
+        ps_sampler_retire(r->lo[i], r->hi[i], r->file, r->base, r->buildid, r->buildid_len);
     if (held)
         ps_release_signals(&old);
 }
@@ -185,6 +189,9 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
             mod->phdr = info->dlpi_phdr;
             mod->phnum = info->dlpi_phnum;
             mod->exe = is_exe;
+            /* kept with the record: the report names it for a module long dlclose'd too */
+            mod->buildid_len = (unsigned)ps_buildid_of(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr,
+                                                       mod->buildid, sizeof mod->buildid);
         }
         f->n++;
         f->names += len;

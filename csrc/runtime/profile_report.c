@@ -277,6 +277,80 @@ static void note_blocked(note_t *note, int index)
     }
 }
 
+/* "module build-ids: "PATH" HEX, ..." for the shared modules this report
+ * has samples in (the executable's is the header's "build-id HEX"), those
+ * unloaded with dlclose too: the path quoted, '"' and '\\' in it escaped
+ * with '\\', so that any path reads back.  Whole entries only; a module left
+ * out for room has no recorded id. */
+#define MODULE_IDS_BYTES 2560
+#define MODULE_IDS_MAX 96
+static void add_id(note_t *note, const char *file, const unsigned char *id, unsigned len)
+{
+    static const char head[] = "module build-ids: ";
+    size_t need = (note->used ? 2 : sizeof head - 1) + 3 + 2 * (size_t)len;
+    for (const char *c = file; *c; c++)
+        need += *c == '"' || *c == '\\' ? 2 : 1;
+    char hex[2 * PS_BUILDID_MAX + 1];
+    if (note->used + need >= note->cap || ps_buildid_hex(id, len, hex, sizeof hex) != 0)
+        return;
+    note_str(note, note->used ? ", " : head);
+    note_str(note, "\"");
+    char one[2] = {0, 0};
+    for (const char *c = file; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            note_str(note, "\\");
+        one[0] = *c;
+        note_str(note, one);
+    }
+    note_str(note, "\" ");
+    note_str(note, hex);
+}
+
+static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, int index, char *text, size_t cap)
+{
+    note_t note = {text, cap, 0};
+    text[0] = '\0';
+    int listed[MODULE_IDS_MAX], nlisted = 0;
+    for (size_t i = 0; i < n && nlisted < MODULE_IDS_MAX;) {
+        int k = module_of(mods, v[i].pc);
+        size_t j = i + 1;
+        if (k < 0) {
+            i = j;
+            continue;
+        }
+        const ps_module_t *mod = &mods->v[k];
+        while (j < n && v[j].pc >= mod->lo && v[j].pc < mod->hi)
+            j++;
+        i = j;
+        int seen = mod->exe || !mod->buildid_len || mod->file[0] != '/';
+        for (int l = 0; l < nlisted && !seen; l++)
+            seen = mods->v[listed[l]].base == mod->base && strcmp(mods->v[listed[l]].file, mod->file) == 0;
+        if (!seen) {
+            add_id(&note, mod->file, mod->buildid, mod->buildid_len);
+            listed[nlisted++] = k;
+        }
+    }
+    const ps_retired_t *r;
+    size_t nr = ps_sampler_retired(&r);
+    int retired[MODULE_IDS_MAX], nretired = 0;
+    for (size_t i = 0; i < nr && nretired < MODULE_IDS_MAX; i++) {
+        if (index >= 0 && r[i].thread != index)
+            continue;
+        int seen = 0;
+        for (int l = 0; l < nretired && !seen; l++)
+            seen = retired[l] == r[i].module;
+        if (seen)
+            continue;
+        retired[nretired++] = r[i].module;
+        unsigned long long base;
+        unsigned len;
+        const char *file = ps_sampler_retired_module(r[i].module, &base);
+        const unsigned char *id = ps_sampler_retired_buildid(r[i].module, &len);
+        if (file && file[0] == '/' && len)
+            add_id(&note, file, id, len);
+    }
+}
+
 /* user and system CPU time: the process's, or one thread's from its totals */
 static void cpu_times(int index, double *user, double *sys)
 {
@@ -410,7 +484,9 @@ static int write_one(const char *name, int index, int per_thread, const modules_
     ps_buf_t b;
     ps_buf_fixed(&b, out, out ? out_size : 0);
     int thread = index >= 0 ? index + 1 : 0; /* the sampler counts threads from 0 */
-    ps_report_header(&b, "profile", thread, text, &m);
+    char ids[MODULE_IDS_BYTES];
+    module_ids(mods, v, n, index, ids, sizeof ids);
+    ps_report_header(&b, "profile", thread, text, ids, &m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
     int is_timer = cfg->kind == PS_PROF_ITIMER;
     ps_buf_str(&b, "  <hwpcprofiledata class=\"");

@@ -379,7 +379,7 @@ static void note_num(char *dst, size_t cap, size_t *used, unsigned long long v)
 }
 
 static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, const char *annotation,
-                   const ps_measurement_t *m)
+                   const char *modules, const ps_measurement_t *m)
 {
     ps_buf_str(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     ps_buf_str(b, DOCTYPE);
@@ -431,6 +431,11 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
         note_add(note, sizeof note, &used, "build-id ");
         note_add(note, sizeof note, &used, p->buildid);
     }
+    /* the sampled shared modules' build-ids (profile_report.c), after it */
+    if (modules && *modules && used + strlen(modules) + 3 < sizeof note) {
+        note_add(note, sizeof note, &used, used ? "; " : "");
+        note_add(note, sizeof note, &used, modules);
+    }
     if (note[0])
         ps_buf_elem(b, 2, "annotation", note);
     wallclock(b, m->wall_ns, p->clock_millimhz);
@@ -441,16 +446,16 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
     ps_buf_str(b, p->machine);
 }
 
-void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation,
+void ps_report_header(ps_buf_t *b, const char *mode, int thread, const char *annotation, const char *modules,
                       const ps_measurement_t *m)
 {
-    header(b, prepared(), mode, thread, annotation, m);
+    header(b, prepared(), mode, thread, annotation, modules, m);
 }
 
 static void build(ps_buf_t *b, const prep_t *p, const ps_counts_t *c, int thread, const char *annotation,
                   const ps_measurement_t *m)
 {
-    header(b, p, "count", thread, annotation, m);
+    header(b, p, "count", thread, annotation, NULL, m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
     ps_buf_str(b, "  <hwpceventdata class=\"");
     ps_buf_str(b, c->cls);

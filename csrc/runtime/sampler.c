@@ -115,6 +115,8 @@ static size_t keep_used, keep_cap;
 typedef struct {
     char *file;
     unsigned long long base, lo, hi; /* lo, hi: its executable segments' span */
+    unsigned char buildid[PS_BUILDID_MAX];
+    unsigned buildid_len;
 } retired_module_t;
 static retired_module_t *rmods;
 static int nrmods;
@@ -1150,7 +1152,7 @@ const char *ps_sampler_source(const char **note)
 }
 
 /* Under real_lock: the index of (file, base) among the retired modules. */
-static int retired_module(const char *file, unsigned long long base)
+static int retired_module(const char *file, unsigned long long base, const unsigned char *buildid, unsigned len)
 {
     for (int i = 0; i < nrmods; i++)
         if (rmods[i].base == base && strcmp(rmods[i].file, file) == 0)
@@ -1162,6 +1164,9 @@ static int retired_module(const char *file, unsigned long long base)
     rmods[nrmods].file = strdup(file);
     rmods[nrmods].base = base;
     rmods[nrmods].lo = rmods[nrmods].hi = 0;
+    rmods[nrmods].buildid_len = buildid && len <= PS_BUILDID_MAX ? len : 0;
+    if (rmods[nrmods].buildid_len)
+        memcpy(rmods[nrmods].buildid, buildid, len);
     if (!rmods[nrmods].file)
         return -1;
     return nrmods++;
@@ -1183,7 +1188,8 @@ static void retire_one(int thread, int module, unsigned long long pc, unsigned l
 /* A module's samples are moved out of the tables (the handler may add to a
  * count at the same time: it is taken with an atomic exchange, and the
  * slot keeps its PC). */
-void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base)
+void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base,
+                       const unsigned char *buildid, unsigned buildid_len)
 {
     if (!source || lo >= hi)
         return;
@@ -1194,7 +1200,7 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
     Dl_info info;
     int unloaded = !dladdr((void *)(uintptr_t)lo, &info);
     ps_lock_take(&real_lock);
-    int module = retired_module(file, base);
+    int module = retired_module(file, base, buildid, buildid_len);
     if (module >= 0) {
         retired_module_t *r = &rmods[module];
         if (!r->hi || lo < r->lo)
@@ -1244,6 +1250,12 @@ const char *ps_sampler_retired_module(int module, unsigned long long *base)
         return NULL;
     *base = rmods[module].base;
     return rmods[module].file;
+}
+
+const unsigned char *ps_sampler_retired_buildid(int module, unsigned *len)
+{
+    *len = module >= 0 && module < nrmods ? rmods[module].buildid_len : 0;
+    return *len ? rmods[module].buildid : NULL;
 }
 
 /* In a forked child: the parent's threads forgotten - their perf_event

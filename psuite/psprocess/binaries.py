@@ -1,10 +1,11 @@
 """Which file resolves a profiled module: the very binary that was profiled.
 
 psrun records the executable's GNU build-id (NT_GNU_BUILD_ID) in a
-profile's <annotation>.  Before a PC is resolved, the module's file is
-checked against it: a program rebuilt at the same path after the run, or
-deleted, must not give the new binary's functions (or a silent "??") to
-the old samples.  The profiled binary, or its separate debug file, is
+profile's <annotation>, and each sampled shared module's after it (the
+call-path companion's <module buildid>).  Before a PC is resolved, the
+module's file is checked against its own: a program or library rebuilt at
+the same path after the run, or deleted, must not give the new binary's
+functions (or a silent "??") to the old samples.  The profiled binary, or its separate debug file, is
 looked for as perf's --symfs and gdb's debug-file-directory look:
 
   1. the recorded path, when its build-id is the recorded one;
@@ -18,7 +19,7 @@ function is "[app: build-id mismatch]" (a file of that name is there,
 another build) or "[app: binary not found]", in every report and export,
 and one warning line per module says how to give the right file.  A
 module the document records no build-id for (the original PerfSuite's
-documents, shared libraries) is resolved from its recorded path as
+documents, objects built without one) is resolved from its recorded path as
 before, or, when that file is gone, from DIR/<basename> of the search
 path.
 
@@ -194,17 +195,23 @@ def bindings(report) -> dict[str, Binding]:
     """Per module file of a profile (its flat samples and its call-path
     companion's modules), how to resolve it; a warning line for each module
     that cannot be, once per module and build-id."""
-    files = [m.file for m in report.modules]
+    modules = list(report.modules)
     cp = getattr(report, "callpaths", None)
     if cp is not None:
-        files += [m.file for m in cp.modules.values()]
+        modules += cp.modules.values()
+    files = [m.file for m in modules]
+    recorded: dict[str, str] = {}  # each rooted module's own recorded build-id
+    for m in modules:
+        if m.file.startswith("/") and getattr(m, "buildid", ""):
+            recorded.setdefault(m.file, m.buildid)
     program = program_module(files, report.command, report.buildid) if report.buildid else None
     out = {}
     for f in dict.fromkeys(files):
-        b = out[f] = bind(f, report.buildid if f == program else "")
-        if b.problem and (f, report.buildid) not in _warned:
-            _warned.add((f, report.buildid))
-            _say(_problem_line(b, report.buildid))
+        wanted = report.buildid if f == program else recorded.get(f, "")
+        b = out[f] = bind(f, wanted)
+        if b.problem and (f, wanted) not in _warned:
+            _warned.add((f, wanted))
+            _say(_problem_line(b, wanted))
     return out
 
 

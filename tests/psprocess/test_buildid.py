@@ -271,3 +271,151 @@ def test_stripped_program_takes_its_debug_file_from_the_search_path(flat):
     p = psprocess(flat.profile, env={"PSUITE_BINARY_PATH": str(flat.directory / "debug")})
     assert p.returncode == 0 and not p.stderr, p.stderr
     assert p.stdout == flat.text
+
+
+# A shared library of the test's own holds the hot function; its directory
+# has a space in its name (the recorded path is quoted in <annotation>).
+LIBRARY = r"""
+__attribute__((noinline)) double library_spin(long n)
+{
+    double s = 0;
+    for (long i = 0; i < n; i++)
+        s += i * 0.5 / (i + 1.0);
+    return s;
+}
+"""
+LIBRARY_USER = r"""
+#include <stdio.h>
+double library_spin(long n);
+int main(void)
+{
+    printf("%f\n", library_spin(40000000L));
+    return 0;
+}
+"""
+# Another build of the library at the same path, its functions over the addresses sampled.
+LIBRARY_IMPOSTOR = "static volatile long sink;\n" + "".join(
+    f"__attribute__((noinline)) void impostor_{i}(void) {{ for (int k = 0; k < {i + 3}; k++) sink += k * {i}; }}\n"
+    for i in range(64)) + "double library_spin(long n) { impostor_0(); return (double)n; }\n"
+LIB_MISMATCH, LIB_NOT_FOUND = "[libhot.so: build-id mismatch]", "[libhot.so: binary not found]"
+LIB_WRONG = re.compile(r"impostor_\d+|library_spin")
+
+
+def build_library(source: str, target: Path) -> None:
+    src = target.parent / "libhot.c"
+    src.write_text(source)
+    subprocess.run(["cc", "-shared", "-fPIC", "-g", "-O1", "-o", str(target), str(src)], check=True)
+
+
+@dataclass
+class LibraryRun:
+    library: Path
+    flat: Path
+    callpath: Path
+    text: str  # psprocess's report of the flat profile before anything changed
+    calltree: str
+
+
+def library_run(directory: Path) -> LibraryRun:
+    libdir = directory / "lib dir"
+    libdir.mkdir()
+    library = libdir / "libhot.so"
+    build_library(LIBRARY, library)
+    (directory / "app.c").write_text(LIBRARY_USER)
+    subprocess.run(["cc", "-g", "-O1", "-o", str(directory / "app"), str(directory / "app.c"), f"-L{libdir}", "-lhot",
+                    f"-Wl,-rpath,{libdir}"], check=True)
+    profiles = []
+    for args in (("--profile", "ITIMER_PROF"), ("--callpath",)):
+        before = set(directory.glob("app.*.xml"))
+        p = run_tool("psrun", "-q", *args, "--period", "1000", str(directory / "app"), cwd=directory)
+        assert p.returncode == 0, p.stderr
+        [profile] = [f for f in set(directory.glob("app.*.xml")) - before if not f.name.endswith(".callpaths.xml")]
+        profiles.append(profile)
+    flat, callpath = profiles
+    wanted = subprocess.run(["readelf", "-n", str(library)], capture_output=True, text=True, check=True).stdout
+    wanted = re.search(r"Build ID: ([0-9a-f]+)", wanted).group(1)
+    # recorded for the sampled library: in the flat profile's <annotation>, on the companion's <module>
+    from psuite import read
+
+    assert re.search(rf'module build-ids: [^<]*&quot;{re.escape(str(library))}&quot; {wanted}', flat.read_text())
+    [recorded] = [m.buildid for m in read(str(flat), resolve=False).modules if m.file == str(library)]
+    assert recorded == wanted
+    companion = callpath.with_name(callpath.name[:-4] + ".callpaths.xml").read_text()
+    assert re.search(rf'<module id="\d+" file="{re.escape(str(library))}" offset="0x[0-9a-f]+" buildid="{wanted}"/>',
+                     companion)
+    text = psprocess(flat)
+    assert text.returncode == 0 and not text.stderr, text.stderr
+    assert "library_spin" in text.stdout
+    tree = psprocess("--calltree", callpath)
+    assert tree.returncode == 0 and not tree.stderr, tree.stderr
+    assert "library_spin" in tree.stdout
+    return LibraryRun(library, flat, callpath, text.stdout, tree.stdout)
+
+
+def test_rebuilt_library_is_marked_and_found_by_binaries(workdir):
+    run = library_run(workdir)
+    original = workdir / "bins" / "libhot.so"
+    original.parent.mkdir()
+    shutil.move(run.library, original)
+    build_library(LIBRARY_IMPOSTOR, run.library)
+    for args in ((run.flat,), ("--calltree", run.callpath), ("-f", "json", run.callpath)):
+        p = psprocess(*args)
+        one_warning(p, run.library, LIB_MISMATCH)
+        assert LIB_MISMATCH in p.stdout, args
+        assert not LIB_WRONG.search(p.stdout), (args, LIB_WRONG.search(p.stdout))
+    tree = psprocess("--calltree", run.callpath)
+    assert "main" in tree.stdout  # the executable's frames, unchanged, are still resolved
+    # the profiled library in a directory given with --binaries or PSUITE_BINARY_PATH: as before
+    p = psprocess("--binaries", original.parent, run.flat)
+    assert p.returncode == 0 and not p.stderr, p.stderr
+    assert p.stdout == run.text
+    tree = psprocess("--binaries", original.parent, "--calltree", run.callpath)
+    assert tree.returncode == 0 and not tree.stderr, tree.stderr
+    assert tree.stdout == run.calltree
+    by_env = psprocess(run.flat, env={"PSUITE_BINARY_PATH": str(original.parent)})
+    assert by_env.returncode == 0 and not by_env.stderr, by_env.stderr
+    assert by_env.stdout == run.text
+
+
+def test_deleted_library_is_said_and_marked(workdir):
+    run = library_run(workdir)
+    run.library.unlink()
+    for args in ((run.flat,), ("--calltree", run.callpath)):
+        p = psprocess(*args)
+        assert "is not there" in one_warning(p, run.library, LIB_NOT_FOUND)
+        assert LIB_NOT_FOUND in p.stdout and "library_spin" not in p.stdout, args
+
+
+PLUGIN_USER = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv)
+{
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h)
+        return 1;
+    double (*spin)(long) = (double (*)(long))dlsym(h, "library_spin");
+    printf("%f\n", spin(40000000L));
+    return dlclose(h);
+}
+"""
+
+
+def test_library_unloaded_with_dlclose_keeps_its_build_id(workdir):
+    """The id is taken while the library is mapped: a plugin dlclose'd
+    before the profile is written is checked like any other module."""
+    library = workdir / "libhot.so"
+    build_library(LIBRARY, library)
+    (workdir / "app.c").write_text(PLUGIN_USER)
+    subprocess.run(["cc", "-g", "-O1", "-o", str(workdir / "app"), str(workdir / "app.c"), "-ldl"], check=True)
+    p = run_tool("psrun", "-q", "--callpath", "--period", "1000", str(workdir / "app"), str(library), cwd=workdir)
+    assert p.returncode == 0, p.stderr
+    [profile] = [f for f in workdir.glob("app.*.xml") if not f.name.endswith(".callpaths.xml")]
+    before = psprocess(profile)
+    assert before.returncode == 0 and not before.stderr and "library_spin" in before.stdout, before.stderr
+    assert f"&quot;{library}&quot;" in profile.read_text()
+    build_library(LIBRARY_IMPOSTOR, library)
+    for args in ((profile,), ("--calltree", profile)):
+        p = psprocess(*args)
+        one_warning(p, library, LIB_MISMATCH)
+        assert LIB_MISMATCH in p.stdout and not LIB_WRONG.search(p.stdout), args

@@ -9,6 +9,7 @@ InputError line naming the file, the element and what is wrong."""
 from __future__ import annotations
 
 import os
+import re
 
 from psuite.errors import InputError
 from psuite.formats import values
@@ -23,6 +24,7 @@ ROOT = "callpaths"
 SUFFIX = ".callpaths.xml"
 KIND_NAMES: tuple[str, ...] = ()
 _KINDS: dict[str, int] = {}
+_HEX = re.compile(r"[0-9a-f]{2,128}")
 _FIX = "regenerate it with psrun --callpath (the format: docs/formats/callpaths.md)"
 
 
@@ -109,8 +111,11 @@ class _Reader:
             if ident == 0 or ident in cp.modules:
                 raise InputError(f"{source}: {_where(el)} is {'reserved' if ident == 0 else 'declared twice'}; "
                                  f"{_FIX}")
+            buildid = el.get("buildid", "").lower()
+            if buildid and not _HEX.fullmatch(buildid):
+                raise InputError(f"{source}: {_where(el)} has buildid=\"{buildid}\", not a build-id in hex; {_FIX}")
             cp.modules[ident] = CallPathModule(ident, el.get("file", "??"),
-                                               _int(el, "offset", source, "0", base=16, hi=2**64 - 1))
+                                               _int(el, "offset", source, "0", base=16, hi=2**64 - 1), buildid)
 
     def _depth_bound(self) -> str:
         """What limits a path's depth, in words: the document's maxdepth, or
@@ -302,7 +307,7 @@ def report_alone(cp: CallPathProfile):
                       "its figures are the call paths' innermost frames",
                       generator="psuite callpaths")
     r.profile_class = "callpaths"
-    modules = {ident: ModuleSamples(m.file, m.offset) for ident, m in cp.modules.items()}
+    modules = {ident: ModuleSamples(m.file, m.offset, buildid=m.buildid) for ident, m in cp.modules.items()}
     for t in cp.threads:
         for module, addr, kind, n in zip(t.module, t.addr, t.kind, t.exclusive, strict=True):
             if n and kind == 1 and module in modules:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from psuite.errors import InputError
 from psuite.formats import values
 from psuite.psprocess.readers.document import Document
-from psuite.psprocess.readers.hwpcreport import read_run_info
+from psuite.psprocess.readers.hwpcreport import module_buildids, read_run_info
 from psuite.report import ModuleSamples, ProfileReport
 
 ROOT = "hwpcreport"
@@ -41,6 +41,7 @@ def read(root, doc: Document) -> ProfileReport:
         read_event(event, r)
         threshold = event.findtext("threshold")
         r.threshold = values.integer(threshold, "<threshold>", source) if threshold else None
+    buildids = module_buildids(r.annotation)
     total = (data.findtext("totalsamples") or "").strip()
     r.total_samples = values.integer(total, "<totalsamples>", source) if total else 0
     for mod in data.iterfind("module"):
@@ -48,6 +49,7 @@ def read(root, doc: Document) -> ProfileReport:
         m = ModuleSamples(file=mod.get("file", "??"),
                           offset=values.integer(offset, "<module offset>", source, hi=2**64 - 1,
                                                 base=16 if offset.lower().startswith("0x") else 10))
+        m.buildid = buildids.get(m.file, "")
         for samples in mod.iterfind("samples"):
             table = doc.samples(samples)
             if table and min(table) < m.offset:  # file address = pc - offset: no sample lies below its module

@@ -29,6 +29,20 @@ def read(root, doc: Document) -> CountReport:
     return _counts(r, root.find("hwpceventdata"), doc)
 
 
+# psrun's clause of the sampled shared modules' build-ids, last in <annotation>:
+# module build-ids: "PATH" HEX, "PATH" HEX (in PATH, '"' and '\\' escaped with '\\')
+MODULE_IDS = re.compile(r"(?:^|; )module build-ids: ")
+MODULE_ID = re.compile(r'"((?:[^"\\]|\\.)*)" ([0-9a-f]{2,128})(?:, |$)')
+
+
+def module_buildids(annotation: str) -> dict[str, str]:
+    """The module build-ids an annotation records: file -> hex."""
+    parts = MODULE_IDS.split(annotation, 1)
+    if len(parts) < 2:
+        return {}
+    return {re.sub(r"\\(.)", r"\1", m.group(1)): m.group(2) for m in MODULE_ID.finditer(parts[1])}
+
+
 def read_run_info(root, r: RunInfo, source: str) -> None:
     """The execution facts every report carries (root: <hwpcreport> or
     <executioninfo>), tolerant of the original PerfSuite's variants."""
@@ -50,7 +64,8 @@ def read_run_info(root, r: RunInfo, source: str) -> None:
     r.annotation = _text(root, "annotation")
     # psrun names the executable's GNU build-id last in <annotation> (the
     # DTD declares no attribute for it on <command>).
-    buildid = re.search(r"\bbuild-id ([0-9a-f]{2,128})\b", r.annotation)
+    # (hwpcprofile reads the sampled modules' clause after it)
+    buildid = re.search(r"\bbuild-id ([0-9a-f]{2,128})\b", MODULE_IDS.split(r.annotation, 1)[0])
     r.buildid = buildid.group(1) if buildid else ""
     rank = re.match(r"MPI rank (\d{1,9})\b", r.annotation)
     r.rank = int(rank.group(1)) if rank else None
