@@ -14,7 +14,7 @@ from psuite.hwpc.names import canonical
 from tests.conftest import run_tool
 from tests.psrun.test_threads_counted import uncharged_seconds
 
-PAGES, WORK, RUNS = 20000, 150, 5
+PAGES, WORK, RUNS, ROUNDS = 20000, 150, 5, 4
 
 
 def perf_stat(argv: list[str]) -> dict[str, float]:
@@ -36,22 +36,29 @@ def test_page_faults_and_task_clock_within_2_percent(targets, workdir, backend):
     compared, since interference from other load only ever adds."""
     argv = [targets["work"], str(PAGES), str(WORK), "0"]
     ref, ours = [], []
-    for _ in range(RUNS):
-        before = uncharged_seconds()
-        ref.append({**perf_stat(argv), "uncharged": uncharged_seconds() - before})
-        before = uncharged_seconds()
-        p = run_tool("psrun", "-q", "--backend", backend, "-e", "task-clock,page-faults", *argv)
-        assert p.returncode == 0, p.stderr
-        [report] = [f for f in workdir.iterdir() if f.name.startswith("work.")]
-        ours.append({**{canonical(e.get("name")): float(e.text) for e in etree.parse(str(report)).iter("hwpcevent")},
-                     "uncharged": uncharged_seconds() - before})
-        report.unlink()
+    # Rounds of RUNS alternated pairs until the minima agree (at most
+    # ROUNDS): another load only ever adds time, so more runs can only
+    # bring each minimum closer to the program's own cost.
+    for _ in range(ROUNDS):
+        for _ in range(RUNS):
+            before = uncharged_seconds()
+            ref.append({**perf_stat(argv), "uncharged": uncharged_seconds() - before})
+            before = uncharged_seconds()
+            p = run_tool("psrun", "-q", "--backend", backend, "-e", "task-clock,page-faults", *argv)
+            assert p.returncode == 0, p.stderr
+            [report] = [f for f in workdir.iterdir() if f.name.startswith("work.")]
+            ours.append({**{canonical(e.get("name")): float(e.text)
+                            for e in etree.parse(str(report)).iter("hwpcevent")},
+                         "uncharged": uncharged_seconds() - before})
+            report.unlink()
+        # task-clock also counts the time a hypervisor steals from the vCPU
+        # (see test_threads_counted), which differs from run to run: the
+        # machine's steal during the two runs compared bounds that difference.
+        mine, theirs = min(ours, key=lambda o: o["task-clock"]), min(ref, key=lambda r: r["task-clock"])
+        allowance = (mine["uncharged"] + theirs["uncharged"]) * 1e9 + 2e9 / os.sysconf("SC_CLK_TCK")
+        if abs(mine["task-clock"] - theirs["task-clock"]) <= 0.02 * theirs["task-clock"] + allowance:
+            break
     faults = min(o["page-faults"] for o in ours), min(r["page-faults"] for r in ref)
     assert faults[0] == pytest.approx(faults[1], rel=0.02)
-    # task-clock also counts the time a hypervisor steals from the vCPU
-    # (see test_threads_counted), which differs from run to run: the
-    # machine's steal during the two runs compared bounds that difference.
-    mine, theirs = min(ours, key=lambda o: o["task-clock"]), min(ref, key=lambda r: r["task-clock"])
-    allowance = (mine["uncharged"] + theirs["uncharged"]) * 1e9 + 2e9 / os.sysconf("SC_CLK_TCK")
     assert abs(mine["task-clock"] - theirs["task-clock"]) <= 0.02 * theirs["task-clock"] + allowance, \
         (mine, theirs)
