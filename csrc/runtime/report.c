@@ -158,7 +158,7 @@ void ps_report_prepare(void)
 
     ps_messages_prepare();
     ps_stack_prepare();
-    p->pid = (int)getpid();
+    p->pid = (int)ps_self_pid();
     p->rank = ps_mpi_rank();
 
     host_names(host, sizeof host, domain, sizeof domain);
@@ -244,7 +244,7 @@ void ps_report_prepare(void)
 static const prep_t *prepared(void)
 {
     const prep_t *p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
-    if (!p || p->pid != (int)getpid()) {
+    if (!p || p->pid != (int)ps_self_pid()) {
         ps_report_prepare();
         p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
     }
@@ -389,7 +389,7 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
     date_element(b, p);
     ps_buf_str(b, p->ident);
     ps_buf_str(b, "  <pid>");
-    ps_buf_ll(b, (long long)getpid());
+    ps_buf_ll(b, (long long)ps_self_pid());
     /* Always present, a plain decimal (TAU starts a thread of data at each
      * <thread> and reads it with Integer.parseInt): 0 is the process total,
      * 1, 2 ... the threads of psrun -p, so (pid, thread) never collide. */
@@ -507,7 +507,7 @@ static void report_path(const prep_t *p, const char *name, int thread, char *pat
         ps_buf_ll(&b, p->rank);
         ps_buf_str(&b, ".");
     }
-    ps_buf_ll(&b, (long long)getpid());
+    ps_buf_ll(&b, (long long)ps_self_pid());
     if (thread > 0) {
         ps_buf_str(&b, ".t");
         ps_buf_ll(&b, thread);
@@ -595,7 +595,7 @@ static void manifest_add(const char *path)
     char record[PATH_MAX + 64];
     ps_buf_t b;
     ps_buf_fixed(&b, record, sizeof record);
-    ps_buf_ll(&b, (long long)getpid());
+    ps_buf_ll(&b, (long long)ps_self_pid());
     ps_buf_str(&b, " ");
     ps_buf_str(&b, path);
     int fd = b.failed ? -1 : open(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
@@ -642,7 +642,7 @@ static int save(const char *data, size_t len, int failed, const char *path, char
         ps_buf_fixed(&b, tmp, sizeof tmp);
         ps_buf_mem(&b, path, dlen);
         ps_buf_str(&b, ".psuite-");
-        ps_buf_ll(&b, (long long)getpid());
+        ps_buf_ll(&b, (long long)ps_self_pid());
         ps_buf_str(&b, "-");
         ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
         if (b.failed) {

@@ -424,8 +424,7 @@ static ps_slot_t *take_table(void)
 {
     if (nfree_tables)
         return free_tables[--nfree_tables];
-    void *table = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return table == MAP_FAILED ? NULL : table;
+    return ps_map(TABLE_BYTES); /* shared with the collector (shared.c) */
 }
 
 /* Under real_lock: room for n kept samples. */
@@ -433,9 +432,8 @@ static ps_slot_t *keep_room(size_t n)
 {
     if (keep_used + n > keep_cap) {
         size_t cap = n > PS_SAMPLE_SLOTS ? n : PS_SAMPLE_SLOTS;
-        void *area = mmap(NULL, sizeof(ps_slot_t) * cap, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (area == MAP_FAILED)
+        void *area = ps_map(sizeof(ps_slot_t) * cap);
+        if (!area)
             return NULL;
         keep_area = area; /* what was left of the last chunk is not used */
         keep_used = 0;
@@ -468,7 +466,7 @@ static void recycle_table(ps_sthread_t *t)
     if (nfree_tables < FREE_TABLES && madvise(table, TABLE_BYTES, MADV_DONTNEED) == 0)
         free_tables[nfree_tables++] = table;
     else
-        munmap(table, TABLE_BYTES);
+        ps_unmap(table, TABLE_BYTES);
 }
 
 /* Under real_lock: a slot for tid, its table and its source (the caller
@@ -1006,6 +1004,42 @@ void ps_sampler_stop(void)
         ps_lock_give(&real_lock);
 }
 
+/* In the collector (collector.c), the process gone without stopping: its
+ * live threads ended now, without touching their sources (they went with
+ * the process).  Their CPU times went with it too: the process's CPU time
+ * less what the ended threads had is shared out by their samples. */
+void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
+{
+    if (!source)
+        return;
+    active = 0;
+    int n = ps_sampler_nthreads(), nlive = 0;
+    unsigned long long live_samples = 0;
+    long long left = user_ns + sys_ns;
+    for (int i = 0; i < n; i++) {
+        if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE)) {
+            nlive++;
+            live_samples += threads[i].samples;
+        } else
+            left -= threads[i].cpu_ns;
+    }
+    if (left < 0)
+        left = 0;
+    double user_share = user_ns + sys_ns > 0 ? (double)user_ns / (double)(user_ns + sys_ns) : 1.0;
+    long long now = ps_wallclock_ns();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            continue;
+        __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
+        double part = live_samples ? (double)t->samples / (double)live_samples : 1.0 / nlive;
+        t->cpu_ns = (long long)(left * part);
+        t->user_ns = (long long)(t->cpu_ns * user_share);
+        t->sys_ns = t->cpu_ns - t->user_ns;
+        t->end_ns = now;
+    }
+}
+
 /* Under real_lock: the live threads' sources on or off as sources_on()
  * says (timers armed anew from a whole period). */
 static void switch_sources(void)
@@ -1275,12 +1309,12 @@ void ps_sampler_forget_after_fork(void)
         if (t->syscall_fd >= 0)
             close(t->syscall_fd);
         if (t->table)
-            munmap(t->table, TABLE_BYTES);
+            ps_unmap(t->table, TABLE_BYTES);
         ps_cct_free(t->cct); /* the parent's trees */
         memset(t, 0, sizeof *t);
     }
     for (int i = 0; i < nfree_tables; i++)
-        munmap(free_tables[i], TABLE_BYTES);
+        ps_unmap(free_tables[i], TABLE_BYTES);
     nfree_tables = 0;
     keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
     keep_used = keep_cap = 0;
