@@ -282,24 +282,43 @@ static void close_others(void)
     }
 }
 
+/* Through the system calls: the C library's sigaction and sigprocmask are
+ * psuite's own wrappers in this process too, and their bookkeeping is in
+ * the memory shared with the program. */
+struct kernel_sigaction {
+    void (*handler)(int);
+    unsigned long flags;
+    void (*restorer)(void);
+    unsigned long mask;
+};
+
+static void set_action(int sig, void (*handler)(int))
+{
+    struct kernel_sigaction ka = {handler, 0, NULL, 0};
+    syscall(SYS_rt_sigaction, sig, &ka, NULL, sizeof ka.mask);
+}
+
 static void quiet_signals(void)
 {
-    struct sigaction ign;
-    memset(&ign, 0, sizeof ign);
-    ign.sa_handler = SIG_IGN;
     static const int job[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM,
                               SIGTSTP, SIGTTIN, SIGTTOU, SIGXCPU, SIGVTALRM, SIGPROF, SIGIO, SIGPWR};
     for (size_t i = 0; i < sizeof job / sizeof *job; i++)
-        sigaction(job[i], &ign, NULL);
-    struct sigaction dfl;
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGCHLD};
+        set_action(job[i], SIG_IGN);
+    static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGCHLD, SIGWINCH, SIGURG};
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
-        sigaction(fatal[i], &dfl, NULL);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
+        set_action(fatal[i], SIG_DFL);
+    for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+        set_action(sig, SIG_IGN);
+    unsigned long none = 0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+}
+
+/* The collector ends without any of the program's exit paths (psuite's
+ * exit wrappers among them). */
+static __attribute__((noreturn)) void collector_exit(void)
+{
+    for (;;)
+        syscall(SYS_exit_group, 0);
 }
 
 static void snapshot_cpu(void)
@@ -327,7 +346,7 @@ static __attribute__((noreturn)) void collector_main(void)
             int ok = writers.write_end(why) == 0;
             __atomic_store_n(&ctl.written, ok ? 1 : 2, __ATOMIC_RELEASE);
             futex(&ctl.written, FUTEX_WAKE, INT_MAX, NULL);
-            _exit(0);
+            collector_exit();
         }
         struct pollfd p = {pidfd, POLLIN, 0};
         int dead = pidfd >= 0 ? poll(&p, 1, 0) == 1 : kill(target, 0) != 0 && errno == ESRCH;
@@ -336,11 +355,11 @@ static __attribute__((noreturn)) void collector_main(void)
             if (__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE) == 1)
                 continue;
             if (__atomic_load_n(&ctl.exec_written, __ATOMIC_ACQUIRE) || __atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE))
-                _exit(0);
+                collector_exit();
             char how[128];
             how_it_ended(pidfd, how, sizeof how);
             writers.write_dead(how);
-            _exit(0);
+            collector_exit();
         }
         if (!__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE))
             snapshot_cpu();
@@ -423,7 +442,7 @@ int ps_collector_handoff(const char *why)
         if (__atomic_load_n(&ctl.written, __ATOMIC_ACQUIRE) == 0 && kill(ctl.collector, 0) != 0 && errno == ESRCH)
             break;
     }
-    if (w == 1)
+    if (w != 0) /* written, or tried and said why: not again here */
         return 1;
     __atomic_store_n(&ctl.handoff, 0, __ATOMIC_RELEASE);
     return 0;

@@ -448,6 +448,28 @@ int ps_hwpc_freeze(void)
     return rc;
 }
 
+/* In the collector, while the process runs: the report so far under its
+ * final name (report.c replaces it at the next checkpoint and at the end),
+ * the counts read through the collector's descriptors, nothing of the
+ * running measurement changed. */
+int ps_hwpc_checkpoint(const char *note)
+{
+    static ps_evset_t copy; /* large; only the collector writes it */
+    long long values[PS_HWPC_MAX_EVENTS];
+    if (profiling || state != ST_RUNNING || set.backend != PS_BACKEND_PERF)
+        return PS_HWPC_ESTATE;
+    if (ps_perf_read(&set, values) != PS_HWPC_OK)
+        return PS_HWPC_EIO;
+    copy = set;
+    ps_append_part(copy.annotation, sizeof copy.annotation, note);
+    double user, sys;
+    ps_process_cpu(&user, &sys);
+    ps_measurement_t m = {wall_total + ps_wallclock_ns() - wall_start, user_total + user - user_start,
+                          sys_total + sys - sys_start, values};
+    char path[4096];
+    return ps_report_write(&copy, &m, NULL, path, sizeof path);
+}
+
 /* In the collector, the process gone without freezing: the counts read
  * through the collector's own copies of the descriptors (an inherited
  * perf_event counter keeps its final value after the task is gone), the

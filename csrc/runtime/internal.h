@@ -539,5 +539,9 @@ long long ps_collector_cpu(long long *user_ns, long long *sys_ns); /* last seen 
 /* hwpc.c: the end of counting read now, written by ps_hwpc_stop(NULL) later */
 int ps_hwpc_freeze(void);
 int ps_hwpc_freeze_dead(long long user_ns, long long sys_ns);
+int ps_hwpc_checkpoint(const char *note);  /* the collector, while the process runs */
+/* report.c: reports written now are checkpoints (the collector's) */
+void ps_report_checkpointing(int on);
+int ps_report_is_checkpointing(void);
 
 #endif

@@ -136,9 +136,10 @@ static void note_peak_memory(void)
  * (collector.c), or here when there is none. */
 static int write_end(const char *why)
 {
-    (void)why;
-    if (profiling)
+    if (profiling) {
+        ps_profile_set_note(why); /* again: a checkpoint may have run meanwhile */
         return ps_profile_write(per_thread()) < 0 ? -1 : 0;
+    }
     int rc = ps_hwpc_stop(NULL);
     if (per_thread())
         ps_thread_counts_finish();
@@ -164,7 +165,21 @@ static void write_dead(const char *how)
     ps_hwpc_stop(NULL);
 }
 
-static const ps_collector_writers_t collector_writers = {write_end, write_dead, NULL};
+/* In the collector, every checkpoint period: the reports so far. */
+static void write_checkpoint(void)
+{
+    static const char note[] = "checkpoint: the process was still running";
+    ps_report_checkpointing(1);
+    if (profiling) {
+        ps_profile_set_note(note);
+        ps_profile_write(per_thread());
+        ps_profile_set_note(NULL);
+    } else
+        ps_hwpc_checkpoint(note);
+    ps_report_checkpointing(0);
+}
+
+static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint};
 
 /* The end of measurement, however the program ends (atexit, or exitpaths.c
  * for _exit, exec and fatal signals): once, and only in the measured

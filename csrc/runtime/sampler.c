@@ -113,13 +113,13 @@ static ps_slot_t *keep_area;
 static size_t keep_used, keep_cap;
 /* Samples of unloaded modules (ps_sampler_retire), under real_lock. */
 typedef struct {
-    char *file;
+    char file[PATH_MAX];
     unsigned long long base, lo, hi; /* lo, hi: its executable segments' span */
     unsigned char buildid[PS_BUILDID_MAX];
     unsigned buildid_len;
 } retired_module_t;
 static retired_module_t *rmods;
-static int nrmods;
+static int nrmods, rmods_cap;
 static ps_retired_t *retired;
 static size_t nretired, retired_cap;
 
@@ -1098,11 +1098,11 @@ static long long since_wall_ns, since_user_ns, since_sys_ns;
 
 static void process_times(long long *wall, long long *user, long long *sys)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    double u, s;
+    ps_process_cpu(&u, &s); /* the measured process's, also in its collector */
     *wall = ps_wallclock_ns();
-    *user = ru.ru_utime.tv_sec * 1000000000LL + ru.ru_utime.tv_usec * 1000LL;
-    *sys = ru.ru_stime.tv_sec * 1000000000LL + ru.ru_stime.tv_usec * 1000LL;
+    *user = (long long)(u * 1e9);
+    *sys = (long long)(s * 1e9);
 }
 
 void ps_sampler_suspended_time(long long *wall_ns, long long *user_ns, long long *sys_ns)
@@ -1185,24 +1185,40 @@ const char *ps_sampler_source(const char **note)
     }
 }
 
+/* A larger block with the old one's contents (the old one given back):
+ * realloc's job, in memory the collector shares (shared.c). */
+static void *grow(void *old, size_t old_bytes, size_t new_bytes)
+{
+    void *p = ps_map(new_bytes);
+    if (p && old) {
+        memcpy(p, old, old_bytes);
+        ps_unmap(old, old_bytes);
+    }
+    return p;
+}
+
 /* Under real_lock: the index of (file, base) among the retired modules. */
 static int retired_module(const char *file, unsigned long long base, const unsigned char *buildid, unsigned len)
 {
     for (int i = 0; i < nrmods; i++)
         if (rmods[i].base == base && strcmp(rmods[i].file, file) == 0)
             return i;
-    retired_module_t *v = realloc(rmods, sizeof *v * (size_t)(nrmods + 1));
-    if (!v)
+    if (nrmods == rmods_cap) {
+        int cap = rmods_cap ? 2 * rmods_cap : 16;
+        retired_module_t *v = grow(rmods, sizeof *v * (size_t)rmods_cap, sizeof *v * (size_t)cap);
+        if (!v)
+            return -1;
+        rmods = v;
+        rmods_cap = cap;
+    }
+    if (strlen(file) >= sizeof rmods[nrmods].file)
         return -1;
-    rmods = v;
-    rmods[nrmods].file = strdup(file);
+    ps_strlcpy(rmods[nrmods].file, file, sizeof rmods[nrmods].file);
     rmods[nrmods].base = base;
     rmods[nrmods].lo = rmods[nrmods].hi = 0;
     rmods[nrmods].buildid_len = buildid && len <= PS_BUILDID_MAX ? len : 0;
     if (rmods[nrmods].buildid_len)
         memcpy(rmods[nrmods].buildid, buildid, len);
-    if (!rmods[nrmods].file)
-        return -1;
     return nrmods++;
 }
 
@@ -1210,7 +1226,7 @@ static void retire_one(int thread, int module, unsigned long long pc, unsigned l
 {
     if (nretired == retired_cap) {
         size_t cap = retired_cap ? 2 * retired_cap : 256;
-        ps_retired_t *v = realloc(retired, sizeof *v * cap);
+        ps_retired_t *v = grow(retired, sizeof *v * retired_cap, sizeof *v * cap);
         if (!v)
             return;
         retired = v;
