@@ -78,7 +78,8 @@ void ps_message(const char *fmt, ...)
         return;
     n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
     line[n++] = '\n';
-    write_no_sigpipe(2, line, n);
+    if (say_here || !ps_collector_say(line, n))
+        write_no_sigpipe(2, line, n);
 }
 
 int ps_read_file(const char *path, char *buf, size_t size)
@@ -258,7 +259,7 @@ static ino_t stderr_ino;
 static int stderr_still_ours(void)
 {
     struct stat st;
-    if (!stderr_known)
+    if (!stderr_known || ps_in_collector()) /* the collector's descriptor 2 is psrun's stderr, or the way to it */
         return 1;
     return fstat(2, &st) == 0 && st.st_dev == stderr_dev && st.st_ino == stderr_ino;
 }
@@ -304,7 +305,12 @@ void ps_report_note(const char *path)
         announced[0] = '\0';
         return;
     }
-    if (!notes_on || fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)
+    /* the collector's descriptor 2 is psrun's stderr (or the way to it);
+     * a report the program writes itself (before an exec) is said by its
+     * collector too, when it has one */
+    int say_here = ps_in_collector() || !ps_collector_running();
+    if (!notes_on || (say_here && !ps_in_collector() &&
+                      (fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)))
         return;
     const char *shown = path;
     if (notes_cwd_len != (size_t)-1 && strncmp(path, notes_cwd, notes_cwd_len) == 0 && path[notes_cwd_len] == '/')
@@ -324,7 +330,8 @@ void ps_report_note(const char *path)
         }
     }
     line[n++] = '\n';
-    write_no_sigpipe(2, line, n);
+    if (say_here || !ps_collector_say(line, n))
+        write_no_sigpipe(2, line, n);
 }
 
 /* ---- messages without printf ------------------------------------------------
@@ -349,7 +356,8 @@ void ps_message_safe(const char *a, const char *b, const char *c, const char *d)
         for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++)
             line[n++] = *p;
     line[n++] = '\n';
-    write_no_sigpipe(2, line, n);
+    if (say_here || !ps_collector_say(line, n))
+        write_no_sigpipe(2, line, n);
 }
 
 void ps_note_safe(const char *a, const char *b)
