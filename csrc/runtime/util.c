@@ -78,8 +78,7 @@ void ps_message(const char *fmt, ...)
         return;
     n += (size_t)k < sizeof line - n - 1 ? (size_t)k : sizeof line - n - 2;
     line[n++] = '\n';
-    if (say_here || !ps_collector_say(line, n))
-        write_no_sigpipe(2, line, n);
+    write_no_sigpipe(2, line, n);
 }
 
 int ps_read_file(const char *path, char *buf, size_t size)
@@ -356,8 +355,7 @@ void ps_message_safe(const char *a, const char *b, const char *c, const char *d)
         for (const char *p = parts[i]; p && *p && n < sizeof line - 1; p++)
             line[n++] = *p;
     line[n++] = '\n';
-    if (say_here || !ps_collector_say(line, n))
-        write_no_sigpipe(2, line, n);
+    write_no_sigpipe(2, line, n);
 }
 
 void ps_note_safe(const char *a, const char *b)
