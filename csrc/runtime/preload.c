@@ -154,7 +154,11 @@ static void write_dead(const char *how)
     ps_collector_cpu(&user, &sys);
     if (profiling) {
         ps_sampler_stop_dead(user, sys);
-        ps_profile_set_note(how);
+        char note[256];
+        ps_strlcpy(note, how, sizeof note);
+        if (ps_sampler_drop_unshared())
+            ps_append_part(note, sizeof note, "the samples of threads recorded beyond the shared memory are lost");
+        ps_profile_set_note(note);
         ps_profile_write(per_thread());
         return;
     }
@@ -228,7 +232,7 @@ static void finish(const char *why)
             ps_modules_refresh();
         ps_sampler_stop();
         ps_profile_set_note(why);
-        if (!ps_collector_handoff(why))
+        if (ps_shared_overflowed() || !ps_collector_handoff(why)) /* overflowed: not all of it is shared */
             write_end(why);
     } else {
         if (per_thread()) {
@@ -239,7 +243,7 @@ static void finish(const char *why)
         if (exec_report[0]) /* taken back after a failed exec: announced already */
             ps_report_announced(exec_report);
         ps_hwpc_freeze();
-        if (!ps_collector_handoff(why))
+        if (ps_shared_overflowed() || !ps_collector_handoff(why))
             write_end(why);
     }
     __atomic_store_n(&written, 1, __ATOMIC_SEQ_CST);
@@ -334,6 +338,8 @@ static int watch_process(void)
  * is forked; where RLIMIT_AS is set, a small part of the room left. */
 static size_t profile_arena_bytes(int callpath)
 {
+    /* with no RLIMIT_AS, address space costs nothing: room for thousands of
+     * threads; under one, a small part of the room */
     size_t want = callpath ? (size_t)16 << 30 : (size_t)4 << 30;
     const char *env = getenv("PSUITE_ARENA_MB");
     if (env && *env) {
@@ -344,9 +350,7 @@ static size_t profile_arena_bytes(int callpath)
     }
     struct rlimit as;
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-        size_t cap = (size_t)as.rlim_cur / 16;
-        if (cap > ((size_t)256 << 20))
-            cap = (size_t)256 << 20;
+        size_t cap = callpath ? (size_t)24 << 20 : (size_t)8 << 20;
         if (want > cap)
             want = cap;
     }
@@ -355,10 +359,9 @@ static size_t profile_arena_bytes(int callpath)
 
 static void share_records(size_t arena_bytes)
 {
-    for (; arena_bytes >= ((size_t)16 << 20) || arena_bytes == 0; arena_bytes /= 2) {
-        if (ps_shared_init(arena_bytes) == 0 || arena_bytes == 0)
+    for (;; arena_bytes /= 2) /* smaller where the address space is short */
+        if (ps_shared_init(arena_bytes) == 0 || arena_bytes < ((size_t)4 << 20))
             return;
-    }
 }
 
 /* The collector (collector.c) from here on writes this process's reports;
@@ -615,7 +618,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             real_main = main;
             main = profiled_main;
         } else {
-            share_records(per_thread() ? (size_t)64 << 20 : 0);
+            share_records(per_thread() ? ps_thread_counts_bytes() + ((size_t)1 << 20) : 0);
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
                 refuse();
