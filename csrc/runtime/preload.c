@@ -86,6 +86,16 @@ static const char *resource_file(void)
     return path;
 }
 
+/* psrun -R's file is psrun's own unlinked file, reached through its
+ * descriptor (/proc/PID/fd/N, a link to follow), or a path of the caller's
+ * choosing (never through a symlink planted there). */
+static int resource_open_flags(const char *path)
+{
+    if (strncmp(path, "/proc/", 6) == 0)
+        return O_WRONLY | O_TRUNC | O_CLOEXEC;
+    return O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+}
+
 /* psrun -R: the program's peak memory, read by itself at its end (after
  * that the kernel releases it), for psrun's resource report. */
 static char peak_file[PATH_MAX]; /* resource_file(), found when measurement starts */
@@ -124,7 +134,7 @@ static void note_peak_memory(void)
     ps_buf_str(&b, " ");
     ps_buf_ll(&b, status_kb(status, "VmPeak:"));
     ps_buf_str(&b, "\n");
-    int fd = open(peak_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(peak_file, resource_open_flags(peak_file), 0600);
     if (fd >= 0) {
         if (ps_write_fits(fd, strlen(line)) && write(fd, line, strlen(line)) < 0) { /* nothing more to do: psrun falls back on its samples */
         }
@@ -309,7 +319,7 @@ static __attribute__((noreturn)) void refuse(void)
 {
     const char *path = resource_file();
     if (path) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = open(path, resource_open_flags(path), 0600);
         if (fd >= 0) {
             if (ps_write_fits(fd, 8) && write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
             }
