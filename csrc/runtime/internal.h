@@ -21,6 +21,7 @@ typedef struct {
     char why[192];
     /* perf_event backend */
     int fd;
+    unsigned long long id;      /* fd's event (PERF_EVENT_IOC_ID): checked before each use */
     unsigned perf_type;
     unsigned long long perf_config;
     int multiplexed;            /* ran less than it was enabled */
@@ -80,6 +81,16 @@ void ps_lock_reset(ps_lock_t *l);       /* in a forked child */
 void ps_heapsort(void *base, size_t n, size_t size, int (*less)(const void *, const void *)); /* signal-safe */
 void ps_append_part(char *dst, size_t cap, const char *text); /* "; " between parts, cut to fit; signal-safe */
 long long ps_read_ll(const char *path, long long dflt);
+/* Descriptors psuite keeps in the program: moved above the soft RLIMIT_NOFILE
+ * (as high as the limit allows where the hard limit leaves no room above);
+ * returns the new descriptor, the old one closed, or fd where it cannot
+ * move.  Signal-safe.  ps_fd_room_above: the limit leaves room above. */
+int ps_fd_above_limit(int fd);
+int ps_fd_room_above(void);
+unsigned long long ps_fd_ident(int fd); /* the open file's device and inode, folded; 0: not open */
+/* open(2) that still succeeds when the program has used up its descriptor
+ * limit (the soft limit raised for the call, where the hard one allows). */
+int ps_open_anyway(const char *path, int flags, int mode);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */
 void ps_settle_thread_times(void);  /* every live thread's pending CPU time accounted, before getrusage */
 /* user/system split of cpu_ns from the thread's /proc stat ticks */
@@ -102,14 +113,20 @@ int ps_perf_read(ps_evset_t *set, long long *values);
 void ps_perf_close(ps_evset_t *set);
 int ps_perf_counters_lost(void); /* the program closed or reused a counter's descriptor */
 int ps_perf_probe(const char *name, char *why, size_t why_len);
-/* Descriptors of psuite's own counters (per-thread ones too): moved to at
- * least base (F_DUPFD_CLOEXEC; base <= 0: near the top of the limit as the
- * process total's), and whether fd is still a perf_event descriptor (the
+/* Descriptors of psuite's own counters (per-thread ones too): moved above
+ * the soft descriptor limit (ps_fd_above_limit); where the hard limit leaves
+ * no room above, to at least base (base <= 0: as high as the limit allows),
+ * and whether fd is still a perf_event descriptor (the
  * program may have closed and reused the number).  ps_perf_close_fd closes
  * it only then. */
 int ps_perf_move_high(int fd, long base);
 int ps_perf_still_ours(int fd);
 void ps_perf_close_fd(int fd);
+/* The event's identity (PERF_EVENT_IOC_ID; 0: unknown), and whether fd is
+ * still that event (id 0: any perf_event descriptor); close only then. */
+unsigned long long ps_perf_id(int fd);
+int ps_perf_is(int fd, unsigned long long id);
+void ps_perf_close_id(int fd, unsigned long long id);
 /* The other threads of this process, tids into out (at most max), the
  * caller excluded; the count. */
 int ps_perf_other_threads(int *out, int max); /* all there are; the first max in out */
@@ -168,6 +185,9 @@ typedef struct {
     ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used); NULL once ended */
     unsigned long long samples, lost;
     int perf_fd, syscall_fd, has_timer, failed, live;
+    unsigned long long perf_id;  /* perf_fd's event (PERF_EVENT_IOC_ID): checked before each use and close */
+    int source_lost;            /* its sampling descriptor was closed or replaced by the program */
+    unsigned long long syscall_ident; /* syscall_fd's file (ps_fd_ident), checked before its close */
     void *timer;                /* timer_t */
     long long start_ns, end_ns, cpu_ns, user_ns, sys_ns;
     /* An ended thread's samples, copied out of its table (which goes to

@@ -554,7 +554,7 @@ static int write_all(int fd, const char *p, size_t n)
  * nothing left behind */
 static int write_file(const char *path, const char *data, size_t len)
 {
-    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+    int fd = ps_open_anyway(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666); /* even with no descriptor left */
     if (fd < 0)
         return -1;
     int rc = write_all(fd, data, len);
@@ -599,7 +599,7 @@ static void manifest_add(const char *path)
     ps_buf_ll(&b, (long long)ps_self_pid());
     ps_buf_str(&b, " ");
     ps_buf_str(&b, path);
-    int fd = b.failed ? -1 : open(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    int fd = b.failed ? -1 : ps_open_anyway(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0);
     if (fd < 0)
         return; /* psrun then files what it finds: nothing more to do here */
     if (ps_write_fits(fd, b.len + 1)) { /* past the file size limit: not filed either */

@@ -68,7 +68,7 @@
 #ifndef TRAP_PERF
 #define TRAP_PERF 6
 #endif
-#define FD_MAP 65536
+#define FD_MAP 65536 /* slots of fd_thread: a power of two */
 #define MAX_PROBE 64
 
 enum { SRC_PERF = 1, SRC_CPUTIMER, SRC_REAL };
@@ -82,7 +82,10 @@ static volatile int paused;                     /* around an exec: sources held,
  * thread until ps_hwpc_start; apart from `paused`, so that an exec that
  * fails does not resume what the program suspended. */
 static volatile int suspended;
-static ps_sthread_t threads[PS_MAX_THREADS];
+/* PS_MAX_THREADS records, mapped when sampling starts (MAP_NORESERVE: the
+ * pages of threads never started cost nothing): a counting run does not
+ * carry them in its address space. */
+static ps_sthread_t *threads;
 static int nthreads;                            /* slots handed out */
 static unsigned long unsampled;                 /* threads beyond PS_MAX_THREADS */
 static unsigned perf_type;
@@ -98,8 +101,13 @@ static pid_t real_pid, sampler_pid;             /* sampler_pid: the process samp
 static int real_wanted;                         /* the program's constructors have run: start it */
 static int real_signals;                        /* no perf_event: running threads are signalled (see real_sampler) */
 static long long started_ns;
-static char sampler_note[256];
-static int fd_thread[FD_MAP]; /* perf fd -> thread index + 1 (overflow signals carry the fd) */
+static char sampler_note[512];
+static int source_lost_noted;                   /* sampler_note says that a source was closed */
+/* The F_SETSIG route's signals carry the perf descriptor, not the thread:
+ * (fd << 32) | (thread index + 1) in slot fd % FD_MAP, mapped only when
+ * that route is taken (the descriptors live above the descriptor limit,
+ * which may be far above FD_MAP). */
+static unsigned long long *fd_thread;
 static int source_chosen;       /* perf_sig decided (once per process: a forked child keeps it) */
 static int perf_sig = SIGPROF;  /* what perf_event sources signal: SIGTRAP (attr.sigtrap) or SIGPROF (F_SETSIG) */
 static char delivery_note[160]; /* how samples are delivered, and why not by SIGTRAP */
@@ -218,8 +226,10 @@ static int classify(int sig, const siginfo_t *si, int *index, unsigned long long
         return 1;
     }
     if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP) { /* perf_event overflow (F_SETSIG) */
-        if (si->si_fd >= 0 && si->si_fd < FD_MAP)
-            *index = __atomic_load_n(&fd_thread[si->si_fd], __ATOMIC_ACQUIRE) - 1;
+        unsigned long long *map = __atomic_load_n(&fd_thread, __ATOMIC_ACQUIRE);
+        unsigned long long v = map && si->si_fd >= 0 ? __atomic_load_n(&map[si->si_fd % FD_MAP], __ATOMIC_ACQUIRE) : 0;
+        if (v && (int)(v >> 32) == si->si_fd)
+            *index = (int)(v & 0xffffffffu) - 1;
         return 1;
     }
     return 0;
@@ -320,7 +330,38 @@ static void fill_attr(struct perf_event_attr *attr, int index)
 /* Samples are taken now: neither held around an exec nor suspended. */
 static int sources_on(void) { return !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED); }
 
-static int open_perf(pid_t tid, int index, char *why, size_t why_len)
+/* The F_SETSIG route's map, mapped once (under real_lock or before any
+ * thread can race); NULL if it cannot be. */
+static unsigned long long *fd_map(void)
+{
+    if (!fd_thread) {
+        void *m = mmap(NULL, sizeof *fd_thread * FD_MAP, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m != MAP_FAILED)
+            __atomic_store_n(&fd_thread, (unsigned long long *)m, __ATOMIC_RELEASE);
+    }
+    return fd_thread;
+}
+
+static void map_fd(int fd, int index)
+{
+    unsigned long long *map = perf_sig != SIGTRAP ? fd_map() : NULL;
+    if (map && fd >= 0)
+        __atomic_store_n(&map[fd % FD_MAP], ((unsigned long long)fd << 32) | (unsigned)(index + 1), __ATOMIC_RELEASE);
+}
+
+static void unmap_fd(int fd)
+{
+    unsigned long long *map = __atomic_load_n(&fd_thread, __ATOMIC_ACQUIRE);
+    if (map && fd >= 0 && (int)(__atomic_load_n(&map[fd % FD_MAP], __ATOMIC_ACQUIRE) >> 32) == fd)
+        __atomic_store_n(&map[fd % FD_MAP], 0, __ATOMIC_RELEASE);
+}
+
+/* The thread's perf_event source, its descriptor above the program's
+ * descriptor limit (ps_fd_above_limit): never a number the program gets
+ * from open() or chooses for itself; *id: the event's identity, checked
+ * before each later use or close. */
+static int open_perf(pid_t tid, int index, unsigned long long *id, char *why, size_t why_len)
 {
     struct perf_event_attr a;
     fill_attr(&a, index);
@@ -329,27 +370,31 @@ static int open_perf(pid_t tid, int index, char *why, size_t why_len)
         snprintf(why, why_len, "perf_event_open: %s", strerror(errno));
         return -1;
     }
-    if (fd < FD_MAP)
-        __atomic_store_n(&fd_thread[fd], index + 1, __ATOMIC_RELEASE);
+    fd = ps_perf_move_high(fd, 0);
+    *id = ps_perf_id(fd);
+    map_fd(fd, index);
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     if ((perf_sig != SIGTRAP && (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) ||
                                  fcntl(fd, F_SETOWN_EX, &owner))) ||
         (sources_on() && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
         snprintf(why, why_len, "perf_event signal routing: %s", strerror(errno));
-        if (fd < FD_MAP)
-            __atomic_store_n(&fd_thread[fd], 0, __ATOMIC_RELEASE);
+        unmap_fd(fd);
         close(fd);
         return -1;
     }
     return fd;
 }
 
+/* The thread's perf descriptor is still its event: the program may have
+ * closed it (closefrom, close_range) and reused the number. */
+static int perf_fd_ours(const ps_sthread_t *t) { return t->perf_fd >= 0 && ps_perf_is(t->perf_fd, t->perf_id); }
+
 /* The thread's source, for its tid: the calling thread's or another's
  * (threads adopted at start). */
 static int start_source(ps_sthread_t *t, char *why, size_t why_len)
 {
     if (source == SRC_PERF || (source == SRC_REAL && !real_signals)) {
-        int fd = open_perf(t->tid, t->index, why, why_len);
+        int fd = open_perf(t->tid, t->index, &t->perf_id, why, why_len);
         if (fd < 0)
             return -1;
         t->perf_fd = fd;
@@ -379,7 +424,8 @@ static int start_source(ps_sthread_t *t, char *why, size_t why_len)
     if (source == SRC_REAL) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)t->tid);
-        t->syscall_fd = open(path, O_RDONLY | O_CLOEXEC);
+        t->syscall_fd = ps_fd_above_limit(open(path, O_RDONLY | O_CLOEXEC));
+        t->syscall_ident = ps_fd_ident(t->syscall_fd);
     }
     return 0;
 }
@@ -392,7 +438,7 @@ static unsigned long long expected_samples(const ps_sthread_t *t)
 {
     if (cfg.kind == PS_PROF_EVENT) {
         unsigned long long count = 0;
-        if (t->perf_fd >= 0 && read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count && cfg.threshold > 0)
+        if (perf_fd_ours(t) && read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count && cfg.threshold > 0)
             return count / (unsigned long long)cfg.threshold;
         return 0;
     }
@@ -400,13 +446,36 @@ static unsigned long long expected_samples(const ps_sthread_t *t)
     return ns > 0 && cfg.threshold > 0 ? (unsigned long long)ns / ((unsigned long long)cfg.threshold * 1000) : 0;
 }
 
+/* The samples of a thread whose source the program closed are counted
+ * lost: the CPU time it was sampled over (as for a thread blocking the
+ * signal), minus the samples it gave before the descriptor went. */
+static void count_source_lost(ps_sthread_t *t)
+{
+    t->source_lost = 1;
+    if (!__atomic_exchange_n(&source_lost_noted, 1, __ATOMIC_ACQ_REL))
+        ps_append_part(sampler_note, sizeof sampler_note,
+                       "the program closed psuite's sampling descriptor (closefrom, close_range ...): the samples "
+                       "of the CPU time after that are counted lost");
+    if (cfg.kind != PS_PROF_ITIMER)
+        return;
+    long long ns = cfg.timer == PS_TIMER_PROF || real_signals ? t->cpu_ns : t->user_ns;
+    unsigned long long expected = ns > 0 && cfg.threshold > 0 ? (unsigned long long)ns / ((unsigned long long)cfg.threshold * 1000) : 0;
+    unsigned long long got = t->samples - t->proc_samples - t->wait_samples;
+    if (expected > got)
+        __atomic_fetch_add(&t->lost, expected - got, __ATOMIC_RELAXED);
+}
+
+/* Each descriptor closed only if it is still the thread's (the program
+ * may have reused the number): never one of the program's. */
 static void stop_source(ps_sthread_t *t)
 {
     if (t->perf_fd >= 0) {
-        ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        if (t->perf_fd < FD_MAP)
-            __atomic_store_n(&fd_thread[t->perf_fd], 0, __ATOMIC_RELEASE);
-        close(t->perf_fd);
+        unmap_fd(t->perf_fd);
+        if (perf_fd_ours(t)) {
+            ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+            close(t->perf_fd);
+        } else
+            count_source_lost(t);
         t->perf_fd = -1;
     }
     if (t->has_timer) {
@@ -414,7 +483,8 @@ static void stop_source(ps_sthread_t *t)
         t->has_timer = 0;
     }
     if (t->syscall_fd >= 0) {
-        close(t->syscall_fd);
+        if (ps_fd_ident(t->syscall_fd) == t->syscall_ident)
+            close(t->syscall_fd);
         t->syscall_fd = -1;
     }
 }
@@ -533,7 +603,7 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
     } else {
         /* gone: its task clock, where it has one, is its time on a CPU */
         unsigned long long count = 0;
-        if (t->perf_fd >= 0 && cfg.kind == PS_PROF_ITIMER &&
+        if (perf_fd_ours(t) && cfg.kind == PS_PROF_ITIMER &&
             read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count)
             t->cpu_ns = t->user_ns = (long long)count;
     }
@@ -893,6 +963,15 @@ static void hook_end(void *t) { ps_sampler_thread_end(t); }
 
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
+    if (!threads) {
+        void *table = mmap(NULL, sizeof *threads * PS_MAX_THREADS, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (table == MAP_FAILED) {
+            snprintf(why, why_len, "cannot map the thread table: %s", strerror(errno));
+            return PS_HWPC_EBACKEND;
+        }
+        __atomic_store_n(&threads, (ps_sthread_t *)table, __ATOMIC_RELEASE);
+    }
     cfg = *config;
     const char *name = cfg.kind == PS_PROF_ITIMER ? "task-clock" : cfg.event;
     char lwhy[192];
@@ -1086,7 +1165,7 @@ static void switch_sources(void)
         ps_sthread_t *t = &threads[i];
         if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
             continue;
-        if (t->perf_fd >= 0)
+        if (perf_fd_ours(t))
             ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
         if (t->has_timer)
             timer_settime((timer_t)t->timer, 0, &its, NULL);
@@ -1351,12 +1430,14 @@ void ps_sampler_forget_after_fork(void)
     ps_lock_reset(&real_lock);
     for (int i = 0; i < n; i++) {
         ps_sthread_t *t = &threads[i];
+        /* only descriptors still the parent's events: the program may
+         * have closed them and opened its own under the same numbers */
         if (t->perf_fd >= 0) {
-            if (t->perf_fd < FD_MAP)
-                fd_thread[t->perf_fd] = 0;
-            close(t->perf_fd);
+            unmap_fd(t->perf_fd);
+            if (perf_fd_ours(t))
+                close(t->perf_fd);
         }
-        if (t->syscall_fd >= 0)
+        if (t->syscall_fd >= 0 && ps_fd_ident(t->syscall_fd) == t->syscall_ident)
             close(t->syscall_fd);
         if (t->table)
             ps_unmap(t->table, TABLE_BYTES);

@@ -17,7 +17,14 @@
  * wait, one that interrupted it on this thread would see a half-updated
  * list.  So dl_iterate_phdr is interposed here: while this thread unwinds
  * in the handler (a thread-local flag) it is answered from the module map
- * modules.c keeps current, otherwise passed on to the C library. */
+ * modules.c keeps current, otherwise passed on to the C library.
+ *
+ * libunwind validates addresses by writing them into a pipe of its own,
+ * made when it initialises (first use, in ps_unwind_warm) and again in the
+ * handler whenever its read end is found closed.  Its descriptors would be
+ * the lowest free numbers, the very ones the program expects from its next
+ * open(): pipe2 is interposed here, and a pipe made while libunwind runs for
+ * psuite has both ends moved above the descriptor limit (util.c). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -50,6 +57,8 @@ static unsigned long page = 4096; /* sysconf's, at ps_unwind_init */
 /* Set while this thread unwinds in the sample handler.  initial-exec: the
  * library is preloaded (static TLS), so reading it never allocates. */
 static __thread int in_unwinder __attribute__((tls_model("initial-exec")));
+/* Set while this thread runs libunwind for psuite outside the handler. */
+static __thread int in_libunwind __attribute__((tls_model("initial-exec")));
 
 static const char *const names[] = {"", "libunwind", "libgcc", "framepointer"};
 
@@ -133,8 +142,11 @@ static int gcc_collect(void *ctx, void *arg)
 void ps_unwind_warm(void)
 {
     void *frames[64];
-    if (which == PS_UNW_LIBUNWIND)
+    if (which == PS_UNW_LIBUNWIND) {
+        in_libunwind = 1;
         unw_backtrace_p(frames, 64);
+        in_libunwind = 0;
+    }
     else if (which == PS_UNW_LIBGCC) {
         void **v[2] = {frames, frames + 64};
         gcc_trace((void *)gcc_collect, v);
@@ -374,4 +386,16 @@ PS_API int dl_iterate_phdr(phdr_cb cb, void *data)
     if (!real_iterate)
         real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
     return real_iterate ? real_iterate(cb, data) : 0;
+}
+
+/* The program's pipe2 is the system call, as the C library's; libunwind's,
+ * for psuite, gets descriptors above the program's limit. */
+PS_API int pipe2(int fds[2], int flags)
+{
+    long rc = syscall(SYS_pipe2, fds, flags);
+    if (rc == 0 && (in_unwinder || in_libunwind)) {
+        fds[0] = ps_fd_above_limit(fds[0]);
+        fds[1] = ps_fd_above_limit(fds[1]);
+    }
+    return (int)rc;
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -83,7 +84,7 @@ void ps_message(const char *fmt, ...)
 
 int ps_read_file(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ps_open_anyway(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     size_t got = 0;
@@ -548,3 +549,97 @@ int ps_hold_async_signals(sigset_t *old)
 }
 
 void ps_release_signals(const sigset_t *old) { syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8); }
+
+/* ---- descriptors out of the program's reach ---------------------------------
+ * A descriptor psuite keeps in the program is moved above the soft
+ * RLIMIT_NOFILE: the program never gets such a number from open(), pipe(),
+ * dup() ..., so it keeps all the room it has bare, and code that assumes the
+ * lowest free number (closefrom(3), then open() gives 3) or writes to a
+ * number it chose (bash's exec 3>file) never meets one of psuite's.  The
+ * kernel takes a new descriptor only below the soft limit: the soft limit
+ * is raised to the hard one for the duplication and set back right after
+ * (prlimit: the value restored is the one read in the same call).  Where
+ * the hard limit leaves no room above, the descriptor goes as high as the
+ * limit allows.  Raw system calls only: async-signal-safe. */
+#define FD_CAP (1L << 20) /* the kernel's default nr_open: no descriptor beyond it */
+
+static int rlimit_nofile(struct rlimit *now, const struct rlimit *set)
+{
+    return (int)syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, set, now);
+}
+
+/* The lowest free descriptor >= base duplicated from fd (close-on-exec),
+ * with the soft limit raised to the hard one meanwhile; -1 if none. */
+static int dup_beyond(int fd, long base, const struct rlimit *was)
+{
+    struct rlimit raised = {was->rlim_max, was->rlim_max}, before;
+    if (rlimit_nofile(&before, &raised) != 0)
+        return -1;
+    int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+    /* back to the value read as the limit was raised (a program thread
+     * changing the limit in between would have its change undone: the
+     * window is three system calls) */
+    rlimit_nofile(NULL, &before);
+    return high;
+}
+
+int ps_fd_room_above(void)
+{
+    struct rlimit rl;
+    return rlimit_nofile(&rl, NULL) == 0 && rl.rlim_cur < rl.rlim_max && (long)rl.rlim_cur < FD_CAP;
+}
+
+int ps_fd_above_limit(int fd)
+{
+    struct rlimit rl;
+    if (fd < 0 || rlimit_nofile(&rl, NULL) != 0)
+        return fd;
+    long soft = rl.rlim_cur == RLIM_INFINITY || (long)rl.rlim_cur > FD_CAP ? FD_CAP : (long)rl.rlim_cur;
+    if (fd >= soft)
+        return fd;
+    int high = -1;
+    if (rl.rlim_cur < rl.rlim_max && soft < FD_CAP)
+        high = dup_beyond(fd, soft, &rl);
+    /* no room above: the highest free number below the limit (F_DUPFD
+     * fails with EMFILE when none is free at or above its base) */
+    for (long step = 1; high < 0 && soft - step > fd; step *= 2)
+        high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, soft - step);
+    if (high < 0)
+        return fd;
+    syscall(SYS_close, fd);
+    return high;
+}
+
+/* open(), which the program may have left no descriptor for: when it has
+ * used up its limit, the file is opened with the soft limit raised (the
+ * lowest free number then is above the program's limit).  The end of
+ * measurement opens its reports this way. */
+int ps_open_anyway(const char *path, int flags, int mode)
+{
+    int fd = open(path, flags, mode);
+    if (fd >= 0 || errno != EMFILE)
+        return fd;
+    struct rlimit rl, raised, before;
+    if (rlimit_nofile(&rl, NULL) != 0 || rl.rlim_cur >= rl.rlim_max) {
+        errno = EMFILE;
+        return -1;
+    }
+    raised.rlim_cur = raised.rlim_max = rl.rlim_max;
+    if (rlimit_nofile(&before, &raised) != 0) {
+        errno = EMFILE;
+        return -1;
+    }
+    fd = open(path, flags, mode);
+    int err = errno;
+    rlimit_nofile(NULL, &before);
+    errno = err;
+    return fd;
+}
+
+unsigned long long ps_fd_ident(int fd)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return 0;
+    return ((unsigned long long)st.st_dev << 40) ^ (unsigned long long)st.st_ino ^ 1;
+}
