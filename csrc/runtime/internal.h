@@ -221,7 +221,8 @@ ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
-unsigned long long ps_sampler_drop_unshared(void); /* in the collector: records it cannot see left out; their samples */
+unsigned long long ps_sampler_drop_unshared(void);
+size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
 size_t ps_thread_counts_bytes(void);           /* the per-thread count records' memory (psrun -p) */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */

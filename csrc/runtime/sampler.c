@@ -961,12 +961,13 @@ static void choose_delivery(void)
 static void *hook_begin(void) { return ps_sampler_thread_begin(); }
 static void hook_end(void *t) { ps_sampler_thread_end(t); }
 
+size_t ps_sampler_table_bytes(void) { return sizeof *threads * PS_MAX_THREADS; }
+
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
     if (!threads) {
-        void *table = mmap(NULL, sizeof *threads * PS_MAX_THREADS, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (table == MAP_FAILED) {
+        void *table = ps_map(ps_sampler_table_bytes()); /* the collector reads it (shared.c) */
+        if (!table) {
             snprintf(why, why_len, "cannot map the thread table: %s", strerror(errno));
             return PS_HWPC_EBACKEND;
         }
