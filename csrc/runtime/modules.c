@@ -64,9 +64,13 @@ unsigned long long ps_modules_charge(unsigned long long pc)
     return pc;
 }
 
-static int read_adds(struct dl_phdr_info *info, size_t size, void *data)
+/* The loader's counts of objects loaded and unloaded so far. */
+static int read_counts(struct dl_phdr_info *info, size_t size, void *data)
 {
-    *(unsigned long long *)data = size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds : 0;
+    unsigned long long *v = data;
+    int known = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    v[0] = known ? info->dlpi_adds : 0;
+    v[1] = known ? info->dlpi_subs : 0;
     return 1;
 }
 
@@ -88,9 +92,9 @@ PS_API int dlclose(void *handle)
     }
     /* An object loaded without a refresh (a dlopen passed on as is, or the
      * C library's own) gets its number before it can go. */
-    unsigned long long adds = 0;
-    dl_iterate_phdr(read_adds, &adds);
-    if (adds != __atomic_load_n(&map_adds, __ATOMIC_RELAXED))
+    unsigned long long before[2], after[2];
+    dl_iterate_phdr(read_counts, before);
+    if (before[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED))
         ps_modules_refresh();
     /* unwind.c's snapshot keeps to the permanent objects in the other
      * threads until the map is current again: what goes is unmapped */
@@ -102,10 +106,11 @@ PS_API int dlclose(void *handle)
     ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
     int saved = errno;
     ps_modules_closing_here--;
-    if (rc == 0) {
-        unsigned before = ps_modules_unloads();
+    dl_iterate_phdr(read_counts, after);
+    if (rc == 0 && (after[1] != before[1] || !after[0])) { /* something was unloaded (or no counts) */
+        unsigned unloads_before = ps_modules_unloads();
         ps_modules_refresh(); /* the instances gone from it are retired */
-        if (ps_modules_unloads() != before)
+        if (ps_modules_unloads() != unloads_before)
             ps_unwind_flush(); /* libunwind's caches forget their frames */
     }
     __atomic_sub_fetch(&ps_modules_closing, 1, __ATOMIC_SEQ_CST);
@@ -159,12 +164,13 @@ typedef struct {
     size_t names, cap;          /* bytes of names used; room for them */
     char *text;
     int overflow;
+    unsigned long long adds;    /* dlpi_adds, read in the same pass */
 } fill_t;
 
 static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 {
-    (void)size;
     fill_t *f = data;
+    f->adds = size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds : 0;
     char exe[PATH_MAX];
     const char *name = info->dlpi_name;
     int is_exe = !name || !*name;
@@ -374,8 +380,6 @@ void ps_modules_refresh(void)
     lock_refresh();
     if (!wrapper_hi[2])
         find_wrappers();
-    unsigned long long adds = 0;
-    dl_iterate_phdr(read_adds, &adds);
     /* sized as the last one needed, counted first only when it overflows */
     static size_t last_n, last_names;
     for (int tries = 0; tries < 4; tries++) {
@@ -407,7 +411,7 @@ void ps_modules_refresh(void)
         __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
         if (old)
             retire_gone(old, m);
-        __atomic_store_n(&map_adds, adds, __ATOMIC_RELAXED);
+        __atomic_store_n(&map_adds, f.adds, __ATOMIC_RELAXED);
         break;
     }
     __atomic_store_n(&refresh_lock, 0, __ATOMIC_SEQ_CST);
@@ -503,6 +507,16 @@ int ps_modules_resolve(unsigned long long key, unsigned long long *pc)
     return last;
 }
 
+/* After a dlopen: the map refreshed if it loaded something (not for an
+ * object loaded already). */
+static void refresh_if_loaded(void)
+{
+    unsigned long long counts[2];
+    dl_iterate_phdr(read_counts, counts);
+    if (!counts[0] || counts[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED))
+        ps_modules_refresh();
+}
+
 /* dlopen finds what a name without '/' means from its caller's DT_RUNPATH
  * (or DT_RPATH), expands $ORIGIN from the caller, and loads into the
  * caller's namespace: through this wrapper the caller would be psuite.  In
@@ -547,7 +561,7 @@ PS_API void *dlopen(const char *file, int mode)
     if (h) {
         ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
         int saved = errno;
-        ps_modules_refresh();
+        refresh_if_loaded();
         errno = saved;
         ps_modules_on_behalf = 0;
     }
@@ -571,7 +585,7 @@ PS_API void *dlmopen(Lmid_t lmid, const char *file, int mode)
     if (h) {
         ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
         int saved = errno;
-        ps_modules_refresh();
+        refresh_if_loaded();
         errno = saved;
         ps_modules_on_behalf = 0;
     }
