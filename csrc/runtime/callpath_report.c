@@ -107,7 +107,7 @@ static void write_thread(ps_buf_t *b, const ps_sthread_t *t, const mods_t *m, un
     const ps_cpnode_t *v = ps_cct_nodes(t->cct, &n);
     for (unsigned i = 1; v && i < n; i++) {
         const ps_cpnode_t *node = &v[i];
-        unsigned kind = node->kind & ((1u << PS_CP_RETIRED_SHIFT) - 1), retired = node->kind >> PS_CP_RETIRED_SHIFT;
+        unsigned kind = node->kind;
         /* a node another thread's insertion left unused, or one not written yet */
         if (kind > PS_CP_BLOCKED || ((kind == PS_CP_CALL || kind == PS_CP_SAMPLE) && !node->addr))
             continue;
@@ -116,12 +116,15 @@ static void write_thread(ps_buf_t *b, const ps_sthread_t *t, const mods_t *m, un
         attr_ull(b, "id", i);
         attr_ull(b, "parent", node->parent);
         if (kind == PS_CP_CALL || kind == PS_CP_SAMPLE) {
-            /* a return address is in its call instruction's module at addr - 1 */
-            int id = retired && (int)retired <= m->nretired ? m->retired_base_id + (int)retired - 1
-                                                            : module_id(m, node->addr - (kind == PS_CP_CALL));
+            /* the address's load: a module unloaded since, or by address
+             * (a return address is in its call instruction's module, at addr - 1) */
+            unsigned long long addr;
+            int retired = ps_modules_resolve(node->addr, &addr);
+            int id = retired >= 0 && retired < m->nretired ? m->retired_base_id + retired
+                                                           : module_id(m, addr - (kind == PS_CP_CALL));
             attr_ull(b, "module", (unsigned long long)id);
             ps_buf_str(b, " addr=\"");
-            ps_buf_hex(b, node->addr);
+            ps_buf_hex(b, addr);
             ps_buf_str(b, "\"");
         }
         if (kind != PS_CP_CALL)

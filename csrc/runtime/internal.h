@@ -211,11 +211,6 @@ typedef struct {
     unsigned long long cp_lost; /* call paths: samples of a thread without a tree (no memory) */
 } ps_sthread_t;
 #define PS_BUILDID_MAX 32       /* bytes of a GNU build-id kept at most (sha1: 20) */
-/* Samples of a module unloaded with dlclose, charged to it then. */
-typedef struct {
-    int thread, module;         /* thread index; ps_sampler_retired_module(module) */
-    unsigned long long pc, count;
-} ps_retired_t;
 int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
@@ -245,11 +240,12 @@ const char *ps_sampler_signal_name(void);      /* the signal the sources send: "
  * it at main; until then the sampler hooks the executable's last
  * constructor itself (idempotent). */
 void ps_sampler_at_main(void);
-/* modules.c, at dlclose: the samples in [lo, hi) are charged to file (load
- * address base) now, before another module can be loaded there. */
-void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base,
-                       const unsigned char *buildid, unsigned buildid_len);
-size_t ps_sampler_retired(const ps_retired_t **v);
+/* modules.c, when a module instance has left the map (dlclose): its name,
+ * load address, build-id and the span of its executable segments kept;
+ * returns its retired-module index (one per file and load address), -1
+ * without memory.  Normal context. */
+int ps_sampler_retired_add(const char *file, unsigned long long base, unsigned long long lo, unsigned long long hi,
+                           const unsigned char *buildid, unsigned buildid_len);
 const char *ps_sampler_retired_module(int module, unsigned long long *base);
 const unsigned char *ps_sampler_retired_buildid(int module, unsigned *len); /* *len 0: none recorded */
 int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi); /* 0: no such module */
@@ -269,6 +265,7 @@ typedef struct {
     int permanent;              /* loaded before measurement started (never unloaded) */
     unsigned char buildid[PS_BUILDID_MAX]; /* its GNU build-id, read when it entered the map */
     unsigned buildid_len;       /* 0: none */
+    unsigned instance;          /* 0: permanent; else its load's number (ps_modules_key) */
 } ps_module_t;
 typedef struct ps_modmap ps_modmap_t;
 void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
@@ -280,6 +277,34 @@ void ps_modules_release(const ps_modmap_t *m);
  * module's dependencies with it), so unwind.c's snapshot serves only the
  * permanent ones meanwhile. */
 extern int ps_modules_closing;
+/* Set in the thread running a dlclose: the objects it unloads are unmapped
+ * by this thread alone (the loader's lock held), so its own handler may
+ * still read them (its destructors' frames) while it is interrupted. */
+extern __thread int ps_modules_closing_here __attribute__((tls_model("initial-exec")));
+/* Set in a thread while psuite's dlopen, dlmopen or dlclose works for the
+ * program around the real call (the module map's refresh): the real
+ * function's address, where the flat profile charges the samples taken
+ * meanwhile - the program asked for that call; psuite's code is no part of
+ * its profile. */
+extern __thread unsigned long long ps_modules_on_behalf __attribute__((tls_model("initial-exec")));
+/* The PC a flat sample at pc is charged to: the real function a wrapper
+ * works for, when pc is in one of them.  Async-signal-safe. */
+unsigned long long ps_modules_charge(unsigned long long pc);
+/* Samples and call-path nodes are keyed by PC and the load they belong to,
+ * so that dlclose costs nothing in the tables: a PC in a module loaded
+ * after start carries its load's number (its instance) above bit
+ * PS_KEY_SHIFT; permanent modules' PCs are plain.  A PC in no module of
+ * the map (an object being loaded, not yet in it) carries the number the
+ * next load will get.  ps_modules_key_at: the key of addr, looked up at
+ * look (a return address's call instruction, addr - 1).  Async-signal-safe. */
+#define PS_KEY_SHIFT 48
+#define PS_KEY_PC(key) ((key) & ((1ull << PS_KEY_SHIFT) - 1))
+unsigned long long ps_modules_key_at(unsigned long long addr, unsigned long long look);
+static inline unsigned long long ps_modules_key(unsigned long long pc) { return ps_modules_key_at(pc, pc); }
+/* A key's retired-module index (ps_sampler_retired_module) if the load it
+ * belongs to has been unloaded, else -1; *pc: the PC.  Async-signal-safe. */
+int ps_modules_resolve(unsigned long long key, unsigned long long *pc);
+unsigned ps_modules_unloads(void);  /* loads unloaded so far: a call-path cache is dropped when it changes */
 
 /* unwind.c: the call-path unwinder (libunwind, libgcc_s or frame pointers),
  * loaded at run time.  ps_unwind_init once (normal context); ps_unwind_warm
@@ -312,9 +337,6 @@ typedef struct {
     unsigned parent, kind;      /* PS_CP_* */
 } ps_cpnode_t;
 enum { PS_CP_CALL = 0, PS_CP_SAMPLE, PS_CP_TRUNCATED, PS_CP_BLOCKED, PS_CP_DEAD };
-/* kind >> PS_CP_RETIRED_SHIFT: 1 + the retired module (ps_sampler_retired_module)
- * of a node whose module was unloaded with dlclose, 0 otherwise */
-#define PS_CP_RETIRED_SHIFT 8
 int ps_cct_init(int maxdepth);                /* capacity from PSUITE_CALLPATH_NODES; 0 ok */
 int ps_cct_verbose(void);                     /* PSUITE_VERBOSE was set: the trees' memory is said at the end */
 size_t ps_cct_node_bytes(void);
@@ -327,9 +349,6 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n);
 void ps_cct_blocked(ps_cct_t *c, unsigned long long pc);  /* ITIMER_REAL: a blocked thread's PC from /proc */
 void ps_cct_again(ps_cct_t *c);               /* one more sample at the last sample's leaf (run-queue wait) */
 void ps_cct_lost(ps_cct_t *c, unsigned long long n);
-/* dlclose: the nodes in [lo, hi) marked as the retired module's, so that
- * what is loaded there next gets nodes of its own. */
-void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module);
 ps_cct_t *ps_cct_retire(ps_cct_t *c);         /* an ended thread's tree, compacted (c kept: the caller publishes
                                                  the copy, then ps_cct_free(c)); c without memory */
 void ps_cct_free(ps_cct_t *c);

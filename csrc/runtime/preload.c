@@ -360,7 +360,7 @@ static size_t profile_arena_bytes(int callpath)
     }
     struct rlimit as;
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-        size_t cap = ps_sampler_table_bytes() + (callpath ? (size_t)24 << 20 : (size_t)8 << 20);
+        size_t cap = ps_sampler_table_bytes() + (callpath ? (size_t)26 << 20 : (size_t)10 << 20);
         if (want > cap)
             want = cap;
     }

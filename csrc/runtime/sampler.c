@@ -119,7 +119,9 @@ static int nfree_tables;
 /* Where ended threads' samples are kept: mmap'd chunks, used up in order. */
 static ps_slot_t *keep_area;
 static size_t keep_used, keep_cap;
-/* Samples of unloaded modules (ps_sampler_retire), under real_lock. */
+/* Modules unloaded with dlclose (modules.c retires them, one at a time
+ * under its refresh lock; their samples stay in the tables under their
+ * load's key).  An entry is complete before nrmods counts it. */
 typedef struct {
     char file[PATH_MAX];
     unsigned long long base, lo, hi; /* lo, hi: its executable segments' span */
@@ -128,8 +130,6 @@ typedef struct {
 } retired_module_t;
 static retired_module_t *rmods;
 static int nrmods, rmods_cap;
-static ps_retired_t *retired;
-static size_t nretired, retired_cap;
 
 #define TABLE_BYTES (sizeof(ps_slot_t) * PS_SAMPLE_SLOTS)
 
@@ -146,6 +146,7 @@ static int record_n(ps_sthread_t *t, unsigned long long pc, unsigned long long n
         __atomic_fetch_add(&t->lost, n, __ATOMIC_RELAXED);
         return 0;
     }
+    pc = ps_modules_key(pc); /* the load it is in: a module unloaded keeps its samples (modules.c) */
     unsigned long long h = (pc * 0x9E3779B97F4A7C15ull) >> (64 - PS_SAMPLE_SLOTS_LOG2);
     for (unsigned probe = 0; probe < MAX_PROBE; probe++) {
         ps_slot_t *s = &table[(h + probe) & (PS_SAMPLE_SLOTS - 1)];
@@ -253,7 +254,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && index >= 0 &&
              index < PS_MAX_THREADS &&
              __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
-        unsigned long long pc = interrupted_pc(ucv);
+        unsigned long long pc = ps_modules_charge(interrupted_pc(ucv));
         if (record_n(&threads[index], pc, n)) {
             __atomic_store_n(&threads[index].last_pc, pc, __ATOMIC_RELAXED);
             if (callpath)
@@ -642,8 +643,8 @@ void ps_sampler_thread_end(ps_sthread_t *t)
      * may be another thread's now */
     if (!t || __atomic_load_n(&t->tid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_gettid))
         return;
-    /* The asynchronous signals held back (the kernel's mask directly, as
-     * modules.c's retire does): a program handler calling exit() here would
+    /* The asynchronous signals held back (the kernel's mask directly,
+     * ps_hold_async_signals): a program handler calling exit() here would
      * write the reports while this thread's tree is being replaced, or wait
      * for the lock this thread holds.  Faults and SIGPROF are not held. */
     sigset_t old;
@@ -1306,7 +1307,7 @@ static void *grow(void *old, size_t old_bytes, size_t new_bytes)
     return p;
 }
 
-/* Under real_lock: the index of (file, base) among the retired modules. */
+/* The index of (file, base) among the retired modules, added if new. */
 static int retired_module(const char *file, unsigned long long base, const unsigned char *buildid, unsigned len)
 {
     for (int i = 0; i < nrmods; i++)
@@ -1328,37 +1329,13 @@ static int retired_module(const char *file, unsigned long long base, const unsig
     rmods[nrmods].buildid_len = buildid && len <= PS_BUILDID_MAX ? len : 0;
     if (rmods[nrmods].buildid_len)
         memcpy(rmods[nrmods].buildid, buildid, len);
-    return nrmods++;
+    __atomic_store_n(&nrmods, nrmods + 1, __ATOMIC_RELEASE);
+    return nrmods - 1;
 }
 
-static void retire_one(int thread, int module, unsigned long long pc, unsigned long long count)
+int ps_sampler_retired_add(const char *file, unsigned long long base, unsigned long long lo, unsigned long long hi,
+                           const unsigned char *buildid, unsigned buildid_len)
 {
-    if (nretired == retired_cap) {
-        size_t cap = retired_cap ? 2 * retired_cap : 256;
-        ps_retired_t *v = grow(retired, sizeof *v * retired_cap, sizeof *v * cap);
-        if (!v)
-            return;
-        retired = v;
-        retired_cap = cap;
-    }
-    retired[nretired++] = (ps_retired_t){thread, module, pc, count};
-}
-
-/* A module's samples are moved out of the tables (the handler may add to a
- * count at the same time: it is taken with an atomic exchange, and the
- * slot keeps its PC). */
-void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base,
-                       const unsigned char *buildid, unsigned buildid_len)
-{
-    if (!source || lo >= hi)
-        return;
-    /* The trees' nodes are retagged only once the unload is confirmed: the
-     * call before the real dlclose (the flat samples so far) finds the
-     * object still there, and a dlclose that only drops a reference leaves
-     * it there.  dladdr takes the loader's lock: before ours, never inside. */
-    Dl_info info;
-    int unloaded = !dladdr((void *)(uintptr_t)lo, &info);
-    ps_lock_take(&real_lock);
     int module = retired_module(file, base, buildid, buildid_len);
     if (module >= 0) {
         retired_module_t *r = &rmods[module];
@@ -1367,25 +1344,7 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
         if (hi > r->hi)
             r->hi = hi;
     }
-    int n = ps_sampler_nthreads();
-    for (int i = 0; module >= 0 && i < n; i++) {
-        ps_sthread_t *t = &threads[i];
-        if (unloaded)
-            ps_cct_retag(t->cct, lo, hi, module);
-        ps_slot_t *v = t->table ? t->table : t->kept;
-        unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
-        if (t->table && !__atomic_load_n(&t->nused, __ATOMIC_ACQUIRE))
-            continue;
-        for (unsigned long s = 0; v && s < slots; s++) {
-            unsigned long long pc = __atomic_load_n(&v[s].pc, __ATOMIC_ACQUIRE);
-            if (pc < lo || pc >= hi || !__atomic_load_n(&v[s].count, __ATOMIC_RELAXED))
-                continue;
-            unsigned long long count = __atomic_exchange_n(&v[s].count, 0, __ATOMIC_ACQ_REL);
-            if (count)
-                retire_one(t->index, module, pc, count);
-        }
-    }
-    ps_lock_give(&real_lock);
+    return module;
 }
 
 int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi)
@@ -1395,16 +1354,6 @@ int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long lo
     *lo = rmods[module].lo;
     *hi = rmods[module].hi;
     return 1;
-}
-
-size_t ps_sampler_retired(const ps_retired_t **v)
-{
-    if (ps_in_collector() && retired && !ps_shared_contains(retired)) {
-        *v = NULL; /* not shared with the collector (shared.c) */
-        return 0;
-    }
-    *v = retired;
-    return nretired;
 }
 
 const char *ps_sampler_retired_module(int module, unsigned long long *base)
@@ -1450,7 +1399,6 @@ void ps_sampler_forget_after_fork(void)
     nfree_tables = 0;
     keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
     keep_used = keep_cap = 0;
-    nretired = 0;
     nthreads = 0;
     unsampled = 0;
     real_stop = 0;

@@ -338,7 +338,10 @@ static int from_snapshot(phdr_cb cb, void *data)
     /* with ps_unwind_quiesce: either dlclose waits for this reader, or this
      * reader sees the dlclose and keeps to the permanent objects */
     __atomic_add_fetch(&readers, 1, __ATOMIC_SEQ_CST);
-    int closing = __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST);
+    /* The thread in dlclose itself sees them all: only it unmaps (the
+     * loader's lock held), and it is in this handler now; its destructors'
+     * frames are in the objects going. */
+    int closing = __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST) && !ps_modules_closing_here;
     const ps_modmap_t *held = ps_modules_hold(&v, &n);
     for (int i = 0; i < n && !rc; i++) {
         if (!v[i].phdr || (!v[i].permanent && closing))
