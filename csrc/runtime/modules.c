@@ -12,13 +12,20 @@
  * psrun, refreshed after each dlopen, dlmopen and dlclose, into mmap'd
  * storage (a few maps, reused when no writer holds them).  The writer may
  * run in a signal handler that interrupted dlopen in another thread, with
- * the loader's lock held: it cannot call dl_iterate_phdr then. */
+ * the loader's lock held: it cannot call dl_iterate_phdr then.
+ *
+ * A module is recorded by its absolute path: the loader keeps the name it
+ * was opened by (dlopen("./plugin.so") is "./plugin.so"), which means
+ * nothing once the working directory changes or the report is read
+ * elsewhere.  Such a name is replaced by the file the kernel mapped (its
+ * line in /proc/self/maps), looked up when the module enters the map. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <sched.h>
@@ -33,9 +40,74 @@
 
 #define MAX_RANGES 8
 
+/* The file mapped at addr, as /proc/self/maps names it (absolute), into out;
+ * 0 when none is (an anonymous mapping, the vdso) or maps cannot be read.
+ * No allocation: read in pieces into a buffer on the stack. */
+static int mapped_file(unsigned long long addr, char *out, size_t cap)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[PATH_MAX + 512];
+    size_t have = 0;
+    int found = 0, eof = 0;
+    while (!found) {
+        if (!eof && have < sizeof buf) {
+            ssize_t got = read(fd, buf + have, sizeof buf - have);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                eof = 1;
+            else
+                have += (size_t)got;
+        }
+        char *nl = memchr(buf, '\n', have);
+        if (!nl) {
+            if (eof || have == sizeof buf) /* the last line, or one longer than any path */
+                break;
+            continue;
+        }
+        *nl = '\0';
+        unsigned long long lo = 0, hi = 0;
+        const char *c = buf;
+        for (; *c && *c != '-'; c++)
+            lo = lo * 16 + (unsigned long long)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+        for (c += *c == '-'; *c && *c != ' '; c++)
+            hi = hi * 16 + (unsigned long long)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+        if (addr >= lo && addr < hi) {
+            for (int field = 0; field < 4 && *c; field++) { /* perms, offset, device, inode */
+                while (*c == ' ')
+                    c++;
+                while (*c && *c != ' ')
+                    c++;
+            }
+            while (*c == ' ')
+                c++;
+            if (*c == '/') {
+                size_t len = strlen(c);
+                static const char deleted[] = " (deleted)";
+                if (len > sizeof deleted - 1 && strcmp(c + len - (sizeof deleted - 1), deleted) == 0)
+                    len -= sizeof deleted - 1;
+                if (len < cap) {
+                    memcpy(out, c, len);
+                    out[len] = '\0';
+                    found = 1;
+                }
+            }
+            break;
+        }
+        size_t used = (size_t)(nl + 1 - buf);
+        memmove(buf, nl + 1, have - used);
+        have -= used;
+    }
+    close(fd);
+    return found;
+}
+
 typedef struct {
     ElfW(Addr) base;             /* the module's load address (l_addr) */
     const char *name;            /* to find it: its l_name */
+    const void *phdr;            /* its program headers, as the module map has them */
     char file[PATH_MAX];
     unsigned long long lo[MAX_RANGES], hi[MAX_RANGES];
     int n, found;
@@ -50,6 +122,7 @@ static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
     if (info->dlpi_addr != r->base || !info->dlpi_name || strcmp(info->dlpi_name, r->name) != 0)
         return 0;
     r->found = 1;
+    r->phdr = info->dlpi_phdr;
     ps_strlcpy(r->file, info->dlpi_name, sizeof r->file);
     r->buildid_len = (unsigned)ps_buildid_of(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, r->buildid,
                                              sizeof r->buildid);
@@ -81,6 +154,24 @@ static void retire(const ranges_t *r)
 static int kept(void);
 int ps_modules_closing;
 
+/* A module opened by a relative name: its samples keep the absolute path
+ * the module map has for it (or the kernel's, when it is not in the map). */
+static void root_name(ranges_t *r)
+{
+    const ps_module_t *v;
+    int n, done = 0;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    for (int i = 0; i < n && !done; i++)
+        if (v[i].phdr == r->phdr && v[i].base == r->base && v[i].file[0] == '/') {
+            ps_strlcpy(r->file, v[i].file, sizeof r->file);
+            done = 1;
+        }
+    ps_modules_release(held);
+    char path[PATH_MAX];
+    if (!done && mapped_file(r->lo[0], path, sizeof path))
+        ps_strlcpy(r->file, path, sizeof r->file);
+}
+
 /* a program's dlclose(NULL) is its own business: passed on untouched */
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 PS_API int dlclose(void *handle)
@@ -107,6 +198,8 @@ PS_API int dlclose(void *handle)
     m->r.base = m->still.base = map->l_addr;
     m->r.name = m->still.name = m->name;
     dl_iterate_phdr(find_ranges, &m->r);
+    if (m->r.found && m->r.n && m->r.file[0] != '/' && strchr(m->r.file, '/'))
+        root_name(&m->r);
     if (m->r.found)
         retire(&m->r);
     /* unwind.c's snapshot keeps to the permanent objects until the map is
@@ -150,6 +243,57 @@ static int ninitial = -1;
 static ps_modmap_t *current;
 static int refresh_lock;        /* the pid holding it: a fork child takes it over */
 
+/* The absolute paths of the modules loaded by a relative name, kept while
+ * they stay loaded (each refresh drops the ones it did not see), so that
+ * maps is read once per such module, not at every refresh; under the
+ * refresh lock.  mmap'd when first needed. */
+#define MAX_ROOTED 16
+typedef struct {
+    ElfW(Addr) base;
+    const void *phdr;
+    const char *name;           /* the loader's l_name, as dl_iterate_phdr gives it */
+    int seen;
+    char path[PATH_MAX];
+} rooted_t;
+static rooted_t *rooted;
+
+/* name, or the absolute path of the module at addr when name is relative
+ * (a name without '/' - the vdso's "linux-vdso.so.1" - is no file's). */
+static const char *rooted_name(const struct dl_phdr_info *info, unsigned long long addr, char *scratch, size_t cap)
+{
+    const char *name = info->dlpi_name;
+    if (name[0] == '/' || !strchr(name, '/'))
+        return name;
+    int free_slot = -1;
+    for (int i = 0; rooted && i < MAX_ROOTED; i++) {
+        rooted_t *r = &rooted[i];
+        if (r->name == name && r->base == info->dlpi_addr && r->phdr == info->dlpi_phdr) {
+            r->seen = 1;
+            return r->path;
+        }
+        if (!r->name && free_slot < 0)
+            free_slot = i;
+    }
+    if (!mapped_file(addr, scratch, cap))
+        return name;
+    if (!rooted) {
+        void *p = mmap(NULL, MAX_ROOTED * sizeof *rooted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p != MAP_FAILED) {
+            rooted = p;
+            free_slot = 0;
+        }
+    }
+    if (free_slot >= 0) {
+        rooted_t *r = &rooted[free_slot];
+        r->base = info->dlpi_addr;
+        r->phdr = info->dlpi_phdr;
+        r->name = name;
+        r->seen = 1;
+        ps_strlcpy(r->path, scratch, sizeof r->path);
+    }
+    return scratch;
+}
+
 typedef struct {
     ps_modmap_t *m;             /* NULL: count only */
     int n;
@@ -171,10 +315,16 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
         name = exe;
     }
     size_t len = strlen(name) + 1;
+    int named = is_exe;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
+        if (!named) {
+            name = rooted_name(info, info->dlpi_addr + ph->p_vaddr, exe, sizeof exe);
+            len = strlen(name) + 1;
+            named = 1;
+        }
         if (f->m) {
             if ((size_t)f->n >= f->cap || f->names + len > (size_t)((char *)f->m + f->m->bytes - f->text)) {
                 f->overflow = 1;
@@ -249,6 +399,8 @@ void ps_modules_refresh(void)
 {
     int saved = errno;
     lock_refresh();
+    for (int i = 0; rooted && i < MAX_ROOTED; i++)
+        rooted[i].seen = 0;
     for (int tries = 0; tries < 4; tries++) {
         fill_t f = {0};
         dl_iterate_phdr(add_module, &f);
@@ -273,6 +425,9 @@ void ps_modules_refresh(void)
                 m->v[i].permanent = initial[k] == m->v[i].phdr;
         }
         __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
+        for (int i = 0; rooted && i < MAX_ROOTED; i++)
+            if (!rooted[i].seen) /* unloaded: another object may come at its address */
+                rooted[i].name = NULL;
         break;
     }
     __atomic_store_n(&refresh_lock, 0, __ATOMIC_SEQ_CST);
