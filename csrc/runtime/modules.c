@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <link.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -257,6 +258,33 @@ typedef struct {
 } rooted_t;
 static rooted_t *rooted;
 
+/* The file of the executable segment at addr of the object: its mapping's
+ * link in /proc/self/map_files, named by the mapping's exact bounds (the
+ * segment's pages); 0 when that is not its mapping (or the kernel has no
+ * map_files): maps is then searched.  One readlink instead of reading maps. */
+static int segment_file(const struct dl_phdr_info *info, unsigned long long addr, char *out, size_t cap)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    for (int i = 0; page > 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || info->dlpi_addr + ph->p_vaddr != addr)
+            continue;
+        unsigned long long mask = (unsigned long long)page - 1;
+        unsigned long long lo = addr & ~mask, hi = (addr + ph->p_memsz + mask) & ~mask;
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", lo, hi);
+        ssize_t n = readlink(link, out, cap - 1);
+        if (n <= 0 || out[0] != '/')
+            return 0;
+        out[n] = '\0';
+        static const char deleted[] = " (deleted)";
+        if ((size_t)n > sizeof deleted - 1 && strcmp(out + n - (sizeof deleted - 1), deleted) == 0)
+            out[n - (sizeof deleted - 1)] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
 /* name, or the absolute path of the module at addr when name is relative
  * (a name without '/' - the vdso's "linux-vdso.so.1" - is no file's). */
 static const char *rooted_name(const struct dl_phdr_info *info, unsigned long long addr, char *scratch, size_t cap)
@@ -274,7 +302,7 @@ static const char *rooted_name(const struct dl_phdr_info *info, unsigned long lo
         if (!r->name && free_slot < 0)
             free_slot = i;
     }
-    if (!mapped_file(addr, scratch, cap))
+    if (!segment_file(info, addr, scratch, cap) && !mapped_file(addr, scratch, cap))
         return name;
     if (!rooted) {
         void *p = mmap(NULL, MAX_ROOTED * sizeof *rooted, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
