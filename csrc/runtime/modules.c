@@ -14,19 +14,27 @@
  * psrun, refreshed after each dlopen, dlmopen and dlclose, into mmap'd
  * storage (a few maps, reused when no writer holds them).  The writer may
  * run in a signal handler that interrupted dlopen in another thread, with
- * the loader's lock held: it cannot call dl_iterate_phdr then. */
+ * the loader's lock held: it cannot call dl_iterate_phdr then.
+ *
+ * A module is recorded by its absolute path: the loader keeps the name it
+ * was opened by (dlopen("./plugin.so") is "./plugin.so"), which means
+ * nothing once the working directory changes or the report is read
+ * elsewhere.  Such a name is replaced by the file the kernel mapped (its
+ * line in /proc/self/maps), looked up when the module enters the map. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -35,6 +43,70 @@
 #include <unistd.h>
 
 #include "internal.h"
+
+/* The file mapped at addr, as /proc/self/maps names it (absolute), into out;
+ * 0 when none is (an anonymous mapping, the vdso) or maps cannot be read.
+ * No allocation: read in pieces into a buffer on the stack. */
+static int mapped_file(unsigned long long addr, char *out, size_t cap)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[PATH_MAX + 512];
+    size_t have = 0;
+    int found = 0, eof = 0;
+    while (!found) {
+        if (!eof && have < sizeof buf) {
+            ssize_t got = read(fd, buf + have, sizeof buf - have);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                eof = 1;
+            else
+                have += (size_t)got;
+        }
+        char *nl = memchr(buf, '\n', have);
+        if (!nl) {
+            if (eof || have == sizeof buf) /* the last line, or one longer than any path */
+                break;
+            continue;
+        }
+        *nl = '\0';
+        unsigned long long lo = 0, hi = 0;
+        const char *c = buf;
+        for (; *c && *c != '-'; c++)
+            lo = lo * 16 + (unsigned long long)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+        for (c += *c == '-'; *c && *c != ' '; c++)
+            hi = hi * 16 + (unsigned long long)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+        if (addr >= lo && addr < hi) {
+            for (int field = 0; field < 4 && *c; field++) { /* perms, offset, device, inode */
+                while (*c == ' ')
+                    c++;
+                while (*c && *c != ' ')
+                    c++;
+            }
+            while (*c == ' ')
+                c++;
+            if (*c == '/') {
+                size_t len = strlen(c);
+                static const char deleted[] = " (deleted)";
+                if (len > sizeof deleted - 1 && strcmp(c + len - (sizeof deleted - 1), deleted) == 0)
+                    len -= sizeof deleted - 1;
+                if (len < cap) {
+                    memcpy(out, c, len);
+                    out[len] = '\0';
+                    found = 1;
+                }
+            }
+            break;
+        }
+        size_t used = (size_t)(nl + 1 - buf);
+        memmove(buf, nl + 1, have - used);
+        have -= used;
+    }
+    close(fd);
+    return found;
+}
 
 static int kept(void);
 int ps_modules_closing;
@@ -158,6 +230,84 @@ static unsigned unloads;
 
 unsigned ps_modules_unloads(void) { return __atomic_load_n(&unloads, __ATOMIC_ACQUIRE); }
 
+/* The absolute paths of the modules loaded by a relative name, kept while
+ * they stay loaded (each refresh drops the ones it did not see), so that
+ * maps is read once per such module, not at every refresh; under the
+ * refresh lock.  mmap'd when first needed. */
+#define MAX_ROOTED 16
+typedef struct {
+    ElfW(Addr) base;
+    const void *phdr;
+    const char *name;           /* the loader's l_name, as dl_iterate_phdr gives it */
+    int seen;
+    char path[PATH_MAX];
+} rooted_t;
+static rooted_t *rooted;
+
+/* The file of the executable segment at addr of the object: its mapping's
+ * link in /proc/self/map_files, named by the mapping's exact bounds (the
+ * segment's pages); 0 when that is not its mapping (or the kernel has no
+ * map_files): maps is then searched.  One readlink instead of reading maps. */
+static int segment_file(const struct dl_phdr_info *info, unsigned long long addr, char *out, size_t cap)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    for (int i = 0; page > 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || info->dlpi_addr + ph->p_vaddr != addr)
+            continue;
+        unsigned long long mask = (unsigned long long)page - 1;
+        unsigned long long lo = addr & ~mask, hi = (addr + ph->p_memsz + mask) & ~mask;
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", lo, hi);
+        ssize_t n = readlink(link, out, cap - 1);
+        if (n <= 0 || out[0] != '/')
+            return 0;
+        out[n] = '\0';
+        static const char deleted[] = " (deleted)";
+        if ((size_t)n > sizeof deleted - 1 && strcmp(out + n - (sizeof deleted - 1), deleted) == 0)
+            out[n - (sizeof deleted - 1)] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+/* name, or the absolute path of the module at addr when name is relative
+ * (a name without '/' - the vdso's "linux-vdso.so.1" - is no file's). */
+static const char *rooted_name(const struct dl_phdr_info *info, unsigned long long addr, char *scratch, size_t cap)
+{
+    const char *name = info->dlpi_name;
+    if (name[0] == '/' || !strchr(name, '/'))
+        return name;
+    int free_slot = -1;
+    for (int i = 0; rooted && i < MAX_ROOTED; i++) {
+        rooted_t *r = &rooted[i];
+        if (r->name == name && r->base == info->dlpi_addr && r->phdr == info->dlpi_phdr) {
+            r->seen = 1;
+            return r->path;
+        }
+        if (!r->name && free_slot < 0)
+            free_slot = i;
+    }
+    if (!segment_file(info, addr, scratch, cap) && !mapped_file(addr, scratch, cap))
+        return name;
+    if (!rooted) {
+        void *p = ps_map(MAX_ROOTED * sizeof *rooted);
+        if (p) {
+            rooted = p;
+            free_slot = 0;
+        }
+    }
+    if (free_slot >= 0) {
+        rooted_t *r = &rooted[free_slot];
+        r->base = info->dlpi_addr;
+        r->phdr = info->dlpi_phdr;
+        r->name = name;
+        r->seen = 1;
+        ps_strlcpy(r->path, scratch, sizeof r->path);
+    }
+    return scratch;
+}
+
 typedef struct {
     ps_modmap_t *m;             /* NULL: count only */
     int n;
@@ -183,10 +333,16 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
         name = exe_path;
     }
     size_t len = strlen(name) + 1;
+    int named = is_exe;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
+        if (!named) {
+            name = rooted_name(info, info->dlpi_addr + ph->p_vaddr, exe, sizeof exe);
+            len = strlen(name) + 1;
+            named = 1;
+        }
         if (f->m) {
             if ((size_t)f->n >= f->cap || f->names + len > (size_t)((char *)f->m + f->m->bytes - f->text)) {
                 f->overflow = 1;
@@ -380,6 +536,8 @@ void ps_modules_refresh(void)
         find_wrappers();
     /* sized as the last one needed, counted first only when it overflows */
     static size_t last_n, last_names;
+    for (int i = 0; rooted && i < MAX_ROOTED; i++)
+        rooted[i].seen = 0;
     for (int tries = 0; tries < 4; tries++) {
         fill_t f = {0};
         if (tries || !last_n) {
@@ -410,6 +568,9 @@ void ps_modules_refresh(void)
         if (old)
             retire_gone(old, m);
         __atomic_store_n(&map_adds, f.adds, __ATOMIC_RELAXED);
+        for (int i = 0; rooted && i < MAX_ROOTED; i++)
+            if (!rooted[i].seen) /* unloaded: another object may come at its address */
+                rooted[i].name = NULL;
         break;
     }
     __atomic_store_n(&refresh_lock, 0, __ATOMIC_SEQ_CST);

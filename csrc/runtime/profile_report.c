@@ -280,7 +280,7 @@ static void note_blocked(note_t *note, int index)
     }
 }
 
-/* "module build-ids: "PATH" HEX, ..." for the shared modules this report
+/* "module build-ids: "PATH" HEX, ..." for the shared modules (and the vdso) this report
  * has samples in (the executable's is the header's "build-id HEX"), those
  * unloaded with dlclose too: the path quoted, '"' and '\\' in it escaped
  * with '\\', so that any path reads back.  Whole entries only; a module left
@@ -326,7 +326,7 @@ static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, const
         while (j < n && v[j].pc >= mod->lo && v[j].pc < mod->hi)
             j++;
         i = j;
-        int seen = mod->exe || !mod->buildid_len || mod->file[0] != '/';
+        int seen = mod->exe || !mod->buildid_len; /* the vdso's too: psprocess resolves it only on its kernel */
         for (int l = 0; l < nlisted && !seen; l++)
             seen = mods->v[listed[l]].base == mod->base && strcmp(mods->v[listed[l]].file, mod->file) == 0;
         if (!seen) {
