@@ -92,6 +92,11 @@ int ps_perf_lookup(const char *name, unsigned *type, unsigned long long *config,
                    char *why, size_t why_len);
 const char *ps_perf_catalogue(int index, const char **desc, const char **papi_alias);
 const char *ps_perf_to_papi_native(const char *name);
+/* Software events the kernel counts only in kernel mode (a task's context
+ * switches and migrations happen in the scheduler): 0 in the user domain,
+ * so they are counted in every domain whatever the set's. */
+int ps_perf_kernel_only(unsigned type, unsigned long long config);
+int ps_event_kernel_only(const char *name);
 
 /* perfev.c: direct perf_event backend */
 int ps_perf_available(char *why, size_t why_len);

@@ -100,7 +100,7 @@ static int perf_open_tid(unsigned type, unsigned long long config, int domain, i
     attr.config = config;
     attr.disabled = 1;
     attr.inherit = inherit ? 1 : 0;
-    attr.exclude_kernel = domain == PS_DOM_USER;
+    attr.exclude_kernel = domain == PS_DOM_USER && !ps_perf_kernel_only(type, config);
     attr.exclude_user = domain == PS_DOM_KERNEL;
     attr.exclude_hv = 1;
     attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
