@@ -738,7 +738,8 @@ static int default_config(char *path, size_t len)
 
 /* The user domain's software events the kernel counts only in kernel mode
  * are counted in every domain (perfev.c, papi.c): the annotation says so,
- * where a reader of "domain=user" would expect otherwise. */
+ * where a reader of "domain=user" would expect otherwise (and, where this
+ * user may not count in kernel mode, why they are dropped). */
 static void note_kernel_only(ps_evset_t *set)
 {
     char names[512] = "";
@@ -751,7 +752,7 @@ static void note_kernel_only(ps_evset_t *set)
     if (!used)
         return;
     char note[sizeof names + 160];
-    snprintf(note, sizeof note, "%s counted in every domain, not the user domain alone: the kernel counts a task's "
+    snprintf(note, sizeof note, "%s: in every domain, not the user domain alone, since the kernel counts a task's "
              "context switches and migrations only in kernel mode", names);
     ps_append_part(set->annotation, sizeof set->annotation, note);
 }

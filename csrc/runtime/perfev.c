@@ -204,8 +204,13 @@ int ps_perf_open(ps_evset_t *set)
             continue;
         e->fd = perf_open(e->perf_type, e->perf_config, set->domain, 1);
         if (e->fd < 0) {
+            int err = errno;
             e->status = PS_EVENT_DROPPED;
-            open_error(errno, e->why, sizeof e->why);
+            open_error(err, e->why, sizeof e->why);
+            if ((err == EACCES || err == EPERM) && ps_perf_kernel_only(e->perf_type, e->perf_config))
+                snprintf(e->why, sizeof e->why, "not permitted: the kernel counts it only in kernel mode, which "
+                         "perf_event_paranoid %d keeps from this user (1 or less allows it)",
+                         (int)ps_read_ll("/proc/sys/kernel/perf_event_paranoid", 99));
             continue;
         }
         e->fd = move_high(e->fd);
