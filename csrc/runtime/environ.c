@@ -3,7 +3,9 @@
  * psrun hands the program LD_PRELOAD (this library first) and its PSUITE_*
  * settings.  Without psrun -f they are taken out of environ before the
  * program's code runs, so that the program and everything it starts see
- * the environment they would see bare.  unsetenv(3) cannot do this: a
+ * the environment they would see bare.  Only the variables psrun sets are
+ * (PSUITE_SET_BY_PSRUN): the caller's own PSUITE_* (PSUITE_ARCHIVE,
+ * PSUITE_UNWINDER ...) stay as the caller set them.  unsetenv(3) cannot do this: a
  * program may define getenv/setenv/unsetenv itself (bash does, and builds
  * its variables from environ at its start), and the library's calls then
  * reach the program's functions, not the C library's.  So the environ
@@ -30,15 +32,32 @@
 
 extern char **environ;
 
-#define SETTINGS_PREFIX "PSUITE_"
 #define PRELOAD_NAME "LD_PRELOAD"
-#define MAX_TAKEN 128 /* psrun sets about twenty; more stay in the environment */
+
+/* The variables psrun sets for the library (csrc/psrun/psrun.c, env_set). */
+static const char *const PSUITE_SET_BY_PSRUN[] = {
+    "PSUITE_PRELOAD",       "PSUITE_EVENTS",        "PSUITE_PROFILE",       "PSUITE_PERIOD",
+    "PSUITE_CALLPATH",      "PSUITE_DOMAIN",        "PSUITE_BACKEND",       "PSUITE_QUIET",
+    "PSUITE_PER_THREAD",    "PSUITE_FOLLOW",        "PSUITE_OUTPUT_DIR",    "PSUITE_OUTPUT_PREFIX",
+    "PSUITE_MANIFEST",      "PSUITE_RESOURCE_FILE", "PSUITE_RESOURCE_PID",
+};
+#define MAX_TAKEN (sizeof PSUITE_SET_BY_PSRUN / sizeof *PSUITE_SET_BY_PSRUN)
 
 /* "NAME=value" entries taken out of environ (the strings themselves are
  * never freed: they live in the process's initial stack or were set for
  * good).  taken_n is published once filled, before main. */
 static const char *taken[MAX_TAKEN];
 static int taken_n;
+
+static int set_by_psrun(const char *entry)
+{
+    for (size_t k = 0; k < MAX_TAKEN; k++) {
+        size_t len = strlen(PSUITE_SET_BY_PSRUN[k]);
+        if (strncmp(entry, PSUITE_SET_BY_PSRUN[k], len) == 0 && entry[len] == '=')
+            return 1;
+    }
+    return 0;
+}
 
 static const char *value_in(const char *entry, const char *name, size_t len)
 {
@@ -111,7 +130,7 @@ void ps_environ_remove_psuite(int follow)
                 *out++ = kept;
             continue;
         }
-        if (strncmp(*e, SETTINGS_PREFIX, sizeof SETTINGS_PREFIX - 1) == 0 && n < MAX_TAKEN) {
+        if ((size_t)n < MAX_TAKEN && set_by_psrun(*e)) {
             taken[n++] = *e;
             continue;
         }

@@ -515,8 +515,8 @@ void ps_hwpc_exec_failed(const char *path);
 extern const char ps_exec_why[];
 void ps_report_announced(const char *path);
 
-/* environ.c: LD_PRELOAD's entry for this library and PSUITE_* out of
- * environ, before main, unless psrun -f follows the children */
+/* environ.c: LD_PRELOAD's entry for this library and the PSUITE_* psrun
+ * sets out of environ, before main, unless psrun -f follows the children */
 void ps_environ_remove_psuite(int follow);
 
 #endif

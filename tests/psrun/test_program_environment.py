@@ -1,6 +1,7 @@
 """The environment the program sees under psrun is the one its caller set:
-without -f, LD_PRELOAD's entry for psuite's library and every PSUITE_*
-variable are taken out of environ before main, so that a program with its
+without -f, LD_PRELOAD's entry for psuite's library and the PSUITE_*
+variables psrun sets are taken out of environ before main (the caller's own
+PSUITE_* stay), so that a program with its
 own getenv/setenv (bash) and everything it starts see what they would see
 bare.  With -f they stay: the children are measured too."""
 
@@ -41,9 +42,9 @@ EMPTY_C = "int psuite_test_shim_marker;\n"
 
 
 def caller_env(**extra: str) -> dict[str, str]:
-    """The caller's environment without psuite's settings (the test run sets PSUITE_TEST)."""
+    """The caller's environment, with a PSUITE_* variable of its own that psrun does not set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PSUITE_") and k != "LD_PRELOAD"}
-    env.update(extra)
+    env.update(PSUITE_UNWINDER="libgcc", **extra)
     return env
 
 
@@ -79,7 +80,7 @@ def run_both(command: list[str], env: dict[str, str], *options: str):
 def test_bash_script_without_follow_writes_one_report_and_sees_the_bare_environment(script, workdir):
     bare, measured = run_both([str(script)], caller_env())
     assert measured.stdout == bare.stdout
-    assert "LD_PRELOAD=[]\n" in bare.stdout and "PSUITE" not in bare.stdout
+    assert "LD_PRELOAD=[]\n" in bare.stdout and "PSUITE_UNWINDER=libgcc\n" in measured.stdout
     assert "x=2\n" in measured.stdout  # the command substitution holds no psrun note
     assert [r.name.split(".")[0] for r in reports(workdir)] == ["bash"]  # the script's shell, not its commands
 
