@@ -1196,6 +1196,42 @@ static const char *save_error_text(int err)
     return strerror(err);
 }
 
+/* The MPI rank from the launcher's environment, as the runtime reads it
+ * (ps_mpi_rank in csrc/runtime/report.c), or -1 outside MPI: the resource
+ * report is named with the rank as the counting report is. */
+static int mpi_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        if (v && *v) {
+            long r = strtol(v, &end, 10);
+            if (!*end && r >= 0 && r < 1 << 30)
+                return (int)r;
+        }
+    }
+    return -1;
+}
+
+/* The program's name in report names, as the runtime takes it (the file
+ * the kernel runs: /proc/PID/exe, so python3 is python3.11 and a script is
+ * its interpreter), read once the exec succeeded; if the program is gone
+ * already, the file psrun started, symbolic links resolved. */
+static const char *program_name(pid_t pid, const char *path, char *out, size_t size)
+{
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0)
+        target[n] = '\0';
+    else if (!realpath(path, target))
+        snprintf(target, sizeof target, "%s", path);
+    const char *slash = strrchr(target, '/');
+    snprintf(out, size, "%s", slash ? slash + 1 : target);
+    return out;
+}
+
 static void write_resource_report(struct monitor *m, pid_t pid, int status, const struct rusage *ru, char **cmd,
                                   const char *dir, const char *prefix, char *saved, size_t saved_len)
 {
@@ -1253,7 +1289,11 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
      * an existing file replaced */
     char host[HOST_NAME_MAX + 2], tmp[PATH_MAX], base[PATH_MAX + 64], path[PATH_MAX + 80];
     short_host(host, sizeof host);
-    snprintf(base, sizeof base, "%s/%s.%d.%s.resource", dir, prefix, (int)pid, host);
+    int rank = mpi_rank();
+    if (rank >= 0)
+        snprintf(base, sizeof base, "%s/%s.r%d.%d.%s.resource", dir, prefix, rank, (int)pid, host);
+    else
+        snprintf(base, sizeof base, "%s/%s.%d.%s.resource", dir, prefix, (int)pid, host);
     snprintf(tmp, sizeof tmp, "%s/.psuite-XXXXXX", dir);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
@@ -1598,6 +1638,9 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
             unlink(filing->manifest);
         cannot_run(cmd[0], path, err);
     }
+    char name[NAME_MAX + 1];
+    if (!prefix) /* -o or PSUITE_OUTPUT_PREFIX names both reports alike */
+        prefix = program_name(pid, path, name, sizeof name);
 
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int status = 0;
@@ -1952,10 +1995,6 @@ int main(int argc, char **argv)
     }
     env_set("PSUITE_RESOURCE_FILE", peak);
     env_set("PSUITE_RESOURCE_PID", ""); /* its slot: the child sets its pid there before the exec */
-    if (!prefix) {
-        const char *slash = strrchr(cmd[0], '/');
-        prefix = slash ? slash + 1 : cmd[0];
-    }
     run_monitored(path, cmd, new_env, interval, absdir, prefix, peak, quiet,
                   opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY][0] == '/' : dir[0] == '/',
                   opt_set[OPT_RESOURCES], &filing);

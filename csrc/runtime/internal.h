@@ -103,6 +103,11 @@ int ps_perf_lookup(const char *name, unsigned *type, unsigned long long *config,
                    char *why, size_t why_len);
 const char *ps_perf_catalogue(int index, const char **desc, const char **papi_alias);
 const char *ps_perf_to_papi_native(const char *name);
+/* Software events the kernel counts only in kernel mode (a task's context
+ * switches and migrations happen in the scheduler): 0 in the user domain,
+ * so they are counted in every domain whatever the set's. */
+int ps_perf_kernel_only(unsigned type, unsigned long long config);
+int ps_event_kernel_only(const char *name);
 
 /* perfev.c: direct perf_event backend */
 int ps_perf_available(char *why, size_t why_len);
@@ -587,5 +592,9 @@ int ps_hwpc_checkpoint(const char *note);  /* the collector, while the process r
 /* report.c: reports written now are checkpoints (the collector's) */
 void ps_report_checkpointing(int on);
 int ps_report_is_checkpointing(void);
+
+/* environ.c: LD_PRELOAD's entry for this library and the PSUITE_* psrun
+ * sets out of environ, before main, unless psrun -f follows the children */
+void ps_environ_remove_psuite(int follow);
 
 #endif

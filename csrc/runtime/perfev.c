@@ -116,7 +116,7 @@ static int perf_open_tid(unsigned type, unsigned long long config, int domain, i
     attr.config = config;
     attr.disabled = 1;
     attr.inherit = inherit ? 1 : 0;
-    attr.exclude_kernel = domain == PS_DOM_USER;
+    attr.exclude_kernel = domain == PS_DOM_USER && !ps_perf_kernel_only(type, config);
     attr.exclude_user = domain == PS_DOM_KERNEL;
     attr.exclude_hv = 1;
     attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
@@ -220,8 +220,13 @@ int ps_perf_open(ps_evset_t *set)
             continue;
         e->fd = perf_open(e->perf_type, e->perf_config, set->domain, 1);
         if (e->fd < 0) {
+            int err = errno;
             e->status = PS_EVENT_DROPPED;
-            open_error(errno, e->why, sizeof e->why);
+            open_error(err, e->why, sizeof e->why);
+            if ((err == EACCES || err == EPERM) && ps_perf_kernel_only(e->perf_type, e->perf_config))
+                snprintf(e->why, sizeof e->why, "not permitted: the kernel counts it only in kernel mode, which "
+                         "perf_event_paranoid %d keeps from this user (1 or less allows it)",
+                         (int)ps_read_ll("/proc/sys/kernel/perf_event_paranoid", 99));
             continue;
         }
         e->fd = move_high(e->fd);

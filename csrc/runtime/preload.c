@@ -640,6 +640,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             if (prepared == PS_HWPC_OK && psrun_start() == PS_HWPC_OK)
                 start_collector();
         }
+        ps_environ_remove_psuite(follow);
     }
     errno = found_errno;
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);

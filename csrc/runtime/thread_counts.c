@@ -135,7 +135,7 @@ static void open_counters(tcount_t *t, int tid)
         a.size = sizeof a;
         a.type = types[k];
         a.config = configs[k];
-        a.exclude_kernel = !(domain & PS_DOM_KERNEL);
+        a.exclude_kernel = !(domain & PS_DOM_KERNEL) && !ps_perf_kernel_only(types[k], configs[k]);
         a.exclude_user = !(domain & PS_DOM_USER);
         a.exclude_hv = 1;
         a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
