@@ -440,8 +440,8 @@ def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
 
     path = write_alone(tmp_path, program, [(1, KNOWN), (2, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
     total = psuite.read(str(path))
-    total = dataclasses.replace(total, thread="0", annotation="process total", generator="psuite 0.1.0")
-    threads = [dataclasses.replace(total, thread=str(k), annotation="", callpaths=None) for k in (1, 2)]
+    total = dataclasses.replace(total, thread=0, annotation="process total", generator="psuite 0.1.0")
+    threads = [dataclasses.replace(total, thread=k, annotation="", callpaths=None) for k in (1, 2)]
     multi = combine.summarize([total, *threads])
     assert multi.totals == [total] and total.callpaths is None
     assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [1, 2]
