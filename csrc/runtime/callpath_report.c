@@ -1,5 +1,5 @@
 /* callpath_report.c - the <callpaths> companion document of a profile
- * (docs/formats/callpaths.md, psuite/formats/schemas/callpaths-1.0.xsd):
+ * (docs/formats/callpaths.md, psuite/formats/schemas/callpaths-1.1.xsd):
  * every thread's calling-context tree, its addresses' modules numbered as
  * they are loaded now (or were, for modules unloaded with dlclose), each
  * with the same load offset as the flat profile's <module offset>.
@@ -97,7 +97,7 @@ static void write_thread(ps_buf_t *b, const ps_sthread_t *t, const mods_t *m, un
     sum[2] += truncated;
     sum[3] += lost;
     ps_buf_str(b, "  <thread");
-    attr_ull(b, "id", (unsigned long long)t->index);
+    attr_ull(b, "id", (unsigned long long)ps_thread_number(t->index));
     attr_ull(b, "tid", (unsigned long long)t->tid);
     attr_ull(b, "samples", samples);
     attr_ull(b, "truncated", truncated);
@@ -151,7 +151,7 @@ static void say_memory(const ps_sthread_t *t)
     ps_cct_nodes(t->cct, &n);
     ps_buf_fixed(&b, line, sizeof line);
     ps_buf_str(&b, "thread ");
-    ps_buf_ull(&b, (unsigned long long)t->index);
+    ps_buf_ull(&b, (unsigned long long)ps_thread_number(t->index));
     ps_buf_str(&b, ": ");
     ps_buf_ull(&b, (unsigned long long)ps_cct_resident(t->cct));
     ps_buf_str(&b, " bytes resident for ");
@@ -211,7 +211,7 @@ int ps_callpaths_write(const char *profile_path, int remember)
     ps_buf_t b;
     ps_buf_fixed(&b, out, out ? bytes : 0);
 
-    ps_buf_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<callpaths version=\"1.0\" generator=\"psuite "
+    ps_buf_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<callpaths version=\"1.1\" generator=\"psuite "
                    PSUITE_VERSION " libpshwpc\">\n  <profile");
     attr_str(&b, "file", slash ? slash + 1 : profile_path);
     attr_ull(&b, "pid", (unsigned long long)ps_self_pid());

@@ -185,7 +185,7 @@ typedef struct {
     unsigned long long pc, count;
 } ps_slot_t;
 typedef struct {
-    int index;                  /* 0: the main thread, then in creation order (reported as <thread> index + 1) */
+    int index;                  /* 0: the main thread, then in creation order (numbered ps_thread_number) */
     int tid;
     ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used); NULL once ended */
     unsigned long long samples, lost;
@@ -215,6 +215,10 @@ typedef struct {
     struct ps_cct *cct;         /* call paths (cct.c): the thread's calling-context tree, NULL without */
     unsigned long long cp_lost; /* call paths: samples of a thread without a tree (no memory) */
 } ps_sthread_t;
+/* The number a thread goes by in every document (docs/formats/numbering.md):
+ * thread index i (from 0, the main thread first) is number i + 1, as 0 is
+ * the process total of psrun -p. */
+static inline int ps_thread_number(int index) { return index + 1; }
 #define PS_BUILDID_MAX 32       /* bytes of a GNU build-id kept at most (sha1: 20) */
 int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */

@@ -262,7 +262,7 @@ static void note_blocked(note_t *note, int index)
             continue;
         }
         note_str(note, "; thread ");
-        note_ull(note, (unsigned long long)(t->index + 1));
+        note_ull(note, (unsigned long long)ps_thread_number(t->index));
         note_str(note, " blocked ");
         note_str(note, ps_sampler_signal_name());
         note_str(note, ": not sampled");
@@ -478,7 +478,7 @@ static int write_one(const char *name, int index, int per_thread, const modules_
     }
     ps_buf_t b;
     ps_buf_fixed(&b, out, out ? out_size : 0);
-    int thread = index >= 0 ? index + 1 : 0; /* the sampler counts threads from 0 */
+    int thread = index >= 0 ? ps_thread_number(index) : 0;
     char ids[MODULE_IDS_BYTES];
     module_ids(mods, v, n, sc->r, nr, ids, sizeof ids);
     ps_report_header(&b, "profile", thread, text, ids, &m);

@@ -409,7 +409,7 @@ static int write_report(tcount_t *t, const char *why, char *path, size_t path_le
     const char *kept = ps_pathtab_at(&exec_paths, t->index);
     if (kept && kept[0])
         ps_report_announced(kept);
-    return ps_report_write_counts(&c, t->index + 1, annotation, &m, NULL, path, path_len);
+    return ps_report_write_counts(&c, ps_thread_number(t->index), annotation, &m, NULL, path, path_len);
 }
 
 void ps_thread_counts_freeze(void)

@@ -202,7 +202,7 @@ def split_totals(reports: list) -> tuple[list, list]:
             by_process.setdefault((r.hostname, r.pid, r.rank), []).append(r)
     totals: set[int] = set()
     for group in by_process.values():
-        marked = [r for r in group if not r.thread or TOTAL_MARK in r.annotation]
+        marked = [r for r in group if r.thread is None or TOTAL_MARK in r.annotation]
         if len(marked) < len(group):  # only where the process's threads are there too
             totals.update(id(r) for r in marked)
     return [r for r in reports if id(r) not in totals], [r for r in reports if id(r) in totals]

@@ -55,7 +55,7 @@ def profile(threads=(THREAD0, THREAD1), event="ITIMER_PROF", threshold=1000, ran
         for path, samples in paths:
             t.tree.add(path, samples)
         cp.threads.append(t)
-    return ProfileReport(hostname="host", pid=pid, thread="0", command="/opt/app/app 10", event=event,
+    return ProfileReport(hostname="host", pid=pid, thread=0, command="/opt/app/app 10", event=event,
                          threshold=threshold, rank=rank, callpaths=cp, wallclock=0.25)
 
 
@@ -377,7 +377,7 @@ def test_cube_call_tree_of_ranks(tmp_path):
 
 
 def flat_profile() -> ProfileReport:
-    return ProfileReport(hostname="host", pid=7, thread="0", command="/opt/app/app", event="ITIMER_PROF",
+    return ProfileReport(hostname="host", pid=7, thread=0, command="/opt/app/app", event="ITIMER_PROF",
                          threshold=1000, locations=[Location(APP, "app.c", "main", 40, 3),
                                                     Location(LIB, "work.c", "work", 7, 9)])
 

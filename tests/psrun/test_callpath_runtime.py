@@ -335,7 +335,7 @@ def test_every_thread_has_its_own_tree(built, workdir):
     comp = companion_root(process[0][1])
     threads = comp.findall("thread")
     assert len(threads) == 4 and len({t.get("tid") for t in threads}) == 4
-    assert sorted(int(t.get("id")) for t in threads) == [0, 1, 2, 3]
+    assert sorted(int(t.get("id")) for t in threads) == [1, 2, 3, 4]  # numbered as the -p reports
     syms = {"cpt": Symbols(built["cpt"])}
     for t in threads[1:]:
         paths = sample_paths(comp, t, syms)
@@ -348,7 +348,7 @@ def test_every_thread_has_its_own_tree(built, workdir):
         root = validate(flat, "hwpcreport-0.3.dtd")
         n = int(root.findtext("thread") or 0)
         if n:
-            per_thread[n - 1] = int(root.findtext("hwpcprofiledata/totalsamples"))
+            per_thread[n] = int(root.findtext("hwpcprofiledata/totalsamples"))
     for t in threads:
         assert per_thread[int(t.get("id"))] == int(t.get("samples")) + int(t.get("lost"))
 
