@@ -74,7 +74,8 @@ static const char HELP[] =
 "usage: psrun [-h] [--version] [-c FILE] [-e LIST] [--domain {user,kernel,all}]\n"
 "             [--backend {PAPI,perf_event}] [-o PREFIX] [-d DIR] [-q]\n"
 "             [--profile SOURCE] [--period N] [--callpath[=DEPTH]] [-p] [-R]\n"
-"             [--interval SEC] [-f] [--archive EXPERIMENT] [--db URL]\n"
+"             [--interval SEC] [--checkpoint SEC] [-f] [--archive EXPERIMENT]\n"
+"             [--db URL]\n"
 "             ...\n"
 "\n"
 "psrun starts the program with psuite's C library preloaded; the library\n"
@@ -118,6 +119,10 @@ static const char HELP[] =
 "  -R, --resources       also a resource report: load, memory, CPU time,\n"
 "                        faults, sampled while the program runs\n"
 "  --interval SEC        with -R: seconds between samples (default 1)\n"
+"  --checkpoint SEC      also write the reports so far every SEC seconds while\n"
+"                        the program runs, each replacing the last (a job\n"
+"                        killed together with psuite keeps all but the last\n"
+"                        period); also PSUITE_CHECKPOINT=SEC\n"
 "  -f, --follow          measure the processes the program forks and execs too,\n"
 "                        each in its own report\n"
 "  --archive EXPERIMENT  after the program ends, file the documents it wrote\n"
@@ -243,7 +248,7 @@ static __attribute__((noreturn)) void usage_error(const char *fmt, ...)
 /* ---- options ---------------------------------------------------------- */
 
 enum { OPT_CONFIG, OPT_EVENTS, OPT_DOMAIN, OPT_BACKEND, OPT_OUTPUT, OPT_DIRECTORY, OPT_QUIET, OPT_PROFILE, OPT_PERIOD,
-       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_ARCHIVE, OPT_DB, OPT_HELP,
+       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_CHECKPOINT, OPT_FOLLOW, OPT_ARCHIVE, OPT_DB, OPT_HELP,
        OPT_VERSION, OPT_COUNT };
 
 struct option_def {
@@ -270,6 +275,7 @@ static const struct option_def OPTIONS[OPT_COUNT] = {
     [OPT_PER_THREAD] = {'p', "--per-thread", 0, NULL},
     [OPT_RESOURCES] = {'R', "--resources", 0, NULL},
     [OPT_INTERVAL] = {0, "--interval", 1, NULL},
+    [OPT_CHECKPOINT] = {0, "--checkpoint", 1, NULL},
     [OPT_FOLLOW] = {'f', "--follow", 0, NULL},
     [OPT_ARCHIVE] = {0, "--archive", 1, NULL},
     [OPT_DB] = {0, "--db", 1, NULL},
@@ -1839,6 +1845,18 @@ int main(int argc, char **argv)
                             strlen(envp), MAX_PREFIX);
             prefix = envp;
         }
+    }
+
+    /* --checkpoint (the collector reads PSUITE_CHECKPOINT) */
+    const char *checkpoint = opt_set[OPT_CHECKPOINT] ? opt_value[OPT_CHECKPOINT] : getenv("PSUITE_CHECKPOINT");
+    const char *checkpoint_what = opt_set[OPT_CHECKPOINT] ? "--checkpoint" : "PSUITE_CHECKPOINT";
+    if (checkpoint && (*checkpoint || opt_set[OPT_CHECKPOINT])) {
+        char *end;
+        errno = 0;
+        double period = strtod(checkpoint, &end);
+        if (end == checkpoint || *end || errno || !(period >= 0.1 && period <= 86400))
+            usage_error("%s takes seconds between 0.1 and 86400, not '%s'", checkpoint_what, checkpoint);
+        env_set("PSUITE_CHECKPOINT", checkpoint);
     }
 
     /* -R */

@@ -211,7 +211,7 @@ int ps_callpaths_write(const char *profile_path, int remember)
     ps_buf_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<callpaths version=\"1.0\" generator=\"psuite "
                    PSUITE_VERSION " libpshwpc\">\n  <profile");
     attr_str(&b, "file", slash ? slash + 1 : profile_path);
-    attr_ull(&b, "pid", (unsigned long long)getpid());
+    attr_ull(&b, "pid", (unsigned long long)ps_self_pid());
     attr_str(&b, "hostname", host);
     if (command)
         attr_str(&b, "command", command);

@@ -96,8 +96,8 @@ ps_cct_t *ps_cct_new(void)
     size_t off_hash = off_scratch + align(sizeof(void *) * (size_t)scratch_cap);
     size_t off_nodes = off_hash + align(sizeof(unsigned) * slots);
     size_t bytes = off_nodes + sizeof(ps_cpnode_t) * capacity;
-    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
+    char *p = ps_map(bytes); /* shared with the collector (shared.c) */
+    if (!p)
         return NULL;
     ps_cct_t *c = (ps_cct_t *)p;
     c->bytes = bytes;
@@ -371,8 +371,8 @@ ps_cct_t *ps_cct_retire(ps_cct_t *c)
         return c;
     unsigned n = used_nodes(c);
     size_t bytes = align(sizeof *c) + sizeof(ps_cpnode_t) * n;
-    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    char *p = ps_map(bytes);
+    if (!p)
         return c;
     ps_cct_t *r = (ps_cct_t *)p;
     *r = *c;
@@ -395,7 +395,7 @@ ps_cct_t *ps_cct_retire(ps_cct_t *c)
 void ps_cct_free(ps_cct_t *c)
 {
     if (c)
-        munmap(c, c->bytes);
+        ps_unmap(c, c->bytes);
 }
 
 const ps_cpnode_t *ps_cct_nodes(const ps_cct_t *c, unsigned *n)

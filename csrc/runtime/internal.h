@@ -200,6 +200,7 @@ int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
+void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */
@@ -509,5 +510,38 @@ void ps_hwpc_exec_failed(const char *path);
 
 extern const char ps_exec_why[];
 void ps_report_announced(const char *path);
+
+/* shared.c: the recorder's memory shared with its collector (see there) */
+int ps_shared_init(size_t arena_bytes);
+int ps_shared_active(void);
+void *ps_map(size_t bytes);             /* from the shared arena when sharing, else private; NULL: none */
+void ps_unmap(void *p, size_t bytes);
+int ps_shared_contains(const void *p);
+void ps_shared_after_fork(void);        /* in a forked child, first: private copies */
+int ps_shared_again(void);              /* a child psrun -f measures: shared again */
+
+/* collector.c: the process that writes the reports (see there) */
+typedef struct {
+    int (*write_end)(const char *why);  /* records frozen by the program: write them (0: written) */
+    void (*write_dead)(const char *how); /* the process ended without freezing */
+    void (*write_checkpoint)(void);     /* the reports so far, while it runs */
+} ps_collector_writers_t;
+int ps_collector_start(const ps_collector_writers_t *w);
+int ps_collector_running(void);         /* this process has a collector */
+int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
+void ps_collector_exec_written(int on); /* the reports were written before an exec (0: it failed) */
+void ps_collector_after_fork(void);
+pid_t ps_self_pid(void);                /* the measured process's pid, in it or in its collector */
+int ps_in_collector(void);
+void ps_process_cpu(double *user_s, double *sys_s); /* the measured process's CPU time (getrusage in it) */
+long long ps_collector_cpu(long long *user_ns, long long *sys_ns); /* last seen CPU time of the process */
+
+/* hwpc.c: the end of counting read now, written by ps_hwpc_stop(NULL) later */
+int ps_hwpc_freeze(void);
+int ps_hwpc_freeze_dead(long long user_ns, long long sys_ns);
+int ps_hwpc_checkpoint(const char *note);  /* the collector, while the process runs */
+/* report.c: reports written now are checkpoints (the collector's) */
+void ps_report_checkpointing(int on);
+int ps_report_is_checkpointing(void);
 
 #endif

@@ -230,11 +230,11 @@ static ps_modmap_t *claim(size_t bytes)
             return m;
         if (m) {
             pool[i] = NULL;
-            munmap(m, m->bytes);
+            ps_unmap(m, m->bytes);
         }
         bytes = (bytes + 65535) & ~(size_t)65535;
-        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
+        void *p = ps_map(bytes); /* shared with the collector (shared.c) */
+        if (!p)
             return NULL;
         m = p;
         m->bytes = bytes;

@@ -355,15 +355,12 @@ static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, int i
 static void cpu_times(int index, double *user, double *sys)
 {
     if (index < 0) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-        *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        ps_process_cpu(user, sys);
         return;
     }
     const ps_sthread_t *t = ps_sampler_get(index);
     long long user_ns = t->user_ns, sys_ns = t->sys_ns;
-    if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) /* sampling paused before an exec: its times so far */
+    if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE) && !ps_in_collector()) /* paused before an exec: its times so far */
         ps_tid_times(t->tid, ps_tid_cpu_ns(t->tid), &user_ns, &sys_ns);
     *user = user_ns / 1e9;
     *sys = sys_ns / 1e9;

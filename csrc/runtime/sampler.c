@@ -113,13 +113,13 @@ static ps_slot_t *keep_area;
 static size_t keep_used, keep_cap;
 /* Samples of unloaded modules (ps_sampler_retire), under real_lock. */
 typedef struct {
-    char *file;
+    char file[PATH_MAX];
     unsigned long long base, lo, hi; /* lo, hi: its executable segments' span */
     unsigned char buildid[PS_BUILDID_MAX];
     unsigned buildid_len;
 } retired_module_t;
 static retired_module_t *rmods;
-static int nrmods;
+static int nrmods, rmods_cap;
 static ps_retired_t *retired;
 static size_t nretired, retired_cap;
 
@@ -424,8 +424,7 @@ static ps_slot_t *take_table(void)
 {
     if (nfree_tables)
         return free_tables[--nfree_tables];
-    void *table = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return table == MAP_FAILED ? NULL : table;
+    return ps_map(TABLE_BYTES); /* shared with the collector (shared.c) */
 }
 
 /* Under real_lock: room for n kept samples. */
@@ -433,9 +432,8 @@ static ps_slot_t *keep_room(size_t n)
 {
     if (keep_used + n > keep_cap) {
         size_t cap = n > PS_SAMPLE_SLOTS ? n : PS_SAMPLE_SLOTS;
-        void *area = mmap(NULL, sizeof(ps_slot_t) * cap, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (area == MAP_FAILED)
+        void *area = ps_map(sizeof(ps_slot_t) * cap);
+        if (!area)
             return NULL;
         keep_area = area; /* what was left of the last chunk is not used */
         keep_used = 0;
@@ -468,7 +466,7 @@ static void recycle_table(ps_sthread_t *t)
     if (nfree_tables < FREE_TABLES && madvise(table, TABLE_BYTES, MADV_DONTNEED) == 0)
         free_tables[nfree_tables++] = table;
     else
-        munmap(table, TABLE_BYTES);
+        ps_unmap(table, TABLE_BYTES);
 }
 
 /* Under real_lock: a slot for tid, its table and its source (the caller
@@ -1006,6 +1004,42 @@ void ps_sampler_stop(void)
         ps_lock_give(&real_lock);
 }
 
+/* In the collector (collector.c), the process gone without stopping: its
+ * live threads ended now, without touching their sources (they went with
+ * the process).  Their CPU times went with it too: the process's CPU time
+ * less what the ended threads had is shared out by their samples. */
+void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
+{
+    if (!source)
+        return;
+    active = 0;
+    int n = ps_sampler_nthreads(), nlive = 0;
+    unsigned long long live_samples = 0;
+    long long left = user_ns + sys_ns;
+    for (int i = 0; i < n; i++) {
+        if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE)) {
+            nlive++;
+            live_samples += threads[i].samples;
+        } else
+            left -= threads[i].cpu_ns;
+    }
+    if (left < 0)
+        left = 0;
+    double user_share = user_ns + sys_ns > 0 ? (double)user_ns / (double)(user_ns + sys_ns) : 1.0;
+    long long now = ps_wallclock_ns();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            continue;
+        __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
+        double part = live_samples ? (double)t->samples / (double)live_samples : 1.0 / nlive;
+        t->cpu_ns = (long long)(left * part);
+        t->user_ns = (long long)(t->cpu_ns * user_share);
+        t->sys_ns = t->cpu_ns - t->user_ns;
+        t->end_ns = now;
+    }
+}
+
 /* Under real_lock: the live threads' sources on or off as sources_on()
  * says (timers armed anew from a whole period). */
 static void switch_sources(void)
@@ -1064,11 +1098,11 @@ static long long since_wall_ns, since_user_ns, since_sys_ns;
 
 static void process_times(long long *wall, long long *user, long long *sys)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    double u, s;
+    ps_process_cpu(&u, &s); /* the measured process's, also in its collector */
     *wall = ps_wallclock_ns();
-    *user = ru.ru_utime.tv_sec * 1000000000LL + ru.ru_utime.tv_usec * 1000LL;
-    *sys = ru.ru_stime.tv_sec * 1000000000LL + ru.ru_stime.tv_usec * 1000LL;
+    *user = (long long)(u * 1e9);
+    *sys = (long long)(s * 1e9);
 }
 
 void ps_sampler_suspended_time(long long *wall_ns, long long *user_ns, long long *sys_ns)
@@ -1151,24 +1185,40 @@ const char *ps_sampler_source(const char **note)
     }
 }
 
+/* A larger block with the old one's contents (the old one given back):
+ * realloc's job, in memory the collector shares (shared.c). */
+static void *grow(void *old, size_t old_bytes, size_t new_bytes)
+{
+    void *p = ps_map(new_bytes);
+    if (p && old) {
+        memcpy(p, old, old_bytes);
+        ps_unmap(old, old_bytes);
+    }
+    return p;
+}
+
 /* Under real_lock: the index of (file, base) among the retired modules. */
 static int retired_module(const char *file, unsigned long long base, const unsigned char *buildid, unsigned len)
 {
     for (int i = 0; i < nrmods; i++)
         if (rmods[i].base == base && strcmp(rmods[i].file, file) == 0)
             return i;
-    retired_module_t *v = realloc(rmods, sizeof *v * (size_t)(nrmods + 1));
-    if (!v)
+    if (nrmods == rmods_cap) {
+        int cap = rmods_cap ? 2 * rmods_cap : 16;
+        retired_module_t *v = grow(rmods, sizeof *v * (size_t)rmods_cap, sizeof *v * (size_t)cap);
+        if (!v)
+            return -1;
+        rmods = v;
+        rmods_cap = cap;
+    }
+    if (strlen(file) >= sizeof rmods[nrmods].file)
         return -1;
-    rmods = v;
-    rmods[nrmods].file = strdup(file);
+    ps_strlcpy(rmods[nrmods].file, file, sizeof rmods[nrmods].file);
     rmods[nrmods].base = base;
     rmods[nrmods].lo = rmods[nrmods].hi = 0;
     rmods[nrmods].buildid_len = buildid && len <= PS_BUILDID_MAX ? len : 0;
     if (rmods[nrmods].buildid_len)
         memcpy(rmods[nrmods].buildid, buildid, len);
-    if (!rmods[nrmods].file)
-        return -1;
     return nrmods++;
 }
 
@@ -1176,7 +1226,7 @@ static void retire_one(int thread, int module, unsigned long long pc, unsigned l
 {
     if (nretired == retired_cap) {
         size_t cap = retired_cap ? 2 * retired_cap : 256;
-        ps_retired_t *v = realloc(retired, sizeof *v * cap);
+        ps_retired_t *v = grow(retired, sizeof *v * retired_cap, sizeof *v * cap);
         if (!v)
             return;
         retired = v;
@@ -1275,12 +1325,12 @@ void ps_sampler_forget_after_fork(void)
         if (t->syscall_fd >= 0)
             close(t->syscall_fd);
         if (t->table)
-            munmap(t->table, TABLE_BYTES);
+            ps_unmap(t->table, TABLE_BYTES);
         ps_cct_free(t->cct); /* the parent's trees */
         memset(t, 0, sizeof *t);
     }
     for (int i = 0; i < nfree_tables; i++)
-        munmap(free_tables[i], TABLE_BYTES);
+        ps_unmap(free_tables[i], TABLE_BYTES);
     nfree_tables = 0;
     keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
     keep_used = keep_cap = 0;

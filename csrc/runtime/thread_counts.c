@@ -299,9 +299,8 @@ int ps_thread_counts_init(void)
     if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
         return -1;
     if (!recs) {
-        void *area = mmap(NULL, sizeof(tcount_t) * PS_MAX_THREADS, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (area == MAP_FAILED)
+        void *area = ps_map(sizeof(tcount_t) * PS_MAX_THREADS); /* shared with the collector */
+        if (!area)
             return -1;
         recs = area;
     }

@@ -354,6 +354,8 @@ void ps_message_safe(const char *a, const char *b, const char *c, const char *d)
 
 void ps_note_safe(const char *a, const char *b)
 {
+    if (ps_report_is_checkpointing()) /* a checkpoint is written silently */
+        return;
     if (msg_quiet >= 0 ? msg_quiet : ps_quiet())
         return;
     ps_message_safe(a, b, NULL, NULL);
@@ -401,12 +403,12 @@ char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n)
         return t->paths[k];
     if (n <= k)
         n = k + 1;
-    void *area = mmap(NULL, sizeof *t->paths * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (area == MAP_FAILED)
+    void *area = ps_map(sizeof *t->paths * (size_t)n); /* the collector reads it too (shared.c) */
+    if (!area)
         return NULL;
     if (t->paths) {
         memcpy(area, t->paths, sizeof *t->paths * (size_t)t->n);
-        munmap(t->paths, sizeof *t->paths * (size_t)t->n);
+        ps_unmap(t->paths, sizeof *t->paths * (size_t)t->n);
     }
     t->paths = area;
     t->n = n;
@@ -416,7 +418,7 @@ char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n)
 void ps_pathtab_free(ps_pathtab_t *t)
 {
     if (t->paths)
-        munmap(t->paths, sizeof *t->paths * (size_t)t->n);
+        ps_unmap(t->paths, sizeof *t->paths * (size_t)t->n);
     t->paths = NULL;
     t->n = 0;
 }
