@@ -1803,8 +1803,16 @@ int main(int argc, char **argv)
         env_set("PSUITE_QUIET", "1");
     if (opt_set[OPT_PER_THREAD])
         env_set("PSUITE_PER_THREAD", "1");
-    if (opt_set[OPT_FOLLOW])
+    if (opt_set[OPT_FOLLOW]) {
         env_set("PSUITE_FOLLOW", "1");
+        /* where the followed processes' collectors send their lines: the
+         * collector of this process (the program keeps this pid) */
+        char notes[64];
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(notes, sizeof notes, "psuite-%ld-%lx", (long)getpid(), (unsigned long)now.tv_nsec ^ (unsigned long)now.tv_sec);
+        env_set("PSUITE_NOTES", notes);
+    }
 
     check_environment();
 

@@ -37,11 +37,14 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -75,6 +78,13 @@ static struct {
     int has_why;
     char why[160];
     pid_t program, collector;
+    /* lines the program hands to the collector to say (its reports written
+     * before an exec): head and tail count them, slots hold them */
+    unsigned said_head, said_tail;
+    struct {
+        int len;
+        char text[PATH_MAX + 64];
+    } say[4];
     long long user_ns, sys_ns; /* the program's CPU time, last seen by the collector */
 } ctl;
 
@@ -313,12 +323,113 @@ static void quiet_signals(void)
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
 }
 
+static void notes_relay(void);
+
 /* The collector ends without any of the program's exit paths (psuite's
  * exit wrappers among them). */
+static void say_queued(void);
+
 static __attribute__((noreturn)) void collector_exit(void)
 {
+    say_queued();
+    notes_relay();
     for (;;)
         syscall(SYS_exit_group, 0);
+}
+
+/* psrun -f: psuite's lines go to psrun's own stderr, never into a stream a
+ * followed process redirected (an autoconf check reading a compiler's
+ * stderr, a subprocess capturing it).  psrun names a datagram socket in
+ * PSUITE_NOTES; the collector of the process psrun started (its pid is in
+ * the name) binds it and copies what arrives to its stderr, psrun's; the
+ * collectors of the processes it starts send their lines there (their
+ * descriptor 2 becomes the socket).  Where that fails, a collector writes
+ * to the stderr it has. */
+static __thread int relay_fd = -1;
+
+static void notes_route(void)
+{
+    const char *name = getenv("PSUITE_NOTES");
+    if (!name || !*name || strlen(name) + 2 > sizeof ((struct sockaddr_un *)0)->sun_path)
+        return;
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path + 1, name, strlen(name)); /* abstract: no file */
+    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
+    const char *dash = strchr(name, '-');
+    long root = dash ? strtol(dash + 1, NULL, 10) : 0;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return;
+    if (root == (long)target && bind(fd, (struct sockaddr *)&a, len) == 0) {
+        relay_fd = fd;
+        return;
+    }
+    /* a process psrun's started: its lines to that collector (an exec'd
+     * image of psrun's own process finds the name taken and does so too) */
+    for (int tries = 0; tries < 40; tries++) {
+        if (connect(fd, (struct sockaddr *)&a, len) == 0) {
+            if (dup3(fd, 2, O_CLOEXEC) == 2)
+                close(fd);
+            return;
+        }
+        if (errno != ECONNREFUSED)
+            break;
+        /* that collector may not be listening yet: it started just before */
+        struct timespec ms = {0, 5000000};
+        nanosleep(&ms, NULL);
+    }
+    close(fd);
+}
+
+static void notes_relay(void)
+{
+    if (relay_fd < 0)
+        return;
+    char buf[PATH_MAX + 512];
+    ssize_t n;
+    while ((n = recv(relay_fd, buf, sizeof buf, MSG_DONTWAIT)) > 0)
+        if (write(2, buf, (size_t)n) < 0)
+            break;
+}
+
+/* In the program: the line queued for its collector (0: no room). */
+int ps_collector_say(const char *line, size_t n)
+{
+    if (!ps_collector_running() || n > sizeof ctl.say[0].text)
+        return 0;
+    unsigned tail = __atomic_load_n(&ctl.said_tail, __ATOMIC_ACQUIRE);
+    for (;;) {
+        if (tail - __atomic_load_n(&ctl.said_head, __ATOMIC_ACQUIRE) >= sizeof ctl.say / sizeof *ctl.say)
+            return 0;
+        /* a slot claimed by its number, filled, then published with len */
+        if (__atomic_compare_exchange_n(&ctl.said_tail, &tail, tail + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            break;
+    }
+    unsigned k = tail % (sizeof ctl.say / sizeof *ctl.say);
+    memcpy(ctl.say[k].text, line, n);
+    __atomic_store_n(&ctl.say[k].len, (int)n, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&ctl.doorbell, 1, __ATOMIC_RELEASE);
+    futex(&ctl.doorbell, FUTEX_WAKE, 1, NULL);
+    return 1;
+}
+
+static void say_queued(void)
+{
+    for (;;) {
+        unsigned head = __atomic_load_n(&ctl.said_head, __ATOMIC_ACQUIRE);
+        if (head == __atomic_load_n(&ctl.said_tail, __ATOMIC_ACQUIRE))
+            return;
+        unsigned k = head % (sizeof ctl.say / sizeof *ctl.say);
+        int len = __atomic_load_n(&ctl.say[k].len, __ATOMIC_ACQUIRE);
+        if (len <= 0)
+            return; /* claimed, not filled yet: at the next look */
+        if (write(2, ctl.say[k].text, (size_t)len) < 0) { /* nowhere to say it: nothing more to do */
+        }
+        __atomic_store_n(&ctl.say[k].len, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&ctl.said_head, head + 1, __ATOMIC_RELEASE);
+    }
 }
 
 static void snapshot_cpu(void)
@@ -336,10 +447,13 @@ static __attribute__((noreturn)) void collector_main(void)
     target = ctl.program;
     quiet_signals();
     close_others();
+    notes_route();
     int pidfd = (int)syscall(SYS_pidfd_open, target, 0);
     long long next_checkpoint = checkpoint_ns ? now_ns() + checkpoint_ns : 0;
     for (;;) {
         int seen = __atomic_load_n(&ctl.doorbell, __ATOMIC_ACQUIRE);
+        say_queued();
+        notes_relay(); /* the lines of processes that ended before this one first */
         if (__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE) == 1) {
             __atomic_store_n(&ctl.handoff, 2, __ATOMIC_RELEASE);
             const char *why = ctl.has_why ? ctl.why : NULL;
@@ -452,4 +566,8 @@ void ps_collector_exec_written(int on) { __atomic_store_n(&ctl.exec_written, on,
 
 /* In a forked child (its globals private already): the parent's collector
  * is not the child's. */
-void ps_collector_after_fork(void) { ctl.collector = 0; }
+void ps_collector_after_fork(void)
+{
+    ctl.collector = 0;
+    ctl.said_head = ctl.said_tail = 0;
+}

@@ -533,6 +533,7 @@ void ps_collector_exec_written(int on); /* the reports were written before an ex
 void ps_collector_after_fork(void);
 pid_t ps_self_pid(void);                /* the measured process's pid, in it or in its collector */
 int ps_in_collector(void);
+int ps_collector_say(const char *line, size_t n); /* the program's line said by its collector (0: not) */
 void ps_process_cpu(double *user_s, double *sys_s); /* the measured process's CPU time (getrusage in it) */
 long long ps_collector_cpu(long long *user_ns, long long *sys_ns); /* last seen CPU time of the process */
 

@@ -258,7 +258,7 @@ static ino_t stderr_ino;
 static int stderr_still_ours(void)
 {
     struct stat st;
-    if (!stderr_known)
+    if (!stderr_known || ps_in_collector()) /* the collector's descriptor 2 is psrun's stderr, or the way to it */
         return 1;
     return fstat(2, &st) == 0 && st.st_dev == stderr_dev && st.st_ino == stderr_ino;
 }
@@ -304,7 +304,12 @@ void ps_report_note(const char *path)
         announced[0] = '\0';
         return;
     }
-    if (!notes_on || fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)
+    /* the collector's descriptor 2 is psrun's stderr (or the way to it);
+     * a report the program writes itself (before an exec) is said by its
+     * collector too, when it has one */
+    int say_here = ps_in_collector() || !ps_collector_running();
+    if (!notes_on || (say_here && !ps_in_collector() &&
+                      (fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)))
         return;
     const char *shown = path;
     if (notes_cwd_len != (size_t)-1 && strncmp(path, notes_cwd, notes_cwd_len) == 0 && path[notes_cwd_len] == '/')
@@ -324,7 +329,8 @@ void ps_report_note(const char *path)
         }
     }
     line[n++] = '\n';
-    write_no_sigpipe(2, line, n);
+    if (say_here || !ps_collector_say(line, n))
+        write_no_sigpipe(2, line, n);
 }
 
 /* ---- messages without printf ------------------------------------------------
