@@ -495,17 +495,18 @@ def test_follow_children_killed_a_millisecond_after_fork(targets, workdir, tmp_p
     children = {int(line) for line in pidfile.read_text().split()}
     assert len(children) == 100
 
-    def by_pid() -> dict[int, Path] | None:
-        found = {}
-        for report in reports(workdir):
-            try:
-                found[int(validate(report, "hwpcreport-0.3.dtd").findtext("pid"))] = report
-            except Exception:  # noqa: BLE001 - a report being renamed into place is looked at again
-                return None
-        return found if children <= set(found) else None
+    def by_pid() -> dict[int, Path]:  # (hard_endings.PID.HOST.xml)
+        return {int(report.name.split(".")[1]): report for report in reports(workdir)}
 
-    found = wait_for("report of each of the 100 children", by_pid)
+    deadline = time.monotonic() + REPORT_WAIT
+    while not children <= set(by_pid()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    found = by_pid()
+    reported = len(children & set(found))
+    assert reported == 100, f"{reported} of 100 children have a report after {REPORT_WAIT:.0f} s"
     assert set(found) == children | {p.pid}  # and the parent's, no other
+    for pid, report in found.items():
+        assert validate(report, "hwpcreport-0.3.dtd").findtext("pid") == str(pid)
     for pid in children:
         note = annotation(validate(found[pid], "hwpcreport-0.3.dtd"))
         assert "killed by SIGKILL" in note, (pid, note)
