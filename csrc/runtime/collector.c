@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +43,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -92,10 +94,15 @@ static struct {
  * shared between the program and its collector (shared.c). */
 static __thread int in_collector; /* this process is a collector */
 static __thread pid_t target;     /* in the collector: the measured process */
+static __thread pid_t writing_for; /* in the collector: the process a report is written for, 0: target */
 static ps_collector_writers_t writers;
+/* The program's pidfd, opened by the program itself just before the
+ * collector is forked (and closed in the program right after): a process
+ * killed at once is still seen, and how it ended known. */
+static int start_pidfd = -1;
 static long long checkpoint_ns;
 
-pid_t ps_self_pid(void) { return in_collector ? target : getpid(); }
+pid_t ps_self_pid(void) { return in_collector ? (writing_for ? writing_for : target) : getpid(); }
 int ps_in_collector(void) { return in_collector; }
 
 static long futex(int *addr, int op, int val, const struct timespec *timeout)
@@ -168,7 +175,7 @@ static int zombie_status(pid_t pid, long long *user_ns, long long *sys_ns)
 }
 
 /* How the process ended, for the report: "" when it is not known. */
-static void how_it_ended(int pidfd, char *out, size_t len)
+static void how_it_ended(int pidfd, pid_t pid, char *out, size_t len)
 {
     int status = -1;
     for (int tries = 0; tries < 100 && status < 0; tries++) {
@@ -180,11 +187,13 @@ static void how_it_ended(int pidfd, char *out, size_t len)
             break;
         }
         long long u, s;
-        int z = zombie_status(target, &u, &s);
+        int z = zombie_status(pid, &u, &s);
         if (z >= 0) {
             status = z;
-            __atomic_store_n(&ctl.user_ns, u, __ATOMIC_RELAXED);
-            __atomic_store_n(&ctl.sys_ns, s, __ATOMIC_RELAXED);
+            if (pid == target) {
+                __atomic_store_n(&ctl.user_ns, u, __ATOMIC_RELAXED);
+                __atomic_store_n(&ctl.sys_ns, s, __ATOMIC_RELAXED);
+            }
             break;
         }
         struct timespec ms = {0, 1000000};
@@ -261,7 +270,7 @@ static void close_others(void)
             if (d->name[0] < '0' || d->name[0] > '9')
                 continue;
             int fd = atoi(d->name);
-            if (fd == 2 || fd == dir)
+            if (fd == 2 || fd == dir || fd == start_pidfd)
                 continue;
             char link[64], target_name[64];
             ps_buf_t b;
@@ -329,8 +338,11 @@ static void notes_relay(void);
  * exit wrappers among them). */
 static void say_queued(void);
 
+static void watch_children(int final);
+
 static __attribute__((noreturn)) void collector_exit(void)
 {
+    watch_children(1);
     say_queued();
     notes_relay();
     for (;;)
@@ -432,6 +444,191 @@ static void say_queued(void)
     }
 }
 
+/* psrun -f: children the program forks get collectors of their own, from
+ * the child's side of the fork.  A child killed before it got there (1 ms
+ * after fork() on a busy machine) would leave no report: the parent's
+ * collector watches every child the program forks, and writes a report
+ * for one that ends without a collector of its own.  The table of children
+ * is a shared page of its own: the parent registers each child it forks,
+ * and the child's collector, once it runs, marks the child as its own
+ * (the page stays shared with the child, unlike the rest of the memory). */
+#define KIN_SLOTS 255
+typedef struct {
+    int pid;
+    int state;            /* KIN_* */
+    long long forked_ns;  /* wall clock at the fork */
+} kin_t;
+enum { KIN_FREE = 0, KIN_FORKED, KIN_OWN };
+typedef struct {
+    kin_t kin[KIN_SLOTS];
+} family_t;
+static family_t *family;        /* this process's children */
+static family_t *family_parent; /* the parent's table, in a child psrun -f follows */
+static int follow_children;
+
+static kin_t *kin_slot(family_t *f, int pid)
+{
+    for (int i = 0; i < KIN_SLOTS; i++)
+        if (__atomic_load_n(&f->kin[i].pid, __ATOMIC_ACQUIRE) == pid)
+            return &f->kin[i];
+    for (int i = 0; i < KIN_SLOTS; i++) {
+        int free_pid = 0;
+        if (__atomic_compare_exchange_n(&f->kin[i].pid, &free_pid, pid, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return &f->kin[i];
+    }
+    return NULL; /* more children at once than slots: this one is its own collector's alone */
+}
+
+/* The program's fork(), in the parent: the child is watched. */
+static void kin_forked(int pid)
+{
+    if (!family || !follow_children || pid <= 0)
+        return;
+    kin_t *k = kin_slot(family, pid);
+    if (!k)
+        return;
+    k->forked_ns = ps_wallclock_ns();
+    int fresh = KIN_FREE;
+    __atomic_compare_exchange_n(&k->state, &fresh, KIN_FORKED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+typedef pid_t (*fork_fn)(void);
+PS_API pid_t fork(void)
+{
+    static fork_fn real;
+    if (!real)
+        real = (fork_fn)dlsym(RTLD_NEXT, "fork");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    pid_t pid = real();
+    if (pid > 0)
+        kin_forked(pid);
+    return pid;
+}
+
+/* In the collector: the children being watched (pidfds), its own. */
+#define WATCHED 64
+static __thread struct {
+    int pid, fd;
+} watched[WATCHED];
+static __thread int nwatched;
+
+static void kin_write_stub(int pid, long long forked_ns, const char *how)
+{
+    char annotation[256];
+    ps_buf_t b;
+    ps_buf_fixed(&b, annotation, sizeof annotation);
+    ps_buf_str(&b, "ended before its measurement started");
+    if (how && *how) {
+        ps_buf_str(&b, ": ");
+        ps_buf_str(&b, how);
+    }
+    ps_buf_str(&b, "; forked by process ");
+    ps_buf_ll(&b, target);
+    if (b.failed)
+        ps_strlcpy(annotation, "ended before its measurement started", sizeof annotation);
+    ps_measurement_t m = {forked_ns ? ps_wallclock_ns() - forked_ns : 0, 0, 0, NULL};
+    ps_counts_t c = {"perfmon", "perf_event", ps_hwpc_domain(), 0, 0, NULL, NULL};
+    char path[PATH_MAX];
+    writing_for = pid;
+    ps_report_write_counts(&c, 0, annotation, &m, NULL, path, sizeof path);
+    writing_for = 0;
+}
+
+static void how_it_ended(int pidfd, pid_t pid, char *out, size_t len);
+
+/* The children that ended are settled: a report of their own written by
+ * their collectors, or one written here.  final: the collector is about to
+ * end; every child still in the table is looked at once more. */
+static void watch_children(int final)
+{
+    if (!family)
+        return;
+    for (int i = 0; i < KIN_SLOTS; i++) {
+        kin_t *k = &family->kin[i];
+        int pid = __atomic_load_n(&k->pid, __ATOMIC_ACQUIRE);
+        if (!pid || __atomic_load_n(&k->state, __ATOMIC_ACQUIRE) != KIN_FORKED)
+            continue;
+        int known = 0;
+        for (int w = 0; w < nwatched && !known; w++)
+            known = watched[w].pid == pid;
+        if (known || nwatched == WATCHED)
+            continue;
+        watched[nwatched].pid = pid;
+        watched[nwatched].fd = (int)syscall(SYS_pidfd_open, pid, 0); /* -1: gone and reaped already */
+        nwatched++;
+    }
+    int ended[WATCHED], nended = 0;
+    for (int w = 0; w < nwatched; w++) {
+        struct pollfd p = {watched[w].fd, POLLIN, 0};
+        if (watched[w].fd < 0 || poll(&p, 1, 0) == 1)
+            ended[nended++] = w;
+    }
+    if (!nended)
+        return;
+    /* a child's own collector may be just starting: one moment for all */
+    for (int tries = 0; tries < 20; tries++) {
+        int waiting = 0;
+        for (int e = 0; e < nended && !waiting; e++) {
+            kin_t *k = kin_slot(family, watched[ended[e]].pid);
+            waiting = k && __atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == KIN_FORKED;
+        }
+        if (!waiting)
+            break;
+        struct timespec ms = {0, 5000000};
+        nanosleep(&ms, NULL);
+    }
+    for (int e = nended - 1; e >= 0; e--) { /* from the end: removing keeps the earlier indexes */
+        int w = ended[e], pid = watched[w].pid, fd = watched[w].fd;
+        kin_t *k = kin_slot(family, pid);
+        if (k && __atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == KIN_FORKED) {
+            char how[128] = "";
+            if (fd >= 0)
+                how_it_ended(fd, pid, how, sizeof how);
+            kin_write_stub(pid, k->forked_ns, how);
+        }
+        if (k) {
+            __atomic_store_n(&k->state, KIN_FREE, __ATOMIC_RELEASE);
+            __atomic_store_n(&k->pid, 0, __ATOMIC_RELEASE);
+        }
+        if (fd >= 0)
+            close(fd);
+        watched[w] = watched[--nwatched];
+    }
+    if (final && nwatched < WATCHED) /* more may have been waiting for a place */
+        for (int i = 0; i < KIN_SLOTS; i++)
+            if (__atomic_load_n(&family->kin[i].state, __ATOMIC_ACQUIRE) == KIN_FORKED) {
+                watch_children(1);
+                break;
+            }
+}
+
+/* In a child psrun -f follows, before its own collector starts: the
+ * parent's table kept aside (the child's collector marks the child there),
+ * a table of its own for its own children. */
+static void family_new(void)
+{
+    family_parent = family;
+    family = NULL;
+    follow_children = ps_env_flag("PSUITE_FOLLOW");
+    if (!follow_children)
+        return;
+    void *m = mmap(NULL, sizeof(family_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    family = m == MAP_FAILED ? NULL : m;
+}
+
+/* In the collector: the child it writes for has a collector now. */
+static void family_mark_own(void)
+{
+    if (!family_parent)
+        return;
+    kin_t *k = kin_slot(family_parent, target);
+    if (k)
+        __atomic_store_n(&k->state, KIN_OWN, __ATOMIC_RELEASE);
+}
+
 static void snapshot_cpu(void)
 {
     long long u, s;
@@ -447,12 +644,14 @@ static __attribute__((noreturn)) void collector_main(void)
     target = ctl.program;
     quiet_signals();
     close_others();
+    family_mark_own();
     notes_route();
-    int pidfd = (int)syscall(SYS_pidfd_open, target, 0);
+    int pidfd = start_pidfd >= 0 ? start_pidfd : (int)syscall(SYS_pidfd_open, target, 0);
     long long next_checkpoint = checkpoint_ns ? now_ns() + checkpoint_ns : 0;
     for (;;) {
         int seen = __atomic_load_n(&ctl.doorbell, __ATOMIC_ACQUIRE);
         say_queued();
+        watch_children(0);
         notes_relay(); /* the lines of processes that ended before this one first */
         if (__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE) == 1) {
             __atomic_store_n(&ctl.handoff, 2, __ATOMIC_RELEASE);
@@ -471,7 +670,7 @@ static __attribute__((noreturn)) void collector_main(void)
             if (__atomic_load_n(&ctl.exec_written, __ATOMIC_ACQUIRE) || __atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE))
                 collector_exit();
             char how[128];
-            how_it_ended(pidfd, how, sizeof how);
+            how_it_ended(pidfd, target, how, sizeof how);
             writers.write_dead(how);
             collector_exit();
         }
@@ -491,6 +690,13 @@ int ps_collector_start(const ps_collector_writers_t *w)
     if (in_collector || ps_shared_active() == 0)
         return -1;
     writers = *w;
+    if (!family && !family_parent) { /* the process psrun started */
+        follow_children = ps_env_flag("PSUITE_FOLLOW");
+        if (follow_children) {
+            void *m = mmap(NULL, sizeof(family_t), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+            family = m == MAP_FAILED ? NULL : m;
+        }
+    }
     const char *period = getenv("PSUITE_CHECKPOINT");
     checkpoint_ns = 0;
     if (period && *period) {
@@ -505,9 +711,14 @@ int ps_collector_start(const ps_collector_writers_t *w)
     /* The intermediate: a clone child that signals nobody when it ends
      * (exit signal 0), reaped here with __WCLONE, so the program sees no
      * SIGCHLD and no child. */
+    start_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
     pid_t mid = (pid_t)syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
-    if (mid < 0)
+    if (mid < 0) {
+        if (start_pidfd >= 0)
+            close(start_pidfd);
+        start_pidfd = -1;
         return -1;
+    }
     if (mid == 0) {
         syscall(SYS_setsid);
         pid_t c = _Fork();
@@ -520,6 +731,8 @@ int ps_collector_start(const ps_collector_writers_t *w)
     int status;
     while (waitpid(mid, &status, __WCLONE) < 0 && errno == EINTR)
         ;
+    if (start_pidfd >= 0) /* the collector has its copy */
+        close(start_pidfd);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || ctl.collector <= 0) {
         ctl.collector = 0;
         return -1;
@@ -568,6 +781,7 @@ void ps_collector_exec_written(int on) { __atomic_store_n(&ctl.exec_written, on,
  * is not the child's. */
 void ps_collector_after_fork(void)
 {
+    family_new();
     ctl.collector = 0;
     ctl.said_head = ctl.said_tail = 0;
 }

@@ -19,7 +19,8 @@ ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sig
            "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
            "execveat", "quick_exit", "raise", "PAPI_start", "thrd_create",
            "unshare", "setns", "dlclose", "dlopen", "dlmopen", "dl_iterate_phdr",
-           "bsd_signal", "sysv_signal", "__sysv_signal"}
+           "bsd_signal", "sysv_signal", "__sysv_signal",
+           "fork"}  # psrun -f: the collector watches each child the program forks
 
 
 def exported(path: str | None = None) -> set[str]:
