@@ -1537,6 +1537,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) != 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
@@ -1550,6 +1551,11 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         char me[24];
         snprintf(me, sizeof me, "%ld", (long)getpid());
         env_set("PSUITE_RESOURCE_PID", me);
+        /* psrun killed (SIGKILL, which it cannot pass on): the program
+         * ends as it would have, killed, not left running alone */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         execve(path, cmd, new_env);
         int err = errno;
         ssize_t w = write(errpipe[1], &err, sizeof err);
@@ -1588,7 +1594,6 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
-        unlink(peak_file);
         if (filing->experiment)
             unlink(filing->manifest);
         cannot_run(cmd[0], path, err);
@@ -1637,7 +1642,6 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         if (peak > m.peak_kb)
             m.peak_kb = peak;
     }
-    unlink(peak_file);
     /* The library refused the configuration before the program ran (its
      * one-line message is out, exit status 2): no resource report of a
      * program that never ran. */
@@ -1929,7 +1933,10 @@ int main(int argc, char **argv)
     int fd = mkostemp(peak, O_CLOEXEC);
     if (fd < 0)
         usage_error("cannot make a temporary file in %s: %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-    close(fd);
+    /* Unlinked at once and reached through psrun's descriptor: however
+     * psrun ends (SIGKILL included), no file is left behind. */
+    unlink(peak);
+    snprintf(peak, sizeof peak, "/proc/%ld/fd/%d", (long)getpid(), fd);
     if (filing.experiment) {
         /* the runtime's list of the documents it saves: private, psrun's */
         snprintf(filing.manifest, sizeof filing.manifest, "%s/psuite-manifest-XXXXXX",

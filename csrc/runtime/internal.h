@@ -201,6 +201,8 @@ ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
+unsigned long long ps_sampler_drop_unshared(void); /* in the collector: records it cannot see left out; their samples */
+size_t ps_thread_counts_bytes(void);           /* the per-thread count records' memory (psrun -p) */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */
@@ -517,6 +519,7 @@ int ps_shared_active(void);
 void *ps_map(size_t bytes);             /* from the shared arena when sharing, else private; NULL: none */
 void ps_unmap(void *p, size_t bytes);
 int ps_shared_contains(const void *p);
+int ps_shared_overflowed(void);         /* some block is private: the collector cannot see all */
 void ps_shared_after_fork(void);        /* in a forked child, first: private copies */
 int ps_shared_again(void);              /* a child psrun -f measures: shared again */
 

@@ -283,6 +283,8 @@ const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n)
 {
     for (;;) {
         ps_modmap_t *m = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
+        if (m && ps_in_collector() && !ps_shared_contains(m))
+            m = NULL; /* a map in memory the collector does not share (shared.c) */
         if (!m) {
             *v = NULL;
             *n = 0;

@@ -86,6 +86,16 @@ static const char *resource_file(void)
     return path;
 }
 
+/* psrun -R's file is psrun's own unlinked file, reached through its
+ * descriptor (/proc/PID/fd/N, a link to follow), or a path of the caller's
+ * choosing (never through a symlink planted there). */
+static int resource_open_flags(const char *path)
+{
+    if (strncmp(path, "/proc/", 6) == 0)
+        return O_WRONLY | O_TRUNC | O_CLOEXEC;
+    return O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+}
+
 /* psrun -R: the program's peak memory, read by itself at its end (after
  * that the kernel releases it), for psrun's resource report. */
 static char peak_file[PATH_MAX]; /* resource_file(), found when measurement starts */
@@ -124,7 +134,7 @@ static void note_peak_memory(void)
     ps_buf_str(&b, " ");
     ps_buf_ll(&b, status_kb(status, "VmPeak:"));
     ps_buf_str(&b, "\n");
-    int fd = open(peak_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(peak_file, resource_open_flags(peak_file), 0600);
     if (fd >= 0) {
         if (ps_write_fits(fd, strlen(line)) && write(fd, line, strlen(line)) < 0) { /* nothing more to do: psrun falls back on its samples */
         }
@@ -154,7 +164,11 @@ static void write_dead(const char *how)
     ps_collector_cpu(&user, &sys);
     if (profiling) {
         ps_sampler_stop_dead(user, sys);
-        ps_profile_set_note(how);
+        char note[256];
+        ps_strlcpy(note, how, sizeof note);
+        if (ps_sampler_drop_unshared())
+            ps_append_part(note, sizeof note, "the samples of threads recorded beyond the shared memory are lost");
+        ps_profile_set_note(note);
         ps_profile_write(per_thread());
         return;
     }
@@ -228,7 +242,7 @@ static void finish(const char *why)
             ps_modules_refresh();
         ps_sampler_stop();
         ps_profile_set_note(why);
-        if (!ps_collector_handoff(why))
+        if (ps_shared_overflowed() || !ps_collector_handoff(why)) /* overflowed: not all of it is shared */
             write_end(why);
     } else {
         if (per_thread()) {
@@ -239,7 +253,7 @@ static void finish(const char *why)
         if (exec_report[0]) /* taken back after a failed exec: announced already */
             ps_report_announced(exec_report);
         ps_hwpc_freeze();
-        if (!ps_collector_handoff(why))
+        if (ps_shared_overflowed() || !ps_collector_handoff(why))
             write_end(why);
     }
     __atomic_store_n(&written, 1, __ATOMIC_SEQ_CST);
@@ -305,7 +319,7 @@ static __attribute__((noreturn)) void refuse(void)
 {
     const char *path = resource_file();
     if (path) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = open(path, resource_open_flags(path), 0600);
         if (fd >= 0) {
             if (ps_write_fits(fd, 8) && write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
             }
@@ -334,6 +348,8 @@ static int watch_process(void)
  * is forked; where RLIMIT_AS is set, a small part of the room left. */
 static size_t profile_arena_bytes(int callpath)
 {
+    /* with no RLIMIT_AS, address space costs nothing: room for thousands of
+     * threads; under one, a small part of the room */
     size_t want = callpath ? (size_t)16 << 30 : (size_t)4 << 30;
     const char *env = getenv("PSUITE_ARENA_MB");
     if (env && *env) {
@@ -344,9 +360,7 @@ static size_t profile_arena_bytes(int callpath)
     }
     struct rlimit as;
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-        size_t cap = (size_t)as.rlim_cur / 16;
-        if (cap > ((size_t)256 << 20))
-            cap = (size_t)256 << 20;
+        size_t cap = callpath ? (size_t)24 << 20 : (size_t)8 << 20;
         if (want > cap)
             want = cap;
     }
@@ -355,10 +369,9 @@ static size_t profile_arena_bytes(int callpath)
 
 static void share_records(size_t arena_bytes)
 {
-    for (; arena_bytes >= ((size_t)16 << 20) || arena_bytes == 0; arena_bytes /= 2) {
-        if (ps_shared_init(arena_bytes) == 0 || arena_bytes == 0)
+    for (;; arena_bytes /= 2) /* smaller where the address space is short */
+        if (ps_shared_init(arena_bytes) == 0 || arena_bytes < ((size_t)4 << 20))
             return;
-    }
 }
 
 /* The collector (collector.c) from here on writes this process's reports;
@@ -615,7 +628,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             real_main = main;
             main = profiled_main;
         } else {
-            share_records(per_thread() ? (size_t)64 << 20 : 0);
+            share_records(per_thread() ? ps_thread_counts_bytes() + ((size_t)1 << 20) : 0);
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
                 refuse();

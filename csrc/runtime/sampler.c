@@ -1040,6 +1040,35 @@ void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
     }
 }
 
+/* In the collector, before writing after a kill: a thread whose table,
+ * kept samples or tree is in memory the collector does not share (the
+ * shared arena was full, shared.c) is written without them; their samples
+ * are counted lost.  Returns how many. */
+unsigned long long ps_sampler_drop_unshared(void)
+{
+    unsigned long long dropped = 0;
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = &threads[i];
+        int table_gone = t->table && !ps_shared_contains(t->table);
+        int kept_gone = t->kept && !ps_shared_contains(t->kept);
+        if (table_gone || kept_gone) {
+            dropped += t->samples;
+            t->lost += t->samples;
+            t->samples = 0;
+            t->table = NULL;
+            t->kept = NULL;
+            t->nkept = 0;
+            t->nused = 0;
+        }
+        if (t->cct && !ps_shared_contains(t->cct)) {
+            t->cp_lost += t->samples;
+            t->cct = NULL;
+        }
+    }
+    return dropped;
+}
+
 /* Under real_lock: the live threads' sources on or off as sources_on()
  * says (timers armed anew from a whole period). */
 static void switch_sources(void)
@@ -1281,7 +1310,7 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
 
 int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi)
 {
-    if (module < 0 || module >= nrmods)
+    if (module < 0 || module >= nrmods || (ps_in_collector() && !ps_shared_contains(rmods)))
         return 0;
     *lo = rmods[module].lo;
     *hi = rmods[module].hi;
@@ -1290,13 +1319,17 @@ int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long lo
 
 size_t ps_sampler_retired(const ps_retired_t **v)
 {
+    if (ps_in_collector() && retired && !ps_shared_contains(retired)) {
+        *v = NULL; /* not shared with the collector (shared.c) */
+        return 0;
+    }
     *v = retired;
     return nretired;
 }
 
 const char *ps_sampler_retired_module(int module, unsigned long long *base)
 {
-    if (module < 0 || module >= nrmods)
+    if (module < 0 || module >= nrmods || (ps_in_collector() && !ps_shared_contains(rmods)))
         return NULL;
     *base = rmods[module].base;
     return rmods[module].file;
@@ -1304,7 +1337,8 @@ const char *ps_sampler_retired_module(int module, unsigned long long *base)
 
 const unsigned char *ps_sampler_retired_buildid(int module, unsigned *len)
 {
-    *len = module >= 0 && module < nrmods ? rmods[module].buildid_len : 0;
+    *len = module >= 0 && module < nrmods && !(ps_in_collector() && !ps_shared_contains(rmods))
+               ? rmods[module].buildid_len : 0;
     return *len ? rmods[module].buildid : NULL;
 }
 

@@ -44,6 +44,7 @@ static unsigned long data_lo, data_hi;
 static char *arena;
 static size_t arena_size, arena_used;
 static int shared_on;     /* the regions are shared (with a collector, or about to be) */
+static int overflowed;    /* a block had to come from private memory: the collector cannot see it */
 static int arena_lock;
 /* Blocks given back, reused for requests of the same size or less. */
 #define FREE_BLOCKS 256
@@ -162,6 +163,7 @@ int ps_shared_init(size_t arena_bytes)
 }
 
 int ps_shared_active(void) { return shared_on; }
+int ps_shared_overflowed(void) { return __atomic_load_n(&overflowed, __ATOMIC_ACQUIRE); }
 
 void *ps_map(size_t bytes)
 {
@@ -191,6 +193,15 @@ void *ps_map(size_t bytes)
         arena_used += bytes;
     }
     unlock_arena();
+    if (!p) {
+        /* The arena is full: private memory, as without a collector.  The
+         * program then writes its reports itself at a normal end, and a
+         * collector writing after a kill leaves such blocks out (counted). */
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        __atomic_store_n(&overflowed, 1, __ATOMIC_RELEASE);
+    }
     return p;
 }
 
@@ -241,6 +252,7 @@ void ps_shared_after_fork(void)
     }
     shared_on = 0;
     arena_lock = 0;
+    overflowed = 0;
 }
 
 /* A child psrun -f measures: its private copies shared again, for its own

@@ -292,6 +292,8 @@ static void wait_ending(tcount_t *t)
         syscall(SYS_nanosleep, &ms, NULL);
 }
 
+size_t ps_thread_counts_bytes(void) { return sizeof(tcount_t) * PS_MAX_THREADS; }
+
 int ps_thread_counts_init(void)
 {
     const char *const *counted;

@@ -399,7 +399,12 @@ const char *ps_save_errno_text(int err)
 
 /* ---- reports written before an exec, by index ---------------------------- */
 
-char *ps_pathtab_at(ps_pathtab_t *t, int k) { return k >= 0 && k < t->n ? t->paths[k] : NULL; }
+char *ps_pathtab_at(ps_pathtab_t *t, int k)
+{
+    if (ps_in_collector() && t->paths && !ps_shared_contains(t->paths))
+        return NULL; /* not shared with the collector (shared.c) */
+    return k >= 0 && k < t->n ? t->paths[k] : NULL;
+}
 
 /* Slot k, the table grown to at least n slots (mmap, not malloc: the exec
  * may come from a signal handler).  NULL when it cannot grow. */
