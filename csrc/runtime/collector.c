@@ -174,6 +174,33 @@ static int zombie_status(pid_t pid, long long *user_ns, long long *sys_ns)
     return (int)field[52];
 }
 
+/* A wait status as the report says it; status < 0: not known. */
+static void describe_status(int status, char *out, size_t len)
+{
+    ps_buf_t b;
+    ps_buf_fixed(&b, out, len);
+    if (status < 0) {
+        ps_buf_str(&b, "ended without running its exit path");
+    } else if (WIFSIGNALED(status)) {
+        const char *name = signal_name(WTERMSIG(status));
+        ps_buf_str(&b, "killed by ");
+        if (name)
+            ps_buf_str(&b, name);
+        else {
+            ps_buf_str(&b, "signal ");
+            ps_buf_ll(&b, WTERMSIG(status));
+        }
+        if (WCOREDUMP(status))
+            ps_buf_str(&b, " (core dumped)");
+    } else {
+        ps_buf_str(&b, "ended without running its exit path (exit status ");
+        ps_buf_ll(&b, WEXITSTATUS(status));
+        ps_buf_str(&b, ")");
+    }
+    if (b.failed)
+        out[0] = '\0';
+}
+
 /* How the process ended, for the report: "" when it is not known. */
 static void how_it_ended(int pidfd, pid_t pid, char *out, size_t len)
 {
@@ -199,28 +226,7 @@ static void how_it_ended(int pidfd, pid_t pid, char *out, size_t len)
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
-    ps_buf_t b;
-    ps_buf_fixed(&b, out, len);
-    if (status < 0) {
-        ps_buf_str(&b, "ended without running its exit path");
-    } else if (WIFSIGNALED(status)) {
-        const char *name = signal_name(WTERMSIG(status));
-        ps_buf_str(&b, "killed by ");
-        if (name)
-            ps_buf_str(&b, name);
-        else {
-            ps_buf_str(&b, "signal ");
-            ps_buf_ll(&b, WTERMSIG(status));
-        }
-        if (WCOREDUMP(status))
-            ps_buf_str(&b, " (core dumped)");
-    } else {
-        ps_buf_str(&b, "ended without running its exit path (exit status ");
-        ps_buf_ll(&b, WEXITSTATUS(status));
-        ps_buf_str(&b, ")");
-    }
-    if (b.failed)
-        out[0] = '\0';
+    describe_status(status, out, len);
 }
 
 /* The measured process's user and system CPU time: its own getrusage in
@@ -457,6 +463,8 @@ typedef struct {
     int pid;
     int state;            /* KIN_* */
     long long forked_ns;  /* wall clock at the fork */
+    int status;           /* its wait status, as the program's wait returned it */
+    int has_status;
 } kin_t;
 enum { KIN_FREE = 0, KIN_FORKED, KIN_OWN };
 typedef struct {
@@ -489,8 +497,47 @@ static void kin_forked(int pid)
         return;
     k->forked_ns = ps_wallclock_ns();
     int fresh = KIN_FREE;
-    __atomic_compare_exchange_n(&k->state, &fresh, KIN_FORKED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (__atomic_compare_exchange_n(&k->state, &fresh, KIN_FORKED, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        k->has_status = 0;
 }
+
+/* The program's wait for a child: its status kept for the child's report
+ * (a child reaped before the collector looked has no other record of it). */
+static void kin_reaped(pid_t pid, int status)
+{
+    if (!family || !follow_children || pid <= 0)
+        return;
+    for (int i = 0; i < KIN_SLOTS; i++)
+        if (__atomic_load_n(&family->kin[i].pid, __ATOMIC_ACQUIRE) == pid) {
+            family->kin[i].status = status;
+            __atomic_store_n(&family->kin[i].has_status, 1, __ATOMIC_RELEASE);
+            return;
+        }
+}
+
+typedef pid_t (*wait4_fn)(pid_t, int *, int, struct rusage *);
+PS_API pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+    static wait4_fn real;
+    if (!real)
+        real = (wait4_fn)dlsym(RTLD_NEXT, "wait4");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int mine;
+    pid_t got = real(pid, status ? status : &mine, options, ru);
+    if (got > 0 && !(options & WNOWAIT)) {
+        int saved = errno;
+        kin_reaped(got, status ? *status : mine);
+        errno = saved;
+    }
+    return got;
+}
+
+PS_API pid_t waitpid(pid_t pid, int *status, int options) { return wait4(pid, status, options, NULL); }
+PS_API pid_t wait(int *status) { return wait4(-1, status, 0, NULL); }
+PS_API pid_t wait3(int *status, int options, struct rusage *ru) { return wait4(-1, status, options, ru); }
 
 typedef pid_t (*fork_fn)(void);
 PS_API pid_t fork(void)
@@ -585,7 +632,9 @@ static void watch_children(int final)
         kin_t *k = kin_slot(family, pid);
         if (k && __atomic_load_n(&k->state, __ATOMIC_ACQUIRE) == KIN_FORKED) {
             char how[128] = "";
-            if (fd >= 0)
+            if (__atomic_load_n(&k->has_status, __ATOMIC_ACQUIRE))
+                describe_status(k->status, how, sizeof how);
+            else if (fd >= 0)
                 how_it_ended(fd, pid, how, sizeof how);
             kin_write_stub(pid, k->forked_ns, how);
         }

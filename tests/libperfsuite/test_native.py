@@ -20,7 +20,8 @@ ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sig
            "execveat", "quick_exit", "raise", "PAPI_start", "thrd_create",
            "unshare", "setns", "dlclose", "dlopen", "dlmopen", "dl_iterate_phdr", "pipe2",
            "bsd_signal", "sysv_signal", "__sysv_signal",
-           "fork"}  # psrun -f: the collector watches each child the program forks
+           # psrun -f: the collector watches each child the program forks, and learns how it ended
+           "fork", "wait", "waitpid", "wait3", "wait4"}
 
 
 def exported(path: str | None = None) -> set[str]:
