@@ -82,10 +82,38 @@ static volatile int paused;                     /* around an exec: sources held,
  * thread until ps_hwpc_start; apart from `paused`, so that an exec that
  * fails does not resume what the program suspended. */
 static volatile int suspended;
-/* PS_MAX_THREADS records, mapped when sampling starts (MAP_NORESERVE: the
- * pages of threads never started cost nothing): a counting run does not
- * carry them in its address space. */
-static ps_sthread_t *threads;
+/* The threads' records, in chunks of THREAD_CHUNK mapped as threads come
+ * (under real_lock, before nthreads counts them): a counting run carries
+ * none in its address space, a sampled one only those of the threads it
+ * started, up to PS_MAX_THREADS. */
+#define THREAD_CHUNK_LOG2 8
+#define THREAD_CHUNK (1 << THREAD_CHUNK_LOG2)
+static ps_sthread_t *thread_chunks[PS_MAX_THREADS / THREAD_CHUNK];
+
+/* Record i (below nthreads, or a chunk known mapped); NULL if its chunk is
+ * not mapped.  Async-signal-safe. */
+static ps_sthread_t *thread_at(int i)
+{
+    if (i < 0 || i >= PS_MAX_THREADS)
+        return NULL;
+    ps_sthread_t *chunk = __atomic_load_n(&thread_chunks[i >> THREAD_CHUNK_LOG2], __ATOMIC_ACQUIRE);
+    if (chunk && ps_in_collector() && !ps_shared_contains(chunk))
+        return NULL; /* not shared with the collector (shared.c) */
+    return chunk ? &chunk[i & (THREAD_CHUNK - 1)] : NULL;
+}
+
+/* Under real_lock: record i's chunk mapped. */
+static ps_sthread_t *thread_slot(int i)
+{
+    ps_sthread_t *t = thread_at(i);
+    if (t || i < 0 || i >= PS_MAX_THREADS)
+        return t;
+    void *chunk = ps_map(sizeof(ps_sthread_t) * THREAD_CHUNK); /* the collector reads it (shared.c) */
+    if (!chunk)
+        return NULL;
+    __atomic_store_n(&thread_chunks[i >> THREAD_CHUNK_LOG2], (ps_sthread_t *)chunk, __ATOMIC_RELEASE);
+    return thread_at(i);
+}
 static int nthreads;                            /* slots handed out */
 static unsigned long unsampled;                 /* threads beyond PS_MAX_THREADS */
 static unsigned perf_type;
@@ -249,16 +277,16 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     int saved = errno;
     int index;
     unsigned long long n;
+    ps_sthread_t *t;
     if (!classify(sig, si, &index, &n))
         ps_signals_forward(sig, si, ucv);
-    else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && index >= 0 &&
-             index < PS_MAX_THREADS &&
-             __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
+    else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && (t = thread_at(index)) &&
+             __atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
         unsigned long long pc = ps_modules_charge(interrupted_pc(ucv));
-        if (record_n(&threads[index], pc, n)) {
-            __atomic_store_n(&threads[index].last_pc, pc, __ATOMIC_RELAXED);
+        if (record_n(t, pc, n)) {
+            __atomic_store_n(&t->last_pc, pc, __ATOMIC_RELAXED);
             if (callpath)
-                callpath_sample(&threads[index], ucv, n);
+                callpath_sample(t, ucv, n);
         }
     }
     errno = saved;
@@ -550,7 +578,12 @@ static ps_sthread_t *add_thread(pid_t tid, int adopted, ps_cct_t *cct)
         ps_cct_free(cct);
         return NULL;
     }
-    ps_sthread_t *t = &threads[idx];
+    ps_sthread_t *t = thread_slot(idx);
+    if (!t) { /* no memory for its record: counted as a thread not sampled */
+        __atomic_fetch_add(&unsampled, 1, __ATOMIC_RELAXED);
+        ps_cct_free(cct);
+        return NULL;
+    }
     memset(t, 0, sizeof *t);
     t->index = idx;
     t->tid = tid;
@@ -795,8 +828,8 @@ static void *real_sampler(void *arg)
         ps_lock_take(&real_lock);
         int n = sources_on() ? __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE) : 0;
         for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
-            if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE) && threads[i].syscall_fd >= 0)
-                sample_blocked(&threads[i], pid, pass % check_every == 0, period_ns);
+            if (__atomic_load_n(&thread_at(i)->live, __ATOMIC_ACQUIRE) && thread_at(i)->syscall_fd >= 0)
+                sample_blocked(thread_at(i), pid, pass % check_every == 0, period_ns);
         ps_lock_give(&real_lock);
     }
     return NULL;
@@ -962,18 +995,10 @@ static void choose_delivery(void)
 static void *hook_begin(void) { return ps_sampler_thread_begin(); }
 static void hook_end(void *t) { ps_sampler_thread_end(t); }
 
-size_t ps_sampler_table_bytes(void) { return sizeof *threads * PS_MAX_THREADS; }
+size_t ps_sampler_table_bytes(void) { return sizeof(ps_sthread_t) * THREAD_CHUNK; }
 
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
-    if (!threads) {
-        void *table = ps_map(ps_sampler_table_bytes()); /* the collector reads it (shared.c) */
-        if (!table) {
-            snprintf(why, why_len, "cannot map the thread table: %s", strerror(errno));
-            return PS_HWPC_EBACKEND;
-        }
-        __atomic_store_n(&threads, (ps_sthread_t *)table, __ATOMIC_RELEASE);
-    }
     cfg = *config;
     const char *name = cfg.kind == PS_PROF_ITIMER ? "task-clock" : cfg.event;
     char lwhy[192];
@@ -1080,7 +1105,7 @@ void ps_sampler_stop(void)
     int held = ps_lock_take_bounded(&real_lock); /* this may be a signal handler */
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++)
-        end_thread(&threads[i], 0, 1);
+        end_thread(thread_at(i), 0, 1);
     if (held)
         ps_lock_give(&real_lock);
 }
@@ -1098,19 +1123,22 @@ void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
     unsigned long long live_samples = 0;
     long long left = user_ns + sys_ns;
     for (int i = 0; i < n; i++) {
-        if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE)) {
+        ps_sthread_t *t = thread_at(i);
+        if (!t)
+            continue;
+        if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
             nlive++;
-            live_samples += threads[i].samples;
+            live_samples += t->samples;
         } else
-            left -= threads[i].cpu_ns;
+            left -= t->cpu_ns;
     }
     if (left < 0)
         left = 0;
     double user_share = user_ns + sys_ns > 0 ? (double)user_ns / (double)(user_ns + sys_ns) : 1.0;
     long long now = ps_wallclock_ns();
     for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
-        if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+        ps_sthread_t *t = thread_at(i);
+        if (!t || !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
             continue;
         __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
         double part = live_samples ? (double)t->samples / (double)live_samples : 1.0 / nlive;
@@ -1130,7 +1158,9 @@ unsigned long long ps_sampler_drop_unshared(void)
     unsigned long long dropped = 0;
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
+        ps_sthread_t *t = thread_at(i);
+        if (!t)
+            continue;
         int table_gone = t->table && !ps_shared_contains(t->table);
         int kept_gone = t->kept && !ps_shared_contains(t->kept);
         if (table_gone || kept_gone) {
@@ -1164,7 +1194,7 @@ static void switch_sources(void)
     }
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
+        ps_sthread_t *t = thread_at(i);
         if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
             continue;
         if (perf_fd_ours(t))
@@ -1255,7 +1285,7 @@ void ps_sampler_suspend(int on)
         switch_sources();
         /* ITIMER_REAL: the run-queue wait while suspended is not charged */
         for (int i = 0, n = ps_sampler_nthreads(); !on && i < n; i++)
-            threads[i].was_running = 0;
+            thread_at(i)->was_running = 0;
     }
     ps_lock_give(&real_lock);
 }
@@ -1266,7 +1296,7 @@ int ps_sampler_nthreads(void)
     return n < PS_MAX_THREADS ? n : PS_MAX_THREADS;
 }
 
-const ps_sthread_t *ps_sampler_get(int i) { return i >= 0 && i < ps_sampler_nthreads() ? &threads[i] : NULL; }
+const ps_sthread_t *ps_sampler_get(int i) { return i >= 0 && i < ps_sampler_nthreads() ? thread_at(i) : NULL; }
 
 const ps_profcfg_t *ps_sampler_config(void) { return source ? &cfg : NULL; }
 
@@ -1379,7 +1409,7 @@ void ps_sampler_forget_after_fork(void)
     int n = ps_sampler_nthreads();
     ps_lock_reset(&real_lock);
     for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
+        ps_sthread_t *t = thread_at(i);
         /* only descriptors still the parent's events: the program may
          * have closed them and opened its own under the same numbers */
         if (t->perf_fd >= 0) {
