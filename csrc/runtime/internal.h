@@ -180,8 +180,9 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len);
 #define PS_SAMPLE_SLOTS_LOG2 16
 #define PS_SAMPLE_SLOTS (1u << PS_SAMPLE_SLOTS_LOG2)
 typedef struct {
-    /* A sampled location and its count.  The key is a PC now; a call-stack
-     * id can take its place without changing the table. */
+    /* A sampled location and its count.  The key is a PC with the load of
+     * its module (ps_modules_key); a call-stack id can take its place
+     * without changing the table. */
     unsigned long long pc, count;
 } ps_slot_t;
 typedef struct {
@@ -342,7 +343,7 @@ void ps_unwind_quiesce(void); /* dl_iterate_phdr calls answered from the module 
 /* cct.c: per-thread calling-context trees in preallocated memory */
 typedef struct ps_cct ps_cct_t;
 typedef struct {
-    unsigned long long addr, samples;
+    unsigned long long addr, samples; /* addr: a key (ps_modules_key_at) */
     unsigned parent, kind;      /* PS_CP_* */
 } ps_cpnode_t;
 enum { PS_CP_CALL = 0, PS_CP_SAMPLE, PS_CP_TRUNCATED, PS_CP_BLOCKED, PS_CP_DEAD };
