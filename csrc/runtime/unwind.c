@@ -168,7 +168,7 @@ static int leave_out_own(void **f, int n)
         return n;
     int k = 0, from = 0;
     if (work_end >= 0) {
-        if (work_end == n)
+        if (work_end == n || (unsigned long long)f[work_end] < 2) /* none, or no address (a frame-pointer walk's garbage) */
             return 0;
         f[k++] = (void *)((unsigned long long)f[work_end] - 1); /* the program's call into psuite */
         from = work_end + 1;
