@@ -233,12 +233,12 @@ class _Where:
     hostname: str
     rank: int | None
     pid: int
-    thread: str
+    thread: int
 
     @classmethod
     def of(cls, st) -> _Where:
         t = st.thread
-        return cls(t.hostname, t.rank, t.pid, str(t.thread))
+        return cls(t.hostname, t.rank, t.pid, t.thread)
 
 
 def _calltrees(reports: list):

@@ -191,7 +191,7 @@ def real_profile(program, tmp_path) -> Path:
     offset = int(re.search(rf'<module file="{re.escape(program["exe"])}" offset="(0x[0-9a-f]+)"', text).group(1), 16)
     pid = int(re.search(r"<pid>(\d+)</pid>", text).group(1))
     companion = Path(reader.companion_name(str(xml)))
-    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(0, KNOWN)], offset=offset, pid=pid,
+    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(1, KNOWN)], offset=offset, pid=pid,
                                        file=xml.name))
     return xml
 
@@ -213,7 +213,7 @@ def test_profile_is_read_with_its_companion(real_profile):
 
 def test_companion_of_another_run_is_left_out_with_a_warning(program, real_profile):
     companion = Path(reader.companion_name(str(real_profile)))
-    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(0, KNOWN)], pid=1,
+    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(1, KNOWN)], pid=1,
                                        file=real_profile.name))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -225,7 +225,7 @@ def test_companion_of_another_run_is_left_out_with_a_warning(program, real_profi
     warned = [line for line in p.stderr.splitlines() if line.startswith("psprocess: warning:")]
     assert len(warned) == 1 and str(companion) in warned[0] and "is not the profile's pid" in warned[0]
     assert "Call paths were recorded" not in p.stdout
-    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(0, KNOWN)], file="other.1.host.xml"))
+    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(1, KNOWN)], file="other.1.host.xml"))
     assert "other.1.host.xml" in run_tool("psprocess", str(real_profile)).stderr
 
 
@@ -456,7 +456,7 @@ def test_mutated_documents_fail_in_one_line_or_read(program, tmp_path):
 
     from psuite.psprocess import calltree_resolve
 
-    good = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2)])],
+    good = callpaths_xml(program["exe"], program["syms"], [(1, KNOWN), (2, [(0, "truncated", 0), (1, "c!", 2)])],
                          truncated=1).encode()
     rng = random.Random(14)
     outcomes = {"read": 0, "refused": 0}
