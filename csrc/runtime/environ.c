@@ -8,10 +8,12 @@
  * PSUITE_UNWINDER ...) stay as the caller set them.  unsetenv(3) cannot do this: a
  * program may define getenv/setenv/unsetenv itself (bash does, and builds
  * its variables from environ at its start), and the library's calls then
- * reach the program's functions, not the C library's.  So the environ
- * array is edited in place: the entries removed, the rest moved down, and
- * LD_PRELOAD rewritten with the other libraries the caller preloaded, in
- * their order.  environ and main's envp are the same array.
+ * reach the program's functions, not the C library's.  So environ becomes
+ * a new array without those entries, with LD_PRELOAD rewritten to the
+ * other libraries the caller preloaded, in their order, and main is given
+ * it as its envp too.  The array on the initial stack is left as it was:
+ * runtimes that walk past it to the auxiliary vector (Go's) need its
+ * terminator where the kernel put it.
  *
  * The library reads its settings when it writes reports too, long after
  * main started; getenv is therefore defined here for the library's own
@@ -117,12 +119,23 @@ static char *preload_without_self(char *entry)
     return kept;
 }
 
+/* The array environ became (NULL: it was left alone). */
+static char **made;
+
+char **ps_environ_for_main(char **envp) { return made ? made : envp; }
+
 void ps_environ_remove_psuite(int follow)
 {
     if (follow || !environ) /* psrun -f: the children are measured too, and need every variable */
         return;
     int n = 0;
-    char **out = environ;
+    size_t count = 0;
+    while (environ[count])
+        count++;
+    char **fresh = malloc(sizeof *fresh * (count + 1));
+    if (!fresh)
+        return;
+    char **out = fresh;
     for (char **e = environ; *e; e++) {
         if (value_in(*e, PRELOAD_NAME, sizeof PRELOAD_NAME - 1)) {
             char *kept = preload_without_self(*e);
@@ -137,5 +150,6 @@ void ps_environ_remove_psuite(int follow)
         *out++ = *e;
     }
     *out = NULL;
+    environ = made = fresh;
     __atomic_store_n(&taken_n, n, __ATOMIC_RELEASE);
 }

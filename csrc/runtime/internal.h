@@ -601,5 +601,6 @@ int ps_report_is_checkpointing(void);
 /* environ.c: LD_PRELOAD's entry for this library and the PSUITE_* psrun
  * sets out of environ, before main, unless psrun -f follows the children */
 void ps_environ_remove_psuite(int follow);
+char **ps_environ_for_main(char **envp); /* main's envp: that array, if it was made */
 
 #endif

@@ -592,7 +592,7 @@ static void unpreload_self(void)
  * own, which a concurrent exit() could not wait for). */
 static int measured_main(int argc, char **argv, char **envp)
 {
-    exit(real_main(argc, argv, envp));
+    exit(real_main(argc, argv, ps_environ_for_main(envp)));
 }
 
 /* Profiling: what starts with main (ITIMER_REAL's sampler thread, after the
@@ -602,7 +602,7 @@ static int profiled_main(int argc, char **argv, char **envp)
     int saved = errno; /* what the constructors left there is the program's */
     ps_sampler_at_main();
     errno = saved;
-    return real_main(argc, argv, envp);
+    return real_main(argc, argv, ps_environ_for_main(envp));
 }
 
 PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),

@@ -118,7 +118,9 @@ void ps_on_safe_stack(job_fn fn, void *arg)
 {
     int claimed = -1;
     char *mem = NULL;
-    for (int i = 0; i < NSLOTS && claimed < 0; i++)
+    /* The slots are the program's (their pointers are in the memory shared
+     * with the collector, their stacks are not): a collector maps its own. */
+    for (int i = 0; i < NSLOTS && claimed < 0 && !ps_in_collector(); i++)
         if (!__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_SEQ_CST))
             claimed = i;
     if (claimed >= 0) {
