@@ -668,6 +668,18 @@ static void family_new(void)
     family = m == MAP_FAILED ? NULL : m;
 }
 
+/* In a child psrun -f follows, its measurement set up or given up: the
+ * parent's collector writes nothing for it (its own collector does, when
+ * it has one). */
+void ps_collector_child_settled(void)
+{
+    if (!family_parent)
+        return;
+    kin_t *k = kin_slot(family_parent, getpid());
+    if (k)
+        __atomic_store_n(&k->state, KIN_OWN, __ATOMIC_RELEASE);
+}
+
 /* In the collector: the child it writes for has a collector now. */
 static void family_mark_own(void)
 {
@@ -693,6 +705,7 @@ static __attribute__((noreturn)) void collector_main(void)
     target = ctl.program;
     quiet_signals();
     close_others();
+    ps_sampler_close_inherited();
     family_mark_own();
     notes_route();
     int pidfd = start_pidfd >= 0 ? start_pidfd : (int)syscall(SYS_pidfd_open, target, 0);

@@ -226,6 +226,7 @@ ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
+void ps_sampler_close_inherited(void);         /* in the collector: the sampling descriptors it inherited */
 unsigned long long ps_sampler_drop_unshared(void);
 size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
 size_t ps_thread_counts_bytes(void);           /* the per-thread count records' memory (psrun -p) */
@@ -569,6 +570,7 @@ int ps_shared_active(void);
 void *ps_map(size_t bytes);             /* from the shared arena when sharing, else private; NULL: none */
 void ps_unmap(void *p, size_t bytes);
 int ps_shared_contains(const void *p);
+int ps_zero(void *p, size_t bytes);    /* zero again, the memory given back (madvise), shared or not */
 int ps_shared_overflowed(void);         /* some block is private: the collector cannot see all */
 void ps_shared_after_fork(void);        /* in a forked child, first: private copies */
 int ps_shared_again(void);              /* a child psrun -f measures: shared again */
@@ -584,6 +586,7 @@ int ps_collector_running(void);         /* this process has a collector */
 int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
 void ps_collector_exec_written(int on); /* the reports were written before an exec (0: it failed) */
 void ps_collector_after_fork(void);
+void ps_collector_child_settled(void);  /* a followed child's measurement set up or given up */
 pid_t ps_self_pid(void);                /* the measured process's pid, in it or in its collector */
 int ps_in_collector(void);
 int ps_collector_say(const char *line, size_t n); /* the program's line said by its collector (0: not) */

@@ -507,7 +507,17 @@ static void child_after_fork(void)
     errno = saved;
 }
 
+static void child_measure(void);
+
+/* The child's own collector, or none (its measurement could not start, or
+ * was not wanted): the parent's collector told either way. */
 static void child_follow(void)
+{
+    child_measure();
+    ps_collector_child_settled();
+}
+
+static void child_measure(void)
 {
     ps_shared_again(); /* its records shared with a collector of its own */
     if (profiling) {

@@ -562,7 +562,7 @@ static void recycle_table(ps_sthread_t *t)
     t->kept = kept;
     t->nkept = n;
     t->table = NULL;
-    if (nfree_tables < FREE_TABLES && madvise(table, TABLE_BYTES, MADV_DONTNEED) == 0)
+    if (nfree_tables < FREE_TABLES && ps_zero(table, TABLE_BYTES) == 0)
         free_tables[nfree_tables++] = table;
     else
         ps_unmap(table, TABLE_BYTES);
@@ -1178,6 +1178,22 @@ unsigned long long ps_sampler_drop_unshared(void)
         }
     }
     return dropped;
+}
+
+/* In the collector, at its start: the sampling descriptors it inherited
+ * closed (the records untouched: they are the program's).  Sampling is the
+ * program's; a copy held here would keep a source the program closed
+ * sampling on. */
+void ps_sampler_close_inherited(void)
+{
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++) {
+        const ps_sthread_t *t = thread_at(i);
+        if (t && t->perf_fd >= 0)
+            close(t->perf_fd);
+        if (t && t->syscall_fd >= 0)
+            close(t->syscall_fd);
+    }
 }
 
 /* Under real_lock: the live threads' sources on or off as sources_on()

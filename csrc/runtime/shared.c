@@ -227,6 +227,16 @@ void ps_unmap(void *p, size_t bytes)
     unlock_arena();
 }
 
+/* [p, p + bytes) zero again, its memory given back: MADV_DONTNEED does
+ * that for private memory only (shared pages come back as they were). */
+int ps_zero(void *p, size_t bytes)
+{
+    char *c = p;
+    if (arena && c >= arena && c < arena + arena_size)
+        return madvise(p, bytes, MADV_REMOVE);
+    return madvise(p, bytes, MADV_DONTNEED);
+}
+
 int ps_shared_contains(const void *p)
 {
     const char *c = p;

@@ -272,7 +272,7 @@ def psuite_only_functions(others: list[str]) -> set[str]:
                 if len(line.split()) == 3 and line.split()[1] in "tTwWiI"}
 
     ours = defined(library_path())
-    assert {"ps_sampler_retire", "measured_start", "create_hooked"} <= ours
+    assert {"ps_modules_refresh", "measured_start", "create_hooked"} <= ours
     for other in others:
         ours -= defined(other)
     return ours
