@@ -18,10 +18,12 @@ calltree_records() gives one row per calling context of every thread:
 the run's identity (source, hostname, pid, rank), "thread" and "tid",
 "path" (a tuple of function names, outermost first), "function" (the
 leaf), "module", "inlined", "inclusive" and "exclusive" samples, "depth"
-(1 for an outermost frame).  E.g. the share of each path of thread 0:
+(1 for an outermost frame); "thread" is an int, numbered as everywhere
+(docs/formats/numbering.md: 1 the main thread).  E.g. the share of each
+path of the main thread:
 
     df = pandas.DataFrame(report.calltree_records())
-    df[df.thread == 0].assign(share=df.inclusive / df[df.depth == 1].inclusive.sum())
+    df[df.thread == 1].assign(share=df.inclusive / df[df.depth == 1].inclusive.sum())
 
 Experiments (CUBE's performance space: metrics x call paths x threads,
 the operands of the performance algebra) from any input psuite reads,

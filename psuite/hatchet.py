@@ -204,7 +204,7 @@ def _flat_columns(reports: list) -> _Columns:
             i = graph.node(0, label(Frame(location.function, location.module)), location.module, location.file)
             graph.add(i, member, location.samples, location.samples)
             graph.add(0, member, 0, location.samples)
-    return graph.columns([(r, _thread_number(r.thread)) for r in reports], [r.threshold for r in reports],
+    return graph.columns([(r, r.thread or 0) for r in reports], [r.threshold for r in reports],
                          reports[0].is_timer and bool(reports[0].threshold))
 
 
@@ -271,11 +271,6 @@ def _places(members: list[tuple[object, int]]) -> list[tuple[int, int]]:
         seen.add(place)
         out.append(place)
     return out
-
-
-def _thread_number(thread: str) -> int:
-    """A report's <thread> as a number (0 when it is none: a name, or absent)."""
-    return int(thread) if thread.isascii() and thread.isdigit() and len(thread) <= 18 else 0
 
 
 # -- the GraphFrame --------------------------------------------------------------

@@ -40,7 +40,7 @@ class RunInfo:
     hostname: str = ""
     domainname: str = ""
     pid: int | None = None
-    thread: str = ""
+    thread: int | None = None  # <thread>: 0 the process total, 1 the main thread... (docs/formats/numbering.md)
     username: str = ""
     command: str = ""
     md5sum: str = ""
@@ -66,7 +66,7 @@ class RunInfo:
             parts = [f"pid {self.pid}"]
         else:
             parts = [self.source]
-        if self.thread and not (self.thread == "0" and self.generator.startswith("psuite")):
+        if self.thread is not None and not (self.thread == 0 and self.generator.startswith("psuite")):
             parts.append(f"thread {self.thread}")  # psuite's thread 0 is the whole process
         if self.hostname and self.rank is None:
             parts.append(f"on {self.hostname}")

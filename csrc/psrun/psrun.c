@@ -74,7 +74,8 @@ static const char HELP[] =
 "usage: psrun [-h] [--version] [-c FILE] [-e LIST] [--domain {user,kernel,all}]\n"
 "             [--backend {PAPI,perf_event}] [-o PREFIX] [-d DIR] [-q]\n"
 "             [--profile SOURCE] [--period N] [--callpath[=DEPTH]] [-p] [-R]\n"
-"             [--interval SEC] [-f] [--archive EXPERIMENT] [--db URL]\n"
+"             [--interval SEC] [--checkpoint SEC] [-f] [--archive EXPERIMENT]\n"
+"             [--db URL]\n"
 "             ...\n"
 "\n"
 "psrun starts the program with psuite's C library preloaded; the library\n"
@@ -118,6 +119,10 @@ static const char HELP[] =
 "  -R, --resources       also a resource report: load, memory, CPU time,\n"
 "                        faults, sampled while the program runs\n"
 "  --interval SEC        with -R: seconds between samples (default 1)\n"
+"  --checkpoint SEC      also write the reports so far every SEC seconds while\n"
+"                        the program runs, each replacing the last (a job\n"
+"                        killed together with psuite keeps all but the last\n"
+"                        period); also PSUITE_CHECKPOINT=SEC\n"
 "  -f, --follow          measure the processes the program forks and execs too,\n"
 "                        each in its own report\n"
 "  --archive EXPERIMENT  after the program ends, file the documents it wrote\n"
@@ -243,7 +248,7 @@ static __attribute__((noreturn)) void usage_error(const char *fmt, ...)
 /* ---- options ---------------------------------------------------------- */
 
 enum { OPT_CONFIG, OPT_EVENTS, OPT_DOMAIN, OPT_BACKEND, OPT_OUTPUT, OPT_DIRECTORY, OPT_QUIET, OPT_PROFILE, OPT_PERIOD,
-       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_FOLLOW, OPT_ARCHIVE, OPT_DB, OPT_HELP,
+       OPT_CALLPATH,       OPT_PER_THREAD, OPT_RESOURCES, OPT_INTERVAL, OPT_CHECKPOINT, OPT_FOLLOW, OPT_ARCHIVE, OPT_DB, OPT_HELP,
        OPT_VERSION, OPT_COUNT };
 
 struct option_def {
@@ -270,6 +275,7 @@ static const struct option_def OPTIONS[OPT_COUNT] = {
     [OPT_PER_THREAD] = {'p', "--per-thread", 0, NULL},
     [OPT_RESOURCES] = {'R', "--resources", 0, NULL},
     [OPT_INTERVAL] = {0, "--interval", 1, NULL},
+    [OPT_CHECKPOINT] = {0, "--checkpoint", 1, NULL},
     [OPT_FOLLOW] = {'f', "--follow", 0, NULL},
     [OPT_ARCHIVE] = {0, "--archive", 1, NULL},
     [OPT_DB] = {0, "--db", 1, NULL},
@@ -1190,6 +1196,42 @@ static const char *save_error_text(int err)
     return strerror(err);
 }
 
+/* The MPI rank from the launcher's environment, as the runtime reads it
+ * (ps_mpi_rank in csrc/runtime/report.c), or -1 outside MPI: the resource
+ * report is named with the rank as the counting report is. */
+static int mpi_rank(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        if (v && *v) {
+            long r = strtol(v, &end, 10);
+            if (!*end && r >= 0 && r < 1 << 30)
+                return (int)r;
+        }
+    }
+    return -1;
+}
+
+/* The program's name in report names, as the runtime takes it (the file
+ * the kernel runs: /proc/PID/exe, so python3 is python3.11 and a script is
+ * its interpreter), read once the exec succeeded; if the program is gone
+ * already, the file psrun started, symbolic links resolved. */
+static const char *program_name(pid_t pid, const char *path, char *out, size_t size)
+{
+    char link[64], target[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/%d/exe", (int)pid);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n > 0)
+        target[n] = '\0';
+    else if (!realpath(path, target))
+        snprintf(target, sizeof target, "%s", path);
+    const char *slash = strrchr(target, '/');
+    snprintf(out, size, "%s", slash ? slash + 1 : target);
+    return out;
+}
+
 static void write_resource_report(struct monitor *m, pid_t pid, int status, const struct rusage *ru, char **cmd,
                                   const char *dir, const char *prefix, char *saved, size_t saved_len)
 {
@@ -1247,7 +1289,11 @@ static void write_resource_report(struct monitor *m, pid_t pid, int status, cons
      * an existing file replaced */
     char host[HOST_NAME_MAX + 2], tmp[PATH_MAX], base[PATH_MAX + 64], path[PATH_MAX + 80];
     short_host(host, sizeof host);
-    snprintf(base, sizeof base, "%s/%s.%d.%s.resource", dir, prefix, (int)pid, host);
+    int rank = mpi_rank();
+    if (rank >= 0)
+        snprintf(base, sizeof base, "%s/%s.r%d.%d.%s.resource", dir, prefix, rank, (int)pid, host);
+    else
+        snprintf(base, sizeof base, "%s/%s.%d.%s.resource", dir, prefix, (int)pid, host);
     snprintf(tmp, sizeof tmp, "%s/.psuite-XXXXXX", dir);
     int fd = mkostemp(tmp, O_CLOEXEC);
     if (fd < 0) {
@@ -1531,6 +1577,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     int errpipe[2];
     if (pipe2(errpipe, O_CLOEXEC) != 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
@@ -1544,6 +1591,11 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         char me[24];
         snprintf(me, sizeof me, "%ld", (long)getpid());
         env_set("PSUITE_RESOURCE_PID", me);
+        /* psrun killed (SIGKILL, which it cannot pass on): the program
+         * ends as it would have, killed, not left running alone */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
         execve(path, cmd, new_env);
         int err = errno;
         ssize_t w = write(errpipe[1], &err, sizeof err);
@@ -1582,11 +1634,13 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         int status;
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
             ;
-        unlink(peak_file);
         if (filing->experiment)
             unlink(filing->manifest);
         cannot_run(cmd[0], path, err);
     }
+    char name[NAME_MAX + 1];
+    if (!prefix) /* -o or PSUITE_OUTPUT_PREFIX names both reports alike */
+        prefix = program_name(pid, path, name, sizeof name);
 
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int status = 0;
@@ -1631,7 +1685,6 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
         if (peak > m.peak_kb)
             m.peak_kb = peak;
     }
-    unlink(peak_file);
     /* The library refused the configuration before the program ran (its
      * one-line message is out, exit status 2): no resource report of a
      * program that never ran. */
@@ -1797,8 +1850,16 @@ int main(int argc, char **argv)
         env_set("PSUITE_QUIET", "1");
     if (opt_set[OPT_PER_THREAD])
         env_set("PSUITE_PER_THREAD", "1");
-    if (opt_set[OPT_FOLLOW])
+    if (opt_set[OPT_FOLLOW]) {
         env_set("PSUITE_FOLLOW", "1");
+        /* where the followed processes' collectors send their lines: the
+         * collector of this process (the program keeps this pid) */
+        char notes[64];
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        snprintf(notes, sizeof notes, "psuite-%ld-%lx", (long)getpid(), (unsigned long)now.tv_nsec ^ (unsigned long)now.tv_sec);
+        env_set("PSUITE_NOTES", notes);
+    }
 
     check_environment();
 
@@ -1839,6 +1900,18 @@ int main(int argc, char **argv)
                             strlen(envp), MAX_PREFIX);
             prefix = envp;
         }
+    }
+
+    /* --checkpoint (the collector reads PSUITE_CHECKPOINT) */
+    const char *checkpoint = opt_set[OPT_CHECKPOINT] ? opt_value[OPT_CHECKPOINT] : getenv("PSUITE_CHECKPOINT");
+    const char *checkpoint_what = opt_set[OPT_CHECKPOINT] ? "--checkpoint" : "PSUITE_CHECKPOINT";
+    if (checkpoint && (*checkpoint || opt_set[OPT_CHECKPOINT])) {
+        char *end;
+        errno = 0;
+        double period = strtod(checkpoint, &end);
+        if (end == checkpoint || *end || errno || !(period >= 0.1 && period <= 86400))
+            usage_error("%s takes seconds between 0.1 and 86400, not '%s'", checkpoint_what, checkpoint);
+        env_set("PSUITE_CHECKPOINT", checkpoint);
     }
 
     /* -R */
@@ -1903,7 +1976,10 @@ int main(int argc, char **argv)
     int fd = mkostemp(peak, O_CLOEXEC);
     if (fd < 0)
         usage_error("cannot make a temporary file in %s: %s", tmpdir && *tmpdir ? tmpdir : "/tmp", strerror(errno));
-    close(fd);
+    /* Unlinked at once and reached through psrun's descriptor: however
+     * psrun ends (SIGKILL included), no file is left behind. */
+    unlink(peak);
+    snprintf(peak, sizeof peak, "/proc/%ld/fd/%d", (long)getpid(), fd);
     if (filing.experiment) {
         /* the runtime's list of the documents it saves: private, psrun's */
         snprintf(filing.manifest, sizeof filing.manifest, "%s/psuite-manifest-XXXXXX",
@@ -1919,10 +1995,6 @@ int main(int argc, char **argv)
     }
     env_set("PSUITE_RESOURCE_FILE", peak);
     env_set("PSUITE_RESOURCE_PID", ""); /* its slot: the child sets its pid there before the exec */
-    if (!prefix) {
-        const char *slash = strrchr(cmd[0], '/');
-        prefix = slash ? slash + 1 : cmd[0];
-    }
     run_monitored(path, cmd, new_env, interval, absdir, prefix, peak, quiet,
                   opt_value[OPT_DIRECTORY] ? opt_value[OPT_DIRECTORY][0] == '/' : dir[0] == '/',
                   opt_set[OPT_RESOURCES], &filing);

@@ -1,5 +1,5 @@
 /* callpath_report.c - the <callpaths> companion document of a profile
- * (docs/formats/callpaths.md, psuite/formats/schemas/callpaths-1.0.xsd):
+ * (docs/formats/callpaths.md, psuite/formats/schemas/callpaths-1.1.xsd):
  * every thread's calling-context tree, its addresses' modules numbered as
  * they are loaded now (or were, for modules unloaded with dlclose), each
  * with the same load offset as the flat profile's <module offset>.
@@ -97,7 +97,7 @@ static void write_thread(ps_buf_t *b, const ps_sthread_t *t, const mods_t *m, un
     sum[2] += truncated;
     sum[3] += lost;
     ps_buf_str(b, "  <thread");
-    attr_ull(b, "id", (unsigned long long)t->index);
+    attr_ull(b, "id", (unsigned long long)ps_thread_number(t->index));
     attr_ull(b, "tid", (unsigned long long)t->tid);
     attr_ull(b, "samples", samples);
     attr_ull(b, "truncated", truncated);
@@ -107,7 +107,7 @@ static void write_thread(ps_buf_t *b, const ps_sthread_t *t, const mods_t *m, un
     const ps_cpnode_t *v = ps_cct_nodes(t->cct, &n);
     for (unsigned i = 1; v && i < n; i++) {
         const ps_cpnode_t *node = &v[i];
-        unsigned kind = node->kind & ((1u << PS_CP_RETIRED_SHIFT) - 1), retired = node->kind >> PS_CP_RETIRED_SHIFT;
+        unsigned kind = node->kind;
         /* a node another thread's insertion left unused, or one not written yet */
         if (kind > PS_CP_BLOCKED || ((kind == PS_CP_CALL || kind == PS_CP_SAMPLE) && !node->addr))
             continue;
@@ -116,12 +116,15 @@ static void write_thread(ps_buf_t *b, const ps_sthread_t *t, const mods_t *m, un
         attr_ull(b, "id", i);
         attr_ull(b, "parent", node->parent);
         if (kind == PS_CP_CALL || kind == PS_CP_SAMPLE) {
-            /* a return address is in its call instruction's module at addr - 1 */
-            int id = retired && (int)retired <= m->nretired ? m->retired_base_id + (int)retired - 1
-                                                            : module_id(m, node->addr - (kind == PS_CP_CALL));
+            /* the address's load: a module unloaded since, or by address
+             * (a return address is in its call instruction's module, at addr - 1) */
+            unsigned long long addr;
+            int retired = ps_modules_resolve(node->addr, &addr);
+            int id = retired >= 0 && retired < m->nretired ? m->retired_base_id + retired
+                                                           : module_id(m, addr - (kind == PS_CP_CALL));
             attr_ull(b, "module", (unsigned long long)id);
             ps_buf_str(b, " addr=\"");
-            ps_buf_hex(b, node->addr);
+            ps_buf_hex(b, addr);
             ps_buf_str(b, "\"");
         }
         if (kind != PS_CP_CALL)
@@ -148,7 +151,7 @@ static void say_memory(const ps_sthread_t *t)
     ps_cct_nodes(t->cct, &n);
     ps_buf_fixed(&b, line, sizeof line);
     ps_buf_str(&b, "thread ");
-    ps_buf_ull(&b, (unsigned long long)t->index);
+    ps_buf_ull(&b, (unsigned long long)ps_thread_number(t->index));
     ps_buf_str(&b, ": ");
     ps_buf_ull(&b, (unsigned long long)ps_cct_resident(t->cct));
     ps_buf_str(&b, " bytes resident for ");
@@ -208,10 +211,10 @@ int ps_callpaths_write(const char *profile_path, int remember)
     ps_buf_t b;
     ps_buf_fixed(&b, out, out ? bytes : 0);
 
-    ps_buf_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<callpaths version=\"1.0\" generator=\"psuite "
+    ps_buf_str(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<callpaths version=\"1.1\" generator=\"psuite "
                    PSUITE_VERSION " libpshwpc\">\n  <profile");
     attr_str(&b, "file", slash ? slash + 1 : profile_path);
-    attr_ull(&b, "pid", (unsigned long long)getpid());
+    attr_ull(&b, "pid", (unsigned long long)ps_self_pid());
     attr_str(&b, "hostname", host);
     if (command)
         attr_str(&b, "command", command);

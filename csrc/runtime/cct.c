@@ -10,6 +10,9 @@
  * a tree while its thread may be in the handler.  The handler also keeps
  * the path of the last sample: consecutive samples share most of their
  * outer frames, which are then not looked up again.
+ * A node's address is a key (ps_modules_key): a return address or PC with
+ * the load of the module it is in, so that what is loaded where a module
+ * was unloaded gets nodes of its own, and dlclose touches no tree.
  * When a thread ends its tree is copied into a mapping of its nodes' size
  * (retired) and, once the copy is published, the big one is unmapped. */
 #ifndef _GNU_SOURCE
@@ -39,7 +42,7 @@ struct ps_cct {
     unsigned long long samples, truncated, lost;
     unsigned last_leaf;         /* the last sample's innermost node */
     int last_truncated;         /* it is under the truncated node */
-    unsigned gen, cache_gen;    /* gen: bumped when nodes are retagged (dlclose): the path cache is dropped */
+    unsigned cache_gen;         /* ps_modules_unloads() when the path cache was filled */
     int busy;                   /* the handler is on this tree (its thread) */
     int warm;                   /* ps_cct_thread_warm ran in the thread: the unwinder may be entered */
     unsigned long long stack_lo, stack_hi; /* the thread's own stack (pthread_getattr_np) */
@@ -96,8 +99,8 @@ ps_cct_t *ps_cct_new(void)
     size_t off_hash = off_scratch + align(sizeof(void *) * (size_t)scratch_cap);
     size_t off_nodes = off_hash + align(sizeof(unsigned) * slots);
     size_t bytes = off_nodes + sizeof(ps_cpnode_t) * capacity;
-    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED)
+    char *p = ps_map(bytes); /* shared with the collector (shared.c) */
+    if (!p)
         return NULL;
     ps_cct_t *c = (ps_cct_t *)p;
     c->bytes = bytes;
@@ -209,10 +212,13 @@ static unsigned long long walk_limit(const ps_cct_t *c, const void *ucv)
     return sp >= c->stack_lo && sp < c->stack_hi ? c->stack_hi : 0;
 }
 
-/* addr lies in no object of the module map (one loaded since the last
- * refresh: a dlopen by bare name from an object with a RUNPATH is passed
- * on without one, modules.c) - 0 without a map. */
-static int unknown_object(unsigned long long addr)
+/* The unwinder stopped at addr, the outermost frame found, before the
+ * real outermost one: addr lies in no object of the module map (one loaded
+ * since the last refresh: a dlopen by bare name from an object with a
+ * RUNPATH is passed on without one, modules.c), or - while another
+ * thread's dlclose made the unwinder keep to the permanent objects
+ * (unwind.c) - in an object loaded later.  0 without a map. */
+static int cut_short(unsigned long long addr, int closing)
 {
     const ps_module_t *v;
     int n;
@@ -228,8 +234,9 @@ static int unknown_object(unsigned long long addr)
             hi = mid;
     }
     int found = lo > 0 && addr < v[lo - 1].hi;
+    int cut = !found || (closing && !v[lo - 1].permanent);
     ps_modules_release(held);
-    return !found;
+    return cut;
 }
 
 void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
@@ -249,23 +256,24 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
         return;
     }
     c->busy = 1;
-    unsigned gen = __atomic_load_n(&c->gen, __ATOMIC_ACQUIRE);
-    if (gen != c->cache_gen) { /* a module was unloaded: its nodes are no longer anyone's parents */
+    unsigned gen = ps_modules_unloads();
+    if (gen != c->cache_gen) { /* a module was unloaded: the same addresses may be another's now */
         c->cache_depth = 0;
         c->cache_gen = gen;
     }
     int more = 0;
     void **f = c->frames;
+    int closing = __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST);
     int got = ps_unwind(uc, f, maxdepth, c->scratch, c->scratch_cap, walk_limit(c, uc), &more);
+    closing = (closing || __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST)) && !ps_modules_closing_here;
     if (got <= 0) {
         ps_cct_lost(c, n);
         c->busy = 0;
         return;
     }
-    /* A path whose outermost frame is in an object the map does not know
-     * yet stopped there (the unwinder could not go on): its outer frames are
+    /* A path cut short (the unwinder could not go on): its outer frames are
      * missing, as a truncated one's are. */
-    if (!more && unknown_object((unsigned long long)f[got - 1] - (got > 1)))
+    if (!more && cut_short((unsigned long long)f[got - 1] - (got > 1), closing))
         more = 1;
     unsigned root = 0;
     if (more && !(root = child(c, 0, 0, PS_CP_TRUNCATED))) {
@@ -281,7 +289,8 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
     unsigned parent = depth ? c->cache_node[depth - 1] : root;
     for (unsigned k = depth; k < calls; k++) {
         unsigned long long a = (unsigned long long)f[got - 1 - k];
-        parent = child(c, parent, a, PS_CP_CALL);
+        /* a return address is in its call instruction's module, at a - 1 */
+        parent = child(c, parent, ps_modules_key_at(a, a - 1), PS_CP_CALL);
         if (!parent) {
             c->cache_depth = k;
             ps_cct_lost(c, n);
@@ -293,7 +302,7 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n)
     }
     c->cache_root = root;
     c->cache_depth = calls;
-    unsigned leaf = child(c, parent, (unsigned long long)f[0], PS_CP_SAMPLE);
+    unsigned leaf = child(c, parent, ps_modules_key((unsigned long long)f[0]), PS_CP_SAMPLE);
     if (leaf)
         count_leaf(c, leaf, n, more, 1);
     else
@@ -305,7 +314,7 @@ void ps_cct_blocked(ps_cct_t *c, unsigned long long pc)
 {
     if (!c || c->retired)
         return;
-    unsigned b = child(c, 0, 0, PS_CP_BLOCKED), leaf = b ? child(c, b, pc, PS_CP_SAMPLE) : 0;
+    unsigned b = child(c, 0, 0, PS_CP_BLOCKED), leaf = b ? child(c, b, ps_modules_key(pc), PS_CP_SAMPLE) : 0;
     if (leaf)
         count_leaf(c, leaf, 1, 0, 0);
     else
@@ -321,23 +330,6 @@ void ps_cct_again(ps_cct_t *c)
         count_leaf(c, leaf, 1, __atomic_load_n(&c->last_truncated, __ATOMIC_RELAXED), 1);
     else
         ps_cct_lost(c, 1);
-}
-
-void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module)
-{
-    if (!c || module < 0 || module >= (1 << 20))
-        return;
-    unsigned n = used_nodes(c);
-    for (unsigned i = 1; i < n; i++) {
-        ps_cpnode_t *node = &c->nodes[i];
-        unsigned kind = __atomic_load_n(&node->kind, __ATOMIC_RELAXED);
-        if ((kind != PS_CP_CALL && kind != PS_CP_SAMPLE) || !node->addr)
-            continue;
-        unsigned long long a = node->addr - (kind == PS_CP_CALL);
-        if (a >= lo && a < hi)
-            __atomic_store_n(&node->kind, kind | ((unsigned)(module + 1) << PS_CP_RETIRED_SHIFT), __ATOMIC_RELAXED);
-    }
-    __atomic_add_fetch(&c->gen, 1, __ATOMIC_RELEASE);
 }
 
 static unsigned used_nodes(const ps_cct_t *c)
@@ -371,8 +363,8 @@ ps_cct_t *ps_cct_retire(ps_cct_t *c)
         return c;
     unsigned n = used_nodes(c);
     size_t bytes = align(sizeof *c) + sizeof(ps_cpnode_t) * n;
-    char *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    char *p = ps_map(bytes);
+    if (!p)
         return c;
     ps_cct_t *r = (ps_cct_t *)p;
     *r = *c;
@@ -395,7 +387,7 @@ ps_cct_t *ps_cct_retire(ps_cct_t *c)
 void ps_cct_free(ps_cct_t *c)
 {
     if (c)
-        munmap(c, c->bytes);
+        ps_unmap(c, c->bytes);
 }
 
 const ps_cpnode_t *ps_cct_nodes(const ps_cct_t *c, unsigned *n)

@@ -736,7 +736,38 @@ static int default_config(char *path, size_t len)
     return 0;
 }
 
+/* The user domain's software events the kernel counts only in kernel mode
+ * are counted in every domain (perfev.c, papi.c): the annotation says so,
+ * where a reader of "domain=user" would expect otherwise (and, where this
+ * user may not count in kernel mode, why they are dropped). */
+static void note_kernel_only(ps_evset_t *set)
+{
+    char names[512] = "";
+    size_t used = 0;
+    if (set->domain != PS_DOM_USER)
+        return;
+    for (int i = 0; i < set->nrequested && used < sizeof names; i++)
+        if (ps_event_kernel_only(set->ev[i].name))
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", used ? ", " : "", set->ev[i].name);
+    if (!used)
+        return;
+    char note[sizeof names + 160];
+    snprintf(note, sizeof note, "%s: in every domain, not the user domain alone, since the kernel counts a task's "
+             "context switches and migrations only in kernel mode", names);
+    ps_append_part(set->annotation, sizeof set->annotation, note);
+}
+
+static int load_events(ps_evset_t *set, const char *events, char *why, size_t why_len);
+
 int ps_config_load(ps_evset_t *set, const char *events, char *why, size_t why_len)
+{
+    int rc = load_events(set, events, why, why_len);
+    if (rc == PS_HWPC_OK)
+        note_kernel_only(set);
+    return rc;
+}
+
+static int load_events(ps_evset_t *set, const char *events, char *why, size_t why_len)
 {
     set->nrequested = 0;
     set->domain = PS_DOM_USER;

@@ -174,6 +174,19 @@ static const generic_t *find_generic(const char *name)
     return NULL;
 }
 
+int ps_perf_kernel_only(unsigned type, unsigned long long config)
+{
+    return type == PERF_TYPE_SOFTWARE &&
+           (config == PERF_COUNT_SW_CONTEXT_SWITCHES || config == PERF_COUNT_SW_CPU_MIGRATIONS ||
+            config == PERF_COUNT_SW_CGROUP_SWITCHES);
+}
+
+int ps_event_kernel_only(const char *name)
+{
+    const generic_t *g = find_generic(name);
+    return g && ps_perf_kernel_only(g->type, g->config);
+}
+
 /* Resolve a name for the perf_event backend.  Returns PS_EVENT_COUNTED with
  * type/config filled, PS_EVENT_DROPPED for a PAPI preset with no perf
  * equivalent, PS_EVENT_UNKNOWN for a name that means nothing. */

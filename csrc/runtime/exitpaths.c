@@ -284,47 +284,6 @@ void ps_exitpaths_signal_report(int sig)
         finish_fn(why);
 }
 
-/* ---- an alternate signal stack per thread ----------------------------------
- * A stack overflow's SIGSEGV can only be handled on another stack.  Each
- * thread without one of its own (the program's stays its own) gets one
- * large enough to write the report on, freed when the thread ends. */
-#define ALT_GUARD 4096
-#define ALT_SIZE (256 * 1024)
-
-static pthread_key_t alt_key;
-static pthread_once_t alt_once = PTHREAD_ONCE_INIT;
-
-static void alt_release(void *mem)
-{
-    stack_t cur;
-    if (sigaltstack(NULL, &cur) == 0 && cur.ss_sp == (char *)mem + ALT_GUARD && !(cur.ss_flags & SS_ONSTACK)) {
-        stack_t off = {.ss_flags = SS_DISABLE};
-        sigaltstack(&off, NULL);
-    }
-    munmap(mem, ALT_GUARD + ALT_SIZE);
-}
-
-static void alt_make_key(void) { pthread_key_create(&alt_key, alt_release); }
-
-static void give_altstack(void)
-{
-    stack_t old;
-    if (sigaltstack(NULL, &old) != 0 || !(old.ss_flags & SS_DISABLE))
-        return; /* the thread has one: the program's */
-    void *mem = mmap(NULL, ALT_GUARD + ALT_SIZE, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-    if (mem == MAP_FAILED)
-        return;
-    mprotect(mem, ALT_GUARD, PROT_NONE);
-    stack_t ss = {.ss_sp = (char *)mem + ALT_GUARD, .ss_size = ALT_SIZE, .ss_flags = 0};
-    if (sigaltstack(&ss, NULL) != 0) {
-        munmap(mem, ALT_GUARD + ALT_SIZE);
-        return;
-    }
-    pthread_once(&alt_once, alt_make_key);
-    pthread_setspecific(alt_key, mem);
-}
-
 static int is_fatal(int sig)
 {
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
@@ -379,8 +338,11 @@ void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
         hook_fatal(fatal[i].sig);
     for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
         hook_fatal(sig);
-    give_altstack();
-    ps_threads_on_start(give_altstack);
+    /* No alternate signal stack is installed: the program sees none at
+     * main, as bare, and code that sets one only where none exists (Rust's
+     * runtime does) sets its own.  A stack overflow then ends the process
+     * by SIGSEGV without the handler (it runs on the program's alternate
+     * stack if the program has one, SA_ONSTACK). */
 }
 
 /* A program asking about one of these signals sees the default it set up

@@ -28,7 +28,10 @@ static int verbose;              /* PSUITE_VERBOSE, read at init */
 
 static void take(void) { ps_lock_take(&lock); }
 static void give(void) { ps_lock_give(&lock); }
-static int take_bounded(void) { return ps_lock_take_bounded(&lock); }
+/* The collector (collector.c) writes what the program froze, while the
+ * program waits, or after it died: a lock one of its threads held stays
+ * held, and is not the collector's to wait for. */
+static int take_bounded(void) { return ps_in_collector() ? 0 : ps_lock_take_bounded(&lock); }
 static void give_bounded(int held)
 {
     if (held)
@@ -56,10 +59,7 @@ static double user_start, sys_start, user_total, sys_total;
 
 static void cpu_now(double *user, double *sys)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-    *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+    ps_process_cpu(user, sys);
 }
 
 /* The events as the configuration names them, before a backend resolved
@@ -367,6 +367,10 @@ static int stop_profile_locked(const char *name)
     return rc;
 }
 
+/* ps_hwpc_freeze below */
+static int frozen, frozen_rc;
+static long long frozen_values[PS_HWPC_MAX_EVENTS];
+
 PS_API int ps_hwpc_stop(const char *name)
 {
     long long values[PS_HWPC_MAX_EVENTS];
@@ -378,12 +382,18 @@ PS_API int ps_hwpc_stop(const char *name)
     }
     int held = take_bounded(); /* the end of measurement: see take_bounded */
     int rc = PS_HWPC_OK;
-    if (state == ST_RUNNING)
-        rc = suspend_locked();
-    if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
-        rc = PS_HWPC_ESTATE;
-    if (rc == PS_HWPC_OK)
-        rc = read_locked(values);
+    if (frozen) { /* read already (ps_hwpc_freeze), perhaps by another process */
+        rc = frozen_rc;
+        memcpy(values, frozen_values, sizeof values);
+        frozen = 0;
+    } else {
+        if (state == ST_RUNNING)
+            rc = suspend_locked();
+        if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
+            rc = PS_HWPC_ESTATE;
+        if (rc == PS_HWPC_OK)
+            rc = read_locked(values);
+    }
     /* The program closed or reused the counters' descriptors: the report is
      * still written (times, machine), its events left out, and says why. */
     int ncounted = set.ncounted;
@@ -416,6 +426,72 @@ PS_API int ps_hwpc_stop(const char *name)
             memset(set.papi_acc, 0, sizeof set.papi_acc);
     }
     give_bounded(held);
+    return rc;
+}
+
+/* The end of the process's counting, read where it happens, the report
+ * written later by whoever writes it (the collector, collector.c):
+ * ps_hwpc_stop(NULL) then writes these counts. */
+
+int ps_hwpc_freeze(void)
+{
+    if (profiling)
+        return PS_HWPC_ESTATE;
+    int held = take_bounded();
+    int rc = PS_HWPC_OK;
+    if (state == ST_RUNNING)
+        rc = suspend_locked();
+    if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
+        rc = PS_HWPC_ESTATE;
+    if (rc == PS_HWPC_OK)
+        rc = read_locked(frozen_values);
+    frozen_rc = rc;
+    frozen = 1;
+    give_bounded(held);
+    return rc;
+}
+
+/* In the collector, while the process runs: the report so far under its
+ * final name (report.c replaces it at the next checkpoint and at the end),
+ * the counts read through the collector's descriptors, nothing of the
+ * running measurement changed. */
+int ps_hwpc_checkpoint(const char *note)
+{
+    static ps_evset_t copy; /* large; only the collector writes it */
+    long long values[PS_HWPC_MAX_EVENTS];
+    if (profiling || state != ST_RUNNING || set.backend != PS_BACKEND_PERF)
+        return PS_HWPC_ESTATE;
+    if (ps_perf_read(&set, values) != PS_HWPC_OK)
+        return PS_HWPC_EIO;
+    copy = set;
+    ps_append_part(copy.annotation, sizeof copy.annotation, note);
+    double user, sys;
+    ps_process_cpu(&user, &sys);
+    ps_measurement_t m = {wall_total + ps_wallclock_ns() - wall_start, user_total + user - user_start,
+                          sys_total + sys - sys_start, values};
+    char path[4096];
+    return ps_report_write(&copy, &m, NULL, path, sizeof path);
+}
+
+/* In the collector, the process gone without freezing: the counts read
+ * through the collector's own copies of the descriptors (an inherited
+ * perf_event counter keeps its final value after the task is gone), the
+ * times from what the collector saw of the process. */
+int ps_hwpc_freeze_dead(long long user_ns, long long sys_ns)
+{
+    if (profiling || state != ST_RUNNING)
+        return PS_HWPC_ESTATE;
+    int rc = set.backend == PS_BACKEND_PAPI ? ps_papi_read(&set, frozen_values) : ps_perf_read(&set, frozen_values);
+    wall_total += ps_wallclock_ns() - wall_start;
+    user_total += user_ns / 1e9 - user_start;
+    sys_total += sys_ns / 1e9 - sys_start;
+    if (user_total < 0)
+        user_total = 0;
+    if (sys_total < 0)
+        sys_total = 0;
+    state = ST_SUSPENDED;
+    frozen_rc = rc;
+    frozen = 1;
     return rc;
 }
 

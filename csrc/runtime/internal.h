@@ -21,6 +21,7 @@ typedef struct {
     char why[192];
     /* perf_event backend */
     int fd;
+    unsigned long long id;      /* fd's event (PERF_EVENT_IOC_ID): checked before each use */
     unsigned perf_type;
     unsigned long long perf_config;
     int multiplexed;            /* ran less than it was enabled */
@@ -80,6 +81,16 @@ void ps_lock_reset(ps_lock_t *l);       /* in a forked child */
 void ps_heapsort(void *base, size_t n, size_t size, int (*less)(const void *, const void *)); /* signal-safe */
 void ps_append_part(char *dst, size_t cap, const char *text); /* "; " between parts, cut to fit; signal-safe */
 long long ps_read_ll(const char *path, long long dflt);
+/* Descriptors psuite keeps in the program: moved above the soft RLIMIT_NOFILE
+ * (as high as the limit allows where the hard limit leaves no room above);
+ * returns the new descriptor, the old one closed, or fd where it cannot
+ * move.  Signal-safe.  ps_fd_room_above: the limit leaves room above. */
+int ps_fd_above_limit(int fd);
+int ps_fd_room_above(void);
+unsigned long long ps_fd_ident(int fd); /* the open file's device and inode, folded; 0: not open */
+/* open(2) that still succeeds when the program has used up its descriptor
+ * limit (the soft limit raised for the call, where the hard one allows). */
+int ps_open_anyway(const char *path, int flags, int mode);
 long long ps_tid_cpu_ns(int tid);  /* CPU time of a live thread of this process, -1 if gone */
 void ps_settle_thread_times(void);  /* every live thread's pending CPU time accounted, before getrusage */
 /* user/system split of cpu_ns from the thread's /proc stat ticks */
@@ -92,6 +103,11 @@ int ps_perf_lookup(const char *name, unsigned *type, unsigned long long *config,
                    char *why, size_t why_len);
 const char *ps_perf_catalogue(int index, const char **desc, const char **papi_alias);
 const char *ps_perf_to_papi_native(const char *name);
+/* Software events the kernel counts only in kernel mode (a task's context
+ * switches and migrations happen in the scheduler): 0 in the user domain,
+ * so they are counted in every domain whatever the set's. */
+int ps_perf_kernel_only(unsigned type, unsigned long long config);
+int ps_event_kernel_only(const char *name);
 
 /* perfev.c: direct perf_event backend */
 int ps_perf_available(char *why, size_t why_len);
@@ -102,14 +118,20 @@ int ps_perf_read(ps_evset_t *set, long long *values);
 void ps_perf_close(ps_evset_t *set);
 int ps_perf_counters_lost(void); /* the program closed or reused a counter's descriptor */
 int ps_perf_probe(const char *name, char *why, size_t why_len);
-/* Descriptors of psuite's own counters (per-thread ones too): moved to at
- * least base (F_DUPFD_CLOEXEC; base <= 0: near the top of the limit as the
- * process total's), and whether fd is still a perf_event descriptor (the
+/* Descriptors of psuite's own counters (per-thread ones too): moved above
+ * the soft descriptor limit (ps_fd_above_limit); where the hard limit leaves
+ * no room above, to at least base (base <= 0: as high as the limit allows),
+ * and whether fd is still a perf_event descriptor (the
  * program may have closed and reused the number).  ps_perf_close_fd closes
  * it only then. */
 int ps_perf_move_high(int fd, long base);
 int ps_perf_still_ours(int fd);
 void ps_perf_close_fd(int fd);
+/* The event's identity (PERF_EVENT_IOC_ID; 0: unknown), and whether fd is
+ * still that event (id 0: any perf_event descriptor); close only then. */
+unsigned long long ps_perf_id(int fd);
+int ps_perf_is(int fd, unsigned long long id);
+void ps_perf_close_id(int fd, unsigned long long id);
 /* The other threads of this process, tids into out (at most max), the
  * caller excluded; the count. */
 int ps_perf_other_threads(int *out, int max); /* all there are; the first max in out */
@@ -158,16 +180,20 @@ int ps_config_profile(ps_profcfg_t *cfg, char *why, size_t why_len);
 #define PS_SAMPLE_SLOTS_LOG2 16
 #define PS_SAMPLE_SLOTS (1u << PS_SAMPLE_SLOTS_LOG2)
 typedef struct {
-    /* A sampled location and its count.  The key is a PC now; a call-stack
-     * id can take its place without changing the table. */
+    /* A sampled location and its count.  The key is a PC with the load of
+     * its module (ps_modules_key); a call-stack id can take its place
+     * without changing the table. */
     unsigned long long pc, count;
 } ps_slot_t;
 typedef struct {
-    int index;                  /* 0: the main thread, then in creation order (reported as <thread> index + 1) */
+    int index;                  /* 0: the main thread, then in creation order (numbered ps_thread_number) */
     int tid;
     ps_slot_t *table;           /* PS_SAMPLE_SLOTS entries, mmap'd (touched as used); NULL once ended */
     unsigned long long samples, lost;
     int perf_fd, syscall_fd, has_timer, failed, live;
+    unsigned long long perf_id;  /* perf_fd's event (PERF_EVENT_IOC_ID): checked before each use and close */
+    int source_lost;            /* its sampling descriptor was closed or replaced by the program */
+    unsigned long long syscall_ident; /* syscall_fd's file (ps_fd_ident), checked before its close */
     void *timer;                /* timer_t */
     long long start_ns, end_ns, cpu_ns, user_ns, sys_ns;
     /* An ended thread's samples, copied out of its table (which goes to
@@ -190,16 +216,20 @@ typedef struct {
     struct ps_cct *cct;         /* call paths (cct.c): the thread's calling-context tree, NULL without */
     unsigned long long cp_lost; /* call paths: samples of a thread without a tree (no memory) */
 } ps_sthread_t;
+/* The number a thread goes by in every document (docs/formats/numbering.md):
+ * thread index i (from 0, the main thread first) is number i + 1, as 0 is
+ * the process total of psrun -p. */
+static inline int ps_thread_number(int index) { return index + 1; }
 #define PS_BUILDID_MAX 32       /* bytes of a GNU build-id kept at most (sha1: 20) */
-/* Samples of a module unloaded with dlclose, charged to it then. */
-typedef struct {
-    int thread, module;         /* thread index; ps_sampler_retired_module(module) */
-    unsigned long long pc, count;
-} ps_retired_t;
 int ps_sampler_init(const ps_profcfg_t *cfg, char *why, size_t why_len);
 ps_sthread_t *ps_sampler_thread_begin(void);   /* in the new thread */
 void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
+void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
+void ps_sampler_close_inherited(void);         /* in the collector: the sampling descriptors it inherited */
+unsigned long long ps_sampler_drop_unshared(void);
+size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
+size_t ps_thread_counts_bytes(void);           /* the per-thread count records' memory (psrun -p) */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */
@@ -221,11 +251,12 @@ const char *ps_sampler_signal_name(void);      /* the signal the sources send: "
  * it at main; until then the sampler hooks the executable's last
  * constructor itself (idempotent). */
 void ps_sampler_at_main(void);
-/* modules.c, at dlclose: the samples in [lo, hi) are charged to file (load
- * address base) now, before another module can be loaded there. */
-void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base,
-                       const unsigned char *buildid, unsigned buildid_len);
-size_t ps_sampler_retired(const ps_retired_t **v);
+/* modules.c, when a module instance has left the map (dlclose): its name,
+ * load address, build-id and the span of its executable segments kept;
+ * returns its retired-module index (one per file and load address), -1
+ * without memory.  Normal context. */
+int ps_sampler_retired_add(const char *file, unsigned long long base, unsigned long long lo, unsigned long long hi,
+                           const unsigned char *buildid, unsigned buildid_len);
 const char *ps_sampler_retired_module(int module, unsigned long long *base);
 const unsigned char *ps_sampler_retired_buildid(int module, unsigned *len); /* *len 0: none recorded */
 int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi); /* 0: no such module */
@@ -245,6 +276,7 @@ typedef struct {
     int permanent;              /* loaded before measurement started (never unloaded) */
     unsigned char buildid[PS_BUILDID_MAX]; /* its GNU build-id, read when it entered the map */
     unsigned buildid_len;       /* 0: none */
+    unsigned instance;          /* 0: permanent; else its load's number (ps_modules_key) */
 } ps_module_t;
 typedef struct ps_modmap ps_modmap_t;
 void ps_modules_refresh(void);  /* not async-signal-safe (dl_iterate_phdr) */
@@ -256,6 +288,34 @@ void ps_modules_release(const ps_modmap_t *m);
  * module's dependencies with it), so unwind.c's snapshot serves only the
  * permanent ones meanwhile. */
 extern int ps_modules_closing;
+/* Set in the thread running a dlclose: the objects it unloads are unmapped
+ * by this thread alone (the loader's lock held), so its own handler may
+ * still read them (its destructors' frames) while it is interrupted. */
+extern __thread int ps_modules_closing_here __attribute__((tls_model("initial-exec")));
+/* Set in a thread while psuite's dlopen, dlmopen or dlclose works for the
+ * program around the real call (the module map's refresh): the real
+ * function's address, where the flat profile charges the samples taken
+ * meanwhile - the program asked for that call; psuite's code is no part of
+ * its profile. */
+extern __thread unsigned long long ps_modules_on_behalf __attribute__((tls_model("initial-exec")));
+/* The PC a flat sample at pc is charged to: the real function a wrapper
+ * works for, when pc is in one of them.  Async-signal-safe. */
+unsigned long long ps_modules_charge(unsigned long long pc);
+/* Samples and call-path nodes are keyed by PC and the load they belong to,
+ * so that dlclose costs nothing in the tables: a PC in a module loaded
+ * after start carries its load's number (its instance) above bit
+ * PS_KEY_SHIFT; permanent modules' PCs are plain.  A PC in no module of
+ * the map (an object being loaded, not yet in it) carries the number the
+ * next load will get.  ps_modules_key_at: the key of addr, looked up at
+ * look (a return address's call instruction, addr - 1).  Async-signal-safe. */
+#define PS_KEY_SHIFT 48
+#define PS_KEY_PC(key) ((key) & ((1ull << PS_KEY_SHIFT) - 1))
+unsigned long long ps_modules_key_at(unsigned long long addr, unsigned long long look);
+static inline unsigned long long ps_modules_key(unsigned long long pc) { return ps_modules_key_at(pc, pc); }
+/* A key's retired-module index (ps_sampler_retired_module) if the load it
+ * belongs to has been unloaded, else -1; *pc: the PC.  Async-signal-safe. */
+int ps_modules_resolve(unsigned long long key, unsigned long long *pc);
+unsigned ps_modules_unloads(void);  /* loads unloaded so far: a call-path cache is dropped when it changes */
 
 /* unwind.c: the call-path unwinder (libunwind, libgcc_s or frame pointers),
  * loaded at run time.  ps_unwind_init once (normal context); ps_unwind_warm
@@ -284,13 +344,10 @@ void ps_unwind_quiesce(void); /* dl_iterate_phdr calls answered from the module 
 /* cct.c: per-thread calling-context trees in preallocated memory */
 typedef struct ps_cct ps_cct_t;
 typedef struct {
-    unsigned long long addr, samples;
+    unsigned long long addr, samples; /* addr: a key (ps_modules_key_at) */
     unsigned parent, kind;      /* PS_CP_* */
 } ps_cpnode_t;
 enum { PS_CP_CALL = 0, PS_CP_SAMPLE, PS_CP_TRUNCATED, PS_CP_BLOCKED, PS_CP_DEAD };
-/* kind >> PS_CP_RETIRED_SHIFT: 1 + the retired module (ps_sampler_retired_module)
- * of a node whose module was unloaded with dlclose, 0 otherwise */
-#define PS_CP_RETIRED_SHIFT 8
 int ps_cct_init(int maxdepth);                /* capacity from PSUITE_CALLPATH_NODES; 0 ok */
 int ps_cct_verbose(void);                     /* PSUITE_VERBOSE was set: the trees' memory is said at the end */
 size_t ps_cct_node_bytes(void);
@@ -303,9 +360,6 @@ void ps_cct_sample(ps_cct_t *c, void *uc, unsigned long long n);
 void ps_cct_blocked(ps_cct_t *c, unsigned long long pc);  /* ITIMER_REAL: a blocked thread's PC from /proc */
 void ps_cct_again(ps_cct_t *c);               /* one more sample at the last sample's leaf (run-queue wait) */
 void ps_cct_lost(ps_cct_t *c, unsigned long long n);
-/* dlclose: the nodes in [lo, hi) marked as the retired module's, so that
- * what is loaded there next gets nodes of its own. */
-void ps_cct_retag(ps_cct_t *c, unsigned long long lo, unsigned long long hi, int module);
 ps_cct_t *ps_cct_retire(ps_cct_t *c);         /* an ended thread's tree, compacted (c kept: the caller publishes
                                                  the copy, then ps_cct_free(c)); c without memory */
 void ps_cct_free(ps_cct_t *c);
@@ -509,5 +563,47 @@ void ps_hwpc_exec_failed(const char *path);
 
 extern const char ps_exec_why[];
 void ps_report_announced(const char *path);
+
+/* shared.c: the recorder's memory shared with its collector (see there) */
+int ps_shared_init(size_t arena_bytes);
+int ps_shared_active(void);
+void *ps_map(size_t bytes);             /* from the shared arena when sharing, else private; NULL: none */
+void ps_unmap(void *p, size_t bytes);
+int ps_shared_contains(const void *p);
+int ps_zero(void *p, size_t bytes);    /* zero again, the memory given back (madvise), shared or not */
+int ps_shared_overflowed(void);         /* some block is private: the collector cannot see all */
+void ps_shared_after_fork(void);        /* in a forked child, first: private copies */
+int ps_shared_again(void);              /* a child psrun -f measures: shared again */
+
+/* collector.c: the process that writes the reports (see there) */
+typedef struct {
+    int (*write_end)(const char *why);  /* records frozen by the program: write them (0: written) */
+    void (*write_dead)(const char *how); /* the process ended without freezing */
+    void (*write_checkpoint)(void);     /* the reports so far, while it runs */
+} ps_collector_writers_t;
+int ps_collector_start(const ps_collector_writers_t *w);
+int ps_collector_running(void);         /* this process has a collector */
+int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
+void ps_collector_exec_written(int on); /* the reports were written before an exec (0: it failed) */
+void ps_collector_after_fork(void);
+void ps_collector_child_settled(void);  /* a followed child's measurement set up or given up */
+pid_t ps_self_pid(void);                /* the measured process's pid, in it or in its collector */
+int ps_in_collector(void);
+int ps_collector_say(const char *line, size_t n); /* the program's line said by its collector (0: not) */
+void ps_process_cpu(double *user_s, double *sys_s); /* the measured process's CPU time (getrusage in it) */
+long long ps_collector_cpu(long long *user_ns, long long *sys_ns); /* last seen CPU time of the process */
+
+/* hwpc.c: the end of counting read now, written by ps_hwpc_stop(NULL) later */
+int ps_hwpc_freeze(void);
+int ps_hwpc_freeze_dead(long long user_ns, long long sys_ns);
+int ps_hwpc_checkpoint(const char *note);  /* the collector, while the process runs */
+/* report.c: reports written now are checkpoints (the collector's) */
+void ps_report_checkpointing(int on);
+int ps_report_is_checkpointing(void);
+
+/* environ.c: LD_PRELOAD's entry for this library and the PSUITE_* psrun
+ * sets out of environ, before main, unless psrun -f follows the children */
+void ps_environ_remove_psuite(int follow);
+char **ps_environ_for_main(char **envp); /* main's envp: that array, if it was made */
 
 #endif

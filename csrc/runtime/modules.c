@@ -1,27 +1,40 @@
 /* modules.c - modules that come and go while sampling.  A profile's PCs
  * are resolved against the modules loaded when it is written, so a plugin
  * unloaded with dlclose would lose its samples to whatever is loaded at
- * its address later.  dlclose is interposed: the samples in the closing
- * module's executable segments are charged to it (its name and load
- * address recorded with them) before the real call - and once more after
- * it, for its destructors' samples, when it is really gone (dlclose only
- * unloads when the last reference goes).
+ * its address later.  So every object loaded after start gets a number
+ * when it enters the module map (its instance), and samples and call-path
+ * nodes in it are keyed by (instance, PC) (ps_modules_key); when it leaves
+ * the map its name, load address and build-id are kept with its number,
+ * and the reports charge its keys to it.  Nothing is scanned at dlclose:
+ * the map is refreshed (as after dlopen) and the instances gone from it
+ * recorded, in time proportional to the loaded objects.
  *
  * The map of the loaded modules the profile writer resolves PCs with is
  * kept here too, current at all times: taken when the library starts under
  * psrun, refreshed after each dlopen, dlmopen and dlclose, into mmap'd
  * storage (a few maps, reused when no writer holds them).  The writer may
  * run in a signal handler that interrupted dlopen in another thread, with
- * the loader's lock held: it cannot call dl_iterate_phdr then. */
+ * the loader's lock held: it cannot call dl_iterate_phdr then.
+ *
+ * A module is recorded by its absolute path: the loader keeps the name it
+ * was opened by (dlopen("./plugin.so") is "./plugin.so"), which means
+ * nothing once the working directory changes or the report is read
+ * elsewhere.  Such a name is replaced by the file the kernel mapped (its
+ * line in /proc/self/maps), looked up when the module enters the map. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -31,105 +44,152 @@
 
 #include "internal.h"
 
-#define MAX_RANGES 8
-
-typedef struct {
-    ElfW(Addr) base;             /* the module's load address (l_addr) */
-    const char *name;            /* to find it: its l_name */
-    char file[PATH_MAX];
-    unsigned long long lo[MAX_RANGES], hi[MAX_RANGES];
-    int n, found;
-    unsigned char buildid[PS_BUILDID_MAX]; /* its GNU build-id, kept with its samples once it is gone */
-    unsigned buildid_len;
-} ranges_t;
-
-static int find_ranges(struct dl_phdr_info *info, size_t size, void *data)
+/* The file mapped at addr, as /proc/self/maps names it (absolute), into out;
+ * 0 when none is (an anonymous mapping, the vdso) or maps cannot be read.
+ * No allocation: read in pieces into a buffer on the stack. */
+static int mapped_file(unsigned long long addr, char *out, size_t cap)
 {
-    (void)size;
-    ranges_t *r = data;
-    if (info->dlpi_addr != r->base || !info->dlpi_name || strcmp(info->dlpi_name, r->name) != 0)
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
         return 0;
-    r->found = 1;
-    ps_strlcpy(r->file, info->dlpi_name, sizeof r->file);
-    r->buildid_len = (unsigned)ps_buildid_of(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr, r->buildid,
-                                             sizeof r->buildid);
-    for (int i = 0; i < info->dlpi_phnum && r->n < MAX_RANGES; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+    char buf[PATH_MAX + 512];
+    size_t have = 0;
+    int found = 0, eof = 0;
+    while (!found) {
+        if (!eof && have < sizeof buf) {
+            ssize_t got = read(fd, buf + have, sizeof buf - have);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got <= 0)
+                eof = 1;
+            else
+                have += (size_t)got;
+        }
+        char *nl = memchr(buf, '\n', have);
+        if (!nl) {
+            if (eof || have == sizeof buf) /* the last line, or one longer than any path */
+                break;
             continue;
-        r->lo[r->n] = info->dlpi_addr + ph->p_vaddr;
-        r->hi[r->n++] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        }
+        *nl = '\0';
+        unsigned long long lo = 0, hi = 0;
+        const char *c = buf;
+        for (; *c && *c != '-'; c++)
+            lo = lo * 16 + (unsigned long long)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+        for (c += *c == '-'; *c && *c != ' '; c++)
+            hi = hi * 16 + (unsigned long long)(*c <= '9' ? *c - '0' : (*c | 0x20) - 'a' + 10);
+        if (addr >= lo && addr < hi) {
+            for (int field = 0; field < 4 && *c; field++) { /* perms, offset, device, inode */
+                while (*c == ' ')
+                    c++;
+                while (*c && *c != ' ')
+                    c++;
+            }
+            while (*c == ' ')
+                c++;
+            if (*c == '/') {
+                size_t len = strlen(c);
+                static const char deleted[] = " (deleted)";
+                if (len > sizeof deleted - 1 && strcmp(c + len - (sizeof deleted - 1), deleted) == 0)
+                    len -= sizeof deleted - 1;
+                if (len < cap) {
+                    memcpy(out, c, len);
+                    out[len] = '\0';
+                    found = 1;
+                }
+            }
+            break;
+        }
+        size_t used = (size_t)(nl + 1 - buf);
+        memmove(buf, nl + 1, have - used);
+        have -= used;
     }
-    return 1;
-}
-
-/* ps_sampler_retire takes the sampler's lock (and allocates): the end of
- * measurement, which takes that lock too, must not interrupt it on this
- * thread.  The asynchronous signals are held back meanwhile (the kernel's
- * mask directly: psuite's sigprocmask wrapper shows the program its own
- * view); faults and SIGPROF, the sampler's, are not. */
-static void retire(const ranges_t *r)
-{
-    sigset_t old;
-    int held = ps_hold_async_signals(&old);
-    for (int i = 0; i < r->n; i++)
-        ps_sampler_retire(r->lo[i], r->hi[i], r->file, r->base, r->buildid, r->buildid_len);
-    if (held)
-        ps_release_signals(&old);
+    close(fd);
+    return found;
 }
 
 static int kept(void);
 int ps_modules_closing;
+__thread unsigned long long ps_modules_on_behalf __attribute__((tls_model("initial-exec")));
+__thread int ps_modules_closing_here __attribute__((tls_model("initial-exec")));
+static unsigned long long map_adds; /* dlpi_adds when the map was taken */
+
+/* A sample in a wrapper before it says whose work it does
+ * (ps_modules_on_behalf) is charged to the real function too
+ * (ps_modules_charge): the wrappers' extents, from their symbols. */
+static void *(*real_dlopen)(const char *, int);
+static void *(*real_dlmopen)(Lmid_t, const char *, int);
+static int (*real_dlclose)(void *);
+static unsigned long long wrapper_lo[3], wrapper_hi[3]; /* dlopen, dlmopen, dlclose */
+
+static void find_wrappers(void);
+
+unsigned long long ps_modules_charge(unsigned long long pc)
+{
+    unsigned long long instead = ps_modules_on_behalf;
+    if (instead)
+        return instead;
+    void *real[3] = {(void *)real_dlopen, (void *)real_dlmopen, (void *)real_dlclose};
+    for (int i = 0; i < 3; i++)
+        if (pc >= wrapper_lo[i] && pc < __atomic_load_n(&wrapper_hi[i], __ATOMIC_ACQUIRE) && real[i])
+            return (unsigned long long)(uintptr_t)real[i];
+    return pc;
+}
+
+/* The loader's counts of objects loaded and unloaded so far. */
+static int read_counts(struct dl_phdr_info *info, size_t size, void *data)
+{
+    unsigned long long *v = data;
+    int known = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    v[0] = known ? info->dlpi_adds : 0;
+    v[1] = known ? info->dlpi_subs : 0;
+    return 1;
+}
 
 /* a program's dlclose(NULL) is its own business: passed on untouched */
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 PS_API int dlclose(void *handle)
 {
-    static int (*real)(void *);
+    int (*real)(void *) = real_dlclose;
     if (!real)
-        real = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
+        real = real_dlclose = (int (*)(void *))dlsym(RTLD_NEXT, "dlclose");
     if (!real) {
         errno = ENOSYS;
         return -1;
     }
-    struct link_map *map = NULL;
-    if (!handle || !ps_sampler_active() || dlinfo(handle, RTLD_DI_LINKMAP, &map) || !map || !map->l_name ||
-        !*map->l_name)
+    ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
+    if (!handle || !ps_sampler_active() || !kept()) {
+        ps_modules_on_behalf = 0;
         return real(handle);
-    /* No lock held across the real call: a destructor may dlclose too. */
-    struct {
-        ranges_t r, still;
-        char name[PATH_MAX];
-    } *m = calloc(1, sizeof *m);
-    if (!m)
-        return real(handle);
-    ps_strlcpy(m->name, map->l_name, sizeof m->name);
-    m->r.base = m->still.base = map->l_addr;
-    m->r.name = m->still.name = m->name;
-    dl_iterate_phdr(find_ranges, &m->r);
-    if (m->r.found)
-        retire(&m->r);
-    /* unwind.c's snapshot keeps to the permanent objects until the map is
-     * current again: this one and the dependencies that go with it are unmapped */
+    }
+    /* An object loaded without a refresh (a dlopen passed on as is, or the
+     * C library's own) gets its number before it can go. */
+    unsigned long long before[2], after[2];
+    dl_iterate_phdr(read_counts, before);
+    if (before[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED))
+        ps_modules_refresh();
+    /* unwind.c's snapshot keeps to the permanent objects in the other
+     * threads until the map is current again: what goes is unmapped */
     __atomic_add_fetch(&ps_modules_closing, 1, __ATOMIC_SEQ_CST);
     ps_unwind_quiesce();
+    ps_modules_closing_here++;
+    ps_modules_on_behalf = 0;
     int rc = real(handle);
+    ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
     int saved = errno;
-    if (m->r.found && rc == 0) {
-        dl_iterate_phdr(find_ranges, &m->still);
-        if (!m->still.found) { /* unloaded: what its destructors were sampled in is its too */
-            retire(&m->r);
-            ps_unwind_flush(); /* libunwind's caches forget its frames */
-        }
+    ps_modules_closing_here--;
+    dl_iterate_phdr(read_counts, after);
+    if (rc == 0 && (after[1] != before[1] || !after[0])) { /* something was unloaded (or no counts) */
+        unsigned unloads_before = ps_modules_unloads();
+        ps_modules_refresh(); /* the instances gone from it are retired */
+        if (ps_modules_unloads() != unloads_before)
+            ps_unwind_flush(); /* libunwind's caches forget their frames */
     }
-    free(m);
-    if (rc == 0 && kept())
-        ps_modules_refresh();
     __atomic_sub_fetch(&ps_modules_closing, 1, __ATOMIC_SEQ_CST);
     errno = saved;
+    ps_modules_on_behalf = 0;
     return rc;
 }
-
 
 /* ---- the module map ------------------------------------------------------ */
 
@@ -149,6 +209,104 @@ static const void *initial[MAX_INITIAL];
 static int ninitial = -1;
 static ps_modmap_t *current;
 static int refresh_lock;        /* the pid holding it: a fork child takes it over */
+static char exe_path[PATH_MAX]; /* the executable's, read once */
+
+/* Loads (instances) by number, from 1: the span of their executable
+ * segments, the first number given by the refresh that numbered them, and
+ * once unloaded their retired-module index.  Written under the refresh
+ * lock, read by the report writers.  Numbers go up to KEY_OVERFLOW - 1 (the
+ * key's bits above PS_KEY_SHIFT); later loads all share KEY_OVERFLOW, and
+ * their samples go by address (to the last module unloaded there, when
+ * none is loaded there now). */
+#define KEY_OVERFLOW ((1u << (64 - PS_KEY_SHIFT)) - 1)
+typedef struct {
+    unsigned long long lo, hi;
+    unsigned first;
+    int rmod;                   /* -1: loaded */
+} instance_t;
+static instance_t *instances;   /* KEY_OVERFLOW entries, mmap'd (touched as used) */
+static unsigned next_instance = 1;
+static unsigned unloads;
+
+unsigned ps_modules_unloads(void) { return __atomic_load_n(&unloads, __ATOMIC_ACQUIRE); }
+
+/* The absolute paths of the modules loaded by a relative name, kept while
+ * they stay loaded (each refresh drops the ones it did not see), so that
+ * maps is read once per such module, not at every refresh; under the
+ * refresh lock.  mmap'd when first needed. */
+#define MAX_ROOTED 16
+typedef struct {
+    ElfW(Addr) base;
+    const void *phdr;
+    const char *name;           /* the loader's l_name, as dl_iterate_phdr gives it */
+    int seen;
+    char path[PATH_MAX];
+} rooted_t;
+static rooted_t *rooted;
+
+/* The file of the executable segment at addr of the object: its mapping's
+ * link in /proc/self/map_files, named by the mapping's exact bounds (the
+ * segment's pages); 0 when that is not its mapping (or the kernel has no
+ * map_files): maps is then searched.  One readlink instead of reading maps. */
+static int segment_file(const struct dl_phdr_info *info, unsigned long long addr, char *out, size_t cap)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    for (int i = 0; page > 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || info->dlpi_addr + ph->p_vaddr != addr)
+            continue;
+        unsigned long long mask = (unsigned long long)page - 1;
+        unsigned long long lo = addr & ~mask, hi = (addr + ph->p_memsz + mask) & ~mask;
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/map_files/%llx-%llx", lo, hi);
+        ssize_t n = readlink(link, out, cap - 1);
+        if (n <= 0 || out[0] != '/')
+            return 0;
+        out[n] = '\0';
+        static const char deleted[] = " (deleted)";
+        if ((size_t)n > sizeof deleted - 1 && strcmp(out + n - (sizeof deleted - 1), deleted) == 0)
+            out[n - (sizeof deleted - 1)] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+/* name, or the absolute path of the module at addr when name is relative
+ * (a name without '/' - the vdso's "linux-vdso.so.1" - is no file's). */
+static const char *rooted_name(const struct dl_phdr_info *info, unsigned long long addr, char *scratch, size_t cap)
+{
+    const char *name = info->dlpi_name;
+    if (name[0] == '/' || !strchr(name, '/'))
+        return name;
+    int free_slot = -1;
+    for (int i = 0; rooted && i < MAX_ROOTED; i++) {
+        rooted_t *r = &rooted[i];
+        if (r->name == name && r->base == info->dlpi_addr && r->phdr == info->dlpi_phdr) {
+            r->seen = 1;
+            return r->path;
+        }
+        if (!r->name && free_slot < 0)
+            free_slot = i;
+    }
+    if (!segment_file(info, addr, scratch, cap) && !mapped_file(addr, scratch, cap))
+        return name;
+    if (!rooted) {
+        void *p = ps_map(MAX_ROOTED * sizeof *rooted);
+        if (p) {
+            rooted = p;
+            free_slot = 0;
+        }
+    }
+    if (free_slot >= 0) {
+        rooted_t *r = &rooted[free_slot];
+        r->base = info->dlpi_addr;
+        r->phdr = info->dlpi_phdr;
+        r->name = name;
+        r->seen = 1;
+        ps_strlcpy(r->path, scratch, sizeof r->path);
+    }
+    return scratch;
+}
 
 typedef struct {
     ps_modmap_t *m;             /* NULL: count only */
@@ -156,25 +314,35 @@ typedef struct {
     size_t names, cap;          /* bytes of names used; room for them */
     char *text;
     int overflow;
+    unsigned long long adds;    /* dlpi_adds, read in the same pass */
 } fill_t;
 
 static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 {
-    (void)size;
     fill_t *f = data;
+    f->adds = size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds : 0;
     char exe[PATH_MAX];
     const char *name = info->dlpi_name;
     int is_exe = !name || !*name;
     if (is_exe) { /* the executable */
-        ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
-        exe[n > 0 ? n : 0] = '\0';
-        name = exe;
+        if (!exe_path[0]) {
+            ssize_t n = readlink("/proc/thread-self/exe", exe, sizeof exe - 1);
+            exe[n > 0 ? n : 0] = '\0';
+            ps_strlcpy(exe_path, exe, sizeof exe_path);
+        }
+        name = exe_path;
     }
     size_t len = strlen(name) + 1;
+    int named = is_exe;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
             continue;
+        if (!named) {
+            name = rooted_name(info, info->dlpi_addr + ph->p_vaddr, exe, sizeof exe);
+            len = strlen(name) + 1;
+            named = 1;
+        }
         if (f->m) {
             if ((size_t)f->n >= f->cap || f->names + len > (size_t)((char *)f->m + f->m->bytes - f->text)) {
                 f->overflow = 1;
@@ -189,9 +357,8 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
             mod->phdr = info->dlpi_phdr;
             mod->phnum = info->dlpi_phnum;
             mod->exe = is_exe;
-            /* kept with the record: the report names it for a module long dlclose'd too */
-            mod->buildid_len = (unsigned)ps_buildid_of(info->dlpi_phdr, info->dlpi_phnum, info->dlpi_addr,
-                                                       mod->buildid, sizeof mod->buildid);
+            mod->instance = 0;
+            mod->buildid_len = 0; /* number() reads it, for an object new to the map */
         }
         f->n++;
         f->names += len;
@@ -199,18 +366,45 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
     return 0;
 }
 
-static int lo_less(const void *a, const void *b)
+/* By lo: dl_iterate_phdr lists the executable, then the libraries mostly
+ * from the top of the address space down (mmap's order), so the list
+ * reversed is nearly sorted and an insertion sort about linear. */
+static void sort_by_lo(ps_module_t *v, int n)
 {
-    return ((const ps_module_t *)a)->lo < ((const ps_module_t *)b)->lo;
+    for (int i = 0, j = n - 1; i < j; i++, j--) {
+        ps_module_t t = v[i];
+        v[i] = v[j];
+        v[j] = t;
+    }
+    for (int i = 1; i < n; i++) {
+        ps_module_t t = v[i];
+        int j = i;
+        for (; j > 0 && v[j - 1].lo > t.lo; j--)
+            v[j] = v[j - 1];
+        v[j] = t;
+    }
 }
 
 /* Held by one thread at a time; the lock holds the holder's pid, so that a
  * child forked while a thread of its parent held it takes it over (that
  * thread is not in the child). */
+static int lock_pid; /* getpid(), kept: a refresh comes with every dlopen and dlclose */
+
+static void forget_lock_pid(void) { lock_pid = 0; }
+
 static void lock_refresh(void)
 {
-    int me = (int)getpid(), held = 0;
-    while (!__atomic_compare_exchange_n(&refresh_lock, &held, me, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    if (!lock_pid) {
+        static int hooked;
+        if (!hooked) /* a forked child asks again */
+            hooked = pthread_atfork(NULL, NULL, forget_lock_pid) == 0;
+        lock_pid = (int)getpid();
+    }
+    int me = lock_pid, held = 0;
+    for (unsigned spins = 1; !__atomic_compare_exchange_n(&refresh_lock, &held, me, 0, __ATOMIC_SEQ_CST,
+                                                          __ATOMIC_SEQ_CST); spins++) {
+        if (held == me && spins % 1024 == 0) /* a child forked without the fork handlers? */
+            me = lock_pid = (int)getpid();
         if (held != me) /* the parent's */
             __atomic_compare_exchange_n(&refresh_lock, &held, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
         else
@@ -230,11 +424,11 @@ static ps_modmap_t *claim(size_t bytes)
             return m;
         if (m) {
             pool[i] = NULL;
-            munmap(m, m->bytes);
+            ps_unmap(m, m->bytes);
         }
         bytes = (bytes + 65535) & ~(size_t)65535;
-        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED)
+        void *p = ps_map(bytes); /* shared with the collector (shared.c) */
+        if (!p)
             return NULL;
         m = p;
         m->bytes = bytes;
@@ -245,16 +439,115 @@ static ps_modmap_t *claim(size_t bytes)
     return NULL; /* every map held (never in practice): the current one stays */
 }
 
+/* The entry of map m for the same object segment as e, or NULL (m sorted by lo). */
+static const ps_module_t *same_entry(const ps_modmap_t *m, const ps_module_t *e)
+{
+    int lo = 0, hi = m->n - 1;
+    while (lo <= hi) {
+        int mid = (lo + hi) / 2;
+        const ps_module_t *x = &m->v[mid];
+        if (x->lo < e->lo)
+            lo = mid + 1;
+        else if (x->lo > e->lo)
+            hi = mid - 1;
+        else
+            return x->phdr == e->phdr && x->base == e->base && strcmp(x->file, e->file) == 0 ? x : NULL;
+    }
+    return NULL;
+}
+
+/* Under the refresh lock: m's objects numbered - as in the last map, or
+ * anew for those it did not have (one number per object, its segments
+ * sharing it). */
+static void number(ps_modmap_t *m, const ps_modmap_t *old)
+{
+    unsigned first = next_instance;
+    for (int i = 0; i < m->n; i++) {
+        ps_module_t *e = &m->v[i];
+        const ps_module_t *was = old ? same_entry(old, e) : NULL;
+        if (was) { /* as it was */
+            e->permanent = was->permanent;
+            e->instance = was->instance;
+            e->buildid_len = was->buildid_len;
+            memcpy(e->buildid, was->buildid, was->buildid_len);
+            continue;
+        }
+        /* kept with the record: the report names it for a module long dlclose'd too */
+        e->buildid_len = (unsigned)ps_buildid_of(e->phdr, e->phnum, e->base, e->buildid, sizeof e->buildid);
+        e->permanent = 0;
+        for (int k = 0; k < ninitial && !e->permanent; k++)
+            e->permanent = initial[k] == e->phdr;
+        if (e->permanent)
+            continue;
+        for (int k = 0; k < i && !e->instance; k++) /* another segment of an object numbered just now */
+            if (m->v[k].phdr == e->phdr && m->v[k].base == e->base && m->v[k].instance >= first)
+                e->instance = m->v[k].instance;
+        if (!e->instance) {
+            if (!instances) {
+                instances = ps_map(sizeof(instance_t) * KEY_OVERFLOW); /* the collector reads it (shared.c) */
+            }
+            if (!instances || next_instance >= KEY_OVERFLOW) {
+                e->instance = KEY_OVERFLOW;
+                continue;
+            }
+            e->instance = next_instance;
+            instances[next_instance] = (instance_t){e->lo, e->hi, first, -1};
+            __atomic_store_n(&next_instance, next_instance + 1, __ATOMIC_RELEASE);
+            continue;
+        }
+        if (e->instance < KEY_OVERFLOW) {
+            instance_t *r = &instances[e->instance];
+            if (e->lo < r->lo)
+                r->lo = e->lo;
+            if (e->hi > r->hi)
+                r->hi = e->hi;
+        }
+    }
+}
+
+/* Under the refresh lock: the objects of the old map that the new one has
+ * not are unloaded; each is kept under its number (its samples go to it). */
+static void retire_gone(const ps_modmap_t *old, const ps_modmap_t *m)
+{
+    for (int i = 0; i < old->n; i++) {
+        const ps_module_t *e = &old->v[i];
+        if (!e->instance || same_entry(m, e))
+            continue;
+        unsigned long long lo = e->lo, hi = e->hi;
+        if (e->instance < KEY_OVERFLOW) {
+            instance_t *r = &instances[e->instance];
+            if (r->rmod != -1)
+                continue; /* another segment of it, retired already */
+            lo = r->lo;
+            hi = r->hi;
+        }
+        int rmod = ps_sampler_retired_add(e->file, e->base, lo, hi, e->buildid, e->buildid_len);
+        if (e->instance < KEY_OVERFLOW)
+            __atomic_store_n(&instances[e->instance].rmod, rmod < 0 ? -2 : rmod, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&unloads, 1, __ATOMIC_RELEASE);
+    }
+}
+
 void ps_modules_refresh(void)
 {
     int saved = errno;
     lock_refresh();
+    if (!wrapper_hi[2])
+        find_wrappers();
+    /* sized as the last one needed, counted first only when it overflows */
+    static size_t last_n, last_names;
+    for (int i = 0; rooted && i < MAX_ROOTED; i++)
+        rooted[i].seen = 0;
     for (int tries = 0; tries < 4; tries++) {
         fill_t f = {0};
-        dl_iterate_phdr(add_module, &f);
+        if (tries || !last_n) {
+            dl_iterate_phdr(add_module, &f);
+            last_n = (size_t)f.n;
+            last_names = f.names;
+        }
         /* room for a few more: another thread's dlopen may add some meanwhile */
-        size_t cap = (size_t)f.n + 16;
-        size_t bytes = sizeof(ps_modmap_t) + cap * sizeof(ps_module_t) + f.names + 16 * PATH_MAX;
+        size_t cap = last_n + 16;
+        size_t bytes = sizeof(ps_modmap_t) + cap * sizeof(ps_module_t) + last_names + 16 * PATH_MAX;
         ps_modmap_t *m = claim(bytes);
         if (!m)
             break;
@@ -262,17 +555,22 @@ void ps_modules_refresh(void)
         dl_iterate_phdr(add_module, &f);
         if (f.overflow)
             continue;
-        ps_heapsort(m->v, (size_t)f.n, sizeof *m->v, lo_less);
+        last_n = (size_t)f.n;
+        last_names = f.names;
+        sort_by_lo(m->v, f.n);
         m->n = f.n;
         if (ninitial < 0)
             for (int i = ninitial = 0; i < f.n && ninitial < MAX_INITIAL; i++)
                 initial[ninitial++] = m->v[i].phdr;
-        for (int i = 0; i < f.n; i++) {
-            m->v[i].permanent = 0;
-            for (int k = 0; k < ninitial && !m->v[i].permanent; k++)
-                m->v[i].permanent = initial[k] == m->v[i].phdr;
-        }
+        ps_modmap_t *old = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
+        number(m, old);
         __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
+        if (old)
+            retire_gone(old, m);
+        __atomic_store_n(&map_adds, f.adds, __ATOMIC_RELAXED);
+        for (int i = 0; rooted && i < MAX_ROOTED; i++)
+            if (!rooted[i].seen) /* unloaded: another object may come at its address */
+                rooted[i].name = NULL;
         break;
     }
     __atomic_store_n(&refresh_lock, 0, __ATOMIC_SEQ_CST);
@@ -283,6 +581,8 @@ const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n)
 {
     for (;;) {
         ps_modmap_t *m = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
+        if (m && ps_in_collector() && !ps_shared_contains(m))
+            m = NULL; /* a map in memory the collector does not share (shared.c) */
         if (!m) {
             *v = NULL;
             *n = 0;
@@ -305,6 +605,78 @@ void ps_modules_release(const ps_modmap_t *m)
 }
 
 static int kept(void) { return __atomic_load_n(&current, __ATOMIC_ACQUIRE) != NULL; }
+
+unsigned long long ps_modules_key_at(unsigned long long addr, unsigned long long look)
+{
+    if (addr >> PS_KEY_SHIFT)
+        return addr;
+    const ps_module_t *v;
+    int n;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    if (!held)
+        return addr;
+    unsigned tag = 0;
+    int lo = 0, hi = n - 1, found = 0;
+    while (lo <= hi && !found) {
+        int mid = (lo + hi) / 2;
+        if (look < v[mid].lo)
+            hi = mid - 1;
+        else if (look >= v[mid].hi)
+            lo = mid + 1;
+        else {
+            found = 1;
+            tag = v[mid].instance;
+        }
+    }
+    ps_modules_release(held);
+    if (!found) /* loaded since the map was taken: it will have the next number */
+        tag = __atomic_load_n(&next_instance, __ATOMIC_ACQUIRE);
+    return addr | (unsigned long long)tag << PS_KEY_SHIFT;
+}
+
+int ps_modules_resolve(unsigned long long key, unsigned long long *pc)
+{
+    unsigned tag = (unsigned)(key >> PS_KEY_SHIFT);
+    unsigned long long a = *pc = PS_KEY_PC(key);
+    if (!tag)
+        return -1;
+    unsigned next = __atomic_load_n(&next_instance, __ATOMIC_ACQUIRE);
+    if (tag < KEY_OVERFLOW) {
+        if (tag >= next || !instances || (ps_in_collector() && !ps_shared_contains(instances)))
+            return -1;
+        /* its own number, or (a PC sampled before its object was numbered)
+         * one of those the next numbering gave */
+        for (unsigned u = tag; u < next && instances[u].first == instances[tag].first; u++)
+            if (a >= instances[u].lo && a < instances[u].hi) {
+                int rmod = __atomic_load_n(&instances[u].rmod, __ATOMIC_ACQUIRE);
+                return rmod >= 0 ? rmod : -1;
+            }
+        return -1;
+    }
+    /* numbers used up: loaded there now, else the last module unloaded there */
+    const ps_module_t *v;
+    int n, here = 0;
+    const ps_modmap_t *held = ps_modules_hold(&v, &n);
+    for (int i = 0; i < n && !here; i++)
+        here = a >= v[i].lo && a < v[i].hi;
+    ps_modules_release(held);
+    unsigned long long base, lo, hi;
+    int last = -1;
+    for (int k = 0; !here && ps_sampler_retired_module(k, &base); k++)
+        if (ps_sampler_retired_span(k, &lo, &hi) && a >= lo && a < hi)
+            last = k;
+    return last;
+}
+
+/* After a dlopen: the map refreshed if it loaded something (not for an
+ * object loaded already). */
+static void refresh_if_loaded(void)
+{
+    unsigned long long counts[2];
+    dl_iterate_phdr(read_counts, counts);
+    if (!counts[0] || counts[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED))
+        ps_modules_refresh();
+}
 
 /* dlopen finds what a name without '/' means from its caller's DT_RUNPATH
  * (or DT_RPATH), expands $ORIGIN from the caller, and loads into the
@@ -335,30 +707,67 @@ static __attribute__((noinline)) int caller_matters(const char *file, const void
 
 PS_API void *dlopen(const char *file, int mode)
 {
-    static void *(*real)(const char *, int);
+    void *(*real)(const char *, int) = real_dlopen;
     if (!real)
-        real = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
+        real = real_dlopen = (void *(*)(const char *, int))dlsym(RTLD_NEXT, "dlopen");
     if (!real)
         return NULL;
-    if (!kept() || caller_matters(file, __builtin_return_address(0), 1))
+    ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
+    if (!kept() || caller_matters(file, __builtin_return_address(0), 1)) {
+        ps_modules_on_behalf = 0;
         return real(file, mode);
+    }
+    ps_modules_on_behalf = 0;
     void *h = real(file, mode);
-    if (h)
-        ps_modules_refresh();
+    if (h) {
+        ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
+        int saved = errno;
+        refresh_if_loaded();
+        errno = saved;
+        ps_modules_on_behalf = 0;
+    }
     return h;
 }
 
 PS_API void *dlmopen(Lmid_t lmid, const char *file, int mode)
 {
-    static void *(*real)(Lmid_t, const char *, int);
+    void *(*real)(Lmid_t, const char *, int) = real_dlmopen;
     if (!real)
-        real = (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_NEXT, "dlmopen");
+        real = real_dlmopen = (void *(*)(Lmid_t, const char *, int))dlsym(RTLD_NEXT, "dlmopen");
     if (!real)
         return NULL;
-    if (!kept() || caller_matters(file, __builtin_return_address(0), 0))
+    ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
+    if (!kept() || caller_matters(file, __builtin_return_address(0), 0)) {
+        ps_modules_on_behalf = 0;
         return real(lmid, file, mode);
+    }
+    ps_modules_on_behalf = 0;
     void *h = real(lmid, file, mode);
-    if (h)
-        ps_modules_refresh();
+    if (h) {
+        ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
+        int saved = errno;
+        refresh_if_loaded();
+        errno = saved;
+        ps_modules_on_behalf = 0;
+    }
     return h;
+}
+
+/* The wrappers under names of the library's own (never interposed). */
+extern __typeof(dlopen) self_dlopen __attribute__((alias("dlopen"), visibility("hidden")));
+extern __typeof(dlmopen) self_dlmopen __attribute__((alias("dlmopen"), visibility("hidden")));
+extern __typeof(dlclose) self_dlclose __attribute__((alias("dlclose"), visibility("hidden")));
+
+static void find_wrappers(void)
+{
+    void *fn[3] = {(void *)self_dlopen, (void *)self_dlmopen, (void *)self_dlclose};
+    for (int i = 0; i < 3; i++) {
+        Dl_info info;
+        const ElfW(Sym) *sym = NULL;
+        if (!wrapper_hi[i] && dladdr1(fn[i], &info, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+            info.dli_saddr == fn[i] && sym->st_size) {
+            wrapper_lo[i] = (unsigned long long)(uintptr_t)fn[i];
+            __atomic_store_n(&wrapper_hi[i], wrapper_lo[i] + sym->st_size, __ATOMIC_RELEASE);
+        }
+    }
 }

@@ -199,6 +199,21 @@ static int name_to_code(const char *name, int *code)
     return papi.event_name_to_code((char *)(alias ? alias : name), code);
 }
 
+/* The code of an event of psuite's set counting in domain dom.  A software
+ * event the kernel counts only in kernel mode (context switches) would read
+ * 0 in the user domain: it asks for every mode itself (":u=1:k=1", which
+ * PAPI's perf_event component takes over the set's domain), as the
+ * perf_event backend counts it; config.c says so in the report. */
+static int set_event_code(const char *name, int dom, int *code)
+{
+    if (dom != PAPI_DOM_USER || !ps_event_kernel_only(name))
+        return name_to_code(name, code);
+    const char *alias = ps_perf_to_papi_native(name);
+    char every[sizeof ((ps_event_t *)0)->name + 16];
+    snprintf(every, sizeof every, "%s:u=1:k=1", alias ? alias : name);
+    return papi.event_name_to_code(every, code);
+}
+
 /* A new event set of component cidx counting in domain dom, without
  * changing the component's default domain, which is the program's (its own
  * event sets count in it).  PAPI_set_opt(PAPI_DOMAIN) on the set would do,
@@ -334,7 +349,7 @@ int ps_papi_open(ps_evset_t *set)
         ps_event_t *e = &set->ev[i];
         if (e->status != PS_EVENT_COUNTED)
             continue;
-        if (name_to_code(e->name, &codes[i]) != PAPI_OK) {
+        if (set_event_code(e->name, papi_dom, &codes[i]) != PAPI_OK) {
             e->status = not_in_papi(e->name, e->why, sizeof e->why);
             continue;
         }

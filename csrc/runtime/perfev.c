@@ -14,12 +14,13 @@
 
 #include "internal.h"
 
-/* The measured program may close or reuse descriptors (close 3..1023,
- * dup2 /dev/null over them before exit): the counters' descriptors are moved
- * near the top of the descriptor limit, out of the usual ranges, and each is
- * checked to still be a perf_event descriptor (they share one anonymous
- * inode) before it is used, so that a descriptor the program reused is never
- * read, switched or closed by psuite. */
+/* The measured program may close or reuse descriptors (closefrom(3), close
+ * 3..1023, dup2 /dev/null over them before exit): the counters' descriptors
+ * live above the program's descriptor limit (util.c), out of its reach, and
+ * each is checked to still be a perf_event descriptor (they share one
+ * anonymous inode) - where its identity was kept, the very event
+ * (PERF_EVENT_IOC_ID) - before it is used or closed, so that a descriptor
+ * the program reused is never read, switched or closed by psuite. */
 static dev_t perf_dev;
 static ino_t perf_ino;
 static int counters_lost;
@@ -41,32 +42,47 @@ static int still_ours(int fd)
 
 int ps_perf_still_ours(int fd) { return still_ours(fd); }
 
+unsigned long long ps_perf_id(int fd)
+{
+    unsigned long long id = 0;
+    if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) != 0)
+        return 0;
+    return id;
+}
+
+int ps_perf_is(int fd, unsigned long long id) { return still_ours(fd) && (!id || ps_perf_id(fd) == id); }
+
 void ps_perf_close_fd(int fd)
 {
     if (still_ours(fd))
         close(fd);
 }
 
+void ps_perf_close_id(int fd, unsigned long long id)
+{
+    if (ps_perf_is(fd, id))
+        close(fd);
+}
+
+/* Above the soft limit where the hard one leaves room; else at base (a
+ * caller's budget, base > 0) or as high as the limit allows. */
 int ps_perf_move_high(int fd, long base)
 {
     if (fd < 0)
         return fd;
     remember(fd);
-    if (base <= 0) {
-        struct rlimit rl;
-        if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur < 2048)
+    if (base > 0 && !ps_fd_room_above()) {
+        if (base > (1L << 20))
+            base = 1L << 20;
+        if (fd >= base)
             return fd;
-        base = (long)rl.rlim_cur - 512;
+        int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
+        if (high < 0)
+            return fd;
+        close(fd);
+        return high;
     }
-    if (base > (1L << 20))
-        base = 1L << 20;
-    if (fd >= base)
-        return fd;
-    int high = fcntl(fd, F_DUPFD_CLOEXEC, (int)base);
-    if (high < 0)
-        return fd;
-    close(fd);
-    return high;
+    return ps_fd_above_limit(fd);
 }
 
 static int move_high(int fd) { return ps_perf_move_high(fd, 0); }
@@ -100,7 +116,7 @@ static int perf_open_tid(unsigned type, unsigned long long config, int domain, i
     attr.config = config;
     attr.disabled = 1;
     attr.inherit = inherit ? 1 : 0;
-    attr.exclude_kernel = domain == PS_DOM_USER;
+    attr.exclude_kernel = domain == PS_DOM_USER && !ps_perf_kernel_only(type, config);
     attr.exclude_user = domain == PS_DOM_KERNEL;
     attr.exclude_hv = 1;
     attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
@@ -204,11 +220,17 @@ int ps_perf_open(ps_evset_t *set)
             continue;
         e->fd = perf_open(e->perf_type, e->perf_config, set->domain, 1);
         if (e->fd < 0) {
+            int err = errno;
             e->status = PS_EVENT_DROPPED;
-            open_error(errno, e->why, sizeof e->why);
+            open_error(err, e->why, sizeof e->why);
+            if ((err == EACCES || err == EPERM) && ps_perf_kernel_only(e->perf_type, e->perf_config))
+                snprintf(e->why, sizeof e->why, "not permitted: the kernel counts it only in kernel mode, which "
+                         "perf_event_paranoid %d keeps from this user (1 or less allows it)",
+                         (int)ps_read_ll("/proc/sys/kernel/perf_event_paranoid", 99));
             continue;
         }
         e->fd = move_high(e->fd);
+        e->id = ps_perf_id(e->fd);
         for (int t = 0; t < nothers; t++) {
             int fd = perf_open_tid(e->perf_type, e->perf_config, set->domain, 1, others[t]);
             if (fd >= 0) /* else the thread has ended since */
@@ -223,7 +245,7 @@ int ps_perf_enable(ps_evset_t *set, int on)
 {
     for (int k = 0; k < set->ncounted; k++) {
         int fd = set->ev[set->counted[k]].fd;
-        if (!still_ours(fd)) {
+        if (!ps_perf_is(fd, set->ev[set->counted[k]].id)) {
             counters_lost = 1;
             return PS_HWPC_EBACKEND;
         }
@@ -245,7 +267,7 @@ int ps_perf_read(ps_evset_t *set, long long *values)
         ps_event_t *e = &set->ev[set->counted[k]];
         unsigned long long buf[3];
         ssize_t r;
-        if (!still_ours(e->fd)) {
+        if (!ps_perf_is(e->fd, e->id)) {
             counters_lost = 1;
             return PS_HWPC_EBACKEND;
         }
@@ -282,8 +304,7 @@ void ps_perf_close(ps_evset_t *set)
 {
     for (int k = 0; k < set->ncounted; k++) {
         ps_event_t *e = &set->ev[set->counted[k]];
-        if (still_ours(e->fd))
-            close(e->fd);
+        ps_perf_close_id(e->fd, e->id);
         e->fd = -1;
         for (int t = 0; t < e->nxfd; t++)
             if (still_ours(e->xfd[t]))

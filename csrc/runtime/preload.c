@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -85,6 +86,16 @@ static const char *resource_file(void)
     return path;
 }
 
+/* psrun -R's file is psrun's own unlinked file, reached through its
+ * descriptor (/proc/PID/fd/N, a link to follow), or a path of the caller's
+ * choosing (never through a symlink planted there). */
+static int resource_open_flags(const char *path)
+{
+    if (strncmp(path, "/proc/", 6) == 0)
+        return O_WRONLY | O_TRUNC | O_CLOEXEC;
+    return O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW;
+}
+
 /* psrun -R: the program's peak memory, read by itself at its end (after
  * that the kernel releases it), for psrun's resource report. */
 static char peak_file[PATH_MAX]; /* resource_file(), found when measurement starts */
@@ -123,13 +134,66 @@ static void note_peak_memory(void)
     ps_buf_str(&b, " ");
     ps_buf_ll(&b, status_kb(status, "VmPeak:"));
     ps_buf_str(&b, "\n");
-    int fd = open(peak_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(peak_file, resource_open_flags(peak_file), 0600);
     if (fd >= 0) {
         if (ps_write_fits(fd, strlen(line)) && write(fd, line, strlen(line)) < 0) { /* nothing more to do: psrun falls back on its samples */
         }
         close(fd);
     }
 }
+
+/* The reports of the records finish() froze: written by the collector
+ * (collector.c), or here when there is none. */
+static int write_end(const char *why)
+{
+    if (profiling) {
+        ps_profile_set_note(why); /* again: a checkpoint may have run meanwhile */
+        return ps_profile_write(per_thread()) < 0 ? -1 : 0;
+    }
+    int rc = ps_hwpc_stop(NULL);
+    if (per_thread())
+        ps_thread_counts_finish();
+    return rc == PS_HWPC_OK ? 0 : -1;
+}
+
+/* In the collector: the process ended without finish() (SIGKILL,
+ * exit_group, a crash): what was recorded until then, and how it ended. */
+static void write_dead(const char *how)
+{
+    long long user, sys;
+    ps_collector_cpu(&user, &sys);
+    if (profiling) {
+        ps_sampler_stop_dead(user, sys);
+        char note[256];
+        ps_strlcpy(note, how, sizeof note);
+        if (ps_sampler_drop_unshared())
+            ps_append_part(note, sizeof note, "the samples of threads recorded beyond the shared memory are lost");
+        ps_profile_set_note(note);
+        ps_profile_write(per_thread());
+        return;
+    }
+    if (per_thread())
+        ps_hwpc_annotate("the threads' own counts went with the process");
+    ps_hwpc_annotate(how);
+    ps_hwpc_freeze_dead(user, sys);
+    ps_hwpc_stop(NULL);
+}
+
+/* In the collector, every checkpoint period: the reports so far. */
+static void write_checkpoint(void)
+{
+    static const char note[] = "checkpoint: the process was still running";
+    ps_report_checkpointing(1);
+    if (profiling) {
+        ps_profile_set_note(note);
+        ps_profile_write(per_thread());
+        ps_profile_set_note(NULL);
+    } else
+        ps_hwpc_checkpoint(note);
+    ps_report_checkpointing(0);
+}
+
+static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint};
 
 /* The end of measurement, however the program ends (atexit, or exitpaths.c
  * for _exit, exec and fatal signals): once, and only in the measured
@@ -160,6 +224,7 @@ static void finish(const char *why)
         ps_append_part(total_why, sizeof total_why, why);
         if (ps_hwpc_exec_write(per_thread() ? total_why : why, exec_report, sizeof exec_report) == PS_HWPC_OK)
             exec_pending = 1;
+        ps_collector_exec_written(1); /* the collector writes nothing when this image ends by the exec */
         if (per_thread())
             ps_thread_counts_exec_write(why);
     } else if (why == ps_exec_why) {
@@ -169,6 +234,7 @@ static void finish(const char *why)
         ps_profile_set_note(why);
         ps_profile_write_exec(per_thread());
         exec_pending = 1;
+        ps_collector_exec_written(1);
     } else if (profiling) {
         /* an ordinary end (not a signal handler's): libraries glibc loaded
          * itself (NSS, gconv), which bypass the dlopen wrapper, mapped too */
@@ -176,7 +242,8 @@ static void finish(const char *why)
             ps_modules_refresh();
         ps_sampler_stop();
         ps_profile_set_note(why);
-        ps_profile_write(per_thread());
+        if (ps_shared_overflowed() || !ps_collector_handoff(why)) /* overflowed: not all of it is shared */
+            write_end(why);
     } else {
         if (per_thread()) {
             ps_hwpc_annotate(PS_TOTAL_MARK);
@@ -185,9 +252,9 @@ static void finish(const char *why)
         ps_hwpc_annotate(why);
         if (exec_report[0]) /* taken back after a failed exec: announced already */
             ps_report_announced(exec_report);
-        ps_hwpc_stop(NULL);
-        if (per_thread())
-            ps_thread_counts_finish();
+        ps_hwpc_freeze();
+        if (ps_shared_overflowed() || !ps_collector_handoff(why))
+            write_end(why);
     }
     __atomic_store_n(&written, 1, __ATOMIC_SEQ_CST);
 }
@@ -219,6 +286,7 @@ static void resume(void)
 {
     if (getpid() != measured_pid || !__atomic_load_n(&finished, __ATOMIC_SEQ_CST))
         return;
+    ps_collector_exec_written(0);
     if (profiling) {
         if (!exec_pending)
             return;
@@ -251,7 +319,7 @@ static __attribute__((noreturn)) void refuse(void)
 {
     const char *path = resource_file();
     if (path) {
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = open(path, resource_open_flags(path), 0600);
         if (fd >= 0) {
             if (ps_write_fits(fd, 8) && write(fd, "refused\n", 8) < 0) { /* psrun then writes its report: nothing more to do */
             }
@@ -275,6 +343,45 @@ static int watch_process(void)
     return atexit(at_exit);
 }
 
+/* Memory for the records the collector reads (shared.c): address space
+ * only (pages are used as touched).  Reserved once, before the collector
+ * is forked; where RLIMIT_AS is set, a small part of the room left. */
+static size_t profile_arena_bytes(int callpath)
+{
+    /* with no RLIMIT_AS, address space costs nothing: room for thousands of
+     * threads; under one, a small part of the room */
+    size_t want = callpath ? (size_t)16 << 30 : (size_t)4 << 30;
+    const char *env = getenv("PSUITE_ARENA_MB");
+    if (env && *env) {
+        char *end;
+        unsigned long long mb = strtoull(env, &end, 10);
+        if (!*end && mb > 0 && mb < (1ULL << 24))
+            want = (size_t)mb << 20;
+    }
+    struct rlimit as;
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        size_t cap = ps_sampler_table_bytes() + (callpath ? (size_t)26 << 20 : (size_t)10 << 20);
+        if (want > cap)
+            want = cap;
+    }
+    return want;
+}
+
+static void share_records(size_t arena_bytes)
+{
+    for (;; arena_bytes /= 2) /* smaller where the address space is short */
+        if (ps_shared_init(arena_bytes) == 0 || arena_bytes < ((size_t)4 << 20))
+            return;
+}
+
+/* The collector (collector.c) from here on writes this process's reports;
+ * without one (it could not be started) the process writes them itself. */
+static void start_collector(void)
+{
+    if (ps_shared_active() && ps_collector_start(&collector_writers) != 0 && ps_cct_verbose())
+        ps_message("no collector process: the reports are written by the program itself");
+}
+
 /* Profiling from before the program's constructors to its exit.  Returns
  * 0 when the configuration is not a profile. */
 static int psrun_profile(void)
@@ -294,6 +401,7 @@ static int psrun_profile(void)
         ps_message("%s", why);
         refuse();
     }
+    share_records(profile_arena_bytes(cfg.callpath));
     int rc = ps_sampler_init(&cfg, why, sizeof why);
     if (rc == PS_HWPC_ENOEVENT || rc == PS_HWPC_ECONFIG) {
         ps_message("%s", why);
@@ -308,6 +416,7 @@ static int psrun_profile(void)
     ps_report_prepare(); /* what the profile's header says, gathered now, not at the end */
     ps_modules_refresh(); /* the module map, kept current by dlopen and dlclose from now on */
     watch_process();
+    start_collector();
     return 1;
 }
 
@@ -398,14 +507,26 @@ static void child_after_fork(void)
     errno = saved;
 }
 
+static void child_measure(void);
+
+/* The child's own collector, or none (its measurement could not start, or
+ * was not wanted): the parent's collector told either way. */
 static void child_follow(void)
 {
+    child_measure();
+    ps_collector_child_settled();
+}
+
+static void child_measure(void)
+{
+    ps_shared_again(); /* its records shared with a collector of its own */
     if (profiling) {
         ps_sampler_restart_after_fork();
         ps_hwpc_profile_psrun();
         ps_report_prepare(); /* this child's pid */
         watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+        start_collector();
         return;
     }
     if (prepared != PS_HWPC_OK)
@@ -419,6 +540,7 @@ static void child_follow(void)
         if (ps_hwpc_start() == PS_HWPC_OK) {
             watch_process();
             __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
+            start_collector();
         }
     }
 }
@@ -480,7 +602,7 @@ static void unpreload_self(void)
  * own, which a concurrent exit() could not wait for). */
 static int measured_main(int argc, char **argv, char **envp)
 {
-    exit(real_main(argc, argv, envp));
+    exit(real_main(argc, argv, ps_environ_for_main(envp)));
 }
 
 /* Profiling: what starts with main (ITIMER_REAL's sampler thread, after the
@@ -490,7 +612,7 @@ static int profiled_main(int argc, char **argv, char **envp)
     int saved = errno; /* what the constructors left there is the program's */
     ps_sampler_at_main();
     errno = saved;
-    return real_main(argc, argv, envp);
+    return real_main(argc, argv, ps_environ_for_main(envp));
 }
 
 PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(void), void (*fini)(void),
@@ -516,6 +638,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             real_main = main;
             main = profiled_main;
         } else {
+            share_records(per_thread() ? ps_thread_counts_bytes() + ((size_t)1 << 20) : 0);
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
                 refuse();
@@ -524,9 +647,10 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             /* Counting starts before the program's own constructors: their
              * work is the program's, and one that calls exit() still gets
              * its report. */
-            if (prepared == PS_HWPC_OK)
-                psrun_start();
+            if (prepared == PS_HWPC_OK && psrun_start() == PS_HWPC_OK)
+                start_collector();
         }
+        ps_environ_remove_psuite(follow);
     }
     errno = found_errno;
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);

@@ -60,9 +60,16 @@ static int pc_less(const void *a, const void *b)
     return ((const pcount_t *)a)->pc < ((const pcount_t *)b)->pc;
 }
 
+/* Samples of a module unloaded with dlclose: its retired index
+ * (ps_sampler_retired_module), PC and count. */
+typedef struct {
+    int module;
+    unsigned long long pc, count;
+} retired_t;
+
 static int retired_less(const void *a, const void *b)
 {
-    const ps_retired_t *x = a, *y = b;
+    const retired_t *x = a, *y = b;
     if (x->module != y->module)
         return x->module < y->module;
     return x->pc < y->pc;
@@ -110,10 +117,12 @@ static size_t count_entries(void)
 
 /* The samples of one thread (index >= 0) or of all, merged and sorted by PC,
  * into v (room for cap entries; more - samples taken since it was sized -
- * are left out). */
-static size_t collect(int index, pcount_t *v, size_t cap, unsigned long long *samples, unsigned long long *lost)
+ * are left out); those of modules unloaded since go to r (as many) instead,
+ * *nr of them, sorted by module and PC. */
+static size_t collect(int index, pcount_t *v, size_t cap, retired_t *r, size_t *nr, unsigned long long *samples,
+                      unsigned long long *lost)
 {
-    size_t used = 0;
+    size_t used = 0, rused = 0;
     *samples = *lost = 0;
     for (int i = 0; i < ps_sampler_nthreads(); i++) {
         const ps_sthread_t *t = ps_sampler_get(i);
@@ -123,12 +132,15 @@ static size_t collect(int index, pcount_t *v, size_t cap, unsigned long long *sa
         *lost += t->lost;
         unsigned long slots;
         const ps_slot_t *table = thread_slots(t, &slots);
-        for (unsigned long s = 0; table && s < slots && used < cap; s++) {
-            unsigned long long pc = table[s].pc, count = table[s].count;
-            if (!pc || !count)
+        for (unsigned long s = 0; table && s < slots && used + rused < cap; s++) {
+            unsigned long long key = table[s].pc, count = table[s].count, pc;
+            if (!key || !count)
                 continue;
-            v[used].pc = pc;
-            v[used++].count = count;
+            int module = ps_modules_resolve(key, &pc);
+            if (module >= 0)
+                r[rused++] = (retired_t){module, pc, count};
+            else
+                v[used++] = (pcount_t){pc, count};
         }
     }
     ps_heapsort(v, used, sizeof *v, pc_less);
@@ -139,6 +151,15 @@ static size_t collect(int index, pcount_t *v, size_t cap, unsigned long long *sa
         else
             v[out++] = v[i];
     }
+    ps_heapsort(r, rused, sizeof *r, retired_less);
+    size_t rout = 0;
+    for (size_t i = 0; i < rused; i++) {
+        if (rout && r[rout - 1].module == r[i].module && r[rout - 1].pc == r[i].pc)
+            r[rout - 1].count += r[i].count;
+        else
+            r[rout++] = r[i];
+    }
+    *nr = rout;
     return out;
 }
 
@@ -160,43 +181,25 @@ static void write_module(ps_buf_t *b, const char *file, unsigned long long base,
     ps_buf_str(b, "      </samples>\n    </module>\n");
 }
 
-/* Scratch memory of one write, mmap'd: samples, and the retired ones. */
+/* Scratch memory of one write, mmap'd: samples, room for as many for the
+ * unloaded modules' and for one module's PCs of them. */
 typedef struct {
     pcount_t *v;
     size_t vcap;
-    ps_retired_t *r;
+    retired_t *r;
     pcount_t *rv;
-    size_t rcap;
 } scratch_t;
 
-/* The samples charged to modules unloaded with dlclose (of one thread, or
- * all), each module under the name and load address it had then.
- * Returns how many modules were written, -1 without memory. */
-static int write_retired(ps_buf_t *b, int index, const scratch_t *sc)
+/* The samples charged to modules unloaded with dlclose (r, n of them, by
+ * module and PC), each module under the name and load address it had then.
+ * Returns how many modules were written. */
+static int write_retired(ps_buf_t *b, const retired_t *r, size_t n, pcount_t *v)
 {
-    const ps_retired_t *all;
-    size_t n = ps_sampler_retired(&all), used = 0;
-    if (!n)
-        return 0;
-    if (n > sc->rcap)
-        n = sc->rcap;
-    if (!sc->r || !sc->rv)
-        return -1;
-    ps_retired_t *r = sc->r;
-    pcount_t *v = sc->rv;
-    for (size_t i = 0; i < n; i++)
-        if (index < 0 || all[i].thread == index)
-            r[used++] = all[i];
-    ps_heapsort(r, used, sizeof *r, retired_less);
     int wrote = 0;
-    for (size_t i = 0; i < used;) {
+    for (size_t i = 0; i < n;) {
         size_t j = i, nv = 0;
-        for (; j < used && r[j].module == r[i].module; j++) {
-            if (nv && v[nv - 1].pc == r[j].pc)
-                v[nv - 1].count += r[j].count;
-            else
-                v[nv++] = (pcount_t){r[j].pc, r[j].count};
-        }
+        for (; j < n && r[j].module == r[i].module; j++)
+            v[nv++] = (pcount_t){r[j].pc, r[j].count};
         unsigned long long base = 0;
         const char *file = ps_sampler_retired_module(r[i].module, &base);
         if (file) {
@@ -259,7 +262,7 @@ static void note_blocked(note_t *note, int index)
             continue;
         }
         note_str(note, "; thread ");
-        note_ull(note, (unsigned long long)(t->index + 1));
+        note_ull(note, (unsigned long long)ps_thread_number(t->index));
         note_str(note, " blocked ");
         note_str(note, ps_sampler_signal_name());
         note_str(note, ": not sampled");
@@ -277,7 +280,7 @@ static void note_blocked(note_t *note, int index)
     }
 }
 
-/* "module build-ids: "PATH" HEX, ..." for the shared modules this report
+/* "module build-ids: "PATH" HEX, ..." for the shared modules (and the vdso) this report
  * has samples in (the executable's is the header's "build-id HEX"), those
  * unloaded with dlclose too: the path quoted, '"' and '\\' in it escaped
  * with '\\', so that any path reads back.  Whole entries only; a module left
@@ -306,7 +309,8 @@ static void add_id(note_t *note, const char *file, const unsigned char *id, unsi
     note_str(note, hex);
 }
 
-static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, int index, char *text, size_t cap)
+static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, const retired_t *r, size_t nr, char *text,
+                       size_t cap)
 {
     note_t note = {text, cap, 0};
     text[0] = '\0';
@@ -322,7 +326,7 @@ static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, int i
         while (j < n && v[j].pc >= mod->lo && v[j].pc < mod->hi)
             j++;
         i = j;
-        int seen = mod->exe || !mod->buildid_len || mod->file[0] != '/';
+        int seen = mod->exe || !mod->buildid_len; /* the vdso's too: psprocess resolves it only on its kernel */
         for (int l = 0; l < nlisted && !seen; l++)
             seen = mods->v[listed[l]].base == mod->base && strcmp(mods->v[listed[l]].file, mod->file) == 0;
         if (!seen) {
@@ -330,16 +334,9 @@ static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, int i
             listed[nlisted++] = k;
         }
     }
-    const ps_retired_t *r;
-    size_t nr = ps_sampler_retired(&r);
     int retired[MODULE_IDS_MAX], nretired = 0;
     for (size_t i = 0; i < nr && nretired < MODULE_IDS_MAX; i++) {
-        if (index >= 0 && r[i].thread != index)
-            continue;
-        int seen = 0;
-        for (int l = 0; l < nretired && !seen; l++)
-            seen = retired[l] == r[i].module;
-        if (seen)
+        if (nretired && retired[nretired - 1] == r[i].module) /* r is sorted by module */
             continue;
         retired[nretired++] = r[i].module;
         unsigned long long base;
@@ -355,15 +352,12 @@ static void module_ids(const modules_t *mods, const pcount_t *v, size_t n, int i
 static void cpu_times(int index, double *user, double *sys)
 {
     if (index < 0) {
-        struct rusage ru;
-        getrusage(RUSAGE_SELF, &ru);
-        *user = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
-        *sys = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+        ps_process_cpu(user, sys);
         return;
     }
     const ps_sthread_t *t = ps_sampler_get(index);
     long long user_ns = t->user_ns, sys_ns = t->sys_ns;
-    if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) /* sampling paused before an exec: its times so far */
+    if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE) && !ps_in_collector()) /* paused before an exec: its times so far */
         ps_tid_times(t->tid, ps_tid_cpu_ns(t->tid), &user_ns, &sys_ns);
     *user = user_ns / 1e9;
     *sys = sys_ns / 1e9;
@@ -376,12 +370,13 @@ static int write_one(const char *name, int index, int per_thread, const modules_
 {
     const ps_profcfg_t *cfg = ps_sampler_config();
     unsigned long long samples, lost;
-    if (!sc->v && sc->vcap) {
+    if ((!sc->v || !sc->r || !sc->rv) && sc->vcap) {
         errno = ENOMEM;
         return PS_HWPC_EIO;
     }
     pcount_t *v = sc->v;
-    size_t n = v ? collect(index, v, sc->vcap, &samples, &lost) : collect(index, NULL, 0, &samples, &lost);
+    size_t nr = 0;
+    size_t n = collect(index, v, v ? sc->vcap : 0, sc->r, &nr, &samples, &lost);
     long long now = ps_wallclock_ns();
     const ps_sthread_t *t = index >= 0 ? ps_sampler_get(index) : NULL;
     ps_measurement_t m = {t ? (t->end_ns ? t->end_ns : now) - t->start_ns : now - ps_sampler_started_ns(), 0, 0,
@@ -483,9 +478,9 @@ static int write_one(const char *name, int index, int per_thread, const modules_
     }
     ps_buf_t b;
     ps_buf_fixed(&b, out, out ? out_size : 0);
-    int thread = index >= 0 ? index + 1 : 0; /* the sampler counts threads from 0 */
+    int thread = index >= 0 ? ps_thread_number(index) : 0;
     char ids[MODULE_IDS_BYTES];
-    module_ids(mods, v, n, index, ids, sizeof ids);
+    module_ids(mods, v, n, sc->r, nr, ids, sizeof ids);
     ps_report_header(&b, "profile", thread, text, ids, &m);
     static const char *const domains[] = {"user", "user", "kernel", "all"};
     int is_timer = cfg->kind == PS_PROF_ITIMER;
@@ -520,7 +515,7 @@ static int write_one(const char *name, int index, int per_thread, const modules_
         wrote = 1;
         i = j;
     }
-    int retired = write_retired(&b, index, sc);
+    int retired = write_retired(&b, sc->r, nr, sc->rv);
     if (retired > 0)
         wrote = 1;
     if (!wrote) { /* the DTD wants a module: the executable's, with no samples */
@@ -610,14 +605,10 @@ static void write_job(void *arg, char *stack_out, size_t stack_out_size)
     scratch_t sc = {0};
     sc.vcap = count_entries();
     sc.v = sc.vcap ? map_bytes(sc.vcap * sizeof *sc.v) : NULL;
-    const ps_retired_t *all;
-    sc.rcap = ps_sampler_retired(&all);
-    if (sc.rcap) {
-        sc.r = map_bytes(sc.rcap * sizeof *sc.r);
-        sc.rv = map_bytes(sc.rcap * sizeof *sc.rv);
-    }
+    sc.r = sc.vcap ? map_bytes(sc.vcap * sizeof *sc.r) : NULL;
+    sc.rv = sc.vcap ? map_bytes(sc.vcap * sizeof *sc.rv) : NULL;
 
-    size_t out_size = HEADER_BYTES + sc.vcap * SAMPLE_BYTES + sc.rcap * SAMPLE_BYTES + module_bytes("[unknown]") +
+    size_t out_size = HEADER_BYTES + sc.vcap * SAMPLE_BYTES + module_bytes("[unknown]") +
                       PATH_MAX * 6 + 160;
     for (int k = 0; k < mods.n; k++)
         out_size += module_bytes(mods.v[k].file) + module_bytes("[unknown]");
@@ -650,10 +641,8 @@ static void write_job(void *arg, char *stack_out, size_t stack_out_size)
     if (out != stack_out)
         unmap_bytes(out, out_size);
     unmap_bytes(sc.v, sc.vcap * sizeof *sc.v);
-    if (sc.rcap) {
-        unmap_bytes(sc.r, sc.rcap * sizeof *sc.r);
-        unmap_bytes(sc.rv, sc.rcap * sizeof *sc.rv);
-    }
+    unmap_bytes(sc.r, sc.vcap * sizeof *sc.r);
+    unmap_bytes(sc.rv, sc.vcap * sizeof *sc.rv);
     if (j->remember)
         pending = n;
     j->rc = rc == PS_HWPC_EEXIST ? PS_HWPC_OK : rc;

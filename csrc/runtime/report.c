@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -158,7 +159,7 @@ void ps_report_prepare(void)
 
     ps_messages_prepare();
     ps_stack_prepare();
-    p->pid = (int)getpid();
+    p->pid = (int)ps_self_pid();
     p->rank = ps_mpi_rank();
 
     host_names(host, sizeof host, domain, sizeof domain);
@@ -244,7 +245,7 @@ void ps_report_prepare(void)
 static const prep_t *prepared(void)
 {
     const prep_t *p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
-    if (!p || p->pid != (int)getpid()) {
+    if (!p || p->pid != (int)ps_self_pid()) {
         ps_report_prepare();
         p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
     }
@@ -389,7 +390,7 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
     date_element(b, p);
     ps_buf_str(b, p->ident);
     ps_buf_str(b, "  <pid>");
-    ps_buf_ll(b, (long long)getpid());
+    ps_buf_ll(b, (long long)ps_self_pid());
     /* Always present, a plain decimal (TAU starts a thread of data at each
      * <thread> and reads it with Integer.parseInt): 0 is the process total,
      * 1, 2 ... the threads of psrun -p, so (pid, thread) never collide. */
@@ -507,7 +508,7 @@ static void report_path(const prep_t *p, const char *name, int thread, char *pat
         ps_buf_ll(&b, p->rank);
         ps_buf_str(&b, ".");
     }
-    ps_buf_ll(&b, (long long)getpid());
+    ps_buf_ll(&b, (long long)ps_self_pid());
     if (thread > 0) {
         ps_buf_str(&b, ".t");
         ps_buf_ll(&b, thread);
@@ -553,7 +554,7 @@ static int write_all(int fd, const char *p, size_t n)
  * nothing left behind */
 static int write_file(const char *path, const char *data, size_t len)
 {
-    int fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666);
+    int fd = ps_open_anyway(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0666); /* even with no descriptor left */
     if (fd < 0)
         return -1;
     int rc = write_all(fd, data, len);
@@ -595,10 +596,10 @@ static void manifest_add(const char *path)
     char record[PATH_MAX + 64];
     ps_buf_t b;
     ps_buf_fixed(&b, record, sizeof record);
-    ps_buf_ll(&b, (long long)getpid());
+    ps_buf_ll(&b, (long long)ps_self_pid());
     ps_buf_str(&b, " ");
     ps_buf_str(&b, path);
-    int fd = b.failed ? -1 : open(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+    int fd = b.failed ? -1 : ps_open_anyway(manifest, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0);
     if (fd < 0)
         return; /* psrun then files what it finds: nothing more to do here */
     if (ps_write_fits(fd, b.len + 1)) { /* past the file size limit: not filed either */
@@ -622,6 +623,41 @@ static unsigned tmp_seq;
  * directory placed with link(); where the file system has no hard links,
  * with renameat2(RENAME_NOREPLACE); where it has not that either, the final
  * name is written directly (O_EXCL).  Async-signal-safe. */
+/* Checkpoints (collector.c): reports written while the process runs,
+ * under the names its final reports take; a later write of the same name
+ * replaces the checkpoint atomically (rename).  Only the collector writes
+ * checkpoints: the list is its own (thread-local, so not in the memory it
+ * shares with the program). */
+#define CHECKPOINT_PATHS 4096
+static __thread char (*cp_path)[PATH_MAX];
+static __thread int cp_n, checkpointing;
+
+void ps_report_checkpointing(int on) { checkpointing = on; }
+int ps_report_is_checkpointing(void) { return checkpointing; }
+
+static int checkpoint_slot(const char *path)
+{
+    for (int i = 0; i < cp_n; i++)
+        if (strcmp(cp_path[i], path) == 0)
+            return i;
+    return -1;
+}
+
+static void checkpoint_remember(const char *path)
+{
+    if (!cp_path) {
+        void *m = mmap(NULL, sizeof *cp_path * CHECKPOINT_PATHS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            return;
+        cp_path = m;
+    }
+    if (cp_n < CHECKPOINT_PATHS && checkpoint_slot(path) < 0)
+        ps_strlcpy(cp_path[cp_n++], path, PATH_MAX);
+}
+
+static int save_new(const char *data, size_t len, const char *path, char *path_out, size_t path_len);
+
 static int save(const char *data, size_t len, int failed, const char *path, char *path_out, size_t path_len)
 {
     int saved_errno = errno;
@@ -630,6 +666,44 @@ static int save(const char *data, size_t len, int failed, const char *path, char
         errno = ENOMEM;
         return PS_HWPC_EIO;
     }
+    int slot = checkpoint_slot(path);
+    if (slot >= 0) {
+        /* a checkpoint of ours is there: replaced whole, never half written */
+        char tmp[PATH_MAX + 64];
+        ps_buf_t b;
+        const char *slash = strrchr(path, '/');
+        size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
+        ps_buf_fixed(&b, tmp, sizeof tmp);
+        ps_buf_mem(&b, path, dlen);
+        ps_buf_str(&b, ".psuite-");
+        ps_buf_ll(&b, (long long)ps_self_pid());
+        ps_buf_str(&b, "-");
+        ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
+        if (!b.failed && write_file(tmp, data, len) == 0) {
+            if (rename(tmp, path) == 0) {
+                if (!checkpointing) { /* the final report: announced as any other */
+                    cp_path[slot][0] = '\0';
+                    ps_report_note(path);
+                    manifest_add(path);
+                }
+                errno = saved_errno;
+                return PS_HWPC_OK;
+            }
+            unlink(tmp);
+        }
+        return PS_HWPC_EIO;
+    }
+    int rc = save_new(data, len, path, path_out, path_len);
+    if (checkpointing && (rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST))
+        checkpoint_remember(path_out);
+    if (rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST)
+        errno = saved_errno;
+    return rc;
+}
+
+static int save_new(const char *data, size_t len, const char *path, char *path_out, size_t path_len)
+{
+    int saved_errno = errno;
     char tmp[PATH_MAX + 64], candidate[PATH_MAX + 32];
     ps_buf_t b;
     size_t dlen = 0;
@@ -642,7 +716,7 @@ static int save(const char *data, size_t len, int failed, const char *path, char
         ps_buf_fixed(&b, tmp, sizeof tmp);
         ps_buf_mem(&b, path, dlen);
         ps_buf_str(&b, ".psuite-");
-        ps_buf_ll(&b, (long long)getpid());
+        ps_buf_ll(&b, (long long)ps_self_pid());
         ps_buf_str(&b, "-");
         ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
         if (b.failed) {
@@ -685,8 +759,10 @@ static int save(const char *data, size_t len, int failed, const char *path, char
             err = errno;
         }
         if (rc == 0) {
-            ps_report_note(candidate);
-            manifest_add(candidate);
+            if (!checkpointing) {
+                ps_report_note(candidate);
+                manifest_add(candidate);
+            }
             ps_strlcpy(path_out, candidate, path_len);
             errno = saved_errno;
             return strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;

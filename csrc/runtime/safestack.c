@@ -2,14 +2,20 @@
  * come from a thread with a small stack (64 KiB), _exit() and fatal signals
  * from anywhere: the writer must not depend on the caller's stack.  A few
  * stacks, each with a guard page below it and an output buffer above it,
- * are mapped once when measurement starts (MAP_NORESERVE: only the pages
- * used cost memory); a writer claims one with an atomic exchange.  The
+ * are mapped when a writer first needs one (MAP_NORESERVE: only the pages
+ * used cost memory) and kept for the next; a writer claims one with an
+ * atomic exchange.  Nothing is mapped before: a program that never ends a
+ * measurement (or ends it once) does not carry four stacks in its address
+ * space.  The
  * switch is a few instructions of inline assembly (x86_64, aarch64);
  * elsewhere the function is called on the caller's stack. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <errno.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -24,10 +30,27 @@ static char *slot_mem[NSLOTS];
 static int slot_busy[NSLOTS];
 static int slots_pid;
 
+static void *map_stack(void)
+{
+    return mmap(NULL, SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1,
+                0);
+}
+
+/* A program that used up its address-space limit (RLIMIT_AS) still gets its
+ * report where the hard limit leaves room: the soft one is raised for the
+ * mapping and set back (the stack stays mapped). */
 static char *map_slot(void)
 {
-    void *mem = mmap(NULL, SLOT_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
-                     -1, 0);
+    void *mem = map_stack();
+    struct rlimit was, raised;
+    if (mem == MAP_FAILED && errno == ENOMEM && syscall(SYS_prlimit64, 0, RLIMIT_AS, NULL, &was) == 0 &&
+        was.rlim_cur < was.rlim_max) {
+        raised.rlim_cur = raised.rlim_max = was.rlim_max;
+        if (syscall(SYS_prlimit64, 0, RLIMIT_AS, &raised, &was) == 0) {
+            mem = map_stack();
+            syscall(SYS_prlimit64, 0, RLIMIT_AS, &was, NULL);
+        }
+    }
     if (mem == MAP_FAILED)
         return NULL;
     mprotect(mem, GUARD, PROT_NONE);
@@ -41,9 +64,6 @@ void ps_stack_prepare(void)
         for (int i = 0; i < NSLOTS; i++)
             __atomic_store_n(&slot_busy[i], 0, __ATOMIC_SEQ_CST);
     slots_pid = pid;
-    for (int i = 0; i < NSLOTS; i++)
-        if (!slot_mem[i])
-            slot_mem[i] = map_slot();
 }
 
 typedef void (*job_fn)(void *, char *, size_t);
@@ -98,15 +118,21 @@ void ps_on_safe_stack(job_fn fn, void *arg)
 {
     int claimed = -1;
     char *mem = NULL;
-    for (int i = 0; i < NSLOTS && claimed < 0; i++)
-        if (__atomic_load_n(&slot_mem[i], __ATOMIC_ACQUIRE) && !__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_SEQ_CST))
+    /* The slots are the program's (their pointers are in the memory shared
+     * with the collector, their stacks are not): a collector maps its own. */
+    for (int i = 0; i < NSLOTS && claimed < 0 && !ps_in_collector(); i++)
+        if (!__atomic_exchange_n(&slot_busy[i], 1, __ATOMIC_SEQ_CST))
             claimed = i;
-    if (claimed >= 0)
+    if (claimed >= 0) {
+        if (!slot_mem[claimed])
+            __atomic_store_n(&slot_mem[claimed], map_slot(), __ATOMIC_RELEASE);
         mem = slot_mem[claimed];
-    else
-        mem = map_slot(); /* all in use (or never prepared): one for this call */
+    } else
+        mem = map_slot(); /* all in use: one for this call */
     if (!mem) {
         fn(arg, NULL, 0);
+        if (claimed >= 0)
+            __atomic_store_n(&slot_busy[claimed], 0, __ATOMIC_SEQ_CST);
         return;
     }
     trampoline_t t = {fn, arg, mem + GUARD + STACK_SIZE};

@@ -68,7 +68,7 @@
 #ifndef TRAP_PERF
 #define TRAP_PERF 6
 #endif
-#define FD_MAP 65536
+#define FD_MAP 65536 /* slots of fd_thread: a power of two */
 #define MAX_PROBE 64
 
 enum { SRC_PERF = 1, SRC_CPUTIMER, SRC_REAL };
@@ -82,7 +82,38 @@ static volatile int paused;                     /* around an exec: sources held,
  * thread until ps_hwpc_start; apart from `paused`, so that an exec that
  * fails does not resume what the program suspended. */
 static volatile int suspended;
-static ps_sthread_t threads[PS_MAX_THREADS];
+/* The threads' records, in chunks of THREAD_CHUNK mapped as threads come
+ * (under real_lock, before nthreads counts them): a counting run carries
+ * none in its address space, a sampled one only those of the threads it
+ * started, up to PS_MAX_THREADS. */
+#define THREAD_CHUNK_LOG2 8
+#define THREAD_CHUNK (1 << THREAD_CHUNK_LOG2)
+static ps_sthread_t *thread_chunks[PS_MAX_THREADS / THREAD_CHUNK];
+
+/* Record i (below nthreads, or a chunk known mapped); NULL if its chunk is
+ * not mapped.  Async-signal-safe. */
+static ps_sthread_t *thread_at(int i)
+{
+    if (i < 0 || i >= PS_MAX_THREADS)
+        return NULL;
+    ps_sthread_t *chunk = __atomic_load_n(&thread_chunks[i >> THREAD_CHUNK_LOG2], __ATOMIC_ACQUIRE);
+    if (chunk && ps_in_collector() && !ps_shared_contains(chunk))
+        return NULL; /* not shared with the collector (shared.c) */
+    return chunk ? &chunk[i & (THREAD_CHUNK - 1)] : NULL;
+}
+
+/* Under real_lock: record i's chunk mapped. */
+static ps_sthread_t *thread_slot(int i)
+{
+    ps_sthread_t *t = thread_at(i);
+    if (t || i < 0 || i >= PS_MAX_THREADS)
+        return t;
+    void *chunk = ps_map(sizeof(ps_sthread_t) * THREAD_CHUNK); /* the collector reads it (shared.c) */
+    if (!chunk)
+        return NULL;
+    __atomic_store_n(&thread_chunks[i >> THREAD_CHUNK_LOG2], (ps_sthread_t *)chunk, __ATOMIC_RELEASE);
+    return thread_at(i);
+}
 static int nthreads;                            /* slots handed out */
 static unsigned long unsampled;                 /* threads beyond PS_MAX_THREADS */
 static unsigned perf_type;
@@ -98,8 +129,13 @@ static pid_t real_pid, sampler_pid;             /* sampler_pid: the process samp
 static int real_wanted;                         /* the program's constructors have run: start it */
 static int real_signals;                        /* no perf_event: running threads are signalled (see real_sampler) */
 static long long started_ns;
-static char sampler_note[256];
-static int fd_thread[FD_MAP]; /* perf fd -> thread index + 1 (overflow signals carry the fd) */
+static char sampler_note[512];
+static int source_lost_noted;                   /* sampler_note says that a source was closed */
+/* The F_SETSIG route's signals carry the perf descriptor, not the thread:
+ * (fd << 32) | (thread index + 1) in slot fd % FD_MAP, mapped only when
+ * that route is taken (the descriptors live above the descriptor limit,
+ * which may be far above FD_MAP). */
+static unsigned long long *fd_thread;
 static int source_chosen;       /* perf_sig decided (once per process: a forked child keeps it) */
 static int perf_sig = SIGPROF;  /* what perf_event sources signal: SIGTRAP (attr.sigtrap) or SIGPROF (F_SETSIG) */
 static char delivery_note[160]; /* how samples are delivered, and why not by SIGTRAP */
@@ -111,17 +147,17 @@ static int nfree_tables;
 /* Where ended threads' samples are kept: mmap'd chunks, used up in order. */
 static ps_slot_t *keep_area;
 static size_t keep_used, keep_cap;
-/* Samples of unloaded modules (ps_sampler_retire), under real_lock. */
+/* Modules unloaded with dlclose (modules.c retires them, one at a time
+ * under its refresh lock; their samples stay in the tables under their
+ * load's key).  An entry is complete before nrmods counts it. */
 typedef struct {
-    char *file;
+    char file[PATH_MAX];
     unsigned long long base, lo, hi; /* lo, hi: its executable segments' span */
     unsigned char buildid[PS_BUILDID_MAX];
     unsigned buildid_len;
 } retired_module_t;
 static retired_module_t *rmods;
-static int nrmods;
-static ps_retired_t *retired;
-static size_t nretired, retired_cap;
+static int nrmods, rmods_cap;
 
 #define TABLE_BYTES (sizeof(ps_slot_t) * PS_SAMPLE_SLOTS)
 
@@ -138,6 +174,7 @@ static int record_n(ps_sthread_t *t, unsigned long long pc, unsigned long long n
         __atomic_fetch_add(&t->lost, n, __ATOMIC_RELAXED);
         return 0;
     }
+    pc = ps_modules_key(pc); /* the load it is in: a module unloaded keeps its samples (modules.c) */
     unsigned long long h = (pc * 0x9E3779B97F4A7C15ull) >> (64 - PS_SAMPLE_SLOTS_LOG2);
     for (unsigned probe = 0; probe < MAX_PROBE; probe++) {
         ps_slot_t *s = &table[(h + probe) & (PS_SAMPLE_SLOTS - 1)];
@@ -218,8 +255,10 @@ static int classify(int sig, const siginfo_t *si, int *index, unsigned long long
         return 1;
     }
     if (si->si_code >= POLL_IN && si->si_code <= POLL_HUP) { /* perf_event overflow (F_SETSIG) */
-        if (si->si_fd >= 0 && si->si_fd < FD_MAP)
-            *index = __atomic_load_n(&fd_thread[si->si_fd], __ATOMIC_ACQUIRE) - 1;
+        unsigned long long *map = __atomic_load_n(&fd_thread, __ATOMIC_ACQUIRE);
+        unsigned long long v = map && si->si_fd >= 0 ? __atomic_load_n(&map[si->si_fd % FD_MAP], __ATOMIC_ACQUIRE) : 0;
+        if (v && (int)(v >> 32) == si->si_fd)
+            *index = (int)(v & 0xffffffffu) - 1;
         return 1;
     }
     return 0;
@@ -238,16 +277,16 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     int saved = errno;
     int index;
     unsigned long long n;
+    ps_sthread_t *t;
     if (!classify(sig, si, &index, &n))
         ps_signals_forward(sig, si, ucv);
-    else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && index >= 0 &&
-             index < PS_MAX_THREADS &&
-             __atomic_load_n(&threads[index].live, __ATOMIC_ACQUIRE)) {
-        unsigned long long pc = interrupted_pc(ucv);
-        if (record_n(&threads[index], pc, n)) {
-            __atomic_store_n(&threads[index].last_pc, pc, __ATOMIC_RELAXED);
+    else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && (t = thread_at(index)) &&
+             __atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
+        unsigned long long pc = ps_modules_charge(interrupted_pc(ucv));
+        if (record_n(t, pc, n)) {
+            __atomic_store_n(&t->last_pc, pc, __ATOMIC_RELAXED);
             if (callpath)
-                callpath_sample(&threads[index], ucv, n);
+                callpath_sample(t, ucv, n);
         }
     }
     errno = saved;
@@ -320,7 +359,38 @@ static void fill_attr(struct perf_event_attr *attr, int index)
 /* Samples are taken now: neither held around an exec nor suspended. */
 static int sources_on(void) { return !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED); }
 
-static int open_perf(pid_t tid, int index, char *why, size_t why_len)
+/* The F_SETSIG route's map, mapped once (under real_lock or before any
+ * thread can race); NULL if it cannot be. */
+static unsigned long long *fd_map(void)
+{
+    if (!fd_thread) {
+        void *m = mmap(NULL, sizeof *fd_thread * FD_MAP, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m != MAP_FAILED)
+            __atomic_store_n(&fd_thread, (unsigned long long *)m, __ATOMIC_RELEASE);
+    }
+    return fd_thread;
+}
+
+static void map_fd(int fd, int index)
+{
+    unsigned long long *map = perf_sig != SIGTRAP ? fd_map() : NULL;
+    if (map && fd >= 0)
+        __atomic_store_n(&map[fd % FD_MAP], ((unsigned long long)fd << 32) | (unsigned)(index + 1), __ATOMIC_RELEASE);
+}
+
+static void unmap_fd(int fd)
+{
+    unsigned long long *map = __atomic_load_n(&fd_thread, __ATOMIC_ACQUIRE);
+    if (map && fd >= 0 && (int)(__atomic_load_n(&map[fd % FD_MAP], __ATOMIC_ACQUIRE) >> 32) == fd)
+        __atomic_store_n(&map[fd % FD_MAP], 0, __ATOMIC_RELEASE);
+}
+
+/* The thread's perf_event source, its descriptor above the program's
+ * descriptor limit (ps_fd_above_limit): never a number the program gets
+ * from open() or chooses for itself; *id: the event's identity, checked
+ * before each later use or close. */
+static int open_perf(pid_t tid, int index, unsigned long long *id, char *why, size_t why_len)
 {
     struct perf_event_attr a;
     fill_attr(&a, index);
@@ -329,27 +399,31 @@ static int open_perf(pid_t tid, int index, char *why, size_t why_len)
         snprintf(why, why_len, "perf_event_open: %s", strerror(errno));
         return -1;
     }
-    if (fd < FD_MAP)
-        __atomic_store_n(&fd_thread[fd], index + 1, __ATOMIC_RELEASE);
+    fd = ps_perf_move_high(fd, 0);
+    *id = ps_perf_id(fd);
+    map_fd(fd, index);
     struct f_owner_ex owner = {F_OWNER_TID, tid};
     if ((perf_sig != SIGTRAP && (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, SIGPROF) ||
                                  fcntl(fd, F_SETOWN_EX, &owner))) ||
         (sources_on() && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))) {
         snprintf(why, why_len, "perf_event signal routing: %s", strerror(errno));
-        if (fd < FD_MAP)
-            __atomic_store_n(&fd_thread[fd], 0, __ATOMIC_RELEASE);
+        unmap_fd(fd);
         close(fd);
         return -1;
     }
     return fd;
 }
 
+/* The thread's perf descriptor is still its event: the program may have
+ * closed it (closefrom, close_range) and reused the number. */
+static int perf_fd_ours(const ps_sthread_t *t) { return t->perf_fd >= 0 && ps_perf_is(t->perf_fd, t->perf_id); }
+
 /* The thread's source, for its tid: the calling thread's or another's
  * (threads adopted at start). */
 static int start_source(ps_sthread_t *t, char *why, size_t why_len)
 {
     if (source == SRC_PERF || (source == SRC_REAL && !real_signals)) {
-        int fd = open_perf(t->tid, t->index, why, why_len);
+        int fd = open_perf(t->tid, t->index, &t->perf_id, why, why_len);
         if (fd < 0)
             return -1;
         t->perf_fd = fd;
@@ -379,7 +453,8 @@ static int start_source(ps_sthread_t *t, char *why, size_t why_len)
     if (source == SRC_REAL) {
         char path[64];
         snprintf(path, sizeof path, "/proc/self/task/%d/syscall", (int)t->tid);
-        t->syscall_fd = open(path, O_RDONLY | O_CLOEXEC);
+        t->syscall_fd = ps_fd_above_limit(open(path, O_RDONLY | O_CLOEXEC));
+        t->syscall_ident = ps_fd_ident(t->syscall_fd);
     }
     return 0;
 }
@@ -392,7 +467,7 @@ static unsigned long long expected_samples(const ps_sthread_t *t)
 {
     if (cfg.kind == PS_PROF_EVENT) {
         unsigned long long count = 0;
-        if (t->perf_fd >= 0 && read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count && cfg.threshold > 0)
+        if (perf_fd_ours(t) && read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count && cfg.threshold > 0)
             return count / (unsigned long long)cfg.threshold;
         return 0;
     }
@@ -400,13 +475,36 @@ static unsigned long long expected_samples(const ps_sthread_t *t)
     return ns > 0 && cfg.threshold > 0 ? (unsigned long long)ns / ((unsigned long long)cfg.threshold * 1000) : 0;
 }
 
+/* The samples of a thread whose source the program closed are counted
+ * lost: the CPU time it was sampled over (as for a thread blocking the
+ * signal), minus the samples it gave before the descriptor went. */
+static void count_source_lost(ps_sthread_t *t)
+{
+    t->source_lost = 1;
+    if (!__atomic_exchange_n(&source_lost_noted, 1, __ATOMIC_ACQ_REL))
+        ps_append_part(sampler_note, sizeof sampler_note,
+                       "the program closed psuite's sampling descriptor (closefrom, close_range ...): the samples "
+                       "of the CPU time after that are counted lost");
+    if (cfg.kind != PS_PROF_ITIMER)
+        return;
+    long long ns = cfg.timer == PS_TIMER_PROF || real_signals ? t->cpu_ns : t->user_ns;
+    unsigned long long expected = ns > 0 && cfg.threshold > 0 ? (unsigned long long)ns / ((unsigned long long)cfg.threshold * 1000) : 0;
+    unsigned long long got = t->samples - t->proc_samples - t->wait_samples;
+    if (expected > got)
+        __atomic_fetch_add(&t->lost, expected - got, __ATOMIC_RELAXED);
+}
+
+/* Each descriptor closed only if it is still the thread's (the program
+ * may have reused the number): never one of the program's. */
 static void stop_source(ps_sthread_t *t)
 {
     if (t->perf_fd >= 0) {
-        ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
-        if (t->perf_fd < FD_MAP)
-            __atomic_store_n(&fd_thread[t->perf_fd], 0, __ATOMIC_RELEASE);
-        close(t->perf_fd);
+        unmap_fd(t->perf_fd);
+        if (perf_fd_ours(t)) {
+            ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
+            close(t->perf_fd);
+        } else
+            count_source_lost(t);
         t->perf_fd = -1;
     }
     if (t->has_timer) {
@@ -414,7 +512,8 @@ static void stop_source(ps_sthread_t *t)
         t->has_timer = 0;
     }
     if (t->syscall_fd >= 0) {
-        close(t->syscall_fd);
+        if (ps_fd_ident(t->syscall_fd) == t->syscall_ident)
+            close(t->syscall_fd);
         t->syscall_fd = -1;
     }
 }
@@ -424,8 +523,7 @@ static ps_slot_t *take_table(void)
 {
     if (nfree_tables)
         return free_tables[--nfree_tables];
-    void *table = mmap(NULL, TABLE_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    return table == MAP_FAILED ? NULL : table;
+    return ps_map(TABLE_BYTES); /* shared with the collector (shared.c) */
 }
 
 /* Under real_lock: room for n kept samples. */
@@ -433,9 +531,8 @@ static ps_slot_t *keep_room(size_t n)
 {
     if (keep_used + n > keep_cap) {
         size_t cap = n > PS_SAMPLE_SLOTS ? n : PS_SAMPLE_SLOTS;
-        void *area = mmap(NULL, sizeof(ps_slot_t) * cap, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (area == MAP_FAILED)
+        void *area = ps_map(sizeof(ps_slot_t) * cap);
+        if (!area)
             return NULL;
         keep_area = area; /* what was left of the last chunk is not used */
         keep_used = 0;
@@ -465,10 +562,10 @@ static void recycle_table(ps_sthread_t *t)
     t->kept = kept;
     t->nkept = n;
     t->table = NULL;
-    if (nfree_tables < FREE_TABLES && madvise(table, TABLE_BYTES, MADV_DONTNEED) == 0)
+    if (nfree_tables < FREE_TABLES && ps_zero(table, TABLE_BYTES) == 0)
         free_tables[nfree_tables++] = table;
     else
-        munmap(table, TABLE_BYTES);
+        ps_unmap(table, TABLE_BYTES);
 }
 
 /* Under real_lock: a slot for tid, its table and its source (the caller
@@ -481,7 +578,12 @@ static ps_sthread_t *add_thread(pid_t tid, int adopted, ps_cct_t *cct)
         ps_cct_free(cct);
         return NULL;
     }
-    ps_sthread_t *t = &threads[idx];
+    ps_sthread_t *t = thread_slot(idx);
+    if (!t) { /* no memory for its record: counted as a thread not sampled */
+        __atomic_fetch_add(&unsampled, 1, __ATOMIC_RELAXED);
+        ps_cct_free(cct);
+        return NULL;
+    }
     memset(t, 0, sizeof *t);
     t->index = idx;
     t->tid = tid;
@@ -535,7 +637,7 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
     } else {
         /* gone: its task clock, where it has one, is its time on a CPU */
         unsigned long long count = 0;
-        if (t->perf_fd >= 0 && cfg.kind == PS_PROF_ITIMER &&
+        if (perf_fd_ours(t) && cfg.kind == PS_PROF_ITIMER &&
             read(t->perf_fd, &count, sizeof count) == (ssize_t)sizeof count)
             t->cpu_ns = t->user_ns = (long long)count;
     }
@@ -574,8 +676,8 @@ void ps_sampler_thread_end(ps_sthread_t *t)
      * may be another thread's now */
     if (!t || __atomic_load_n(&t->tid, __ATOMIC_RELAXED) != (pid_t)syscall(SYS_gettid))
         return;
-    /* The asynchronous signals held back (the kernel's mask directly, as
-     * modules.c's retire does): a program handler calling exit() here would
+    /* The asynchronous signals held back (the kernel's mask directly,
+     * ps_hold_async_signals): a program handler calling exit() here would
      * write the reports while this thread's tree is being replaced, or wait
      * for the lock this thread holds.  Faults and SIGPROF are not held. */
     sigset_t old;
@@ -726,8 +828,8 @@ static void *real_sampler(void *arg)
         ps_lock_take(&real_lock);
         int n = sources_on() ? __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE) : 0;
         for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
-            if (__atomic_load_n(&threads[i].live, __ATOMIC_ACQUIRE) && threads[i].syscall_fd >= 0)
-                sample_blocked(&threads[i], pid, pass % check_every == 0, period_ns);
+            if (__atomic_load_n(&thread_at(i)->live, __ATOMIC_ACQUIRE) && thread_at(i)->syscall_fd >= 0)
+                sample_blocked(thread_at(i), pid, pass % check_every == 0, period_ns);
         ps_lock_give(&real_lock);
     }
     return NULL;
@@ -893,6 +995,8 @@ static void choose_delivery(void)
 static void *hook_begin(void) { return ps_sampler_thread_begin(); }
 static void hook_end(void *t) { ps_sampler_thread_end(t); }
 
+size_t ps_sampler_table_bytes(void) { return sizeof(ps_sthread_t) * THREAD_CHUNK; }
+
 int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
 {
     cfg = *config;
@@ -1001,9 +1105,95 @@ void ps_sampler_stop(void)
     int held = ps_lock_take_bounded(&real_lock); /* this may be a signal handler */
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++)
-        end_thread(&threads[i], 0, 1);
+        end_thread(thread_at(i), 0, 1);
     if (held)
         ps_lock_give(&real_lock);
+}
+
+/* In the collector (collector.c), the process gone without stopping: its
+ * live threads ended now, without touching their sources (they went with
+ * the process).  Their CPU times went with it too: the process's CPU time
+ * less what the ended threads had is shared out by their samples. */
+void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
+{
+    if (!source)
+        return;
+    active = 0;
+    int n = ps_sampler_nthreads(), nlive = 0;
+    unsigned long long live_samples = 0;
+    long long left = user_ns + sys_ns;
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = thread_at(i);
+        if (!t)
+            continue;
+        if (__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
+            nlive++;
+            live_samples += t->samples;
+        } else
+            left -= t->cpu_ns;
+    }
+    if (left < 0)
+        left = 0;
+    double user_share = user_ns + sys_ns > 0 ? (double)user_ns / (double)(user_ns + sys_ns) : 1.0;
+    long long now = ps_wallclock_ns();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = thread_at(i);
+        if (!t || !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            continue;
+        __atomic_store_n(&t->live, 0, __ATOMIC_RELEASE);
+        double part = live_samples ? (double)t->samples / (double)live_samples : 1.0 / nlive;
+        t->cpu_ns = (long long)(left * part);
+        t->user_ns = (long long)(t->cpu_ns * user_share);
+        t->sys_ns = t->cpu_ns - t->user_ns;
+        t->end_ns = now;
+    }
+}
+
+/* In the collector, before writing after a kill: a thread whose table,
+ * kept samples or tree is in memory the collector does not share (the
+ * shared arena was full, shared.c) is written without them; their samples
+ * are counted lost.  Returns how many. */
+unsigned long long ps_sampler_drop_unshared(void)
+{
+    unsigned long long dropped = 0;
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++) {
+        ps_sthread_t *t = thread_at(i);
+        if (!t)
+            continue;
+        int table_gone = t->table && !ps_shared_contains(t->table);
+        int kept_gone = t->kept && !ps_shared_contains(t->kept);
+        if (table_gone || kept_gone) {
+            dropped += t->samples;
+            t->lost += t->samples;
+            t->samples = 0;
+            t->table = NULL;
+            t->kept = NULL;
+            t->nkept = 0;
+            t->nused = 0;
+        }
+        if (t->cct && !ps_shared_contains(t->cct)) {
+            t->cp_lost += t->samples;
+            t->cct = NULL;
+        }
+    }
+    return dropped;
+}
+
+/* In the collector, at its start: the sampling descriptors it inherited
+ * closed (the records untouched: they are the program's).  Sampling is the
+ * program's; a copy held here would keep a source the program closed
+ * sampling on. */
+void ps_sampler_close_inherited(void)
+{
+    int n = ps_sampler_nthreads();
+    for (int i = 0; i < n; i++) {
+        const ps_sthread_t *t = thread_at(i);
+        if (t && t->perf_fd >= 0)
+            close(t->perf_fd);
+        if (t && t->syscall_fd >= 0)
+            close(t->syscall_fd);
+    }
 }
 
 /* Under real_lock: the live threads' sources on or off as sources_on()
@@ -1020,10 +1210,10 @@ static void switch_sources(void)
     }
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
+        ps_sthread_t *t = thread_at(i);
         if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
             continue;
-        if (t->perf_fd >= 0)
+        if (perf_fd_ours(t))
             ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
         if (t->has_timer)
             timer_settime((timer_t)t->timer, 0, &its, NULL);
@@ -1064,11 +1254,11 @@ static long long since_wall_ns, since_user_ns, since_sys_ns;
 
 static void process_times(long long *wall, long long *user, long long *sys)
 {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    double u, s;
+    ps_process_cpu(&u, &s); /* the measured process's, also in its collector */
     *wall = ps_wallclock_ns();
-    *user = ru.ru_utime.tv_sec * 1000000000LL + ru.ru_utime.tv_usec * 1000LL;
-    *sys = ru.ru_stime.tv_sec * 1000000000LL + ru.ru_stime.tv_usec * 1000LL;
+    *user = (long long)(u * 1e9);
+    *sys = (long long)(s * 1e9);
 }
 
 void ps_sampler_suspended_time(long long *wall_ns, long long *user_ns, long long *sys_ns)
@@ -1111,7 +1301,7 @@ void ps_sampler_suspend(int on)
         switch_sources();
         /* ITIMER_REAL: the run-queue wait while suspended is not charged */
         for (int i = 0, n = ps_sampler_nthreads(); !on && i < n; i++)
-            threads[i].was_running = 0;
+            thread_at(i)->was_running = 0;
     }
     ps_lock_give(&real_lock);
 }
@@ -1122,7 +1312,7 @@ int ps_sampler_nthreads(void)
     return n < PS_MAX_THREADS ? n : PS_MAX_THREADS;
 }
 
-const ps_sthread_t *ps_sampler_get(int i) { return i >= 0 && i < ps_sampler_nthreads() ? &threads[i] : NULL; }
+const ps_sthread_t *ps_sampler_get(int i) { return i >= 0 && i < ps_sampler_nthreads() ? thread_at(i) : NULL; }
 
 const ps_profcfg_t *ps_sampler_config(void) { return source ? &cfg : NULL; }
 
@@ -1151,55 +1341,47 @@ const char *ps_sampler_source(const char **note)
     }
 }
 
-/* Under real_lock: the index of (file, base) among the retired modules. */
+/* A larger block with the old one's contents (the old one given back):
+ * realloc's job, in memory the collector shares (shared.c). */
+static void *grow(void *old, size_t old_bytes, size_t new_bytes)
+{
+    void *p = ps_map(new_bytes);
+    if (p && old) {
+        memcpy(p, old, old_bytes);
+        ps_unmap(old, old_bytes);
+    }
+    return p;
+}
+
+/* The index of (file, base) among the retired modules, added if new. */
 static int retired_module(const char *file, unsigned long long base, const unsigned char *buildid, unsigned len)
 {
     for (int i = 0; i < nrmods; i++)
         if (rmods[i].base == base && strcmp(rmods[i].file, file) == 0)
             return i;
-    retired_module_t *v = realloc(rmods, sizeof *v * (size_t)(nrmods + 1));
-    if (!v)
+    if (nrmods == rmods_cap) {
+        int cap = rmods_cap ? 2 * rmods_cap : 16;
+        retired_module_t *v = grow(rmods, sizeof *v * (size_t)rmods_cap, sizeof *v * (size_t)cap);
+        if (!v)
+            return -1;
+        rmods = v;
+        rmods_cap = cap;
+    }
+    if (strlen(file) >= sizeof rmods[nrmods].file)
         return -1;
-    rmods = v;
-    rmods[nrmods].file = strdup(file);
+    ps_strlcpy(rmods[nrmods].file, file, sizeof rmods[nrmods].file);
     rmods[nrmods].base = base;
     rmods[nrmods].lo = rmods[nrmods].hi = 0;
     rmods[nrmods].buildid_len = buildid && len <= PS_BUILDID_MAX ? len : 0;
     if (rmods[nrmods].buildid_len)
         memcpy(rmods[nrmods].buildid, buildid, len);
-    if (!rmods[nrmods].file)
-        return -1;
-    return nrmods++;
+    __atomic_store_n(&nrmods, nrmods + 1, __ATOMIC_RELEASE);
+    return nrmods - 1;
 }
 
-static void retire_one(int thread, int module, unsigned long long pc, unsigned long long count)
+int ps_sampler_retired_add(const char *file, unsigned long long base, unsigned long long lo, unsigned long long hi,
+                           const unsigned char *buildid, unsigned buildid_len)
 {
-    if (nretired == retired_cap) {
-        size_t cap = retired_cap ? 2 * retired_cap : 256;
-        ps_retired_t *v = realloc(retired, sizeof *v * cap);
-        if (!v)
-            return;
-        retired = v;
-        retired_cap = cap;
-    }
-    retired[nretired++] = (ps_retired_t){thread, module, pc, count};
-}
-
-/* A module's samples are moved out of the tables (the handler may add to a
- * count at the same time: it is taken with an atomic exchange, and the
- * slot keeps its PC). */
-void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char *file, unsigned long long base,
-                       const unsigned char *buildid, unsigned buildid_len)
-{
-    if (!source || lo >= hi)
-        return;
-    /* The trees' nodes are retagged only once the unload is confirmed: the
-     * call before the real dlclose (the flat samples so far) finds the
-     * object still there, and a dlclose that only drops a reference leaves
-     * it there.  dladdr takes the loader's lock: before ours, never inside. */
-    Dl_info info;
-    int unloaded = !dladdr((void *)(uintptr_t)lo, &info);
-    ps_lock_take(&real_lock);
     int module = retired_module(file, base, buildid, buildid_len);
     if (module >= 0) {
         retired_module_t *r = &rmods[module];
@@ -1208,45 +1390,21 @@ void ps_sampler_retire(unsigned long long lo, unsigned long long hi, const char 
         if (hi > r->hi)
             r->hi = hi;
     }
-    int n = ps_sampler_nthreads();
-    for (int i = 0; module >= 0 && i < n; i++) {
-        ps_sthread_t *t = &threads[i];
-        if (unloaded)
-            ps_cct_retag(t->cct, lo, hi, module);
-        ps_slot_t *v = t->table ? t->table : t->kept;
-        unsigned long slots = t->table ? PS_SAMPLE_SLOTS : t->nkept;
-        if (t->table && !__atomic_load_n(&t->nused, __ATOMIC_ACQUIRE))
-            continue;
-        for (unsigned long s = 0; v && s < slots; s++) {
-            unsigned long long pc = __atomic_load_n(&v[s].pc, __ATOMIC_ACQUIRE);
-            if (pc < lo || pc >= hi || !__atomic_load_n(&v[s].count, __ATOMIC_RELAXED))
-                continue;
-            unsigned long long count = __atomic_exchange_n(&v[s].count, 0, __ATOMIC_ACQ_REL);
-            if (count)
-                retire_one(t->index, module, pc, count);
-        }
-    }
-    ps_lock_give(&real_lock);
+    return module;
 }
 
 int ps_sampler_retired_span(int module, unsigned long long *lo, unsigned long long *hi)
 {
-    if (module < 0 || module >= nrmods)
+    if (module < 0 || module >= nrmods || (ps_in_collector() && !ps_shared_contains(rmods)))
         return 0;
     *lo = rmods[module].lo;
     *hi = rmods[module].hi;
     return 1;
 }
 
-size_t ps_sampler_retired(const ps_retired_t **v)
-{
-    *v = retired;
-    return nretired;
-}
-
 const char *ps_sampler_retired_module(int module, unsigned long long *base)
 {
-    if (module < 0 || module >= nrmods)
+    if (module < 0 || module >= nrmods || (ps_in_collector() && !ps_shared_contains(rmods)))
         return NULL;
     *base = rmods[module].base;
     return rmods[module].file;
@@ -1254,7 +1412,8 @@ const char *ps_sampler_retired_module(int module, unsigned long long *base)
 
 const unsigned char *ps_sampler_retired_buildid(int module, unsigned *len)
 {
-    *len = module >= 0 && module < nrmods ? rmods[module].buildid_len : 0;
+    *len = module >= 0 && module < nrmods && !(ps_in_collector() && !ps_shared_contains(rmods))
+               ? rmods[module].buildid_len : 0;
     return *len ? rmods[module].buildid : NULL;
 }
 
@@ -1266,25 +1425,26 @@ void ps_sampler_forget_after_fork(void)
     int n = ps_sampler_nthreads();
     ps_lock_reset(&real_lock);
     for (int i = 0; i < n; i++) {
-        ps_sthread_t *t = &threads[i];
+        ps_sthread_t *t = thread_at(i);
+        /* only descriptors still the parent's events: the program may
+         * have closed them and opened its own under the same numbers */
         if (t->perf_fd >= 0) {
-            if (t->perf_fd < FD_MAP)
-                fd_thread[t->perf_fd] = 0;
-            close(t->perf_fd);
+            unmap_fd(t->perf_fd);
+            if (perf_fd_ours(t))
+                close(t->perf_fd);
         }
-        if (t->syscall_fd >= 0)
+        if (t->syscall_fd >= 0 && ps_fd_ident(t->syscall_fd) == t->syscall_ident)
             close(t->syscall_fd);
         if (t->table)
-            munmap(t->table, TABLE_BYTES);
+            ps_unmap(t->table, TABLE_BYTES);
         ps_cct_free(t->cct); /* the parent's trees */
         memset(t, 0, sizeof *t);
     }
     for (int i = 0; i < nfree_tables; i++)
-        munmap(free_tables[i], TABLE_BYTES);
+        ps_unmap(free_tables[i], TABLE_BYTES);
     nfree_tables = 0;
     keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
     keep_used = keep_cap = 0;
-    nretired = 0;
     nthreads = 0;
     unsampled = 0;
     real_stop = 0;

@@ -135,7 +135,7 @@ static void open_counters(tcount_t *t, int tid)
         a.size = sizeof a;
         a.type = types[k];
         a.config = configs[k];
-        a.exclude_kernel = !(domain & PS_DOM_KERNEL);
+        a.exclude_kernel = !(domain & PS_DOM_KERNEL) && !ps_perf_kernel_only(types[k], configs[k]);
         a.exclude_user = !(domain & PS_DOM_USER);
         a.exclude_hv = 1;
         a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
@@ -292,6 +292,8 @@ static void wait_ending(tcount_t *t)
         syscall(SYS_nanosleep, &ms, NULL);
 }
 
+size_t ps_thread_counts_bytes(void) { return sizeof(tcount_t) * PS_MAX_THREADS; }
+
 int ps_thread_counts_init(void)
 {
     const char *const *counted;
@@ -299,9 +301,8 @@ int ps_thread_counts_init(void)
     if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
         return -1;
     if (!recs) {
-        void *area = mmap(NULL, sizeof(tcount_t) * PS_MAX_THREADS, PROT_READ | PROT_WRITE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (area == MAP_FAILED)
+        void *area = ps_map(sizeof(tcount_t) * PS_MAX_THREADS); /* shared with the collector */
+        if (!area)
             return -1;
         recs = area;
     }
@@ -408,7 +409,7 @@ static int write_report(tcount_t *t, const char *why, char *path, size_t path_le
     const char *kept = ps_pathtab_at(&exec_paths, t->index);
     if (kept && kept[0])
         ps_report_announced(kept);
-    return ps_report_write_counts(&c, t->index + 1, annotation, &m, NULL, path, path_len);
+    return ps_report_write_counts(&c, ps_thread_number(t->index), annotation, &m, NULL, path, path_len);
 }
 
 void ps_thread_counts_freeze(void)

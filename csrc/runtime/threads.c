@@ -137,8 +137,24 @@ PS_API int thrd_create(thrd_t *thr, thrd_start_t func, void *arg)
     return real(thr, func, arg);
 }
 
+/* psuite's own threads (the ITIMER_REAL sampler) need little stack: 256 KiB
+ * rather than the default (RLIMIT_STACK, often 8 MiB) of the program's
+ * address space. */
+#define OWN_STACK (256 * 1024)
+
 int pthread_create_unhooked(void *thread, void *(*fn)(void *))
 {
     create_fn real = real_create();
-    return real ? real(thread, NULL, fn, NULL) : -1;
+    if (!real)
+        return -1;
+    pthread_attr_t attr;
+    int small = pthread_attr_init(&attr) == 0;
+    if (small && pthread_attr_setstacksize(&attr, OWN_STACK) != 0) {
+        pthread_attr_destroy(&attr);
+        small = 0;
+    }
+    int rc = real(thread, small ? &attr : NULL, fn, NULL);
+    if (small)
+        pthread_attr_destroy(&attr);
+    return rc;
 }

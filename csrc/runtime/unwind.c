@@ -17,7 +17,24 @@
  * wait, one that interrupted it on this thread would see a half-updated
  * list.  So dl_iterate_phdr is interposed here: while this thread unwinds
  * in the handler (a thread-local flag) it is answered from the module map
- * modules.c keeps current, otherwise passed on to the C library. */
+ * modules.c keeps current, otherwise passed on to the C library.
+ *
+ * libunwind validates addresses by writing them into a pipe of its own,
+ * made when it initialises (first use, in ps_unwind_warm) and again in the
+ * handler whenever its read end is found closed.  Its descriptors would be
+ * the lowest free numbers, the very ones the program expects from its next
+ * open(): pipe2 is interposed here, and a pipe made while libunwind runs for
+ * psuite has both ends moved above the descriptor limit (util.c).
+ *
+ * No frame of psuite's own code is recorded (leave_out_own): a bare run has
+ * none.  psuite's frames sit in a path in two ways.  A wrapper the program
+ * called (exit, dlopen, dlclose, a thread's start routine, ...) calls the
+ * real function, or the program's, through a pointer: the path goes on in
+ * the program's code and the wrapper's frame is left out.  Otherwise the
+ * sample was taken in psuite's own work (its start-up, dlclose
+ * bookkeeping, the end of measurement): its frames and what they called are
+ * left out and the sample is the program's call into psuite (the call
+ * instruction in the innermost frame of the program's outside them). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -50,6 +67,8 @@ static unsigned long page = 4096; /* sysconf's, at ps_unwind_init */
 /* Set while this thread unwinds in the sample handler.  initial-exec: the
  * library is preloaded (static TLS), so reading it never allocates. */
 static __thread int in_unwinder __attribute__((tls_model("initial-exec")));
+/* Set while this thread runs libunwind for psuite outside the handler. */
+static __thread int in_libunwind __attribute__((tls_model("initial-exec")));
 
 static const char *const names[] = {"", "libunwind", "libgcc", "framepointer"};
 
@@ -76,10 +95,96 @@ static int load_libgcc(void)
     return gcc_trace && gcc_getip;
 }
 
+/* psuite's own executable segments (this library's), found at init */
+#define OWN_MAX 4
+static unsigned long long own_lo[OWN_MAX], own_hi[OWN_MAX];
+static int nown;
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    unsigned long long here = (unsigned long long)(unsigned long)data;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum && !mine; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        mine = ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && here >= info->dlpi_addr + ph->p_vaddr &&
+               here < info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    for (int i = 0; mine && i < info->dlpi_phnum && nown < OWN_MAX; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+            own_lo[nown] = info->dlpi_addr + ph->p_vaddr;
+            own_hi[nown++] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+        }
+    }
+    return mine;
+}
+
+static int own(unsigned long long a)
+{
+    for (int i = 0; i < nown; i++)
+        if (a >= own_lo[i] && a < own_hi[i])
+            return 1;
+    return 0;
+}
+
+/* The call before return address r is a direct call (e8 rel32) into
+ * psuite's text - one of its functions, or a PLT stub: psuite's work.  The
+ * wrappers reach the real functions through pointers (indirect calls). */
+static int direct_call(unsigned long long r)
+{
+    if (!own(r - 5) || *(const unsigned char *)(r - 5) != 0xe8)
+        return 0;
+    int rel;
+    memcpy(&rel, (const void *)(r - 4), sizeof rel);
+    return own(r + (unsigned long long)(long long)rel);
+}
+
+/* f[0] the interrupted PC, then return addresses: psuite's frames left out
+ * (see the top); the frames left, 0 when none is the program's.  A run of
+ * psuite's frames is its work when it is more than a wrapper (several
+ * frames, or the interrupted PC), or when it called out directly; what the
+ * outermost such run called (the C library on psuite's behalf, psuite
+ * again) is psuite's work too. */
+static int leave_out_own(void **f, int n)
+{
+    if (!nown)
+        return n;
+    int any = 0, work_end = -1; /* the first frame outside the outermost run of psuite's work */
+    for (int j = 0; j < n;) {
+        if (!own((unsigned long long)f[j] - (j > 0))) {
+            j++;
+            continue;
+        }
+        int end = j + 1;
+        while (end < n && own((unsigned long long)f[end] - 1))
+            end++;
+        if (j == 0 || end > j + 1 || direct_call((unsigned long long)f[j]))
+            work_end = end;
+        any = 1;
+        j = end;
+    }
+    if (!any)
+        return n;
+    int k = 0, from = 0;
+    if (work_end >= 0) {
+        if (work_end == n || (unsigned long long)f[work_end] < 2) /* none, or no address (a frame-pointer walk's garbage) */
+            return 0;
+        f[k++] = (void *)((unsigned long long)f[work_end] - 1); /* the program's call into psuite */
+        from = work_end + 1;
+    }
+    for (int j = from; j < n; j++)
+        if (!own((unsigned long long)f[j] - (j > 0)))
+            f[k++] = f[j];
+    return k;
+}
+
 int ps_unwind_init(char *note, size_t len)
 {
     if (!real_iterate)
         real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+    if (real_iterate && !nown)
+        real_iterate(find_own, (void *)(unsigned long)ps_unwind_init);
     long pagesize = sysconf(_SC_PAGESIZE);
     if (pagesize > 0)
         page = (unsigned long)pagesize;
@@ -133,8 +238,11 @@ static int gcc_collect(void *ctx, void *arg)
 void ps_unwind_warm(void)
 {
     void *frames[64];
-    if (which == PS_UNW_LIBUNWIND)
+    if (which == PS_UNW_LIBUNWIND) {
+        in_libunwind = 1;
         unw_backtrace_p(frames, 64);
+        in_libunwind = 0;
+    }
     else if (which == PS_UNW_LIBGCC) {
         void **v[2] = {frames, frames + 64};
         gcc_trace((void *)gcc_collect, v);
@@ -284,8 +392,8 @@ static int enter_unwinder(void)
 
 static void leave_unwinder(void) { __atomic_sub_fetch(&unwinding, 1, __ATOMIC_SEQ_CST); }
 
-int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
-              int *more)
+static int unwound(void *ucv, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
+                   int *more)
 {
     const ucontext_t *uc = ucv;
     *more = 0;
@@ -315,6 +423,13 @@ int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap
     }
 }
 
+int ps_unwind(void *ucv, void **frames, int cap, void **scratch, int scratch_cap, unsigned long long stack_hi,
+              int *more)
+{
+    int got = unwound(ucv, frames, cap, scratch, scratch_cap, stack_hi, more);
+    return got > 0 ? leave_out_own(frames, got) : got;
+}
+
 /* The loaded objects as dl_iterate_phdr shows them, from modules.c's map
  * (no lock, no allocation). */
 static int readers; /* handlers in from_snapshot now */
@@ -326,7 +441,10 @@ static int from_snapshot(phdr_cb cb, void *data)
     /* with ps_unwind_quiesce: either dlclose waits for this reader, or this
      * reader sees the dlclose and keeps to the permanent objects */
     __atomic_add_fetch(&readers, 1, __ATOMIC_SEQ_CST);
-    int closing = __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST);
+    /* The thread in dlclose itself sees them all: only it unmaps (the
+     * loader's lock held), and it is in this handler now; its destructors'
+     * frames are in the objects going. */
+    int closing = __atomic_load_n(&ps_modules_closing, __ATOMIC_SEQ_CST) && !ps_modules_closing_here;
     const ps_modmap_t *held = ps_modules_hold(&v, &n);
     for (int i = 0; i < n && !rc; i++) {
         if (!v[i].phdr || (!v[i].permanent && closing))
@@ -374,4 +492,16 @@ PS_API int dl_iterate_phdr(phdr_cb cb, void *data)
     if (!real_iterate)
         real_iterate = (int (*)(phdr_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
     return real_iterate ? real_iterate(cb, data) : 0;
+}
+
+/* The program's pipe2 is the system call, as the C library's; libunwind's,
+ * for psuite, gets descriptors above the program's limit. */
+PS_API int pipe2(int fds[2], int flags)
+{
+    long rc = syscall(SYS_pipe2, fds, flags);
+    if (rc == 0 && (in_unwinder || in_libunwind)) {
+        fds[0] = ps_fd_above_limit(fds[0]);
+        fds[1] = ps_fd_above_limit(fds[1]);
+    }
+    return (int)rc;
 }

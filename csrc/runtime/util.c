@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -83,7 +84,7 @@ void ps_message(const char *fmt, ...)
 
 int ps_read_file(const char *path, char *buf, size_t size)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = ps_open_anyway(path, O_RDONLY | O_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     size_t got = 0;
@@ -258,7 +259,7 @@ static ino_t stderr_ino;
 static int stderr_still_ours(void)
 {
     struct stat st;
-    if (!stderr_known)
+    if (!stderr_known || ps_in_collector()) /* the collector's descriptor 2 is psrun's stderr, or the way to it */
         return 1;
     return fstat(2, &st) == 0 && st.st_dev == stderr_dev && st.st_ino == stderr_ino;
 }
@@ -304,7 +305,12 @@ void ps_report_note(const char *path)
         announced[0] = '\0';
         return;
     }
-    if (!notes_on || fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)
+    /* the collector's descriptor 2 is psrun's stderr (or the way to it);
+     * a report the program writes itself (before an exec) is said by its
+     * collector too, when it has one */
+    int say_here = ps_in_collector() || !ps_collector_running();
+    if (!notes_on || (say_here && !ps_in_collector() &&
+                      (fstat(2, &st) != 0 || st.st_dev != notes_dev || st.st_ino != notes_ino)))
         return;
     const char *shown = path;
     if (notes_cwd_len != (size_t)-1 && strncmp(path, notes_cwd, notes_cwd_len) == 0 && path[notes_cwd_len] == '/')
@@ -324,7 +330,8 @@ void ps_report_note(const char *path)
         }
     }
     line[n++] = '\n';
-    write_no_sigpipe(2, line, n);
+    if (say_here || !ps_collector_say(line, n))
+        write_no_sigpipe(2, line, n);
 }
 
 /* ---- messages without printf ------------------------------------------------
@@ -354,6 +361,8 @@ void ps_message_safe(const char *a, const char *b, const char *c, const char *d)
 
 void ps_note_safe(const char *a, const char *b)
 {
+    if (ps_report_is_checkpointing()) /* a checkpoint is written silently */
+        return;
     if (msg_quiet >= 0 ? msg_quiet : ps_quiet())
         return;
     ps_message_safe(a, b, NULL, NULL);
@@ -391,7 +400,12 @@ const char *ps_save_errno_text(int err)
 
 /* ---- reports written before an exec, by index ---------------------------- */
 
-char *ps_pathtab_at(ps_pathtab_t *t, int k) { return k >= 0 && k < t->n ? t->paths[k] : NULL; }
+char *ps_pathtab_at(ps_pathtab_t *t, int k)
+{
+    if (ps_in_collector() && t->paths && !ps_shared_contains(t->paths))
+        return NULL; /* not shared with the collector (shared.c) */
+    return k >= 0 && k < t->n ? t->paths[k] : NULL;
+}
 
 /* Slot k, the table grown to at least n slots (mmap, not malloc: the exec
  * may come from a signal handler).  NULL when it cannot grow. */
@@ -401,12 +415,12 @@ char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n)
         return t->paths[k];
     if (n <= k)
         n = k + 1;
-    void *area = mmap(NULL, sizeof *t->paths * (size_t)n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (area == MAP_FAILED)
+    void *area = ps_map(sizeof *t->paths * (size_t)n); /* the collector reads it too (shared.c) */
+    if (!area)
         return NULL;
     if (t->paths) {
         memcpy(area, t->paths, sizeof *t->paths * (size_t)t->n);
-        munmap(t->paths, sizeof *t->paths * (size_t)t->n);
+        ps_unmap(t->paths, sizeof *t->paths * (size_t)t->n);
     }
     t->paths = area;
     t->n = n;
@@ -416,7 +430,7 @@ char *ps_pathtab_slot(ps_pathtab_t *t, int k, int n)
 void ps_pathtab_free(ps_pathtab_t *t)
 {
     if (t->paths)
-        munmap(t->paths, sizeof *t->paths * (size_t)t->n);
+        ps_unmap(t->paths, sizeof *t->paths * (size_t)t->n);
     t->paths = NULL;
     t->n = 0;
 }
@@ -535,3 +549,97 @@ int ps_hold_async_signals(sigset_t *old)
 }
 
 void ps_release_signals(const sigset_t *old) { syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, _NSIG / 8); }
+
+/* ---- descriptors out of the program's reach ---------------------------------
+ * A descriptor psuite keeps in the program is moved above the soft
+ * RLIMIT_NOFILE: the program never gets such a number from open(), pipe(),
+ * dup() ..., so it keeps all the room it has bare, and code that assumes the
+ * lowest free number (closefrom(3), then open() gives 3) or writes to a
+ * number it chose (bash's exec 3>file) never meets one of psuite's.  The
+ * kernel takes a new descriptor only below the soft limit: the soft limit
+ * is raised to the hard one for the duplication and set back right after
+ * (prlimit: the value restored is the one read in the same call).  Where
+ * the hard limit leaves no room above, the descriptor goes as high as the
+ * limit allows.  Raw system calls only: async-signal-safe. */
+#define FD_CAP (1L << 20) /* the kernel's default nr_open: no descriptor beyond it */
+
+static int rlimit_nofile(struct rlimit *now, const struct rlimit *set)
+{
+    return (int)syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, set, now);
+}
+
+/* The lowest free descriptor >= base duplicated from fd (close-on-exec),
+ * with the soft limit raised to the hard one meanwhile; -1 if none. */
+static int dup_beyond(int fd, long base, const struct rlimit *was)
+{
+    struct rlimit raised = {was->rlim_max, was->rlim_max}, before;
+    if (rlimit_nofile(&before, &raised) != 0)
+        return -1;
+    int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, base);
+    /* back to the value read as the limit was raised (a program thread
+     * changing the limit in between would have its change undone: the
+     * window is three system calls) */
+    rlimit_nofile(NULL, &before);
+    return high;
+}
+
+int ps_fd_room_above(void)
+{
+    struct rlimit rl;
+    return rlimit_nofile(&rl, NULL) == 0 && rl.rlim_cur < rl.rlim_max && (long)rl.rlim_cur < FD_CAP;
+}
+
+int ps_fd_above_limit(int fd)
+{
+    struct rlimit rl;
+    if (fd < 0 || rlimit_nofile(&rl, NULL) != 0)
+        return fd;
+    long soft = rl.rlim_cur == RLIM_INFINITY || (long)rl.rlim_cur > FD_CAP ? FD_CAP : (long)rl.rlim_cur;
+    if (fd >= soft)
+        return fd;
+    int high = -1;
+    if (rl.rlim_cur < rl.rlim_max && soft < FD_CAP)
+        high = dup_beyond(fd, soft, &rl);
+    /* no room above: the highest free number below the limit (F_DUPFD
+     * fails with EMFILE when none is free at or above its base) */
+    for (long step = 1; high < 0 && soft - step > fd; step *= 2)
+        high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, soft - step);
+    if (high < 0)
+        return fd;
+    syscall(SYS_close, fd);
+    return high;
+}
+
+/* open(), which the program may have left no descriptor for: when it has
+ * used up its limit, the file is opened with the soft limit raised (the
+ * lowest free number then is above the program's limit).  The end of
+ * measurement opens its reports this way. */
+int ps_open_anyway(const char *path, int flags, int mode)
+{
+    int fd = open(path, flags, mode);
+    if (fd >= 0 || errno != EMFILE)
+        return fd;
+    struct rlimit rl, raised, before;
+    if (rlimit_nofile(&rl, NULL) != 0 || rl.rlim_cur >= rl.rlim_max) {
+        errno = EMFILE;
+        return -1;
+    }
+    raised.rlim_cur = raised.rlim_max = rl.rlim_max;
+    if (rlimit_nofile(&before, &raised) != 0) {
+        errno = EMFILE;
+        return -1;
+    }
+    fd = open(path, flags, mode);
+    int err = errno;
+    rlimit_nofile(NULL, &before);
+    errno = err;
+    return fd;
+}
+
+unsigned long long ps_fd_ident(int fd)
+{
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        return 0;
+    return ((unsigned long long)st.st_dev << 40) ^ (unsigned long long)st.st_ino ^ 1;
+}

@@ -58,6 +58,14 @@ def count(text: str | None, what: str, source: str) -> int | float:
     return value
 
 
+def thread_number(text: str | None) -> int | None:
+    """A report's <thread> as psuite's thread number (docs/formats/numbering.md):
+    None when there is none, or when the text is no decimal numeral of at
+    most 18 digits (a name: the DTD allows any text)."""
+    s = (text or "").strip()
+    return int(s) if s.isascii() and s.isdigit() and len(s) <= 18 else None
+
+
 def integer(text: str | None, what: str, source: str, *, lo: int = 0, hi: int = 2**63 - 1,
             base: int = 10) -> int:
     """A whole number in [lo, hi], decimal (ASCII digits only) or hex."""

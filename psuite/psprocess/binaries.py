@@ -23,6 +23,16 @@ documents, objects built without one) is resolved from its recorded path as
 before, or, when that file is gone, from DIR/<basename> of the search
 path.
 
+A module recorded by a relative name (psrun before it recorded absolute
+paths: dlopen("./plugin.so")) means nothing where psprocess runs: it is
+looked for by its basename in the search path only.
+
+The vdso (linux-vdso.so.1) is no file: the kernel maps its image into every
+process.  Its samples are resolved from the image mapped into psprocess
+itself when its build-id is the recorded one (the profile was taken on
+this kernel); another kernel's are marked "[linux-vdso.so.1: vdso of
+another kernel]", never named from this one's.
+
 Only the notes are read (the ELF and program headers, then the note
 segments), with the standard library: no ELF reader is imported for it."""
 
@@ -37,6 +47,8 @@ ENV = "PSUITE_BINARY_PATH"
 DEBUG_ROOT = "/usr/lib/debug"
 MISMATCH = "build-id mismatch"
 NOT_FOUND = "binary not found"
+OTHER_KERNEL = "vdso of another kernel"
+VDSO_NAMES = frozenset({"linux-vdso.so.1", "linux-gate.so.1", "linux-vdso32.so.1", "linux-vdso64.so.1"})
 HOW = "give the profiled binary or its debug file with psprocess --binaries DIR or PSUITE_BINARY_PATH=DIR"
 
 PT_NOTE, SHT_NOTE, NT_GNU_BUILD_ID = 4, 7, 3
@@ -171,11 +183,62 @@ def _candidates(module: str, wanted: str) -> Iterable[str]:
         yield os.path.join(d, os.path.basename(module))
 
 
+def is_vdso(module: str) -> bool:
+    """Whether a module is the kernel's vdso, as the loader names it."""
+    return module in VDSO_NAMES
+
+
+_vdso: list[str | None] = []  # this process's vdso image written to a private file, once
+
+
+def vdso_image() -> str | None:
+    """A file holding the vdso the kernel mapped into this process (its
+    [vdso] mapping in /proc/self/maps), None when there is none."""
+    if not _vdso:
+        _vdso.append(_write_vdso())
+    return _vdso[0]
+
+
+def _write_vdso() -> str | None:
+    import atexit
+    import ctypes
+    import shutil
+    import tempfile
+
+    try:
+        with open("/proc/self/maps") as f:
+            span = next((line.split()[0] for line in f if line.rstrip().endswith(" [vdso]")), None)
+        if span is None:
+            return None
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        image = ctypes.string_at(lo, hi - lo)
+        folder = tempfile.mkdtemp(prefix="psuite-vdso-")
+        atexit.register(shutil.rmtree, folder, True)
+        path = os.path.join(folder, "vdso.so")
+        with open(path, "wb") as f:
+            f.write(image)
+        return path
+    except (OSError, ValueError):
+        return None
+
+
+def _bind_vdso(module: str, wanted: str) -> Binding:
+    if not wanted:  # no identity recorded (older documents): this kernel's image may not be the profiled one
+        return Binding(module, module)  # no file of that name: "??" as before
+    image = vdso_image()
+    if image and build_id(image) == wanted:
+        return Binding(module, image)
+    hit = next((c for c in _candidates(module, wanted) if build_id(c) == wanted), None)
+    return Binding(module, hit) if hit else Binding(module, None, OTHER_KERNEL)
+
+
 def bind(module: str, wanted: str) -> Binding:
     """How to resolve `module`, the profiled binary of build-id `wanted`
     ("" when the document records none)."""
+    if is_vdso(module):
+        return _bind_vdso(module, wanted)
     if not wanted:
-        if module.startswith("/") and not os.path.isfile(module):
+        if not module.startswith("/") or not os.path.isfile(module):
             moved = next((c for c in _by_name(module) if os.path.isfile(c)), None)
             return Binding(module, moved or module)
         return Binding(module, module)
@@ -202,7 +265,7 @@ def bindings(report) -> dict[str, Binding]:
     files = [m.file for m in modules]
     recorded: dict[str, str] = {}  # each rooted module's own recorded build-id
     for m in modules:
-        if m.file.startswith("/") and getattr(m, "buildid", ""):
+        if (m.file.startswith("/") or is_vdso(m.file)) and getattr(m, "buildid", ""):
             recorded.setdefault(m.file, m.buildid)
     program = program_module(files, report.command, report.buildid) if report.buildid else None
     out = {}
@@ -216,6 +279,10 @@ def bindings(report) -> dict[str, Binding]:
 
 
 def _problem_line(b: Binding, wanted: str) -> str:
+    if b.problem == OTHER_KERNEL:
+        return (f"{b.module} of the profile (build-id {wanted}) is not this kernel's vdso: its samples are shown "
+                f"as {b.marker}; run psprocess on the profiled kernel, or give that kernel's vdso image "
+                "(perf's build-id cache keeps one) with psprocess --binaries DIR as DIR/.build-id/xx/rest.debug")
     what = "is another build than the profiled one" if b.problem == MISMATCH else "is not there"
     return f"{b.module} {what} (build-id {wanted}): its samples are shown as {b.marker}; {HOW}"
 

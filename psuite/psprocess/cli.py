@@ -247,7 +247,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from psuite.psprocess import combine
 
         sources = pair_companions(combine.expand(args.inputs))
-        subject = combine.combine(sources, load, derive, _resolve, _progress("reading", "reports"))
+        subject = combine.combine(sources, load, derive, _resolve, _progress("reading", "reports"), warn=_warn)
         reports = [subject]
     else:
         reports = [_prepare(load(source), derive) for source in pair_companions(list(args.inputs))]

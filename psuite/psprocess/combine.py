@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
 from psuite.hwpc.names import canonical
-from psuite.report import CountReport, MultiReport, PathSpread, ProfileReport, Statistic
+from psuite.report import CountReport, MultiReport, PathSpread, ProfileReport, ResourceReport, Statistic
 
 
 def expand(inputs: Iterable[str]) -> list[str]:
@@ -202,7 +202,7 @@ def split_totals(reports: list) -> tuple[list, list]:
             by_process.setdefault((r.hostname, r.pid, r.rank), []).append(r)
     totals: set[int] = set()
     for group in by_process.values():
-        marked = [r for r in group if not r.thread or TOTAL_MARK in r.annotation]
+        marked = [r for r in group if r.thread is None or TOTAL_MARK in r.annotation]
         if len(marked) < len(group):  # only where the process's threads are there too
             totals.update(id(r) for r in marked)
     return [r for r in reports if id(r) not in totals], [r for r in reports if id(r) in totals]
@@ -210,13 +210,21 @@ def split_totals(reports: list) -> tuple[list, list]:
 
 def combine(sources: list[str], load: Callable[[str], object], derive: Callable[[CountReport], None],
             resolve: Callable[[ProfileReport], None],
-            progress: Callable[[int, int], None] | None = None) -> MultiReport:
+            progress: Callable[[int, int], None] | None = None,
+            warn: Callable[[str], None] | None = None) -> MultiReport:
     """Counting reports with statistics per event and metric, or profiles
     with each function's spread; not a mix.  Multi-documents (psprocess
-    -c -x output, the original PerfSuite's) count as their members."""
+    -c -x output, the original PerfSuite's) count as their members.  psrun
+    -R's resource reports, which lie beside the counting reports of the
+    same run, are left out, and warn says which."""
     gathered: list = []
+    resources: list[str] = []
     for i, source in enumerate(sources, 1):
-        for report in members(load(source)):
+        document = load(source)
+        if isinstance(document, ResourceReport):
+            resources.append(source)
+            continue
+        for report in members(document):
             if isinstance(report, CountReport):
                 derive(report)
             elif isinstance(report, ProfileReport):
@@ -230,7 +238,20 @@ def combine(sources: list[str], load: Callable[[str], object], derive: Callable[
             gathered.append(report)
         if progress and (i % 64 == 0 or i == len(sources)):
             progress(i, len(sources))
+    if resources and not gathered:
+        raise InputError(f"{resources[0]}: only resource reports (psrun -R) among the inputs; -c combines "
+                         "counting reports or profiles (psprocess shows a resource report alone)")
+    if resources and warn:
+        warn(f"left out {left_out(resources)}: -c combines counting reports or profiles, not psrun -R's "
+             "resource reports")
     return summarize(gathered)
+
+
+def left_out(sources: list[str], shown: int = 3) -> str:
+    """'2 resource reports (a.xml, b.xml)', the first few named."""
+    names = [os.path.basename(s) for s in sources[:shown]]
+    more = f", and {len(sources) - shown} more" if len(sources) > shown else ""
+    return f"{len(sources)} resource report{'s' if len(sources) > 1 else ''} ({', '.join(names)}{more})"
 
 
 def same_event(a: str | None, b: str | None) -> bool:

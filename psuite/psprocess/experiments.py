@@ -137,12 +137,6 @@ def _root(exp: Experiment, program: str) -> int:
     return exp.add_cnode(r, None)
 
 
-def _thread_number(thread: str) -> int:
-    """A thread's rank in the system tree: its number, or 0 when <thread>
-    is not one (a name, non-ASCII digits, a numeral beyond 64 bits)."""
-    return int(thread) if thread.isascii() and thread.isdigit() and len(thread) <= 18 else 0
-
-
 def _locations(exp: Experiment, reports: Sequence) -> list[int]:
     """exp.locations in system-tree order (hosts sorted, then processes by
     rank or pid, then threads by number); returns each report's location.
@@ -159,11 +153,11 @@ def _locations(exp: Experiment, reports: Sequence) -> list[int]:
     for host in sorted(hosts):
         for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
             rank = process[1] if process[0] == "rank" else next(free)
-            for i in sorted(hosts[host][process], key=lambda i: _thread_number(reports[i].thread)):
+            for i in sorted(hosts[host][process], key=lambda i: reports[i].thread or 0):
                 where[i] = len(exp.locations)
-                thread = reports[i].thread or "0"
+                thread = reports[i].thread or 0  # none: a report of the whole process
                 name = f"{process[0]} {process[1]}"
-                exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", _thread_number(thread)))
+                exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", thread))
     return where
 
 
@@ -239,12 +233,12 @@ class _Where:
     hostname: str
     rank: int | None
     pid: int
-    thread: str
+    thread: int
 
     @classmethod
     def of(cls, st) -> _Where:
         t = st.thread
-        return cls(t.hostname, t.rank, t.pid, str(t.thread))
+        return cls(t.hostname, t.rank, t.pid, t.thread)
 
 
 def _calltrees(reports: list):

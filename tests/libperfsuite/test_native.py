@@ -18,8 +18,10 @@ ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sig
            "sigaction", "signal", "setitimer",
            "_exit", "_Exit", "execve", "execv", "execvp", "execvpe", "fexecve", "execl", "execlp", "execle",
            "execveat", "quick_exit", "raise", "PAPI_start", "thrd_create",
-           "unshare", "setns", "dlclose", "dlopen", "dlmopen", "dl_iterate_phdr",
-           "bsd_signal", "sysv_signal", "__sysv_signal"}
+           "unshare", "setns", "dlclose", "dlopen", "dlmopen", "dl_iterate_phdr", "pipe2",
+           "bsd_signal", "sysv_signal", "__sysv_signal",
+           # psrun -f: the collector watches each child the program forks, and learns how it ended
+           "fork", "wait", "waitpid", "wait3", "wait4"}
 
 
 def exported(path: str | None = None) -> set[str]:

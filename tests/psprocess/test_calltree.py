@@ -53,17 +53,19 @@ def program(tmp_path_factory) -> dict:
 
 
 def callpaths_xml(exe: str, syms: dict, threads: list, *, offset: int = OFFSET, pid: int = 4242,
-                  file: str = "ct.4242.host.xml", lost: int = 0, truncated: int = 0, extra_modules: str = "") -> str:
-    """A <callpaths> document.  threads: [(thread id, [(parent, what, samples)])], node ids 1.. in order;
+                  file: str = "ct.4242.host.xml", lost: int = 0, truncated: int = 0, extra_modules: str = "",
+                  version: str = "1.1") -> str:
+    """A <callpaths> document.  threads: [(thread id, [(parent, what, samples)])], node ids 1.. in order,
+    tids pid, pid + 1 ... in order; thread ids from 1 (the main thread) in version 1.1, from 0 in 1.0;
     `what` is "f" (a return address inside f: resolved at f), "f!" (the interrupted instruction in f),
     "truncated" or "blocked"."""
-    parts = ['<?xml version="1.0" encoding="UTF-8"?>', '<callpaths version="1.0" generator="test">',
+    parts = ['<?xml version="1.0" encoding="UTF-8"?>', f'<callpaths version="{version}" generator="test">',
              f'  <profile file="{file}" pid="{pid}" hostname="host" command="{exe} 10"/>',
              '  <sampling event="ITIMER_PROF" threshold="10000" maxdepth="128" unwinder="libunwind"/>',
              f'  <module id="1" file="{exe}" offset="{offset:#x}"/>' + extra_modules]
-    for tid, nodes in threads:
+    for k, (ident, nodes) in enumerate(threads):
         total = sum(n for _, _, n in nodes)
-        parts.append(f'  <thread id="{tid}" tid="{pid + tid}" samples="{total}" truncated="{truncated}" '
+        parts.append(f'  <thread id="{ident}" tid="{pid + k}" samples="{total}" truncated="{truncated}" '
                      f'lost="{lost}">')
         for i, (parent, what, n) in enumerate(nodes, 1):
             attrs = f'id="{i}" parent="{parent}"'
@@ -88,7 +90,7 @@ KNOWN = [(0, "main", 0), (1, "a", 0), (2, "work!", 50), (1, "b", 0), (4, "work!"
 def write_alone(directory: Path, program: dict, threads=None, name: str = "ct.4242.host.callpaths.xml",
                 **kw) -> Path:
     path = directory / name
-    path.write_text(callpaths_xml(program["exe"], program["syms"], threads or [(0, KNOWN)], **kw))
+    path.write_text(callpaths_xml(program["exe"], program["syms"], threads or [(1, KNOWN)], **kw))
     return path
 
 
@@ -107,16 +109,20 @@ def tree_lines(text: str) -> list[str]:
 
 # --- reader -----------------------------------------------------------------
 
-def test_reader_reads_every_element(program, tmp_path):
-    threads = [(0, KNOWN), (1, [(0, "truncated", 0), (1, "work!", 3), (0, "blocked", 0), (3, "c!", 2)])]
-    path = write_alone(tmp_path, program, threads, truncated=1, lost=7)
+@pytest.mark.parametrize("version, first", [("1.1", 1), ("1.0", 0)])
+def test_reader_reads_every_element(program, tmp_path, version, first):
+    """Threads as every document numbers them, the main thread 1; a 1.0
+    document counted them from 0 (docs/formats/numbering.md)."""
+    threads = [(first, KNOWN), (first + 1, [(0, "truncated", 0), (1, "work!", 3), (0, "blocked", 0), (3, "c!", 2)])]
+    path = write_alone(tmp_path, program, threads, truncated=1, lost=7, version=version)
     with open(path, "rb") as f:
         cp = reader.read(f, str(path))
     assert (cp.profile_file, cp.pid, cp.hostname, cp.event, cp.threshold, cp.maxdepth, cp.unwinder) == \
         ("ct.4242.host.xml", 4242, "host", "ITIMER_PROF", 10000, 128, "libunwind")
     assert cp.modules[1].file == program["exe"] and cp.modules[1].offset == OFFSET
     t0, t1 = cp.threads
-    assert (t0.thread, t0.tid, t0.samples, t0.truncated, t0.lost, len(t0)) == (0, 4242, 104, 1, 7, 8)
+    assert (t0.thread, t0.tid, t0.samples, t0.truncated, t0.lost, len(t0)) == (1, 4242, 104, 1, 7, 8)
+    assert t1.thread == 2
     assert t0.parent == [0, 0, 1, 2, 1, 4, 4, 6, 1]
     assert t0.kind[1:] == [0, 0, 1, 0, 1, 0, 1, 1]
     assert t0.addr[1] == OFFSET + program["syms"]["main"] + 5
@@ -185,7 +191,7 @@ def real_profile(program, tmp_path) -> Path:
     offset = int(re.search(rf'<module file="{re.escape(program["exe"])}" offset="(0x[0-9a-f]+)"', text).group(1), 16)
     pid = int(re.search(r"<pid>(\d+)</pid>", text).group(1))
     companion = Path(reader.companion_name(str(xml)))
-    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(0, KNOWN)], offset=offset, pid=pid,
+    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(1, KNOWN)], offset=offset, pid=pid,
                                        file=xml.name))
     return xml
 
@@ -207,7 +213,7 @@ def test_profile_is_read_with_its_companion(real_profile):
 
 def test_companion_of_another_run_is_left_out_with_a_warning(program, real_profile):
     companion = Path(reader.companion_name(str(real_profile)))
-    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(0, KNOWN)], pid=1,
+    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(1, KNOWN)], pid=1,
                                        file=real_profile.name))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -219,7 +225,7 @@ def test_companion_of_another_run_is_left_out_with_a_warning(program, real_profi
     warned = [line for line in p.stderr.splitlines() if line.startswith("psprocess: warning:")]
     assert len(warned) == 1 and str(companion) in warned[0] and "is not the profile's pid" in warned[0]
     assert "Call paths were recorded" not in p.stdout
-    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(0, KNOWN)], file="other.1.host.xml"))
+    companion.write_text(callpaths_xml(program["exe"], program["syms"], [(1, KNOWN)], file="other.1.host.xml"))
     assert "other.1.host.xml" in run_tool("psprocess", str(real_profile)).stderr
 
 
@@ -298,7 +304,7 @@ def test_callers_exact(program, tmp_path):
 def test_recursion_counts_each_sample_once_per_function(program, tmp_path):
     """main -> a -> a -> a -> work: a's inclusive is 10, not 30; the a -> a
     edge carries the 10 samples once."""
-    path = write_alone(tmp_path, program, [(0, [(0, "main", 0), (1, "a", 0), (2, "a", 0), (3, "a", 0),
+    path = write_alone(tmp_path, program, [(1, [(0, "main", 0), (1, "a", 0), (2, "a", 0), (3, "a", 0),
                                                 (4, "work!", 10)])])
     rows = [line.split() for line in tree_lines(psprocess("--calltree", "callers", path))[1:]
             if not line.startswith("-")]
@@ -322,11 +328,11 @@ def test_threshold_and_depth(program, tmp_path):
 
 
 def test_threads_merged_by_default_and_split_on_request(program, tmp_path):
-    path = write_alone(tmp_path, program, [(0, KNOWN), (1, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
+    path = write_alone(tmp_path, program, [(1, KNOWN), (2, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
     lines = tree_lines(psprocess("--calltree", path))
     assert lines[1].split()[:2] == ["110", "100.00%"] and "All 2 threads merged" in psprocess("--calltree", path)
     out = psprocess("--calltree", "--per-thread", path)
-    assert "Thread 0 (tid 4242)" in out and "Thread 1 (tid 4243)" in out
+    assert "Thread 1 (tid 4242)" in out and "Thread 2 (tid 4243)" in out
     assert "         6 100.00%          6 100.00%      work" in out
 
 
@@ -341,15 +347,15 @@ def test_flat_report_says_call_paths_are_there(program, tmp_path, real_profile):
 def test_combine_statistics_per_call_path(program, tmp_path):
     """Two processes: main -> a -> work 50 and 10 samples; main -> b ->
     work 30 in the first only."""
-    one = write_alone(tmp_path, program, [(0, [(0, "main", 0), (1, "a", 0), (2, "work!", 50), (1, "b", 0),
+    one = write_alone(tmp_path, program, [(1, [(0, "main", 0), (1, "a", 0), (2, "work!", 50), (1, "b", 0),
                                                (4, "work!", 30)])], name="p1.callpaths.xml", pid=1)
-    two = write_alone(tmp_path, program, [(0, [(0, "main", 0), (1, "a", 0), (2, "work!", 10)])],
+    two = write_alone(tmp_path, program, [(1, [(0, "main", 0), (1, "a", 0), (2, "work!", 10)])],
                       name="p2.callpaths.xml", pid=2)
     data = json.loads(psprocess("-c", "-f", "json", one, two))
     stats = {tuple(p["path"]): p for p in data["callpath_statistics"]}
     s = stats[("main", "a", "work")]["inclusive"]
     assert (s["count"], s["sum"], s["mean"], s["min"], s["max"], s["stddev"]) == (2, 60, 30, 10, 50, 20)
-    assert s["max_who"] == "host pid 1 thread 0" and s["imbalance"] == pytest.approx(50 / 30)
+    assert s["max_who"] == "host pid 1 thread 1" and s["imbalance"] == pytest.approx(50 / 30)
     b = stats[("main", "b", "work")]["exclusive"]
     assert (b["sum"], b["mean"], b["min"], b["max"]) == (30, 15, 0, 30)
     assert [tuple(p["path"]) for p in data["callpath_statistics"]] == [
@@ -382,7 +388,7 @@ def test_calltree_records(program, tmp_path):
         (("main", "b", "c", "work"), 20, 20, 4)]
     row = rows[0]
     assert (row["pid"], row["hostname"], row["thread"], row["tid"], row["function"], row["module"]) == \
-        (4242, "host", 0, 4242, "main", program["exe"])
+        (4242, "host", 1, 4242, "main", program["exe"])
     unresolved = psuite.read(str(write_alone(tmp_path, program)), resolve=False)
     assert unresolved.callpaths is not None and unresolved.calltree_records() == []
 
@@ -390,10 +396,10 @@ def test_calltree_records(program, tmp_path):
 def test_json_and_csv_carry_the_call_tree(program, tmp_path):
     path = write_alone(tmp_path, program)
     [report] = json.loads(psprocess("-f", "json", path))["reports"]
-    assert report["callpaths"]["threads"] == [{"thread": 0, "tid": 4242, "samples": 104, "truncated": 0, "lost": 0,
+    assert report["callpaths"]["threads"] == [{"thread": 1, "tid": 4242, "samples": 104, "truncated": 0, "lost": 0,
                                                "contexts": 8}]
     tree = {tuple(row["path"]): row for row in report["calltree"]}
-    assert tree[("main", "b", "c", "work")] == {"thread": 0, "tid": 4242, "path": ["main", "b", "c", "work"],
+    assert tree[("main", "b", "c", "work")] == {"thread": 1, "tid": 4242, "path": ["main", "b", "c", "work"],
                                                  "function": "work", "module": program["exe"], "inlined": False,
                                                  "inclusive": 20, "exclusive": 20, "depth": 4}
     rows = list(csv.DictReader(io.StringIO(psprocess("-f", "csv", path))))
@@ -432,13 +438,13 @@ def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
 
     from psuite.psprocess import combine
 
-    path = write_alone(tmp_path, program, [(0, KNOWN), (1, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
+    path = write_alone(tmp_path, program, [(1, KNOWN), (2, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
     total = psuite.read(str(path))
-    total = dataclasses.replace(total, thread="0", annotation="process total", generator="psuite 0.1.0")
-    threads = [dataclasses.replace(total, thread=str(k), annotation="", callpaths=None) for k in (1, 2)]
+    total = dataclasses.replace(total, thread=0, annotation="process total", generator="psuite 0.1.0")
+    threads = [dataclasses.replace(total, thread=k, annotation="", callpaths=None) for k in (1, 2)]
     multi = combine.summarize([total, *threads])
     assert multi.totals == [total] and total.callpaths is None
-    assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [0, 1]
+    assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [1, 2]
     assert multi.callpath_statistics[0].inclusive.sum == 110
 
 
@@ -450,7 +456,7 @@ def test_mutated_documents_fail_in_one_line_or_read(program, tmp_path):
 
     from psuite.psprocess import calltree_resolve
 
-    good = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2)])],
+    good = callpaths_xml(program["exe"], program["syms"], [(1, KNOWN), (2, [(0, "truncated", 0), (1, "c!", 2)])],
                          truncated=1).encode()
     rng = random.Random(14)
     outcomes = {"read": 0, "refused": 0}
@@ -486,7 +492,8 @@ def test_the_test_documents_are_valid_against_the_schema(program):
 
     from psuite.formats import callpaths_schema
 
-    schema = etree.XMLSchema(etree.parse(callpaths_schema()))
-    doc = callpaths_xml(program["exe"], program["syms"], [(0, KNOWN), (1, [(0, "truncated", 0), (1, "c!", 2),
-                                                                           (0, "blocked", 0), (3, "work!", 1)])])
-    schema.assertValid(etree.fromstring(doc.encode()))
+    for version, first in (("1.1", 1), ("1.0", 0)):
+        schema = etree.XMLSchema(etree.parse(callpaths_schema(version)))
+        doc = callpaths_xml(program["exe"], program["syms"], [(first, KNOWN), (first + 1, [
+            (0, "truncated", 0), (1, "c!", 2), (0, "blocked", 0), (3, "work!", 1)])], version=version)
+        schema.assertValid(etree.fromstring(doc.encode()))

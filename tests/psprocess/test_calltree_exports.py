@@ -55,7 +55,7 @@ def profile(threads=(THREAD0, THREAD1), event="ITIMER_PROF", threshold=1000, ran
         for path, samples in paths:
             t.tree.add(path, samples)
         cp.threads.append(t)
-    return ProfileReport(hostname="host", pid=pid, thread="0", command="/opt/app/app 10", event=event,
+    return ProfileReport(hostname="host", pid=pid, thread=0, command="/opt/app/app 10", event=event,
                          threshold=threshold, rank=rank, callpaths=cp, wallclock=0.25)
 
 
@@ -377,7 +377,7 @@ def test_cube_call_tree_of_ranks(tmp_path):
 
 
 def flat_profile() -> ProfileReport:
-    return ProfileReport(hostname="host", pid=7, thread="0", command="/opt/app/app", event="ITIMER_PROF",
+    return ProfileReport(hostname="host", pid=7, thread=0, command="/opt/app/app", event="ITIMER_PROF",
                          threshold=1000, locations=[Location(APP, "app.c", "main", 40, 3),
                                                     Location(LIB, "work.c", "work", 7, 9)])
 
@@ -469,7 +469,7 @@ def test_cli_writes_every_export(real_profile, tmp_path):  # noqa: F811
     assert "File: ct" in text and rows["main"] == ("0", "1040ms")
     shape, locations, values = cube_tree(out["ct.cubex"])
     assert shape == ("ct", [("main", [("a", [("work", [])]), ("b", [("work", []), ("c", [("work", [])])])])])
-    assert locations == ["thread 0"]
+    assert locations == ["thread 1"]
     assert values["samples"][("main",)][1] == [104.0] and values["samples"][("main", "b")][0] == [4.0]
     assert values["time"][("main",)][1] == pytest.approx([1.04])
 
@@ -478,7 +478,7 @@ def test_cli_combines_processes_into_one_export(program, tmp_path):  # noqa: F81
     """-c: the call trees of two processes, summed in the folded stacks,
     one location each in the cube, one pprof sample per process and path."""
     one = write_alone(tmp_path, program, name="p1.callpaths.xml", pid=1)
-    two = write_alone(tmp_path, program, [(0, [(0, "main", 0), (1, "a", 0), (2, "work!", 10)])],
+    two = write_alone(tmp_path, program, [(1, [(0, "main", 0), (1, "a", 0), (2, "work!", 10)])],
                       name="p2.callpaths.xml", pid=2)
     folded_out, cube_out, pprof_out = tmp_path / "all.folded", tmp_path / "all.cubex", tmp_path / "all.pb.gz"
     p = run_tool("psprocess", "-c", "--folded", str(folded_out), "--cube", str(cube_out), "--pprof", str(pprof_out),
@@ -486,11 +486,11 @@ def test_cli_combines_processes_into_one_export(program, tmp_path):  # noqa: F81
     assert p.returncode == 0, p.stderr
     assert folded_file(folded_out) == {**KNOWN_FOLDED, "main;a;work": 60}
     _, locations, values = cube_tree(cube_out)
-    assert locations == ["thread 0", "thread 0"]  # pid 1, pid 2
+    assert locations == ["thread 1", "thread 1"]  # pid 1, pid 2
     assert values["samples"][("main", "a", "work")][0] == [50.0, 10.0]
     assert values["samples"][()][1] == [104.0, 10.0]
     traces = go_pprof("-traces", "-sample_index=samples", str(pprof_out))
-    assert traces.count("thread:  host pid 1 thread 0") == 4 and traces.count("thread:  host pid 2 thread 0") == 1
+    assert traces.count("thread:  host pid 1 thread 1") == 4 and traces.count("thread:  host pid 2 thread 1") == 1
 
 
 def test_cli_export_errors_are_one_line(real_profile, tmp_path):  # noqa: F811

@@ -54,9 +54,9 @@ def sizes(exe: str) -> dict[str, tuple[int, int]]:
 def document(modules: list[tuple[int, str, int]], nodes: list[tuple], samples: int | None = None) -> str:
     """nodes: (parent, module, absolute addr or None, kind, samples)."""
     total = sum(n[4] for n in nodes) if samples is None else samples
-    parts = ['<callpaths version="1.0">']
+    parts = ['<callpaths version="1.1">']
     parts += [f'<module id="{i}" file="{f}" offset="{o:#x}"/>' for i, f, o in modules]
-    parts.append(f'<thread id="0" tid="7" samples="{total}">')
+    parts.append(f'<thread id="1" tid="7" samples="{total}">')
     for i, (parent, module, addr, kind, n) in enumerate(nodes, 1):
         where = f' module="{module}" addr="{addr:x}"' if addr is not None else ""
         parts.append(f'<node id="{i}" parent="{parent}"{where} kind="{kind}" samples="{n}"/>')
@@ -178,8 +178,8 @@ def _big(tmp_path: Path, n: int) -> Path:
     body = "".join(f'<node id="{i}" parent="{i // 2}" module="1" addr="{LIBC_OFFSET + start + 4 * i + 1:x}"'
                    + (' kind="sample" samples="1"/>' if i > n // 2 else "/>") for i in range(1, n + 1))
     path = tmp_path / f"big{n}.callpaths.xml"
-    path.write_text(f'<callpaths version="1.0"><module id="1" file="{libc}" offset="{LIBC_OFFSET:#x}"/>'
-                    f'<thread id="0" tid="1" samples="{n - n // 2}">{body}</thread></callpaths>')
+    path.write_text(f'<callpaths version="1.1"><module id="1" file="{libc}" offset="{LIBC_OFFSET:#x}"/>'
+                    f'<thread id="1" tid="1" samples="{n - n // 2}">{body}</thread></callpaths>')
     return path
 
 

@@ -187,7 +187,7 @@ def test_exact_arcs_of_a_known_document(program, real_profile, tmp_path):  # noq
     text = real_profile.read_text()
     offset = int(re.search(rf'<module file="{re.escape(program["exe"])}" offset="(0x[0-9a-f]+)"', text).group(1), 16)
     pid = int(re.search(r"<pid>(\d+)</pid>", text).group(1))
-    threads = [(0, KNOWN), (1, [(0, "truncated", 0), (1, "work!", 3), (0, "blocked", 0), (3, "c!", 2)])]
+    threads = [(1, KNOWN), (2, [(0, "truncated", 0), (1, "work!", 3), (0, "blocked", 0), (3, "c!", 2)])]
     Path(reader.companion_name(str(real_profile))).write_text(
         callpaths_xml(program["exe"], program["syms"], threads, offset=offset, pid=pid, file=real_profile.name))
     gmon = tmp_path / "gmon.out"

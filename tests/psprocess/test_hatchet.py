@@ -206,7 +206,7 @@ def test_hatchet_operations_on_the_graphframe(runs):
     gf = psuite.hatchet.from_psuite(str(runs["a"] / "*.xml"))  # a glob, as psprocess -c takes it
     combined = combined_tree(runs["a"])
 
-    shown = gf.tree(metric_column="samples (inc)", rank=0, thread=0)
+    shown = gf.tree(metric_column="samples (inc)", rank=0, thread=1)  # the main thread
     assert ROOT in shown and "main" in shown
 
     # filter without squashing keeps the (node, rank, thread) rows that pass

@@ -375,16 +375,16 @@ def _chain(depth: int) -> str:
 
 
 def _callpaths(maxdepth: str, body: str) -> str:
-    return (f'<callpaths version="1.0"><sampling event="ITIMER_PROF" threshold="1000" maxdepth="{maxdepth}" '
+    return (f'<callpaths version="1.1"><sampling event="ITIMER_PROF" threshold="1000" maxdepth="{maxdepth}" '
             f'unwinder="libunwind"/><module id="1" file="/x" offset="0x1000"/>'
-            f'<thread id="0" tid="1" samples="1">{body}</thread></callpaths>')
+            f'<thread id="1" tid="1" samples="1">{body}</thread></callpaths>')
 
 
 def test_a_declared_maxdepth_beyond_psruns_is_named_as_the_problem(tmp_path):
     doc = tmp_path / "deep.callpaths.xml"
     doc.write_text(_callpaths("100000", _chain(1026)))
     line = one_line_error(run_tool("psprocess", str(doc)), "psprocess")
-    assert line == (f'psprocess: {doc}: <node id="1026"> of thread 0 is 1026 frames deep, more than psrun records '
+    assert line == (f'psprocess: {doc}: <node id="1026"> of thread 1 is 1026 frames deep, more than psrun records '
                     "(at most 1024 frames under a truncated node; the document's maxdepth 100000 is more than "
                     "psrun's largest, 1024); regenerate it with psrun --callpath (the format: "
                     "docs/formats/callpaths.md)")

@@ -67,12 +67,12 @@ def test_real_time_sees_sleeping_that_cpu_time_does_not(programs, workdir):
 def test_samples_land_on_their_threads(programs, workdir):
     reports = profile(workdir, "--profile", "ITIMER_PROF", "--period", "2000", "-p", programs["prof_threads"])
     by_thread = {load(str(r)).thread: r for r in reports}
-    assert set(by_thread) == {"0", "1", "2", "3"}  # the process (thread 0), main, two workers
+    assert set(by_thread) == {0, 1, 2, 3}  # the process (thread 0), main, two workers
     for r in reports:
         validate(r, "hwpcreport-0.3.dtd")
-    a, b = function_shares(by_thread["2"]), function_shares(by_thread["3"])
+    a, b = function_shares(by_thread[2]), function_shares(by_thread[3])
     assert a.get("work_a", 0) > 95 and b.get("work_b", 0) > 95, (a, b)
-    assert load(str(by_thread["1"])).total_samples < 0.05 * load(str(by_thread["0"])).total_samples
+    assert load(str(by_thread[1])).total_samples < 0.05 * load(str(by_thread[0])).total_samples
 
 
 def addr2line(path: str, addresses: list[int]) -> dict[int, tuple[str, str, int]]:

@@ -288,7 +288,7 @@ def test_unwinder_lookups_in_the_handler_use_the_module_map(built, workdir):
     assert p.returncode == 0, p.stderr
     line = next(x for x in p.stderr.splitlines() if "call paths: dl_iterate_phdr:" in x)
     assert int(line.split("dl_iterate_phdr: ")[1].split()[0]) > 0, line
-    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 0:" in x)
+    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 1:" in x)
     resident, nodes = int(memory.split(": ")[-1].split()[0]), int(memory.split(" for ")[1].split()[0])
     _, comp, _ = only_pair(workdir)
     assert nodes == len(comp.find("thread").findall("node"))
@@ -335,7 +335,7 @@ def test_every_thread_has_its_own_tree(built, workdir):
     comp = companion_root(process[0][1])
     threads = comp.findall("thread")
     assert len(threads) == 4 and len({t.get("tid") for t in threads}) == 4
-    assert sorted(int(t.get("id")) for t in threads) == [0, 1, 2, 3]
+    assert sorted(int(t.get("id")) for t in threads) == [1, 2, 3, 4]  # numbered as the -p reports
     syms = {"cpt": Symbols(built["cpt"])}
     for t in threads[1:]:
         paths = sample_paths(comp, t, syms)
@@ -348,7 +348,7 @@ def test_every_thread_has_its_own_tree(built, workdir):
         root = validate(flat, "hwpcreport-0.3.dtd")
         n = int(root.findtext("thread") or 0)
         if n:
-            per_thread[n - 1] = int(root.findtext("hwpcprofiledata/totalsamples"))
+            per_thread[n] = int(root.findtext("hwpcprofiledata/totalsamples"))
     for t in threads:
         assert per_thread[int(t.get("id"))] == int(t.get("samples")) + int(t.get("lost"))
 
@@ -588,7 +588,7 @@ def test_a_parent_with_thousands_of_children_loses_nothing(workdir, tmp_path):
     assert lost == 0, (total, lost)
     nodes = comp.find("thread").findall("node")
     assert len(nodes) > 400  # more children than one window holds
-    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 0:" in x)
+    memory = next(x for x in p.stderr.splitlines() if "call paths: memory: thread 1:" in x)
     resident = int(memory.split(": ")[-1].split()[0])
     assert resident <= 64 * 1024 + 64 * len(nodes)  # pages for the contexts, not the reservation
 

@@ -2,7 +2,7 @@
 shipped in speedscope's npm package as dist/release/file-format-schema.json).
 
 - One "sampled" profile per thread, named by the thread's label ("rank 3
-  thread 1", "host pid 1234 thread 0"): its samples are the thread's call
+  thread 1", "host pid 1234 thread 1"): its samples are the thread's call
   paths with samples of their own (frame indices, outermost first), each
   once, weighted by its exclusive value.
 - Units: for the ITIMER_ sources a weight is time, samples x the period,

@@ -1,5 +1,7 @@
-"""Reader of the call-path companion document, <callpaths> 1.0
-(docs/formats/callpaths.md), into psuite.calltree.CallPathProfile.
+"""Reader of the call-path companion document, <callpaths> 1.x
+(docs/formats/callpaths.md), into psuite.calltree.CallPathProfile, its
+threads numbered as every document numbers them (docs/formats/numbering.md):
+version 1.0 counted them from 0, so its ids are read as id + 1.
 
 Streamed with iterparse: a process can record hundreds of thousands of
 calling contexts, and each <node> is turned into four list entries and
@@ -84,13 +86,14 @@ class _Reader:
         self.depths: list[int] = [0]  # per index: frames from the root
         self.deepest = MAX_DEPTH + 1  # frames a node may be from the root: maxdepth under a placeholder
         self.modules_used: set[int] = set()
+        self.id_shift = 0  # added to each <thread id>: 1 for version 1.0, which numbered the main thread 0
 
     def start(self, el) -> None:
         """Read the attributes of a <thread>, <profile>, <sampling> or <module>."""
         tag, cp, source = el.tag, self.cp, self.source
         if tag == "thread":
             self.thread = ThreadCallPaths(
-                thread=_int(el, "id", source), tid=_int(el, "tid", source, "0"),
+                thread=_int(el, "id", source) + self.id_shift, tid=_int(el, "tid", source, "0"),
                 samples=_int(el, "samples", source, "0"), truncated=_int(el, "truncated", source, "0"),
                 lost=_int(el, "lost", source, "0"))
             self.ids = {0: 0}
@@ -238,7 +241,7 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
         for _, el in parsed:
             if not checked:
                 checked = True
-                _check_root(el.getroottree().getroot(), source)
+                reader.id_shift = _check_root(el.getroottree().getroot(), source)
             tag = el.tag
             if tag == "node":
                 reader.node(el)
@@ -258,7 +261,7 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
                     del parent[0]
         root = parsed.root
         if not checked and root is not None:
-            _check_root(root, source)
+            reader.id_shift = _check_root(root, source)
     except etree.XMLSyntaxError as exc:
         from psuite.hwpc.config import xml_error_text
 
@@ -272,13 +275,16 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
 _TAGS = ("node", "thread", "profile", "sampling", "module")
 
 
-def _check_root(root, source: str) -> None:
+def _check_root(root, source: str) -> int:
+    """Check the root; what to add to its thread ids to number them as
+    every document does (1 for version 1.0, which numbered from 0)."""
     if root.tag != ROOT:
         raise InputError(f"{source}: <{root.tag}> is not a <callpaths> document; {_FIX}")
     version = root.get("version", "")
     if version.split(".")[0] != "1":
         raise InputError(f"{source}: <callpaths version={version!r}> is not a version this psprocess reads (1.x); "
                          "update psuite")
+    return 1 if version == "1.0" else 0
 
 
 def check_belongs(cp: CallPathProfile, profile_source: str, pid: int | None) -> str | None:

@@ -55,7 +55,7 @@ def read_run_info(root, r: RunInfo, source: str) -> None:
     r.domainname = "" if domain == "(none)" else domain  # getdomainname()'s word for "no domain"
     pid = _text(root, "pid")
     r.pid = values.integer(pid, "<pid>", source, hi=2**31 - 1) if pid else None
-    r.thread = _text(root, "thread")
+    r.thread = values.thread_number(_text(root, "thread"))
     r.username = _text(root, "username")
     cmd = root.find("command")
     if cmd is not None:

@@ -57,7 +57,7 @@ def render(reports: list[CountReport], **_options) -> str:
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
                     w.writerow((*ident, "resource", name, value, ""))
             continue
-        ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread)
+        ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread if r.thread is not None else "")
         if isinstance(r, ProfileReport):
             for loc in sorted(r.locations, key=lambda loc: -loc.samples):
                 w.writerow((*ident, "location", loc.function, loc.samples, f"{loc.file}:{loc.line} ({loc.module})"))

@@ -2,7 +2,8 @@
 
 {"schema": "psuite.count/1", "reports": [ {
     "source", "version", "generator", "date", "hostname", "domainname", "pid",
-    "thread", "username", "command", "md5sum", "buildid" (GNU build-id, hex, or ""), "annotation",
+    "thread" (an int, docs/formats/numbering.md, or null), "username", "command", "md5sum",
+    "buildid" (GNU build-id, hex, or ""), "annotation",
     "wallclock", "usertime", "systemtime"          (seconds, or null),
     "counter_class", "counter_version", "domain", "multiplexed",
     "machine": {cpu_count, vendor, brand, family, model, stepping, mhz,

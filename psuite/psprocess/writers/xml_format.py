@@ -32,7 +32,7 @@ def run_info(parent, r: RunInfo, with_pid: bool = True) -> None:
     if with_pid and r.pid is not None:
         sub(parent, "pid", r.pid)
     if with_pid:  # the process total is thread 0; TAU and PTP key threads by it
-        sub(parent, "thread", r.thread or "0")
+        sub(parent, "thread", r.thread or 0)
     if r.username:
         sub(parent, "username", r.username)
     if r.command:

@@ -23,7 +23,7 @@ def big_profile(ranks: int = RANKS, functions: int = FUNCTIONS, seed: int = 1) -
                               10 + 40 * (f // FILES) + k, int(samples[k, f]))
                      for f in range(functions) for k in range(LINES) if samples[k, f]]
         reports.append(ProfileReport(source=f"app.{1000 + rank}.node{rank // 16}.xml", hostname=f"node{rank // 16}",
-                                     pid=1000 + rank, thread="0", command="/opt/app/bin/app --big", rank=rank,
+                                     pid=1000 + rank, thread=0, command="/opt/app/bin/app --big", rank=rank,
                                      date="Tue Nov 24 12:00:00 2026", generator="psuite", profile_class="itimer",
                                      event="ITIMER_PROF", threshold=10_000,
                                      total_samples=sum(loc.samples for loc in locations), locations=locations))

@@ -1,0 +1,68 @@
+"""dlopen/dlclose cost under sampling: a program that loads and unloads a
+small plugin N times (tests/targets/dlclose/loop.c, 2,000 by default), bare
+and under `psrun --profile ITIMER_PROF`, alternated round by round; prints
+the median CPU time (user + system) of each and their ratio, and the share
+of the profile's samples in psuite's own library.  Targets:
+
+    psrun / bare CPU   <= 1.05
+    samples in psuite  0
+
+    python bench/dlopen_loop.py [--rounds N] [--loads N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+from _common import HERE, alternate, timed
+
+SRC = os.path.join(HERE, os.pardir, "tests", "targets", "dlclose")
+
+
+def psuite_share(cwd: str) -> tuple[int, int]:
+    """(samples in libpshwpc, all samples) over the profiles psrun wrote in cwd."""
+    from psuite.psprocess.inputs import load
+
+    mine = total = 0
+    for path in glob.glob(os.path.join(cwd, "loop.*.xml")):
+        for module in load(path).modules:
+            n = sum(module.samples.values())
+            total += n
+            mine += n if "libpshwpc" in module.file else 0
+        os.unlink(path)
+    return mine, total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=15, help="alternated rounds (default 15)")
+    ap.add_argument("--loads", type=int, default=2000, help="dlopen/dlclose pairs per run (default 2000)")
+    args = ap.parse_args()
+    psrun = os.path.join(os.path.dirname(sys.executable), "psrun")
+    if not os.path.exists(psrun):
+        sys.exit("bench: no psrun beside this interpreter (pip install .)")
+    with tempfile.TemporaryDirectory() as cwd:
+        subprocess.run(["cc", "-O2", "-o", "loop", os.path.join(SRC, "loop.c"), "-ldl"], check=True, cwd=cwd)
+        subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", "step.so", os.path.join(SRC, "step.c")], check=True,
+                       cwd=cwd)
+        program = ["./loop", os.path.join(cwd, "step.so"), str(args.loads)]
+        times = alternate({"bare": program, "psrun": [psrun, "-q", "--profile", "ITIMER_PROF", *program]},
+                          args.rounds, cwd, measure=timed)
+        mine, total = psuite_share(cwd)
+    bare = statistics.median(cpu for _, cpu in times["bare"])
+    measured = statistics.median(cpu for _, cpu in times["psrun"])
+    ratio = measured / bare
+    print(f"{args.loads} dlopen/dlclose pairs: bare {bare:.4f} s CPU, psrun --profile {measured:.4f} s CPU, "
+          f"ratio {ratio:.3f} (target <= 1.05)")
+    print(f"samples in psuite's library: {mine} of {total} over {args.rounds} runs (target 0)")
+    return 0 if ratio <= 1.05 and mine == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

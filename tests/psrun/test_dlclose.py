@@ -1,0 +1,112 @@
+"""Modules that go with dlclose (tests/targets/dlclose), through psrun and
+psprocess: a plugin loaded and unloaded thousands of times is profiled with
+none of psuite's code in the profile and its samples charged to it, and the
+samples a library's destructor takes inside the dlclose that unloads it keep
+their whole call path (main -> dlclose -> ... -> the destructor), none of
+them counted as truncated."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from psuite.psprocess.inputs import load
+from tests.conftest import TARGETS, run_tool
+
+SRC = TARGETS / "dlclose"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> dict[str, str]:
+    out = tmp_path_factory.mktemp("dlclose")
+
+    def cc(*args: str) -> None:
+        subprocess.run(["cc", "-O2", "-g", *args], check=True)
+
+    cc("-o", str(out / "loop"), str(SRC / "loop.c"), "-ldl")
+    cc("-shared", "-fPIC", "-o", str(out / "step.so"), str(SRC / "step.c"))
+    cc("-o", str(out / "fini_main"), str(SRC / "fini_main.c"), "-ldl")
+    cc("-shared", "-fPIC", "-o", str(out / "fini.so"), str(SRC / "fini.c"))
+    return {p.name: str(p) for p in out.iterdir()}
+
+
+def profile_of(workdir: Path, exe: str) -> Path:
+    found = [p for p in workdir.glob(f"{exe}.*.xml") if not p.name.endswith(".callpaths.xml")]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def module_samples(profile: Path) -> dict[str, int]:
+    report = load(str(profile))
+    out: dict[str, int] = {}
+    for module in report.modules:
+        out[module.file] = out.get(module.file, 0) + sum(module.samples.values())
+    return out
+
+
+def test_loop_of_dlopen_and_dlclose_shows_no_psuite_code(built, workdir):
+    """20,000 loads of one plugin (mostly mapped where the last one was):
+    the samples of every load go to the plugin's file, none to psuite's
+    library or to an unknown module, and the program's output is the bare
+    run's."""
+    args = [built["loop"], built["step.so"], "20000"]
+    bare = subprocess.run(args, capture_output=True, text=True, check=True)
+    p = run_tool("psrun", "--profile", "ITIMER_PROF", "--period", "500", *args, timeout=300)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == bare.stdout
+    samples = module_samples(profile_of(workdir, "loop"))
+    total = sum(samples.values())
+    assert total > 200, samples
+    assert not [f for f in samples if "libpshwpc" in f or f == "[unknown]"], samples
+    assert samples.get(built["step.so"], 0) > 0, samples
+    text = run_tool("psprocess", str(profile_of(workdir, "loop"))).stdout
+    summaries = text.split("Module Summary", 1)[1]
+    assert "libpshwpc" not in summaries and "ps_modules" not in summaries and "ps_sampler" not in summaries
+
+
+def folded(workdir: Path, exe: str) -> dict[tuple[str, ...], int]:
+    out = workdir / "stacks.folded"
+    p = run_tool("psprocess", "--folded", str(out), str(profile_of(workdir, exe)))
+    assert p.returncode == 0, p.stderr
+    stacks: dict[tuple[str, ...], int] = {}
+    for line in out.read_text().splitlines():
+        path, count = line.rsplit(" ", 1)
+        stacks[tuple(path.split(";"))] = stacks.get(tuple(path.split(";")), 0) + int(count)
+    return stacks
+
+
+@pytest.mark.parametrize(
+    "options, env",
+    [
+        ((), {}),
+        (("--profile", "ITIMER_PROF"), {}),
+        (("--profile", "ITIMER_PROF"), {"PSUITE_SAMPLE_SIGNAL": "sigprof"}),
+    ],
+    ids=["default", "ITIMER_PROF", "sigprof"],
+)
+def test_destructor_samples_keep_their_path_under_dlclose(built, workdir, options, env):
+    """The plugin's destructor burns 0.4 s of CPU in fini_work while main
+    dlcloses it: those samples sit under _start -> main -> close_plugin ->
+    dlclose, and none is truncated."""
+    import os
+
+    args = [built["fini_main"], built["fini.so"], "0.4"]
+    bare = subprocess.run(args, capture_output=True, text=True)
+    p = run_tool(
+        "psrun", "--callpath", "--period", "1000", *options, *args, env=dict(os.environ, **env), timeout=120
+    )
+    assert p.returncode == bare.returncode == 0, p.stderr
+    assert " 0 truncated" in p.stderr, p.stderr
+    stacks = folded(workdir, "fini_main")
+    in_fini = {k: v for k, v in stacks.items() if "fini_work" in k}
+    total = sum(in_fini.values())
+    assert total > 200, stacks
+    whole = sum(
+        v
+        for k, v in in_fini.items()
+        if k[0] == "_start" and "main" in k and "close_plugin" in k and k.index("close_plugin") < k.index("fini_work")
+    )
+    assert whole >= 0.98 * total, in_fini
+    assert not [k for k in stacks if "[truncated stack]" in k], stacks

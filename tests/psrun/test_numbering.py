@@ -1,0 +1,206 @@
+"""One numbering of threads in every document and export
+(docs/formats/numbering.md), through the real psrun and psprocess.
+
+One `psrun -p` run of tests/targets/numbering.c: the main thread spins in
+main_spin, its first worker in first_spin, its second in second_spin, so
+each document tells which thread it holds by the function that has its
+samples.  In the -p reports, the call-path companion, --cube of the
+profile, --cube -c of the -p reports, --pprof, -c's JSON records and the
+Python API, the main thread is 1, the first worker 2, the second 3."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+import psuite
+from tests.conftest import run_tool
+
+SPINNERS = {1: "main_spin", 2: "first_spin", 3: "second_spin"}  # what each thread number holds
+SPIN_MS = "150"
+MODES = {"callpath": ["--callpath", "--period", "2000"],
+         "profile": ["--profile", "ITIMER_PROF", "--period", "2000"]}
+
+
+@pytest.fixture(scope="module", params=list(MODES))
+def run(request, targets, tmp_path_factory):
+    """psrun -p MODE numbering, once per mode: (mode, the process total,
+    the -p reports by <thread>)."""
+    out = tmp_path_factory.mktemp(request.param)
+    p = run_tool("psrun", "-q", "-p", "-d", str(out), *MODES[request.param], targets["numbering"], SPIN_MS)
+    assert p.returncode == 0, p.stderr
+    found = {int(etree.parse(str(path)).findtext("thread")): path
+             for path in out.glob("numbering.*.xml") if not path.name.endswith(".callpaths.xml")}
+    assert sorted(found) == [0, 1, 2, 3], sorted(found)  # the total, main, two workers
+    return request.param, found.pop(0), found
+
+
+def dominant(counts: Counter) -> str:
+    """The spinner that holds most of a thread's samples (one must)."""
+    [(name, _)] = Counter({k: v for k, v in counts.items() if k in SPINNERS.values()}).most_common(1)
+    assert counts[name] > sum(counts.values()) / 2, counts
+    return name
+
+
+def psprocess(*args: str) -> str:
+    p = run_tool("psprocess", *args)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_the_reports_number_threads_by_their_creation(run):
+    _, _, threads = run
+    for number, path in threads.items():
+        report = psuite.read(str(path))
+        assert report.thread == number and f".t{number}." in path.name
+        records = report.to_records()
+        assert {r["thread"] for r in records} == {number}
+        assert dominant(Counter({r["function"]: r["samples"] for r in records})) == SPINNERS[number]
+
+
+def test_the_companion_numbers_threads_as_the_reports(run):
+    mode, total, _ = run
+    companion = total.with_name(total.name.replace(".xml", ".callpaths.xml"))
+    if mode != "callpath":
+        assert not companion.exists()
+        return
+    doc = etree.parse(str(companion)).getroot()
+    assert doc.get("version") == "1.1"
+    assert sorted(int(t.get("id")) for t in doc.iter("thread")) == [1, 2, 3]
+    records = psuite.read(str(total)).calltree_records()
+    leaves: dict[int, Counter] = {}
+    for r in records:
+        leaves.setdefault(r["thread"], Counter())[r["function"]] += r["exclusive"]
+    assert {t: dominant(c) for t, c in leaves.items()} == SPINNERS
+    # calltree_records and to_records give the thread the same type
+    assert {type(r["thread"]) for r in records} == {type(psuite.read(str(total)).to_records()[0]["thread"])} == {int}
+
+
+def cube_threads(path: Path) -> dict[int, str]:
+    """A cube read back by pycubexr: per location named "thread N", the
+    spinner with most of its samples."""
+    from pycubexr import CubexParser
+
+    out = {}
+    with CubexParser(str(path)) as parser:
+        values = parser.get_metric_values(metric=parser.get_metric_by_name("samples"))
+        cnodes = []
+        stack = list(parser.get_root_cnodes())
+        while stack:
+            c = stack.pop()
+            cnodes.append(c)
+            stack.extend(c.get_children())
+        for location in parser.get_locations():
+            number = int(re.fullmatch(r"thread (\d+)", location.name).group(1))
+            assert int(location.rank) == number, (location.name, location.rank)
+            counts = Counter()
+            for c in cnodes:
+                counts[parser.get_region(c).name] += float(
+                    values.location_value(c, location.id, convert_to_exclusive=True))
+            out[number] = dominant(counts)
+    return out
+
+
+def test_cubes_number_threads_as_the_reports(run, tmp_path):
+    mode, total, threads = run
+    psprocess("--cube", str(tmp_path / "combined.cubex"), "-c", *map(str, threads.values()))
+    assert cube_threads(tmp_path / "combined.cubex") == SPINNERS
+    if mode == "callpath":  # a profile's own cube has its threads' call trees
+        psprocess("--cube", str(tmp_path / "profile.cubex"), str(total))
+        assert cube_threads(tmp_path / "profile.cubex") == SPINNERS
+
+
+def _fields(buf: bytes):
+    """(field number, value) of a protobuf message: ints for varints, bytes
+    for length-delimited fields (all profile.proto uses)."""
+    i = 0
+    while i < len(buf):
+        key, i = _varint(buf, i)
+        if key & 7 == 0:
+            value, i = _varint(buf, i)
+        else:
+            assert key & 7 == 2, key
+            n, i = _varint(buf, i)
+            value, i = buf[i:i + n], i + n
+        yield key >> 3, value
+
+
+def _varint(buf: bytes, i: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[i]
+        i += 1
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if b < 0x80:
+            return value, i
+
+
+def _ints(value) -> list[int]:
+    """A repeated integer field: packed (bytes) or one varint."""
+    if isinstance(value, int):
+        return [value]
+    out, i = [], 0
+    while i < len(value):
+        v, i = _varint(value, i)
+        out.append(v)
+    return out
+
+
+def pprof_threads(path: Path) -> dict[int, str]:
+    """A pprof profile.proto read back: per thread label ("... thread N"),
+    the spinner that most of its samples end in."""
+    msg = list(_fields(gzip.decompress(path.read_bytes())))
+    strings = [v.decode() for f, v in msg if f == 6]
+    sample_types = [dict(_fields(v)) for f, v in msg if f == 1]
+    [index] = [i for i, t in enumerate(sample_types) if strings[t[1]] == "samples"]
+    functions = {d[1]: strings[d[2]] for d in (dict(_fields(v)) for f, v in msg if f == 5)}
+    leaf_function = {}
+    for f, v in msg:
+        if f == 4:
+            location = list(_fields(v))
+            lines = [dict(_fields(line)) for k, line in location if k == 4]
+            leaf_function[dict(location)[1]] = functions[lines[0][1]]  # the innermost line first
+    counts: dict[int, Counter] = {}
+    for f, v in msg:
+        if f != 2:
+            continue
+        sample = list(_fields(v))
+        locations = [x for k, val in sample if k == 1 for x in _ints(val)]
+        value = [x for k, val in sample if k == 2 for x in _ints(val)][index]
+        labels = [dict(_fields(val)) for k, val in sample if k == 3]
+        [thread] = [strings[label[2]] for label in labels if strings[label[1]] == "thread"]
+        number = int(re.fullmatch(r".* thread (\d+)", thread).group(1))
+        counts.setdefault(number, Counter())[leaf_function[locations[0]]] += value
+    return {n: dominant(c) for n, c in counts.items()}
+
+
+@pytest.mark.parametrize("run", ["callpath"], indirect=True)  # pprof holds call paths; --profile records none
+def test_pprof_numbers_threads_as_the_reports(run, tmp_path):
+    _, total, _ = run
+    psprocess("--pprof", str(tmp_path / "run.pb.gz"), str(total))
+    assert pprof_threads(tmp_path / "run.pb.gz") == SPINNERS
+
+
+def test_combined_json_records_number_threads_as_the_reports(run):
+    mode, total, threads = run
+    doc = json.loads(psprocess("-c", "-f", "json", str(total), *map(str, threads.values())))
+    reports = {r["thread"]: r for r in doc["reports"]}
+    assert sorted(reports) == [1, 2, 3]  # the process total is left out, its threads stay
+    for number, r in reports.items():
+        assert dominant(Counter({loc["function"]: loc["samples"] for loc in r["locations"]})) == SPINNERS[number]
+    rows = [row for r in doc["reports"] for row in r["calltree"]]
+    if mode == "callpath":  # the process's call trees go with its first thread report, each thread's once
+        leaves: dict[int, Counter] = {}
+        for row in rows:
+            assert isinstance(row["thread"], int)
+            leaves.setdefault(row["thread"], Counter())[row["function"]] += row["exclusive"]
+        assert {t: dominant(c) for t, c in leaves.items()} == SPINNERS
+    else:
+        assert rows == []
