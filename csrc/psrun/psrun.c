@@ -48,6 +48,7 @@
 
 #include "../common/env_values.h"
 #include "../common/fsize_limit.h"
+#include "../common/mpi_rank.h"
 #include "../common/quiet_write.h"
 
 #ifndef PSUITE_VERSION
@@ -1196,23 +1197,9 @@ static const char *save_error_text(int err)
     return strerror(err);
 }
 
-/* The MPI rank from the launcher's environment, as the runtime reads it
- * (ps_mpi_rank in csrc/runtime/report.c), or -1 outside MPI: the resource
- * report is named with the rank as the counting report is. */
-static int mpi_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = getenv(vars[i]);
-        char *end;
-        if (v && *v) {
-            long r = strtol(v, &end, 10);
-            if (!*end && r >= 0 && r < 1 << 30)
-                return (int)r;
-        }
-    }
-    return -1;
-}
+/* The MPI rank, read as the runtime reads it: the resource report is
+ * named with the rank as the counting report is. */
+static int mpi_rank(void) { return ps_common_mpi_rank(); }
 
 /* The program's name in report names, as the runtime takes it (the file
  * the kernel runs: /proc/PID/exe, so python3 is python3.11 and a script is

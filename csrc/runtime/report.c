@@ -33,6 +33,7 @@
 
 #include "internal.h"
 #include "../common/fsize_limit.h"
+#include "../common/mpi_rank.h"
 
 #ifndef PSUITE_VERSION
 #define PSUITE_VERSION "0"
@@ -48,20 +49,7 @@
 
 /* The MPI rank from the launcher's environment (Open MPI, MPICH/PMI,
  * PMIx, Slurm), or -1 outside MPI. */
-int ps_mpi_rank(void)
-{
-    static const char *const vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
-    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
-        const char *v = getenv(vars[i]);
-        char *end;
-        if (v && *v) {
-            long r = strtol(v, &end, 10);
-            if (!*end && r >= 0 && r < 1 << 30)
-                return (int)r;
-        }
-    }
-    return -1;
-}
+int ps_mpi_rank(void) { return ps_common_mpi_rank(); }
 
 /* The command line, arguments separated by blanks; 1 when it was cut to
  * fit (at a character boundary, never inside a UTF-8 character). */
@@ -658,6 +646,21 @@ static void checkpoint_remember(const char *path)
 
 static int save_new(const char *data, size_t len, const char *path, char *path_out, size_t path_len);
 
+/* A temporary name beside path (".psuite-PID-SEQ" in its directory); 0
+ * when it does not fit. */
+static int temp_name(const char *path, char *tmp, size_t size)
+{
+    ps_buf_t b;
+    const char *slash = strrchr(path, '/');
+    ps_buf_fixed(&b, tmp, size);
+    ps_buf_mem(&b, path, slash ? (size_t)(slash - path) + 1 : 0);
+    ps_buf_str(&b, ".psuite-");
+    ps_buf_ll(&b, (long long)ps_self_pid());
+    ps_buf_str(&b, "-");
+    ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
+    return !b.failed;
+}
+
 static int save(const char *data, size_t len, int failed, const char *path, char *path_out, size_t path_len)
 {
     int saved_errno = errno;
@@ -670,16 +673,7 @@ static int save(const char *data, size_t len, int failed, const char *path, char
     if (slot >= 0) {
         /* a checkpoint of ours is there: replaced whole, never half written */
         char tmp[PATH_MAX + 64];
-        ps_buf_t b;
-        const char *slash = strrchr(path, '/');
-        size_t dlen = slash ? (size_t)(slash - path) + 1 : 0;
-        ps_buf_fixed(&b, tmp, sizeof tmp);
-        ps_buf_mem(&b, path, dlen);
-        ps_buf_str(&b, ".psuite-");
-        ps_buf_ll(&b, (long long)ps_self_pid());
-        ps_buf_str(&b, "-");
-        ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
-        if (!b.failed && write_file(tmp, data, len) == 0) {
+        if (temp_name(path, tmp, sizeof tmp) && write_file(tmp, data, len) == 0) {
             if (rename(tmp, path) == 0) {
                 if (!checkpointing) { /* the final report: announced as any other */
                     cp_path[slot][0] = '\0';
@@ -706,20 +700,10 @@ static int save_new(const char *data, size_t len, const char *path, char *path_o
     int saved_errno = errno;
     char tmp[PATH_MAX + 64], candidate[PATH_MAX + 32];
     ps_buf_t b;
-    size_t dlen = 0;
-    const char *slash = strrchr(path, '/');
-    if (slash)
-        dlen = (size_t)(slash - path) + 1;
     enum { LINK, RENAME, DIRECT } how = LINK;
     int made = 0;
     for (int tries = 0; tries < 100 && !made; tries++) {
-        ps_buf_fixed(&b, tmp, sizeof tmp);
-        ps_buf_mem(&b, path, dlen);
-        ps_buf_str(&b, ".psuite-");
-        ps_buf_ll(&b, (long long)ps_self_pid());
-        ps_buf_str(&b, "-");
-        ps_buf_ull(&b, __atomic_fetch_add(&tmp_seq, 1, __ATOMIC_SEQ_CST));
-        if (b.failed) {
+        if (!temp_name(path, tmp, sizeof tmp)) {
             errno = ENAMETOOLONG;
             return PS_HWPC_EIO;
         }
