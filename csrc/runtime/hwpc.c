@@ -367,6 +367,16 @@ static int stop_profile_locked(const char *name)
     return rc;
 }
 
+/* Under the lock: counting suspended (if running) and the counts read,
+ * for the end of measurement (ps_hwpc_stop, or ps_hwpc_freeze). */
+static int end_locked(long long *values)
+{
+    int rc = state == ST_RUNNING ? suspend_locked() : PS_HWPC_OK;
+    if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
+        rc = PS_HWPC_ESTATE;
+    return rc == PS_HWPC_OK ? read_locked(values) : rc;
+}
+
 /* ps_hwpc_freeze below */
 static int frozen, frozen_rc;
 static long long frozen_values[PS_HWPC_MAX_EVENTS];
@@ -386,14 +396,8 @@ PS_API int ps_hwpc_stop(const char *name)
         rc = frozen_rc;
         memcpy(values, frozen_values, sizeof values);
         frozen = 0;
-    } else {
-        if (state == ST_RUNNING)
-            rc = suspend_locked();
-        if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
-            rc = PS_HWPC_ESTATE;
-        if (rc == PS_HWPC_OK)
-            rc = read_locked(values);
-    }
+    } else
+        rc = end_locked(values);
     /* The program closed or reused the counters' descriptors: the report is
      * still written (times, machine), its events left out, and says why. */
     int ncounted = set.ncounted;
@@ -438,13 +442,7 @@ int ps_hwpc_freeze(void)
     if (profiling)
         return PS_HWPC_ESTATE;
     int held = take_bounded();
-    int rc = PS_HWPC_OK;
-    if (state == ST_RUNNING)
-        rc = suspend_locked();
-    if (rc == PS_HWPC_OK && state != ST_SUSPENDED)
-        rc = PS_HWPC_ESTATE;
-    if (rc == PS_HWPC_OK)
-        rc = read_locked(frozen_values);
+    int rc = end_locked(frozen_values);
     frozen_rc = rc;
     frozen = 1;
     give_bounded(held);

@@ -705,6 +705,21 @@ static __attribute__((noinline)) int caller_matters(const char *file, const void
     return 0;
 }
 
+/* After the real dlopen or dlmopen: what it loaded numbered and mapped, the
+ * time spent on it charged to the real call (ps_modules_on_behalf).  Inlined:
+ * the wrapper's own extent charges its instructions to the real call too. */
+static inline __attribute__((always_inline)) void *loaded(void *h, void *real)
+{
+    if (h) {
+        ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
+        int saved = errno;
+        refresh_if_loaded();
+        errno = saved;
+        ps_modules_on_behalf = 0;
+    }
+    return h;
+}
+
 PS_API void *dlopen(const char *file, int mode)
 {
     void *(*real)(const char *, int) = real_dlopen;
@@ -718,15 +733,7 @@ PS_API void *dlopen(const char *file, int mode)
         return real(file, mode);
     }
     ps_modules_on_behalf = 0;
-    void *h = real(file, mode);
-    if (h) {
-        ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
-        int saved = errno;
-        refresh_if_loaded();
-        errno = saved;
-        ps_modules_on_behalf = 0;
-    }
-    return h;
+    return loaded(real(file, mode), (void *)real);
 }
 
 PS_API void *dlmopen(Lmid_t lmid, const char *file, int mode)
@@ -742,15 +749,7 @@ PS_API void *dlmopen(Lmid_t lmid, const char *file, int mode)
         return real(lmid, file, mode);
     }
     ps_modules_on_behalf = 0;
-    void *h = real(lmid, file, mode);
-    if (h) {
-        ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
-        int saved = errno;
-        refresh_if_loaded();
-        errno = saved;
-        ps_modules_on_behalf = 0;
-    }
-    return h;
+    return loaded(real(lmid, file, mode), (void *)real);
 }
 
 /* The wrappers under names of the library's own (never interposed). */
