@@ -8,7 +8,13 @@
  * API through ps_hwpc_config_parse).  libexpat is loaded with dlmopen into a
  * namespace of its own, so that it never meets a copy the measured program
  * has; entity declarations are refused (no entity expansion at all beyond
- * XML's predefined and character references). */
+ * XML's predefined and character references).
+ *
+ * The namespace is loaded for each parse and closed after it: a second libc
+ * in the program's address space for its whole life would cost it about
+ * 3 MB of address space.  Expat allocates with this namespace's malloc
+ * (XML_ParserCreate_MM), never the second libc's, whose arena would stay
+ * mapped after the dlclose. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -33,7 +39,8 @@
 /* ---------------------------------------------------------------- expat */
 
 static struct {
-    __typeof__(XML_ParserCreate) *create;
+    void *handle;
+    __typeof__(XML_ParserCreate_MM) *create;
     __typeof__(XML_SetElementHandler) *set_element_handler;
     __typeof__(XML_SetCharacterDataHandler) *set_character_data_handler;
     __typeof__(XML_SetEntityDeclHandler) *set_entity_decl_handler;
@@ -52,6 +59,17 @@ static struct {
     int ok;
 } xp;
 
+static pthread_mutex_t expat_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void expat_unload(void)
+{
+    if (xp.handle)
+        dlclose(xp.handle);
+    xp.handle = NULL;
+    xp.ok = 0;
+}
+
+/* Called with expat_lock held. */
 static void expat_load(void)
 {
     void *h = dlmopen(LM_ID_NEWLM, "libexpat.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -61,12 +79,14 @@ static void expat_load(void)
                  "libexpat1 package", e ? e : "not found");
         return;
     }
+    xp.handle = h;
 #define SYM(field, name)                                                                                          \
     if (!(*(void **)&xp.field = dlsym(h, name))) {                                                                 \
         snprintf(xp.why, sizeof xp.why, "libexpat.so.1 has no %s; install libexpat1 2.0 or later", name);          \
+        expat_unload();                                                                                            \
         return;                                                                                                    \
     }
-    SYM(create, "XML_ParserCreate")
+    SYM(create, "XML_ParserCreate_MM")
     SYM(set_element_handler, "XML_SetElementHandler")
     SYM(set_character_data_handler, "XML_SetCharacterDataHandler")
     SYM(set_entity_decl_handler, "XML_SetEntityDeclHandler")
@@ -451,24 +471,10 @@ static void one_line(char *msg, size_t len)
     ps_strlcpy(msg, out, len);
 }
 
-PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
-                                size_t err_len)
+/* The parse proper: expat loaded, the arguments checked. */
+static int parse_loaded(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
+                        size_t err_len)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    if (!path || !data || !out || !err || !err_len)
-        return PS_HWPC_EINVAL;
-    memset(out, 0, sizeof *out);
-    err[0] = '\0';
-    if (len > CONFIG_MAX_BYTES) {
-        snprintf(err, err_len, "configuration %s is larger than 16 MiB, the limit for one input; give a "
-                 "smaller file", path);
-        return PS_HWPC_ECONFIG;
-    }
-    pthread_once(&once, expat_load);
-    if (!xp.ok) {
-        snprintf(err, err_len, "%s", xp.why);
-        return PS_HWPC_ECONFIG;
-    }
     parse_ctx_t *c = calloc(1, sizeof *c);
     if (!c) {
         snprintf(err, err_len, "out of memory reading configuration %s", path);
@@ -487,7 +493,8 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
         c->low = 1;
     }
     c->out = out;
-    c->parser = xp.create(NULL);
+    static const XML_Memory_Handling_Suite this_namespace = {malloc, realloc, free};
+    c->parser = xp.create(NULL, &this_namespace, NULL);
     if (!c->parser) {
         free(c);
         snprintf(err, err_len, "out of memory reading configuration %s", path);
@@ -546,6 +553,30 @@ PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, 
         out->kind = 0;
         one_line(err, err_len);
     }
+    return rc;
+}
+
+PS_API int ps_hwpc_config_parse(const char *path, const char *data, size_t len, ps_hwpc_config_t *out, char *err,
+                                size_t err_len)
+{
+    if (!path || !data || !out || !err || !err_len)
+        return PS_HWPC_EINVAL;
+    memset(out, 0, sizeof *out);
+    err[0] = '\0';
+    if (len > CONFIG_MAX_BYTES) {
+        snprintf(err, err_len, "configuration %s is larger than 16 MiB, the limit for one input; give a "
+                 "smaller file", path);
+        return PS_HWPC_ECONFIG;
+    }
+    pthread_mutex_lock(&expat_lock);
+    expat_load();
+    int rc = PS_HWPC_ECONFIG;
+    if (xp.ok)
+        rc = parse_loaded(path, data, len, out, err, err_len);
+    else
+        snprintf(err, err_len, "%s", xp.why);
+    expat_unload();
+    pthread_mutex_unlock(&expat_lock);
     return rc;
 }
 
