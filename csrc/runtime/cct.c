@@ -122,7 +122,9 @@ void ps_cct_thread_warm(ps_cct_t *c)
     pthread_attr_t a;
     void *addr;
     size_t size;
-    if (c && pthread_getattr_np(pthread_self(), &a) == 0) {
+    if (c && ps_threads_own_stack(&c->stack_lo, &c->stack_hi)) {
+        /* worked out without allocating (threads.c) */
+    } else if (c && pthread_getattr_np(pthread_self(), &a) == 0) { /* the main thread, or one psuite did not start */
         if (pthread_attr_getstack(&a, &addr, &size) == 0) {
             c->stack_lo = (unsigned long long)addr;
             c->stack_hi = (unsigned long long)addr + size;

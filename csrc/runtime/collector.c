@@ -45,6 +45,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
@@ -70,6 +71,7 @@ struct ps_pidfd_info {
  * seen within this), and how long the program waits for its reports. */
 #define TICK_MS 50
 #define HANDOFF_WAIT_MS 60000
+#define ATTACH_WAIT_MS 10000
 
 /* The control block, in the library's shared globals. */
 static struct {
@@ -88,6 +90,11 @@ static struct {
         char text[PATH_MAX + 64];
     } say[4];
     long long user_ns, sys_ns; /* the program's CPU time, last seen by the collector */
+    /* a segment the arena grew by (shared.c), to be attached by the
+     * collector at the program's address: 1 asked, 2 attached, 3 refused */
+    int attach;
+    int attach_id;
+    void *attach_at;
 } ctl;
 
 /* Thread-local, hence private to each process: the library's globals are
@@ -699,6 +706,20 @@ static void snapshot_cpu(void)
     }
 }
 
+/* In the collector: the segment the program asked for, at its address
+ * (never over anything of the collector's: no SHM_REMAP). */
+static void attach_asked(void)
+{
+    if (__atomic_load_n(&ctl.attach, __ATOMIC_ACQUIRE) != 1)
+        return;
+    void *p = shmat(ctl.attach_id, ctl.attach_at, 0);
+    int ok = p == ctl.attach_at;
+    if (!ok && p != (void *)-1)
+        shmdt(p);
+    __atomic_store_n(&ctl.attach, ok ? 2 : 3, __ATOMIC_RELEASE);
+    futex(&ctl.attach, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 static __attribute__((noreturn)) void collector_main(void)
 {
     in_collector = 1;
@@ -712,6 +733,7 @@ static __attribute__((noreturn)) void collector_main(void)
     long long next_checkpoint = checkpoint_ns ? now_ns() + checkpoint_ns : 0;
     for (;;) {
         int seen = __atomic_load_n(&ctl.doorbell, __ATOMIC_ACQUIRE);
+        attach_asked();
         say_queued();
         watch_children(0);
         notes_relay(); /* the lines of processes that ended before this one first */
@@ -835,6 +857,38 @@ int ps_collector_handoff(const char *why)
         return 1;
     __atomic_store_n(&ctl.handoff, 0, __ATOMIC_RELEASE);
     return 0;
+}
+
+/* In the program: a segment the arena grew by, attached by the collector
+ * too before the program uses it.  0: no collector (one forked later
+ * inherits it), 1: attached, -1: the collector did not (the caller gives
+ * the segment up).  The arena's lock serializes callers. */
+int ps_collector_attach(int shmid, void *at)
+{
+    if (!ps_collector_running())
+        return 0;
+    ctl.attach_id = shmid;
+    ctl.attach_at = at;
+    __atomic_store_n(&ctl.attach, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&ctl.doorbell, 1, __ATOMIC_RELEASE);
+    futex(&ctl.doorbell, FUTEX_WAKE, 1, NULL);
+    /* The collector answers within a tick unless it is writing (a
+     * checkpoint); one that died never does. */
+    long long until = now_ns() + ATTACH_WAIT_MS * 1000000LL;
+    int a;
+    while ((a = __atomic_load_n(&ctl.attach, __ATOMIC_ACQUIRE)) == 1 && now_ns() < until) {
+        struct timespec tick = {0, TICK_MS * 1000000L};
+        futex(&ctl.attach, FUTEX_WAIT, 1, &tick);
+        if (__atomic_load_n(&ctl.attach, __ATOMIC_ACQUIRE) == 1 && kill(ctl.collector, 0) != 0 && errno == ESRCH)
+            break;
+    }
+    if (a != 2) {
+        /* withdrawn: a late answer attaches nothing the program keeps */
+        __atomic_store_n(&ctl.attach, 0, __ATOMIC_RELEASE);
+        return -1;
+    }
+    __atomic_store_n(&ctl.attach, 0, __ATOMIC_RELEASE);
+    return 1;
 }
 
 void ps_collector_exec_written(int on) { __atomic_store_n(&ctl.exec_written, on, __ATOMIC_RELEASE); }

@@ -383,6 +383,7 @@ void ps_threads_hook(void *(*begin)(void), void (*end)(void *));
 void ps_threads_on_start(void (*start)(void)); /* called first in each thread the program creates */
 void ps_threads_adopt(void *state);            /* end(state) when the calling thread ends */
 int ps_threads_created(void);                  /* how many the program has created (0: it is single-threaded) */
+int ps_threads_own_stack(unsigned long long *lo, unsigned long long *hi); /* a thread psuite started: its stack */
 void ps_threads_after_fork(int inert);         /* in a forked child: locks anew; inert: no hooks any more */
 
 /* signals.c: the sampling signals (SIGPROF, SIGTRAP) shared with the program */
@@ -584,6 +585,7 @@ typedef struct {
 int ps_collector_start(const ps_collector_writers_t *w);
 int ps_collector_running(void);         /* this process has a collector */
 int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
+int ps_collector_attach(int shmid, void *at); /* the arena grew: 1 the collector attached it, 0 none runs, -1 it did not */
 void ps_collector_exec_written(int on); /* the reports were written before an exec (0: it failed) */
 void ps_collector_after_fork(void);
 void ps_collector_child_settled(void);  /* a followed child's measurement set up or given up */

@@ -344,12 +344,13 @@ static int watch_process(void)
 }
 
 /* Memory for the records the collector reads (shared.c): address space
- * only (pages are used as touched).  Reserved once, before the collector
- * is forked; where RLIMIT_AS is set, a small part of the room left. */
+ * only (pages are used as touched), reserved before the collector is
+ * forked and grown after as needed; where RLIMIT_AS is set, only what the
+ * first thread's records need, so that the program keeps its room. */
 static size_t profile_arena_bytes(int callpath)
 {
-    /* with no RLIMIT_AS, address space costs nothing: room for thousands of
-     * threads; under one, a small part of the room */
+    /* with no RLIMIT_AS, address space costs nothing: room for thousands
+     * of threads without growing */
     size_t want = callpath ? (size_t)16 << 30 : (size_t)4 << 30;
     const char *env = getenv("PSUITE_ARENA_MB");
     if (env && *env) {
@@ -360,7 +361,8 @@ static size_t profile_arena_bytes(int callpath)
     }
     struct rlimit as;
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
-        size_t cap = ps_sampler_table_bytes() + (callpath ? (size_t)26 << 20 : (size_t)10 << 20);
+        /* the program's room first: the arena grows with what is recorded */
+        size_t cap = ps_sampler_table_bytes() + ((size_t)1 << 20);
         if (want > cap)
             want = cap;
     }

@@ -12,11 +12,19 @@
  * and a fork shares it with the same addresses, so the writers' pointers
  * stay valid without translation.
  *
- * The blocks come from one arena reserved before the fork (MAP_NORESERVE:
- * pages cost memory only when touched); what is mapped after the fork
- * would not be seen by the collector.  When the arena is full, ps_map
- * returns NULL and the callers count what they could not record, as they
- * do without memory.
+ * The blocks come from an arena reserved before the fork (MAP_NORESERVE:
+ * pages cost memory only when touched).  Anonymous memory mapped after the
+ * fork would not be seen by the collector, so the arena grows by System V
+ * shared memory segments: no descriptor, removed (IPC_RMID) as soon as the
+ * program has attached one, and attached by the collector at the same
+ * address while the program still holds it (Linux lets a segment marked
+ * for removal be attached by its id), so nothing outlives the two
+ * processes however they end.  Without an RLIMIT_AS the first reservation
+ * is large (address space costs nothing) and growth is rare; under one the
+ * arena starts small and grows with what is recorded, so the program keeps
+ * its room.  When no more can be had, ps_map returns private memory (the
+ * program then writes its own reports) or NULL, and the callers count what
+ * they could not record.
  *
  * A child the program forks must not write into its parent's records: the
  * first thing it does (an atfork child handler registered before any
@@ -34,15 +42,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <unistd.h>
 
 #include "internal.h"
 
 /* The library's own writable data past its RELRO part (page aligned). */
 static unsigned long data_lo, data_hi;
-/* The arena: [arena, arena + arena_size), handed out from the bottom. */
+/* The arena's extents: the first reserved before the fork, the others
+ * System V segments.  The last one, [arena, arena + arena_size), is handed
+ * out from the bottom. */
+#define MAX_EXTENTS 256
+static struct { char *p; size_t len; } extents[MAX_EXTENTS];
+static int nextents;
 static char *arena;
 static size_t arena_size, arena_used;
+#define GROW_MIN ((size_t)2 << 20)
+#define GROW_MAX ((size_t)256 << 20)
+static size_t extents_total; /* bytes in all extents */
 static int shared_on;     /* the regions are shared (with a collector, or about to be) */
 static int overflowed;    /* a block had to come from private memory: the collector cannot see it */
 static int arena_lock;
@@ -157,6 +174,13 @@ int ps_shared_init(size_t arena_bytes)
     arena = a;
     arena_size = a ? arena_bytes : 0;
     arena_used = 0;
+    nextents = 0;
+    if (a) {
+        extents[0].p = a;
+        extents[0].len = arena_bytes;
+        nextents = 1;
+    }
+    extents_total = arena_bytes;
     nfreed = 0;
     shared_on = 1;
     return 0;
@@ -164,6 +188,57 @@ int ps_shared_init(size_t arena_bytes)
 
 int ps_shared_active(void) { return shared_on; }
 int ps_shared_overflowed(void) { return __atomic_load_n(&overflowed, __ATOMIC_ACQUIRE); }
+
+static int in_extents(const char *c)
+{
+    for (int i = 0; i < nextents; i++)
+        if (c >= extents[i].p && c < extents[i].p + extents[i].len)
+            return 1;
+    return 0;
+}
+
+/* A new extent of at least `bytes`, seen by the collector, made the one
+ * blocks are cut from; 0, or -1 when none can be had.  Called with the
+ * arena locked. */
+static int grow(size_t bytes)
+{
+    if (nextents >= MAX_EXTENTS)
+        return -1;
+    /* a quarter of what there is: few segments, little room unused */
+    size_t len = extents_total / 4;
+    len = len < GROW_MIN ? GROW_MIN : len > GROW_MAX ? GROW_MAX : len;
+    len = (len + page() - 1) & ~(page() - 1);
+    if (bytes > len)
+        len = bytes;
+    int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+    if (id < 0)
+        return -1;
+    char *p = shmat(id, NULL, 0);
+    if (p == (char *)-1) {
+        shmctl(id, IPC_RMID, NULL);
+        return -1;
+    }
+    /* removed now: it goes when the last process holding it does */
+    shmctl(id, IPC_RMID, NULL);
+    if (ps_collector_attach(id, p) < 0) {
+        shmdt(p);
+        return -1;
+    }
+    /* what is left of the current extent stays usable */
+    if (arena && arena_size > arena_used && nfreed < FREE_BLOCKS) {
+        freed[nfreed].p = arena + arena_used;
+        freed[nfreed].len = arena_size - arena_used;
+        nfreed++;
+    }
+    extents[nextents].p = p;
+    extents[nextents].len = len;
+    nextents++;
+    extents_total += len;
+    arena = p;
+    arena_size = len;
+    arena_used = 0;
+    return 0;
+}
 
 void *ps_map(size_t bytes)
 {
@@ -188,7 +263,7 @@ void *ps_map(size_t bytes)
             freed[best].len -= bytes;
         } else
             freed[best] = freed[--nfreed];
-    } else if (arena && arena_size - arena_used >= bytes) {
+    } else if ((arena && arena_size - arena_used >= bytes) || grow(bytes) == 0) {
         p = arena + arena_used;
         arena_used += bytes;
     }
@@ -210,7 +285,7 @@ void ps_unmap(void *p, size_t bytes)
     if (!p)
         return;
     char *c = p;
-    if (!arena || c < arena || c >= arena + arena_size) {
+    if (!in_extents(c)) {
         munmap(p, bytes ? bytes : 1);
         return;
     }
@@ -231,8 +306,7 @@ void ps_unmap(void *p, size_t bytes)
  * that for private memory only (shared pages come back as they were). */
 int ps_zero(void *p, size_t bytes)
 {
-    char *c = p;
-    if (arena && c >= arena && c < arena + arena_size)
+    if (in_extents(p))
         return madvise(p, bytes, MADV_REMOVE);
     return madvise(p, bytes, MADV_DONTNEED);
 }
@@ -240,8 +314,7 @@ int ps_zero(void *p, size_t bytes)
 int ps_shared_contains(const void *p)
 {
     const char *c = p;
-    return shared_on && ((unsigned long)c >= data_lo && (unsigned long)c < data_hi ? 1
-                         : arena && c >= arena && c < arena + arena_size);
+    return shared_on && ((unsigned long)c >= data_lo && (unsigned long)c < data_hi ? 1 : in_extents(c));
 }
 
 /* In a forked child, before anything else of psuite's runs there. */
@@ -252,13 +325,22 @@ void ps_shared_after_fork(void)
     /* the parent's lock state is the parent's */
     arena_lock = 0;
     remap_copy((char *)data_lo, data_hi - data_lo, MAP_PRIVATE); /* from here on, the globals are the child's */
-    if (arena) {
-        /* the part in use copied; the rest, where the parent goes on
-         * allocating, replaced by fresh memory of the child's own */
-        remap_copy(arena, arena_used, MAP_PRIVATE);
-        if (arena_size > arena_used)
-            mmap(arena + arena_used, arena_size - arena_used, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    size_t pg = page();
+    for (int i = 0; i < nextents; i++) {
+        /* the part in use copied; the rest of the current extent, where
+         * the parent goes on allocating, replaced by fresh memory of the
+         * child's own (a segment's whole extent is copied: mremap cannot
+         * split one) */
+        char *p = extents[i].p;
+        size_t len = extents[i].len;
+        if (p == arena && i == 0 && arena_used < len) {
+            size_t used = (arena_used + pg - 1) & ~(pg - 1);
+            if (used)
+                remap_copy(p, used, MAP_PRIVATE);
+            mmap(p + used, len - used, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+                 -1, 0);
+        } else
+            remap_copy(p, len, MAP_PRIVATE);
     }
     shared_on = 0;
     arena_lock = 0;
@@ -273,11 +355,14 @@ int ps_shared_again(void)
         return shared_on ? 0 : -1;
     if (remap_copy((char *)data_lo, data_hi - data_lo, MAP_SHARED) != 0)
         return -1;
-    if (arena && remap_copy(arena, arena_size, MAP_SHARED) != 0) {
-        /* the arena cannot be shared: the child records privately */
-        remap_copy((char *)data_lo, data_hi - data_lo, MAP_PRIVATE);
-        return -1;
-    }
+    for (int i = 0; i < nextents; i++)
+        if (remap_copy(extents[i].p, extents[i].len, MAP_SHARED) != 0) {
+            /* the arena cannot be shared: the child records privately */
+            for (int j = 0; j < i; j++)
+                remap_copy(extents[j].p, extents[j].len, MAP_PRIVATE);
+            remap_copy((char *)data_lo, data_hi - data_lo, MAP_PRIVATE);
+            return -1;
+        }
     shared_on = 1;
     return 0;
 }

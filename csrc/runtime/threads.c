@@ -1,7 +1,13 @@
 /* threads.c - the pthread_create hook: each thread the program creates
  * is measured (its own sampling source, or its own counters with psrun -p)
  * from its first instruction to its end (return, pthread_exit or
- * cancellation, through a key destructor). */
+ * cancellation, through a key destructor).
+ *
+ * Nothing here allocates in the new thread: glibc gives a thread's first
+ * malloc or free an arena of its own, 64 MiB of address space that a bare
+ * thread which never allocates does not have.  The start record comes from
+ * a pool, and the thread's stack bounds are worked out from its size and
+ * its descriptor instead of pthread_getattr_np (which allocates). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -20,7 +26,68 @@ struct start {
     void *(*fn)(void *);
     void *arg;
     int c11; /* fn is a C11 thrd_start_t: int (*)(void *) */
+    int pooled;
+    size_t stack_size; /* as the thread was created with; 0 unknown */
 };
+
+#define START_POOL 256
+static struct start start_pool[START_POOL];
+static int start_taken[START_POOL];
+
+static struct start *start_take(void)
+{
+    for (int i = 0; i < START_POOL; i++)
+        if (!__atomic_exchange_n(&start_taken[i], 1, __ATOMIC_ACQUIRE)) {
+            start_pool[i].pooled = 1;
+            return &start_pool[i];
+        }
+    struct start *s = malloc(sizeof *s); /* more threads starting at once than the pool holds */
+    if (s)
+        s->pooled = 0;
+    return s;
+}
+
+static void start_give(struct start *s)
+{
+    if (s->pooled)
+        __atomic_store_n(&start_taken[s - start_pool], 0, __ATOMIC_RELEASE);
+    else
+        free(s);
+}
+
+/* The stack size a thread created with attr gets (its guard pages are
+ * extra); 0 when it cannot be told. */
+static size_t stack_size_of(const pthread_attr_t *attr)
+{
+    size_t size = 0;
+    if (attr)
+        return pthread_attr_getstacksize(attr, &size) == 0 ? size : 0;
+    pthread_attr_t a;
+    if (pthread_getattr_default_np(&a) != 0)
+        return 0;
+    if (pthread_attr_getstacksize(&a, &size) != 0)
+        size = 0;
+    pthread_attr_destroy(&a);
+    return size;
+}
+
+static __thread size_t own_stack_size;
+
+/* In a thread the program created: [lo, hi) within its stack, for the
+ * unwinder's bounds.  glibc places the thread's descriptor (pthread_self)
+ * at the top of the stack block, above every frame, and the block is the
+ * stack size plus the guard, of which the descriptor takes less than two
+ * pages at the top.  0: not known (psuite did not start this thread). */
+int ps_threads_own_stack(unsigned long long *lo, unsigned long long *hi)
+{
+    size_t size = own_stack_size;
+    unsigned long long top = (unsigned long long)(uintptr_t)pthread_self(), page = 4096;
+    if (!size || size <= 4 * page || top < size)
+        return 0;
+    *hi = top;
+    *lo = (top - size + 2 * page + page - 1) & ~(page - 1);
+    return 1;
+}
 
 static pthread_key_t end_key;
 static int created; /* threads the program created through pthread_create */
@@ -71,7 +138,8 @@ static void begin_thread(void)
 static void *measured_start(void *p)
 {
     struct start s = *(struct start *)p;
-    free(p);
+    start_give(p);
+    own_stack_size = s.stack_size;
     if (start_hook)
         start_hook();
     begin_thread();
@@ -100,15 +168,16 @@ static int create_hooked(pthread_t *thread, const pthread_attr_t *attr, void *(*
     if (!real)
         return EAGAIN; /* no C library pthread_create, which cannot happen with glibc */
     __atomic_fetch_add(&created, 1, __ATOMIC_RELAXED);
-    struct start *s = begin_hook || start_hook ? malloc(sizeof *s) : NULL;
+    struct start *s = begin_hook || start_hook ? start_take() : NULL;
     if (!s) /* not measured (or unsampled: the program goes on) */
         return c11 ? -1 : real(thread, attr, fn, arg);
     s->fn = fn;
     s->arg = arg;
     s->c11 = c11;
+    s->stack_size = stack_size_of(attr);
     int rc = real(thread, attr, measured_start, s);
     if (rc)
-        free(s);
+        start_give(s);
     return rc;
 }
 
