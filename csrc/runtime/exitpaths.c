@@ -13,7 +13,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +26,8 @@
 #include <unistd.h>
 
 #include "internal.h"
+
+extern char **environ;
 
 #define WATCHDOG_SECONDS 3
 
@@ -416,31 +420,238 @@ static void exec_failed(void)
     errno = saved;
 }
 
-/* One wrapper per exec function of the C library: the report first, then
- * the real call; it returns only when the exec failed. */
-#define EXEC_WRAPPER(name, params, args)                                                                               \
-    PS_API int name params                                                                                             \
-    {                                                                                                                  \
-        static int(*real) params;                                                                                      \
-        if (!real)                                                                                                     \
-            real = (int(*) params)dlsym(RTLD_NEXT, #name);                                                             \
-        if (!real) {                                                                                                   \
-            errno = ENOSYS;                                                                                            \
-            return -1;                                                                                                 \
-        }                                                                                                              \
-        before_exec();                                                                                                 \
-        int rc = real args;                                                                                            \
-        exec_failed();                                                                                                 \
-        return rc;                                                                                                     \
+/* The environment an image psrun -f measures gets (environ.c): built on
+ * the stack when small, else in mapped memory; never malloc, as exec may
+ * come in a child after fork or vfork.  NAME is envp itself when nothing
+ * is to be added. */
+#define SMALL_ENV_SLOTS 4096
+#define SMALL_ENV_BYTES 16384
+#define FOLLOW_ENV(NAME, ENVP)                                                                                         \
+    int NAME##_on = ps_environ_following();                                                                            \
+    size_t NAME##_slots = NAME##_on ? ps_environ_follow_slots(ENVP) : 1;                                               \
+    size_t NAME##_bytes = NAME##_on ? ps_environ_follow_bytes(ENVP) : 1;                                               \
+    int NAME##_small = NAME##_slots <= SMALL_ENV_SLOTS && NAME##_bytes <= SMALL_ENV_BYTES;                             \
+    char *NAME##_vec[NAME##_small ? NAME##_slots : 1];                                                                 \
+    char NAME##_buf[NAME##_small ? NAME##_bytes : 1];                                                                  \
+    size_t NAME##_maplen = NAME##_on && !NAME##_small ? NAME##_slots * sizeof(char *) + NAME##_bytes : 0;              \
+    char *NAME##_map = NAME##_maplen ? map_env(NAME##_maplen) : NULL;                                                  \
+    char *const *NAME = !NAME##_on               ? (ENVP)                                                              \
+                        : NAME##_small           ? ps_environ_follow(ENVP, NAME##_vec, NAME##_buf)                     \
+                        : NAME##_map             ? ps_environ_follow(ENVP, (char **)(void *)NAME##_map,                \
+                                                                     NAME##_map + NAME##_slots * sizeof(char *))       \
+                                                 : (ENVP)
+
+static char *map_env(size_t len)
+{
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return m == MAP_FAILED ? NULL : m;
+}
+
+static void unmap_env(char *map, size_t len)
+{
+    if (map) {
+        int saved = errno;
+        munmap(map, len);
+        errno = saved;
+    }
+}
+
+#define REAL(type, name)                                                                                               \
+    static type real;                                                                                                  \
+    if (!real)                                                                                                         \
+        real = (type)dlsym(RTLD_NEXT, name);                                                                           \
+    if (!real) {                                                                                                       \
+        errno = ENOSYS;                                                                                                \
+        return -1;                                                                                                     \
     }
 
-EXEC_WRAPPER(execve, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
-EXEC_WRAPPER(execv, (const char *path, char *const argv[]), (path, argv))
-EXEC_WRAPPER(execvp, (const char *path, char *const argv[]), (path, argv))
-EXEC_WRAPPER(execvpe, (const char *path, char *const argv[], char *const envp[]), (path, argv, envp))
-EXEC_WRAPPER(fexecve, (int fd, char *const argv[], char *const envp[]), (fd, argv, envp))
-EXEC_WRAPPER(execveat, (int dirfd, const char *path, char *const argv[], char *const envp[], int flags),
-             (dirfd, path, argv, envp, flags))
+typedef int (*execve_fn)(const char *, char *const[], char *const[]);
+typedef int (*fexecve_fn)(int, char *const[], char *const[]);
+typedef int (*execveat_fn)(int, const char *, char *const[], char *const[], int);
+typedef int (*execv_fn)(const char *, char *const[]);
+
+/* The exec functions of the C library: the report first, then the real
+ * call (with psrun's variables back under -f); they return only when the
+ * exec failed.  execv and execvp take environ: under -f they become execve
+ * and execvpe with the followed environment. */
+static int exec_env(const char *name, const char *path, char *const argv[], char *const envp[])
+{
+    static execve_fn real_execve, real_execvpe;
+    execve_fn *slot = name[5] == 'p' ? &real_execvpe : &real_execve;
+    if (!*slot)
+        *slot = (execve_fn)dlsym(RTLD_NEXT, name);
+    if (!*slot) {
+        errno = ENOSYS;
+        return -1;
+    }
+    FOLLOW_ENV(env, envp);
+    before_exec();
+    int rc = (*slot)(path, argv, env);
+    exec_failed();
+    unmap_env(env_map, env_maplen);
+    return rc;
+}
+
+PS_API int execve(const char *path, char *const argv[], char *const envp[])
+{
+    return exec_env("execve", path, argv, envp);
+}
+
+PS_API int execvpe(const char *file, char *const argv[], char *const envp[])
+{
+    return exec_env("execvpe", file, argv, envp);
+}
+
+PS_API int execv(const char *path, char *const argv[])
+{
+    if (ps_environ_following())
+        return exec_env("execve", path, argv, environ);
+    REAL(execv_fn, "execv");
+    before_exec();
+    int rc = real(path, argv);
+    exec_failed();
+    return rc;
+}
+
+PS_API int execvp(const char *file, char *const argv[])
+{
+    if (ps_environ_following())
+        return exec_env("execvpe", file, argv, environ);
+    REAL(execv_fn, "execvp");
+    before_exec();
+    int rc = real(file, argv);
+    exec_failed();
+    return rc;
+}
+
+PS_API int fexecve(int fd, char *const argv[], char *const envp[])
+{
+    REAL(fexecve_fn, "fexecve");
+    FOLLOW_ENV(env, envp);
+    before_exec();
+    int rc = real(fd, argv, env);
+    exec_failed();
+    unmap_env(env_map, env_maplen);
+    return rc;
+}
+
+PS_API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
+{
+    REAL(execveat_fn, "execveat");
+    FOLLOW_ENV(env, envp);
+    before_exec();
+    int rc = real(dirfd, path, argv, env, flags);
+    exec_failed();
+    unmap_env(env_map, env_maplen);
+    return rc;
+}
+
+/* The C library's other ways to start a program, under -f: the new
+ * image gets psrun's variables back (not the program's own exec: no
+ * report is written for them).  posix_spawn takes an environment; system
+ * and popen use environ, which is the followed one while any of them is
+ * starting its child. */
+typedef int (*spawn_fn)(pid_t *, const char *, const posix_spawn_file_actions_t *, const posix_spawnattr_t *,
+                        char *const[], char *const[]);
+
+static int spawn_env(const char *name, pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                     const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    static spawn_fn real_spawn, real_spawnp;
+    spawn_fn *slot = name[11] == 'p' ? &real_spawnp : &real_spawn;
+    if (!*slot)
+        *slot = (spawn_fn)dlsym(RTLD_NEXT, name);
+    if (!*slot)
+        return ENOSYS;
+    FOLLOW_ENV(env, envp);
+    int rc = (*slot)(pid, path, actions, attr, argv, env);
+    unmap_env(env_map, env_maplen);
+    return rc;
+}
+
+PS_API int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                       const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn_env("posix_spawn", pid, path, actions, attr, argv, envp);
+}
+
+PS_API int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                        const posix_spawnattr_t *attr, char *const argv[], char *const envp[])
+{
+    return spawn_env("posix_spawnp", pid, file, actions, attr, argv, envp);
+}
+
+/* environ as the children of system and popen get it: the followed array
+ * while any call is starting one (counted), the program's otherwise. */
+static pthread_mutex_t swap_lock = PTHREAD_MUTEX_INITIALIZER;
+static int swapped;
+static char **saved_environ, **followed_environ;
+
+static void followed_on(void)
+{
+    pthread_mutex_lock(&swap_lock);
+    if (!swapped++) {
+        saved_environ = environ;
+        size_t slots = ps_environ_follow_slots(environ), bytes = ps_environ_follow_bytes(environ);
+        char *mem = malloc(slots * sizeof(char *) + bytes);
+        if (mem) {
+            followed_environ = ps_environ_follow(environ, (char **)(void *)mem, mem + slots * sizeof(char *));
+            environ = followed_environ;
+        }
+    }
+    pthread_mutex_unlock(&swap_lock);
+}
+
+static void followed_off(void)
+{
+    pthread_mutex_lock(&swap_lock);
+    if (!--swapped && followed_environ) {
+        /* a setenv meanwhile made environ an array of its own: it stays */
+        if (environ == followed_environ)
+            environ = saved_environ;
+        free(followed_environ);
+        followed_environ = NULL;
+    }
+    pthread_mutex_unlock(&swap_lock);
+}
+
+PS_API int system(const char *command)
+{
+    static int (*real)(const char *);
+    if (!real)
+        real = (int (*)(const char *))dlsym(RTLD_NEXT, "system");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    if (!command || !ps_environ_following())
+        return real(command);
+    followed_on();
+    int rc = real(command);
+    int saved = errno;
+    followed_off();
+    errno = saved;
+    return rc;
+}
+
+PS_API FILE *popen(const char *command, const char *mode)
+{
+    static FILE *(*real)(const char *, const char *);
+    if (!real)
+        real = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, "popen");
+    if (!real) {
+        errno = ENOSYS;
+        return NULL;
+    }
+    if (!ps_environ_following())
+        return real(command, mode);
+    followed_on();
+    FILE *f = real(command, mode);
+    int saved = errno;
+    followed_off();
+    errno = saved;
+    return f;
+}
 
 /* execl, execlp, execle: their arguments as a vector, then the v forms.
  * However many there are: counted first, then an array on the stack (a

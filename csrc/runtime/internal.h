@@ -607,5 +607,9 @@ int ps_report_is_checkpointing(void);
  * sets out of environ, before main, unless psrun -f follows the children */
 void ps_environ_remove_psuite(int follow);
 char **ps_environ_for_main(char **envp); /* main's envp: that array, if it was made */
+int ps_environ_following(void);          /* psrun -f: new images get psrun's variables back */
+size_t ps_environ_follow_slots(char *const envp[]);
+size_t ps_environ_follow_bytes(char *const envp[]);
+char **ps_environ_follow(char *const envp[], char **out, char *buf); /* envp for a followed image */
 
 #endif

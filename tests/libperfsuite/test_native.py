@@ -21,7 +21,9 @@ ALLOWED = {"__libc_start_main", "_init", "_fini", "exit", "pthread_create", "sig
            "unshare", "setns", "dlclose", "dlopen", "dlmopen", "dl_iterate_phdr", "pipe2",
            "bsd_signal", "sysv_signal", "__sysv_signal",
            # psrun -f: the collector watches each child the program forks, and learns how it ended
-           "fork", "wait", "waitpid", "wait3", "wait4"}
+           "fork", "wait", "waitpid", "wait3", "wait4",
+           # psrun -f: the images the program starts get psrun's variables back
+           "posix_spawn", "posix_spawnp", "system", "popen"}
 
 
 def exported(path: str | None = None) -> set[str]:

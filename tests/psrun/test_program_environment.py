@@ -100,15 +100,85 @@ def test_bash_script_command_substitution_as_bare_in_every_mode(script, workdir,
     assert {r.name.split(".")[0] for r in reports(workdir)} == {"bash"}
 
 
-def test_follow_keeps_the_variables_and_measures_the_children(script, workdir):
-    measured = run_tool("psrun", "-q", "-f", str(script), env=caller_env())
-    assert measured.returncode == 0, measured.stderr
+def test_follow_measures_the_children_and_the_script_sees_the_bare_environment(script, workdir, shims):
+    """-f: the children get psrun's variables back when they start (the exec
+    family, posix_spawn, system, popen), not through the script's own
+    environment, which is the one its caller set."""
+    env = caller_env(LD_PRELOAD=f"{shims[0]} {shims[1]}")
+    bare, measured = run_both([str(script)], env, "-q", "-f")
+    assert measured.stdout == bare.stdout
+    assert f"LD_PRELOAD=[{shims[0]} {shims[1]}]\n" in measured.stdout and "PSUITE_FOLLOW" not in measured.stdout
     names = {r.name.split(".")[0] for r in reports(workdir)}
-    assert {"bash", "ls", "cat", "date"} <= names
-    assert "PSUITE_FOLLOW=1" in measured.stdout  # what the followed children need
+    assert {"bash", "ls", "cat", "date", "grep", "sort", "wc"} <= names, names
 
 
-@pytest.mark.parametrize("mode", [[], ["-e", "task-clock"], ["--profile", "ITIMER_PROF"], ["--callpath"], ["-R"]])
+SPAWNER_C = r"""
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+extern char **environ;
+static int seen(const char *prefix)
+{
+    int n = 0;
+    for (char **e = environ; *e; e++)
+        n += strncmp(*e, prefix, strlen(prefix)) == 0;
+    return n;
+}
+int main(int argc, char **argv)
+{
+    char *child[] = {argv[1], NULL};
+    printf("PSUITE_ %d LD_PRELOAD %d\n", seen("PSUITE_"), seen("LD_PRELOAD="));
+    fflush(stdout);
+    pid_t pid;
+    if (posix_spawn(&pid, argv[1], NULL, NULL, child, environ) == 0)
+        waitpid(pid, NULL, 0);
+    char *const empty[] = {NULL};
+    if (posix_spawnp(&pid, "true", NULL, NULL, child, empty) == 0)
+        waitpid(pid, NULL, 0);
+    if (system(argv[1]) != 0)
+        return 3;
+    FILE *p = popen(argv[1], "r");
+    if (!p || pclose(p) != 0)
+        return 4;
+    if (fork() == 0) {
+        execl(argv[1], argv[1], (char *)NULL);
+        _exit(5);
+    }
+    wait(NULL);
+    if (vfork() == 0) {
+        execvp("true", child);
+        _exit(6);
+    }
+    wait(NULL);
+    return 0;
+}
+"""
+
+
+def test_follow_gives_every_way_of_starting_a_program_its_measurement(workdir):
+    """posix_spawn (the program's environ, then an empty one), posix_spawnp,
+    system, popen, fork+execl and vfork+execvp: each program started is
+    measured, and the program sees no psrun variable."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    (workdir / "spawner.c").write_text(SPAWNER_C)
+    exe = workdir / "spawner"
+    subprocess.run([cc, "-O1", "-o", str(exe), str(workdir / "spawner.c")], check=True)
+    true = shutil.which("true")
+    bare, measured = run_both([str(exe), true], caller_env(), "-q", "-f", "-e", "task-clock")
+    assert measured.stdout == bare.stdout == "PSUITE_ 1 LD_PRELOAD 0\n"  # PSUITE_UNWINDER: the caller's own
+    names = sorted(r.name.split(".")[0] for r in reports(workdir))
+    # spawner and its forked child before the execl; true from posix_spawn, posix_spawnp, execl and execvp;
+    # a shell for system and popen (which runs true itself or execs it)
+    assert names.count("spawner") == 2 and names.count("true") >= 4, names
+    assert sum(1 for n in names if n in ("sh", "dash", "bash")) == 2, names
+
+
+@pytest.mark.parametrize(
+    "mode", [[], ["-e", "task-clock"], ["--profile", "ITIMER_PROF"], ["--callpath"], ["-R"], ["--checkpoint", "5"], ["-f"]]
+)
 def test_c_program_sees_its_callers_environ(workdir, mode):
     cc = shutil.which("cc") or shutil.which("gcc")
     (workdir / "environ.c").write_text(ENVIRON_C)
