@@ -236,6 +236,7 @@ void ps_sampler_pause(int on);                 /* before an exec (1), after it f
 /* The C API's suspend (1) and resume (0) of every thread's sampling; called
  * before ps_sampler_init, it says whether sampling starts suspended. */
 void ps_sampler_suspend(int on);
+void ps_sampler_starting(int on);        /* psrun's start-up: its samples dropped */
 /* The process's wall-clock, user and system time while suspended so far. */
 void ps_sampler_suspended_time(long long *wall_ns, long long *user_ns, long long *sys_ns);
 void ps_sampler_reset(void);                   /* after ps_sampler_stop: sampling may start again */

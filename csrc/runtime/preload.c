@@ -404,12 +404,14 @@ static int psrun_profile(void)
         refuse();
     }
     share_records(profile_arena_bytes(cfg.callpath));
+    ps_sampler_starting(1);
     int rc = ps_sampler_init(&cfg, why, sizeof why);
     if (rc == PS_HWPC_ENOEVENT || rc == PS_HWPC_ECONFIG) {
         ps_message("%s", why);
         refuse();
     }
     if (rc != PS_HWPC_OK) {
+        ps_sampler_starting(0);
         ps_message("cannot profile here (%s); the program runs unprofiled", why);
         return 1;
     }
@@ -419,7 +421,7 @@ static int psrun_profile(void)
     ps_modules_refresh(); /* the module map, kept current by dlopen and dlclose from now on */
     watch_process();
     start_collector();
-    return 1;
+    return 1; /* the samples are the program's from the C library's start on (ps_sampler_starting(0) below) */
 }
 
 static void counted_list(char *out, size_t len)
@@ -653,6 +655,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
                 start_collector();
         }
         ps_environ_remove_psuite(follow);
+        ps_sampler_starting(0);
     }
     errno = found_errno;
     return real(main, argc, argv, init, fini, rtld_fini, stack_end);

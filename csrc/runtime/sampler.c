@@ -78,6 +78,7 @@ static int source;
 static int callpath;                            /* the most frames per sample; 0: flat profile only */
 static volatile int active;                     /* samples are recorded */
 static volatile int paused;                     /* around an exec: sources held, samples ignored */
+static volatile int starting;                   /* psrun's start-up still running: its samples are psuite's */
 /* ps_hwpc_suspend (the C API): sources off and samples ignored in every
  * thread until ps_hwpc_start; apart from `paused`, so that an exec that
  * fails does not resume what the program suspended. */
@@ -280,7 +281,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     ps_sthread_t *t;
     if (!classify(sig, si, &index, &n))
         ps_signals_forward(sig, si, ucv);
-    else if (active && !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && (t = thread_at(index)) &&
+    else if (active && !paused && !starting && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && (t = thread_at(index)) &&
              __atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
         unsigned long long pc = ps_modules_charge(interrupted_pc(ucv));
         if (record_n(t, pc, n)) {
@@ -355,6 +356,12 @@ static void fill_attr(struct perf_event_attr *attr, int index)
     }
     *attr = a;
 }
+
+/* Under psrun, from before the sampler starts until the program's own
+ * code is reached (the module map, the report's header, the collector's
+ * fork): samples are dropped, as that time is psuite's and a bare run has
+ * none of it. */
+void ps_sampler_starting(int on) { starting = on; }
 
 /* Samples are taken now: neither held around an exec nor suspended. */
 static int sources_on(void) { return !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED); }
