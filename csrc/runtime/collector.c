@@ -44,6 +44,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -343,6 +344,40 @@ static void quiet_signals(void)
         set_action(sig, SIG_IGN);
     unsigned long none = 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &none, NULL, sizeof none);
+}
+
+/* The program's argument strings, as the kernel laid them out: a
+ * collector writes its own title over its copy of them, so that ps, pgrep
+ * and pkill (by command line or by name) find the program alone. */
+static char *title_lo, *title_hi;
+
+void ps_collector_title_area(int argc, char **argv)
+{
+    if (argc < 1 || !argv || !argv[0])
+        return;
+    char *end = argv[0] + strlen(argv[0]) + 1;
+    for (int i = 1; i < argc && argv[i] == end; i++)
+        end += strlen(argv[i]) + 1;
+    title_lo = argv[0];
+    title_hi = end;
+}
+
+/* In the collector only: its stack is its own since the fork. */
+static void retitle(void)
+{
+    prctl(PR_SET_NAME, "psuite-collect", 0, 0, 0);
+    if (!title_lo || title_hi <= title_lo + 1)
+        return;
+    char title[64];
+    ps_buf_t b;
+    ps_buf_fixed(&b, title, sizeof title);
+    ps_buf_str(&b, "psuite-collector ");
+    ps_buf_ll(&b, target);
+    size_t room = (size_t)(title_hi - title_lo) - 1, len = strlen(title);
+    if (len > room)
+        len = room;
+    memcpy(title_lo, title, len);
+    memset(title_lo + len, 0, (size_t)(title_hi - title_lo) - len);
 }
 
 static void notes_relay(void);
@@ -725,6 +760,7 @@ static __attribute__((noreturn)) void collector_main(void)
     in_collector = 1;
     target = ctl.program;
     quiet_signals();
+    retitle();
     close_others();
     ps_sampler_close_inherited();
     family_mark_own();

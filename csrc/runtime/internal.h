@@ -584,6 +584,7 @@ typedef struct {
     void (*write_checkpoint)(void);     /* the reports so far, while it runs */
 } ps_collector_writers_t;
 int ps_collector_start(const ps_collector_writers_t *w);
+void ps_collector_title_area(int argc, char **argv); /* what a collector writes its own title over */
 int ps_collector_running(void);         /* this process has a collector */
 int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
 int ps_collector_attach(int shmid, void *at); /* the arena grew: 1 the collector attached it, 0 none runs, -1 it did not */

@@ -629,6 +629,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
         _exit(127);
     }
     if (ps_env_flag("PSUITE_PRELOAD")) {
+        ps_collector_title_area(argc, argv);
         ps_notes_init();
         per_thread_flag = ps_env_flag("PSUITE_PER_THREAD");
         find_peak_file();
