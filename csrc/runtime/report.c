@@ -1,5 +1,6 @@
 /* report.c - the <hwpcreport mode="count"> document (hwpcreport-0.3.dtd),
- * written atomically and exclusively: temporary file, then link() to the
+ * written atomically and exclusively: a file with no name (O_TMPFILE), or
+ * where the file system has none a temporary file, then link() to the
  * final name, which never overwrites and never follows a planted symlink.
  *
  * Async-signal-safe by construction.  The report may be written from
@@ -695,11 +696,91 @@ static int save(const char *data, size_t len, int failed, const char *path, char
     return rc;
 }
 
+/* The final name a report is linked to: path, or the next free one. */
+static void next_candidate(const char *path, int k, char *candidate, size_t size)
+{
+    ps_buf_t b;
+    size_t plen = strlen(path);
+    ps_buf_fixed(&b, candidate, size);
+    ps_buf_mem(&b, path, plen > 4 ? plen - 4 : 0);
+    ps_buf_str(&b, ".");
+    ps_buf_ll(&b, k);
+    ps_buf_str(&b, ".xml");
+}
+
+#define SAVE_UNSUPPORTED 1000 /* the file system cannot: another way */
+
+/* The report as a file with no name (O_TMPFILE) in path's directory,
+ * linked to its final name only when whole: a process killed at any
+ * instant (the collector included, with its job) leaves no temporary file.
+ * Linked through /proc/self/fd, which needs no privilege (AT_EMPTY_PATH
+ * does).  SAVE_UNSUPPORTED where there is no O_TMPFILE or no hard link. */
+static int save_unnamed(const char *data, size_t len, const char *path, char *path_out, size_t path_len)
+{
+    char dir[PATH_MAX], fdpath[64], candidate[PATH_MAX + 32];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        ps_strlcpy(dir, ".", sizeof dir);
+    else if ((size_t)(slash - path) + 2 > sizeof dir)
+        return SAVE_UNSUPPORTED;
+    else {
+        memcpy(dir, path, (size_t)(slash - path) + 1);
+        dir[slash - path + 1] = '\0';
+    }
+    int fd = ps_open_anyway(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    if (fd < 0) /* no O_TMPFILE there, or the directory refuses: the other way says which */
+        return SAVE_UNSUPPORTED;
+    if (write_all(fd, data, len) != 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+        return PS_HWPC_EIO;
+    }
+    ps_buf_t b;
+    ps_buf_fixed(&b, fdpath, sizeof fdpath);
+    ps_buf_str(&b, "/proc/self/fd/");
+    ps_buf_ll(&b, fd);
+    ps_strlcpy(candidate, path, sizeof candidate);
+    int rc = PS_HWPC_EIO, err = EEXIST;
+    for (int k = 1; k < 1000; k++) {
+        if (linkat(AT_FDCWD, fdpath, AT_FDCWD, candidate, AT_SYMLINK_FOLLOW) == 0) {
+            rc = strcmp(candidate, path) == 0 ? PS_HWPC_OK : PS_HWPC_EEXIST;
+            break;
+        }
+        err = errno;
+        if (err != EEXIST) { /* no /proc, no hard links: another way */
+            rc = err == ENOENT || no_links(err) ? SAVE_UNSUPPORTED : PS_HWPC_EIO;
+            break;
+        }
+        next_candidate(path, k, candidate, sizeof candidate); /* EEXIST on any name, symlinks included */
+    }
+    if (close(fd) != 0 && rc != SAVE_UNSUPPORTED && rc != PS_HWPC_EIO) {
+        /* written, but the data may not be: a partial file is no report */
+        err = errno;
+        unlink(candidate);
+        rc = PS_HWPC_EIO;
+    }
+    if (rc == PS_HWPC_OK || rc == PS_HWPC_EEXIST) {
+        if (!checkpointing) {
+            ps_report_note(candidate);
+            manifest_add(candidate);
+        }
+        ps_strlcpy(path_out, candidate, path_len);
+    } else
+        errno = err;
+    return rc;
+}
+
 static int save_new(const char *data, size_t len, const char *path, char *path_out, size_t path_len)
 {
     int saved_errno = errno;
+    int unnamed = save_unnamed(data, len, path, path_out, path_len);
+    if (unnamed != SAVE_UNSUPPORTED) {
+        if (unnamed == PS_HWPC_OK || unnamed == PS_HWPC_EEXIST)
+            errno = saved_errno;
+        return unnamed;
+    }
     char tmp[PATH_MAX + 64], candidate[PATH_MAX + 32];
-    ps_buf_t b;
     enum { LINK, RENAME, DIRECT } how = LINK;
     int made = 0;
     for (int tries = 0; tries < 100 && !made; tries++) {
@@ -717,7 +798,6 @@ static int save_new(const char *data, size_t len, const char *path, char *path_o
             return PS_HWPC_EIO; /* a full device, a missing directory ... */
         how = DIRECT;           /* no temporary name allowed there: the final name directly */
     }
-    size_t plen = strlen(path);
     ps_strlcpy(candidate, path, sizeof candidate);
     for (int k = 1; k < 1000;) {
         int rc, err;
@@ -759,11 +839,7 @@ static int save_new(const char *data, size_t len, const char *path, char *path_o
         }
         /* link() and renameat2 fail with EEXIST on any existing name,
          * symlinks included, and so does O_EXCL */
-        ps_buf_fixed(&b, candidate, sizeof candidate);
-        ps_buf_mem(&b, path, plen > 4 ? plen - 4 : 0);
-        ps_buf_str(&b, ".");
-        ps_buf_ll(&b, k++);
-        ps_buf_str(&b, ".xml");
+        next_candidate(path, k++, candidate, sizeof candidate);
     }
     if (how != DIRECT)
         unlink(tmp);
