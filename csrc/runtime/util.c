@@ -562,7 +562,7 @@ void ps_release_signals(const sigset_t *old) { syscall(SYS_rt_sigprocmask, SIG_S
  * the hard limit leaves no room above, the descriptor goes as high as the
  * limit allows.  Raw system calls only: async-signal-safe. */
 #define FD_CAP (1L << 20) /* the kernel's default nr_open: no descriptor beyond it */
-#define NEAR_TOP 1024L     /* FD_SETSIZE: where a program that never raised its limit stops */
+#define NEAR_TOP 4096L     /* above FD_SETSIZE (1024), which daemons close up to */
 
 static int rlimit_nofile(struct rlimit *now, const struct rlimit *set)
 {
@@ -602,8 +602,9 @@ int ps_fd_above_limit(int fd)
     if (rl.rlim_cur < rl.rlim_max && soft < FD_CAP)
         high = dup_beyond(fd, soft, &rl);
     /* No room above: the highest free number below the limit, or below
-     * 1024 under a higher one (F_DUPFD fails with EMFILE when none is free
-     * at or above its base).  Not the limit's top: every fork copies the
+     * 4096 under a higher one (F_DUPFD fails with EMFILE when none is free
+     * at or above its base): out of the range daemons close (0 to
+     * FD_SETSIZE), and not the limit's top, as every fork copies the
      * descriptor table up to the highest number open (at 20,000, 0.25 MB
      * per fork, the program's own forks included). */
     long top = soft > NEAR_TOP ? NEAR_TOP : soft;
