@@ -906,6 +906,25 @@ int ps_collector_attach(int shmid, void *at)
     return 1;
 }
 
+/* In the program: the collector has ended.  kill(pid, 0) still finds it
+ * while it is a zombie no one has reaped yet (a subreaper that waits for
+ * nothing): its state in /proc says so. */
+static int collector_gone(void)
+{
+    if (kill(ctl.collector, 0) != 0)
+        return errno == ESRCH; /* EPERM (the program gave up its privileges): still there */
+    char path[64], stat[512];
+    ps_buf_t b;
+    ps_buf_fixed(&b, path, sizeof path);
+    ps_buf_str(&b, "/proc/");
+    ps_buf_ll(&b, ctl.collector);
+    ps_buf_str(&b, "/stat");
+    if (ps_read_file(path, stat, sizeof stat) <= 0)
+        return 0;
+    const char *paren = strrchr(stat, ')');
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 /* In the program: op on the counters the collector holds, answered within
  * a tick unless the collector is writing a checkpoint; 0 when no answer
  * comes (the collector is gone).  Callers hold the counting set's lock. */
@@ -923,8 +942,7 @@ int ps_collector_counters(int op, int *rc)
     while ((a = __atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE)) == 1 && now_ns() < until) {
         struct timespec tick = {0, TICK_MS * 1000000L};
         futex(&ctl.count_asked, FUTEX_WAIT, 1, &tick);
-        if (__atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE) == 1 && kill(ctl.collector, 0) != 0 &&
-            errno == ESRCH)
+        if (__atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE) == 1 && collector_gone())
             break;
     }
     __atomic_store_n(&ctl.count_asked, 0, __ATOMIC_RELEASE);

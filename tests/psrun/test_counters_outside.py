@@ -13,6 +13,7 @@ import os
 import resource
 import signal
 import subprocess
+from pathlib import Path
 
 from tests.conftest import validate
 from tests.psrun.test_psrun import reports
@@ -26,6 +27,7 @@ from tests.psrun.test_survival import (
     start_spinning,
     task_clock,
     wait_ended,
+    wait_for,
 )
 from tests.psrun.test_threads_counted import uncharged_seconds
 
@@ -89,3 +91,41 @@ def test_counts_of_a_killed_program_are_read_by_the_collector(targets, workdir):
     root = validate(report, "hwpcreport-0.3.dtd")
     assert "killed by SIGKILL" in annotation(root), annotation(root)
     assert task_clock(root) >= 0.9 * cpu, (task_clock(root), cpu)
+
+
+def session_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[3])
+
+
+def collector_of(pid: int) -> int | None:
+    """The collector of process pid: its executable, in another session
+    (the collector's own)."""
+    try:
+        exe, session = os.readlink(f"/proc/{pid}/exe"), session_of(pid)
+    except OSError:
+        return None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == pid:
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/exe") == exe and session_of(int(entry)) != session:
+                return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def test_counters_lost_with_the_collector_are_reported(targets, workdir):
+    """The collector killed while the program runs: the counters went with
+    it; the program still ends as bare and writes its report itself, which
+    says why it has no counts."""
+    proc = subprocess.Popen(psrun("-q", *COUNT, targets["program_view"], "burn"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    collector = wait_for("the collector", lambda: collector_of(proc.pid))
+    os.kill(collector, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert (proc.returncode, out) == (0, ""), err
+    root = validate(process_report(workdir, "count"), "hwpcreport-0.3.dtd")
+    assert "counts lost: the collector process holding the counters ended before the program" in annotation(root)
+    assert not list(root.iter("hwpcevent"))
