@@ -96,6 +96,10 @@ static struct {
     int attach;
     int attach_id;
     void *attach_at;
+    /* the counters the collector holds (perfev.c): an operation asked by
+     * the program, 1 asked, 2 done (count_rc its result) */
+    int count_asked;
+    int count_op, count_rc;
 } ctl;
 
 /* Thread-local, hence private to each process: the library's globals are
@@ -755,6 +759,16 @@ static void attach_asked(void)
     futex(&ctl.attach, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+/* In the collector: the program's request on the counters it holds. */
+static void counters_asked(void)
+{
+    if (__atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE) != 1)
+        return;
+    ctl.count_rc = ps_perf_serve(ctl.count_op);
+    __atomic_store_n(&ctl.count_asked, 2, __ATOMIC_RELEASE);
+    futex(&ctl.count_asked, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 static __attribute__((noreturn)) void collector_main(void)
 {
     in_collector = 1;
@@ -770,6 +784,7 @@ static __attribute__((noreturn)) void collector_main(void)
     for (;;) {
         int seen = __atomic_load_n(&ctl.doorbell, __ATOMIC_ACQUIRE);
         attach_asked();
+        counters_asked();
         say_queued();
         watch_children(0);
         notes_relay(); /* the lines of processes that ended before this one first */
@@ -827,7 +842,7 @@ int ps_collector_start(const ps_collector_writers_t *w)
     }
     ctl.program = getpid();
     ctl.collector = 0;
-    ctl.handoff = ctl.written = ctl.exec_written = ctl.has_why = 0;
+    ctl.handoff = ctl.written = ctl.exec_written = ctl.has_why = ctl.count_asked = 0;
     /* The intermediate: a clone child that signals nobody when it ends
      * (exit signal 0), reaped here with __WCLONE, so the program sees no
      * SIGCHLD and no child. */
@@ -924,6 +939,53 @@ int ps_collector_attach(int shmid, void *at)
         return -1;
     }
     __atomic_store_n(&ctl.attach, 0, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* In the program: the collector has ended.  kill(pid, 0) still finds it
+ * while it is a zombie no one has reaped yet (a subreaper that waits for
+ * nothing): its state in /proc says so. */
+static int collector_gone(void)
+{
+    if (kill(ctl.collector, 0) != 0)
+        return errno == ESRCH; /* EPERM (the program gave up its privileges): still there */
+    char path[64], stat[512];
+    ps_buf_t b;
+    ps_buf_fixed(&b, path, sizeof path);
+    ps_buf_str(&b, "/proc/");
+    ps_buf_ll(&b, ctl.collector);
+    ps_buf_str(&b, "/stat");
+    if (ps_read_file(path, stat, sizeof stat) <= 0)
+        return 0;
+    const char *paren = strrchr(stat, ')');
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
+/* In the program: op on the counters the collector holds, answered within
+ * a tick unless the collector is writing a checkpoint; 0 when no answer
+ * comes (the collector is gone).  Callers hold the counting set's lock. */
+int ps_collector_counters(int op, int *rc)
+{
+    if (!ps_collector_running())
+        return 0;
+    int saved = errno; /* the program's, whatever the wait leaves */
+    ctl.count_op = op;
+    __atomic_store_n(&ctl.count_asked, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&ctl.doorbell, 1, __ATOMIC_RELEASE);
+    futex(&ctl.doorbell, FUTEX_WAKE, 1, NULL);
+    long long until = now_ns() + HANDOFF_WAIT_MS * 1000000LL;
+    int a;
+    while ((a = __atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE)) == 1 && now_ns() < until) {
+        struct timespec tick = {0, TICK_MS * 1000000L};
+        futex(&ctl.count_asked, FUTEX_WAIT, 1, &tick);
+        if (__atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE) == 1 && collector_gone())
+            break;
+    }
+    __atomic_store_n(&ctl.count_asked, 0, __ATOMIC_RELEASE);
+    errno = saved;
+    if (a != 2)
+        return 0;
+    *rc = ctl.count_rc;
     return 1;
 }
 

@@ -403,7 +403,9 @@ PS_API int ps_hwpc_stop(const char *name)
     int ncounted = set.ncounted;
     if (rc != PS_HWPC_OK && set.backend == PS_BACKEND_PERF && ps_perf_counters_lost() && state == ST_SUSPENDED) {
         ps_append_part(set.annotation, sizeof set.annotation,
-                      "counts lost: the program closed or reused psuite's perf_event descriptors");
+                       ps_perf_counters_lost() == PS_PERF_LOST_COLLECTOR
+                           ? "counts lost: the collector process holding the counters ended before the program"
+                           : "counts lost: the program closed or reused psuite's perf_event descriptors");
         set.ncounted = 0;
         rc = PS_HWPC_OK;
     }
@@ -536,6 +538,17 @@ void ps_hwpc_exec_failed(const char *path)
         start_locked();
     give_bounded(held);
     errno = saved;
+}
+
+/* Under psrun, the collector running: the counters it inherited are the
+ * only ones, held and read there (perfev.c); the program keeps none.
+ * PAPI's descriptors are PAPI's own and stay in the program. */
+void ps_hwpc_hand_over(void)
+{
+    take();
+    if (!profiling && state == ST_RUNNING && set.backend == PS_BACKEND_PERF)
+        ps_perf_hand_over(&set);
+    give();
 }
 
 /* In a child forked while counting: forget the parent's counters (their

@@ -116,7 +116,13 @@ int ps_perf_open(ps_evset_t *set);
 int ps_perf_enable(ps_evset_t *set, int on);
 int ps_perf_read(ps_evset_t *set, long long *values);
 void ps_perf_close(ps_evset_t *set);
-int ps_perf_counters_lost(void); /* the program closed or reused a counter's descriptor */
+int ps_perf_counters_lost(void); /* PS_PERF_LOST_*: why the counters' descriptors are gone (0: they are not) */
+enum { PS_PERF_LOST_CLOSED = 1, PS_PERF_LOST_COLLECTOR = 2 };
+/* The counters held by the collector (perfev.c): the program hands them over
+ * once its collector runs, then asks it for each PS_PERF_OP_*. */
+enum { PS_PERF_OP_ENABLE = 1, PS_PERF_OP_DISABLE, PS_PERF_OP_READ };
+void ps_perf_hand_over(ps_evset_t *set);
+int ps_perf_serve(int op); /* in the collector */
 int ps_perf_probe(const char *name, char *why, size_t why_len);
 /* Descriptors of psuite's own counters (per-thread ones too): moved above
  * the soft descriptor limit (ps_fd_above_limit); where the hard limit leaves
@@ -593,12 +599,14 @@ void ps_collector_after_fork(void);
 void ps_collector_child_settled(void);  /* a followed child's measurement set up or given up */
 pid_t ps_self_pid(void);                /* the measured process's pid, in it or in its collector */
 int ps_in_collector(void);
+int ps_collector_counters(int op, int *rc); /* the collector ran op on the counters (rc its result); 0: no answer */
 int ps_collector_say(const char *line, size_t n); /* the program's line said by its collector (0: not) */
 void ps_process_cpu(double *user_s, double *sys_s); /* the measured process's CPU time (getrusage in it) */
 long long ps_collector_cpu(long long *user_ns, long long *sys_ns); /* last seen CPU time of the process */
 
 /* hwpc.c: the end of counting read now, written by ps_hwpc_stop(NULL) later */
 int ps_hwpc_freeze(void);
+void ps_hwpc_hand_over(void); /* the collector holds the counters from now on */
 int ps_hwpc_freeze_dead(long long user_ns, long long sys_ns);
 int ps_hwpc_checkpoint(const char *note);  /* the collector, while the process runs */
 /* report.c: reports written now are checkpoints (the collector's) */

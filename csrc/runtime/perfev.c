@@ -107,6 +107,53 @@ int ps_perf_other_threads(int *out, int max)
 
 int ps_perf_counters_lost(void) { return counters_lost; }
 
+/* Under psrun, once the program's collector runs (collector.c), the counters
+ * live outside the program: it closes its copies of the counting
+ * descriptors, and the collector, which inherited them at its fork, enables,
+ * disables and reads them when the program asks.  So the program holds no
+ * counter that closefrom(), dup2 or a hard RLIMIT_NOFILE could take, and a
+ * killed program's counts are read where they always were.  These globals
+ * are shared with the collector (shared.c); in a forked child they are the
+ * child's own copy.  PAPI's descriptors are PAPI's and stay in the program. */
+static int outside;
+static ps_evset_t *outside_set;
+static long long outside_values[PS_HWPC_MAX_EVENTS];
+
+static int program_side_outside(void) { return outside && !ps_in_collector(); }
+
+void ps_perf_hand_over(ps_evset_t *set)
+{
+    for (int k = 0; k < set->ncounted; k++) {
+        const ps_event_t *e = &set->ev[set->counted[k]];
+        ps_perf_close_id(e->fd, e->id);
+        for (int t = 0; t < e->nxfd; t++)
+            if (still_ours(e->xfd[t]))
+                close(e->xfd[t]);
+    }
+    outside_set = set;
+    outside = 1;
+}
+
+/* In the collector: the program's request (PS_PERF_OP_*), on its set. */
+int ps_perf_serve(int op)
+{
+    if (!outside || !outside_set)
+        return PS_HWPC_ESTATE;
+    if (op == PS_PERF_OP_READ)
+        return ps_perf_read(outside_set, outside_values);
+    return ps_perf_enable(outside_set, op == PS_PERF_OP_ENABLE);
+}
+
+static int ask_collector(int op)
+{
+    int rc;
+    if (!ps_collector_counters(op, &rc)) { /* no answer: the collector is gone, and the counters with it */
+        counters_lost = PS_PERF_LOST_COLLECTOR;
+        return PS_HWPC_EBACKEND;
+    }
+    return rc;
+}
+
 static int perf_open_tid(unsigned type, unsigned long long config, int domain, int inherit, int tid)
 {
     struct perf_event_attr attr;
@@ -243,10 +290,12 @@ int ps_perf_open(ps_evset_t *set)
 
 int ps_perf_enable(ps_evset_t *set, int on)
 {
+    if (program_side_outside())
+        return ask_collector(on ? PS_PERF_OP_ENABLE : PS_PERF_OP_DISABLE);
     for (int k = 0; k < set->ncounted; k++) {
         int fd = set->ev[set->counted[k]].fd;
         if (!ps_perf_is(fd, set->ev[set->counted[k]].id)) {
-            counters_lost = 1;
+            counters_lost = PS_PERF_LOST_CLOSED;
             return PS_HWPC_EBACKEND;
         }
         if (ioctl(fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0))
@@ -263,12 +312,18 @@ int ps_perf_enable(ps_evset_t *set, int on)
  * events are open than the PMU has counters. */
 int ps_perf_read(ps_evset_t *set, long long *values)
 {
+    if (program_side_outside()) {
+        int rc = ask_collector(PS_PERF_OP_READ);
+        if (rc == PS_HWPC_OK)
+            memcpy(values, outside_values, sizeof(long long) * (size_t)set->ncounted);
+        return rc;
+    }
     for (int k = 0; k < set->ncounted; k++) {
         ps_event_t *e = &set->ev[set->counted[k]];
         unsigned long long buf[3];
         ssize_t r;
         if (!ps_perf_is(e->fd, e->id)) {
-            counters_lost = 1;
+            counters_lost = PS_PERF_LOST_CLOSED;
             return PS_HWPC_EBACKEND;
         }
         do
@@ -302,6 +357,17 @@ int ps_perf_read(ps_evset_t *set, long long *values)
 
 void ps_perf_close(ps_evset_t *set)
 {
+    if (program_side_outside()) {
+        /* the collector's copies are the only ones: it closes them when it
+         * ends; here (a forked child's private copy, or the program giving
+         * counting up) the set only forgets them */
+        outside = 0;
+        for (int k = 0; k < set->ncounted; k++) {
+            set->ev[set->counted[k]].fd = -1;
+            set->ev[set->counted[k]].nxfd = 0;
+        }
+        return;
+    }
     for (int k = 0; k < set->ncounted; k++) {
         ps_event_t *e = &set->ev[set->counted[k]];
         ps_perf_close_id(e->fd, e->id);

@@ -380,7 +380,12 @@ static void share_records(size_t arena_bytes)
  * without one (it could not be started) the process writes them itself. */
 static void start_collector(void)
 {
-    if (ps_shared_active() && ps_collector_start(&collector_writers) != 0 && ps_cct_verbose())
+    if (!ps_shared_active())
+        return;
+    if (ps_collector_start(&collector_writers) == 0) {
+        if (!profiling) /* the collector holds the counters; the program keeps no descriptor of them */
+            ps_hwpc_hand_over();
+    } else if (ps_cct_verbose())
         ps_message("no collector process: the reports are written by the program itself");
 }
 

@@ -1,0 +1,131 @@
+"""Counting with the counters outside the program: under psrun the
+collector holds the perf_event counting descriptors and enables, disables
+and reads them for the program, which keeps none.  So a program whose hard
+RLIMIT_NOFILE leaves no room above its soft limit (`ulimit -n 16` in bash
+sets both) opens as many files as bare, sees the descriptors bare sees, and
+keeps its report with counts that match the CPU time the kernel charged to
+it, at a normal end after closefrom(3) and after SIGKILL alike.  The
+programs are tests/targets/program_view.c and hard_endings.c."""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+from pathlib import Path
+
+from tests.conftest import validate
+from tests.psrun.test_psrun import reports
+from tests.psrun.test_survival import (
+    Ended,
+    annotation,
+    check_numbers,
+    process_report,
+    psrun,
+    run_to_end,
+    start_spinning,
+    task_clock,
+    wait_ended,
+    wait_for,
+)
+from tests.psrun.test_threads_counted import uncharged_seconds
+
+COUNT = ("-e", "task-clock")
+NOFILE = 16
+
+
+def hard_nofile_16():
+    """A preexec_fn: `ulimit -n 16`, soft and hard limit both 16 (no room above)."""
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+
+
+def test_as_many_files_as_bare_with_no_room_above_the_limit(targets, workdir):
+    argv = [targets["program_view"], "nofile"]
+    bare = subprocess.run(argv, capture_output=True, text=True, timeout=120, preexec_fn=hard_nofile_16)
+    under = run_to_end(psrun("-q", *COUNT, *argv), preexec_fn=hard_nofile_16)
+    assert bare.stdout.endswith(" files opened (Too many open files)\n"), bare
+    assert (under.returncode, under.stdout) == (bare.returncode, bare.stdout), under.stderr
+    assert validate(process_report(workdir, "count"), "hwpcreport-0.3.dtd").get("mode") == "count"
+
+
+def test_the_program_sees_the_descriptors_bare_sees_and_no_counter(targets, workdir):
+    """/proc/self/fd at main, every descriptor (the soft limit is the hard
+    one): what bare lists, no perf_event among them; the collector holds
+    the counter."""
+    argv = [targets["program_view"], "fds"]
+    bare = subprocess.run(argv, capture_output=True, text=True, timeout=120, preexec_fn=hard_nofile_16)
+    under = run_to_end(psrun("-q", *COUNT, *argv), preexec_fn=hard_nofile_16)
+    assert (under.returncode, under.stdout) == (bare.returncode, bare.stdout), under.stderr
+    assert "anon_inode:" not in under.stdout  # program_view cuts "[perf_event]" off anonymous inodes
+    assert reports(workdir)
+
+
+def test_counts_after_closefrom_match_the_cpu_time(targets, workdir):
+    """closefrom(3) then 1 s of CPU time: the program closed every
+    descriptor it could, and the task clock the collector read is the CPU
+    time the kernel charged to the program (wait4)."""
+    before = uncharged_seconds()
+    ended = run_to_end(psrun("-q", *COUNT, targets["program_view"], "burn"), preexec_fn=hard_nofile_16)
+    assert ended.returncode == 0, ended.stderr
+    report = process_report(workdir, "count")
+    check_numbers(report, "count", ended, uncharged_seconds() - before)
+    assert "counts lost" not in annotation(validate(report, "hwpcreport-0.3.dtd"))
+
+
+def test_counts_of_a_killed_program_are_read_by_the_collector(targets, workdir):
+    """SIGKILL after 1 s of CPU time: the counts up to the kill, read
+    through the collector's descriptors, with the program holding none."""
+    before = uncharged_seconds()
+    proc, started = start_spinning(psrun("-q", *COUNT, targets["hard_endings"], "spin"), 1.0,
+                                   preexec_fn=hard_nofile_16)
+    held = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
+    os.kill(proc.pid, signal.SIGKILL)
+    code, cpu, user, wall = wait_ended(proc, started)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert "anon_inode:[perf_event]" not in held, held
+    assert code == -signal.SIGKILL
+    report = process_report(workdir, "count")
+    check_numbers(report, "count", Ended(proc.pid, code, "", "", cpu, user, wall), uncharged_seconds() - before)
+    root = validate(report, "hwpcreport-0.3.dtd")
+    assert "killed by SIGKILL" in annotation(root), annotation(root)
+    assert task_clock(root) >= 0.9 * cpu, (task_clock(root), cpu)
+
+
+def session_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2:].split()[3])
+
+
+def collector_of(pid: int) -> int | None:
+    """The collector of process pid: its executable, in another session
+    (the collector's own)."""
+    try:
+        exe, session = os.readlink(f"/proc/{pid}/exe"), session_of(pid)
+    except OSError:
+        return None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == pid:
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/exe") == exe and session_of(int(entry)) != session:
+                return int(entry)
+        except OSError:
+            continue
+    return None
+
+
+def test_counters_lost_with_the_collector_are_reported(targets, workdir):
+    """The collector killed while the program runs: the counters went with
+    it; the program still ends as bare and writes its report itself, which
+    says why it has no counts."""
+    proc = subprocess.Popen(psrun("-q", *COUNT, targets["program_view"], "burn"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    collector = wait_for("the collector", lambda: collector_of(proc.pid))
+    os.kill(collector, signal.SIGKILL)
+    out, err = proc.communicate(timeout=300)
+    assert (proc.returncode, out) == (0, ""), err
+    root = validate(process_report(workdir, "count"), "hwpcreport-0.3.dtd")
+    assert "counts lost: the collector process holding the counters ended before the program" in annotation(root)
+    assert not list(root.iter("hwpcevent"))
