@@ -177,7 +177,8 @@ def test_follow_gives_every_way_of_starting_a_program_its_measurement(workdir):
 
 
 @pytest.mark.parametrize(
-    "mode", [[], ["-e", "task-clock"], ["--profile", "ITIMER_PROF"], ["--callpath"], ["-R"], ["--checkpoint", "5"], ["-f"]]
+    "mode",
+    [[], ["-e", "task-clock"], ["--profile", "ITIMER_PROF"], ["--callpath"], ["-R"], ["--checkpoint", "5"], ["-f"]],
 )
 def test_c_program_sees_its_callers_environ(workdir, mode):
     cc = shutil.which("cc") or shutil.which("gcc")
