@@ -877,6 +877,25 @@ int ps_collector_start(const ps_collector_writers_t *w)
 
 int ps_collector_running(void) { return !in_collector && ctl.collector > 0 && ctl.program == getpid(); }
 
+/* In the program: the collector has ended.  kill(pid, 0) still finds it
+ * while it is a zombie no one has reaped yet (a subreaper that waits for
+ * nothing): its state in /proc says so. */
+static int collector_gone(void)
+{
+    if (kill(ctl.collector, 0) != 0)
+        return errno == ESRCH; /* EPERM (the program gave up its privileges): still there */
+    char path[64], stat[512];
+    ps_buf_t b;
+    ps_buf_fixed(&b, path, sizeof path);
+    ps_buf_str(&b, "/proc/");
+    ps_buf_ll(&b, ctl.collector);
+    ps_buf_str(&b, "/stat");
+    if (ps_read_file(path, stat, sizeof stat) <= 0)
+        return 0;
+    const char *paren = strrchr(stat, ')');
+    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
+}
+
 int ps_collector_handoff(const char *why)
 {
     if (!ps_collector_running())
@@ -901,13 +920,34 @@ int ps_collector_handoff(const char *why)
         struct timespec tick = {0, TICK_MS * 1000000L};
         futex(&ctl.written, FUTEX_WAIT, 0, &tick);
         /* EPERM (the program gave up its privileges) still means it is there */
-        if (__atomic_load_n(&ctl.written, __ATOMIC_ACQUIRE) == 0 && kill(ctl.collector, 0) != 0 && errno == ESRCH)
+        if (__atomic_load_n(&ctl.written, __ATOMIC_ACQUIRE) == 0 && collector_gone())
             break;
     }
     if (w != 0) /* written, or tried and said why: not again here */
         return 1;
     __atomic_store_n(&ctl.handoff, 0, __ATOMIC_RELEASE);
     return 0;
+}
+
+/* In the program: *slot set to 1 (asked), the collector woken, and its
+ * answer waited for: within a tick unless it is writing (a checkpoint),
+ * never from one that died.  The slot's last value (1: no answer), and
+ * the slot back to 0, so that a late answer changes nothing. */
+static int ask_collector(int *slot, long long wait_ms)
+{
+    __atomic_store_n(slot, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&ctl.doorbell, 1, __ATOMIC_RELEASE);
+    futex(&ctl.doorbell, FUTEX_WAKE, 1, NULL);
+    long long until = now_ns() + wait_ms * 1000000LL;
+    int a;
+    while ((a = __atomic_load_n(slot, __ATOMIC_ACQUIRE)) == 1 && now_ns() < until) {
+        struct timespec tick = {0, TICK_MS * 1000000L};
+        futex(slot, FUTEX_WAIT, 1, &tick);
+        if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == 1 && collector_gone())
+            break;
+    }
+    __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
+    return a;
 }
 
 /* In the program: a segment the arena grew by, attached by the collector
@@ -920,68 +960,19 @@ int ps_collector_attach(int shmid, void *at)
         return 0;
     ctl.attach_id = shmid;
     ctl.attach_at = at;
-    __atomic_store_n(&ctl.attach, 1, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&ctl.doorbell, 1, __ATOMIC_RELEASE);
-    futex(&ctl.doorbell, FUTEX_WAKE, 1, NULL);
-    /* The collector answers within a tick unless it is writing (a
-     * checkpoint); one that died never does. */
-    long long until = now_ns() + ATTACH_WAIT_MS * 1000000LL;
-    int a;
-    while ((a = __atomic_load_n(&ctl.attach, __ATOMIC_ACQUIRE)) == 1 && now_ns() < until) {
-        struct timespec tick = {0, TICK_MS * 1000000L};
-        futex(&ctl.attach, FUTEX_WAIT, 1, &tick);
-        if (__atomic_load_n(&ctl.attach, __ATOMIC_ACQUIRE) == 1 && kill(ctl.collector, 0) != 0 && errno == ESRCH)
-            break;
-    }
-    if (a != 2) {
-        /* withdrawn: a late answer attaches nothing the program keeps */
-        __atomic_store_n(&ctl.attach, 0, __ATOMIC_RELEASE);
-        return -1;
-    }
-    __atomic_store_n(&ctl.attach, 0, __ATOMIC_RELEASE);
-    return 1;
+    return ask_collector(&ctl.attach, ATTACH_WAIT_MS) == 2 ? 1 : -1;
 }
 
-/* In the program: the collector has ended.  kill(pid, 0) still finds it
- * while it is a zombie no one has reaped yet (a subreaper that waits for
- * nothing): its state in /proc says so. */
-static int collector_gone(void)
-{
-    if (kill(ctl.collector, 0) != 0)
-        return errno == ESRCH; /* EPERM (the program gave up its privileges): still there */
-    char path[64], stat[512];
-    ps_buf_t b;
-    ps_buf_fixed(&b, path, sizeof path);
-    ps_buf_str(&b, "/proc/");
-    ps_buf_ll(&b, ctl.collector);
-    ps_buf_str(&b, "/stat");
-    if (ps_read_file(path, stat, sizeof stat) <= 0)
-        return 0;
-    const char *paren = strrchr(stat, ')');
-    return paren && paren[1] == ' ' && (paren[2] == 'Z' || paren[2] == 'X');
-}
-
-/* In the program: op on the counters the collector holds, answered within
- * a tick unless the collector is writing a checkpoint; 0 when no answer
- * comes (the collector is gone).  Callers hold the counting set's lock. */
+/* In the program: op on the counters the collector holds; 0 when no
+ * answer comes (the collector is gone).  Callers hold the counting set's
+ * lock. */
 int ps_collector_counters(int op, int *rc)
 {
     if (!ps_collector_running())
         return 0;
     int saved = errno; /* the program's, whatever the wait leaves */
     ctl.count_op = op;
-    __atomic_store_n(&ctl.count_asked, 1, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&ctl.doorbell, 1, __ATOMIC_RELEASE);
-    futex(&ctl.doorbell, FUTEX_WAKE, 1, NULL);
-    long long until = now_ns() + HANDOFF_WAIT_MS * 1000000LL;
-    int a;
-    while ((a = __atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE)) == 1 && now_ns() < until) {
-        struct timespec tick = {0, TICK_MS * 1000000L};
-        futex(&ctl.count_asked, FUTEX_WAIT, 1, &tick);
-        if (__atomic_load_n(&ctl.count_asked, __ATOMIC_ACQUIRE) == 1 && collector_gone())
-            break;
-    }
-    __atomic_store_n(&ctl.count_asked, 0, __ATOMIC_RELEASE);
+    int a = ask_collector(&ctl.count_asked, HANDOFF_WAIT_MS);
     errno = saved;
     if (a != 2)
         return 0;

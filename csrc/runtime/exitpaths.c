@@ -472,8 +472,7 @@ typedef int (*execv_fn)(const char *, char *const[]);
 
 /* The exec functions of the C library: the report first, then the real
  * call (with psrun's variables back under -f); they return only when the
- * exec failed.  execv and execvp take environ: under -f they become execve
- * and execvpe with the followed environment. */
+ * exec failed. */
 static int exec_env(const char *name, const char *path, char *const argv[], char *const envp[])
 {
     static execve_fn real_execve, real_execvpe;
@@ -502,27 +501,29 @@ PS_API int execvpe(const char *file, char *const argv[], char *const envp[])
     return exec_env("execvpe", file, argv, envp);
 }
 
-PS_API int execv(const char *path, char *const argv[])
+/* execv and execvp take environ: under -f they become execve and execvpe
+ * with the followed environment. */
+static int exec_environ(const char *name, const char *file, char *const argv[])
 {
     if (ps_environ_following())
-        return exec_env("execve", path, argv, environ);
-    REAL(execv_fn, "execv");
+        return exec_env(name[5] == 'p' ? "execvpe" : "execve", file, argv, environ);
+    static execv_fn real_execv, real_execvp;
+    execv_fn *slot = name[5] == 'p' ? &real_execvp : &real_execv;
+    if (!*slot)
+        *slot = (execv_fn)dlsym(RTLD_NEXT, name);
+    if (!*slot) {
+        errno = ENOSYS;
+        return -1;
+    }
     before_exec();
-    int rc = real(path, argv);
+    int rc = (*slot)(file, argv);
     exec_failed();
     return rc;
 }
 
-PS_API int execvp(const char *file, char *const argv[])
-{
-    if (ps_environ_following())
-        return exec_env("execvpe", file, argv, environ);
-    REAL(execv_fn, "execvp");
-    before_exec();
-    int rc = real(file, argv);
-    exec_failed();
-    return rc;
-}
+PS_API int execv(const char *path, char *const argv[]) { return exec_environ("execv", path, argv); }
+
+PS_API int execvp(const char *file, char *const argv[]) { return exec_environ("execvp", file, argv); }
 
 PS_API int fexecve(int fd, char *const argv[], char *const envp[])
 {

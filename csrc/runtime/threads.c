@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <threads.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -81,7 +82,8 @@ static __thread size_t own_stack_size;
 int ps_threads_own_stack(unsigned long long *lo, unsigned long long *hi)
 {
     size_t size = own_stack_size;
-    unsigned long long top = (unsigned long long)(uintptr_t)pthread_self(), page = 4096;
+    unsigned long long top = (unsigned long long)(uintptr_t)pthread_self();
+    unsigned long long page = (unsigned long long)sysconf(_SC_PAGESIZE);
     if (!size || size <= 4 * page || top < size)
         return 0;
     *hi = top;

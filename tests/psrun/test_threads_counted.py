@@ -53,7 +53,10 @@ def test_all_threads_are_counted(targets, workdir, mode):
     root = validate(report, "hwpcreport-0.3.dtd")
     assert root.findtext("command").endswith(f"threads 3 {mode}")
     task, cpu = task_clock_and_cputime(root)
-    assert cpu > 0.05
+    # enough work to compare: in "exit" mode only the worker that ends the
+    # process is sure to run (a quarter of its work, about 0.04 s); on a
+    # loaded machine the others may hardly have started
+    assert cpu > (0.02 if mode == "exit" else 0.05)
     assert_task_clock_is_cpu_time(task, cpu, uncharged)
 
 
