@@ -383,7 +383,12 @@ static void start_collector(void)
     if (!ps_shared_active())
         return;
     if (ps_collector_start(&collector_writers) == 0) {
-        if (!profiling) /* the collector holds the counters; the program keeps no descriptor of them */
+        /* the collector holds the counters; the program keeps no descriptor
+         * of them.  Not with psrun -p: the threads' own counters are in the
+         * program, and the total beside them is stopped in the same instant
+         * as theirs (a round trip to the collector would let the threads
+         * still running count on in the total only). */
+        if (!profiling && !per_thread())
             ps_hwpc_hand_over();
     } else if (ps_cct_verbose())
         ps_message("no collector process: the reports are written by the program itself");
