@@ -342,6 +342,10 @@ int ps_unwind(void *uc, void **frames, int cap, void **scratch, int scratch_cap,
               int *more);
 void ps_unwind_fork_prepare(void);            /* pthread_atfork: handlers out of the unwinders (their locks) */
 void ps_unwind_fork_done(void);
+void ps_fd_window_enter(void); /* a descriptor of psuite's being opened, not yet recorded (util.c) */
+void ps_fd_window_leave(void);
+void ps_fd_window_fork_prepare(void); /* pthread_atfork: the windows open closed first (bounded) */
+void ps_fd_window_fork_done(int child);
 void ps_unwind_flush(void);                   /* after dlclose unloaded something */
 unsigned long ps_unwind_snapshot_calls(void);
 /* dlclose, after counting itself in ps_modules_closing: the handlers reading

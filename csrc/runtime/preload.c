@@ -329,6 +329,23 @@ static __attribute__((noreturn)) void refuse(void)
     _exit(2);
 }
 
+/* Before a fork: no thread is between opening a descriptor of psuite's and
+ * recording it (the child closes the recorded ones), and no signal handler
+ * is inside an unwinder. */
+static void fork_prepare(void)
+{
+    int saved = errno;
+    ps_fd_window_fork_prepare();
+    ps_unwind_fork_prepare();
+    errno = saved;
+}
+
+static void parent_after_fork(void)
+{
+    ps_unwind_fork_done();
+    ps_fd_window_fork_done(0);
+}
+
 /* This process is the measured one from now on; the hooks that end its
  * measurement are set once (they stay valid for forked children, which
  * check the pid). */
@@ -338,7 +355,7 @@ static int watch_process(void)
     measured_pid = getpid();
     if (hooked++)
         return 0;
-    pthread_atfork(ps_unwind_fork_prepare, ps_unwind_fork_done, child_after_fork);
+    pthread_atfork(fork_prepare, parent_after_fork, child_after_fork);
     ps_exitpaths_init(finish, resume);
     return atexit(at_exit);
 }
@@ -496,6 +513,7 @@ static int psrun_prepare(void)
 static void child_after_fork(void)
 {
     int saved = errno;
+    ps_fd_window_fork_done(1);
     ps_unwind_fork_done();
     __atomic_store_n(&exiting_tid, 0, __ATOMIC_SEQ_CST);
     __atomic_store_n(&writer_tid, 0, __ATOMIC_SEQ_CST);

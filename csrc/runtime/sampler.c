@@ -604,8 +604,10 @@ static ps_sthread_t *add_thread(pid_t tid, int adopted, ps_cct_t *cct)
     t->sigblocked = blocks_sampling_signal(tid);
     __atomic_store_n(&nthreads, idx + 1, __ATOMIC_RELEASE);
     char why[256];
+    ps_fd_window_enter();
     if (start_source(t, why, sizeof why))
         t->failed = 1;
+    ps_fd_window_leave();
     __atomic_store_n(&t->live, 1, __ATOMIC_RELEASE);
     return t;
 }

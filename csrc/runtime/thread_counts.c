@@ -218,7 +218,9 @@ static void *thread_begin(void)
         return NULL;
     t->cpu_start = ps_thread_cputime_ns();
     t->wall_start = ps_wallclock_ns();
+    ps_fd_window_enter();
     open_counters(t, 0);
+    ps_fd_window_leave();
     __atomic_store_n(&t->state, T_LIVE, __ATOMIC_RELEASE);
     return t;
 }

@@ -496,6 +496,47 @@ int ps_lock_take_bounded(ps_lock_t *l)
     return held;
 }
 
+/* ---- descriptors opened while another thread forks -------------------- */
+
+/* A thread opening its counters or its sampling source holds a descriptor
+ * for a moment before its record says so; a fork in that moment would give
+ * the child a psuite descriptor that nothing there knows to close.  The
+ * openers announce the window, and the fork's prepare handler waits for
+ * the windows open to close (bounded: a signal handler of the opening
+ * thread itself may be the one forking). */
+static int fd_forking, fd_opening;
+
+void ps_fd_window_enter(void)
+{
+    struct timespec poll = {0, 50000};
+    for (;;) {
+        __atomic_add_fetch(&fd_opening, 1, __ATOMIC_SEQ_CST);
+        if (!__atomic_load_n(&fd_forking, __ATOMIC_SEQ_CST))
+            return;
+        __atomic_sub_fetch(&fd_opening, 1, __ATOMIC_SEQ_CST);
+        for (int k = 0; k < 20000 && __atomic_load_n(&fd_forking, __ATOMIC_SEQ_CST); k++)
+            syscall(SYS_nanosleep, &poll, NULL);
+    }
+}
+
+void ps_fd_window_leave(void) { __atomic_sub_fetch(&fd_opening, 1, __ATOMIC_SEQ_CST); }
+
+void ps_fd_window_fork_prepare(void)
+{
+    struct timespec poll = {0, 50000};
+    __atomic_store_n(&fd_forking, 1, __ATOMIC_SEQ_CST);
+    for (int k = 0; k < 20000 && __atomic_load_n(&fd_opening, __ATOMIC_SEQ_CST); k++)
+        syscall(SYS_nanosleep, &poll, NULL);
+}
+
+/* child: 1 in the forked child, where no other thread is opening anything */
+void ps_fd_window_fork_done(int child)
+{
+    if (child)
+        __atomic_store_n(&fd_opening, 0, __ATOMIC_SEQ_CST);
+    __atomic_store_n(&fd_forking, 0, __ATOMIC_SEQ_CST);
+}
+
 /* ---- sorting without allocation or recursion (signal-safe) --------------- */
 
 static void swap_bytes(char *a, char *b, size_t size)
