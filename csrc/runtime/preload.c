@@ -172,11 +172,24 @@ static void write_dead(const char *how)
         ps_profile_write(per_thread());
         return;
     }
+    int running = per_thread() ? ps_thread_counts_running() : 0;
     if (per_thread())
-        ps_hwpc_annotate("the threads' own counts went with the process");
+        ps_hwpc_annotate(PS_TOTAL_MARK);
+    if (running) {
+        char text[160];
+        ps_buf_t b;
+        ps_buf_fixed(&b, text, sizeof text);
+        ps_buf_str(&b, "the own counts of the ");
+        ps_buf_ll(&b, running);
+        ps_buf_str(&b, running == 1 ? " thread" : " threads");
+        ps_buf_str(&b, " still running went with the process (they are in this total)");
+        ps_hwpc_annotate(text);
+    }
     ps_hwpc_annotate(how);
     ps_hwpc_freeze_dead(user, sys);
     ps_hwpc_stop(NULL);
+    if (per_thread())
+        ps_thread_counts_write_dead(how);
 }
 
 /* In the collector, every checkpoint period: the reports so far. */

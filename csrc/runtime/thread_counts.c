@@ -443,6 +443,38 @@ void ps_thread_counts_finish(void)
     }
 }
 
+/* In the collector, the process gone without its end (SIGKILL,
+ * exit_group, a crash): the threads still running, whose counters went
+ * with the process (their counts are in the process total only). */
+int ps_thread_counts_running(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE), running = 0;
+    for (int i = 0; recs && i < n; i++) {
+        int st = __atomic_load_n(&recs[i].state, __ATOMIC_ACQUIRE);
+        running += st == T_LIVE || st == T_ENDING;
+    }
+    return running;
+}
+
+/* Then the reports of the threads whose counts are final in their records
+ * (ended, or stopped with the process total), `how` in the annotation of
+ * those that were stopped. */
+void ps_thread_counts_write_dead(const char *how)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; recs && i < n; i++) {
+        tcount_t *t = &recs[i];
+        int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+        if ((st != T_ENDED && st != T_FROZEN && st != T_FROZEN_GONE) || !cas(&t->state, st, T_WRITTEN))
+            continue;
+        char path[PATH_MAX];
+        path[0] = '\0';
+        int rc = write_report(t, st == T_ENDED ? NULL : how, path, sizeof path);
+        if (rc != PS_HWPC_OK && rc != PS_HWPC_EEXIST)
+            ps_message_safe("could not save the thread report ", path, ": ", ps_save_errno_text(errno));
+    }
+}
+
 /* Before an exec: the running threads' counters stopped with the process
  * total (as at process end).  Then ps_thread_counts_exec_write, and
  * ps_thread_counts_exec_failed if the program goes on. */

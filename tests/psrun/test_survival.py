@@ -552,3 +552,39 @@ def test_program_closing_stderr_still_gets_psrun_lines(targets, workdir, tmp_pat
     assert (p.returncode, p.stdout) == (bare.returncode, bare.stdout), p.stderr
     wait_for("report", lambda: reports(workdir))
     check_notes_name_the_reports(p.stderr, workdir)
+
+
+def test_sigkill_under_per_thread_keeps_the_ended_threads_reports(targets, workdir):
+    """psrun -p, SIGKILL: the threads that ended before the kill have their
+    counts, final, in the shared records: their reports are written by the
+    collector; the threads still running lost their own counters with the
+    process, and the process total says how many (their counts are in it)."""
+    proc, started = start_spinning(psrun("-q", *MODES["per-thread"], targets["spin_threads"], "1", "3"), 0.5)
+    os.kill(proc.pid, signal.SIGKILL)
+    code, cpu, _, _ = wait_ended(proc, started)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert code == -signal.SIGKILL
+    total = validate(process_report(workdir, "per-thread"), "hwpcreport-0.3.dtd")
+    assert "killed by SIGKILL" in annotation(total), annotation(total)
+    assert "process total" in annotation(total)
+    assert "own counts of the 2 threads still running went with the process" in annotation(total), annotation(total)
+
+    def ended_threads() -> list[Path] | None:
+        found = [r for r in reports(workdir) if re.search(r"\.t\d+\.", r.name)]
+        return found if len(found) == 3 else None
+
+    threads = wait_for("three thread reports", ended_threads)
+    time.sleep(0.5)  # nothing more comes: the running threads have none
+    assert len([r for r in reports(workdir) if re.search(r"\.t\d+\.", r.name)]) == 3
+    # the main thread is 1, the three ended workers 2-4, the spinner 5 (none)
+    assert sorted(re.search(r"\.t(\d+)\.", r.name).group(1) for r in threads) == ["2", "3", "4"]
+    ended = 0.0
+    for report in threads:
+        root = validate(report, "hwpcreport-0.3.dtd")
+        # each worked 0.1 s of its own CPU time before it ended
+        assert 0.095 <= task_clock(root) <= cpu, (report.name, task_clock(root))
+        assert "killed" not in annotation(root), annotation(root)
+        ended += task_clock(root)
+    # the total holds the ended threads and the spinning after them: all the CPU time used
+    assert task_clock(total) >= max(ended, 0.9 * cpu), (task_clock(total), ended, cpu)
