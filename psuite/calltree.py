@@ -164,6 +164,25 @@ class ThreadCallPaths:
     def __len__(self) -> int:
         return len(self.parent) - 1
 
+    def truncated_deeper_than(self, maxdepth: int) -> int:
+        """Of the truncated samples, those whose known frames reach
+        `maxdepth` (the stack was deeper than psrun records); the others were
+        cut short where the unwinder could not go on."""
+        if maxdepth <= 0:
+            return 0
+        depth = [0] * len(self.parent)  # frames below the truncated node; -1: not under one
+        depth[0] = -1
+        deep = 0
+        for i in range(1, len(self.parent)):
+            above = depth[self.parent[i]]
+            if self.kind[i] == KIND_TRUNCATED:
+                depth[i] = 0
+            else:
+                depth[i] = above + 1 if above >= 0 else -1
+            if depth[i] >= maxdepth:
+                deep += self.exclusive[i]
+        return deep
+
 
 @dataclass
 class CallPathModule:

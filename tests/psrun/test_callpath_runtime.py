@@ -831,7 +831,7 @@ def test_paths_stopping_in_an_object_dlopened_by_runpath_are_truncated(workdir, 
     )
     p = callpath_run(str(tmp_path / "dl"))
     assert p.returncode == 0, p.stderr
-    flat, comp, _ = only_pair(workdir)
+    flat, comp, flat_path = only_pair(workdir)
     total, samples, lost = totals(flat, comp)
     assert total > 200 and total == samples + lost
     thread = comp.find("thread")
@@ -850,3 +850,9 @@ def test_paths_stopping_in_an_object_dlopened_by_runpath_are_truncated(workdir, 
     # nearly every sample is in libhot.so, whose callers the unwinder could not find
     assert int(thread.get("truncated")) >= 0.8 * samples, (thread.get("truncated"), samples)
     assert complete <= 0.2 * samples
+    # and psprocess says why: the unwinder stopped, not a stack deeper than psrun records
+    text = run_tool("psprocess", "--calltree", "top-down", str(flat_path))
+    assert text.returncode == 0, text.stderr
+    truncated = int(thread.get("truncated"))
+    assert f"Truncated               : {truncated:,} ({truncated:,} where the unwinder could not go on)" in \
+        text.stdout, text.stdout[:2000]

@@ -257,12 +257,29 @@ def _header(r, view: str, threshold: float, depth: int | None) -> list[str]:
     unwinders = sorted({cp.unwinder for cp in cps if cp.unwinder})
     maxdepth = max((cp.maxdepth for cp in cps), default=0)
     pairs += [("Event", ", ".join(events)), ("Samples", f"{samples:,}"),
-              ("Truncated", f"{truncated:,}" + (f" (deeper than {maxdepth} frames)" if maxdepth else "")),
+              ("Truncated", f"{truncated:,}" + _why_truncated(cps, truncated)),
               ("Lost", f"{lost:,}" + (" (taken but not recorded in the call paths)" if lost else "")),
               ("Unwinder", ", ".join(unwinders)), ("Minimum inclusive %", f"{threshold:g}"),
               ("Depth limit", depth)]
     lines += [f"{k:<24}: {v}" for k, v in pairs if v not in (None, "")]
     return lines
+
+
+def _why_truncated(cps, truncated: int) -> str:
+    """Why samples have unknown outer frames: a stack deeper than psrun
+    records, or an unwinder that could not go on (told apart by how many
+    frames are known under the truncated node)."""
+    if not truncated:
+        return ""
+    deep = sum(t.truncated_deeper_than(cp.maxdepth) for cp in cps for t in cp.threads)
+    short = truncated - deep
+    maxdepth = max((cp.maxdepth for cp in cps), default=0)
+    parts = []
+    if deep:
+        parts.append(f"{deep:,} deeper than {maxdepth} frames")
+    if short:
+        parts.append(f"{short:,} where the unwinder could not go on")
+    return f" ({'; '.join(parts)})"
 
 
 def render_one(r, view: str = "top-down", threshold: float = 0.0, depth: int | None = None,
