@@ -255,7 +255,6 @@ def _header(r, view: str, threshold: float, depth: int | None) -> list[str]:
     lost = sum(cp.lost for cp in cps)
     events = sorted({cp.event for cp in cps if cp.event})
     unwinders = sorted({cp.unwinder for cp in cps if cp.unwinder})
-    maxdepth = max((cp.maxdepth for cp in cps), default=0)
     pairs += [("Event", ", ".join(events)), ("Samples", f"{samples:,}"),
               ("Truncated", f"{truncated:,}" + _why_truncated(cps, truncated)),
               ("Lost", f"{lost:,}" + (" (taken but not recorded in the call paths)" if lost else "")),
