@@ -279,6 +279,8 @@ typedef struct {
     unsigned long long lo, hi, base;
     const char *file;
     const void *phdr;           /* the object's program headers (dl_phdr_info), for unwind.c's snapshot */
+    const char *lname;          /* the loader's name for it (dlpi_name), as given: to know it again */
+    unsigned file_len;          /* strlen(file) */
     int phnum, exe;             /* exe: the executable (dlpi_name "") */
     int permanent;              /* loaded before measurement started (never unloaded) */
     unsigned char buildid[PS_BUILDID_MAX]; /* its GNU build-id, read when it entered the map */

@@ -7,7 +7,9 @@
  * the map its name, load address and build-id are kept with its number,
  * and the reports charge its keys to it.  Nothing is scanned at dlclose:
  * the map is refreshed (as after dlopen) and the instances gone from it
- * recorded, in time proportional to the loaded objects.
+ * recorded.  A refresh copies the entries of the objects still loaded
+ * (known again by their program headers, through a hash) and builds only
+ * the new objects' (see refresh_from).
  *
  * The map of the loaded modules the profile writer resolves PCs with is
  * kept here too, current at all times: taken when the library starts under
@@ -113,6 +115,7 @@ int ps_modules_closing;
 __thread unsigned long long ps_modules_on_behalf __attribute__((tls_model("initial-exec")));
 __thread int ps_modules_closing_here __attribute__((tls_model("initial-exec")));
 static unsigned long long map_adds; /* dlpi_adds when the map was taken */
+static unsigned long long map_subs; /* and dlpi_subs */
 
 /* A sample in a wrapper before it says whose work it does
  * (ps_modules_on_behalf) is charged to the real function too
@@ -315,12 +318,15 @@ typedef struct {
     char *text;
     int overflow;
     unsigned long long adds;    /* dlpi_adds, read in the same pass */
+    unsigned long long subs;    /* dlpi_subs */
 } fill_t;
 
 static int add_module(struct dl_phdr_info *info, size_t size, void *data)
 {
     fill_t *f = data;
-    f->adds = size >= offsetof(struct dl_phdr_info, dlpi_subs) ? info->dlpi_adds : 0;
+    int known = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    f->adds = known ? info->dlpi_adds : 0;
+    f->subs = known ? info->dlpi_subs : 0;
     char exe[PATH_MAX];
     const char *name = info->dlpi_name;
     int is_exe = !name || !*name;
@@ -355,6 +361,8 @@ static int add_module(struct dl_phdr_info *info, size_t size, void *data)
             mod->lo = info->dlpi_addr + ph->p_vaddr;
             mod->hi = mod->lo + ph->p_memsz;
             mod->phdr = info->dlpi_phdr;
+            mod->lname = info->dlpi_name;
+            mod->file_len = (unsigned)len - 1;
             mod->phnum = info->dlpi_phnum;
             mod->exe = is_exe;
             mod->instance = 0;
@@ -459,12 +467,14 @@ static const ps_module_t *same_entry(const ps_modmap_t *m, const ps_module_t *e)
 /* Under the refresh lock: m's objects numbered - as in the last map, or
  * anew for those it did not have (one number per object, its segments
  * sharing it). */
-static void number(ps_modmap_t *m, const ps_modmap_t *old)
+static void number(ps_modmap_t *m, const ps_modmap_t *old, const int *from)
 {
     unsigned first = next_instance;
     for (int i = 0; i < m->n; i++) {
         ps_module_t *e = &m->v[i];
-        const ps_module_t *was = old ? same_entry(old, e) : NULL;
+        if (from && from[i] >= 0)
+            continue; /* copied whole from the old map: numbered as it was */
+        const ps_module_t *was = from ? NULL : old ? same_entry(old, e) : NULL;
         if (was) { /* as it was */
             e->permanent = was->permanent;
             e->instance = was->instance;
@@ -506,12 +516,13 @@ static void number(ps_modmap_t *m, const ps_modmap_t *old)
 }
 
 /* Under the refresh lock: the objects of the old map that the new one has
- * not are unloaded; each is kept under its number (its samples go to it). */
-static void retire_gone(const ps_modmap_t *old, const ps_modmap_t *m)
+ * not are unloaded; each is kept under its number (its samples go to it).
+ * kept: per old entry, whether the new map has it (NULL: look it up). */
+static void retire_gone(const ps_modmap_t *old, const ps_modmap_t *m, const unsigned char *kept)
 {
     for (int i = 0; i < old->n; i++) {
         const ps_module_t *e = &old->v[i];
-        if (!e->instance || same_entry(m, e))
+        if (!e->instance || (kept ? kept[i] : same_entry(m, e) != NULL))
             continue;
         unsigned long long lo = e->lo, hi = e->hi;
         if (e->instance < KEY_OVERFLOW) {
@@ -528,6 +539,191 @@ static void retire_gone(const ps_modmap_t *old, const ps_modmap_t *m)
     }
 }
 
+/* ---- the incremental refresh -------------------------------------------
+ * After a dlopen or dlclose the map changes by the objects loaded or
+ * unloaded, not more: the objects still loaded are known again by their
+ * program headers (a hash of the old map's), their entries copied with
+ * their numbers, build-ids and absolute names; only new objects go through
+ * add_module.  So psuite's part of a dlopen or dlclose costs a pass of the
+ * loader's list and a copy, not a map built anew (a program with hundreds
+ * of libraries paid for all of them at every plugin load). */
+
+typedef struct {
+    const void *phdr;           /* NULL: free */
+    ElfW(Addr) base;
+    const char *lname;
+    unsigned long long lo, hi;  /* its lowest executable segment (its shape: a name's memory may be reused) */
+    int phnum;
+    int present;                /* seen in this pass */
+} known_t;
+
+typedef struct {
+    known_t *hash;
+    unsigned mask, bits;        /* mask = 2^bits - 1 */
+    fill_t fresh;               /* the new objects' entries */
+    unsigned long long adds, subs;
+    int shape;                  /* -1: not known yet; 1: check the shape of objects known again */
+    int changed;                /* an object of the old map not matched by pointers: rebuild */
+} inc_t;
+
+/* Scratch for one refresh (under the refresh lock), grown as needed. */
+static void *inc_area;
+static size_t inc_bytes;
+
+static known_t *known_slot(const inc_t *c, const void *phdr)
+{
+    /* Fibonacci hashing: the product's top bits (only they mix all of the
+     * address; headers lie at page-aligned bases plus one offset) */
+    unsigned h = (unsigned)(((unsigned long long)(uintptr_t)phdr * 0x9E3779B97F4A7C15ull) >> (64 - c->bits));
+    while (c->hash[h].phdr && c->hash[h].phdr != phdr)
+        h = (h + 1) & c->mask;
+    return &c->hash[h];
+}
+
+static int inc_module(struct dl_phdr_info *info, size_t size, void *data)
+{
+    inc_t *c = data;
+    if (c->shape < 0) {
+        int counted = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+        c->adds = counted ? info->dlpi_adds : 0;
+        c->subs = counted ? info->dlpi_subs : 0;
+        /* An object can have taken the place (headers, name's memory) of
+         * one unloaded only if objects were both unloaded and loaded since
+         * the last refresh: then the shape is compared too. */
+        c->shape = !counted || (c->adds != __atomic_load_n(&map_adds, __ATOMIC_RELAXED) &&
+                                c->subs != __atomic_load_n(&map_subs, __ATOMIC_RELAXED));
+    }
+    known_t *k = known_slot(c, info->dlpi_phdr);
+    unsigned long long lo = 0, hi = 0;
+    for (int i = 0; c->shape && k->phdr && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && (!lo || info->dlpi_addr + ph->p_vaddr < lo)) {
+            lo = info->dlpi_addr + ph->p_vaddr;
+            hi = lo + ph->p_memsz;
+        }
+    }
+    if (k->phdr && k->base == info->dlpi_addr && k->lname == info->dlpi_name && k->phnum == info->dlpi_phnum &&
+        (!c->shape || (k->lo == lo && k->hi == hi))) {
+        k->present = 1;
+        const char *name = info->dlpi_name;
+        if (name && name[0] && name[0] != '/' && strchr(name, '/')) { /* its rooted name stays in use */
+            for (int i = 0; rooted && i < MAX_ROOTED; i++)
+                if (rooted[i].name == name && rooted[i].base == info->dlpi_addr && rooted[i].phdr == info->dlpi_phdr)
+                    rooted[i].seen = 1;
+        }
+        return 0;
+    }
+    if (k->phdr) { /* same headers, another load or name: the full refresh tells them apart */
+        c->changed = 1;
+        return 1;
+    }
+    add_module(info, size, &c->fresh);
+    return c->fresh.overflow;
+}
+
+/* Under the refresh lock: the new map from the old one and the loader's
+ * list; 0 when it could not be done so (the full refresh follows). */
+static int refresh_from(ps_modmap_t *old)
+{
+    unsigned hsize = 64, bits = 6;
+    while (hsize < 2u * (unsigned)old->n + 64) {
+        hsize *= 2;
+        bits++;
+    }
+    size_t fresh_cap = 64;
+    size_t need = hsize * sizeof(known_t) + sizeof(ps_modmap_t) + fresh_cap * sizeof(ps_module_t) +
+                  fresh_cap * PATH_MAX / 4 + (size_t)old->n * (sizeof(int) + 1) + 4096;
+    if (need > inc_bytes) {
+        if (inc_area)
+            munmap(inc_area, inc_bytes);
+        inc_bytes = (need + 65535) & ~(size_t)65535;
+        inc_area = mmap(NULL, inc_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (inc_area == MAP_FAILED) {
+            inc_area = NULL;
+            inc_bytes = 0;
+            return 0;
+        }
+    }
+    char *p = inc_area;
+    inc_t c = {0};
+    c.shape = -1;
+    c.hash = (known_t *)p;
+    c.mask = hsize - 1;
+    c.bits = bits;
+    memset(c.hash, 0, hsize * sizeof(known_t));
+    p += hsize * sizeof(known_t);
+    ps_modmap_t *fresh = (ps_modmap_t *)p;
+    size_t fresh_bytes = sizeof(ps_modmap_t) + fresh_cap * sizeof(ps_module_t) + fresh_cap * PATH_MAX / 4;
+    fresh->bytes = fresh_bytes;
+    fresh->n = 0;
+    p += (fresh_bytes + 15) & ~(size_t)15;
+    unsigned char *kept = (unsigned char *)p;
+    for (int i = 0; i < old->n; i++) {
+        const ps_module_t *e = &old->v[i];
+        known_t *k = known_slot(&c, e->phdr);
+        if (!k->phdr) /* its first entry by lo: its lowest executable segment */
+            *k = (known_t){e->phdr, e->base, e->lname, e->lo, e->hi, e->phnum, 0};
+        else if (k->base != e->base || k->lname != e->lname)
+            return 0; /* two objects with one header address: never, but not here */
+    }
+    c.fresh = (fill_t){fresh, 0, 0, fresh_cap, (char *)&fresh->v[fresh_cap], 0, 0, 0};
+    dl_iterate_phdr(inc_module, &c);
+    if (c.changed || c.fresh.overflow)
+        return 0;
+    int nold = 0;
+    size_t names = 0;
+    for (int i = 0; i < old->n; i++) {
+        kept[i] = known_slot(&c, old->v[i].phdr)->present;
+        if (kept[i]) {
+            nold++;
+            names += old->v[i].file_len + 1;
+        }
+    }
+    if (nold == old->n && !c.fresh.n) { /* nothing came or went */
+        __atomic_store_n(&map_adds, c.adds, __ATOMIC_RELAXED);
+        __atomic_store_n(&map_subs, c.subs, __ATOMIC_RELAXED);
+        return 1;
+    }
+    int n = nold + c.fresh.n;
+    size_t bytes = sizeof(ps_modmap_t) + (size_t)(n + 16) * sizeof(ps_module_t) + names + c.fresh.names + PATH_MAX;
+    ps_modmap_t *m = claim(bytes);
+    if (!m)
+        return 0;
+    sort_by_lo(fresh->v, c.fresh.n);
+    /* merged by lo: the old map's entries (sorted) and the new ones */
+    char *text = (char *)&m->v[n], *end = (char *)m + m->bytes;
+    int *from = (int *)(kept + ((old->n + 7) & ~7));
+    int i = 0, j = 0, k = 0;
+    while (i < old->n || j < c.fresh.n) {
+        if (i < old->n && !kept[i]) {
+            i++;
+            continue;
+        }
+        int take_old = j >= c.fresh.n || (i < old->n && old->v[i].lo <= fresh->v[j].lo);
+        const ps_module_t *e = take_old ? &old->v[i] : &fresh->v[j];
+        size_t len = e->file_len + 1;
+        if (text + len > end)
+            return 0;
+        m->v[k] = *e;
+        memcpy(text, e->file, len);
+        m->v[k].file = text;
+        text += len;
+        from[k] = take_old ? i : -1;
+        k++;
+        if (take_old)
+            i++;
+        else
+            j++;
+    }
+    m->n = k;
+    number(m, old, from);
+    __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
+    retire_gone(old, m, kept);
+    __atomic_store_n(&map_adds, c.adds, __ATOMIC_RELAXED);
+    __atomic_store_n(&map_subs, c.subs, __ATOMIC_RELAXED);
+    return 1;
+}
+
 void ps_modules_refresh(void)
 {
     int saved = errno;
@@ -536,6 +732,17 @@ void ps_modules_refresh(void)
         find_wrappers();
     /* sized as the last one needed, counted first only when it overflows */
     static size_t last_n, last_names;
+    for (int i = 0; rooted && i < MAX_ROOTED; i++)
+        rooted[i].seen = 0;
+    ps_modmap_t *was = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
+    if (was && refresh_from(was)) {
+        for (int i = 0; rooted && i < MAX_ROOTED; i++)
+            if (!rooted[i].seen) /* unloaded: another object may come at its address */
+                rooted[i].name = NULL;
+        __atomic_store_n(&refresh_lock, 0, __ATOMIC_SEQ_CST);
+        errno = saved;
+        return;
+    }
     for (int i = 0; rooted && i < MAX_ROOTED; i++)
         rooted[i].seen = 0;
     for (int tries = 0; tries < 4; tries++) {
@@ -563,11 +770,12 @@ void ps_modules_refresh(void)
             for (int i = ninitial = 0; i < f.n && ninitial < MAX_INITIAL; i++)
                 initial[ninitial++] = m->v[i].phdr;
         ps_modmap_t *old = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
-        number(m, old);
+        number(m, old, NULL);
         __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
         if (old)
-            retire_gone(old, m);
+            retire_gone(old, m, NULL);
         __atomic_store_n(&map_adds, f.adds, __ATOMIC_RELAXED);
+        __atomic_store_n(&map_subs, f.subs, __ATOMIC_RELAXED);
         for (int i = 0; rooted && i < MAX_ROOTED; i++)
             if (!rooted[i].seen) /* unloaded: another object may come at its address */
                 rooted[i].name = NULL;
