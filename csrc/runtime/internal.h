@@ -235,7 +235,7 @@ void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collec
 void ps_sampler_close_inherited(void);         /* in the collector: the sampling descriptors it inherited */
 unsigned long long ps_sampler_drop_unshared(void);
 size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
-size_t ps_thread_counts_bytes(void);           /* the per-thread count records' memory (psrun -p) */
+size_t ps_thread_counts_bytes(void);           /* a chunk of 256 per-thread count records (psrun -p) */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */

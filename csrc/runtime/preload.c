@@ -399,6 +399,16 @@ static size_t profile_arena_bytes(int callpath)
     return want;
 }
 
+/* The same for psrun -p's per-thread count records (counting mode). */
+static size_t count_arena_bytes(void)
+{
+    struct rlimit as;
+    size_t first = ps_thread_counts_bytes() + ((size_t)1 << 20);
+    if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+        return first;
+    return (size_t)PS_MAX_THREADS / 256 * ps_thread_counts_bytes() + ((size_t)1 << 20);
+}
+
 static void share_records(size_t arena_bytes)
 {
     for (;; arena_bytes /= 2) /* smaller where the address space is short */
@@ -684,7 +694,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             real_main = main;
             main = profiled_main;
         } else {
-            share_records(per_thread() ? ps_thread_counts_bytes() + ((size_t)1 << 20) : 0);
+            share_records(per_thread() ? count_arena_bytes() : 0);
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
                 refuse();

@@ -12,8 +12,8 @@
  * events the process counts that perf_event has; the others are named in
  * the thread reports' <annotation>.
  *
- * A thread's end only reads its counters into its record (mmap'd, one per
- * thread, preallocated address space touched as used) and closes them; all
+ * A thread's end only reads its counters into its record (in memory shared
+ * with the collector, mapped by chunks as threads come) and closes them; all
  * thread reports are written at the process end, in one pass, so that no
  * report is written under the still-running counters of the others.
  *
@@ -70,7 +70,44 @@ static int preset[PS_HWPC_MAX_EVENTS];
 static unsigned types[PS_HWPC_MAX_EVENTS];
 static unsigned long long configs[PS_HWPC_MAX_EVENTS];
 static char note[512];
-static tcount_t *recs; /* PS_MAX_THREADS records, mmap'd */
+/* The records, in chunks of REC_CHUNK mapped from the shared arena as
+ * threads come (a run with a few threads reserves no room for 16,384 of
+ * them: under an RLIMIT_AS that room is the program's). */
+#define REC_CHUNK_LOG2 8
+#define REC_CHUNK (1 << REC_CHUNK_LOG2)
+static tcount_t *rec_chunks[PS_MAX_THREADS / REC_CHUNK];
+static int recording; /* ps_thread_counts_init ran */
+
+/* Record i, or NULL when its chunk is not mapped (or, in the collector,
+ * not shared with it).  Async-signal-safe. */
+static tcount_t *rec_at(int i)
+{
+    if (i < 0 || i >= PS_MAX_THREADS)
+        return NULL;
+    tcount_t *chunk = __atomic_load_n(&rec_chunks[i >> REC_CHUNK_LOG2], __ATOMIC_ACQUIRE);
+    if (chunk && ps_in_collector() && !ps_shared_contains(chunk))
+        return NULL;
+    return chunk ? &chunk[i & (REC_CHUNK - 1)] : NULL;
+}
+
+/* Record i, its chunk mapped if it was not (two threads racing for one
+ * chunk: the first one's is kept). */
+static tcount_t *rec_slot(int i)
+{
+    tcount_t *t = rec_at(i);
+    if (t || i < 0 || i >= PS_MAX_THREADS)
+        return t;
+    size_t bytes = sizeof(tcount_t) * REC_CHUNK;
+    tcount_t *chunk = ps_map(bytes); /* shared with the collector */
+    if (!chunk)
+        return NULL;
+    memset(chunk, 0, bytes);
+    tcount_t *none = NULL;
+    if (!__atomic_compare_exchange_n(&rec_chunks[i >> REC_CHUNK_LOG2], &none, chunk, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        ps_unmap(chunk, bytes);
+    return rec_at(i);
+}
 static int nthreads, overflow;
 static long fd_base, fd_budget, fd_limit;
 static int fds_used;
@@ -198,7 +235,11 @@ static tcount_t *new_record(int tid, int own)
             return NULL;
         }
     } while (!__atomic_compare_exchange_n(&nthreads, &idx, idx + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE));
-    tcount_t *t = &recs[idx];
+    tcount_t *t = rec_slot(idx);
+    if (!t) { /* no memory for its record: as a thread beyond the most */
+        __atomic_fetch_add(&overflow, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
     t->index = idx;
     t->tid = tid;
     t->own = own;
@@ -211,7 +252,7 @@ static tcount_t *new_record(int tid, int own)
 
 static void *thread_begin(void)
 {
-    if (!recs)
+    if (!recording)
         return NULL;
     tcount_t *t = new_record((int)syscall(SYS_gettid), 1);
     if (!t)
@@ -294,7 +335,7 @@ static void wait_ending(tcount_t *t)
         syscall(SYS_nanosleep, &ms, NULL);
 }
 
-size_t ps_thread_counts_bytes(void) { return sizeof(tcount_t) * PS_MAX_THREADS; }
+size_t ps_thread_counts_bytes(void) { return sizeof(tcount_t) * REC_CHUNK; }
 
 int ps_thread_counts_init(void)
 {
@@ -302,12 +343,9 @@ int ps_thread_counts_init(void)
     int n;
     if (ps_hwpc_numevents(&n) || ps_hwpc_eventnames(&counted))
         return -1;
-    if (!recs) {
-        void *area = ps_map(sizeof(tcount_t) * PS_MAX_THREADS); /* shared with the collector */
-        if (!area)
-            return -1;
-        recs = area;
-    }
+    if (!rec_slot(0))
+        return -1;
+    recording = 1;
     domain = ps_hwpc_domain(); /* as the process total counts: the configuration's or PSUITE_DOMAIN */
     size_t used = 0;
     nevents = 0;
@@ -364,7 +402,8 @@ static void freeze(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
-        freeze_one(&recs[i]);
+        if (rec_at(i))
+            freeze_one(rec_at(i));
 }
 
 static void say_overflow(void)
@@ -425,7 +464,9 @@ void ps_thread_counts_finish(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
-        tcount_t *t = &recs[i];
+        tcount_t *t = rec_at(i);
+        if (!t)
+            continue;
         freeze_one(t); /* a thread that started after the freeze */
         wait_ending(t);
         int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
@@ -449,8 +490,9 @@ void ps_thread_counts_finish(void)
 int ps_thread_counts_running(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE), running = 0;
-    for (int i = 0; recs && i < n; i++) {
-        int st = __atomic_load_n(&recs[i].state, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        const tcount_t *t = rec_at(i);
+        int st = t ? __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) : T_FREE;
         running += st == T_LIVE || st == T_ENDING;
     }
     return running;
@@ -462,8 +504,10 @@ int ps_thread_counts_running(void)
 void ps_thread_counts_write_dead(const char *how)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
-    for (int i = 0; recs && i < n; i++) {
-        tcount_t *t = &recs[i];
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = rec_at(i);
+        if (!t)
+            continue;
         int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
         if ((st != T_ENDED && st != T_FROZEN && st != T_FROZEN_GONE) || !cas(&t->state, st, T_WRITTEN))
             continue;
@@ -490,7 +534,9 @@ void ps_thread_counts_exec_write(const char *why)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
-        tcount_t *t = &recs[i];
+        tcount_t *t = rec_at(i);
+        if (!t)
+            continue;
         wait_ending(t);
         int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
         if (st != T_ENDED && st != T_FROZEN && st != T_FROZEN_GONE)
@@ -520,7 +566,9 @@ void ps_thread_counts_exec_failed(void)
     int saved = errno;
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
-        tcount_t *t = &recs[i];
+        tcount_t *t = rec_at(i);
+        if (!t)
+            continue;
         const char *kept = ps_pathtab_at(&exec_paths, i);
         if (t->exec_pending && kept) /* its path stays, not to be announced again */
             unlink(kept);
@@ -546,11 +594,13 @@ void ps_thread_counts_exec_failed(void)
  * only one, is counted as its first. */
 void ps_thread_counts_after_fork(int follow)
 {
-    if (!recs)
+    if (!recording)
         return;
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
-        tcount_t *t = &recs[i];
+        tcount_t *t = rec_at(i);
+        if (!t)
+            continue;
         for (int k = 0; k < nevents && t->state != T_FREE; k++)
             if (t->fd[k] >= 0)
                 ps_perf_close_fd(t->fd[k]);

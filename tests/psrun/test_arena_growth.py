@@ -80,3 +80,27 @@ def test_threads_that_never_allocate_get_no_malloc_arena(targets, workdir, mode)
     never allocate, have as many reserved mappings as bare."""
     argv = [targets["spin_threads"], "4"]
     assert reserved_regions(psrun("-q", *MODES[mode], *argv)) == reserved_regions(argv)
+
+
+def address_space_kb(argv: list[str]) -> int:
+    """VmSize of a running spin_threads started under RLIMIT_AS."""
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=address_space_limit)
+    try:
+        assert proc.stdout.readline() == f"running {proc.pid}\n"
+        with open(f"/proc/{proc.pid}/status") as status:
+            [size] = [line.split()[1] for line in status if line.startswith("VmSize:")]
+        return int(size)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+
+
+def test_per_thread_counts_take_room_as_threads_come(targets, workdir):
+    """Under an RLIMIT_AS, psrun -p holds its per-thread count records in
+    chunks mapped as threads start: a program with a few threads has about
+    the room it has under plain counting (not a table for 16,384 threads)."""
+    argv = [targets["spin_threads"], "2"]
+    counting = address_space_kb(psrun("-q", "-e", "task-clock", *argv))
+    per_thread = address_space_kb(psrun("-q", "-p", "-e", "task-clock", *argv))
+    assert per_thread - counting <= 2048, (per_thread, counting)
