@@ -87,6 +87,7 @@ long long ps_read_ll(const char *path, long long dflt);
  * move.  Signal-safe.  ps_fd_room_above: the limit leaves room above. */
 int ps_fd_above_limit(int fd);
 int ps_fd_room_above(void);
+int ps_fd_limit_tight(void); /* no room above the descriptor limit, which is at most 4096: a descriptor of psuite's is one the program could have had */
 unsigned long long ps_fd_ident(int fd); /* the open file's device and inode, folded; 0: not open */
 /* open(2) that still succeeds when the program has used up its descriptor
  * limit (the soft limit raised for the call, where the hard one allows). */

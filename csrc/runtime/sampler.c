@@ -1018,6 +1018,17 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         }
     }
     source = cfg.kind == PS_PROF_ITIMER && cfg.timer == PS_TIMER_REAL ? SRC_REAL : SRC_PERF;
+    if (source == SRC_PERF && cfg.kind == PS_PROF_ITIMER && ps_fd_limit_tight()) {
+        /* Every descriptor psuite held would be one the program could have
+         * had (ulimit -n 16 sets the hard limit too): per-thread POSIX
+         * CPU-time timers, which take none. */
+        source = SRC_CPUTIMER;
+        ps_strlcpy(sampler_note, cfg.timer == PS_TIMER_VIRTUAL
+                   ? "no room above the descriptor limit: ITIMER_VIRTUAL sampled as CPU time (user and system) by "
+                     "POSIX CPU-time timers (no descriptor), limited to the kernel tick"
+                   : "no room above the descriptor limit: POSIX CPU-time timers used (no descriptor), limited to the "
+                     "kernel tick", sizeof sampler_note);
+    }
     if (!source_chosen) {
         choose_delivery();
         source_chosen = 1;
@@ -1028,13 +1039,14 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         ps_cct_init(cfg.callpath);
         ps_unwind_init(note, sizeof note);
         ps_modules_refresh(); /* the unwinder's view of the modules in the handler (unwind.c) */
-        const char *sep = *delivery_note ? "; " : "";
+        const char *delivery = source == SRC_CPUTIMER ? "" : delivery_note; /* timers signal SIGPROF */
+        const char *sep = *delivery ? "; " : "";
         if (*note) /* a warning: said even with -q */
             ps_message("call paths: up to %d frames per sample, unwound with %s (%s)%s%s", cfg.callpath,
-                       ps_unwind_name(), note, sep, delivery_note);
+                       ps_unwind_name(), note, sep, delivery);
         else
             ps_note("call paths: up to %d frames per sample, unwound with %s%s%s", cfg.callpath, ps_unwind_name(),
-                    sep, delivery_note);
+                    sep, delivery);
         callpath = cfg.callpath;
     }
     /* Check the source once here, so a failure is one message, not one per thread. */
@@ -1057,7 +1069,7 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
         snprintf(why, why_len, "cannot install the SIGPROF handler: %s", strerror(errno));
         return PS_HWPC_EBACKEND;
     }
-    if (perf_sig == SIGTRAP && ps_signals_take(SIGTRAP, &sa)) {
+    if (perf_sig == SIGTRAP && source != SRC_CPUTIMER && ps_signals_take(SIGTRAP, &sa)) {
         perf_sig = SIGPROF;
         snprintf(delivery_note, sizeof delivery_note,
                  "samples delivered by SIGPROF (F_SETSIG): SIGTRAP's handler could not be installed (%s)",

@@ -205,7 +205,9 @@ int ps_unwind_init(char *note, size_t len)
         }
     }
     which = PS_UNW_NONE;
-    if ((want == PS_UNW_NONE || want == PS_UNW_LIBUNWIND) && load_libunwind())
+    /* libunwind's pipe would take two descriptors the program could have had */
+    int tight = ps_fd_limit_tight();
+    if (((want == PS_UNW_NONE && !tight) || want == PS_UNW_LIBUNWIND) && load_libunwind())
         which = PS_UNW_LIBUNWIND;
     else if ((want == PS_UNW_NONE || want == PS_UNW_LIBGCC) && load_libgcc())
         which = PS_UNW_LIBGCC;
@@ -213,7 +215,10 @@ int ps_unwind_init(char *note, size_t len)
         which = PS_UNW_FRAMEPOINTER;
     if (want && want != which)
         ps_append_part(note, len, "the unwinder asked for (PSUITE_UNWINDER) is not available");
-    if (which == PS_UNW_LIBGCC && !want)
+    if (which == PS_UNW_LIBGCC && !want && tight)
+        ps_append_part(note, len, "no room above the descriptor limit: libgcc_s's unwinder used (slower), as "
+                                  "libunwind's pipe would take two of the program's descriptors");
+    else if (which == PS_UNW_LIBGCC && !want)
         ps_append_part(note, len, "libunwind.so.8 not found (apt-get install libunwind8): using libgcc_s's "
                                   "unwinder (slower)");
     if (which == PS_UNW_FRAMEPOINTER)

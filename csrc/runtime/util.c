@@ -631,6 +631,12 @@ int ps_fd_room_above(void)
     return rlimit_nofile(&rl, NULL) == 0 && rl.rlim_cur < rl.rlim_max && (long)rl.rlim_cur < FD_CAP;
 }
 
+int ps_fd_limit_tight(void)
+{
+    struct rlimit rl;
+    return rlimit_nofile(&rl, NULL) == 0 && rl.rlim_cur >= rl.rlim_max && (long)rl.rlim_cur <= NEAR_TOP;
+}
+
 int ps_fd_above_limit(int fd)
 {
     struct rlimit rl;

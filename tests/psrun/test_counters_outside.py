@@ -15,7 +15,11 @@ import signal
 import subprocess
 from pathlib import Path
 
+import pytest
+from lxml import etree
+
 from tests.conftest import validate
+from tests.psrun.test_callpath_runtime import companion_root
 from tests.psrun.test_psrun import reports
 from tests.psrun.test_survival import (
     Ended,
@@ -33,6 +37,10 @@ from tests.psrun.test_threads_counted import uncharged_seconds
 
 COUNT = ("-e", "task-clock")
 NOFILE = 16
+# Sampling the CPU time: per-thread POSIX timers (no descriptor) when the
+# limit leaves no room above it, and libgcc_s's unwinder for call paths
+# (libunwind validates addresses through a pipe of its own).
+SAMPLING = {"itimer-prof": ("--profile", "ITIMER_PROF"), "callpath": ("--callpath",)}
 
 
 def hard_nofile_16():
@@ -129,3 +137,27 @@ def test_counters_lost_with_the_collector_are_reported(targets, workdir):
     root = validate(process_report(workdir, "count"), "hwpcreport-0.3.dtd")
     assert "counts lost: the collector process holding the counters ended before the program" in annotation(root)
     assert not list(root.iter("hwpcevent"))
+
+
+@pytest.mark.parametrize("mode", sorted(SAMPLING))
+def test_sampling_with_no_room_above_the_limit_takes_no_descriptor(targets, workdir, mode):
+    """ulimit -n 16 (hard too) under CPU-time sampling, with and without
+    call paths: the program opens as many files and sees the descriptors
+    bare does; its profile covers its CPU time, and says how it was taken."""
+    view = targets["program_view"]
+    for what in ("nofile", "fds"):
+        bare = subprocess.run([view, what], capture_output=True, text=True, timeout=120, preexec_fn=hard_nofile_16)
+        under = run_to_end(psrun("-q", *SAMPLING[mode], view, what), preexec_fn=hard_nofile_16)
+        assert (under.returncode, under.stdout) == (bare.returncode, bare.stdout), (what, under.stderr)
+        for report in reports(workdir):
+            report.unlink()
+    ended = run_to_end(psrun("-q", *SAMPLING[mode], "--period", "10000", view, "burn"), preexec_fn=hard_nofile_16)
+    assert ended.returncode == 0, ended.stderr
+    root = validate(process_report(workdir, mode), "hwpcreport-0.3.dtd")
+    samples = int(root.findtext("hwpcprofiledata/totalsamples"))
+    # 1 s of CPU time at 100 Hz, timers limited to the kernel's tick
+    assert 0.8 * ended.cpu <= samples / 100 <= 1.1 * ended.cpu + 0.05, (samples, ended.cpu)
+    assert "no room above the descriptor limit: POSIX CPU-time timers used" in etree.tostring(root, encoding=str)
+    if mode == "callpath":
+        [companion] = workdir.glob("*.callpaths.xml")
+        assert companion_root(companion).find("sampling").get("unwinder") == "libgcc"
