@@ -25,6 +25,9 @@
 
 #include "prof_loop_small.h"
 
+/* exported by glibc, declared by <signal.h> only for older X/Open levels */
+extern __sighandler_t bsd_signal(int sig, __sighandler_t handler);
+
 extern char **environ;
 
 #define A10 "a", "a", "a", "a", "a", "a", "a", "a", "a", "a"
