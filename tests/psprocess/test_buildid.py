@@ -224,6 +224,16 @@ def test_deleted_program_is_said_and_marked(callpath):
     one_warning(both, callpath.app, NOT_FOUND)  # one line per module, however many outputs resolve it
 
 
+def test_program_path_now_a_directory_is_not_there(flat):
+    """A directory at a module's recorded path is no build of it: the
+    module is not there, as if deleted."""
+    flat.app.unlink()
+    flat.app.mkdir()
+    p = psprocess(flat.profile)
+    assert "is not there" in one_warning(p, flat.app, NOT_FOUND)
+    assert NOT_FOUND in p.stdout and MISMATCH not in p.stdout
+
+
 def test_combined_reports_warn_once_per_module(workdir):
     """Two runs of one program, combined with -c or merged: one line for the module."""
     first = profiled_run(workdir, "--profile", "ITIMER_PROF", "--period", "1000")
