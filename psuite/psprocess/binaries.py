@@ -78,10 +78,13 @@ class Binding:
 
 def configure(dirs: Iterable[str] = (), warn: Callable[[str], None] | None = None) -> None:
     """The directories psprocess --binaries named (each DIR[:DIR...]) and
-    where warnings go (default: warnings.warn, for the Python API)."""
+    where warnings go (default: warnings.warn, for the Python API), for a
+    new run: its modules are warned about anew (a failed run before it, in
+    the same process, said none of its warnings)."""
     global _warn
     _given[:] = [d for entry in dirs for d in entry.split(":") if d]
     _warn = warn
+    _warned.clear()
 
 
 def search_path() -> list[str]:
