@@ -13,7 +13,11 @@ every file opened through open_input (or noted with note_read) is one,
 whatever named it (a companion beside a document, a metric file), and
 check_outputs refuses it as an output.  Standard output goes through
 write_stdout, whose failures (a full disk, a closed descriptor) are one
-line too; a reader that goes away (`| head`) is not an error."""
+line too; a reader that goes away (`| head`) is not an error.
+
+Warnings are held (hold_warning) until the command's outcome is known: a
+command that ends is followed by them, in order; one that fails says its
+one error line alone."""
 
 from __future__ import annotations
 
@@ -68,15 +72,38 @@ def size_text(n: int) -> str:
     return f"{n} bytes"
 
 
+_held: list[str] = []  # the running command's warning lines, said once it has not failed
+
+
+def hold_warning(line: str) -> None:
+    """A warning line (e.g. "psprocess: warning: ..."), said on stderr when
+    the command run by run_cli ends without an error, or earlier by
+    say_warnings; never when it fails, whose stderr is its one error line."""
+    _held.append(line)
+
+
+def say_warnings() -> None:
+    """Say the warnings held so far, in order: the command has not failed,
+    or it has done the work they are about (psprocess: "wrote FILE")."""
+    lines = _held[:]
+    _held.clear()
+    for line in lines:
+        _say_line(line)
+
+
 def run_cli(tool: str, main: Callable[[Sequence[str] | None], int], argv: Sequence[str] | None) -> int:
-    """Call main; turn psuite's errors into 'tool: message' and exit 2."""
+    """Call main; turn psuite's errors into 'tool: message' and exit 2,
+    the held warnings (hold_warning) said only when there is none."""
     try:
         try:
             status = main(argv)
-        except SystemExit:  # argparse's --help, --version and usage errors: their output must arrive too
+        except SystemExit as exc:  # argparse's --help, --version and usage errors: their output must arrive too
             flush_stdout()
+            if exc.code in (0, None):
+                say_warnings()
             raise
         flush_stdout()
+        say_warnings()  # whatever the status: a command's own verdict (compare: 1, differs) is no failure
         return status
     except PsuiteError as exc:
         _say(tool, str(exc))
@@ -94,15 +121,22 @@ def run_cli(tool: str, main: Callable[[Sequence[str] | None], int], argv: Sequen
     except BrokenPipeError:
         # The reader went away (e.g. `| head`): not an error of ours.
         _silence_stdout()
+        say_warnings()  # stderr is still there: the report the reader saw is what they warn about
         return 0
     except MemoryError:
         _say(tool, "out of memory; give fewer or smaller inputs, or raise the memory limit (ulimit -v)")
         return 2
+    finally:
+        _held.clear()  # a failure's (or the next in-process run starts with none)
 
 
 def _say(tool: str, message: str) -> None:
+    _say_line(f"{tool}: {one_line(message)}")
+
+
+def _say_line(line: str) -> None:
     if sys.stderr is not None:
-        print(f"{tool}: {one_line(message)}", file=sys.stderr)
+        print(line, file=sys.stderr)
 
 
 def _silence_stdout() -> None:

@@ -15,8 +15,9 @@ looked for as perf's --symfs and gdb's debug-file-directory look:
      DIR/<basename> with the recorded build-id.
 
 When none is found, the module's samples are marked, not resolved: their
-function is "[app: build-id mismatch]" (a file of that name is there,
-another build) or "[app: binary not found]", in every report and export,
+function is "[app: build-id mismatch]" (a regular file of that name is
+there, another build) or "[app: binary not found]" (nothing is, or no
+regular file: a directory is no build of it), in every report and export,
 and one warning line per module says how to give the right file.  A
 module the document records no build-id for (the original PerfSuite's
 documents, objects built without one) is resolved from its recorded path as
@@ -77,10 +78,13 @@ class Binding:
 
 def configure(dirs: Iterable[str] = (), warn: Callable[[str], None] | None = None) -> None:
     """The directories psprocess --binaries named (each DIR[:DIR...]) and
-    where warnings go (default: warnings.warn, for the Python API)."""
+    where warnings go (default: warnings.warn, for the Python API), for a
+    new run: its modules are warned about anew (a failed run before it, in
+    the same process, said none of its warnings)."""
     global _warn
     _given[:] = [d for entry in dirs for d in entry.split(":") if d]
     _warn = warn
+    _warned.clear()
 
 
 def search_path() -> list[str]:
@@ -247,7 +251,7 @@ def bind(module: str, wanted: str) -> Binding:
     hit = next((c for c in _candidates(module, wanted) if build_id(c) == wanted), None)
     if hit:
         return Binding(module, hit)
-    return Binding(module, None, MISMATCH if os.path.exists(module) else NOT_FOUND)
+    return Binding(module, None, MISMATCH if os.path.isfile(module) else NOT_FOUND)
 
 
 def _by_name(module: str) -> list[str]:

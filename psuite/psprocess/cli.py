@@ -68,7 +68,10 @@ the program's directory and the directories given with --source-dir DIR
 (none for a document read from a URL unless --source-dir names them).
 
 exit status: 0 on success, 2 on bad input (unreadable or malformed
-documents, bad metric files, unwritable output).
+documents, bad metric files, unwritable output) with one line on stderr
+saying what is wrong and nothing else: warnings (a profiled binary rebuilt
+or gone) are said only when the run succeeds, at its end or before the
+line naming a file it wrote.
 
 {subcommands}"""
 
@@ -260,8 +263,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         write = exporters[name].write
         if name == "html":  # the page shows source files: from the directories allowed only
             write = functools.partial(write, source_dirs=args.source_dir)
-        done = write(subject, path, args.module, args.force)
-        print(f"psprocess: wrote {path} ({done})", file=sys.stderr)
+        _done(f"wrote {path} ({write(subject, path, args.module, args.force)})")
     if not exports or args.output:
         if args.calltree and args.format == "text":
             from psuite.psprocess.writers import text_calltree
@@ -300,7 +302,7 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
 
     exp = experiments.load(cubes[0], warn=_warn)
     if args.html:
-        print(f"psprocess: wrote {args.html} ({export.write(exp, args.html, None, args.force)})", file=sys.stderr)
+        _done(f"wrote {args.html} ({export.write(exp, args.html, None, args.force)})")
     if args.format == "html" and (not args.html or args.output):
         _emit(args, export.page(exp))
     return 0
@@ -377,9 +379,19 @@ def check_source_dirs(dirs: Sequence[str], html: bool) -> None:
 
 
 def _warn(message: str) -> None:
-    from psuite.cli_common import one_line
+    """A warning line, said once the run has not failed (run_cli)."""
+    from psuite.cli_common import hold_warning, one_line
 
-    print(f"psprocess: warning: {one_line(message)}", file=sys.stderr)
+    hold_warning(f"psprocess: warning: {one_line(message)}")
+
+
+def _done(what: str) -> None:
+    """The line saying a file is written or filed; the warnings held so far
+    go before it, as they are about what it holds."""
+    from psuite.cli_common import say_warnings
+
+    say_warnings()
+    print(f"psprocess: {what}", file=sys.stderr)
 
 
 def _check_outputs(args, paths: list[str | None]) -> None:
@@ -546,7 +558,7 @@ def _file_inputs(args, archive: tuple[str, str] | None) -> int:
         filed = filing.file_documents(experiment, groups, args.db)
     except PsuiteError as exc:
         raise type(exc)(f"{how}: not filed: {exc}") from None
-    print(f"psprocess: {filed}", file=sys.stderr)
+    _done(filed)
     return 0
 
 

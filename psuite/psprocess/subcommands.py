@@ -14,6 +14,7 @@ algebra are imported when a subcommand runs.  The algebra's refusals
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -326,27 +327,35 @@ _BUILD: dict[str, Callable[[ArgumentParser], None]] = {
 
 def main(argv: Sequence[str]) -> int:
     """psprocess SUBCOMMAND ARGS: argv starts with the subcommand's name.
-    Errors are one line naming the subcommand, as its usage errors are."""
-    from psuite.cli_common import one_line
-    from psuite.errors import PsuiteError
+    A command of its own to run_cli: errors are one line naming the
+    subcommand, as its usage errors are, and its warnings are said only
+    when it does not fail."""
+    from psuite.cli_common import run_cli
 
+    return run_cli(f"psprocess {argv[0]}", _run, argv)
+
+
+def _run(argv: Sequence[str]) -> int:
     name = argv[0]
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
     from psuite.psprocess import binaries
 
-    binaries.configure(warn=lambda message: print(f"psprocess {name}: warning: {message}", file=sys.stderr))
-    try:
-        if hasattr(args, "source_dir"):
-            from psuite.psprocess.cli import check_source_dirs
+    binaries.configure(warn=functools.partial(_warn, name))
+    if hasattr(args, "source_dir"):
+        from psuite.psprocess.cli import check_source_dirs
 
-            check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
-        if getattr(args, "html", None) or getattr(args, "format", None) == "html":
-            require_extra("plotly")
-        return _RUN[name](args)
-    except PsuiteError as exc:
-        print(f"psprocess {name}: {one_line(str(exc))}", file=sys.stderr)
-        return exc.exit_status
+        check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
+    if getattr(args, "html", None) or getattr(args, "format", None) == "html":
+        require_extra("plotly")
+    return _RUN[name](args)
+
+
+def _warn(command: str, message: str) -> None:
+    """A warning line naming the subcommand, said once it has not failed (run_cli)."""
+    from psuite.cli_common import hold_warning, one_line
+
+    hold_warning(f"psprocess {command}: warning: {one_line(message)}")
 
 
 def _inputs(args) -> list[str]:
@@ -382,11 +391,7 @@ def _load(source: str, command: str, keep: list | None = None):
     CUBE file), for the HTML report's context and source lines."""
     from psuite.psprocess import experiments
 
-    def warn(message: str) -> None:
-        from psuite.cli_common import one_line
-
-        print(f"psprocess {command}: warning: {one_line(message)}", file=sys.stderr)
-
+    warn = functools.partial(_warn, command)
     if keep is None:
         return experiments.load(source, warn=warn)
     from psuite.psprocess.html.viewdoc import load_input
@@ -401,8 +406,13 @@ def _kept(args) -> list | None:
     return [] if args.html or args.format == "html" else None
 
 
-def _say(args, message: str) -> None:
-    print(f"psprocess {args.command}: {message}", file=sys.stderr)
+def _wrote(args, message: str) -> None:
+    """The line saying a file is written; the warnings held so far go
+    before it, as they are about what it holds."""
+    from psuite.cli_common import say_warnings
+
+    say_warnings()
+    print(f"psprocess {args.command}: wrote {message}", file=sys.stderr)
 
 
 def _result_targets(args) -> list[str]:
@@ -417,18 +427,21 @@ def _finish(args, result, kept: list | None = None) -> int:
 
     left_out = [n for n in result.attributes.get(LEFT_OUT, "").split("\n") if n]
     if left_out:  # said, not silently dropped: these ratios cannot be recomputed from the combined counts
-        _say(args, f"note: {', '.join(left_out)} left out: derived metrics whose formula psuite does not know "
-             f"(stored as values), and the {args.command} of two ratios is not the ratio of the combined counts")
+        from psuite.cli_common import hold_warning
+
+        hold_warning(f"psprocess {args.command}: note: {', '.join(left_out)} left out: derived metrics whose formula "
+                     f"psuite does not know (stored as values), and the {args.command} of two ratios is not the ratio "
+                     "of the combined counts")
     if args.output:
         from psuite.psprocess.exporters import cube
 
         done = cube.write(result, args.output, force=args.force)
-        _say(args, f"wrote {args.output}" + (f" ({done})" if isinstance(done, str) and done else ""))
+        _wrote(args, args.output + (f" ({done})" if isinstance(done, str) and done else ""))
     if args.html:
         from psuite.psprocess.html import export
 
         done = export.write(result, args.html, force=args.force, inputs=kept, source_dirs=args.source_dir)
-        _say(args, f"wrote {args.html} ({done})")
+        _wrote(args, f"{args.html} ({done})")
     if args.output or args.html:
         return 0
     from psuite.cli_common import write_output
@@ -456,7 +469,7 @@ def _run_diff(args) -> int:
         from psuite.psprocess.exporters import folded_diff
 
         done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
-        _say(args, f"wrote {done}")
+        _wrote(args, done)
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
     return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True), kept)
 

@@ -224,6 +224,45 @@ def test_deleted_program_is_said_and_marked(callpath):
     one_warning(both, callpath.app, NOT_FOUND)  # one line per module, however many outputs resolve it
 
 
+def test_program_path_now_a_directory_is_not_there(flat):
+    """A directory at a module's recorded path is no build of it: the
+    module is not there, as if deleted."""
+    flat.app.unlink()
+    flat.app.mkdir()
+    p = psprocess(flat.profile)
+    assert "is not there" in one_warning(p, flat.app, NOT_FOUND)
+    assert NOT_FOUND in p.stdout and MISMATCH not in p.stdout
+
+
+@pytest.mark.parametrize("change", ["rebuilt", "directory"])
+def test_failing_run_says_its_error_alone(flat, change):
+    """The warnings about the profiled binary are said once the run has not
+    failed: a failing run, the profile's or a subcommand's, says its one
+    error line only; a successful export says them before its "wrote"
+    line, as they are about what it wrote."""
+    if change == "rebuilt":
+        build(IMPOSTOR, flat.app)
+    else:
+        flat.app.unlink()
+        flat.app.mkdir()
+    marker = MISMATCH if change == "rebuilt" else NOT_FOUND
+    gmon = flat.directory / "gmon.out"
+    failed = psprocess("--gmon", gmon, "--module", "/nonexistent/libm.so.6", flat.profile)
+    line = one_line_error(failed, "psprocess")
+    assert "no samples in module /nonexistent/libm.so.6" in line and "warning" not in line, line
+    assert not gmon.exists()
+    line = one_line_error(psprocess("stat", "--metrics", "nosuch", flat.profile), "psprocess stat")
+    assert "no metric 'nosuch'" in line, line
+    done = psprocess("--gmon", gmon, flat.profile)
+    warned = one_warning(done, flat.app, marker)
+    said, wrote = done.stderr.splitlines()
+    assert said == warned and wrote.startswith(f"psprocess: wrote {gmon} ("), done.stderr
+    stat = psprocess("stat", flat.profile)
+    assert stat.returncode == 0 and marker in stat.stdout, stat.stderr
+    [line] = stat.stderr.splitlines()
+    assert line.startswith("psprocess stat: warning: ") and str(flat.app) in line and marker in line, line
+
+
 def test_combined_reports_warn_once_per_module(workdir):
     """Two runs of one program, combined with -c or merged: one line for the module."""
     first = profiled_run(workdir, "--profile", "ITIMER_PROF", "--period", "1000")

@@ -126,12 +126,8 @@ def check(tool: str, status: int, out: str, err: str, fmt: str | None = None, la
     if status != 0:
         assert status == 2, (status, err)
         lines = err.splitlines()
-        # one line saying what is wrong; before it, only the warnings a
-        # successful run gives too (a profiled binary of another build)
-        warnings, lines = lines[:-1], lines[-1:]
-        assert all(w.startswith(f"{tool}: warning: ") and "build-id" in w for w in warnings), err
-        assert len(lines) == 1 and not lines[0].startswith(f"{tool}: warning: "), err
-        assert lines[0].startswith(f"{tool}: "), err
+        assert len(lines) == 1, err  # what is wrong, alone: no warning of a run that did not happen
+        assert lines[0].startswith(f"{tool}: ") and not lines[0].startswith(f"{tool}: warning: "), err
         return
     out.encode("utf-8")  # what the real command writes: no lone surrogates
     if fmt == "json":
@@ -1082,6 +1078,22 @@ def test_regression_wallclock_ticks_of_a_tiny_clock(tmp_path):
     doc.write_text(original_count(1, {"PAPI_TOT_CYC": 10}).replace("2534.000", "1e-300"))
     status, _, err = regression(["-f", "json", str(doc)])
     assert status == 2 and '<wallclock units="ticks">' in err and "more than a century" in err
+
+
+def test_regression_failing_run_says_no_warning(tmp_path):
+    """A profile whose program path is a directory (no build of it: "not
+    there") and a --module it lacks: the error line alone; the same profile
+    processed is warned about."""
+    doc = tmp_path / "prof.xml"
+    doc.write_text(raw_profile(str(tmp_path)).replace(
+        "<wallclock", f"<annotation>build-id {'ab' * 20}</annotation><wallclock"))
+    status, _, err = regression(["--gmon", str(tmp_path / "gmon.out"), "--module", "/nonexistent/libm.so.6",
+                                 str(doc)])
+    assert status == 2 and "no samples in module /nonexistent/libm.so.6" in err
+    status, out, err = regression([str(doc)])
+    assert status == 0 and "binary not found" in out
+    [line] = err.splitlines()
+    assert line.startswith(f"psprocess: warning: {tmp_path} is not there (build-id "), line
 
 
 @pytest.mark.parametrize("export, samples, expected", [
