@@ -100,6 +100,13 @@ static struct {
      * the program, 1 asked, 2 done (count_rc its result) */
     int count_asked;
     int count_op, count_rc;
+    /* a function of the library's run in the collector for the program
+     * (ps_collector_call): 1 asked, 2 done; call_lock serializes callers */
+    ps_lock_t call_lock;
+    int call_asked;
+    int (*call_fn)(long, long);
+    long call_a, call_b;
+    int call_rc;
 } ctl;
 
 /* Thread-local, hence private to each process: the library's globals are
@@ -769,6 +776,16 @@ static void counters_asked(void)
     futex(&ctl.count_asked, FUTEX_WAKE, INT_MAX, NULL);
 }
 
+/* In the collector: the function the program asked to run here. */
+static void call_asked(void)
+{
+    if (__atomic_load_n(&ctl.call_asked, __ATOMIC_ACQUIRE) != 1)
+        return;
+    ctl.call_rc = ctl.call_fn(ctl.call_a, ctl.call_b);
+    __atomic_store_n(&ctl.call_asked, 2, __ATOMIC_RELEASE);
+    futex(&ctl.call_asked, FUTEX_WAKE, INT_MAX, NULL);
+}
+
 static __attribute__((noreturn)) void collector_main(void)
 {
     in_collector = 1;
@@ -779,12 +796,15 @@ static __attribute__((noreturn)) void collector_main(void)
     ps_sampler_close_inherited();
     family_mark_own();
     notes_route();
+    if (writers.started)
+        writers.started();
     int pidfd = start_pidfd >= 0 ? start_pidfd : (int)syscall(SYS_pidfd_open, target, 0);
     long long next_checkpoint = checkpoint_ns ? now_ns() + checkpoint_ns : 0;
     for (;;) {
         int seen = __atomic_load_n(&ctl.doorbell, __ATOMIC_ACQUIRE);
         attach_asked();
         counters_asked();
+        call_asked();
         say_queued();
         watch_children(0);
         notes_relay(); /* the lines of processes that ended before this one first */
@@ -842,7 +862,8 @@ int ps_collector_start(const ps_collector_writers_t *w)
     }
     ctl.program = getpid();
     ctl.collector = 0;
-    ctl.handoff = ctl.written = ctl.exec_written = ctl.has_why = ctl.count_asked = 0;
+    ctl.handoff = ctl.written = ctl.exec_written = ctl.has_why = ctl.count_asked = ctl.call_asked = 0;
+    ps_lock_reset(&ctl.call_lock);
     /* The intermediate: a clone child that signals nobody when it ends
      * (exit signal 0), reaped here with __WCLONE, so the program sees no
      * SIGCHLD and no child. */
@@ -977,6 +998,30 @@ int ps_collector_counters(int op, int *rc)
     if (a != 2)
         return 0;
     *rc = ctl.count_rc;
+    return 1;
+}
+
+/* In the program: fn(a, b) run in the collector (a fork of the program:
+ * the same code at the same addresses; a and b may point into shared
+ * memory), for what only a process outside the program can hold (a
+ * descriptor where the program's limit leaves no room).  1 and *rc its
+ * result; 0 when no collector answers.  Not from a signal handler. */
+int ps_collector_call(int (*fn)(long, long), long a, long b, int *rc)
+{
+    if (!ps_collector_running())
+        return 0;
+    int saved = errno;
+    ps_lock_take(&ctl.call_lock);
+    ctl.call_fn = fn;
+    ctl.call_a = a;
+    ctl.call_b = b;
+    int answer = ask_collector(&ctl.call_asked, HANDOFF_WAIT_MS);
+    int result = ctl.call_rc;
+    ps_lock_give(&ctl.call_lock);
+    errno = saved;
+    if (answer != 2)
+        return 0;
+    *rc = result;
     return 1;
 }
 

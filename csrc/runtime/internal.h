@@ -597,6 +597,7 @@ typedef struct {
     int (*write_end)(const char *why);  /* records frozen by the program: write them (0: written) */
     void (*write_dead)(const char *how); /* the process ended without freezing */
     void (*write_checkpoint)(void);     /* the reports so far, while it runs */
+    void (*started)(void);              /* run first in the collector (NULL: nothing) */
 } ps_collector_writers_t;
 int ps_collector_start(const ps_collector_writers_t *w);
 void ps_collector_title_area(int argc, char **argv); /* what a collector writes its own title over */
@@ -608,6 +609,7 @@ void ps_collector_after_fork(void);
 void ps_collector_child_settled(void);  /* a followed child's measurement set up or given up */
 pid_t ps_self_pid(void);                /* the measured process's pid, in it or in its collector */
 int ps_in_collector(void);
+int ps_collector_call(int (*fn)(long, long), long a, long b, int *rc); /* fn(a, b) run in the collector; 0: no answer */
 int ps_collector_counters(int op, int *rc); /* the collector ran op on the counters (rc its result); 0: no answer */
 int ps_collector_say(const char *line, size_t n); /* the program's line said by its collector (0: not) */
 void ps_process_cpu(double *user_s, double *sys_s); /* the measured process's CPU time (getrusage in it) */

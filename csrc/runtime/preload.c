@@ -206,7 +206,7 @@ static void write_checkpoint(void)
     ps_report_checkpointing(0);
 }
 
-static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint};
+static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint, NULL};
 
 /* The end of measurement, however the program ends (atexit, or exitpaths.c
  * for _exit, exec and fatal signals): once, and only in the measured
