@@ -511,6 +511,8 @@ void ps_report_manifest_init(int keep_in_environment);
  * runs on a preallocated stack of its own.  Writers that find it missing
  * or made by another process (the pid) prepare first, unsafely. */
 void ps_report_prepare(void);
+void ps_report_defer_machine(void);   /* the next ps_report_prepare leaves the machine's part to the collector */
+void ps_report_prepare_machine(void); /* that part, if it was left out */
 /* The prepared host name and command line, as text (NULL before prepared). */
 void ps_report_ident(const char **host, const char **command);
 

@@ -206,7 +206,10 @@ static void write_checkpoint(void)
     ps_report_checkpointing(0);
 }
 
-static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint, NULL};
+/* First thing in the collector, out of the program's time. */
+static void collector_started(void) { ps_report_prepare_machine(); }
+
+static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint, collector_started};
 
 /* The end of measurement, however the program ends (atexit, or exitpaths.c
  * for _exit, exec and fatal signals): once, and only in the measured
@@ -420,8 +423,10 @@ static void share_records(size_t arena_bytes)
  * without one (it could not be started) the process writes them itself. */
 static void start_collector(void)
 {
-    if (!ps_shared_active())
+    if (!ps_shared_active()) {
+        ps_report_prepare_machine();
         return;
+    }
     if (ps_collector_start(&collector_writers) == 0) {
         /* the collector holds the counters; the program keeps no descriptor
          * of them.  Not with psrun -p: the threads' own counters are in the
@@ -430,8 +435,19 @@ static void start_collector(void)
          * still running count on in the total only). */
         if (!profiling && !per_thread())
             ps_hwpc_hand_over();
-    } else if (ps_cct_verbose())
-        ps_message("no collector process: the reports are written by the program itself");
+    } else {
+        ps_report_prepare_machine();
+        if (ps_cct_verbose())
+            ps_message("no collector process: the reports are written by the program itself");
+    }
+}
+
+/* A preparation about to be made: what it gathers about the machine (not
+ * the program) is left to the collector, out of the program's time. */
+static void prepare_outside(void)
+{
+    if (ps_shared_active())
+        ps_report_defer_machine();
 }
 
 /* Profiling from before the program's constructors to its exit.  Returns
@@ -467,6 +483,7 @@ static int psrun_profile(void)
     }
     profiling = 1;
     ps_hwpc_profile_psrun(); /* the program's ps_hwpc_suspend and ps_hwpc_start act on this sampling */
+    prepare_outside();
     ps_report_prepare(); /* what the profile's header says, gathered now, not at the end */
     ps_modules_refresh(); /* the module map, kept current by dlopen and dlclose from now on */
     watch_process();
@@ -578,6 +595,7 @@ static void child_measure(void)
     if (profiling) {
         ps_sampler_restart_after_fork();
         ps_hwpc_profile_psrun();
+        prepare_outside();
         ps_report_prepare(); /* this child's pid */
         watch_process();
         __atomic_store_n(&finished, 0, __ATOMIC_SEQ_CST);
@@ -589,6 +607,7 @@ static void child_measure(void)
     /* the parent said what is counted; the child's reports are still noted */
     if (!ps_env_flag("PSUITE_QUIET"))
         setenv("PSUITE_QUIET", "reports", 1);
+    prepare_outside();
     if (ps_hwpc_init() == PS_HWPC_OK) {
         if (per_thread() && ps_thread_counts_init())
             ps_message("per-thread counts are not available; the process total is still counted");
@@ -695,6 +714,7 @@ PS_API int __libc_start_main(main_fn main, int argc, char **argv, void (*init)(v
             main = profiled_main;
         } else {
             share_records(per_thread() ? count_arena_bytes() : 0);
+            prepare_outside();
             prepared = psrun_prepare();
             if (prepared == PS_HWPC_ENOEVENT || prepared == PS_HWPC_ECONFIG)
                 refuse();

@@ -111,7 +111,7 @@ typedef struct {
     long gmtoff;                /* local time minus UTC, seconds, when prepared */
     long long dst_at;           /* the next change of the offset (0: none within a year) */
     long dst_gmtoff;            /* the offset from then on */
-    size_t unfit;               /* U+FFFD in the command line, host, domain and user names */
+    size_t unfit;               /* U+FFFD in the command line, host and domain names */
     int cut;                    /* the command line was cut */
     size_t cut_len;             /* to so many bytes */
     int have_buildid;
@@ -123,13 +123,21 @@ typedef struct {
     char command_text[8192];    /* the command line as it is */
     /* XML rendered when prepared */
     char ident[4096];           /* <hostname>, <domainname> */
-    char user_cmd[65536];       /* <username>, <command> */
+    char user[1024];            /* <username> */
+    char command[65536];        /* <command> */
     char machine[16384];        /* <machineinfo> */
+    /* The machine's part (user name, machine information, UTC offsets:
+     * three quarters of the start-up's cost, none of it the program's):
+     * left to the collector, which gathers it first thing, outside the
+     * program (ps_report_prepare_machine). */
+    int machine_part;           /* 0 to be gathered, 1 being gathered, 2 gathered */
+    size_t unfit_user;          /* U+FFFD in the user name */
 } prep_t;
 
 static prep_t preps[2];
 static prep_t *prep;            /* the published one, NULL before the first */
 static int prep_next;
+static int defer_machine;       /* the next ps_report_prepare leaves the machine's part to the collector */
 
 static void render(char *mem, size_t size, ps_buf_t *b) { ps_buf_fixed(b, mem, size); }
 
@@ -139,51 +147,29 @@ static long utc_offset(time_t t)
     return localtime_r(&t, &tm) ? tm.tm_gmtoff : 0;
 }
 
-void ps_report_prepare(void)
+/* The machine's part of p: the user's name, the machine information and
+ * the UTC offsets.  Nothing in it depends on the program's state (the
+ * user is the real uid the program started with; the collector, forked
+ * then, has the same). */
+static void machine_part(prep_t *p)
 {
-    prep_t *p = &preps[prep_next];
-    prep_next ^= 1;
+    int none = 0;
+    if (!__atomic_compare_exchange_n(&p->machine_part, &none, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        /* gathered, or being gathered by the other process: a moment's work */
+        for (int k = 0; k < 2000 && __atomic_load_n(&p->machine_part, __ATOMIC_ACQUIRE) == 1; k++) {
+            struct timespec ms = {0, 1000000};
+            nanosleep(&ms, NULL);
+        }
+        return;
+    }
     ps_buf_t b;
-    char host[256], domain[256], text[8192];
-
-    ps_messages_prepare();
-    ps_stack_prepare();
-    p->pid = (int)ps_self_pid();
-    p->rank = ps_mpi_rank();
-
-    host_names(host, sizeof host, domain, sizeof domain);
-    render(p->ident, sizeof p->ident, &b);
-    ps_buf_elem(&b, 2, "hostname", host);
-    ps_buf_elem(&b, 2, "domainname", domain);
-    ps_strlcpy(p->host_file, host, sizeof p->host_file);
-    ps_strlcpy(p->host_text, host, sizeof p->host_text);
-    for (char *c = p->host_file; *c; c++)
-        if (*c == '/')
-            *c = '_';
-
     struct passwd pw, *res = NULL;
     char pwbuf[4096];
     getpwuid_r(getuid(), &pw, pwbuf, sizeof pwbuf, &res);
-    render(p->user_cmd, sizeof p->user_cmd, &b);
+    render(p->user, sizeof p->user, &b);
     if (res)
         ps_buf_elem(&b, 2, "username", res->pw_name);
-    p->cut = command_line(text, sizeof text);
-    p->cut_len = strlen(text);
-    ps_strlcpy(p->command_text, text, sizeof p->command_text);
-    p->unfit = ps_xml_unfit(text) + ps_xml_unfit(host) + ps_xml_unfit(domain) + (res ? ps_xml_unfit(res->pw_name) : 0);
-    /* md5sum of the whole executable only when asked (PSUITE_MD5=1): it reads
-     * the file, over a second for a large one, in every process */
-    char md5[33];
-    if (ps_env_flag("PSUITE_MD5") && ps_md5_file(PROC_SELF "exe", md5) == 0) {
-        ps_buf_str(&b, "  <command md5sum=\"");
-        ps_buf_str(&b, md5);
-        ps_buf_str(&b, "\">");
-    } else
-        ps_buf_str(&b, "  <command>");
-    ps_buf_escaped(&b, text);
-    ps_buf_str(&b, "</command>\n");
-
-    p->have_buildid = ps_buildid(p->buildid, sizeof p->buildid) == 0;
+    p->unfit_user = res ? ps_xml_unfit(res->pw_name) : 0;
 
     ps_machineinfo_t machine;
     ps_machineinfo(&machine);
@@ -219,6 +205,66 @@ void ps_report_prepare(void)
         break;
     }
 
+    __atomic_store_n(&p->machine_part, 2, __ATOMIC_RELEASE);
+}
+
+void ps_report_defer_machine(void) { defer_machine = 1; }
+
+/* The machine's part of the published preparation, if it was left out:
+ * in the collector first thing, or in the program when no collector runs. */
+void ps_report_prepare_machine(void)
+{
+    prep_t *p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
+    if (p)
+        machine_part(p);
+}
+
+void ps_report_prepare(void)
+{
+    prep_t *p = &preps[prep_next];
+    prep_next ^= 1;
+    ps_buf_t b;
+    char host[256], domain[256], text[8192];
+
+    ps_messages_prepare();
+    ps_stack_prepare();
+    p->pid = (int)ps_self_pid();
+    p->rank = ps_mpi_rank();
+
+    host_names(host, sizeof host, domain, sizeof domain);
+    render(p->ident, sizeof p->ident, &b);
+    ps_buf_elem(&b, 2, "hostname", host);
+    ps_buf_elem(&b, 2, "domainname", domain);
+    ps_strlcpy(p->host_file, host, sizeof p->host_file);
+    ps_strlcpy(p->host_text, host, sizeof p->host_text);
+    for (char *c = p->host_file; *c; c++)
+        if (*c == '/')
+            *c = '_';
+
+    p->cut = command_line(text, sizeof text);
+    p->cut_len = strlen(text);
+    ps_strlcpy(p->command_text, text, sizeof p->command_text);
+    p->unfit = ps_xml_unfit(text) + ps_xml_unfit(host) + ps_xml_unfit(domain);
+    render(p->command, sizeof p->command, &b);
+    /* md5sum of the whole executable only when asked (PSUITE_MD5=1): it reads
+     * the file, over a second for a large one, in every process */
+    char md5[33];
+    if (ps_env_flag("PSUITE_MD5") && ps_md5_file(PROC_SELF "exe", md5) == 0) {
+        ps_buf_str(&b, "  <command md5sum=\"");
+        ps_buf_str(&b, md5);
+        ps_buf_str(&b, "\">");
+    } else
+        ps_buf_str(&b, "  <command>");
+    ps_buf_escaped(&b, text);
+    ps_buf_str(&b, "</command>\n");
+
+    p->have_buildid = ps_buildid(p->buildid, sizeof p->buildid) == 0;
+
+    __atomic_store_n(&p->machine_part, 0, __ATOMIC_RELEASE);
+    if (!defer_machine)
+        machine_part(p);
+    defer_machine = 0;
+
     const char *dir = getenv("PSUITE_OUTPUT_DIR"), *prefix = getenv("PSUITE_OUTPUT_PREFIX");
     ps_strlcpy(p->dir, dir ? dir : "", sizeof p->dir);
     if (prefix && *prefix)
@@ -238,6 +284,8 @@ static const prep_t *prepared(void)
         ps_report_prepare();
         p = __atomic_load_n(&prep, __ATOMIC_ACQUIRE);
     }
+    if (__atomic_load_n(&p->machine_part, __ATOMIC_ACQUIRE) != 2) /* left to a collector not done with it */
+        machine_part((prep_t *)p);
     return p;
 }
 
@@ -386,7 +434,8 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
     ps_buf_str(b, "</pid>\n  <thread>");
     ps_buf_ll(b, thread > 0 ? thread : 0);
     ps_buf_str(b, "</thread>\n");
-    ps_buf_str(b, p->user_cmd);
+    ps_buf_str(b, p->user);
+    ps_buf_str(b, p->command);
 
     char note[4096] = "";
     size_t used = 0;
@@ -400,9 +449,9 @@ static void header(ps_buf_t *b, const prep_t *p, const char *mode, int thread, c
     } else if (annotation)
         note_add(note, sizeof note, &used, annotation);
     used = strlen(note);
-    if (p->unfit && used < sizeof note) {
+    if (p->unfit + p->unfit_user && used < sizeof note) {
         note_add(note, sizeof note, &used, used ? "; " : "");
-        note_num(note, sizeof note, &used, p->unfit);
+        note_num(note, sizeof note, &used, p->unfit + p->unfit_user);
         note_add(note, sizeof note, &used,
                  " U+FFFD in the command line, host or user name: bytes that are not XML text "
                  "(invalid UTF-8, surrogates, U+FFFE/U+FFFF, control characters) replaced by U+FFFD");
