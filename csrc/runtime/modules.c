@@ -274,6 +274,22 @@ static int segment_file(const struct dl_phdr_info *info, unsigned long long addr
     return 0;
 }
 
+/* The rooted entry of the object info describes, marked seen (NULL: none;
+ * *free_slot the first free entry, if asked). */
+static rooted_t *rooted_seen(const struct dl_phdr_info *info, int *free_slot)
+{
+    for (int i = 0; rooted && i < MAX_ROOTED; i++) {
+        rooted_t *r = &rooted[i];
+        if (r->name == info->dlpi_name && r->base == info->dlpi_addr && r->phdr == info->dlpi_phdr) {
+            r->seen = 1;
+            return r;
+        }
+        if (!r->name && free_slot && *free_slot < 0)
+            *free_slot = i;
+    }
+    return NULL;
+}
+
 /* name, or the absolute path of the module at addr when name is relative
  * (a name without '/' - the vdso's "linux-vdso.so.1" - is no file's). */
 static const char *rooted_name(const struct dl_phdr_info *info, unsigned long long addr, char *scratch, size_t cap)
@@ -282,15 +298,9 @@ static const char *rooted_name(const struct dl_phdr_info *info, unsigned long lo
     if (name[0] == '/' || !strchr(name, '/'))
         return name;
     int free_slot = -1;
-    for (int i = 0; rooted && i < MAX_ROOTED; i++) {
-        rooted_t *r = &rooted[i];
-        if (r->name == name && r->base == info->dlpi_addr && r->phdr == info->dlpi_phdr) {
-            r->seen = 1;
-            return r->path;
-        }
-        if (!r->name && free_slot < 0)
-            free_slot = i;
-    }
+    rooted_t *known = rooted_seen(info, &free_slot);
+    if (known)
+        return known->path;
     if (!segment_file(info, addr, scratch, cap) && !mapped_file(addr, scratch, cap))
         return name;
     if (!rooted) {
@@ -606,11 +616,8 @@ static int inc_module(struct dl_phdr_info *info, size_t size, void *data)
         (!c->shape || (k->lo == lo && k->hi == hi))) {
         k->present = 1;
         const char *name = info->dlpi_name;
-        if (name && name[0] && name[0] != '/' && strchr(name, '/')) { /* its rooted name stays in use */
-            for (int i = 0; rooted && i < MAX_ROOTED; i++)
-                if (rooted[i].name == name && rooted[i].base == info->dlpi_addr && rooted[i].phdr == info->dlpi_phdr)
-                    rooted[i].seen = 1;
-        }
+        if (name && name[0] && name[0] != '/' && strchr(name, '/')) /* its rooted name stays in use */
+            rooted_seen(info, NULL);
         return 0;
     }
     if (k->phdr) { /* same headers, another load or name: the full refresh tells them apart */
