@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/syscall.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -201,7 +202,10 @@ static void describe_status(int status, char *out, size_t len)
     if (status < 0) {
         ps_buf_str(&b, "ended without running its exit path");
     } else if (WIFSIGNALED(status)) {
+        char rt[16];
         const char *name = signal_name(WTERMSIG(status));
+        if (!name)
+            name = ps_rt_signal_name(WTERMSIG(status), rt);
         ps_buf_str(&b, "killed by ");
         if (name)
             ps_buf_str(&b, name);
@@ -897,6 +901,19 @@ int ps_collector_start(const ps_collector_writers_t *w)
 }
 
 int ps_collector_running(void) { return !in_collector && ctl.collector > 0 && ctl.program == getpid(); }
+
+/* The kernel gives the collector the status of a process that ended
+ * (PIDFD_INFO_EXIT, Linux 6.15) even when its parent reaps it at once;
+ * before it, only a zombie's stat tells, which a shell reaping at once
+ * hides. */
+int ps_collector_sees_deaths(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (!ps_collector_running() || uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+        return 0;
+    return major > 6 || (major == 6 && minor >= 15);
+}
 
 /* In the program: the collector has ended.  kill(pid, 0) still finds it
  * while it is a zombie no one has reaped yet (a subreaper that waits for

@@ -2,11 +2,14 @@
  * return from main and exit() (atexit, in preload.c), _exit()/_Exit(),
  * quick_exit(), exec (the old image's report first), and fatal signals the
  * program does not handle itself: every signal whose default action ends
- * the process, the real-time ones included.  On a signal the data are
- * written, then the default action is restored and the signal raised again,
- * so the program dies of the same signal with the same core behaviour; a
- * watchdog re-raises it if writing hangs (a signal in the middle of malloc,
- * say). */
+ * the process, the real-time ones included.  Under psrun a fatal signal is
+ * normally the collector's to see (the process dies as bare, and the
+ * collector writes what was measured); the actions below are installed
+ * only where the process must write its report itself (see
+ * ps_exitpaths_hook_fatal).  On a signal the data are then written, the
+ * default action restored and the signal raised again, so the program dies
+ * of the same signal with the same core behaviour; a watchdog re-raises it
+ * if writing hangs (a signal in the middle of malloc, say). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -37,6 +40,7 @@ typedef void (*exit_fn)(int);
 const char ps_exec_why[] = "written before exec";
 
 static void (*finish_fn)(const char *why);
+static int fatal_hooked; /* ps_exitpaths_hook_fatal ran */
 /* The C library's _exit, looked up when measurement starts rather than
  * first in a vfork child or in a dying program. */
 static exit_fn real__exit, real_quick_exit;
@@ -288,6 +292,13 @@ void ps_exitpaths_signal_report(int sig)
         finish_fn(why);
 }
 
+/* A real-time signal's name as kill -l gives it (SIGRTMIN+2), in buf
+ * (16 bytes); NULL for any other signal. */
+const char *ps_rt_signal_name(int sig, char *buf)
+{
+    return sig >= SIGRTMIN && sig <= SIGRTMAX ? sig_name(sig, buf) : NULL;
+}
+
 static int is_fatal(int sig)
 {
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
@@ -310,7 +321,7 @@ static void fill_action(struct sigaction *sa)
  * sigaction into action; returns 1), so that it still writes the report. */
 int ps_exitpaths_default_action(int sig, void *action)
 {
-    if (!finish_fn || !is_fatal(sig) || ps_signals_owned(sig))
+    if (!finish_fn || !fatal_hooked || !is_fatal(sig) || ps_signals_owned(sig))
         return 0;
     fill_action(action);
     return 1;
@@ -338,6 +349,17 @@ void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
     real__exit = (exit_fn)dlsym(RTLD_NEXT, "_exit");
     real_quick_exit = (exit_fn)dlsym(RTLD_NEXT, "quick_exit");
     find_mask_fns();
+}
+
+/* The fatal signals' actions, where the process must write its report
+ * itself when one kills it: no collector runs, or the kernel does not tell
+ * the collector how the process ended, or (psrun -p) the running threads'
+ * counters are in the process and go with it.  Otherwise a fatal signal
+ * ends the process as it would bare, and the collector writes the report. */
+void ps_exitpaths_hook_fatal(void)
+{
+    if (__atomic_exchange_n(&fatal_hooked, 1, __ATOMIC_SEQ_CST))
+        return;
     for (size_t i = 0; i < sizeof fatal / sizeof *fatal; i++)
         hook_fatal(fatal[i].sig);
     for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)

@@ -452,6 +452,8 @@ void ps_hwpc_profile_psrun(void);
 
 /* exitpaths.c: finish(why) on _exit, exec and fatal signals; resume() after a failed exec */
 void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void));
+const char *ps_rt_signal_name(int sig, char *buf); /* SIGRTMIN+N, SIGRTMAX-N (buf: 16 bytes); NULL: not one */
+void ps_exitpaths_hook_fatal(void); /* the fatal signals' actions: the process writes its report itself */
 int ps_exitpaths_is_ours(const void *action);  /* a struct sigaction holding psuite's fatal handler */
 /* Between exitpaths.c and signals.c: psuite's own use of SIGPROF, and what
  * the program's sigaction() changes on the signals psuite reports. */
@@ -604,6 +606,7 @@ typedef struct {
 int ps_collector_start(const ps_collector_writers_t *w);
 void ps_collector_title_area(int argc, char **argv); /* what a collector writes its own title over */
 int ps_collector_running(void);         /* this process has a collector */
+int ps_collector_sees_deaths(void);     /* the kernel tells the collector how the process ended */
 int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
 int ps_collector_attach(int shmid, void *at); /* the arena grew: 1 the collector attached it, 0 none runs, -1 it did not */
 void ps_collector_exec_written(int on); /* the reports were written before an exec (0: it failed) */

@@ -424,6 +424,7 @@ static void share_records(size_t arena_bytes)
 static void start_collector(void)
 {
     if (!ps_shared_active()) {
+        ps_exitpaths_hook_fatal();
         ps_report_prepare_machine();
         return;
     }
@@ -435,7 +436,13 @@ static void start_collector(void)
          * still running count on in the total only). */
         if (!profiling && !per_thread())
             ps_hwpc_hand_over();
+        /* a fatal signal is the collector's to see, but where it would not
+         * know how the process ended, and under -p, whose running threads'
+         * counters go with the process */
+        if (per_thread() || !ps_collector_sees_deaths())
+            ps_exitpaths_hook_fatal();
     } else {
+        ps_exitpaths_hook_fatal();
         ps_report_prepare_machine();
         if (ps_cct_verbose())
             ps_message("no collector process: the reports are written by the program itself");
@@ -631,7 +638,9 @@ static int psrun_start(void)
 PS_API int ps_hwpc_psrun(void)
 {
     int rc = psrun_prepare();
-    return rc == PS_HWPC_OK ? psrun_start() : rc;
+    if (rc == PS_HWPC_OK && (rc = psrun_start()) == PS_HWPC_OK)
+        ps_exitpaths_hook_fatal(); /* no collector here: the process writes its report */
+    return rc;
 }
 
 /* Take this library out of LD_PRELOAD so programs the measured one starts

@@ -60,7 +60,9 @@ def the_report(workdir, mode):
 
 
 def ended_by(annotation: str) -> str | None:
-    m = re.search(r"report written on ([^;]+)", annotation)
+    """The signal a report says the process died of: written by the process
+    itself (where it must) or by its collector (which sees how it ended)."""
+    m = re.search(r"(?:report written on|killed by) (SIG[A-Z0-9+-]+)", annotation)
     return m and m.group(1)
 
 
