@@ -206,7 +206,8 @@ static void write_checkpoint(void)
     ps_report_checkpointing(0);
 }
 
-static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint, NULL};
+static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint,
+                                                        ps_sampler_collector_started};
 
 /* The end of measurement, however the program ends (atexit, or exitpaths.c
  * for _exit, exec and fatal signals): once, and only in the measured
