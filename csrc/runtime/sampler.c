@@ -141,13 +141,27 @@ static int real_signals;                        /* no perf_event: running thread
 /* ITIMER_REAL with no room above the program's descriptor limit: every
  * descriptor psuite held in the program would be one the program could
  * have had.  The collector (collector.c: a fork of the program, sharing
- * these globals and the records) opens each thread's task clock for its
- * tid - attr.sigtrap still signals the program's thread, tagged with its
- * sig_data - and runs the sampler thread, reading /proc/PID/task/TID;
- * the program keeps no descriptor.  Only with SIGTRAP delivery: an
- * F_SETSIG route's SIGPROF could outlive an exec. */
+ * these globals and the records) opens the task clock of the thread that
+ * starts sampling, and of the threads already running then, for their
+ * tids, and runs the sampler thread, reading /proc/PID/task/TID; the
+ * program keeps no descriptor.  The collector is under the same limit, so
+ * these clocks are inherited (attr.inherit, inherit_thread: by threads,
+ * not by forked children): every thread started later gets its own copy
+ * from its creator's, with no descriptor and no round trip, and
+ * attr.sigtrap signals each thread for its own clock.  The copies share
+ * their sig_data, so the handler finds the thread's record by its tid
+ * (tid_index).  Only with SIGTRAP delivery: an F_SETSIG route's SIGPROF
+ * could outlive an exec. */
 static int outside;
 #define OUTSIDE_SPARE 6 /* descriptors the collector keeps free (its reports, its /proc reads) */
+#define BY_TID 0xffff   /* sig_data's index: look the thread up by its tid */
+enum { OUTSIDE_HELD = 1, OUTSIDE_INHERITED }; /* ps_sthread_t.outside */
+/* tid -> record index, for the handler: (tid << 32) | index in a window of
+ * TID_WINDOW slots from the tid's hash, 0 where free; private memory (a
+ * forked child's copy is its own), written under real_lock. */
+#define TID_SLOTS 32768
+#define TID_WINDOW 16
+static unsigned long long *tid_map;
 enum { OUT_OPEN = 1, OUT_OPEN_PENDING, OUT_CLOSE, OUT_SWITCH };
 static long long started_ns;
 static char sampler_note[512];
@@ -243,6 +257,49 @@ static void callpath_sample(ps_sthread_t *t, void *ucv, unsigned long long n)
         __atomic_fetch_add(&t->cp_lost, n, __ATOMIC_RELAXED);
 }
 
+static unsigned tid_hash(pid_t tid) { return (unsigned)(((unsigned long long)tid * 0x9E3779B97F4A7C15ull) >> 49); }
+
+/* The record index of thread tid, -1 if none.  Async-signal-safe. */
+static int tid_index(pid_t tid)
+{
+    unsigned long long *map = __atomic_load_n(&tid_map, __ATOMIC_ACQUIRE);
+    for (unsigned k = 0; map && k < TID_WINDOW; k++) {
+        unsigned long long v = __atomic_load_n(&map[(tid_hash(tid) + k) & (TID_SLOTS - 1)], __ATOMIC_ACQUIRE);
+        if (v && (pid_t)(v >> 32) == tid)
+            return (int)(v & 0xffffffffu);
+    }
+    return -1;
+}
+
+/* Under real_lock: tid's entry set (index >= 0) or removed (-1).  0: done. */
+static int tid_set(pid_t tid, int index)
+{
+    if (!tid_map) {
+        void *m = mmap(NULL, sizeof *tid_map * TID_SLOTS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        __atomic_store_n(&tid_map, (unsigned long long *)m, __ATOMIC_RELEASE);
+    }
+    unsigned long long *free_slot = NULL;
+    for (unsigned k = 0; k < TID_WINDOW; k++) {
+        unsigned long long *slot = &tid_map[(tid_hash(tid) + k) & (TID_SLOTS - 1)];
+        unsigned long long v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (v && (pid_t)(v >> 32) == tid) { /* a reused tid's, or its own */
+            __atomic_store_n(slot, index < 0 ? 0 : ((unsigned long long)tid << 32) | (unsigned)index, __ATOMIC_RELEASE);
+            return 0;
+        }
+        if (!v && !free_slot)
+            free_slot = slot;
+    }
+    if (index < 0)
+        return 0;
+    if (!free_slot)
+        return -1;
+    __atomic_store_n(free_slot, ((unsigned long long)tid << 32) | (unsigned)index, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* One of psuite's samples (1): the thread index it is for in *index (-1:
  * unknown) and the periods it stands for in *n.  Async-signal-safe. */
 static int classify(int sig, const siginfo_t *si, int *index, unsigned long long *n)
@@ -263,6 +320,8 @@ static int classify(int sig, const siginfo_t *si, int *index, unsigned long long
         if ((data >> 16) != SIGVAL_TAG || (data & ~0xffffffffUL) != 0)
             return 0;
         *index = (int)(data & 0xffff);
+        if (*index == BY_TID)
+            *index = tid_index((pid_t)syscall(SYS_gettid));
         return 1;
     }
     if (sig != SIGPROF)
@@ -318,7 +377,6 @@ static int sampling_signal(void) { return source == SRC_CPUTIMER || real_signals
 
 /* /proc's file leaf of the measured process's thread tid: /proc/self in
  * the program, /proc/PID in its collector. */
-
 static void task_file(char *path, size_t len, pid_t tid, const char *leaf)
 {
     pid_t pid = sampling_for ? sampling_for : ps_in_collector() ? ps_self_pid() : 0;
@@ -385,6 +443,11 @@ static void fill_attr(struct perf_event_attr *attr, int index)
         a.sigtrap = 1;
         a.remove_on_exec = 1;
         a.sig_data = (unsigned long long)SIGVAL(index);
+    }
+    if (outside) { /* see `outside` */
+        a.inherit = 1;
+        a.inherit_thread = 1;
+        a.sig_data = (unsigned long long)SIGVAL(BY_TID);
     }
     *attr = a;
 }
@@ -482,7 +545,7 @@ static int outside_open(ps_sthread_t *t)
     if (fd < 0)
         return errno ? errno : EINVAL;
     /* the collector is under the program's limit too: room kept for its
-     * reports, which it writes while it still holds the live threads' */
+     * reports, which it may write while it still holds these */
     struct rlimit rl;
     if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
         (rlim_t)fd + OUTSIDE_SPARE >= rl.rlim_cur) {
@@ -496,19 +559,18 @@ static int outside_open(ps_sthread_t *t)
     }
     t->perf_id = ps_perf_id(fd);
     t->perf_fd = fd;
-    t->outside = 1;
+    t->outside = OUTSIDE_HELD;
     return 0;
 }
 
-/* In the collector: a thread whose source it could not open is said once;
- * its blocked time is still sampled, its running time is not. */
-static void outside_failed(int err)
+/* A thread whose source the collector could not open is said once; its
+ * blocked time is still sampled, its running time is not. */
+static void outside_failed(void)
 {
-    static const char text[] = "the collector could not open a thread's task clock: that thread's running time "
-                               "is not sampled";
+    static const char text[] = "the collector could not open a thread's task clock: the running time of that "
+                               "thread and of the threads it started is not sampled";
     if (!strstr(sampler_note, text))
         ps_append_part(sampler_note, sizeof sampler_note, text);
-    (void)err;
 }
 
 /* In the collector: the task clocks of the threads that ended closed. */
@@ -516,7 +578,7 @@ static void outside_sweep(void)
 {
     for (int i = 0, n = threads_now(); i < n; i++) {
         ps_sthread_t *t = thread_at(i);
-        if (t && t->outside && t->perf_fd >= 0 && !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
+        if (t && t->outside == OUTSIDE_HELD && t->perf_fd >= 0 && !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
             close(t->perf_fd);
             t->perf_fd = -1;
         }
@@ -530,10 +592,9 @@ static void outside_open_pending(void)
     for (int i = 0, n = threads_now(); i < n; i++) {
         ps_sthread_t *t = thread_at(i);
         if (t && __atomic_load_n(&t->live, __ATOMIC_ACQUIRE) && !t->outside && !t->failed && t->perf_fd < 0) {
-            int err = outside_open(t);
-            if (err) {
+            if (outside_open(t)) {
                 t->failed = 1;
-                outside_failed(err);
+                outside_failed();
             }
         }
     }
@@ -545,8 +606,8 @@ static void outside_switch(void)
     int on = sources_on();
     for (int i = 0, n = threads_now(); i < n; i++) {
         ps_sthread_t *t = thread_at(i);
-        if (t && t->outside && t->perf_fd >= 0 && __atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
-            ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
+        if (t && t->outside == OUTSIDE_HELD && t->perf_fd >= 0 && __atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0); /* and the inherited copies */
     }
 }
 
@@ -564,7 +625,7 @@ static int outside_call(long op, long index)
         outside_open_pending();
         return 0;
     case OUT_CLOSE:
-        if (t && t->outside && t->perf_fd >= 0) {
+        if (t && t->outside == OUTSIDE_HELD && t->perf_fd >= 0) {
             close(t->perf_fd);
             t->perf_fd = -1;
         }
@@ -591,13 +652,21 @@ static int ask_outside(int op, int index)
 static int start_source(ps_sthread_t *t, char *why, size_t why_len)
 {
     if (source == SRC_REAL && outside) {
+        if (tid_set(t->tid, t->index)) {
+            snprintf(why, why_len, "no room in the table of threads by tid");
+            return -1;
+        }
+        if (t->index > 0 && !t->adopted) { /* started since: its creator's clock is inherited */
+            t->outside = OUTSIDE_INHERITED;
+            return 0;
+        }
         /* before the collector runs (psrun's start, a followed child's),
          * opened once it does: ps_sampler_starting(0), or its sampler
          * thread's first pass */
         int err = ps_collector_running() ? ask_outside(OUT_OPEN, t->index) : 0;
         if (err) {
             snprintf(why, why_len, "perf_event_open in the collector: %s", strerror(err));
-            outside_failed(err);
+            outside_failed();
             return -1;
         }
         return 0;
@@ -839,8 +908,10 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
      * end; at the end of measurement (maybe a signal handler, which must
      * not wait for the collector) by its sampler thread, which closes the
      * ended threads' at its next pass. */
-    if (t->outside && t->perf_fd >= 0 && !at_stop)
+    if (t->outside == OUTSIDE_HELD && t->perf_fd >= 0 && !at_stop)
         ask_outside(OUT_CLOSE, t->index);
+    if (outside)
+        tid_set(t->tid, -1);
     stop_source(t);
     t->end_ns = ps_wallclock_ns();
     if (recycle) {
@@ -1745,6 +1816,8 @@ void ps_sampler_forget_after_fork(void)
     for (int i = 0; i < nfree_tables; i++)
         ps_unmap(free_tables[i], TABLE_BYTES);
     nfree_tables = 0;
+    if (tid_map) /* the parent's threads' */
+        madvise(tid_map, sizeof *tid_map * TID_SLOTS, MADV_DONTNEED);
     keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
     keep_used = keep_cap = 0;
     nthreads = 0;

@@ -20,7 +20,8 @@ import time
 import pytest
 
 from psuite.psprocess.inputs import load
-from tests.conftest import validate
+from tests.conftest import TARGETS, validate
+from tests.hwpc.test_api_profiling import CODES, UNITS, linked, one
 from tests.psrun.test_counters_outside import hard_nofile_16
 from tests.psrun.test_psrun import reports
 from tests.psrun.test_sampler_runtime import functions, profile_roots, samples
@@ -34,11 +35,13 @@ OUTSIDE_NOTE = "no room above the descriptor limit: the collector process holds 
 # main sleeps NAP s and burns NAP s of CPU time; a thread started meanwhile
 # does the same with half of it and ends; every sleep that comes back early
 # (EINTR) is counted and printed.  `ready` (argv[1]) makes it say its pid
-# and sleep until killed, after the work.
+# and sleep until killed, after the work.  `threads N`: N threads burn
+# NAP / 2 s of CPU time each, all at once.
 SLEEPER = r"""
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,8 +81,25 @@ static void *worker(void *arg)
     return NULL;
 }
 
+static void *burner(void *arg)
+{
+    (void)arg;
+    burn(NAP / 2);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 2 && strcmp(argv[1], "threads") == 0) {
+        int n = atoi(argv[2]);
+        pthread_t all[64];
+        for (int i = 0; i < n && i < 64; i++)
+            pthread_create(&all[i], NULL, burner, NULL);
+        for (int i = 0; i < n && i < 64; i++)
+            pthread_join(all[i], NULL);
+        printf("threads %d\n", n);
+        return 0;
+    }
     pthread_t t;
     pthread_create(&t, NULL, worker, NULL);
     nap(NAP);
@@ -168,6 +188,42 @@ def test_running_and_blocked_time_of_each_thread(sleeper, workdir):
         assert 0.8 * nap <= slept <= 1.1 * nap + 0.02, (number, found)
         # running in user mode (the task clock), plus the run-queue wait charged there
         assert 0.85 * user <= burnt <= wall + 0.02 + uncharged, (number, found, user, wall)
+
+
+def test_more_threads_than_the_limit_are_each_sampled(sleeper, workdir):
+    """20 threads burning 0.25 s of CPU time each, all at once, under a
+    limit of 16 descriptors, which binds the collector too: each thread's
+    running time is sampled (its clock inherited from main's, which the
+    collector holds: no descriptor per thread anywhere)."""
+    under = run_to_end(psrun("-q", "-p", *REAL, sleeper, "threads", "20"), preexec_fn=hard_nofile_16)
+    assert (under.returncode, under.stdout) == (0, "threads 20\n"), under.stderr
+    process_report(workdir, "itimer-real")
+    roots = profile_roots(workdir)
+    assert sorted(roots) == list(range(22)), sorted(roots)
+    assert "could not open" not in annotation(roots[0]), annotation(roots[0])
+    for number in range(2, 22):
+        [report] = [r for r in reports(workdir) if f".t{number}." in r.name]
+        root = roots[number]
+        user = float(root.findtext("cputime/usertime"))
+        wall = load(str(report)).wallclock
+        burnt = functions(report).get("burn", 0) * PERIOD_US / 1e6
+        assert user > 0.2 and 0.85 * user <= burnt <= 1.05 * wall + 0.02, (number, burnt, user, wall)
+
+
+def test_the_program_suspends_the_collectors_clocks(tmp_path_factory, workdir):
+    """ps_hwpc_suspend and ps_hwpc_start switch the task clocks the
+    collector holds (and the threads' inherited copies): the suspended
+    function gets no sample, the others theirs, in the program's own
+    profile and in psrun's."""
+    program = linked(tmp_path_factory.mktemp("api"), "cc", TARGETS / "api" / "api_profile.c", "-lpthread")
+    p = run_to_end(psrun("-q", *REAL, program, UNITS, "region", "threads"), cwd=workdir, preexec_fn=hard_nofile_16)
+    assert (p.returncode, p.stdout, p.stderr) == (0, CODES, ""), p.stderr
+    for prefix in ("region", "api_profile"):
+        report = one(workdir, prefix)
+        by_function = functions(report)
+        assert "spin_b" not in by_function, by_function
+        assert by_function.get("spin_a", 0) >= 50 and by_function.get("spin_c", 0) >= 50, by_function
+    assert OUTSIDE_NOTE in annotation(validate(one(workdir, "api_profile"), "hwpcreport-0.3.dtd"))
 
 
 def test_killed_program_keeps_its_profile(sleeper, workdir):
