@@ -180,12 +180,13 @@ def test_running_and_blocked_time_of_each_thread(sleeper, workdir):
         wall = load(str(report)).wallclock
         user = float(root.findtext("cputime/usertime"))
         sampled = samples(root) * PERIOD_US / 1e6
-        # its lifetime: the sleep, the burn, and (main) the join and psuite's start
-        assert 0.8 * wall <= sampled <= 1.05 * wall + 0.02, (number, samples(root), wall)
+        # its lifetime: the sleep, the burn, and (main) the join; as with room
+        # above the limit, time running in the kernel is not sampled
+        assert 0.7 * wall <= sampled <= 1.05 * wall + 0.02, (number, samples(root), wall)
         found = functions(report)
         slept = sum(n for name, n in found.items() if "nanosleep" in name) * PERIOD_US / 1e6
         burnt = found.get("burn", 0) * PERIOD_US / 1e6
-        assert 0.8 * nap <= slept <= 1.1 * nap + 0.02, (number, found)
+        assert 0.7 * nap <= slept <= 1.1 * nap + 0.02, (number, found)
         # running in user mode (the task clock), plus the run-queue wait charged there
         assert 0.85 * user <= burnt <= wall + 0.02 + uncharged, (number, found, user, wall)
 
@@ -249,7 +250,7 @@ def test_killed_program_keeps_its_profile(sleeper, workdir):
     # main's 0.5 s burn and the thread's 0.25 s (user time, sampled through
     # the collector's task clocks), and at least main's first sleep
     assert found.get("burn", 0) * PERIOD_US / 1e6 >= 0.85 * 0.75, found
-    assert sum(n for name, n in found.items() if "nanosleep" in name) * PERIOD_US / 1e6 >= 0.8 * 0.5, found
+    assert sum(n for name, n in found.items() if "nanosleep" in name) * PERIOD_US / 1e6 >= 0.7 * 0.5, found
 
 
 def test_nothing_changes_with_room_above_the_limit(sleeper, workdir):
