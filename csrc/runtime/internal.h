@@ -200,6 +200,7 @@ typedef struct {
     int perf_fd, syscall_fd, has_timer, failed, live;
     unsigned long long perf_id;  /* perf_fd's event (PERF_EVENT_IOC_ID): checked before each use and close */
     int source_lost;            /* its sampling descriptor was closed or replaced by the program */
+    int outside;                /* perf_fd is the collector's descriptor, not the program's (sampler.c) */
     unsigned long long syscall_ident; /* syscall_fd's file (ps_fd_ident), checked before its close */
     void *timer;                /* timer_t */
     long long start_ns, end_ns, cpu_ns, user_ns, sys_ns;
@@ -234,6 +235,7 @@ void ps_sampler_thread_end(ps_sthread_t *t);   /* in the ending thread */
 void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
 void ps_sampler_close_inherited(void);         /* in the collector: the sampling descriptors it inherited */
+void ps_sampler_collector_started(void);       /* in the collector, first: what it samples for the program */
 unsigned long long ps_sampler_drop_unshared(void);
 size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
 size_t ps_thread_counts_bytes(void);           /* a chunk of 256 per-thread count records (psrun -p) */

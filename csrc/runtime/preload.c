@@ -206,8 +206,14 @@ static void write_checkpoint(void)
     ps_report_checkpointing(0);
 }
 
-/* First thing in the collector, out of the program's time. */
-static void collector_started(void) { ps_report_prepare_machine(); }
+/* First thing in the collector: ITIMER_REAL's sampler thread where the
+ * program holds no descriptor, then what the report's header says of the
+ * machine, out of the program's time. */
+static void collector_started(void)
+{
+    ps_sampler_collector_started();
+    ps_report_prepare_machine();
+}
 
 static const ps_collector_writers_t collector_writers = {write_end, write_dead, write_checkpoint, collector_started};
 

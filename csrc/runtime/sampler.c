@@ -9,7 +9,10 @@
  *     perf_event task clock counting user time only (exclude_kernel), a
  *     blocked one by a sampler thread from /proc/self/task/TID/syscall,
  *     without any signal.  See real_sampler() for why this never cuts a
- *     sleep or a read short.
+ *     sleep or a read short.  When the descriptor limit leaves no room
+ *     above it (ps_fd_limit_tight), the collector process holds the task
+ *     clocks and runs the sampler thread, so the program holds none
+ *     (see `outside`).
  * Threads that exist before sampling starts (started by shared-library
  * constructors, OpenBLAS's pool say) are found in /proc/self/task and get
  * their source too, opened for their tid.
@@ -91,6 +94,12 @@ static volatile int suspended;
 #define THREAD_CHUNK (1 << THREAD_CHUNK_LOG2)
 static ps_sthread_t *thread_chunks[PS_MAX_THREADS / THREAD_CHUNK];
 
+static __thread pid_t sampling_for; /* the collector's sampler thread: the program's pid (collector.c's
+                                       in_collector is thread-local: its main thread's only) */
+
+/* In the collector: its main thread (collector.c) or its sampler thread. */
+static int in_collector_here(void) { return sampling_for || ps_in_collector(); }
+
 /* Record i (below nthreads, or a chunk known mapped); NULL if its chunk is
  * not mapped.  Async-signal-safe. */
 static ps_sthread_t *thread_at(int i)
@@ -98,7 +107,7 @@ static ps_sthread_t *thread_at(int i)
     if (i < 0 || i >= PS_MAX_THREADS)
         return NULL;
     ps_sthread_t *chunk = __atomic_load_n(&thread_chunks[i >> THREAD_CHUNK_LOG2], __ATOMIC_ACQUIRE);
-    if (chunk && ps_in_collector() && !ps_shared_contains(chunk))
+    if (chunk && in_collector_here() && !ps_shared_contains(chunk))
         return NULL; /* not shared with the collector (shared.c) */
     return chunk ? &chunk[i & (THREAD_CHUNK - 1)] : NULL;
 }
@@ -129,6 +138,31 @@ static int real_running;                        /* the sampler thread exists in 
 static pid_t real_pid, sampler_pid;             /* sampler_pid: the process sampled (not a child it forked) */
 static int real_wanted;                         /* the program's constructors have run: start it */
 static int real_signals;                        /* no perf_event: running threads are signalled (see real_sampler) */
+/* ITIMER_REAL with no room above the program's descriptor limit: every
+ * descriptor psuite held in the program would be one the program could
+ * have had.  The collector (collector.c: a fork of the program, sharing
+ * these globals and the records) opens the task clock of the thread that
+ * starts sampling, and of the threads already running then, for their
+ * tids, and runs the sampler thread, reading /proc/PID/task/TID; the
+ * program keeps no descriptor.  The collector is under the same limit, so
+ * these clocks are inherited (attr.inherit, inherit_thread: by threads,
+ * not by forked children): every thread started later gets its own copy
+ * from its creator's, with no descriptor and no round trip, and
+ * attr.sigtrap signals each thread for its own clock.  The copies share
+ * their sig_data, so the handler finds the thread's record by its tid
+ * (tid_index).  Only with SIGTRAP delivery: an F_SETSIG route's SIGPROF
+ * could outlive an exec. */
+static int outside;
+#define OUTSIDE_SPARE 6 /* descriptors the collector keeps free (its reports, its /proc reads) */
+#define BY_TID 0xffff   /* sig_data's index: look the thread up by its tid */
+enum { OUTSIDE_HELD = 1, OUTSIDE_INHERITED }; /* ps_sthread_t.outside */
+/* tid -> record index, for the handler: (tid << 32) | index in a window of
+ * TID_WINDOW slots from the tid's hash, 0 where free; private memory (a
+ * forked child's copy is its own), written under real_lock. */
+#define TID_SLOTS 32768
+#define TID_WINDOW 16
+static unsigned long long *tid_map;
+enum { OUT_OPEN = 1, OUT_OPEN_PENDING, OUT_CLOSE, OUT_SWITCH };
 static long long started_ns;
 static char sampler_note[512];
 static int source_lost_noted;                   /* sampler_note says that a source was closed */
@@ -223,6 +257,49 @@ static void callpath_sample(ps_sthread_t *t, void *ucv, unsigned long long n)
         __atomic_fetch_add(&t->cp_lost, n, __ATOMIC_RELAXED);
 }
 
+static unsigned tid_hash(pid_t tid) { return (unsigned)(((unsigned long long)tid * 0x9E3779B97F4A7C15ull) >> 49); }
+
+/* The record index of thread tid, -1 if none.  Async-signal-safe. */
+static int tid_index(pid_t tid)
+{
+    unsigned long long *map = __atomic_load_n(&tid_map, __ATOMIC_ACQUIRE);
+    for (unsigned k = 0; map && k < TID_WINDOW; k++) {
+        unsigned long long v = __atomic_load_n(&map[(tid_hash(tid) + k) & (TID_SLOTS - 1)], __ATOMIC_ACQUIRE);
+        if (v && (pid_t)(v >> 32) == tid)
+            return (int)(v & 0xffffffffu);
+    }
+    return -1;
+}
+
+/* Under real_lock: tid's entry set (index >= 0) or removed (-1).  0: done. */
+static int tid_set(pid_t tid, int index)
+{
+    if (!tid_map) {
+        void *m = mmap(NULL, sizeof *tid_map * TID_SLOTS, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            return -1;
+        __atomic_store_n(&tid_map, (unsigned long long *)m, __ATOMIC_RELEASE);
+    }
+    unsigned long long *free_slot = NULL;
+    for (unsigned k = 0; k < TID_WINDOW; k++) {
+        unsigned long long *slot = &tid_map[(tid_hash(tid) + k) & (TID_SLOTS - 1)];
+        unsigned long long v = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+        if (v && (pid_t)(v >> 32) == tid) { /* a reused tid's, or its own */
+            __atomic_store_n(slot, index < 0 ? 0 : ((unsigned long long)tid << 32) | (unsigned)index, __ATOMIC_RELEASE);
+            return 0;
+        }
+        if (!v && !free_slot)
+            free_slot = slot;
+    }
+    if (index < 0)
+        return 0;
+    if (!free_slot)
+        return -1;
+    __atomic_store_n(free_slot, ((unsigned long long)tid << 32) | (unsigned)index, __ATOMIC_RELEASE);
+    return 0;
+}
+
 /* One of psuite's samples (1): the thread index it is for in *index (-1:
  * unknown) and the periods it stands for in *n.  Async-signal-safe. */
 static int classify(int sig, const siginfo_t *si, int *index, unsigned long long *n)
@@ -243,6 +320,8 @@ static int classify(int sig, const siginfo_t *si, int *index, unsigned long long
         if ((data >> 16) != SIGVAL_TAG || (data & ~0xffffffffUL) != 0)
             return 0;
         *index = (int)(data & 0xffff);
+        if (*index == BY_TID)
+            *index = tid_index((pid_t)syscall(SYS_gettid));
         return 1;
     }
     if (sig != SIGPROF)
@@ -296,6 +375,17 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
 /* The signal the sources send (perf_sig, or SIGPROF from timers). */
 static int sampling_signal(void) { return source == SRC_CPUTIMER || real_signals ? SIGPROF : perf_sig; }
 
+/* /proc's file leaf of the measured process's thread tid: /proc/self in
+ * the program, /proc/PID in its collector. */
+static void task_file(char *path, size_t len, pid_t tid, const char *leaf)
+{
+    pid_t pid = sampling_for ? sampling_for : ps_in_collector() ? ps_self_pid() : 0;
+    if (pid)
+        snprintf(path, len, "/proc/%d/task/%d/%s", (int)pid, (int)tid, leaf);
+    else
+        snprintf(path, len, "/proc/self/task/%d/%s", (int)tid, leaf);
+}
+
 /* The sampling signal in a thread's blocked mask: its own (the kernel's
  * mask: psuite's pthread_sigmask shows a program's view) or, for another
  * thread, the SigBlk line of its /proc status. */
@@ -307,7 +397,7 @@ static int blocks_sampling_signal(pid_t tid)
         return syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &cur, 8) == 0 && ((cur >> (sig - 1)) & 1);
     }
     char path[64], buf[2048];
-    snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+    task_file(path, sizeof path, tid, "status");
     if (ps_read_file(path, buf, sizeof buf) <= 0)
         return 0;
     const char *p = strstr(buf, "\nSigBlk:");
@@ -321,7 +411,7 @@ static int blocks_sampling_signal(pid_t tid)
 static unsigned long long tid_starttime(pid_t tid)
 {
     char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+    task_file(path, sizeof path, tid, "stat");
     if (ps_read_file(path, buf, sizeof buf) <= 0)
         return 0;
     const char *p = strrchr(buf, ')');
@@ -354,6 +444,11 @@ static void fill_attr(struct perf_event_attr *attr, int index)
         a.remove_on_exec = 1;
         a.sig_data = (unsigned long long)SIGVAL(index);
     }
+    if (outside) { /* see `outside` */
+        a.inherit = 1;
+        a.inherit_thread = 1;
+        a.sig_data = (unsigned long long)SIGVAL(BY_TID);
+    }
     *attr = a;
 }
 
@@ -361,7 +456,14 @@ static void fill_attr(struct perf_event_attr *attr, int index)
  * code is reached (the module map, the report's header, the collector's
  * fork): samples are dropped, as that time is psuite's and a bare run has
  * none of it. */
-void ps_sampler_starting(int on) { starting = on; }
+static void outside_start(void);
+
+void ps_sampler_starting(int on)
+{
+    starting = on;
+    if (!on && outside && active && !ps_in_collector())
+        outside_start();
+}
 
 /* Samples are taken now: neither held around an exec nor suspended. */
 static int sources_on(void) { return !paused && !__atomic_load_n(&suspended, __ATOMIC_RELAXED); }
@@ -425,10 +527,150 @@ static int open_perf(pid_t tid, int index, unsigned long long *id, char *why, si
  * closed it (closefrom, close_range) and reused the number. */
 static int perf_fd_ours(const ps_sthread_t *t) { return t->perf_fd >= 0 && ps_perf_is(t->perf_fd, t->perf_id); }
 
+/* ---- the sources held by the collector (outside) ---------------------- */
+
+static int threads_now(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    return n < PS_MAX_THREADS ? n : PS_MAX_THREADS;
+}
+
+/* In the collector: t's task clock opened for its tid and kept here.  0,
+ * or why not (an errno). */
+static int outside_open(ps_sthread_t *t)
+{
+    struct perf_event_attr a;
+    fill_attr(&a, t->index);
+    int fd = (int)syscall(SYS_perf_event_open, &a, t->tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    if (fd < 0)
+        return errno ? errno : EINVAL;
+    /* the collector is under the program's limit too: room kept for its
+     * reports, which it may write while it still holds these */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY &&
+        (rlim_t)fd + OUTSIDE_SPARE >= rl.rlim_cur) {
+        close(fd);
+        return EMFILE;
+    }
+    if (sources_on() && ioctl(fd, PERF_EVENT_IOC_ENABLE, 0)) {
+        int err = errno;
+        close(fd);
+        return err;
+    }
+    t->perf_id = ps_perf_id(fd);
+    t->perf_fd = fd;
+    t->outside = OUTSIDE_HELD;
+    return 0;
+}
+
+/* A thread whose source the collector could not open is said once; its
+ * blocked time is still sampled, its running time is not. */
+static void outside_failed(void)
+{
+    static const char text[] = "the collector could not open a thread's task clock: the running time of that "
+                               "thread and of the threads it started is not sampled";
+    if (!strstr(sampler_note, text))
+        ps_append_part(sampler_note, sizeof sampler_note, text);
+}
+
+/* In the collector: the task clocks of the threads that ended closed. */
+static void outside_sweep(void)
+{
+    for (int i = 0, n = threads_now(); i < n; i++) {
+        ps_sthread_t *t = thread_at(i);
+        if (t && t->outside == OUTSIDE_HELD && t->perf_fd >= 0 && !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
+            close(t->perf_fd);
+            t->perf_fd = -1;
+        }
+    }
+}
+
+/* In the collector: the live threads still without a source (their start
+ * came before the collector did) get theirs. */
+static void outside_open_pending(void)
+{
+    for (int i = 0, n = threads_now(); i < n; i++) {
+        ps_sthread_t *t = thread_at(i);
+        if (t && __atomic_load_n(&t->live, __ATOMIC_ACQUIRE) && !t->outside && !t->failed && t->perf_fd < 0) {
+            if (outside_open(t)) {
+                t->failed = 1;
+                outside_failed();
+            }
+        }
+    }
+}
+
+/* In the collector: the held task clocks on or off as sources_on() says. */
+static void outside_switch(void)
+{
+    int on = sources_on();
+    for (int i = 0, n = threads_now(); i < n; i++) {
+        ps_sthread_t *t = thread_at(i);
+        if (t && t->outside == OUTSIDE_HELD && t->perf_fd >= 0 && __atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+            ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0); /* and the inherited copies */
+    }
+}
+
+/* Run in the collector for the program (ps_collector_call), which holds
+ * real_lock meanwhile: op on thread index's source (or on all). */
+static int outside_call(long op, long index)
+{
+    ps_sthread_t *t = thread_at((int)index);
+    switch (op) {
+    case OUT_OPEN:
+        outside_sweep(); /* the room of ended threads first */
+        return t ? outside_open(t) : EINVAL;
+    case OUT_OPEN_PENDING:
+        outside_sweep();
+        outside_open_pending();
+        return 0;
+    case OUT_CLOSE:
+        if (t && t->outside == OUTSIDE_HELD && t->perf_fd >= 0) {
+            close(t->perf_fd);
+            t->perf_fd = -1;
+        }
+        return 0;
+    case OUT_SWITCH:
+        outside_switch();
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+/* In the program, under real_lock: op run by the collector; 0 when done. */
+static int ask_outside(int op, int index)
+{
+    int rc = 0;
+    if (!ps_collector_call(outside_call, op, index, &rc))
+        return ESRCH;
+    return rc;
+}
+
 /* The thread's source, for its tid: the calling thread's or another's
  * (threads adopted at start). */
 static int start_source(ps_sthread_t *t, char *why, size_t why_len)
 {
+    if (source == SRC_REAL && outside) {
+        if (tid_set(t->tid, t->index)) {
+            snprintf(why, why_len, "no room in the table of threads by tid");
+            return -1;
+        }
+        if (t->index > 0 && !t->adopted) { /* started since: its creator's clock is inherited */
+            t->outside = OUTSIDE_INHERITED;
+            return 0;
+        }
+        /* before the collector runs (psrun's start, a followed child's),
+         * opened once it does: ps_sampler_starting(0), or its sampler
+         * thread's first pass */
+        int err = ps_collector_running() ? ask_outside(OUT_OPEN, t->index) : 0;
+        if (err) {
+            snprintf(why, why_len, "perf_event_open in the collector: %s", strerror(err));
+            outside_failed();
+            return -1;
+        }
+        return 0;
+    }
     if (source == SRC_PERF || (source == SRC_REAL && !real_signals)) {
         int fd = open_perf(t->tid, t->index, &t->perf_id, why, why_len);
         if (fd < 0)
@@ -505,7 +747,7 @@ static void count_source_lost(ps_sthread_t *t)
  * may have reused the number): never one of the program's. */
 static void stop_source(ps_sthread_t *t)
 {
-    if (t->perf_fd >= 0) {
+    if (t->perf_fd >= 0 && !t->outside) {
         unmap_fd(t->perf_fd);
         if (perf_fd_ours(t)) {
             ioctl(t->perf_fd, PERF_EVENT_IOC_DISABLE, 0);
@@ -662,6 +904,14 @@ static void end_thread(ps_sthread_t *t, int recycle, int at_stop)
         else
             t->sigblocked = 0;
     }
+    /* The collector's descriptor: closed there now from the thread's own
+     * end; at the end of measurement (maybe a signal handler, which must
+     * not wait for the collector) by its sampler thread, which closes the
+     * ended threads' at its next pass. */
+    if (t->outside == OUTSIDE_HELD && t->perf_fd >= 0 && !at_stop)
+        ask_outside(OUT_CLOSE, t->index);
+    if (outside)
+        tid_set(t->tid, -1);
     stop_source(t);
     t->end_ns = ps_wallclock_ns();
     if (recycle) {
@@ -731,7 +981,7 @@ static void adopt_running_threads(pid_t self)
 static void sample_waiting(ps_sthread_t *t, long long period_ns)
 {
     char path[64], buf[128];
-    snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", (int)t->tid);
+    task_file(path, sizeof path, t->tid, "schedstat");
     unsigned long long run = 0, wait = 0;
     if (ps_read_file(path, buf, sizeof buf) <= 0 || sscanf(buf, "%llu %llu", &run, &wait) != 2)
         return;
@@ -753,10 +1003,11 @@ static void sample_waiting(ps_sthread_t *t, long long period_ns)
         }
 }
 
-static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long period_ns)
+/* fd: the thread's /proc/.../syscall. */
+static void sample_blocked(ps_sthread_t *t, int fd, pid_t pid, int check_mask, long long period_ns)
 {
     char buf[512];
-    ssize_t n = pread(t->syscall_fd, buf, sizeof buf - 1, 0);
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
     if (n <= 0)
         return;
     buf[n] = '\0';
@@ -814,14 +1065,20 @@ static void sample_blocked(ps_sthread_t *t, pid_t pid, int check_mask, long long
  * running threads are signalled from here as before, and the report says
  * that a system call can then be interrupted.
  * The thread exists only from the program's main (ps_sampler_at_main) and
- * steps aside around unshare and setns, which need a single thread. */
+ * steps aside around unshare and setns, which need a single thread.
+ * Outside (no room above the descriptor limit), it runs in the collector
+ * instead, samples from the program's main too (real_wanted), opens
+ * /proc/PID/task/TID/syscall for each look (a descriptor held per thread
+ * would take the room the collector keeps for the task clocks), and keeps
+ * the task clocks it holds as the program's threads and state say. */
 static void *real_sampler(void *arg)
 {
     (void)arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not for this thread */
-    pid_t pid = getpid();
+    pid_t pid = sampling_for ? sampling_for : getpid();
+    int here = sampling_for != 0, was_on = -1;
     struct timespec next;
     clock_gettime(CLOCK_MONOTONIC, &next);
     long long period_ns = cfg.threshold * 1000;
@@ -834,19 +1091,96 @@ static void *real_sampler(void *arg)
             ;
         if (real_stop)
             break;
-        ps_lock_take(&real_lock);
-        int n = sources_on() ? __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE) : 0;
-        for (int i = 0; i < n && i < PS_MAX_THREADS; i++)
-            if (__atomic_load_n(&thread_at(i)->live, __ATOMIC_ACQUIRE) && thread_at(i)->syscall_fd >= 0)
-                sample_blocked(thread_at(i), pid, pass % check_every == 0, period_ns);
+        if (here) {
+            /* the program may hold the lock when it dies: the pass is
+             * skipped then, and the collector can still stop this thread */
+            if (!ps_lock_take_bounded(&real_lock))
+                continue;
+            outside_sweep();
+            if (!active) { /* measurement over: every task clock closed (none is live) */
+                ps_lock_give(&real_lock);
+                break;
+            }
+            outside_open_pending(); /* a followed child's, started before its collector */
+            if (sources_on() != was_on) { /* paused around an exec, or taken back after it failed */
+                was_on = sources_on();
+                outside_switch();
+            }
+        } else
+            ps_lock_take(&real_lock);
+        int n = sources_on() && (!here || real_wanted) ? threads_now() : 0;
+        for (int i = 0; i < n; i++) {
+            ps_sthread_t *t = thread_at(i);
+            if (!t || !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
+                continue;
+            if (!here) {
+                if (t->syscall_fd >= 0)
+                    sample_blocked(t, t->syscall_fd, pid, pass % check_every == 0, period_ns);
+                continue;
+            }
+            char path[64];
+            task_file(path, sizeof path, t->tid, "syscall");
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd >= 0) {
+                sample_blocked(t, fd, pid, pass % check_every == 0, period_ns);
+                close(fd);
+            }
+        }
         ps_lock_give(&real_lock);
     }
     return NULL;
 }
 
+/* The sampler thread in the collector, for the program outside_for. */
+static pid_t outside_for;
+static void *outside_sampler(void *arg)
+{
+    sampling_for = outside_for;
+    return real_sampler(arg);
+}
+
+/* In the collector, first (writers.started): the sampler thread here when
+ * the program holds no descriptor (outside). */
+void ps_sampler_collector_started(void)
+{
+    if (source != SRC_REAL || !outside || !active)
+        return;
+    real_stop = 0;
+    real_pid = getpid();
+    outside_for = ps_self_pid();
+    int started = pthread_create_unhooked(&real_thread, outside_sampler) == 0;
+    __atomic_store_n(&real_running, started, __ATOMIC_RELEASE);
+}
+
+/* In the program, once its collector runs (the end of psrun's start): the
+ * sources of the threads that started before it opened there, before the
+ * program's constructors run.  Without a collector the program holds them
+ * after all, as with room above the limit. */
+static void outside_start(void)
+{
+    ps_lock_take(&real_lock);
+    if (ask_outside(OUT_OPEN_PENDING, 0)) {
+        outside = 0;
+        ps_strlcpy(sampler_note, delivery_note, sizeof sampler_note);
+        for (int i = 0, n = threads_now(); i < n; i++) {
+            ps_sthread_t *t = thread_at(i);
+            char why[256];
+            if (!t || !__atomic_load_n(&t->live, __ATOMIC_ACQUIRE) || t->failed || t->perf_fd >= 0)
+                continue;
+            ps_fd_window_enter();
+            if (start_source(t, why, sizeof why))
+                t->failed = 1;
+            ps_fd_window_leave();
+        }
+    }
+    ps_lock_give(&real_lock);
+}
+
 /* Under real_lock or before any thread can race. */
 static void real_start(void)
 {
+    if (outside) /* the collector runs it (ps_sampler_collector_started) */
+        return;
     if (source != SRC_REAL || !active || getpid() != sampler_pid || (real_running && real_pid == sampler_pid))
         return;
     real_stop = 0;
@@ -1075,6 +1409,12 @@ int ps_sampler_init(const ps_profcfg_t *config, char *why, size_t why_len)
                  "samples delivered by SIGPROF (F_SETSIG): SIGTRAP's handler could not be installed (%s)",
                  strerror(errno));
     }
+    /* Under psrun (starting: a collector follows) with SIGTRAP delivery:
+     * see `outside`. */
+    outside = source == SRC_REAL && starting && perf_sig == SIGTRAP && ps_fd_limit_tight();
+    if (outside)
+        ps_strlcpy(sampler_note, "no room above the descriptor limit: the collector process holds the sampling "
+                   "descriptors (none in the program)", sizeof sampler_note);
     active = 1;
     sampler_pid = getpid();
     started_ns = ps_wallclock_ns();
@@ -1140,6 +1480,16 @@ void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
     if (!source)
         return;
     active = 0;
+    if (outside && real_here()) { /* its sampler thread stopped, and the room of its task clocks back */
+        real_join();
+        for (int i = 0, n = threads_now(); i < n; i++) {
+            ps_sthread_t *t = thread_at(i);
+            if (t && t->outside && t->perf_fd >= 0) {
+                close(t->perf_fd);
+                t->perf_fd = -1;
+            }
+        }
+    }
     int n = ps_sampler_nthreads(), nlive = 0;
     unsigned long long live_samples = 0;
     long long left = user_ns + sys_ns;
@@ -1210,7 +1560,7 @@ void ps_sampler_close_inherited(void)
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++) {
         const ps_sthread_t *t = thread_at(i);
-        if (t && t->perf_fd >= 0)
+        if (t && t->perf_fd >= 0 && !t->outside)
             close(t->perf_fd);
         if (t && t->syscall_fd >= 0)
             close(t->syscall_fd);
@@ -1234,7 +1584,7 @@ static void switch_sources(void)
         ps_sthread_t *t = thread_at(i);
         if (!__atomic_load_n(&t->live, __ATOMIC_ACQUIRE))
             continue;
-        if (perf_fd_ours(t))
+        if (!t->outside && perf_fd_ours(t))
             ioctl(t->perf_fd, on ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0);
         if (t->has_timer)
             timer_settime((timer_t)t->timer, 0, &its, NULL);
@@ -1320,6 +1670,8 @@ void ps_sampler_suspend(int on)
     __atomic_store_n(&suspended, on, __ATOMIC_RELAXED);
     if (source && active) {
         switch_sources();
+        if (outside && ps_collector_running())
+            ask_outside(OUT_SWITCH, 0);
         /* ITIMER_REAL: the run-queue wait while suspended is not charged */
         for (int i = 0, n = ps_sampler_nthreads(); !on && i < n; i++)
             thread_at(i)->was_running = 0;
@@ -1449,7 +1801,7 @@ void ps_sampler_forget_after_fork(void)
         ps_sthread_t *t = thread_at(i);
         /* only descriptors still the parent's events: the program may
          * have closed them and opened its own under the same numbers */
-        if (t->perf_fd >= 0) {
+        if (t->perf_fd >= 0 && !t->outside) { /* the collector's: a number that is not this process's */
             unmap_fd(t->perf_fd);
             if (perf_fd_ours(t))
                 close(t->perf_fd);
@@ -1464,6 +1816,8 @@ void ps_sampler_forget_after_fork(void)
     for (int i = 0; i < nfree_tables; i++)
         ps_unmap(free_tables[i], TABLE_BYTES);
     nfree_tables = 0;
+    if (tid_map) /* the parent's threads' */
+        madvise(tid_map, sizeof *tid_map * TID_SLOTS, MADV_DONTNEED);
     keep_area = NULL; /* the parent's kept samples: not the child's (the pages stay, untouched) */
     keep_used = keep_cap = 0;
     nthreads = 0;
