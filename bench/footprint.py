@@ -1,8 +1,9 @@
 """What a measured program can see of psuite, at its main, bare and under
 psrun in every mode: descriptors open, address space mapped (VmSize),
 resident memory (VmRSS), the room left under an RLIMIT_AS (the most it can
-map), whether an alternate signal stack is installed, and how many
-processes it has as children.  Prints one row per mode and the difference
+map), whether an alternate signal stack is installed, how many processes
+it has as children, and how many signals have a handler (the kernel's
+SigCgt).  Prints one row per mode and the difference
 from the bare run; --psrun PATH compares another build.
 
     python bench/footprint.py [--psrun PATH] [--limit-mb MB (default 2048)]
@@ -31,6 +32,12 @@ static long status_kb(const char *key) {
         if (!strncmp(line, key, strlen(key))) sscanf(line + strlen(key), "%ld", &v);
     if (f) fclose(f); return v;
 }
+static int caught(void) {
+    char line[256]; unsigned long long m = 0; FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "SigCgt:", 7)) sscanf(line + 7, "%llx", &m);
+    if (f) fclose(f); return __builtin_popcountll(m);
+}
 int main(void) {
     int fds = -1; DIR *d = opendir("/proc/self/fd"); struct dirent *e;
     while (d && (e = readdir(d))) fds += e->d_name[0] != '.';
@@ -44,7 +51,8 @@ int main(void) {
         if (p == MAP_FAILED) hi = mid; else { munmap(p, mid); lo = mid; room = mid; }
     }
     int children = waitpid(-1, NULL, WNOHANG) == 0;
-    printf("%d %ld %ld %zu %d %d\n", fds, size, rss, room >> 20, !(ss.ss_flags & SS_DISABLE), children);
+    printf("%d %ld %ld %zu %d %d %d\n", fds, size, rss, room >> 20, !(ss.ss_flags & SS_DISABLE), children,
+           caught());
     return 0;
 }
 """
@@ -78,12 +86,12 @@ def main() -> None:
             rows[mode] = [int(x) for x in out.stdout.split()]
         print(f"psrun: {psrun}; RLIMIT_AS {args.limit_mb} MiB")
         print(f"{'mode':14} {'fds':>4} {'VmSize kB':>10} {'VmRSS kB':>9} {'room MiB':>9} {'altstack':>8} "
-              f"{'children':>8}   difference from bare")
+              f"{'children':>8} {'handlers':>8}   difference from bare")
         bare = rows["bare"]
         for mode, r in rows.items():
             diff = "" if mode == "bare" else (f"fds {r[0] - bare[0]:+d}, VmSize {r[1] - bare[1]:+d} kB, "
                                               f"room {r[3] - bare[3]:+d} MiB")
-            print(f"{mode:14} {r[0]:4d} {r[1]:10d} {r[2]:9d} {r[3]:9d} {r[4]:8d} {r[5]:8d}   {diff}")
+            print(f"{mode:14} {r[0]:4d} {r[1]:10d} {r[2]:9d} {r[3]:9d} {r[4]:8d} {r[5]:8d} {r[6]:8d}   {diff}")
 
 
 if __name__ == "__main__":
