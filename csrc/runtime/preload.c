@@ -172,6 +172,8 @@ static void write_dead(const char *how)
         ps_profile_write(per_thread());
         return;
     }
+    if (per_thread())
+        ps_thread_counts_stop_dead();
     int running = per_thread() ? ps_thread_counts_running() : 0;
     if (per_thread())
         ps_hwpc_annotate(PS_TOTAL_MARK);
@@ -424,11 +426,13 @@ static void start_collector(void)
         return;
     if (ps_collector_start(&collector_writers) == 0) {
         /* the collector holds the counters; the program keeps no descriptor
-         * of them.  Not with psrun -p: the threads' own counters are in the
-         * program, and the total beside them is stopped in the same instant
-         * as theirs (a round trip to the collector would let the threads
-         * still running count on in the total only). */
-        if (!profiling && !per_thread())
+         * of them.  With psrun -p only where the limit leaves no room above
+         * it: the threads' own counters are in the program otherwise, and
+         * the total beside them is stopped in the same instant as theirs (a
+         * round trip to the collector would let the threads still running
+         * count on in the total only); the collector holding both stops
+         * them together (thread_counts.c). */
+        if (!profiling && (!per_thread() || ps_thread_counts_hand_over()))
             ps_hwpc_hand_over();
     } else if (ps_cct_verbose())
         ps_message("no collector process: the reports are written by the program itself");
