@@ -831,6 +831,7 @@ int ps_thread_counts_hand_over(void)
 {
     if (!recording || !tight || !ask(take_over, NULL, 0))
         return 0;
+    __atomic_store_n(&outside, 1, __ATOMIC_RELEASE); /* first: a thread ending now asks the collector */
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) {
         tcount_t *t = rec_at(i);
@@ -838,7 +839,6 @@ int ps_thread_counts_hand_over(void)
             if (t->fd[k] >= 0)
                 ps_perf_close_fd(t->fd[k]); /* the program's copy; the number is the collector's now */
     }
-    __atomic_store_n(&outside, 1, __ATOMIC_RELEASE);
     return 1;
 }
 
