@@ -296,8 +296,9 @@ static int here(const tcount_t *t)
  * record t's thread (tid), held here. */
 static int open_held(long t, long tid)
 {
-    open_counters((tcount_t *)t, (int)tid);
-    ((tcount_t *)t)->held = 1;
+    tcount_t *rec = (tcount_t *)t;
+    open_counters(rec, (int)tid);
+    rec->held = rec->nfd > 0; /* none within the budget: nothing held, the program has nothing to ask */
     return 0;
 }
 
@@ -818,7 +819,7 @@ static int take_over(long unused_a, long unused_b)
         int inherited = 1; /* opened before the fork (not by a thread starting since) */
         for (int k = 0; k < nevents; k++)
             inherited &= t->fd[k] < 0 || ps_perf_still_ours(t->fd[k]);
-        t->held = inherited;
+        t->held = inherited && t->nfd > 0;
     }
     set_budget(1);
     return 0;
