@@ -540,10 +540,7 @@ int ps_thread_counts_init(void)
     return 0;
 }
 
-/* At process end: stop the running threads' counters together with the
- * process total, before any report is written, so that they add up; their
- * CPU and wall times are taken at the same moment, since the threads go on
- * running while the reports are written. */
+/* The running threads' counters this process holds, stopped and read. */
 static void freeze_all(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
@@ -565,12 +562,18 @@ static int stop_all_held(long unused_a, long unused_b)
     return 0;
 }
 
+/* At process end (or before an exec): stop the running threads' counters
+ * together with the process total, before any report is written, so that
+ * they add up; their CPU and wall times are taken at the same moment,
+ * since the threads go on running while the reports are written.  With the
+ * counters in the collector, one call stops them all there, and their
+ * times' user/system split is taken here.  A signal ending the process in
+ * a thread that waits for the collector cannot ask again (the call's lock
+ * is its own): the collector stops those counters as it writes. */
 static void freeze(void)
 {
     __atomic_store_n(&stopped, 1, __ATOMIC_RELEASE);
     if (__atomic_load_n(&outside, __ATOMIC_ACQUIRE) && !ps_in_collector()) {
-        /* while this thread waited for the collector (a signal ends the
-         * process): the collector stops its counters as it writes */
         if (!calling)
             ask(stop_all_held, NULL, 0);
         int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
