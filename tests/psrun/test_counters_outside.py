@@ -87,18 +87,27 @@ def test_counts_after_closefrom_match_the_cpu_time(targets, workdir):
     assert "counts lost" not in annotation(validate(report, "hwpcreport-0.3.dtd"))
 
 
+def killed_holding_no_counter(argv: list[str], seconds: float) -> tuple[subprocess.Popen, tuple]:
+    """argv (psrun and a program that prints "running PID") under ulimit -n
+    16, killed by SIGKILL once it has used `seconds` of CPU time, after
+    checking that the program held no perf_event descriptor then: the
+    process and wait4's (returncode, cpu, user, wall)."""
+    proc, started = start_spinning(argv, seconds, preexec_fn=hard_nofile_16)
+    held = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
+    os.kill(proc.pid, signal.SIGKILL)
+    ended = wait_ended(proc, started)
+    proc.stdout.close()
+    proc.stderr.close()
+    assert "anon_inode:[perf_event]" not in held, held
+    return proc, ended
+
+
 def test_counts_of_a_killed_program_are_read_by_the_collector(targets, workdir):
     """SIGKILL after 1 s of CPU time: the counts up to the kill, read
     through the collector's descriptors, with the program holding none."""
     before = uncharged_seconds()
-    proc, started = start_spinning(psrun("-q", *COUNT, targets["hard_endings"], "spin"), 1.0,
-                                   preexec_fn=hard_nofile_16)
-    held = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
-    os.kill(proc.pid, signal.SIGKILL)
-    code, cpu, user, wall = wait_ended(proc, started)
-    proc.stdout.close()
-    proc.stderr.close()
-    assert "anon_inode:[perf_event]" not in held, held
+    proc, (code, cpu, user, wall) = killed_holding_no_counter(psrun("-q", *COUNT, targets["hard_endings"], "spin"),
+                                                              1.0)
     assert code == -signal.SIGKILL
     report = process_report(workdir, "count")
     check_numbers(report, "count", Ended(proc.pid, code, "", "", cpu, user, wall), uncharged_seconds() - before)
@@ -213,15 +222,8 @@ def test_sigkill_under_per_thread_with_no_room_above_the_limit_keeps_every_threa
     """psrun -p under ulimit -n 16, SIGKILL: the collector holds the counters
     of the threads still running too, so they keep their reports (marked
     killed), beside the three that ended; together they are the total."""
-    proc, started = start_spinning(psrun("-q", *PER_THREAD, targets["spin_threads"], "1", "3"), 0.5,
-                                   preexec_fn=hard_nofile_16)
-    held = [os.readlink(f"/proc/{proc.pid}/fd/{fd}") for fd in os.listdir(f"/proc/{proc.pid}/fd")]
-    os.kill(proc.pid, signal.SIGKILL)
-    code, cpu, _, _ = wait_ended(proc, started)
-    proc.stdout.close()
-    proc.stderr.close()
+    _, (code, cpu, _, _) = killed_holding_no_counter(psrun("-q", *PER_THREAD, targets["spin_threads"], "1", "3"), 0.5)
     assert code == -signal.SIGKILL
-    assert "anon_inode:[perf_event]" not in held, held
     total = validate(process_report(workdir, "per-thread"), "hwpcreport-0.3.dtd")
     assert "killed by SIGKILL" in annotation(total) and "process total" in annotation(total), annotation(total)
     assert "went with the process" not in annotation(total), annotation(total)
