@@ -243,3 +243,20 @@ def test_sigkill_under_per_thread_with_no_room_above_the_limit_keeps_every_threa
     assert task_clock(number[5]) > 0
     assert sum(task_clock(root) for root in number.values()) == pytest.approx(task_clock(total), rel=0.05)
     assert task_clock(total) >= 0.9 * cpu, (task_clock(total), cpu)
+
+
+def test_threads_beyond_the_collectors_descriptors_are_in_the_total(targets, workdir):
+    """Under ulimit -n 16 the collector holds each thread's counters within
+    its own free descriptors (four kept for itself): twelve workers at once
+    are more than that.  Every thread still gets its report; the ones beyond
+    say so (their counts are in the total) and nothing about counters held."""
+    ended = run_to_end(psrun("-q", *PER_THREAD, targets["threads"], "12", "join"), preexec_fn=hard_nofile_16)
+    assert ended.returncode == 0, ended.stderr
+    total = task_clock(validate(process_report(workdir, "per-thread"), "hwpcreport-0.3.dtd"))
+    roots = [validate(r, "hwpcreport-0.3.dtd") for r in thread_reports(workdir)]
+    assert len(roots) == 13  # main and twelve workers
+    held = [root for root in roots if HELD in annotation(root)]
+    beyond = [root for root in roots if "too many threads at once" in annotation(root)]
+    assert len(held) + len(beyond) == 13 and held and beyond, [annotation(root) for root in roots]
+    assert not [root for root in beyond if HELD in annotation(root)]
+    assert 0 < sum(task_clock(root) for root in held) < total
