@@ -428,6 +428,8 @@ void ps_profile_take_back(void);             /* the exec failed: those profiles 
 int ps_thread_counts_init(void);
 void ps_thread_counts_freeze(void);  /* stop the running threads' counters, at process end */
 void ps_thread_counts_finish(void);  /* then write their reports */
+int ps_thread_counts_hand_over(void); /* the collector started: 1 when it holds the threads' counters now */
+void ps_thread_counts_stop_dead(void); /* in the collector, the process gone: the running threads' counters it holds read */
 int ps_thread_counts_running(void);  /* in the collector, the process gone: threads whose counts went with it */
 void ps_thread_counts_write_dead(const char *how); /* then the reports of those whose counts are final */
 /* Before an exec: freeze (the threads' own reports held back until

@@ -172,6 +172,8 @@ static void write_dead(const char *how)
         ps_profile_write(per_thread());
         return;
     }
+    if (per_thread())
+        ps_thread_counts_stop_dead();
     int running = per_thread() ? ps_thread_counts_running() : 0;
     if (per_thread())
         ps_hwpc_annotate(PS_TOTAL_MARK);
@@ -436,16 +438,19 @@ static void start_collector(void)
     }
     if (ps_collector_start(&collector_writers) == 0) {
         /* the collector holds the counters; the program keeps no descriptor
-         * of them.  Not with psrun -p: the threads' own counters are in the
-         * program, and the total beside them is stopped in the same instant
-         * as theirs (a round trip to the collector would let the threads
-         * still running count on in the total only). */
-        if (!profiling && !per_thread())
+         * of them.  With psrun -p only where the limit leaves no room above
+         * it: the threads' own counters are in the program otherwise, and
+         * the total beside them is stopped in the same instant as theirs (a
+         * round trip to the collector would let the threads still running
+         * count on in the total only); the collector holding both stops
+         * them together (thread_counts.c). */
+        int threads_outside = 0;
+        if (!profiling && (!per_thread() || (threads_outside = ps_thread_counts_hand_over())))
             ps_hwpc_hand_over();
         /* a fatal signal is the collector's to see, but where it would not
-         * know how the process ended, and under -p, whose running threads'
-         * counters go with the process */
-        if (per_thread() || !ps_collector_sees_deaths())
+         * know how the process ended, and under counting -p with the
+         * threads' counters in the program, which go with it */
+        if ((!profiling && per_thread() && !threads_outside) || !ps_collector_sees_deaths())
             ps_exitpaths_hook_fatal();
     } else {
         ps_exitpaths_hook_fatal();

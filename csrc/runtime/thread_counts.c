@@ -23,7 +23,20 @@
  * numbers).  They are held within a budget (a quarter of the descriptors
  * the program had free when measurement started): a thread beyond it gets
  * no counters of its own (it is in the process total), and its report says
- * so. */
+ * so.
+ *
+ * No room above a hard descriptor limit (ps_fd_limit_tight: `ulimit -n 16`
+ * sets soft and hard): every descriptor psuite held in the program would be
+ * one the program could not have, so the collector process (collector.c)
+ * holds the counters instead.  The counters opened before it starts (the
+ * main thread's, the threads running then) it inherits at its fork, and the
+ * program closes its copies (ps_thread_counts_hand_over); from then on a
+ * thread's start asks the collector to open its counters on its tid, its
+ * end to read and close them (ps_collector_call: one round trip each, only
+ * in this mode), and the process end stops the total and every running
+ * thread's counters in one call, one pass in one process, so that they
+ * still add up.  The records keep the collector's descriptor numbers,
+ * marked as its (held): the program never reads or closes them. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -61,6 +74,8 @@ typedef struct {
     long long run_ns;                 /* the longest its counters ran (on its CPU): its CPU time when the
                                        * thread's clock is gone */
     int exec_pending;                 /* its report before an exec is out (taken back if the exec fails) */
+    int held;                         /* its descriptors are the collector's (no room above the limit) */
+    int lost;                         /* its counts went with a collector that ended first */
     char why[256];                    /* why it has no counts, or not all ("": it has them) */
 } tcount_t;
 
@@ -111,6 +126,16 @@ static tcount_t *rec_slot(int i)
 static int nthreads, overflow;
 static long fd_base, fd_budget, fd_limit;
 static int fds_used;
+/* No room above the limit (decided when measurement starts), and the
+ * collector holds the counters since ps_thread_counts_hand_over; stopped:
+ * the process end stopped them (a thread starting later gets none). */
+static int tight, outside, stopped;
+static __thread int calling; /* this thread waits for the collector (a signal ending the process in it) */
+/* Descriptors the collector keeps free for itself: a report being
+ * written, a /proc file read, the pidfds of followed children. */
+#define COLLECTOR_SPARE_FDS 4
+static const char HELD_NOTE[] = "no room above the descriptor limit: counters held by the collector process";
+static const char LOST_NOTE[] = "counts lost: the collector process holding the counters ended before the program";
 
 /* Before an exec the threads' reports are written under their final names
  * (the exec may succeed); if it fails they are taken back.  Their paths,
@@ -124,8 +149,10 @@ static int cas(int *p, int from, int to)
     return __atomic_compare_exchange_n(p, &from, to, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
 }
 
-/* The descriptor budget, from the limit and the descriptors open now. */
-static void set_budget(void)
+/* The descriptor budget, from the limit and the descriptors open now:
+ * in the program a quarter of its free descriptors; in the collector
+ * (whole) all of its own but a few, besides those held already. */
+static void set_budget(int whole)
 {
     struct rlimit rl;
     long limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY ? (long)rl.rlim_cur : 1L << 20;
@@ -143,6 +170,11 @@ static void set_budget(void)
     long headroom = limit - open_now;
     fd_limit = limit;
     fd_budget = headroom > 0 ? headroom / 4 : 0;
+    if (whole) {
+        fd_budget = __atomic_load_n(&fds_used, __ATOMIC_ACQUIRE) +
+                    (headroom > COLLECTOR_SPARE_FDS ? headroom - COLLECTOR_SPARE_FDS : 0);
+        return;
+    }
     fd_base = limit - fd_budget - (limit >= 2048 ? 512 : 0); /* the process total's are above rlim - 512 */
     if (fd_base < 3)
         fd_base = 3;
@@ -182,7 +214,7 @@ static void open_counters(tcount_t *t, int tid)
                 err = errno;
             continue;
         }
-        t->fd[k] = ps_perf_move_high(fd, fd_base);
+        t->fd[k] = ps_in_collector() ? fd : ps_perf_move_high(fd, fd_base); /* the program never sees the collector's */
     }
     if (failed)
         snprintf(t->why, sizeof t->why, "%s%d of %d events not counted for this thread (perf_event_open: %s)",
@@ -245,9 +277,53 @@ static tcount_t *new_record(int tid, int own)
     t->own = own;
     t->why[0] = '\0';
     t->exec_pending = 0;
+    t->held = t->lost = 0;
     t->user_ns = t->sys_ns = t->run_ns = 0;
     memset(t->values, 0, sizeof(long long) * (size_t)(nevents ? nevents : 1));
     return t;
+}
+
+/* Whether record t's descriptors are this process's to use (with the
+ * counters in the program, as they were before the collector's fork). */
+static int here(const tcount_t *t)
+{
+    if (!__atomic_load_n(&outside, __ATOMIC_ACQUIRE))
+        return 1;
+    return ps_in_collector() ? t->held : !t->held;
+}
+
+/* In the collector, for the program (ps_collector_call): the counters of
+ * record t's thread (tid), held here. */
+static int open_held(long t, long tid)
+{
+    tcount_t *rec = (tcount_t *)t;
+    open_counters(rec, (int)tid);
+    rec->held = rec->nfd > 0; /* none within the budget: nothing held, the program has nothing to ask */
+    return 0;
+}
+
+/* In the collector: record t's counts read, and its counters closed. */
+static int read_held(long t, long close_them)
+{
+    read_counters((tcount_t *)t, (int)close_them);
+    return 0;
+}
+
+/* fn(t, arg) run by the collector; 0 when it did not answer (it ended,
+ * and the counters it held with it: the record says so). */
+static int ask(int (*fn)(long, long), tcount_t *t, long arg)
+{
+    int rc;
+    if (calling || ps_in_collector()) /* a signal ending the process while this thread waited: the lock is its own */
+        return 0;
+    calling = 1;
+    int answered = ps_collector_call(fn, (long)t, arg, &rc);
+    calling = 0;
+    if (!answered && t) {
+        t->lost = 1;
+        ps_strlcpy(t->why, LOST_NOTE, sizeof t->why);
+    }
+    return answered;
 }
 
 static void *thread_begin(void)
@@ -259,11 +335,31 @@ static void *thread_begin(void)
         return NULL;
     t->cpu_start = ps_thread_cputime_ns();
     t->wall_start = ps_wallclock_ns();
-    ps_fd_window_enter();
-    open_counters(t, 0);
-    ps_fd_window_leave();
+    if (__atomic_load_n(&outside, __ATOMIC_ACQUIRE)) {
+        /* the program holds no descriptor of it: the collector opens them */
+        for (int k = 0; k < PS_HWPC_MAX_EVENTS; k++)
+            t->fd[k] = -1;
+        if (__atomic_load_n(&stopped, __ATOMIC_ACQUIRE))
+            ps_strlcpy(t->why, "no counts: it started after the process's counters were stopped", sizeof t->why);
+        else
+            ask(open_held, t, t->tid);
+    } else {
+        ps_fd_window_enter();
+        open_counters(t, 0);
+        ps_fd_window_leave();
+    }
     __atomic_store_n(&t->state, T_LIVE, __ATOMIC_RELEASE);
     return t;
+}
+
+/* Read the counters into the record, with close_them closed too: here,
+ * or by the collector when it holds them. */
+static void read_mine(tcount_t *t, int close_them)
+{
+    if (here(t))
+        read_counters(t, close_them);
+    else if (!t->lost)
+        ask(read_held, t, close_them);
 }
 
 /* In the ending thread: its counts into its record, its counters closed.
@@ -280,7 +376,7 @@ static void thread_end(void *state)
         if (st != T_LIVE && st != T_FROZEN)
             return;
     }
-    read_counters(t, 1);
+    read_mine(t, 1);
     t->cpu_end = ps_thread_cputime_ns();
     t->wall_end = ps_wallclock_ns();
     long long cpu = t->cpu_end > t->cpu_start && t->cpu_start >= 0 ? t->cpu_end - t->cpu_start : 0;
@@ -295,17 +391,40 @@ static void thread_end(void *state)
     __atomic_store_n(&t->state, T_ENDED, __ATOMIC_RELEASE);
 }
 
-/* Stop a live thread's counters where they are (the thread may go on),
- * read them, take its times. */
-static void freeze_one(tcount_t *t)
+/* A thread's CPU time so far (-1: gone).  In the collector a thread clock
+ * of the program cannot be read (the kernel allows it in the thread's own
+ * process only): the scheduler's total for the thread is. */
+static long long thread_cpu_ns(int tid)
 {
-    if (!cas(&t->state, T_LIVE, T_FROZEN))
-        return;
-    for (int k = 0; k < nevents; k++)
-        if (t->fd[k] >= 0 && ps_perf_still_ours(t->fd[k]))
-            ioctl(t->fd[k], PERF_EVENT_IOC_DISABLE, 0);
-    read_counters(t, 0);
-    t->cpu_end = ps_tid_cpu_ns(t->tid);
+    if (!ps_in_collector())
+        return ps_tid_cpu_ns(tid);
+    char path[96], text[128];
+    ps_buf_t b;
+    ps_buf_fixed(&b, path, sizeof path);
+    ps_buf_str(&b, "/proc/");
+    ps_buf_ll(&b, ps_self_pid());
+    ps_buf_str(&b, "/task/");
+    ps_buf_ll(&b, tid);
+    ps_buf_str(&b, "/schedstat"); /* "run_ns wait_ns timeslices" */
+    if (ps_read_file(path, text, sizeof text) <= 0 || text[0] < '0' || text[0] > '9')
+        return -1;
+    long long ns = 0;
+    for (const char *p = text; *p >= '0' && *p <= '9'; p++)
+        ns = ns * 10 + (*p - '0');
+    return ns;
+}
+
+/* A frozen thread's counters stopped where they are (the thread may go
+ * on) and read, where they are held; its CPU and wall times taken at once. */
+static void stop_one(tcount_t *t)
+{
+    if (here(t)) {
+        for (int k = 0; k < nevents; k++)
+            if (t->fd[k] >= 0 && ps_perf_still_ours(t->fd[k]))
+                ioctl(t->fd[k], PERF_EVENT_IOC_DISABLE, 0);
+        read_counters(t, 0);
+    }
+    t->cpu_end = thread_cpu_ns(t->tid);
     t->wall_end = ps_wallclock_ns();
     if (t->cpu_end < 0) {
         /* a thread from before measurement, ended since: no CPU clock left
@@ -318,10 +437,35 @@ static void freeze_one(tcount_t *t)
                            "user time)");
         } else
             t->user_ns = t->sys_ns = -1;
-        return;
     }
+}
+
+/* Its user/system split, in the program (/proc/self/task: the collector's
+ * own there, where the split is all user time). */
+static void split_times(tcount_t *t)
+{
+    if (t->cpu_end < 0)
+        return;
     long long cpu = t->cpu_end > t->cpu_start && t->cpu_start >= 0 ? t->cpu_end - t->cpu_start : 0;
     ps_tid_times(t->tid, cpu, &t->user_ns, &t->sys_ns);
+}
+
+static int stop_held(long t, long unused)
+{
+    (void)unused;
+    stop_one((tcount_t *)t);
+    return 0;
+}
+
+/* Stop a live thread's counters where they are (the thread may go on),
+ * read them, take its times. */
+static void freeze_one(tcount_t *t)
+{
+    if (!cas(&t->state, T_LIVE, T_FROZEN))
+        return;
+    if (here(t) || t->lost || !ask(stop_held, t, 0))
+        stop_one(t); /* its times at least, when its counts went with the collector */
+    split_times(t);
 }
 
 /* A thread ending right now finishes its record first (bounded wait; not
@@ -367,7 +511,9 @@ int ps_thread_counts_init(void)
         preset[nevents] = strncmp(counted[k], "PAPI_", 5) == 0;
         nevents++;
     }
-    set_budget();
+    set_budget(0);
+    tight = ps_fd_limit_tight();
+    outside = stopped = 0;
     ps_threads_hook(thread_begin, thread_end);
     ps_threads_adopt(thread_begin()); /* the main thread is the first: <thread>1</thread> */
     /* Threads already running (shared libraries' constructors start thread
@@ -394,16 +540,50 @@ int ps_thread_counts_init(void)
     return 0;
 }
 
-/* At process end: stop the running threads' counters together with the
- * process total, before any report is written, so that they add up; their
- * CPU and wall times are taken at the same moment, since the threads go on
- * running while the reports are written. */
-static void freeze(void)
+/* The running threads' counters this process holds, stopped and read. */
+static void freeze_all(void)
 {
     int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++)
-        if (rec_at(i))
+        if (rec_at(i) && here(rec_at(i)))
             freeze_one(rec_at(i));
+}
+
+/* In the collector, for the program's end: the process total's counters
+ * and those of every running thread it holds stopped in one pass (a round
+ * trip per counter would let the threads still running count on in the
+ * total only, or in their own only). */
+static int stop_all_held(long unused_a, long unused_b)
+{
+    (void)unused_a;
+    (void)unused_b;
+    ps_perf_serve(PS_PERF_OP_DISABLE);
+    freeze_all();
+    return 0;
+}
+
+/* At process end (or before an exec): stop the running threads' counters
+ * together with the process total, before any report is written, so that
+ * they add up; their CPU and wall times are taken at the same moment,
+ * since the threads go on running while the reports are written.  With the
+ * counters in the collector, one call stops them all there, and their
+ * times' user/system split is taken here.  A signal ending the process in
+ * a thread that waits for the collector cannot ask again (the call's lock
+ * is its own): the collector stops those counters as it writes. */
+static void freeze(void)
+{
+    __atomic_store_n(&stopped, 1, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&outside, __ATOMIC_ACQUIRE) && !ps_in_collector()) {
+        if (!calling)
+            ask(stop_all_held, NULL, 0);
+        int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+        for (int i = 0; i < n; i++) {
+            tcount_t *t = rec_at(i);
+            if (t && t->held && __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == T_FROZEN)
+                split_times(t);
+        }
+    }
+    freeze_all(); /* the program's own */
 }
 
 static void say_overflow(void)
@@ -439,12 +619,12 @@ static int write_report(tcount_t *t, const char *why, char *path, size_t path_le
 {
     ps_measurement_t m = {t->wall_end - t->wall_start, t->user_ns > 0 ? t->user_ns / 1e9 : 0,
                           t->sys_ns > 0 ? t->sys_ns / 1e9 : 0, t->values};
-    ps_counts_t c = {"perfmon", "perf_event", domain, 0, nevents, names, preset};
-    char annotation[sizeof note + sizeof t->why + 256];
-    const char *parts[4] = {note, t->why, t->user_ns < 0 ? "ended before the process: its CPU time is not known" : "",
-                            why ? why : ""};
+    ps_counts_t c = {"perfmon", "perf_event", domain, 0, t->lost ? 0 : nevents, names, preset};
+    char annotation[sizeof note + sizeof t->why + sizeof HELD_NOTE + 256];
+    const char *parts[5] = {note, t->held ? HELD_NOTE : "", t->why,
+                            t->user_ns < 0 ? "ended before the process: its CPU time is not known" : "", why ? why : ""};
     annotation[0] = '\0';
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 5; k++)
         ps_append_part(annotation, sizeof annotation, parts[k]);
     /* a report taken back after a failed exec was announced already */
     const char *kept = ps_pathtab_at(&exec_paths, t->index);
@@ -496,6 +676,26 @@ int ps_thread_counts_running(void)
         running += st == T_LIVE || st == T_ENDING;
     }
     return running;
+}
+
+/* In the collector, the process gone without its end: the counters it
+ * holds of the threads still running then are read (final: their tasks
+ * are gone), so that those threads keep their reports too; their CPU time
+ * is their counters' running time. */
+void ps_thread_counts_stop_dead(void)
+{
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = rec_at(i);
+        if (!t || !t->held || !cas(&t->state, T_LIVE, T_FROZEN))
+            continue;
+        read_counters(t, 1);
+        t->cpu_end = -1;
+        t->wall_end = ps_wallclock_ns();
+        t->user_ns = t->run_ns;
+        t->sys_ns = 0;
+        ps_append_part(t->why, sizeof t->why, "its CPU time is its counters' running time (all shown as user time)");
+    }
 }
 
 /* Then the reports of the threads whose counts are final in their records
@@ -558,6 +758,32 @@ void ps_thread_counts_exec_write(const char *why)
     }
 }
 
+/* The counters of the threads stopped for an exec run again (those this
+ * process holds); the threads that ended meanwhile have final counts. */
+static int resume_all(long unused_a, long unused_b)
+{
+    (void)unused_a;
+    (void)unused_b;
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = rec_at(i);
+        if (!t || !here(t))
+            continue;
+        if (cas(&t->state, T_FROZEN_GONE, T_ENDED)) { /* it ended meanwhile: its counts are final */
+            read_counters(t, 1);
+            continue;
+        }
+        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != T_FROZEN)
+            continue;
+        for (int k = 0; k < nevents; k++)
+            if (t->fd[k] >= 0 && ps_perf_still_ours(t->fd[k]))
+                ioctl(t->fd[k], PERF_EVENT_IOC_ENABLE, 0);
+        if (!cas(&t->state, T_FROZEN, T_LIVE) && cas(&t->state, T_FROZEN_GONE, T_ENDED))
+            read_counters(t, 1); /* ended just now */
+    }
+    return 0;
+}
+
 /* The exec failed: the reports written before it are taken back, the
  * threads' counters run again and their end is no longer fixed; their
  * reports come at the process's end, as if no exec was tried. */
@@ -573,19 +799,51 @@ void ps_thread_counts_exec_failed(void)
         if (t->exec_pending && kept) /* its path stays, not to be announced again */
             unlink(kept);
         t->exec_pending = 0;
-        if (cas(&t->state, T_FROZEN_GONE, T_ENDED)) { /* it ended meanwhile: its counts are final */
-            read_counters(t, 1);
-            continue;
-        }
-        if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != T_FROZEN)
-            continue;
-        for (int k = 0; k < nevents; k++)
-            if (t->fd[k] >= 0 && ps_perf_still_ours(t->fd[k]))
-                ioctl(t->fd[k], PERF_EVENT_IOC_ENABLE, 0);
-        if (!cas(&t->state, T_FROZEN, T_LIVE) && cas(&t->state, T_FROZEN_GONE, T_ENDED))
-            read_counters(t, 1); /* ended just now */
     }
+    __atomic_store_n(&stopped, 0, __ATOMIC_RELEASE);
+    if (__atomic_load_n(&outside, __ATOMIC_ACQUIRE))
+        ask(resume_all, NULL, 0);
+    resume_all(0, 0);
     errno = saved;
+}
+
+/* In the collector (ps_collector_call), just started: the counters it
+ * inherited at its fork are its own from now on (the program closes its
+ * copies), and its budget is its own descriptor table's. */
+static int take_over(long unused_a, long unused_b)
+{
+    (void)unused_a;
+    (void)unused_b;
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = rec_at(i);
+        if (!t || __atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != T_LIVE)
+            continue;
+        int inherited = 1; /* opened before the fork (not by a thread starting since) */
+        for (int k = 0; k < nevents; k++)
+            inherited &= t->fd[k] < 0 || ps_perf_still_ours(t->fd[k]);
+        t->held = inherited && t->nfd > 0;
+    }
+    set_budget(1);
+    return 0;
+}
+
+/* In the program, its collector just started: under a limit with no room
+ * above it, the threads' counters are handed to the collector (1), so that
+ * the process total is too; else they stay here (0). */
+int ps_thread_counts_hand_over(void)
+{
+    if (!recording || !tight || !ask(take_over, NULL, 0))
+        return 0;
+    __atomic_store_n(&outside, 1, __ATOMIC_RELEASE); /* first: a thread ending now asks the collector */
+    int n = __atomic_load_n(&nthreads, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) {
+        tcount_t *t = rec_at(i);
+        for (int k = 0; t && t->held && k < nevents; k++)
+            if (t->fd[k] >= 0)
+                ps_perf_close_fd(t->fd[k]); /* the program's copy; the number is the collector's now */
+    }
+    return 1;
 }
 
 /* In a forked child: the records are the parent's threads.  Their
@@ -601,12 +859,13 @@ void ps_thread_counts_after_fork(int follow)
         tcount_t *t = rec_at(i);
         if (!t)
             continue;
-        for (int k = 0; k < nevents && t->state != T_FREE; k++)
+        for (int k = 0; k < nevents && t->state != T_FREE && !t->held; k++) /* held: the collector's numbers */
             if (t->fd[k] >= 0)
                 ps_perf_close_fd(t->fd[k]);
         memset(t, 0, sizeof *t);
     }
     nthreads = 0;
+    outside = stopped = 0;
     overflow = 0;
     fds_used = 0;
     ps_pathtab_free(&exec_paths);

@@ -92,12 +92,10 @@ def test_automatic_backend_prefers_one_that_follows_threads(targets, workdir):
     assert_task_clock_is_cpu_time(task, cpu, uncharged)
 
 
-@pytest.mark.parametrize("mode", ["join", "exit", "pthread_exit"])
-def test_per_thread_reports_add_up_to_the_process(targets, workdir, mode):
-    before = uncharged_seconds()
-    p = run_tool("psrun", "-q", "-p", "-e", "task-clock", targets["threads"], "3", mode)
-    uncharged = uncharged_seconds() - before
-    assert p.returncode == 0, p.stderr
+def assert_per_thread_reports_add_up(workdir: Path, uncharged: float) -> list:
+    """psrun -p of `threads 3 MODE`: the process total and a report for each
+    thread, main and three workers, numbered from 1, each thread's task
+    clock its CPU time, and together the total's.  The threads' roots."""
     found = reports(workdir)
     process = [r for r in found if ".t" not in r.name]
     threads = [r for r in found if ".t" in r.name]
@@ -106,13 +104,14 @@ def test_per_thread_reports_add_up_to_the_process(targets, workdir, mode):
     assert total_root.findtext("thread") == "0"  # the process total, and it says so
     assert "process total" in total_root.findtext("annotation")
     total, _ = task_clock_and_cputime(total_root)
-    per_thread = {}
+    per_thread, roots = {}, []
     for r in threads:
         root = validate(r, "hwpcreport-0.3.dtd")
         number = root.findtext("thread")
         assert f".t{number}." in r.name  # the file name says which thread
         task, cpu = task_clock_and_cputime(root)
         per_thread[number] = task
+        roots.append(root)
         # each thread's CPU time covers the interval its counters ran (for
         # the main thread, not the process start-up before them)
         assert_task_clock_is_cpu_time(task, cpu, uncharged, margin=0.002)
@@ -124,3 +123,13 @@ def test_per_thread_reports_add_up_to_the_process(targets, workdir, mode):
     doc = json.loads(run_tool("psprocess", "-c", "-f", "json", *map(str, threads)).stdout)
     clock = {s["name"]: s for s in doc["statistics"]}["task-clock"]
     assert clock["count"] == 4 and "thread " in clock["min_who"]
+    return roots
+
+
+@pytest.mark.parametrize("mode", ["join", "exit", "pthread_exit"])
+def test_per_thread_reports_add_up_to_the_process(targets, workdir, mode):
+    before = uncharged_seconds()
+    p = run_tool("psrun", "-q", "-p", "-e", "task-clock", targets["threads"], "3", mode)
+    uncharged = uncharged_seconds() - before
+    assert p.returncode == 0, p.stderr
+    assert_per_thread_reports_add_up(workdir, uncharged)
