@@ -77,8 +77,11 @@ def alternate(commands: dict[str, list[str]], rounds: int, cwd: str, measure=wal
 
 
 def arguments(doc: str) -> argparse.Namespace:
-    """--rounds and --seconds, the options every overhead benchmark takes."""
+    """--rounds, --seconds and --baseline, the options every overhead benchmark takes."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=7, help="alternated rounds (default 7)")
     ap.add_argument("--seconds", type=float, default=2.0, help="bare run time to aim for (default 2)")
+    ap.add_argument("--baseline", metavar="PSRUN",
+                    help="another build's psrun (a launcher with its libpshwpc.so beside it), run in the same "
+                         "rounds: prints psrun / baseline, a comparison the machine's drift cannot skew")
     return ap.parse_args()

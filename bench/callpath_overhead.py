@@ -17,7 +17,7 @@ resident bytes of each thread's tree mapping (mincore), with its node count.
 perf samples the cpu-clock software event (no PMU in a VM); psrun's
 ITIMER_PROF uses the per-thread task clock.
 
-    python bench/callpath_overhead.py [--rounds N] [--seconds S]
+    python bench/callpath_overhead.py [--rounds N] [--seconds S] [--baseline PSRUN]
 """
 
 from __future__ import annotations
@@ -118,6 +118,8 @@ def main() -> int:
             "perf dwarf": perf_record(perf, "dwarf", data, program),
             "perf fp": perf_record(perf, "fp", data, program),
         }
+        if args.baseline:
+            commands["baseline --callpath"] = [args.baseline, *commands["psrun --callpath"][1:]]
         times = alternate(commands, args.rounds, cwd, measure=timed)
         for path in glob.glob(os.path.join(cwd, "deep.*.xml")):
             os.unlink(path)
@@ -136,6 +138,8 @@ def main() -> int:
             ("perf dwarf / bare", "perf dwarf", "bare", None),
             ("perf fp / bare", "perf fp", "bare", None),
         ]
+        if args.baseline:
+            checks.append(("psrun / baseline", p, "baseline --callpath", None))
         print(f"  {'':<20}{'wall':>8}{'cpu':>8}")
         for label, a, b, target in checks:
             ratio = med[a] / med[b]

@@ -11,7 +11,7 @@ psrun runs with its default configuration (what a user gets with plain
 tools do the same kernel work.  psrun is the installed command, the native
 launcher.
 
-    python bench/counting_overhead.py [--rounds N] [--seconds S (default 1)]
+    python bench/counting_overhead.py [--rounds N] [--seconds S (default 1)] [--baseline PSRUN]
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ def main() -> int:
             "perf stat": [perf, "stat", "-x,", "-o", os.devnull, "-e", ",".join(perf_events), *program],
             "psrun": [psrun, "-q", *program],
         }
+        if args.baseline:
+            commands["baseline"] = [args.baseline, "-q", *program]
         times = alternate(commands, args.rounds, cwd)
     med = {name: statistics.median(v) for name, v in times.items()}
     print(f"psrun: {psrun}")
@@ -68,6 +70,8 @@ def main() -> int:
         spread = max(times[name]) - min(times[name])
         print(f"{name:<12} median {sec:8.3f} s   (spread {spread * 1e3:.0f} ms)")
     ok = True
+    if args.baseline:
+        print(f"{'psrun / baseline':<18} {med['psrun'] / med['baseline']:7.4f}   ({args.baseline})")
     for label, num, den, target in (("psrun / bare", "psrun", "bare", 1.01),
                                     ("psrun / perf stat", "psrun", "perf stat", 1.00)):
         ratio = med[num] / med[den]

@@ -9,7 +9,7 @@ wall times, ratios, and the rate each tool delivered.  Targets:
 perf record samples the cpu-clock software event here (no PMU in a VM);
 psrun's ITIMER_PROF uses the per-thread task clock.
 
-    python bench/sampling_overhead.py [--rounds N] [--seconds S]
+    python bench/sampling_overhead.py [--rounds N] [--seconds S] [--baseline PSRUN]
 """
 
 from __future__ import annotations
@@ -46,11 +46,15 @@ def main() -> int:
                 "perf record": [perf, "record", "-q", "-e", "cpu-clock", "-F", str(rate), "-o", data, "--", *program],
                 "psrun": [psrun, "-q", "--profile", "ITIMER_PROF", "--period", str(1_000_000 // rate), *program],
             }
+            if args.baseline:
+                commands["baseline"] = [args.baseline, *commands["psrun"][1:]]
             times = alternate(commands, args.rounds, cwd)
-            samples = psrun_samples(cwd) / args.rounds
+            samples = psrun_samples(cwd) / (args.rounds * (2 if args.baseline else 1))
             med = {n: statistics.median(v) for n, v in times.items()}
             print(f"\n{rate} Hz: " + ", ".join(f"{n} {s:.3f} s" for n, s in med.items()))
             print(f"  psrun delivered {samples / med['bare']:.0f} samples per second of run time")
+            if args.baseline:
+                print(f"  psrun / baseline    {med['psrun'] / med['baseline']:.4f}   ({args.baseline})")
             checks = [("psrun / perf record", med["psrun"] / med["perf record"], 1.00)]
             if rate == 100:
                 checks.insert(0, ("psrun / bare", med["psrun"] / med["bare"], 1.02))
