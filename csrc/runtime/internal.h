@@ -313,6 +313,7 @@ extern __thread unsigned long long ps_modules_on_behalf __attribute__((tls_model
 /* The PC a flat sample at pc is charged to: the real function a wrapper
  * works for, when pc is in one of them.  Async-signal-safe. */
 unsigned long long ps_modules_charge(unsigned long long pc);
+int ps_modules_is_self(unsigned long long pc); /* pc in psuite's library (async-signal-safe) */
 /* Samples and call-path nodes are keyed by PC and the load they belong to,
  * so that dlclose costs nothing in the tables: a PC in a module loaded
  * after start carries its load's number (its instance) above bit

@@ -127,6 +127,36 @@ static unsigned long long wrapper_lo[3], wrapper_hi[3]; /* dlopen, dlmopen, dlcl
 
 static void find_wrappers(void);
 
+/* This library's executable segment: a sample there that is not on the
+ * program's behalf is psuite's own time (its exit path, the instructions
+ * around a call into the program's main), which a bare run has none of. */
+extern const ElfW(Ehdr) __ehdr_start __attribute__((visibility("hidden")));
+static unsigned long long self_lo, self_hi;
+
+static void find_self(void)
+{
+    const ElfW(Ehdr) *eh = &__ehdr_start;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+    unsigned long long base = 0, lo = 0, hi = 0;
+    for (int i = 0; i < eh->e_phnum; i++) /* the headers' own segment gives the load base */
+        if (ph[i].p_type == PT_LOAD && ph[i].p_offset == 0) {
+            base = (unsigned long long)(uintptr_t)eh - ph[i].p_vaddr;
+            break;
+        }
+    for (int i = 0; i < eh->e_phnum; i++)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X)) {
+            lo = base + ph[i].p_vaddr;
+            hi = lo + ph[i].p_memsz;
+        }
+    self_lo = lo;
+    __atomic_store_n(&self_hi, hi, __ATOMIC_RELEASE);
+}
+
+int ps_modules_is_self(unsigned long long pc)
+{
+    return pc >= self_lo && pc < __atomic_load_n(&self_hi, __ATOMIC_ACQUIRE);
+}
+
 unsigned long long ps_modules_charge(unsigned long long pc)
 {
     unsigned long long instead = ps_modules_on_behalf;
@@ -737,6 +767,8 @@ void ps_modules_refresh(void)
     lock_refresh();
     if (!wrapper_hi[2])
         find_wrappers();
+    if (!self_hi)
+        find_self();
     /* sized as the last one needed, counted first only when it overflows */
     static size_t last_n, last_names;
     for (int i = 0; rooted && i < MAX_ROOTED; i++)

@@ -363,7 +363,7 @@ static void on_sample(int sig, siginfo_t *si, void *ucv)
     else if (active && !paused && !starting && !__atomic_load_n(&suspended, __ATOMIC_RELAXED) && (t = thread_at(index)) &&
              __atomic_load_n(&t->live, __ATOMIC_ACQUIRE)) {
         unsigned long long pc = ps_modules_charge(interrupted_pc(ucv));
-        if (record_n(t, pc, n)) {
+        if (!ps_modules_is_self(pc) && record_n(t, pc, n)) { /* psuite's own time is not the program's */
             __atomic_store_n(&t->last_pc, pc, __ATOMIC_RELAXED);
             if (callpath)
                 callpath_sample(t, ucv, n);
