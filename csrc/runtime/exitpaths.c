@@ -353,8 +353,9 @@ void ps_exitpaths_init(void (*finish)(const char *why), void (*resume)(void))
 
 /* The fatal signals' actions, where the process must write its report
  * itself when one kills it: no collector runs, or the kernel does not tell
- * the collector how the process ended, or (psrun -p) the running threads'
- * counters are in the process and go with it.  Otherwise a fatal signal
+ * the collector how the process ended, or (counting with psrun -p and room
+ * above the descriptor limit) the running threads' counters are in the
+ * process and go with it.  Otherwise a fatal signal
  * ends the process as it would bare, and the collector writes the report. */
 void ps_exitpaths_hook_fatal(void)
 {
