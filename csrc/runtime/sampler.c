@@ -135,6 +135,7 @@ static ps_lock_t real_lock; /* util.c: taken bounded where the end of measuremen
 static pthread_t real_thread;
 static volatile int real_stop;
 static int real_running;                        /* the sampler thread exists in process real_pid */
+static pid_t real_tid;                          /* its thread id, once it runs */
 static pid_t real_pid, sampler_pid;             /* sampler_pid: the process sampled (not a child it forked) */
 static int real_wanted;                         /* the program's constructors have run: start it */
 static int real_signals;                        /* no perf_event: running threads are signalled (see real_sampler) */
@@ -1074,6 +1075,7 @@ static void sample_blocked(ps_sthread_t *t, int fd, pid_t pid, int check_mask, l
 static void *real_sampler(void *arg)
 {
     (void)arg;
+    __atomic_store_n(&real_tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, NULL); /* the program's signals are not for this thread */
@@ -1198,6 +1200,15 @@ static void real_join(void)
     real_stop = 1;
     pthread_join(real_thread, NULL);
     real_running = 0;
+    /* pthread_join returns when the kernel clears the thread's id, before
+     * the thread has left the thread group, and until then unshare and
+     * setns still see two threads: wait for it to be gone (at most 1 s) */
+    pid_t tid = __atomic_load_n(&real_tid, __ATOMIC_ACQUIRE);
+    struct timespec brief = {0, 20000};
+    int saved = errno;
+    for (int k = 0; tid > 0 && k < 50000 && syscall(SYS_tgkill, getpid(), tid, 0) == 0; k++)
+        nanosleep(&brief, NULL);
+    errno = saved;
 }
 
 void ps_sampler_at_main(void)

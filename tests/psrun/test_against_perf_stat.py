@@ -14,7 +14,7 @@ from psuite.hwpc.names import canonical
 from tests.conftest import run_tool
 from tests.psrun.test_threads_counted import uncharged_seconds
 
-PAGES, WORK, RUNS, ROUNDS = 20000, 150, 5, 4
+PAGES, WORK, RUNS, ROUNDS = 20000, 150, 5, 8
 
 
 def perf_stat(argv: list[str]) -> dict[str, float]:

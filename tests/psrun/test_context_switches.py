@@ -57,7 +57,9 @@ def measure(switcher: str, workdir, *options: str):
     p = run_tool("psrun", *options, switcher, "2000")
     assert p.returncode == 0, p.stderr
     rusage = int(p.stdout)
-    assert rusage >= 2000
+    # a sleep whose timer expires before the thread has gone to sleep (on a
+    # loaded machine) switches nothing: most of them switch all the same
+    assert rusage >= 1800
     [report] = [r for r in reports(workdir) if ".t" not in r.name]
     return rusage, validate(report, "hwpcreport-0.3.dtd")
 

@@ -359,6 +359,7 @@ def test_job_killed_whole_keeps_its_checkpoint(targets, workdir, how):
         env["PSUITE_CHECKPOINT"] = "1"
         checkpoint = []
     argv = psrun("-q", *checkpoint, "-e", "task-clock", targets["hard_endings"], "spin", token)
+    before = uncharged_seconds()
     proc, started = start_spinning(argv, 5.0, env=env, start_new_session=True)
     run = processes_of_the_run(token)
     assert proc.pid in run and len(run) >= 2, run  # the program and its collector
@@ -380,7 +381,10 @@ def test_job_killed_whole_keeps_its_checkpoint(targets, workdir, how):
     report = process_report(workdir, "count")
     root = validate(report, "hwpcreport-0.3.dtd")
     assert "checkpoint" in annotation(root), annotation(root)
-    assert 3.0 <= task_clock(root) <= cpu + 0.05, (task_clock(root), cpu)
+    # task-clock counts the time a hypervisor steals from the vCPU, which CPU
+    # time leaves out: the machine's steal over the run bounds the difference
+    uncharged = uncharged_seconds() - before
+    assert 3.0 <= task_clock(root) <= cpu + 0.05 + uncharged, (task_clock(root), cpu, uncharged)
 
 
 # --- privileges and root given up before the end --------------------------------------------------
