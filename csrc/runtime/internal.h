@@ -239,6 +239,7 @@ void ps_sampler_collector_started(void);       /* in the collector, first: what 
 unsigned long long ps_sampler_drop_unshared(void);
 size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
 size_t ps_thread_counts_bytes(void);           /* a chunk of 256 per-thread count records (psrun -p) */
+size_t ps_thread_counts_all_bytes(void);       /* every chunk: records for PS_MAX_THREADS threads */
 void ps_sampler_forget_after_fork(void);
 void ps_sampler_restart_after_fork(void);      /* in a forked child (psrun -f) */
 void ps_sampler_pause(int on);                 /* before an exec (1), after it failed (0): sources held, samples ignored */

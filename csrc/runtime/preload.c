@@ -417,7 +417,7 @@ static size_t count_arena_bytes(void)
     size_t first = ps_thread_counts_bytes() + ((size_t)1 << 20);
     if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
         return first;
-    return (size_t)PS_MAX_THREADS / 256 * ps_thread_counts_bytes() + ((size_t)1 << 20);
+    return ps_thread_counts_all_bytes() + ((size_t)1 << 20);
 }
 
 static void share_records(size_t arena_bytes)
@@ -427,13 +427,20 @@ static void share_records(size_t arena_bytes)
             return;
 }
 
+/* No collector: the process writes its own reports, at its exit or at a
+ * fatal signal, with the machine part gathered now (not at the end). */
+static void write_own_reports(void)
+{
+    ps_exitpaths_hook_fatal();
+    ps_report_prepare_machine();
+}
+
 /* The collector (collector.c) from here on writes this process's reports;
  * without one (it could not be started) the process writes them itself. */
 static void start_collector(void)
 {
     if (!ps_shared_active()) {
-        ps_exitpaths_hook_fatal();
-        ps_report_prepare_machine();
+        write_own_reports();
         return;
     }
     if (ps_collector_start(&collector_writers) == 0) {
@@ -453,8 +460,7 @@ static void start_collector(void)
         if ((!profiling && per_thread() && !threads_outside) || !ps_collector_sees_deaths())
             ps_exitpaths_hook_fatal();
     } else {
-        ps_exitpaths_hook_fatal();
-        ps_report_prepare_machine();
+        write_own_reports();
         if (ps_cct_verbose())
             ps_message("no collector process: the reports are written by the program itself");
     }

@@ -481,6 +481,8 @@ static void wait_ending(tcount_t *t)
 
 size_t ps_thread_counts_bytes(void) { return sizeof(tcount_t) * REC_CHUNK; }
 
+size_t ps_thread_counts_all_bytes(void) { return sizeof rec_chunks / sizeof *rec_chunks * ps_thread_counts_bytes(); }
+
 int ps_thread_counts_init(void)
 {
     const char *const *counted;
