@@ -844,6 +844,26 @@ static __attribute__((noreturn)) void collector_main(void)
     }
 }
 
+/* The collector's stack (its fork of the intermediate runs on it for its
+ * whole life): reserved, not committed; the writers' deepest use is far
+ * below it.  A guard page under it. */
+#define COLLECTOR_STACK ((size_t)8 << 20)
+#define GUARD_BYTES ((size_t)1 << 16)
+
+/* The intermediate: a session of its own (the job's signals to the
+ * program's group miss the collector), then the collector forked. */
+static int intermediate(void *arg)
+{
+    (void)arg;
+    syscall(SYS_setsid);
+    pid_t c = _Fork();
+    if (c == 0)
+        collector_main();
+    if (c > 0)
+        __atomic_store_n(&ctl.collector, c, __ATOMIC_RELEASE); /* shared: the program reads it */
+    return c < 0 ? 1 : 0;
+}
+
 int ps_collector_start(const ps_collector_writers_t *w)
 {
     if (in_collector || ps_shared_active() == 0)
@@ -870,29 +890,38 @@ int ps_collector_start(const ps_collector_writers_t *w)
     ps_lock_reset(&ctl.call_lock);
     /* The intermediate: a clone child that signals nobody when it ends
      * (exit signal 0), reaped here with __WCLONE, so the program sees no
-     * SIGCHLD and no child. */
+     * SIGCHLD and no child.  It shares the program's memory (CLONE_VM, the
+     * program's thread waiting meanwhile: CLONE_VFORK), so only the
+     * collector's fork copies the page tables, and its end frees nothing;
+     * it runs on a stack of its own, which becomes the collector's.  Every
+     * signal is held meanwhile: no handler of the program may run in it. */
+    int saved = errno;
     start_pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
-    pid_t mid = (pid_t)syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
-    if (mid < 0) {
-        if (start_pidfd >= 0)
-            close(start_pidfd);
-        start_pidfd = -1;
-        return -1;
-    }
-    if (mid == 0) {
-        syscall(SYS_setsid);
-        pid_t c = _Fork();
-        if (c == 0)
-            collector_main();
-        if (c > 0)
-            __atomic_store_n(&ctl.collector, c, __ATOMIC_RELEASE); /* shared: the program reads it */
-        syscall(SYS_exit_group, c < 0 ? 1 : 0);
-    }
-    int status;
-    while (waitpid(mid, &status, __WCLONE) < 0 && errno == EINTR)
+    sigset_t all, was;
+    sigfillset(&all);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &was, _NSIG / 8);
+    pid_t mid = -1;
+    char *stack = mmap(NULL, COLLECTOR_STACK + GUARD_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (stack != MAP_FAILED && mprotect(stack + GUARD_BYTES, COLLECTOR_STACK, PROT_READ | PROT_WRITE) == 0)
+        mid = clone(intermediate, stack + GUARD_BYTES + COLLECTOR_STACK, CLONE_VM | CLONE_VFORK, NULL);
+    else /* no room for a stack: a copy of the program's, as fork() gives */
+        mid = (pid_t)syscall(SYS_clone, 0, NULL, NULL, NULL, NULL);
+    if (mid == 0) /* the fork() above, in the intermediate */
+        syscall(SYS_exit_group, intermediate(NULL));
+    int status = 0;
+    while (mid > 0 && waitpid(mid, &status, __WCLONE) < 0 && errno == EINTR)
         ;
+    if (stack != MAP_FAILED) /* the collector has its copy */
+        munmap(stack, COLLECTOR_STACK + GUARD_BYTES);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &was, NULL, _NSIG / 8);
     if (start_pidfd >= 0) /* the collector has its copy */
         close(start_pidfd);
+    start_pidfd = -1;
+    errno = saved;
+    if (mid < 0) {
+        ctl.collector = 0;
+        return -1;
+    }
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || ctl.collector <= 0) {
         ctl.collector = 0;
         return -1;
