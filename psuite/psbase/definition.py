@@ -15,11 +15,15 @@ model.Definition and written back.
 
 As in perfbase, a variable without an occurrence attribute is a column of
 the data set ("multiple"); perfbase's spelling "occurence" is accepted too.
+An empty <default></default> makes no value (NULL) the default: a run
+imported with the missing-value policy "default" keeps such a variable empty.
 Every problem is one InputError line naming the element and the fix."""
 
 from __future__ import annotations
 
+import copy
 import re
+from dataclasses import dataclass, field, replace
 
 from lxml import etree
 
@@ -47,11 +51,14 @@ def check_name(name: str, what: str) -> str:
     return name
 
 
-def parse_bytes(data: bytes, source: str = "definition") -> Definition:
+def parse_bytes(data: bytes, source: str = "definition") -> Definition | ExperimentUpdate:
+    """An experiment definition, or perfbase's <experiment_update> (applied by Store.update)."""
     try:
         root = etree.fromstring(data, _parser())
     except etree.XMLSyntaxError as exc:
         raise InputError(f"{source}: not well-formed XML ({exc}); fix the file") from None
+    if root.tag == "experiment_update":
+        return _update(root, source)
     if root.tag != "experiment":
         raise InputError(f"{source}: the root element is <{root.tag}>, not <experiment>; "
                          "give an experiment definition")
@@ -135,20 +142,132 @@ def _variable(elem: etree._Element, source: str) -> Variable:
     return v
 
 
+@dataclass
+class ExperimentUpdate:
+    """perfbase's <experiment_update>: changes to an experiment's definition.  Each <parameter> or
+    <result> adds a variable, changes the elements it gives of an existing one (<new_name> renames
+    it), replaces it (action="replace") or removes it (action="drop")."""
+
+    name: str
+    source: str
+    info: etree._Element | None = None
+    variables: list[etree._Element] = field(default_factory=list)
+
+    def apply(self, old: Definition) -> tuple[Definition, dict[str, str]]:
+        """The new definition and the renames (old name -> new name); one InputError line if the
+        update does not fit the experiment."""
+        d = copy.deepcopy(old)
+        if self.info is not None:
+            for key in ("project", "synopsis", "description"):
+                if self.info.find(key) is not None:
+                    setattr(d, key, _text(self.info.find(key)))
+            pb = self.info.find("performed_by")
+            if pb is not None:
+                given = [k for k in ("name", "organization") if pb.find(k) is not None]
+                d.performed_by.update({k: _text(pb.find(k)) for k in given})
+        origin: dict[str, str] = {}  # a renamed variable's name now -> its name in the archive
+        for elem in self.variables:
+            where = f"{self.source} line {elem.sourceline}"
+            name = _text(elem.find("name"))
+            action = elem.get("action", "auto")
+            if action not in ("auto", "replace", "drop"):
+                raise InputError(f"{where}: action={action!r}; use auto, replace or drop")
+            at = next((i for i, v in enumerate(d.variables) if v.name.lower() == name.lower()), None)
+            if action == "drop":
+                if at is None:
+                    raise InputError(f"{where}: experiment {old.name!r} has no variable {name!r} to drop; "
+                                     "fix the name (nothing was changed)")
+                origin.pop(d.variables[at].name, None)
+                del d.variables[at]
+                continue
+            if at is None or action == "replace":
+                new = _variable(_as_definition_variable(elem), self.source)
+                if at is None:
+                    d.variables.append(new)
+                else:
+                    d.variables[at] = new
+                continue
+            was = d.variables[at].name
+            d.variables[at] = _changed(d.variables[at], elem, where)
+            if d.variables[at].name != was:
+                origin[d.variables[at].name] = origin.pop(was, was)
+        names = [v.name.lower() for v in d.variables]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"{self.source}: the update makes two variables named {twice[0]!r}; rename one")
+        if not d.variables:
+            raise InputError(f"{self.source}: the update leaves experiment {old.name!r} no variables; keep one")
+        return d, {old_name: now for now, old_name in origin.items() if old_name != now}
+
+
+def _as_definition_variable(elem: etree._Element) -> etree._Element:
+    """An update's <parameter>/<result> as a definition's: without <new_name>."""
+    e = copy.deepcopy(elem)
+    for child in e.findall("new_name"):
+        e.remove(child)
+    return e
+
+
+def _changed(v: Variable, elem: etree._Element, where: str) -> Variable:
+    """v with the elements the update gives."""
+    _known(elem, where, ("new_name", *_VARIABLE))
+    changes: dict[str, object] = {}
+    for key in ("synopsis", "description"):
+        if elem.find(key) is not None:
+            changes[key] = _text(elem.find(key))
+    if elem.find("new_name") is not None:
+        changes["name"] = check_name(_text(elem.find("new_name")), f"{where}: new_name")
+    if elem.find("datatype") is not None:
+        changes["datatype"] = _text(elem.find("datatype"))
+        if changes["datatype"] not in DATATYPES:
+            raise InputError(f"{where}: {elem.tag} {v.name!r} has datatype {changes['datatype']!r}; "
+                             f"use one of {', '.join(DATATYPES)}")
+    occurrence = elem.get("occurrence", elem.get("occurence"))
+    if occurrence is not None:
+        if occurrence.strip() not in OCCURRENCES:
+            raise InputError(f"{where}: {elem.tag} {v.name!r} has occurrence {occurrence!r}; use once or multiple")
+        changes["occurrence"] = occurrence.strip()
+    if elem.find("unit") is not None:
+        try:
+            changes["unit"] = str(units.from_xml(elem.find("unit")))
+        except InputError as exc:
+            raise InputError(f"{where}: {elem.tag} {v.name!r}: {exc}") from None
+    if elem.findall("valid"):
+        changes["valid"] = [(e.text or "").strip() for e in elem.findall("valid")]
+    if elem.find("default") is not None:
+        changes["default"] = (elem.find("default").text or "").strip()
+    new = replace(v, **changes)
+    check_variable(new, where)
+    return new
+
+
+def _update(root: etree._Element, source: str) -> ExperimentUpdate:
+    _known(root, source, ("experiment", "name", "info", "parameter", "result"))
+    name = _text(root.find("experiment")) or _text(root.find("name"))
+    if not name:
+        raise InputError(f"{source}: the <experiment_update> names no <experiment>; add <experiment>NAME</experiment>")
+    info = root.find("info")
+    if info is not None:
+        _known(info, source, _INFO)
+    return ExperimentUpdate(check_name(name, f"{source}: experiment"), source, info,
+                            [e for e in root if e.tag in ("parameter", "result")])
+
+
 def check_variable(v: Variable, where: str = "definition") -> None:
     """The valid values and the default must be values of the datatype, and
     the default one of the valid values."""
     try:
         for text in v.valid:
             convert(Variable(v.name, v.datatype), text)
-        if v.default is not None:
+        if v.default:  # "" (an empty <default>): no value, as perfbase's NULL default
             convert(v, v.default)
     except BadValue as exc:
         raise InputError(f"{where}: {exc}") from None
 
 
-def load(path: str) -> Definition:
-    """An experiment definition file; one InputError line if it cannot be used."""
+def load(path: str) -> Definition | ExperimentUpdate:
+    """An experiment definition file (or perfbase's experiment update); one InputError line if it
+    cannot be used."""
     return parse_bytes(read_input(path, "definition"), path)
 
 

@@ -94,6 +94,16 @@ class NamedLocation:
     next_line: bool = False
     word: int | None = None
     sourceline: int | None = None
+    is_separator: bool = False  # perfbase's is_separator="yes": each matching line starts a new run
+    # perfbase's mode: "assign" (the content), "count" (occurrences of the match in the run, several on a
+    # line too) or "boolean" (whether the match occurs in the run)
+    mode: str = "assign"
+    patterns: tuple[Pattern, ...] = ()  # all <match>/<regexp>s: a line with any of them (pattern is the first)
+    triggers: tuple[tuple[Pattern, int], ...] = ()  # <trigger>: a line <skip> lines after one matching
+    maps: tuple[tuple[Pattern, str], ...] = ()  # <map>: content matching content_in becomes content_out
+    store_set: bool = False  # perfbase's store_set="yes": each occurrence completes a data-set row
+    length: int | None = None  # perfbase's len=: 0 the rest of the line, n that many characters
+    last: bool = False  # perfbase's retrigger="yes": a once-value takes its last occurrence, not its first
 
 
 @dataclass(frozen=True)
@@ -122,6 +132,34 @@ class TabularLocation:
 
 
 @dataclass(frozen=True)
+class TabularValue:
+    """perfbase's <tabular_value>: a column by <pos> (0 = first word) or the word after a <match>."""
+
+    name: str
+    pos: int | None  # absolute, 0-based; None: the column after the previous value's
+    match: str | None = None
+    scale: float | None = None
+
+
+@dataclass(frozen=True)
+class PerfbaseTable:
+    """perfbase's <tabular_location> (with <tabular_value>s), with perfbase's semantics: a line
+    containing a <match> or matching a <regexp> (or line number <row>; none of these: any
+    line) triggers a table whose first row is <skip> lines further (0: the line itself); the
+    table runs while lines have its number of columns (columns=, else the first row's), up to
+    rows= rows, and ends at a blank line; a later trigger starts another table."""
+
+    triggers: tuple[Pattern, ...]
+    values: tuple[TabularValue, ...]
+    row: int | None = None
+    skip: int = 0
+    columns: int | None = None
+    rows: int | None = None
+    ws: str | None = None
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
 class DerivedParameter:
     name: str
     term: str
@@ -139,6 +177,7 @@ class InputDescription:
     explicit: list[ExplicitLocation] = field(default_factory=list)
     filename: list[FilenameLocation] = field(default_factory=list)
     tables: list[TabularLocation] = field(default_factory=list)
+    pb_tables: list[PerfbaseTable] = field(default_factory=list)
     derived: list[DerivedParameter] = field(default_factory=list)
     missing: str = "refuse"
     missing_for: dict[str, str] = field(default_factory=dict)
@@ -146,10 +185,11 @@ class InputDescription:
     def uses(self) -> list[tuple[str, str, str]]:
         """(variable, element, needed occurrence or '') for every variable the description names."""
         out = [(n, "fixed_value", "") for n in self.fixed]
-        out += [(loc.name, "named_location", "once") for loc in self.named]
+        out += [(loc.name, "named_location", "" if loc.mode == "assign" else "once") for loc in self.named]
         out += [(loc.name, "explicit_location", "once") for loc in self.explicit]
         out += [(name, "filename_location", "once") for loc in self.filename for _, name in loc.groups]
         out += [(name, "tabular_location", "multiple") for t in self.tables for _, name in t.columns]
+        out += [(v.name, "tabular_location", "multiple") for t in self.pb_tables for v in t.values]
         out += [(d.name, "derived_parameter", "") for d in self.derived]
         out += [(n, "missing", "") for n in self.missing_for]
         return out
@@ -263,18 +303,74 @@ def _parse_fixed(path: str, elem: etree._Element, desc: InputDescription) -> Non
     name = _child_text(path, elem, "name")
     if name in desc.fixed:
         raise _fail(path, elem, f"'{name}' is fixed twice")
-    desc.fixed[name] = _child_text(path, elem, "value")
+    # perfbase writes <content>, psbase <value>
+    value = _child_text(path, elem, "content", required=False)
+    desc.fixed[name] = value if value is not None else _child_text(path, elem, "value")
+
+
+def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str, ...] | None]) -> None:
+    """perfbase attributes psbase does not implement are refused, not ignored: ignoring one would
+    file other values than perfbase does.  attributes: name -> the values taken (None: any)."""
+    for node in [elem, *elem.iter("match", "regexp")]:
+        allowed = attributes if node is elem else {"match": ("fuzzy",)}
+        for name, value in node.attrib.items():
+            if name not in allowed or (allowed[name] is not None and value not in allowed[name]):
+                raise _fail(path, node, f"{name}={value!r} is not supported by psbase; remove it or read the "
+                            "value another way")
 
 
 def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> None:
-    side = _choice(path, elem, "side", ("after", "before"), "after")
+    _supported(path, elem, {"side": None, "line": None, "word": None, "mode": None, "content": None,
+                            "is_separator": None, "store_set": None, "len": None, "retrigger": ("auto", "no", "yes"),
+                            "sticky": ("yes",), "update": ("no",)})
+    content = _choice(path, elem, "content", ("leads", "follows"), "follows")  # perfbase's side=
+    side = _choice(path, elem, "side", ("after", "before"), {"leads": "before"}.get(content, "after"))
     line = _choice(path, elem, "line", ("same", "next"), "same")
     word = _positive(path, elem, elem.get("word"), "word=")
+    mode = _choice(path, elem, "mode", ("assign", "count", "boolean"), "assign")
+    separator = _choice(path, elem, "is_separator", ("yes", "no"), "no") == "yes"
+    store_set = _choice(path, elem, "store_set", ("yes", "no"), "no") == "yes"
+    for child in elem:
+        if child.tag not in ("name", "match", "regexp", "trigger", "map"):
+            raise _fail(path, child, "is not supported in <named_location>; use <name>, <match>, <regexp>, "
+                        "<trigger> or <map>")
+    patterns = [_compile(path, c, c.text or "", literal=c.tag == "match")
+                for c in elem if c.tag in ("match", "regexp")]
+    triggers = []
+    for t in elem.findall("trigger"):
+        skip = _positive(path, t, _child_text(path, t, "skip", required=False) or "0", "<skip>", zero=True)
+        triggers.append((_pattern(path, t), skip))
+    if not patterns and not triggers:
+        raise _fail(path, elem, "give a <match>, <regexp> or <trigger>")
+    maps = []
+    for m in elem.findall("map"):
+        pairs = m.findall("mapping") or [m]
+        for pair in pairs:
+            ins, outs = pair.findall("content_in"), pair.findall("content_out")
+            if not ins or len(ins) != len(outs):
+                raise _fail(path, m, "needs <content_in> and <content_out> pairs")
+            for c_in, c_out in zip(ins, outs, strict=True):
+                literal = c_in.get("match", "literal") != "regexp"
+                text = c_in.text or ""
+                maps.append((_compile(path, c_in, f"^{re.escape(text)}$" if literal else text, literal=False),
+                             (c_out.text or "").strip()))
+    first = patterns[0] if patterns else triggers[0][0]
+    length = elem.get("len")
+    try:
+        length_value = None if length is None or int(length) < 0 else int(length)  # < 0: perfbase's default
+    except ValueError:
+        raise _fail(path, elem, f"len={length!r} is not an integer") from None
     desc.named.append(
         NamedLocation(
-            _child_text(path, elem, "name"), _pattern(path, elem), side, line == "next", word, elem.sourceline
+            _child_text(path, elem, "name"), first, side, line == "next", word, elem.sourceline,
+            separator, mode, tuple(patterns), tuple(triggers), tuple(maps), store_set, length_value,
+            elem.get("retrigger") == "yes",
         )
     )
+    if separator:
+        if desc.separator is not None or sum(loc.is_separator for loc in desc.named) > 1:
+            raise _fail(path, elem, "a second run separator; give one <set_separation> or is_separator=\"yes\"")
+        desc.separator = first
 
 
 def _parse_explicit(path: str, elem: etree._Element, desc: InputDescription) -> None:
@@ -301,6 +397,11 @@ def _parse_filename(path: str, elem: etree._Element, desc: InputDescription) -> 
 
 
 def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    if elem.find("tabular_value") is not None:
+        if elem.find("column") is not None:
+            raise _fail(path, elem, "mixes perfbase's <tabular_value> with <column>; use one of them")
+        desc.pb_tables.append(_parse_pb_table(path, elem))
+        return
     columns = []
     for col in elem.findall("column"):
         name = (col.text or "").strip()
@@ -322,6 +423,43 @@ def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> Non
             elem.sourceline,
         )
     )
+
+
+def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
+    _supported(path, elem, {"columns": None, "rows": None, "is_separator": ("no",)})
+    for tv in elem.findall("tabular_value"):
+        _supported(path, tv, {"scale": None, "update": ("no",)})
+    allowed = ("match", "regexp", "row", "skip", "ws", "tabular_value")
+    for child in elem:
+        if child.tag not in allowed:
+            raise _fail(path, child, f"is not allowed in a <tabular_location> with <tabular_value>s; use "
+                        f"{', '.join('<' + a + '>' for a in allowed)}")
+    triggers = [Pattern(m.text or "", re.compile(re.escape(m.text or ""))) for m in elem.findall("match")]
+    triggers += [_compile(path, r, (r.text or "").strip(), literal=False) for r in elem.findall("regexp")]
+    row = _positive(path, elem, _child_text(path, elem, "row", required=False), "<row>")
+    skip = _positive(path, elem, _child_text(path, elem, "skip", required=False) or "0", "<skip>", zero=True)
+    columns = _positive(path, elem, elem.get("columns"), "columns=")
+    rows = _positive(path, elem, elem.get("rows"), "rows=")
+    ws = elem.findtext("ws")
+    values = []
+    for tv in elem.findall("tabular_value"):
+        for child in tv:
+            if child.tag not in ("name", "pos", "match"):
+                raise _fail(path, child, "is not supported in <tabular_value>; use <name> with <pos> or <match>")
+        name = _child_text(path, tv, "name")
+        if any(v.name == name for v in values):
+            raise _fail(path, tv, f"'{name}' is read twice in this table; read it once")
+        pos = _positive(path, tv, _child_text(path, tv, "pos", required=False), "<pos>", zero=True)
+        match = _child_text(path, tv, "match", required=False)
+        scale = tv.get("scale")
+        try:
+            factor = float(scale) if scale is not None else None
+        except ValueError:
+            factor = None
+        if scale is not None and (factor is None or not math.isfinite(factor)):
+            raise _fail(path, tv, f"scale={scale!r} is not a number; give a factor such as 1e-6")
+        values.append(TabularValue(name, pos, match, factor))
+    return PerfbaseTable(tuple(triggers), tuple(values), row, skip, columns, rows, ws or None, elem.sourceline)
 
 
 def _parse_derived(path: str, elem: etree._Element, desc: InputDescription) -> None:
@@ -364,6 +502,14 @@ class _Found:
     row_origin: list[str] = field(default_factory=list)
     # (table, file, what is missing)
     tables_missing: list[tuple[TabularLocation, str, str]] = field(default_factory=list)
+    # variable -> why the value its location found could not be read (the value is then missing)
+    unreadable: dict[str, str] = field(default_factory=dict)
+    # (line number, location, value) of named locations of data-set variables
+    events: list[tuple[int, NamedLocation, object]] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        """Nothing found but counts of zero: perfbase starts no run for such text before a separator."""
+        return not self.rows and all(isinstance(v, int) and v == 0 for v in self.values.values())
 
 
 def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]) -> dict[str, Variable]:
@@ -391,6 +537,14 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
                 f"{desc.path}: '{name}' has a <{sorted(exclusive)[0]}> and also "
                 f"<{sorted(elements - exclusive)[0] if elements - exclusive else sorted(exclusive)[1]}>; "
                 "give it one source"
+            )
+    for loc in desc.named:
+        wanted = {"count": NUMERIC, "boolean": ("boolean",)}.get(loc.mode)
+        if wanted and variables[loc.name].datatype not in wanted:
+            raise UsageError(
+                f"{desc.path}: <named_location> (line {loc.sourceline}) mode=\"{loc.mode}\" gives '{loc.name}' a "
+                f"{'number' if loc.mode == 'count' else 'truth value'}, but it is a {variables[loc.name].datatype}; "
+                f"make it {' or '.join(wanted)}"
             )
     for name in fixed:
         if name not in variables:
@@ -440,26 +594,113 @@ def _words_value(var: Variable, text: str, side: str, word: int | None) -> str |
     return text or None
 
 
-def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
+def _named_hits(loc: NamedLocation, block: list[Line]):
+    """(index in block, line number, the match or None for a whole triggered line) of every line the
+    location takes."""
     for index, (lineno, line) in enumerate(block):
-        m = loc.pattern.search(line)
-        if m is None:
+        if loc.triggers and not any(index >= skip and t.search(block[index - skip][1]) for t, skip in loc.triggers):
             continue
-        if loc.next_line:
-            if index + 1 >= len(block):
-                return
-            lineno, text, side = block[index + 1][0], block[index + 1][1], "after"
-        elif m.re.groups and m.group(1) is not None:
-            text, side = m.group(1), "after"
-        elif loc.side == "after":
-            text, side = line[m.end() :], "after"
-        else:
-            text, side = line[: m.start()], "before"
-        content = _words_value(var, text, side, loc.word)
+        if not loc.patterns:
+            yield index, lineno, None
+            continue
+        for pattern in loc.patterns:
+            m = pattern.search(line)
+            if m is not None:
+                yield index, lineno, m
+                break
+
+
+def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: int,
+                   m: re.Match[str] | None) -> tuple[int, str | None]:
+    lineno, line = block[index]
+    if m is None:  # a <trigger> without <match>: the whole line
+        text, side = line.strip(), "after"
+    elif loc.next_line:
+        if index + 1 >= len(block):
+            return lineno, None
+        lineno, text, side = block[index + 1][0], block[index + 1][1], "after"
+    elif m.re.groups and m.group(1) is not None:
+        text, side = m.group(1), "after"
+    elif loc.length is not None:  # perfbase's len=: the rest of the line, or that many characters
+        rest = line[m.end():] if loc.side == "after" else line[: m.start()]
+        content = rest.strip() if loc.length == 0 else rest[: loc.length].strip()
+        return lineno, _mapped(loc, content or None)
+    elif loc.side == "after":
+        text, side = line[m.end() :], "after"
+    else:
+        text, side = line[: m.start()], "before"
+    return lineno, _mapped(loc, _words_value(var, text, side, loc.word))
+
+
+def _mapped(loc: NamedLocation, content: str | None) -> str | None:
+    for pattern, out in loc.maps:
+        if content is not None and pattern.search(content):
+            return out
+    return content
+
+
+def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
+    if loc.mode == "count":  # every occurrence, several on a line too, as perfbase counts them
+        found.values[var.name] = sum(len(p.compiled.findall(line)) for _, line in block for p in loc.patterns)
+        found.origin[var.name] = f"{path} (count of {loc.pattern.text!r})"
+        return
+    if loc.mode == "boolean":
+        found.values[var.name] = next(_named_hits(loc, block), None) is not None
+        found.origin[var.name] = f"{path} (whether {loc.pattern.text!r} occurs)"
+        return
+    hits = list(_named_hits(loc, block))
+    if loc.last and var.occurrence == "once":
+        hits = hits[-1:]
+    for index, _, m in hits:
+        lineno, content = _named_content(loc, var, block, index, m)
+        if var.occurrence == "multiple":  # each occurrence: a value of the data set
+            if content is not None:
+                try:
+                    value = _typed(var, content, f"{path}:{lineno}")
+                except BadValue:
+                    if var.datatype not in NUMERIC:
+                        raise
+                    continue  # perfbase: a number that cannot be read is no value
+                found.events.append((lineno, loc, value))
+            continue
         if content is not None:
-            found.values[var.name] = _typed(var, content, f"{path}:{lineno}")
+            try:
+                found.values[var.name] = _typed(var, content, f"{path}:{lineno}")
+            except BadValue as exc:
+                if var.datatype not in NUMERIC:
+                    raise
+                # perfbase: a number that cannot be read is no value; the missing-value policy decides
+                found.unreadable[var.name] = str(exc)
+                return
             found.origin[var.name] = f"{path}:{lineno}"
         return
+
+
+def _named_rows(found: _Found, path: str) -> None:
+    """Data-set values from named locations.  Beside table rows, each row takes the value last seen
+    before its line (perfbase's sticky values); alone, a row is complete at each store_set="yes"
+    occurrence or, without one, when every such variable has a value since the last row."""
+    if not found.events:
+        return
+    found.events.sort(key=lambda e: e[0])
+    if found.rows:
+        lines = [int(o.rsplit(":", 1)[1]) for o in found.row_origin]
+        for row, row_line in zip(found.rows, lines, strict=True):
+            latest = {loc.name: value for lineno, loc, value in found.events if lineno < row_line}
+            for name, value in latest.items():
+                row.setdefault(name, value)
+        return
+    names = {loc.name for _, loc, _ in found.events}
+    store_set = any(loc.store_set for _, loc, _ in found.events)
+    current: dict[str, object] = {}
+    fresh: set[str] = set()
+    for lineno, loc, value in found.events:
+        current[loc.name] = value
+        fresh.add(loc.name)
+        if (loc.store_set if store_set else fresh == names):
+            found.rows.append(dict(current))
+            found.row_origin.append(f"{path}:{lineno}")
+            fresh.clear()
 
 
 def _explicit(loc: ExplicitLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
@@ -514,6 +755,105 @@ def _table(table: TabularLocation, variables: dict[str, Variable], block: list[L
         found.tables_missing.append((table, path, "no table rows after"))
 
 
+_NUMBER_CHARS = frozenset("+-eE.0123456789")
+
+
+def _pb_number(text: str) -> str:
+    """The number in a table cell as perfbase reads it (pb_common.str_to_number): the
+    characters around it that cannot be part of a number dropped ("12.5us" -> "12.5");
+    "" if there is none ("EOF", "-")."""
+    if text.count(",") == 1 and "." not in text:  # a decimal comma
+        text = text.replace(",", ".")
+    start = 0
+    while start < len(text) and (text[start] not in _NUMBER_CHARS or (
+            text[start] in "eE" and text[start + 1: start + 2] not in tuple("+-.0123456789"))):
+        start += 1
+    end = start
+    while end < len(text) and text[end] in _NUMBER_CHARS:
+        end += 1
+    while end > start and not text[end - 1].isdigit():
+        end -= 1
+    return text[start:end]
+
+
+def _pb_row(table: PerfbaseTable, variables: dict[str, Variable], line: str, where: str) -> dict[str, object] | None:
+    """One table line's values, or None for a line perfbase does not take as a row (a value
+    with no content, or a number that cannot be read and has no default)."""
+    words = line.split(table.ws)
+    row: dict[str, object] = {}
+    previous = -1
+    for tv in table.values:
+        var = variables[tv.name]
+        if tv.match is None:
+            index = previous + 1 if tv.pos is None else tv.pos
+            if index >= len(words):
+                return None
+            text = words[index].strip()
+            previous = index
+        else:
+            before, found, after = line.partition(tv.match)
+            if not found or not after.split():
+                return None
+            text = after.split()[0]
+            previous = len((before + tv.match).split())
+        if var.datatype in NUMERIC:
+            text = _pb_number(text)
+            if not text:
+                if not var.default:
+                    return None
+                text = var.default
+            value = _typed(var, text, where)
+            if tv.scale is not None:
+                scaled = value * tv.scale
+                value = _typed(var, repr(int(scaled) if var.datatype == "integer" else scaled),
+                               f"{where} (scaled by {tv.scale:g})")
+            row[tv.name] = value
+        elif not text:
+            return None
+        else:
+            row[tv.name] = _typed(var, text, where)
+    return row
+
+
+def _pb_table(table: PerfbaseTable, variables: dict[str, Variable], block: list[Line], path: str,
+              found: _Found) -> None:
+    """perfbase's tabular_location.check_trigger and parse_data, line by line over the run."""
+    columns = table.columns  # without columns=, the first row's count, kept for the run
+    countdown = -1  # lines until the first row of a triggered table
+    inside = False
+    taken = 0
+    for number, (lineno, line) in enumerate(block, start=1):
+        width = len(line.split(table.ws))
+        if countdown > 0:
+            countdown -= 1
+        else:
+            if inside:
+                if taken == table.rows or not line.strip() or width != columns:
+                    inside = False
+                else:
+                    row = _pb_row(table, variables, line, f"{path}:{lineno}")
+                    taken += 1
+                    if row is not None:
+                        found.rows.append(row)
+                        found.row_origin.append(f"{path}:{lineno}")
+                    continue
+            if (number == table.row or any(t.search(line) for t in table.triggers)
+                    or (not table.triggers and table.row is None)):
+                countdown = table.skip
+        if countdown == 0:
+            countdown = -1
+            taken = 0
+            if columns is None:
+                columns = width
+            if width == columns:
+                inside = True
+                row = _pb_row(table, variables, line, f"{path}:{lineno}")
+                taken += 1
+                if row is not None:
+                    found.rows.append(row)
+                    found.row_origin.append(f"{path}:{lineno}")
+
+
 def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
     """The file's runs: split at each line matching the separator (which starts the next run)."""
     if desc.separator is None:
@@ -547,6 +887,9 @@ def _scan(desc: InputDescription, variables: dict[str, Variable], path: str, blo
         _explicit(loc, variables[loc.name], block, path, found)
     for table in desc.tables:
         _table(table, variables, block, path, found)
+    for pb_table in desc.pb_tables:
+        _pb_table(pb_table, variables, block, path, found)
+    _named_rows(found, path)
     return found
 
 
@@ -557,6 +900,8 @@ def _policy(desc: InputDescription, name: str, override: str | None) -> str:
 def _fill(var: Variable, policy: str, where: str) -> object:
     """The value of a variable nothing gave a value to, by the missing-value policy."""
     if policy == "empty":
+        return None
+    if policy == "default" and var.default == "":  # an empty <default>: no value is the default
         return None
     if policy == "default" and var.default is not None:
         return _typed(var, var.default, f"{where} (default)") if isinstance(var.default, str) else var.default
@@ -592,6 +937,10 @@ def _assemble(
     content_hash: str,
 ) -> RunData:
     where = ", ".join(dict.fromkeys(sources))
+
+    def policies_of(name: str) -> str:
+        return max((_policy(desc, name, missing) for desc, _ in parts), key=POLICIES.index)
+
     values: dict[str, object] = {}
     origin: dict[str, str] = {}
     rows: list[dict[str, object]] = []
@@ -609,8 +958,13 @@ def _assemble(
                 )
             values[name] = value
             origin[name] = found.origin[name]
-        rows.extend(found.rows)
-        row_origin.extend(found.row_origin)
+    with_rows = [found for _, found in parts if found.rows]
+    if len({frozenset(_row_names(found)) for found in with_rows}) > 1:
+        rows, row_origin = _side_by_side(with_rows)
+    else:  # the same data-set variables (per-rank reports): the files' rows follow each other
+        for found in with_rows:
+            rows.extend(found.rows)
+            row_origin.extend(found.row_origin)
     for desc, _ in parts:  # fixed values of data-set variables fill every row
         for name, text in desc.fixed.items():
             if variables[name].occurrence == "multiple":
@@ -635,6 +989,10 @@ def _assemble(
                         f"{path}: {what} {table.pattern.text!r} (<tabular_location> line "
                         f"{table.sourceline}), so no value for '{name}'; check the file or the description"
                     )
+    for _, found in parts:  # a number that could not be read: refused unless the policy fills it
+        for name, why in found.unreadable.items():
+            if values.get(name) is None and policies_of(name) == "refuse":
+                raise BadValue(why)
     descs = [d for d, _ in parts]
     derived = {d.name: d for desc in descs for d in desc.derived if d.name not in fixed}  # the command line wins
     policies = {n: max((_policy(desc, n, missing) for desc in descs), key=POLICIES.index) for n in variables}
@@ -649,6 +1007,37 @@ def _assemble(
                 row[d.name] = _derive(d, var, {**values, **row}, row_where)
     _fill_missing([variables[n] for n in derived], policies, values, rows, row_origin, where)
     return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
+
+
+def _row_names(found: _Found) -> set[str]:
+    return {name for row in found.rows for name in row}
+
+
+def _side_by_side(founds: list[_Found]) -> tuple[list[dict[str, object]], list[str]]:
+    """Files read with descriptions that give different data-set variables: row i of the run joins
+    row i of each file, as perfbase merges the data sets of several input descriptions; a variable
+    two files give must agree."""
+    first = founds[0]
+    for other in founds[1:]:
+        if len(other.rows) != len(first.rows):
+            raise UsageError(
+                f"{first.row_origin[0].rsplit(':', 1)[0]} has {len(first.rows)} data-set rows but "
+                f"{other.row_origin[0].rsplit(':', 1)[0]} has {len(other.rows)}, so their rows cannot be joined "
+                "into one run; check the files or import them as separate runs"
+            )
+    rows: list[dict[str, object]] = []
+    for i in range(len(first.rows)):
+        row: dict[str, object] = {}
+        for found in founds:
+            for name, value in found.rows[i].items():
+                if name in row and row[name] != value:
+                    raise UsageError(
+                        f"'{name}' is {row[name]!r} in row {i + 1} of one file but {value!r} at "
+                        f"{found.row_origin[i]}; the rows of the files cannot be joined into one run"
+                    )
+                row[name] = value
+        rows.append(row)
+    return rows, list(first.row_origin)
 
 
 def _fill_missing(
@@ -728,11 +1117,22 @@ def extract(
         digest = hashlib.sha256(data).hexdigest()
         seen.add(path, digest)
         blocks = _blocks(desc, lines)
+        lead = desc.separator is not None and any(loc.is_separator for loc in desc.named)
+        if lead and not blocks:  # a value that separates runs need not occur: the file is one run
+            blocks = [lines]
         if not blocks:
             raise UsageError(
                 f"{path}: no line matches the run separator {desc.separator.text!r}; "
                 "check the file or the <set_separation> of the input description"
             )
+        if lead and lines and blocks and blocks[0][0][0] != lines[0][0]:
+            # perfbase's is_separator: the text before the first separator is a run of its own if
+            # anything is found in it, else part of the first separated run
+            head = [line for line in lines if line[0] < blocks[0][0][0]]
+            if _scan(desc, variables, path, head).empty():
+                blocks[0] = head + blocks[0]
+            else:
+                blocks.insert(0, head)
         at: dict[str, int] = {}  # block hash -> its first line
         for block in blocks:
             if len(blocks) > 1:

@@ -234,6 +234,9 @@ class Store:
     # -- experiments ----------------------------------------------------
 
     def setup(self, d: Definition) -> None:
+        if isinstance(d, defmod.ExperimentUpdate):
+            raise StoreError(f"{d.source} is an experiment update, not a definition; apply it with psbase update")
+
         def go() -> None:
             with self.engine.begin() as conn:
                 if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
@@ -265,7 +268,7 @@ class Store:
             rows = self._run(lambda: conn.execute(q).all(), needs="query")
         return [(n, defmod.parse_bytes(x.encode()).synopsis, a, b) for n, x, a, b in rows]
 
-    def update(self, new: Definition, drop: bool = False) -> list[str]:
+    def update(self, new: Definition | defmod.ExperimentUpdate, drop: bool = False) -> list[str]:
         """Change an experiment's definition: variables added, changed or
         removed.  A variable's occurrence changes only while no run has a
         value for it, its datatype only if every stored value is one of the
@@ -275,10 +278,15 @@ class Store:
         Refusals name the values and their runs; one transaction: a refused
         update changes nothing.  A variable removed while runs have values
         for it is refused unless drop (its values go with it).  Returns what
-        changed, one line each."""
+        changed, one line each.  perfbase's <experiment_update> (new) is
+        applied to the definition in the archive, its renames first."""
 
         def go() -> list[str]:
             with self.engine.begin() as conn:
+                if isinstance(new, defmod.ExperimentUpdate):
+                    exp_id, old = self._experiment_id(conn, new.name)
+                    d, renames = new.apply(old)
+                    return self._rename(conn, exp_id, old, renames) + self._update(conn, d, drop)
                 return self._update(conn, new, drop)
         return self._run(go, needs="admin")
 
@@ -354,6 +362,21 @@ class Store:
         conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
         conn.execute(self.variables.insert(), self._variable_rows(exp_id, new))
         return changes
+
+    def _rename(self, conn: sa.Connection, exp_id: int, old: Definition, renames: dict[str, str]) -> list[str]:
+        """Variables renamed, their columns with them (in the update's transaction)."""
+        if not renames:
+            return []
+        prep = conn.dialect.identifier_preparer
+        for v in old.variables:
+            if v.name in renames:
+                table = f"psb_x{exp_id}_{'once' if v.occurrence == 'once' else 'rows'}"
+                conn.execute(sa.text(f"ALTER TABLE {prep.quote(table)} RENAME COLUMN {prep.quote(v.name)} "
+                                     f"TO {prep.quote(renames[v.name])}"))
+                v.name = renames[v.name]
+        conn.execute(self.experiments.update().where(self.experiments.c.id == exp_id)
+                     .values(definition=defmod.to_bytes(old).decode()))
+        return [f"renamed {a} to {b}" for a, b in renames.items()]
 
     def _add(self, conn: sa.Connection, exp_id: int, v: Variable) -> None:
         table = f"psb_x{exp_id}_{'once' if v.occurrence == 'once' else 'rows'}"
@@ -441,7 +464,7 @@ class Store:
     def _fill_default(self, conn: sa.Connection, exp_id: int, n: Variable) -> str:
         """A new variable's default given to the runs there are (for a data-set
         variable: to every data-set row); what was done, for update's report."""
-        if n.default is None:
+        if not n.default:  # none, or an empty <default>: no value to give
             return ""
         try:
             value = _to_db(n, convert(n, n.default))

@@ -23,6 +23,9 @@ _BY_SYMBOL = {sym: name for name, (sym, _) in SCALINGS.items()} | {"K": "Kilo"}
 # base unit name -> symbol; any other word is a base unit of its own (process, iteration, ...)
 BASE_SYMBOLS = {"byte": "B", "bit": "bit", "s": "s", "Hz": "Hz", "flop": "flop", "op": "op", "cycle": "cycle"}
 _BASE_BY_SYMBOL = {sym: name for name, sym in BASE_SYMBOLS.items()}
+# perfbase's base units that are symbols, not words; "none" is perfbase's "no unit"
+SYMBOL_UNITS = ("%", "$")
+NO_UNIT = "none"
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,8 @@ def _factor(word: str, text: str) -> Factor:
     scaling, sep, base = word.partition(" ")
     if sep and scaling in SCALINGS:  # "Kilo process", as __str__ prints a scaled base unit of its own
         return Factor(_factor(base.strip(), text).base, scaling)
+    if word in SYMBOL_UNITS:
+        return Factor(word)
     if not word or not word.replace("_", "").replace("%", "").isalnum():
         raise InputError(f"unit {text!r}: {word!r} is not a unit; write base units with an optional scaling, "
                          "e.g. MB/s or Kibyte*s")
@@ -134,45 +139,70 @@ def normalize(text: str) -> str:
 
 def from_xml(elem: etree._Element) -> Unit:
     """A <unit> element: <base_unit> and <scaling> pairs, or a <fraction> of
-    <dividend> and <divisor>, each holding such pairs."""
+    <dividend> and <divisor> (each holding such pairs, or a <fraction> or
+    <product> of <factor>s in turn, as perfbase nests them)."""
+    top, bottom = _term(elem)
+    return Unit(top, bottom)
 
-    def factors(parent: etree._Element) -> tuple[Factor, ...]:
-        out = []
-        scaling = ""
-        for child in parent:
-            if child.tag not in ("scaling", "base_unit"):
-                raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <{parent.tag}>; "
-                                 "use <base_unit> and <scaling>")
-            if child.tag == "scaling":
-                name = (child.text or "").strip()
-                if name not in SCALINGS:
-                    name = _BY_SYMBOL.get(name, name)
-                if name not in SCALINGS:
-                    raise InputError(f"unit scaling {child.text!r} is unknown; use one of {', '.join(SCALINGS)}")
-                if out and not out[-1].scaling:  # <base_unit>byte</base_unit><scaling>Mega</scaling>
-                    out[-1] = Factor(out[-1].base, name)
-                else:
-                    scaling = name
-            elif child.tag == "base_unit":
-                base = (child.text or "").strip()
-                if not base:
-                    raise InputError("a <base_unit> element is empty; name the unit, e.g. <base_unit>s</base_unit>")
-                _factor(base, base)  # one word: "bytes per sec" is refused here, naming the element
-                out.append(Factor(_BASE_BY_SYMBOL.get(base, base), scaling))
-                scaling = ""
-        return tuple(out)
 
-    frac = elem.find("fraction")
-    if frac is None:
-        return Unit(factors(elem))
-    for child in frac:
-        if child.tag not in ("dividend", "divisor"):
-            raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <fraction>; "
-                             "use <dividend> and <divisor>")
-    dividend, divisor = frac.find("dividend"), frac.find("divisor")
-    if divisor is None:
-        raise InputError("a <fraction> in a <unit> has no <divisor>; add one, e.g. <divisor><base_unit>s</base_unit>")
-    return Unit(factors(dividend) if dividend is not None else (), factors(divisor))
+def _term(parent: etree._Element) -> tuple[tuple[Factor, ...], tuple[Factor, ...]]:
+    """The dividend and divisor factors of a <unit>, <dividend>, <divisor> or <factor>."""
+    frac = parent.find("fraction")
+    if frac is not None:
+        for child in frac:
+            if child.tag not in ("dividend", "divisor"):
+                raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <fraction>; "
+                                 "use <dividend> and <divisor>")
+        dividend, divisor = frac.find("dividend"), frac.find("divisor")
+        if divisor is None:
+            raise InputError("a <fraction> in a <unit> has no <divisor>; add one, e.g. "
+                             "<divisor><base_unit>s</base_unit></divisor>")
+        a_top, a_bottom = _term(dividend) if dividend is not None else ((), ())
+        b_top, b_bottom = _term(divisor)
+        return a_top + b_bottom, a_bottom + b_top  # (a/b) / (c/d) = (a*d) / (b*c)
+    product = parent.find("product")
+    if product is not None:
+        top: tuple[Factor, ...] = ()
+        bottom: tuple[Factor, ...] = ()
+        for child in product:
+            if child.tag != "factor":
+                raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <product>; use <factor>")
+            f_top, f_bottom = _term(child)
+            top, bottom = top + f_top, bottom + f_bottom
+        return top, bottom
+    return _factors(parent), ()
+
+
+def _factors(parent: etree._Element) -> tuple[Factor, ...]:
+    out: list[Factor] = []
+    scaling = ""
+    for child in parent:
+        if child.tag not in ("scaling", "base_unit"):
+            raise InputError(f"<{child.tag}> (line {child.sourceline}) is not allowed in <{parent.tag}>; "
+                             "use <base_unit> and <scaling>, or a <fraction>")
+        if child.tag == "scaling":
+            name = (child.text or "").strip()
+            if name not in SCALINGS:
+                name = _BY_SYMBOL.get(name, name)
+            if name not in SCALINGS:
+                raise InputError(f"unit scaling {child.text!r} is unknown; use one of {', '.join(SCALINGS)}")
+            if out and not out[-1].scaling:  # <base_unit>byte</base_unit><scaling>Mega</scaling>
+                out[-1] = Factor(out[-1].base, name)
+            else:
+                scaling = name
+        else:
+            base = (child.text or "").strip()
+            if not base:
+                raise InputError("a <base_unit> element is empty; name the unit, e.g. <base_unit>s</base_unit>")
+            if base == NO_UNIT:
+                continue
+            _factor(base, base)  # one word: "bytes per sec" is refused here, naming the element
+            out.append(Factor(_BASE_BY_SYMBOL.get(base, base), scaling))
+            scaling = ""
+    if scaling and not any(child.tag == "base_unit" and (child.text or "").strip() != NO_UNIT for child in parent):
+        raise InputError(f"unit scaling {scaling!r} has no base unit; give one beside it, e.g. "
+                         "<base_unit>Hz</base_unit>")
+    return tuple(out)
 
 
 def to_xml(unit: Unit) -> etree._Element:

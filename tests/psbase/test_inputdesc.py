@@ -461,8 +461,12 @@ def test_description_must_match_the_experiment(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"desc\.xml: <named_location> names 'nq', which experiment 'exp' does not"):
         inputdesc.extract(desc, _defn(_var("np", "integer")), [out])
     desc = _desc(tmp_path, "<named_location><name>np</name><match>np</match></named_location>")
+    # as in perfbase, a named location of a data-set variable gives a row per occurrence
+    (run,) = inputdesc.extract(desc, _defn(_var("np", "integer", "multiple")), [out])
+    assert run.rows == [{"np": 1}]
+    counted = _desc(tmp_path, '<named_location mode="count"><name>np</name><match>np</match></named_location>')
     with pytest.raises(UsageError, match="occurs multiple per run; read it with a <tabular_location>"):
-        inputdesc.extract(desc, _defn(_var("np", "integer", "multiple")), [out])
+        inputdesc.extract(counted, _defn(_var("np", "integer", "multiple")), [out])
     both = _desc(
         tmp_path,
         """<named_location><name>np</name><match>np</match></named_location>
@@ -475,7 +479,8 @@ def test_description_must_match_the_experiment(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ("<named_location><name>x</name></named_location>", r"<named_location> \(line 2\): give exactly one <match>"),
+        ("<named_location><name>x</name></named_location>",
+         r"<named_location> \(line 2\): give a <match>, <regexp> or <trigger>"),
         ("<named_location><name>x</name><regexp>(</regexp></named_location>", "does not compile"),
         ("<named_location><match>x</match></named_location>", r"<named_location> \(line 2\): <name> is missing"),
         ('<named_location side="left"><name>x</name><match>x</match></named_location>', "side='left' is not one of"),
