@@ -13,9 +13,10 @@ three operator modes are chosen by the inputs, as the paper says:
 scale, offset and eval work row by row (several inputs side by side).
 
 Where SQL can do the work it does: a source with a statistic directly
-behind it (avg, stddev, variance, count, median, min, max, sum) is one
+behind it (avg, stddev, variance, count, min, max, sum) is one
 GROUP BY per result, query.aggregate as the short form uses, so that only
-the aggregated rows leave the database.  quantile and prod, and everything
+the aggregated rows leave the database.  median (perfbase's lower middle
+value, not the short form's mean of the two), quantile and prod, and everything
 after the first operator, are computed here in Python (the vectors are
 then small: one row per parameter combination)."""
 
@@ -45,7 +46,6 @@ SQL_STATS = {
     "stddev": ["stddev"],
     "variance": ["stddev"],
     "count": [],
-    "median": ["median"],
     "min": ["min"],
     "max": ["max"],
     "sum": ["sum"],
@@ -396,6 +396,10 @@ class _Run:
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
+        if kind in qf.PASSING:
+            return self.passing(op, vecs)
+        if kind in qf.LIMITS:
+            return self.limit(op, vecs[0][1])
         for _, vec in vecs:
             for c in vec.values:
                 self.check_type(op, c.name, c.datatype)
@@ -414,7 +418,7 @@ class _Run:
                 vals, errs = [], []
                 for j in range(len(vec.values)):
                     xs = [m[0][j] for m in members if m[0][j] is not None]
-                    value, error = _reduce(kind, xs, op.value)
+                    value, error = _reduce(kind, xs, op.value, op.variant == "upper")
                     vals.append(value)
                     errs.append(error)
                 rows.append((kv, vals, errs))
@@ -425,6 +429,8 @@ class _Run:
         except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
+        if kind == "normalize":
+            return self.normalize(op, joined)
         if kind in qf.LINEAR:
             factor = op.value if kind == "scale" else 1.0
             rows = [
@@ -468,7 +474,115 @@ class _Run:
         return Vec(joined.keys, cols, rows, joined.notes)
 
 
+    def passing(self, op: qf.Operator, vecs: list[tuple[str, Vec]]) -> Vec:
+        """null and sort (perfbase's): the rows of all inputs in one vector, one
+        column per value name; sort orders them by the value= columns (else
+        by the first key), stable: rows that compare equal keep their order."""
+        try:
+            vec = _stack(vecs)
+        except _Unmatched as exc:
+            raise self.fail(op, str(exc)) from None
+        if op.type == "null" or op.variant == "none":
+            return vec
+        names = [k.name for k in vec.keys] + [c.name for c in vec.values]
+        if op.sort_by:
+            at = []
+            for name in op.sort_by:
+                i = _column_index(names, name)
+                if i is None:
+                    raise self.fail(op, f"value= names {name!r}, which its inputs do not give; name one of "
+                                    f"{', '.join(names)}")
+                at.append(i)
+        else:
+            at = [0] if names else []
+        rows = sorted(vec.rows, key=lambda r: sort_key(tuple((list(r[0]) + list(r[1]))[i] for i in at)),
+                      reverse=op.variant == "descending")
+        return Vec(vec.keys, vec.values, rows, vec.notes)
+
+    def limit(self, op: qf.Operator, vec: Vec) -> Vec:
+        """limit and abslimit (perfbase's): the rows whose compared value (option=,
+        else the first value) passes the condition; a row without it does not."""
+        names = [k.name for k in vec.keys] + [c.name for c in vec.values]
+        if op.sort_by:
+            i = _column_index(names, op.sort_by[0])
+            if i is None:
+                raise self.fail(op, f"option= names {op.sort_by[0]!r}, which its input does not give; name one of "
+                                f"{', '.join(names)}")
+        else:
+            i = len(vec.keys)
+        test = {"less": float.__lt__, "lessequal": float.__le__, "equal": float.__eq__,
+                "notequal": float.__ne__, "greaterequal": float.__ge__, "greater": float.__gt__}[op.variant]
+        kept = []
+        for row in vec.rows:
+            x = (list(row[0]) + list(row[1]))[i]
+            if isinstance(x, (int, float)) and not isinstance(x, bool):
+                if test(float(abs(x) if op.type == "abslimit" else x), float(op.value)):
+                    kept.append(row)
+        return Vec(vec.keys, vec.values, kept, vec.notes)
+
+    def normalize(self, op: qf.Operator, vec: Vec) -> Vec:
+        """normalize (perfbase's): each value column scaled (variant="scale") or
+        shifted ("offset") so that its first value becomes value= (1 or 0)."""
+        target = op.value if op.value is not None else (1.0 if op.variant == "scale" else 0.0)
+        firsts = [next((r[1][j] for r in vec.rows if r[1][j] is not None), None) for j in range(len(vec.values))]
+        rows = []
+        for kv, vals, errs in vec.rows:
+            out, oerr = [], []
+            for x, e, first in zip(vals, errs, firsts, strict=True):
+                if x is None or first is None or (op.variant == "scale" and first == 0):
+                    out.append(None)
+                    oerr.append(None)
+                elif op.variant == "scale":
+                    out.append(x * target / first)
+                    oerr.append(e * abs(target / first) if e is not None else None)
+                else:
+                    out.append(x + target - first)
+                    oerr.append(e)
+            rows.append((kv, out, oerr))
+        return Vec(vec.keys, [self.derived(op, c) for c in vec.values], rows, vec.notes)
+
+
 # -- vectors --------------------------------------------------------------------
+
+
+def _column_index(names: list[str], name: str) -> int | None:
+    """The column a value= or option= names: by its name, or by the variable an
+    operator's column was made from ("r1" for "r1 max")."""
+    if name in names:
+        return names.index(name)
+    return next((i for i, n in enumerate(names) if n.split(" ")[0] == name), None)
+
+
+def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
+    """The rows of the vectors one after the other (perfbase's operators that
+    store all their inputs in one table): the keys of the first, one value
+    column per distinct name, empty where an input has no such column."""
+    if len(vecs) == 1:
+        return vecs[0][1]
+    keys = vecs[0][1].keys
+    names = [k.name for k in keys]
+    for i, v in vecs[1:]:
+        if [k.name for k in v.keys] != names:
+            raise _Unmatched(
+                f"inputs {vecs[0][0]!r} and {i!r} have different parameters "
+                f"({', '.join(names)} vs {', '.join(k.name for k in v.keys)}); "
+                "give them the same parameters in their sources"
+            )
+    cols: dict[str, Column] = {}
+    for _, v in vecs:
+        for c in v.values:
+            cols.setdefault(c.name, c)
+    order = list(cols)
+    rows = []
+    for _, v in vecs:
+        where = [order.index(c.name) for c in v.values]
+        for kv, vals, errs in v.rows:
+            out, oerr = [None] * len(order), [None] * len(order)
+            for j, x, e in zip(where, vals, errs, strict=True):
+                out[j], oerr[j] = x, e
+            rows.append((kv, out, oerr))
+    notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
+    return Vec(keys, list(cols.values()), rows, notes)
 
 
 class _Unmatched(UsageError):
@@ -605,7 +719,7 @@ def _notes(notes: list[tuple[str, str]]) -> list[str]:
 # -- arithmetic -------------------------------------------------------------------
 
 
-def _reduce(kind: str, xs: list, q: float | None) -> tuple[object, float | None]:
+def _reduce(kind: str, xs: list, q: float | None, upper: bool = False) -> tuple[object, float | None]:
     """A statistic or reduction of the values xs: (value, error)."""
     if kind == "count":
         return len(xs), None
@@ -617,10 +731,13 @@ def _reduce(kind: str, xs: list, q: float | None) -> tuple[object, float | None]
         return (statistics.stdev(xs) if len(xs) > 1 else None), None
     if kind == "variance":
         return (statistics.variance([float(x) for x in xs]) if len(xs) > 1 else None), None
-    if kind == "median":
-        return float(statistics.median(xs)), None
+    if kind == "median":  # perfbase's: the lower middle value of an even count (its 50 % quantile)
+        return float(sorted(xs)[math.ceil(len(xs) * 0.5) - 1]), None
+    if kind == "quantile" and q > 1:  # perfbase's: percent, the empirical quantile (a value of xs)
+        s = sorted(xs, reverse=upper)
+        return float(s[min(math.ceil(len(s) * q / 100.0) - 1, len(s) - 1)]), None
     if kind == "quantile":
-        s = sorted(xs)
+        s = sorted(xs, reverse=upper)
         pos = (len(s) - 1) * q
         lo = math.floor(pos)
         hi = min(lo + 1, len(s) - 1)
