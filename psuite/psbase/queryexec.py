@@ -60,6 +60,9 @@ class Vec:
     values: list[Column]
     rows: list[tuple[tuple, list, list]]  # (key values, values, errors: None where there is none)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (source id, "NAME = VALUE"; "": none)
+    # the run index of each row (perfbase's run index; -1: a row made from several runs), None where
+    # no row has one (an aggregation by SQL)
+    runs: list[int] | None = None
 
 
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
@@ -131,6 +134,7 @@ class _Run:
     def __init__(self, store: Store, conn: sa.Connection, exp_id: int, d: Definition, q: qf.QueryFile) -> None:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
+        self.need_runs = _run_readers(q)
 
     def output_of(self, ident: str) -> dict[Instance, Vec]:
         """An element's output, computed when first asked for (a source whose
@@ -162,7 +166,8 @@ class _Run:
             return self.source(elem)
         if isinstance(elem, qf.Operator):
             src = self.q.elements[elem.inputs[0]]
-            if len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS:
+            exact = elem.type in ("min", "max") and elem.id in self.need_runs  # the run of each min or max
+            if len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS and not exact:
                 return self.sql_aggregate(elem, src)
             return {
                 inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
@@ -280,20 +285,22 @@ class _Run:
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
             q = (
-                sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results))
+                sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results), r.c.idx)
                 .select_from(source)
                 .where(*conds, *extra, sa.or_(*(col(v.name).is_not(None) for v in results)))  # no result: no row
                 .order_by(*order)
             )
-            rows = []
+            rows, runs = [], []
             for row in self.conn.execute(q):
                 kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
-                vals = [_plain(v, x) for v, x in zip(results, row[len(keys) :], strict=True)]
+                vals = [_plain(v, x) for v, x in zip(results, row[len(keys) : -1], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
+                runs.append(int(row[-1]))
             if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
-                rows.sort(key=lambda r: sort_key(r[0]))
+                order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
+                rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes)
+                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes), runs
             )
         return out
 
@@ -400,20 +407,28 @@ class _Run:
             return self.passing(op, vecs)
         if kind in qf.LIMITS:
             return self.limit(op, vecs[0][1])
+        if kind == "runindex":
+            return self.runindex(op, vecs[0][1])
+        if kind == "param":
+            return self.param(op, vecs[0][1])
+        if kind in qf.SLICES:
+            return self.slice(op, vecs[0][1])
         for _, vec in vecs:
             for c in vec.values:
                 self.check_type(op, c.name, c.datatype)
         if kind in qf.STATISTICS or (kind in qf.REDUCTIONS and len(vecs) == 1):
             vec = vecs[0][1]
+            in_runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
             if from_source:  # data-set aggregation (Python: quantile, prod)
-                groups: dict[tuple, list[tuple[list, list]]] = {}
-                for kv, vals, errs in vec.rows:
-                    groups.setdefault(kv, []).append((vals, errs))
+                groups: dict[tuple, list[tuple[list, list, int]]] = {}
+                for (kv, vals, errs), ridx in zip(vec.rows, in_runs, strict=True):
+                    groups.setdefault(kv, []).append((vals, errs, ridx))
                 keys = vec.keys
             else:  # the whole vector to one row
-                groups = {(): [(vals, errs) for _, vals, errs in vec.rows]} if vec.rows else {}
+                groups = {(): [(v, e, ridx) for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True)]}
+                groups = groups if vec.rows else {}
                 keys = []
-            rows = []
+            rows, runs = [], []
             for kv, members in groups.items():
                 vals, errs = [], []
                 for j in range(len(vec.values)):
@@ -422,8 +437,12 @@ class _Run:
                     vals.append(value)
                     errs.append(error)
                 rows.append((kv, vals, errs))
-            rows.sort(key=lambda r: sort_key(r[0]))
-            return Vec(keys, [self.derived(op, c) for c in vec.values], rows, list(vec.notes))
+                # perfbase's run index of an aggregate: the run its value comes from (min, max), else -1
+                runs.append(next((m[2] for m in members if m[0][0] is not None and m[0][0] == vals[0]), -1)
+                            if kind in ("min", "max") and vals else -1)
+            at = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
+            return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
+                       [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
             joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, outer=False)
         except _Unmatched as exc:
@@ -441,7 +460,8 @@ class _Run:
                 )
                 for kv, vals, errs in joined.rows
             ]
-            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes)
+            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes,
+                       joined.runs if len(vecs) == 1 else None)
         if kind == "eval":
             wide = next((i for (i, v), w in zip(vecs, widths, strict=True) if w != 1), None)
             if wide is not None:
@@ -495,9 +515,10 @@ class _Run:
                 at.append(i)
         else:
             at = [0] if names else []
-        rows = sorted(vec.rows, key=lambda r: sort_key(tuple((list(r[0]) + list(r[1]))[i] for i in at)),
-                      reverse=op.variant == "descending")
-        return Vec(vec.keys, vec.values, rows, vec.notes)
+        order = sorted(range(len(vec.rows)), reverse=op.variant == "descending",
+                       key=lambda n: sort_key(tuple((list(vec.rows[n][0]) + list(vec.rows[n][1]))[i] for i in at)))
+        return Vec(vec.keys, vec.values, [vec.rows[n] for n in order], vec.notes,
+                   None if vec.runs is None else [vec.runs[n] for n in order])
 
     def limit(self, op: qf.Operator, vec: Vec) -> Vec:
         """limit and abslimit (perfbase's): the rows whose compared value (option=,
@@ -513,12 +534,13 @@ class _Run:
         test = {"less": float.__lt__, "lessequal": float.__le__, "equal": float.__eq__,
                 "notequal": float.__ne__, "greaterequal": float.__ge__, "greater": float.__gt__}[op.variant]
         kept = []
-        for row in vec.rows:
+        for n, row in enumerate(vec.rows):
             x = (list(row[0]) + list(row[1]))[i]
             if isinstance(x, (int, float)) and not isinstance(x, bool):
                 if test(float(abs(x) if op.type == "abslimit" else x), float(op.value)):
-                    kept.append(row)
-        return Vec(vec.keys, vec.values, kept, vec.notes)
+                    kept.append(n)
+        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes,
+                   None if vec.runs is None else [vec.runs[n] for n in kept])
 
     def normalize(self, op: qf.Operator, vec: Vec) -> Vec:
         """normalize (perfbase's): each value column scaled (variant="scale") or
@@ -539,10 +561,64 @@ class _Run:
                     out.append(x + target - first)
                     oerr.append(e)
             rows.append((kv, out, oerr))
-        return Vec(vec.keys, [self.derived(op, c) for c in vec.values], rows, vec.notes)
+        return Vec(vec.keys, [self.derived(op, c) for c in vec.values], rows, vec.notes, vec.runs)
+
+    def runindex(self, op: qf.Operator, vec: Vec) -> Vec:
+        """runindex (perfbase's): each row's value replaced by the index of the
+        run it comes from; -1 for a row made from several runs (an avg)."""
+        if len(vec.values) != 1:
+            raise self.fail(op, f"runindex takes one value column (its input has {len(vec.values)}); "
+                            "give its source one <result>")
+        runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+        rows = [(kv, [ridx], [None]) for (kv, _, _), ridx in zip(vec.rows, runs, strict=True)]
+        c = self.derived(op, vec.values[0])
+        return Vec(vec.keys, [dataclasses.replace(c, unit="", datatype="integer")], rows, vec.notes, runs)
+
+    def param(self, op: qf.Operator, vec: Vec) -> Vec:
+        """param (perfbase's): a vector of run indexes (runindex's) made the
+        values of a parameter that occurs once per run, in those runs."""
+        v = self.variable(op, op.parameter, False)
+        if v.occurrence != "once":
+            raise self.fail(op, f"{v.name!r} has several values per run; give a parameter that occurs once")
+        if len(vec.values) != 1 or vec.values[0].statistic != "runindex":
+            raise self.fail(op, "its input is no vector of run indexes; give it a runindex operator's")
+        idxs = {x for _, vals, _ in vec.rows for x in vals if x is not None}
+        if -1 in idxs:
+            raise self.fail(op, "a row comes from several runs (run index -1, e.g. an avg's); "
+                            "give it the runindex of a min or max")
+        source, col, _ = from_clause(self.store, self.exp_id, self.d, [v.name])
+        r = self.store.runs
+        found = dict(self.conn.execute(sa.select(r.c.idx, col(v.name)).select_from(source)
+                                       .where(r.c.idx.in_(sorted(idxs)))).all()) if idxs else {}
+        rows = [(kv, [_plain(v, found.get(vals[0]))], [None]) for kv, vals, _ in vec.rows]
+        return Vec(vec.keys, [_column(v, "value")], rows, vec.notes, vec.runs)
+
+    def slice(self, op: qf.Operator, vec: Vec) -> Vec:
+        """slice, latest and oldest (perfbase's): the rows of the runs that the
+        slice [a:b] of the vector's runs (in the order they were filed) spans."""
+        runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+        order = sorted(set(runs))
+        text = {"latest": "[-1:]", "oldest": "[:1]"}.get(op.type, op.slice or "[:]")
+        a, _, b = text[1:-1].partition(":")
+        picked = order[slice(int(a) if a else None, int(b) if b else None)]
+        if not picked:
+            raise self.fail(op, f"the slice {text} of its {len(order)} runs is empty; give a range of them")
+        kept = [n for n, ridx in enumerate(runs) if picked[0] <= ridx <= picked[-1]]
+        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
 
 
 # -- vectors --------------------------------------------------------------------
+
+
+def _run_readers(q: qf.QueryFile) -> set[str]:
+    """The elements whose rows' runs a later runindex, slice, latest or oldest
+    reads (through the operators that pass rows on)."""
+    need: set[str] = set()
+    for elem in reversed(list(q.elements.values())):
+        if isinstance(elem, qf.Operator) and (elem.type in (*qf.RUNS, *qf.SLICES) or elem.id in need):
+            if elem.type in (*qf.RUNS, *qf.SLICES, *qf.PASSING, *qf.LIMITS, "normalize", *qf.LINEAR):
+                need.update(elem.inputs)
+    return need
 
 
 def _column_index(names: list[str], name: str) -> int | None:
@@ -572,6 +648,7 @@ def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
     for _, v in vecs:
         for c in v.values:
             cols.setdefault(c.name, c)
+    runs = None if any(v.runs is None for _, v in vecs) else [x for _, v in vecs for x in v.runs]
     order = list(cols)
     rows = []
     for _, v in vecs:
@@ -582,7 +659,7 @@ def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
                 out[j], oerr[j] = x, e
             rows.append((kv, out, oerr))
     notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
-    return Vec(keys, list(cols.values()), rows, notes)
+    return Vec(keys, list(cols.values()), rows, notes, runs)
 
 
 class _Unmatched(UsageError):
@@ -702,7 +779,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
         ", ".join(c.name for c in joined.values)
         + (f" by {', '.join(k.name for k in joined.keys)}" if joined.keys else "")
     )
-    return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes))
+    return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes), empty_ok=True)
 
 
 def _notes(notes: list[tuple[str, str]]) -> list[str]:

@@ -83,7 +83,13 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     result, passes variant= less, lessequal, equal, notequal,
     greaterequal or greater than value=), normalize (each value column
     shifted, variant="offset", or scaled, "scale", so that its first
-    value becomes value=, 0 or 1 without it).
+    value becomes value=, 0 or 1 without it), runindex (each row's value
+    made the index of the run it comes from: a min's or max's the run of
+    its value, other aggregates' -1), param value="P" (runindex's run
+    indexes made the values of parameter P, which occurs once, in those
+    runs), slice value="[a:b]" (the rows of the runs, in filing order,
+    that Python's slice a:b of its input's runs spans), latest ([-1:])
+    and oldest ([:1]).
   * <fixed id="f"><content>1.24</content></fixed> defines a value that
     filter conditions, run indexes and dates, value= and <filename>
     give as f (the whole text); titles and file names also as "(f)"
@@ -136,7 +142,9 @@ PASSING = ("null", "sort")  # any number of inputs, their rows passed on (sort: 
 LIMITS = ("limit", "abslimit")  # one input, the rows whose value passes a condition
 LIMIT_VARIANTS = {"less": "<", "lessequal": "<=", "equal": "=", "notequal": "!=", "greaterequal": ">=", "greater": ">"}
 SORT_VARIANTS = ("ascending", "descending", "none")
-OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize")
+SLICES = ("slice", "latest", "oldest")  # one input, the rows of some of its runs
+RUNS = ("runindex", "param")  # one input: the run index of each row; the value of a parameter in that run
+OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 STDOUT_FORMATS = ("text", "csv", "json")
@@ -206,6 +214,8 @@ class Operator(Element):
     unit: str | None = None  # eval: the unit of the result
     variant: str = ""  # limit: the comparison; sort: ascending, descending or none; normalize: offset or scale
     sort_by: list[str] = field(default_factory=list)  # sort: the columns (value=); limit: the one compared (option=)
+    slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
+    parameter: str = ""  # param: the parameter (value=)
 
 
 @dataclass
@@ -537,7 +547,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         unit=elem.get("unit"),
     )
     n = len(op.inputs)
-    if kind in (*STATISTICS, *LIMITS, "normalize") and n != 1:
+    if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES) and n != 1:
         raise _fail(
             path,
             elem,
@@ -563,6 +573,17 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     elif kind == "normalize":
         op.variant = _choice(path, elem, "variant", ("offset", "scale"), "offset")  # perfbase's default
         op.value = _number(path, elem, "the value the first one becomes") if elem.get("value") is not None else None
+    elif kind == "param":
+        op.parameter = (elem.get("value") or "").strip()
+        if not op.parameter:
+            raise _fail(path, elem, "value= is missing; give the parameter whose value in each row's run it gives")
+    elif kind == "slice":
+        op.slice = (elem.get("value") or "[:]").strip()
+        m = re.fullmatch(r"\[(-?\d*):(-?\d*)\]", op.slice)
+        if m is None:
+            raise _fail(path, elem, f"value={op.slice!r} is not a slice; write [a:b] as in Python, e.g. [-1:] or [0:2]")
+        if any(x and abs(int(x)) > INT64_MAX for x in m.groups()):
+            raise _fail(path, elem, f"value={op.slice!r}: a run position out of range")
     elif kind == "sort":
         op.variant = _choice(path, elem, "variant", SORT_VARIANTS, "ascending")
         op.sort_by = [n for n in (elem.get("value") or "").replace(",", " ").split()]

@@ -37,6 +37,11 @@ DESCS = {
     "fixed": r'<tabular_location><match># msg_size</match><row>^\d</row><column pos="1">S_msg</column>'
     '<column pos="2">T_pp</column></tabular_location>',
 
+    "slice": '<tabular_location><match># msg_size</match><column pos="1">S_msg</column><column pos="2">T_pp</column>'
+    "</tabular_location>",
+    "runindex": '<tabular_location><match># msg_size</match><column pos="1">S_msg</column><column pos="2">T_pp</column>'
+    "</tabular_location><named_location><name>v_prot</name><match>Version:</match></named_location>"
+    "<named_location><name>algo</name><match>Algorithm:</match></named_location>",
     "order": '<tabular_location><match># p</match><column pos="1">p</column><column pos="2">r</column>'
     "</tabular_location><named_location><name>T</name><match>T =</match></named_location>",
 }
@@ -208,6 +213,28 @@ def test_fixed_override_bad_item():
         queryfile.parse_fixed(["f.scale"])
 
 
+def test_slice(archive):
+    # slice/runtest: three runs (filed in this order; perfbase's slice follows the filing order unless
+    # the source says chronology="performed", queries 2 and 5), expected exit status 0 0 0 0 0 0 1 1
+    url, cwd = archive("slice", ["input_1.dat", "input_2.dat", "input_3.dat"])
+    here = PERFBASE / "slice"
+    assert wrong(url, cwd, here, [(f"slice_qry_{n}.xml", n) for n in (1, 3, 4, 6)]) == []
+    for n, says in ((7, "the slice [3:2] of its 3 runs is empty"), (8, "value='1:2]' is not a slice")):
+        p = psbase("--db", url, "query", "--file", str(here / f"slice_qry_{n}.xml"), cwd=cwd)
+        assert says in one_line_error(p, "psbase")
+
+
+def test_runindex_and_param(archive):
+    # runindex/runtest: four runs, expected exit status 0 0 1 0 0 1 1 0 0
+    url, cwd = archive("runindex", [f"input_{j}.dat" for j in (1, 2, 3, 4)])
+    here = PERFBASE / "runindex"
+    assert wrong(url, cwd, here, [(f"runindex_qry_{n}.xml", n) for n in (1, 2, 4, 5, 8, 9)]) == []
+    for n, says in ((3, "runindex takes exactly one <input> (it has 2)"), (6, "run index -1"),
+                    (7, "has no parameter 'vprot'")):
+        p = psbase("--db", url, "query", "--file", str(here / f"runindex_qry_{n}.xml"), cwd=cwd)
+        assert says in one_line_error(p, "psbase")
+
+
 def test_order_one_source(archive):
     # order/runtest: queries 1-4 after the first input (tests 1-4) and after the second (5-8)
     url, cwd = archive("order", ["input_1.dat"])
@@ -240,3 +267,16 @@ def test_sort_orders(archive):
         "</query>")
     p = psbase("--db", url, "query", "--file", "q.xml", cwd=cwd)
     assert "value= names 'nosuch'" in one_line_error(p, "psbase")
+
+
+def test_empty_result_is_an_empty_table(archive):
+    # perfbase writes an empty output and exits 0 where no run matches; a chart of nothing is refused
+    url, cwd = archive("oponesrc", ["input_1.dat"])
+    src = ("<query><experiment>oponesrc_TEST</experiment><source id='s'><result>r</result><parameter>"
+           "<value>p</value><filter><greater>100</greater></filter></parameter></source>")
+    (cwd / "q.xml").write_text(src + "<output><input>s</input></output></query>")
+    notes, names, rows = text_table(query(url, cwd, cwd / "q.xml"))
+    assert names == ["p", "r"] and rows == []
+    (cwd / "q.xml").write_text(src + "<output format='png'><input>s</input><filename>x.png</filename></output></query>")
+    p = psbase("--db", url, "query", "--file", "q.xml", cwd=cwd)
+    assert "has no rows" in one_line_error(p, "psbase") and not (cwd / "x.png").exists()
