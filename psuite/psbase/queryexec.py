@@ -115,7 +115,7 @@ def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
             src.params.append(qf.ParamSel(name, [f]))
         else:  # a new selection: the old one may be shared with other sources
             old = src.params[at]
-            src.params[at] = qf.ParamSel(old.name, [*old.filters, f], old.sweep, old.line)
+            src.params[at] = dataclasses.replace(old, filters=[*old.filters, f])
 
 
 def _add_sweep(src: qf.Source, names: list[str]) -> None:
@@ -125,7 +125,7 @@ def _add_sweep(src: qf.Source, names: list[str]) -> None:
             src.params.append(qf.ParamSel(name, sweep=[]))
         elif src.params[at].sweep is None:  # a new selection: the old one may be shared with other sources
             old = src.params[at]
-            src.params[at] = qf.ParamSel(old.name, list(old.filters), [], old.line)
+            src.params[at] = dataclasses.replace(old, filters=list(old.filters), sweep=[])
 
 
 class _Run:
@@ -167,7 +167,8 @@ class _Run:
         if isinstance(elem, qf.Operator):
             src = self.q.elements[elem.inputs[0]]
             exact = elem.type in ("min", "max") and elem.id in self.need_runs  # the run of each min or max
-            if len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS and not exact:
+            if (len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS and not exact
+                    and not elem.per_run):
                 return self.sql_aggregate(elem, src)
             return {
                 inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
@@ -191,20 +192,35 @@ class _Run:
         notes: list[tuple[str, str]] = [(src.id, "")]  # "": the source is there, with or without notes
         keys: list[Variable] = []
         sweeps: list[list[tuple[tuple[str, str], sa.ColumnElement]]] = []
+        param_conds = []
         for sel, v in zip(src.params, params, strict=True):
-            for f in sel.filters:
-                conds.append(self.condition(sel, v, col(v.name), f))
+            mine = [self.condition(sel, v, col(v.name), f) for f in sel.filters if not f.command_line]
+            conds += [self.condition(sel, v, col(v.name), f) for f in sel.filters if f.command_line]
+            if mine:
+                param_conds.append(sa.or_(*mine) if sel.boolean == "or" else sa.and_(*mine))
             fixed = [f.single_value() for f in sel.filters]
+            if sel.boolean == "or" and len(sel.filters) > 1:
+                fixed = []  # one of several values: a key
             if sel.sweep is None:
                 one = next((x for x in fixed if x is not None), None)
-                if one is None:
+                # perfbase's show=: "data" or "all" a column, "filter", "title" or "nothing" none; a
+                # parameter that occurs once and is filtered (to a list, a range) is none either
+                hidden = sel.show in ("filter", "title", "nothing") or (
+                    sel.show == "auto" and v.occurrence == "once" and any(not f.command_line for f in sel.filters))
+                if sel.show in ("data", "all") or (one is None and not hidden):
                     keys.append(v)
-                else:
-                    notes.append((src.id, f"{v.name} = {one}"))
+                elif one is not None:
+                    if sel.show != "nothing":
+                        notes.append((src.id, f"{v.name} = {one}"))
+                elif sel.show != "nothing":
+                    join = " or " if sel.boolean == "or" else " and "
+                    notes.append((src.id, join.join(f"{v.name} {_label(f)}" for f in sel.filters)))
             elif sel.sweep:
                 sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
             else:
                 sweeps.append([])  # all values: found once the other conditions are known
+        if param_conds:
+            conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         for r in src.runs:
             conds.append(self.run_condition(r))
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
@@ -419,7 +435,13 @@ class _Run:
         if kind in qf.STATISTICS or (kind in qf.REDUCTIONS and len(vecs) == 1):
             vec = vecs[0][1]
             in_runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
-            if from_source:  # data-set aggregation (Python: quantile, prod)
+            if op.per_run:  # perfbase's scope="run": each run's rows to one row
+                by_run: dict[int, list[tuple[list, list, int]]] = {}
+                for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True):
+                    by_run.setdefault(ridx, []).append((v, e, ridx))
+                groups = {(ridx,): members for ridx, members in sorted(by_run.items())}
+                keys = []
+            elif from_source:  # data-set aggregation (Python: quantile, prod)
                 groups: dict[tuple, list[tuple[list, list, int]]] = {}
                 for (kv, vals, errs), ridx in zip(vec.rows, in_runs, strict=True):
                     groups.setdefault(kv, []).append((vals, errs, ridx))
@@ -430,6 +452,7 @@ class _Run:
                 keys = []
             rows, runs = [], []
             for kv, members in groups.items():
+                kv = () if op.per_run else kv  # the group was the run's
                 vals, errs = [], []
                 for j in range(len(vec.values)):
                     xs = [m[0][j] for m in members if m[0][j] is not None]

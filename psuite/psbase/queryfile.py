@@ -41,7 +41,8 @@ Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
 <lessequal>, <greater>, <greaterequal> (values in the variable's datatype;
 versions compare part by part, 1.9 < 1.9.1 < 1.10), combined by
 boolean="and" (the default) or "or"; several filters of one parameter
-must all hold.  A list is <filter boolean="or"> with several
+must all hold (boolean="or" on the <parameter>: one of them; on the
+<source>: the filters of one of its parameters, --where still all).  A list is <filter boolean="or"> with several
 <equal>, a range <filter> with <greaterequal> and <lessequal>.  A <run>
 selects runs by index and by the date they were filed (created); several
 <run> elements must all hold, and mask="exclude" selects the runs they do
@@ -60,7 +61,10 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
   * The vector of a source: its keys are the parameters it names except
     those fixed to one value (a filter of a single <equal>, or the sweep
     value), which become notes of the table; its values are the results.
-    A parameter filtered to a list or range stays a key.
+    As in perfbase, a parameter that occurs once per run and is filtered
+    (to a list, a range) is no key either (a note gives its filter), and
+    show= decides where given: "data" or "all" a key, "filter" or
+    "title" a note, "nothing" neither.
   * Element-wise operators and combiners match rows by equal key values
     (perfbase's match="parameter"); a vector without keys (a reduction)
     is matched with every row.  Rows missing from an input are left out
@@ -89,7 +93,9 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     indexes made the values of parameter P, which occurs once, in those
     runs), slice value="[a:b]" (the rows of the runs, in filing order,
     that Python's slice a:b of its input's runs spans), latest ([-1:])
-    and oldest ([:1]).
+    and oldest ([:1]).  scope="run" on a statistic or a reduction of one
+    input reduces each run's rows to one row (no keys), not the rows with
+    equal keys or the whole vector.
   * <fixed id="f"><content>1.24</content></fixed> defines a value that
     filter conditions, run indexes and dates, value= and <filename>
     give as f (the whole text); titles and file names also as "(f)"
@@ -177,6 +183,8 @@ class ParamSel:
     filters: list[Filter] = field(default_factory=list)
     sweep: list[Filter] | None = None
     line: int = 0
+    boolean: str = "and"  # how its filters combine (perfbase's boolean= of <parameter>)
+    show: str = "auto"  # perfbase's show=: data or all make it a key, filter, title or nothing never
 
 
 @dataclass
@@ -200,6 +208,7 @@ class Element:
 @dataclass
 class Source(Element):
     results: list[str] = field(default_factory=list)
+    boolean: str = "and"  # how the filters of its parameters combine (perfbase's boolean= of <source>)
     params: list[ParamSel] = field(default_factory=list)
     runs: list[RunSel] = field(default_factory=list)
 
@@ -216,6 +225,7 @@ class Operator(Element):
     sort_by: list[str] = field(default_factory=list)  # sort: the columns (value=); limit: the one compared (option=)
     slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
     parameter: str = ""  # param: the parameter (value=)
+    per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
 
 
 @dataclass
@@ -419,7 +429,9 @@ def _filter(path: str, elem: etree._Element) -> Filter:
 
 def _param(path: str, elem: etree._Element) -> ParamSel:
     _check_children(path, elem, ("value", "name", "filter", "sweep"))
-    sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline)
+    sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline,
+                   boolean=_choice(path, elem, "boolean", ("and", "or"), "and").lower(),
+                   show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"))
     for c in elem:
         if c.tag == "filter":
             sel.filters.append(_filter(path, c))
@@ -490,7 +502,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
 
 def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel], q: QueryFile) -> Source:
     _check_children(path, elem, ("result", "parameter", "run", "input"))
-    src = Source(elem.get("id", ""), [], elem.sourceline)
+    src = Source(elem.get("id", ""), [], elem.sourceline,
+                 boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower())
     for c in elem:
         if c.tag == "result":
             src.results.append(_text(path, c))
@@ -547,6 +560,9 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         unit=elem.get("unit"),
     )
     n = len(op.inputs)
+    op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
+    if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
+        raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
     if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES) and n != 1:
         raise _fail(
             path,
