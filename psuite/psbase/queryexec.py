@@ -13,9 +13,10 @@ three operator modes are chosen by the inputs, as the paper says:
 scale, offset and eval work row by row (several inputs side by side).
 
 Where SQL can do the work it does: a source with a statistic directly
-behind it (avg, stddev, variance, count, median, min, max, sum) is one
+behind it (avg, stddev, variance, count, min, max, sum) is one
 GROUP BY per result, query.aggregate as the short form uses, so that only
-the aggregated rows leave the database.  quantile and prod, and everything
+the aggregated rows leave the database.  median (perfbase's lower middle
+value, not the short form's mean of the two), quantile and prod, and everything
 after the first operator, are computed here in Python (the vectors are
 then small: one row per parameter combination)."""
 
@@ -45,7 +46,6 @@ SQL_STATS = {
     "stddev": ["stddev"],
     "variance": ["stddev"],
     "count": [],
-    "median": ["median"],
     "min": ["min"],
     "max": ["max"],
     "sum": ["sum"],
@@ -60,6 +60,9 @@ class Vec:
     values: list[Column]
     rows: list[tuple[tuple, list, list]]  # (key values, values, errors: None where there is none)
     notes: list[tuple[str, str]] = field(default_factory=list)  # (source id, "NAME = VALUE"; "": none)
+    # the run index of each row (perfbase's run index; -1: a row made from several runs), None where
+    # no row has one (an aggregation by SQL)
+    runs: list[int] | None = None
 
 
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
@@ -112,7 +115,7 @@ def _add_where(src: qf.Source, where: dict[str, list[str]]) -> None:
             src.params.append(qf.ParamSel(name, [f]))
         else:  # a new selection: the old one may be shared with other sources
             old = src.params[at]
-            src.params[at] = qf.ParamSel(old.name, [*old.filters, f], old.sweep, old.line)
+            src.params[at] = dataclasses.replace(old, filters=[*old.filters, f])
 
 
 def _add_sweep(src: qf.Source, names: list[str]) -> None:
@@ -122,7 +125,7 @@ def _add_sweep(src: qf.Source, names: list[str]) -> None:
             src.params.append(qf.ParamSel(name, sweep=[]))
         elif src.params[at].sweep is None:  # a new selection: the old one may be shared with other sources
             old = src.params[at]
-            src.params[at] = qf.ParamSel(old.name, list(old.filters), [], old.line)
+            src.params[at] = dataclasses.replace(old, filters=list(old.filters), sweep=[])
 
 
 class _Run:
@@ -131,6 +134,7 @@ class _Run:
     def __init__(self, store: Store, conn: sa.Connection, exp_id: int, d: Definition, q: qf.QueryFile) -> None:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
+        self.need_runs = _run_readers(q)
 
     def output_of(self, ident: str) -> dict[Instance, Vec]:
         """An element's output, computed when first asked for (a source whose
@@ -162,7 +166,9 @@ class _Run:
             return self.source(elem)
         if isinstance(elem, qf.Operator):
             src = self.q.elements[elem.inputs[0]]
-            if len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS:
+            exact = elem.type in ("min", "max") and elem.id in self.need_runs  # the run of each min or max
+            if (len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS and not exact
+                    and not elem.per_run):
                 return self.sql_aggregate(elem, src)
             return {
                 inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
@@ -186,20 +192,35 @@ class _Run:
         notes: list[tuple[str, str]] = [(src.id, "")]  # "": the source is there, with or without notes
         keys: list[Variable] = []
         sweeps: list[list[tuple[tuple[str, str], sa.ColumnElement]]] = []
+        param_conds = []
         for sel, v in zip(src.params, params, strict=True):
-            for f in sel.filters:
-                conds.append(self.condition(sel, v, col(v.name), f))
+            mine = [self.condition(sel, v, col(v.name), f) for f in sel.filters if not f.command_line]
+            conds += [self.condition(sel, v, col(v.name), f) for f in sel.filters if f.command_line]
+            if mine:
+                param_conds.append(sa.or_(*mine) if sel.boolean == "or" else sa.and_(*mine))
             fixed = [f.single_value() for f in sel.filters]
+            if sel.boolean == "or" and len(sel.filters) > 1:
+                fixed = []  # one of several values: a key
             if sel.sweep is None:
                 one = next((x for x in fixed if x is not None), None)
-                if one is None:
+                # perfbase's show=: "data" or "all" a column, "filter", "title" or "nothing" none; a
+                # parameter that occurs once and is filtered (to a list, a range) is none either
+                hidden = sel.show in ("filter", "title", "nothing") or (
+                    sel.show == "auto" and v.occurrence == "once" and any(not f.command_line for f in sel.filters))
+                if sel.show in ("data", "all") or (one is None and not hidden):
                     keys.append(v)
-                else:
-                    notes.append((src.id, f"{v.name} = {one}"))
+                elif one is not None:
+                    if sel.show != "nothing":
+                        notes.append((src.id, f"{v.name} = {one}"))
+                elif sel.show != "nothing":
+                    join = " or " if sel.boolean == "or" else " and "
+                    notes.append((src.id, join.join(f"{v.name} {_label(f)}" for f in sel.filters)))
             elif sel.sweep:
                 sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
             else:
                 sweeps.append([])  # all values: found once the other conditions are known
+        if param_conds:
+            conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         for r in src.runs:
             conds.append(self.run_condition(r))
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
@@ -280,20 +301,22 @@ class _Run:
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
             q = (
-                sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results))
+                sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results), r.c.idx)
                 .select_from(source)
                 .where(*conds, *extra, sa.or_(*(col(v.name).is_not(None) for v in results)))  # no result: no row
                 .order_by(*order)
             )
-            rows = []
+            rows, runs = [], []
             for row in self.conn.execute(q):
                 kv = tuple(_plain(k, x) for k, x in zip(keys, row[: len(keys)], strict=True))
-                vals = [_plain(v, x) for v, x in zip(results, row[len(keys) :], strict=True)]
+                vals = [_plain(v, x) for v, x in zip(results, row[len(keys) : -1], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
+                runs.append(int(row[-1]))
             if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
-                rows.sort(key=lambda r: sort_key(r[0]))
+                order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
+                rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes)
+                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes), runs
             )
         return out
 
@@ -396,35 +419,60 @@ class _Run:
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
+        if kind in qf.PASSING:
+            return self.passing(op, vecs)
+        if kind in qf.LIMITS:
+            return self.limit(op, vecs[0][1])
+        if kind == "runindex":
+            return self.runindex(op, vecs[0][1])
+        if kind == "param":
+            return self.param(op, vecs[0][1])
+        if kind in qf.SLICES:
+            return self.slice(op, vecs[0][1])
         for _, vec in vecs:
             for c in vec.values:
                 self.check_type(op, c.name, c.datatype)
         if kind in qf.STATISTICS or (kind in qf.REDUCTIONS and len(vecs) == 1):
             vec = vecs[0][1]
-            if from_source:  # data-set aggregation (Python: quantile, prod)
-                groups: dict[tuple, list[tuple[list, list]]] = {}
-                for kv, vals, errs in vec.rows:
-                    groups.setdefault(kv, []).append((vals, errs))
+            in_runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+            if op.per_run:  # perfbase's scope="run": each run's rows to one row
+                by_run: dict[int, list[tuple[list, list, int]]] = {}
+                for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True):
+                    by_run.setdefault(ridx, []).append((v, e, ridx))
+                groups = {(ridx,): members for ridx, members in sorted(by_run.items())}
+                keys = []
+            elif from_source:  # data-set aggregation (Python: quantile, prod)
+                groups: dict[tuple, list[tuple[list, list, int]]] = {}
+                for (kv, vals, errs), ridx in zip(vec.rows, in_runs, strict=True):
+                    groups.setdefault(kv, []).append((vals, errs, ridx))
                 keys = vec.keys
             else:  # the whole vector to one row
-                groups = {(): [(vals, errs) for _, vals, errs in vec.rows]} if vec.rows else {}
+                groups = {(): [(v, e, ridx) for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True)]}
+                groups = groups if vec.rows else {}
                 keys = []
-            rows = []
+            rows, runs = [], []
             for kv, members in groups.items():
+                kv = () if op.per_run else kv  # the group was the run's
                 vals, errs = [], []
                 for j in range(len(vec.values)):
                     xs = [m[0][j] for m in members if m[0][j] is not None]
-                    value, error = _reduce(kind, xs, op.value)
+                    value, error = _reduce(kind, xs, op.value, op.variant == "upper")
                     vals.append(value)
                     errs.append(error)
                 rows.append((kv, vals, errs))
-            rows.sort(key=lambda r: sort_key(r[0]))
-            return Vec(keys, [self.derived(op, c) for c in vec.values], rows, list(vec.notes))
+                # perfbase's run index of an aggregate: the run its value comes from (min, max), else -1
+                runs.append(next((m[2] for m in members if m[0][0] is not None and m[0][0] == vals[0]), -1)
+                            if kind in ("min", "max") and vals else -1)
+            at = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
+            return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
+                       [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
             joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, outer=False)
         except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
+        if kind == "normalize":
+            return self.normalize(op, joined)
         if kind in qf.LINEAR:
             factor = op.value if kind == "scale" else 1.0
             rows = [
@@ -435,7 +483,8 @@ class _Run:
                 )
                 for kv, vals, errs in joined.rows
             ]
-            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes)
+            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes,
+                       joined.runs if len(vecs) == 1 else None)
         if kind == "eval":
             wide = next((i for (i, v), w in zip(vecs, widths, strict=True) if w != 1), None)
             if wide is not None:
@@ -468,7 +517,172 @@ class _Run:
         return Vec(joined.keys, cols, rows, joined.notes)
 
 
+    def passing(self, op: qf.Operator, vecs: list[tuple[str, Vec]]) -> Vec:
+        """null and sort (perfbase's): the rows of all inputs in one vector, one
+        column per value name; sort orders them by the value= columns (else
+        by the first key), stable: rows that compare equal keep their order."""
+        try:
+            vec = _stack(vecs)
+        except _Unmatched as exc:
+            raise self.fail(op, str(exc)) from None
+        if op.type == "null" or op.variant == "none":
+            return vec
+        names = [k.name for k in vec.keys] + [c.name for c in vec.values]
+        if op.sort_by:
+            at = []
+            for name in op.sort_by:
+                i = _column_index(names, name)
+                if i is None:
+                    raise self.fail(op, f"value= names {name!r}, which its inputs do not give; name one of "
+                                    f"{', '.join(names)}")
+                at.append(i)
+        else:
+            at = [0] if names else []
+        order = sorted(range(len(vec.rows)), reverse=op.variant == "descending",
+                       key=lambda n: sort_key(tuple((list(vec.rows[n][0]) + list(vec.rows[n][1]))[i] for i in at)))
+        return Vec(vec.keys, vec.values, [vec.rows[n] for n in order], vec.notes,
+                   None if vec.runs is None else [vec.runs[n] for n in order])
+
+    def limit(self, op: qf.Operator, vec: Vec) -> Vec:
+        """limit and abslimit (perfbase's): the rows whose compared value (option=,
+        else the first value) passes the condition; a row without it does not."""
+        names = [k.name for k in vec.keys] + [c.name for c in vec.values]
+        if op.sort_by:
+            i = _column_index(names, op.sort_by[0])
+            if i is None:
+                raise self.fail(op, f"option= names {op.sort_by[0]!r}, which its input does not give; name one of "
+                                f"{', '.join(names)}")
+        else:
+            i = len(vec.keys)
+        test = {"less": float.__lt__, "lessequal": float.__le__, "equal": float.__eq__,
+                "notequal": float.__ne__, "greaterequal": float.__ge__, "greater": float.__gt__}[op.variant]
+        kept = []
+        for n, row in enumerate(vec.rows):
+            x = (list(row[0]) + list(row[1]))[i]
+            if isinstance(x, (int, float)) and not isinstance(x, bool):
+                if test(float(abs(x) if op.type == "abslimit" else x), float(op.value)):
+                    kept.append(n)
+        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes,
+                   None if vec.runs is None else [vec.runs[n] for n in kept])
+
+    def normalize(self, op: qf.Operator, vec: Vec) -> Vec:
+        """normalize (perfbase's): each value column scaled (variant="scale") or
+        shifted ("offset") so that its first value becomes value= (1 or 0)."""
+        target = op.value if op.value is not None else (1.0 if op.variant == "scale" else 0.0)
+        firsts = [next((r[1][j] for r in vec.rows if r[1][j] is not None), None) for j in range(len(vec.values))]
+        rows = []
+        for kv, vals, errs in vec.rows:
+            out, oerr = [], []
+            for x, e, first in zip(vals, errs, firsts, strict=True):
+                if x is None or first is None or (op.variant == "scale" and first == 0):
+                    out.append(None)
+                    oerr.append(None)
+                elif op.variant == "scale":
+                    out.append(x * target / first)
+                    oerr.append(e * abs(target / first) if e is not None else None)
+                else:
+                    out.append(x + target - first)
+                    oerr.append(e)
+            rows.append((kv, out, oerr))
+        return Vec(vec.keys, [self.derived(op, c) for c in vec.values], rows, vec.notes, vec.runs)
+
+    def runindex(self, op: qf.Operator, vec: Vec) -> Vec:
+        """runindex (perfbase's): each row's value replaced by the index of the
+        run it comes from; -1 for a row made from several runs (an avg)."""
+        if len(vec.values) != 1:
+            raise self.fail(op, f"runindex takes one value column (its input has {len(vec.values)}); "
+                            "give its source one <result>")
+        runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+        rows = [(kv, [ridx], [None]) for (kv, _, _), ridx in zip(vec.rows, runs, strict=True)]
+        c = self.derived(op, vec.values[0])
+        return Vec(vec.keys, [dataclasses.replace(c, unit="", datatype="integer")], rows, vec.notes, runs)
+
+    def param(self, op: qf.Operator, vec: Vec) -> Vec:
+        """param (perfbase's): a vector of run indexes (runindex's) made the
+        values of a parameter that occurs once per run, in those runs."""
+        v = self.variable(op, op.parameter, False)
+        if v.occurrence != "once":
+            raise self.fail(op, f"{v.name!r} has several values per run; give a parameter that occurs once")
+        if len(vec.values) != 1 or vec.values[0].statistic != "runindex":
+            raise self.fail(op, "its input is no vector of run indexes; give it a runindex operator's")
+        idxs = {x for _, vals, _ in vec.rows for x in vals if x is not None}
+        if -1 in idxs:
+            raise self.fail(op, "a row comes from several runs (run index -1, e.g. an avg's); "
+                            "give it the runindex of a min or max")
+        source, col, _ = from_clause(self.store, self.exp_id, self.d, [v.name])
+        r = self.store.runs
+        found = dict(self.conn.execute(sa.select(r.c.idx, col(v.name)).select_from(source)
+                                       .where(r.c.idx.in_(sorted(idxs)))).all()) if idxs else {}
+        rows = [(kv, [_plain(v, found.get(vals[0]))], [None]) for kv, vals, _ in vec.rows]
+        return Vec(vec.keys, [_column(v, "value")], rows, vec.notes, vec.runs)
+
+    def slice(self, op: qf.Operator, vec: Vec) -> Vec:
+        """slice, latest and oldest (perfbase's): the rows of the runs that the
+        slice [a:b] of the vector's runs (in the order they were filed) spans."""
+        runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+        order = sorted(set(runs))
+        text = {"latest": "[-1:]", "oldest": "[:1]"}.get(op.type, op.slice or "[:]")
+        a, _, b = text[1:-1].partition(":")
+        picked = order[slice(int(a) if a else None, int(b) if b else None)]
+        if not picked:
+            raise self.fail(op, f"the slice {text} of its {len(order)} runs is empty; give a range of them")
+        kept = [n for n, ridx in enumerate(runs) if picked[0] <= ridx <= picked[-1]]
+        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
+
+
 # -- vectors --------------------------------------------------------------------
+
+
+def _run_readers(q: qf.QueryFile) -> set[str]:
+    """The elements whose rows' runs a later runindex, slice, latest or oldest
+    reads (through the operators that pass rows on)."""
+    need: set[str] = set()
+    for elem in reversed(list(q.elements.values())):
+        if isinstance(elem, qf.Operator) and (elem.type in (*qf.RUNS, *qf.SLICES) or elem.id in need):
+            if elem.type in (*qf.RUNS, *qf.SLICES, *qf.PASSING, *qf.LIMITS, "normalize", *qf.LINEAR):
+                need.update(elem.inputs)
+    return need
+
+
+def _column_index(names: list[str], name: str) -> int | None:
+    """The column a value= or option= names: by its name, or by the variable an
+    operator's column was made from ("r1" for "r1 max")."""
+    if name in names:
+        return names.index(name)
+    return next((i for i, n in enumerate(names) if n.split(" ")[0] == name), None)
+
+
+def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
+    """The rows of the vectors one after the other (perfbase's operators that
+    store all their inputs in one table): the keys of the first, one value
+    column per distinct name, empty where an input has no such column."""
+    if len(vecs) == 1:
+        return vecs[0][1]
+    keys = vecs[0][1].keys
+    names = [k.name for k in keys]
+    for i, v in vecs[1:]:
+        if [k.name for k in v.keys] != names:
+            raise _Unmatched(
+                f"inputs {vecs[0][0]!r} and {i!r} have different parameters "
+                f"({', '.join(names)} vs {', '.join(k.name for k in v.keys)}); "
+                "give them the same parameters in their sources"
+            )
+    cols: dict[str, Column] = {}
+    for _, v in vecs:
+        for c in v.values:
+            cols.setdefault(c.name, c)
+    runs = None if any(v.runs is None for _, v in vecs) else [x for _, v in vecs for x in v.runs]
+    order = list(cols)
+    rows = []
+    for _, v in vecs:
+        where = [order.index(c.name) for c in v.values]
+        for kv, vals, errs in v.rows:
+            out, oerr = [None] * len(order), [None] * len(order)
+            for j, x, e in zip(where, vals, errs, strict=True):
+                out[j], oerr[j] = x, e
+            rows.append((kv, out, oerr))
+    notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
+    return Vec(keys, list(cols.values()), rows, notes, runs)
 
 
 class _Unmatched(UsageError):
@@ -588,7 +802,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
         ", ".join(c.name for c in joined.values)
         + (f" by {', '.join(k.name for k in joined.keys)}" if joined.keys else "")
     )
-    return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes))
+    return ResultTable(title, cols, rows, experiment=experiment, notes=_notes(joined.notes), empty_ok=True)
 
 
 def _notes(notes: list[tuple[str, str]]) -> list[str]:
@@ -605,7 +819,7 @@ def _notes(notes: list[tuple[str, str]]) -> list[str]:
 # -- arithmetic -------------------------------------------------------------------
 
 
-def _reduce(kind: str, xs: list, q: float | None) -> tuple[object, float | None]:
+def _reduce(kind: str, xs: list, q: float | None, upper: bool = False) -> tuple[object, float | None]:
     """A statistic or reduction of the values xs: (value, error)."""
     if kind == "count":
         return len(xs), None
@@ -617,10 +831,13 @@ def _reduce(kind: str, xs: list, q: float | None) -> tuple[object, float | None]
         return (statistics.stdev(xs) if len(xs) > 1 else None), None
     if kind == "variance":
         return (statistics.variance([float(x) for x in xs]) if len(xs) > 1 else None), None
-    if kind == "median":
-        return float(statistics.median(xs)), None
+    if kind == "median":  # perfbase's: the lower middle value of an even count (its 50 % quantile)
+        return float(sorted(xs)[math.ceil(len(xs) * 0.5) - 1]), None
+    if kind == "quantile" and q > 1:  # perfbase's: percent, the empirical quantile (a value of xs)
+        s = sorted(xs, reverse=upper)
+        return float(s[min(math.ceil(len(s) * q / 100.0) - 1, len(s) - 1)]), None
     if kind == "quantile":
-        s = sorted(xs)
+        s = sorted(xs, reverse=upper)
         pos = (len(s) - 1) * q
         lo = math.floor(pos)
         hi = min(lo + 1, len(s) - 1)

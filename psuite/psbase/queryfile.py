@@ -31,6 +31,8 @@ ones, that psbase.queryexec runs against an archive.
       <operator id="x" type="eval"><input>a</input><input>b</input><term>100 * (a - b) / b</term></operator>
       <operator id="s" type="scale" value="0.001"><input>a</input></operator>
       <operator id="q" type="quantile" value="0.9"><input>a</input></operator>
+      <operator id="big" type="limit" variant="greater" value="4" option="r1"><input>a</input></operator>
+      <operator id="by" type="sort" value="p, r" variant="descending"><input>a</input></operator>
       <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>
       <output format="png" type="bar" title="..."><input>rel</input><filename>fig8.png</filename></output>
     </query>
@@ -39,7 +41,8 @@ Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
 <lessequal>, <greater>, <greaterequal> (values in the variable's datatype;
 versions compare part by part, 1.9 < 1.9.1 < 1.10), combined by
 boolean="and" (the default) or "or"; several filters of one parameter
-must all hold.  A list is <filter boolean="or"> with several
+must all hold (boolean="or" on the <parameter>: one of them; on the
+<source>: the filters of one of its parameters, --where still all).  A list is <filter boolean="or"> with several
 <equal>, a range <filter> with <greaterequal> and <lessequal>.  A <run>
 selects runs by index and by the date they were filed (created); several
 <run> elements must all hold, and mask="exclude" selects the runs they do
@@ -58,17 +61,45 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
   * The vector of a source: its keys are the parameters it names except
     those fixed to one value (a filter of a single <equal>, or the sweep
     value), which become notes of the table; its values are the results.
-    A parameter filtered to a list or range stays a key.
+    As in perfbase, a parameter that occurs once per run and is filtered
+    (to a list, a range) is no key either (a note gives its filter), and
+    show= decides where given: "data" or "all" a key, "filter" or
+    "title" a note, "nothing" neither.
   * Element-wise operators and combiners match rows by equal key values
     (perfbase's match="parameter"); a vector without keys (a reduction)
     is matched with every row.  Rows missing from an input are left out
     by operators and left empty by combiners.
   * diff = a - b, div = a / b, percentof = 100 * a / b, above =
     100 * (a - b) / b (percent a is above b), below = 100 * (b - a) / b.
-  * quantile takes value= as a fraction in [0, 1] (linear interpolation);
+  * quantile takes value= as a fraction in [0, 1] (linear interpolation)
+    or, above 1, in percent as perfbase does (its empirical quantile: the
+    value at place ceil(n * value / 100) of the sorted values; variant=
+    "upper" sorts them descending); median is perfbase's, the lower of
+    the two middle values of an even count;
     variance and stddev are the sample ones (n - 1); avg gives the
     standard deviation as the error of its values, scale scales it, offset
     keeps it, other operators give none.
+  * perfbase's row operators: sort (the rows of its inputs ordered by
+    the columns value= names, parameters or results, else by the first
+    parameter; variant ascending, descending or none; stable), an
+    operator without type= (null: the rows of its inputs passed on),
+    limit and abslimit (the rows whose option= value, else the first
+    result, passes variant= less, lessequal, equal, notequal,
+    greaterequal or greater than value=), normalize (each value column
+    shifted, variant="offset", or scaled, "scale", so that its first
+    value becomes value=, 0 or 1 without it), runindex (each row's value
+    made the index of the run it comes from: a min's or max's the run of
+    its value, other aggregates' -1), param value="P" (runindex's run
+    indexes made the values of parameter P, which occurs once, in those
+    runs), slice value="[a:b]" (the rows of the runs, in filing order,
+    that Python's slice a:b of its input's runs spans), latest ([-1:])
+    and oldest ([:1]).  scope="run" on a statistic or a reduction of one
+    input reduces each run's rows to one row (no keys), not the rows with
+    equal keys or the whole vector.
+  * <fixed id="f"><content>1.24</content></fixed> defines a value that
+    filter conditions, run indexes and dates, value= and <filename>
+    give as f (the whole text); titles and file names also as "(f)"
+    inside theirs.  query -f f=VALUE overrides it (or defines it).
   * eval's <term> is arithmetic (numbers, + - * / ** and abs min max sqrt
     exp log log10) over the ids of its inputs, each an input of one value
     column; it is parsed, never passed to Python's eval.
@@ -113,7 +144,13 @@ STATISTICS = ("avg", "stddev", "variance", "count", "median", "quantile")  # exa
 REDUCTIONS = ("min", "max", "sum", "prod")  # one input, or element-wise over several
 LINEAR = ("scale", "offset")  # value=, any number of inputs
 BINARY = ("diff", "div", "percentof", "above", "below")  # exactly two inputs
-OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY)
+PASSING = ("null", "sort")  # any number of inputs, their rows passed on (sort: reordered)
+LIMITS = ("limit", "abslimit")  # one input, the rows whose value passes a condition
+LIMIT_VARIANTS = {"less": "<", "lessequal": "<=", "equal": "=", "notequal": "!=", "greaterequal": ">=", "greater": ">"}
+SORT_VARIANTS = ("ascending", "descending", "none")
+SLICES = ("slice", "latest", "oldest")  # one input, the rows of some of its runs
+RUNS = ("runindex", "param")  # one input: the run index of each row; the value of a parameter in that run
+OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 STDOUT_FORMATS = ("text", "csv", "json")
@@ -146,6 +183,8 @@ class ParamSel:
     filters: list[Filter] = field(default_factory=list)
     sweep: list[Filter] | None = None
     line: int = 0
+    boolean: str = "and"  # how its filters combine (perfbase's boolean= of <parameter>)
+    show: str = "auto"  # perfbase's show=: data or all make it a key, filter, title or nothing never
 
 
 @dataclass
@@ -169,6 +208,7 @@ class Element:
 @dataclass
 class Source(Element):
     results: list[str] = field(default_factory=list)
+    boolean: str = "and"  # how the filters of its parameters combine (perfbase's boolean= of <source>)
     params: list[ParamSel] = field(default_factory=list)
     runs: list[RunSel] = field(default_factory=list)
 
@@ -181,6 +221,11 @@ class Operator(Element):
     term_text: str = ""
     alias: str = ""  # the name of the value column it makes (else derived from its inputs)
     unit: str | None = None  # eval: the unit of the result
+    variant: str = ""  # limit: the comparison; sort: ascending, descending or none; normalize: offset or scale
+    sort_by: list[str] = field(default_factory=list)  # sort: the columns (value=); limit: the one compared (option=)
+    slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
+    parameter: str = ""  # param: the parameter (value=)
+    per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
 
 
 @dataclass
@@ -249,8 +294,59 @@ def _id(path: str, elem: etree._Element, known: dict[str, object]) -> str:
     return ident
 
 
-def parse(path: str) -> QueryFile:
-    """Read a query file; a malformed one is a one-line UsageError."""
+def parse_fixed(items: list[str]) -> dict[str, str]:
+    """query -f NAME=VALUE items (perfbase's --fixed): the content per <fixed> id."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(f"-f {item!r}: write NAME=VALUE, NAME the id of a <fixed> of the query, e.g. -f f.scale=4")
+        out[name.strip()] = value.strip()
+    return out
+
+
+# where perfbase (pb_common.mk_label and its callers) puts a <fixed> value: text that is a fixed id
+# as a whole is replaced by its content; labels also take "(id)" anywhere in them
+_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename")
+_FIXED_ATTRIBUTES = ("value", "title")
+
+
+def _apply_fixed(path: str, root: etree._Element, overrides: dict[str, str]) -> None:
+    """Replace the uses of <fixed> values (and of -f NAME=VALUE, which override them) in the tree."""
+    values: dict[str, str] = {}
+    for elem in root.findall("fixed"):
+        ident = (elem.get("id") or "").strip()
+        if not ident:
+            raise _fail(path, elem, "id= is missing; give the fixed value an id that other elements name")
+        _check_children(path, elem, ("content", "synopsis", "description"))
+        content = elem.findtext("content")
+        if content is None or not content.strip():
+            raise _fail(path, elem, "<content> is missing or empty; give the value, e.g. <content>1.24</content>")
+        values[ident] = content.strip()
+    values.update(overrides)
+    if not values:
+        return
+
+    def put(text: str, labels: bool) -> str:
+        if text.strip() in values:
+            return values[text.strip()]
+        if labels:
+            for ident, content in values.items():
+                text = text.replace(f"({ident})", content)
+        return text
+
+    for elem in root.iter(*_FIXED_TEXT):
+        if elem.text is not None:
+            elem.text = put(elem.text, labels=elem.tag == "filename")
+    for elem in root.iter():
+        for attr in _FIXED_ATTRIBUTES:
+            if elem.get(attr) is not None:
+                elem.set(attr, put(elem.get(attr), labels=True))
+
+
+def parse(path: str, fixed: dict[str, str] | None = None) -> QueryFile:
+    """Read a query file; a malformed one is a one-line UsageError.  fixed:
+    contents of <fixed> values by id (query -f NAME=VALUE), over the file's."""
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -265,6 +361,7 @@ def parse(path: str) -> QueryFile:
         raise UsageError(f"{path}: not well-formed XML ({exc}); fix the query file") from None
     if root.tag != "query":
         raise _fail(path, root, "the root element of a query file must be <query>")
+    _apply_fixed(path, root, fixed or {})
     experiment = _one(path, root, ("experiment",), required=False)
     if experiment is None:
         raise _fail(
@@ -274,7 +371,7 @@ def parse(path: str) -> QueryFile:
     shared: dict[str, ParamSel | RunSel] = {}  # top-level <parameter> and <run> by id
     for elem in root:
         tag = elem.tag
-        if tag in ("experiment", "synopsis", "description"):
+        if tag in ("experiment", "synopsis", "description", "fixed"):
             continue
         if tag in ("parameter", "run"):
             ident = _id(path, elem, {**shared, **q.elements})
@@ -295,7 +392,7 @@ def parse(path: str) -> QueryFile:
             raise _fail(
                 path,
                 elem,
-                "unknown element; use experiment, synopsis, description, parameter, run, "
+                "unknown element; use experiment, synopsis, description, fixed, parameter, run, "
                 "source, operator, combiner or output",
             )
     if not q.outputs:
@@ -332,7 +429,9 @@ def _filter(path: str, elem: etree._Element) -> Filter:
 
 def _param(path: str, elem: etree._Element) -> ParamSel:
     _check_children(path, elem, ("value", "name", "filter", "sweep"))
-    sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline)
+    sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline,
+                   boolean=_choice(path, elem, "boolean", ("and", "or"), "and").lower(),
+                   show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"))
     for c in elem:
         if c.tag == "filter":
             sel.filters.append(_filter(path, c))
@@ -403,7 +502,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
 
 def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel], q: QueryFile) -> Source:
     _check_children(path, elem, ("result", "parameter", "run", "input"))
-    src = Source(elem.get("id", ""), [], elem.sourceline)
+    src = Source(elem.get("id", ""), [], elem.sourceline,
+                 boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower())
     for c in elem:
         if c.tag == "result":
             src.results.append(_text(path, c))
@@ -448,7 +548,7 @@ def _number(path: str, elem: etree._Element, what: str) -> float:
 def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     _check_children(path, elem, ("input", "term"))
     ident = elem.get("id", "")
-    kind = elem.get("type")
+    kind = elem.get("type") or "null"  # perfbase: an operator without a type passes its inputs on
     if kind not in OPERATORS:
         raise _fail(path, elem, f"type={kind!r} is not an operator; use one of {', '.join(OPERATORS)}")
     op = Operator(
@@ -460,7 +560,10 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         unit=elem.get("unit"),
     )
     n = len(op.inputs)
-    if kind in STATISTICS and n != 1:
+    op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
+    if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
+        raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
+    if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES) and n != 1:
         raise _fail(
             path,
             elem,
@@ -471,11 +574,39 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     if kind in LINEAR:
         op.value = _number(path, elem, "the factor" if kind == "scale" else "the summand")
     elif kind == "quantile":
-        op.value = _number(path, elem, "the quantile as a fraction in [0, 1], e.g. 0.9")
-        if not 0 <= op.value <= 1:
-            raise _fail(path, elem, f"value={elem.get('value')} is outside [0, 1]; give the quantile as a fraction")
+        op.value = _number(path, elem, "the quantile as a fraction in [0, 1] or in percent up to 100, e.g. 0.9 or 90")
+        if not 0 <= op.value <= 100:
+            raise _fail(
+                path, elem, f"value={elem.get('value')} is outside [0, 100]; give the quantile as a fraction or percent"
+            )
+        op.variant = _choice(path, elem, "variant", ("lower", "upper"), "lower")
+    elif kind in LIMITS:
+        if elem.get("variant") is None:
+            raise _fail(path, elem, f"variant= is missing; give the comparison: {', '.join(LIMIT_VARIANTS)}")
+        op.variant = _choice(path, elem, "variant", tuple(LIMIT_VARIANTS), "")
+        op.value = _number(path, elem, "the limit the values are compared with")
+        op.sort_by = [(elem.get("option") or "").strip()] if (elem.get("option") or "").strip() else []
+    elif kind == "normalize":
+        op.variant = _choice(path, elem, "variant", ("offset", "scale"), "offset")  # perfbase's default
+        op.value = _number(path, elem, "the value the first one becomes") if elem.get("value") is not None else None
+    elif kind == "param":
+        op.parameter = (elem.get("value") or "").strip()
+        if not op.parameter:
+            raise _fail(path, elem, "value= is missing; give the parameter whose value in each row's run it gives")
+    elif kind == "slice":
+        op.slice = (elem.get("value") or "[:]").strip()
+        m = re.fullmatch(r"\[(-?\d*):(-?\d*)\]", op.slice)
+        if m is None:
+            raise _fail(path, elem, f"value={op.slice!r} is not a slice; write [a:b] as in Python, e.g. [-1:] or [0:2]")
+        if any(x and abs(int(x)) > INT64_MAX for x in m.groups()):
+            raise _fail(path, elem, f"value={op.slice!r}: a run position out of range")
+    elif kind == "sort":
+        op.variant = _choice(path, elem, "variant", SORT_VARIANTS, "ascending")
+        op.sort_by = [n for n in (elem.get("value") or "").replace(",", " ").split()]
     elif elem.get("value") is not None:
         raise _fail(path, elem, f"{kind} takes no value=; remove it")
+    if kind not in (*LIMITS, "normalize", "sort", "quantile") and elem.get("variant") is not None:
+        raise _fail(path, elem, f"{kind} takes no variant=; remove it")
     term = _one(path, elem, ("term",), required=kind == "eval")
     if term is not None and kind != "eval":
         raise _fail(path, elem, 'only type="eval" takes a <term>; remove it')

@@ -42,6 +42,7 @@ class ResultTable:
     rows: list[tuple] = field(default_factory=list)
     experiment: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. the sources and filters, printed with the table
+    empty_ok: bool = False  # no rows is a table (a query file's output, as perfbase writes it), not an error
 
     def column(self, name: str) -> int:
         for i, c in enumerate(self.columns):

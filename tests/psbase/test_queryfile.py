@@ -99,7 +99,7 @@ EXPECT = {
     "stddev": lambda xs: statistics.stdev(xs) if len(xs) > 1 else None,
     "variance": lambda xs: statistics.variance(xs) if len(xs) > 1 else None,
     "count": len,
-    "median": statistics.median,
+    "median": statistics.median_low,  # perfbase's: the lower of the two middle values of an even count
     "quantile": lambda xs: quantile(xs, 0.25),
     "min": min,
     "max": max,
@@ -332,7 +332,7 @@ def test_filters_and_run_selection(store, tmp_path):
             "</output>"
         )
         out: dict = {}
-        for row in run(store, tmp_path, body, where)["o"].rows:  # a parameter filtered to a list is a key too
+        for row in run(store, tmp_path, body, where)["o"].rows:
             out[row[0]] = out.get(row[0], 0) + row[-1]
         return out
 
@@ -345,15 +345,19 @@ def test_filters_and_run_selection(store, tmp_path):
 
     everything = counts("")
     assert everything == expect(lambda i, n, c: True)  # the deleted run and the run without a time are not counted
-    p = "<parameter><value>nodes</value><filter>{}</filter></parameter>"
-    body = '<source id="s"><result>time</result>' + p.format("<greaterequal>2</greaterequal><lessequal>4</lessequal>")
-    got = run(
-        store,
-        tmp_path,
-        body + '</source><operator id="c" type="count"><input>s</input></operator>'
-        '<output id="o"><input>c</input></output>',
-    )["o"]
-    assert got.rows == [(2, 5), (4, 4)]
+    # a parameter filtered to a range: no key, as in perfbase, unless show="data" makes it one
+    for show, rows in (("", [(9,)]), (' show="data"', [(2, 5), (4, 4)])):
+        p = f"<parameter{show}><value>nodes</value><filter>{{}}</filter></parameter>"
+        body = '<source id="s"><result>time</result>' + p.format(
+            "<greaterequal>2</greaterequal><lessequal>4</lessequal>")
+        got = run(
+            store,
+            tmp_path,
+            body + '</source><operator id="c" type="count"><input>s</input></operator>'
+            '<output id="o"><input>c</input></output>',
+        )["o"]
+        assert got.rows == rows, show
+        assert got.notes == ([] if show else ["nodes >=2&<=4"]), show
     lst = (
         '<parameter><value>compiler</value><filter boolean="or"><equal>icc</equal><equal>clang</equal></filter>'
         "</parameter>"
@@ -493,8 +497,8 @@ BAD = [
     ),
     (
         "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-        "<operator id='o' type='quantile' value='90'><input>s</input></operator></query>",
-        "outside [0, 1]",
+        "<operator id='o' type='quantile' value='150'><input>s</input></operator></query>",
+        "outside [0, 100]",
     ),
     (
         "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
@@ -610,8 +614,8 @@ def test_versions_are_ordered_part_by_part_in_filters_and_sweeps(db_url, tmp_pat
 
     def selected(filt: str) -> list[str]:
         body = (
-            f'<source id="s"><result>time</result><parameter><value>lib</value><filter>{filt}</filter></parameter>'
-            '</source><output id="o"><input>s</input></output>'
+            f'<source id="s"><result>time</result><parameter show="data"><value>lib</value><filter>{filt}</filter>'
+            '</parameter></source><output id="o"><input>s</input></output>'
         )
         return [str(row[0]) for row in run(s, tmp_path, body)["o"].rows]
 

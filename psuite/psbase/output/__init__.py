@@ -35,7 +35,7 @@ def render(table: ResultTable, fmt: str) -> str:
     from psuite.psbase.output import tables
 
     _check_format(fmt, TEXT_FORMATS)
-    check_table(table)
+    check_table(table, text=True)
     return {"text": tables.text, "csv": tables.csv_text, "json": tables.json_text}[fmt](table)
 
 
@@ -52,7 +52,7 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
     from psuite.psbase.output import chart as chartmod
 
     _check_format(fmt, FORMATS)
-    check_table(table)
+    check_table(table, text=fmt in TEXT_FORMATS)
     if fmt in TEXT_FORMATS:
         if kind != "auto":
             raise UsageError(f"a plot kind ({kind}) goes with a chart format: {', '.join(PLOT_FORMATS)}")

@@ -55,11 +55,12 @@ class Chart:
         return any(s.errs is not None for s in self.series)
 
 
-def check_table(table: ResultTable) -> None:
-    """A table an output can show: rows and at least one value column."""
+def check_table(table: ResultTable, text: bool = False) -> None:
+    """A table an output can show: rows (a text table of a query file's output
+    may have none) and at least one value column."""
     if not table.values():
         raise UsageError(f"{_name(table)} has no value column: nothing to show; query a result")
-    if not table.rows:
+    if not table.rows and not (text and table.empty_ok):
         raise UsageError(f"{_name(table)} has no rows: no run matches; check the experiment and the filters "
                          "(psbase ls EXPERIMENT lists its runs)")
 
