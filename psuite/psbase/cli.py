@@ -30,6 +30,10 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
   psbase info myapp 3                          one run's values and data set
   psbase delete myapp 3-5                      delete runs (restore brings them back)
   psbase query myapp task_clock --by ranks     mean, stddev and count per rank count
+
+perfbase's command line is read too: psbase setup -d exp.xml, input [-u] -d
+inp.xml FILE..., query -d qry.xml, info -e EXP, delete -e EXP --dontask,
+version; its options psbase does not support are refused by name.
 """
 
 
@@ -121,9 +125,13 @@ def _parser() -> ArgumentParser:
                        ("restore", "bring deleted runs back")):
         s = command(name, help=what.split(":")[0], description=what[0].upper() + what[1:] + ".")
         s.add_argument("experiment")
-        s.add_argument("runs", nargs="+", metavar="RUN", help="run indexes: 3, 3-7 or 3,5")
+        s.add_argument("runs", nargs="+" if name == "restore" else "*", metavar="RUN",
+                       help="run indexes: 3, 3-7 or 3,5")
         if name == "delete":
             s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
+            s.add_argument("--experiment", dest="experiment_too", action="store_true",
+                           help="remove the experiment itself, its definition and all its runs, for good "
+                                "(instead of RUNs)")
 
     s = command("query", help="a result against one or two parameters, aggregated over repetitions; "
                               "or a query file",
@@ -250,8 +258,15 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from psuite.psbase.perfbase_cli import translate
+
     parser = _parser()
-    args, extra = parser.parse_known_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    # perfbase's command line (setup -d, input -d, query -d, delete -e ...) as psbase's own
+    translated = translate(given)
+    args, extra = parser.parse_known_args(translated)
+    # perfbase's input and query say nothing when they succeed: scripts written for perfbase compare their output
+    args.quiet = translated != given
     if args.command == "input":
         # argparse gives `input`'s FILEs (nargs "*", for the --with form) no more arguments after an option
         # (`input EXP --desc D.xml F1 F2`): they are FILEs too
@@ -288,8 +303,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif cmd == "input":
         runs, variables = _read_runs(store, args)
         done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
-        write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
-                     f"({_spans(done)})\n")
+        if not args.quiet:
+                write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
+                             f"({_spans(done)})\n")
     elif cmd == "ls":
         if args.experiment is None and not (args.show or args.where):
             rows = [[n, str(a), str(b), s] for n, s, a, b in store.list_experiments()]
@@ -299,6 +315,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif cmd == "info":
         _info(store, args)
     elif cmd == "delete":
+        if args.experiment_too:
+            if args.runs or args.purge:
+                raise UsageError("--experiment removes the whole experiment: drop the RUNs and --purge")
+            n = store.drop_experiment(args.experiment)
+            write_stdout(f"psbase: removed experiment {args.experiment} and its {n} run{'s' if n != 1 else ''}\n")
+            return 0
+        if not args.runs:
+            raise UsageError(f"name the runs to delete: psbase delete {args.experiment} RUN... (or --experiment "
+                             "to remove the experiment itself)")
         idx = _indexes(args.runs)
         if args.purge:
             store.purge(args.experiment, idx)
@@ -396,7 +421,8 @@ def _query_file(store, args) -> None:
             write_stdout(output.render(table, out.format))
         else:
             written = output.write(table, out.format, out.filename, kind=out.kind, force=args.replace)
-            write_stdout(f"psbase: wrote {', '.join(written)}\n")
+            if not args.quiet:
+                write_stdout(f"psbase: wrote {', '.join(written)}\n")
 
 
 def _in_unit(results: list, unit: str, path: str) -> list:

@@ -632,6 +632,23 @@ class Store:
                 conn.execute(r.delete().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))
         self._run(go, needs="admin")
 
+    def drop_experiment(self, name: str) -> int:
+        """Remove an experiment for good: its definition, runs and tables (perfbase's `delete -e`);
+        returns how many runs it had."""
+        def go() -> int:
+            with self.engine.begin() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                once, rows = self._tables(exp_id, d)
+                r = self.runs
+                count = conn.execute(sa.select(sa.func.count()).where(r.c.experiment == exp_id)).scalar_one()
+                rows.drop(conn)
+                once.drop(conn)
+                conn.execute(r.delete().where(r.c.experiment == exp_id))
+                conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
+                conn.execute(self.experiments.delete().where(self.experiments.c.id == exp_id))
+                return count
+        return self._run(go, needs="admin")
+
     def _existing(self, conn: sa.Connection, exp_id: int, name: str, indexes: list[int]) -> None:
         r = self.runs
         have = {i for (i,) in conn.execute(sa.select(r.c.idx).where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))}

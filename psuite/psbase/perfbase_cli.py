@@ -1,0 +1,398 @@
+"""perfbase's command line read as psbase's: `psbase setup -d exp.xml`, `psbase input -u -d inp.xml *.dat`,
+`psbase query -d qry.xml`, `psbase delete -e EXP --dontask`, ... are rewritten into psbase's own arguments
+before psbase's parser sees them. An option of perfbase's that psbase does not support is one line naming
+it (UsageError, exit status 2); psbase's own syntax goes through unchanged."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+from psuite.errors import UsageError
+
+# perfbase's getopt options per command (bin/pb_*.py): short ones taking a value, and long ones (with "="
+# when they take one). What is not here is not perfbase's either, and is left to psbase's parser.
+_SHORT_VALUE = {"setup": "de", "update": "d", "input": "dnesafbp", "query": "dnerf", "delete": "erp",
+                "info": "erpxsd", "ls": "esmn"}
+_SHORT_FLAG = {"setup": "gfvV", "update": "vV", "input": "utimjvV", "query": "vV", "delete": "vV",
+               "info": "aivV", "ls": "ladvV"}
+_LONG = {
+    "setup": ("desc=", "exp=", "get", "force"),
+    "update": ("desc=",),
+    "input": ("desc=", "name=", "exp=", "test", "attach=", "synopsis=", "missing=", "use-default", "force",
+              "performed=", "use-mtime", "stdin", "maxmem=", "enforce=", "pset-store=", "pset-use=", "join",
+              "sequential"),
+    "query": ("desc=", "name=", "exp=", "run=", "fixed="),
+    "delete": ("exp=", "run=", "pset=", "dontask", "force", "dbname="),
+    "info": ("all", "exp=", "inventory", "run=", "pset=", "value=", "val=", "xml=", "sort=", "data=", "deleted",
+             "creator=", "admin=", "input=", "query=", "any="),
+    "ls": ("exp=", "long", "show=", "meta=", "nvals=", "all", "distinct"),
+}
+# options every perfbase command takes (pb_common): the server's address goes in psbase's --db URL instead
+_COMMON_LONG = ("dbhost=", "dbport=", "dbuser=", "dbpasswd=", "verbose", "debug", "sqltrace", "profile")
+_LONG_NAMES = {"-d": "--desc", "-e": "--exp", "-n": "--name", "-r": "--run", "-v": "--verbose", "-V": "--version"}
+_SHORT_NAMES = {  # what a short option means differs between perfbase's commands
+    "setup": {"-g": "--get", "-f": "--force"},
+    "input": {"-s": "--synopsis", "-a": "--missing", "-b": "--attach", "-p": "--performed", "-u": "--use-default",
+              "-t": "--test", "-i": "--stdin", "-m": "--use-mtime", "-j": "--join", "-f": "--fixed"},
+    "query": {"-f": "--fixed"},
+    "delete": {"-p": "--pset"},
+    "info": {"-a": "--all", "-i": "--inventory", "-p": "--pset", "-x": "--xml", "-s": "--sort", "-d": "--data"},
+    "ls": {"-l": "--long", "-s": "--show", "-m": "--meta", "-n": "--nvals", "-a": "--all", "-d": "--distinct"},
+}
+# perfbase's --missing actions as psbase's --missing policies
+_MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
+_PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help")
+
+
+def _long_option(cmd: str, name: str) -> str | None:
+    """The option spec ("desc=" or "force") of a long option of cmd (getopt's unique prefixes too), or None."""
+    specs = (*_LONG.get(cmd, ()), *_COMMON_LONG)
+    exact = [s for s in specs if s.rstrip("=") == name]
+    found = exact or [s for s in specs if s.startswith(name)]
+    return found[0] if len(found) == 1 else None
+
+
+def _long_name(cmd: str, c: str) -> str:
+    return _SHORT_NAMES.get(cmd, {}).get(f"-{c}") or _LONG_NAMES.get(f"-{c}", f"-{c}")
+
+
+def _tokens(cmd: str, args: Sequence[str]) -> list[tuple[str, str | None]]:
+    """perfbase's getopt reading of args, in order: (option, value) pairs and ("", FILE) for the
+    others (gnu style: options and files mixed, "--" ends the options)."""
+    out: list[tuple[str, str | None]] = []
+    short_value, short_flag = _SHORT_VALUE.get(cmd, ""), _SHORT_FLAG.get(cmd, "")
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        if a == "--":
+            out += [("", x) for x in args[i:]]
+            break
+        if a.startswith("--"):
+            name, eq, value = a[2:].partition("=")
+            if name == "db":  # psbase's own --db URL, after the command
+                if not eq and i < len(args):
+                    value, i = args[i], i + 1
+                out.append(("--db", value))
+                continue
+            spec = _long_option(cmd, name)
+            if spec is None:
+                raise UsageError(f"perfbase's {cmd} has no option --{name} (see psbase {cmd} --help)")
+            if spec.endswith("="):
+                if not eq:
+                    if i >= len(args):
+                        raise UsageError(f"--{spec.rstrip('=')} needs a value")
+                    value, i = args[i], i + 1
+                out.append(("--" + spec.rstrip("="), value))
+            else:
+                if eq:
+                    raise UsageError(f"--{spec} takes no value: drop ={value}")
+                out.append(("--" + spec, None))
+        elif a.startswith("-") and len(a) > 1:
+            j = 1
+            while j < len(a):
+                c = a[j]
+                if c in short_value:
+                    value = a[j + 1:]
+                    if not value:
+                        if i >= len(args):
+                            raise UsageError(f"-{c} needs a value")
+                        value, i = args[i], i + 1
+                    out.append((_long_name(cmd, c), value))
+                    break
+                if c not in short_flag:
+                    raise UsageError(f"perfbase's {cmd} has no option -{c} (see psbase {cmd} --help)")
+                out.append((_long_name(cmd, c), None))
+                j += 1
+        else:
+            out.append(("", a))
+    return out
+
+
+def _refuse(option: str, why: str) -> UsageError:
+    return UsageError(f"perfbase's {option} is not supported by psbase: {why}")
+
+
+def _common(cmd: str, opt: str) -> bool:
+    """perfbase's options of every command: --verbose and --sqltrace-like ones change no result (accepted);
+    the server's address is psbase's --db URL."""
+    if opt in ("--verbose",):
+        return True
+    if opt in ("--dbhost", "--dbport", "--dbuser", "--dbpasswd"):
+        raise _refuse(opt, "name the archive with --db URL (postgresql+psycopg://user:password@host:port/db)")
+    if opt in ("--debug", "--sqltrace", "--profile"):
+        raise _refuse(opt, "psbase prints no SQL or debug trace; drop it")
+    if opt == "--version":
+        raise _refuse(f"{cmd} --version", "use psbase version")
+    return False
+
+
+def _perfbase_option(a: str) -> bool:
+    """Whether a is an option of perfbase's input."""
+    if a.startswith("--"):
+        return _long_option("input", a[2:].split("=")[0]) is not None
+    return len(a) > 1 and a[1] in _SHORT_VALUE["input"] + _SHORT_FLAG["input"]
+
+
+def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
+    """Whether `psbase CMD ARGS` is written in perfbase's syntax: psbase's own forms name the experiment (and
+    the file of setup and update) as arguments, perfbase's give them as options (-d, -e, --exp=...)."""
+    if cmd == "version":
+        return True
+    if cmd not in _LONG or any(a in ("-h", "--help") for a in args):
+        return False
+    if cmd == "input":
+        from psuite.psbase.definition import NAME_RE
+
+        firsts, skip = [], 0
+        for a in args:  # the arguments that are not values of psbase's options
+            if skip:
+                skip -= 1
+            elif a.startswith("-"):
+                skip = 0 if "=" in a else {"--with": 2, "--db": 1, "--desc": 1, "--fixed": 1, "--missing": 1}.get(a, 0)
+            else:
+                firsts.append(a)
+        # an option of perfbase's that psbase's input does not have (one of neither is left to psbase's parser)
+        own = not any(a.startswith("-") and a.split("=")[0] not in _PSBASE_INPUT_OPTIONS and _perfbase_option(a)
+                      for a in args)
+        # psbase's experiment names are identifiers: a first argument that is not one (a file name) is
+        # perfbase's `input --desc=D FILE`
+        return not own or bool(firsts) and not NAME_RE.match(firsts[0]) and "--with" not in args
+    if cmd == "ls":
+        return any(a.startswith("-") and a.split("=")[0] not in ("--show", "--where", "--deleted", "--db")
+                   for a in args)
+    if cmd in ("setup", "update"):
+        return any(a == "-d" or a.startswith(("-d", "--desc", "--de")) or a in ("-g", "--get") or
+                   a.startswith(("-e", "--exp")) for a in args)
+    perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name", "--fixed"),
+                     "delete": ("-e", "--exp", "-r", "--run", "-p", "--pset", "--dontask"),
+                     "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p", "--pset",
+                              "-v", "--verbose", "--val", "--value")}[cmd]
+    return any(a.split("=")[0] in perfbase_only if a.startswith("--") else a[:2] in perfbase_only for a in args)
+
+
+def translate(argv: Sequence[str]) -> list[str]:
+    """argv (psbase's arguments) with a perfbase command line rewritten as psbase's; others unchanged."""
+    argv = list(argv)
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):  # psbase's --db URL before the command
+        i += 2 if argv[i] == "--db" else 1
+    if i >= len(argv):
+        return argv
+    head, cmd, rest = argv[:i], argv[i], argv[i + 1:]
+    if not _is_perfbase(cmd, rest):
+        return argv
+    if cmd == "version":
+        if rest:
+            raise _refuse(f"version {rest[0]}", "psbase version takes no options")
+        return [*head, "--version"]
+    tokens = _tokens(cmd, rest)
+    db = [t for t in tokens if t[0] == "--db"]
+    tokens = [t for t in tokens if t[0] != "--db"]
+    return head + {"setup": _setup, "update": _update, "input": _input, "query": _query, "delete": _delete,
+                   "info": _info, "ls": _ls}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+
+
+def _setup(tokens: list) -> list[str]:
+    desc, exp, get = None, None, False
+    for opt, value in tokens:
+        if opt == "--desc":
+            desc = value
+        elif opt == "--exp":
+            exp = value
+        elif opt == "--get":
+            get = True
+        elif opt == "":
+            raise UsageError(f"setup -d names the definition: {value} is one argument too many")
+        elif not _common("setup", opt):
+            raise _refuse(f"setup {opt}", "an experiment that exists is changed with psbase update")
+    if get:
+        if exp is None:
+            raise UsageError("setup -g prints an experiment's definition: name it with -e EXP")
+        return ["info", exp, "--xml"]
+    if desc is None:
+        raise UsageError("setup needs the experiment definition: -d DEFINITION.xml")
+    return ["setup", desc]
+
+
+def _update(tokens: list) -> list[str]:
+    descs = [v for o, v in tokens if o == "--desc"]
+    for opt, value in tokens:
+        if opt == "":
+            raise UsageError(f"update -d names the update: {value} is one argument too many")
+        if opt != "--desc" and not _common("update", opt):
+            raise _refuse(f"update {opt}", "drop it")
+    if len(descs) != 1:
+        raise UsageError("update needs one update description: -d UPDATE.xml")
+    return ["update", descs[0]]
+
+
+def _experiment_of(description: str) -> str:
+    """The <experiment> an input description names (perfbase files into it without -e)."""
+    from lxml import etree
+
+    from psuite.errors import InputError
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True)
+    try:
+        root = etree.parse(description, parser).getroot()
+    except (OSError, etree.XMLSyntaxError) as exc:
+        raise InputError(f"{description}: {exc}; fix the file or give the experiment with -e EXP") from None
+    name = (root.findtext("experiment") or "").strip()
+    if not name:
+        name = os.environ.get("PB_EXPERIMENT", "")
+    if not name:
+        raise UsageError(f"{description} names no <experiment>: give it with -e EXP")
+    return name
+
+
+def _input(tokens: list) -> list[str]:
+    groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
+    exp, missing, use_default, force, merge = None, None, False, False, False
+    fixed: list[str] = []
+    for opt, value in tokens:
+        if opt == "":
+            if value == "-":
+                raise _refuse("input - (standard input)", "give the file's name")
+            groups[-1][1].append(value)
+        elif opt == "--desc":
+            groups.append((value, []))
+        elif opt == "--exp":
+            exp = value
+        elif opt == "--use-default":
+            use_default = True
+        elif opt == "--missing":
+            if value == "ask":
+                raise _refuse("input -a ask", "psbase does not ask; give the values with -f NAME=VALUE")
+            if value not in _MISSING:
+                raise UsageError(f"input -a {value}: give default, abort or ignore")
+            missing = _MISSING[value]
+        elif opt == "--fixed":
+            fixed.append(value)
+        elif opt == "--force":
+            force = True
+        elif opt == "--join":
+            merge = True
+        elif opt == "--sequential":
+            pass  # the order files are read in changes no result
+        elif opt == "--test":
+            raise _refuse("input -t (--test)", "psbase has no dry run; file into a copy of the archive")
+        elif opt == "--synopsis":
+            raise _refuse("input -s (--synopsis)", "a run has no synopsis in psbase; file it as a parameter")
+        elif opt in ("--performed", "--use-mtime"):
+            raise _refuse(f"input {opt}", "psbase dates a run by its filing")
+        elif opt == "--enforce":
+            raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
+        elif opt in ("--pset-store", "--pset-use"):
+            raise _refuse(f"input {opt}", "parameter sets are not kept; give the values with -f NAME=VALUE")
+        elif opt in ("--name", "--attach", "--stdin", "--maxmem"):
+            raise _refuse(f"input {opt}", "drop it")
+        elif not _common("input", opt):
+            raise _refuse(f"input {opt}", "drop it")
+    if groups[0][1]:
+        raise UsageError(f"input: {groups[0][1][0]} comes before any -d INPUT.xml; give the description first")
+    groups = groups[1:]
+    if not groups:
+        raise UsageError("input needs an input description: -d INPUT.xml FILE...")
+    for desc, files in groups:
+        if not files:
+            raise UsageError(f"input -d {desc} is given no file to read")
+    out = ["input", exp or _experiment_of(groups[0][0])]
+    if len(groups) == 1 and not merge:
+        out += ["--desc", groups[0][0], *groups[0][1]]
+    else:  # several descriptions make one run of all their files (perfbase's manual), as --join does
+        out.append("--merge")
+        for desc, files in groups:
+            for f in files:
+                out += ["--with", desc, f]
+    # perfbase aborts on a missing value unless told otherwise (-u, -a)
+    if missing is not None and use_default and missing != "default":
+        raise _refuse(f"input -u with -a {missing}", "psbase has one policy for missing values: give one")
+    out += ["--missing", missing or ("default" if use_default else "refuse")]
+    out += [x for f in fixed for x in ("--fixed", f)]
+    return out + (["--force"] if force else [])
+
+
+def _query(tokens: list) -> list[str]:
+    desc = None
+    for opt, value in tokens:
+        if opt == "--desc":
+            if value == "-":
+                raise _refuse("query -d - (standard input)", "give the query file's name")
+            desc = value
+        elif opt == "--fixed":
+            raise _refuse("query -f NAME=VALUE", "a query's <fixed> values are taken as its file writes them")
+        elif opt == "":
+            raise UsageError(f"query -d names the query: {value} is one argument too many")
+        elif not _common("query", opt):
+            raise _refuse(f"query {opt}", "the query file names its experiment and runs")
+    if desc is None:
+        raise UsageError("query needs a query description: -d QUERY.xml")
+    return ["query", "--file", desc]
+
+
+def _delete(tokens: list) -> list[str]:
+    exp, runs, dontask = None, [], False
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--run":
+            runs.append(value)
+        elif opt == "--dontask":
+            dontask = True
+        elif opt == "--force":
+            pass  # perfbase's "also if the database is inconsistent": psbase's deletion is one transaction
+        elif opt == "--pset":
+            raise _refuse("delete -p (--pset)", "psbase keeps no parameter sets")
+        elif opt == "":
+            raise UsageError(f"delete -e EXP names the experiment: {value} is one argument too many")
+        elif not _common("delete", opt):
+            raise _refuse(f"delete {opt}", "drop it")
+    if exp is None:
+        raise UsageError("delete needs the experiment: -e EXP")
+    if runs:
+        return ["delete", exp, *runs]  # perfbase's deleted runs come back with undelete: psbase's restore
+    if not dontask:
+        raise UsageError(f"delete -e {exp} removes the experiment and all its runs for good; psbase does not "
+                         "ask: add --dontask")
+    return ["delete", exp, "--experiment"]
+
+
+def _info(tokens: list) -> list[str]:
+    exp, run, everything = None, None, False
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--run":
+            run = value
+        elif opt == "--all":
+            everything = True
+        elif opt in ("--pset",):
+            raise _refuse("info -p (--pset)", "psbase keeps no parameter sets")
+        elif opt in ("--inventory", "--value", "--val", "--xml", "--sort", "--data", "--deleted", "--creator",
+                     "--admin", "--input", "--query", "--any"):
+            raise _refuse(f"info {opt}", "psbase info EXPERIMENT [RUN] shows the definition or one run")
+        elif opt == "":
+            raise UsageError(f"info -e EXP names the experiment: {value} is one argument too many")
+        elif not _common("info", opt):
+            raise _refuse(f"info {opt}", "drop it")
+    if everything:
+        return ["ls"]
+    if exp is None:
+        raise UsageError("info needs the experiment: -e EXP (or --all)")
+    return ["info", exp, *([run] if run else [])]
+
+
+def _ls(tokens: list) -> list[str]:
+    exp, show = None, []
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--show":
+            show.append(value)
+        elif opt == "":
+            raise UsageError(f"ls: {value} is one argument too many (name the experiment with -e EXP)")
+        elif not _common("ls", opt):
+            raise _refuse(f"ls {opt}", "psbase ls [EXPERIMENT] [--show NAMES] lists experiments or runs")
+    return ["ls", *([exp] if exp else []), *(x for s in show for x in ("--show", s))]

@@ -1,0 +1,228 @@
+"""Running perfbase's test suite (../shared/perfbase/test, read at test time) with psbase in place of perfbase:
+each directory's command sequence (perfbase_suite_table) in a temporary copy of the directory, each compared
+output classified as perfbase's byte for byte, the same numbers, refused (psbase's one line), or different."""
+
+from __future__ import annotations
+
+import glob
+import io
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.psbase.perfbase_suite_table import SUITE, Step
+
+SUITE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "perfbase" / "test"
+VERDICTS = ("exact", "numbers", "refused", "differ")
+UNSUPPORTED = ("is not supported by psbase", "invalid choice", "has no option")  # psbase's command-line refusals
+PSBASE = str(Path(sys.executable).parent / "psbase")  # the installed command
+REL_TOL = 1e-6  # perfbase prints 6 significant digits and more: a numeric token within this is the same number
+
+
+@dataclass
+class Check:
+    directory: str
+    name: str  # "test_N" or the command, for return-code checks
+    verdict: str
+    reason: str = ""  # a refusal's line, or why the output differs
+    where: str = ""  # the earlier command whose refusal the check depends on (a setup or an import)
+
+
+def verify_files(directory: str) -> list[str]:
+    """The recorded outputs of a directory: verify/test_N.vfy (and opendoc's test_N.ods)."""
+    v = SUITE_DIR / directory / "verify"
+    return sorted(p.name for p in v.iterdir()) if v.is_dir() else []
+
+
+def _numbers_equal(a: str, b: str) -> bool:
+    ta, tb = a.split(), b.split()
+    if len(ta) != len(tb):
+        return False
+    for x, y in zip(ta, tb, strict=True):
+        if x == y:
+            continue
+        try:
+            fx, fy = float(x), float(y)
+        except ValueError:
+            return False
+        if not math.isclose(fx, fy, rel_tol=REL_TOL, abs_tol=1e-12):
+            return False
+    return True
+
+
+def _ods_content(data: bytes) -> str:
+    """An OpenDocument file's content.xml without its date lines (what the opendoc script compares)."""
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        text = z.read("content.xml").decode("utf-8", "replace")
+    return "\n".join(line for line in text.splitlines() if "date" not in line)
+
+
+def _commands(step: Step, cwd: Path) -> list[list[str]]:
+    """The argument lists of a step: globs expanded in cwd; with each, one command per file of the last glob."""
+    out = []
+    for args in (step.args,) if isinstance(step.args, str) else step.args:
+        words = shlex.split(args)
+        expanded: list[list[str]] = [[w] for w in words]
+        globbed = [i for i, w in enumerate(words) if any(c in w for c in "*?") and not w.startswith("-")]
+        for i in globbed:
+            expanded[i] = sorted(os.path.relpath(p, cwd) for p in glob.glob(str(cwd / words[i]))) or [words[i]]
+        if step.each and globbed:
+            last = globbed[-1]
+            for f in expanded[last]:
+                out.append([w for j, ws in enumerate(expanded) for w in ([f] if j == last else ws)])
+        else:
+            out.append([w for ws in expanded for w in ws])
+    return out
+
+
+def _psbase(argv: list[str], cwd: Path, env: dict, stdin: Path | None, merged: bool) -> tuple[int, str, str]:
+    with open(stdin if stdin else os.devnull, "rb") as inp:
+        p = subprocess.run([PSBASE, *argv], cwd=cwd, env=env, stdin=inp,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT if merged else subprocess.PIPE,
+                           timeout=300)
+    out = p.stdout.decode("utf-8", "replace")
+    err = out if merged else p.stderr.decode("utf-8", "replace")
+    return p.returncode, out, err
+
+
+def _first_line(text: str) -> str:
+    lines = [x for x in text.splitlines() if x.strip()]
+    return lines[0].removeprefix("psbase: ")[:200] if lines else "(no message)"
+
+
+def run_directory(directory: str, work: Path, db: str) -> list[Check]:
+    """Run one directory's sequence in work (a copy of it) against archive db; its checks."""
+    src = SUITE_DIR / directory
+    shutil.copytree(src, work, dirs_exist_ok=True)
+    env = {**os.environ, "PSBASE_DB": db}
+    env.pop("PB_EXPERIMENT", None)
+    checks: list[Check] = []
+    blocked: tuple[str, str] | None = None  # (refusal, command): a refused step the checks after it depend on
+    no_experiment = False  # the last setup was refused: the commands up to the next setup are not run
+    last: tuple[int, str, str] = (0, "", "")
+    for step in SUITE[directory]:
+        if isinstance(step.args, str) and step.args.startswith("!cp "):
+            _, a, b = step.args.split()
+            shutil.copyfile(work / a, work / b)
+            continue
+        merged = "both" in step.out
+        commands = [] if step.args == "!none" else _commands(step, work)
+        first = commands[0][0] if commands and commands[0] else ""
+        if first == "setup":
+            blocked, no_experiment = None, False
+        elif no_experiment and commands:  # nothing to run against: the checks are refused by the setup
+            n = len(commands) if step.each else 1
+            for k in range(n):
+                if step.vfy is not None or step.check:
+                    name = f"test_{step.vfy + k}" if step.vfy is not None else " ".join(commands[k])
+                    checks.append(Check(directory, name, "refused", *blocked))
+            continue
+        for k, argv in enumerate(commands if step.each else [commands] if commands else [None]):
+            if step.each or commands:
+                runs = [argv] if step.each else argv
+                for f in step.out:
+                    if f not in ("stdout", "both"):
+                        (work / f).unlink(missing_ok=True)  # the scripts move each output away before the next
+                results = [_psbase(a, work, env, work / step.stdin if step.stdin else None, merged) for a in runs]
+                rc = results[0][0]
+                last = (rc, "".join(r[1] for r in results), results[0][2])
+            rc, out, err = last
+            vfy = None if step.vfy is None else step.vfy + k
+            if vfy is None and not step.check:
+                if step.rc == 0 and rc != 0 and not blocked:
+                    blocked = (_first_line(err), " ".join(argv if step.each else commands[0]))
+                    no_experiment = first == "setup"
+                continue
+            rc_ok = step.rc is None or (rc == 0) == (step.rc == 0)
+            name = f"test_{vfy}" if vfy is not None else " ".join(argv if step.each else commands[0])
+            # a failure the script wants is no pass when psbase refused the command line itself
+            unsupported = rc == 2 and any(w in err for w in UNSUPPORTED)
+            if vfy is None:  # a return code only
+                if rc_ok and not unsupported:
+                    checks.append(Check(directory, name, "exact"))
+                elif blocked:
+                    checks.append(Check(directory, name, "refused", *blocked))
+                else:
+                    checks.append(Check(directory, name, "refused" if rc == 2 else "differ", _first_line(err)))
+                continue
+            got = _output(step, out, work)
+            want = _expected(directory, vfy)
+            same = got is not None and want is not None and (
+                got == want or step.sort and sorted(got.splitlines()) == sorted(want.splitlines()))
+            if rc_ok and same and not unsupported:
+                checks.append(Check(directory, name, "exact"))
+            elif rc_ok and not unsupported and got is not None and want is not None and _numbers_equal(got, want):
+                checks.append(Check(directory, name, "numbers"))
+            elif blocked:  # the cause upstream: a setup or import this check depends on was refused
+                checks.append(Check(directory, name, "refused", *blocked))
+            elif rc == 2:
+                checks.append(Check(directory, name, "refused", _first_line(err)))
+            else:
+                why = f"return code {rc}, wanted {'0' if step.rc == 0 else 'non-zero'}" if not rc_ok else \
+                      "no output file" if got is None else "output differs"
+                checks.append(Check(directory, name, "differ", why))
+    return checks
+
+
+def _output(step: Step, stdout: str, work: Path) -> str | None:
+    parts = []
+    for f in step.out:
+        if f in ("stdout", "both"):
+            parts.append(stdout)
+        elif not (work / f).is_file():
+            return None
+        elif f.endswith(".ods"):
+            try:
+                parts.append(_ods_content((work / f).read_bytes()))
+            except (zipfile.BadZipFile, KeyError):
+                return None
+        else:
+            parts.append((work / f).read_text("utf-8", "replace"))
+    text = "".join(parts)
+    if step.drop:
+        text = "".join(x for x in text.splitlines(keepends=True) if not any(d in x for d in step.drop))
+    return text
+
+
+def _expected(directory: str, n: int) -> str | None:
+    v = SUITE_DIR / directory / "verify"
+    if (v / f"test_{n}.vfy").is_file():
+        return (v / f"test_{n}.vfy").read_text("utf-8", "replace")
+    if (v / f"test_{n}.ods").is_file():
+        return _ods_content((v / f"test_{n}.ods").read_bytes())
+    return None
+
+
+def table(checks: list[Check]) -> str:
+    """The per-directory table, totals last."""
+    lines = [f"{'directory':<14}{'checks':>7}{'exact':>7}{'numbers':>9}{'refused':>9}{'differ':>8}  first refusal"]
+    total = dict.fromkeys(VERDICTS, 0)
+    for d in SUITE:
+        mine = [c for c in checks if c.directory == d]
+        n = {v: sum(c.verdict == v for c in mine) for v in VERDICTS}
+        for v in VERDICTS:
+            total[v] += n[v]
+        first = next((c.reason + (f" ({c.where})" if c.where else "") for c in mine if c.verdict == "refused"), "")
+        lines.append(f"{d:<14}{len(mine):>7}{n['exact']:>7}{n['numbers']:>9}{n['refused']:>9}{n['differ']:>8}  "
+                     f"{first[:110]}")
+    lines.append(f"{'total':<14}{len(checks):>7}{total['exact']:>7}{total['numbers']:>9}{total['refused']:>9}"
+                 f"{total['differ']:>8}")
+    return "\n".join(lines) + "\n"
+
+
+def refusal_classes(checks: list[Check]) -> list[tuple[int, str]]:
+    """The refusals grouped by their reason with file names and numbers blurred, largest first."""
+    classes: dict[str, int] = {}
+    for c in checks:
+        if c.verdict == "refused":
+            key = re.sub(r"\S+\.(xml|dat|tst)\b", "F", c.reason)
+            key = re.sub(r"\(line \d+\)", "", key)[:140]
+            classes[key] = classes.get(key, 0) + 1
+    return sorted(((n, k) for k, n in classes.items()), reverse=True)
