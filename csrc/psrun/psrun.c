@@ -1525,6 +1525,46 @@ static int file_documents(struct filing *f, const char *resource_report, const s
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
 
+/* 1 if child pid is a collector of psuite's still running (its name). */
+static int running_collector(pid_t pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%ld/stat", (long)pid);
+    int n = read_small(path, buf, sizeof buf);
+    if (n <= 0)
+        return 0;
+    const char *end = strrchr(buf, ')');
+    return strstr(buf, "(psuite-collect)") != NULL && end && end[1] == ' ' && end[2] != 'Z';
+}
+
+/* Under --archive, the program ended: its collectors (psrun's children, as
+ * the subreaper) finish writing the reports before they are filed; each
+ * one reaped as it ends.  Bounded: a collector still running after 60 s
+ * is left to finish alone, and what it has not written is not filed. */
+static void wait_for_collectors(void)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof path, "/proc/%ld/task/%ld/children", (long)getpid(), (long)getpid());
+    for (int waited_ms = 0; waited_ms < 60000; waited_ms += 10) {
+        while (waitpid(-1, NULL, WNOHANG) > 0) /* ended collectors (and orphans the program left) */
+            ;
+        int n = read_small(path, buf, sizeof buf);
+        int running = 0;
+        for (char *p = buf; n > 0 && *p && !running;) {
+            char *end;
+            long child = strtol(p, &end, 10);
+            if (end == p)
+                break;
+            running = running_collector((pid_t)child);
+            p = end;
+        }
+        if (!running)
+            return;
+        struct timespec ms10 = {0, 10000000};
+        nanosleep(&ms10, NULL);
+    }
+}
+
 static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd, char **env, double interval,
                                                     const char *dir, const char *prefix, const char *peak_file,
                                                     int quiet, int dir_absolute, int resources, struct filing *filing)
@@ -1565,6 +1605,12 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
     if (pipe2(errpipe, O_CLOEXEC) != 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
     pid_t parent = getpid();
+    /* Filing waits for the reports: a program that dies of a signal has
+     * them written by its collector (and a followed process's by its own)
+     * after it is gone.  The collectors, orphaned at their start, become
+     * psrun's children, so psrun sees them end (wait_for_collectors). */
+    if (filing->experiment)
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t pid = fork();
     if (pid < 0)
         usage_error("cannot run %s: %s", cmd[0], strerror(errno));
@@ -1700,6 +1746,7 @@ static __attribute__((noreturn)) void run_monitored(const char *path, char **cmd
             note("report: %s", saved);
     }
     if (filing->experiment) {
+        wait_for_collectors();
         int filed = file_documents(filing, saved, &caller_mask);
         unlink(filing->manifest);
         /* the program's status, unless that was success and filing failed */
