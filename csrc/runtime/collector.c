@@ -224,11 +224,17 @@ static void describe_status(int status, char *out, size_t len)
         out[0] = '\0';
 }
 
-/* How the process ended, for the report: "" when it is not known. */
+static int parent_saw(pid_t pid);
+
+/* How the process ended, for the report: "" when it is not known.  Asked
+ * of the kernel (the pidfd, the zombie) and, under psrun -f, of the
+ * parent's wait: a parent that reaps at once can leave neither, on a
+ * kernel without PIDFD_INFO_EXIT or between the zombie's end and the
+ * pidfd's exit record.  At most about 300 ms. */
 static void how_it_ended(int pidfd, pid_t pid, char *out, size_t len)
 {
     int status = -1;
-    for (int tries = 0; tries < 100 && status < 0; tries++) {
+    for (int tries = 0; tries < 300 && status < 0; tries++) {
         struct ps_pidfd_info info;
         memset(&info, 0, sizeof info);
         info.mask = PS_PIDFD_INFO_EXIT;
@@ -246,6 +252,8 @@ static void how_it_ended(int pidfd, pid_t pid, char *out, size_t len)
             }
             break;
         }
+        if ((status = parent_saw(pid)) >= 0)
+            break;
         struct timespec ms = {0, 1000000};
         nanosleep(&ms, NULL);
     }
@@ -403,9 +411,12 @@ static void say_queued(void);
 
 static void watch_children(int final);
 
+static void family_release_own(void);
+
 static __attribute__((noreturn)) void collector_exit(void)
 {
     watch_children(1);
+    family_release_own();
     say_queued();
     notes_relay();
     for (;;)
@@ -745,6 +756,40 @@ static void family_mark_own(void)
     kin_t *k = kin_slot(family_parent, target);
     if (k)
         __atomic_store_n(&k->state, KIN_OWN, __ATOMIC_RELEASE);
+}
+
+/* In the collector of a child psrun -f follows: the wait status the
+ * parent's wait returned for pid, -1 if it has not (yet). */
+static int parent_saw(pid_t pid)
+{
+    if (!family_parent)
+        return -1;
+    for (int i = 0; i < KIN_SLOTS; i++) {
+        kin_t *k = &family_parent->kin[i];
+        if (__atomic_load_n(&k->pid, __ATOMIC_ACQUIRE) == pid && __atomic_load_n(&k->has_status, __ATOMIC_ACQUIRE))
+            return k->status;
+    }
+    return -1;
+}
+
+/* In the collector, its reports written: the child's place in the
+ * parent's table is free for the next child (a program forking more
+ * children than places over its life keeps watching the new ones). */
+static void family_release_own(void)
+{
+    if (!family_parent)
+        return;
+    for (int i = 0; i < KIN_SLOTS; i++) {
+        kin_t *k = &family_parent->kin[i];
+        if (__atomic_load_n(&k->pid, __ATOMIC_ACQUIRE) != target)
+            continue;
+        /* the parent's collector may free it too, and a new child take it
+         * at once: each step only from the state this one saw */
+        int own = KIN_OWN, pid = target;
+        if (__atomic_compare_exchange_n(&k->state, &own, KIN_FREE, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            __atomic_compare_exchange_n(&k->pid, &pid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+        return;
+    }
 }
 
 static void snapshot_cpu(void)

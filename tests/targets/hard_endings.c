@@ -8,9 +8,10 @@
  *   chroot DIR SECONDS    spin, then chroot(DIR) and return 0
  *   close_stderr fclose|close  print a line, spin a little, close stderr
  *                         (as coreutils' close_stdout does) and return 0
- *   kill_children N [PIDFILE]  fork N children that spin; kill each by
- *                         SIGKILL 1 ms after fork, waiting for it; their
- *                         pids go to PIDFILE, one a line
+ *   kill_children N [PIDFILE [SLOW MS]]  fork N children that spin; kill
+ *                         each by SIGKILL 1 ms after fork (the first SLOW of
+ *                         them MS ms after), waiting for it; their pids go
+ *                         to PIDFILE, one a line
  *   say                   a line on stdout, a line on stderr
  *   quiet                 a little work, nothing printed
  * Returns 9 on a failed call, with the reason on stdout. */
@@ -51,7 +52,7 @@ static int failed(const char *what)
     return 9;
 }
 
-static int kill_children(int n, const char *pidfile)
+static int kill_children(int n, const char *pidfile, int slow, int slow_ms)
 {
     FILE *pids = pidfile ? fopen(pidfile, "w") : NULL;
     if (pidfile && !pids)
@@ -66,8 +67,9 @@ static int kill_children(int n, const char *pidfile)
             spin_cpu(-1);
             _exit(0);
         }
-        struct timespec ms = {0, 1000000};
-        nanosleep(&ms, NULL);
+        long ms = i < slow ? slow_ms : 1;
+        struct timespec wait = {ms / 1000, ms % 1000 * 1000000};
+        nanosleep(&wait, NULL);
         kill(child, SIGKILL);
         int status;
         if (waitpid(child, &status, 0) != child)
@@ -122,7 +124,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(how, "kill_children") && argc > 2)
-        return kill_children(atoi(argv[2]), argc > 3 ? argv[3] : NULL);
+        return kill_children(atoi(argv[2]), argc > 3 ? argv[3] : NULL, argc > 5 ? atoi(argv[4]) : 0, argc > 5 ? atoi(argv[5]) : 0);
     if (!strcmp(how, "say")) {
         printf("to stdout\n");
         fflush(stdout);
