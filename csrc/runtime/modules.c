@@ -12,8 +12,9 @@
  * the new objects' (see refresh_from).
  *
  * The map of the loaded modules the profile writer resolves PCs with is
- * kept here too, current at all times: taken when the library starts under
- * psrun, refreshed after each dlopen, dlmopen and dlclose, into mmap'd
+ * kept here too: taken when the library starts under psrun, refreshed
+ * after each dlopen, dlmopen and dlclose (a flat profile's after a dlopen
+ * only once a sample has fallen outside it: numbered_lazily), into mmap'd
  * storage (a few maps, reused when no writer holds them).  The writer may
  * run in a signal handler that interrupted dlopen in another thread, with
  * the loader's lock held: it cannot call dl_iterate_phdr then.
@@ -116,6 +117,15 @@ __thread unsigned long long ps_modules_on_behalf __attribute__((tls_model("initi
 __thread int ps_modules_closing_here __attribute__((tls_model("initial-exec")));
 static unsigned long long map_adds; /* dlpi_adds when the map was taken */
 static unsigned long long map_subs; /* and dlpi_subs */
+/* A flat profile (no call paths) numbers what a dlopen loads only once a
+ * sample has fallen outside the map (such a sample takes the number the
+ * next refresh gives, ps_modules_key_at): a plugin loaded and unloaded
+ * with no sample in it costs no refresh at its dlopen and no numbering at
+ * its dlclose.  Call paths need the map current at once: the unwinder in
+ * the handler finds the objects in it (unwind.c). */
+static int unmapped_seen;
+
+static int numbered_lazily(void) { return ps_cct_maxdepth() == 0; }
 
 /* A sample in a wrapper before it says whose work it does
  * (ps_modules_on_behalf) is charged to the real function too
@@ -199,7 +209,8 @@ PS_API int dlclose(void *handle)
      * C library's own) gets its number before it can go. */
     unsigned long long before[2], after[2];
     dl_iterate_phdr(read_counts, before);
-    if (before[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED))
+    if (before[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED) &&
+        (!numbered_lazily() || __atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE)))
         ps_modules_refresh();
     /* unwind.c's snapshot keeps to the permanent objects in the other
      * threads until the map is current again: what goes is unmapped */
@@ -765,6 +776,8 @@ void ps_modules_refresh(void)
 {
     int saved = errno;
     lock_refresh();
+    /* samples from here on see this map or the next: outside it, they say so again */
+    __atomic_store_n(&unmapped_seen, 0, __ATOMIC_RELEASE);
     if (!wrapper_hi[2])
         find_wrappers();
     if (!self_hi)
@@ -876,8 +889,11 @@ unsigned long long ps_modules_key_at(unsigned long long addr, unsigned long long
         }
     }
     ps_modules_release(held);
-    if (!found) /* loaded since the map was taken: it will have the next number */
+    if (!found) { /* loaded since the map was taken: it will have the next number */
         tag = __atomic_load_n(&next_instance, __ATOMIC_ACQUIRE);
+        if (!__atomic_load_n(&unmapped_seen, __ATOMIC_RELAXED))
+            __atomic_store_n(&unmapped_seen, 1, __ATOMIC_RELEASE);
+    }
     return addr | (unsigned long long)tag << PS_KEY_SHIFT;
 }
 
@@ -957,7 +973,7 @@ static __attribute__((noinline)) int caller_matters(const char *file, const void
  * the wrapper's own extent charges its instructions to the real call too. */
 static inline __attribute__((always_inline)) void *loaded(void *h, void *real)
 {
-    if (h) {
+    if (h && !numbered_lazily()) {
         ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
         int saved = errno;
         refresh_if_loaded();
