@@ -928,6 +928,10 @@ static int intermediate(void *arg)
 {
     (void)arg;
     syscall(SYS_setsid);
+    /* the collector's name from its first instant (inherited): psrun
+     * --archive waits for its children by that name, however soon the
+     * program ends */
+    prctl(PR_SET_NAME, "psuite-collect", 0, 0, 0);
     pid_t c = _Fork();
     if (c == 0)
         collector_main();

@@ -124,6 +124,7 @@ static unsigned long long map_subs; /* and dlpi_subs */
  * its dlclose.  Call paths need the map current at once: the unwinder in
  * the handler finds the objects in it (unwind.c). */
 static int unmapped_seen;
+static int transient; /* objects in the map loaded after measurement began */
 
 static int numbered_lazily(void) { return ps_cct_maxdepth() == 0; }
 
@@ -189,6 +190,68 @@ static int read_counts(struct dl_phdr_info *info, size_t size, void *data)
     return 1;
 }
 
+/* The object a flat profile's dlclose is about to unload, while the map
+ * does not have it: what the report needs of it, should a sample fall in
+ * it during the real call (its destructors).  Found in the same pass that
+ * reads the loader's counts. */
+typedef struct {
+    int counted;
+    unsigned long long adds, subs;
+    const struct link_map *lm;
+    const ElfW(Phdr) *phdr;
+    int phnum;
+    unsigned long long base, lo, hi;
+    unsigned char buildid[PS_BUILDID_MAX];
+    unsigned buildid_len;
+    char name[256];
+} closing_t;
+
+static int read_counts_and_find(struct dl_phdr_info *info, size_t size, void *data)
+{
+    closing_t *c = data;
+    if (!c->counted) {
+        unsigned long long v[2];
+        read_counts(info, size, v);
+        c->adds = v[0];
+        c->subs = v[1];
+        c->counted = 1;
+        if (!c->lm)
+            return 1;
+    }
+    if (info->dlpi_addr != c->lm->l_addr || info->dlpi_name != c->lm->l_name)
+        return 0;
+    c->phdr = info->dlpi_phdr;
+    c->phnum = info->dlpi_phnum;
+    c->base = info->dlpi_addr;
+    return 1;
+}
+
+static int describe_closing(closing_t *c)
+{
+    const char *name = c->lm && c->phdr ? c->lm->l_name : NULL;
+    size_t len = name ? strlen(name) : 0;
+    if (!len || name[0] != '/' || len >= sizeof c->name)
+        return 0; /* a relative or long name: numbered now, the usual way */
+    memcpy(c->name, name, len + 1);
+    c->lo = c->hi = 0;
+    for (int i = 0; i < c->phnum; i++) {
+        const ElfW(Phdr) *ph = &c->phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        unsigned long long lo = c->base + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!c->lo || lo < c->lo)
+            c->lo = lo;
+        if (hi > c->hi)
+            c->hi = hi;
+    }
+    if (!c->lo)
+        return 0;
+    c->buildid_len = (unsigned)ps_buildid_of(c->phdr, (size_t)c->phnum, c->base, c->buildid, sizeof c->buildid);
+    return 1;
+}
+
+static void retire_described(const closing_t *c);
+
 /* a program's dlclose(NULL) is its own business: passed on untouched */
 #pragma GCC diagnostic ignored "-Wnonnull-compare"
 PS_API int dlclose(void *handle)
@@ -205,13 +268,25 @@ PS_API int dlclose(void *handle)
         ps_modules_on_behalf = 0;
         return real(handle);
     }
-    /* An object loaded without a refresh (a dlopen passed on as is, or the
-     * C library's own) gets its number before it can go. */
+    /* An object loaded without a refresh (a dlopen passed on as is, the C
+     * library's own, a flat profile's) gets its number before it can go;
+     * in a flat profile only once a sample fell outside the map, else it is
+     * described (closing_t) in case one falls in its destructors. */
     unsigned long long before[2], after[2];
-    dl_iterate_phdr(read_counts, before);
-    if (before[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED) &&
-        (!numbered_lazily() || __atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE)))
-        ps_modules_refresh();
+    closing_t gone = {0};
+    /* (the real dlclose clears a failed dlinfo's error, as it would any earlier one) */
+    if (numbered_lazily() && dlinfo(handle, RTLD_DI_LINKMAP, (void *)&gone.lm) != 0)
+        gone.lm = NULL;
+    dl_iterate_phdr(read_counts_and_find, &gone);
+    before[0] = gone.adds;
+    before[1] = gone.subs;
+    int described = 0;
+    if (before[0] != __atomic_load_n(&map_adds, __ATOMIC_RELAXED)) {
+        if (numbered_lazily() && !__atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE))
+            described = describe_closing(&gone);
+        if (!described)
+            ps_modules_refresh();
+    }
     /* unwind.c's snapshot keeps to the permanent objects in the other
      * threads until the map is current again: what goes is unmapped */
     __atomic_add_fetch(&ps_modules_closing, 1, __ATOMIC_SEQ_CST);
@@ -223,7 +298,12 @@ PS_API int dlclose(void *handle)
     int saved = errno;
     ps_modules_closing_here--;
     dl_iterate_phdr(read_counts, after);
-    if (rc == 0 && (after[1] != before[1] || !after[0])) { /* something was unloaded (or no counts) */
+    if (described && rc == 0 && after[1] != before[1] && __atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE))
+        retire_described(&gone); /* a sample fell outside the map meanwhile: perhaps in it */
+    /* nothing in the map can have gone when it holds only objects loaded
+     * before measurement (a flat profile numbering lazily) */
+    int map_unchanged = numbered_lazily() && !__atomic_load_n(&transient, __ATOMIC_ACQUIRE) && after[0];
+    if (rc == 0 && (after[1] != before[1] || !after[0]) && !map_unchanged) { /* something was unloaded (or no counts) */
         unsigned unloads_before = ps_modules_unloads();
         ps_modules_refresh(); /* the instances gone from it are retired */
         if (ps_modules_unloads() != unloads_before)
@@ -515,6 +595,21 @@ static const ps_module_t *same_entry(const ps_modmap_t *m, const ps_module_t *e)
     return NULL;
 }
 
+/* Under the refresh lock: the next load number, for a load spanning
+ * [lo, hi) numbered by the refresh whose first number is `first` (0: by
+ * itself); KEY_OVERFLOW once numbers are used up or without memory. */
+static unsigned take_instance(unsigned long long lo, unsigned long long hi, unsigned first)
+{
+    if (!instances)
+        instances = ps_map(sizeof(instance_t) * KEY_OVERFLOW); /* the collector reads it (shared.c) */
+    if (!instances || next_instance >= KEY_OVERFLOW)
+        return KEY_OVERFLOW;
+    unsigned n = next_instance;
+    instances[n] = (instance_t){lo, hi, first ? first : n, -1};
+    __atomic_store_n(&next_instance, n + 1, __ATOMIC_RELEASE);
+    return n;
+}
+
 /* Under the refresh lock: m's objects numbered - as in the last map, or
  * anew for those it did not have (one number per object, its segments
  * sharing it). */
@@ -544,16 +639,7 @@ static void number(ps_modmap_t *m, const ps_modmap_t *old, const int *from)
             if (m->v[k].phdr == e->phdr && m->v[k].base == e->base && m->v[k].instance >= first)
                 e->instance = m->v[k].instance;
         if (!e->instance) {
-            if (!instances) {
-                instances = ps_map(sizeof(instance_t) * KEY_OVERFLOW); /* the collector reads it (shared.c) */
-            }
-            if (!instances || next_instance >= KEY_OVERFLOW) {
-                e->instance = KEY_OVERFLOW;
-                continue;
-            }
-            e->instance = next_instance;
-            instances[next_instance] = (instance_t){e->lo, e->hi, first, -1};
-            __atomic_store_n(&next_instance, next_instance + 1, __ATOMIC_RELEASE);
+            e->instance = take_instance(e->lo, e->hi, first);
             continue;
         }
         if (e->instance < KEY_OVERFLOW) {
@@ -564,6 +650,31 @@ static void number(ps_modmap_t *m, const ps_modmap_t *old, const int *from)
                 r->hi = e->hi;
         }
     }
+}
+
+/* After the real dlclose: the described object numbered and retired at
+ * once, so that samples in it resolve to it (ps_modules_resolve looks
+ * past their own number's refresh). */
+static void retire_described(const closing_t *c)
+{
+    lock_refresh();
+    unsigned n = take_instance(c->lo, c->hi, 0);
+    if (n && n < KEY_OVERFLOW) {
+        int rmod = ps_sampler_retired_add(c->name, c->base, c->lo, c->hi, c->buildid, c->buildid_len);
+        __atomic_store_n(&instances[n].rmod, rmod < 0 ? -2 : rmod, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&unloads, 1, __ATOMIC_RELEASE);
+    }
+    __atomic_store_n(&refresh_lock, 0, __ATOMIC_SEQ_CST);
+}
+
+/* Under the refresh lock: m becomes the map. */
+static void publish(ps_modmap_t *m)
+{
+    int later = 0;
+    for (int i = 0; i < m->n; i++)
+        later += !m->v[i].permanent;
+    __atomic_store_n(&transient, later, __ATOMIC_RELEASE);
+    __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
 }
 
 /* Under the refresh lock: the objects of the old map that the new one has
@@ -765,7 +876,7 @@ static int refresh_from(ps_modmap_t *old)
     }
     m->n = k;
     number(m, old, from);
-    __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
+    publish(m);
     retire_gone(old, m, kept);
     __atomic_store_n(&map_adds, c.adds, __ATOMIC_RELAXED);
     __atomic_store_n(&map_subs, c.subs, __ATOMIC_RELAXED);
@@ -823,7 +934,7 @@ void ps_modules_refresh(void)
                 initial[ninitial++] = m->v[i].phdr;
         ps_modmap_t *old = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
         number(m, old, NULL);
-        __atomic_store_n(&current, m, __ATOMIC_SEQ_CST);
+        publish(m);
         if (old)
             retire_gone(old, m, NULL);
         __atomic_store_n(&map_adds, f.adds, __ATOMIC_RELAXED);
@@ -908,8 +1019,10 @@ int ps_modules_resolve(unsigned long long key, unsigned long long *pc)
         if (tag >= next || !instances || (ps_in_collector() && !ps_shared_contains(instances)))
             return -1;
         /* its own number, or (a PC sampled before its object was numbered)
-         * one of those the next numbering gave */
-        for (unsigned u = tag; u < next && instances[u].first == instances[tag].first; u++)
+         * one of those the next numbering gave, or (numbered apart: an
+         * object a flat profile's dlclose retired at once, retire_described)
+         * one of the few numbers after */
+        for (unsigned u = tag; u < next && (instances[u].first == instances[tag].first || u < tag + 64); u++)
             if (a >= instances[u].lo && a < instances[u].hi) {
                 int rmod = __atomic_load_n(&instances[u].rmod, __ATOMIC_ACQUIRE);
                 return rmod >= 0 ? rmod : -1;

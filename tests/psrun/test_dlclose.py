@@ -7,6 +7,7 @@ them counted as truncated."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -110,3 +111,24 @@ def test_destructor_samples_keep_their_path_under_dlclose(built, workdir, option
     )
     assert whole >= 0.98 * total, in_fini
     assert not [k for k in stacks if "[truncated stack]" in k], stacks
+
+
+@pytest.mark.parametrize("name", ["absolute", "relative"])
+def test_destructor_samples_of_a_flat_profile_go_to_the_plugin(built, workdir, name):
+    """A flat profile numbers a dlopen'd plugin only once a sample falls in
+    it; a plugin first sampled in its destructor, inside the dlclose that
+    unloads it, still has those samples: charged to its file and function,
+    none to an unknown module.  (A plugin opened by a relative name is
+    numbered before the dlclose, the usual way.)"""
+    plugin = built["fini.so"]
+    if name == "relative":  # (the tests run in workdir)
+        plugin = str(shutil.copy(plugin, workdir / "fini.so"))
+    args = [built["fini_main"], plugin if name == "absolute" else "./fini.so", "0.4"]
+    bare = subprocess.run(args, capture_output=True, text=True)
+    p = run_tool("psrun", "--profile", "ITIMER_PROF", "--period", "1000", *args, timeout=120)
+    assert p.returncode == bare.returncode == 0, p.stderr
+    samples = module_samples(profile_of(workdir, "fini_main"))
+    assert samples.get(plugin, 0) >= 0.8 * sum(samples.values()) and sum(samples.values()) > 200, samples
+    assert "[unknown]" not in samples, samples
+    text = run_tool("psprocess", str(profile_of(workdir, "fini_main"))).stdout
+    assert "fini_work" in text.split("Function Summary", 1)[1], text
