@@ -905,8 +905,10 @@ static __attribute__((noreturn)) void collector_main(void)
             writers.write_dead(how);
             collector_exit();
         }
-        if (!__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE))
+        if (!__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE)) {
             snapshot_cpu();
+            ps_modules_collector_tick(target);
+        }
         if (next_checkpoint && now_ns() >= next_checkpoint && writers.write_checkpoint) {
             writers.write_checkpoint();
             next_checkpoint = now_ns() + checkpoint_ns;

@@ -125,6 +125,8 @@ static unsigned long long map_subs; /* and dlpi_subs */
  * the handler finds the objects in it (unwind.c). */
 static int unmapped_seen;
 static int transient; /* objects in the map loaded after measurement began */
+static __thread struct ps_modmap *seen_view; /* the collector's map with what /proc showed besides */
+static __thread int nseen;                     /* mappings in it from /proc (hold_with_seen) */
 
 static int numbered_lazily(void) { return ps_cct_maxdepth() == 0; }
 
@@ -948,8 +950,12 @@ void ps_modules_refresh(void)
     errno = saved;
 }
 
+static const ps_modmap_t *hold_with_seen(const ps_module_t **v, int *n);
+
 const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n)
 {
+    if (ps_in_collector() && nseen)
+        return hold_with_seen(v, n);
     for (;;) {
         ps_modmap_t *m = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
         if (m && ps_in_collector() && !ps_shared_contains(m))
@@ -971,8 +977,147 @@ const ps_modmap_t *ps_modules_hold(const ps_module_t **v, int *n)
 
 void ps_modules_release(const ps_modmap_t *m)
 {
-    if (m)
+    if (m && m != seen_view)
         __atomic_sub_fetch(&((ps_modmap_t *)m)->readers, 1, __ATOMIC_SEQ_CST);
+}
+
+/* ---- the collector's view of modules the map does not have ------------
+ * A flat profile numbers a dlopen'd object once a sample falls in it, at
+ * the program's next refresh (its next dlopen or dlclose, its end).  A
+ * program that dies before (SIGKILL, a fatal signal) has its reports
+ * written by its collector, which cannot ask the program's loader: while a
+ * sample has fallen outside the map (unmapped_seen, shared), the collector
+ * reads the program's executable file mappings from /proc/PID/maps (at
+ * most once a second), and its writers see them beside the map's entries
+ * (hold_with_seen), so those samples keep their module (no build-id is
+ * known for them). */
+#define SEEN_MAX 256
+typedef struct {
+    unsigned long long lo, hi, base;
+    char file[PATH_MAX];
+} seen_t;
+static __thread seen_t *seen;          /* collector-private, mmap'd */
+static __thread long long seen_ns;
+
+static long long mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* One line of /proc/PID/maps: an executable mapping of a file kept. */
+static void seen_line(char *line)
+{
+    unsigned long long lo, hi, off;
+    char perms[8];
+    int path_at = 0;
+    if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &lo, &hi, perms, &off, &path_at) < 4 || !path_at)
+        return;
+    if (perms[2] != 'x' || line[path_at] != '/' || nseen == SEEN_MAX)
+        return;
+    seen_t *e = &seen[nseen];
+    if (ps_strlcpy(e->file, line + path_at, sizeof e->file) >= sizeof e->file)
+        return;
+    e->lo = lo;
+    e->hi = hi;
+    e->base = lo - off; /* the load bias where segments keep their file offsets (as linkers lay them out) */
+    nseen++;
+}
+
+void ps_modules_collector_tick(pid_t pid)
+{
+    if (!__atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE))
+        return;
+    long long now = mono_ns();
+    if (seen && now - seen_ns < 1000000000LL)
+        return;
+    if (!seen) {
+        void *m = mmap(NULL, sizeof(seen_t) * SEEN_MAX, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return;
+        seen = m;
+    }
+    char path[64], buf[8192];
+    snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return;
+    int was = nseen;
+    nseen = 0;
+    size_t have = 0;
+    for (;;) {
+        ssize_t got = read(fd, buf + have, sizeof buf - 1 - have);
+        if (got <= 0)
+            break;
+        have += (size_t)got;
+        buf[have] = '\0';
+        char *line = buf, *nl;
+        while ((nl = strchr(line, '\n'))) {
+            *nl = '\0';
+            seen_line(line);
+            line = nl + 1;
+        }
+        have = (size_t)(buf + have - line);
+        memmove(buf, line, have);
+        if (have == sizeof buf - 1) /* a line longer than the buffer: dropped */
+            have = 0;
+    }
+    close(fd);
+    if (!nseen && was) /* read nothing (the program gone meanwhile): keep the last look */
+        nseen = was;
+    seen_ns = now;
+}
+
+/* In the collector: the map with the mappings seen added where it has
+ * nothing (built anew at each hold, in private memory). */
+static const ps_modmap_t *hold_with_seen(const ps_module_t **v, int *n)
+{
+    const ps_module_t *cv;
+    int cn;
+    ps_modmap_t *m = __atomic_load_n(&current, __ATOMIC_SEQ_CST);
+    if (m && !ps_shared_contains(m))
+        m = NULL;
+    cv = m ? m->v : NULL;
+    cn = m ? m->n : 0;
+    size_t bytes = sizeof(ps_modmap_t) + (size_t)(cn + nseen) * sizeof(ps_module_t);
+    if (!seen_view || seen_view->bytes < bytes) {
+        if (seen_view)
+            munmap(seen_view, seen_view->bytes);
+        bytes = (bytes + 65535) & ~(size_t)65535;
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        seen_view = p == MAP_FAILED ? NULL : p;
+        if (!seen_view) {
+            *v = cv;
+            *n = cn;
+            return NULL;
+        }
+        seen_view->bytes = bytes;
+    }
+    int k = 0;
+    for (int i = 0; i < cn; i++)
+        seen_view->v[k++] = cv[i];
+    for (int j = 0; j < nseen; j++) {
+        int covered = 0;
+        for (int i = 0; i < cn && !covered; i++)
+            covered = seen[j].lo < cv[i].hi && cv[i].lo < seen[j].hi;
+        if (covered)
+            continue;
+        ps_module_t *e = &seen_view->v[k++];
+        memset(e, 0, sizeof *e);
+        e->lo = seen[j].lo;
+        e->hi = seen[j].hi;
+        e->base = seen[j].base;
+        e->file = seen[j].file;
+        e->file_len = (unsigned)strlen(seen[j].file);
+        e->instance = KEY_OVERFLOW; /* a load of its own, not one of the map's */
+    }
+    seen_view->n = k;
+    sort_by_lo(seen_view->v, k);
+    seen_view->readers = 0;
+    *v = seen_view->v;
+    *n = k;
+    return seen_view;
 }
 
 static int kept(void) { return __atomic_load_n(&current, __ATOMIC_ACQUIRE) != NULL; }
@@ -1086,7 +1231,7 @@ static __attribute__((noinline)) int caller_matters(const char *file, const void
  * the wrapper's own extent charges its instructions to the real call too. */
 static inline __attribute__((always_inline)) void *loaded(void *h, void *real)
 {
-    if (h && !numbered_lazily()) {
+    if (h && (!numbered_lazily() || __atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE))) {
         ps_modules_on_behalf = (unsigned long long)(uintptr_t)real;
         int saved = errno;
         refresh_if_loaded();

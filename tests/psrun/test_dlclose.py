@@ -30,6 +30,7 @@ def built(tmp_path_factory) -> dict[str, str]:
     cc("-shared", "-fPIC", "-o", str(out / "step.so"), str(SRC / "step.c"))
     cc("-o", str(out / "fini_main"), str(SRC / "fini_main.c"), "-ldl")
     cc("-shared", "-fPIC", "-o", str(out / "fini.so"), str(SRC / "fini.c"))
+    cc("-o", str(out / "stay"), str(SRC / "stay.c"), "-ldl")
     return {p.name: str(p) for p in out.iterdir()}
 
 
@@ -132,3 +133,30 @@ def test_destructor_samples_of_a_flat_profile_go_to_the_plugin(built, workdir, n
     assert "[unknown]" not in samples, samples
     text = run_tool("psprocess", str(profile_of(workdir, "fini_main"))).stdout
     assert "fini_work" in text.split("Function Summary", 1)[1], text
+
+
+def test_flat_profile_of_a_program_killed_in_a_plugin_charges_the_plugin(built, workdir):
+    """A flat profile numbers a dlopen'd plugin at the program's next
+    dlopen, dlclose or end; killed by SIGKILL before any, the program's
+    report is written by its collector, which saw the plugin in the
+    program's mappings: its samples go to its file, none to an unknown
+    module."""
+    import os
+    import signal
+    import time
+
+    from tests.conftest import psrun_command
+
+    proc = subprocess.Popen([psrun_command(), "-q", "--profile", "ITIMER_PROF", "--period", "1000", built["stay"],
+                             built["step.so"]], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "running\n"
+    time.sleep(1.5)  # more than the collector's look at the mappings (once a second)
+    os.kill(proc.pid, signal.SIGKILL)  # psrun execs the program: its pid is the program's
+    assert proc.wait(timeout=60) == -signal.SIGKILL
+    proc.stdout.close()
+    deadline = time.monotonic() + 60
+    while not list(workdir.glob("stay.*.xml")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    samples = module_samples(profile_of(workdir, "stay"))
+    assert "[unknown]" not in samples, samples
+    assert samples.get(built["step.so"], 0) >= 0.9 * sum(samples.values()) and sum(samples.values()) > 300, samples
