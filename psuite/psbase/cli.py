@@ -10,7 +10,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-from psuite.cli_common import run_cli, write_stdout
+from psuite.cli_common import note_read, run_cli, write_stdout
 from psuite.cli_parser import ArgumentParser
 from psuite.errors import InputError, PsuiteError, UsageError
 
@@ -172,6 +172,9 @@ def _parser() -> ArgumentParser:
     # dest "replace": the top parser's check of a "force" knows only its own -o
     s.add_argument("--force", dest="replace", action="store_true",
                    help="let -o replace files that exist (never touched without it; written whole or not at all)")
+    s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
+                   help="with --file: the content of the query's <fixed> element NAME, over the file's (may be "
+                        "repeated; perfbase's query -f, which is -f in perfbase's form `psbase query -d QUERY.xml`)")
     return p
 
 
@@ -338,6 +341,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.experiment is None or args.result is None:
             raise UsageError("give EXPERIMENT RESULT --by PARAM, or a query file with --file QUERY.xml")
+        if args.fixed:
+            raise UsageError("--fixed gives a query file's <fixed> values: it goes with --file QUERY.xml")
+        if args.output and store.url.get_backend_name() == "sqlite":
+            note_read(store.url.database or "")  # the archive queried is an input: no output replaces it
         if args.sweep:
             raise UsageError("--sweep goes with --file QUERY.xml; for the short form give a second --by")
         if args.format in output.PLOT_FORMATS and not args.output:
@@ -412,7 +419,9 @@ def _query_file(store, args) -> None:
     if given:
         raise UsageError(f"--file QUERY.xml names the experiment, results, statistics, formats and files itself; "
                          f"drop {', '.join(given)} (or drop --file for the short form)")
-    q = queryfile.parse(args.file)
+    if store.url.get_backend_name() == "sqlite":
+        note_read(store.url.database or "")  # the archive queried is an input: no output replaces it
+    q = queryfile.parse(args.file, fixed=queryfile.parse_fixed(args.fixed))
     results = list(queryexec.execute(store, q, queryexec.parse_where(args.where), args.sweep))
     if args.unit is not None:
         results = _in_unit(results, args.unit, args.file)

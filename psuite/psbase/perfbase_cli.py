@@ -165,7 +165,7 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd in ("setup", "update"):
         return any(a == "-d" or a.startswith(("-d", "--desc", "--de")) or a in ("-g", "--get") or
                    a.startswith(("-e", "--exp")) for a in args)
-    perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name", "--fixed"),
+    perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name"),
                      "delete": ("-e", "--exp", "-r", "--run", "-p", "--pset", "--dontask"),
                      "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p", "--pset",
                               "-v", "--verbose", "--val", "--value")}[cmd]
@@ -315,21 +315,22 @@ def _input(tokens: list) -> list[str]:
 
 
 def _query(tokens: list) -> list[str]:
-    desc = None
+    desc, fixed = None, []
     for opt, value in tokens:
         if opt == "--desc":
             if value == "-":
                 raise _refuse("query -d - (standard input)", "give the query file's name")
             desc = value
         elif opt == "--fixed":
-            raise _refuse("query -f NAME=VALUE", "a query's <fixed> values are taken as its file writes them")
+            fixed += ["--fixed", value]
         elif opt == "":
             raise UsageError(f"query -d names the query: {value} is one argument too many")
         elif not _common("query", opt):
             raise _refuse(f"query {opt}", "the query file names its experiment and runs")
     if desc is None:
         raise UsageError("query needs a query description: -d QUERY.xml")
-    return ["query", "--file", desc]
+    # perfbase's query writes its output files whether they exist or not (pb_outputs opens them "w+")
+    return ["query", "--file", desc, *fixed, "--force"]
 
 
 def _delete(tokens: list) -> list[str]:

@@ -70,7 +70,7 @@ def test_unsupported_options_are_one_line_and_change_nothing(exp):
     refused(psbase("input", "--pset-use=p1", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
             "--pset-use")
     refused(psbase("input", "-Z", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "no option -Z")
-    refused(psbase("query", "-d", "default_qry_1.xml", "-f", "f.size=large", cwd=cwd, env=env), "query -f")
+    refused(psbase("query", "-d", "default_qry_1.xml", "-r", "1", cwd=cwd, env=env), "query --run")
     refused(psbase("info", "-e", "default_TEST", "-i", cwd=cwd, env=env), "info --inventory")
     refused(psbase("input", "--dbhost=h", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "--db URL")
     refused(psbase("setup", "-d", cwd=cwd, env=env), "-d needs a value")
