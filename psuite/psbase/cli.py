@@ -95,6 +95,12 @@ def _parser() -> ArgumentParser:
                         "refuses the run (the description's choice unless given)")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run: counts and samples summed; or outputs of one run spread over files)")
+    s.add_argument("--synopsis", metavar="TEXT", help="a synopsis of the runs filed (perfbase's input -s; "
+                   "shown by info and ls)")
+    s.add_argument("--performed", metavar="DATE", help="the date the runs were performed, local time: YYYY-MM-DD "
+                   "[HH:MM[:SS]] or D-Mon-YYYY [HH:MM[:SS]] (perfbase's input -p; default: now)")
+    s.add_argument("--use-mtime", action="store_true", help="date each run by the newest modification time of its "
+                   "files (perfbase's input -m; --performed wins)")
     # dest "again": the shared parser's "force" means replacing an output file
     s.add_argument("--force", dest="again", action="store_true",
                    help="file documents that are already in the archive again")
@@ -304,8 +310,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         changes = store.update(defmod.load(args.definition), drop=args.drop)
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
     elif cmd == "input":
+        performed = None if args.performed is None else _date(args.performed)
         runs, variables = _read_runs(store, args)
-        done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
+        dates = [performed or (_newest_mtime(r.sources) if args.use_mtime else None) for r in runs]
+        done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables,
+                              synopsis=args.synopsis, performed=dates)
         if not args.quiet:
                 write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
                              f"({_spans(done)})\n")
@@ -367,6 +376,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+_DATE_FORMATS = ("%d-%b-%Y", "%d %b %Y", "%d-%B-%Y", "%d %B %Y")
+
+
+def _date(text: str) -> _dt.datetime:
+    """--performed's date: ISO (YYYY-MM-DD [HH:MM[:SS]]) or perfbase's D-Mon-YYYY, with an optional time."""
+    t = " ".join(text.split())
+    try:
+        return _dt.datetime.fromisoformat(t).replace(tzinfo=None)
+    except ValueError:
+        pass
+    for fmt in _DATE_FORMATS:
+        for clock in ("", " %H:%M", " %H:%M:%S"):
+            try:
+                return _dt.datetime.strptime(t, fmt + clock)
+            except ValueError:
+                continue
+    raise UsageError(f"--performed {text!r} is not a date; write YYYY-MM-DD [HH:MM[:SS]] or D-Mon-YYYY "
+                     "(e.g. 1-Dec-2004)")
+
+
+def _newest_mtime(paths: Sequence[str]) -> _dt.datetime | None:
+    """The newest modification time of a run's files, local time (perfbase's input -m)."""
+    import os
+
+    times = []
+    for p in paths:
+        try:
+            times.append(os.stat(p).st_mtime)
+        except OSError:
+            continue  # standard input, or a file gone: dated now, as perfbase dates standard input
+    return _dt.datetime.fromtimestamp(max(times)).replace(microsecond=0) if times else None
+
+
 def _spans(indexes: Sequence[int]) -> str:
     """Run indexes as psbase reads them back, consecutive ones as a span: "1-3, 7"."""
     out: list[str] = []
@@ -403,10 +445,20 @@ def _ls_runs(store, args) -> None:
     for n in show:
         query._variable(d, n, "--show")
     runs = store.list_runs(args.experiment, args.deleted, show, query.parse_where(args.where, d))
-    rows = [[str(r.index), r.date.isoformat(sep=" "), r.who,
+    # perfbase's performed date and synopsis, when a run has them (input -p, -m, -s)
+    performed = any(r.performed for r in runs)
+    synopsis = any(r.synopsis for r in runs)
+    rows = [[str(r.index), r.date.isoformat(sep=" "), *([_when(r)] if performed else []), r.who,
              *("" if r.values[n] is None else _fmt(r.values[n], d.variable(n).unit) for n in show),
+             *([r.synopsis or ""] if synopsis else []),
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
-    write_stdout(_table(["run", "filed (UTC)", "who", *show, "sources"], rows))
+    write_stdout(_table(["run", "filed (UTC)", *(["performed"] if performed else []), "who", *show,
+                         *(["synopsis"] if synopsis else []), "sources"], rows))
+
+
+def _when(run) -> str:
+    """A run's performed date as given (local time); blank when it was performed when filed."""
+    return "" if run.performed is None else run.performed.isoformat(sep=" ")
 
 
 def _query_file(store, args) -> None:
@@ -548,6 +600,10 @@ def _info(store, args) -> None:
     run = store.run(args.experiment, args.run)
     out = [f"run {run.index} of {d.name}{' (deleted)' if run.deleted else ''}: filed {run.date.isoformat(sep=' ')} "
            f"by {run.who} from {' '.join(run.sources)}\n"]
+    if run.performed is not None:
+        out.append(f"performed: {_when(run)}\n")
+    if run.synopsis:
+        out.append(f"synopsis: {run.synopsis}\n")
     shown = [v for v in d.variables if v.name in run.values]
     values = [[v.name, _fmt(run.values[v.name], v.unit), v.unit] for v in shown]
     out.append(_table(["variable", "value", "unit"], values))

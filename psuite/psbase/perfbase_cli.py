@@ -42,7 +42,8 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
 }
 # perfbase's --missing actions as psbase's --missing policies
 _MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
-_PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help")
+_PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
+                         "--synopsis", "--performed", "--use-mtime")
 
 
 def _long_option(cmd: str, name: str) -> str | None:
@@ -150,7 +151,8 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
             if skip:
                 skip -= 1
             elif a.startswith("-"):
-                skip = 0 if "=" in a else {"--with": 2, "--db": 1, "--desc": 1, "--fixed": 1, "--missing": 1}.get(a, 0)
+                skip = 0 if "=" in a else {"--with": 2, "--db": 1, "--desc": 1, "--fixed": 1, "--missing": 1,
+                                                    "--synopsis": 1, "--performed": 1}.get(a, 0)
             else:
                 firsts.append(a)
         # an option of perfbase's that psbase's input does not have (one of neither is left to psbase's parser)
@@ -251,6 +253,7 @@ def _input(tokens: list) -> list[str]:
     groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
     exp, missing, use_default, force, merge = None, None, False, False, False
     fixed: list[str] = []
+    meta: list[str] = []  # --synopsis, --performed, --use-mtime
     for opt, value in tokens:
         if opt == "":
             if value == "-":
@@ -279,9 +282,13 @@ def _input(tokens: list) -> list[str]:
         elif opt == "--test":
             raise _refuse("input -t (--test)", "psbase has no dry run; file into a copy of the archive")
         elif opt == "--synopsis":
-            raise _refuse("input -s (--synopsis)", "a run has no synopsis in psbase; file it as a parameter")
-        elif opt in ("--performed", "--use-mtime"):
-            raise _refuse(f"input {opt}", "psbase dates a run by its filing")
+            if value == "-":
+                raise _refuse("input -s - (the synopsis from standard input)", "give the synopsis itself")
+            meta += ["--synopsis", value]
+        elif opt == "--performed":
+            meta += ["--performed", value]
+        elif opt == "--use-mtime":
+            meta.append("--use-mtime")
         elif opt == "--enforce":
             raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
         elif opt in ("--pset-store", "--pset-use"):
@@ -311,7 +318,7 @@ def _input(tokens: list) -> list[str]:
         raise _refuse(f"input -u with -a {missing}", "psbase has one policy for missing values: give one")
     out += ["--missing", missing or ("default" if use_default else "refuse")]
     out += [x for f in fixed for x in ("--fixed", f)]
-    return out + (["--force"] if force else [])
+    return out + meta + (["--force"] if force else [])
 
 
 def _query(tokens: list) -> list[str]:

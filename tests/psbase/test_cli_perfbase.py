@@ -65,8 +65,8 @@ def test_unsupported_options_are_one_line_and_change_nothing(exp):
     cwd, env = exp
     before = ok(psbase("ls", "default_TEST", cwd=cwd, env=env))
     refused(psbase("input", "-t", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "input -t")
-    refused(psbase("input", "-s", "low values", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
-            "input -s")
+    refused(psbase("input", "--maxmem=10", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
+            "input --maxmem")
     refused(psbase("input", "--pset-use=p1", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
             "--pset-use")
     refused(psbase("input", "-Z", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "no option -Z")

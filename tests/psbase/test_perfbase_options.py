@@ -83,3 +83,79 @@ def test_query_replaces_its_outputs_as_perfbase_does(tmp_path):
                    cwd=cwd, env=env), "also an input")
     assert (tmp_path / "a.db").stat().st_size == size
     assert "exist_TEST" in ok(psbase("ls", cwd=cwd, env=env))
+
+
+@pytest.fixture
+def runs(tmp_path) -> tuple[Path, dict]:
+    """perfbase's runs directory with its experiment set up."""
+    cwd, env = directory(tmp_path, "runs")
+    ok(psbase("setup", "-d", "runs_exp_desc.xml", cwd=cwd, env=env))
+    return cwd, env
+
+
+def test_synopsis_and_performed_date(runs):
+    """perfbase's runs/runtest: input -s synopsis_D -p D-Dec-2004; info and ls show both."""
+    cwd, env = runs
+    for d in (1, 2):
+        assert ok(psbase("input", "-d", "runs_inp_desc.xml", "-s", f"synopsis_{d}", "-p", f"{d}-Dec-2004",
+                         f"data_{d}.dat", cwd=cwd, env=env)) == ""
+    # the long forms, and psbase's own
+    ok(psbase("input", "--desc=runs_inp_desc.xml", "--synopsis=third run", "--performed=2004-12-03 10:30",
+              "data_3.dat", cwd=cwd, env=env))
+    ok(psbase("input", "runs_TEST", "--desc", "runs_inp_desc.xml", "--synopsis", "fourth", "data_4.dat",
+              cwd=cwd, env=env))
+    info = ok(psbase("info", "-e", "runs_TEST", "-r", "1", cwd=cwd, env=env))
+    assert "performed: 2004-12-01 00:00:00\n" in info and "synopsis: synopsis_1\n" in info
+    ls = ok(psbase("ls", "runs_TEST", cwd=cwd, env=env)).splitlines()
+    assert ls[0].split() == ["run", "filed", "(UTC)", "performed", "who", "synopsis", "sources"]
+    assert "2004-12-02 00:00:00" in ls[2] and "synopsis_2" in ls[2]
+    assert "2004-12-03 10:30:00" in ls[3] and "third run" in ls[3]
+    # no date given: the run was performed when it was filed (blank), as without perfbase's options
+    assert "fourth" in ls[4] and "2004-12" not in ls[4]
+    assert "performed:" not in ok(psbase("info", "runs_TEST", "4", cwd=cwd, env=env))
+
+
+def test_performed_date_refused_and_nothing_filed(runs):
+    cwd, env = runs
+    for bad in ("31-Foo-2004", "yesterday", "2004-13-01"):
+        refused(psbase("input", "-d", "runs_inp_desc.xml", "-p", bad, "data_1.dat", cwd=cwd, env=env),
+                f"--performed {bad!r} is not a date")
+    refused(psbase("input", "-d", "runs_inp_desc.xml", "-s", "-", "data_1.dat", cwd=cwd, env=env), "input -s -")
+    assert len(ok(psbase("ls", "runs_TEST", cwd=cwd, env=env)).splitlines()) == 1
+
+
+def test_use_mtime_dates_a_run_by_its_file(runs):
+    """perfbase's input -m (--use-mtime): the run is dated by its input file's modification time (the newest
+    of its files, as pb_input.py's code does; its comment says the oldest); -p wins over it."""
+    import datetime as dt
+    import os
+
+    cwd, env = runs
+    when = dt.datetime(2005, 2, 3, 4, 5, 6)
+    os.utime(cwd / "data_1.dat", (when.timestamp(), when.timestamp()))
+    later = dt.datetime(2006, 7, 8, 9, 10, 11)
+    os.utime(cwd / "data_2.dat", (later.timestamp(), later.timestamp()))
+    ok(psbase("input", "-m", "-d", "runs_inp_desc.xml", "data_1.dat", cwd=cwd, env=env))
+    ok(psbase("input", "--use-mtime", "-j", "-d", "runs_inp_desc.xml", "data_1.dat", "data_2.dat", "--force",
+              cwd=cwd, env=env))
+    ok(psbase("input", "-m", "-p", "1-Dec-2004", "-d", "runs_inp_desc.xml", "data_3.dat", cwd=cwd, env=env))
+    assert "performed: 2005-02-03 04:05:06" in ok(psbase("info", "runs_TEST", "1", cwd=cwd, env=env))
+    assert "performed: 2006-07-08 09:10:11" in ok(psbase("info", "runs_TEST", "2", cwd=cwd, env=env))
+    assert "performed: 2004-12-01 00:00:00" in ok(psbase("info", "runs_TEST", "3", cwd=cwd, env=env))
+
+
+def test_an_older_archive_gets_the_columns(runs):
+    """An archive made before runs had a performed date and a synopsis: opened, it gets them, empty; its runs
+    stay as they were."""
+    import sqlite3
+
+    cwd, env = runs
+    ok(psbase("input", "-d", "runs_inp_desc.xml", "data_1.dat", cwd=cwd, env=env))
+    with sqlite3.connect(env["PSBASE_DB"]) as db:
+        db.execute("ALTER TABLE psb_runs DROP COLUMN performed")
+        db.execute("ALTER TABLE psb_runs DROP COLUMN synopsis")
+    before = ok(psbase("ls", "runs_TEST", cwd=cwd, env=env))
+    assert before.splitlines()[0].split()[:4] == ["run", "filed", "(UTC)", "who"]
+    ok(psbase("input", "-d", "runs_inp_desc.xml", "-s", "new", "-p", "2004-12-02", "data_2.dat", cwd=cwd, env=env))
+    ls = ok(psbase("ls", "runs_TEST", cwd=cwd, env=env)).splitlines()
+    assert ls[1].split()[:3] == before.splitlines()[1].split()[:3] and "new" in ls[2] and "2004-12-02" in ls[2]
