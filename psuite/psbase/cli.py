@@ -101,6 +101,8 @@ def _parser() -> ArgumentParser:
                    "[HH:MM[:SS]] or D-Mon-YYYY [HH:MM[:SS]] (perfbase's input -p; default: now)")
     s.add_argument("--use-mtime", action="store_true", help="date each run by the newest modification time of its "
                    "files (perfbase's input -m; --performed wins)")
+    s.add_argument("--test", action="store_true", help="read and check the files, file nothing: print each "
+                   "run's values and data-set rows as perfbase's input -t does")
     # dest "again": the shared parser's "force" means replacing an output file
     s.add_argument("--force", dest="again", action="store_true",
                    help="file documents that are already in the archive again")
@@ -312,6 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif cmd == "input":
         performed = None if args.performed is None else _date(args.performed)
         runs, variables = _read_runs(store, args)
+        if args.test:
+            _test_import(store, args, runs)
+            return 0
         dates = [performed or (_newest_mtime(r.sources) if args.use_mtime else None) for r in runs]
         done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables,
                               synopsis=args.synopsis, performed=dates)
@@ -454,6 +459,28 @@ def _ls_runs(store, args) -> None:
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
     write_stdout(_table(["run", "filed (UTC)", *(["performed"] if performed else []), "who", *show,
                          *(["synopsis"] if synopsis else []), "sources"], rows))
+
+
+def _test_import(store, args, runs: list) -> None:
+    """input --test (perfbase's -t): the runs as perfbase's test import prints them; nothing filed. The files
+    are read a second time with no defaults, to tell the values they give from the defaults filled in."""
+    from psuite.psbase import dryrun, inputdesc
+
+    first: set[str] = set()  # fixed values: perfbase stores them before it reads a line
+    last: set[str] = set()  # counts: perfbase stores them when the run ends
+    if args.desc is None and not args.pairs:  # psuite's documents: every value comes from them
+        found = [dict(r.values) for r in runs]
+    else:
+        for path in dict.fromkeys([*([args.desc] if args.desc else []), *(x for x, _ in args.pairs)]):
+            desc = inputdesc.parse(path)
+            first.update(desc.fixed)
+            last.update(loc.name for loc in desc.named if loc.mode == "count")
+        first.update(item.partition("=")[0].strip() for item in args.fixed)
+        args.missing = "empty"
+        found = [{n: v for n, v in r.values.items() if v is not None} for r in _read_runs(store, args)[0]]
+        if len(found) != len(runs):
+            found = [dict(r.values) for r in runs]
+    write_stdout(dryrun.trace(runs, found, first, last))
 
 
 def _when(run) -> str:

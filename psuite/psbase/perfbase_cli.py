@@ -43,7 +43,7 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
 # perfbase's --missing actions as psbase's --missing policies
 _MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
 _PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
-                         "--synopsis", "--performed", "--use-mtime")
+                         "--synopsis", "--performed", "--use-mtime", "--test")
 
 
 def _long_option(cmd: str, name: str) -> str | None:
@@ -253,7 +253,7 @@ def _input(tokens: list) -> list[str]:
     groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
     exp, missing, use_default, force, merge = None, None, False, False, False
     fixed: list[str] = []
-    meta: list[str] = []  # --synopsis, --performed, --use-mtime
+    meta: list[str] = []  # --synopsis, --performed, --use-mtime, --test
     for opt, value in tokens:
         if opt == "":
             if value == "-":
@@ -280,7 +280,7 @@ def _input(tokens: list) -> list[str]:
         elif opt == "--sequential":
             pass  # the order files are read in changes no result
         elif opt == "--test":
-            raise _refuse("input -t (--test)", "psbase has no dry run; file into a copy of the archive")
+            meta.append("--test")
         elif opt == "--synopsis":
             if value == "-":
                 raise _refuse("input -s - (the synopsis from standard input)", "give the synopsis itself")

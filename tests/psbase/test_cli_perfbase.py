@@ -64,7 +64,7 @@ def test_use_default_and_missing_policies(exp):
 def test_unsupported_options_are_one_line_and_change_nothing(exp):
     cwd, env = exp
     before = ok(psbase("ls", "default_TEST", cwd=cwd, env=env))
-    refused(psbase("input", "-t", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "input -t")
+    refused(psbase("input", "-i", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "input --stdin")
     refused(psbase("input", "--maxmem=10", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
             "input --maxmem")
     refused(psbase("input", "--pset-use=p1", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),

@@ -159,3 +159,68 @@ def test_an_older_archive_gets_the_columns(runs):
     ok(psbase("input", "-d", "runs_inp_desc.xml", "-s", "new", "-p", "2004-12-02", "data_2.dat", cwd=cwd, env=env))
     ls = ok(psbase("ls", "runs_TEST", cwd=cwd, env=env)).splitlines()
     assert ls[1].split()[:3] == before.splitlines()[1].split()[:3] and "new" in ls[2] and "2004-12-02" in ls[2]
+
+
+def _vfy(d: str, n: int) -> str:
+    return (SUITE / d / "verify" / f"test_{n}.vfy").read_text()
+
+
+def _archive(db: str) -> list:
+    """Every row of every table of an SQLite archive."""
+    import sqlite3
+
+    with sqlite3.connect(db) as c:
+        tables = [t for (t,) in c.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+        return [(t, sorted(c.execute(f'SELECT * FROM "{t}"').fetchall(), key=repr)) for t in tables]
+
+
+@pytest.mark.parametrize(("directory_name", "args", "vfy"), [
+    ("count", ["-a", "ignore", "-d", "count_inp.xml", "input/input_1.dat"], 1),
+    ("count", ["-a", "ignore", "-d", "count_inp.xml", "input/input_6.dat"], 6),
+    # a data set: each row as perfbase's Python 2 printed a dict
+    ("plain_table", ["-d", "plain_table_inp.xml", "latency_1.dat"], 1),
+    # -u: a default is filled in at the end; -f: a fixed value comes first
+    ("missing", ["-u", "-d", "missing_inp.xml", "input_1.dat"], 1),
+    ("missing", ["-f", "MPI_version=1.25", "-d", "missing_inp.xml", "input_4.dat"], 5),
+])
+def test_test_import_prints_what_perfbase_prints_and_files_nothing(tmp_path, directory_name, args, vfy):
+    """perfbase's input -t (--test): the runs as perfbase's test import prints them, byte for byte; the archive
+    stays as it was."""
+    cwd, env = directory(tmp_path, directory_name)
+    ok(psbase("setup", "-d", f"{directory_name}_exp.xml", cwd=cwd, env=env))
+    before = _archive(env["PSBASE_DB"])
+    assert ok(psbase("input", "-t", *args, cwd=cwd, env=env)) == _vfy(directory_name, vfy)
+    assert _archive(env["PSBASE_DB"]) == before
+    # --test, and psbase's own form, print the same
+    desc = args[args.index("-d") + 1]
+    own = ["--fixed" if a == "-f" else a for a in args if a not in ("-d", desc, "-a", "ignore", "-u")]
+    policy = ["--missing", "default" if "-u" in args else "empty" if "ignore" in args else "refuse"]
+    name = directory_name + "_TEST"
+    assert ok(psbase("input", name, "--desc", desc, *own, *policy, "--test", cwd=cwd, env=env)) == \
+        _vfy(directory_name, vfy)
+    assert _archive(env["PSBASE_DB"]) == before
+
+
+def test_test_import_of_a_bad_file_is_one_line(tmp_path):
+    """A test import that fails (a value missing, abort) is psbase's one line and exit status 2 (perfbase
+    prints the rows read before it, then its message, and exits 1); nothing filed either way."""
+    cwd, env = directory(tmp_path, "missing")
+    ok(psbase("setup", "-d", "missing_exp.xml", cwd=cwd, env=env))
+    before = _archive(env["PSBASE_DB"])
+    refused(psbase("input", "-t", "--missing=abort", "-d", "missing_inp.xml", "input_2.dat", cwd=cwd, env=env),
+            "input_2.dat", "no value for")
+    assert _archive(env["PSBASE_DB"]) == before
+
+
+def test_py2_dict_order():
+    """The key order of perfbase's printed rows: Python 2's dict order, checked against its recorded outputs
+    (map/verify/test_1.vfy: fs before T; split/verify/test_1.vfy: t_0, t, func)."""
+    from psuite.psbase.dryrun import py2_dict_order
+
+    assert "{'fs': 'XFS', 'T': '1'}" in _vfy("map", 1) and py2_dict_order(["T", "fs"]) == ["fs", "T"]
+    assert "{'t_0': '0.21', 't': '0.24', 'func': 'func2'}" in _vfy("split", 1)
+    assert py2_dict_order(["func", "t", "t_0"]) == py2_dict_order(["t_0", "t", "func"]) == ["t_0", "t", "func"]
+    # Python 2's well-known {'a': 1, 'c': 3, 'b': 2}; and a table grown past 8 slots keeps every key
+    assert py2_dict_order("abc") == ["a", "c", "b"]
+    keys = [f"value_{i}" for i in range(20)]
+    assert sorted(py2_dict_order(keys)) == sorted(keys)
