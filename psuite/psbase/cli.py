@@ -101,6 +101,12 @@ def _parser() -> ArgumentParser:
                    "[HH:MM[:SS]] or D-Mon-YYYY [HH:MM[:SS]] (perfbase's input -p; default: now)")
     s.add_argument("--use-mtime", action="store_true", help="date each run by the newest modification time of its "
                    "files (perfbase's input -m; --performed wins)")
+    s.add_argument("--pset-store", metavar="SET", help="file no run: keep the parameters of one value per run "
+                   "that the files give as parameter set SET of the experiment (created, or its values replaced; "
+                   "perfbase's --pset-store)")
+    s.add_argument("--pset-use", metavar="SET[,SET...]", action="append", default=[],
+                   help="take parameters the --fixed values do not give from these parameter sets, the first "
+                        "set named first (perfbase's --pset-use; may be repeated)")
     s.add_argument("--test", action="store_true", help="read and check the files, file nothing: print each "
                    "run's values and data-set rows as perfbase's input -t does")
     # dest "again": the shared parser's "force" means replacing an output file
@@ -127,6 +133,7 @@ def _parser() -> ArgumentParser:
     s.add_argument("experiment")
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
     s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")
+    s.add_argument("--pset", metavar="SET", help="print parameter set SET (see input --pset-store)")
 
     for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
                                   "good with --purge"),
@@ -313,7 +320,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
     elif cmd == "input":
         performed = None if args.performed is None else _date(args.performed)
+        _use_psets(store, args)
+        if args.pset_store is not None:
+            args.missing = "empty"  # a set keeps what the files give (perfbase checks nothing missing)
         runs, variables = _read_runs(store, args)
+        if args.pset_store is not None:
+            _store_pset(store, args, runs)
+            return 0
         if args.test:
             _test_import(store, args, runs)
             return 0
@@ -459,6 +472,37 @@ def _ls_runs(store, args) -> None:
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
     write_stdout(_table(["run", "filed (UTC)", *(["performed"] if performed else []), "who", *show,
                          *(["synopsis"] if synopsis else []), "sources"], rows))
+
+
+def _use_psets(store, args) -> None:
+    """input --pset-use: the sets' values as --fixed values (given ones win, then the first set named)."""
+    if not args.pset_use:
+        return
+    if args.desc is None and not args.pairs:
+        raise UsageError("--pset-use goes with --desc or --with (psuite documents need no parameters)")
+    d = store.definition(args.experiment)
+    params = {v.name for v in d.variables if not v.is_result and v.occurrence == "once"}
+    given = {item.partition("=")[0].strip() for item in args.fixed}
+    for name in (n.strip() for item in args.pset_use for n in item.split(",")):
+        if not name:
+            raise UsageError("--pset-use: a set's name is empty (check the commas)")
+        for variable, value in store.pset(args.experiment, name).items():
+            if variable in params and variable not in given:
+                args.fixed.append(f"{variable}={value}")
+                given.add(variable)
+
+
+def _store_pset(store, args, runs: list) -> None:
+    """input --pset-store SET: the parameters of one value per run the files give, kept as SET; no run."""
+    if args.test or args.desc is None and not args.pairs:
+        raise UsageError("--pset-store goes with --desc or --with, and not with --test")
+    d = store.definition(args.experiment)
+    params = [v.name for v in d.variables if not v.is_result and v.occurrence == "once"]
+    values = {n: r.values[n] for r in runs for n in params if r.values.get(n) is not None}
+    store.store_pset(args.experiment, args.pset_store, values)
+    if not args.quiet:
+        write_stdout(f"psbase: parameter set {args.pset_store} of {args.experiment}: "
+                     f"{', '.join(f'{n} = {_fmt(v, d.variable(n).unit)}' for n, v in values.items()) or 'no values'}\n")
 
 
 def _test_import(store, args, runs: list) -> None:
@@ -618,6 +662,14 @@ def _info(store, args) -> None:
     from psuite.psbase import definition as defmod
 
     d = store.definition(args.experiment)
+    if args.pset is not None:
+        if args.xml or args.run is not None:
+            raise UsageError("--pset shows a parameter set: drop the RUN and --xml")
+        values = store.pset(args.experiment, args.pset)
+        # perfbase's form: its parameters of one value per run, in the definition's order
+        write_stdout(f"parameter set '{args.pset}':\n" + "".join(
+            f"  {v.name} = {values[v.name]}\n" for v in d.variables if v.name in values))
+        return
     if args.xml:
         write_stdout(defmod.to_bytes(d).decode())
         return

@@ -43,7 +43,7 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
 # perfbase's --missing actions as psbase's --missing policies
 _MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
 _PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
-                         "--synopsis", "--performed", "--use-mtime", "--test")
+                         "--synopsis", "--performed", "--use-mtime", "--test", "--pset-store", "--pset-use")
 
 
 def _long_option(cmd: str, name: str) -> str | None:
@@ -152,7 +152,8 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
                 skip -= 1
             elif a.startswith("-"):
                 skip = 0 if "=" in a else {"--with": 2, "--db": 1, "--desc": 1, "--fixed": 1, "--missing": 1,
-                                                    "--synopsis": 1, "--performed": 1}.get(a, 0)
+                                                    "--synopsis": 1, "--performed": 1, "--pset-store": 1,
+                                                    "--pset-use": 1}.get(a, 0)
             else:
                 firsts.append(a)
         # an option of perfbase's that psbase's input does not have (one of neither is left to psbase's parser)
@@ -169,7 +170,7 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
                    a.startswith(("-e", "--exp")) for a in args)
     perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name"),
                      "delete": ("-e", "--exp", "-r", "--run", "-p", "--pset", "--dontask"),
-                     "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p", "--pset",
+                     "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p",
                               "-v", "--verbose", "--val", "--value")}[cmd]
     return any(a.split("=")[0] in perfbase_only if a.startswith("--") else a[:2] in perfbase_only for a in args)
 
@@ -292,7 +293,7 @@ def _input(tokens: list) -> list[str]:
         elif opt == "--enforce":
             raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
         elif opt in ("--pset-store", "--pset-use"):
-            raise _refuse(f"input {opt}", "parameter sets are not kept; give the values with -f NAME=VALUE")
+            meta += [opt, value]
         elif opt in ("--name", "--attach", "--stdin", "--maxmem"):
             raise _refuse(f"input {opt}", "drop it")
         elif not _common("input", opt):
@@ -368,7 +369,7 @@ def _delete(tokens: list) -> list[str]:
 
 
 def _info(tokens: list) -> list[str]:
-    exp, run, everything = None, None, False
+    exp, run, everything, pset = None, None, False, None
     for opt, value in tokens:
         if opt == "--exp":
             exp = value
@@ -376,8 +377,8 @@ def _info(tokens: list) -> list[str]:
             run = value
         elif opt == "--all":
             everything = True
-        elif opt in ("--pset",):
-            raise _refuse("info -p (--pset)", "psbase keeps no parameter sets")
+        elif opt == "--pset":
+            pset = value
         elif opt in ("--inventory", "--value", "--val", "--xml", "--sort", "--data", "--deleted", "--creator",
                      "--admin", "--input", "--query", "--any"):
             raise _refuse(f"info {opt}", "psbase info EXPERIMENT [RUN] shows the definition or one run")
@@ -389,7 +390,7 @@ def _info(tokens: list) -> list[str]:
         return ["ls"]
     if exp is None:
         raise UsageError("info needs the experiment: -e EXP (or --all)")
-    return ["info", exp, *([run] if run else [])]
+    return ["info", exp, *([run] if run else []), *(["--pset", pset] if pset is not None else [])]
 
 
 def _ls(tokens: list) -> list[str]:

@@ -7,6 +7,8 @@ Tables:
   psb_variables    the variables of each experiment (for listing and queries)
   psb_runs         one row per run: index, date filed, who, sources, content hash, deleted flag,
                    perfbase's performed date and synopsis (columns added to an older archive when opened)
+  psb_psets        perfbase's parameter sets: per experiment and set, a text value per parameter
+                   (created in an older archive when opened)
   psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
   psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
                    column per multiple-occurrence variable
@@ -140,6 +142,13 @@ class Store:
             sa.Column("is_result", sa.Boolean, nullable=False),
             sa.Column("unit", sa.String(255), nullable=False))
         self.runs = _runs_table(self.meta, with_meta=True)
+        self.psets = sa.Table(  # a set's row with variable "" says that it exists (it may hold no value)
+            "psb_psets", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("name", sa.String(255), primary_key=True),
+            sa.Column("variable", sa.String(63), primary_key=True),
+            sa.Column("value", sa.Text, nullable=False))
         if create:
             self._run(lambda: self.meta.create_all(self.engine), needs="admin")
         else:
@@ -177,7 +186,15 @@ class Store:
     def _add_run_meta(self) -> None:
         """An archive made before runs had a performed date and a synopsis gets their (empty) columns; a
         user who may not change it (PostgreSQL) reads it without them and files no run that has them."""
-        have = {c["name"] for c in self._run(lambda: sa.inspect(self.engine).get_columns("psb_runs"))}
+        inspector = self._run(lambda: sa.inspect(self.engine))
+        if not self._run(lambda: inspector.has_table("psb_psets")):
+            try:
+                with self.engine.begin() as conn:
+                    self.psets.create(conn, checkfirst=True)
+                    roles.grant_new_tables(conn, self.url.database or "", [self.psets.name])
+            except sa.exc.DBAPIError:
+                pass  # a user who may not: parameter sets are refused as the database refuses them
+        have = {c["name"] for c in self._run(lambda: inspector.get_columns("psb_runs"))}
         lacking = [(n, t) for n, t in _RUN_META if n not in have]
         if not lacking:
             return
@@ -578,6 +595,35 @@ class Store:
                 return done
         return self._run(go, needs=lambda: needs)
 
+    def store_pset(self, name: str, pset: str, values: dict[str, object]) -> None:
+        """Create parameter set pset of experiment name, or change it: values (typed) replace those of the
+        same parameters."""
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.psets
+                for variable, value in {"": "", **{k: _as_text(v) for k, v in values.items()}}.items():
+                    conn.execute(t.delete().where(t.c.experiment == exp_id, t.c.name == pset,
+                                                  t.c.variable == variable))
+                    conn.execute(t.insert().values(experiment=exp_id, name=pset, variable=variable, value=value))
+        self._run(go, needs="admin")  # a set changes what later runs get: the admin class's, as roles grants
+
+    def pset(self, name: str, pset: str) -> dict[str, str]:
+        """The values of parameter set pset of experiment name, by parameter."""
+        with self.engine.connect() as conn:
+            def go() -> dict[str, str]:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.psets
+                rows = conn.execute(sa.select(t.c.variable, t.c.value).where(t.c.experiment == exp_id,
+                                                                           t.c.name == pset)).all()
+                if not rows:
+                    known = conn.execute(sa.select(t.c.name).distinct().where(t.c.experiment == exp_id)
+                                         .order_by(t.c.name)).scalars().all()
+                    raise StoreError(f"experiment {name!r} has no parameter set {pset!r}; it has: "
+                                     f"{', '.join(known) or 'none'} (store one with input --pset-store)")
+                return {v: x for v, x in rows if v}
+            return self._run(go, needs="query")
+
     def list_runs(self, name: str, deleted: bool = False, show: Sequence[str] = (),
                   where: dict[str, list[object]] | None = None) -> list[RunInfo]:
         """The runs of an experiment, by index; deleted ones only if asked.
@@ -668,6 +714,8 @@ class Store:
                 count = conn.execute(sa.select(sa.func.count()).where(r.c.experiment == exp_id)).scalar_one()
                 rows.drop(conn)
                 once.drop(conn)
+                if sa.inspect(conn).has_table("psb_psets"):
+                    conn.execute(self.psets.delete().where(self.psets.c.experiment == exp_id))
                 conn.execute(r.delete().where(r.c.experiment == exp_id))
                 conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
                 conn.execute(self.experiments.delete().where(self.experiments.c.id == exp_id))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.psbase.conftest import BACKENDS, new_pg_database
 from tests.psbase.test_cli import ok, psbase
 
 SUITE = Path(__file__).resolve().parents[2] / ".." / "shared" / "perfbase" / "test"
@@ -21,10 +22,18 @@ def refused(p, *words: str) -> str:
     return p.stderr
 
 
-def directory(tmp_path: Path, name: str) -> tuple[Path, dict]:
-    """perfbase's test directory NAME copied, with an archive of its own."""
+def directory(tmp_path: Path, name: str, db: str | None = None) -> tuple[Path, dict]:
+    """perfbase's test directory NAME copied, with an archive of its own (db: that one)."""
     shutil.copytree(SUITE / name, tmp_path / name)
-    return tmp_path / name, {"PSBASE_DB": str(tmp_path / "a.db")}
+    return tmp_path / name, {"PSBASE_DB": db or str(tmp_path / "a.db")}
+
+
+@pytest.fixture(params=BACKENDS)
+def db(request, tmp_path) -> str:
+    """An archive's URL: an SQLite file, or a database on the test session's PostgreSQL server."""
+    if request.param == "sqlite":
+        return str(tmp_path / "a.db")
+    return new_pg_database(request.getfixturevalue("pg_server"))
 
 
 @pytest.fixture
@@ -86,9 +95,9 @@ def test_query_replaces_its_outputs_as_perfbase_does(tmp_path):
 
 
 @pytest.fixture
-def runs(tmp_path) -> tuple[Path, dict]:
+def runs(tmp_path, db) -> tuple[Path, dict]:
     """perfbase's runs directory with its experiment set up."""
-    cwd, env = directory(tmp_path, "runs")
+    cwd, env = directory(tmp_path, "runs", db)
     ok(psbase("setup", "-d", "runs_exp_desc.xml", cwd=cwd, env=env))
     return cwd, env
 
@@ -144,21 +153,25 @@ def test_use_mtime_dates_a_run_by_its_file(runs):
     assert "performed: 2004-12-01 00:00:00" in ok(psbase("info", "runs_TEST", "3", cwd=cwd, env=env))
 
 
-def test_an_older_archive_gets_the_columns(runs):
+def test_an_older_archive_gets_the_columns(tmp_path):
     """An archive made before runs had a performed date and a synopsis: opened, it gets them, empty; its runs
     stay as they were."""
     import sqlite3
 
-    cwd, env = runs
+    cwd, env = directory(tmp_path, "runs")
+    ok(psbase("setup", "-d", "runs_exp_desc.xml", cwd=cwd, env=env))
     ok(psbase("input", "-d", "runs_inp_desc.xml", "data_1.dat", cwd=cwd, env=env))
-    with sqlite3.connect(env["PSBASE_DB"]) as db:
-        db.execute("ALTER TABLE psb_runs DROP COLUMN performed")
-        db.execute("ALTER TABLE psb_runs DROP COLUMN synopsis")
+    with sqlite3.connect(env["PSBASE_DB"]) as c:
+        c.execute("ALTER TABLE psb_runs DROP COLUMN performed")
+        c.execute("ALTER TABLE psb_runs DROP COLUMN synopsis")
+        c.execute("DROP TABLE psb_psets")
     before = ok(psbase("ls", "runs_TEST", cwd=cwd, env=env))
     assert before.splitlines()[0].split()[:4] == ["run", "filed", "(UTC)", "who"]
     ok(psbase("input", "-d", "runs_inp_desc.xml", "-s", "new", "-p", "2004-12-02", "data_2.dat", cwd=cwd, env=env))
     ls = ok(psbase("ls", "runs_TEST", cwd=cwd, env=env)).splitlines()
     assert ls[1].split()[:3] == before.splitlines()[1].split()[:3] and "new" in ls[2] and "2004-12-02" in ls[2]
+    ok(psbase("input", "--pset-store=s", "-d", "runs_inp_desc.xml", "data_3.dat", cwd=cwd, env=env))
+    assert ok(psbase("info", "runs_TEST", "--pset", "s", cwd=cwd, env=env)) == "parameter set 's':\n"
 
 
 def _vfy(d: str, n: int) -> str:
@@ -224,3 +237,32 @@ def test_py2_dict_order():
     assert py2_dict_order("abc") == ["a", "c", "b"]
     keys = [f"value_{i}" for i in range(20)]
     assert sorted(py2_dict_order(keys)) == sorted(keys)
+
+
+def test_parameter_sets(tmp_path, db):
+    """perfbase's pset/runtest: --pset-store keeps the parameters a file gives as a named set (no run filed;
+    a second store replaces the values it gives), --pset-use takes them as fixed values (-f wins, then the
+    first set named), info -p prints a set as perfbase does (verify/test_5..7.vfy)."""
+    cwd, env = directory(tmp_path, "pset", db)
+    ok(psbase("setup", "-d", "pset_exp.xml", cwd=cwd, env=env))
+    for p in (1, 2, 4):
+        assert ok(psbase("input", f"--pset-store=pset_{p}", "-d", "pset_inp.xml", f"params_{p}.dat",
+                         cwd=cwd, env=env)) == ""
+    ok(psbase("input", "--pset-store=pset_1", "-d", "pset_inp.xml", "params_3.dat", cwd=cwd, env=env))
+    assert len(ok(psbase("ls", "pset_TEST", cwd=cwd, env=env)).splitlines()) == 1  # no run filed
+    for p, vfy in ((1, 5), (2, 6), (4, 7)):
+        assert ok(psbase("info", "-e", "pset_TEST", "-p", f"pset_{p}", cwd=cwd, env=env)) == _vfy("pset", vfy)
+    assert ok(psbase("info", "pset_TEST", "--pset", "pset_4", cwd=cwd, env=env)) == _vfy("pset", 7)
+    # input_1.dat gives no P_1: refused without a set
+    refused(psbase("input", "-d", "pset_inp.xml", "input_1.dat", cwd=cwd, env=env), "no value for 'P_1'")
+    for n, use in enumerate((["--pset-use=pset_1"], ["--pset-use=pset_1", "-f", "P_2=tiny"],
+                             ["--pset-use=pset_4,pset_1"], ["--pset-use=pset_4", "--pset-use=pset_2"]), 1):
+        ok(psbase("input", *use, "-d", "pset_inp.xml", f"input_{n}.dat", cwd=cwd, env=env))
+    ls = [line.split()[4:6] for line in ok(psbase("ls", "pset_TEST", "--show", "P_1,P_2", cwd=cwd,
+                                                  env=env)).splitlines()[1:]]
+    assert ls == [["1", "large"], ["1", "tiny"], ["1", "small"], ["2", "small"]]
+    refused(psbase("info", "-e", "pset_TEST", "-p", "pset_0", cwd=cwd, env=env), "no parameter set 'pset_0'",
+            "pset_1, pset_2, pset_4")
+    refused(psbase("input", "--pset-use=pset_9", "-d", "pset_inp.xml", "input_5.dat", cwd=cwd, env=env),
+            "no parameter set 'pset_9'")
+    assert len(ok(psbase("ls", "pset_TEST", cwd=cwd, env=env)).splitlines()) == 5
