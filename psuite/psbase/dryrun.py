@@ -9,7 +9,6 @@ perfbase."""
 
 from __future__ import annotations
 
-import datetime as _dt
 from collections.abc import Iterable, Set
 
 from psuite.psbase.model import RunData
@@ -58,11 +57,10 @@ def py2_dict_order(keys: Iterable[str]) -> list[str]:
 
 
 def text(value: object) -> str:
-    """A value as perfbase held it: the text read (a float's shortest form, booleans t and f)."""
+    """A value as perfbase held it: the text read (here a float's shortest form; booleans t and f, as
+    perfbase's database gave them back)."""
     if isinstance(value, bool):
         return "t" if value else "f"
-    if isinstance(value, _dt.timedelta):
-        return str(value)
     return str(value)
 
 
