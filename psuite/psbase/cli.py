@@ -10,7 +10,7 @@ import sys
 import textwrap
 from collections.abc import Sequence
 
-from psuite.cli_common import run_cli, write_stdout
+from psuite.cli_common import note_read, run_cli, write_stdout
 from psuite.cli_parser import ArgumentParser
 from psuite.errors import InputError, PsuiteError, UsageError
 
@@ -95,6 +95,20 @@ def _parser() -> ArgumentParser:
                         "refuses the run (the description's choice unless given)")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run: counts and samples summed; or outputs of one run spread over files)")
+    s.add_argument("--synopsis", metavar="TEXT", help="a synopsis of the runs filed (perfbase's input -s; "
+                   "shown by info and ls)")
+    s.add_argument("--performed", metavar="DATE", help="the date the runs were performed, local time: YYYY-MM-DD "
+                   "[HH:MM[:SS]] or D-Mon-YYYY [HH:MM[:SS]] (perfbase's input -p; default: now)")
+    s.add_argument("--use-mtime", action="store_true", help="date each run by the newest modification time of its "
+                   "files (perfbase's input -m; --performed wins)")
+    s.add_argument("--pset-store", metavar="SET", help="file no run: keep the parameters of one value per run "
+                   "that the files give as parameter set SET of the experiment (created, or its values replaced; "
+                   "perfbase's --pset-store)")
+    s.add_argument("--pset-use", metavar="SET[,SET...]", action="append", default=[],
+                   help="take parameters the --fixed values do not give from these parameter sets, the first "
+                        "set named first (perfbase's --pset-use; may be repeated)")
+    s.add_argument("--test", action="store_true", help="read and check the files, file nothing: print each "
+                   "run's values and data-set rows as perfbase's input -t does")
     # dest "again": the shared parser's "force" means replacing an output file
     s.add_argument("--force", dest="again", action="store_true",
                    help="file documents that are already in the archive again")
@@ -119,6 +133,7 @@ def _parser() -> ArgumentParser:
     s.add_argument("experiment")
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
     s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")
+    s.add_argument("--pset", metavar="SET", help="print parameter set SET (see input --pset-store)")
 
     for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
                                   "good with --purge"),
@@ -172,6 +187,9 @@ def _parser() -> ArgumentParser:
     # dest "replace": the top parser's check of a "force" knows only its own -o
     s.add_argument("--force", dest="replace", action="store_true",
                    help="let -o replace files that exist (never touched without it; written whole or not at all)")
+    s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
+                   help="with --file: the content of the query's <fixed> element NAME, over the file's (may be "
+                        "repeated; perfbase's query -f, which is -f in perfbase's form `psbase query -d QUERY.xml`)")
     return p
 
 
@@ -301,8 +319,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         changes = store.update(defmod.load(args.definition), drop=args.drop)
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
     elif cmd == "input":
+        performed = None if args.performed is None else _date(args.performed)
+        _use_psets(store, args)
+        if args.pset_store is not None:
+            args.missing = "empty"  # a set keeps what the files give (perfbase checks nothing missing)
         runs, variables = _read_runs(store, args)
-        done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables)
+        if args.pset_store is not None:
+            _store_pset(store, args, runs)
+            return 0
+        if args.test:
+            _test_import(store, args, runs)
+            return 0
+        dates = [performed or (_newest_mtime(r.sources) if args.use_mtime else None) for r in runs]
+        done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables,
+                              synopsis=args.synopsis, performed=dates)
         if not args.quiet:
                 write_stdout(f"psbase: {len(done)} run{'s' if len(done) != 1 else ''} filed in {args.experiment} "
                              f"({_spans(done)})\n")
@@ -338,6 +368,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.experiment is None or args.result is None:
             raise UsageError("give EXPERIMENT RESULT --by PARAM, or a query file with --file QUERY.xml")
+        if args.fixed:
+            raise UsageError("--fixed gives a query file's <fixed> values: it goes with --file QUERY.xml")
+        if args.output and store.url.get_backend_name() == "sqlite":
+            note_read(store.url.database or "")  # the archive queried is an input: no output replaces it
         if args.sweep:
             raise UsageError("--sweep goes with --file QUERY.xml; for the short form give a second --by")
         if args.format in output.PLOT_FORMATS and not args.output:
@@ -358,6 +392,39 @@ def main(argv: Sequence[str] | None = None) -> int:
         idx = _indexes(args.runs)
         _changed(idx, store.set_deleted(args.experiment, idx, False), "restored", args.experiment)
     return 0
+
+
+_DATE_FORMATS = ("%d-%b-%Y", "%d %b %Y", "%d-%B-%Y", "%d %B %Y")
+
+
+def _date(text: str) -> _dt.datetime:
+    """--performed's date: ISO (YYYY-MM-DD [HH:MM[:SS]]) or perfbase's D-Mon-YYYY, with an optional time."""
+    t = " ".join(text.split())
+    try:
+        return _dt.datetime.fromisoformat(t).replace(tzinfo=None)
+    except ValueError:
+        pass
+    for fmt in _DATE_FORMATS:
+        for clock in ("", " %H:%M", " %H:%M:%S"):
+            try:
+                return _dt.datetime.strptime(t, fmt + clock)
+            except ValueError:
+                continue
+    raise UsageError(f"--performed {text!r} is not a date; write YYYY-MM-DD [HH:MM[:SS]] or D-Mon-YYYY "
+                     "(e.g. 1-Dec-2004)")
+
+
+def _newest_mtime(paths: Sequence[str]) -> _dt.datetime | None:
+    """The newest modification time of a run's files, local time (perfbase's input -m)."""
+    import os
+
+    times = []
+    for p in paths:
+        try:
+            times.append(os.stat(p).st_mtime)
+        except OSError:
+            continue  # standard input, or a file gone: dated now, as perfbase dates standard input
+    return _dt.datetime.fromtimestamp(max(times)).replace(microsecond=0) if times else None
 
 
 def _spans(indexes: Sequence[int]) -> str:
@@ -396,10 +463,73 @@ def _ls_runs(store, args) -> None:
     for n in show:
         query._variable(d, n, "--show")
     runs = store.list_runs(args.experiment, args.deleted, show, query.parse_where(args.where, d))
-    rows = [[str(r.index), r.date.isoformat(sep=" "), r.who,
+    # perfbase's performed date and synopsis, when a run has them (input -p, -m, -s)
+    performed = any(r.performed for r in runs)
+    synopsis = any(r.synopsis for r in runs)
+    rows = [[str(r.index), r.date.isoformat(sep=" "), *([_when(r)] if performed else []), r.who,
              *("" if r.values[n] is None else _fmt(r.values[n], d.variable(n).unit) for n in show),
+             *([r.synopsis or ""] if synopsis else []),
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
-    write_stdout(_table(["run", "filed (UTC)", "who", *show, "sources"], rows))
+    write_stdout(_table(["run", "filed (UTC)", *(["performed"] if performed else []), "who", *show,
+                         *(["synopsis"] if synopsis else []), "sources"], rows))
+
+
+def _use_psets(store, args) -> None:
+    """input --pset-use: the sets' values as --fixed values (given ones win, then the first set named)."""
+    if not args.pset_use:
+        return
+    if args.desc is None and not args.pairs:
+        raise UsageError("--pset-use goes with --desc or --with (psuite documents need no parameters)")
+    d = store.definition(args.experiment)
+    params = {v.name for v in d.variables if not v.is_result and v.occurrence == "once"}
+    given = {item.partition("=")[0].strip() for item in args.fixed}
+    for name in (n.strip() for item in args.pset_use for n in item.split(",")):
+        if not name:
+            raise UsageError("--pset-use: a set's name is empty (check the commas)")
+        for variable, value in store.pset(args.experiment, name).items():
+            if variable in params and variable not in given:
+                args.fixed.append(f"{variable}={value}")
+                given.add(variable)
+
+
+def _store_pset(store, args, runs: list) -> None:
+    """input --pset-store SET: the parameters of one value per run the files give, kept as SET; no run."""
+    if args.test or args.desc is None and not args.pairs:
+        raise UsageError("--pset-store goes with --desc or --with, and not with --test")
+    d = store.definition(args.experiment)
+    params = [v.name for v in d.variables if not v.is_result and v.occurrence == "once"]
+    values = {n: r.values[n] for r in runs for n in params if r.values.get(n) is not None}
+    store.store_pset(args.experiment, args.pset_store, values)
+    if not args.quiet:
+        write_stdout(f"psbase: parameter set {args.pset_store} of {args.experiment}: "
+                     f"{', '.join(f'{n} = {_fmt(v, d.variable(n).unit)}' for n, v in values.items()) or 'no values'}\n")
+
+
+def _test_import(store, args, runs: list) -> None:
+    """input --test (perfbase's -t): the runs as perfbase's test import prints them; nothing filed. The files
+    are read a second time with no defaults, to tell the values they give from the defaults filled in."""
+    from psuite.psbase import dryrun, inputdesc
+
+    first: set[str] = set()  # fixed values: perfbase stores them before it reads a line
+    last: set[str] = set()  # counts: perfbase stores them when the run ends
+    if args.desc is None and not args.pairs:  # psuite's documents: every value comes from them
+        found = [dict(r.values) for r in runs]
+    else:
+        for path in dict.fromkeys([*([args.desc] if args.desc else []), *(x for x, _ in args.pairs)]):
+            desc = inputdesc.parse(path)
+            first.update(desc.fixed)
+            last.update(loc.name for loc in desc.named if loc.mode == "count")
+        first.update(item.partition("=")[0].strip() for item in args.fixed)
+        args.missing = "empty"
+        found = [{n: v for n, v in r.values.items() if v is not None} for r in _read_runs(store, args)[0]]
+        if len(found) != len(runs):
+            found = [dict(r.values) for r in runs]
+    write_stdout(dryrun.trace(runs, found, first, last))
+
+
+def _when(run) -> str:
+    """A run's performed date as given (local time); blank when it was performed when filed."""
+    return "" if run.performed is None else run.performed.isoformat(sep=" ")
 
 
 def _query_file(store, args) -> None:
@@ -412,7 +542,9 @@ def _query_file(store, args) -> None:
     if given:
         raise UsageError(f"--file QUERY.xml names the experiment, results, statistics, formats and files itself; "
                          f"drop {', '.join(given)} (or drop --file for the short form)")
-    q = queryfile.parse(args.file)
+    if store.url.get_backend_name() == "sqlite":
+        note_read(store.url.database or "")  # the archive queried is an input: no output replaces it
+    q = queryfile.parse(args.file, fixed=queryfile.parse_fixed(args.fixed))
     results = list(queryexec.execute(store, q, queryexec.parse_where(args.where), args.sweep))
     if args.unit is not None:
         results = _in_unit(results, args.unit, args.file)
@@ -530,6 +662,14 @@ def _info(store, args) -> None:
     from psuite.psbase import definition as defmod
 
     d = store.definition(args.experiment)
+    if args.pset is not None:
+        if args.xml or args.run is not None:
+            raise UsageError("--pset shows a parameter set: drop the RUN and --xml")
+        values = store.pset(args.experiment, args.pset)
+        # perfbase's form: its parameters of one value per run, in the definition's order
+        write_stdout(f"parameter set '{args.pset}':\n" + "".join(
+            f"  {v.name} = {values[v.name]}\n" for v in d.variables if v.name in values))
+        return
     if args.xml:
         write_stdout(defmod.to_bytes(d).decode())
         return
@@ -539,6 +679,10 @@ def _info(store, args) -> None:
     run = store.run(args.experiment, args.run)
     out = [f"run {run.index} of {d.name}{' (deleted)' if run.deleted else ''}: filed {run.date.isoformat(sep=' ')} "
            f"by {run.who} from {' '.join(run.sources)}\n"]
+    if run.performed is not None:
+        out.append(f"performed: {_when(run)}\n")
+    if run.synopsis:
+        out.append(f"synopsis: {run.synopsis}\n")
     shown = [v for v in d.variables if v.name in run.values]
     values = [[v.name, _fmt(run.values[v.name], v.unit), v.unit] for v in shown]
     out.append(_table(["variable", "value", "unit"], values))

@@ -42,7 +42,8 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
 }
 # perfbase's --missing actions as psbase's --missing policies
 _MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
-_PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help")
+_PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
+                         "--synopsis", "--performed", "--use-mtime", "--test", "--pset-store", "--pset-use")
 
 
 def _long_option(cmd: str, name: str) -> str | None:
@@ -150,7 +151,9 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
             if skip:
                 skip -= 1
             elif a.startswith("-"):
-                skip = 0 if "=" in a else {"--with": 2, "--db": 1, "--desc": 1, "--fixed": 1, "--missing": 1}.get(a, 0)
+                skip = 0 if "=" in a else {"--with": 2, "--db": 1, "--desc": 1, "--fixed": 1, "--missing": 1,
+                                                    "--synopsis": 1, "--performed": 1, "--pset-store": 1,
+                                                    "--pset-use": 1}.get(a, 0)
             else:
                 firsts.append(a)
         # an option of perfbase's that psbase's input does not have (one of neither is left to psbase's parser)
@@ -165,9 +168,9 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd in ("setup", "update"):
         return any(a == "-d" or a.startswith(("-d", "--desc", "--de")) or a in ("-g", "--get") or
                    a.startswith(("-e", "--exp")) for a in args)
-    perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name", "--fixed"),
+    perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name"),
                      "delete": ("-e", "--exp", "-r", "--run", "-p", "--pset", "--dontask"),
-                     "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p", "--pset",
+                     "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p",
                               "-v", "--verbose", "--val", "--value")}[cmd]
     return any(a.split("=")[0] in perfbase_only if a.startswith("--") else a[:2] in perfbase_only for a in args)
 
@@ -251,6 +254,7 @@ def _input(tokens: list) -> list[str]:
     groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
     exp, missing, use_default, force, merge = None, None, False, False, False
     fixed: list[str] = []
+    meta: list[str] = []  # --synopsis, --performed, --use-mtime, --test
     for opt, value in tokens:
         if opt == "":
             if value == "-":
@@ -277,15 +281,19 @@ def _input(tokens: list) -> list[str]:
         elif opt == "--sequential":
             pass  # the order files are read in changes no result
         elif opt == "--test":
-            raise _refuse("input -t (--test)", "psbase has no dry run; file into a copy of the archive")
+            meta.append("--test")
         elif opt == "--synopsis":
-            raise _refuse("input -s (--synopsis)", "a run has no synopsis in psbase; file it as a parameter")
-        elif opt in ("--performed", "--use-mtime"):
-            raise _refuse(f"input {opt}", "psbase dates a run by its filing")
+            if value == "-":
+                raise _refuse("input -s - (the synopsis from standard input)", "give the synopsis itself")
+            meta += ["--synopsis", value]
+        elif opt == "--performed":
+            meta += ["--performed", value]
+        elif opt == "--use-mtime":
+            meta.append("--use-mtime")
         elif opt == "--enforce":
             raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
         elif opt in ("--pset-store", "--pset-use"):
-            raise _refuse(f"input {opt}", "parameter sets are not kept; give the values with -f NAME=VALUE")
+            meta += [opt, value]
         elif opt in ("--name", "--attach", "--stdin", "--maxmem"):
             raise _refuse(f"input {opt}", "drop it")
         elif not _common("input", opt):
@@ -311,25 +319,26 @@ def _input(tokens: list) -> list[str]:
         raise _refuse(f"input -u with -a {missing}", "psbase has one policy for missing values: give one")
     out += ["--missing", missing or ("default" if use_default else "refuse")]
     out += [x for f in fixed for x in ("--fixed", f)]
-    return out + (["--force"] if force else [])
+    return out + meta + (["--force"] if force else [])
 
 
 def _query(tokens: list) -> list[str]:
-    desc = None
+    desc, fixed = None, []
     for opt, value in tokens:
         if opt == "--desc":
             if value == "-":
                 raise _refuse("query -d - (standard input)", "give the query file's name")
             desc = value
         elif opt == "--fixed":
-            raise _refuse("query -f NAME=VALUE", "a query's <fixed> values are taken as its file writes them")
+            fixed += ["--fixed", value]
         elif opt == "":
             raise UsageError(f"query -d names the query: {value} is one argument too many")
         elif not _common("query", opt):
             raise _refuse(f"query {opt}", "the query file names its experiment and runs")
     if desc is None:
         raise UsageError("query needs a query description: -d QUERY.xml")
-    return ["query", "--file", desc]
+    # perfbase's query writes its output files whether they exist or not (pb_outputs opens them "w+")
+    return ["query", "--file", desc, *fixed, "--force"]
 
 
 def _delete(tokens: list) -> list[str]:
@@ -360,7 +369,7 @@ def _delete(tokens: list) -> list[str]:
 
 
 def _info(tokens: list) -> list[str]:
-    exp, run, everything = None, None, False
+    exp, run, everything, pset = None, None, False, None
     for opt, value in tokens:
         if opt == "--exp":
             exp = value
@@ -368,8 +377,8 @@ def _info(tokens: list) -> list[str]:
             run = value
         elif opt == "--all":
             everything = True
-        elif opt in ("--pset",):
-            raise _refuse("info -p (--pset)", "psbase keeps no parameter sets")
+        elif opt == "--pset":
+            pset = value
         elif opt in ("--inventory", "--value", "--val", "--xml", "--sort", "--data", "--deleted", "--creator",
                      "--admin", "--input", "--query", "--any"):
             raise _refuse(f"info {opt}", "psbase info EXPERIMENT [RUN] shows the definition or one run")
@@ -381,7 +390,7 @@ def _info(tokens: list) -> list[str]:
         return ["ls"]
     if exp is None:
         raise UsageError("info needs the experiment: -e EXP (or --all)")
-    return ["info", exp, *([run] if run else [])]
+    return ["info", exp, *([run] if run else []), *(["--pset", pset] if pset is not None else [])]
 
 
 def _ls(tokens: list) -> list[str]:

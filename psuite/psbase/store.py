@@ -5,7 +5,10 @@ PostgreSQL (postgresql+psycopg://... URLs).
 Tables:
   psb_experiments  one row per experiment, its definition XML
   psb_variables    the variables of each experiment (for listing and queries)
-  psb_runs         one row per run: index, date, who, sources, content hash, deleted flag
+  psb_runs         one row per run: index, date filed, who, sources, content hash, deleted flag,
+                   perfbase's performed date and synopsis (columns added to an older archive when opened)
+  psb_psets        perfbase's parameter sets: per experiment and set, a text value per parameter
+                   (created in an older archive when opened)
   psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
   psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
                    column per multiple-occurrence variable
@@ -47,6 +50,9 @@ SEQ = "psb_seq"  # the row number within a run's data set
 _INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL's SQLSTATE for "permission denied" and "must be owner"
 _LOCK_CLASS = 0x70736200  # "psb\0": the first key of psbase's advisory locks (the second: the experiment)
 
+# perfbase's run meta data beyond psbase's own: the date the run was performed, its synopsis
+_RUN_META = (("performed", sa.DateTime), ("synopsis", sa.Text))
+
 _SQL_TYPES = {
     "integer": sa.BigInteger, "float": sa.Float(precision=53), "string": sa.String(255), "text": sa.Text,
     "date": sa.Date, "time": sa.Time, "duration": sa.Float(precision=53), "timestamp": sa.DateTime,
@@ -66,6 +72,9 @@ class RunInfo:
     sources: list[str]
     content_hash: str
     deleted: bool
+    performed: _dt.datetime | None = None  # when the run was performed (perfbase's -p, -m), local time; None:
+    # when it was filed (date)
+    synopsis: str | None = None  # perfbase's input -s
     values: dict[str, object] = field(default_factory=dict)
     rows: list[dict[str, object]] = field(default_factory=list)
 
@@ -132,21 +141,19 @@ class Store:
             sa.Column("occurrence", sa.String(16), nullable=False),
             sa.Column("is_result", sa.Boolean, nullable=False),
             sa.Column("unit", sa.String(255), nullable=False))
-        self.runs = sa.Table(
-            "psb_runs", self.meta,
+        self.runs = _runs_table(self.meta, with_meta=True)
+        self.psets = sa.Table(  # a set's row with variable "" says that it exists (it may hold no value)
+            "psb_psets", self.meta,
             sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
                       primary_key=True),
-            sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
-            sa.Column("created", sa.DateTime, nullable=False),
-            sa.Column("who", sa.String(255), nullable=False),
-            sa.Column("sources", sa.Text, nullable=False),  # JSON list
-            sa.Column("content_hash", sa.String(64), nullable=False),
-            sa.Column("deleted", sa.Boolean, nullable=False, default=False),
-            sa.Index("psb_runs_hash", "experiment", "content_hash"))
+            sa.Column("name", sa.String(255), primary_key=True),
+            sa.Column("variable", sa.String(63), primary_key=True),
+            sa.Column("value", sa.Text, nullable=False))
         if create:
             self._run(lambda: self.meta.create_all(self.engine), needs="admin")
         else:
             self._check_schema()
+            self._add_run_meta()
 
     # -- plumbing -------------------------------------------------------
 
@@ -175,6 +182,33 @@ class Store:
                 raise StoreError(f"{self.name} is not a psbase archive (no psb_experiments table); "
                                  "name another with --db")
         self._run(check)
+
+    def _add_run_meta(self) -> None:
+        """An archive made before runs had a performed date and a synopsis gets their (empty) columns; a
+        user who may not change it (PostgreSQL) reads it without them and files no run that has them."""
+        inspector = self._run(lambda: sa.inspect(self.engine))
+        if not self._run(lambda: inspector.has_table("psb_psets")):
+            try:
+                with self.engine.begin() as conn:
+                    self.psets.create(conn, checkfirst=True)
+                    roles.grant_new_tables(conn, self.url.database or "", [self.psets.name])
+            except sa.exc.DBAPIError:
+                pass  # a user who may not: parameter sets are refused as the database refuses them
+        have = {c["name"] for c in self._run(lambda: inspector.get_columns("psb_runs"))}
+        lacking = [(n, t) for n, t in _RUN_META if n not in have]
+        if not lacking:
+            return
+        try:
+            with self.engine.begin() as conn:
+                prep = conn.dialect.identifier_preparer
+                for n, t in lacking:
+                    kind = t().compile(dialect=conn.dialect)
+                    conn.execute(sa.text(f"ALTER TABLE psb_runs ADD COLUMN {prep.quote(n)} {kind}"))
+        except sa.exc.DBAPIError:
+            self.runs = _runs_table(sa.MetaData(), with_meta=False)  # read as it is
+            self.run_meta = False
+
+    run_meta = True  # psb_runs has the performed and synopsis columns
 
     def close(self) -> None:
         self.engine.dispose()
@@ -485,12 +519,19 @@ class Store:
     # -- runs -------------------------------------------------------------
 
     def add_runs(self, name: str, runs: list[RunData], force: bool = False, who: str | None = None,
-                 new_variables: list[Variable] | None = None) -> list[int]:
+                 new_variables: list[Variable] | None = None, synopsis: str | None = None,
+                 performed: Sequence[_dt.datetime | None] = ()) -> list[int]:
         """Store runs in one transaction; returns their indexes.  A run whose
         content hash is already in the experiment is refused unless force.
         new_variables: variables the runs bring that the experiment lacks
-        (psuite's events), added in the same transaction."""
+        (psuite's events), added in the same transaction.  synopsis: of every
+        run; performed: the date of each run as given (local time; missing or
+        None: none, the run was performed when it was filed)."""
         needs = "input"
+        if (synopsis is not None or any(performed)) and not self.run_meta:
+            raise StoreError(f"archive {self.name} predates run synopses and performed dates; open it once as "
+                             "its owner (any psbase command adds them), or file without -s, -p and -m")
+        dates = list(performed) + [None] * (len(runs) - len(performed))
 
         def go() -> list[int]:
             nonlocal needs
@@ -536,9 +577,10 @@ class Store:
                         if hit:
                             raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} of "
                                              f"{name}; import it again only with --force")
+                    meta = dict(performed=dates[len(done)], synopsis=synopsis) if self.run_meta else {}
                     run_rows.append(dict(experiment=exp_id, idx=nxt, created=_now(), who=filer,
                                          sources=json.dumps(run.sources), content_hash=run.content_hash,
-                                         deleted=False))
+                                         deleted=False, **meta))
                     values = dict.fromkeys(once_names)
                     values.update({k: _to_db(by_name[k], v) for k, v in run.values.items()})
                     once_rows.append({RUN: nxt, **values})
@@ -552,6 +594,35 @@ class Store:
                 _insert_rows(conn, rows, data_rows)
                 return done
         return self._run(go, needs=lambda: needs)
+
+    def store_pset(self, name: str, pset: str, values: dict[str, object]) -> None:
+        """Create parameter set pset of experiment name, or change it: values (typed) replace those of the
+        same parameters."""
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.psets
+                for variable, value in {"": "", **{k: _as_text(v) for k, v in values.items()}}.items():
+                    conn.execute(t.delete().where(t.c.experiment == exp_id, t.c.name == pset,
+                                                  t.c.variable == variable))
+                    conn.execute(t.insert().values(experiment=exp_id, name=pset, variable=variable, value=value))
+        self._run(go, needs="admin")  # a set changes what later runs get: the admin class's, as roles grants
+
+    def pset(self, name: str, pset: str) -> dict[str, str]:
+        """The values of parameter set pset of experiment name, by parameter."""
+        with self.engine.connect() as conn:
+            def go() -> dict[str, str]:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.psets
+                rows = conn.execute(sa.select(t.c.variable, t.c.value).where(t.c.experiment == exp_id,
+                                                                           t.c.name == pset)).all()
+                if not rows:
+                    known = conn.execute(sa.select(t.c.name).distinct().where(t.c.experiment == exp_id)
+                                         .order_by(t.c.name)).scalars().all()
+                    raise StoreError(f"experiment {name!r} has no parameter set {pset!r}; it has: "
+                                     f"{', '.join(known) or 'none'} (store one with input --pset-store)")
+                return {v: x for v, x in rows if v}
+            return self._run(go, needs="query")
 
     def list_runs(self, name: str, deleted: bool = False, show: Sequence[str] = (),
                   where: dict[str, list[object]] | None = None) -> list[RunInfo]:
@@ -643,6 +714,8 @@ class Store:
                 count = conn.execute(sa.select(sa.func.count()).where(r.c.experiment == exp_id)).scalar_one()
                 rows.drop(conn)
                 once.drop(conn)
+                if sa.inspect(conn).has_table("psb_psets"):
+                    conn.execute(self.psets.delete().where(self.psets.c.experiment == exp_id))
                 conn.execute(r.delete().where(r.c.experiment == exp_id))
                 conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
                 conn.execute(self.experiments.delete().where(self.experiments.c.id == exp_id))
@@ -656,6 +729,23 @@ class Store:
         if missing:
             raise StoreError(f"experiment {name!r} has no run {', '.join(map(str, missing))}; "
                              f"list its runs with psbase ls {name} --deleted")
+
+
+def _runs_table(meta: sa.MetaData, with_meta: bool) -> sa.Table:
+    """psb_runs; with_meta: with perfbase's performed date and synopsis (without: an older archive read as it
+    is, in a MetaData of its own)."""
+    return sa.Table(
+        "psb_runs", meta,
+        sa.Column("experiment", sa.Integer, *([sa.ForeignKey("psb_experiments.id", ondelete="CASCADE")] if with_meta
+                                              else []), primary_key=True),
+        sa.Column("idx", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("created", sa.DateTime, nullable=False),
+        sa.Column("who", sa.String(255), nullable=False),
+        sa.Column("sources", sa.Text, nullable=False),  # JSON list
+        sa.Column("content_hash", sa.String(64), nullable=False),
+        sa.Column("deleted", sa.Boolean, nullable=False, default=False),
+        *(sa.Column(n, t, nullable=True) for n, t in _RUN_META if with_meta),
+        sa.Index("psb_runs_hash", "experiment", "content_hash"))
 
 
 def _serialize_sqlite(engine: sa.Engine) -> None:
@@ -802,8 +892,10 @@ def _from_db(v: Variable, value: object) -> object:
 
 
 def _info(row) -> RunInfo:
+    m = row._mapping
     return RunInfo(index=row.idx, date=row.created, who=row.who, sources=json.loads(row.sources),
-                   content_hash=row.content_hash, deleted=bool(row.deleted))
+                   content_hash=row.content_hash, deleted=bool(row.deleted), performed=m.get("performed"),
+                   synopsis=m.get("synopsis"))
 
 
 def _now() -> _dt.datetime:

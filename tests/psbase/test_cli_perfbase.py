@@ -49,7 +49,7 @@ def test_input_query_info_ls_delete_as_perfbase_writes_them(exp):
     out = ok(psbase("delete", "--exp=default_TEST", "--dontask", "--force", cwd=cwd, env=env))
     assert out == "psbase: removed experiment default_TEST and its 2 runs\n"
     assert "default_TEST" not in ok(psbase("ls", cwd=cwd, env=env))
-    assert archive_tables(env["PSBASE_DB"]) == ["psb_experiments", "psb_runs", "psb_variables"]
+    assert archive_tables(env["PSBASE_DB"]) == ["psb_experiments", "psb_psets", "psb_runs", "psb_variables"]
     # set up again under the same name, as perfbase's scripts do after delete -e
     ok(psbase("setup", "--desc=default_exp_int_1.xml", cwd=cwd, env=env))
 
@@ -64,13 +64,13 @@ def test_use_default_and_missing_policies(exp):
 def test_unsupported_options_are_one_line_and_change_nothing(exp):
     cwd, env = exp
     before = ok(psbase("ls", "default_TEST", cwd=cwd, env=env))
-    refused(psbase("input", "-t", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "input -t")
-    refused(psbase("input", "-s", "low values", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
-            "input -s")
+    refused(psbase("input", "-i", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "input --stdin")
+    refused(psbase("input", "--maxmem=10", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
+            "input --maxmem")
     refused(psbase("input", "--pset-use=p1", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env),
-            "--pset-use")
+            "no parameter set 'p1'")
     refused(psbase("input", "-Z", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "no option -Z")
-    refused(psbase("query", "-d", "default_qry_1.xml", "-f", "f.size=large", cwd=cwd, env=env), "query -f")
+    refused(psbase("query", "-d", "default_qry_1.xml", "-r", "1", cwd=cwd, env=env), "query --run")
     refused(psbase("info", "-e", "default_TEST", "-i", cwd=cwd, env=env), "info --inventory")
     refused(psbase("input", "--dbhost=h", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "--db URL")
     refused(psbase("setup", "-d", cwd=cwd, env=env), "-d needs a value")

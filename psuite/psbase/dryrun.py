@@ -1,0 +1,96 @@
+"""What perfbase's `input -t` (a test import) prints for runs read but not filed: per run, each value of one
+occurrence as "Storing single value(s) in run  N" and "  NAME<tab>= VALUE", and each data-set row as
+"Dataset I in run N" and the row as perfbase's Python 2 printed a dict (its keys in that dictionary's order).
+
+perfbase prints these as its parser meets them in the file; psbase prints from the runs as read: first the
+values the files gave, in the order psbase read them, then the rows, then the values taken from defaults
+(perfbase fills those in at the end of a run too); fixed values come first and counts last, as in
+perfbase."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Set
+
+from psuite.psbase.model import RunData
+
+_MASK64 = (1 << 64) - 1
+
+
+def _py2_hash(s: str) -> int:
+    """Python 2's hash of a str (64-bit), which orders its dictionaries."""
+    if not s:
+        return 0
+    x = (ord(s[0]) << 7) & _MASK64
+    for c in s:
+        x = ((1000003 * x) & _MASK64) ^ ord(c)
+    x ^= len(s)
+    if x >= 1 << 63:
+        x -= 1 << 64
+    return -2 if x == -1 else x
+
+
+def py2_dict_order(keys: Iterable[str]) -> list[str]:
+    """The order Python 2 lists a dict's keys in, given the order they were inserted (open addressing in a
+    table of 8 slots and more, perturbed probing, resized to 4 x used when two thirds full)."""
+    size, table, used = 8, [None] * 8, 0
+
+    def insert(tab: list, key: str) -> None:
+        mask = len(tab) - 1
+        h = _py2_hash(key)
+        i, perturb = h & mask, h & _MASK64
+        while tab[i & mask] is not None:
+            i = (i << 2) + i + perturb + 1
+            perturb >>= 5
+        tab[i & mask] = key
+
+    for k in keys:
+        insert(table, k)
+        used += 1
+        if used * 3 >= size * 2:
+            size = 8
+            while size <= 4 * used:
+                size <<= 1
+            old, table = [x for x in table if x is not None], [None] * size
+            for o in old:
+                insert(table, o)
+    return [x for x in table if x is not None]
+
+
+def text(value: object) -> str:
+    """A value as perfbase held it: the text read (here a float's shortest form; booleans t and f, as
+    perfbase's database gave them back)."""
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    return str(value)
+
+
+def _py2_repr(value: str | None) -> str:
+    if value is None:
+        return "None"
+    return repr(value)  # Python 3's repr of a str of ASCII text is Python 2's
+
+
+def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
+          last: Set[str] = frozenset()) -> str:
+    """What perfbase's input -t prints for runs; from_files: per run, the values of one occurrence its
+    files gave (the others came from defaults); first: fixed values (perfbase stores them before it reads
+    the file); last: counts (stored when a run ends)."""
+    out: list[str] = []
+    index, last_sources = 0, None
+    for run, found in zip(runs, from_files, strict=True):
+        # perfbase numbers a test import's runs from 1 again for each input file
+        index = index + 1 if run.sources == last_sources else 1
+        last_sources = run.sources
+        given = [(n, v) for n, v in run.values.items() if n in found and v is not None]
+        given = [x for x in given if x[0] in first] + [x for x in given if x[0] not in first | last] + \
+            [x for x in given if x[0] in last and x[0] not in first]
+        filled = [(n, v) for n, v in run.values.items() if n not in found and v is not None]
+        for name, value in given:
+            out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
+        for i, row in enumerate(run.rows):
+            keys = py2_dict_order(row)
+            body = ", ".join(f"{k!r}: {_py2_repr(None if row[k] is None else text(row[k]))}" for k in keys)
+            out.append(f"Dataset {i} in run {index}\n{{{body}}}\n")
+        for name, value in filled:
+            out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
+    return "".join(out)
