@@ -104,6 +104,10 @@ class NamedLocation:
     store_set: bool = False  # perfbase's store_set="yes": each occurrence completes a data-set row
     length: int | None = None  # perfbase's len=: 0 the rest of the line, n that many characters
     last: bool = False  # perfbase's retrigger="yes": a once-value takes its last occurrence, not its first
+    # perfbase's <match marker="begin" skip="n">/<match marker="end">: the text from a begin marker (the
+    # rest of its line, or from n lines below it) up to the first end marker
+    begins: tuple[tuple[str, int], ...] = ()
+    ends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,9 @@ def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str,
     """perfbase attributes psbase does not implement are refused, not ignored: ignoring one would
     file other values than perfbase does.  attributes: name -> the values taken (None: any)."""
     for node in [elem, *elem.iter("match", "regexp")]:
-        allowed = attributes if node is elem else {"match": ("fuzzy",)}
+        allowed = attributes if node is elem else {"match": ("fuzzy",), "marker": ("begin", "end"), "skip": None}
+        if node is not elem and node.get("skip") is not None and node.get("marker") != "begin":
+            raise _fail(path, node, "skip= is read only with marker=\"begin\"; remove it or add marker=\"begin\"")
         for name, value in node.attrib.items():
             if name not in allowed or (allowed[name] is not None and value not in allowed[name]):
                 raise _fail(path, node, f"{name}={value!r} is not supported by psbase; remove it or read the "
@@ -335,12 +341,19 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
             raise _fail(path, child, "is not supported in <named_location>; use <name>, <match>, <regexp>, "
                         "<trigger> or <map>")
     patterns = [_compile(path, c, c.text or "", literal=c.tag == "match")
-                for c in elem if c.tag in ("match", "regexp")]
+                for c in elem if c.tag in ("match", "regexp") and c.get("marker") is None]
+    begins = tuple((c.text or "", _positive(path, c, c.get("skip", "0"), "skip=", zero=True))
+                   for c in elem.findall("match") if c.get("marker") == "begin")
+    ends = tuple(c.text or "" for c in elem.findall("match") if c.get("marker") == "end")
+    if any(not text for text, _ in begins) or any(not text for text in ends):
+        raise _fail(path, elem, "a <match marker=...> is empty; give the marker's text")
+    if bool(begins) != bool(ends):
+        raise _fail(path, elem, "give <match marker=\"begin\"> and <match marker=\"end\"> together")
     triggers = []
     for t in elem.findall("trigger"):
         skip = _positive(path, t, _child_text(path, t, "skip", required=False) or "0", "<skip>", zero=True)
         triggers.append((_pattern(path, t), skip))
-    if not patterns and not triggers:
+    if not patterns and not triggers and not begins:
         raise _fail(path, elem, "give a <match>, <regexp> or <trigger>")
     maps = []
     for m in elem.findall("map"):
@@ -354,7 +367,7 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
                 text = c_in.text or ""
                 maps.append((_compile(path, c_in, f"^{re.escape(text)}$" if literal else text, literal=False),
                              (c_out.text or "").strip()))
-    first = patterns[0] if patterns else triggers[0][0]
+    first = patterns[0] if patterns else triggers[0][0] if triggers else _compile(path, elem, begins[0][0], True)
     length = elem.get("len")
     try:
         length_value = None if length is None or int(length) < 0 else int(length)  # < 0: perfbase's default
@@ -364,7 +377,7 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
         NamedLocation(
             _child_text(path, elem, "name"), first, side, line == "next", word, elem.sourceline,
             separator, mode, tuple(patterns), tuple(triggers), tuple(maps), store_set, length_value,
-            elem.get("retrigger") == "yes",
+            elem.get("retrigger") == "yes", begins, ends,
         )
     )
     if separator:
@@ -600,8 +613,13 @@ def _named_hits(loc: NamedLocation, block: list[Line]):
     for index, (lineno, line) in enumerate(block):
         if loc.triggers and not any(index >= skip and t.search(block[index - skip][1]) for t, skip in loc.triggers):
             continue
+        begin = next((text for text, _ in loc.begins if text in line), None)
+        if begin is not None:  # perfbase reads a begin marker before any other <match>
+            yield index, lineno, begin
+            continue
         if not loc.patterns:
-            yield index, lineno, None
+            if not loc.begins:
+                yield index, lineno, None
             continue
         for pattern in loc.patterns:
             m = pattern.search(line)
@@ -610,9 +628,30 @@ def _named_hits(loc: NamedLocation, block: list[Line]):
                 break
 
 
+def _marked(loc: NamedLocation, block: list[Line], index: int, begin: str) -> str | None:
+    """perfbase's marker text: the rest of the begin marker's line (with skip="n": nothing, the text
+    starts n lines below), the lines that follow, and the line of the first end marker up to it; line
+    breaks kept, the first and last pieces stripped.  No end marker in the run: no value."""
+    skip = dict(loc.begins)[begin]
+    if skip == 0:
+        content = block[index][1].split(begin, 1)[1].strip()
+        content += "\n" if content else ""
+        index += 1
+    else:
+        content, index = "", index + skip
+    for _, line in block[index:]:
+        ends = [p for p in (line.find(e) for e in loc.ends) if p >= 0]
+        if ends:  # perfbase stops at the first end marker in the order given
+            return (content + line[: ends[0]].strip()) or None
+        content += line + "\n"
+    return None
+
+
 def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: int,
-                   m: re.Match[str] | None) -> tuple[int, str | None]:
+                   m: re.Match[str] | str | None) -> tuple[int, str | None]:
     lineno, line = block[index]
+    if isinstance(m, str):
+        return lineno, _marked(loc, block, index, m)
     if m is None:  # a <trigger> without <match>: the whole line
         text, side = line.strip(), "after"
     elif loc.next_line:
