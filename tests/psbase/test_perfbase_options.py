@@ -10,16 +10,10 @@ import pytest
 
 from tests.psbase.conftest import BACKENDS, new_pg_database
 from tests.psbase.test_cli import ok, psbase
+from tests.psbase.test_cli_perfbase import refused
 
 SUITE = Path(__file__).resolve().parents[2] / ".." / "shared" / "perfbase" / "test"
 
-
-def refused(p, *words: str) -> str:
-    assert p.returncode == 2, (p.stdout, p.stderr)
-    assert p.stdout == "" and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr, p.stderr
-    for w in words:
-        assert w in p.stderr, p.stderr
-    return p.stderr
 
 
 def directory(tmp_path: Path, name: str, db: str | None = None) -> tuple[Path, dict]:
