@@ -907,7 +907,7 @@ static __attribute__((noreturn)) void collector_main(void)
         }
         if (!__atomic_load_n(&ctl.handoff, __ATOMIC_ACQUIRE)) {
             snapshot_cpu();
-            ps_modules_collector_tick(target);
+            ps_modules_collector_tick(target, now_ns());
         }
         if (next_checkpoint && now_ns() >= next_checkpoint && writers.write_checkpoint) {
             writers.write_checkpoint();

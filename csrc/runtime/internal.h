@@ -329,9 +329,10 @@ static inline unsigned long long ps_modules_key(unsigned long long pc) { return 
 /* A key's retired-module index (ps_sampler_retired_module) if the load it
  * belongs to has been unloaded, else -1; *pc: the PC.  Async-signal-safe. */
 int ps_modules_resolve(unsigned long long key, unsigned long long *pc);
-/* In the collector, at each of its ticks: the program's file mappings read
- * while a sample has fallen outside the module map (modules.c). */
-void ps_modules_collector_tick(pid_t pid);
+/* In the collector, at each of its ticks (now: CLOCK_MONOTONIC ns): the
+ * program's file mappings read while a sample has fallen outside the module
+ * map (modules.c). */
+void ps_modules_collector_tick(pid_t pid, long long now);
 unsigned ps_modules_unloads(void);  /* loads unloaded so far: a call-path cache is dropped when it changes */
 
 /* unwind.c: the call-path unwinder (libunwind, libgcc_s or frame pointers),

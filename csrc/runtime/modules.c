@@ -999,13 +999,6 @@ typedef struct {
 static __thread seen_t *seen;          /* collector-private, mmap'd */
 static __thread long long seen_ns;
 
-static long long mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* One line of /proc/PID/maps: an executable mapping of a file kept. */
 static void seen_line(char *line)
 {
@@ -1025,11 +1018,10 @@ static void seen_line(char *line)
     nseen++;
 }
 
-void ps_modules_collector_tick(pid_t pid)
+void ps_modules_collector_tick(pid_t pid, long long now)
 {
     if (!__atomic_load_n(&unmapped_seen, __ATOMIC_ACQUIRE))
         return;
-    long long now = mono_ns();
     if (seen && now - seen_ns < 1000000000LL)
         return;
     if (!seen) {
