@@ -89,7 +89,7 @@ def test_derived_parameters_end_and_big_integers_are_one_line(archive, term, pro
     p = psbase("input", "adv", "--desc", "derived.xml", "run2.txt", cwd=cwd, timeout=30)
     if problem is None:
         ok(p)
-        rows = [line.split()[2:4] for line in ok(psbase("ls", "adv", "--show", "label,n", cwd=cwd)).splitlines()]
+        rows = [line.split()[4:6] for line in ok(psbase("ls", "adv", "--show", "label,n", cwd=cwd)).splitlines()]
         assert ["y", "0"] in rows
         return
     assert problem in one_line_error(p, "psbase")
