@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 import regex
 from lxml import etree
 
+from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert, given_twice
@@ -288,11 +289,7 @@ def _choice(path: str, elem: etree._Element, attr: str, choices: tuple[str, ...]
 def parse(path: str) -> InputDescription:
     """Read an input description; a malformed one is a one-line UsageError naming file and element."""
     parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True, remove_pis=True)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the input description ({exc.strerror or exc}); check the path") from None
+    data = read_input(path, "input description")  # a regular file only: a FIFO or /dev/zero would never end
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
@@ -930,11 +927,7 @@ def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
 
 
 def _read(path: str) -> tuple[bytes, list[Line]]:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc}); check the path") from None
+    data = read_input(path)
     text = data.decode("utf-8", errors="replace")
     return data, list(enumerate(text.splitlines(), start=1))
 

@@ -94,3 +94,21 @@ def test_derived_parameters_end_and_big_integers_are_one_line(archive, term, pro
         return
     assert problem in one_line_error(p, "psbase")
     assert snapshot(archive) == before
+
+
+@pytest.mark.parametrize("kind", ["fifo", "zero", "dir"])
+@pytest.mark.parametrize("role", ["--desc", "--with", "data", "query"])
+def test_special_files_where_files_belong_are_refused_at_once(archive, kind, role):
+    cwd = archive.parent
+    special = {"fifo": cwd / "fifo", "zero": Path("/dev/zero"), "dir": cwd}[kind]
+    if kind == "fifo":
+        os.mkfifo(special)  # nobody writes: reading it would wait for ever
+    before = snapshot(archive)
+    args = {"--desc": ["input", "adv", "--desc", str(special), "run1.txt"],
+            "--with": ["input", "adv", "--with", str(special), "run1.txt"],
+            "data": ["input", "adv", "--desc", "in.xml", "--force", str(special)],
+            "query": ["query", "--file", str(special)]}[role]
+    msg = one_line_error(psbase(*args, cwd=cwd, timeout=30), "psbase")
+    assert str(special) in msg
+    assert ("is a directory" if kind == "dir" else "is not a regular file") in msg
+    assert snapshot(archive) == before
