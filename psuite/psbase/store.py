@@ -48,6 +48,7 @@ DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
 SEQ = "psb_seq"  # the row number within a run's data set
 _INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL's SQLSTATE for "permission denied" and "must be owner"
+_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's sqlstate when lock_timeout ends a wait
 _LOCK_CLASS = 0x70736200  # "psb\0": the first key of psbase's advisory locks (the second: the experiment)
 
 # perfbase's run meta data beyond psbase's own: the date the run was performed, its synopsis
@@ -124,6 +125,8 @@ class Store:
             raise UsageError(f"--db {self.name}: {one_line(exc)}") from None
         if backend == "sqlite":
             _serialize_sqlite(self.engine)
+        else:
+            _bound_lock_waits(self.engine)
         self.meta = sa.MetaData()
         self.experiments = sa.Table(
             "psb_experiments", self.meta,
@@ -169,6 +172,11 @@ class Store:
                 raise StoreError(roles.refusal(self.engine, self.url.database or "", want)) from None
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+                raise StoreError(
+                    f"archive {self.name}: waited {lock_wait_seconds():g} s for a lock another session holds "
+                    "(an open transaction or an advisory lock; see pg_locks); nothing was changed: retry when "
+                    "it ends, or set PSBASE_LOCK_TIMEOUT (seconds) to wait longer") from None
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.DatabaseError as exc:
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
@@ -765,6 +773,31 @@ def _serialize_sqlite(engine: sa.Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def lock_wait_seconds() -> float:
+    """How long a psbase command waits for a lock on a PostgreSQL archive (PSBASE_LOCK_TIMEOUT, seconds)."""
+    try:
+        value = float(os.environ.get("PSBASE_LOCK_TIMEOUT", "30"))
+    except ValueError:
+        raise UsageError("PSBASE_LOCK_TIMEOUT is not a number of seconds; set it to e.g. 30") from None
+    if not 0 < value < 86400:
+        raise UsageError("PSBASE_LOCK_TIMEOUT must be more than 0 and less than 86400 seconds")
+    return value
+
+
+def _bound_lock_waits(engine: sa.Engine) -> None:
+    """On a shared server any user who may read (a query-class user) can hold a lock psbase needs, by an
+    open transaction (which blocks ALTER TABLE) or an advisory lock (which blocks imports): waits are
+    bounded by lock_timeout, so a command ends with one line instead of waiting for ever."""
+    ms = int(lock_wait_seconds() * 1000)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute(f"SET lock_timeout = {ms}")
+        cur.close()
+        dbapi_conn.commit()  # psycopg opened a transaction for the SET; the setting outlives it
 
 
 def _index_key(index: sa.Index | None) -> list[tuple[str, str]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import one_line_error
+from tests.psbase.conftest import new_pg_database
 
 PSBASE = str(Path(sys.executable).parent / "psbase")
 
@@ -112,3 +113,72 @@ def test_special_files_where_files_belong_are_refused_at_once(archive, kind, rol
     assert str(special) in msg
     assert ("is a directory" if kind == "dir" else "is not a regular file") in msg
     assert snapshot(archive) == before
+
+
+def test_an_output_never_replaces_the_archive_queried(archive):
+    cwd = archive.parent
+    before = snapshot(archive)
+    (cwd / "link.db").symlink_to("psbase.db")
+    for name in ("psbase.db", "./psbase.db", "link.db", str(archive)):
+        msg = one_line_error(psbase("query", "adv", "t", "--by", "n", "-o", name, "--force", cwd=cwd), "psbase")
+        assert "is also an input" in msg
+    (cwd / "q.xml").write_text("""<query><experiment>adv</experiment>
+      <source id="s"><result>t</result></source>
+      <output id="o" format="text"><input>s</input><filename>psbase.db</filename></output></query>""")
+    assert "is also an input" in one_line_error(psbase("query", "--file", "q.xml", "--force", cwd=cwd), "psbase")
+    assert snapshot(archive) == before
+
+
+# -- a shared PostgreSQL archive: what another user can hold ------------------------------------------------
+
+
+@pytest.fixture
+def pg_archive(pg_server, tmp_path):
+    """Experiment adv with one run on a fresh PostgreSQL database, and a query-class user; (url, user url)."""
+    import sqlalchemy as sa
+
+    url = new_pg_database(pg_server)
+    (tmp_path / "adv.xml").write_text(DEFINITION)
+    (tmp_path / "in.xml").write_text(desc())
+    (tmp_path / "run1.txt").write_text("label x\nn = 3\nt = 1.5\n")
+    (tmp_path / "run2.txt").write_text("label y\nn = 4\nt = 2.5\n")
+    ok(psbase("--db", url, "setup", "adv.xml", cwd=tmp_path))
+    ok(psbase("--db", url, "input", "adv", "--desc", "in.xml", "run1.txt", cwd=tmp_path))
+    user = "reader_" + sa.make_url(url).database
+    ok(psbase("--db", url, "user", "add", user, "--class", "query", cwd=tmp_path))
+    return url, sa.make_url(url).set(username=user).render_as_string(hide_password=False)
+
+
+@pytest.mark.parametrize("hold", ["advisory lock", "open transaction"])
+def test_a_query_user_holding_a_lock_cannot_make_psbase_wait_for_ever(pg_archive, tmp_path, hold):
+    import sqlalchemy as sa
+
+    url, reader = pg_archive
+    before = snapshot_pg(url)
+    engine = sa.create_engine(reader)
+    try:
+        with engine.connect() as conn:  # the reader's session stays open while psbase runs
+            if hold == "advisory lock":  # every import into experiment 1 takes this lock first
+                conn.execute(sa.text(f"SELECT pg_advisory_lock({0x70736200}, 1)"))  # psbase's lock class
+                args = ["input", "adv", "--desc", "in.xml", "run2.txt"]
+            else:  # a transaction that read the experiment's runs: ALTER TABLE waits for its end
+                conn.execute(sa.text("SELECT count(*) FROM psb_x1_once"))
+                (tmp_path / "more.xml").write_text(DEFINITION.replace(
+                    "</experiment>", '<parameter occurence="once"><name>m</name><datatype>integer</datatype>'
+                    "</parameter></experiment>"))
+                args = ["update", "more.xml"]
+            p = subprocess.run([PSBASE, "--db", url, *args], cwd=tmp_path, capture_output=True, text=True,
+                               timeout=60, env={**os.environ, "PSBASE_LOCK_TIMEOUT": "2"})
+            msg = one_line_error(p, "psbase")
+            assert "waited 2 s for a lock another session holds" in msg and "PSBASE_LOCK_TIMEOUT" in msg
+            conn.rollback()
+    finally:
+        engine.dispose()
+    assert snapshot_pg(url) == before
+    ok(psbase("--db", url, *args, cwd=tmp_path))  # and once the lock is gone, the same command goes through
+
+
+def snapshot_pg(url: str) -> dict[str, list]:
+    from tests.psbase.test_roles import snapshot as pg_snapshot
+
+    return pg_snapshot(url)
