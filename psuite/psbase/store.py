@@ -106,6 +106,7 @@ class Store:
     def __init__(self, db: str | None = None, create: bool = False) -> None:
         self.url = _as_url(db or default_url())
         self.name = _shown(self.url)
+        self._new_file: str | None = None  # the SQLite file this Store creates (discard_new_file)
         backend = self.url.get_backend_name()
         if backend == "sqlite":
             path = self.url.database or ""
@@ -116,6 +117,8 @@ class Store:
                                  "or name an existing one with --db or PSBASE_DB")
             if os.path.isdir(path):
                 raise StoreError(f"archive {path} is a directory; give a file name")
+            if create and not os.path.lexists(path):
+                self._new_file = path
         elif backend != "postgresql":
             raise UsageError(f"--db: {backend} databases are not supported; use an SQLite file or a "
                              "postgresql+psycopg:// URL")
@@ -153,7 +156,11 @@ class Store:
             sa.Column("variable", sa.String(63), primary_key=True),
             sa.Column("value", sa.Text, nullable=False))
         if create:
-            self._run(lambda: self.meta.create_all(self.engine), needs="admin")
+            try:
+                self._run(lambda: self.meta.create_all(self.engine), needs="admin")
+            except BaseException:
+                self.discard_new_file()
+                raise
         else:
             self._check_schema()
             self._add_run_meta()
@@ -220,6 +227,18 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def discard_new_file(self) -> None:
+        """Remove the SQLite archive this Store created, with its journal: a setup that failed (a full
+        disk, a definition refused) leaves no empty archive behind.  A file that existed is kept."""
+        self.engine.dispose()
+        if self._new_file:
+            for p in (self._new_file, *(self._new_file + s for s in ("-journal", "-wal", "-shm"))):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+            self._new_file = None
 
     def _experiment_id(self, conn: sa.Connection, name: str) -> tuple[int, Definition]:
         row = conn.execute(sa.select(self.experiments.c.id, self.experiments.c.definition)

@@ -61,8 +61,11 @@ def snapshot(db: Path) -> list[str]:
     """Every table's schema and rows, as SQL."""
     import sqlite3
 
-    with sqlite3.connect(db) as conn:
+    conn = sqlite3.connect(db)
+    try:
         return list(conn.iterdump())
+    finally:
+        conn.close()
 
 
 def test_a_regexp_that_backtracks_without_end_is_stopped(archive):
@@ -182,3 +185,41 @@ def snapshot_pg(url: str) -> dict[str, list]:
     from tests.psbase.test_roles import snapshot as pg_snapshot
 
     return pg_snapshot(url)
+
+
+@pytest.fixture
+def tiny_fs(tmp_path) -> Path:
+    """A 96 KiB tmpfs, unmounted after the test (the tests run as root, as CI does)."""
+    assert os.geteuid() == 0, "mounting a tmpfs needs root: run the tests as root, as CI does"
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k,mode=0777", "tmpfs", str(mnt)], check=True)
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+def fill(directory: Path, leave: int = 0) -> None:
+    """Fill the file system of directory up to `leave` bytes."""
+    st = os.statvfs(directory)
+    (directory / "pad").write_bytes(b"\0" * max(0, st.f_bavail * st.f_frsize - leave))
+
+
+def test_setup_on_a_full_disk_leaves_no_archive(tiny_fs):
+    (tiny_fs / "adv.xml").write_text(DEFINITION)
+    fill(tiny_fs, leave=8192)
+    msg = one_line_error(psbase("setup", "adv.xml", cwd=tiny_fs), "psbase")
+    assert "full" in msg
+    assert sorted(p.name for p in tiny_fs.iterdir()) == ["adv.xml", "pad"]
+
+
+def test_an_import_on_a_full_disk_changes_nothing(tiny_fs):
+    (tiny_fs / "adv.xml").write_text(DEFINITION)
+    (tiny_fs / "in.xml").write_text(desc())
+    ok(psbase("setup", "adv.xml", cwd=tiny_fs))
+    runs = "".join(f"label r{i}\nn = {i}\nt = {i}.5\n\n" for i in range(2000))
+    (tiny_fs / "runs.txt").write_text(runs[:20000])
+    before = snapshot(tiny_fs / "psbase.db")
+    fill(tiny_fs)
+    msg = one_line_error(psbase("input", "adv", "--desc", "in.xml", "runs.txt", cwd=tiny_fs), "psbase")
+    assert "full" in msg
+    assert snapshot(tiny_fs / "psbase.db") == before
