@@ -223,3 +223,15 @@ def test_an_import_on_a_full_disk_changes_nothing(tiny_fs):
     msg = one_line_error(psbase("input", "adv", "--desc", "in.xml", "runs.txt", cwd=tiny_fs), "psbase")
     assert "full" in msg
     assert snapshot(tiny_fs / "psbase.db") == before
+
+
+@pytest.mark.parametrize("value", ["٣", "１", "1_000", "３.5"])
+def test_numbers_are_ascii_digits(archive, value):
+    cwd = archive.parent
+    (cwd / "run2.txt").write_text(f"label y\nn = {value}\nt = 2\n")
+    (cwd / "run3.txt").write_text(f"label z\nn = 5\nt = {value}\n")
+    before = snapshot(archive)
+    for run, var, kind in (("run2.txt", "n", "an integer"), ("run3.txt", "t", "a number")):
+        msg = one_line_error(psbase("input", "adv", "--desc", "in.xml", run, cwd=cwd), "psbase")
+        assert f"variable {var!r}: {value!r} is not {kind}" in msg
+    assert snapshot(archive) == before
