@@ -244,6 +244,11 @@ def convert(variable: Variable, text: str) -> object:
     datetime.time, datetime.timedelta, datetime.datetime, bool or Version.
     BadValue (one line) when it does not parse or is not among variable.valid."""
     s = text if variable.datatype == "text" else str(text).strip()
+    if "\0" in s:  # PostgreSQL stores no NUL in text; SQLite would: one rule for both
+        raise BadValue(f"variable {variable.name!r}: the value holds a NUL character; remove it")
+    if variable.datatype == "version" and len(s) > STRING_MAX:  # the store's VARCHAR(255), as for strings
+        raise BadValue(f"variable {variable.name!r}: a version of {len(s)} characters is longer than "
+                       f"{STRING_MAX}; shorten it")
     try:
         value = _parse(variable.datatype, s)
     except (ValueError, OverflowError):

@@ -235,3 +235,26 @@ def test_numbers_are_ascii_digits(archive, value):
         msg = one_line_error(psbase("input", "adv", "--desc", "in.xml", run, cwd=cwd), "psbase")
         assert f"variable {var!r}: {value!r} is not {kind}" in msg
     assert snapshot(archive) == before
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(("line", "problem"), [
+    ("label a\0b", "variable 'label': the value holds a NUL character"),
+    ("version 1." + "1" * 5000, "variable 'version': a version of 5002 characters is longer than 255"),
+])
+def test_values_no_database_stores_are_refused_naming_file_and_variable(request, tmp_path, backend, line, problem):
+    url = new_pg_database(request.getfixturevalue("pg_server")) if backend == "postgresql" else "psbase.db"
+    (tmp_path / "d.xml").write_text("""<experiment><name>strs</name>
+      <parameter occurence="once"><name>label</name><datatype>string</datatype></parameter>
+      <parameter occurence="once"><name>version</name><datatype>version</datatype></parameter>
+      <result occurence="once"><name>t</name><datatype>float</datatype></result></experiment>""")
+    (tmp_path / "i.xml").write_text("""<input>
+      <named_location><name>label</name><match>label</match></named_location>
+      <named_location><name>version</name><match>version</match></named_location>
+      <named_location><name>t</name><match>t =</match></named_location></input>""")
+    good = "label a\nversion 1.2\nt = 1\n"
+    (tmp_path / "bad.txt").write_text(good.replace(line.split()[0] + " " + ("a" if "label" in line else "1.2"), line))
+    ok(psbase("--db", url, "setup", "d.xml", cwd=tmp_path))
+    msg = one_line_error(psbase("--db", url, "input", "strs", "--desc", "i.xml", "bad.txt", cwd=tmp_path), "psbase")
+    assert msg.startswith("psbase: bad.txt:") and problem in msg
+    assert ok(psbase("--db", url, "ls", cwd=tmp_path)).splitlines()[1].split() == ["strs", "0", "0"]
