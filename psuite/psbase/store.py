@@ -9,6 +9,8 @@ Tables:
                    perfbase's performed date and synopsis (columns added to an older archive when opened)
   psb_psets        perfbase's parameter sets: per experiment and set, a text value per parameter
                    (created in an older archive when opened)
+  psb_purged       per experiment, the highest run index purged: never given to a new run
+                   (created in an older archive when opened, or by the first purge)
   psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
   psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
                    column per multiple-occurrence variable
@@ -155,6 +157,14 @@ class Store:
             sa.Column("name", sa.String(255), primary_key=True),
             sa.Column("variable", sa.String(63), primary_key=True),
             sa.Column("value", sa.Text, nullable=False))
+        # the highest run index purged per experiment: a purged run's number is never given again, so a
+        # number written down (a plot, a note, another archive) names one run for ever
+        self.purged = sa.Table(
+            "psb_purged", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("highest", sa.Integer, nullable=False))
+        self.has_purged = True  # psb_purged exists (an archive made before it may lack it)
         if create:
             try:
                 self._run(lambda: self.meta.create_all(self.engine), needs="admin")
@@ -202,13 +212,16 @@ class Store:
         """An archive made before runs had a performed date and a synopsis gets their (empty) columns; a
         user who may not change it (PostgreSQL) reads it without them and files no run that has them."""
         inspector = self._run(lambda: sa.inspect(self.engine))
-        if not self._run(lambda: inspector.has_table("psb_psets")):
-            try:
-                with self.engine.begin() as conn:
-                    self.psets.create(conn, checkfirst=True)
-                    roles.grant_new_tables(conn, self.url.database or "", [self.psets.name])
-            except sa.exc.DBAPIError:
-                pass  # a user who may not: parameter sets are refused as the database refuses them
+        for table in (self.psets, self.purged):
+            if not self._run(lambda t=table: inspector.has_table(t.name)):
+                try:
+                    with self.engine.begin() as conn:
+                        table.create(conn, checkfirst=True)
+                        roles.grant_new_tables(conn, self.url.database or "", [table.name])
+                except sa.exc.DBAPIError:
+                    # a user who may not: parameter sets are refused as the database refuses them; without
+                    # psb_purged nothing was purged since the archive was made by an older psbase
+                    self.has_purged = table is not self.purged
         have = {c["name"] for c in self._run(lambda: inspector.get_columns("psb_runs"))}
         lacking = [(n, t) for n, t in _RUN_META if n not in have]
         if not lacking:
@@ -580,7 +593,8 @@ class Store:
                     self._update(conn, d)
                 once, rows = self._tables(exp_id, d)
                 r = self.runs
-                nxt = (conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0) + 1
+                nxt = max(conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0,
+                          self._highest_purged(conn, exp_id)) + 1
                 done: list[int] = []
                 by_name = {v.name: v for v in d.variables}  # not d.variable(): a list search per value
                 once_names = [v.name for v in d.variables if v.occurrence == "once"]
@@ -728,7 +742,21 @@ class Store:
                 conn.execute(once.delete().where(once.c[RUN].in_(indexes)))
                 r = self.runs
                 conn.execute(r.delete().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))
+                highest = max(max(indexes), self._highest_purged(conn, exp_id))
+                if not self.has_purged:
+                    self.purged.create(conn, checkfirst=True)
+                    roles.grant_new_tables(conn, self.url.database or "", [self.purged.name])
+                    self.has_purged = True
+                p = self.purged
+                conn.execute(p.delete().where(p.c.experiment == exp_id))
+                conn.execute(p.insert().values(experiment=exp_id, highest=highest))
         self._run(go, needs="admin")
+
+    def _highest_purged(self, conn: sa.Connection, exp_id: int) -> int:
+        if not self.has_purged:
+            return 0
+        p = self.purged
+        return conn.execute(sa.select(p.c.highest).where(p.c.experiment == exp_id)).scalar() or 0
 
     def drop_experiment(self, name: str) -> int:
         """Remove an experiment for good: its definition, runs and tables (perfbase's `delete -e`);

@@ -258,3 +258,37 @@ def test_values_no_database_stores_are_refused_naming_file_and_variable(request,
     msg = one_line_error(psbase("--db", url, "input", "strs", "--desc", "i.xml", "bad.txt", cwd=tmp_path), "psbase")
     assert msg.startswith("psbase: bad.txt:") and problem in msg
     assert ok(psbase("--db", url, "ls", cwd=tmp_path)).splitlines()[1].split() == ["strs", "0", "0"]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_purged_run_number_is_never_given_again(request, archive, backend):
+    cwd = archive.parent
+    url = new_pg_database(request.getfixturevalue("pg_server")) if backend == "postgresql" else str(archive)
+    if backend == "postgresql":
+        ok(psbase("--db", url, "setup", "adv.xml", cwd=cwd))
+        ok(psbase("--db", url, "input", "adv", "--desc", "in.xml", "run1.txt", cwd=cwd))
+    for i in (2, 3):
+        (cwd / f"run{i}.txt").write_text(f"label r{i}\nn = {i}\nt = {i}.5\n")
+        ok(psbase("--db", url, "input", "adv", "--desc", "in.xml", f"run{i}.txt", cwd=cwd))
+    ok(psbase("--db", url, "delete", "--purge", "adv", "2-3", cwd=cwd))
+    (cwd / "run4.txt").write_text("label r4\nn = 4\nt = 4.5\n")
+    assert "(4)" in ok(psbase("--db", url, "input", "adv", "--desc", "in.xml", "run4.txt", cwd=cwd))
+    ok(psbase("--db", url, "delete", "--purge", "adv", "4", cwd=cwd))  # a purge below the mark keeps it
+    ok(psbase("--db", url, "delete", "--purge", "adv", "1", cwd=cwd))
+    (cwd / "run5.txt").write_text("label r5\nn = 5\nt = 5.5\n")
+    assert "(5)" in ok(psbase("--db", url, "input", "adv", "--desc", "in.xml", "run5.txt", cwd=cwd))
+    runs = [line.split()[0] for line in ok(psbase("--db", url, "ls", "adv", cwd=cwd)).splitlines()[1:]]
+    assert runs == ["5"]
+
+
+def test_an_archive_made_before_the_purge_mark_gets_it(archive):
+    import sqlite3
+
+    cwd = archive.parent
+    conn = sqlite3.connect(archive)
+    conn.execute("DROP TABLE psb_purged")  # as an older psbase made it
+    conn.commit()
+    conn.close()
+    ok(psbase("delete", "--purge", "adv", "1", cwd=cwd))
+    (cwd / "run2.txt").write_text("label r2\nn = 2\nt = 2.5\n")
+    assert "(2)" in ok(psbase("input", "adv", "--desc", "in.xml", "run2.txt", cwd=cwd))
