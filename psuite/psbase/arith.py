@@ -20,8 +20,24 @@ BINARY: dict[type, Callable[[object, object], object]] = {
     ast.Pow: lambda a, b: (float(a) ** b) if abs(b) > 64 or abs(a) > 2**64 else a**b,  # no huge integers
 }
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
+# Integers stay exact up to this many bits and become floats beyond (which overflow past 1.8e308): terms
+# come from other people's files, and a product of products can otherwise grow without bound.
+INT_BITS = 1024
+
+
+def _round(x: object, ndigits: object = None) -> object:
+    """round(), with the digits bounded: round(n, -10**8) on an integer would compute 10**(10**8)."""
+    if ndigits is None:
+        return round(x)
+    if isinstance(ndigits, float) and ndigits.is_integer():
+        ndigits = int(ndigits)
+    if not isinstance(ndigits, int):
+        raise ValueError(f"round's digits {ndigits!r} are not a whole number")
+    return round(x, max(-400, min(400, ndigits)))  # beyond 400 digits every finite value rounds alike
+
+
 FUNCTIONS: dict[str, Callable[..., object]] = {
-    "abs": abs, "min": min, "max": max, "round": round,
+    "abs": abs, "min": min, "max": max, "round": _round,
     "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10,
 }
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd, ast.Constant, ast.Name, ast.Load, ast.Call)
@@ -63,6 +79,12 @@ def names_in(tree: ast.Expression) -> list[str]:
     return out
 
 
+def _bounded(value: object) -> object:
+    if isinstance(value, int) and value.bit_length() > INT_BITS:
+        return float(value)  # OverflowError when even a float cannot hold it
+    return value
+
+
 def evaluate(tree: ast.Expression, env: dict[str, object]) -> object:
     """The term's value for the names' values in env.  Raises what the
     arithmetic raises (ZeroDivisionError, OverflowError, ValueError for a
@@ -82,9 +104,9 @@ def evaluate(tree: ast.Expression, env: dict[str, object]) -> object:
             value = ev(node.operand)
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
-            return BINARY[type(node.op)](ev(node.left), ev(node.right))
+            return _bounded(BINARY[type(node.op)](ev(node.left), ev(node.right)))
         if isinstance(node, ast.Call):
-            return FUNCTIONS[node.func.id](*(ev(a) for a in node.args))
+            return _bounded(FUNCTIONS[node.func.id](*(ev(a) for a in node.args)))
         raise ValueError(f"{type(node).__name__} is not allowed")  # check() already refused it
 
     return ev(tree)

@@ -308,7 +308,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             d = defmod.load(args.definition)
         store = Store(args.db, create=True)
-        store.setup(d)
+        try:
+            store.setup(d)
+        except BaseException:
+            store.discard_new_file()
+            raise
         write_stdout(f"psbase: experiment {d.name} created in {store.name} "
                      f"({len(d.parameters)} parameters, {len(d.results)} results)\n")
         return 0

@@ -57,18 +57,21 @@ import ast
 import hashlib
 import math
 import os
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import regex
 from lxml import etree
 
+from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert, given_twice
 
 POLICIES = ("default", "empty", "refuse")
 NUMERIC = ("integer", "float")
+
+REGEXP_SECONDS = 2.0  # the most one regexp may take on one line of an input file
 
 
 # ---------------------------------------------------------------------------
@@ -77,13 +80,34 @@ NUMERIC = ("integer", "float")
 
 @dataclass(frozen=True)
 class Pattern:
-    """A <match> (literal) or <regexp>."""
+    """A <match> (literal) or <regexp>.
+
+    Input descriptions come from other people: a regexp that backtracks
+    without end (``^(a|aa)+$`` on a long line) is stopped after
+    REGEXP_SECONDS on one line (the `regex` module's timeout; `re` has
+    none) and the import refused, rather than hanging psbase."""
 
     text: str
-    compiled: re.Pattern[str]
+    compiled: regex.Pattern[str]
 
-    def search(self, line: str) -> re.Match[str] | None:
-        return self.compiled.search(line)
+    def search(self, line: str) -> regex.Match[str] | None:
+        try:
+            return self.compiled.search(line, timeout=REGEXP_SECONDS)
+        except TimeoutError:
+            raise self._too_slow(line) from None
+
+    def count(self, line: str) -> int:
+        """How often the pattern occurs in line (occurrences do not overlap)."""
+        try:
+            return len(self.compiled.findall(line, timeout=REGEXP_SECONDS))
+        except TimeoutError:
+            raise self._too_slow(line) from None
+
+    def _too_slow(self, line: str) -> InputError:
+        return InputError(
+            f"regular expression {self.text!r} took more than {REGEXP_SECONDS:g} s on one line of "
+            f"{len(line)} characters (it backtracks without bound); simplify it, e.g. (a+)+ to a+"
+        )
 
 
 @dataclass(frozen=True)
@@ -236,8 +260,8 @@ def _positive(path: str, elem: etree._Element, text: str | None, what: str, zero
 
 def _compile(path: str, elem: etree._Element, text: str, literal: bool) -> Pattern:
     try:
-        return Pattern(text, re.compile(re.escape(text) if literal else text))
-    except re.error as exc:
+        return Pattern(text, regex.compile(regex.escape(text) if literal else text))
+    except regex.error as exc:
         raise _fail(path, elem, f"regular expression {text!r} does not compile ({exc}); fix it") from None
 
 
@@ -265,11 +289,7 @@ def _choice(path: str, elem: etree._Element, attr: str, choices: tuple[str, ...]
 def parse(path: str) -> InputDescription:
     """Read an input description; a malformed one is a one-line UsageError naming file and element."""
     parser = etree.XMLParser(resolve_entities=False, no_network=True, remove_comments=True, remove_pis=True)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the input description ({exc.strerror or exc}); check the path") from None
+    data = read_input(path, "input description")  # a regular file only: a FIFO or /dev/zero would never end
     try:
         root = etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
@@ -365,7 +385,7 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
             for c_in, c_out in zip(ins, outs, strict=True):
                 literal = c_in.get("match", "literal") != "regexp"
                 text = c_in.text or ""
-                maps.append((_compile(path, c_in, f"^{re.escape(text)}$" if literal else text, literal=False),
+                maps.append((_compile(path, c_in, f"^{regex.escape(text)}$" if literal else text, literal=False),
                              (c_out.text or "").strip()))
     first = patterns[0] if patterns else triggers[0][0] if triggers else _compile(path, elem, begins[0][0], True)
     length = elem.get("len")
@@ -447,7 +467,7 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
         if child.tag not in allowed:
             raise _fail(path, child, f"is not allowed in a <tabular_location> with <tabular_value>s; use "
                         f"{', '.join('<' + a + '>' for a in allowed)}")
-    triggers = [Pattern(m.text or "", re.compile(re.escape(m.text or ""))) for m in elem.findall("match")]
+    triggers = [Pattern(m.text or "", regex.compile(regex.escape(m.text or ""))) for m in elem.findall("match")]
     triggers += [_compile(path, r, (r.text or "").strip(), literal=False) for r in elem.findall("regexp")]
     row = _positive(path, elem, _child_text(path, elem, "row", required=False), "<row>")
     skip = _positive(path, elem, _child_text(path, elem, "skip", required=False) or "0", "<skip>", zero=True)
@@ -648,7 +668,7 @@ def _marked(loc: NamedLocation, block: list[Line], index: int, begin: str) -> st
 
 
 def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: int,
-                   m: re.Match[str] | str | None) -> tuple[int, str | None]:
+                   m: regex.Match[str] | str | None) -> tuple[int, str | None]:
     lineno, line = block[index]
     if isinstance(m, str):
         return lineno, _marked(loc, block, index, m)
@@ -680,7 +700,7 @@ def _mapped(loc: NamedLocation, content: str | None) -> str | None:
 
 def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
     if loc.mode == "count":  # every occurrence, several on a line too, as perfbase counts them
-        found.values[var.name] = sum(len(p.compiled.findall(line)) for _, line in block for p in loc.patterns)
+        found.values[var.name] = sum(p.count(line) for _, line in block for p in loc.patterns)
         found.origin[var.name] = f"{path} (count of {loc.pattern.text!r})"
         return
     if loc.mode == "boolean":
@@ -907,11 +927,7 @@ def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
 
 
 def _read(path: str) -> tuple[bytes, list[Line]]:
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read ({exc.strerror or exc}); check the path") from None
+    data = read_input(path)
     text = data.decode("utf-8", errors="replace")
     return data, list(enumerate(text.splitlines(), start=1))
 

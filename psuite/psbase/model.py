@@ -184,7 +184,14 @@ def _date(s: str) -> _dt.date:
     raise ValueError(s)
 
 
+# A number as perfbase and the C library write one: ASCII digits only.  Python's int() and float() also take
+# other scripts' digits ("٣", "１") and underscores ("1_000"), which no program prints as a measurement.
+_ASCII_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def _parse(datatype: str, s: str) -> object:
+    if datatype in ("integer", "float") and not _ASCII_NUMBER.fullmatch(s):
+        raise ValueError(s)
     if datatype == "integer":
         try:
             n = int(s)
@@ -232,27 +239,26 @@ def _parse(datatype: str, s: str) -> object:
     raise UsageError(f"unknown datatype {datatype!r}; use one of {', '.join(DATATYPES)}")
 
 
-def _is_float(s: str) -> bool:
-    try:
-        float(s)
-    except ValueError:
-        return False
-    return True
-
-
 def convert(variable: Variable, text: str) -> object:
     """text as a typed value of variable: int, float, str, datetime.date,
     datetime.time, datetime.timedelta, datetime.datetime, bool or Version.
     BadValue (one line) when it does not parse or is not among variable.valid."""
     s = text if variable.datatype == "text" else str(text).strip()
+    if "\0" in s:  # PostgreSQL stores no NUL in text; SQLite would: one rule for both
+        raise BadValue(f"variable {variable.name!r}: the value holds a NUL character; remove it")
+    if variable.datatype == "version" and len(s) > STRING_MAX:  # the store's VARCHAR(255), as for strings
+        raise BadValue(f"variable {variable.name!r}: a version of {len(s)} characters is longer than "
+                       f"{STRING_MAX}; shorten it")
     try:
         value = _parse(variable.datatype, s)
     except (ValueError, OverflowError):
         shown = s if len(s) <= 60 else s[:57] + "..."
         why = _EXPECTED[variable.datatype]
-        if variable.datatype == "integer" and re.fullmatch(r"[+-]?\d+", s):
+        if variable.datatype == "integer" and re.fullmatch(r"[+-]?[0-9]+", s):
             why += " within 64 bits"
-        elif variable.datatype == "float" and _is_float(s):
+        elif variable.datatype == "float" and (
+            _ASCII_NUMBER.fullmatch(s) or re.fullmatch(r"[+-]?(inf|infinity|nan)", s, re.IGNORECASE)
+        ):
             why = "a finite number (no inf or nan)"
         raise BadValue(f"variable {variable.name!r}: {shown!r} is not {why}") from None
     if variable.valid:

@@ -136,7 +136,8 @@ from dataclasses import dataclass, field
 
 from lxml import etree
 
-from psuite.errors import InputError, UsageError
+from psuite.cli_common import read_input
+from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase.model import INT64_MAX
 
@@ -347,11 +348,7 @@ def _apply_fixed(path: str, root: etree._Element, overrides: dict[str, str]) -> 
 def parse(path: str, fixed: dict[str, str] | None = None) -> QueryFile:
     """Read a query file; a malformed one is a one-line UsageError.  fixed:
     contents of <fixed> values by id (query -f NAME=VALUE), over the file's."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the query file ({exc.strerror or exc}); check the path") from None
+    data = read_input(path, "query file")  # a regular file only: a FIFO or /dev/zero would never end
     parser = etree.XMLParser(
         resolve_entities=False, no_network=True, load_dtd=False, remove_comments=True, remove_pis=True
     )

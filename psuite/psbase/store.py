@@ -9,6 +9,8 @@ Tables:
                    perfbase's performed date and synopsis (columns added to an older archive when opened)
   psb_psets        perfbase's parameter sets: per experiment and set, a text value per parameter
                    (created in an older archive when opened)
+  psb_purged       per experiment, the highest run index purged: never given to a new run
+                   (created in an older archive when opened, or by the first purge)
   psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
   psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
                    column per multiple-occurrence variable
@@ -48,6 +50,7 @@ DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
 SEQ = "psb_seq"  # the row number within a run's data set
 _INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL's SQLSTATE for "permission denied" and "must be owner"
+_LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's sqlstate when lock_timeout ends a wait
 _LOCK_CLASS = 0x70736200  # "psb\0": the first key of psbase's advisory locks (the second: the experiment)
 
 # perfbase's run meta data beyond psbase's own: the date the run was performed, its synopsis
@@ -105,6 +108,7 @@ class Store:
     def __init__(self, db: str | None = None, create: bool = False) -> None:
         self.url = _as_url(db or default_url())
         self.name = _shown(self.url)
+        self._new_file: str | None = None  # the SQLite file this Store creates (discard_new_file)
         backend = self.url.get_backend_name()
         if backend == "sqlite":
             path = self.url.database or ""
@@ -115,6 +119,8 @@ class Store:
                                  "or name an existing one with --db or PSBASE_DB")
             if os.path.isdir(path):
                 raise StoreError(f"archive {path} is a directory; give a file name")
+            if create and not os.path.lexists(path):
+                self._new_file = path
         elif backend != "postgresql":
             raise UsageError(f"--db: {backend} databases are not supported; use an SQLite file or a "
                              "postgresql+psycopg:// URL")
@@ -124,6 +130,8 @@ class Store:
             raise UsageError(f"--db {self.name}: {one_line(exc)}") from None
         if backend == "sqlite":
             _serialize_sqlite(self.engine)
+        else:
+            _bound_lock_waits(self.engine)
         self.meta = sa.MetaData()
         self.experiments = sa.Table(
             "psb_experiments", self.meta,
@@ -149,8 +157,20 @@ class Store:
             sa.Column("name", sa.String(255), primary_key=True),
             sa.Column("variable", sa.String(63), primary_key=True),
             sa.Column("value", sa.Text, nullable=False))
+        # the highest run index purged per experiment: a purged run's number is never given again, so a
+        # number written down (a plot, a note, another archive) names one run for ever
+        self.purged = sa.Table(
+            "psb_purged", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("highest", sa.Integer, nullable=False))
+        self.has_purged = True  # psb_purged exists (an archive made before it may lack it)
         if create:
-            self._run(lambda: self.meta.create_all(self.engine), needs="admin")
+            try:
+                self._run(lambda: self.meta.create_all(self.engine), needs="admin")
+            except BaseException:
+                self.discard_new_file()
+                raise
         else:
             self._check_schema()
             self._add_run_meta()
@@ -169,6 +189,11 @@ class Store:
                 raise StoreError(roles.refusal(self.engine, self.url.database or "", want)) from None
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.OperationalError as exc:
+            if getattr(exc.orig, "sqlstate", None) == _LOCK_NOT_AVAILABLE:
+                raise StoreError(
+                    f"archive {self.name}: waited {lock_wait_seconds():g} s for a lock another session holds "
+                    "(an open transaction or an advisory lock; see pg_locks); nothing was changed: retry when "
+                    "it ends, or set PSBASE_LOCK_TIMEOUT (seconds) to wait longer") from None
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
         except sa.exc.DatabaseError as exc:
             raise StoreError(f"archive {self.name}: {_db_problem(exc)}") from None
@@ -187,13 +212,16 @@ class Store:
         """An archive made before runs had a performed date and a synopsis gets their (empty) columns; a
         user who may not change it (PostgreSQL) reads it without them and files no run that has them."""
         inspector = self._run(lambda: sa.inspect(self.engine))
-        if not self._run(lambda: inspector.has_table("psb_psets")):
-            try:
-                with self.engine.begin() as conn:
-                    self.psets.create(conn, checkfirst=True)
-                    roles.grant_new_tables(conn, self.url.database or "", [self.psets.name])
-            except sa.exc.DBAPIError:
-                pass  # a user who may not: parameter sets are refused as the database refuses them
+        for table in (self.psets, self.purged):
+            if not self._run(lambda t=table: inspector.has_table(t.name)):
+                try:
+                    with self.engine.begin() as conn:
+                        table.create(conn, checkfirst=True)
+                        roles.grant_new_tables(conn, self.url.database or "", [table.name])
+                except sa.exc.DBAPIError:
+                    # a user who may not: parameter sets are refused as the database refuses them; without
+                    # psb_purged nothing was purged since the archive was made by an older psbase
+                    self.has_purged = table is not self.purged
         have = {c["name"] for c in self._run(lambda: inspector.get_columns("psb_runs"))}
         lacking = [(n, t) for n, t in _RUN_META if n not in have]
         if not lacking:
@@ -212,6 +240,18 @@ class Store:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def discard_new_file(self) -> None:
+        """Remove the SQLite archive this Store created, with its journal: a setup that failed (a full
+        disk, a definition refused) leaves no empty archive behind.  A file that existed is kept."""
+        self.engine.dispose()
+        if self._new_file:
+            for p in (self._new_file, *(self._new_file + s for s in ("-journal", "-wal", "-shm"))):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+            self._new_file = None
 
     def _experiment_id(self, conn: sa.Connection, name: str) -> tuple[int, Definition]:
         row = conn.execute(sa.select(self.experiments.c.id, self.experiments.c.definition)
@@ -553,7 +593,8 @@ class Store:
                     self._update(conn, d)
                 once, rows = self._tables(exp_id, d)
                 r = self.runs
-                nxt = (conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0) + 1
+                nxt = max(conn.execute(sa.select(sa.func.max(r.c.idx)).where(r.c.experiment == exp_id)).scalar() or 0,
+                          self._highest_purged(conn, exp_id)) + 1
                 done: list[int] = []
                 by_name = {v.name: v for v in d.variables}  # not d.variable(): a list search per value
                 once_names = [v.name for v in d.variables if v.occurrence == "once"]
@@ -701,7 +742,21 @@ class Store:
                 conn.execute(once.delete().where(once.c[RUN].in_(indexes)))
                 r = self.runs
                 conn.execute(r.delete().where(r.c.experiment == exp_id, r.c.idx.in_(indexes)))
+                highest = max(max(indexes), self._highest_purged(conn, exp_id))
+                if not self.has_purged:
+                    self.purged.create(conn, checkfirst=True)
+                    roles.grant_new_tables(conn, self.url.database or "", [self.purged.name])
+                    self.has_purged = True
+                p = self.purged
+                conn.execute(p.delete().where(p.c.experiment == exp_id))
+                conn.execute(p.insert().values(experiment=exp_id, highest=highest))
         self._run(go, needs="admin")
+
+    def _highest_purged(self, conn: sa.Connection, exp_id: int) -> int:
+        if not self.has_purged:
+            return 0
+        p = self.purged
+        return conn.execute(sa.select(p.c.highest).where(p.c.experiment == exp_id)).scalar() or 0
 
     def drop_experiment(self, name: str) -> int:
         """Remove an experiment for good: its definition, runs and tables (perfbase's `delete -e`);
@@ -765,6 +820,31 @@ def _serialize_sqlite(engine: sa.Engine) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def lock_wait_seconds() -> float:
+    """How long a psbase command waits for a lock on a PostgreSQL archive (PSBASE_LOCK_TIMEOUT, seconds)."""
+    try:
+        value = float(os.environ.get("PSBASE_LOCK_TIMEOUT", "30"))
+    except ValueError:
+        raise UsageError("PSBASE_LOCK_TIMEOUT is not a number of seconds; set it to e.g. 30") from None
+    if not 0 < value < 86400:
+        raise UsageError("PSBASE_LOCK_TIMEOUT must be more than 0 and less than 86400 seconds")
+    return value
+
+
+def _bound_lock_waits(engine: sa.Engine) -> None:
+    """On a shared server any user who may read (a query-class user) can hold a lock psbase needs, by an
+    open transaction (which blocks ALTER TABLE) or an advisory lock (which blocks imports): waits are
+    bounded by lock_timeout, so a command ends with one line instead of waiting for ever."""
+    ms = int(lock_wait_seconds() * 1000)
+
+    @event.listens_for(engine, "connect")
+    def _connect(dbapi_conn, _record) -> None:
+        cur = dbapi_conn.cursor()
+        cur.execute(f"SET lock_timeout = {ms}")
+        cur.close()
+        dbapi_conn.commit()  # psycopg opened a transaction for the SET; the setting outlives it
 
 
 def _index_key(index: sa.Index | None) -> list[tuple[str, str]]:

@@ -49,7 +49,8 @@ def test_input_query_info_ls_delete_as_perfbase_writes_them(exp):
     out = ok(psbase("delete", "--exp=default_TEST", "--dontask", "--force", cwd=cwd, env=env))
     assert out == "psbase: removed experiment default_TEST and its 2 runs\n"
     assert "default_TEST" not in ok(psbase("ls", cwd=cwd, env=env))
-    assert archive_tables(env["PSBASE_DB"]) == ["psb_experiments", "psb_psets", "psb_runs", "psb_variables"]
+    assert archive_tables(env["PSBASE_DB"]) == [
+        "psb_experiments", "psb_psets", "psb_purged", "psb_runs", "psb_variables"]
     # set up again under the same name, as perfbase's scripts do after delete -e
     ok(psbase("setup", "--desc=default_exp_int_1.xml", cwd=cwd, env=env))
 

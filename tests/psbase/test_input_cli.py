@@ -110,7 +110,7 @@ UNCLEAR = [
     (["--desc", "table.xml", "--with", "head.xml", "run.log"],
      "--desc table.xml reads the FILEs given without --with, and there are none"),
     ([], "name the files to file: psbase input EXPERIMENT FILE..., or --with INPUT.xml FILE"),
-    (["--with", "nope.xml", "run.log"], "nope.xml: cannot read the input description"),
+    (["--with", "nope.xml", "run.log"], "input description nope.xml: no such file"),
     (["--with", "head.xml", "nope.log"], "nope.log: no such file"),
     (["--merge", "--desc", "head.xml", "run.log", "--bogus"], "unrecognized arguments: --bogus"),
     (["--fixed", "nodes=2", "run.log"], "--fixed and --missing go with --desc or --with"),

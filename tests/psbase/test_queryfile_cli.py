@@ -125,7 +125,7 @@ def test_query_file_errors_are_one_line(db_url, tmp_path):
         ),
         (["--file", str(QUERY), "-f", "png", "-o", "x.png"], "drop -f, -o"),
         (["--file", str(QUERY), "--by", "S_chunk"], "drop --by"),
-        (["--file", str(tmp_path / "missing.xml")], "cannot read the query file"),
+        (["--file", str(tmp_path / "missing.xml")], "query file " + str(tmp_path / "missing.xml") + ": no such file"),
         (
             ["--file", str(QUERY), "--where", "S_chunk=big"],
             "--where S_chunk=big: variable 'S_chunk': 'big' is not an integer",

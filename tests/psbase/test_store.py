@@ -153,7 +153,7 @@ def test_delete_restore_purge(store):
         store.set_deleted("sweep", [2, 7, 9], True)
     assert not store.run("sweep", 2).deleted  # nothing changed by the refused call
     # a purged run's content may be filed again
-    assert store.add_runs("sweep", [run("a")]) == [3]
+    assert store.add_runs("sweep", [run("a")]) == [4]  # under a new number: 3 named the purged run
 
 
 def test_update_adds_changes_and_removes(store):
