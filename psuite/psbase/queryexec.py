@@ -37,6 +37,7 @@ from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
 from psuite.psbase.model import Definition, Variable, convert
+from psuite.psbase.output.perfbase_text import py2str
 from psuite.psbase.query import NUMERIC, aggregate, allowed_stats, from_clause, sort_key, stddev
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import Store, _from_db, _to_db
@@ -66,6 +67,10 @@ class Vec:
 
 
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
+PB_FILTER = "\x00perfbase"  # the source id of a note that is a filter text as perfbase shows it
+PB_QUOTED = ("string", "text", "date", "version", "boolean")  # the datatypes perfbase quotes in a filter text
+_PB_CONDITIONS = (("lesser", "<"), ("lessequal", "<="), ("greater", ">"), ("greaterequal", ">="),
+                  ("equal", "="), ("notequal", "!="))  # perfbase reads a filter's conditions in this order
 
 
 def execute(
@@ -223,6 +228,7 @@ class _Run:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         for r in src.runs:
             conds.append(self.run_condition(r))
+        notes += self.pb_filters(src, params, source, col, conds)
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
         for i, v in enumerate(swept):
             if not sweeps[i]:
@@ -241,6 +247,29 @@ class _Run:
             tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
         }
         return results, keys, source, col, run, conds, instances, notes
+
+    def pb_filters(self, src: qf.Source, params: list[Variable], source, col, conds: list) -> list[tuple[str, str]]:
+        """The filters perfbase shows for a source (its data title, e.g. "MPI_version = '1.2'"), as notes
+        under PB_FILTER: those of the parameters it shows as filters (perfbase's showfilter: a parameter
+        that occurs once per run, or show="filter" or "all"); one without a <filter> shows its value when
+        every row has the same."""
+        out = []
+        for sel, v in zip(src.params, params, strict=True):
+            if sel.sweep is not None:
+                continue
+            shown = {"nothing": False, "data": False, "filter": True, "all": True}.get(sel.show, v.occurrence == "once")
+            mine = [f for f in sel.filters if not f.command_line]
+            if not shown:
+                continue
+            if mine:
+                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean)))
+                continue
+            c = col(v.name)
+            found = self.conn.execute(
+                sa.select(c).distinct().select_from(source).where(*conds).limit(2)).scalars().all()
+            if len(found) == 1 and found[0] is not None:  # perfbase's "open" filter: the one value found
+                out.append((PB_FILTER, f"{v.name} = {py2str(_plain(v, found[0]))}"))
+        return out
 
     def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:
         ops = {
@@ -415,7 +444,15 @@ class _Run:
         if kind in ("sum", "offset", "diff") and c.datatype == "integer" and float(op.value or 0).is_integer():
             datatype = "integer"
         label = op.alias or (op.term_text if kind == "eval" else f"{c.label or c.name} {kind}")
-        return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind)
+        pb_unit = _pb_unit(c)
+        if kind == "div" and other is not None:
+            pb_unit = f"{_pb_unit(c)}/{_pb_unit(other)}"
+        elif kind in ("percentof", "above", "below"):
+            pb_unit = "%"
+        elif kind in ("runindex", "eval"):
+            pb_unit = ""
+        return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind,
+                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit)
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
@@ -627,7 +664,8 @@ class _Run:
         if not picked:
             raise self.fail(op, f"the slice {text} of its {len(order)} runs is empty; give a range of them")
         kept = [n for n, ridx in enumerate(runs) if picked[0] <= ridx <= picked[-1]]
-        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
+        values = [dataclasses.replace(c, pb=op.alias or f"{op.type}({_pb(c)})") for c in vec.values]
+        return Vec(vec.keys, values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
 
 
 # -- vectors --------------------------------------------------------------------
@@ -761,7 +799,10 @@ def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:
 
 def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
     """An output's inputs, all sweep instances, as one table: one value
-    column per input value and instance."""
+    column per input value and instance.  perfbase's outputs print each
+    input on its own: their table carries the blocks (pb_blocks)."""
+    if out.format in qf.PERFBASE_FORMATS:
+        return _pb_table(out, inputs, experiment)
     parts: list[tuple[str, Vec]] = []
     swept = any(inst for _, instances in inputs for inst in instances)
     for ident, instances in inputs:
@@ -808,6 +849,7 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
 def _notes(notes: list[tuple[str, str]]) -> list[str]:
     """The fixed parameter values of the sources: plain where every source
     has it, else after the ids of the sources that have it."""
+    notes = [n for n in notes if n[0] != PB_FILTER]  # perfbase's filter texts: its outputs only
     sources = {sid for sid, _ in notes}
     out = []
     for text in dict.fromkeys(t for _, t in notes if t):
@@ -897,7 +939,7 @@ def _plain(v: Variable, x: object) -> object:
 def _column(v: Variable, role: str) -> Column:
     datatype = "float" if v.datatype == "duration" else v.datatype
     unit = v.unit or ("s" if v.datatype == "duration" else "")
-    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype)
+    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype, pb_unit=v.unit or "")
 
 
 def _show(x: object) -> str:
@@ -913,3 +955,84 @@ def _label(f: qf.Filter) -> str:
     signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
     return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
 
+
+
+# -- perfbase's labels ------------------------------------------------------------
+
+
+def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
+    """A parameter's filters as perfbase writes them in a data title: "S_msg >= 2byte OR S_msg = 0byte",
+    values as written in the query (quoted for strings, versions, dates), each followed by the unit."""
+    unit = v.unit or ""
+    parts = []
+    for f in filters:
+        left = list(f.conditions)
+        ordered = []
+        while left:  # perfbase takes one condition of each kind per round, kinds in a fixed order
+            for kind, _ in _PB_CONDITIONS:
+                at = next((i for i, (op, _) in enumerate(left) if op == kind), None)
+                if at is not None:
+                    ordered.append(left.pop(at))
+        sign = dict(_PB_CONDITIONS)
+        texts = [f"{v.name} {sign[op]} {_pb_quoted(v, x)}{unit}" for op, x in ordered]
+        parts.append(f" {f.boolean.upper()} ".join(texts))
+    return f" {boolean.upper()} ".join(parts)
+
+
+def _pb_quoted(v: Variable, text: str) -> str:
+    return f"'{text}'" if v.datatype in PB_QUOTED else text
+
+
+def _pb(c: Column) -> str:
+    """A column's perfbase label."""
+    return c.pb or c.name
+
+
+def _pb_unit(c: Column) -> str:
+    return c.unit if c.pb_unit is None else c.pb_unit
+
+
+_PB_SIGNS = {"percentof": " % of ", "above": " % more than ", "below": " % less then "}  # perfbase's words
+
+
+def _pb_op_label(op: qf.Operator, c: Column, other: Column | None) -> str:
+    """The label perfbase gives an operator's column made from c (and other's): avg(r), sum(r,r), r-r,
+    [r % of r], r*2.0, 20.0-quantile(r), runindex(min(T_pp))."""
+    kind, a = op.type, _pb(c)
+    b = _pb(other) if other is not None else a
+    if op.alias:
+        return op.alias
+    if kind in ("diff", "div"):
+        return a + ("-" if kind == "diff" else "/") + b
+    if kind in _PB_SIGNS:  # perfbase names the inputs last to first
+        return f"[{b}{_PB_SIGNS[kind]}{a}]"
+    if kind in ("scale", "offset"):
+        return a + ("*" if kind == "scale" else "+") + py2str(float(op.value or 0))
+    if kind == "normalize":
+        target = op.value if op.value is not None else (1.0 if op.variant == "scale" else 0.0)
+        return f"{a} {'normalized' if op.variant == 'scale' else 'shifted'} to {py2str(float(target))}"
+    if kind == "quantile":
+        return f"{py2str(float(op.value or 0))}-quantile({a})"
+    if other is not None:
+        return f"{kind}({a},{b})"
+    return f"{kind}({a})"
+
+
+def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
+    """perfbase's view of an output: per input (and sweep instance) a block of its parameter and result
+    columns (perfbase's label and unit), the filters it shows and its rows as they are (no join: perfbase
+    prints each input separately).  The table's own columns and rows are those of the first block."""
+    from psuite.psbase.output.perfbase_text import Block
+
+    blocks = []
+    for ident, instances in inputs:
+        for _, vec in instances.items():
+            filters = list(dict.fromkeys(t for sid, t in vec.notes if sid == PB_FILTER and t))
+            blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
+                                [(_pb(c), _pb_unit(c)) for c in vec.values], filters,
+                                [(*kv, *vals) for kv, vals, _ in vec.rows]))
+    first = next((vec for _, instances in inputs for vec in instances.values()), Vec([], [], []))
+    table = ResultTable(out.title or out.id, [*first.keys, *first.values],
+                        [(*kv, *vals) for kv, vals, _ in first.rows], experiment=experiment, empty_ok=True)
+    table.pb_blocks = blocks
+    return table

@@ -153,7 +153,8 @@ RUNS = ("runindex", "param")  # one input: the run index of each row; the value 
 OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
-STDOUT_FORMATS = ("text", "csv", "json")
+PERFBASE_FORMATS = ("pbtext",)  # perfbase's targets rendered as perfbase wrote them (raw_text)
+STDOUT_FORMATS = ("text", "csv", "json", *PERFBASE_FORMATS)
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
 TERM_FUNCTIONS = ("abs", "min", "max", "sqrt", "exp", "log", "log10")
@@ -663,14 +664,15 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
 
 
 def _format(path: str, elem: etree._Element) -> str:
-    """format= (psbase's), or perfbase's target= with its format= (raw_text;
-    gnuplot on the screen: its data and script; gnuplot as png)."""
+    """format= (psbase's), or perfbase's target= with its format= (raw_text:
+    perfbase's text, whatever its format=, as perfbase ignores it; gnuplot on
+    the screen: its data and script; gnuplot as png)."""
     target = elem.get("target")
     if target is None:
         return _choice(path, elem, "format", FORMATS, "text")
     fmt = elem.get("format", "screen")
-    if target == "raw_text" and fmt == "screen":
-        return "text"
+    if target == "raw_text":
+        return "pbtext"
     if target == "gnuplot" and fmt in ("screen", "png"):
         return "gnuplot" if fmt == "screen" else "png"
     raise _fail(

@@ -25,6 +25,8 @@ class Column:
     label: str = ""  # a longer label for axes and legends (the variable's synopsis); "" means the name
     datatype: str = "float"  # the psbase datatype of the values (model.DATATYPES)
     statistic: str = ""  # what the values are of the result ("mean", "count", ...): charts keep counts apart
+    pb: str = ""  # perfbase's label of the column (e.g. "avg(r)"), for perfbase's outputs; "" means the name
+    pb_unit: str | None = None  # perfbase's unit of the column where it differs from unit (e.g. "us/us")
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

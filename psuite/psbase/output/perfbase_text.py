@@ -1,0 +1,69 @@
+"""perfbase's raw_text output, byte for byte: each input of an output as a
+block (a data title of the filters it shows, a header of its columns with
+their units, then its rows), values as perfbase's Python 2 printed them.
+
+A header line is "# " then "LABEL[UNIT]\\t" per column; a data title
+"# " then "FILTER  " per filter, printed with the header and only when it
+has a filter; both are printed again only when they change from the block
+before.  A row is each value, a space and a tab ("4.4 \\t7.0 \\t"): the
+softspace of Python 2's `print x, "\\t",`.  An input without rows prints
+nothing (an output with no rows at all is empty)."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from dataclasses import dataclass
+
+
+@dataclass
+class Block:
+    """One input of a perfbase output: columns as (label, unit), the filter texts, the rows."""
+
+    input: str
+    params: list[tuple[str, str]]
+    results: list[tuple[str, str]]
+    filters: list[str]
+    rows: list[tuple]
+
+
+def py2str(x: object) -> str:
+    """A value as Python 2's str() printed it: floats to 12 significant digits with ".0" on whole
+    numbers (7.0, 1.1, 1e+20), None as None."""
+    if isinstance(x, bool):
+        return str(x)
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "nan"
+        if math.isinf(x):
+            return "inf" if x > 0 else "-inf"
+        text = f"{x:.12g}"
+        return text if any(ch in text for ch in ".e") else text + ".0"
+    if isinstance(x, _dt.timedelta):  # perfbase's durations print as Python's timedelta
+        return str(x)
+    return str(x)
+
+
+def header(block: Block) -> str:
+    return "# " + "".join(f"{label}[{unit}]\t" for label, unit in block.params + block.results)
+
+
+def data_title(block: Block) -> str:
+    return "# " + "".join(f + "  " for f in block.filters)
+
+
+def text(blocks: list[Block]) -> str:
+    out: list[str] = []
+    prev_header = prev_title = ""
+    for b in blocks:
+        if not b.rows:
+            continue
+        head, title = header(b), data_title(b)
+        if head != prev_header or title != prev_title:
+            if title != "# ":  # perfbase remembers a title only when it printed one
+                out.append(title + "\n")
+                prev_title = title
+            out.append(head + "\n")
+            prev_header = head
+        out += ["".join(f"{py2str(v)} \t" for v in row) + "\n" for row in b.rows]
+    return "".join(out)
