@@ -181,7 +181,7 @@ class _Run:
             }
         matched = _match([(i, self.output_of(i)) for i in elem.inputs])
         try:
-            return {inst: _join(vecs, outer=True) for inst, vecs in matched}
+            return {inst: _join(_pb_combined(vecs), outer=True) for inst, vecs in matched}
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
 
@@ -345,7 +345,8 @@ class _Run:
                 order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes), runs
+                [_column(k, "key") for k in keys], [_pb_source_column(v, notes) for v in results], rows,
+                _plain_notes(notes), runs
             )
         return out
 
@@ -382,9 +383,9 @@ class _Run:
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
                 [_column(k, "key") for k in keys],
-                [self.derived(op, _column(v, "value")) for v in results],
+                [self.derived(op, _pb_source_column(v, notes)) for v in results],
                 rows,
-                list(notes),
+                _plain_notes(notes),
             )
         return out
 
@@ -451,8 +452,10 @@ class _Run:
             pb_unit = "%"
         elif kind in ("runindex", "eval"):
             pb_unit = ""
+        # perfbase's filters of a column from two: those of the second that the first has too
+        filters = c.pb_filters if other is None else tuple(f for f in other.pb_filters if f in c.pb_filters)
         return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind,
-                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit)
+                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit, pb_filters=filters)
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
@@ -849,7 +852,6 @@ def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experi
 def _notes(notes: list[tuple[str, str]]) -> list[str]:
     """The fixed parameter values of the sources: plain where every source
     has it, else after the ids of the sources that have it."""
-    notes = [n for n in notes if n[0] != PB_FILTER]  # perfbase's filter texts: its outputs only
     sources = {sid for sid, _ in notes}
     out = []
     for text in dict.fromkeys(t for _, t in notes if t):
@@ -983,6 +985,15 @@ def _pb_quoted(v: Variable, text: str) -> str:
     return f"'{text}'" if v.datatype in PB_QUOTED else text
 
 
+def _pb_source_column(v: Variable, notes: list[tuple[str, str]]) -> Column:
+    """A source's result column with the filters perfbase shows for it (the notes under PB_FILTER)."""
+    return dataclasses.replace(_column(v, "value"), pb_filters=tuple(t for sid, t in notes if sid == PB_FILTER))
+
+
+def _plain_notes(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [n for n in notes if n[0] != PB_FILTER]
+
+
 def _pb(c: Column) -> str:
     """A column's perfbase label."""
     return c.pb or c.name
@@ -1027,7 +1038,7 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     blocks = []
     for ident, instances in inputs:
         for _, vec in instances.items():
-            filters = list(dict.fromkeys(t for sid, t in vec.notes if sid == PB_FILTER and t))
+            filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
             blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
                                 [(_pb(c), _pb_unit(c)) for c in vec.values], filters,
                                 [(*kv, *vals) for kv, vals, _ in vec.rows]))
@@ -1036,3 +1047,17 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
                         [(*kv, *vals) for kv, vals, _ in first.rows], experiment=experiment, empty_ok=True)
     table.pb_blocks = blocks
     return table
+
+
+def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:
+    """A combiner's inputs with perfbase's labels: of several inputs, each value column's label gets
+    "|INPUT" (once: not where it has one) and the parameters (the first input's) "|FIRST_INPUT"."""
+    if len(vecs) < 2:
+        return vecs
+    out = []
+    for n, (ident, v) in enumerate(vecs):
+        keys = [k if _pb(k).endswith(">") else dataclasses.replace(k, pb=f"{_pb(k)}|{ident}") for k in v.keys] \
+            if n == 0 else v.keys
+        values = [c if "|" in _pb(c) else dataclasses.replace(c, pb=f"{_pb(c)}|{ident}") for c in v.values]
+        out.append((ident, dataclasses.replace(v, keys=keys, values=values)))
+    return out

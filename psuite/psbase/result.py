@@ -27,6 +27,7 @@ class Column:
     statistic: str = ""  # what the values are of the result ("mean", "count", ...): charts keep counts apart
     pb: str = ""  # perfbase's label of the column (e.g. "avg(r)"), for perfbase's outputs; "" means the name
     pb_unit: str | None = None  # perfbase's unit of the column where it differs from unit (e.g. "us/us")
+    pb_filters: tuple[str, ...] = ()  # the filters perfbase shows with the column (e.g. "MPI_version = '1.2'")
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
