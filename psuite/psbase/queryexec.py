@@ -37,7 +37,7 @@ from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
 from psuite.psbase.model import Definition, Variable, convert
-from psuite.psbase.output.perfbase_text import py2str
+from psuite.psbase.output.perfbase_text import py2str, unit_text
 from psuite.psbase.query import NUMERIC, aggregate, allowed_stats, from_clause, sort_key, stddev
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import Store, _from_db, _to_db
@@ -94,7 +94,8 @@ def execute(
         tables = []
         for out in q.outputs:
             try:
-                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)))
+                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment,
+                                           {i for i in out.inputs if isinstance(q.elements[i], qf.Source)})))
             except _Unmatched as exc:
                 raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
@@ -800,12 +801,13 @@ def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:
     return Vec(keys, cols, rows, notes)
 
 
-def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
+def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str,
+           sources: set[str] | None = None) -> ResultTable:
     """An output's inputs, all sweep instances, as one table: one value
     column per input value and instance.  perfbase's outputs print each
     input on its own: their table carries the blocks (pb_blocks)."""
     if out.format in qf.PERFBASE_FORMATS:
-        return _pb_table(out, inputs, experiment)
+        return _pb_table(out, inputs, experiment, sources or set())
     parts: list[tuple[str, Vec]] = []
     swept = any(inst for _, instances in inputs for inst in instances)
     for ident, instances in inputs:
@@ -941,7 +943,7 @@ def _plain(v: Variable, x: object) -> object:
 def _column(v: Variable, role: str) -> Column:
     datatype = "float" if v.datatype == "duration" else v.datatype
     unit = v.unit or ("s" if v.datatype == "duration" else "")
-    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype, pb_unit=v.unit or "")
+    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype, pb_unit=unit_text(v.unit or ""))
 
 
 def _show(x: object) -> str:
@@ -965,7 +967,7 @@ def _label(f: qf.Filter) -> str:
 def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
     """A parameter's filters as perfbase writes them in a data title: "S_msg >= 2byte OR S_msg = 0byte",
     values as written in the query (quoted for strings, versions, dates), each followed by the unit."""
-    unit = v.unit or ""
+    unit = unit_text(v.unit or "")
     parts = []
     for f in filters:
         left = list(f.conditions)
@@ -1029,7 +1031,8 @@ def _pb_op_label(op: qf.Operator, c: Column, other: Column | None) -> str:
     return f"{kind}({a})"
 
 
-def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
+def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str,
+              sources: set[str]) -> ResultTable:
     """perfbase's view of an output: per input (and sweep instance) a block of its parameter and result
     columns (perfbase's label and unit), the filters it shows and its rows as they are (no join: perfbase
     prints each input separately).  The table's own columns and rows are those of the first block."""
@@ -1038,6 +1041,9 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     blocks = []
     for ident, instances in inputs:
         for _, vec in instances.items():
+            if ident in sources and vec.runs is not None:  # perfbase's source: run by run, each sorted
+                at = sorted(range(len(vec.rows)), key=lambda n: vec.runs[n])
+                vec = dataclasses.replace(vec, rows=[vec.rows[n] for n in at], runs=[vec.runs[n] for n in at])
             filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
             blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
                                 [(_pb(c), _pb_unit(c)) for c in vec.values], filters,

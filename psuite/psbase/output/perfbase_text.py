@@ -67,3 +67,21 @@ def text(blocks: list[Block]) -> str:
             prev_header = head
         out += ["".join(f"{py2str(v)} \t" for v in row) + "\n" for row in b.rows]
     return "".join(out)
+
+
+def unit_text(unit: str) -> str:
+    """A unit as perfbase writes it: scaling symbol and base unit word (byte, us, Mbit/s, Kbyte)."""
+    from psuite.errors import PsuiteError
+    from psuite.psbase import units
+
+    try:
+        u = units.parse(unit)
+    except PsuiteError:
+        return unit
+
+    def factor(f: units.Factor) -> str:
+        prefix = "K" if f.scaling == "Kilo" else units.SCALINGS[f.scaling][0] if f.scaling else ""
+        return prefix + f.base
+
+    top = "*".join(factor(f) for f in u.dividend) or ("1" if u.divisor else "")
+    return top + "".join("/" + factor(f) for f in u.divisor)
