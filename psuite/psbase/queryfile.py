@@ -663,11 +663,20 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     return out
 
 
+def _perfbase_doctype(elem: etree._Element) -> bool:
+    """Whether the query file declares perfbase's DTD (<!DOCTYPE query SYSTEM ".../pb_query.dtd">):
+    then an <output> without target= or format= is perfbase's raw_text, as perfbase reads it."""
+    url = elem.getroottree().docinfo.system_url or ""
+    return url.rsplit("/", 1)[-1] == "pb_query.dtd"
+
+
 def _format(path: str, elem: etree._Element) -> str:
     """format= (psbase's), or perfbase's target= with its format= (raw_text:
     perfbase's text, whatever its format=, as perfbase ignores it; gnuplot on
     the screen: its data and script; gnuplot as png)."""
     target = elem.get("target")
+    if target is None and elem.get("format") is None and _perfbase_doctype(elem):
+        target = "raw_text"  # perfbase's default target, in a file that declares perfbase's DTD
     if target is None:
         return _choice(path, elem, "format", FORMATS, "text")
     fmt = elem.get("format", "screen")
