@@ -346,7 +346,7 @@ class _Run:
                 order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys], [_pb_source_column(v, notes) for v in results], rows,
+                [_pb_key(src, k) for k in keys], [_pb_source_column(src, v, notes) for v in results], rows,
                 _plain_notes(notes), runs
             )
         return out
@@ -383,8 +383,8 @@ class _Run:
                     vals[j], errs[j] = value, error
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys],
-                [self.derived(op, _pb_source_column(v, notes)) for v in results],
+                [_pb_key(src, k) for k in keys],
+                [self.derived(op, _pb_source_column(src, v, notes)) for v in results],
                 rows,
                 _plain_notes(notes),
             )
@@ -987,9 +987,16 @@ def _pb_quoted(v: Variable, text: str) -> str:
     return f"'{text}'" if v.datatype in PB_QUOTED else text
 
 
-def _pb_source_column(v: Variable, notes: list[tuple[str, str]]) -> Column:
-    """A source's result column with the filters perfbase shows for it (the notes under PB_FILTER)."""
-    return dataclasses.replace(_column(v, "value"), pb_filters=tuple(t for sid, t in notes if sid == PB_FILTER))
+def _pb_source_column(src: qf.Source, v: Variable, notes: list[tuple[str, str]]) -> Column:
+    """A source's result column with perfbase's label (its alias) and the filters perfbase shows for it
+    (the notes under PB_FILTER)."""
+    return dataclasses.replace(_column(v, "value"), pb=src.aliases.get(v.name, ""),
+                               pb_filters=tuple(t for sid, t in notes if sid == PB_FILTER))
+
+
+def _pb_key(src: qf.Source, v: Variable) -> Column:
+    """A source's parameter column with perfbase's label (its alias)."""
+    return dataclasses.replace(_column(v, "key"), pb=next((p.alias for p in src.params if p.name == v.name), ""))
 
 
 def _plain_notes(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:

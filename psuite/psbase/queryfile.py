@@ -186,6 +186,7 @@ class ParamSel:
     line: int = 0
     boolean: str = "and"  # how its filters combine (perfbase's boolean= of <parameter>)
     show: str = "auto"  # perfbase's show=: data or all make it a key, filter, title or nothing never
+    alias: str = ""  # perfbase's <value alias=...>: its label in perfbase's outputs
 
 
 @dataclass
@@ -212,6 +213,7 @@ class Source(Element):
     boolean: str = "and"  # how the filters of its parameters combine (perfbase's boolean= of <source>)
     params: list[ParamSel] = field(default_factory=list)
     runs: list[RunSel] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # perfbase's <result alias=...>: labels in its outputs
 
 
 @dataclass
@@ -433,6 +435,7 @@ def _param(path: str, elem: etree._Element) -> ParamSel:
     sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline,
                    boolean=_choice(path, elem, "boolean", ("and", "or"), "and").lower(),
                    show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"))
+    sel.alias = ((elem.find("value") if elem.find("value") is not None else elem).get("alias") or "").strip()
     for c in elem:
         if c.tag == "filter":
             sel.filters.append(_filter(path, c))
@@ -508,6 +511,8 @@ def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel
     for c in elem:
         if c.tag == "result":
             src.results.append(_text(path, c))
+            if (c.get("alias") or "").strip():
+                src.aliases[src.results[-1]] = c.get("alias").strip()
         elif c.tag == "parameter":
             src.params.append(_param(path, c))
         elif c.tag == "run":
