@@ -141,6 +141,9 @@ class _Run:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
         self.need_runs = _run_readers(q)
+        # a query with perfbase's outputs reads its sources in perfbase's order: run by run, each run's rows by
+        # the first parameter (where it has several values per run), else as filed
+        self.pb_order = any(out.format in qf.PERFBASE_FORMATS for out in q.outputs)
 
     def output_of(self, ident: str) -> dict[Instance, Vec]:
         """An element's output, computed when first asked for (a source whose
@@ -327,6 +330,8 @@ class _Run:
         out: dict[Instance, Vec] = {}
         r = self.store.runs
         order = [col(k.name).asc().nulls_last() for k in keys] + [r.c.idx]
+        if self.pb_order:
+            order = [r.c.idx] + [col(k.name).asc().nulls_last() for k in keys[:1] if k.occurrence == "multiple"]
         if any(v.occurrence == "multiple" for v in results + keys):
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
@@ -342,7 +347,7 @@ class _Run:
                 vals = [_plain(v, x) for v, x in zip(results, row[len(keys) : -1], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
                 runs.append(int(row[-1]))
-            if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
+            if any(k.datatype == "version" for k in keys) and not self.pb_order:  # SQL sorted them as text
                 order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
@@ -603,7 +608,13 @@ class _Run:
             if isinstance(x, (int, float)) and not isinstance(x, bool):
                 if test(float(abs(x) if op.type == "abslimit" else x), float(op.value)):
                     kept.append(n)
-        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes,
+        # perfbase's label: "r1,r1>4 " (the compared value's name, the condition as written)
+        what = op.sort_by[0] if op.sort_by else (vec.values[0].name.split(" ")[0] if vec.values else "")
+        cond = {"less": "<", "lessequal": "<=", "equal": "=", "notequal": "!=", "greaterequal": ">=",
+                "greater": ">"}[op.variant] + _show(op.value)
+        values = [dataclasses.replace(c, pb=op.alias or (f"abs({_pb(c)})" if op.type == "abslimit" else _pb(c))
+                                      + f",{what}{cond} ") for c in vec.values]
+        return Vec(vec.keys, values, [vec.rows[n] for n in kept], vec.notes,
                    None if vec.runs is None else [vec.runs[n] for n in kept])
 
     def normalize(self, op: qf.Operator, vec: Vec) -> Vec:
