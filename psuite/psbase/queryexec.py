@@ -94,8 +94,7 @@ def execute(
         tables = []
         for out in q.outputs:
             try:
-                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment,
-                                           {i for i in out.inputs if isinstance(q.elements[i], qf.Source)})))
+                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)))
             except _Unmatched as exc:
                 raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
@@ -331,7 +330,9 @@ class _Run:
         r = self.store.runs
         order = [col(k.name).asc().nulls_last() for k in keys] + [r.c.idx]
         if self.pb_order:
-            order = [r.c.idx] + [col(k.name).asc().nulls_last() for k in keys[:1] if k.occurrence == "multiple"]
+            by_date = src.chronology == "performed" and "performed" in r.c
+            when = [sa.func.coalesce(r.c.performed, r.c.created)] if by_date else []
+            order = [*when, r.c.idx] + [col(k.name).asc().nulls_last() for k in keys[:1] if k.occurrence == "multiple"]
         if any(v.occurrence == "multiple" for v in results + keys):
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
@@ -672,13 +673,14 @@ class _Run:
         """slice, latest and oldest (perfbase's): the rows of the runs that the
         slice [a:b] of the vector's runs (in the order they were filed) spans."""
         runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
-        order = sorted(set(runs))
+        # the runs in filing order; perfbase's outputs: in the order they come (the source's chronology)
+        order = list(dict.fromkeys(runs)) if self.pb_order else sorted(set(runs))
         text = {"latest": "[-1:]", "oldest": "[:1]"}.get(op.type, op.slice or "[:]")
         a, _, b = text[1:-1].partition(":")
         picked = order[slice(int(a) if a else None, int(b) if b else None)]
         if not picked:
             raise self.fail(op, f"the slice {text} of its {len(order)} runs is empty; give a range of them")
-        kept = [n for n, ridx in enumerate(runs) if picked[0] <= ridx <= picked[-1]]
+        kept = [n for n, ridx in enumerate(runs) if ridx in picked]
         values = [dataclasses.replace(c, pb=op.alias or f"{op.type}({_pb(c)})") for c in vec.values]
         return Vec(vec.keys, values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
 
@@ -812,13 +814,12 @@ def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:
     return Vec(keys, cols, rows, notes)
 
 
-def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str,
-           sources: set[str] | None = None) -> ResultTable:
+def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
     """An output's inputs, all sweep instances, as one table: one value
     column per input value and instance.  perfbase's outputs print each
     input on its own: their table carries the blocks (pb_blocks)."""
     if out.format in qf.PERFBASE_FORMATS:
-        return _pb_table(out, inputs, experiment, sources or set())
+        return _pb_table(out, inputs, experiment)
     parts: list[tuple[str, Vec]] = []
     swept = any(inst for _, instances in inputs for inst in instances)
     for ident, instances in inputs:
@@ -1049,8 +1050,7 @@ def _pb_op_label(op: qf.Operator, c: Column, other: Column | None) -> str:
     return f"{kind}({a})"
 
 
-def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str,
-              sources: set[str]) -> ResultTable:
+def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
     """perfbase's view of an output: per input (and sweep instance) a block of its parameter and result
     columns (perfbase's label and unit), the filters it shows and its rows as they are (no join: perfbase
     prints each input separately).  The table's own columns and rows are those of the first block."""
@@ -1059,9 +1059,6 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     blocks = []
     for ident, instances in inputs:
         for _, vec in instances.items():
-            if ident in sources and vec.runs is not None:  # perfbase's source: run by run, each sorted
-                at = sorted(range(len(vec.rows)), key=lambda n: vec.runs[n])
-                vec = dataclasses.replace(vec, rows=[vec.rows[n] for n in at], runs=[vec.runs[n] for n in at])
             filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
             blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
                                 [(_pb(c), _pb_unit(c)) for c in vec.values], filters,

@@ -214,6 +214,7 @@ class Source(Element):
     params: list[ParamSel] = field(default_factory=list)
     runs: list[RunSel] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # perfbase's <result alias=...>: labels in its outputs
+    chronology: str = "created"  # perfbase's run order of the source: by the date runs were filed or performed
 
 
 @dataclass
@@ -507,7 +508,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
 def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel], q: QueryFile) -> Source:
     _check_children(path, elem, ("result", "parameter", "run", "input"))
     src = Source(elem.get("id", ""), [], elem.sourceline,
-                 boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower())
+                 boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower(),
+                 chronology=_choice(path, elem, "chronology", ("created", "performed"), "created"))
     for c in elem:
         if c.tag == "result":
             src.results.append(_text(path, c))
