@@ -482,6 +482,7 @@ class _Run:
         if kind in qf.STATISTICS or (kind in qf.REDUCTIONS and len(vecs) == 1):
             vec = vecs[0][1]
             in_runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+            pb_keep = False
             if op.per_run:  # perfbase's scope="run": each run's rows to one row
                 by_run: dict[int, list[tuple[list, list, int]]] = {}
                 for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True):
@@ -497,6 +498,8 @@ class _Run:
                 groups = {(): [(v, e, ridx) for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True)]}
                 groups = groups if vec.rows else {}
                 keys = []
+                # perfbase's min or max of a vector keeps the parameters of the (first) row it comes from
+                pb_keep = self.pb_order and kind in ("min", "max") and vec.values
             rows, runs = [], []
             for kv, members in groups.items():
                 kv = () if op.per_run else kv  # the group was the run's
@@ -506,10 +509,14 @@ class _Run:
                     value, error = _reduce(kind, xs, op.value, op.variant == "upper")
                     vals.append(value)
                     errs.append(error)
+                if pb_keep:
+                    kv = next((k for k, v, _ in vec.rows if v[0] is not None and v[0] == vals[0]), ())
                 rows.append((kv, vals, errs))
                 # perfbase's run index of an aggregate: the run its value comes from (min, max), else -1
                 runs.append(next((m[2] for m in members if m[0][0] is not None and m[0][0] == vals[0]), -1)
                             if kind in ("min", "max") and vals else -1)
+            if pb_keep:
+                keys = vec.keys
             at = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
             return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
                        [runs[i] for i in at])
@@ -634,7 +641,10 @@ class _Run:
                     out.append(x * target / first)
                     oerr.append(e * abs(target / first) if e is not None else None)
                 else:
-                    out.append(x + target - first)
+                    shifted = x + target - first
+                    # whole numbers shifted by a whole number stay whole (perfbase keeps the integer type)
+                    keep = isinstance(x, int) and isinstance(first, int) and float(target).is_integer()
+                    out.append(int(shifted) if keep else shifted)
                     oerr.append(e)
             rows.append((kv, out, oerr))
         return Vec(vec.keys, [self.derived(op, c) for c in vec.values], rows, vec.notes, vec.runs)
