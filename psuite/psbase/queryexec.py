@@ -489,6 +489,8 @@ class _Run:
                     by_run.setdefault(ridx, []).append((v, e, ridx))
                 groups = {(ridx,): members for ridx, members in sorted(by_run.items())}
                 keys = []
+                # perfbase keeps the parameter columns: a min's or max's row's values, else none
+                pb_keep = self.pb_order and bool(vec.values)
             elif from_source:  # data-set aggregation (Python: quantile, prod)
                 groups: dict[tuple, list[tuple[list, list, int]]] = {}
                 for (kv, vals, errs), ridx in zip(vec.rows, in_runs, strict=True):
@@ -502,7 +504,7 @@ class _Run:
                 pb_keep = self.pb_order and kind in ("min", "max") and vec.values
             rows, runs = [], []
             for kv, members in groups.items():
-                kv = () if op.per_run else kv  # the group was the run's
+                group, kv = kv, () if op.per_run else kv  # the group was the run's
                 vals, errs = [], []
                 for j in range(len(vec.values)):
                     xs = [m[0][j] for m in members if m[0][j] is not None]
@@ -510,14 +512,17 @@ class _Run:
                     vals.append(value)
                     errs.append(error)
                 if pb_keep:
-                    kv = next((k for k, v, _ in vec.rows if v[0] is not None and v[0] == vals[0]), ())
+                    kv = next((k for (k, v, _), ridx in zip(vec.rows, in_runs, strict=True)
+                               if kind in ("min", "max") and (not op.per_run or (ridx,) == group)
+                               and v[0] is not None and v[0] == vals[0]), (None,) * len(vec.keys))
                 rows.append((kv, vals, errs))
                 # perfbase's run index of an aggregate: the run its value comes from (min, max), else -1
                 runs.append(next((m[2] for m in members if m[0][0] is not None and m[0][0] == vals[0]), -1)
                             if kind in ("min", "max") and vals else -1)
             if pb_keep:
                 keys = vec.keys
-            at = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
+            at = range(len(rows)) if pb_keep and op.per_run else sorted(range(len(rows)),
+                                                                         key=lambda i: sort_key(rows[i][0]))
             return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
                        [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
