@@ -231,7 +231,8 @@ class _Run:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         for r in src.runs:
             conds.append(self.run_condition(r))
-        notes += self.pb_filters(src, params, source, col, conds)
+        if self.pb_order:  # perfbase's filter texts: only its outputs show them
+            notes += self.pb_filters(src, params, source, col, conds)
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
         for i, v in enumerate(swept):
             if not sweeps[i]:

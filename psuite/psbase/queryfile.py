@@ -154,7 +154,7 @@ OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMI
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 PERFBASE_FORMATS = ("pbtext",)  # perfbase's targets rendered as perfbase wrote them (raw_text)
-STDOUT_FORMATS = ("text", "csv", "json", *PERFBASE_FORMATS)
+STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
 TERM_FUNCTIONS = ("abs", "min", "max", "sqrt", "exp", "log", "log10")
@@ -658,7 +658,7 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     )
     if out.kind not in KINDS:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
-    if out.filename is None and out.format not in STDOUT_FORMATS:
+    if out.filename is None and out.format not in (*STDOUT_FORMATS, *PERFBASE_FORMATS):
         raise _fail(path, elem, f"format={out.format!r} writes a file; give <filename>")
     if out.kind != "auto" and out.format in STDOUT_FORMATS:
         raise _fail(
