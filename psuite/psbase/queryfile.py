@@ -153,7 +153,7 @@ RUNS = ("runindex", "param")  # one input: the run index of each row; the value 
 OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
-PERFBASE_FORMATS = ("pbtext",)  # perfbase's targets rendered as perfbase wrote them (raw_text)
+PERFBASE_FORMATS = ("pbtext", "pbxml")  # perfbase's targets rendered as perfbase wrote them (raw_text, xml)
 STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
@@ -689,6 +689,8 @@ def _format(path: str, elem: etree._Element) -> str:
     fmt = elem.get("format", "screen")
     if target == "raw_text":
         return "pbtext"
+    if target == "xml":
+        return "pbxml"
     if target == "gnuplot" and fmt in ("screen", "png"):
         return "gnuplot" if fmt == "screen" else "png"
     raise _fail(

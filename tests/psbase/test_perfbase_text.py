@@ -138,3 +138,12 @@ def test_an_existing_output_file_is_replaced(suite_dir, tmp_path):
     (tmp_path / "qry_result.dat").write_text("mine\n")
     out = ok(psbase("query", "-d", str(here / "oponesrc_qry_01.xml"), cwd=tmp_path, env=env))
     assert out == "" and (tmp_path / "qry_result.dat").read_text().startswith("# p[]\tmin(r)[]\t\n")
+
+
+def test_xml_target(suite_dir, tmp_path):
+    # xml: target="xml", <data> with the filters (an open filter shows the one value found: "IC = IXS"),
+    # a <dataset> per row, unit= where the value has one; run 1 of the directory's data is its first file
+    here, env = suite_dir("xml", "input/data_1.dat")
+    out = query(here, "xml_qry_1.xml", tmp_path, env)
+    assert out == vfy(here, 1)
+    assert "    <filter>IC = IXS</filter>\n" in out and '<value name="S_msg" unit="byte">0</value>' in out

@@ -39,6 +39,10 @@ def render(table: ResultTable, fmt: str) -> str:
         from psuite.psbase.output import perfbase_text
 
         return perfbase_text.text(table.pb_blocks)
+    if fmt == "pbxml":
+        from psuite.psbase.output import perfbase_xml
+
+        return perfbase_xml.text(table.pb_blocks)
 
     _check_format(fmt, TEXT_FORMATS)
     check_table(table, text=True)
@@ -57,8 +61,8 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
     An existing file is refused unless force."""
     from psuite.psbase.output import chart as chartmod
 
-    if fmt == "pbtext":  # perfbase's raw_text output to a file: NAME.dat, as perfbase names it
-        paths = [path + ".dat"]
+    if fmt in ("pbtext", "pbxml"):  # perfbase's raw_text (xml) output to a file: NAME.dat (NAME.xml), as perfbase
+        paths = [path + (".dat" if fmt == "pbtext" else ".xml")]
         with atomic_outputs(paths, force) as files:
             files[0].write(render(table, fmt))
         return paths
