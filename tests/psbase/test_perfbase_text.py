@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from psuite.psbase.output.perfbase_text import py2str, unit_text
+from psuite.psbase.output import perfbase_text
+from psuite.psbase.output.perfbase_text import Block, py2str, unit_text
 from tests.psbase.test_cli import ok, psbase
 
 PERFBASE = Path(__file__).resolve().parents[3] / "shared" / "perfbase" / "test"
@@ -53,6 +54,16 @@ def test_python2_values():
     # perfbase printed values with Python 2's str(): 12 significant digits, ".0" on whole floats
     assert [py2str(x) for x in (7.0, 1.1, 1e20, 50 / 3, 4, "A", None, 0.1 + 0.2)] == \
         ["7.0", "1.1", "1e+20", "16.6666666667", "4", "A", "None", "0.3"]
+
+
+def test_print_softspace_after_a_text_ending_in_a_newline():
+    # lines/verify/test_8.vfy: a string value of three lines is followed by the tab alone (no space: Python 2's
+    # print sets no softspace after a newline), a number by " \t"
+    want = (PERFBASE / "lines" / "verify" / "test_8.vfy").read_text()
+    block = Block("src.string", [], [("string", "")], [], [("line 1\nline 2\nline 3\n",)])
+    assert perfbase_text.text([block]) == want
+    assert perfbase_text.text([Block("s", [("p", "")], [("r", "s")], ["T = 0"], [(1, 2.5)])]) == \
+        "# T = 0  \n# p[]\tr[s]\t\n1 \t2.5 \t\n"
 
 
 def test_units_as_perfbase_spells_them():

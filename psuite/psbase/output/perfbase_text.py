@@ -44,6 +44,14 @@ def py2str(x: object) -> str:
     return str(x)
 
 
+def _cell(value: object) -> str:
+    """A value as `print >>f, value, "\t",` wrote it: Python 2's softspace puts a space before the tab,
+    except after a string that ends in whitespace other than a space (a text ending in a newline)."""
+    text = py2str(value)
+    soft = not isinstance(value, str) or not text or not text[-1].isspace() or text[-1] == " "
+    return text + (" " if soft else "") + "\t"
+
+
 def header(block: Block) -> str:
     return "# " + "".join(f"{label}[{unit}]\t" for label, unit in block.params + block.results)
 
@@ -65,7 +73,7 @@ def text(blocks: list[Block]) -> str:
                 prev_title = title
             out.append(head + "\n")
             prev_header = head
-        out += ["".join(f"{py2str(v)} \t" for v in row) + "\n" for row in b.rows]
+        out += ["".join(_cell(v) for v in row) + "\n" for row in b.rows]
     return "".join(out)
 
 
