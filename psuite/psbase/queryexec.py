@@ -1080,10 +1080,10 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
                                 [(_pb(c), _pb_unit(c)) for c in vec.values], filters,
                                 [(*kv, *vals) for kv, vals, _ in vec.rows]))
     first = next((vec for _, instances in inputs for vec in instances.values()), Vec([], [], []))
-    table = ResultTable(out.title or out.id, [*first.keys, *first.values],
-                        [(*kv, *vals) for kv, vals, _ in first.rows], experiment=experiment, empty_ok=True)
-    table.pb_blocks = blocks
-    return table
+    # the columns without units: perfbase's outputs print the values as they are (--unit converts none)
+    cols = [dataclasses.replace(c, unit="") for c in [*first.keys, *first.values]]
+    return ResultTable(out.title or out.id, cols, [(*kv, *vals) for kv, vals, _ in first.rows],
+                       experiment=experiment, empty_ok=True, pb_blocks=blocks)
 
 
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:
