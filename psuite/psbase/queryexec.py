@@ -333,7 +333,10 @@ class _Run:
         if self.pb_order:
             by_date = src.chronology == "performed" and "performed" in r.c
             when = [sa.func.coalesce(r.c.performed, r.c.created)] if by_date else []
-            order = [*when, r.c.idx] + [col(k.name).asc().nulls_last() for k in keys[:1] if k.occurrence == "multiple"]
+            by_key = [] if src.order == "keep" else [
+                (col(k.name).desc() if src.order == "descending" else col(k.name).asc()).nulls_last()
+                for k in keys[:1] if k.occurrence == "multiple"]
+            order = [*when, r.c.idx, *by_key]
         if any(v.occurrence == "multiple" for v in results + keys):
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():

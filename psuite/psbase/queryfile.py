@@ -215,6 +215,7 @@ class Source(Element):
     runs: list[RunSel] = field(default_factory=list)
     aliases: dict[str, str] = field(default_factory=dict)  # perfbase's <result alias=...>: labels in its outputs
     chronology: str = "created"  # perfbase's run order of the source: by the date runs were filed or performed
+    order: str = "ascending"  # perfbase's order of the rows of each run: by the first parameter, or as filed (keep)
 
 
 @dataclass
@@ -509,7 +510,8 @@ def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel
     _check_children(path, elem, ("result", "parameter", "run", "input"))
     src = Source(elem.get("id", ""), [], elem.sourceline,
                  boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower(),
-                 chronology=_choice(path, elem, "chronology", ("created", "performed"), "created"))
+                 chronology=_choice(path, elem, "chronology", ("created", "performed"), "created"),
+                 order=_choice(path, elem, "order", ("keep", "ascending", "descending"), "ascending"))
     for c in elem:
         if c.tag == "result":
             src.results.append(_text(path, c))

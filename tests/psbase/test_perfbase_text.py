@@ -158,3 +158,11 @@ def test_xml_target(suite_dir, tmp_path):
     out = query(here, "xml_qry_1.xml", tmp_path, env)
     assert out == vfy(here, 1)
     assert "    <filter>IC = IXS</filter>\n" in out and '<value name="S_msg" unit="byte">0</value>' in out
+
+
+def test_source_order_keep_ascending_descending(suite_dir, tmp_path):
+    # order: <source order="descending"> prints each run's rows by the first parameter, largest first
+    # (order_qry_10.xml: one source ascending, one descending, each its own block)
+    here, env = suite_dir("order", "input_?.dat", each=True)
+    assert query(here, "order_qry_10.xml", tmp_path, env) == vfy(here, 14)
+    assert "4.4 \t4.0 \t\n3.3 \t5.0 \t\n" in vfy(here, 14)
