@@ -37,6 +37,7 @@ from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
 from psuite.psbase.model import Definition, Variable, convert
+from psuite.psbase.output.perfbase_text import py2str, unit_text
 from psuite.psbase.query import NUMERIC, aggregate, allowed_stats, from_clause, sort_key, stddev
 from psuite.psbase.result import Column, ResultTable
 from psuite.psbase.store import Store, _from_db, _to_db
@@ -66,6 +67,10 @@ class Vec:
 
 
 Instance = tuple[tuple[str, str], ...]  # (parameter, value label) per swept parameter, sorted
+PB_FILTER = "\x00perfbase"  # the source id of a note that is a filter text as perfbase shows it
+PB_QUOTED = ("string", "text", "date", "version", "boolean")  # the datatypes perfbase quotes in a filter text
+_PB_CONDITIONS = (("lesser", "<"), ("lessequal", "<="), ("greater", ">"), ("greaterequal", ">="),
+                  ("equal", "="), ("notequal", "!="))  # perfbase reads a filter's conditions in this order
 
 
 def execute(
@@ -135,6 +140,9 @@ class _Run:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
         self.need_runs = _run_readers(q)
+        # a query with perfbase's outputs reads its sources in perfbase's order: run by run, each run's rows by
+        # the first parameter (where it has several values per run), else as filed
+        self.pb_order = any(out.format in qf.PERFBASE_FORMATS for out in q.outputs)
 
     def output_of(self, ident: str) -> dict[Instance, Vec]:
         """An element's output, computed when first asked for (a source whose
@@ -176,7 +184,7 @@ class _Run:
             }
         matched = _match([(i, self.output_of(i)) for i in elem.inputs])
         try:
-            return {inst: _join(vecs, outer=True) for inst, vecs in matched}
+            return {inst: _join(_pb_combined(vecs), outer=True) for inst, vecs in matched}
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
 
@@ -223,6 +231,8 @@ class _Run:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         for r in src.runs:
             conds.append(self.run_condition(r))
+        if self.pb_order:  # perfbase's filter texts: only its outputs show them
+            notes += self.pb_filters(src, params, source, col, conds)
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
         for i, v in enumerate(swept):
             if not sweeps[i]:
@@ -241,6 +251,29 @@ class _Run:
             tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
         }
         return results, keys, source, col, run, conds, instances, notes
+
+    def pb_filters(self, src: qf.Source, params: list[Variable], source, col, conds: list) -> list[tuple[str, str]]:
+        """The filters perfbase shows for a source (its data title, e.g. "MPI_version = '1.2'"), as notes
+        under PB_FILTER: those of the parameters it shows as filters (perfbase's showfilter: a parameter
+        that occurs once per run, or show="filter" or "all"); one without a <filter> shows its value when
+        every row has the same."""
+        out = []
+        for sel, v in zip(src.params, params, strict=True):
+            if sel.sweep is not None:
+                continue
+            shown = {"nothing": False, "data": False, "filter": True, "all": True}.get(sel.show, v.occurrence == "once")
+            mine = [f for f in sel.filters if not f.command_line]
+            if not shown:
+                continue
+            if mine:
+                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean)))
+                continue
+            c = col(v.name)
+            found = self.conn.execute(
+                sa.select(c).distinct().select_from(source).where(*conds).limit(2)).scalars().all()
+            if len(found) == 1 and found[0] is not None:  # perfbase's "open" filter: the one value found
+                out.append((PB_FILTER, f"{v.name} = {py2str(_plain(v, found[0]))}"))
+        return out
 
     def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:
         ops = {
@@ -297,6 +330,13 @@ class _Run:
         out: dict[Instance, Vec] = {}
         r = self.store.runs
         order = [col(k.name).asc().nulls_last() for k in keys] + [r.c.idx]
+        if self.pb_order:
+            by_date = src.chronology == "performed" and "performed" in r.c
+            when = [sa.func.coalesce(r.c.performed, r.c.created)] if by_date else []
+            by_key = [] if src.order == "keep" else [
+                (col(k.name).desc() if src.order == "descending" else col(k.name).asc()).nulls_last()
+                for k in keys[:1] if k.occurrence == "multiple"]
+            order = [*when, r.c.idx, *by_key]
         if any(v.occurrence == "multiple" for v in results + keys):
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
@@ -312,11 +352,12 @@ class _Run:
                 vals = [_plain(v, x) for v, x in zip(results, row[len(keys) : -1], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
                 runs.append(int(row[-1]))
-            if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
+            if any(k.datatype == "version" for k in keys) and not self.pb_order:  # SQL sorted them as text
                 order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes), runs
+                [_pb_key(src, k) for k in keys], [_pb_source_column(src, v, notes) for v in results], rows,
+                _plain_notes(notes), runs
             )
         return out
 
@@ -352,10 +393,10 @@ class _Run:
                     vals[j], errs[j] = value, error
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
-                [_column(k, "key") for k in keys],
-                [self.derived(op, _column(v, "value")) for v in results],
+                [_pb_key(src, k) for k in keys],
+                [self.derived(op, _pb_source_column(src, v, notes)) for v in results],
                 rows,
-                list(notes),
+                _plain_notes(notes),
             )
         return out
 
@@ -415,7 +456,17 @@ class _Run:
         if kind in ("sum", "offset", "diff") and c.datatype == "integer" and float(op.value or 0).is_integer():
             datatype = "integer"
         label = op.alias or (op.term_text if kind == "eval" else f"{c.label or c.name} {kind}")
-        return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind)
+        pb_unit = _pb_unit(c)
+        if kind == "div" and other is not None:
+            pb_unit = f"{_pb_unit(c)}/{_pb_unit(other)}"
+        elif kind in ("percentof", "above", "below"):
+            pb_unit = "%"
+        elif kind in ("runindex", "eval"):
+            pb_unit = ""
+        # perfbase's filters of a column from two: those of the second that the first has too
+        filters = c.pb_filters if other is None else tuple(f for f in other.pb_filters if f in c.pb_filters)
+        return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind,
+                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit, pb_filters=filters)
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
@@ -435,12 +486,15 @@ class _Run:
         if kind in qf.STATISTICS or (kind in qf.REDUCTIONS and len(vecs) == 1):
             vec = vecs[0][1]
             in_runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
+            pb_keep = False
             if op.per_run:  # perfbase's scope="run": each run's rows to one row
                 by_run: dict[int, list[tuple[list, list, int]]] = {}
                 for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True):
                     by_run.setdefault(ridx, []).append((v, e, ridx))
                 groups = {(ridx,): members for ridx, members in sorted(by_run.items())}
                 keys = []
+                # perfbase keeps the parameter columns: a min's or max's row's values, else none
+                pb_keep = self.pb_order and bool(vec.values)
             elif from_source:  # data-set aggregation (Python: quantile, prod)
                 groups: dict[tuple, list[tuple[list, list, int]]] = {}
                 for (kv, vals, errs), ridx in zip(vec.rows, in_runs, strict=True):
@@ -450,20 +504,29 @@ class _Run:
                 groups = {(): [(v, e, ridx) for (_, v, e), ridx in zip(vec.rows, in_runs, strict=True)]}
                 groups = groups if vec.rows else {}
                 keys = []
+                # perfbase's min or max of a vector keeps the parameters of the (first) row it comes from
+                pb_keep = self.pb_order and kind in ("min", "max") and vec.values
             rows, runs = [], []
             for kv, members in groups.items():
-                kv = () if op.per_run else kv  # the group was the run's
+                group, kv = kv, () if op.per_run else kv  # the group was the run's
                 vals, errs = [], []
                 for j in range(len(vec.values)):
                     xs = [m[0][j] for m in members if m[0][j] is not None]
                     value, error = _reduce(kind, xs, op.value, op.variant == "upper")
                     vals.append(value)
                     errs.append(error)
+                if pb_keep:
+                    kv = next((k for (k, v, _), ridx in zip(vec.rows, in_runs, strict=True)
+                               if kind in ("min", "max") and (not op.per_run or (ridx,) == group)
+                               and v[0] is not None and v[0] == vals[0]), (None,) * len(vec.keys))
                 rows.append((kv, vals, errs))
                 # perfbase's run index of an aggregate: the run its value comes from (min, max), else -1
                 runs.append(next((m[2] for m in members if m[0][0] is not None and m[0][0] == vals[0]), -1)
                             if kind in ("min", "max") and vals else -1)
-            at = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
+            if pb_keep:
+                keys = vec.keys
+            at = range(len(rows)) if pb_keep and op.per_run else sorted(range(len(rows)),
+                                                                         key=lambda i: sort_key(rows[i][0]))
             return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
                        [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
@@ -562,7 +625,13 @@ class _Run:
             if isinstance(x, (int, float)) and not isinstance(x, bool):
                 if test(float(abs(x) if op.type == "abslimit" else x), float(op.value)):
                     kept.append(n)
-        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes,
+        # perfbase's label: "r1,r1>4 " (the compared value's name, the condition as written)
+        what = op.sort_by[0] if op.sort_by else (vec.values[0].name.split(" ")[0] if vec.values else "")
+        cond = {"less": "<", "lessequal": "<=", "equal": "=", "notequal": "!=", "greaterequal": ">=",
+                "greater": ">"}[op.variant] + _show(op.value)
+        values = [dataclasses.replace(c, pb=op.alias or (f"abs({_pb(c)})" if op.type == "abslimit" else _pb(c))
+                                      + f",{what}{cond} ") for c in vec.values]
+        return Vec(vec.keys, values, [vec.rows[n] for n in kept], vec.notes,
                    None if vec.runs is None else [vec.runs[n] for n in kept])
 
     def normalize(self, op: qf.Operator, vec: Vec) -> Vec:
@@ -581,7 +650,10 @@ class _Run:
                     out.append(x * target / first)
                     oerr.append(e * abs(target / first) if e is not None else None)
                 else:
-                    out.append(x + target - first)
+                    shifted = x + target - first
+                    # whole numbers shifted by a whole number stay whole (perfbase keeps the integer type)
+                    keep = isinstance(x, int) and isinstance(first, int) and float(target).is_integer()
+                    out.append(int(shifted) if keep else shifted)
                     oerr.append(e)
             rows.append((kv, out, oerr))
         return Vec(vec.keys, [self.derived(op, c) for c in vec.values], rows, vec.notes, vec.runs)
@@ -620,14 +692,16 @@ class _Run:
         """slice, latest and oldest (perfbase's): the rows of the runs that the
         slice [a:b] of the vector's runs (in the order they were filed) spans."""
         runs = vec.runs if vec.runs is not None else [-1] * len(vec.rows)
-        order = sorted(set(runs))
+        # the runs in filing order; perfbase's outputs: in the order they come (the source's chronology)
+        order = list(dict.fromkeys(runs)) if self.pb_order else sorted(set(runs))
         text = {"latest": "[-1:]", "oldest": "[:1]"}.get(op.type, op.slice or "[:]")
         a, _, b = text[1:-1].partition(":")
         picked = order[slice(int(a) if a else None, int(b) if b else None)]
         if not picked:
             raise self.fail(op, f"the slice {text} of its {len(order)} runs is empty; give a range of them")
-        kept = [n for n, ridx in enumerate(runs) if picked[0] <= ridx <= picked[-1]]
-        return Vec(vec.keys, vec.values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
+        kept = [n for n, ridx in enumerate(runs) if ridx in picked]
+        values = [dataclasses.replace(c, pb=op.alias or f"{op.type}({_pb(c)})") for c in vec.values]
+        return Vec(vec.keys, values, [vec.rows[n] for n in kept], vec.notes, [runs[n] for n in kept])
 
 
 # -- vectors --------------------------------------------------------------------
@@ -761,7 +835,10 @@ def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:
 
 def _table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
     """An output's inputs, all sweep instances, as one table: one value
-    column per input value and instance."""
+    column per input value and instance.  perfbase's outputs print each
+    input on its own: their table carries the blocks (pb_blocks)."""
+    if out.format in qf.PERFBASE_FORMATS:
+        return _pb_table(out, inputs, experiment)
     parts: list[tuple[str, Vec]] = []
     swept = any(inst for _, instances in inputs for inst in instances)
     for ident, instances in inputs:
@@ -897,7 +974,7 @@ def _plain(v: Variable, x: object) -> object:
 def _column(v: Variable, role: str) -> Column:
     datatype = "float" if v.datatype == "duration" else v.datatype
     unit = v.unit or ("s" if v.datatype == "duration" else "")
-    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype)
+    return Column(v.name, unit, role, label=v.synopsis, datatype=datatype, pb_unit=unit_text(v.unit or ""))
 
 
 def _show(x: object) -> str:
@@ -913,3 +990,114 @@ def _label(f: qf.Filter) -> str:
     signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
     return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
 
+
+
+# -- perfbase's labels ------------------------------------------------------------
+
+
+def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
+    """A parameter's filters as perfbase writes them in a data title: "S_msg >= 2byte OR S_msg = 0byte",
+    values as written in the query (quoted for strings, versions, dates), each followed by the unit."""
+    unit = unit_text(v.unit or "")
+    parts = []
+    for f in filters:
+        left = list(f.conditions)
+        ordered = []
+        while left:  # perfbase takes one condition of each kind per round, kinds in a fixed order
+            for kind, _ in _PB_CONDITIONS:
+                at = next((i for i, (op, _) in enumerate(left) if op == kind), None)
+                if at is not None:
+                    ordered.append(left.pop(at))
+        sign = dict(_PB_CONDITIONS)
+        texts = [f"{v.name} {sign[op]} {_pb_quoted(v, x)}{unit}" for op, x in ordered]
+        parts.append(f" {f.boolean.upper()} ".join(texts))
+    return f" {boolean.upper()} ".join(parts)
+
+
+def _pb_quoted(v: Variable, text: str) -> str:
+    return f"'{text}'" if v.datatype in PB_QUOTED else text
+
+
+def _pb_source_column(src: qf.Source, v: Variable, notes: list[tuple[str, str]]) -> Column:
+    """A source's result column with perfbase's label (its alias) and the filters perfbase shows for it
+    (the notes under PB_FILTER)."""
+    return dataclasses.replace(_column(v, "value"), pb=src.aliases.get(v.name, ""),
+                               pb_filters=tuple(t for sid, t in notes if sid == PB_FILTER))
+
+
+def _pb_key(src: qf.Source, v: Variable) -> Column:
+    """A source's parameter column with perfbase's label (its alias)."""
+    return dataclasses.replace(_column(v, "key"), pb=next((p.alias for p in src.params if p.name == v.name), ""))
+
+
+def _plain_notes(notes: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [n for n in notes if n[0] != PB_FILTER]
+
+
+def _pb(c: Column) -> str:
+    """A column's perfbase label."""
+    return c.pb or c.name
+
+
+def _pb_unit(c: Column) -> str:
+    return c.unit if c.pb_unit is None else c.pb_unit
+
+
+_PB_SIGNS = {"percentof": " % of ", "above": " % more than ", "below": " % less then "}  # perfbase's words
+
+
+def _pb_op_label(op: qf.Operator, c: Column, other: Column | None) -> str:
+    """The label perfbase gives an operator's column made from c (and other's): avg(r), sum(r,r), r-r,
+    [r % of r], r*2.0, 20.0-quantile(r), runindex(min(T_pp))."""
+    kind, a = op.type, _pb(c)
+    b = _pb(other) if other is not None else a
+    if op.alias:
+        return op.alias
+    if kind in ("diff", "div"):
+        return a + ("-" if kind == "diff" else "/") + b
+    if kind in _PB_SIGNS:  # perfbase names the inputs last to first
+        return f"[{b}{_PB_SIGNS[kind]}{a}]"
+    if kind in ("scale", "offset"):
+        return a + ("*" if kind == "scale" else "+") + py2str(float(op.value or 0))
+    if kind == "normalize":
+        target = op.value if op.value is not None else (1.0 if op.variant == "scale" else 0.0)
+        return f"{a} {'normalized' if op.variant == 'scale' else 'shifted'} to {py2str(float(target))}"
+    if kind == "quantile":
+        return f"{py2str(float(op.value or 0))}-quantile({a})"
+    if other is not None:
+        return f"{kind}({a},{b})"
+    return f"{kind}({a})"
+
+
+def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], experiment: str) -> ResultTable:
+    """perfbase's view of an output: per input (and sweep instance) a block of its parameter and result
+    columns (perfbase's label and unit), the filters it shows and its rows as they are (no join: perfbase
+    prints each input separately).  The table's own columns and rows are those of the first block."""
+    from psuite.psbase.output.perfbase_text import Block
+
+    blocks = []
+    for ident, instances in inputs:
+        for _, vec in instances.items():
+            filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
+            blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
+                                [(_pb(c), _pb_unit(c)) for c in vec.values], filters,
+                                [(*kv, *vals) for kv, vals, _ in vec.rows]))
+    first = next((vec for _, instances in inputs for vec in instances.values()), Vec([], [], []))
+    # the columns without units: perfbase's outputs print the values as they are (--unit converts none)
+    cols = [dataclasses.replace(c, unit="") for c in [*first.keys, *first.values]]
+    return ResultTable(out.title or out.id, cols, [(*kv, *vals) for kv, vals, _ in first.rows],
+                       experiment=experiment, empty_ok=True, pb_blocks=blocks)
+
+
+def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:
+    """A combiner's inputs with perfbase's labels: of several inputs, each value column's label gets
+    "|INPUT" (once: not where it has one) and the parameters (the first input's) "|FIRST_INPUT"."""
+    if len(vecs) < 2:
+        return vecs
+    out = []
+    for n, (ident, v) in enumerate(vecs):
+        keys = [k if _pb(k).endswith(">") else dataclasses.replace(k, pb=f"{_pb(k)}|{ident}") for k in v.keys] \
+            if n == 0 else v.keys
+        values = [c if "|" in _pb(c) else dataclasses.replace(c, pb=f"{_pb(c)}|{ident}") for c in v.values]
+        out.append((ident, dataclasses.replace(v, keys=keys, values=values)))
+    return out

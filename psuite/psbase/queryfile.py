@@ -154,6 +154,7 @@ RUNS = ("runindex", "param")  # one input: the run index of each row; the value 
 OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
+PERFBASE_FORMATS = ("pbtext", "pbxml")  # perfbase's targets rendered as perfbase wrote them (raw_text, xml)
 STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
@@ -186,6 +187,7 @@ class ParamSel:
     line: int = 0
     boolean: str = "and"  # how its filters combine (perfbase's boolean= of <parameter>)
     show: str = "auto"  # perfbase's show=: data or all make it a key, filter, title or nothing never
+    alias: str = ""  # perfbase's <value alias=...>: its label in perfbase's outputs
 
 
 @dataclass
@@ -212,6 +214,9 @@ class Source(Element):
     boolean: str = "and"  # how the filters of its parameters combine (perfbase's boolean= of <source>)
     params: list[ParamSel] = field(default_factory=list)
     runs: list[RunSel] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)  # perfbase's <result alias=...>: labels in its outputs
+    chronology: str = "created"  # perfbase's run order of the source: by the date runs were filed or performed
+    order: str = "ascending"  # perfbase's order of the rows of each run: by the first parameter, or as filed (keep)
 
 
 @dataclass
@@ -429,6 +434,7 @@ def _param(path: str, elem: etree._Element) -> ParamSel:
     sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline,
                    boolean=_choice(path, elem, "boolean", ("and", "or"), "and").lower(),
                    show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"))
+    sel.alias = ((elem.find("value") if elem.find("value") is not None else elem).get("alias") or "").strip()
     for c in elem:
         if c.tag == "filter":
             sel.filters.append(_filter(path, c))
@@ -500,10 +506,14 @@ def _run(path: str, elem: etree._Element) -> RunSel:
 def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel], q: QueryFile) -> Source:
     _check_children(path, elem, ("result", "parameter", "run", "input"))
     src = Source(elem.get("id", ""), [], elem.sourceline,
-                 boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower())
+                 boolean=_choice(path, elem, "boolean", ("and", "or", "AND", "OR"), "and").lower(),
+                 chronology=_choice(path, elem, "chronology", ("created", "performed"), "created"),
+                 order=_choice(path, elem, "order", ("keep", "ascending", "descending"), "ascending"))
     for c in elem:
         if c.tag == "result":
             src.results.append(_text(path, c))
+            if (c.get("alias") or "").strip():
+                src.aliases[src.results[-1]] = c.get("alias").strip()
         elif c.tag == "parameter":
             src.params.append(_param(path, c))
         elif c.tag == "run":
@@ -647,7 +657,7 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     )
     if out.kind not in KINDS:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
-    if out.filename is None and out.format not in STDOUT_FORMATS:
+    if out.filename is None and out.format not in (*STDOUT_FORMATS, *PERFBASE_FORMATS):
         raise _fail(path, elem, f"format={out.format!r} writes a file; give <filename>")
     if out.kind != "auto" and out.format in STDOUT_FORMATS:
         raise _fail(
@@ -659,15 +669,27 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     return out
 
 
+def _perfbase_doctype(elem: etree._Element) -> bool:
+    """Whether the query file declares perfbase's DTD (<!DOCTYPE query SYSTEM ".../pb_query.dtd">):
+    then an <output> without target= or format= is perfbase's raw_text, as perfbase reads it."""
+    url = elem.getroottree().docinfo.system_url or ""
+    return url.rsplit("/", 1)[-1] == "pb_query.dtd"
+
+
 def _format(path: str, elem: etree._Element) -> str:
-    """format= (psbase's), or perfbase's target= with its format= (raw_text;
-    gnuplot on the screen: its data and script; gnuplot as png)."""
+    """format= (psbase's), or perfbase's target= with its format= (raw_text:
+    perfbase's text, whatever its format=, as perfbase ignores it; gnuplot on
+    the screen: its data and script; gnuplot as png)."""
     target = elem.get("target")
+    if target is None and elem.get("format") is None and _perfbase_doctype(elem):
+        target = "raw_text"  # perfbase's default target, in a file that declares perfbase's DTD
     if target is None:
         return _choice(path, elem, "format", FORMATS, "text")
     fmt = elem.get("format", "screen")
-    if target == "raw_text" and fmt == "screen":
-        return "text"
+    if target == "raw_text":
+        return "pbtext"
+    if target == "xml":
+        return "pbxml"
     if target == "gnuplot" and fmt in ("screen", "png"):
         return "gnuplot" if fmt == "screen" else "png"
     raise _fail(

@@ -25,6 +25,9 @@ class Column:
     label: str = ""  # a longer label for axes and legends (the variable's synopsis); "" means the name
     datatype: str = "float"  # the psbase datatype of the values (model.DATATYPES)
     statistic: str = ""  # what the values are of the result ("mean", "count", ...): charts keep counts apart
+    pb: str = ""  # perfbase's label of the column (e.g. "avg(r)"), for perfbase's outputs; "" means the name
+    pb_unit: str | None = None  # perfbase's unit of the column where it differs from unit (e.g. "us/us")
+    pb_filters: tuple[str, ...] = ()  # the filters perfbase shows with the column (e.g. "MPI_version = '1.2'")
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -43,6 +46,7 @@ class ResultTable:
     experiment: str = ""
     notes: list[str] = field(default_factory=list)  # e.g. the sources and filters, printed with the table
     empty_ok: bool = False  # no rows is a table (a query file's output, as perfbase writes it), not an error
+    pb_blocks: list | None = None  # perfbase's outputs: each input's block (output.perfbase_text.Block)
 
     def column(self, name: str) -> int:
         for i, c in enumerate(self.columns):

@@ -31,8 +31,18 @@ def _check_format(fmt: str, allowed: tuple[str, ...]) -> None:
 
 
 def render(table: ResultTable, fmt: str) -> str:
-    """The table as text (aligned, units in the header), csv or json."""
+    """The table as text (aligned, units in the header), csv or json; pbtext:
+    a query file's perfbase raw_text output (see output.perfbase_text)."""
     from psuite.psbase.output import tables
+
+    if fmt == "pbtext":
+        from psuite.psbase.output import perfbase_text
+
+        return perfbase_text.text(table.pb_blocks)
+    if fmt == "pbxml":
+        from psuite.psbase.output import perfbase_xml
+
+        return perfbase_xml.text(table.pb_blocks)
 
     _check_format(fmt, TEXT_FORMATS)
     check_table(table, text=True)
@@ -51,6 +61,11 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
     An existing file is refused unless force."""
     from psuite.psbase.output import chart as chartmod
 
+    if fmt in ("pbtext", "pbxml"):  # perfbase's raw_text (xml) output to a file: NAME.dat (NAME.xml), as perfbase
+        paths = [path + (".dat" if fmt == "pbtext" else ".xml")]
+        with atomic_outputs(paths, force) as files:
+            files[0].write(render(table, fmt))
+        return paths
     _check_format(fmt, FORMATS)
     check_table(table, text=fmt in TEXT_FORMATS)
     if fmt in TEXT_FORMATS:
