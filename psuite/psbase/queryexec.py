@@ -175,8 +175,11 @@ class _Run:
                 for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
             }
         matched = _match([(i, self.output_of(i)) for i in elem.inputs])
+        omit = elem.omit if isinstance(elem, qf.Combiner) else []
         try:
-            return {inst: _join(vecs, outer=True) for inst, vecs in matched}
+            # one input passes through as it is (perfbase's combiner of one swept input)
+            return {inst: _omit([(i, v) for i, v in vecs], omit) if len(vecs) == 1
+                    else _omit_joined(vecs, omit) for inst, vecs in matched}
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
 
@@ -683,6 +686,29 @@ def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
             rows.append((kv, out, oerr))
     notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
     return Vec(keys, list(cols.values()), rows, notes, runs)
+
+
+def _omit(vecs: list[tuple[str, Vec]], omit: list[tuple[str, str]]) -> Vec:
+    """One input's vector without the columns a combiner's <omit> names (by name or by the variable a
+    column was made from): parameters leave the keys, results the values."""
+    ident, vec = vecs[0]
+    names = {name for src, name in omit if src in ("", ident)}
+    if not names:
+        return vec
+
+    def gone(c: Column) -> bool:
+        return c.name in names or c.name.split(" ")[0] in names
+
+    keep_k = [j for j, c in enumerate(vec.keys) if not gone(c)]
+    keep_v = [j for j, c in enumerate(vec.values) if not gone(c)]
+    rows = [(tuple(kv[j] for j in keep_k), [vals[j] for j in keep_v], [errs[j] for j in keep_v])
+            for kv, vals, errs in vec.rows]
+    return Vec([vec.keys[j] for j in keep_k], [vec.values[j] for j in keep_v], rows, vec.notes, vec.runs)
+
+
+def _omit_joined(vecs: list[tuple[str, Vec]], omit: list[tuple[str, str]]) -> Vec:
+    """Several inputs side by side, each less its omitted columns."""
+    return _join([(i, _omit([(i, v)], omit)) for i, v in vecs], outer=True)
 
 
 class _Unmatched(UsageError):

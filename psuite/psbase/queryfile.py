@@ -33,7 +33,8 @@ ones, that psbase.queryexec runs against an archive.
       <operator id="q" type="quantile" value="0.9"><input>a</input></operator>
       <operator id="big" type="limit" variant="greater" value="4" option="r1"><input>a</input></operator>
       <operator id="by" type="sort" value="p, r" variant="descending"><input>a</input></operator>
-      <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>
+      <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>   (one input passes
+                                                   through; <omit>NAME</omit> leaves a column out)
       <output format="png" type="bar" title="..."><input>rel</input><filename>fig8.png</filename></output>
     </query>
 
@@ -231,7 +232,8 @@ class Operator(Element):
 
 @dataclass
 class Combiner(Element):
-    pass
+    # perfbase's <omit input="id">NAME</omit>: columns left out of the combination ("": from every input)
+    omit: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -240,6 +242,7 @@ class Output(Element):
     filename: str | None = None
     kind: str = "auto"
     title: str = ""
+    options: list[str] = field(default_factory=list)  # perfbase's <option>: settings for the plotting target
 
 
 @dataclass
@@ -378,11 +381,7 @@ def parse(path: str, fixed: dict[str, str] | None = None) -> QueryFile:
         elif tag == "operator":
             q.elements[_id(path, elem, {**shared, **q.elements})] = _operator(path, elem, q)
         elif tag == "combiner":
-            ident = _id(path, elem, {**shared, **q.elements})
-            _check_children(path, elem, ("input",))
-            q.elements[ident] = Combiner(ident, _inputs(path, elem, q), elem.sourceline)
-            if len(q.elements[ident].inputs) < 2:
-                raise _fail(path, elem, "a combiner merges two or more inputs; give another <input>")
+            q.elements[_id(path, elem, {**shared, **q.elements})] = _combiner(path, elem, q)
         elif tag == "output":
             q.outputs.append(_output(path, elem, q))
         else:
@@ -414,6 +413,20 @@ def _inputs(path: str, elem: etree._Element, q: QueryFile) -> list[str]:
     if not out:
         raise _fail(path, elem, "no <input>; name the element it takes, e.g. <input>src</input>")
     return out
+
+
+def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
+    """A <combiner>: its inputs side by side (perfbase's: one input, e.g. a swept one, passes
+    through, its sweep instances side by side in an output), less the <omit> columns."""
+    _check_children(path, elem, ("input", "omit"))
+    comb = Combiner(elem.get("id", ""), _inputs(path, elem, q), elem.sourceline)
+    for c in elem.findall("omit"):
+        src = (c.get("input") or "").strip()
+        if src and src not in comb.inputs:
+            raise _fail(path, c, f"input={src!r} is not an <input> of the combiner; name one of "
+                                 f"{', '.join(comb.inputs)} or drop input=")
+        comb.omit.append((src, _text(path, c)))
+    return comb
 
 
 def _filter(path: str, elem: etree._Element) -> Filter:
@@ -634,7 +647,7 @@ def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.
 
 
 def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
-    _check_children(path, elem, ("input", "filename"))
+    _check_children(path, elem, ("input", "option", "filename"))
     ident = (elem.get("id") or "").strip() or f"output{len(q.outputs) + 1}"
     out = Output(
         ident,
@@ -644,6 +657,7 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
         filename=_one(path, elem, ("filename",), required=False),
         kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
         title=(elem.get("title") or "").strip(),
+        options=[_text(path, c) for c in elem.findall("option")],
     )
     if out.kind not in KINDS:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")

@@ -556,11 +556,6 @@ BAD = [
         "type='pie' is not a chart kind; use one of auto, bar, line",
     ),
     (
-        "<query><experiment>x</experiment><source id='s'><result>t</result></source>"
-        "<combiner id='c'><input>s</input></combiner></query>",
-        "a combiner merges two or more inputs",
-    ),
-    (
         "<query><experiment>x</experiment><source id='s'><result>t</result><input>p</input></source></query>",
         "'p' is not a <parameter> or <run> defined before it",
     ),
