@@ -488,6 +488,8 @@ class _Run:
             ]
             return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes,
                        joined.runs if len(vecs) == 1 else None)
+        if kind == "eval" and op.term_vars:
+            return self.xml_eval(op, vecs, joined)
         if kind == "eval":
             wide = next((i for (i, v), w in zip(vecs, widths, strict=True) if w != 1), None)
             if wide is not None:
@@ -519,6 +521,30 @@ class _Run:
         cols = [self.derived(op, first.values[j], second.values[j]) for j in range(w)]
         return Vec(joined.keys, cols, rows, joined.notes)
 
+
+    def xml_eval(self, op: qf.Operator, vecs: list[tuple[str, Vec]], joined: Vec) -> Vec:
+        """eval of perfbase's XML term: its variables name parameters or results of its inputs, row by row."""
+        ids = [i for i, _ in vecs]
+        offsets = list(itertools.accumulate([0] + [len(v.values) for _, v in vecs]))
+        keys = [k.name for k in joined.keys]
+        where: dict[str, tuple[str, int]] = {}  # symbol -> ("key" or "value", index in the joined row)
+        for symbol, (src, name) in op.term_vars.items():
+            k = ids.index(src)
+            j = _column_index([c.name for c in vecs[k][1].values], name)
+            if j is not None:
+                where[symbol] = ("value", offsets[k] + j)
+            elif name in keys:
+                where[symbol] = ("key", keys.index(name))
+            else:
+                have = ", ".join([*keys, *(c.name for c in vecs[k][1].values)])
+                raise self.fail(op, f"<variable name={name!r}>: input {src!r} gives no such column ({have}); "
+                                "name one of those (a filtered parameter needs show=\"data\" in its <parameter>)")
+        rows = []
+        for kv, vals, _ in joined.rows:
+            env = {s: (kv[i] if part == "key" else vals[i]) for s, (part, i) in where.items()}
+            rows.append((kv, [_evaluate(op.term, env)], [None]))
+        return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes,
+                   joined.runs if len(vecs) == 1 else None)
 
     def passing(self, op: qf.Operator, vecs: list[tuple[str, Vec]]) -> Vec:
         """null and sort (perfbase's): the rows of all inputs in one vector, one

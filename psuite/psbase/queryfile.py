@@ -103,7 +103,11 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     inside theirs.  query -f f=VALUE overrides it (or defines it).
   * eval's <term> is arithmetic (numbers, + - * / ** and abs min max sqrt
     exp log log10) over the ids of its inputs, each an input of one value
-    column; it is parsed, never passed to Python's eval.
+    column; it is parsed, never passed to Python's eval.  perfbase's XML
+    <term id="f"> (fraction, product, sum, difference, function, variable,
+    constant) is taken too: <variable name="N">input</variable> reads the
+    parameter or result N of that input, a <constant> is a number, e, pi or
+    a <fixed> id; the column is named f(N,...).
   * An element's inputs are elements defined before it: the file order is
     the order of evaluation, and no cycle can be written.
   * The modes (paper, 3.3.2): a statistic or reduction with one input
@@ -132,6 +136,7 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -159,6 +164,11 @@ STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
 TERM_FUNCTIONS = ("abs", "min", "max", "sqrt", "exp", "log", "log10")
+# perfbase's <function type=...> of an XML <term>: name -> number of <argument>s (its pb_valid_funcs)
+XML_FUNCTIONS = {"abs": 1, "fabs": 1, "min": 2, "max": 2, "sqrt": 1, "exp": 1, "log": 1, "log10": 1, "floor": 1,
+                 "ceil": 1, "pow": 2, "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "atan2": 2,
+                 "sinh": 1, "cosh": 1, "tanh": 1, "hypot": 2}
+_XML_TERMS = ("fraction", "product", "sum", "difference", "function", "variable", "constant")
 
 
 @dataclass
@@ -228,6 +238,8 @@ class Operator(Element):
     slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
     parameter: str = ""  # param: the parameter (value=)
     per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
+    # an XML <term>'s variables: symbol in the term -> (input id, the column of that input it names)
+    term_vars: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -311,7 +323,7 @@ def parse_fixed(items: list[str]) -> dict[str, str]:
 
 # where perfbase (pb_common.mk_label and its callers) puts a <fixed> value: text that is a fixed id
 # as a whole is replaced by its content; labels also take "(id)" anywhere in them
-_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename")
+_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename", "constant")
 _FIXED_ATTRIBUTES = ("value", "title")
 
 
@@ -617,6 +629,16 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         raise _fail(path, elem, f"{kind} takes no value=; remove it")
     if kind not in (*LIMITS, "normalize", "sort", "quantile") and elem.get("variant") is not None:
         raise _fail(path, elem, f"{kind} takes no variant=; remove it")
+    xml_term = next((c for c in elem if c.tag == "term" and len(c)), None)
+    if xml_term is not None and kind == "eval":  # perfbase's term: an XML tree of its arithmetic
+        if len(elem.findall("term")) > 1:
+            raise _fail(path, elem.findall("term")[1], "a second <term>; give one")
+        text = _xml_term(path, xml_term, op)
+        op.term, op.term_text = _term(path, xml_term, text, [*op.inputs, *op.term_vars]), text
+        if xml_term.get("id") and not op.alias:  # perfbase names the column after the term's id
+            op.alias = f"{xml_term.get('id')}({','.join(dict.fromkeys(n for _, n in op.term_vars.values()))})"
+        op.unit = op.unit if op.unit is not None else xml_term.get("unit")
+        return op
     term = _one(path, elem, ("term",), required=kind == "eval")
     if term is not None and kind != "eval":
         raise _fail(path, elem, 'only type="eval" takes a <term>; remove it')
@@ -628,10 +650,61 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
 TERM_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
+def _xml_term(path: str, elem: etree._Element, op: Operator) -> str:
+    """perfbase's XML <term> (fraction, product, sum, difference, function, variable, constant) as the
+    text of psbase's term; each <variable name="N">input</variable> becomes a symbol that op.term_vars
+    maps to column N of that input."""
+    parts = [c for c in elem if isinstance(c.tag, str)]
+    if len(parts) != 1 or parts[0].tag not in _XML_TERMS:
+        raise _fail(path, elem, f"give exactly one of {', '.join(f'<{t}>' for t in _XML_TERMS)}")
+    node = parts[0]
+    tag = node.tag
+
+    def sub(child: str, many: bool = False) -> list[str]:
+        found = [c for c in node if c.tag == child]
+        if not found or (len(found) > 1 and not many):
+            raise _fail(path, node, f"give {'one or more' if many else 'one'} <{child}>")
+        return [f"({_xml_term(path, c, op)})" for c in found]
+
+    if tag == "fraction":
+        return "/".join(sub("dividend") + sub("divisor"))
+    if tag == "difference":
+        return "-".join(sub("minuend") + sub("subtrahend"))
+    if tag == "product":
+        return "*".join(sub("factor", many=True))
+    if tag == "sum":
+        return "+".join(sub("summand", many=True))
+    if tag == "function":
+        name = node.get("type", "")
+        if name not in XML_FUNCTIONS:
+            raise _fail(path, node, f"type={name!r} is not a function; use one of {', '.join(XML_FUNCTIONS)}")
+        args = sub("argument", many=True)
+        if len(args) != XML_FUNCTIONS[name]:
+            raise _fail(path, node, f"{name} takes {XML_FUNCTIONS[name]} <argument>(s), not {len(args)}")
+        return f"{name}({', '.join(args)})"
+    if tag == "variable":
+        src, name = _text(path, node), (node.get("name") or "").strip()
+        if not name:
+            raise _fail(path, node, "name= is missing; give the parameter or result of the input it reads")
+        if src not in op.inputs:
+            raise _fail(path, node, f"{src!r} is not an <input> of the operator; name one of {', '.join(op.inputs)}")
+        symbol = next((s for s, v in op.term_vars.items() if v == (src, name)), f"_v{len(op.term_vars)}")
+        op.term_vars[symbol] = (src, name)
+        return symbol
+    text = _text(path, node)  # a constant: a number (a <fixed> id was replaced by its content), e or pi
+    if text in ("e", "pi"):
+        return repr(getattr(math, text))
+    try:
+        float(text)
+    except ValueError:
+        raise _fail(path, node, f"{text!r} is no number, e, pi or <fixed> id; give one") from None
+    return text
+
+
 def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.Expression:
     """The term as a checked syntax tree: arithmetic over the input ids only."""
     try:
-        tree = arith.check(text, TERM_OPERATORS, TERM_FUNCTIONS, names="input ids")
+        tree = arith.check(text, TERM_OPERATORS, (*TERM_FUNCTIONS, *XML_FUNCTIONS), names="input ids")
     except ValueError as exc:
         raise _fail(path, elem, f"{exc}; fix it") from None
     for name in arith.names_in(tree):

@@ -71,3 +71,41 @@ def test_omit_of_an_input_the_combiner_does_not_have_is_one_line(combiner2) -> N
                                          count=1))
     line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
     assert "<omit>" in line and "'nope'" in line
+
+
+@pytest.fixture(scope="module")
+def eval_dir(tmp_path_factory) -> tuple[Path, dict]:
+    work = tmp_path_factory.mktemp("pbq")
+    d, env = _setup(work, "eval", "input_1.dat")
+    for f in sorted(p.name for p in d.glob("*.dat") if p.name != "input_1.dat"):
+        ok(psbase("input", "-d", "eval_inp.xml", f, cwd=d, env=env))
+    return d, env
+
+
+@pytest.mark.parametrize(("args", "vfy"), [(["eval_qry_1.xml"], 1), (["eval_qry_1.xml", "-f", "Q=0.02"], 2),
+                                          (["eval_qry_2.xml"], 3)])
+def test_eval_with_an_xml_term(eval_dir, args: list[str], vfy: int) -> None:
+    # <term id="func"><fraction><dividend><sum>... <variable name="P">src.data</variable> ... <constant>Q</constant>
+    # (a <fixed>, which -f overrides); eval_qry_2 also has <combiner><omit>T</omit>
+    work, env = eval_dir
+    got = ok(psbase("query", "-d", *args, cwd=work, env=env))
+    assert _numbers(got) == pytest.approx(_numbers((work / "verify" / f"test_{vfy}.vfy").read_text()))
+    assert "func(" in got
+
+
+def test_eval_xml_term_with_a_function(tmp_path) -> None:
+    # oponesrc_qry_11: <function type="floor"> of a <fraction> of a <variable> and a <constant>
+    work, env = _setup(tmp_path, "oponesrc", "input_?.dat")
+    ok(psbase("query", "-d", "oponesrc_qry_11.xml", cwd=work, env=env))
+    got = (work / "qry_result").read_text()
+    want = (work / "verify" / "test_11.vfy").read_text()
+    assert sorted(_numbers(got)) == sorted(_numbers(want))
+
+
+def test_xml_term_variable_of_an_unknown_input_is_one_line(eval_dir) -> None:
+    work, env = eval_dir
+    text = (work / "eval_qry_1.xml").read_text()
+    (work / "bad.xml").write_text(text.replace('<variable name="T">src.data</variable>',
+                                               '<variable name="T">src.nope</variable>'))
+    line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
+    assert "<variable>" in line and "'src.nope'" in line
