@@ -23,6 +23,7 @@ then small: one row per parameter combination)."""
 from __future__ import annotations
 
 import ast
+import collections
 import copy
 import dataclasses
 import datetime as _dt
@@ -432,6 +433,10 @@ class _Run:
             return self.param(op, vecs[0][1])
         if kind in qf.SLICES:
             return self.slice(op, vecs[0][1])
+        if kind == "distrib":
+            return self.distrib(op, vecs[0][1])
+        if kind == "frequency":
+            return self.frequency(op, vecs[0][1])
         for _, vec in vecs:
             for c in vec.values:
                 self.check_type(op, c.name, c.datatype)
@@ -486,8 +491,11 @@ class _Run:
                 )
                 for kv, vals, errs in joined.rows
             ]
-            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes,
-                       joined.runs if len(vecs) == 1 else None)
+            cols = [self.derived(op, c) for c in joined.values]
+            if op.scale_name and op.unit is None:  # a named factor moves the unit's prefix (s * Mega: us)
+                cols = [dataclasses.replace(d, unit=_scaled_unit(c.unit, op.value)) for c, d in
+                        zip(joined.values, cols, strict=True)]
+            return Vec(joined.keys, cols, rows, joined.notes, joined.runs if len(vecs) == 1 else None)
         if kind == "eval" and op.term_vars:
             return self.xml_eval(op, vecs, joined)
         if kind == "eval":
@@ -545,6 +553,76 @@ class _Run:
             rows.append((kv, [_evaluate(op.term, env)], [None]))
         return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes,
                    joined.runs if len(vecs) == 1 else None)
+
+    def _samples(self, op: qf.Operator, vec: Vec) -> list[float]:
+        """The values of a distrib's or frequency's input: one value column, numbers."""
+        if len(vec.values) != 1:
+            raise self.fail(op, f"{op.type} takes one value column (its input has {len(vec.values)}); "
+                            "give its source one <result>")
+        self.check_type(op, vec.values[0].name, vec.values[0].datatype)
+        return [float(r[1][0]) for r in vec.rows if r[1][0] is not None]
+
+    def distrib(self, op: qf.Operator, vec: Vec) -> Vec:
+        """distrib (perfbase's): the values counted into bins of width value= (else a hundredth of their
+        range; the first bin starts at a multiple of the width); a row per bin, keyed by its lower limit.
+        variant normalized gives percent, cumulative the percent up to the bin, nonzero a row per value."""
+        if len({r[0] for r in vec.rows}) > 1:
+            raise self.fail(op, f"its input has rows for several values of {', '.join(k.name for k in vec.keys)}; "
+                            "distrib takes one set of parameter values: filter the parameters to one value")
+        samples = sorted(self._samples(op, vec))
+        c = vec.values[0]
+        bins: list[tuple[float, float]] = []
+        if op.variant == "nonzero":
+            bins = [(x, float(n)) for x, n in sorted(collections.Counter(samples).items())]
+        elif samples:
+            lo, hi = samples[0], samples[-1]
+            width = op.value if op.value is not None else (hi - lo) / 100
+            if op.value is not None:
+                lo = math.floor(lo / width) * width
+            bins = [(lo, x) for x in _bin_counts(samples, lo, width, op.variant)]
+            limit = lo
+            for n in range(len(bins)):  # perfbase adds up the limits bin by bin
+                bins[n] = (limit, bins[n][1])
+                limit += width
+        integral = op.variant in ("absolute", "nonzero")
+        # perfbase stores the limits (and fractions) as printed with %e: 7 significant digits
+        rows = [((float(f"{lim:e}"),), [int(x) if integral else float(f"{x:e}")], [None]) for lim, x in bins]
+        base = c.name.split(" ")[0]  # perfbase names it after the variable, not an operator's column
+        key = Column(f"bin({base})", c.unit, "key", label="sample value distribution", datatype="float")
+        label = {"normalized": "probability [%]", "cumulative": "cumulative probability [%]"}.get(
+            op.variant, "sample value count")
+        value = Column(op.alias or f"samples({base})", "", "value", label=label,
+                       datatype="integer" if integral else "float", statistic="distrib")
+        notes = list(vec.notes)
+        if op.samples_note:
+            notes += [(sid, f"N_samples = {len(samples)}") for sid in dict.fromkeys(sid for sid, _ in vec.notes)]
+        return Vec([key], [value], rows, notes)
+
+    def frequency(self, op: qf.Operator, vec: Vec) -> Vec:
+        """frequency (perfbase's): the number of rows per interval of width value= (1 without it) of the
+        first parameter's values, in the input's order, divided by the width; it starts and ends with 0."""
+        if not vec.keys:
+            raise self.fail(op, "its input has no parameter to count the rows over; give its source a parameter")
+        self._samples(op, vec)
+        width = op.value if op.value is not None else 1.0
+        times = [float(r[0][0]) for r in vec.rows if r[0][0] is not None]
+        rows: list[tuple[float, float]] = []
+        if times:
+            start, count = times[0], 0
+            end = start + width
+            rows.append((start, 0.0))
+            for t in times:
+                while t >= end:  # an interval complete (empty ones too)
+                    rows.append((start, count / width))
+                    count, start = 0, end
+                    end = start + width
+                count += 1
+            rows += [(start, count / width), (start + width, count / width), (start + 2 * width, 0.0)]
+        k, c = vec.keys[0], vec.values[0]
+        unit = _frequency_unit(k.unit)
+        value = Column(op.alias or f"freq({c.name.split(' ')[0]})", unit, "value", label="data frequency",
+                       datatype="float", statistic="frequency")
+        return Vec([k], [value], [((_py2_float(t),), [f], [None]) for t, f in rows], list(vec.notes))
 
     def passing(self, op: qf.Operator, vecs: list[tuple[str, Vec]]) -> Vec:
         """null and sort (perfbase's): the rows of all inputs in one vector, one
@@ -660,6 +738,58 @@ class _Run:
 
 
 # -- vectors --------------------------------------------------------------------
+
+
+def _bin_counts(samples: list[float], lo: float, width: float, variant: str) -> list[float]:
+    """perfbase's bins of the sorted samples from lo: a sample on a bin's upper limit is in that bin."""
+    limit, at = lo + width, 0
+    bins = [0.0]
+    share = 100.0 / len(samples)
+    for x in samples:
+        if x > limit:
+            more = int(1 + math.floor((x - limit) / width))
+            limit += width * more
+            bins += [bins[at] if variant == "cumulative" else 0.0] * more
+            at += more
+        bins[at] += 1 if variant == "absolute" else share
+    return bins
+
+
+# the prefixes of perfbase's units by their factor (its pb_scale_values), longest first
+_PREFIXES = {"Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4, "Pi": 1024.0**5, "K": 1e3, "M": 1e6,
+             "G": 1e9, "T": 1e12, "P": 1e15, "m": 1e-3, "u": 1e-6, "n": 1e-9, "p": 1e-12, "f": 1e-15}
+_BASE_UNITS = ("none", "%", "ppm", "byte", "bit", "flop", "op", "process", "event", "s", "Hz", "h", "d", "a", "m",
+               "g", "A", "K", "mol", "cd", "$", "Y", "EUR")
+
+
+def _prefix_of(unit: str) -> tuple[str, float]:
+    if unit in _BASE_UNITS:
+        return "", 1.0
+    return next(((p, f) for p, f in _PREFIXES.items() if unit.startswith(p)), ("", 1.0))
+
+
+def _scaled_unit(unit: str, factor: float) -> str:
+    """The unit of values multiplied by a named factor: its prefix divided by it (s * 1e6: us); unchanged
+    where no prefix stands for the quotient."""
+    prefix, scale = _prefix_of(unit)
+    new = scale / factor
+    if math.isclose(new, 1.0):
+        return unit[len(prefix):]
+    name = next((p for p, f in _PREFIXES.items() if math.isclose(f, new)), None)
+    return unit if name is None else name + unit[len(prefix):]
+
+
+def _frequency_unit(unit: str) -> str:
+    """Hz for a time unit, with the inverse of its prefix (us: MHz); none for other units."""
+    if unit[-1:] not in ("s", "h", "d", "a"):
+        return ""
+    _, scale = _prefix_of(unit)
+    return next((p for p, f in _PREFIXES.items() if math.isclose(f, 1 / scale)), "") + "Hz"
+
+
+def _py2_float(x: float) -> float:
+    """A float as perfbase stored it through Python 2's str(): 12 significant digits."""
+    return float(f"{x:.12g}")
 
 
 def _run_readers(q: qf.QueryFile) -> set[str]:

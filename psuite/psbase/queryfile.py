@@ -97,6 +97,13 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     and oldest ([:1]).  scope="run" on a statistic or a reduction of one
     input reduces each run's rows to one row (no keys), not the rows with
     equal keys or the whole vector.
+  * distrib (perfbase's): the values of one parameter set counted into
+    bins of width value= (else a hundredth of their range), variant
+    absolute, normalized (percent), cumulative or nonzero (a row per
+    value); option="samples" adds a note with their number.  frequency:
+    the rows per interval value= of the first parameter, per unit of it.
+    scale value="Mega" (perfbase's named factors, "1/Mega" divides) also
+    moves the unit's prefix (s: us).
   * <fixed id="f"><content>1.24</content></fixed> defines a value that
     filter conditions, run indexes and dates, value= and <filename>
     give as f (the whole text); titles and file names also as "(f)"
@@ -157,7 +164,15 @@ LIMIT_VARIANTS = {"less": "<", "lessequal": "<=", "equal": "=", "notequal": "!="
 SORT_VARIANTS = ("ascending", "descending", "none")
 SLICES = ("slice", "latest", "oldest")  # one input, the rows of some of its runs
 RUNS = ("runindex", "param")  # one input: the run index of each row; the value of a parameter in that run
-OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
+DISTRIBUTIONS = ("distrib", "frequency")  # one input of one value column, made into a histogram or a rate
+DISTRIB_VARIANTS = ("absolute", "normalized", "cumulative", "nonzero")
+OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES,
+             *DISTRIBUTIONS)
+# perfbase's scale factors by name (value="Mega"; "1/Mega" divides): the factor, and the unit prefix it
+# takes away from the values' unit (s * 1e6: us)
+SCALE_NAMES = {"Kilo": 1e3, "Mega": 1e6, "Giga": 1e9, "Tera": 1e12, "Peta": 1e15, "milli": 1e-3, "micro": 1e-6,
+               "nano": 1e-9, "pico": 1e-12, "femto": 1e-15, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,
+               "Ti": 1024.0**4, "Pi": 1024.0**5}
 CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 STDOUT_FORMATS = ("text", "csv", "json")
@@ -238,6 +253,8 @@ class Operator(Element):
     slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
     parameter: str = ""  # param: the parameter (value=)
     per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
+    scale_name: str = ""  # scale by a named factor (perfbase's value="Mega"): its unit changes with it
+    samples_note: bool = False  # distrib option="samples": a note with the number of samples
     # an XML <term>'s variables: symbol in the term -> (input id, the column of that input it names)
     term_vars: dict[str, tuple[str, str]] = field(default_factory=dict)
 
@@ -585,7 +602,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
         raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
-    if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES) and n != 1:
+    if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES, *DISTRIBUTIONS) and n != 1:
         raise _fail(
             path,
             elem,
@@ -593,8 +610,22 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         )
     if kind in BINARY and n != 2:
         raise _fail(path, elem, f"{kind} takes exactly two <input> elements (it has {n}): a, then b")
-    if kind in LINEAR:
+    named = (elem.get("value") or "").strip()
+    if kind == "scale" and named.removeprefix("1/") in SCALE_NAMES:
+        op.scale_name = named
+        factor = SCALE_NAMES[named.removeprefix("1/")]
+        op.value = 1 / factor if named.startswith("1/") else factor
+    elif kind in LINEAR:
         op.value = _number(path, elem, "the factor" if kind == "scale" else "the summand")
+    elif kind in DISTRIBUTIONS:
+        what = "the bin width" if kind == "distrib" else "the interval width"
+        op.value = _number(path, elem, what) if elem.get("value") is not None else None
+        if op.value is not None and op.value <= 0:
+            raise _fail(path, elem, f"value={elem.get('value')} is not positive; give {what}")
+        variants = DISTRIB_VARIANTS if kind == "distrib" else ("relative", "absolute")
+        op.variant = _choice(path, elem, "variant", variants, variants[0])
+        if kind == "distrib":
+            op.samples_note = _choice(path, elem, "option", ("none", "samples"), "none") == "samples"
     elif kind == "quantile":
         op.value = _number(path, elem, "the quantile as a fraction in [0, 1] or in percent up to 100, e.g. 0.9 or 90")
         if not 0 <= op.value <= 100:
@@ -627,7 +658,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         op.sort_by = [n for n in (elem.get("value") or "").replace(",", " ").split()]
     elif elem.get("value") is not None:
         raise _fail(path, elem, f"{kind} takes no value=; remove it")
-    if kind not in (*LIMITS, "normalize", "sort", "quantile") and elem.get("variant") is not None:
+    if kind not in (*LIMITS, "normalize", "sort", "quantile", *DISTRIBUTIONS) and elem.get("variant") is not None:
         raise _fail(path, elem, f"{kind} takes no variant=; remove it")
     xml_term = next((c for c in elem if c.tag == "term" and len(c)), None)
     if xml_term is not None and kind == "eval":  # perfbase's term: an XML tree of its arithmetic

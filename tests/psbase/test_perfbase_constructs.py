@@ -109,3 +109,39 @@ def test_xml_term_variable_of_an_unknown_input_is_one_line(eval_dir) -> None:
                                                '<variable name="T">src.nope</variable>'))
     line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
     assert "<variable>" in line and "'src.nope'" in line
+
+
+def _gnuplot_numbers(text: str) -> list[float]:
+    """The numbers of the data lines of perfbase's gnuplot script (after plot, up to each e)."""
+    return _numbers("\n".join(x for x in text.splitlines() if x[:1].isdigit() or x[:1] == "-"))
+
+
+@pytest.fixture(scope="module")
+def distrib_dir(tmp_path_factory) -> tuple[Path, dict]:
+    return _setup(tmp_path_factory.mktemp("pbq"), "distrib", "input*.dat")
+
+
+@pytest.mark.parametrize("t", [1, 2, 3, 4, 5])
+def test_distrib(distrib_dir, t: int) -> None:
+    # distrib_qry_T as written but for its output: raw text, not perfbase's eps plot, whose data are compared;
+    # 1: 100 automatic bins; 2: of a scale value="Mega"; 3-5: value="0.1", variants normalized and cumulative
+    work, env = distrib_dir
+    text = (work / f"distrib_qry_{t}.xml").read_text()
+    (work / f"t{t}.xml").write_text(text.replace('target="gnuplot" format="eps" type="steps"', 'target="raw_text"'))
+    ok(psbase("query", "-d", f"t{t}.xml", cwd=work, env=env))
+    got = (work / "qry_result").read_text()
+    assert _numbers(got) == pytest.approx(_gnuplot_numbers((work / "verify" / f"test_{t}.vfy").read_text()),
+                                          rel=1e-6)
+    assert "N_samples = 500" in got and "samples(l_msg)" in got
+    if t == 2:
+        assert "[us]" in got  # s times Mega: microseconds
+
+
+def test_distrib_of_several_parameter_sets_is_one_line(distrib_dir) -> None:
+    work, env = distrib_dir
+    text = (work / "distrib_qry_1.xml").read_text()
+    (work / "bad.xml").write_text(text.replace('<parameter show="filter" id="p.s_msg">', '<parameter id="p.s_msg">')
+                                  .replace("<equal>f.s_msg</equal>", "<greater>0</greater>")
+                                  .replace('target="gnuplot" format="eps" type="steps"', 'target="raw_text"'))
+    line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
+    assert "distrib takes one set of parameter values" in line
