@@ -145,3 +145,27 @@ def test_distrib_of_several_parameter_sets_is_one_line(distrib_dir) -> None:
                                   .replace('target="gnuplot" format="eps" type="steps"', 'target="raw_text"'))
     line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
     assert "distrib takes one set of parameter values" in line
+
+
+@pytest.mark.parametrize("t", [1, 2, 3])
+def test_frequency(tmp_path, t: int) -> None:
+    # frequency_qry_T as written but for its PostScript plot (left out: its raw_text output is perfbase's
+    # verify/test_T.vfy); the data filed with a description in psbase's dialect (perfbase's names the run
+    # r by its file name), r given with -f
+    work = tmp_path / "frequency"
+    shutil.copytree(PERFBASE / "frequency", work)
+    env = {"PSBASE_DB": str(tmp_path / "a.db")}
+    ok(psbase("setup", "-d", "frequency_exp.xml", cwd=work, env=env))
+    (work / "inp.xml").write_text('<input><experiment>frequency_TEST</experiment><tabular_location><match># time'
+                                  '</match><column pos="1">t</column><column pos="2">v</column></tabular_location>'
+                                  "</input>")
+    for n in (1, 2, 3):
+        ok(psbase("input", "-d", "inp.xml", "-f", f"r={n}", f"input/data_{n}.dat", cwd=work, env=env))
+    text = (work / f"frequency_qry_{t}.xml").read_text()
+    (work / "q.xml").write_text(re.sub(r'<output target="gnuplot".*?</output>', "", text, flags=re.S))
+    ok(psbase("query", "-d", "q.xml", cwd=work, env=env))
+    (out,) = work.glob(f"frequency_{t}*")
+    # verify/test_T.vfy is the raw text, then the PostScript plot's script (from "set terminal" on)
+    got, want = out.read_text(), (work / "verify" / f"test_{t}.vfy").read_text().split("set terminal")[0]
+    assert _numbers(got) == pytest.approx(_numbers(want))
+    assert "freq(v)" in got and "Hz" in got
