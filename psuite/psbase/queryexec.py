@@ -32,6 +32,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+import regex
 import sqlalchemy as sa
 
 from psuite.errors import UsageError
@@ -257,6 +258,9 @@ class _Run:
         }
         parts = []
         for op, text in f.conditions:
+            if op in qf.TEXT_CONDITIONS:
+                parts.append(self.text_condition(sel, v, column, op, text))
+                continue
             try:
                 value = (
                     convert(v, text) if not (v.valid and op != "equal") else convert(Variable(v.name, v.datatype), text)
@@ -274,6 +278,25 @@ class _Run:
                 continue
             parts.append(ops[op](column, _to_db(v, value)))
         return sa.and_(*parts) if f.boolean == "and" else sa.or_(*parts)
+
+    def text_condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, op: str,
+                       text: str) -> sa.ColumnElement:
+        """perfbase's <regexp> (found in the value, as PostgreSQL's ~) and <match> (SQL LIKE) filters of
+        a string parameter; the regexp is matched here, not in SQL (SQLite has none), on the few
+        distinct stored values, each within a time bound."""
+        if v.datatype != "string":
+            raise self.fail(sel, f"<{op}>: parameter {v.name!r} is of datatype {v.datatype}, and <{op}> filters "
+                            "strings; use <equal>, <lesser>, ... on it")
+        if op == "match":
+            return column.like(text)
+        pattern = regex.compile(text)
+        stored = self.conn.execute(sa.select(column).distinct().where(column.is_not(None))).scalars().all()
+        try:
+            found = [x for x in stored if pattern.search(str(x), timeout=qf.REGEXP_SECONDS)]
+        except TimeoutError:
+            raise self.fail(sel, f"<regexp> {text!r} takes more than {qf.REGEXP_SECONDS:g} s on one value; "
+                            "simplify it") from None
+        return column.in_(found)
 
     def run_condition(self, sel: qf.RunSel) -> sa.ColumnElement:
         r = self.store.runs
@@ -1092,6 +1115,7 @@ def _label(f: qf.Filter) -> str:
     """A sweep filter as the text after the parameter's name: =1, =2|4, >=2&<=4."""
     if all(op == "equal" for op, _ in f.conditions) and (f.boolean == "or" or len(f.conditions) == 1):
         return "=" + "|".join(x for _, x in f.conditions)
-    signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
+    signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">=",
+             "regexp": "~", "match": " like "}
     return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
 

@@ -40,7 +40,8 @@ ones, that psbase.queryexec runs against an archive.
 
 Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
 <lessequal>, <greater>, <greaterequal> (values in the variable's datatype;
-versions compare part by part, 1.9 < 1.9.1 < 1.10), combined by
+versions compare part by part, 1.9 < 1.9.1 < 1.10), and on strings
+perfbase's <regexp> (found in the value) and <match> (SQL LIKE), combined by
 boolean="and" (the default) or "or"; several filters of one parameter
 must all hold (boolean="or" on the <parameter>: one of them; on the
 <source>: the filters of one of its parameters, --where still all).  A list is <filter boolean="or"> with several
@@ -147,6 +148,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+import regex
 from lxml import etree
 
 from psuite.cli_common import read_input
@@ -173,7 +175,9 @@ OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMI
 SCALE_NAMES = {"Kilo": 1e3, "Mega": 1e6, "Giga": 1e9, "Tera": 1e12, "Peta": 1e15, "milli": 1e-3, "micro": 1e-6,
                "nano": 1e-9, "pico": 1e-12, "femto": 1e-15, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,
                "Ti": 1024.0**4, "Pi": 1024.0**5}
-CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
+CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal", "regexp", "match")
+TEXT_CONDITIONS = ("regexp", "match")  # perfbase's conditions on strings: a regexp found in it, an SQL LIKE
+REGEXP_SECONDS = 2.0  # the most one <regexp> may take on one value: query files come from other people too
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
@@ -461,6 +465,12 @@ def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
 def _filter(path: str, elem: etree._Element) -> Filter:
     _check_children(path, elem, CONDITIONS)
     conds = [(c.tag, (c.text or "").strip()) for c in elem]
+    for c, (op, text) in zip(elem, conds, strict=True):
+        if op == "regexp":
+            try:
+                regex.compile(text)
+            except regex.error as exc:
+                raise _fail(path, c, f"{text!r} is not a regular expression ({exc}); fix it") from None
     if not conds:
         raise _fail(path, elem, f"an empty filter; give conditions: {', '.join(f'<{c}>' for c in CONDITIONS)}")
     return Filter(conds, _choice(path, elem, "boolean", ("and", "or"), "and"))

@@ -169,3 +169,39 @@ def test_frequency(tmp_path, t: int) -> None:
     got, want = out.read_text(), (work / "verify" / f"test_{t}.vfy").read_text().split("set terminal")[0]
     assert _numbers(got) == pytest.approx(_numbers(want))
     assert "freq(v)" in got and "Hz" in got
+
+
+@pytest.fixture(scope="module")
+def regexp2(tmp_path_factory) -> tuple[Path, dict]:
+    work = tmp_path_factory.mktemp("pbq") / "regexp2"
+    shutil.copytree(PERFBASE / "regexp2", work)
+    env = {"PSBASE_DB": str(work.parent / "a.db")}
+    ok(psbase("setup", "-d", "regexp2_exp.xml", cwd=work, env=env))
+    files = sorted(str(p.relative_to(work)) for p in work.glob("input/*"))
+    ok(psbase("input", "-u", "-d", "regexp2_inp.xml", *files, cwd=work, env=env))
+    return work, env
+
+
+@pytest.mark.parametrize("t", [1, 2])
+def test_filter_regexp(regexp2, t: int) -> None:
+    # <filter><regexp>.*number one.*</regexp> (1) and ^number one (2) on a string parameter
+    work, env = regexp2
+    got = ok(psbase("query", "-d", f"regexp2_qry_{t}.xml", cwd=work, env=env))
+    want = (work / "verify" / f"test_{t}.vfy").read_text()
+    assert _numbers(got) == _numbers(want)
+    assert [x.split()[-1] for x in got.splitlines()[1:]] == [x.split()[-1] for x in want.splitlines()[1:]]
+
+
+def test_filter_regexp_on_a_number_is_one_line(regexp2) -> None:
+    # regexp2_qry_3: perfbase refuses it too ("needs to be a string type")
+    work, env = regexp2
+    line = one_line_error(psbase("query", "-d", "regexp2_qry_3.xml", cwd=work, env=env), "psbase")
+    assert "'dummy'" in line and "filters strings" in line
+
+
+def test_filter_regexp_that_is_no_regexp_is_one_line(regexp2) -> None:
+    work, env = regexp2
+    text = (work / "regexp2_qry_1.xml").read_text().replace(".*number one.*", "(number")
+    (work / "bad.xml").write_text(text)
+    line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
+    assert "<regexp>" in line and "not a regular expression" in line
