@@ -226,8 +226,8 @@ class _Run:
                 sweeps.append([])  # all values: found once the other conditions are known
         if param_conds:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
-        for r in src.runs:
-            conds.append(self.run_condition(r))
+        if src.runs:  # several <run> selections: a run of any of them (perfbase's source)
+            conds.append(sa.or_(*(self.run_condition(r) for r in src.runs)))
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
         for i, v in enumerate(swept):
             if not sweeps[i]:
@@ -316,7 +316,20 @@ class _Run:
             parts.append(r.c.created >= sel.created_from)
         if sel.created_to is not None:
             parts.append(r.c.created < sel.created_to)
-        cond = sa.and_(*parts)
+        if sel.performed_from is not None or sel.performed_to is not None:
+            when = sa.func.coalesce(r.c.performed, r.c.created)  # none given: performed when filed
+            parts.append(sa.and_(*([when >= sel.performed_from] if sel.performed_from else []),
+                                 *([when <= sel.performed_to] if sel.performed_to else [])))
+        if sel.synopsis:  # perfbase's regexps (any of them), matched here on the runs' synopses
+            texts = self.conn.execute(sa.select(r.c.synopsis).distinct().where(
+                r.c.experiment == self.exp_id, r.c.synopsis.is_not(None))).scalars().all()
+            try:
+                found = [t for t in texts if any(regex.search(x, t, timeout=qf.REGEXP_SECONDS) for x in sel.synopsis)]
+            except TimeoutError:
+                raise self.fail(sel, f"a <synopsis> regexp takes more than {qf.REGEXP_SECONDS:g} s on one "
+                                "synopsis; simplify it") from None
+            parts.append(r.c.synopsis.in_(found))
+        cond = sa.or_(*parts) if sel.boolean == "or" else sa.and_(*parts)
         return sa.not_(cond) if sel.exclude else cond
 
     def source(self, src: qf.Source) -> dict[Instance, Vec]:

@@ -46,9 +46,13 @@ boolean="and" (the default) or "or"; several filters of one parameter
 must all hold (boolean="or" on the <parameter>: one of them; on the
 <source>: the filters of one of its parameters, --where still all).  A list is <filter boolean="or"> with several
 <equal>, a range <filter> with <greaterequal> and <lessequal>.  A <run>
-selects runs by index and by the date they were filed (created); several
-<run> elements must all hold, and mask="exclude" selects the runs they do
-not match.  Deleted runs are never queried.
+selects runs by index, by the date they were filed (created) or
+performed (perfbase's <performed>, its <from> and <to> inclusive, dates as
+<date><day/><month/><year/></date> or text) and by a regexp found in their
+synopsis; its conditions must all hold (boolean="or": one of them); a
+source takes the runs of any of its <run> elements (perfbase's), and
+mask="exclude" selects the runs they do not match.  Deleted runs are never
+queried.
 
 On the command line (psbase query --file), --where NAME=VALUE adds a filter
 and --sweep NAME a sweep over all values to every source.
@@ -227,6 +231,11 @@ class RunSel:
     created_to: _dt.datetime | None = None  # exclusive
     exclude: bool = False
     line: int = 0
+    # perfbase's <performed> window (from and to inclusive) and <synopsis> regexps (any of them)
+    performed_from: _dt.datetime | None = None
+    performed_to: _dt.datetime | None = None
+    synopsis: list[str] = field(default_factory=list)
+    boolean: str = "and"  # perfbase's boolean=: a run passes all its conditions, or ("or") one of them
 
 
 @dataclass
@@ -344,7 +353,7 @@ def parse_fixed(items: list[str]) -> dict[str, str]:
 
 # where perfbase (pb_common.mk_label and its callers) puts a <fixed> value: text that is a fixed id
 # as a whole is replaced by its content; labels also take "(id)" anywhere in them
-_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename", "constant")
+_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename", "constant", "synopsis")
 _FIXED_ATTRIBUTES = ("value", "title")
 
 
@@ -509,12 +518,79 @@ def _when(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
     return when + _dt.timedelta(microseconds=1) if end else when
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _month(text: str) -> int:
+    """A month by its name or its first three letters (perfbase's), 1-12; ValueError if none."""
+    names = [_dt.date(2000, m, 1).strftime("%B").lower() for m in range(1, 13)]
+    low = text.lower()
+    if low in _MONTHS:
+        return _MONTHS.index(low) + 1
+    return names.index(low) + 1
+
+
+def _stamp(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
+    """A <from> or <to> of perfbase's <performed> (or <created>): its <date> (<day>, <month> as 1-12 or a
+    name, <year>; missing parts the first or last of the range, a two-digit year 19xx from 70 on, else
+    20xx) and <time> (<hour>, <minute>, <second>), or a date as text (ISO)."""
+    date, time = elem.find("date"), elem.find("time")
+    if date is None and time is None:
+        return _when(path, elem, end)
+    _check_children(path, elem, ("date", "time"))
+    today = _dt.date.today()
+    day, month, year = 1 if not end else 31, 1 if not end else 12, today.year
+    try:
+        if date is not None:
+            _check_children(path, date, ("day", "month", "year"))
+            text = date.findtext("month")
+            if text is not None:
+                text = text.strip()
+                month = int(text) if text.isdigit() else _month(text)
+            if date.findtext("year") is not None:
+                year = int(date.findtext("year").strip())
+                year += (1900 if year >= 70 else 2000) if len(date.findtext("year").strip()) <= 2 else 0
+            if date.findtext("day") is not None:
+                day = int(date.findtext("day").strip())
+            if end and date.findtext("day") is None:  # the last day of the month
+                day = ((_dt.date(year + month // 12, month % 12 + 1, 1)) - _dt.timedelta(days=1)).day
+        clock = _dt.time()
+        if time is not None:
+            _check_children(path, time, ("hour", "minute", "second"))
+            hour, minute = time.findtext("hour"), time.findtext("minute")
+            if hour is None or minute is None:
+                raise _fail(path, time, "give <hour> and <minute>")
+            clock = _dt.time(int(hour), int(minute), int(time.findtext("second") or 0))
+        return _dt.datetime.combine(_dt.date(year, month, day), clock)
+    except (ValueError, TypeError):
+        raise _fail(path, elem, "is not a date; give <day>, <month> (1-12 or Jan-Dec) and <year>") from None
+
+
 def _run(path: str, elem: etree._Element) -> RunSel:
-    _check_children(path, elem, ("index", "created"))
+    _check_children(path, elem, ("index", "created", "performed", "synopsis"))
     sel = RunSel(
-        exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline
+        exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline,
+        boolean=_choice(path, elem, "boolean", ("and", "or"), "and"),
     )
     for c in elem:
+        if c.tag == "synopsis":  # a regexp found in the run's synopsis
+            text = _text(path, c)
+            try:
+                regex.compile(text)
+            except regex.error as exc:
+                raise _fail(path, c, f"{text!r} is not a regular expression ({exc}); fix it") from None
+            sel.synopsis.append(text)
+            continue
+        if c.tag == "performed":  # perfbase's: from and to both inclusive
+            _check_children(path, c, ("from", "to"))
+            for d in c:
+                if d.tag == "from":
+                    sel.performed_from = _stamp(path, d, end=False)
+                else:
+                    sel.performed_to = _stamp(path, d, end=False)
+            if sel.performed_from is None and sel.performed_to is None:
+                raise _fail(path, c, "give <from> and/or <to> dates")
+            continue
         if c.tag == "index":
             for part in _text(path, c).split(","):
                 m = _RANGE.match(part.strip())
@@ -544,8 +620,9 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                     sel.created_to = _when(path, d, end=True)
             if sel.created_from is None and sel.created_to is None:
                 raise _fail(path, c, "give <from> and/or <to> dates")
-    if not sel.ranges and sel.created_from is None and sel.created_to is None:
-        raise _fail(path, elem, "selects nothing; give <index> or <created>")
+    if not sel.ranges and sel.created_from is None and sel.created_to is None and not sel.synopsis and \
+            sel.performed_from is None and sel.performed_to is None:
+        raise _fail(path, elem, "selects nothing; give <index>, <created>, <performed> or <synopsis>")
     return sel
 
 

@@ -205,3 +205,36 @@ def test_filter_regexp_that_is_no_regexp_is_one_line(regexp2) -> None:
     (work / "bad.xml").write_text(text)
     line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
     assert "<regexp>" in line and "not a regular expression" in line
+
+
+@pytest.fixture(scope="module")
+def runs_dir(tmp_path_factory) -> tuple[Path, dict]:
+    work = tmp_path_factory.mktemp("pbq") / "runs"
+    shutil.copytree(PERFBASE / "runs", work)
+    env = {"PSBASE_DB": str(work.parent / "a.db")}
+    ok(psbase("setup", "-d", "runs_exp_desc.xml", cwd=work, env=env))
+    for d in range(1, 5):
+        ok(psbase("input", "-d", "runs_inp_desc.xml", "-s", f"synopsis_{d}", "-p", f"{d}-Dec-2004", f"data_{d}.dat",
+                  cwd=work, env=env))
+    return work, env
+
+
+@pytest.mark.parametrize("t", [4, 5, 6, 8, 10, 11])
+def test_run_performed_and_synopsis(runs_dir, t: int) -> None:
+    # runs_query_T: <run><performed><from>/<to><date><day/><month/><year/> (4, 5, 6, 8), <synopsis> regexps
+    # (10; 11 through a <fixed>); several <run>s of a source: the runs of any (4, 6); mask="exclude" (8, 10).
+    # psbase orders a source's rows by parameter value, then run; perfbase by run: compared as a multiset
+    work, env = runs_dir
+    got = ok(psbase("query", "-d", f"runs_query_{t}.xml", cwd=work, env=env))
+    want = (work / "verify" / f"test_{t}.vfy").read_text()
+    rows = sorted(tuple(float(x) for x in line.split()) for line in got.splitlines()[1:])
+    assert rows == sorted(tuple(float(x) for x in line.split()) for line in want.splitlines()[1:])
+    assert rows
+
+
+def test_run_performed_with_a_bad_month_is_one_line(runs_dir) -> None:
+    work, env = runs_dir
+    (work / "bad.xml").write_text((work / "runs_query_4.xml").read_text().replace("<month>Dec</month>",
+                                                                                    "<month>Decembre13</month>", 1))
+    line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
+    assert "<from>" in line and "not a date" in line
