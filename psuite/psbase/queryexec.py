@@ -90,10 +90,16 @@ def execute(
                     run.variable(p, p.name, False)
         tables = []
         for out in q.outputs:
+            inputs = [(i, run.output_of(i)) for i in out.inputs]
             try:
-                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)))
+                tables.append((out, _table(out, inputs, q.experiment)))
             except _Unmatched as exc:
-                raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+                if len(inputs) == 1 or out.filename is not None:
+                    raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+                try:  # perfbase's: inputs that do not match row by row are shown one after the other
+                    tables += [(out, _table(out, [one], q.experiment)) for one in inputs]
+                except _Unmatched:
+                    raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
 
 

@@ -238,3 +238,32 @@ def test_run_performed_with_a_bad_month_is_one_line(runs_dir) -> None:
                                                                                     "<month>Decembre13</month>", 1))
     line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
     assert "<from>" in line and "not a date" in line
+
+
+def test_output_of_inputs_that_do_not_match_row_by_row(tmp_path) -> None:
+    # pset_qry_1: an output of a sum by p and of its source (two rows for each p): perfbase shows each input
+    # as its own table, one after the other; psbase too (rows of a table compared as a multiset)
+    work = tmp_path / "pset"
+    shutil.copytree(PERFBASE / "pset", work)
+    env = {"PSBASE_DB": str(tmp_path / "a.db")}
+    ok(psbase("setup", "-d", "pset_exp.xml", cwd=work, env=env))
+    for p in (1, 2, 4):
+        ok(psbase("input", f"--pset-store=pset_{p}", "-d", "pset_inp.xml", f"params_{p}.dat", cwd=work, env=env))
+    for n, use in enumerate(("--pset-use=pset_1", "--pset-use=pset_1 -f P_2=tiny", "--pset-use=pset_1",
+                             "--pset-use=pset_2", "--pset-use=pset_2,pset_4", "--pset-use=pset_1,pset_4",
+                             "--pset-use=pset_4 --pset-use=pset_1"), 1):  # as pset's runtest files them
+        ok(psbase("input", *use.split(), "-d", "pset_inp.xml", f"input_{n}.dat", cwd=work, env=env))
+    got = ok(psbase("query", "-d", "pset_qry_1.xml", "-f", "f.size=small", cwd=work, env=env))
+    want = (work / "verify" / "test_3.vfy").read_text()
+
+    def blocks(text: str) -> list[list[tuple[float, ...]]]:
+        out: list[list[tuple[float, ...]]] = []
+        for line in text.splitlines():
+            if line.startswith("# P_2"):
+                out.append([])
+            elif line[:1].isdigit():
+                out[-1].append(tuple(float(x) for x in line.split()))
+        return [sorted(b) for b in out]
+
+    assert blocks(got) == blocks(want)
+    assert len(blocks(got)) == 2 and len(blocks(got)[1]) == 6
