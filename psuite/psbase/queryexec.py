@@ -178,9 +178,18 @@ class _Run:
             if (len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS and not exact
                     and not elem.per_run):
                 return self.sql_aggregate(elem, src)
+            inputs = []
+            for i in elem.inputs:
+                if i in elem.intern:  # perfbase's sweep_resolve="intern": each sweep value an input of its own
+                    inputs += [(i, {(): vec}) for vec in self.output_of(i).values()]
+                else:
+                    inputs.append((i, self.output_of(i)))
+            if elem.type in qf.BINARY and len(inputs) != 2:
+                raise self.fail(elem, f"{elem.type} takes exactly two inputs, and its inputs give {len(inputs)} "
+                                "(a sweep_resolve=\"intern\" input one per sweep value); give it two")
             return {
                 inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
-                for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
+                for inst, vecs in _match(inputs)
             }
         matched = _match([(i, self.output_of(i)) for i in elem.inputs])
         omit = elem.omit if isinstance(elem, qf.Combiner) else []

@@ -122,6 +122,9 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     a <fixed> id; the column is named f(N,...).
   * An element's inputs are elements defined before it: the file order is
     the order of evaluation, and no cycle can be written.
+  * <input sweep_resolve="intern"> of an operator (perfbase's): each sweep
+    value of that input is an input of its own, e.g. a diff of the two
+    values of one swept input.
   * The modes (paper, 3.3.2): a statistic or reduction with one input
     that is a source aggregates the rows with equal keys (data-set
     aggregation); with one input from another element it reduces the
@@ -268,6 +271,8 @@ class Operator(Element):
     per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
     scale_name: str = ""  # scale by a named factor (perfbase's value="Mega"): its unit changes with it
     samples_note: bool = False  # distrib option="samples": a note with the number of samples
+    # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances become inputs of their own
+    intern: list[str] = field(default_factory=list)
     # an XML <term>'s variables: symbol in the term -> (input id, the column of that input it names)
     term_vars: dict[str, tuple[str, str]] = field(default_factory=dict)
 
@@ -685,6 +690,8 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         alias=(elem.get("alias") or "").strip(),
         unit=elem.get("unit"),
     )
+    op.intern = [i for c, i in zip(elem.findall("input"), op.inputs, strict=True)
+                 if c.get("sweep_resolve") == "intern"]
     n = len(op.inputs)
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
@@ -695,7 +702,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
             elem,
             f"{kind} takes exactly one <input> (it has {n}); combine vectors with element-wise operators first",
         )
-    if kind in BINARY and n != 2:
+    if kind in BINARY and n != 2 and not op.intern:  # an intern input counts once per sweep value
         raise _fail(path, elem, f"{kind} takes exactly two <input> elements (it has {n}): a, then b")
     named = (elem.get("value") or "").strip()
     if kind == "scale" and named.removeprefix("1/") in SCALE_NAMES:

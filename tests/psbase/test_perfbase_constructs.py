@@ -267,3 +267,35 @@ def test_output_of_inputs_that_do_not_match_row_by_row(tmp_path) -> None:
 
     assert blocks(got) == blocks(want)
     assert len(blocks(got)) == 2 and len(blocks(got)[1]) == 6
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory) -> tuple[Path, dict]:
+    work = tmp_path_factory.mktemp("pbq") / "sweep"
+    shutil.copytree(PERFBASE / "sweep", work)
+    env = {"PSBASE_DB": str(work.parent / "a.db")}
+    ok(psbase("setup", "-d", "sweep_exp.xml", cwd=work, env=env))
+    for f in sorted(work.glob("input/*.dat")):
+        ok(psbase("input", "-d", "sweep_inp.xml", str(f.relative_to(work)), cwd=work, env=env))
+    return work, env
+
+
+def test_diff_of_one_input_resolved_per_sweep_value(sweep_dir) -> None:
+    # sweep_qry_5 as written but for its output (raw text, not perfbase's eps plot, whose data are compared):
+    # <operator type="diff"><input sweep_resolve="intern">op.sort</input>: the two interconnects' minima
+    work, env = sweep_dir
+    text = (work / "sweep_qry_5.xml").read_text()
+    (work / "t5.xml").write_text(text.replace('target="gnuplot" format="eps" type="bars"', 'target="raw_text"'))
+    ok(psbase("query", "-d", "t5.xml", cwd=work, env=env))
+    got = (work / "sweep_5").read_text()
+    want = (work / "verify" / "test_5.vfy").read_text()
+    assert [n for i, n in enumerate(_numbers(got)) if i % 2] == _gnuplot_numbers(want)[1::2]
+
+
+def test_diff_of_one_input_without_intern_is_one_line(sweep_dir) -> None:
+    # perfbase: "operation 'diff' needs 2 instead of 1 data sources" (combiner2_qry_4)
+    work, env = sweep_dir
+    text = (work / "sweep_qry_5.xml").read_text().replace(' sweep_resolve="intern"', "")
+    (work / "bad.xml").write_text(text.replace('target="gnuplot" format="eps" type="bars"', 'target="raw_text"'))
+    line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
+    assert "diff takes exactly two" in line
