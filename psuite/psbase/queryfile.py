@@ -761,7 +761,10 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         text = _xml_term(path, xml_term, op)
         op.term, op.term_text = _term(path, xml_term, text, [*op.inputs, *op.term_vars]), text
         if xml_term.get("id") and not op.alias:  # perfbase names the column after the term's id
-            op.alias = f"{xml_term.get('id')}({','.join(dict.fromkeys(n for _, n in op.term_vars.values()))})"
+            scalar = {f"{v.get('name', '')}@{(v.text or '').strip()}" for v in xml_term.iter("variable")
+                      if v.get("type") == "scalar"}  # perfbase leaves a scalar out of the name
+            names = _py2_dict_order([f"{n}@{i}" for i, n in op.term_vars.values() if f"{n}@{i}" not in scalar])
+            op.alias = f"{xml_term.get('id')}({','.join(k.split('@')[0] for k in names)})"
         op.unit = op.unit if op.unit is not None else xml_term.get("unit")
         return op
     term = _one(path, elem, ("term",), required=kind == "eval")
@@ -773,6 +776,34 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
 
 
 TERM_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
+
+
+def _py2_hash(text: str) -> int:
+    """Python 2's hash of a str on 64 bits (no randomization), which orders its dicts."""
+    if not text:
+        return 0
+    x = ord(text[0]) << 7
+    for ch in text:
+        x = ((1000003 * x) ^ ord(ch)) & (2**64 - 1)
+    x ^= len(text)
+    return x  # as size_t: the probing below uses it unsigned
+
+
+def _py2_dict_order(keys: list[str]) -> list[str]:
+    """The order in which a Python 2 dict of these keys (inserted in this order) lists them: perfbase
+    names an eval's column after its dict of term variables.  Exact up to five keys (its 8-slot table);
+    more keep their order."""
+    if len(keys) > 5:
+        return list(dict.fromkeys(keys))
+    mask, slots = 7, {}
+    for key in dict.fromkeys(keys):
+        h = _py2_hash(key)
+        i, perturb = h & mask, h
+        while i & mask in slots:
+            i = ((i << 2) + i + perturb + 1) & (2**64 - 1)
+            perturb >>= 5
+        slots[i & mask] = key
+    return [slots[n] for n in sorted(slots)]
 
 
 def _xml_term(path: str, elem: etree._Element, op: Operator) -> str:
