@@ -351,7 +351,7 @@ class _Run:
         results, keys, source, col, _, conds, instances, notes = self._select(src)
         out: dict[Instance, Vec] = {}
         r = self.store.runs
-        order = [col(k.name).asc().nulls_last() for k in keys] + [r.c.idx]
+        order = [r.c.idx]  # perfbase's order: run by run, each run's rows as filed
         if any(v.occurrence == "multiple" for v in results + keys):
             order.append(sa.literal_column("psb_seq"))
         for inst, extra in instances.items():
@@ -367,9 +367,6 @@ class _Run:
                 vals = [_plain(v, x) for v, x in zip(results, row[len(keys) : -1], strict=True)]
                 rows.append((kv, vals, [None] * len(vals)))
                 runs.append(int(row[-1]))
-            if any(k.datatype == "version" for k in keys):  # SQL sorted them as text; stable: runs stay in order
-                order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
-                rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
                 [_column(k, "key") for k in keys], [_column(v, "value") for v in results], rows, list(notes), runs
             )

@@ -302,3 +302,11 @@ def test_diff_of_one_input_without_intern_is_one_line(sweep_dir) -> None:
     (work / "bad.xml").write_text(text.replace('target="gnuplot" format="eps" type="bars"', 'target="raw_text"'))
     line = one_line_error(psbase("query", "-d", "bad.xml", cwd=work, env=env), "psbase")
     assert "diff takes exactly two" in line
+
+
+@pytest.mark.parametrize("t", [1, 4, 10])
+def test_source_rows_in_perfbase_order(runs_dir, t: int) -> None:
+    # a source's rows run by run, each run's rows as filed: perfbase's order (runs_query_T's verify file)
+    work, env = runs_dir
+    got = ok(psbase("query", "-d", f"runs_query_{t}.xml", cwd=work, env=env))
+    assert _numbers(got) == _numbers((work / "verify" / f"test_{t}.vfy").read_text())
