@@ -39,6 +39,10 @@ def _round(x: object, ndigits: object = None) -> object:
 FUNCTIONS: dict[str, Callable[..., object]] = {
     "abs": abs, "min": min, "max": max, "round": _round,
     "sqrt": math.sqrt, "exp": math.exp, "log": math.log, "log10": math.log10,
+    # perfbase's term functions (its XML <function type=...>): floats in, floats out, bounded
+    **{f: getattr(math, f) for f in ("fabs", "floor", "ceil", "sin", "cos", "tan", "asin", "acos", "atan", "atan2",
+                                     "sinh", "cosh", "tanh", "hypot")},
+    "pow": lambda x, y: math.pow(x, y),
 }
 _NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.UAdd, ast.Constant, ast.Name, ast.Load, ast.Call)
 

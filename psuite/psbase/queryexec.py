@@ -23,6 +23,7 @@ then small: one row per parameter combination)."""
 from __future__ import annotations
 
 import ast
+import collections
 import copy
 import dataclasses
 import datetime as _dt
@@ -31,6 +32,7 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+import regex
 import sqlalchemy as sa
 
 from psuite.errors import UsageError
@@ -93,10 +95,16 @@ def execute(
                     run.variable(p, p.name, False)
         tables = []
         for out in q.outputs:
+            inputs = [(i, run.output_of(i)) for i in out.inputs]
             try:
-                tables.append((out, _table(out, [(i, run.output_of(i)) for i in out.inputs], q.experiment)))
+                tables.append((out, _table(out, inputs, q.experiment)))
             except _Unmatched as exc:
-                raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+                if len(inputs) == 1 or out.filename is not None:
+                    raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+                try:  # perfbase's: inputs that do not match row by row are shown one after the other
+                    tables += [(out, _table(out, [one], q.experiment)) for one in inputs]
+                except _Unmatched:
+                    raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
 
 
@@ -178,15 +186,49 @@ class _Run:
             if (len(elem.inputs) == 1 and isinstance(src, qf.Source) and elem.type in SQL_STATS and not exact
                     and not elem.per_run):
                 return self.sql_aggregate(elem, src)
+            inputs = []
+            for i in elem.inputs:
+                if i in elem.intern:  # perfbase's sweep_resolve="intern": each sweep value an input of its own
+                    inputs += [(i, {(): vec}) for vec in self.output_of(i).values()]
+                else:
+                    inputs.append((i, self.output_of(i)))
+            if elem.type in qf.BINARY and len(inputs) != 2:
+                raise self.fail(elem, f"{elem.type} takes exactly two inputs, and its inputs give {len(inputs)} "
+                                "(a sweep_resolve=\"intern\" input one per sweep value); give it two")
             return {
                 inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
-                for inst, vecs in _match([(i, self.output_of(i)) for i in elem.inputs])
+                for inst, vecs in _match(inputs)
             }
-        matched = _match([(i, self.output_of(i)) for i in elem.inputs])
+        inputs = []
+        for i in elem.inputs:
+            if isinstance(elem, qf.Combiner) and i in elem.intern:
+                # each sweep value an input of its own, named as perfbase names it: op.sort~p.speed~0
+                for k, (inst, vec) in enumerate(self.output_of(i).items()):
+                    swept = "~".join(self.q.sweep_ids.get(name, name) for name, _ in inst)
+                    shown = tuple(self._pb_sweep_text(name, label) for name, label in inst)
+                    vec = dataclasses.replace(vec, values=[
+                        dataclasses.replace(c, pb_filters=(*c.pb_filters, *shown)) for c in vec.values])
+                    inputs.append((f"{i}~{swept}~{k}", {(): vec}))
+            else:
+                inputs.append((i, self.output_of(i)))
+        matched = _match(inputs)
+        omit = elem.omit if isinstance(elem, qf.Combiner) else []
         try:
-            return {inst: _join(_pb_combined(vecs), outer=True) for inst, vecs in matched}
+            # one input passes through as it is (perfbase's combiner of one swept input); several side by
+            # side, each less its omitted columns, labelled as perfbase labels them
+            return {inst: _omit(vecs, omit) if len(vecs) == 1
+                    else _join(_pb_combined([(i, _omit([(i, v)], omit)) for i, v in vecs]), outer=True)
+                    for inst, vecs in matched}
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
+
+    def _pb_sweep_text(self, name: str, label: str) -> str:
+        """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100")."""
+        v = self.variable(None, name, False)
+        text = label[1:] if label.startswith("=") else label
+        if v.datatype == "float":
+            text = py2str(float(text))
+        return f"{name} = {_pb_quoted(v, text)}{unit_text(v.unit or '')}"
 
     # -- sources ----------------------------------------------------------
 
@@ -229,8 +271,8 @@ class _Run:
                 sweeps.append([])  # all values: found once the other conditions are known
         if param_conds:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
-        for r in src.runs:
-            conds.append(self.run_condition(r))
+        if src.runs:  # several <run> selections: a run of any of them (perfbase's source)
+            conds.append(sa.or_(*(self.run_condition(r) for r in src.runs)))
         if self.pb_order:  # perfbase's filter texts: only its outputs show them
             notes += self.pb_filters(src, params, source, col, conds)
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]
@@ -286,6 +328,9 @@ class _Run:
         }
         parts = []
         for op, text in f.conditions:
+            if op in qf.TEXT_CONDITIONS:
+                parts.append(self.text_condition(sel, v, column, op, text))
+                continue
             try:
                 value = (
                     convert(v, text) if not (v.valid and op != "equal") else convert(Variable(v.name, v.datatype), text)
@@ -303,6 +348,25 @@ class _Run:
                 continue
             parts.append(ops[op](column, _to_db(v, value)))
         return sa.and_(*parts) if f.boolean == "and" else sa.or_(*parts)
+
+    def text_condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, op: str,
+                       text: str) -> sa.ColumnElement:
+        """perfbase's <regexp> (found in the value, as PostgreSQL's ~) and <match> (SQL LIKE) filters of
+        a string parameter; the regexp is matched here, not in SQL (SQLite has none), on the few
+        distinct stored values, each within a time bound."""
+        if v.datatype != "string":
+            raise self.fail(sel, f"<{op}>: parameter {v.name!r} is of datatype {v.datatype}, and <{op}> filters "
+                            "strings; use <equal>, <lesser>, ... on it")
+        if op == "match":
+            return column.like(text)
+        pattern = regex.compile(text)
+        stored = self.conn.execute(sa.select(column).distinct().where(column.is_not(None))).scalars().all()
+        try:
+            found = [x for x in stored if pattern.search(str(x), timeout=qf.REGEXP_SECONDS)]
+        except TimeoutError:
+            raise self.fail(sel, f"<regexp> {text!r} takes more than {qf.REGEXP_SECONDS:g} s on one value; "
+                            "simplify it") from None
+        return column.in_(found)
 
     def run_condition(self, sel: qf.RunSel) -> sa.ColumnElement:
         r = self.store.runs
@@ -322,7 +386,20 @@ class _Run:
             parts.append(r.c.created >= sel.created_from)
         if sel.created_to is not None:
             parts.append(r.c.created < sel.created_to)
-        cond = sa.and_(*parts)
+        if sel.performed_from is not None or sel.performed_to is not None:
+            when = sa.func.coalesce(r.c.performed, r.c.created)  # none given: performed when filed
+            parts.append(sa.and_(*([when >= sel.performed_from] if sel.performed_from else []),
+                                 *([when <= sel.performed_to] if sel.performed_to else [])))
+        if sel.synopsis:  # perfbase's regexps (any of them), matched here on the runs' synopses
+            texts = self.conn.execute(sa.select(r.c.synopsis).distinct().where(
+                r.c.experiment == self.exp_id, r.c.synopsis.is_not(None))).scalars().all()
+            try:
+                found = [t for t in texts if any(regex.search(x, t, timeout=qf.REGEXP_SECONDS) for x in sel.synopsis)]
+            except TimeoutError:
+                raise self.fail(sel, f"a <synopsis> regexp takes more than {qf.REGEXP_SECONDS:g} s on one "
+                                "synopsis; simplify it") from None
+            parts.append(r.c.synopsis.in_(found))
+        cond = sa.or_(*parts) if sel.boolean == "or" else sa.and_(*parts)
         return sa.not_(cond) if sel.exclude else cond
 
     def source(self, src: qf.Source) -> dict[Instance, Vec]:
@@ -480,6 +557,10 @@ class _Run:
             return self.param(op, vecs[0][1])
         if kind in qf.SLICES:
             return self.slice(op, vecs[0][1])
+        if kind == "distrib":
+            return self.distrib(op, vecs[0][1])
+        if kind == "frequency":
+            return self.frequency(op, vecs[0][1])
         for _, vec in vecs:
             for c in vec.values:
                 self.check_type(op, c.name, c.datatype)
@@ -546,8 +627,13 @@ class _Run:
                 )
                 for kv, vals, errs in joined.rows
             ]
-            return Vec(joined.keys, [self.derived(op, c) for c in joined.values], rows, joined.notes,
-                       joined.runs if len(vecs) == 1 else None)
+            cols = [self.derived(op, c) for c in joined.values]
+            if op.scale_name and op.unit is None:  # a named factor moves the unit's prefix (s * Mega: us)
+                cols = [dataclasses.replace(d, unit=_scaled_unit(c.unit, op.value)) for c, d in
+                        zip(joined.values, cols, strict=True)]
+            return Vec(joined.keys, cols, rows, joined.notes, joined.runs if len(vecs) == 1 else None)
+        if kind == "eval" and op.term_vars:
+            return self.xml_eval(op, vecs, joined)
         if kind == "eval":
             wide = next((i for (i, v), w in zip(vecs, widths, strict=True) if w != 1), None)
             if wide is not None:
@@ -579,6 +665,100 @@ class _Run:
         cols = [self.derived(op, first.values[j], second.values[j]) for j in range(w)]
         return Vec(joined.keys, cols, rows, joined.notes)
 
+
+    def xml_eval(self, op: qf.Operator, vecs: list[tuple[str, Vec]], joined: Vec) -> Vec:
+        """eval of perfbase's XML term: its variables name parameters or results of its inputs, row by row."""
+        ids = [i for i, _ in vecs]
+        offsets = list(itertools.accumulate([0] + [len(v.values) for _, v in vecs]))
+        keys = [k.name for k in joined.keys]
+        where: dict[str, tuple[str, int]] = {}  # symbol -> ("key" or "value", index in the joined row)
+        for symbol, (src, name) in op.term_vars.items():
+            k = ids.index(src)
+            j = _column_index([c.name for c in vecs[k][1].values], name)
+            if j is not None:
+                where[symbol] = ("value", offsets[k] + j)
+            elif name in keys:
+                where[symbol] = ("key", keys.index(name))
+            else:
+                have = ", ".join([*keys, *(c.name for c in vecs[k][1].values)])
+                raise self.fail(op, f"<variable name={name!r}>: input {src!r} gives no such column ({have}); "
+                                "name one of those (a filtered parameter needs show=\"data\" in its <parameter>)")
+        rows = []
+        for kv, vals, _ in joined.rows:
+            env = {s: (kv[i] if part == "key" else vals[i]) for s, (part, i) in where.items()}
+            rows.append((kv, [_evaluate(op.term, env)], [None]))
+        return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes,
+                   joined.runs if len(vecs) == 1 else None)
+
+    def _samples(self, op: qf.Operator, vec: Vec) -> list[float]:
+        """The values of a distrib's or frequency's input: one value column, numbers."""
+        if len(vec.values) != 1:
+            raise self.fail(op, f"{op.type} takes one value column (its input has {len(vec.values)}); "
+                            "give its source one <result>")
+        self.check_type(op, vec.values[0].name, vec.values[0].datatype)
+        return [float(r[1][0]) for r in vec.rows if r[1][0] is not None]
+
+    def distrib(self, op: qf.Operator, vec: Vec) -> Vec:
+        """distrib (perfbase's): the values counted into bins of width value= (else a hundredth of their
+        range; the first bin starts at a multiple of the width); a row per bin, keyed by its lower limit.
+        variant normalized gives percent, cumulative the percent up to the bin, nonzero a row per value."""
+        if len({r[0] for r in vec.rows}) > 1:
+            raise self.fail(op, f"its input has rows for several values of {', '.join(k.name for k in vec.keys)}; "
+                            "distrib takes one set of parameter values: filter the parameters to one value")
+        samples = sorted(self._samples(op, vec))
+        c = vec.values[0]
+        bins: list[tuple[float, float]] = []
+        if op.variant == "nonzero":
+            bins = [(x, float(n)) for x, n in sorted(collections.Counter(samples).items())]
+        elif samples:
+            lo, hi = samples[0], samples[-1]
+            width = op.value if op.value is not None else (hi - lo) / 100
+            if op.value is not None:
+                lo = math.floor(lo / width) * width
+            bins = [(lo, x) for x in _bin_counts(samples, lo, width, op.variant)]
+            limit = lo
+            for n in range(len(bins)):  # perfbase adds up the limits bin by bin
+                bins[n] = (limit, bins[n][1])
+                limit += width
+        integral = op.variant in ("absolute", "nonzero")
+        # perfbase stores the limits (and fractions) as printed with %e: 7 significant digits
+        rows = [((float(f"{lim:e}"),), [int(x) if integral else float(f"{x:e}")], [None]) for lim, x in bins]
+        base = c.name.split(" ")[0]  # perfbase names it after the variable, not an operator's column
+        key = Column(f"bin({base})", c.unit, "key", label="sample value distribution", datatype="float")
+        label = {"normalized": "probability [%]", "cumulative": "cumulative probability [%]"}.get(
+            op.variant, "sample value count")
+        value = Column(op.alias or f"samples({base})", "", "value", label=label,
+                       datatype="integer" if integral else "float", statistic="distrib")
+        notes = list(vec.notes)
+        if op.samples_note:
+            notes += [(sid, f"N_samples = {len(samples)}") for sid in dict.fromkeys(sid for sid, _ in vec.notes)]
+        return Vec([key], [value], rows, notes)
+
+    def frequency(self, op: qf.Operator, vec: Vec) -> Vec:
+        """frequency (perfbase's): the number of rows per interval of width value= (1 without it) of the
+        first parameter's values, in the input's order, divided by the width; it starts and ends with 0."""
+        if not vec.keys:
+            raise self.fail(op, "its input has no parameter to count the rows over; give its source a parameter")
+        self._samples(op, vec)
+        width = op.value if op.value is not None else 1.0
+        times = [float(r[0][0]) for r in vec.rows if r[0][0] is not None]
+        rows: list[tuple[float, float]] = []
+        if times:
+            start, count = times[0], 0
+            end = start + width
+            rows.append((start, 0.0))
+            for t in times:
+                while t >= end:  # an interval complete (empty ones too)
+                    rows.append((start, count / width))
+                    count, start = 0, end
+                    end = start + width
+                count += 1
+            rows += [(start, count / width), (start + width, count / width), (start + 2 * width, 0.0)]
+        k, c = vec.keys[0], vec.values[0]
+        unit = _frequency_unit(k.unit)
+        value = Column(op.alias or f"freq({c.name.split(' ')[0]})", unit, "value", label="data frequency",
+                       datatype="float", statistic="frequency")
+        return Vec([k], [value], [((_py2_float(t),), [f], [None]) for t, f in rows], list(vec.notes))
 
     def passing(self, op: qf.Operator, vecs: list[tuple[str, Vec]]) -> Vec:
         """null and sort (perfbase's): the rows of all inputs in one vector, one
@@ -707,6 +887,58 @@ class _Run:
 # -- vectors --------------------------------------------------------------------
 
 
+def _bin_counts(samples: list[float], lo: float, width: float, variant: str) -> list[float]:
+    """perfbase's bins of the sorted samples from lo: a sample on a bin's upper limit is in that bin."""
+    limit, at = lo + width, 0
+    bins = [0.0]
+    share = 100.0 / len(samples)
+    for x in samples:
+        if x > limit:
+            more = int(1 + math.floor((x - limit) / width))
+            limit += width * more
+            bins += [bins[at] if variant == "cumulative" else 0.0] * more
+            at += more
+        bins[at] += 1 if variant == "absolute" else share
+    return bins
+
+
+# the prefixes of perfbase's units by their factor (its pb_scale_values), longest first
+_PREFIXES = {"Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4, "Pi": 1024.0**5, "K": 1e3, "M": 1e6,
+             "G": 1e9, "T": 1e12, "P": 1e15, "m": 1e-3, "u": 1e-6, "n": 1e-9, "p": 1e-12, "f": 1e-15}
+_BASE_UNITS = ("none", "%", "ppm", "byte", "bit", "flop", "op", "process", "event", "s", "Hz", "h", "d", "a", "m",
+               "g", "A", "K", "mol", "cd", "$", "Y", "EUR")
+
+
+def _prefix_of(unit: str) -> tuple[str, float]:
+    if unit in _BASE_UNITS:
+        return "", 1.0
+    return next(((p, f) for p, f in _PREFIXES.items() if unit.startswith(p)), ("", 1.0))
+
+
+def _scaled_unit(unit: str, factor: float) -> str:
+    """The unit of values multiplied by a named factor: its prefix divided by it (s * 1e6: us); unchanged
+    where no prefix stands for the quotient."""
+    prefix, scale = _prefix_of(unit)
+    new = scale / factor
+    if math.isclose(new, 1.0):
+        return unit[len(prefix):]
+    name = next((p for p, f in _PREFIXES.items() if math.isclose(f, new)), None)
+    return unit if name is None else name + unit[len(prefix):]
+
+
+def _frequency_unit(unit: str) -> str:
+    """Hz for a time unit, with the inverse of its prefix (us: MHz); none for other units."""
+    if unit[-1:] not in ("s", "h", "d", "a"):
+        return ""
+    _, scale = _prefix_of(unit)
+    return next((p for p, f in _PREFIXES.items() if math.isclose(f, 1 / scale)), "") + "Hz"
+
+
+def _py2_float(x: float) -> float:
+    """A float as perfbase stored it through Python 2's str(): 12 significant digits."""
+    return float(f"{x:.12g}")
+
+
 def _run_readers(q: qf.QueryFile) -> set[str]:
     """The elements whose rows' runs a later runindex, slice, latest or oldest
     reads (through the operators that pass rows on)."""
@@ -757,6 +989,24 @@ def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
             rows.append((kv, out, oerr))
     notes = list(dict.fromkeys(n for _, v in vecs for n in v.notes))
     return Vec(keys, list(cols.values()), rows, notes, runs)
+
+
+def _omit(vecs: list[tuple[str, Vec]], omit: list[tuple[str, str]]) -> Vec:
+    """One input's vector without the columns a combiner's <omit> names (by name or by the variable a
+    column was made from): parameters leave the keys, results the values."""
+    ident, vec = vecs[0]
+    names = {name for src, name in omit if src in ("", ident)}
+    if not names:
+        return vec
+
+    def gone(c: Column) -> bool:
+        return c.name in names or c.name.split(" ")[0] in names
+
+    keep_k = [j for j, c in enumerate(vec.keys) if not gone(c)]
+    keep_v = [j for j, c in enumerate(vec.values) if not gone(c)]
+    rows = [(tuple(kv[j] for j in keep_k), [vals[j] for j in keep_v], [errs[j] for j in keep_v])
+            for kv, vals, errs in vec.rows]
+    return Vec([vec.keys[j] for j in keep_k], [vec.values[j] for j in keep_v], rows, vec.notes, vec.runs)
 
 
 class _Unmatched(UsageError):
@@ -987,7 +1237,8 @@ def _label(f: qf.Filter) -> str:
     """A sweep filter as the text after the parameter's name: =1, =2|4, >=2&<=4."""
     if all(op == "equal" for op, _ in f.conditions) and (f.boolean == "or" or len(f.conditions) == 1):
         return "=" + "|".join(x for _, x in f.conditions)
-    signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">="}
+    signs = {"equal": "=", "notequal": "!=", "lesser": "<", "lessequal": "<=", "greater": ">", "greaterequal": ">=",
+             "regexp": "~", "match": " like "}
     return ("&" if f.boolean == "and" else "|").join(f"{signs[op]}{x}" for op, x in f.conditions)
 
 

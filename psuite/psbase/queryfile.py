@@ -33,20 +33,26 @@ ones, that psbase.queryexec runs against an archive.
       <operator id="q" type="quantile" value="0.9"><input>a</input></operator>
       <operator id="big" type="limit" variant="greater" value="4" option="r1"><input>a</input></operator>
       <operator id="by" type="sort" value="p, r" variant="descending"><input>a</input></operator>
-      <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>
+      <combiner id="both"><input>lb.max</input><input>ll.max</input></combiner>   (one input passes
+                                                   through; <omit>NAME</omit> leaves a column out)
       <output format="png" type="bar" title="..."><input>rel</input><filename>fig8.png</filename></output>
     </query>
 
 Filters: a <filter> holds conditions <equal>, <notequal>, <lesser>,
 <lessequal>, <greater>, <greaterequal> (values in the variable's datatype;
-versions compare part by part, 1.9 < 1.9.1 < 1.10), combined by
+versions compare part by part, 1.9 < 1.9.1 < 1.10), and on strings
+perfbase's <regexp> (found in the value) and <match> (SQL LIKE), combined by
 boolean="and" (the default) or "or"; several filters of one parameter
 must all hold (boolean="or" on the <parameter>: one of them; on the
 <source>: the filters of one of its parameters, --where still all).  A list is <filter boolean="or"> with several
 <equal>, a range <filter> with <greaterequal> and <lessequal>.  A <run>
-selects runs by index and by the date they were filed (created); several
-<run> elements must all hold, and mask="exclude" selects the runs they do
-not match.  Deleted runs are never queried.
+selects runs by index, by the date they were filed (created) or
+performed (perfbase's <performed>, its <from> and <to> inclusive, dates as
+<date><day/><month/><year/></date> or text) and by a regexp found in their
+synopsis; its conditions must all hold (boolean="or": one of them); a
+source takes the runs of any of its <run> elements (perfbase's), and
+mask="exclude" selects the runs they do not match.  Deleted runs are never
+queried.
 
 On the command line (psbase query --file), --where NAME=VALUE adds a filter
 and --sweep NAME a sweep over all values to every source.
@@ -96,15 +102,29 @@ Where the paper is silent, psbase chooses (perfbase's own DTD as a guide):
     and oldest ([:1]).  scope="run" on a statistic or a reduction of one
     input reduces each run's rows to one row (no keys), not the rows with
     equal keys or the whole vector.
+  * distrib (perfbase's): the values of one parameter set counted into
+    bins of width value= (else a hundredth of their range), variant
+    absolute, normalized (percent), cumulative or nonzero (a row per
+    value); option="samples" adds a note with their number.  frequency:
+    the rows per interval value= of the first parameter, per unit of it.
+    scale value="Mega" (perfbase's named factors, "1/Mega" divides) also
+    moves the unit's prefix (s: us).
   * <fixed id="f"><content>1.24</content></fixed> defines a value that
     filter conditions, run indexes and dates, value= and <filename>
     give as f (the whole text); titles and file names also as "(f)"
     inside theirs.  query -f f=VALUE overrides it (or defines it).
   * eval's <term> is arithmetic (numbers, + - * / ** and abs min max sqrt
     exp log log10) over the ids of its inputs, each an input of one value
-    column; it is parsed, never passed to Python's eval.
+    column; it is parsed, never passed to Python's eval.  perfbase's XML
+    <term id="f"> (fraction, product, sum, difference, function, variable,
+    constant) is taken too: <variable name="N">input</variable> reads the
+    parameter or result N of that input, a <constant> is a number, e, pi or
+    a <fixed> id; the column is named f(N,...).
   * An element's inputs are elements defined before it: the file order is
     the order of evaluation, and no cycle can be written.
+  * <input sweep_resolve="intern"> of an operator (perfbase's): each sweep
+    value of that input is an input of its own, e.g. a diff of the two
+    values of one swept input.
   * The modes (paper, 3.3.2): a statistic or reduction with one input
     that is a source aggregates the rows with equal keys (data-set
     aggregation); with one input from another element it reduces the
@@ -131,9 +151,11 @@ from __future__ import annotations
 
 import ast
 import datetime as _dt
+import math
 import re
 from dataclasses import dataclass, field
 
+import regex
 from lxml import etree
 
 from psuite.cli_common import read_input
@@ -151,14 +173,29 @@ LIMIT_VARIANTS = {"less": "<", "lessequal": "<=", "equal": "=", "notequal": "!="
 SORT_VARIANTS = ("ascending", "descending", "none")
 SLICES = ("slice", "latest", "oldest")  # one input, the rows of some of its runs
 RUNS = ("runindex", "param")  # one input: the run index of each row; the value of a parameter in that run
-OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES)
-CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal")
+DISTRIBUTIONS = ("distrib", "frequency")  # one input of one value column, made into a histogram or a rate
+DISTRIB_VARIANTS = ("absolute", "normalized", "cumulative", "nonzero")
+OPERATORS = (*STATISTICS, *REDUCTIONS, "eval", *LINEAR, *BINARY, *PASSING, *LIMITS, "normalize", *RUNS, *SLICES,
+             *DISTRIBUTIONS)
+# perfbase's scale factors by name (value="Mega"; "1/Mega" divides): the factor, and the unit prefix it
+# takes away from the values' unit (s * 1e6: us)
+SCALE_NAMES = {"Kilo": 1e3, "Mega": 1e6, "Giga": 1e9, "Tera": 1e12, "Peta": 1e15, "milli": 1e-3, "micro": 1e-6,
+               "nano": 1e-9, "pico": 1e-12, "femto": 1e-15, "Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3,
+               "Ti": 1024.0**4, "Pi": 1024.0**5}
+CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequal", "regexp", "match")
+TEXT_CONDITIONS = ("regexp", "match")  # perfbase's conditions on strings: a regexp found in it, an SQL LIKE
+REGEXP_SECONDS = 2.0  # the most one <regexp> may take on one value: query files come from other people too
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
 PERFBASE_FORMATS = ("pbtext", "pbxml")  # perfbase's targets rendered as perfbase wrote them (raw_text, xml)
 STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
 TERM_FUNCTIONS = ("abs", "min", "max", "sqrt", "exp", "log", "log10")
+# perfbase's <function type=...> of an XML <term>: name -> number of <argument>s (its pb_valid_funcs)
+XML_FUNCTIONS = {"abs": 1, "fabs": 1, "min": 2, "max": 2, "sqrt": 1, "exp": 1, "log": 1, "log10": 1, "floor": 1,
+                 "ceil": 1, "pow": 2, "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "atan2": 2,
+                 "sinh": 1, "cosh": 1, "tanh": 1, "hypot": 2}
+_XML_TERMS = ("fraction", "product", "sum", "difference", "function", "variable", "constant")
 
 
 @dataclass
@@ -199,6 +236,11 @@ class RunSel:
     created_to: _dt.datetime | None = None  # exclusive
     exclude: bool = False
     line: int = 0
+    # perfbase's <performed> window (from and to inclusive) and <synopsis> regexps (any of them)
+    performed_from: _dt.datetime | None = None
+    performed_to: _dt.datetime | None = None
+    synopsis: list[str] = field(default_factory=list)
+    boolean: str = "and"  # perfbase's boolean=: a run passes all its conditions, or ("or") one of them
 
 
 @dataclass
@@ -232,11 +274,20 @@ class Operator(Element):
     slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
     parameter: str = ""  # param: the parameter (value=)
     per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
+    scale_name: str = ""  # scale by a named factor (perfbase's value="Mega"): its unit changes with it
+    samples_note: bool = False  # distrib option="samples": a note with the number of samples
+    # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances become inputs of their own
+    intern: list[str] = field(default_factory=list)
+    # an XML <term>'s variables: symbol in the term -> (input id, the column of that input it names)
+    term_vars: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
 class Combiner(Element):
-    pass
+    # perfbase's <omit input="id">NAME</omit>: columns left out of the combination ("": from every input)
+    omit: list[tuple[str, str]] = field(default_factory=list)
+    # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances are combined side by side
+    intern: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -245,6 +296,7 @@ class Output(Element):
     filename: str | None = None
     kind: str = "auto"
     title: str = ""
+    options: list[str] = field(default_factory=list)  # perfbase's <option>: settings for the plotting target
 
 
 @dataclass
@@ -253,6 +305,7 @@ class QueryFile:
     experiment: str
     elements: dict[str, Element] = field(default_factory=dict)  # in file order: the order of evaluation
     outputs: list[Output] = field(default_factory=list)
+    sweep_ids: dict[str, str] = field(default_factory=dict)  # a swept variable's <parameter id> (perfbase's labels)
 
 
 def _fail(path: str, elem: etree._Element | None, problem: str) -> UsageError:
@@ -313,7 +366,7 @@ def parse_fixed(items: list[str]) -> dict[str, str]:
 
 # where perfbase (pb_common.mk_label and its callers) puts a <fixed> value: text that is a fixed id
 # as a whole is replaced by its content; labels also take "(id)" anywhere in them
-_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename")
+_FIXED_TEXT = (*CONDITIONS, "index", "from", "to", "filename", "constant", "synopsis")
 _FIXED_ATTRIBUTES = ("value", "title")
 
 
@@ -378,16 +431,14 @@ def parse(path: str, fixed: dict[str, str] | None = None) -> QueryFile:
         if tag in ("parameter", "run"):
             ident = _id(path, elem, {**shared, **q.elements})
             shared[ident] = _param(path, elem) if tag == "parameter" else _run(path, elem)
+            if isinstance(shared[ident], ParamSel) and shared[ident].sweep is not None:
+                q.sweep_ids[shared[ident].name] = ident
         elif tag == "source":
             q.elements[_id(path, elem, {**shared, **q.elements})] = _source(path, elem, shared, q)
         elif tag == "operator":
             q.elements[_id(path, elem, {**shared, **q.elements})] = _operator(path, elem, q)
         elif tag == "combiner":
-            ident = _id(path, elem, {**shared, **q.elements})
-            _check_children(path, elem, ("input",))
-            q.elements[ident] = Combiner(ident, _inputs(path, elem, q), elem.sourceline)
-            if len(q.elements[ident].inputs) < 2:
-                raise _fail(path, elem, "a combiner merges two or more inputs; give another <input>")
+            q.elements[_id(path, elem, {**shared, **q.elements})] = _combiner(path, elem, q)
         elif tag == "output":
             q.outputs.append(_output(path, elem, q))
         else:
@@ -421,9 +472,31 @@ def _inputs(path: str, elem: etree._Element, q: QueryFile) -> list[str]:
     return out
 
 
+def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
+    """A <combiner>: its inputs side by side (perfbase's: one input, e.g. a swept one, passes
+    through, its sweep instances side by side in an output), less the <omit> columns."""
+    _check_children(path, elem, ("input", "omit"))
+    comb = Combiner(elem.get("id", ""), _inputs(path, elem, q), elem.sourceline)
+    comb.intern = [i for c, i in zip(elem.findall("input"), comb.inputs, strict=True)
+                   if c.get("sweep_resolve") == "intern"]
+    for c in elem.findall("omit"):
+        src = (c.get("input") or "").strip()
+        if src and src not in comb.inputs:
+            raise _fail(path, c, f"input={src!r} is not an <input> of the combiner; name one of "
+                                 f"{', '.join(comb.inputs)} or drop input=")
+        comb.omit.append((src, _text(path, c)))
+    return comb
+
+
 def _filter(path: str, elem: etree._Element) -> Filter:
     _check_children(path, elem, CONDITIONS)
     conds = [(c.tag, (c.text or "").strip()) for c in elem]
+    for c, (op, text) in zip(elem, conds, strict=True):
+        if op == "regexp":
+            try:
+                regex.compile(text)
+            except regex.error as exc:
+                raise _fail(path, c, f"{text!r} is not a regular expression ({exc}); fix it") from None
     if not conds:
         raise _fail(path, elem, f"an empty filter; give conditions: {', '.join(f'<{c}>' for c in CONDITIONS)}")
     return Filter(conds, _choice(path, elem, "boolean", ("and", "or"), "and"))
@@ -463,12 +536,79 @@ def _when(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
     return when + _dt.timedelta(microseconds=1) if end else when
 
 
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+def _month(text: str) -> int:
+    """A month by its name or its first three letters (perfbase's), 1-12; ValueError if none."""
+    names = [_dt.date(2000, m, 1).strftime("%B").lower() for m in range(1, 13)]
+    low = text.lower()
+    if low in _MONTHS:
+        return _MONTHS.index(low) + 1
+    return names.index(low) + 1
+
+
+def _stamp(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
+    """A <from> or <to> of perfbase's <performed> (or <created>): its <date> (<day>, <month> as 1-12 or a
+    name, <year>; missing parts the first or last of the range, a two-digit year 19xx from 70 on, else
+    20xx) and <time> (<hour>, <minute>, <second>), or a date as text (ISO)."""
+    date, time = elem.find("date"), elem.find("time")
+    if date is None and time is None:
+        return _when(path, elem, end)
+    _check_children(path, elem, ("date", "time"))
+    today = _dt.date.today()
+    day, month, year = 1 if not end else 31, 1 if not end else 12, today.year
+    try:
+        if date is not None:
+            _check_children(path, date, ("day", "month", "year"))
+            text = date.findtext("month")
+            if text is not None:
+                text = text.strip()
+                month = int(text) if text.isdigit() else _month(text)
+            if date.findtext("year") is not None:
+                year = int(date.findtext("year").strip())
+                year += (1900 if year >= 70 else 2000) if len(date.findtext("year").strip()) <= 2 else 0
+            if date.findtext("day") is not None:
+                day = int(date.findtext("day").strip())
+            if end and date.findtext("day") is None:  # the last day of the month
+                day = ((_dt.date(year + month // 12, month % 12 + 1, 1)) - _dt.timedelta(days=1)).day
+        clock = _dt.time()
+        if time is not None:
+            _check_children(path, time, ("hour", "minute", "second"))
+            hour, minute = time.findtext("hour"), time.findtext("minute")
+            if hour is None or minute is None:
+                raise _fail(path, time, "give <hour> and <minute>")
+            clock = _dt.time(int(hour), int(minute), int(time.findtext("second") or 0))
+        return _dt.datetime.combine(_dt.date(year, month, day), clock)
+    except (ValueError, TypeError):
+        raise _fail(path, elem, "is not a date; give <day>, <month> (1-12 or Jan-Dec) and <year>") from None
+
+
 def _run(path: str, elem: etree._Element) -> RunSel:
-    _check_children(path, elem, ("index", "created"))
+    _check_children(path, elem, ("index", "created", "performed", "synopsis"))
     sel = RunSel(
-        exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline
+        exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline,
+        boolean=_choice(path, elem, "boolean", ("and", "or"), "and"),
     )
     for c in elem:
+        if c.tag == "synopsis":  # a regexp found in the run's synopsis
+            text = _text(path, c)
+            try:
+                regex.compile(text)
+            except regex.error as exc:
+                raise _fail(path, c, f"{text!r} is not a regular expression ({exc}); fix it") from None
+            sel.synopsis.append(text)
+            continue
+        if c.tag == "performed":  # perfbase's: from and to both inclusive
+            _check_children(path, c, ("from", "to"))
+            for d in c:
+                if d.tag == "from":
+                    sel.performed_from = _stamp(path, d, end=False)
+                else:
+                    sel.performed_to = _stamp(path, d, end=False)
+            if sel.performed_from is None and sel.performed_to is None:
+                raise _fail(path, c, "give <from> and/or <to> dates")
+            continue
         if c.tag == "index":
             for part in _text(path, c).split(","):
                 m = _RANGE.match(part.strip())
@@ -498,8 +638,9 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                     sel.created_to = _when(path, d, end=True)
             if sel.created_from is None and sel.created_to is None:
                 raise _fail(path, c, "give <from> and/or <to> dates")
-    if not sel.ranges and sel.created_from is None and sel.created_to is None:
-        raise _fail(path, elem, "selects nothing; give <index> or <created>")
+    if not sel.ranges and sel.created_from is None and sel.created_to is None and not sel.synopsis and \
+            sel.performed_from is None and sel.performed_to is None:
+        raise _fail(path, elem, "selects nothing; give <index>, <created>, <performed> or <synopsis>")
     return sel
 
 
@@ -566,20 +707,36 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         alias=(elem.get("alias") or "").strip(),
         unit=elem.get("unit"),
     )
+    op.intern = [i for c, i in zip(elem.findall("input"), op.inputs, strict=True)
+                 if c.get("sweep_resolve") == "intern"]
     n = len(op.inputs)
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
         raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
-    if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES) and n != 1:
+    if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES, *DISTRIBUTIONS) and n != 1:
         raise _fail(
             path,
             elem,
             f"{kind} takes exactly one <input> (it has {n}); combine vectors with element-wise operators first",
         )
-    if kind in BINARY and n != 2:
+    if kind in BINARY and n != 2 and not op.intern:  # an intern input counts once per sweep value
         raise _fail(path, elem, f"{kind} takes exactly two <input> elements (it has {n}): a, then b")
-    if kind in LINEAR:
+    named = (elem.get("value") or "").strip()
+    if kind == "scale" and named.removeprefix("1/") in SCALE_NAMES:
+        op.scale_name = named
+        factor = SCALE_NAMES[named.removeprefix("1/")]
+        op.value = 1 / factor if named.startswith("1/") else factor
+    elif kind in LINEAR:
         op.value = _number(path, elem, "the factor" if kind == "scale" else "the summand")
+    elif kind in DISTRIBUTIONS:
+        what = "the bin width" if kind == "distrib" else "the interval width"
+        op.value = _number(path, elem, what) if elem.get("value") is not None else None
+        if op.value is not None and op.value <= 0:
+            raise _fail(path, elem, f"value={elem.get('value')} is not positive; give {what}")
+        variants = DISTRIB_VARIANTS if kind == "distrib" else ("relative", "absolute")
+        op.variant = _choice(path, elem, "variant", variants, variants[0])
+        if kind == "distrib":
+            op.samples_note = _choice(path, elem, "option", ("none", "samples"), "none") == "samples"
     elif kind == "quantile":
         op.value = _number(path, elem, "the quantile as a fraction in [0, 1] or in percent up to 100, e.g. 0.9 or 90")
         if not 0 <= op.value <= 100:
@@ -612,8 +769,21 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         op.sort_by = [n for n in (elem.get("value") or "").replace(",", " ").split()]
     elif elem.get("value") is not None:
         raise _fail(path, elem, f"{kind} takes no value=; remove it")
-    if kind not in (*LIMITS, "normalize", "sort", "quantile") and elem.get("variant") is not None:
+    if kind not in (*LIMITS, "normalize", "sort", "quantile", *DISTRIBUTIONS) and elem.get("variant") is not None:
         raise _fail(path, elem, f"{kind} takes no variant=; remove it")
+    xml_term = next((c for c in elem if c.tag == "term" and len(c)), None)
+    if xml_term is not None and kind == "eval":  # perfbase's term: an XML tree of its arithmetic
+        if len(elem.findall("term")) > 1:
+            raise _fail(path, elem.findall("term")[1], "a second <term>; give one")
+        text = _xml_term(path, xml_term, op)
+        op.term, op.term_text = _term(path, xml_term, text, [*op.inputs, *op.term_vars]), text
+        if xml_term.get("id") and not op.alias:  # perfbase names the column after the term's id
+            scalar = {f"{v.get('name', '')}@{(v.text or '').strip()}" for v in xml_term.iter("variable")
+                      if v.get("type") == "scalar"}  # perfbase leaves a scalar out of the name
+            names = _py2_dict_order([f"{n}@{i}" for i, n in op.term_vars.values() if f"{n}@{i}" not in scalar])
+            op.alias = f"{xml_term.get('id')}({','.join(k.split('@')[0] for k in names)})"
+        op.unit = op.unit if op.unit is not None else xml_term.get("unit")
+        return op
     term = _one(path, elem, ("term",), required=kind == "eval")
     if term is not None and kind != "eval":
         raise _fail(path, elem, 'only type="eval" takes a <term>; remove it')
@@ -625,10 +795,89 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
 TERM_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.Pow)
 
 
+def _py2_hash(text: str) -> int:
+    """Python 2's hash of a str on 64 bits (no randomization), which orders its dicts."""
+    if not text:
+        return 0
+    x = ord(text[0]) << 7
+    for ch in text:
+        x = ((1000003 * x) ^ ord(ch)) & (2**64 - 1)
+    x ^= len(text)
+    return x  # as size_t: the probing below uses it unsigned
+
+
+def _py2_dict_order(keys: list[str]) -> list[str]:
+    """The order in which a Python 2 dict of these keys (inserted in this order) lists them: perfbase
+    names an eval's column after its dict of term variables.  Exact up to five keys (its 8-slot table);
+    more keep their order."""
+    if len(keys) > 5:
+        return list(dict.fromkeys(keys))
+    mask, slots = 7, {}
+    for key in dict.fromkeys(keys):
+        h = _py2_hash(key)
+        i, perturb = h & mask, h
+        while i & mask in slots:
+            i = ((i << 2) + i + perturb + 1) & (2**64 - 1)
+            perturb >>= 5
+        slots[i & mask] = key
+    return [slots[n] for n in sorted(slots)]
+
+
+def _xml_term(path: str, elem: etree._Element, op: Operator) -> str:
+    """perfbase's XML <term> (fraction, product, sum, difference, function, variable, constant) as the
+    text of psbase's term; each <variable name="N">input</variable> becomes a symbol that op.term_vars
+    maps to column N of that input."""
+    parts = [c for c in elem if isinstance(c.tag, str)]
+    if len(parts) != 1 or parts[0].tag not in _XML_TERMS:
+        raise _fail(path, elem, f"give exactly one of {', '.join(f'<{t}>' for t in _XML_TERMS)}")
+    node = parts[0]
+    tag = node.tag
+
+    def sub(child: str, many: bool = False) -> list[str]:
+        found = [c for c in node if c.tag == child]
+        if not found or (len(found) > 1 and not many):
+            raise _fail(path, node, f"give {'one or more' if many else 'one'} <{child}>")
+        return [f"({_xml_term(path, c, op)})" for c in found]
+
+    if tag == "fraction":
+        return "/".join(sub("dividend") + sub("divisor"))
+    if tag == "difference":
+        return "-".join(sub("minuend") + sub("subtrahend"))
+    if tag == "product":
+        return "*".join(sub("factor", many=True))
+    if tag == "sum":
+        return "+".join(sub("summand", many=True))
+    if tag == "function":
+        name = node.get("type", "")
+        if name not in XML_FUNCTIONS:
+            raise _fail(path, node, f"type={name!r} is not a function; use one of {', '.join(XML_FUNCTIONS)}")
+        args = sub("argument", many=True)
+        if len(args) != XML_FUNCTIONS[name]:
+            raise _fail(path, node, f"{name} takes {XML_FUNCTIONS[name]} <argument>(s), not {len(args)}")
+        return f"{name}({', '.join(args)})"
+    if tag == "variable":
+        src, name = _text(path, node), (node.get("name") or "").strip()
+        if not name:
+            raise _fail(path, node, "name= is missing; give the parameter or result of the input it reads")
+        if src not in op.inputs:
+            raise _fail(path, node, f"{src!r} is not an <input> of the operator; name one of {', '.join(op.inputs)}")
+        symbol = next((s for s, v in op.term_vars.items() if v == (src, name)), f"_v{len(op.term_vars)}")
+        op.term_vars[symbol] = (src, name)
+        return symbol
+    text = _text(path, node)  # a constant: a number (a <fixed> id was replaced by its content), e or pi
+    if text in ("e", "pi"):
+        return repr(getattr(math, text))
+    try:
+        float(text)
+    except ValueError:
+        raise _fail(path, node, f"{text!r} is no number, e, pi or <fixed> id; give one") from None
+    return text
+
+
 def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.Expression:
     """The term as a checked syntax tree: arithmetic over the input ids only."""
     try:
-        tree = arith.check(text, TERM_OPERATORS, TERM_FUNCTIONS, names="input ids")
+        tree = arith.check(text, TERM_OPERATORS, (*TERM_FUNCTIONS, *XML_FUNCTIONS), names="input ids")
     except ValueError as exc:
         raise _fail(path, elem, f"{exc}; fix it") from None
     for name in arith.names_in(tree):
@@ -644,7 +893,7 @@ def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.
 
 
 def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
-    _check_children(path, elem, ("input", "filename"))
+    _check_children(path, elem, ("input", "option", "filename"))
     ident = (elem.get("id") or "").strip() or f"output{len(q.outputs) + 1}"
     out = Output(
         ident,
@@ -654,6 +903,7 @@ def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
         filename=_one(path, elem, ("filename",), required=False),
         kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
         title=(elem.get("title") or "").strip(),
+        options=[_text(path, c) for c in elem.findall("option")],
     )
     if out.kind not in KINDS:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
