@@ -727,8 +727,9 @@ class _Run:
         key = Column(f"bin({base})", c.unit, "key", label="sample value distribution", datatype="float")
         label = {"normalized": "probability [%]", "cumulative": "cumulative probability [%]"}.get(
             op.variant, "sample value count")
+        shown = (*c.pb_filters, f"N_samples = {len(samples)}") if op.samples_note else c.pb_filters
         value = Column(op.alias or f"samples({base})", "", "value", label=label,
-                       datatype="integer" if integral else "float", statistic="distrib")
+                       datatype="integer" if integral else "float", statistic="distrib", pb_filters=shown)
         notes = list(vec.notes)
         if op.samples_note:
             notes += [(sid, f"N_samples = {len(samples)}") for sid in dict.fromkeys(sid for sid, _ in vec.notes)]

@@ -100,7 +100,7 @@ def test_eval_xml_term_with_a_function(tmp_path) -> None:
     # oponesrc_qry_11: <function type="floor"> of a <fraction> of a <variable> and a <constant>
     work, env = _setup(tmp_path, "oponesrc", "input_?.dat")
     ok(psbase("query", "-d", "oponesrc_qry_11.xml", cwd=work, env=env))
-    got = (work / "qry_result").read_text()
+    got = (work / "qry_result.dat").read_text()  # perfbase writes <filename>NAME</filename> as NAME.dat
     want = (work / "verify" / "test_11.vfy").read_text()
     assert sorted(_numbers(got)) == sorted(_numbers(want))
 
@@ -132,7 +132,7 @@ def test_distrib(distrib_dir, t: int) -> None:
     text = (work / f"distrib_qry_{t}.xml").read_text()
     (work / f"t{t}.xml").write_text(text.replace('target="gnuplot" format="eps" type="steps"', 'target="raw_text"'))
     ok(psbase("query", "-d", f"t{t}.xml", cwd=work, env=env))
-    got = (work / "qry_result").read_text()
+    got = (work / "qry_result.dat").read_text()
     assert _numbers(got) == pytest.approx(_gnuplot_numbers((work / "verify" / f"test_{t}.vfy").read_text()),
                                           rel=1e-6)
     assert "N_samples = 500" in got and "samples(l_msg)" in got
@@ -290,7 +290,7 @@ def test_diff_of_one_input_resolved_per_sweep_value(sweep_dir) -> None:
     text = (work / "sweep_qry_5.xml").read_text()
     (work / "t5.xml").write_text(text.replace('target="gnuplot" format="eps" type="bars"', 'target="raw_text"'))
     ok(psbase("query", "-d", "t5.xml", cwd=work, env=env))
-    got = (work / "sweep_5").read_text()
+    got = (work / "sweep_5.dat").read_text()
     want = (work / "verify" / "test_5.vfy").read_text()
     assert [n for i, n in enumerate(_numbers(got)) if i % 2] == _gnuplot_numbers(want)[1::2]
 
