@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import sys
+import tempfile
 import textwrap
 from collections.abc import Sequence
 
@@ -125,6 +127,7 @@ def _parser() -> ArgumentParser:
                    help="only runs with this value (may be repeated; one name repeated means any of its values)")
 
     _user_parser(command)
+    _attach_parser(command)
 
     s = command("info", help="show an experiment's definition, or one run",
                        description="An experiment's synopsis, description, who performed it and its project, "
@@ -191,6 +194,29 @@ def _parser() -> ArgumentParser:
                    help="with --file: the content of the query's <fixed> element NAME, over the file's (may be "
                         "repeated; perfbase's query -f, which is -f in perfbase's form `psbase query -d QUERY.xml`)")
     return p
+
+
+def _attach_parser(command) -> None:
+    """`psbase attach`: perfbase's attachments, XML files kept with an experiment under a name."""
+    s = command("attach", help="keep XML files (input descriptions, queries) with an experiment",
+                description="Keep an XML file of perfbase's (an input description, query, experiment definition "
+                            "or update) with an experiment under a name (--name, else the root element's id). "
+                            "Use it with `input EXPERIMENT --desc attached:NAME FILE...` and `query EXPERIMENT "
+                            "--file attached:NAME`. --get NAME prints one (or writes it to -o FILE), --list lists "
+                            "them, --delete NAME removes one.")
+    s.add_argument("experiment")
+    s.add_argument("file", nargs="?", metavar="FILE.xml", help="the file to keep")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--get", metavar="NAME", help="print attachment NAME (or write it to -o FILE)")
+    g.add_argument("--list", action="store_true", help="list the attachments")
+    g.add_argument("--delete", metavar="NAME", help="remove attachment NAME")
+    s.add_argument("--name", help="the name to keep FILE under (default: its root element's id)")
+    s.add_argument("--synopsis", metavar="TEXT", help="a one-line synopsis (default: the file's <synopsis>)")
+    s.add_argument("--description", metavar="TEXT", help="a description (default: the file's <description>)")
+    s.add_argument("-o", "--output", metavar="FILE", help="with --get: write the attachment to FILE")
+    # dest "again": the shared parser's "force" means replacing an output file
+    s.add_argument("--force", dest="again", action="store_true",
+                   help="replace an attachment of the same name (with --get -o: replace FILE)")
 
 
 def _user_parser(command) -> None:
@@ -319,6 +345,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if cmd == "user":
         return _user(args)
     store = Store(args.db)
+    if cmd == "attach":
+        return _attach(store, args)
+    with tempfile.TemporaryDirectory(prefix="psbase-") as tmp:  # attachments read as files (attached:NAME)
+        _resolve_attached(store, args, tmp)
+        return _command(store, args, parser)
+
+
+def _command(store, args, parser) -> int:
+    from psuite.psbase import definition as defmod
+
+    cmd = args.command
     if cmd == "update":
         changes = store.update(defmod.load(args.definition), drop=args.drop)
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
@@ -476,6 +513,119 @@ def _ls_runs(store, args) -> None:
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
     write_stdout(_table(["run", "filed (UTC)", *(["performed"] if performed else []), "who", *show,
                          *(["synopsis"] if synopsis else []), "sources"], rows))
+
+
+ATTACHED = "attached:"  # a description or query named so is the experiment's attachment (psbase attach)
+
+
+def _resolve_attached(store, args, tmp: str) -> None:
+    """input's --desc/--with and query's --file given as attached:NAME: the experiment's attachment NAME,
+    written to a file of its name in tmp for the readers of files."""
+    def path(spec: str | None, kind: str, experiment: str | None) -> str | None:
+        if not isinstance(spec, str) or not spec.startswith(ATTACHED):
+            return spec
+        name = spec[len(ATTACHED):]
+        if experiment is None:
+            raise UsageError(f"{spec} is an attachment of an experiment: name the experiment too")
+        a = store.attachment(experiment, name, kind)
+        target = os.path.join(tmp, name.replace(os.sep, "_") or "attachment")
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(a.content)
+        return target
+
+    if args.command == "input":
+        args.desc = path(args.desc, "input", args.experiment)
+        args.pairs = [[path(x, "input", args.experiment), f] for x, f in args.pairs]
+    elif args.command == "query" and args.file is not None and args.file.startswith(ATTACHED):
+        args.file = path(args.file, "query", args.experiment)
+        args.experiment = None  # the query names its experiment; this one only said whose attachment it is
+
+
+_ATTACH_TYPES = ("query", "input", "experiment", "experiment_update")  # perfbase's files (and its list's order)
+
+
+def _attach(store, args) -> int:
+    """psbase attach: keep, print, list or remove an experiment's XML attachments."""
+    from psuite.psbase.store import Attachment
+
+    if args.get is not None or args.delete is not None or args.list:
+        if args.file is not None:
+            raise UsageError(f"{args.file}: --get, --list and --delete take no FILE; drop it")
+    elif args.file is None:
+        raise UsageError(f"give the file to keep (psbase attach {args.experiment} FILE.xml), or --get NAME, "
+                         "--list or --delete NAME")
+    if args.output is not None and args.get is None:
+        raise UsageError("-o goes with --get NAME (it names the file the attachment is written to)")
+    if args.list:
+        found = store.attachments_of(args.experiment, args.name)
+        write_stdout(_attachment_list(found, args.name is not None))
+        return 0
+    if args.get is not None:
+        a = store.attachment(args.experiment, args.get)
+        if args.output is None or args.output == "-":
+            write_stdout(a.content)
+        else:
+            from psuite.cli_common import write_output
+
+            write_output(args.output, a.content, force=args.again)
+        return 0
+    if args.delete is not None:
+        store.delete_attachment(args.experiment, args.delete)
+        write_stdout(f"psbase: removed attachment {args.delete} of {args.experiment}\n")
+        return 0
+    kind, root, data = attachment_root(args.file)
+    name = args.name or root.get("id") or ""
+    if not name.strip():
+        raise UsageError(f"{args.file} has no id= on <{kind}>: give the name to keep it under with --name")
+    synopsis = args.synopsis if args.synopsis is not None else (root.findtext("synopsis") or "").strip()
+    description = args.description if args.description is not None else \
+        " ".join((root.findtext("description") or "").split())
+    content = data.decode("utf-8", "replace")
+    replaced = store.put_attachment(args.experiment, Attachment(name, kind, args.file, synopsis, description,
+                                                                content), force=args.again)
+    if not args.quiet:
+        write_stdout(f"psbase: {'replaced' if replaced else 'kept'} {kind} file {args.file} as attachment "
+                     f"{name} of {args.experiment}\n")
+    return 0
+
+
+def attachment_root(path: str):
+    """The type (root element) and root of an XML file psbase attach keeps: one of perfbase's files only."""
+    from lxml import etree
+
+    from psuite.cli_common import read_input
+
+    data = read_input(path, "attachment", UsageError)  # a regular file only
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise UsageError(f"{path} is not well-formed XML ({exc}); attach an XML file of perfbase's") from None
+    if root.tag not in _ATTACH_TYPES:
+        raise UsageError(f"{path} is not a perfbase XML file (its root is <{root.tag}>); attach an input "
+                         "description, query, experiment definition or update")
+    return root.tag, root, data
+
+
+def _attachment_list(found: list, verbose: bool) -> str:
+    """perfbase's attach --list: name, type and synopsis per attachment, by type; with a name, its details."""
+    out = []
+    for kind in _ATTACH_TYPES:
+        of = [a for a in found if a.type == kind]
+        if not of:
+            continue
+        if not verbose:
+            out.append(f"# {'name':<20} {'type':<8} synopsis\n")
+        for a in of:
+            if verbose:
+                out.append(f"'{a.name}' ({a.type} description)\n    Synopsis   : {a.synopsis}\n"
+                           f"    From       : {a.creator}, {a.created}\n")
+                if a.description:
+                    out.append("    Description:\n" + textwrap.fill(a.description, 60, initial_indent="    ",
+                                                                     subsequent_indent="    ") + "\n")
+            else:
+                out.append(f"{a.name:<22} {a.type:<8} {a.synopsis}\n")
+    return "".join(out)
 
 
 def _use_psets(store, args) -> None:

@@ -13,9 +13,9 @@ from psuite.errors import UsageError
 # perfbase's getopt options per command (bin/pb_*.py): short ones taking a value, and long ones (with "="
 # when they take one). What is not here is not perfbase's either, and is left to psbase's parser.
 _SHORT_VALUE = {"setup": "de", "update": "d", "input": "dnesafbp", "query": "dnerf", "delete": "erp",
-                "info": "erpxsd", "ls": "esmn"}
+                "info": "erpxsd", "ls": "esmn", "attach": "enxsd"}
 _SHORT_FLAG = {"setup": "gfvV", "update": "vV", "input": "utimjvV", "query": "vV", "delete": "vV",
-               "info": "aivV", "ls": "ladvV"}
+               "info": "aivV", "ls": "ladvV", "attach": "pgilvV"}
 _LONG = {
     "setup": ("desc=", "exp=", "get", "force"),
     "update": ("desc=",),
@@ -27,6 +27,8 @@ _LONG = {
     "info": ("all", "exp=", "inventory", "run=", "pset=", "value=", "val=", "xml=", "sort=", "data=", "deleted",
              "creator=", "admin=", "input=", "query=", "any="),
     "ls": ("exp=", "long", "show=", "meta=", "nvals=", "all", "distinct"),
+    "attach": ("exp=", "name=", "xml=", "synopsis=", "desc=", "put", "get", "delete", "list", "force", "dontask",
+               "interactive"),
 }
 # options every perfbase command takes (pb_common): the server's address goes in psbase's --db URL instead
 _COMMON_LONG = ("dbhost=", "dbport=", "dbuser=", "dbpasswd=", "verbose", "debug", "sqltrace", "profile")
@@ -39,6 +41,8 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
     "delete": {"-p": "--pset"},
     "info": {"-a": "--all", "-i": "--inventory", "-p": "--pset", "-x": "--xml", "-s": "--sort", "-d": "--data"},
     "ls": {"-l": "--long", "-s": "--show", "-m": "--meta", "-n": "--nvals", "-a": "--all", "-d": "--distinct"},
+    "attach": {"-x": "--xml", "-s": "--synopsis", "-p": "--put", "-g": "--get", "-l": "--list",
+               "-i": "--interactive"},
 }
 # perfbase's --missing actions as psbase's --missing policies
 _MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
@@ -165,6 +169,12 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd == "ls":
         return any(a.startswith("-") and a.split("=")[0] not in ("--show", "--where", "--deleted", "--db")
                    for a in args)
+    if cmd == "attach":  # psbase's own form names the experiment first; perfbase's has --put, --xml, -e ...
+        perfbase_only = ("-p", "--put", "-x", "--xml", "-e", "--exp", "-g", "-l", "-n", "-s", "-d", "--desc",
+                         "--dontask", "-i", "--interactive")
+        return any(a.split("=")[0] in perfbase_only if a.startswith("--") else a[:2] in perfbase_only
+                   for a in args) or any(a == "--get" and (i + 1 == len(args) or args[i + 1].startswith("-"))
+                                         for i, a in enumerate(args))
     if cmd in ("setup", "update"):
         return any(a == "-d" or a.startswith(("-d", "--desc", "--de")) or a in ("-g", "--get") or
                    a.startswith(("-e", "--exp")) for a in args)
@@ -193,8 +203,91 @@ def translate(argv: Sequence[str]) -> list[str]:
     tokens = _tokens(cmd, rest)
     db = [t for t in tokens if t[0] == "--db"]
     tokens = [t for t in tokens if t[0] != "--db"]
+    global _DB
+    _DB = db[0][1] if db else next((head[j + 1] for j in range(len(head) - 1) if head[j] == "--db"), None)
     return head + {"setup": _setup, "update": _update, "input": _input, "query": _query, "delete": _delete,
-                   "info": _info, "ls": _ls}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+                   "info": _info, "ls": _ls, "attach": _attach}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+
+
+_DB: str | None = None  # the archive named on the command line (translate), where attachments are looked up
+
+
+def _experiment_by_attachment(name: str, option: str) -> str:
+    """perfbase's experiment when a command names none: $PB_EXPERIMENT, else the one experiment of the
+    archive with an attachment of that name."""
+    env = os.environ.get("PB_EXPERIMENT", "")
+    if env:
+        return env
+    from psuite.psbase.store import Store
+
+    found = Store(_DB).experiments_with_attachment(name)
+    if len(found) != 1:
+        raise UsageError(f"{option} {name}: " + (f"experiments {', '.join(found)} have an attachment of that "
+                                                 "name" if found else "no experiment has an attachment of "
+                                                 "that name") + "; name the experiment with -e EXP")
+    return found[0]
+
+
+def _attach(tokens: list) -> list[str]:
+    exp, name, xml, synopsis, desc, force, dontask = None, None, None, None, None, False, False
+    actions = []
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--name":
+            name = value
+        elif opt == "--xml":
+            xml = value
+        elif opt == "--synopsis":
+            synopsis = value
+        elif opt == "--desc":
+            desc = value
+        elif opt in ("--put", "--get", "--delete", "--list"):
+            actions.append(opt)
+        elif opt == "--force":
+            force = True
+        elif opt == "--dontask":
+            dontask = True
+        elif opt == "--interactive":
+            raise _refuse("attach --interactive", "psbase does not ask: give --name, --synopsis and --desc")
+        elif opt == "":
+            raise UsageError(f"attach: {value} is one argument too many (the file is --xml=FILE)")
+        elif not _common("attach", opt):
+            raise _refuse(f"attach {opt}", "drop it")
+    if len(actions) != 1:
+        raise UsageError("attach needs exactly one action: --put, --get, --list or --delete")
+    action = actions[0]
+    if action == "--put":
+        if xml is None:
+            raise UsageError("attach --put needs the file: --xml=FILE")
+        if xml == "-":
+            raise UsageError("attach --put reads a file, not standard input: --xml=FILE")
+        if exp is None:  # the file's <experiment>, as perfbase takes it
+            from psuite.psbase.cli import attachment_root
+
+            exp = (attachment_root(xml)[1].findtext("experiment") or "").strip() or \
+                os.environ.get("PB_EXPERIMENT") or None
+            if exp is None:
+                raise UsageError(f"{xml} names no <experiment>: give it with -e EXP")
+        return ["attach", exp, xml, *(["--name", name] if name else []),
+                *(["--synopsis", synopsis] if synopsis is not None else []),
+                *(["--description", desc] if desc is not None else []), *(["--force"] if force else [])]
+    if action in ("--get", "--delete") and name is None:
+        raise UsageError(f"attach {action} needs the attachment's name: --name=NAME")
+    if exp is None:
+        exp = _experiment_by_attachment(name, f"attach {action} --name") if name else \
+            os.environ.get("PB_EXPERIMENT") or None
+        if exp is None:
+            raise UsageError(f"attach {action} needs the experiment: -e EXP")
+    if action == "--list":
+        return ["attach", exp, "--list", *(["--name", name] if name else [])]
+    if action == "--delete":
+        if not dontask:
+            raise UsageError(f"attach --delete removes attachment {name} for good; psbase does not ask: "
+                             "add --dontask")
+        return ["attach", exp, "--delete", name]
+    # perfbase's --get writes the file whether it exists or not
+    return ["attach", exp, "--get", name, *(["-o", xml, "--force"] if xml not in (None, "-") else [])]
 
 
 def _setup(tokens: list) -> list[str]:
@@ -250,6 +343,16 @@ def _experiment_of(description: str) -> str:
     return name
 
 
+def _experiment_of_descriptions(descs: list[str]) -> str:
+    """perfbase's experiment of an input: the first description file's, else that of its attachments."""
+    from psuite.psbase.cli import ATTACHED
+
+    files = [d for d in descs if not d.startswith(ATTACHED)]
+    if files:
+        return _experiment_of(files[0])
+    return _experiment_by_attachment(descs[0][len(ATTACHED):], "input -n")
+
+
 def _input(tokens: list) -> list[str]:
     groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
     exp, missing, use_default, force, merge = None, None, False, False, False
@@ -294,7 +397,11 @@ def _input(tokens: list) -> list[str]:
             raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
         elif opt in ("--pset-store", "--pset-use"):
             meta += [opt, value]
-        elif opt in ("--name", "--attach", "--stdin", "--maxmem"):
+        elif opt == "--name":  # an input description kept with the experiment (attach)
+            from psuite.psbase.cli import ATTACHED
+
+            groups.append((ATTACHED + value, []))
+        elif opt in ("--attach", "--stdin", "--maxmem"):
             raise _refuse(f"input {opt}", "drop it")
         elif not _common("input", opt):
             raise _refuse(f"input {opt}", "drop it")
@@ -306,7 +413,7 @@ def _input(tokens: list) -> list[str]:
     for desc, files in groups:
         if not files:
             raise UsageError(f"input -d {desc} is given no file to read")
-    out = ["input", exp or _experiment_of(groups[0][0])]
+    out = ["input", exp or _experiment_of_descriptions([d for d, _ in groups])]
     if len(groups) == 1 and not merge:
         out += ["--desc", groups[0][0], *groups[0][1]]
     else:  # several descriptions make one run of all their files (perfbase's manual), as --join does
@@ -323,9 +430,13 @@ def _input(tokens: list) -> list[str]:
 
 
 def _query(tokens: list) -> list[str]:
-    desc, fixed = None, []
+    desc, fixed, exp, name = None, [], None, None
     for opt, value in tokens:
-        if opt == "--desc":
+        if opt == "--exp":
+            exp = value
+        elif opt == "--name":
+            name = value
+        elif opt == "--desc":
             if value == "-":
                 raise _refuse("query -d - (standard input)", "give the query file's name")
             desc = value
@@ -335,6 +446,15 @@ def _query(tokens: list) -> list[str]:
             raise UsageError(f"query -d names the query: {value} is one argument too many")
         elif not _common("query", opt):
             raise _refuse(f"query {opt}", "the query file names its experiment and runs")
+    if exp is not None and name is None:
+        raise _refuse("query --exp", "the query file names its experiment and runs")
+    if name is not None:  # the query kept with the experiment (attach)
+        if desc is not None:
+            raise UsageError("query takes -d QUERY.xml or -n NAME (an attached query), not both")
+        from psuite.psbase.cli import ATTACHED
+
+        return ["query", exp or _experiment_by_attachment(name, "query -n"), "--file", ATTACHED + name,
+                *fixed, "--force"]
     if desc is None:
         raise UsageError("query needs a query description: -d QUERY.xml")
     # perfbase's query writes its output files whether they exist or not (pb_outputs opens them "w+")

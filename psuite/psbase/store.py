@@ -11,6 +11,9 @@ Tables:
                    (created in an older archive when opened)
   psb_purged       per experiment, the highest run index purged: never given to a new run
                    (created in an older archive when opened, or by the first purge)
+  psb_attachments  perfbase's attachments: XML files (input descriptions, queries, definitions) kept with
+                   an experiment under a name, with their type, synopsis and description
+                   (created in an older archive when opened)
   psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
   psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
                    column per multiple-occurrence variable
@@ -165,6 +168,19 @@ class Store:
                       primary_key=True),
             sa.Column("highest", sa.Integer, nullable=False))
         self.has_purged = True  # psb_purged exists (an archive made before it may lack it)
+        # perfbase's attachments: the files themselves, so a description or query travels with the experiment
+        self.attachments = sa.Table(
+            "psb_attachments", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("name", sa.String(255), primary_key=True),
+            sa.Column("type", sa.String(32), nullable=False),
+            sa.Column("filename", sa.Text, nullable=False),
+            sa.Column("synopsis", sa.Text, nullable=False),
+            sa.Column("description", sa.Text, nullable=False),
+            sa.Column("creator", sa.String(255), nullable=False),
+            sa.Column("created", sa.DateTime, nullable=False),
+            sa.Column("content", sa.Text, nullable=False))
         if create:
             try:
                 self._run(lambda: self.meta.create_all(self.engine), needs="admin")
@@ -212,7 +228,7 @@ class Store:
         """An archive made before runs had a performed date and a synopsis gets their (empty) columns; a
         user who may not change it (PostgreSQL) reads it without them and files no run that has them."""
         inspector = self._run(lambda: sa.inspect(self.engine))
-        for table in (self.psets, self.purged):
+        for table in (self.psets, self.purged, self.attachments):
             if not self._run(lambda t=table: inspector.has_table(t.name)):
                 try:
                     with self.engine.begin() as conn:
@@ -665,6 +681,73 @@ class Store:
                 return {v: x for v, x in rows if v}
             return self._run(go, needs="query")
 
+    def put_attachment(self, name: str, attachment: Attachment, force: bool = False) -> bool:
+        """Keep attachment with experiment name; one of the same name is replaced only with force.
+        Returns whether one was replaced."""
+        def go() -> bool:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.attachments
+                where = (t.c.experiment == exp_id, t.c.name == attachment.name)
+                there = conn.execute(sa.select(t.c.name).where(*where)).first() is not None
+                if there and not force:
+                    raise StoreError(f"experiment {name!r} has an attachment {attachment.name!r} already; "
+                                     "give --force to replace it, or another name")
+                conn.execute(t.delete().where(*where))
+                conn.execute(t.insert().values(experiment=exp_id, name=attachment.name, type=attachment.type,
+                                               filename=attachment.filename, synopsis=attachment.synopsis,
+                                               description=attachment.description, creator=_user(),
+                                               created=_now(), content=attachment.content))
+                return there
+        return self._run(go, needs="admin")  # what later imports and queries read: the admin class's
+
+    def attachments_of(self, name: str, only: str | None = None) -> list[Attachment]:
+        """The attachments of experiment name (only the one named only, if given), by type then name."""
+        def go() -> list[Attachment]:
+            with self.engine.connect() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.attachments
+                sel = sa.select(t).where(t.c.experiment == exp_id)
+                if only is not None:
+                    sel = sel.where(t.c.name == only)
+                return [Attachment(r.name, r.type, r.filename, r.synopsis, r.description, r.content,
+                                   r.creator, r.created) for r in conn.execute(sel.order_by(t.c.type, t.c.name))]
+        return self._run(go, needs="query")
+
+    def attachment(self, name: str, attached: str, kind: str | None = None) -> Attachment:
+        """Attachment attached of experiment name (of type kind, if given); a missing one is one line."""
+        found = self.attachments_of(name, attached)
+        if not found:
+            known = [a.name for a in self.attachments_of(name) if kind is None or a.type == kind]
+            raise StoreError(f"experiment {name!r} has no attachment {attached!r}; it has: "
+                             f"{', '.join(known) or 'none'} (see psbase attach {name} --list)")
+        if kind is not None and found[0].type != kind:
+            raise StoreError(f"attachment {attached!r} of experiment {name!r} is a {found[0].type} file, not "
+                             f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} description; name one of type {kind}")
+        return found[0]
+
+    def delete_attachment(self, name: str, attached: str) -> None:
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.attachments
+                gone = conn.execute(t.delete().where(t.c.experiment == exp_id, t.c.name == attached)).rowcount
+                if not gone:
+                    raise StoreError(f"experiment {name!r} has no attachment {attached!r}; "
+                                     f"see psbase attach {name} --list")
+        self._run(go, needs="admin")
+
+    def experiments_with_attachment(self, attached: str) -> list[str]:
+        """The experiments that have an attachment of that name (perfbase finds its experiment by it)."""
+        def go() -> list[str]:
+            with self.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(self.attachments.name):
+                    return []
+                t, e = self.attachments, self.experiments
+                return list(conn.execute(sa.select(e.c.name).join(t, t.c.experiment == e.c.id)
+                                         .where(t.c.name == attached).order_by(e.c.name)).scalars())
+        return self._run(go, needs="query")
+
     def list_runs(self, name: str, deleted: bool = False, show: Sequence[str] = (),
                   where: dict[str, list[object]] | None = None) -> list[RunInfo]:
         """The runs of an experiment, by index; deleted ones only if asked.
@@ -769,8 +852,9 @@ class Store:
                 count = conn.execute(sa.select(sa.func.count()).where(r.c.experiment == exp_id)).scalar_one()
                 rows.drop(conn)
                 once.drop(conn)
-                if sa.inspect(conn).has_table("psb_psets"):
-                    conn.execute(self.psets.delete().where(self.psets.c.experiment == exp_id))
+                for t in (self.psets, self.attachments):
+                    if sa.inspect(conn).has_table(t.name):
+                        conn.execute(t.delete().where(t.c.experiment == exp_id))
                 conn.execute(r.delete().where(r.c.experiment == exp_id))
                 conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
                 conn.execute(self.experiments.delete().where(self.experiments.c.id == exp_id))
@@ -784,6 +868,20 @@ class Store:
         if missing:
             raise StoreError(f"experiment {name!r} has no run {', '.join(map(str, missing))}; "
                              f"list its runs with psbase ls {name} --deleted")
+
+
+@dataclass
+class Attachment:
+    """A file kept with an experiment (perfbase's attach): its name, perfbase type (input, query,
+    experiment, experiment_update), the file it came from, synopsis, description and content."""
+    name: str
+    type: str
+    filename: str
+    synopsis: str
+    description: str
+    content: str
+    creator: str = ""
+    created: _dt.datetime | None = None
 
 
 def _runs_table(meta: sa.MetaData, with_meta: bool) -> sa.Table:
