@@ -137,6 +137,13 @@ def _parser() -> ArgumentParser:
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
     s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")
     s.add_argument("--pset", metavar="SET", help="print parameter set SET (see input --pset-store)")
+    s.add_argument("--perfbase", action="store_true", help="the experiment as perfbase's info prints it (its "
+                   "meta information; with --verbose its users, parameter sets, attachments and run counts)")
+    s.add_argument("--verbose", action="store_true", help="with --perfbase or --value: perfbase's long form")
+    s.add_argument("--inventory", action="store_true", help="with --perfbase --verbose: the indexes of the runs")
+    s.add_argument("--value", metavar="REGEXP", action="append", default=[],
+                   help="the variables whose names REGEXP matches (may be repeated; '' for all), as perfbase's "
+                        "info --value prints them")
 
     for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
                                   "good with --purge"),
@@ -816,6 +823,16 @@ def _info(store, args) -> None:
     from psuite.psbase import definition as defmod
 
     d = store.definition(args.experiment)
+    if args.perfbase or args.value or args.inventory or args.verbose:
+        if args.xml or args.run is not None or args.pset is not None:
+            raise UsageError("--perfbase, --value, --verbose and --inventory show the experiment: drop the RUN, "
+                             "--xml and --pset")
+        if args.inventory and not args.verbose:
+            raise UsageError("--inventory lists run indexes in perfbase's long form: add --verbose")
+        write_stdout(_perfbase_values(d, args.value, args.verbose) if args.value and not args.perfbase else
+                     _perfbase_info(store, d, args.verbose, args.inventory) +
+                     (_perfbase_values(d, args.value, args.verbose) if args.value else ""))
+        return
     if args.pset is not None:
         if args.xml or args.run is not None:
             raise UsageError("--pset shows a parameter set: drop the RUN and --xml")
@@ -846,6 +863,91 @@ def _info(store, args) -> None:
         unit = {v.name: v.unit for v in d.variables}
         out.append(_table(cols, [[_fmt(r.get(c, ""), unit[c]) for c in cols] for r in run.rows]))
     write_stdout("".join(out))
+
+
+PERFBASE_DB_VERSION = 5  # the archive version perfbase's info names (its last: access rights, psets, attachments)
+
+
+def _perfbase_info(store, d, verbose: bool, inventory: bool) -> str:
+    """An experiment as perfbase's info -e EXP [-v] [-i] prints it."""
+    out = [f"Experiment {d.name} (db_version {PERFBASE_DB_VERSION})\n",
+           f" Creator     : {d.performed_by.get('name', '')}\n"]
+    if verbose:
+        out.append(f" Created     : {store.created(d.name)}\n")
+    if d.performed_by.get("organization"):
+        out.append(f" Organization: {d.performed_by['organization']}\n")
+    if d.project:
+        out.append(f" Project     : {d.project}\n")
+    out.append(f" Synopsis    : {d.synopsis}\n")
+    description = d.raw_description if d.raw_description is not None else d.description
+    if description:
+        out.append(f" Description : {description}\n")
+    if not verbose:
+        return "".join(out)
+    out.append(" Users   :\n")
+    users = store.users()
+    for cls in ("admin", "input", "query"):  # perfbase's access classes, its order
+        names = [u for u, c in users if c == cls]
+        if names:
+            out.append(f"   {cls}_access: {' , '.join(names)}  \n")
+    psets = store.pset_names(d.name)
+    out.append("Available parameter sets:\n" + "".join(f"   {p}\n" for p in psets) + "\n" if psets else
+               "No parameter sets defined. \n")
+    attached = store.attachments_of(d.name)
+    for kind in ("input", "query"):
+        names = sorted(a.name for a in attached if a.type == kind)
+        out.append(f"Attached {kind} descriptions:\n" + "".join(f"   {n}\n" for n in names) if names else
+                   f"No {kind} descriptions attached.\n")
+        out.append("\n")
+    runs = store.list_runs(d.name, deleted=True)
+    for title, deleted in (("Active", False), ("Deleted", True)):
+        indexes = sorted(r.index for r in runs if r.deleted == deleted)
+        out.append(f"\n {title} runs : {len(indexes)}\n")
+        if inventory:
+            out.append(f" Indices of {title.lower()} runs:\n[{', '.join(map(str, indexes))}]\n")
+    return "".join(out)
+
+
+def _collation_key(name: str) -> tuple[str, str]:
+    """perfbase's ORDER BY name on a PostgreSQL server in an English locale: letters and digits first, case
+    and punctuation only to break ties (machine, MPI_version, platform, S_buf)."""
+    import re
+
+    return re.sub(r"[^0-9a-z]", "", name.lower()), name.swapcase()
+
+
+def _perfbase_values(d, patterns: list[str], verbose: bool) -> str:
+    """The variables whose names match one of the patterns (searched, as PostgreSQL's ~), as perfbase's
+    info --value prints them."""
+    import re
+
+    from psuite.psbase.definition import perfbase_type, perfbase_unit
+
+    try:
+        compiled = [re.compile(p) for p in patterns]
+    except re.error as exc:
+        raise UsageError(f"--value {exc.pattern!r} is not a regular expression ({exc}); fix it") from None
+    out = []
+    for v in sorted((v for v in d.variables if any(c.search(v.name) for c in compiled)),
+                    key=lambda v: _collation_key(v.name)):
+        unit = perfbase_unit(v.unit)
+        kind = "result" if v.is_result else "parameter"
+        once = "single" if v.occurrence == "once" else "multiple"
+        if not verbose:
+            flags = ("R" if v.is_result else "P") + ("O" if v.occurrence == "once" else "M") + \
+                ("D" if v.default is not None else " ")
+            out.append(f" {v.name:<20} :\t {perfbase_type(v):<12} {'[' + unit + ']':<15}\t{flags}\t ({v.synopsis})\n")
+            continue
+        out.append(f" '{v.name}': {perfbase_type(v)} [{unit}]\n    {kind} value, {once} occurence\n")
+        if v.valid:
+            out.append(f"    Valid values: {{ {','.join(v.valid)}}}\n")
+        if v.synopsis:
+            out.append(f"    Synopsis: {v.synopsis}\n")
+        if v.description:
+            out.append(f"    Description: {v.description}\n")
+        if v.default is not None:
+            out.append(f"    Default: {v.default or 'NULL content'}\n")
+    return "".join(out)
 
 
 def _describe(d) -> str:

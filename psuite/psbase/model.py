@@ -46,6 +46,8 @@ class Definition:
     performed_by: dict[str, str] = field(default_factory=dict)  # "name", "organization"
     variables: list[Variable] = field(default_factory=list)
     project: str = ""
+    # the <description> as written, its line breaks and indentation kept: perfbase's info prints it so
+    raw_description: str | None = field(default=None, compare=False)
 
     @property
     def parameters(self) -> list[Variable]:

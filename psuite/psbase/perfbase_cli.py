@@ -178,6 +178,8 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd in ("setup", "update"):
         return any(a == "-d" or a.startswith(("-d", "--desc", "--de")) or a in ("-g", "--get") or
                    a.startswith(("-e", "--exp")) for a in args)
+    if cmd == "info" and args and not args[0].startswith("-"):
+        return False  # psbase's info EXPERIMENT ... (perfbase's names it with -e)
     perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name"),
                      "delete": ("-e", "--exp", "-r", "--run", "-p", "--pset", "--dontask"),
                      "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p",
@@ -490,8 +492,15 @@ def _delete(tokens: list) -> list[str]:
 
 def _info(tokens: list) -> list[str]:
     exp, run, everything, pset = None, None, False, None
+    shown: list[str] = []  # perfbase's layout: --verbose, --inventory, --value
     for opt, value in tokens:
-        if opt == "--exp":
+        if opt == "--verbose":
+            shown.append("--verbose")
+        elif opt == "--inventory":
+            shown.append("--inventory")
+        elif opt in ("--value", "--val"):
+            shown += ["--value", value]
+        elif opt == "--exp":
             exp = value
         elif opt == "--run":
             run = value
@@ -499,7 +508,7 @@ def _info(tokens: list) -> list[str]:
             everything = True
         elif opt == "--pset":
             pset = value
-        elif opt in ("--inventory", "--value", "--val", "--xml", "--sort", "--data", "--deleted", "--creator",
+        elif opt in ("--xml", "--sort", "--data", "--deleted", "--creator",
                      "--admin", "--input", "--query", "--any"):
             raise _refuse(f"info {opt}", "psbase info EXPERIMENT [RUN] shows the definition or one run")
         elif opt == "":
@@ -510,6 +519,11 @@ def _info(tokens: list) -> list[str]:
         return ["ls"]
     if exp is None:
         raise UsageError("info needs the experiment: -e EXP (or --all)")
+    if shown and (run or pset is not None):
+        raise _refuse("info -r/-p with -v, -i or --value", "psbase info EXPERIMENT RUN shows one run: drop -v")
+    if shown or not (run or pset is not None):  # perfbase's info -e EXP: its experiment's meta information
+        # perfbase's --value lists values; the experiment's information only when no --value is given
+        return ["info", exp, *([] if "--value" in shown else ["--perfbase"]), *shown]
     return ["info", exp, *([run] if run else []), *(["--pset", pset] if pset is not None else [])]
 
 

@@ -665,6 +665,36 @@ class Store:
                     conn.execute(t.insert().values(experiment=exp_id, name=pset, variable=variable, value=value))
         self._run(go, needs="admin")  # a set changes what later runs get: the admin class's, as roles grants
 
+    def pset_names(self, name: str) -> list[str]:
+        """The parameter sets of experiment name, by name."""
+        def go() -> list[str]:
+            with self.engine.connect() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                if not sa.inspect(conn).has_table(self.psets.name):
+                    return []
+                t = self.psets
+                return list(conn.execute(sa.select(t.c.name).distinct().where(t.c.experiment == exp_id)
+                                         .order_by(t.c.name)).scalars())
+        return self._run(go, needs="query")
+
+    def created(self, name: str) -> _dt.datetime:
+        """When experiment name was set up (UTC)."""
+        def go() -> _dt.datetime:
+            with self.engine.connect() as conn:
+                self._experiment_id(conn, name)
+                e = self.experiments
+                return conn.execute(sa.select(e.c.created).where(e.c.name == name)).scalar_one()
+        return self._run(go, needs="query")
+
+    def users(self) -> list[tuple[str, str]]:
+        """(user, class) of a PostgreSQL archive's users (roles); none for SQLite."""
+        if self.url.get_backend_name() != "postgresql":
+            return []
+        def go() -> list[tuple[str, str]]:
+            with self.engine.connect() as conn:
+                return roles.users(conn, self.url.database or "")
+        return self._run(go, needs="query")
+
     def pset(self, name: str, pset: str) -> dict[str, str]:
         """The values of parameter set pset of experiment name, by parameter."""
         with self.engine.connect() as conn:

@@ -85,3 +85,47 @@ def test_input_and_query_read_attached_descriptions(attach):
     # psbase's own form
     same = ok(psbase("query", "attach_TEST", "--file", "attached:latency", cwd=cwd, env=env))
     assert same == out
+
+
+def _info(cwd: Path, env: dict) -> str:
+    """update/'s runtest: info -e EXP -v -i, then info -e EXP -v --val=, without the lines it greps away."""
+    out = ok(psbase("info", "-e", "update_TEST", "-v", "-i", cwd=cwd, env=env)) + \
+        ok(psbase("info", "-e", "update_TEST", "-v", "--val=", cwd=cwd, env=env))
+    return "".join(x for x in out.splitlines(keepends=True)
+                   if not any(d in x for d in ("Connecting", "Created", "Modified", "admin_access")))
+
+
+def test_info_after_experiment_updates_is_perfbases(tmp_path):
+    """update/: after each <experiment_update>, perfbase's info -v -i and --val= give verify/test_N.vfy byte
+    for byte (the description as written, units as perfbase writes them, sizes of integer and float, the
+    variables in the server's collation order, run indexes)."""
+    cwd, env = directory(tmp_path, "update")
+    ok(psbase("setup", "-d", "update_exp.xml", cwd=cwd, env=env))
+    for n in (1, 2, 3, 4):
+        assert ok(psbase("update", "-d", f"update_upd_{n}.xml", cwd=cwd, env=env)) != ""
+        assert _info(cwd, env) == (cwd / "verify" / f"test_{n}.vfy").read_text()
+    ok(psbase("input", "-d", "update_inp.xml", "-u", *sorted(p.name for p in cwd.glob("input_?.dat")), cwd=cwd,
+              env=env))
+    for n in (5, 6):  # an update that does not fit is one line and changes nothing
+        refused(psbase("update", "-d", f"update_upd_{n}.xml", cwd=cwd, env=env))
+        assert _info(cwd, env) == (cwd / "verify" / "test_8.vfy").read_text()
+
+
+def test_info_short_forms(attach):
+    """info -e EXP without -v: the meta information only; --value without -v: one line per variable."""
+    cwd, env = attach
+    out = ok(psbase("info", "-e", "attach_TEST", cwd=cwd, env=env))
+    assert out.startswith("Experiment attach_TEST (db_version 5)\n Creator     : Joachim Worringen\n")
+    assert " Users" not in out and "runs" not in out
+    lines = ok(psbase("info", "-e", "attach_TEST", "--value=^[IS]", cwd=cwd, env=env)).splitlines()
+    assert [x.split()[0] for x in lines] == ["I", "S_msg"]
+    assert lines[1].split("\t")[0].split() == ["S_msg", ":"] and "[byte]" in lines[1] and "PM " in lines[1]
+    verbose = ok(psbase("info", "-e", "attach_TEST", "-v", "--value=I", cwd=cwd, env=env))
+    assert "    Valid values: { SCI,Myrinet}\n" in verbose
+    # attachments and run counts in the long form
+    ok(psbase("attach", "--put", "--xml=attach_inp_1.xml", cwd=cwd, env=env))
+    ok(psbase("input", "-n", "full", "input/data_1.dat", cwd=cwd, env=env))
+    long = ok(psbase("info", "-e", "attach_TEST", "-v", cwd=cwd, env=env))
+    assert "Attached input descriptions:\n   full\n\nNo query descriptions attached.\n" in long
+    assert "\n Active runs : 1\n" in long and "Indices" not in long
+    refused(psbase("info", "attach_TEST", "--inventory", cwd=cwd, env=env), "--verbose")
