@@ -83,7 +83,10 @@ def parse_bytes(data: bytes, source: str = "definition") -> Definition | Experim
     d = Definition(name=name, synopsis=_text(info.find("synopsis")), description=_text(info.find("description")),
                    performed_by=performed, project=_text(info.find("project")),
                    raw_description=_raw(info.find("description")))
-    _known(root, source, ("name", "info", "parameter", "result", *_INFO))
+    _known(root, source, ("name", "info", "parameter", "result", *_ACCESS, *_INFO))
+    for elem in root:
+        if elem.tag in _ACCESS:
+            d.access += _access_list(elem, source, elem.tag.split("_")[0])
     if info is not root:
         _known(info, source, _INFO)
     if pb is not None:
@@ -104,6 +107,28 @@ def parse_bytes(data: bytes, source: str = "definition") -> Definition | Experim
 
 
 _INFO = ("performed_by", "project", "synopsis", "description")
+_ACCESS = ("admin_access", "input_access", "query_access")  # perfbase's user classes
+
+
+def _access_list(elem: etree._Element, source: str, cls: str | None) -> list[tuple[str, str, str]]:
+    """The <user> and <group> names of an access element: (class, kind, name) each."""
+    _known(elem, source, ("user", "group"))
+    out = []
+    for child in elem:
+        name = _text(child)
+        if not name:
+            raise InputError(f"{source} line {child.sourceline}: <{child.tag}> is empty; give the name of a "
+                             f"{child.tag} of the database server")
+        out.append((cls or "", child.tag, name))
+    if not out:
+        raise InputError(f"{source} line {elem.sourceline}: <{elem.tag}> names no <user> or <group>; add one")
+    return out
+
+
+def _access_changes(elem: etree._Element, source: str) -> list[tuple[str, str, str]]:
+    """<access_add> and <access_change>: their access elements' (class, kind, name)."""
+    _known(elem, source, _ACCESS)
+    return [a for e in elem for a in _access_list(e, source, e.tag.split("_")[0])]
 _VARIABLE = ("name", "synopsis", "description", "datatype", "unit", "valid", "default")
 
 
@@ -158,6 +183,10 @@ class ExperimentUpdate:
     source: str
     info: etree._Element | None = None
     variables: list[etree._Element] = field(default_factory=list)
+    # perfbase's <access_add>/<access_change> ((class, kind, name): the class given) and <access_revoke>
+    # ((kind, name): the class taken); applied to the archive's user classes (PostgreSQL)
+    access_given: list[tuple[str, str, str]] = field(default_factory=list)
+    access_revoked: list[tuple[str, str]] = field(default_factory=list)
 
     def apply(self, old: Definition) -> tuple[Definition, dict[str, str]]:
         """The new definition and the renames (old name -> new name); one InputError line if the
@@ -250,15 +279,19 @@ def _changed(v: Variable, elem: etree._Element, where: str) -> Variable:
 
 
 def _update(root: etree._Element, source: str) -> ExperimentUpdate:
-    _known(root, source, ("experiment", "name", "info", "parameter", "result"))
+    _known(root, source, ("experiment", "name", "info", "access_add", "access_change", "access_revoke",
+                          "parameter", "result"))
     name = _text(root.find("experiment")) or _text(root.find("name"))
     if not name:
         raise InputError(f"{source}: the <experiment_update> names no <experiment>; add <experiment>NAME</experiment>")
     info = root.find("info")
     if info is not None:
         _known(info, source, _INFO)
+    given = [a for e in root if e.tag in ("access_add", "access_change") for a in _access_changes(e, source)]
+    revoked = [(kind, name) for e in root if e.tag == "access_revoke"
+               for _, kind, name in _access_list(e, source, None)]
     return ExperimentUpdate(check_name(name, f"{source}: experiment"), source, info,
-                            [e for e in root if e.tag in ("parameter", "result")])
+                            [e for e in root if e.tag in ("parameter", "result")], given, revoked)
 
 
 def check_variable(v: Variable, where: str = "definition") -> None:

@@ -327,8 +327,12 @@ class Store:
         if isinstance(d, defmod.ExperimentUpdate):
             raise StoreError(f"{d.source} is an experiment update, not a definition; apply it with psbase update")
 
+        self._check_access(d.access, d.name)
+
         def go() -> None:
             with self.engine.begin() as conn:
+                if d.access:  # the classes first: the new tables then get their grants
+                    roles.apply_access(conn, self.url.database or "", d.access)
                 if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
                     raise StoreError(f"experiment {d.name!r} exists in {self.name}; change it with psbase update")
                 exp_id = conn.execute(self.experiments.insert().values(
@@ -371,14 +375,33 @@ class Store:
         changed, one line each.  perfbase's <experiment_update> (new) is
         applied to the definition in the archive, its renames first."""
 
+        given = new.access_given if isinstance(new, defmod.ExperimentUpdate) else new.access
+        revoked = new.access_revoked if isinstance(new, defmod.ExperimentUpdate) else []
+        self._check_access(given + revoked, new.name)
+
         def go() -> list[str]:
             with self.engine.begin() as conn:
+                access = []
+                if given or revoked:
+                    roles.apply_access(conn, self.url.database or "", given, revoked)
+                    access = [f"user {n} has no class in archive {self.url.database}" for _, n in revoked] + \
+                        [f"{'group' if k == 'group' else 'user'} {n} {roles.WHAT[c]} archive {self.url.database} "
+                         f"(class {c})" for c, k, n in given]
                 if isinstance(new, defmod.ExperimentUpdate):
                     exp_id, old = self._experiment_id(conn, new.name)
                     d, renames = new.apply(old)
-                    return self._rename(conn, exp_id, old, renames) + self._update(conn, d, drop)
-                return self._update(conn, new, drop)
+                    changes = self._rename(conn, exp_id, old, renames) + self._update(conn, d, drop)
+                else:
+                    changes = self._update(conn, new, drop)
+                return changes + access
         return self._run(go, needs="admin")
+
+    def _check_access(self, access: list, experiment: str) -> None:
+        """perfbase's access lists need users: a PostgreSQL archive's (roles); SQLite has none."""
+        if access and self.url.get_backend_name() == "sqlite":
+            raise StoreError(f"experiment {experiment}: perfbase's access lists (<admin_access>, <access_add>, "
+                             "...) give database users rights, and an SQLite archive has no users (its file's "
+                             "permissions decide); remove them, or use a postgresql+psycopg:// archive (--db)")
 
     def _update(self, conn: sa.Connection, new: Definition, drop: bool = False) -> list[str]:
         exp_id, old = self._experiment_id(conn, new.name)

@@ -129,3 +129,50 @@ def test_info_short_forms(attach):
     assert "Attached input descriptions:\n   full\n\nNo query descriptions attached.\n" in long
     assert "\n Active runs : 1\n" in long and "Indices" not in long
     refused(psbase("info", "attach_TEST", "--inventory", cwd=cwd, env=env), "--verbose")
+
+
+def test_access_directory_on_postgresql(pg_server, tmp_path):
+    """access/ as its runtest does it, each step as its database user: who may file, query and update follows
+    the experiment's access lists and the updates' <access_add>, <access_change> and <access_revoke>."""
+    from tests.psbase.conftest import new_pg_database
+    from tests.psbase.perfbase_suite import run_directory
+
+    checks = run_directory("access", tmp_path / "access", new_pg_database(pg_server))
+    print("\n".join(f"{c.verdict:8} {c.name} {c.reason}" for c in checks))
+    assert len(checks) == 14
+    # the queries' refusals of an <output> element psbase's query files lack are not the users' doing
+    wrong = [c for c in checks if c.verdict != "exact" and not c.name.startswith("query")]
+    assert not wrong, wrong
+
+
+def test_access_lists_need_users(tmp_path):
+    """On SQLite (no users) a definition or update with access lists is one line; nothing is created."""
+    cwd, env = directory(tmp_path, "access")
+    refused(psbase("setup", "-d", "access_exp_2.xml", cwd=cwd, env=env), "<admin_access>", "SQLite")
+    assert not (tmp_path / "a.db").exists()
+    ok(psbase("setup", "-d", "access_exp_1.xml", cwd=cwd, env=env))
+    refused(psbase("update", "-d", "access_upd_1.xml", cwd=cwd, env=env), "SQLite")
+
+
+def test_access_updates_change_what_a_user_may_do(pg_server, tmp_path):
+    """<access_add> gives pb_input_usr_1_ input access (it files a run), <access_change> makes it a query
+    user (its import is refused by its class, its query answers), <access_revoke> takes it away."""
+    from tests.psbase.conftest import new_pg_database
+    from tests.psbase.perfbase_suite import _as_user, _create_user
+
+    db = new_pg_database(pg_server)
+    cwd, env = directory(tmp_path, "access")
+    env = {"PSBASE_DB": db}
+    user = {"PSBASE_DB": _as_user(db, "pb_input_usr_1_")}
+    _create_user(db, "pb_input_usr_1_")
+    ok(psbase("setup", "-d", "access_exp_1.xml", cwd=cwd, env=env))
+    refused(psbase("input", "-u", "-d", "access_inp.xml", "input_1.dat", cwd=cwd, env=user), "pb_input_usr_1_")
+    assert "class input" in ok(psbase("update", "-d", "access_upd_1.xml", cwd=cwd, env=env))
+    assert ok(psbase("input", "-u", "-d", "access_inp.xml", "input_1.dat", cwd=cwd, env=user)) == ""
+    assert ok(psbase("user", "ls", cwd=cwd, env=env)).split()[2:] == ["pb_input_usr_1_", "input"]
+    ok(psbase("update", "-d", "access_upd_2.xml", cwd=cwd, env=env))
+    refused(psbase("input", "-u", "-d", "access_inp.xml", "input_2.dat", cwd=cwd, env=user), "may only query")
+    assert "1" in ok(psbase("ls", "access_TEST", cwd=cwd, env=user))
+    ok(psbase("update", "-d", "access_upd_3.xml", cwd=cwd, env=env))
+    refused(psbase("ls", "access_TEST", cwd=cwd, env=user))
+    assert ok(psbase("user", "ls", cwd=cwd, env=env)).split()[2:] == []
