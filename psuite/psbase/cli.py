@@ -147,16 +147,29 @@ def _parser() -> ArgumentParser:
 
     for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
                                   "good with --purge"),
-                       ("restore", "bring deleted runs back")):
-        s = command(name, help=what.split(":")[0], description=what[0].upper() + what[1:] + ".")
-        s.add_argument("experiment")
-        s.add_argument("runs", nargs="+" if name == "restore" else "*", metavar="RUN",
-                       help="run indexes: 3, 3-7 or 3,5")
+                       ("restore", "bring deleted runs back; or, with --file, an experiment from psbase dump's "
+                                   "file (under the name EXPERIMENT, if given)")):
+        s = command(name, help=what.split(":")[0].split(";")[0], description=what[0].upper() + what[1:] + ".")
+        s.add_argument("experiment", nargs="?" if name == "restore" else None)
+        s.add_argument("runs", nargs="*", metavar="RUN", help="run indexes: 3, 3-7 or 3,5")
+        if name == "restore":
+            s.add_argument("--file", metavar="DUMP", help="a file of psbase dump: the experiment it holds is "
+                           "created, with its runs (their indexes, dates and deleted flags), parameter sets and "
+                           "attachments")
         if name == "delete":
             s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
             s.add_argument("--experiment", dest="experiment_too", action="store_true",
                            help="remove the experiment itself, its definition and all its runs, for good "
                                 "(instead of RUNs)")
+
+    s = command("dump", help="write an experiment whole to a file (restore --file reads it)",
+                description="Write an experiment whole, its definition, runs, data sets, parameter sets and "
+                            "attachments, to a gzip'd JSON file (default: EXPERIMENT__YYYYMMDD_HHMM.json.gz in "
+                            "the current directory, as perfbase names its dumps); an existing file is never "
+                            "replaced. psbase restore --file DUMP creates the experiment from it, in this archive "
+                            "or another (SQLite or PostgreSQL).")
+    s.add_argument("experiment")
+    s.add_argument("-o", "--output", metavar="FILE", help="the file to write")
 
     s = command("query", help="a result against one or two parameters, aggregated over repetitions; "
                               "or a query file",
@@ -351,6 +364,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if cmd == "user":
         return _user(args)
+    if cmd == "restore" and args.file is not None:  # an experiment from a dump: the archive made if needed
+        store = Store(args.db, create=True)
+        try:
+            _restore(store, args)
+        except BaseException:
+            store.discard_new_file()
+            raise
+        return 0
     store = Store(args.db)
     if cmd == "attach":
         return _attach(store, args)
@@ -436,7 +457,12 @@ def _command(store, args, parser) -> int:
             write_stdout(f"psbase: wrote {', '.join(written)}\n")
         else:
             write_stdout(output.render(table, args.format))
+    elif cmd == "dump":
+        _dump(store, args)
     elif cmd == "restore":
+        if args.experiment is None or not args.runs:
+            raise UsageError("name the runs to restore: psbase restore EXPERIMENT RUN..., or an experiment's "
+                             "dump with --file DUMP")
         idx = _indexes(args.runs)
         _changed(idx, store.set_deleted(args.experiment, idx, False), "restored", args.experiment)
     return 0
@@ -633,6 +659,52 @@ def _attachment_list(found: list, verbose: bool) -> str:
             else:
                 out.append(f"{a.name:<22} {a.type:<8} {a.synopsis}\n")
     return "".join(out)
+
+
+def dump_name(experiment: str) -> str:
+    """perfbase's name of a dump: the experiment's name (underscores single), two underscores, the time."""
+    import re
+
+    return "_".join(t for t in re.split("_+", experiment) if t) + "__" + \
+        _dt.datetime.now().strftime("%Y%m%d_%H%M") + ".json.gz"
+
+
+def _dump(store, args) -> None:
+    import gzip
+    import json
+
+    from psuite.cli_common import atomic_output
+
+    data = store.dump(args.experiment)
+    path = args.output or dump_name(args.experiment)
+    if path == "-":
+        raise UsageError("psbase dump writes a gzip'd file: give its name with -o FILE")
+    packed = gzip.compress(json.dumps(data, ensure_ascii=False).encode(), mtime=0)
+    with atomic_output(path, False, binary=True) as f:  # written whole or not at all; never over a file
+        f.write(packed)
+    if not args.quiet:
+        write_stdout(f"psbase: dumped experiment {args.experiment} ({len(data['runs'])} runs) to {path}\n")
+
+
+def _restore(store, args) -> None:
+    if args.runs:
+        raise UsageError("--file restores a whole experiment: drop the RUNs")
+    import gzip
+    import json
+
+    from psuite.cli_common import read_input
+
+    raw = read_input(args.file, "dump", UsageError)
+    try:
+        data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (OSError, EOFError, ValueError) as exc:
+        raise UsageError(f"dump {args.file} is not a file of psbase dump ({exc}); give one psbase dump wrote "
+                         "(perfbase's pg_dump files are SQL for its own databases)") from None
+    if not isinstance(data, dict) or data.get("format") != "psbase-dump-1":
+        raise UsageError(f"dump {args.file} is not a file of psbase dump; give one psbase dump wrote")
+    name, n = store.load(data, args.experiment)
+    if not args.quiet:
+        write_stdout(f"psbase: restored experiment {name} ({n} run{'s' if n != 1 else ''}) from {args.file}\n")
 
 
 def _use_psets(store, args) -> None:

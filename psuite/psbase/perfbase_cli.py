@@ -13,9 +13,9 @@ from psuite.errors import UsageError
 # perfbase's getopt options per command (bin/pb_*.py): short ones taking a value, and long ones (with "="
 # when they take one). What is not here is not perfbase's either, and is left to psbase's parser.
 _SHORT_VALUE = {"setup": "de", "update": "d", "input": "dnesafbp", "query": "dnerf", "delete": "erp",
-                "info": "erpxsd", "ls": "esmn", "attach": "enxsd"}
+                "info": "erpxsd", "ls": "esmn", "attach": "enxsd", "dump": "ef", "restore": "ef"}
 _SHORT_FLAG = {"setup": "gfvV", "update": "vV", "input": "utimjvV", "query": "vV", "delete": "vV",
-               "info": "aivV", "ls": "ladvV", "attach": "pgilvV"}
+               "info": "aivV", "ls": "ladvV", "attach": "pgilvV", "dump": "vV", "restore": "vV"}
 _LONG = {
     "setup": ("desc=", "exp=", "get", "force"),
     "update": ("desc=",),
@@ -27,6 +27,8 @@ _LONG = {
     "info": ("all", "exp=", "inventory", "run=", "pset=", "value=", "val=", "xml=", "sort=", "data=", "deleted",
              "creator=", "admin=", "input=", "query=", "any="),
     "ls": ("exp=", "long", "show=", "meta=", "nvals=", "all", "distinct"),
+    "dump": ("exp=", "file="),
+    "restore": ("exp=", "file=", "force"),
     "attach": ("exp=", "name=", "xml=", "synopsis=", "desc=", "put", "get", "delete", "list", "force", "dontask",
                "interactive"),
 }
@@ -41,6 +43,8 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
     "delete": {"-p": "--pset"},
     "info": {"-a": "--all", "-i": "--inventory", "-p": "--pset", "-x": "--xml", "-s": "--sort", "-d": "--data"},
     "ls": {"-l": "--long", "-s": "--show", "-m": "--meta", "-n": "--nvals", "-a": "--all", "-d": "--distinct"},
+    "dump": {"-f": "--file"},
+    "restore": {"-f": "--file"},
     "attach": {"-x": "--xml", "-s": "--synopsis", "-p": "--put", "-g": "--get", "-l": "--list",
                "-i": "--interactive"},
 }
@@ -169,6 +173,9 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd == "ls":
         return any(a.startswith("-") and a.split("=")[0] not in ("--show", "--where", "--deleted", "--db")
                    for a in args)
+    if cmd in ("dump", "restore"):  # psbase's own forms: dump EXPERIMENT, restore [EXPERIMENT] --file DUMP
+        return any(a.startswith(("-e", "--exp", "--force")) or a == "-f" or a.startswith("-f") and
+                   not a.startswith("--") for a in args)
     if cmd == "attach":  # psbase's own form names the experiment first; perfbase's has --put, --xml, -e ...
         perfbase_only = ("-p", "--put", "-x", "--xml", "-e", "--exp", "-g", "-l", "-n", "-s", "-d", "--desc",
                          "--dontask", "-i", "--interactive")
@@ -208,7 +215,8 @@ def translate(argv: Sequence[str]) -> list[str]:
     global _DB
     _DB = db[0][1] if db else next((head[j + 1] for j in range(len(head) - 1) if head[j] == "--db"), None)
     return head + {"setup": _setup, "update": _update, "input": _input, "query": _query, "delete": _delete,
-                   "info": _info, "ls": _ls, "attach": _attach}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+                   "info": _info, "ls": _ls, "attach": _attach, "dump": _dump,
+                   "restore": _restore}[cmd](tokens) + (["--db", db[0][1]] if db else [])
 
 
 _DB: str | None = None  # the archive named on the command line (translate), where attachments are looked up
@@ -290,6 +298,42 @@ def _attach(tokens: list) -> list[str]:
         return ["attach", exp, "--delete", name]
     # perfbase's --get writes the file whether it exists or not
     return ["attach", exp, "--get", name, *(["-o", xml, "--force"] if xml not in (None, "-") else [])]
+
+
+def _dump(tokens: list) -> list[str]:
+    exp, path = None, None
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--file":
+            path = value
+        elif opt == "":
+            raise UsageError(f"dump -e EXP names the experiment: {value} is one argument too many")
+        elif not _common("dump", opt):
+            raise _refuse(f"dump {opt}", "drop it")
+    exp = exp or os.environ.get("PB_EXPERIMENT") or None
+    if exp is None:
+        raise UsageError("dump needs the experiment: -e EXP")
+    return ["dump", exp, *(["-o", path] if path else [])]
+
+
+def _restore(tokens: list) -> list[str]:
+    exp, path = None, None
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--file":
+            path = value
+        elif opt == "--force":
+            raise _refuse("restore --force", "psbase restores into a new experiment only: remove the old one "
+                          "first (psbase delete EXP --experiment) or give another name with -e")
+        elif opt == "":
+            raise UsageError(f"restore -f DUMP names the dump: {value} is one argument too many")
+        elif not _common("restore", opt):
+            raise _refuse(f"restore {opt}", "drop it")
+    if path is None:
+        raise UsageError("restore needs the dump: -f DUMP")
+    return ["restore", *([exp] if exp else []), "--file", path]
 
 
 def _setup(tokens: list) -> list[str]:

@@ -801,6 +801,80 @@ class Store:
                                          .where(t.c.name == attached).order_by(e.c.name)).scalars())
         return self._run(go, needs="query")
 
+    def dump(self, name: str) -> dict:
+        """Experiment name whole (perfbase's dump): its definition, runs with their values and data sets (as
+        stored: indexes, dates, deleted flags), parameter sets, attachments and highest purged index."""
+        def go() -> dict:
+            with self.engine.connect() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                e = self.experiments
+                created = conn.execute(sa.select(e.c.created).where(e.c.id == exp_id)).scalar_one()
+                once, rows = self._tables(exp_id, d)
+                r = self.runs
+                have = sa.inspect(conn)
+
+                def table(t: sa.Table, *where) -> list[dict]:
+                    if not have.has_table(t.name):
+                        return []
+                    cols = [c for c in t.c if c.name != "experiment"]
+                    return [{k: _dump_value(v) for k, v in m.items()}
+                            for m in conn.execute(sa.select(*cols).where(*where)).mappings()]
+
+                return {"format": DUMP_FORMAT, "experiment": name, "created": created.isoformat(),
+                        "definition": defmod.to_bytes(d).decode(),
+                        "runs": table(r, r.c.experiment == exp_id), "once": table(once), "rows": table(rows),
+                        "psets": table(self.psets, self.psets.c.experiment == exp_id),
+                        "attachments": table(self.attachments, self.attachments.c.experiment == exp_id),
+                        "purged": self._highest_purged(conn, exp_id)}
+        return self._run(go, needs="admin")
+
+    def load(self, dump: dict, name: str | None = None) -> tuple[str, int]:
+        """Create an experiment from a dump (under name, if given: else the dump's); one transaction.
+        Returns its name and how many runs it has."""
+        try:
+            d = defmod.parse_bytes(dump["definition"].encode(), "dump")
+            if name is not None:
+                d.name = defmod.check_name(name, "experiment")
+            runs, once_rows, data_rows = dump["runs"], dump["once"], dump["rows"]
+            extra = {k: dump.get(k, []) for k in ("psets", "attachments")}
+            purged = int(dump.get("purged", 0))
+            created = _dt.datetime.fromisoformat(dump["created"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError(f"the dump is not one of psbase dump ({one_line(exc)}); give a file psbase dump "
+                             "wrote") from None
+        if not isinstance(d, Definition):
+            raise StoreError("the dump holds an experiment update, not an experiment; give a file psbase dump wrote")
+
+        def go() -> tuple[str, int]:
+            with self.engine.begin() as conn:
+                if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
+                    raise StoreError(f"experiment {d.name!r} exists in {self.name}; restore the dump under another "
+                                     f"name, or remove it first (psbase delete {d.name} --experiment)")
+                exp_id = conn.execute(self.experiments.insert().values(
+                    name=d.name, definition=defmod.to_bytes(d).decode(), created=created)).inserted_primary_key[0]
+                conn.execute(self.variables.insert(), self._variable_rows(exp_id, d))
+                once, rows = self._tables(exp_id, d)
+                once.create(conn)
+                rows.create(conn)
+                index = self._dataset_index(exp_id, d, rows)
+                if index is not None:
+                    index.create(conn)
+                roles.grant_new_tables(conn, self.url.database or "", [once.name, rows.name])
+                types = {t.name: {c.name: c.type for c in t.c} for t in (self.runs, once, rows, self.psets,
+                                                                          self.attachments)}
+                for t, got, with_exp in ((self.runs, runs, True), (once, once_rows, False), (rows, data_rows, False),
+                                         (self.psets, extra["psets"], True),
+                                         (self.attachments, extra["attachments"], True)):
+                    if got:
+                        cols = types[t.name]
+                        conn.execute(t.insert(), [{**({"experiment": exp_id} if with_exp else {}),
+                                                   **{k: _load_value(cols[k], v) for k, v in row.items()
+                                                      if k in cols}} for row in got])
+                if purged:
+                    conn.execute(self.purged.insert().values(experiment=exp_id, highest=purged))
+                return d.name, sum(1 for x in runs if not x.get("deleted"))
+        return self._run(go, needs="admin")
+
     def list_runs(self, name: str, deleted: bool = False, show: Sequence[str] = (),
                   where: dict[str, list[object]] | None = None) -> list[RunInfo]:
         """The runs of an experiment, by index; deleted ones only if asked.
@@ -921,6 +995,28 @@ class Store:
         if missing:
             raise StoreError(f"experiment {name!r} has no run {', '.join(map(str, missing))}; "
                              f"list its runs with psbase ls {name} --deleted")
+
+
+DUMP_FORMAT = "psbase-dump-1"  # psbase dump's files: gzip'd JSON, this format name first
+
+
+def _dump_value(v: object) -> object:
+    """A stored value as JSON: dates and times as ISO text (their column's type reads them back)."""
+    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+        return v.isoformat()
+    return v
+
+
+def _load_value(kind: sa.types.TypeEngine, v: object) -> object:
+    if v is None or not isinstance(v, str):
+        return v
+    if isinstance(kind, sa.DateTime):
+        return _dt.datetime.fromisoformat(v)
+    if isinstance(kind, sa.Date):
+        return _dt.date.fromisoformat(v)
+    if isinstance(kind, sa.Time):
+        return _dt.time.fromisoformat(v)
+    return v
 
 
 @dataclass

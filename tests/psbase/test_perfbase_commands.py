@@ -176,3 +176,30 @@ def test_access_updates_change_what_a_user_may_do(pg_server, tmp_path):
     ok(psbase("update", "-d", "access_upd_3.xml", cwd=cwd, env=env))
     refused(psbase("ls", "access_TEST", cwd=cwd, env=user))
     assert ok(psbase("user", "ls", cwd=cwd, env=env)).split()[2:] == []
+
+
+def test_dump_and_restore_an_experiment(attach, tmp_path):
+    """perfbase's dump -e EXP writes EXP__YYYYMMDD_HHMM.*; restore -f DUMP [-e NAME] creates the experiment
+    again with its runs (indexes, deleted flags), values and attachments, in this archive or another."""
+    cwd, env = attach
+    ok(psbase("attach", "--put", "--xml=attach_inp_1.xml", cwd=cwd, env=env))
+    ok(psbase("input", "-n", "full", "input/data_1.dat", cwd=cwd, env=env))
+    ok(psbase("input", "-d", "attach_inp_1.xml", "input/data_2.dat", cwd=cwd, env=env))
+    ok(psbase("delete", "attach_TEST", "1", cwd=cwd, env=env))
+    ok(psbase("dump", "-e", "attach_TEST", cwd=cwd, env=env))
+    (dump,) = cwd.glob("attach_TEST__*")
+    assert len(dump.name.split("__")[1].split(".")[0]) == len("20240101_1200")
+    refused(psbase("restore", "-f", dump.name, cwd=cwd, env=env), "exists")
+    ok(psbase("restore", "-f", dump.name, "-e", "copy", cwd=cwd, env=env))
+    other = {"PSBASE_DB": str(tmp_path / "other.db")}
+    ok(psbase("restore", "--file", dump.name, cwd=cwd, env=other))  # psbase's form; the archive is made
+    for e, name in ((env, "copy"), (other, "attach_TEST")):
+        assert ok(psbase("ls", name, "--deleted", "--show", "MPI_version", cwd=cwd, env=e)).split("\n", 1)[1] == \
+            ok(psbase("ls", "attach_TEST", "--deleted", "--show", "MPI_version", cwd=cwd, env=env)).split("\n", 1)[1]
+        assert ok(psbase("info", name, "2", cwd=cwd, env=e)).split("\n", 1)[1] == \
+            ok(psbase("info", "attach_TEST", "2", cwd=cwd, env=env)).split("\n", 1)[1]
+        assert "full" in ok(psbase("attach", name, "--list", cwd=cwd, env=e))
+    refused(psbase("restore", "-f", dump.name, "--force", cwd=cwd, env=env), "restore --force")
+    (cwd / "bad.gz").write_bytes(b"\x1f\x8bnot gzip")
+    refused(psbase("restore", "--file", "bad.gz", "x", cwd=cwd, env=env), "bad.gz", "psbase dump")
+    assert "x " not in ok(psbase("ls", cwd=cwd, env=env))
