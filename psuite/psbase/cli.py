@@ -11,6 +11,7 @@ import sys
 import tempfile
 import textwrap
 from collections.abc import Sequence
+from dataclasses import replace
 
 from psuite.cli_common import note_read, run_cli, write_stdout
 from psuite.cli_parser import ArgumentParser
@@ -161,6 +162,38 @@ def _parser() -> ArgumentParser:
             s.add_argument("--experiment", dest="experiment_too", action="store_true",
                            help="remove the experiment itself, its definition and all its runs, for good "
                                 "(instead of RUNs)")
+
+    s = command("find", help="find the runs of an experiment by their values and meta data",
+                description="The runs of an experiment whose values meet every --cond (NAME<op>VALUE, op one "
+                            "of = != < > <= >=; a data-set variable: some row meets it), filed or performed in "
+                            "a time span, by a user, with a synopsis matching a regular expression: one line "
+                            "each, tab-separated, with the --show variables (a data-set variable: its distinct "
+                            "values joined by |, or #Nvalues# beyond --nvals) and the --meta labels, sorted by "
+                            "--sort (default: the first column), as perfbase's find prints them.")
+    s.add_argument("experiment")
+    s.add_argument("--show", metavar="NAME", action="append", default=[], help="a variable to show (may be repeated)")
+    s.add_argument("--meta", metavar="LABEL[,LABEL...]", action="append", default=[],
+                   help="meta data to show: indx (index), crtr (who filed it), tsin (when), tspf (performed), "
+                        "syno (synopsis), file (input files), ninp (their number)")
+    s.add_argument("--cond", metavar="NAME<op>VALUE[,...]", action="append", default=[],
+                   help="only runs whose NAME is in that relation to VALUE (may be repeated)")
+    s.add_argument("--sort", metavar="COLUMN", help="sort by this shown variable or meta label")
+    s.add_argument("--nvals", metavar="N", type=int, default=1,
+                   help="a data-set variable's distinct values shown up to N (default 1; negative: all)")
+    for o, what in (("--created-from", "filed at or after"), ("--created-to", "filed at or before"),
+                    ("--performed-from", "performed at or after"), ("--performed-to", "performed at or before")):
+        s.add_argument(o, metavar="DATE", help=f"only runs {what} DATE (YYYY-MM-DD [HH:MM[:SS]])")
+    s.add_argument("--created-by", metavar="USER", help="only runs USER filed")
+    s.add_argument("--synopsis", metavar="REGEXP", help="only runs whose synopsis REGEXP matches")
+    s.add_argument("--verbose", action="store_true", help="a header line naming the columns")
+
+    s = command("check", help="check experiments' tables for consistency (perfbase's check)",
+                description="Check each experiment named (default: all) for what perfbase's check looks for: its "
+                            "variables, tables and columns as its definition says, a value row for every run and "
+                            "none for a run that is not there. With --clean: purge the deleted runs (for good). "
+                            "Exit status 2 when a problem is found.")
+    s.add_argument("experiments", nargs="*", metavar="EXPERIMENT")
+    s.add_argument("--clean", action="store_true", help="purge the deleted runs of the experiments checked")
 
     s = command("dump", help="write an experiment whole to a file (restore --file reads it)",
                 description="Write an experiment whole, its definition, runs, data sets, parameter sets and "
@@ -459,6 +492,10 @@ def _command(store, args, parser) -> int:
             write_stdout(output.render(table, args.format))
     elif cmd == "dump":
         _dump(store, args)
+    elif cmd == "find":
+        write_stdout(_find(store, args))
+    elif cmd == "check":
+        return _check(store, args)
     elif cmd == "restore":
         if args.experiment is None or not args.runs:
             raise UsageError("name the runs to restore: psbase restore EXPERIMENT RUN..., or an experiment's "
@@ -659,6 +696,127 @@ def _attachment_list(found: list, verbose: bool) -> str:
             else:
                 out.append(f"{a.name:<22} {a.type:<8} {a.synopsis}\n")
     return "".join(out)
+
+
+_META = {"syno": "synopsis", "desc": "description", "crtr": "creator", "tspf": "performed", "tsin": "created",
+         "indx": "index", "file": "input_name", "ninp": "nbr_inputs"}  # perfbase's find labels and columns
+_OPS = ("<=", ">=", "!=", "=", "<", ">")
+
+
+def _py2(value: object) -> str:
+    """A value as perfbase (Python 2) prints it: floats as str() did (12 digits, integral ones with .0)."""
+    if isinstance(value, float):
+        text = f"{value:.12g}"
+        return text + ".0" if text.lstrip("-").isdigit() else text
+    return "None" if value is None else str(value)
+
+
+def _find(store, args) -> str:
+    """perfbase's find: the runs meeting the conditions, one line each."""
+    import operator
+    import re
+
+    from psuite.psbase.model import BadValue, convert
+
+    d = store.definition(args.experiment)
+    conds = []
+    for item in (c for group in args.cond for c in group.split(",") if c.strip()):
+        m = re.match(r"^\s*(\w+)\s*(<=|>=|!=|=|<|>)(.*)$", item)
+        if not m:
+            raise UsageError(f"--cond {item!r}: write NAME<op>VALUE with op one of {', '.join(_OPS)}")
+        v = d.variable(m.group(1))
+        try:
+            value = convert(replace(v, valid=[]), m.group(3).strip().strip("'\""))
+        except BadValue as exc:
+            raise UsageError(f"--cond {item!r}: {exc}") from None
+        fn = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq, "<": operator.lt,
+              ">": operator.gt}[m.group(2)]
+        conds.append((v, fn, value))
+    meta = [_META.get(x.strip(), None) or _bad_label(x) for group in args.meta for x in group.split(",") if x.strip()]
+    shown = [d.variable(n) for n in args.show]
+    columns = [v.name for v in shown] + meta
+    if not columns:
+        columns = ["index"]  # perfbase shows the run index when nothing else is asked for
+    sort = _META.get(args.sort, args.sort) if args.sort else columns[0]
+    if sort not in columns:
+        d.variable(sort) if sort not in _META.values() else None
+        columns.append(sort)
+    columns.remove(sort)
+    columns.insert(0, sort)
+    once = [v.name for v in d.variables if v.occurrence == "once"]
+    since = {k: _date(getattr(args, k)) for k in ("created_from", "created_to", "performed_from", "performed_to")
+             if getattr(args, k)}
+    try:
+        synopsis = re.compile(args.synopsis) if args.synopsis else None
+    except re.error as exc:
+        raise UsageError(f"--synopsis {args.synopsis!r} is not a regular expression ({exc}); fix it") from None
+    lines = []
+    for r in store.list_runs(args.experiment, show=once):
+        when = r.performed or r.date
+        if any((k == "created_from" and r.date < t) or (k == "created_to" and r.date > t) or
+               (k == "performed_from" and when < t) or (k == "performed_to" and when > t) for k, t in since.items()):
+            continue
+        if args.created_by and r.who != args.created_by or synopsis and not synopsis.search(r.synopsis or ""):
+            continue
+        rows = store.run(args.experiment, r.index).rows if any(v.occurrence != "once" for v in shown) or \
+            any(v.occurrence != "once" for v, _, _ in conds) else []
+        multiple = [v for v, _, _ in conds if v.occurrence != "once"]
+        if not all(fn(r.values.get(v.name), x) for v, fn, x in conds if v.occurrence == "once"
+                   if r.values.get(v.name) is not None) or \
+                any(r.values.get(v.name) is None for v, _, _ in conds if v.occurrence == "once"):
+            continue
+        hits = [row for row in rows if all(row.get(v.name) is not None and fn(row[v.name], x)
+                                           for v, fn, x in conds if v.occurrence != "once")]
+        if multiple and not hits:
+            continue
+        cells = []
+        for c in columns:
+            if c in _META.values():
+                cells.append(_py2({"synopsis": r.synopsis or "", "description": "", "creator": r.who,
+                                   "performed": when, "created": r.date, "index": r.index,
+                                   "input_name": r.sources, "nbr_inputs": len(r.sources)}[c]))
+                continue
+            v = d.variable(c)
+            if v.occurrence == "once":
+                cells.append(_py2(r.values.get(c)))
+                continue
+            distinct = list(dict.fromkeys(row[c] for row in (hits if multiple else rows) if row.get(c) is not None))
+            cells.append("#no_data#" if not distinct else "|".join(map(_py2, distinct))
+                         if len(distinct) <= args.nvals or args.nvals < 0 else f"#{len(distinct)}values#")
+        lines.append(cells)
+    lines.sort(key=lambda cells: [_sort_key(x) for x in cells])
+    head = "# " + " \t".join(columns) + "\n" if args.verbose else ""
+    return head + "".join(" \t".join(cells) + "\n" for cells in lines)
+
+
+def _check(store, args) -> int:
+    names = args.experiments or [n for n, *_ in store.list_experiments()]
+    problems = []
+    for name in names:
+        found = store.check(name)
+        problems += [f"experiment {name}: {p}" for p in found]
+        if not found and args.clean:
+            gone = [r.index for r in store.list_runs(name, deleted=True) if r.deleted]
+            if gone:
+                store.purge(name, gone)
+            write_stdout(f"psbase: {name}: purged {_runs(gone) if gone else 'no deleted runs'}\n")
+        elif not found:
+            write_stdout(f"psbase: {name}: consistent\n")
+    if problems:
+        raise InputError("; ".join(problems) + " (restore the experiment from a dump made before, or set it up "
+                         "and file its runs again)")
+    return 0
+
+
+def _sort_key(text: str) -> tuple:
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _bad_label(label: str) -> str:
+    raise UsageError(f"--meta {label!r} is not a label; use {', '.join(_META)}")
 
 
 def dump_name(experiment: str) -> str:

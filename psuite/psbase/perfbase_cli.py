@@ -13,9 +13,11 @@ from psuite.errors import UsageError
 # perfbase's getopt options per command (bin/pb_*.py): short ones taking a value, and long ones (with "="
 # when they take one). What is not here is not perfbase's either, and is left to psbase's parser.
 _SHORT_VALUE = {"setup": "de", "update": "d", "input": "dnesafbp", "query": "dnerf", "delete": "erp",
-                "info": "erpxsd", "ls": "esmn", "attach": "enxsd", "dump": "ef", "restore": "ef"}
+                "info": "erpxsd", "ls": "esmn", "attach": "enxsd", "dump": "ef", "restore": "ef", "find": "dnecsm",
+                "check": "ei"}
 _SHORT_FLAG = {"setup": "gfvV", "update": "vV", "input": "utimjvV", "query": "vV", "delete": "vV",
-               "info": "aivV", "ls": "ladvV", "attach": "pgilvV", "dump": "vV", "restore": "vV"}
+               "info": "aivV", "ls": "ladvV", "attach": "pgilvV", "dump": "vV", "restore": "vV", "find": "vV",
+               "check": "afuctvV"}
 _LONG = {
     "setup": ("desc=", "exp=", "get", "force"),
     "update": ("desc=",),
@@ -28,6 +30,11 @@ _LONG = {
              "creator=", "admin=", "input=", "query=", "any="),
     "ls": ("exp=", "long", "show=", "meta=", "nvals=", "all", "distinct"),
     "dump": ("exp=", "file="),
+    "check": ("all", "exp=", "fix", "update", "clean", "tune", "index="),
+    # perfbase's find lists created-from= twice and created-to= not at all (its --created-to is refused by its
+    # getopt): psbase takes both, as its help names them
+    "find": ("desc=", "exp=", "name=", "sort=", "synopsis=", "created-from=", "created-to=", "created-by=",
+             "performed-from=", "performed-to=", "cond=", "show=", "nvals=", "meta="),
     "restore": ("exp=", "file=", "force"),
     "attach": ("exp=", "name=", "xml=", "synopsis=", "desc=", "put", "get", "delete", "list", "force", "dontask",
                "interactive"),
@@ -44,6 +51,8 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
     "info": {"-a": "--all", "-i": "--inventory", "-p": "--pset", "-x": "--xml", "-s": "--sort", "-d": "--data"},
     "ls": {"-l": "--long", "-s": "--show", "-m": "--meta", "-n": "--nvals", "-a": "--all", "-d": "--distinct"},
     "dump": {"-f": "--file"},
+    "check": {"-a": "--all", "-f": "--fix", "-u": "--update", "-c": "--clean", "-t": "--tune", "-i": "--index"},
+    "find": {"-c": "--cond", "-s": "--show", "-m": "--meta"},
     "restore": {"-f": "--file"},
     "attach": {"-x": "--xml", "-s": "--synopsis", "-p": "--put", "-g": "--get", "-l": "--list",
                "-i": "--interactive"},
@@ -173,6 +182,10 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd == "ls":
         return any(a.startswith("-") and a.split("=")[0] not in ("--show", "--where", "--deleted", "--db")
                    for a in args)
+    if cmd == "check":  # psbase's check [EXPERIMENT...] [--clean]
+        return any(a.startswith("-") and a != "--clean" for a in args)
+    if cmd == "find":  # psbase's find names the experiment first; perfbase's with -e
+        return not args or args[0].startswith("-")
     if cmd in ("dump", "restore"):  # psbase's own forms: dump EXPERIMENT, restore [EXPERIMENT] --file DUMP
         return any(a.startswith(("-e", "--exp", "--force")) or a == "-f" or a.startswith("-f") and
                    not a.startswith("--") for a in args)
@@ -215,8 +228,8 @@ def translate(argv: Sequence[str]) -> list[str]:
     global _DB
     _DB = db[0][1] if db else next((head[j + 1] for j in range(len(head) - 1) if head[j] == "--db"), None)
     return head + {"setup": _setup, "update": _update, "input": _input, "query": _query, "delete": _delete,
-                   "info": _info, "ls": _ls, "attach": _attach, "dump": _dump,
-                   "restore": _restore}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+                   "info": _info, "ls": _ls, "attach": _attach, "dump": _dump, "restore": _restore, "find": _find,
+                   "check": _check}[cmd](tokens) + (["--db", db[0][1]] if db else [])
 
 
 _DB: str | None = None  # the archive named on the command line (translate), where attachments are looked up
@@ -298,6 +311,55 @@ def _attach(tokens: list) -> list[str]:
         return ["attach", exp, "--delete", name]
     # perfbase's --get writes the file whether it exists or not
     return ["attach", exp, "--get", name, *(["-o", xml, "--force"] if xml not in (None, "-") else [])]
+
+
+def _check(tokens: list) -> list[str]:
+    exps, everything, clean = [], False, False
+    for opt, value in tokens:
+        if opt == "--exp":
+            exps += [e for e in value.split(",") if e]
+        elif opt == "--all":
+            everything = True
+        elif opt == "--clean":
+            clean = True
+        elif opt == "--update":
+            pass  # psbase brings an archive up to date when it opens it
+        elif opt in ("--fix", "--tune", "--index"):
+            raise _refuse(f"check {opt}", "psbase reports what is inconsistent and changes nothing but with "
+                          "--clean (the database indexes data sets itself)")
+        elif opt == "":
+            raise UsageError(f"check -e EXP names the experiments: {value} is one argument too many")
+        elif not _common("check", opt):
+            raise _refuse(f"check {opt}", "drop it")
+    if everything and exps:
+        raise UsageError("check: give either -e EXP[,EXP...] or --all")
+    if not everything and not exps:
+        env = os.environ.get("PB_EXPERIMENT")
+        if not env:
+            raise UsageError("check needs the experiments: -e EXP[,EXP...] or --all")
+        exps = [env]
+    return ["check", *exps, *(["--clean"] if clean else [])]
+
+
+def _find(tokens: list) -> list[str]:
+    exp, out = None, []
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt in ("--desc", "--name"):
+            raise _refuse(f"find {opt} (a search description)", "give the conditions with -c NAME<op>VALUE")
+        elif opt == "--verbose":
+            out.append("--verbose")
+        elif opt == "":
+            raise UsageError(f"find -e EXP names the experiment: {value} is one argument too many")
+        elif opt.startswith("--") and opt[2:] + "=" in _LONG["find"]:
+            out += [opt, value]
+        elif not _common("find", opt):
+            raise _refuse(f"find {opt}", "drop it")
+    exp = exp or os.environ.get("PB_EXPERIMENT") or None
+    if exp is None:
+        raise UsageError("find needs the experiment: -e EXP")
+    return ["find", exp, *out]
 
 
 def _dump(tokens: list) -> list[str]:

@@ -801,6 +801,46 @@ class Store:
                                          .where(t.c.name == attached).order_by(e.c.name)).scalars())
         return self._run(go, needs="query")
 
+    def check(self, name: str) -> list[str]:
+        """What is inconsistent in experiment name's tables (perfbase's check), one line each; [] if nothing."""
+        def go() -> list[str]:
+            with self.engine.connect() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                out = []
+                v = self.variables
+                listed = dict(conn.execute(sa.select(v.c.name, v.c.occurrence).where(v.c.experiment == exp_id)).all())
+                want = {x.name: x.occurrence for x in d.variables}
+                if listed != want:
+                    out.append(f"psb_variables lists {sorted(listed)} with their occurrences, the definition "
+                               f"{sorted(want)}")
+                once, rows = self._tables(exp_id, d)
+                have = sa.inspect(conn)
+                for t in (once, rows):
+                    if not have.has_table(t.name):
+                        out.append(f"table {t.name} is missing")
+                        continue
+                    cols = {c["name"] for c in have.get_columns(t.name)}
+                    lacking = [c.name for c in t.c if c.name not in cols]
+                    if lacking:
+                        out.append(f"table {t.name} lacks the column{'s' if len(lacking) > 1 else ''} "
+                                   f"{', '.join(lacking)}")
+                if out:
+                    return out
+                r = self.runs
+                runs = set(conn.execute(sa.select(r.c.idx).where(r.c.experiment == exp_id)).scalars())
+                with_once = set(conn.execute(sa.select(once.c[RUN])).scalars())
+                in_rows = set(conn.execute(sa.select(rows.c[RUN]).distinct()).scalars())
+                if runs - with_once:
+                    out.append(f"run{'s' if len(runs - with_once) > 1 else ''} {_some(sorted(runs - with_once), 10)} "
+                               f"{'have' if len(runs - with_once) > 1 else 'has'} no row in {once.name}")
+                for t, got in ((once, with_once), (rows, in_rows)):
+                    stray = sorted(got - runs)
+                    if stray:
+                        out.append(f"{t.name} has rows of run{'s' if len(stray) > 1 else ''} {_some(stray, 10)}, "
+                                   "which psb_runs lacks")
+                return out
+        return self._run(go, needs="query")
+
     def dump(self, name: str) -> dict:
         """Experiment name whole (perfbase's dump): its definition, runs with their values and data sets (as
         stored: indexes, dates, deleted flags), parameter sets, attachments and highest purged index."""

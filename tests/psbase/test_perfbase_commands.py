@@ -203,3 +203,47 @@ def test_dump_and_restore_an_experiment(attach, tmp_path):
     (cwd / "bad.gz").write_bytes(b"\x1f\x8bnot gzip")
     refused(psbase("restore", "--file", "bad.gz", "x", cwd=cwd, env=env), "bad.gz", "psbase dump")
     assert "x " not in ok(psbase("ls", cwd=cwd, env=env))
+
+
+def test_find_runs_by_values_and_meta_data(attach):
+    """perfbase's find -e EXP -s NAME -c NAME<op>VALUE -m LABELS: one tab-separated line per run found."""
+    cwd, env = attach
+    ok(psbase("input", "-d", "attach_inp_1.xml", "input/data_1.dat", cwd=cwd, env=env))  # 1.3, SCI, S_msg 0..4
+    ok(psbase("input", "-d", "attach_inp_1.xml", "input/data_2.dat", cwd=cwd, env=env))  # 1.2
+    out = ok(psbase("find", "-e", "attach_TEST", "-s", "MPI_version", "-m", "indx", "-v", cwd=cwd, env=env))
+    assert out == "# MPI_version \tindex\n1.2 \t2\n1.3 \t1\n"
+    # a data-set condition: a run some row of which meets it; its distinct values shown up to --nvals
+    out = ok(psbase("find", "-e", "attach_TEST", "-s", "S_msg", "-c", "S_msg>0", "-m", "indx", "--nvals=5",
+                    cwd=cwd, env=env))
+    assert out == "1|2|4 \t1\n"
+    assert ok(psbase("find", "-e", "attach_TEST", "-s", "S_msg", "-m", "indx", cwd=cwd, env=env)).startswith(
+        "#4values# \t1\n")
+    assert ok(psbase("find", "-e", "attach_TEST", "-c", "MPI_version=1.2,I=Myrinet", cwd=cwd, env=env)) == ""
+    assert ok(psbase("find", "attach_TEST", "--meta", "indx", "--created-by", "nobody_here", cwd=cwd, env=env)) == ""
+    refused(psbase("find", "-e", "attach_TEST", "-c", "S_msg~3", cwd=cwd, env=env), "NAME<op>VALUE")
+    refused(psbase("find", "-e", "attach_TEST", "-d", "search.xml", cwd=cwd, env=env), "find --desc")
+
+
+def test_check_reports_and_cleans(attach):
+    cwd, env = attach
+    ok(psbase("input", "-d", "attach_inp_1.xml", "input/data_1.dat", cwd=cwd, env=env))
+    ok(psbase("input", "-d", "attach_inp_1.xml", "input/data_2.dat", cwd=cwd, env=env))
+    assert ok(psbase("check", "-a", cwd=cwd, env=env)) == "psbase: attach_TEST: consistent\n"
+    ok(psbase("delete", "attach_TEST", "1", cwd=cwd, env=env))
+    assert ok(psbase("check", "-e", "attach_TEST", "--clean", cwd=cwd, env=env)) == \
+        "psbase: attach_TEST: purged run 1\n"
+    assert "1 " not in ok(psbase("ls", "attach_TEST", "--deleted", cwd=cwd, env=env)).split("\n", 1)[1][:2]
+    refused(psbase("check", "-e", "attach_TEST", "--tune", cwd=cwd, env=env), "check --tune")
+    import sqlite3
+
+    with sqlite3.connect(env["PSBASE_DB"]) as c:  # a run's values lost behind psbase's back
+        c.execute("DELETE FROM psb_x1_once")
+    refused(psbase("check", "attach_TEST", cwd=cwd, env=env), "run 2 has no row in psb_x1_once")
+
+
+def test_version_and_unknown_options(attach):
+    cwd, env = attach
+    assert ok(psbase("version", cwd=cwd, env=env)).startswith("psbase")
+    refused(psbase("version", "-w", cwd=cwd, env=env), "version -w")
+    refused(psbase("dump", "-e", "attach_TEST", "--gaga", cwd=cwd, env=env), "--gaga")
+    refused(psbase("attach", "--put", "--xml=attach_qry.xml", "-i", cwd=cwd, env=env), "attach --interactive")
