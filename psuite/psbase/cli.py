@@ -159,6 +159,8 @@ def _parser() -> ArgumentParser:
                            "attachments")
         if name == "delete":
             s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
+            s.add_argument("--pset", metavar="SET", action="append", default=[],
+                           help="remove parameter set SET instead (may be repeated; see input --pset-store)")
             s.add_argument("--experiment", dest="experiment_too", action="store_true",
                            help="remove the experiment itself, its definition and all its runs, for good "
                                 "(instead of RUNs)")
@@ -447,6 +449,14 @@ def _command(store, args, parser) -> int:
     elif cmd == "info":
         _info(store, args)
     elif cmd == "delete":
+        if args.pset:
+            if args.runs or args.purge or args.experiment_too:
+                raise UsageError("--pset removes parameter sets: drop the RUNs, --purge and --experiment")
+            for p in args.pset:
+                store.delete_pset(args.experiment, p)
+            write_stdout(f"psbase: removed parameter set{'s' if len(args.pset) > 1 else ''} "
+                         f"{', '.join(args.pset)} of {args.experiment}\n")
+            return 0
         if args.experiment_too:
             if args.runs or args.purge:
                 raise UsageError("--experiment removes the whole experiment: drop the RUNs and --purge")

@@ -570,7 +570,7 @@ def _query(tokens: list) -> list[str]:
 
 
 def _delete(tokens: list) -> list[str]:
-    exp, runs, dontask = None, [], False
+    exp, runs, dontask, psets = None, [], False, []
     for opt, value in tokens:
         if opt == "--exp":
             exp = value
@@ -581,13 +581,17 @@ def _delete(tokens: list) -> list[str]:
         elif opt == "--force":
             pass  # perfbase's "also if the database is inconsistent": psbase's deletion is one transaction
         elif opt == "--pset":
-            raise _refuse("delete -p (--pset)", "psbase keeps no parameter sets")
+            psets.append(value)
         elif opt == "":
             raise UsageError(f"delete -e EXP names the experiment: {value} is one argument too many")
         elif not _common("delete", opt):
             raise _refuse(f"delete {opt}", "drop it")
     if exp is None:
         raise UsageError("delete needs the experiment: -e EXP")
+    if psets:  # perfbase's delete -p SET removes a parameter set
+        if runs:
+            raise UsageError("delete -p removes parameter sets, -r runs: give one of them")
+        return ["delete", exp, *(x for p in psets for x in ("--pset", p))]
     if runs:
         return ["delete", exp, *runs]  # perfbase's deleted runs come back with undelete: psbase's restore
     if not dontask:
@@ -614,7 +618,9 @@ def _info(tokens: list) -> list[str]:
             everything = True
         elif opt == "--pset":
             pset = value
-        elif opt in ("--xml", "--sort", "--data", "--deleted", "--creator",
+        elif opt == "--xml":  # perfbase's info -x NAME prints an attachment
+            shown += ["--attachment", value]
+        elif opt in ("--sort", "--data", "--deleted", "--creator",
                      "--admin", "--input", "--query", "--any"):
             raise _refuse(f"info {opt}", "psbase info EXPERIMENT [RUN] shows the definition or one run")
         elif opt == "":
@@ -625,6 +631,10 @@ def _info(tokens: list) -> list[str]:
         return ["ls"]
     if exp is None:
         raise UsageError("info needs the experiment: -e EXP (or --all)")
+    if "--attachment" in shown:
+        if run or pset is not None or len(shown) != 2:
+            raise UsageError("info -x NAME prints an attachment: drop the other options")
+        return ["attach", exp, "--get", shown[1]]
     if shown and (run or pset is not None):
         raise _refuse("info -r/-p with -v, -i or --value", "psbase info EXPERIMENT RUN shows one run: drop -v")
     if shown or not (run or pset is not None):  # perfbase's info -e EXP: its experiment's meta information

@@ -688,6 +688,17 @@ class Store:
                     conn.execute(t.insert().values(experiment=exp_id, name=pset, variable=variable, value=value))
         self._run(go, needs="admin")  # a set changes what later runs get: the admin class's, as roles grants
 
+    def delete_pset(self, name: str, pset: str) -> None:
+        """Remove parameter set pset of experiment name; a missing one is one line."""
+        self.pset(name, pset)  # names the sets there are when it is missing
+
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.psets
+                conn.execute(t.delete().where(t.c.experiment == exp_id, t.c.name == pset))
+        self._run(go, needs="admin")
+
     def pset_names(self, name: str) -> list[str]:
         """The parameter sets of experiment name, by name."""
         def go() -> list[str]:

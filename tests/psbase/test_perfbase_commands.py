@@ -247,3 +247,15 @@ def test_version_and_unknown_options(attach):
     refused(psbase("version", "-w", cwd=cwd, env=env), "version -w")
     refused(psbase("dump", "-e", "attach_TEST", "--gaga", cwd=cwd, env=env), "--gaga")
     refused(psbase("attach", "--put", "--xml=attach_qry.xml", "-i", cwd=cwd, env=env), "attach --interactive")
+
+
+def test_delete_p_removes_a_parameter_set_and_info_x_prints_an_attachment(tmp_path):
+    cwd, env = directory(tmp_path, "pset")
+    ok(psbase("setup", "-d", "pset_exp.xml", cwd=cwd, env=env))
+    for p in (1, 2):
+        ok(psbase("input", f"--pset-store=pset_{p}", "-d", "pset_inp.xml", f"params_{p}.dat", cwd=cwd, env=env))
+    ok(psbase("delete", "-e", "pset_TEST", "-p", "pset_1", cwd=cwd, env=env))
+    assert "Available parameter sets:\n   pset_2\n\n" in ok(psbase("info", "-e", "pset_TEST", "-v", cwd=cwd, env=env))
+    refused(psbase("delete", "-e", "pset_TEST", "-p", "pset_1", cwd=cwd, env=env), "no parameter set 'pset_1'")
+    ok(psbase("attach", "--put", "-n", "inp", "--xml=pset_inp.xml", cwd=cwd, env=env))
+    assert ok(psbase("info", "-e", "pset_TEST", "-x", "inp", cwd=cwd, env=env)) == (cwd / "pset_inp.xml").read_text()
