@@ -36,6 +36,7 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
 
 perfbase's command line is read too: psbase setup -d exp.xml, input [-u] -d
 inp.xml FILE..., query -d qry.xml, info -e EXP, delete -e EXP --dontask,
+attach --put --xml=F, dump -e EXP, restore -f DUMP, find -e EXP, check -a,
 version; its options psbase does not support are refused by name.
 """
 
