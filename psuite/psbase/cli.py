@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import os
 import sys
+import tempfile
 import textwrap
 from collections.abc import Sequence
+from dataclasses import replace
 
 from psuite.cli_common import note_read, run_cli, write_stdout
 from psuite.cli_parser import ArgumentParser
@@ -33,6 +36,7 @@ or a PostgreSQL server (--db postgresql+psycopg://user@host/dbname).
 
 perfbase's command line is read too: psbase setup -d exp.xml, input [-u] -d
 inp.xml FILE..., query -d qry.xml, info -e EXP, delete -e EXP --dontask,
+attach --put --xml=F, dump -e EXP, restore -f DUMP, find -e EXP, check -a,
 version; its options psbase does not support are refused by name.
 """
 
@@ -125,6 +129,7 @@ def _parser() -> ArgumentParser:
                    help="only runs with this value (may be repeated; one name repeated means any of its values)")
 
     _user_parser(command)
+    _attach_parser(command)
 
     s = command("info", help="show an experiment's definition, or one run",
                        description="An experiment's synopsis, description, who performed it and its project, "
@@ -134,19 +139,73 @@ def _parser() -> ArgumentParser:
     s.add_argument("run", nargs="?", type=_index, help="a run index (see psbase ls EXPERIMENT)")
     s.add_argument("--xml", action="store_true", help="print the definition XML (to edit and give to update)")
     s.add_argument("--pset", metavar="SET", help="print parameter set SET (see input --pset-store)")
+    s.add_argument("--perfbase", action="store_true", help="the experiment as perfbase's info prints it (its "
+                   "meta information; with --verbose its users, parameter sets, attachments and run counts)")
+    s.add_argument("--verbose", action="store_true", help="with --perfbase or --value: perfbase's long form")
+    s.add_argument("--inventory", action="store_true", help="with --perfbase --verbose: the indexes of the runs")
+    s.add_argument("--value", metavar="REGEXP", action="append", default=[],
+                   help="the variables whose names REGEXP matches (may be repeated; '' for all), as perfbase's "
+                        "info --value prints them")
 
     for name, what in (("delete", "delete runs: hidden from ls and queries until restored, or removed for "
                                   "good with --purge"),
-                       ("restore", "bring deleted runs back")):
-        s = command(name, help=what.split(":")[0], description=what[0].upper() + what[1:] + ".")
-        s.add_argument("experiment")
-        s.add_argument("runs", nargs="+" if name == "restore" else "*", metavar="RUN",
-                       help="run indexes: 3, 3-7 or 3,5")
+                       ("restore", "bring deleted runs back; or, with --file, an experiment from psbase dump's "
+                                   "file (under the name EXPERIMENT, if given)")):
+        s = command(name, help=what.split(":")[0].split(";")[0], description=what[0].upper() + what[1:] + ".")
+        s.add_argument("experiment", nargs="?" if name == "restore" else None)
+        s.add_argument("runs", nargs="*", metavar="RUN", help="run indexes: 3, 3-7 or 3,5")
+        if name == "restore":
+            s.add_argument("--file", metavar="DUMP", help="a file of psbase dump: the experiment it holds is "
+                           "created, with its runs (their indexes, dates and deleted flags), parameter sets and "
+                           "attachments")
         if name == "delete":
             s.add_argument("--purge", action="store_true", help="remove the runs and their data for good")
+            s.add_argument("--pset", metavar="SET", action="append", default=[],
+                           help="remove parameter set SET instead (may be repeated; see input --pset-store)")
             s.add_argument("--experiment", dest="experiment_too", action="store_true",
                            help="remove the experiment itself, its definition and all its runs, for good "
                                 "(instead of RUNs)")
+
+    s = command("find", help="find the runs of an experiment by their values and meta data",
+                description="The runs of an experiment whose values meet every --cond (NAME<op>VALUE, op one "
+                            "of = != < > <= >=; a data-set variable: some row meets it), filed or performed in "
+                            "a time span, by a user, with a synopsis matching a regular expression: one line "
+                            "each, tab-separated, with the --show variables (a data-set variable: its distinct "
+                            "values joined by |, or #Nvalues# beyond --nvals) and the --meta labels, sorted by "
+                            "--sort (default: the first column), as perfbase's find prints them.")
+    s.add_argument("experiment")
+    s.add_argument("--show", metavar="NAME", action="append", default=[], help="a variable to show (may be repeated)")
+    s.add_argument("--meta", metavar="LABEL[,LABEL...]", action="append", default=[],
+                   help="meta data to show: indx (index), crtr (who filed it), tsin (when), tspf (performed), "
+                        "syno (synopsis), file (input files), ninp (their number)")
+    s.add_argument("--cond", metavar="NAME<op>VALUE[,...]", action="append", default=[],
+                   help="only runs whose NAME is in that relation to VALUE (may be repeated)")
+    s.add_argument("--sort", metavar="COLUMN", help="sort by this shown variable or meta label")
+    s.add_argument("--nvals", metavar="N", type=int, default=1,
+                   help="a data-set variable's distinct values shown up to N (default 1; negative: all)")
+    for o, what in (("--created-from", "filed at or after"), ("--created-to", "filed at or before"),
+                    ("--performed-from", "performed at or after"), ("--performed-to", "performed at or before")):
+        s.add_argument(o, metavar="DATE", help=f"only runs {what} DATE (YYYY-MM-DD [HH:MM[:SS]])")
+    s.add_argument("--created-by", metavar="USER", help="only runs USER filed")
+    s.add_argument("--synopsis", metavar="REGEXP", help="only runs whose synopsis REGEXP matches")
+    s.add_argument("--verbose", action="store_true", help="a header line naming the columns")
+
+    s = command("check", help="check experiments' tables for consistency (perfbase's check)",
+                description="Check each experiment named (default: all) for what perfbase's check looks for: its "
+                            "variables, tables and columns as its definition says, a value row for every run and "
+                            "none for a run that is not there. With --clean: purge the deleted runs (for good). "
+                            "Exit status 2 when a problem is found.")
+    s.add_argument("experiments", nargs="*", metavar="EXPERIMENT")
+    s.add_argument("--clean", action="store_true", help="purge the deleted runs of the experiments checked")
+
+    s = command("dump", help="write an experiment whole to a file (restore --file reads it)",
+                description="Write an experiment whole, its definition, runs, data sets, parameter sets and "
+                            "attachments, to a gzip'd JSON file (default: EXPERIMENT__YYYYMMDD_HHMM.json.gz in "
+                            "the current directory, as perfbase names its dumps); an existing file is never "
+                            "replaced. psbase restore --file DUMP creates the experiment from it, in this archive "
+                            "or another (SQLite or PostgreSQL).")
+    s.add_argument("experiment")
+    s.add_argument("-o", "--output", metavar="FILE", help="the file to write")
 
     s = command("query", help="a result against one or two parameters, aggregated over repetitions; "
                               "or a query file",
@@ -191,6 +250,29 @@ def _parser() -> ArgumentParser:
                    help="with --file: the content of the query's <fixed> element NAME, over the file's (may be "
                         "repeated; perfbase's query -f, which is -f in perfbase's form `psbase query -d QUERY.xml`)")
     return p
+
+
+def _attach_parser(command) -> None:
+    """`psbase attach`: perfbase's attachments, XML files kept with an experiment under a name."""
+    s = command("attach", help="keep XML files (input descriptions, queries) with an experiment",
+                description="Keep an XML file of perfbase's (an input description, query, experiment definition "
+                            "or update) with an experiment under a name (--name, else the root element's id). "
+                            "Use it with `input EXPERIMENT --desc attached:NAME FILE...` and `query EXPERIMENT "
+                            "--file attached:NAME`. --get NAME prints one (or writes it to -o FILE), --list lists "
+                            "them, --delete NAME removes one.")
+    s.add_argument("experiment")
+    s.add_argument("file", nargs="?", metavar="FILE.xml", help="the file to keep")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--get", metavar="NAME", help="print attachment NAME (or write it to -o FILE)")
+    g.add_argument("--list", action="store_true", help="list the attachments")
+    g.add_argument("--delete", metavar="NAME", help="remove attachment NAME")
+    s.add_argument("--name", help="the name to keep FILE under (default: its root element's id)")
+    s.add_argument("--synopsis", metavar="TEXT", help="a one-line synopsis (default: the file's <synopsis>)")
+    s.add_argument("--description", metavar="TEXT", help="a description (default: the file's <description>)")
+    s.add_argument("-o", "--output", metavar="FILE", help="with --get: write the attachment to FILE")
+    # dest "again": the shared parser's "force" means replacing an output file
+    s.add_argument("--force", dest="again", action="store_true",
+                   help="replace an attachment of the same name (with --get -o: replace FILE)")
 
 
 def _user_parser(command) -> None:
@@ -318,7 +400,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if cmd == "user":
         return _user(args)
+    if cmd == "restore" and args.file is not None:  # an experiment from a dump: the archive made if needed
+        store = Store(args.db, create=True)
+        try:
+            _restore(store, args)
+        except BaseException:
+            store.discard_new_file()
+            raise
+        return 0
     store = Store(args.db)
+    if cmd == "attach":
+        return _attach(store, args)
+    with tempfile.TemporaryDirectory(prefix="psbase-") as tmp:  # attachments read as files (attached:NAME)
+        _resolve_attached(store, args, tmp)
+        return _command(store, args, parser)
+
+
+def _command(store, args, parser) -> int:
+    from psuite.psbase import definition as defmod
+
+    cmd = args.command
     if cmd == "update":
         changes = store.update(defmod.load(args.definition), drop=args.drop)
         write_stdout("".join(f"psbase: {c}\n" for c in changes) or "psbase: nothing changed\n")
@@ -349,6 +450,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif cmd == "info":
         _info(store, args)
     elif cmd == "delete":
+        if args.pset:
+            if args.runs or args.purge or args.experiment_too:
+                raise UsageError("--pset removes parameter sets: drop the RUNs, --purge and --experiment")
+            for p in args.pset:
+                store.delete_pset(args.experiment, p)
+            write_stdout(f"psbase: removed parameter set{'s' if len(args.pset) > 1 else ''} "
+                         f"{', '.join(args.pset)} of {args.experiment}\n")
+            return 0
         if args.experiment_too:
             if args.runs or args.purge:
                 raise UsageError("--experiment removes the whole experiment: drop the RUNs and --purge")
@@ -392,7 +501,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             write_stdout(f"psbase: wrote {', '.join(written)}\n")
         else:
             write_stdout(output.render(table, args.format))
+    elif cmd == "dump":
+        _dump(store, args)
+    elif cmd == "find":
+        write_stdout(_find(store, args))
+    elif cmd == "check":
+        return _check(store, args)
     elif cmd == "restore":
+        if args.experiment is None or not args.runs:
+            raise UsageError("name the runs to restore: psbase restore EXPERIMENT RUN..., or an experiment's "
+                             "dump with --file DUMP")
         idx = _indexes(args.runs)
         _changed(idx, store.set_deleted(args.experiment, idx, False), "restored", args.experiment)
     return 0
@@ -476,6 +594,286 @@ def _ls_runs(store, args) -> None:
              " ".join(r.sources) + (" (deleted)" if r.deleted else "")] for r in runs]
     write_stdout(_table(["run", "filed (UTC)", *(["performed"] if performed else []), "who", *show,
                          *(["synopsis"] if synopsis else []), "sources"], rows))
+
+
+ATTACHED = "attached:"  # a description or query named so is the experiment's attachment (psbase attach)
+
+
+def _resolve_attached(store, args, tmp: str) -> None:
+    """input's --desc/--with and query's --file given as attached:NAME: the experiment's attachment NAME,
+    written to a file of its name in tmp for the readers of files."""
+    def path(spec: str | None, kind: str, experiment: str | None) -> str | None:
+        if not isinstance(spec, str) or not spec.startswith(ATTACHED):
+            return spec
+        name = spec[len(ATTACHED):]
+        if experiment is None:
+            raise UsageError(f"{spec} is an attachment of an experiment: name the experiment too")
+        a = store.attachment(experiment, name, kind)
+        target = os.path.join(tmp, name.replace(os.sep, "_") or "attachment")
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(a.content)
+        return target
+
+    if args.command == "input":
+        args.desc = path(args.desc, "input", args.experiment)
+        args.pairs = [[path(x, "input", args.experiment), f] for x, f in args.pairs]
+    elif args.command == "query" and args.file is not None and args.file.startswith(ATTACHED):
+        args.file = path(args.file, "query", args.experiment)
+        args.experiment = None  # the query names its experiment; this one only said whose attachment it is
+
+
+_ATTACH_TYPES = ("query", "input", "experiment", "experiment_update")  # perfbase's files (and its list's order)
+
+
+def _attach(store, args) -> int:
+    """psbase attach: keep, print, list or remove an experiment's XML attachments."""
+    from psuite.psbase.store import Attachment
+
+    if args.get is not None or args.delete is not None or args.list:
+        if args.file is not None:
+            raise UsageError(f"{args.file}: --get, --list and --delete take no FILE; drop it")
+    elif args.file is None:
+        raise UsageError(f"give the file to keep (psbase attach {args.experiment} FILE.xml), or --get NAME, "
+                         "--list or --delete NAME")
+    if args.output is not None and args.get is None:
+        raise UsageError("-o goes with --get NAME (it names the file the attachment is written to)")
+    if args.list:
+        found = store.attachments_of(args.experiment, args.name)
+        write_stdout(_attachment_list(found, args.name is not None))
+        return 0
+    if args.get is not None:
+        a = store.attachment(args.experiment, args.get)
+        if args.output is None or args.output == "-":
+            write_stdout(a.content)
+        else:
+            from psuite.cli_common import write_output
+
+            write_output(args.output, a.content, force=args.again)
+        return 0
+    if args.delete is not None:
+        store.delete_attachment(args.experiment, args.delete)
+        write_stdout(f"psbase: removed attachment {args.delete} of {args.experiment}\n")
+        return 0
+    kind, root, data = attachment_root(args.file)
+    name = args.name or root.get("id") or ""
+    if not name.strip():
+        raise UsageError(f"{args.file} has no id= on <{kind}>: give the name to keep it under with --name")
+    synopsis = args.synopsis if args.synopsis is not None else (root.findtext("synopsis") or "").strip()
+    description = args.description if args.description is not None else \
+        " ".join((root.findtext("description") or "").split())
+    content = data.decode("utf-8", "replace")
+    replaced = store.put_attachment(args.experiment, Attachment(name, kind, args.file, synopsis, description,
+                                                                content), force=args.again)
+    if not args.quiet:
+        write_stdout(f"psbase: {'replaced' if replaced else 'kept'} {kind} file {args.file} as attachment "
+                     f"{name} of {args.experiment}\n")
+    return 0
+
+
+def attachment_root(path: str):
+    """The type (root element) and root of an XML file psbase attach keeps: one of perfbase's files only."""
+    from lxml import etree
+
+    from psuite.cli_common import read_input
+
+    data = read_input(path, "attachment", UsageError)  # a regular file only
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as exc:
+        raise UsageError(f"{path} is not well-formed XML ({exc}); attach an XML file of perfbase's") from None
+    if root.tag not in _ATTACH_TYPES:
+        raise UsageError(f"{path} is not a perfbase XML file (its root is <{root.tag}>); attach an input "
+                         "description, query, experiment definition or update")
+    return root.tag, root, data
+
+
+def _attachment_list(found: list, verbose: bool) -> str:
+    """perfbase's attach --list: name, type and synopsis per attachment, by type; with a name, its details."""
+    out = []
+    for kind in _ATTACH_TYPES:
+        of = [a for a in found if a.type == kind]
+        if not of:
+            continue
+        if not verbose:
+            out.append(f"# {'name':<20} {'type':<8} synopsis\n")
+        for a in of:
+            if verbose:
+                out.append(f"'{a.name}' ({a.type} description)\n    Synopsis   : {a.synopsis}\n"
+                           f"    From       : {a.creator}, {a.created}\n")
+                if a.description:
+                    out.append("    Description:\n" + textwrap.fill(a.description, 60, initial_indent="    ",
+                                                                     subsequent_indent="    ") + "\n")
+            else:
+                out.append(f"{a.name:<22} {a.type:<8} {a.synopsis}\n")
+    return "".join(out)
+
+
+_META = {"syno": "synopsis", "desc": "description", "crtr": "creator", "tspf": "performed", "tsin": "created",
+         "indx": "index", "file": "input_name", "ninp": "nbr_inputs"}  # perfbase's find labels and columns
+_OPS = ("<=", ">=", "!=", "=", "<", ">")
+
+
+def _py2(value: object) -> str:
+    """A value as perfbase (Python 2) prints it: floats as str() did (12 digits, integral ones with .0)."""
+    if isinstance(value, float):
+        text = f"{value:.12g}"
+        return text + ".0" if text.lstrip("-").isdigit() else text
+    return "None" if value is None else str(value)
+
+
+def _find(store, args) -> str:
+    """perfbase's find: the runs meeting the conditions, one line each."""
+    import operator
+    import re
+
+    from psuite.psbase.model import BadValue, convert
+
+    d = store.definition(args.experiment)
+    conds = []
+    for item in (c for group in args.cond for c in group.split(",") if c.strip()):
+        m = re.match(r"^\s*(\w+)\s*(<=|>=|!=|=|<|>)(.*)$", item)
+        if not m:
+            raise UsageError(f"--cond {item!r}: write NAME<op>VALUE with op one of {', '.join(_OPS)}")
+        v = d.variable(m.group(1))
+        try:
+            value = convert(replace(v, valid=[]), m.group(3).strip().strip("'\""))
+        except BadValue as exc:
+            raise UsageError(f"--cond {item!r}: {exc}") from None
+        fn = {"<=": operator.le, ">=": operator.ge, "!=": operator.ne, "=": operator.eq, "<": operator.lt,
+              ">": operator.gt}[m.group(2)]
+        conds.append((v, fn, value))
+    meta = [_META.get(x.strip(), None) or _bad_label(x) for group in args.meta for x in group.split(",") if x.strip()]
+    shown = [d.variable(n) for n in args.show]
+    columns = [v.name for v in shown] + meta
+    if not columns:
+        columns = ["index"]  # perfbase shows the run index when nothing else is asked for
+    sort = _META.get(args.sort, args.sort) if args.sort else columns[0]
+    if sort not in columns:
+        d.variable(sort) if sort not in _META.values() else None
+        columns.append(sort)
+    columns.remove(sort)
+    columns.insert(0, sort)
+    once = [v.name for v in d.variables if v.occurrence == "once"]
+    since = {k: _date(getattr(args, k)) for k in ("created_from", "created_to", "performed_from", "performed_to")
+             if getattr(args, k)}
+    try:
+        synopsis = re.compile(args.synopsis) if args.synopsis else None
+    except re.error as exc:
+        raise UsageError(f"--synopsis {args.synopsis!r} is not a regular expression ({exc}); fix it") from None
+    lines = []
+    for r in store.list_runs(args.experiment, show=once):
+        when = r.performed or r.date
+        if any((k == "created_from" and r.date < t) or (k == "created_to" and r.date > t) or
+               (k == "performed_from" and when < t) or (k == "performed_to" and when > t) for k, t in since.items()):
+            continue
+        if args.created_by and r.who != args.created_by or synopsis and not synopsis.search(r.synopsis or ""):
+            continue
+        rows = store.run(args.experiment, r.index).rows if any(v.occurrence != "once" for v in shown) or \
+            any(v.occurrence != "once" for v, _, _ in conds) else []
+        multiple = [v for v, _, _ in conds if v.occurrence != "once"]
+        if not all(fn(r.values.get(v.name), x) for v, fn, x in conds if v.occurrence == "once"
+                   if r.values.get(v.name) is not None) or \
+                any(r.values.get(v.name) is None for v, _, _ in conds if v.occurrence == "once"):
+            continue
+        hits = [row for row in rows if all(row.get(v.name) is not None and fn(row[v.name], x)
+                                           for v, fn, x in conds if v.occurrence != "once")]
+        if multiple and not hits:
+            continue
+        cells = []
+        for c in columns:
+            if c in _META.values():
+                cells.append(_py2({"synopsis": r.synopsis or "", "description": "", "creator": r.who,
+                                   "performed": when, "created": r.date, "index": r.index,
+                                   "input_name": r.sources, "nbr_inputs": len(r.sources)}[c]))
+                continue
+            v = d.variable(c)
+            if v.occurrence == "once":
+                cells.append(_py2(r.values.get(c)))
+                continue
+            distinct = list(dict.fromkeys(row[c] for row in (hits if multiple else rows) if row.get(c) is not None))
+            cells.append("#no_data#" if not distinct else "|".join(map(_py2, distinct))
+                         if len(distinct) <= args.nvals or args.nvals < 0 else f"#{len(distinct)}values#")
+        lines.append(cells)
+    lines.sort(key=lambda cells: [_sort_key(x) for x in cells])
+    head = "# " + " \t".join(columns) + "\n" if args.verbose else ""
+    return head + "".join(" \t".join(cells) + "\n" for cells in lines)
+
+
+def _check(store, args) -> int:
+    names = args.experiments or [n for n, *_ in store.list_experiments()]
+    problems = []
+    for name in names:
+        found = store.check(name)
+        problems += [f"experiment {name}: {p}" for p in found]
+        if not found and args.clean:
+            gone = [r.index for r in store.list_runs(name, deleted=True) if r.deleted]
+            if gone:
+                store.purge(name, gone)
+            write_stdout(f"psbase: {name}: purged {_runs(gone) if gone else 'no deleted runs'}\n")
+        elif not found:
+            write_stdout(f"psbase: {name}: consistent\n")
+    if problems:
+        raise InputError("; ".join(problems) + " (restore the experiment from a dump made before, or set it up "
+                         "and file its runs again)")
+    return 0
+
+
+def _sort_key(text: str) -> tuple:
+    try:
+        return (0, float(text), text)
+    except ValueError:
+        return (1, 0.0, text)
+
+
+def _bad_label(label: str) -> str:
+    raise UsageError(f"--meta {label!r} is not a label; use {', '.join(_META)}")
+
+
+def dump_name(experiment: str) -> str:
+    """perfbase's name of a dump: the experiment's name (underscores single), two underscores, the time."""
+    import re
+
+    return "_".join(t for t in re.split("_+", experiment) if t) + "__" + \
+        _dt.datetime.now().strftime("%Y%m%d_%H%M") + ".json.gz"
+
+
+def _dump(store, args) -> None:
+    import gzip
+    import json
+
+    from psuite.cli_common import atomic_output
+
+    data = store.dump(args.experiment)
+    path = args.output or dump_name(args.experiment)
+    if path == "-":
+        raise UsageError("psbase dump writes a gzip'd file: give its name with -o FILE")
+    packed = gzip.compress(json.dumps(data, ensure_ascii=False).encode(), mtime=0)
+    with atomic_output(path, False, binary=True) as f:  # written whole or not at all; never over a file
+        f.write(packed)
+    if not args.quiet:
+        write_stdout(f"psbase: dumped experiment {args.experiment} ({len(data['runs'])} runs) to {path}\n")
+
+
+def _restore(store, args) -> None:
+    if args.runs:
+        raise UsageError("--file restores a whole experiment: drop the RUNs")
+    import gzip
+    import json
+
+    from psuite.cli_common import read_input
+
+    raw = read_input(args.file, "dump", UsageError)
+    try:
+        data = json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+    except (OSError, EOFError, ValueError) as exc:
+        raise UsageError(f"dump {args.file} is not a file of psbase dump ({exc}); give one psbase dump wrote "
+                         "(perfbase's pg_dump files are SQL for its own databases)") from None
+    if not isinstance(data, dict) or data.get("format") != "psbase-dump-1":
+        raise UsageError(f"dump {args.file} is not a file of psbase dump; give one psbase dump wrote")
+    name, n = store.load(data, args.experiment)
+    if not args.quiet:
+        write_stdout(f"psbase: restored experiment {name} ({n} run{'s' if n != 1 else ''}) from {args.file}\n")
 
 
 def _use_psets(store, args) -> None:
@@ -666,6 +1064,16 @@ def _info(store, args) -> None:
     from psuite.psbase import definition as defmod
 
     d = store.definition(args.experiment)
+    if args.perfbase or args.value or args.inventory or args.verbose:
+        if args.xml or args.run is not None or args.pset is not None:
+            raise UsageError("--perfbase, --value, --verbose and --inventory show the experiment: drop the RUN, "
+                             "--xml and --pset")
+        if args.inventory and not args.verbose:
+            raise UsageError("--inventory lists run indexes in perfbase's long form: add --verbose")
+        write_stdout(_perfbase_values(d, args.value, args.verbose) if args.value and not args.perfbase else
+                     _perfbase_info(store, d, args.verbose, args.inventory) +
+                     (_perfbase_values(d, args.value, args.verbose) if args.value else ""))
+        return
     if args.pset is not None:
         if args.xml or args.run is not None:
             raise UsageError("--pset shows a parameter set: drop the RUN and --xml")
@@ -696,6 +1104,91 @@ def _info(store, args) -> None:
         unit = {v.name: v.unit for v in d.variables}
         out.append(_table(cols, [[_fmt(r.get(c, ""), unit[c]) for c in cols] for r in run.rows]))
     write_stdout("".join(out))
+
+
+PERFBASE_DB_VERSION = 5  # the archive version perfbase's info names (its last: access rights, psets, attachments)
+
+
+def _perfbase_info(store, d, verbose: bool, inventory: bool) -> str:
+    """An experiment as perfbase's info -e EXP [-v] [-i] prints it."""
+    out = [f"Experiment {d.name} (db_version {PERFBASE_DB_VERSION})\n",
+           f" Creator     : {d.performed_by.get('name', '')}\n"]
+    if verbose:
+        out.append(f" Created     : {store.created(d.name)}\n")
+    if d.performed_by.get("organization"):
+        out.append(f" Organization: {d.performed_by['organization']}\n")
+    if d.project:
+        out.append(f" Project     : {d.project}\n")
+    out.append(f" Synopsis    : {d.synopsis}\n")
+    description = d.raw_description if d.raw_description is not None else d.description
+    if description:
+        out.append(f" Description : {description}\n")
+    if not verbose:
+        return "".join(out)
+    out.append(" Users   :\n")
+    users = store.users()
+    for cls in ("admin", "input", "query"):  # perfbase's access classes, its order
+        names = [u for u, c in users if c == cls]
+        if names:
+            out.append(f"   {cls}_access: {' , '.join(names)}  \n")
+    psets = store.pset_names(d.name)
+    out.append("Available parameter sets:\n" + "".join(f"   {p}\n" for p in psets) + "\n" if psets else
+               "No parameter sets defined. \n")
+    attached = store.attachments_of(d.name)
+    for kind in ("input", "query"):
+        names = sorted(a.name for a in attached if a.type == kind)
+        out.append(f"Attached {kind} descriptions:\n" + "".join(f"   {n}\n" for n in names) if names else
+                   f"No {kind} descriptions attached.\n")
+        out.append("\n")
+    runs = store.list_runs(d.name, deleted=True)
+    for title, deleted in (("Active", False), ("Deleted", True)):
+        indexes = sorted(r.index for r in runs if r.deleted == deleted)
+        out.append(f"\n {title} runs : {len(indexes)}\n")
+        if inventory:
+            out.append(f" Indices of {title.lower()} runs:\n[{', '.join(map(str, indexes))}]\n")
+    return "".join(out)
+
+
+def _collation_key(name: str) -> tuple[str, str]:
+    """perfbase's ORDER BY name on a PostgreSQL server in an English locale: letters and digits first, case
+    and punctuation only to break ties (machine, MPI_version, platform, S_buf)."""
+    import re
+
+    return re.sub(r"[^0-9a-z]", "", name.lower()), name.swapcase()
+
+
+def _perfbase_values(d, patterns: list[str], verbose: bool) -> str:
+    """The variables whose names match one of the patterns (searched, as PostgreSQL's ~), as perfbase's
+    info --value prints them."""
+    import re
+
+    from psuite.psbase.definition import perfbase_type, perfbase_unit
+
+    try:
+        compiled = [re.compile(p) for p in patterns]
+    except re.error as exc:
+        raise UsageError(f"--value {exc.pattern!r} is not a regular expression ({exc}); fix it") from None
+    out = []
+    for v in sorted((v for v in d.variables if any(c.search(v.name) for c in compiled)),
+                    key=lambda v: _collation_key(v.name)):
+        unit = perfbase_unit(v.unit)
+        kind = "result" if v.is_result else "parameter"
+        once = "single" if v.occurrence == "once" else "multiple"
+        if not verbose:
+            flags = ("R" if v.is_result else "P") + ("O" if v.occurrence == "once" else "M") + \
+                ("D" if v.default is not None else " ")
+            out.append(f" {v.name:<20} :\t {perfbase_type(v):<12} {'[' + unit + ']':<15}\t{flags}\t ({v.synopsis})\n")
+            continue
+        out.append(f" '{v.name}': {perfbase_type(v)} [{unit}]\n    {kind} value, {once} occurence\n")
+        if v.valid:
+            out.append(f"    Valid values: {{ {','.join(v.valid)}}}\n")
+        if v.synopsis:
+            out.append(f"    Synopsis: {v.synopsis}\n")
+        if v.description:
+            out.append(f"    Description: {v.description}\n")
+        if v.default is not None:
+            out.append(f"    Default: {v.default or 'NULL content'}\n")
+    return "".join(out)
 
 
 def _describe(d) -> str:

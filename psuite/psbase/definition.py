@@ -44,6 +44,11 @@ def _text(elem: etree._Element | None) -> str:
     return " ".join((elem.text or "").split()) if elem is not None else ""
 
 
+def _raw(elem: etree._Element | None) -> str | None:
+    """An element's text as written (perfbase keeps a description's line breaks)."""
+    return None if elem is None else elem.text or ""
+
+
 def check_name(name: str, what: str) -> str:
     if not NAME_RE.match(name):
         raise InputError(f"{what} name {name!r} is not usable; use a letter followed by letters, digits or "
@@ -76,8 +81,12 @@ def parse_bytes(data: bytes, source: str = "definition") -> Definition | Experim
             if _text(pb.find(key)):
                 performed[key] = _text(pb.find(key))
     d = Definition(name=name, synopsis=_text(info.find("synopsis")), description=_text(info.find("description")),
-                   performed_by=performed, project=_text(info.find("project")))
-    _known(root, source, ("name", "info", "parameter", "result", *_INFO))
+                   performed_by=performed, project=_text(info.find("project")),
+                   raw_description=_raw(info.find("description")))
+    _known(root, source, ("name", "info", "parameter", "result", *_ACCESS, *_INFO))
+    for elem in root:
+        if elem.tag in _ACCESS:
+            d.access += _access_list(elem, source, elem.tag.split("_")[0])
     if info is not root:
         _known(info, source, _INFO)
     if pb is not None:
@@ -98,6 +107,28 @@ def parse_bytes(data: bytes, source: str = "definition") -> Definition | Experim
 
 
 _INFO = ("performed_by", "project", "synopsis", "description")
+_ACCESS = ("admin_access", "input_access", "query_access")  # perfbase's user classes
+
+
+def _access_list(elem: etree._Element, source: str, cls: str | None) -> list[tuple[str, str, str]]:
+    """The <user> and <group> names of an access element: (class, kind, name) each."""
+    _known(elem, source, ("user", "group"))
+    out = []
+    for child in elem:
+        name = _text(child)
+        if not name:
+            raise InputError(f"{source} line {child.sourceline}: <{child.tag}> is empty; give the name of a "
+                             f"{child.tag} of the database server")
+        out.append((cls or "", child.tag, name))
+    if not out:
+        raise InputError(f"{source} line {elem.sourceline}: <{elem.tag}> names no <user> or <group>; add one")
+    return out
+
+
+def _access_changes(elem: etree._Element, source: str) -> list[tuple[str, str, str]]:
+    """<access_add> and <access_change>: their access elements' (class, kind, name)."""
+    _known(elem, source, _ACCESS)
+    return [a for e in elem for a in _access_list(e, source, e.tag.split("_")[0])]
 _VARIABLE = ("name", "synopsis", "description", "datatype", "unit", "valid", "default")
 
 
@@ -152,6 +183,10 @@ class ExperimentUpdate:
     source: str
     info: etree._Element | None = None
     variables: list[etree._Element] = field(default_factory=list)
+    # perfbase's <access_add>/<access_change> ((class, kind, name): the class given) and <access_revoke>
+    # ((kind, name): the class taken); applied to the archive's user classes (PostgreSQL)
+    access_given: list[tuple[str, str, str]] = field(default_factory=list)
+    access_revoked: list[tuple[str, str]] = field(default_factory=list)
 
     def apply(self, old: Definition) -> tuple[Definition, dict[str, str]]:
         """The new definition and the renames (old name -> new name); one InputError line if the
@@ -161,6 +196,8 @@ class ExperimentUpdate:
             for key in ("project", "synopsis", "description"):
                 if self.info.find(key) is not None:
                     setattr(d, key, _text(self.info.find(key)))
+            if self.info.find("description") is not None:
+                d.raw_description = _raw(self.info.find("description"))
             pb = self.info.find("performed_by")
             if pb is not None:
                 given = [k for k in ("name", "organization") if pb.find(k) is not None]
@@ -242,15 +279,19 @@ def _changed(v: Variable, elem: etree._Element, where: str) -> Variable:
 
 
 def _update(root: etree._Element, source: str) -> ExperimentUpdate:
-    _known(root, source, ("experiment", "name", "info", "parameter", "result"))
+    _known(root, source, ("experiment", "name", "info", "access_add", "access_change", "access_revoke",
+                          "parameter", "result"))
     name = _text(root.find("experiment")) or _text(root.find("name"))
     if not name:
         raise InputError(f"{source}: the <experiment_update> names no <experiment>; add <experiment>NAME</experiment>")
     info = root.find("info")
     if info is not None:
         _known(info, source, _INFO)
+    given = [a for e in root if e.tag in ("access_add", "access_change") for a in _access_changes(e, source)]
+    revoked = [(kind, name) for e in root if e.tag == "access_revoke"
+               for _, kind, name in _access_list(e, source, None)]
     return ExperimentUpdate(check_name(name, f"{source}: experiment"), source, info,
-                            [e for e in root if e.tag in ("parameter", "result")])
+                            [e for e in root if e.tag in ("parameter", "result")], given, revoked)
 
 
 def check_variable(v: Variable, where: str = "definition") -> None:
@@ -282,7 +323,9 @@ def to_element(d: Definition) -> etree._Element:
                 etree.SubElement(pb, key).text = d.performed_by[key]
     for key in ("project", "synopsis", "description"):
         if getattr(d, key):
-            etree.SubElement(info, key).text = getattr(d, key)
+            # the description as written (it reads back to the same normalized text)
+            etree.SubElement(info, key).text = d.raw_description if key == "description" and \
+                d.raw_description else getattr(d, key)
     for v in d.variables:
         e = etree.SubElement(root, "result" if v.is_result else "parameter", occurrence=v.occurrence)
         etree.SubElement(e, "name").text = v.name
@@ -297,6 +340,36 @@ def to_element(d: Definition) -> etree._Element:
         if v.default is not None:
             etree.SubElement(e, "default").text = v.default
     return root
+
+
+_PB_SCALES = {"Kibi": "Ki", "Mebi": "Mi", "Gibi": "Gi", "Tebi": "Ti", "Pebi": "Pi"}  # psbase's names: perfbase's
+_PB_PREFIX = {"Kilo": "K", "Mega": "M", "Giga": "G", "Tera": "T", "Peta": "P", "milli": "m", "micro": "u",
+              "nano": "n", "pico": "p", "femto": "f"}
+
+
+def perfbase_unit(unit: str) -> str:
+    """A unit as perfbase's setup writes it into its archive (and info prints it): scaling letters before the
+    base unit (us, MB/s, Kibyte), "1" for an empty dividend, "" for none."""
+    if not unit:
+        return ""
+
+    def text(e: etree._Element) -> str:
+        frac = e.find("fraction")
+        if frac is not None:
+            return (text(frac.find("dividend")) or "1") + "/" + text(frac.find("divisor"))
+        prod = e.find("product")
+        if prod is not None:
+            return "*".join(text(f) for f in prod.findall("factor"))
+        base = (e.findtext("base_unit") or "none").strip()
+        scale = (e.findtext("scaling") or "").strip()
+        return _PB_SCALES.get(scale, _PB_PREFIX.get(scale, scale)) + ("" if base == "none" else base)
+
+    return text(units.to_xml(units.parse(unit)))
+
+
+def perfbase_type(v: Variable) -> str:
+    """A variable's datatype as perfbase's archive names it: integer and float with their size (4 bytes)."""
+    return f"{v.datatype}(4)" if v.datatype in ("integer", "float") else v.datatype
 
 
 def to_bytes(d: Definition) -> bytes:

@@ -46,6 +46,11 @@ class Definition:
     performed_by: dict[str, str] = field(default_factory=dict)  # "name", "organization"
     variables: list[Variable] = field(default_factory=list)
     project: str = ""
+    # the <description> as written, its line breaks and indentation kept: perfbase's info prints it so
+    raw_description: str | None = field(default=None, compare=False)
+    # perfbase's <admin_access>, <input_access>, <query_access>: (class, "user" or "group", name), given to
+    # the archive's user classes by setup (PostgreSQL); not part of the definition kept
+    access: list[tuple[str, str, str]] = field(default_factory=list, compare=False)
 
     @property
     def parameters(self) -> list[Variable]:

@@ -13,9 +13,11 @@ from psuite.errors import UsageError
 # perfbase's getopt options per command (bin/pb_*.py): short ones taking a value, and long ones (with "="
 # when they take one). What is not here is not perfbase's either, and is left to psbase's parser.
 _SHORT_VALUE = {"setup": "de", "update": "d", "input": "dnesafbp", "query": "dnerf", "delete": "erp",
-                "info": "erpxsd", "ls": "esmn"}
+                "info": "erpxsd", "ls": "esmn", "attach": "enxsd", "dump": "ef", "restore": "ef", "find": "dnecsm",
+                "check": "ei"}
 _SHORT_FLAG = {"setup": "gfvV", "update": "vV", "input": "utimjvV", "query": "vV", "delete": "vV",
-               "info": "aivV", "ls": "ladvV"}
+               "info": "aivV", "ls": "ladvV", "attach": "pgilvV", "dump": "vV", "restore": "vV", "find": "vV",
+               "check": "afuctvV"}
 _LONG = {
     "setup": ("desc=", "exp=", "get", "force"),
     "update": ("desc=",),
@@ -27,6 +29,15 @@ _LONG = {
     "info": ("all", "exp=", "inventory", "run=", "pset=", "value=", "val=", "xml=", "sort=", "data=", "deleted",
              "creator=", "admin=", "input=", "query=", "any="),
     "ls": ("exp=", "long", "show=", "meta=", "nvals=", "all", "distinct"),
+    "dump": ("exp=", "file="),
+    "check": ("all", "exp=", "fix", "update", "clean", "tune", "index="),
+    # perfbase's find lists created-from= twice and created-to= not at all (its --created-to is refused by its
+    # getopt): psbase takes both, as its help names them
+    "find": ("desc=", "exp=", "name=", "sort=", "synopsis=", "created-from=", "created-to=", "created-by=",
+             "performed-from=", "performed-to=", "cond=", "show=", "nvals=", "meta="),
+    "restore": ("exp=", "file=", "force"),
+    "attach": ("exp=", "name=", "xml=", "synopsis=", "desc=", "put", "get", "delete", "list", "force", "dontask",
+               "interactive"),
 }
 # options every perfbase command takes (pb_common): the server's address goes in psbase's --db URL instead
 _COMMON_LONG = ("dbhost=", "dbport=", "dbuser=", "dbpasswd=", "verbose", "debug", "sqltrace", "profile")
@@ -39,6 +50,12 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
     "delete": {"-p": "--pset"},
     "info": {"-a": "--all", "-i": "--inventory", "-p": "--pset", "-x": "--xml", "-s": "--sort", "-d": "--data"},
     "ls": {"-l": "--long", "-s": "--show", "-m": "--meta", "-n": "--nvals", "-a": "--all", "-d": "--distinct"},
+    "dump": {"-f": "--file"},
+    "check": {"-a": "--all", "-f": "--fix", "-u": "--update", "-c": "--clean", "-t": "--tune", "-i": "--index"},
+    "find": {"-c": "--cond", "-s": "--show", "-m": "--meta"},
+    "restore": {"-f": "--file"},
+    "attach": {"-x": "--xml", "-s": "--synopsis", "-p": "--put", "-g": "--get", "-l": "--list",
+               "-i": "--interactive"},
 }
 # perfbase's --missing actions as psbase's --missing policies
 _MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
@@ -165,9 +182,24 @@ def _is_perfbase(cmd: str, args: Sequence[str]) -> bool:
     if cmd == "ls":
         return any(a.startswith("-") and a.split("=")[0] not in ("--show", "--where", "--deleted", "--db")
                    for a in args)
+    if cmd == "check":  # psbase's check [EXPERIMENT...] [--clean]
+        return any(a.startswith("-") and a != "--clean" for a in args)
+    if cmd == "find":  # psbase's find names the experiment first; perfbase's with -e
+        return not args or args[0].startswith("-")
+    if cmd in ("dump", "restore"):  # psbase's own forms: dump EXPERIMENT, restore [EXPERIMENT] --file DUMP
+        return any(a.startswith(("-e", "--exp", "--force")) or a == "-f" or a.startswith("-f") and
+                   not a.startswith("--") for a in args)
+    if cmd == "attach":  # psbase's own form names the experiment first; perfbase's has --put, --xml, -e ...
+        perfbase_only = ("-p", "--put", "-x", "--xml", "-e", "--exp", "-g", "-l", "-n", "-s", "-d", "--desc",
+                         "--dontask", "-i", "--interactive")
+        return any(a.split("=")[0] in perfbase_only if a.startswith("--") else a[:2] in perfbase_only
+                   for a in args) or any(a == "--get" and (i + 1 == len(args) or args[i + 1].startswith("-"))
+                                         for i, a in enumerate(args))
     if cmd in ("setup", "update"):
         return any(a == "-d" or a.startswith(("-d", "--desc", "--de")) or a in ("-g", "--get") or
                    a.startswith(("-e", "--exp")) for a in args)
+    if cmd == "info" and args and not args[0].startswith("-"):
+        return False  # psbase's info EXPERIMENT ... (perfbase's names it with -e)
     perfbase_only = {"query": ("-d", "--desc", "-e", "--exp", "-r", "--run", "-n", "--name"),
                      "delete": ("-e", "--exp", "-r", "--run", "-p", "--pset", "--dontask"),
                      "info": ("-e", "--exp", "-r", "--run", "-a", "--all", "-i", "--inventory", "-p",
@@ -193,8 +225,177 @@ def translate(argv: Sequence[str]) -> list[str]:
     tokens = _tokens(cmd, rest)
     db = [t for t in tokens if t[0] == "--db"]
     tokens = [t for t in tokens if t[0] != "--db"]
+    global _DB
+    _DB = db[0][1] if db else next((head[j + 1] for j in range(len(head) - 1) if head[j] == "--db"), None)
     return head + {"setup": _setup, "update": _update, "input": _input, "query": _query, "delete": _delete,
-                   "info": _info, "ls": _ls}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+                   "info": _info, "ls": _ls, "attach": _attach, "dump": _dump, "restore": _restore, "find": _find,
+                   "check": _check}[cmd](tokens) + (["--db", db[0][1]] if db else [])
+
+
+_DB: str | None = None  # the archive named on the command line (translate), where attachments are looked up
+
+
+def _experiment_by_attachment(name: str, option: str) -> str:
+    """perfbase's experiment when a command names none: $PB_EXPERIMENT, else the one experiment of the
+    archive with an attachment of that name."""
+    env = os.environ.get("PB_EXPERIMENT", "")
+    if env:
+        return env
+    from psuite.psbase.store import Store
+
+    found = Store(_DB).experiments_with_attachment(name)
+    if len(found) != 1:
+        raise UsageError(f"{option} {name}: " + (f"experiments {', '.join(found)} have an attachment of that "
+                                                 "name" if found else "no experiment has an attachment of "
+                                                 "that name") + "; name the experiment with -e EXP")
+    return found[0]
+
+
+def _attach(tokens: list) -> list[str]:
+    exp, name, xml, synopsis, desc, force, dontask = None, None, None, None, None, False, False
+    actions = []
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--name":
+            name = value
+        elif opt == "--xml":
+            xml = value
+        elif opt == "--synopsis":
+            synopsis = value
+        elif opt == "--desc":
+            desc = value
+        elif opt in ("--put", "--get", "--delete", "--list"):
+            actions.append(opt)
+        elif opt == "--force":
+            force = True
+        elif opt == "--dontask":
+            dontask = True
+        elif opt == "--interactive":
+            raise _refuse("attach --interactive", "psbase does not ask: give --name, --synopsis and --desc")
+        elif opt == "":
+            raise UsageError(f"attach: {value} is one argument too many (the file is --xml=FILE)")
+        elif not _common("attach", opt):
+            raise _refuse(f"attach {opt}", "drop it")
+    if len(actions) != 1:
+        raise UsageError("attach needs exactly one action: --put, --get, --list or --delete")
+    action = actions[0]
+    if action == "--put":
+        if xml is None:
+            raise UsageError("attach --put needs the file: --xml=FILE")
+        if xml == "-":
+            raise UsageError("attach --put reads a file, not standard input: --xml=FILE")
+        if exp is None:  # the file's <experiment>, as perfbase takes it
+            from psuite.psbase.cli import attachment_root
+
+            exp = (attachment_root(xml)[1].findtext("experiment") or "").strip() or \
+                os.environ.get("PB_EXPERIMENT") or None
+            if exp is None:
+                raise UsageError(f"{xml} names no <experiment>: give it with -e EXP")
+        return ["attach", exp, xml, *(["--name", name] if name else []),
+                *(["--synopsis", synopsis] if synopsis is not None else []),
+                *(["--description", desc] if desc is not None else []), *(["--force"] if force else [])]
+    if action in ("--get", "--delete") and name is None:
+        raise UsageError(f"attach {action} needs the attachment's name: --name=NAME")
+    if exp is None:
+        exp = _experiment_by_attachment(name, f"attach {action} --name") if name else \
+            os.environ.get("PB_EXPERIMENT") or None
+        if exp is None:
+            raise UsageError(f"attach {action} needs the experiment: -e EXP")
+    if action == "--list":
+        return ["attach", exp, "--list", *(["--name", name] if name else [])]
+    if action == "--delete":
+        if not dontask:
+            raise UsageError(f"attach --delete removes attachment {name} for good; psbase does not ask: "
+                             "add --dontask")
+        return ["attach", exp, "--delete", name]
+    # perfbase's --get writes the file whether it exists or not
+    return ["attach", exp, "--get", name, *(["-o", xml, "--force"] if xml not in (None, "-") else [])]
+
+
+def _check(tokens: list) -> list[str]:
+    exps, everything, clean = [], False, False
+    for opt, value in tokens:
+        if opt == "--exp":
+            exps += [e for e in value.split(",") if e]
+        elif opt == "--all":
+            everything = True
+        elif opt == "--clean":
+            clean = True
+        elif opt == "--update":
+            pass  # psbase brings an archive up to date when it opens it
+        elif opt in ("--fix", "--tune", "--index"):
+            raise _refuse(f"check {opt}", "psbase reports what is inconsistent and changes nothing but with "
+                          "--clean (the database indexes data sets itself)")
+        elif opt == "":
+            raise UsageError(f"check -e EXP names the experiments: {value} is one argument too many")
+        elif not _common("check", opt):
+            raise _refuse(f"check {opt}", "drop it")
+    if everything and exps:
+        raise UsageError("check: give either -e EXP[,EXP...] or --all")
+    if not everything and not exps:
+        env = os.environ.get("PB_EXPERIMENT")
+        if not env:
+            raise UsageError("check needs the experiments: -e EXP[,EXP...] or --all")
+        exps = [env]
+    return ["check", *exps, *(["--clean"] if clean else [])]
+
+
+def _find(tokens: list) -> list[str]:
+    exp, out = None, []
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt in ("--desc", "--name"):
+            raise _refuse(f"find {opt} (a search description)", "give the conditions with -c NAME<op>VALUE")
+        elif opt == "--verbose":
+            out.append("--verbose")
+        elif opt == "":
+            raise UsageError(f"find -e EXP names the experiment: {value} is one argument too many")
+        elif opt.startswith("--") and opt[2:] + "=" in _LONG["find"]:
+            out += [opt, value]
+        elif not _common("find", opt):
+            raise _refuse(f"find {opt}", "drop it")
+    exp = exp or os.environ.get("PB_EXPERIMENT") or None
+    if exp is None:
+        raise UsageError("find needs the experiment: -e EXP")
+    return ["find", exp, *out]
+
+
+def _dump(tokens: list) -> list[str]:
+    exp, path = None, None
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--file":
+            path = value
+        elif opt == "":
+            raise UsageError(f"dump -e EXP names the experiment: {value} is one argument too many")
+        elif not _common("dump", opt):
+            raise _refuse(f"dump {opt}", "drop it")
+    exp = exp or os.environ.get("PB_EXPERIMENT") or None
+    if exp is None:
+        raise UsageError("dump needs the experiment: -e EXP")
+    return ["dump", exp, *(["-o", path] if path else [])]
+
+
+def _restore(tokens: list) -> list[str]:
+    exp, path = None, None
+    for opt, value in tokens:
+        if opt == "--exp":
+            exp = value
+        elif opt == "--file":
+            path = value
+        elif opt == "--force":
+            raise _refuse("restore --force", "psbase restores into a new experiment only: remove the old one "
+                          "first (psbase delete EXP --experiment) or give another name with -e")
+        elif opt == "":
+            raise UsageError(f"restore -f DUMP names the dump: {value} is one argument too many")
+        elif not _common("restore", opt):
+            raise _refuse(f"restore {opt}", "drop it")
+    if path is None:
+        raise UsageError("restore needs the dump: -f DUMP")
+    return ["restore", *([exp] if exp else []), "--file", path]
 
 
 def _setup(tokens: list) -> list[str]:
@@ -250,6 +451,16 @@ def _experiment_of(description: str) -> str:
     return name
 
 
+def _experiment_of_descriptions(descs: list[str]) -> str:
+    """perfbase's experiment of an input: the first description file's, else that of its attachments."""
+    from psuite.psbase.cli import ATTACHED
+
+    files = [d for d in descs if not d.startswith(ATTACHED)]
+    if files:
+        return _experiment_of(files[0])
+    return _experiment_by_attachment(descs[0][len(ATTACHED):], "input -n")
+
+
 def _input(tokens: list) -> list[str]:
     groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
     exp, missing, use_default, force, merge = None, None, False, False, False
@@ -294,7 +505,11 @@ def _input(tokens: list) -> list[str]:
             raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
         elif opt in ("--pset-store", "--pset-use"):
             meta += [opt, value]
-        elif opt in ("--name", "--attach", "--stdin", "--maxmem"):
+        elif opt == "--name":  # an input description kept with the experiment (attach)
+            from psuite.psbase.cli import ATTACHED
+
+            groups.append((ATTACHED + value, []))
+        elif opt in ("--attach", "--stdin", "--maxmem"):
             raise _refuse(f"input {opt}", "drop it")
         elif not _common("input", opt):
             raise _refuse(f"input {opt}", "drop it")
@@ -306,7 +521,7 @@ def _input(tokens: list) -> list[str]:
     for desc, files in groups:
         if not files:
             raise UsageError(f"input -d {desc} is given no file to read")
-    out = ["input", exp or _experiment_of(groups[0][0])]
+    out = ["input", exp or _experiment_of_descriptions([d for d, _ in groups])]
     if len(groups) == 1 and not merge:
         out += ["--desc", groups[0][0], *groups[0][1]]
     else:  # several descriptions make one run of all their files (perfbase's manual), as --join does
@@ -323,9 +538,13 @@ def _input(tokens: list) -> list[str]:
 
 
 def _query(tokens: list) -> list[str]:
-    desc, fixed = None, []
+    desc, fixed, exp, name = None, [], None, None
     for opt, value in tokens:
-        if opt == "--desc":
+        if opt == "--exp":
+            exp = value
+        elif opt == "--name":
+            name = value
+        elif opt == "--desc":
             if value == "-":
                 raise _refuse("query -d - (standard input)", "give the query file's name")
             desc = value
@@ -335,6 +554,15 @@ def _query(tokens: list) -> list[str]:
             raise UsageError(f"query -d names the query: {value} is one argument too many")
         elif not _common("query", opt):
             raise _refuse(f"query {opt}", "the query file names its experiment and runs")
+    if exp is not None and name is None:
+        raise _refuse("query --exp", "the query file names its experiment and runs")
+    if name is not None:  # the query kept with the experiment (attach)
+        if desc is not None:
+            raise UsageError("query takes -d QUERY.xml or -n NAME (an attached query), not both")
+        from psuite.psbase.cli import ATTACHED
+
+        return ["query", exp or _experiment_by_attachment(name, "query -n"), "--file", ATTACHED + name,
+                *fixed, "--force"]
     if desc is None:
         raise UsageError("query needs a query description: -d QUERY.xml")
     # perfbase's query writes its output files whether they exist or not (pb_outputs opens them "w+")
@@ -342,7 +570,7 @@ def _query(tokens: list) -> list[str]:
 
 
 def _delete(tokens: list) -> list[str]:
-    exp, runs, dontask = None, [], False
+    exp, runs, dontask, psets = None, [], False, []
     for opt, value in tokens:
         if opt == "--exp":
             exp = value
@@ -353,13 +581,17 @@ def _delete(tokens: list) -> list[str]:
         elif opt == "--force":
             pass  # perfbase's "also if the database is inconsistent": psbase's deletion is one transaction
         elif opt == "--pset":
-            raise _refuse("delete -p (--pset)", "psbase keeps no parameter sets")
+            psets.append(value)
         elif opt == "":
             raise UsageError(f"delete -e EXP names the experiment: {value} is one argument too many")
         elif not _common("delete", opt):
             raise _refuse(f"delete {opt}", "drop it")
     if exp is None:
         raise UsageError("delete needs the experiment: -e EXP")
+    if psets:  # perfbase's delete -p SET removes a parameter set
+        if runs:
+            raise UsageError("delete -p removes parameter sets, -r runs: give one of them")
+        return ["delete", exp, *(x for p in psets for x in ("--pset", p))]
     if runs:
         return ["delete", exp, *runs]  # perfbase's deleted runs come back with undelete: psbase's restore
     if not dontask:
@@ -370,8 +602,15 @@ def _delete(tokens: list) -> list[str]:
 
 def _info(tokens: list) -> list[str]:
     exp, run, everything, pset = None, None, False, None
+    shown: list[str] = []  # perfbase's layout: --verbose, --inventory, --value
     for opt, value in tokens:
-        if opt == "--exp":
+        if opt == "--verbose":
+            shown.append("--verbose")
+        elif opt == "--inventory":
+            shown.append("--inventory")
+        elif opt in ("--value", "--val"):
+            shown += ["--value", value]
+        elif opt == "--exp":
             exp = value
         elif opt == "--run":
             run = value
@@ -379,7 +618,9 @@ def _info(tokens: list) -> list[str]:
             everything = True
         elif opt == "--pset":
             pset = value
-        elif opt in ("--inventory", "--value", "--val", "--xml", "--sort", "--data", "--deleted", "--creator",
+        elif opt == "--xml":  # perfbase's info -x NAME prints an attachment
+            shown += ["--attachment", value]
+        elif opt in ("--sort", "--data", "--deleted", "--creator",
                      "--admin", "--input", "--query", "--any"):
             raise _refuse(f"info {opt}", "psbase info EXPERIMENT [RUN] shows the definition or one run")
         elif opt == "":
@@ -390,6 +631,15 @@ def _info(tokens: list) -> list[str]:
         return ["ls"]
     if exp is None:
         raise UsageError("info needs the experiment: -e EXP (or --all)")
+    if "--attachment" in shown:
+        if run or pset is not None or len(shown) != 2:
+            raise UsageError("info -x NAME prints an attachment: drop the other options")
+        return ["attach", exp, "--get", shown[1]]
+    if shown and (run or pset is not None):
+        raise _refuse("info -r/-p with -v, -i or --value", "psbase info EXPERIMENT RUN shows one run: drop -v")
+    if shown or not (run or pset is not None):  # perfbase's info -e EXP: its experiment's meta information
+        # perfbase's --value lists values; the experiment's information only when no --value is given
+        return ["info", exp, *([] if "--value" in shown else ["--perfbase"]), *shown]
     return ["info", exp, *([run] if run else []), *(["--pset", pset] if pset is not None else [])]
 
 

@@ -142,16 +142,18 @@ def user_class(conn: sa.Connection, db: str, user: str) -> str | None:
     return None
 
 
-def add(conn: sa.Connection, db: str, user: str, cls: str) -> bool:
+def add(conn: sa.Connection, db: str, user: str, cls: str, group: bool = False) -> bool:
     """Give user the class (creating the login role if needed, replacing a
-    class held before); True if the login role was created."""
+    class held before); True if the login role was created.  group: user is
+    a group of the server (perfbase's <group>): its members inherit the
+    class; a missing one is created without login."""
     if cls not in CLASSES:
         raise RoleError(f"--class {cls!r}: give one of {', '.join(CLASSES)}")
     check_user(user)
     ensure_classes(conn, db)
     created = not _role_exists(conn, user)
     if created:
-        conn.execute(sa.text(f"CREATE ROLE {_q(conn, user)} LOGIN"))
+        conn.execute(sa.text(f"CREATE ROLE {_q(conn, user)} {'NOLOGIN' if group else 'LOGIN'}"))
     for c in CLASSES:
         if c != cls:
             conn.execute(sa.text(f"REVOKE {_q(conn, class_role(db, c))} FROM {_q(conn, user)}"))
@@ -182,6 +184,19 @@ def users(conn: sa.Connection, db: str) -> list[tuple[str, str]]:
     for user, group in rows:  # a user with several classes (granted by hand) is shown with the highest
         best[user] = max(best.get(user, "query"), roles[group], key=CLASSES.index)
     return sorted(best.items())
+
+
+def apply_access(conn: sa.Connection, db: str, given: list[tuple[str, str, str]],
+                 revoked: list[tuple[str, str]] = ()) -> None:
+    """perfbase's access lists (an experiment's <admin_access> ..., an update's <access_add>, <access_change>,
+    <access_revoke>) as the archive's user classes: a user or group named gets that class (replacing one it
+    had); a revoked one loses its class (one that has none is left as it is)."""
+    for _kind, name in revoked:
+        check_user(name)
+        if has_classes(conn, db) and user_class(conn, db, name) is not None:
+            remove(conn, db, name)
+    for cls, kind, name in given:
+        add(conn, db, name, cls, group=kind == "group")
 
 
 def refusal(engine: sa.Engine, db: str, needs: str) -> str:

@@ -11,6 +11,9 @@ Tables:
                    (created in an older archive when opened)
   psb_purged       per experiment, the highest run index purged: never given to a new run
                    (created in an older archive when opened, or by the first purge)
+  psb_attachments  perfbase's attachments: XML files (input descriptions, queries, definitions) kept with
+                   an experiment under a name, with their type, synopsis and description
+                   (created in an older archive when opened)
   psb_x<ID>_once   per experiment: one row per run, one typed column per once-variable
   psb_x<ID>_rows   per experiment: the data sets, one row per data-set row, one typed
                    column per multiple-occurrence variable
@@ -165,6 +168,19 @@ class Store:
                       primary_key=True),
             sa.Column("highest", sa.Integer, nullable=False))
         self.has_purged = True  # psb_purged exists (an archive made before it may lack it)
+        # perfbase's attachments: the files themselves, so a description or query travels with the experiment
+        self.attachments = sa.Table(
+            "psb_attachments", self.meta,
+            sa.Column("experiment", sa.Integer, sa.ForeignKey("psb_experiments.id", ondelete="CASCADE"),
+                      primary_key=True),
+            sa.Column("name", sa.String(255), primary_key=True),
+            sa.Column("type", sa.String(32), nullable=False),
+            sa.Column("filename", sa.Text, nullable=False),
+            sa.Column("synopsis", sa.Text, nullable=False),
+            sa.Column("description", sa.Text, nullable=False),
+            sa.Column("creator", sa.String(255), nullable=False),
+            sa.Column("created", sa.DateTime, nullable=False),
+            sa.Column("content", sa.Text, nullable=False))
         if create:
             try:
                 self._run(lambda: self.meta.create_all(self.engine), needs="admin")
@@ -212,7 +228,7 @@ class Store:
         """An archive made before runs had a performed date and a synopsis gets their (empty) columns; a
         user who may not change it (PostgreSQL) reads it without them and files no run that has them."""
         inspector = self._run(lambda: sa.inspect(self.engine))
-        for table in (self.psets, self.purged):
+        for table in (self.psets, self.purged, self.attachments):
             if not self._run(lambda t=table: inspector.has_table(t.name)):
                 try:
                     with self.engine.begin() as conn:
@@ -311,8 +327,12 @@ class Store:
         if isinstance(d, defmod.ExperimentUpdate):
             raise StoreError(f"{d.source} is an experiment update, not a definition; apply it with psbase update")
 
+        self._check_access(d.access, d.name)
+
         def go() -> None:
             with self.engine.begin() as conn:
+                if d.access:  # the classes first: the new tables then get their grants
+                    roles.apply_access(conn, self.url.database or "", d.access)
                 if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
                     raise StoreError(f"experiment {d.name!r} exists in {self.name}; change it with psbase update")
                 exp_id = conn.execute(self.experiments.insert().values(
@@ -355,14 +375,33 @@ class Store:
         changed, one line each.  perfbase's <experiment_update> (new) is
         applied to the definition in the archive, its renames first."""
 
+        given = new.access_given if isinstance(new, defmod.ExperimentUpdate) else new.access
+        revoked = new.access_revoked if isinstance(new, defmod.ExperimentUpdate) else []
+        self._check_access(given + revoked, new.name)
+
         def go() -> list[str]:
             with self.engine.begin() as conn:
+                access = []
+                if given or revoked:
+                    roles.apply_access(conn, self.url.database or "", given, revoked)
+                    access = [f"user {n} has no class in archive {self.url.database}" for _, n in revoked] + \
+                        [f"{'group' if k == 'group' else 'user'} {n} {roles.WHAT[c]} archive {self.url.database} "
+                         f"(class {c})" for c, k, n in given]
                 if isinstance(new, defmod.ExperimentUpdate):
                     exp_id, old = self._experiment_id(conn, new.name)
                     d, renames = new.apply(old)
-                    return self._rename(conn, exp_id, old, renames) + self._update(conn, d, drop)
-                return self._update(conn, new, drop)
+                    changes = self._rename(conn, exp_id, old, renames) + self._update(conn, d, drop)
+                else:
+                    changes = self._update(conn, new, drop)
+                return changes + access
         return self._run(go, needs="admin")
+
+    def _check_access(self, access: list, experiment: str) -> None:
+        """perfbase's access lists need users: a PostgreSQL archive's (roles); SQLite has none."""
+        if access and self.url.get_backend_name() == "sqlite":
+            raise StoreError(f"experiment {experiment}: perfbase's access lists (<admin_access>, <access_add>, "
+                             "...) give database users rights, and an SQLite archive has no users (its file's "
+                             "permissions decide); remove them, or use a postgresql+psycopg:// archive (--db)")
 
     def _update(self, conn: sa.Connection, new: Definition, drop: bool = False) -> list[str]:
         exp_id, old = self._experiment_id(conn, new.name)
@@ -649,6 +688,47 @@ class Store:
                     conn.execute(t.insert().values(experiment=exp_id, name=pset, variable=variable, value=value))
         self._run(go, needs="admin")  # a set changes what later runs get: the admin class's, as roles grants
 
+    def delete_pset(self, name: str, pset: str) -> None:
+        """Remove parameter set pset of experiment name; a missing one is one line."""
+        self.pset(name, pset)  # names the sets there are when it is missing
+
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.psets
+                conn.execute(t.delete().where(t.c.experiment == exp_id, t.c.name == pset))
+        self._run(go, needs="admin")
+
+    def pset_names(self, name: str) -> list[str]:
+        """The parameter sets of experiment name, by name."""
+        def go() -> list[str]:
+            with self.engine.connect() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                if not sa.inspect(conn).has_table(self.psets.name):
+                    return []
+                t = self.psets
+                return list(conn.execute(sa.select(t.c.name).distinct().where(t.c.experiment == exp_id)
+                                         .order_by(t.c.name)).scalars())
+        return self._run(go, needs="query")
+
+    def created(self, name: str) -> _dt.datetime:
+        """When experiment name was set up (UTC)."""
+        def go() -> _dt.datetime:
+            with self.engine.connect() as conn:
+                self._experiment_id(conn, name)
+                e = self.experiments
+                return conn.execute(sa.select(e.c.created).where(e.c.name == name)).scalar_one()
+        return self._run(go, needs="query")
+
+    def users(self) -> list[tuple[str, str]]:
+        """(user, class) of a PostgreSQL archive's users (roles); none for SQLite."""
+        if self.url.get_backend_name() != "postgresql":
+            return []
+        def go() -> list[tuple[str, str]]:
+            with self.engine.connect() as conn:
+                return roles.users(conn, self.url.database or "")
+        return self._run(go, needs="query")
+
     def pset(self, name: str, pset: str) -> dict[str, str]:
         """The values of parameter set pset of experiment name, by parameter."""
         with self.engine.connect() as conn:
@@ -664,6 +744,187 @@ class Store:
                                      f"{', '.join(known) or 'none'} (store one with input --pset-store)")
                 return {v: x for v, x in rows if v}
             return self._run(go, needs="query")
+
+    def put_attachment(self, name: str, attachment: Attachment, force: bool = False) -> bool:
+        """Keep attachment with experiment name; one of the same name is replaced only with force.
+        Returns whether one was replaced."""
+        def go() -> bool:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.attachments
+                where = (t.c.experiment == exp_id, t.c.name == attachment.name)
+                there = conn.execute(sa.select(t.c.name).where(*where)).first() is not None
+                if there and not force:
+                    raise StoreError(f"experiment {name!r} has an attachment {attachment.name!r} already; "
+                                     "give --force to replace it, or another name")
+                conn.execute(t.delete().where(*where))
+                conn.execute(t.insert().values(experiment=exp_id, name=attachment.name, type=attachment.type,
+                                               filename=attachment.filename, synopsis=attachment.synopsis,
+                                               description=attachment.description, creator=_user(),
+                                               created=_now(), content=attachment.content))
+                return there
+        return self._run(go, needs="admin")  # what later imports and queries read: the admin class's
+
+    def attachments_of(self, name: str, only: str | None = None) -> list[Attachment]:
+        """The attachments of experiment name (only the one named only, if given), by type then name."""
+        def go() -> list[Attachment]:
+            with self.engine.connect() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.attachments
+                sel = sa.select(t).where(t.c.experiment == exp_id)
+                if only is not None:
+                    sel = sel.where(t.c.name == only)
+                return [Attachment(r.name, r.type, r.filename, r.synopsis, r.description, r.content,
+                                   r.creator, r.created) for r in conn.execute(sel.order_by(t.c.type, t.c.name))]
+        return self._run(go, needs="query")
+
+    def attachment(self, name: str, attached: str, kind: str | None = None) -> Attachment:
+        """Attachment attached of experiment name (of type kind, if given); a missing one is one line."""
+        found = self.attachments_of(name, attached)
+        if not found:
+            known = [a.name for a in self.attachments_of(name) if kind is None or a.type == kind]
+            raise StoreError(f"experiment {name!r} has no attachment {attached!r}; it has: "
+                             f"{', '.join(known) or 'none'} (see psbase attach {name} --list)")
+        if kind is not None and found[0].type != kind:
+            raise StoreError(f"attachment {attached!r} of experiment {name!r} is a {found[0].type} file, not "
+                             f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} description; name one of type {kind}")
+        return found[0]
+
+    def delete_attachment(self, name: str, attached: str) -> None:
+        def go() -> None:
+            with self.engine.begin() as conn:
+                exp_id, _ = self._experiment_id(conn, name)
+                t = self.attachments
+                gone = conn.execute(t.delete().where(t.c.experiment == exp_id, t.c.name == attached)).rowcount
+                if not gone:
+                    raise StoreError(f"experiment {name!r} has no attachment {attached!r}; "
+                                     f"see psbase attach {name} --list")
+        self._run(go, needs="admin")
+
+    def experiments_with_attachment(self, attached: str) -> list[str]:
+        """The experiments that have an attachment of that name (perfbase finds its experiment by it)."""
+        def go() -> list[str]:
+            with self.engine.connect() as conn:
+                if not sa.inspect(conn).has_table(self.attachments.name):
+                    return []
+                t, e = self.attachments, self.experiments
+                return list(conn.execute(sa.select(e.c.name).join(t, t.c.experiment == e.c.id)
+                                         .where(t.c.name == attached).order_by(e.c.name)).scalars())
+        return self._run(go, needs="query")
+
+    def check(self, name: str) -> list[str]:
+        """What is inconsistent in experiment name's tables (perfbase's check), one line each; [] if nothing."""
+        def go() -> list[str]:
+            with self.engine.connect() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                out = []
+                v = self.variables
+                listed = dict(conn.execute(sa.select(v.c.name, v.c.occurrence).where(v.c.experiment == exp_id)).all())
+                want = {x.name: x.occurrence for x in d.variables}
+                if listed != want:
+                    out.append(f"psb_variables lists {sorted(listed)} with their occurrences, the definition "
+                               f"{sorted(want)}")
+                once, rows = self._tables(exp_id, d)
+                have = sa.inspect(conn)
+                for t in (once, rows):
+                    if not have.has_table(t.name):
+                        out.append(f"table {t.name} is missing")
+                        continue
+                    cols = {c["name"] for c in have.get_columns(t.name)}
+                    lacking = [c.name for c in t.c if c.name not in cols]
+                    if lacking:
+                        out.append(f"table {t.name} lacks the column{'s' if len(lacking) > 1 else ''} "
+                                   f"{', '.join(lacking)}")
+                if out:
+                    return out
+                r = self.runs
+                runs = set(conn.execute(sa.select(r.c.idx).where(r.c.experiment == exp_id)).scalars())
+                with_once = set(conn.execute(sa.select(once.c[RUN])).scalars())
+                in_rows = set(conn.execute(sa.select(rows.c[RUN]).distinct()).scalars())
+                if runs - with_once:
+                    out.append(f"run{'s' if len(runs - with_once) > 1 else ''} {_some(sorted(runs - with_once), 10)} "
+                               f"{'have' if len(runs - with_once) > 1 else 'has'} no row in {once.name}")
+                for t, got in ((once, with_once), (rows, in_rows)):
+                    stray = sorted(got - runs)
+                    if stray:
+                        out.append(f"{t.name} has rows of run{'s' if len(stray) > 1 else ''} {_some(stray, 10)}, "
+                                   "which psb_runs lacks")
+                return out
+        return self._run(go, needs="query")
+
+    def dump(self, name: str) -> dict:
+        """Experiment name whole (perfbase's dump): its definition, runs with their values and data sets (as
+        stored: indexes, dates, deleted flags), parameter sets, attachments and highest purged index."""
+        def go() -> dict:
+            with self.engine.connect() as conn:
+                exp_id, d = self._experiment_id(conn, name)
+                e = self.experiments
+                created = conn.execute(sa.select(e.c.created).where(e.c.id == exp_id)).scalar_one()
+                once, rows = self._tables(exp_id, d)
+                r = self.runs
+                have = sa.inspect(conn)
+
+                def table(t: sa.Table, *where) -> list[dict]:
+                    if not have.has_table(t.name):
+                        return []
+                    cols = [c for c in t.c if c.name != "experiment"]
+                    return [{k: _dump_value(v) for k, v in m.items()}
+                            for m in conn.execute(sa.select(*cols).where(*where)).mappings()]
+
+                return {"format": DUMP_FORMAT, "experiment": name, "created": created.isoformat(),
+                        "definition": defmod.to_bytes(d).decode(),
+                        "runs": table(r, r.c.experiment == exp_id), "once": table(once), "rows": table(rows),
+                        "psets": table(self.psets, self.psets.c.experiment == exp_id),
+                        "attachments": table(self.attachments, self.attachments.c.experiment == exp_id),
+                        "purged": self._highest_purged(conn, exp_id)}
+        return self._run(go, needs="admin")
+
+    def load(self, dump: dict, name: str | None = None) -> tuple[str, int]:
+        """Create an experiment from a dump (under name, if given: else the dump's); one transaction.
+        Returns its name and how many runs it has."""
+        try:
+            d = defmod.parse_bytes(dump["definition"].encode(), "dump")
+            if name is not None:
+                d.name = defmod.check_name(name, "experiment")
+            runs, once_rows, data_rows = dump["runs"], dump["once"], dump["rows"]
+            extra = {k: dump.get(k, []) for k in ("psets", "attachments")}
+            purged = int(dump.get("purged", 0))
+            created = _dt.datetime.fromisoformat(dump["created"])
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise StoreError(f"the dump is not one of psbase dump ({one_line(exc)}); give a file psbase dump "
+                             "wrote") from None
+        if not isinstance(d, Definition):
+            raise StoreError("the dump holds an experiment update, not an experiment; give a file psbase dump wrote")
+
+        def go() -> tuple[str, int]:
+            with self.engine.begin() as conn:
+                if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
+                    raise StoreError(f"experiment {d.name!r} exists in {self.name}; restore the dump under another "
+                                     f"name, or remove it first (psbase delete {d.name} --experiment)")
+                exp_id = conn.execute(self.experiments.insert().values(
+                    name=d.name, definition=defmod.to_bytes(d).decode(), created=created)).inserted_primary_key[0]
+                conn.execute(self.variables.insert(), self._variable_rows(exp_id, d))
+                once, rows = self._tables(exp_id, d)
+                once.create(conn)
+                rows.create(conn)
+                index = self._dataset_index(exp_id, d, rows)
+                if index is not None:
+                    index.create(conn)
+                roles.grant_new_tables(conn, self.url.database or "", [once.name, rows.name])
+                types = {t.name: {c.name: c.type for c in t.c} for t in (self.runs, once, rows, self.psets,
+                                                                          self.attachments)}
+                for t, got, with_exp in ((self.runs, runs, True), (once, once_rows, False), (rows, data_rows, False),
+                                         (self.psets, extra["psets"], True),
+                                         (self.attachments, extra["attachments"], True)):
+                    if got:
+                        cols = types[t.name]
+                        conn.execute(t.insert(), [{**({"experiment": exp_id} if with_exp else {}),
+                                                   **{k: _load_value(cols[k], v) for k, v in row.items()
+                                                      if k in cols}} for row in got])
+                if purged:
+                    conn.execute(self.purged.insert().values(experiment=exp_id, highest=purged))
+                return d.name, sum(1 for x in runs if not x.get("deleted"))
+        return self._run(go, needs="admin")
 
     def list_runs(self, name: str, deleted: bool = False, show: Sequence[str] = (),
                   where: dict[str, list[object]] | None = None) -> list[RunInfo]:
@@ -769,8 +1030,9 @@ class Store:
                 count = conn.execute(sa.select(sa.func.count()).where(r.c.experiment == exp_id)).scalar_one()
                 rows.drop(conn)
                 once.drop(conn)
-                if sa.inspect(conn).has_table("psb_psets"):
-                    conn.execute(self.psets.delete().where(self.psets.c.experiment == exp_id))
+                for t in (self.psets, self.attachments):
+                    if sa.inspect(conn).has_table(t.name):
+                        conn.execute(t.delete().where(t.c.experiment == exp_id))
                 conn.execute(r.delete().where(r.c.experiment == exp_id))
                 conn.execute(self.variables.delete().where(self.variables.c.experiment == exp_id))
                 conn.execute(self.experiments.delete().where(self.experiments.c.id == exp_id))
@@ -784,6 +1046,42 @@ class Store:
         if missing:
             raise StoreError(f"experiment {name!r} has no run {', '.join(map(str, missing))}; "
                              f"list its runs with psbase ls {name} --deleted")
+
+
+DUMP_FORMAT = "psbase-dump-1"  # psbase dump's files: gzip'd JSON, this format name first
+
+
+def _dump_value(v: object) -> object:
+    """A stored value as JSON: dates and times as ISO text (their column's type reads them back)."""
+    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+        return v.isoformat()
+    return v
+
+
+def _load_value(kind: sa.types.TypeEngine, v: object) -> object:
+    if v is None or not isinstance(v, str):
+        return v
+    if isinstance(kind, sa.DateTime):
+        return _dt.datetime.fromisoformat(v)
+    if isinstance(kind, sa.Date):
+        return _dt.date.fromisoformat(v)
+    if isinstance(kind, sa.Time):
+        return _dt.time.fromisoformat(v)
+    return v
+
+
+@dataclass
+class Attachment:
+    """A file kept with an experiment (perfbase's attach): its name, perfbase type (input, query,
+    experiment, experiment_update), the file it came from, synopsis, description and content."""
+    name: str
+    type: str
+    filename: str
+    synopsis: str
+    description: str
+    content: str
+    creator: str = ""
+    created: _dt.datetime | None = None
 
 
 def _runs_table(meta: sa.MetaData, with_meta: bool) -> sa.Table:

@@ -112,6 +112,9 @@ def run_directory(directory: str, work: Path, db: str) -> list[Check]:
             _, a, b = step.args.split()
             shutil.copyfile(work / a, work / b)
             continue
+        if isinstance(step.args, str) and step.args.startswith("!createuser "):
+            _create_user(db, *step.args.split()[1:])
+            continue
         merged = "both" in step.out
         commands = [] if step.args == "!none" else _commands(step, work)
         first = commands[0][0] if commands and commands[0] else ""
@@ -130,7 +133,9 @@ def run_directory(directory: str, work: Path, db: str) -> list[Check]:
                 for f in step.out:
                     if f not in ("stdout", "both"):
                         (work / f).unlink(missing_ok=True)  # the scripts move each output away before the next
-                results = [_psbase(a, work, env, work / step.stdin if step.stdin else None, merged) for a in runs]
+                as_user = {**env, "PSBASE_DB": _as_user(db, step.user)} if step.user else env
+                results = [_psbase(a, work, as_user, work / step.stdin if step.stdin else None, merged)
+                           for a in runs]
                 rc = results[0][0]
                 last = (rc, "".join(r[1] for r in results), results[0][2])
             rc, out, err = last
@@ -169,6 +174,34 @@ def run_directory(directory: str, work: Path, db: str) -> list[Check]:
                       "no output file" if got is None else "output differs"
                 checks.append(Check(directory, name, "differ", why))
     return checks
+
+
+def _as_user(db: str, user: str) -> str:
+    """The archive's URL for another database user (PostgreSQL); an SQLite file has no users."""
+    if "://" not in db:
+        return db
+    from sqlalchemy.engine import make_url
+
+    return make_url(db).set(username=user).render_as_string(hide_password=False)
+
+
+def _create_user(db: str, user: str, group: str | None = None) -> None:
+    """A login role on the archive's PostgreSQL server (if missing), a member of group (made if missing)."""
+    if "://" not in db:
+        return
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(db, isolation_level="AUTOCOMMIT")
+    try:
+        with engine.connect() as c:
+            for role, login in ((group, False), (user, True)):
+                if role and c.execute(sa.text("SELECT 1 FROM pg_roles WHERE rolname = :r"), {"r": role}).first() \
+                        is None:
+                    c.execute(sa.text(f'CREATE ROLE "{role}" {"LOGIN" if login else "NOLOGIN"}'))
+            if group:
+                c.execute(sa.text(f'GRANT "{group}" TO "{user}"'))
+    finally:
+        engine.dispose()
 
 
 def _output(step: Step, stdout: str, work: Path) -> str | None:

@@ -13,7 +13,9 @@ last glob matches (numbering its checks on). Its fields:
   sort   the script accepts the output if its sorted lines equal the .vfy's sorted lines
   stdin  a file of the test directory given as standard input
   drop   lines holding any of these strings are dropped from the output (the script's grep -v)
-Special args: "!cp A B" copies a file of the test directory (the script's cp)."""
+  user   the database user it runs as (PB_DBUSER): on PostgreSQL the archive's URL with that user
+Special args: "!cp A B" copies a file of the test directory (the script's cp); "!createuser NAME [GROUP]" makes
+a login role NAME on a PostgreSQL server (a member of GROUP, made if missing), as the script's createuser."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ class Step:
     each: bool = False
     stdin: str | None = None
     drop: tuple[str, ...] = ()
+    user: str | None = None  # the database user the command runs as (PostgreSQL; SQLite has no users)
 
 
 def S(args, rc: int | None = 0, out: str | tuple[str, ...] = (), **kw) -> Step:  # noqa: N802 (a table's row)
@@ -138,18 +141,24 @@ def _attach() -> list[Step]:
 
 
 def _access() -> list[Step]:
-    # as four database users (createuser, PB_DBUSER): steps whose checks are the return codes, 14 numbered tests
+    # as database users (createuser, PB_DBUSER): steps whose checks are the return codes, 14 numbered tests.
+    # The experiment's creator (the suite's user) sets up and updates; pb_input_usr_1_ is given input access,
+    # changed to query access, then revoked; the second definition gives admin, input (to a group) and query
+    # access, which a member of each uses.
     who = "input -u -d access_inp.xml"
-    return [S("setup -d access_exp_1.xml"),
-            *(S(a, rc, check=True) for a, rc in (
-                (f"{who} input_1.dat", 1), ("update -d access_upd_1.xml", 0), (f"{who} input_1.dat", 0),
-                ("update -d access_upd_2.xml", 0), (f"{who} input_2.dat", 1), ("query -d access_qry_1.xml", 0),
-                ("update -d access_upd_3.xml", 0), ("query -d access_qry_1.xml", 1))),
+    first, adm, grp, qry = "pb_input_usr_1_", "pb_admin_usr_", "pb_input_usr_2_", "pb_query_usr_"
+    return [*(S(f"!createuser {u}") for u in (first, adm, qry)), S(f"!createuser {grp} pb_input_grp_"),
+            S("setup -d access_exp_1.xml"),
+            *(S(a, rc, check=True, user=u) for a, rc, u in (
+                (f"{who} input_1.dat", 1, first), ("update -d access_upd_1.xml", 0, None),
+                (f"{who} input_1.dat", 0, first), ("update -d access_upd_2.xml", 0, None),
+                (f"{who} input_2.dat", 1, first), ("query -d access_qry_1.xml", 0, first),
+                ("update -d access_upd_3.xml", 0, None), ("query -d access_qry_1.xml", 1, first))),
             _delete("access"), S("setup -d access_exp_2.xml"),
-            *(S(a, rc, check=True) for a, rc in (
-                (f"{who} input_1.dat", 1), (f"{who} input_1.dat", 0), (f"{who} input_2.dat", 0),
-                ("query -d access_qry_1.xml", 0), ("update -d access_upd_4.xml", 1),
-                ("update -d access_upd_5.xml", 0))),
+            *(S(a, rc, check=True, user=u) for a, rc, u in (
+                (f"{who} input_1.dat", 1, qry), (f"{who} input_1.dat", 0, grp), (f"{who} input_2.dat", 0, grp),
+                ("query -d access_qry_1.xml", 0, qry), ("update -d access_upd_4.xml", 1, grp),
+                ("update -d access_upd_5.xml", 0, adm))),
             _delete("access")]
 
 

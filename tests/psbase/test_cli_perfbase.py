@@ -40,8 +40,9 @@ def test_input_query_info_ls_delete_as_perfbase_writes_them(exp):
     ok(psbase("input", "default_TEST", "--desc", "default_inp_1.xml", "input_1.dat", "--force", cwd=cwd, env=env))
     assert ok(psbase("info", "--exp=default_TEST", "-r", "1", cwd=cwd, env=env)).split("\n", 1)[1] == \
         ok(psbase("info", "default_TEST", "2", cwd=cwd, env=env)).split("\n", 1)[1]
+    # perfbase's info -e: its own layout, which psbase's info --perfbase prints
     assert ok(psbase("info", "-e", "default_TEST", "-v", cwd=cwd, env=env)) == \
-        ok(psbase("info", "default_TEST", cwd=cwd, env=env))
+        ok(psbase("info", "default_TEST", "--perfbase", "--verbose", cwd=cwd, env=env))
     assert ok(psbase("ls", "-e", "default_TEST", cwd=cwd, env=env)) == \
         ok(psbase("ls", "default_TEST", cwd=cwd, env=env))
     assert ok(psbase("query", "-d", "default_qry_1.xml", cwd=cwd, env=env)) == \
@@ -50,7 +51,7 @@ def test_input_query_info_ls_delete_as_perfbase_writes_them(exp):
     assert out == "psbase: removed experiment default_TEST and its 2 runs\n"
     assert "default_TEST" not in ok(psbase("ls", cwd=cwd, env=env))
     assert archive_tables(env["PSBASE_DB"]) == [
-        "psb_experiments", "psb_psets", "psb_purged", "psb_runs", "psb_variables"]
+        "psb_attachments", "psb_experiments", "psb_psets", "psb_purged", "psb_runs", "psb_variables"]
     # set up again under the same name, as perfbase's scripts do after delete -e
     ok(psbase("setup", "--desc=default_exp_int_1.xml", cwd=cwd, env=env))
 
@@ -72,7 +73,7 @@ def test_unsupported_options_are_one_line_and_change_nothing(exp):
             "no parameter set 'p1'")
     refused(psbase("input", "-Z", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "no option -Z")
     refused(psbase("query", "-d", "default_qry_1.xml", "-r", "1", cwd=cwd, env=env), "query --run")
-    refused(psbase("info", "-e", "default_TEST", "-i", cwd=cwd, env=env), "info --inventory")
+    refused(psbase("info", "-e", "default_TEST", "--sort=name", cwd=cwd, env=env), "info --sort")
     refused(psbase("input", "--dbhost=h", "-d", "default_inp_1.xml", "input_1.dat", cwd=cwd, env=env), "--db URL")
     refused(psbase("setup", "-d", cwd=cwd, env=env), "-d needs a value")
     # an experiment is removed only when asked not to ask
