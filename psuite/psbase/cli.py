@@ -516,6 +516,7 @@ def _test_import(store, args, runs: list) -> None:
 
     first: set[str] = set()  # fixed values: perfbase stores them before it reads a line
     last: set[str] = set()  # counts: perfbase stores them when the run ends
+    early: set[str] = set()  # values of the file name: perfbase reads them first
     if args.desc is None and not args.pairs:  # psuite's documents: every value comes from them
         found = [dict(r.values) for r in runs]
     else:
@@ -523,12 +524,17 @@ def _test_import(store, args, runs: list) -> None:
             desc = inputdesc.parse(path)
             first.update(desc.fixed)
             last.update(loc.name for loc in desc.named if loc.mode == "count")
+            named = {name for name, _, _ in desc.uses()}
+            early.update(loc.name for loc in desc.pb_filename)
+            if args.missing == "default":  # perfbase -u: a variable the description does not name is fixed
+                # to its default, stored with the fixed values
+                first.update(v.name for v in store.definition(args.experiment).variables if v.name not in named)
         first.update(item.partition("=")[0].strip() for item in args.fixed)
         args.missing = "empty"
         found = [{n: v for n, v in r.values.items() if v is not None} for r in _read_runs(store, args)[0]]
         if len(found) != len(runs):
             found = [dict(r.values) for r in runs]
-    write_stdout(dryrun.trace(runs, found, first, last))
+    write_stdout(dryrun.trace(runs, found, first, last, early))
 
 
 def _when(run) -> str:

@@ -150,6 +150,22 @@ class FilenameLocation:
 
 
 @dataclass(frozen=True)
+class PbFilenameLocation:
+    """perfbase's <filename_location> with <match>es (or none: the variable's valid values): the file's
+    path as given is searched for each match text; the last one found is taken, and the value is the
+    first word after it (up to its terminator=, or the rest with len="0"), or the match itself when it
+    is a valid value.  match="fuzzy" also searches the text in lower case and without underscores."""
+
+    name: str
+    matches: tuple[tuple[str, str | None], ...]  # (text, terminator)
+    length: int | None = None  # None: the first word; 0: the rest of the path; n: n characters
+    boolean: bool = False
+    maps: tuple[tuple[str, str], ...] = ()
+    from_valid: bool = False  # no <match>: the variable's <valid> values (and <map> inputs) are the matches
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
 class TabularLocation:
     pattern: Pattern
     columns: tuple[tuple[int, str], ...]  # (word position, variable)
@@ -204,6 +220,7 @@ class InputDescription:
     named: list[NamedLocation] = field(default_factory=list)
     explicit: list[ExplicitLocation] = field(default_factory=list)
     filename: list[FilenameLocation] = field(default_factory=list)
+    pb_filename: list[PbFilenameLocation] = field(default_factory=list)
     tables: list[TabularLocation] = field(default_factory=list)
     pb_tables: list[PerfbaseTable] = field(default_factory=list)
     derived: list[DerivedParameter] = field(default_factory=list)
@@ -216,6 +233,7 @@ class InputDescription:
         out += [(loc.name, "named_location", "" if loc.mode == "assign" else "once") for loc in self.named]
         out += [(loc.name, "explicit_location", "once") for loc in self.explicit]
         out += [(name, "filename_location", "once") for loc in self.filename for _, name in loc.groups]
+        out += [(loc.name, "filename_location", "once") for loc in self.pb_filename]
         out += [(name, "tabular_location", "multiple") for t in self.tables for _, name in t.columns]
         out += [(v.name, "tabular_location", "multiple") for t in self.pb_tables for v in t.values]
         out += [(d.name, "derived_parameter", "") for d in self.derived]
@@ -413,6 +431,9 @@ def _parse_explicit(path: str, elem: etree._Element, desc: InputDescription) -> 
 
 
 def _parse_filename(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    if elem.find("regexp") is None:  # perfbase's form: <match>es or the variable's valid values
+        desc.pb_filename.append(_parse_pb_filename(path, elem))
+        return
     regexp = _child_text(path, elem, "regexp")
     pattern = _compile(path, elem, regexp, literal=False)
     groups = []
@@ -427,6 +448,47 @@ def _parse_filename(path: str, elem: etree._Element, desc: InputDescription) -> 
     if not groups:
         raise _fail(path, elem, "no <name>; map the regexp's groups to variables")
     desc.filename.append(FilenameLocation(pattern, tuple(groups), elem.sourceline))
+
+
+def _parse_pb_filename(path: str, elem: etree._Element) -> PbFilenameLocation:
+    for attr, value in elem.attrib.items():
+        if attr not in ("match", "len", "mode") or (attr == "match" and value not in ("exact", "fuzzy")) or (
+                attr == "mode" and value not in ("assign", "boolean")):
+            raise _fail(path, elem, f"{attr}={value!r} is not supported by psbase; remove it or read the value "
+                        "another way")
+    for child in elem:
+        if child.tag not in ("name", "match", "map"):
+            raise _fail(path, child, "is not supported in <filename_location>; use <name>, <match>, <regexp> or "
+                        "<map>")
+    name = _child_text(path, elem, "name")
+    default_type = elem.get("match", "exact")
+    matches: list[tuple[str, str | None]] = []
+    fuzzy: list[tuple[str, str | None]] = []
+    for m in elem.findall("match"):
+        for attr, value in m.attrib.items():
+            if attr not in ("match", "terminator") or (attr == "match" and value not in ("exact", "fuzzy")):
+                raise _fail(path, m, f"{attr}={value!r} is not supported by psbase; remove it or read the "
+                            "value another way")
+        text = m.text or ""
+        if not text:
+            raise _fail(path, m, "is empty; give the text to look for in the file name")
+        matches.append((text, m.get("terminator")))
+        if m.get("match", default_type) == "fuzzy":  # perfbase adds the lower-case forms after all matches
+            fuzzy += [(text.lower(), m.get("terminator")), (text.replace("_", "").lower(), m.get("terminator"))]
+    maps = []
+    for mp in elem.findall("map"):
+        c_in, c_out = mp.findtext("content_in"), mp.findtext("content_out")
+        if not c_in or not c_out:
+            raise _fail(path, mp, "needs <content_in> and <content_out>")
+        maps.append((c_in, c_out))
+    length = elem.get("len")
+    try:
+        length_value = None if length is None or int(length) < 0 else int(length)
+    except ValueError:
+        raise _fail(path, elem, f"len={length!r} is not an integer") from None
+    boolean = elem.get("mode") == "boolean"
+    return PbFilenameLocation(name, tuple(matches + fuzzy), 0 if boolean else length_value, boolean, tuple(maps),
+                              not matches, elem.sourceline)
 
 
 def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> None:
@@ -782,6 +844,51 @@ def _filename(loc: FilenameLocation, variables: dict[str, Variable], path: str, 
             found.origin[name] = f"{path} (file name)"
 
 
+def _pb_filename(loc: PbFilenameLocation, var: Variable, path: str, found: _Found) -> None:
+    """perfbase's filename_location: check_trigger, then parse_data, on the path as given."""
+    matches = list(loc.matches)
+    valid = set(var.valid)
+    if loc.from_valid:
+        if not var.valid:
+            raise UsageError(f"<filename_location> (line {loc.sourceline}) for '{var.name}' has no <match>, and "
+                             f"'{var.name}' has no <valid> values to look for; add a <match>")
+        matches = [(v, None) for v in var.valid] + [(c_in, None) for c_in, _ in loc.maps]
+        valid |= {c_in for c_in, _ in loc.maps}
+    hit = None
+    for text, terminator in matches:  # perfbase keeps the last match found, not the first
+        if text in path:
+            hit = (text, terminator)
+    where = f"{path} (file name)"
+    if hit is None:
+        if loc.boolean:
+            found.values[var.name] = False
+            found.origin[var.name] = where
+        return
+    text, terminator = hit
+    if loc.boolean:
+        found.values[var.name] = True
+        found.origin[var.name] = where
+        return
+    if text in valid and loc.from_valid:
+        content = text
+    else:
+        rest = path.split(text, 1)[1]
+        if not rest:
+            return
+        if loc.length is None:
+            rest = rest.split(terminator, 1)[0] if terminator else (rest.split() or [""])[0]
+        elif loc.length > 0:
+            rest = rest[: loc.length]
+        content = rest.strip()
+    content = dict(loc.maps).get(content, content)
+    if var.datatype in NUMERIC:
+        content = _pb_number(content)
+    if not content:
+        return
+    found.values[var.name] = _typed(var, content, where)
+    found.origin[var.name] = where
+
+
 def _table(table: TabularLocation, variables: dict[str, Variable], block: list[Line], path: str, found: _Found) -> None:
     start = next((i for i, (_, line) in enumerate(block) if table.pattern.search(line)), None)
     if start is None:
@@ -936,6 +1043,8 @@ def _scan(desc: InputDescription, variables: dict[str, Variable], path: str, blo
     found = _Found()
     for loc in desc.filename:
         _filename(loc, variables, path, found)
+    for pb_loc in desc.pb_filename:
+        _pb_filename(pb_loc, variables[pb_loc.name], path, found)
     for loc in desc.named:
         _named(loc, variables[loc.name], block, path, found)
     for loc in desc.explicit:
