@@ -658,6 +658,11 @@ def _refuse_repeated(files: list[str]) -> None:
 
     seen = FilesSeen()
     for path in files:
+        if path == "-":  # standard input (perfbase's input -): read once, kept for the import
+            from psuite.psbase.inputdesc import read_lines
+
+            seen.add(path, hashlib.sha256(read_lines(path)[0]).hexdigest())
+            continue
         with open_input(path) as f:  # regular files only: a pipe or /dev/zero is refused, not read forever
             digest = hashlib.sha256()
             try:

@@ -57,6 +57,7 @@ import ast
 import hashlib
 import math
 import os
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -1033,8 +1034,21 @@ def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
     return blocks
 
 
+_STDIN: list[bytes] = []  # standard input, read once: its runs are read twice (input --test) and hashed
+
+
+def read_lines(path: str) -> tuple[bytes, list[Line]]:
+    """A file's bytes and numbered lines; "-" is standard input (perfbase's input -), read once."""
+    return _read(path)
+
+
 def _read(path: str) -> tuple[bytes, list[Line]]:
-    data = read_input(path)
+    if path == "-":  # perfbase's input -: the data from standard input
+        if not _STDIN:
+            _STDIN.append(read_input("/dev/stdin", "standard input") if not sys.stdin.isatty() else b"")
+        data = _STDIN[0]
+    else:
+        data = read_input(path)
     text = data.decode("utf-8", errors="replace")
     return data, list(enumerate(text.splitlines(), start=1))
 
@@ -1247,7 +1261,10 @@ def content_hash(files: Sequence[str]) -> str:
 
 
 def _block_hash(block: list[Line]) -> str:
-    return hashlib.sha256("\n".join(line for _, line in block).encode("utf-8", "surrogateescape")).hexdigest()
+    # salted: one of several runs in a file is not the run of a file that happens to hold the same lines
+    # (perfbase knows runs by their files, so such a file and the run in a longer one are both filed)
+    text = "\n".join(line for _, line in block).encode("utf-8", "surrogateescape")
+    return hashlib.sha256(b"psbase run of a file\0" + text).hexdigest()
 
 
 def extract(

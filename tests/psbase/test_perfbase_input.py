@@ -1,0 +1,93 @@
+"""perfbase's input descriptions and input command line, with perfbase's own files as its test suite
+writes them (read at test time from ../shared/perfbase/test), through the real psbase command; what psbase
+prints or files is compared with perfbase's recorded output (verify/test_N.vfy)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from tests.psbase.test_cli import PSBASE, ok, psbase
+from tests.psbase.test_perfbase_formats import stored, suite
+
+
+def _copy(tmp_path, directory: str):
+    """A copy of a suite directory: perfbase's command lines name its files relative to it."""
+    work = tmp_path / directory
+    shutil.copytree(suite(directory), work)
+    return work
+
+
+@pytest.mark.parametrize("desc, data, flags, vfy", [
+    ("1", "bench_N_proc_1.dat", ("-u",), 1),  # <match>es: N_proc from "N_proc_1", fs not described: default
+    ("1", "data_Nproc1.dat", ("-u",), 2),  # the second <match> found
+    ("4", "bench_nproc1.dat", ("-u",), 4),  # <match> not in the name: its default, before the data sets
+    ("2", "bench_nproc1.dat", ("-f", "fs=UFS"), 5),  # match="fuzzy": "nproc" found too
+    ("3", "bench_UFSN_proc1.dat", (), 7),  # fs from its <valid> values
+])
+def test_filename_location_with_matches_or_valid_values(tmp_path, desc, data, flags, vfy):
+    """filename/: <filename_location> without <regexp>: each <match> searched in the file's path, the first
+    word after it the value; no <match>: the variable's <valid> values are looked for. input -t prints what
+    perfbase's does, the file name's values first."""
+    work = _copy(tmp_path, "filename")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "filename_exp.xml", cwd=work))
+    out = ok(psbase("--db", db, "input", "-t", *flags, "-d", f"filename_inp_{desc}.xml", f"input/{data}", cwd=work))
+    assert out == (work / "verify" / f"test_{vfy}.vfy").read_text()
+
+
+def test_filename_location_files_the_value(tmp_path):
+    """The value read from the file name is filed (not only printed by -t)."""
+    work = _copy(tmp_path, "filename")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "filename_exp.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-d", "filename_inp_3.xml", "input/bench_UFSN_proc1.dat", cwd=work))
+    (run,) = stored(db, "filename_TEST")
+    assert (run.values["N_proc"], run.values["fs"]) == (1, "UFS")
+    assert len(run.rows) == 8
+
+
+def test_filename_location_without_match_or_valid_values_is_refused(tmp_path):
+    """A <filename_location> with neither <match> nor valid values to look for: one line, exit 2."""
+    work = _copy(tmp_path, "filename")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "filename_exp.xml", cwd=work))
+    text = (work / "filename_inp_1.xml").read_text()
+    (work / "bad.xml").write_text(text.replace("<match>N_proc</match>", "").replace("<match>Nproc</match>", ""))
+    p = psbase("--db", db, "input", "-d", "bad.xml", "input/bench_N_proc_1.dat", cwd=work)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "Traceback" not in p.stderr
+    assert "no <match>" in p.stderr and "'N_proc' has no <valid>" in p.stderr
+    assert stored(db, "filename_TEST") == []
+
+
+def test_quoted_synopsis_and_standard_input(tmp_path):
+    """input/: `-s "data as separator"` split by the shell into three words is one synopsis (perfbase merges
+    quoted words); `-` reads the data from standard input; two runs of one file with is_separator="yes" are
+    both filed although the first holds the same lines as a file filed before."""
+    work = _copy(tmp_path, "input")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "input_exp.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-s", "standard", "-d", "input_inp_1.xml", "input/data_1.dat", cwd=work))
+    ok(psbase("--db", db, "input", "-s", '"data', "as", 'separator"', "-d", "input_inp_2.xml", "input/data_2.dat",
+              cwd=work))
+    with open(work / "input" / "data_5.dat", "rb") as inp:
+        p = subprocess.run([PSBASE, "--db", db, "input", "-s", "stdin", "-d", "input_inp_1.xml", "-"], cwd=work,
+                           stdin=inp, capture_output=True, text=True, timeout=120)
+    ok(p)
+    runs = stored(db, "input_TEST")
+    assert [r.synopsis for r in runs] == ["standard", "data as separator", "data as separator", "stdin"]
+    assert runs[3].sources == ["-"]
+    assert [row["T_pp"] for row in runs[3].rows] == [
+        float(x.split()[1]) for x in (work / "input" / "data_5.dat").read_text().splitlines()
+        if x.strip() and x.split()[0].isdigit()]
+
+
+def test_unclosed_quote_is_refused(tmp_path):
+    work = _copy(tmp_path, "input")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "input_exp.xml", cwd=work))
+    p = psbase("--db", db, "input", "-s", '"data', "as", "-d", "input_inp_1.xml", "input/data_1.dat", cwd=work)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "not closed" in p.stderr
+    assert stored(db, "input_TEST") == []
