@@ -133,6 +133,8 @@ class NamedLocation:
     # rest of its line, or from n lines below it) up to the first end marker
     begins: tuple[tuple[str, int], ...] = ()
     ends: tuple[str, ...] = ()
+    # perfbase's lines=: the raw text of n lines from the one taken (0: up to a blank line), breaks kept
+    lines: int | None = None
 
 
 @dataclass(frozen=True)
@@ -367,7 +369,7 @@ def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str,
 def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> None:
     _supported(path, elem, {"side": None, "line": None, "word": None, "mode": None, "content": None,
                             "is_separator": None, "store_set": None, "len": None, "retrigger": ("auto", "no", "yes"),
-                            "sticky": ("yes",), "update": ("no",)})
+                            "sticky": ("yes",), "update": ("no",), "lines": None})
     content = _choice(path, elem, "content", ("leads", "follows"), "follows")  # perfbase's side=
     side = _choice(path, elem, "side", ("after", "before"), {"leads": "before"}.get(content, "after"))
     line = _choice(path, elem, "line", ("same", "next"), "same")
@@ -412,11 +414,16 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
         length_value = None if length is None or int(length) < 0 else int(length)  # < 0: perfbase's default
     except ValueError:
         raise _fail(path, elem, f"len={length!r} is not an integer") from None
+    lines = elem.get("lines")
+    try:
+        lines_value = None if lines is None or int(lines) < 0 else int(lines)  # < 0: perfbase's default
+    except ValueError:
+        raise _fail(path, elem, f"lines={lines!r} is not an integer") from None
     desc.named.append(
         NamedLocation(
             _child_text(path, elem, "name"), first, side, line == "next", word, elem.sourceline,
             separator, mode, tuple(patterns), tuple(triggers), tuple(maps), store_set, length_value,
-            elem.get("retrigger") == "yes", begins, ends,
+            elem.get("retrigger") == "yes", begins, ends, lines_value,
         )
     )
     if separator:
@@ -635,6 +642,11 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
                 "give it one source"
             )
     for loc in desc.named:
+        if loc.lines not in (None, 1) and variables[loc.name].datatype not in ("string", "text"):
+            raise UsageError(
+                f"{desc.path}: <named_location> (line {loc.sourceline}) lines=\"{loc.lines}\" reads raw text, "
+                f"but '{loc.name}' is a {variables[loc.name].datatype}; make it string or text, or drop lines="
+            )
         wanted = {"count": NUMERIC, "boolean": ("boolean",)}.get(loc.mode)
         if wanted and variables[loc.name].datatype not in wanted:
             raise UsageError(
@@ -731,10 +743,12 @@ def _marked(loc: NamedLocation, block: list[Line], index: int, begin: str) -> st
 
 
 def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: int,
-                   m: regex.Match[str] | str | None) -> tuple[int, str | None]:
+                   m: regex.Match[str] | str | None, open_end: int | None = None) -> tuple[int, str | None]:
     lineno, line = block[index]
     if isinstance(m, str):
         return lineno, _marked(loc, block, index, m)
+    if loc.lines is not None:
+        return lineno, _raw_lines(loc, block, index, m, open_end)
     if m is None:  # a <trigger> without <match>: the whole line
         text, side = line.strip(), "after"
     elif loc.next_line:
@@ -752,6 +766,29 @@ def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: 
     else:
         text, side = line[: m.start()], "before"
     return lineno, _mapped(loc, _words_value(var, text, side, loc.word))
+
+
+def _raw_lines(loc: NamedLocation, block: list[Line], index: int, m: regex.Match[str] | None,
+               open_end: int | None) -> str | None:
+    """perfbase's lines=n: the line taken (after a <match>'s text, which is cut) and the lines after it,
+    n lines in all, or with lines="0" up to the first blank line; each line keeps its line break, as
+    perfbase read the file's lines (the file's last line has none if the file ends without one)."""
+    taken = block[index:] if loc.lines == 0 else block[index: index + loc.lines]
+    pieces = []
+    for i, (_, line) in enumerate(taken):
+        if loc.lines == 0 and not line.strip():
+            break
+        if i == 0 and m is not None and m.re.pattern == regex.escape(m.group(0)):  # a <match>, not a <regexp>
+            line = line[m.end():]
+        pieces.append(line)
+    if not pieces:
+        return None
+    end = block[index + len(pieces) - 1][0]
+    text = "\n".join(pieces)
+    return text if end == open_end else text + "\n"
+
+
+_OPEN_END: dict[str, int] = {}  # file -> its last line's number, when the file ends without a line break
 
 
 def _mapped(loc: NamedLocation, content: str | None) -> str | None:
@@ -774,7 +811,7 @@ def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, foun
     if loc.last and var.occurrence == "once":
         hits = hits[-1:]
     for index, _, m in hits:
-        lineno, content = _named_content(loc, var, block, index, m)
+        lineno, content = _named_content(loc, var, block, index, m, _OPEN_END.get(path))
         if var.occurrence == "multiple":  # each occurrence: a value of the data set
             if content is not None:
                 try:
@@ -1050,6 +1087,8 @@ def _read(path: str) -> tuple[bytes, list[Line]]:
     else:
         data = read_input(path)
     text = data.decode("utf-8", errors="replace")
+    if text and not text.endswith(("\n", "\r")):
+        _OPEN_END[path] = len(text.splitlines())
     return data, list(enumerate(text.splitlines(), start=1))
 
 

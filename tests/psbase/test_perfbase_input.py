@@ -91,3 +91,35 @@ def test_unclosed_quote_is_refused(tmp_path):
     p = psbase("--db", db, "input", "-s", '"data', "as", "-d", "input_inp_1.xml", "input/data_1.dat", cwd=work)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "not closed" in p.stderr
     assert stored(db, "input_TEST") == []
+
+
+@pytest.mark.parametrize("t", [1, 2, 3, 4, 6])
+def test_named_location_lines(tmp_path, t):
+    """lines/: lines="3" takes three lines from the triggered one, lines="0" the lines up to a blank one,
+    line breaks kept (the <match>'s text cut from the first line, a <trigger>'s kept); the import prints
+    what perfbase's does (nothing), and the text is filed (a string's surrounding white space stripped,
+    README)."""
+    work = _copy(tmp_path, "lines")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "lines_exp.xml", cwd=work))
+    args = ("-u", "-d", f"lines_inp_{t}.xml", f"input/input_{t}.dat")
+    out = ok(psbase("--db", db, "input", *args, cwd=work))
+    assert out == (work / "verify" / f"test_{t}.vfy").read_text()
+    (run,) = stored(db, "lines_TEST")
+    name = "text" if t == 6 else "string"
+    (value,) = [row[name] for row in run.rows]
+    want = {1: "line 1\nline 2\nline 3", 2: "line 1\nline 2\nline 3", 3: "result: line 1\nline 2\nline 3",
+            4: "line 1\nline 2\nline 3"}.get(t)
+    if want is None:  # text keeps everything, its last line break too
+        want = "".join(x + "\n" for x in (work / "input" / "input_6.dat").read_text().splitlines()[3:8])
+    assert value == want
+
+
+def test_lines_on_a_number_is_refused(tmp_path):
+    """lines/7: lines= on an integer: one line naming it, exit 2, nothing filed."""
+    work = _copy(tmp_path, "lines")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "lines_exp.xml", cwd=work))
+    p = psbase("--db", db, "input", "-u", "-d", "lines_inp_7.xml", "input/input_7.dat", cwd=work)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "'int' is a integer" in p.stderr
+    assert stored(db, "lines_TEST") == []
