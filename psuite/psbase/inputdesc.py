@@ -229,6 +229,9 @@ class InputDescription:
     derived: list[DerivedParameter] = field(default_factory=list)
     missing: str = "refuse"
     missing_for: dict[str, str] = field(default_factory=dict)
+    # perfbase's <tabular_location is_separator="yes">: a table after the first starts a new run (the text
+    # before the first table belongs to the first run)
+    table_separates: bool = False
 
     def uses(self) -> list[tuple[str, str, str]]:
         """(variable, element, needed occurrence or '') for every variable the description names."""
@@ -503,7 +506,16 @@ def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> Non
     if elem.find("tabular_value") is not None:
         if elem.find("column") is not None:
             raise _fail(path, elem, "mixes perfbase's <tabular_value> with <column>; use one of them")
-        desc.pb_tables.append(_parse_pb_table(path, elem))
+        table = _parse_pb_table(path, elem)
+        desc.pb_tables.append(table)
+        if elem.get("is_separator", "no").lower() == "yes":
+            if desc.separator is not None:
+                raise _fail(path, elem, "a second run separator; give one <set_separation> or is_separator=\"yes\"")
+            if not table.triggers:
+                raise _fail(path, elem, "is_separator=\"yes\" needs a <match> or <regexp> that starts each table")
+            desc.separator = Pattern("|".join(t.text for t in table.triggers),
+                                     regex.compile("|".join(t.compiled.pattern for t in table.triggers)))
+            desc.table_separates = True
         return
     columns = []
     for col in elem.findall("column"):
@@ -529,7 +541,7 @@ def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> Non
 
 
 def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
-    _supported(path, elem, {"columns": None, "rows": None, "is_separator": ("no",)})
+    _supported(path, elem, {"columns": None, "rows": None, "is_separator": ("no", "yes")})
     for tv in elem.findall("tabular_value"):
         _supported(path, tv, {"scale": None, "update": ("no",)})
     allowed = ("match", "regexp", "row", "skip", "ws", "tabular_value")
@@ -1337,7 +1349,7 @@ def extract(
         digest = hashlib.sha256(data).hexdigest()
         seen.add(path, digest)
         blocks = _blocks(desc, lines)
-        lead = desc.separator is not None and any(loc.is_separator for loc in desc.named)
+        lead = desc.separator is not None and (desc.table_separates or any(loc.is_separator for loc in desc.named))
         if lead and not blocks:  # a value that separates runs need not occur: the file is one run
             blocks = [lines]
         if not blocks:
@@ -1349,7 +1361,7 @@ def extract(
             # perfbase's is_separator: the text before the first separator is a run of its own if
             # anything is found in it, else part of the first separated run
             head = [line for line in lines if line[0] < blocks[0][0][0]]
-            if _scan(desc, variables, path, head).empty():
+            if desc.table_separates or _scan(desc, variables, path, head).empty():
                 blocks[0] = head + blocks[0]
             else:
                 blocks.insert(0, head)

@@ -123,3 +123,16 @@ def test_lines_on_a_number_is_refused(tmp_path):
     p = psbase("--db", db, "input", "-u", "-d", "lines_inp_7.xml", "input/input_7.dat", cwd=work)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "'int' is a integer" in p.stderr
     assert stored(db, "lines_TEST") == []
+
+
+def test_table_is_separator(tmp_path):
+    """errors/: <tabular_location is_separator="yes">: a table after the first starts a new run; input_2.dat
+    holds two tables, so the three files are four runs (perfbase's query plots four)."""
+    work = _copy(tmp_path, "errors")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "errors_exp.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-d", "errors_inp.xml", "input_1.dat", "input_2.dat", "input_3.dat", cwd=work))
+    runs = stored(db, "errors_TEST")
+    assert [len(r.rows) for r in runs] == [8, 8, 8, 8]
+    assert [r.sources for r in runs] == [["input_1.dat"], ["input_2.dat"], ["input_2.dat"], ["input_3.dat"]]
+    assert [r.rows[0]["T_pp"] for r in runs[1:3]] == [4.98, 2.98]
