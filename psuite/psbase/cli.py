@@ -90,9 +90,10 @@ def _parser() -> ArgumentParser:
                         "else each is its own run)")
     s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
                    help="a value for a variable, overriding the files (with --desc or --with; may be repeated)")
-    s.add_argument("--missing", choices=("default", "empty", "refuse"),
+    s.add_argument("--missing", choices=("default", "empty", "abort", "refuse"),
                    help="with --desc or --with: a variable the files do not give takes its default, stays empty, or "
-                        "refuses the run (the description's choice unless given)")
+                        "refuses the run (the description's choice unless given); abort, perfbase's: a value of "
+                        "one occurrence refuses the run, a data-set value stays empty")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run: counts and samples summed; or outputs of one run spread over files)")
     s.add_argument("--synopsis", metavar="TEXT", help="a synopsis of the runs filed (perfbase's input -s; "

@@ -69,7 +69,9 @@ from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert, given_twice
 
-POLICIES = ("default", "empty", "refuse")
+# abort: perfbase's policy (its -a abort, the default): a run missing a value of one occurrence is refused,
+# a data-set value missing from a row stays empty (perfbase checks values of one occurrence only)
+POLICIES = ("default", "empty", "abort", "refuse")
 NUMERIC = ("integer", "float")
 
 REGEXP_SECONDS = 2.0  # the most one regexp may take on one line of an input file
@@ -186,6 +188,7 @@ class TabularValue:
     pos: int | None  # absolute, 0-based; None: the column after the previous value's
     match: str | None = None
     scale: float | None = None
+    update: str = "no"  # perfbase's update="yes"|"auto": the value keys the row it completes
 
 
 @dataclass(frozen=True)
@@ -543,7 +546,7 @@ def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> Non
 def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
     _supported(path, elem, {"columns": None, "rows": None, "is_separator": ("no", "yes")})
     for tv in elem.findall("tabular_value"):
-        _supported(path, tv, {"scale": None, "update": ("no",)})
+        _supported(path, tv, {"scale": None, "update": ("no", "yes", "auto")})
     allowed = ("match", "regexp", "row", "skip", "ws", "tabular_value")
     for child in elem:
         if child.tag not in allowed:
@@ -573,7 +576,9 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
             factor = None
         if scale is not None and (factor is None or not math.isfinite(factor)):
             raise _fail(path, tv, f"scale={scale!r} is not a number; give a factor such as 1e-6")
-        values.append(TabularValue(name, pos, match, factor))
+        values.append(TabularValue(name, pos, match, factor, tv.get("update", "no")))
+    if len({v.update for v in values if v.update != "no"}) > 1:
+        raise _fail(path, elem, "mixes update=\"yes\" and update=\"auto\"; give its values one of them")
     return PerfbaseTable(tuple(triggers), tuple(values), row, skip, columns, rows, ws or None, elem.sourceline)
 
 
@@ -621,6 +626,9 @@ class _Found:
     unreadable: dict[str, str] = field(default_factory=dict)
     # (line number, location, value) of named locations of data-set variables
     events: list[tuple[int, NamedLocation, object]] = field(default_factory=list)
+    # rows of tables with update= values: (row, the names that key it, "yes" or "auto"), applied to the
+    # run's other rows once all are read
+    updates: list[tuple[dict[str, object], tuple[str, ...], str]] = field(default_factory=list)
 
     def empty(self) -> bool:
         """Nothing found but counts of zero: perfbase starts no run for such text before a separator."""
@@ -1033,7 +1041,18 @@ def _pb_row(table: PerfbaseTable, variables: dict[str, Variable], line: str, whe
 
 def _pb_table(table: PerfbaseTable, variables: dict[str, Variable], block: list[Line], path: str,
               found: _Found) -> None:
-    """perfbase's tabular_location.check_trigger and parse_data, line by line over the run."""
+    """perfbase's tabular_location.check_trigger and parse_data, line by line over the run; the rows of a
+    table with update= values go to found.updates."""
+    keys = tuple(v.name for v in table.values if v.update != "no")
+    if keys:
+        into = _Found()
+        _pb_table(PerfbaseTable(table.triggers, tuple(TabularValue(v.name, v.pos, v.match, v.scale)
+                                                      for v in table.values), table.row, table.skip,
+                                table.columns, table.rows, table.ws, table.sourceline),
+                  variables, block, path, into)
+        mode = next(v.update for v in table.values if v.update != "no")
+        found.updates += [(row, keys, mode) for row in into.rows]
+        return
     columns = table.columns  # without columns=, the first row's count, kept for the run
     countdown = -1  # lines until the first row of a triggered table
     inside = False
@@ -1128,13 +1147,14 @@ def _policy(desc: InputDescription, name: str, override: str | None) -> str:
 
 def _fill(var: Variable, policy: str, where: str) -> object:
     """The value of a variable nothing gave a value to, by the missing-value policy."""
-    if policy == "empty":
+    if policy == "empty" or policy == "abort" and var.occurrence == "multiple":
         return None
     if policy == "default" and var.default == "":  # an empty <default>: no value is the default
         return None
     if policy == "default" and var.default is not None:
         return _typed(var, var.default, f"{where} (default)") if isinstance(var.default, str) else var.default
-    why = "it has no default in the experiment definition" if policy == "default" else "the policy is 'refuse'"
+    why = "it has no default in the experiment definition" if policy == "default" else \
+        f"the policy is '{policy}'"
     raise UsageError(
         f"{where}: no value for '{var.name}' ({why}); add a location for it to the input description, "
         "give it as a fixed value, or choose the missing-value policy 'empty'"
@@ -1194,6 +1214,7 @@ def _assemble(
         for found in with_rows:
             rows.extend(found.rows)
             row_origin.extend(found.row_origin)
+    _apply_updates([u for _, found in parts for u in found.updates], rows, row_origin, where)
     for desc, _ in parts:  # fixed values of data-set variables fill every row
         for name, text in desc.fixed.items():
             if variables[name].occurrence == "multiple":
@@ -1220,7 +1241,7 @@ def _assemble(
                     )
     for _, found in parts:  # a number that could not be read: refused unless the policy fills it
         for name, why in found.unreadable.items():
-            if values.get(name) is None and policies_of(name) == "refuse":
+            if values.get(name) is None and policies_of(name) in ("refuse", "abort"):
                 raise BadValue(why)
     descs = [d for d, _ in parts]
     derived = {d.name: d for desc in descs for d in desc.derived if d.name not in fixed}  # the command line wins
@@ -1236,6 +1257,20 @@ def _assemble(
                 row[d.name] = _derive(d, var, {**values, **row}, row_where)
     _fill_missing([variables[n] for n in derived], policies, values, rows, row_origin, where)
     return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
+
+
+def _apply_updates(updates: list[tuple[dict[str, object], tuple[str, ...], str]], rows: list[dict[str, object]],
+                   row_origin: list[str], where: str) -> None:
+    """perfbase's update= values: a row of such a table completes every row of the run whose key values
+    are the same (update="yes": a row that matches none is dropped; "auto": it is a row of its own).
+    perfbase matches rows of every run of the experiment; psbase those of the run being read."""
+    for row, keys, mode in updates:
+        hits = [r for r in rows if all(r.get(k) == row[k] for k in keys)]
+        for r in hits:
+            r.update({k: v for k, v in row.items() if k not in keys})
+        if not hits and mode == "auto":
+            rows.append(dict(row))
+            row_origin.append(where)
 
 
 def _row_names(found: _Found) -> set[str]:

@@ -41,7 +41,7 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
     "ls": {"-l": "--long", "-s": "--show", "-m": "--meta", "-n": "--nvals", "-a": "--all", "-d": "--distinct"},
 }
 # perfbase's --missing actions as psbase's --missing policies
-_MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
+_MISSING = {"default": "default", "abort": "abort", "ignore": "empty"}
 _PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
                          "--synopsis", "--performed", "--use-mtime", "--test", "--pset-store", "--pset-use")
 
@@ -342,7 +342,7 @@ def _input(tokens: list) -> list[str]:
     # perfbase aborts on a missing value unless told otherwise (-u, -a)
     if missing is not None and use_default and missing != "default":
         raise _refuse(f"input -u with -a {missing}", "psbase has one policy for missing values: give one")
-    out += ["--missing", missing or ("default" if use_default else "refuse")]
+    out += ["--missing", missing or ("default" if use_default else "abort")]
     out += [x for f in fixed for x in ("--fixed", f)]
     # psbase knows a run by all its files: it is filed again when each of them is enforced
     every = all(f in enforced for _, files in groups for f in files)

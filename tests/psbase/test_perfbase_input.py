@@ -136,3 +136,41 @@ def test_table_is_separator(tmp_path):
     assert [len(r.rows) for r in runs] == [8, 8, 8, 8]
     assert [r.sources for r in runs] == [["input_1.dat"], ["input_2.dat"], ["input_2.dat"], ["input_3.dat"]]
     assert [r.rows[0]["T_pp"] for r in runs[1:3]] == [4.98, 2.98]
+
+
+def _rows(run) -> list[tuple]:
+    return [(r["S_msg"], r["d"], r.get("T_gap"), r.get("T_pp")) for r in run.rows]
+
+
+def test_update_values_complete_rows(tmp_path):
+    """set_update/: <tabular_value update="yes"> keys: a latency row completes the gap row with the same
+    S_msg and d (one row with both results); a row matching none is dropped with "yes", filed as a row of
+    its own with "auto"; a data-set value still missing stays empty (perfbase's abort checks values of one
+    occurrence only)."""
+    work = _copy(tmp_path, "set_update")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "set_update_exp.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-j", "-d", "set_update-yes_inp.xml", "input/data_1.dat", cwd=work))
+    ok(psbase("--db", db, "input", "-j", "-d", "set_update-yes_inp.xml", "input/data_2.dat", "input/data_3.dat",
+              cwd=work))
+    ok(psbase("--db", db, "input", "-j", "-d", "set_update-yes_inp.xml", "input/data_4.dat", cwd=work))
+    ok(psbase("--db", db, "input", "-j", "-d", "set_update-auto_inp.xml", "input/data_4.dat", "--force", cwd=work))
+    one, two, three, four = stored(db, "set_update_TEST")
+    assert _rows(one) == [(0, "in", 0.13, 1.0), (1, "in", 0.23, 1.1), (2, "in", 0.33, 2.0), (4, "in", 0.43, 2.1)]
+    assert _rows(two) == [(10, "in", 0.13, 1.0), (11, "in", 0.23, 1.1), (12, "out", 0.33, 2.0),
+                          (14, "out", 0.43, 2.1)]
+    gaps = [(20, "out", 0.13, None), (21, "out", 0.23, None), (22, "out", 0.33, None), (24, "out", 0.43, None)]
+    assert _rows(three) == gaps
+    assert _rows(four) == gaps + [(20, "in", None, 1.0), (21, "in", None, 1.1), (22, "in", None, 2.0),
+                                  (24, "in", None, 2.1)]
+
+
+def test_abort_refuses_a_missing_value_of_one_occurrence(tmp_path):
+    """default/: perfbase's default policy (abort) refuses a run without a value of one occurrence: one line,
+    exit 2, nothing filed."""
+    work = _copy(tmp_path, "default")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "default_exp_float_1.xml", cwd=work))
+    p = psbase("--db", db, "input", "-d", "default_inp_1.xml", "input_2.dat", cwd=work)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "no value for 'v'" in p.stderr
+    assert stored(db, "default_TEST") == []
