@@ -67,7 +67,7 @@ from lxml import etree
 from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
-from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert, given_twice
+from psuite.psbase.model import STRING_MAX, BadValue, Definition, RunData, Variable, Version, convert, given_twice
 
 # abort: perfbase's policy (its -a abort, the default): a run missing a value of one occurrence is refused,
 # a data-set value missing from a row stays empty (perfbase checks values of one occurrence only)
@@ -696,6 +696,13 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
 
 
 def _typed(var: Variable, text: str, where: str) -> object:
+    words = text.split()
+    if var.datatype == "version" and len(words) > 1 and not var.valid and text == text.strip():
+        # perfbase's versions may carry words after the number ("1.0.3 a"), read from its files; psbase's
+        # own version values stay one word
+        head = _typed(var, words[0], where)
+        if " ".join(words) == text and len(text) <= STRING_MAX:
+            return Version(f"{head} {' '.join(words[1:])}")
     try:
         return convert(var, text)
     except UsageError as exc:  # BadValue, or any refusal of the model; its message names the variable

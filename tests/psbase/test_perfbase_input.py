@@ -174,3 +174,15 @@ def test_abort_refuses_a_missing_value_of_one_occurrence(tmp_path):
     p = psbase("--db", db, "input", "-d", "default_inp_1.xml", "input_2.dat", cwd=work)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "no value for 'v'" in p.stderr
     assert stored(db, "default_TEST") == []
+
+
+def test_version_with_a_word(tmp_path):
+    """version/: a version such as '1.0.3 a' (read with len="0") is filed as a version that sorts after
+    1.0.3 and before 1.0.4, as perfbase's query v_prot >= '1.0.3' takes it."""
+    work = _copy(tmp_path, "version")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "version_exp.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-d", "version_inp.xml", "input/input_1.dat", "input/input_4.dat", cwd=work))
+    one, four = stored(db, "version_TEST")
+    assert (one.values["v_prot"], four.values["v_prot"]) == ("1.0.3", "1.0.3 a")
+    assert one.values["v_prot"] < four.values["v_prot"] < "1.0.4"
