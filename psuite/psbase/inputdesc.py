@@ -59,7 +59,7 @@ import math
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import regex
 from lxml import etree
@@ -137,6 +137,9 @@ class NamedLocation:
     ends: tuple[str, ...] = ()
     # perfbase's lines=: the raw text of n lines from the one taken (0: up to a blank line), breaks kept
     lines: int | None = None
+    # no <match>, <regexp> or <trigger>: the variable's valid values and the <map> inputs are looked for,
+    # and the one found is the content (the patterns are filled in when the experiment is known)
+    from_valid: bool = False
 
 
 @dataclass(frozen=True)
@@ -189,6 +192,7 @@ class TabularValue:
     match: str | None = None
     scale: float | None = None
     update: str = "no"  # perfbase's update="yes"|"auto": the value keys the row it completes
+    maps: tuple[tuple[str, regex.Pattern[str] | None, str], ...] = ()  # <map>: (content_in, its regexp, out)
 
 
 @dataclass(frozen=True)
@@ -242,7 +246,7 @@ class InputDescription:
         out += [(loc.name, "named_location", "" if loc.mode == "assign" else "once") for loc in self.named]
         out += [(loc.name, "explicit_location", "once") for loc in self.explicit]
         out += [(name, "filename_location", "once") for loc in self.filename for _, name in loc.groups]
-        out += [(loc.name, "filename_location", "once") for loc in self.pb_filename]
+        out += [(loc.name, "filename_location", "") for loc in self.pb_filename]
         out += [(name, "tabular_location", "multiple") for t in self.tables for _, name in t.columns]
         out += [(v.name, "tabular_location", "multiple") for t in self.pb_tables for v in t.values]
         out += [(d.name, "derived_parameter", "") for d in self.derived]
@@ -400,8 +404,7 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
     for t in elem.findall("trigger"):
         skip = _positive(path, t, _child_text(path, t, "skip", required=False) or "0", "<skip>", zero=True)
         triggers.append((_pattern(path, t), skip))
-    if not patterns and not triggers and not begins:
-        raise _fail(path, elem, "give a <match>, <regexp> or <trigger>")
+    from_valid = not patterns and not triggers and not begins
     maps = []
     for m in elem.findall("map"):
         pairs = m.findall("mapping") or [m]
@@ -414,7 +417,8 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
                 text = c_in.text or ""
                 maps.append((_compile(path, c_in, f"^{regex.escape(text)}$" if literal else text, literal=False),
                              (c_out.text or "").strip()))
-    first = patterns[0] if patterns else triggers[0][0] if triggers else _compile(path, elem, begins[0][0], True)
+    first = patterns[0] if patterns else triggers[0][0] if triggers else \
+        _compile(path, elem, begins[0][0], True) if begins else Pattern("", regex.compile("(?!)"))
     length = elem.get("len")
     try:
         length_value = None if length is None or int(length) < 0 else int(length)  # < 0: perfbase's default
@@ -429,7 +433,7 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
         NamedLocation(
             _child_text(path, elem, "name"), first, side, line == "next", word, elem.sourceline,
             separator, mode, tuple(patterns), tuple(triggers), tuple(maps), store_set, length_value,
-            elem.get("retrigger") == "yes", begins, ends, lines_value,
+            elem.get("retrigger") == "yes", begins, ends, lines_value, from_valid,
         )
     )
     if separator:
@@ -562,8 +566,9 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
     values = []
     for tv in elem.findall("tabular_value"):
         for child in tv:
-            if child.tag not in ("name", "pos", "match"):
-                raise _fail(path, child, "is not supported in <tabular_value>; use <name> with <pos> or <match>")
+            if child.tag not in ("name", "pos", "match", "map"):
+                raise _fail(path, child, "is not supported in <tabular_value>; use <name> with <pos> or <match>, "
+                            "and <map>")
         name = _child_text(path, tv, "name")
         if any(v.name == name for v in values):
             raise _fail(path, tv, f"'{name}' is read twice in this table; read it once")
@@ -576,7 +581,17 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
             factor = None
         if scale is not None and (factor is None or not math.isfinite(factor)):
             raise _fail(path, tv, f"scale={scale!r} is not a number; give a factor such as 1e-6")
-        values.append(TabularValue(name, pos, match, factor, tv.get("update", "no")))
+        maps = []
+        for mp in tv.findall("map"):
+            c_in, c_out = mp.find("content_in"), mp.findtext("content_out")
+            if c_in is None or not c_in.text or not c_out:
+                raise _fail(path, mp, "needs <content_in> and <content_out>")
+            kind = c_in.get("match", "literal")
+            if kind not in ("literal", "regexp"):
+                raise _fail(path, c_in, f"match={kind!r} is not literal or regexp")
+            maps.append((c_in.text, _compile(path, c_in, c_in.text, literal=False) if kind == "regexp" else None,
+                         c_out))
+        values.append(TabularValue(name, pos, match, factor, tv.get("update", "no"), tuple(maps)))
     if len({v.update for v in values if v.update != "no"}) > 1:
         raise _fail(path, elem, "mixes update=\"yes\" and update=\"auto\"; give its values one of them")
     return PerfbaseTable(tuple(triggers), tuple(values), row, skip, columns, rows, ws or None, elem.sourceline)
@@ -629,6 +644,8 @@ class _Found:
     # rows of tables with update= values: (row, the names that key it, "yes" or "auto"), applied to the
     # run's other rows once all are read
     updates: list[tuple[dict[str, object], tuple[str, ...], str]] = field(default_factory=list)
+    # data-set values one location gives for the whole run (a file name's): each row without its own
+    sticky: dict[str, object] = field(default_factory=dict)
 
     def empty(self) -> bool:
         """Nothing found but counts of zero: perfbase starts no run for such text before a separator."""
@@ -661,7 +678,20 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
                 f"<{sorted(elements - exclusive)[0] if elements - exclusive else sorted(exclusive)[1]}>; "
                 "give it one source"
             )
-    for loc in desc.named:
+    for i, loc in enumerate(desc.named):
+        if loc.from_valid:
+            var = variables[loc.name]
+            # a literal map input is compiled anchored (^text$): here it is looked for within the line
+            texts = [*(regex.escape(v) for v in var.valid),
+                     *(p.text[1:-1] if p.text.startswith("^") and p.text.endswith("$") else p.text
+                       for p, _ in loc.maps)] if var.valid else []
+            if not texts:
+                raise UsageError(
+                    f"{desc.path}: <named_location> (line {loc.sourceline}) has no <match>, <regexp> or "
+                    f"<trigger>, and '{loc.name}' has no <valid> values to look for; add a <match>"
+                )
+            found = tuple(Pattern(t, regex.compile(t)) for t in texts)
+            desc.named[i] = loc = replace(loc, pattern=found[0], patterns=found)
         if loc.lines not in (None, 1) and variables[loc.name].datatype not in ("string", "text"):
             raise UsageError(
                 f"{desc.path}: <named_location> (line {loc.sourceline}) lines=\"{loc.lines}\" reads raw text, "
@@ -776,6 +806,8 @@ def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: 
         return lineno, _marked(loc, block, index, m)
     if loc.lines is not None:
         return lineno, _raw_lines(loc, block, index, m, open_end)
+    if loc.from_valid and m is not None:  # perfbase: the valid value (or a map's input) found is the content
+        return lineno, _mapped(loc, m.group(0))
     if m is None:  # a <trigger> without <match>: the whole line
         text, side = line.strip(), "after"
     elif loc.next_line:
@@ -912,13 +944,13 @@ def _filename(loc: FilenameLocation, variables: dict[str, Variable], path: str, 
 def _pb_filename(loc: PbFilenameLocation, var: Variable, path: str, found: _Found) -> None:
     """perfbase's filename_location: check_trigger, then parse_data, on the path as given."""
     matches = list(loc.matches)
-    valid = set(var.valid)
+    # perfbase counts a <map>'s inputs among the valid values it looks for and takes as they are
+    valid = set(var.valid) | ({c_in for c_in, _ in loc.maps} if var.valid else set())
     if loc.from_valid:
         if not var.valid:
             raise UsageError(f"<filename_location> (line {loc.sourceline}) for '{var.name}' has no <match>, and "
                              f"'{var.name}' has no <valid> values to look for; add a <match>")
         matches = [(v, None) for v in var.valid] + [(c_in, None) for c_in, _ in loc.maps]
-        valid |= {c_in for c_in, _ in loc.maps}
     hit = None
     for text, terminator in matches:  # perfbase keeps the last match found, not the first
         if text in path:
@@ -934,7 +966,7 @@ def _pb_filename(loc: PbFilenameLocation, var: Variable, path: str, found: _Foun
         found.values[var.name] = True
         found.origin[var.name] = where
         return
-    if text in valid and loc.from_valid:
+    if text in valid:
         content = text
     else:
         rest = path.split(text, 1)[1]
@@ -949,6 +981,9 @@ def _pb_filename(loc: PbFilenameLocation, var: Variable, path: str, found: _Foun
     if var.datatype in NUMERIC:
         content = _pb_number(content)
     if not content:
+        return
+    if var.occurrence == "multiple":  # a data-set value from the file name: every row of the run has it
+        found.sticky[var.name] = _typed(var, content, where)
         return
     found.values[var.name] = _typed(var, content, where)
     found.origin[var.name] = where
@@ -1027,6 +1062,10 @@ def _pb_row(table: PerfbaseTable, variables: dict[str, Variable], line: str, whe
                 return None
             text = after.split()[0]
             previous = len((before + tv.match).split())
+        # perfbase's <map>: the content given exactly, else the first regexp it matches
+        exact = [out for c_in, rx, out in tv.maps if rx is None and c_in == text]
+        text = exact[0] if exact else next((out for _, rx, out in tv.maps if rx is not None and rx.search(text)),
+                                           text)
         if var.datatype in NUMERIC:
             text = _pb_number(text)
             if not text:
@@ -1222,6 +1261,10 @@ def _assemble(
             rows.extend(found.rows)
             row_origin.extend(found.row_origin)
     _apply_updates([u for _, found in parts for u in found.updates], rows, row_origin, where)
+    for _, found in parts:
+        for name, value in found.sticky.items():
+            for row in rows:
+                row.setdefault(name, value)
     for desc, _ in parts:  # fixed values of data-set variables fill every row
         for name, text in desc.fixed.items():
             if variables[name].occurrence == "multiple":

@@ -186,3 +186,23 @@ def test_version_with_a_word(tmp_path):
     one, four = stored(db, "version_TEST")
     assert (one.values["v_prot"], four.values["v_prot"]) == ("1.0.3", "1.0.3 a")
     assert one.values["v_prot"] < four.values["v_prot"] < "1.0.4"
+
+
+@pytest.mark.parametrize("t, data", [(1, "input_1.dat"), (2, "input_2_networkfs.dat"),
+                                     (3, "input_3_fs-network.dat"), (4, "input_4.dat")])
+def test_maps(tmp_path, t, data):
+    """map/: <map> in a <tabular_value> (fsx -> XFS); a <filename_location> of a data-set parameter, by its
+    valid values and map inputs (networkfs -> NFS) or a <match> with terminator= (fs-network. -> NFS), the
+    value in every row; a <named_location> without <match> finds a map input in the file (fsx -> XFS).
+    input -t prints perfbase's data sets, and the same is filed."""
+    work = _copy(tmp_path, "map")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "map_exp.xml", cwd=work))
+    args = ("-d", f"map_inp_{t}.xml", f"input/{data}")
+    want = (work / "verify" / f"test_{t}.vfy").read_text()
+    assert ok(psbase("--db", db, "input", "-t", *args, cwd=work)) == want
+    ok(psbase("--db", db, "input", *args, cwd=work))
+    (run,) = stored(db, "map_TEST")
+    assert [(r["fs"], str(r["T"])) for r in run.rows] == [
+        (x.split("'fs': '")[1].split("'")[0], x.split("'T': '")[1].split("'")[0])
+        for x in want.splitlines() if x.startswith("{")]
