@@ -405,6 +405,10 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
         skip = _positive(path, t, _child_text(path, t, "skip", required=False) or "0", "<skip>", zero=True)
         triggers.append((_pattern(path, t), skip))
     from_valid = not patterns and not triggers and not begins
+    if from_valid and elem.find("map") is None:
+        # perfbase would look for the variable's valid values; psbase asks for a <map> to show that is meant
+        raise _fail(path, elem, "give a <match>, <regexp> or <trigger> (or <map>s, to look for the variable's "
+                    "valid values and the maps' inputs)")
     maps = []
     for m in elem.findall("map"):
         pairs = m.findall("mapping") or [m]
