@@ -217,9 +217,11 @@ class PerfbaseTable:
 class DerivedParameter:
     name: str
     term: str
-    tree: ast.Expression
+    tree: ast.Expression | None
     names: tuple[str, ...]
     sourceline: int | None = None
+    # perfbase's <map value="VAR">: (variable, content_in as a regexp, content_out), the first that matches
+    maps: tuple[tuple[str, regex.Pattern[str], str], ...] = ()
 
 
 @dataclass
@@ -601,9 +603,77 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
     return PerfbaseTable(tuple(triggers), tuple(values), row, skip, columns, rows, ws or None, elem.sourceline)
 
 
+# perfbase's <function type=...> names that psbase's arithmetic has (fabs is its abs)
+_XML_FUNCTIONS = {"abs": "abs", "fabs": "abs", "min": "min", "max": "max", "sqrt": "sqrt", "exp": "exp",
+                  "log": "log", "log10": "log10"}
+_XML_CONSTANTS = {"e": repr(math.e), "pi": repr(math.pi)}
+
+
+def _xml_term(path: str, elem: etree._Element) -> str:
+    """perfbase's XML term (<product><factor>..., <fraction>, <sum>, <difference>, <function>,
+    <parameter>, <constant>) as psbase's arithmetic text; each operand parenthesized, as perfbase builds it."""
+    parts = [c for c in elem if isinstance(c.tag, str)]
+    if len(parts) != 1:
+        raise _fail(path, elem, "needs exactly one of <fraction>, <product>, <sum>, <difference>, <function>, "
+                    "<parameter> or <constant>")
+    t = parts[0]
+
+    def sub(tag: str, at_least: int = 1, exactly: int | None = None) -> list[str]:
+        found = t.findall(tag)
+        if len(found) < at_least or exactly is not None and len(found) != exactly:
+            raise _fail(path, t, f"needs {exactly or at_least} <{tag}>")
+        return [f"({_xml_term(path, f)})" for f in found]
+
+    if t.tag == "fraction":
+        return "/".join(sub("dividend", exactly=1) + sub("divisor", exactly=1))
+    if t.tag == "difference":
+        return "-".join(sub("minuend", exactly=1) + sub("subtrahend", exactly=1))
+    if t.tag == "product":
+        return "*".join(sub("factor"))
+    if t.tag == "sum":
+        return "+".join(sub("summand"))
+    if t.tag == "function":
+        kind = t.get("type", "")
+        if kind not in _XML_FUNCTIONS:
+            raise _fail(path, t, f"type={kind!r} is not supported by psbase; use one of "
+                        f"{', '.join(sorted(_XML_FUNCTIONS))}")
+        return f"{_XML_FUNCTIONS[kind]}({', '.join(sub('argument'))})"
+    text = (t.text or "").strip()
+    if t.tag == "parameter" and text:
+        return text
+    if t.tag == "constant" and text:
+        return _XML_CONSTANTS.get(text, text)
+    raise _fail(path, t, "is not a term element, or is empty; use <fraction>, <product>, <sum>, <difference>, "
+                "<function>, <parameter NAME> or <constant>")
+
+
 def _parse_derived(path: str, elem: etree._Element, desc: InputDescription) -> None:
     name = _child_text(path, elem, "name")
-    term = _child_text(path, elem, "term")
+    map_elem = elem.find("map")
+    if map_elem is not None:  # perfbase's <map value="VAR">: the content of VAR mapped
+        maps = []
+        for mapping in map_elem.findall("mapping"):
+            ins, outs = mapping.findall("content_in"), mapping.findall("content_out")
+            if not ins or len(ins) != len(outs):
+                raise _fail(path, mapping, "needs <content_in> and <content_out> pairs")
+            for c_in, c_out in zip(ins, outs, strict=True):
+                var = c_in.get("value") or map_elem.get("value")
+                if not var:
+                    raise _fail(path, c_in, "names no variable; give value=\"VAR\" here or on <map>")
+                text, out = (c_in.text or "").strip(), (c_out.text or "").strip()
+                if not text or not out:
+                    raise _fail(path, mapping, "a <content_in> or <content_out> is empty; give its text")
+                literal = c_in.get("match", "literal") != "regexp"
+                maps.append((var, _compile(path, c_in, f"^{regex.escape(text)}$" if literal else text,
+                                           literal=False).compiled, out))
+        names = tuple(dict.fromkeys(v for v, _, _ in maps))
+        desc.derived.append(DerivedParameter(name, "<map>", None, names, elem.sourceline, tuple(maps)))
+        return
+    term_elem = elem.find("term")
+    if term_elem is not None and len([c for c in term_elem if isinstance(c.tag, str)]):
+        term = _xml_term(path, term_elem)  # perfbase's XML form
+    else:
+        term = _child_text(path, elem, "term")
     try:
         tree = arith.check(term, DERIVED_OPERATORS, DERIVED_FUNCTIONS)
     except ValueError as exc:
@@ -622,7 +692,7 @@ def _parse_missing(path: str, elem: etree._Element, desc: InputDescription) -> N
 # The arithmetic of derived parameters (psuite.psbase.arith)
 
 DERIVED_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
-DERIVED_FUNCTIONS = ("abs", "min", "max", "round")
+DERIVED_FUNCTIONS = ("abs", "min", "max", "round", "sqrt", "exp", "log", "log10")
 
 
 # ---------------------------------------------------------------------------
@@ -1212,6 +1282,11 @@ def _fill(var: Variable, policy: str, where: str) -> object:
 
 
 def _derive(d: DerivedParameter, var: Variable, env: dict[str, object], where: str) -> object:
+    if d.maps:  # the first mapping whose variable's content matches; none: no value
+        for name, pattern, out in d.maps:
+            if env.get(name) is not None and pattern.search(str(env[name])):
+                return _typed(var, out, f"{where} (derived by <map> from '{name}')")
+        return None
     if any(env.get(n) is None for n in d.names):
         return None  # an input is empty: so is the result, and the missing-value policy decides
     try:

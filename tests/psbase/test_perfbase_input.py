@@ -206,3 +206,46 @@ def test_maps(tmp_path, t, data):
     assert [(r["fs"], str(r["T"])) for r in run.rows] == [
         (x.split("'fs': '")[1].split("'")[0], x.split("'T': '")[1].split("'")[0])
         for x in want.splitlines() if x.startswith("{")]
+
+
+@pytest.mark.parametrize("t", [1, 2, 3])
+def test_derived_parameter_xml_term(tmp_path, t):
+    """derived/: <derived_parameter><term><product><factor><parameter>... (perfbase's XML term): N_procs is
+    N_nodes * N_ppn in every row (and N_cpus = N_nodes * N_cpn in the third)."""
+    work = _copy(tmp_path, "derived")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", f"derived_exp_{t}.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-d", f"derived_inp_{t}.xml", f"input_{t}.dat", cwd=work))
+    (run,) = stored(db, "derived_TEST")
+    rows = [{**run.values, **r} for r in run.rows]  # N_nodes is of one occurrence in the second and third
+    assert rows and all(r["N_procs"] == r["N_nodes"] * r["N_ppn"] for r in rows)
+    if t == 1:
+        assert sorted(r["N_procs"] for r in rows) == [1, 2, 2, 3, 4, 4, 6, 8]
+    if t == 3:
+        assert all(r["N_cpus"] == r["N_nodes"] * r["N_cpn"] for r in rows)
+
+
+def test_derived_parameter_map(tmp_path):
+    """map2/: <derived_parameter><map value="os">: fs is the content_out of the os content found (Windows ->
+    NTFS, Linux -> ext2), as perfbase's input -t prints it."""
+    work = _copy(tmp_path, "map2")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "map2_exp.xml", cwd=work))
+    ok(psbase("--db", db, "input", "-u", "-d", "map2_inp_1.xml", "input/input_1.dat", "input/input_2.dat",
+              cwd=work))
+    one, two = stored(db, "map2_TEST")
+    assert [(r.values["os"], r.values["fs"]) for r in (one, two)] == [("Windows", "NTFS"), ("Linux", "ext2")]
+    for n, run in ((1, one), (2, two)):
+        assert f"  fs\t= {run.values['fs']}\n" in (work / "verify" / f"test_{n}.vfy").read_text()
+
+
+def test_xml_term_unknown_function_is_refused(tmp_path):
+    work = _copy(tmp_path, "derived")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "derived_exp_1.xml", cwd=work))
+    text = (work / "derived_inp_1.xml").read_text()
+    (work / "bad.xml").write_text(text.replace("<product>", '<function type="atanh"><argument><product>', 1)
+                                  .replace("</product>", "</product></argument></function>", 1))
+    p = psbase("--db", db, "input", "-d", "bad.xml", "input_1.dat", cwd=work)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "type='atanh'" in p.stderr
+    assert stored(db, "derived_TEST") == []
