@@ -61,7 +61,7 @@ def text(value: object) -> str:
     perfbase's database gave them back)."""
     if isinstance(value, bool):
         return "t" if value else "f"
-    return str(value)
+    return getattr(value, "text", None) or str(value)  # a number read from a file: its text
 
 
 def _py2_repr(value: str | None) -> str:
@@ -90,7 +90,7 @@ def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[s
         for name, value in head + given:
             out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
         for i, row in enumerate(run.rows):
-            keys = py2_dict_order(row)
+            keys = py2_dict_order([k for k in row if row[k] is not None])  # perfbase prints what it read
             body = ", ".join(f"{k!r}: {_py2_repr(None if row[k] is None else text(row[k]))}" for k in keys)
             out.append(f"Dataset {i} in run {index}\n{{{body}}}\n")
         for name, value in filled:

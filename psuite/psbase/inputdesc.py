@@ -140,6 +140,8 @@ class NamedLocation:
     # no <match>, <regexp> or <trigger>: the variable's valid values and the <map> inputs are looked for,
     # and the one found is the content (the patterns are filled in when the experiment is known)
     from_valid: bool = False
+    sticky: bool = True  # perfbase's sticky="no": a data-set value goes to the next row only
+    terminators: tuple[tuple[str, str], ...] = ()  # <match terminator="x">: (match text, x)
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,19 @@ class PerfbaseTable:
 
 
 @dataclass(frozen=True)
+class SplitLocation:
+    """perfbase's <split_location>: a line an <enter> location matches opens a record (a stack: they
+    nest), the next line a <leave> location matches closes the latest one and makes a data-set row of
+    the <store> names: the value at leave (current, leave), at enter, or leave minus enter (diff), their
+    sum, max or min."""
+
+    enter: tuple[NamedLocation, ...]
+    leave: tuple[NamedLocation, ...]
+    store: tuple[tuple[str, str], ...]  # (variable, what)
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
 class DerivedParameter:
     name: str
     term: str
@@ -235,6 +250,7 @@ class InputDescription:
     pb_filename: list[PbFilenameLocation] = field(default_factory=list)
     tables: list[TabularLocation] = field(default_factory=list)
     pb_tables: list[PerfbaseTable] = field(default_factory=list)
+    splits: list[SplitLocation] = field(default_factory=list)
     derived: list[DerivedParameter] = field(default_factory=list)
     missing: str = "refuse"
     missing_for: dict[str, str] = field(default_factory=dict)
@@ -252,6 +268,7 @@ class InputDescription:
         out += [(name, "tabular_location", "multiple") for t in self.tables for _, name in t.columns]
         out += [(v.name, "tabular_location", "multiple") for t in self.pb_tables for v in t.values]
         out += [(d.name, "derived_parameter", "") for d in self.derived]
+        out += [(n, "split_location", "multiple") for sp in self.splits for n, _ in sp.store]
         out += [(n, "missing", "") for n in self.missing_for]
         return out
 
@@ -338,6 +355,7 @@ def parse(path: str) -> InputDescription:
         "filename_location": _parse_filename,
         "tabular_location": _parse_table,
         "derived_parameter": _parse_derived,
+        "split_location": _parse_split,
         "missing": _parse_missing,
     }
     for elem in root:
@@ -369,7 +387,8 @@ def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str,
     """perfbase attributes psbase does not implement are refused, not ignored: ignoring one would
     file other values than perfbase does.  attributes: name -> the values taken (None: any)."""
     for node in [elem, *elem.iter("match", "regexp")]:
-        allowed = attributes if node is elem else {"match": ("fuzzy",), "marker": ("begin", "end"), "skip": None}
+        allowed = attributes if node is elem else {"match": ("fuzzy",), "marker": ("begin", "end"), "skip": None,
+                                                   "terminator": None}
         if node is not elem and node.get("skip") is not None and node.get("marker") != "begin":
             raise _fail(path, node, "skip= is read only with marker=\"begin\"; remove it or add marker=\"begin\"")
         for name, value in node.attrib.items():
@@ -381,7 +400,7 @@ def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str,
 def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> None:
     _supported(path, elem, {"side": None, "line": None, "word": None, "mode": None, "content": None,
                             "is_separator": None, "store_set": None, "len": None, "retrigger": ("auto", "no", "yes"),
-                            "sticky": ("yes",), "update": ("no",), "lines": None})
+                            "sticky": ("yes", "no"), "update": ("no",), "lines": None})
     content = _choice(path, elem, "content", ("leads", "follows"), "follows")  # perfbase's side=
     side = _choice(path, elem, "side", ("after", "before"), {"leads": "before"}.get(content, "after"))
     line = _choice(path, elem, "line", ("same", "next"), "same")
@@ -439,13 +458,39 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
         NamedLocation(
             _child_text(path, elem, "name"), first, side, line == "next", word, elem.sourceline,
             separator, mode, tuple(patterns), tuple(triggers), tuple(maps), store_set, length_value,
-            elem.get("retrigger") == "yes", begins, ends, lines_value, from_valid,
+            elem.get("retrigger") == "yes", begins, ends, lines_value, from_valid, elem.get("sticky") != "no",
+            tuple((c.text or "", c.get("terminator")) for c in elem.findall("match") if c.get("terminator")),
         )
     )
     if separator:
         if desc.separator is not None or sum(loc.is_separator for loc in desc.named) > 1:
             raise _fail(path, elem, "a second run separator; give one <set_separation> or is_separator=\"yes\"")
         desc.separator = first
+
+
+def _parse_split(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    sides = []
+    for tag in ("enter", "leave"):
+        part = elem.find(tag)
+        inner = InputDescription(path=path)
+        for child in part if part is not None else ():
+            if child.tag != "named_location":
+                raise _fail(path, child, f"is not supported in <{tag}>; use <named_location>")
+            _parse_named(path, child, inner)
+        if not inner.named:
+            raise _fail(path, elem, f"<{tag}> with <named_location>s is missing; add it")
+        sides.append(tuple(inner.named))
+    store = []
+    for n in elem.findall("store/name"):
+        what = n.get("store", "current")
+        if what not in ("current", "enter", "leave", "max", "min", "diff", "sum"):
+            raise _fail(path, n, f"store={what!r} is not one of current, enter, leave, max, min, diff, sum")
+        if not (n.text or "").strip():
+            raise _fail(path, n, "is empty; give a variable name")
+        store.append(((n.text or "").strip(), what))
+    if not store:
+        raise _fail(path, elem, "<store> with <name>s is missing; add it")
+    desc.splits.append(SplitLocation(sides[0], sides[1], tuple(store), elem.sourceline))
 
 
 def _parse_explicit(path: str, elem: etree._Element, desc: InputDescription) -> None:
@@ -720,6 +765,9 @@ class _Found:
     updates: list[tuple[dict[str, object], tuple[str, ...], str]] = field(default_factory=list)
     # data-set values one location gives for the whole run (a file name's): each row without its own
     sticky: dict[str, object] = field(default_factory=dict)
+    # rows of a <split_location>: perfbase's data set holds the named values before the split's (the order
+    # input -t prints them in)
+    split_rows: bool = False
 
     def empty(self) -> bool:
         """Nothing found but counts of zero: perfbase starts no run for such text before a separator."""
@@ -808,9 +856,25 @@ def _typed(var: Variable, text: str, where: str) -> object:
         if " ".join(words) == text and len(text) <= STRING_MAX:
             return Version(f"{head} {' '.join(words[1:])}")
     try:
-        return convert(var, text)
+        value = convert(var, text)
     except UsageError as exc:  # BadValue, or any refusal of the model; its message names the variable
         raise BadValue(f"{where}: {exc}") from None
+    if type(value) is float and text.strip() and text.strip()[0] in "+-.0123456789":
+        return ReadFloat.of(value, text.strip())
+    return value
+
+
+class ReadFloat(float):
+    """A number read from a file that keeps its text ("0.00", "120"): perfbase stored and printed the
+    text it read (input -t shows it); as a number it is the float."""
+
+    text: str
+
+    @classmethod
+    def of(cls, value: float, text: str) -> ReadFloat:
+        out = cls(value)
+        out.text = text
+        return out
 
 
 def _words_value(var: Variable, text: str, side: str, word: int | None) -> str | None:
@@ -882,6 +946,10 @@ def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: 
         return lineno, _raw_lines(loc, block, index, m, open_end)
     if loc.from_valid and m is not None:  # perfbase: the valid value (or a map's input) found is the content
         return lineno, _mapped(loc, m.group(0))
+    terminator = dict(loc.terminators).get(m.group(0)) if m is not None and not loc.next_line else None
+    if terminator:  # perfbase: the first word after the <match>, up to its terminator
+        words = line[m.end():].split()
+        return lineno, _mapped(loc, (words[0].split(terminator, 1)[0] or None) if words else None)
     if m is None:  # a <trigger> without <match>: the whole line
         text, side = line.strip(), "after"
     elif loc.next_line:
@@ -950,9 +1018,12 @@ def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, foun
                 try:
                     value = _typed(var, content, f"{path}:{lineno}")
                 except BadValue:
-                    if var.datatype not in NUMERIC:
-                        raise
-                    continue  # perfbase: a number that cannot be read is no value
+                    if var.datatype not in NUMERIC or not _pb_number(content):
+                        if var.datatype not in NUMERIC:
+                            raise
+                        continue  # perfbase: a number that cannot be read is no value
+                    # perfbase reads the number in "25)" (str_to_number)
+                    value = _typed(var, _pb_number(content), f"{path}:{lineno}")
                 found.events.append((lineno, loc, value))
             continue
         if content is not None:
@@ -977,8 +1048,17 @@ def _named_rows(found: _Found, path: str) -> None:
     found.events.sort(key=lambda e: e[0])
     if found.rows:
         lines = [int(o.rsplit(":", 1)[1]) for o in found.row_origin]
+        previous = 0
         for row, row_line in zip(found.rows, lines, strict=True):
-            latest = {loc.name: value for lineno, loc, value in found.events if lineno < row_line}
+            # a sticky="no" value only for the first row after it
+            latest = {loc.name: value for lineno, loc, value in found.events
+                      if lineno < row_line and (loc.sticky or lineno >= previous)}
+            previous = row_line
+            if found.split_rows:
+                merged = {**latest, **row}
+                row.clear()
+                row.update(merged)
+                continue
             for name, value in latest.items():
                 row.setdefault(name, value)
         return
@@ -1013,6 +1093,64 @@ def _filename(loc: FilenameLocation, variables: dict[str, Variable], path: str, 
         if m.group(group) is not None:
             found.values[name] = _typed(variables[name], m.group(group), f"{path} (file name)")
             found.origin[name] = f"{path} (file name)"
+
+
+def _split_values(locs: tuple[NamedLocation, ...], variables: dict[str, Variable], block: list[Line], index: int,
+                  path: str) -> dict[str, object] | None:
+    """The values the locations read on line index of block, or None unless each of them matches it (a
+    comment that mentions "enter" is no enter line)."""
+    out: dict[str, object] = {}
+    for loc in locs:
+        m = next((p.search(block[index][1]) for p in loc.patterns if p.search(block[index][1])), None)
+        if m is None:
+            return None
+        var = variables[loc.name]
+        lineno, content = _named_content(loc, var, block, index, m)
+        if content is not None:  # perfbase's default: the first word (a number's characters only)
+            content = _pb_number(content) if var.datatype in NUMERIC else (content.split() or [""])[0]
+        if not content:  # perfbase: an incomplete line
+            raise UsageError(f"{path}:{lineno}: no value for '{loc.name}' on this line of a <split_location>; "
+                             "check the file (is the line complete?)")
+        out[loc.name] = _typed(var, content, f"{path}:{lineno}")
+    return out
+
+
+_COMBINE = {"diff": lambda a, b: b - a, "sum": lambda a, b: a + b, "max": max, "min": min}
+
+
+def _split(sp: SplitLocation, variables: dict[str, Variable], block: list[Line], path: str, found: _Found) -> None:
+    stack: list[dict[str, object]] = []
+    for index, (lineno, _) in enumerate(block):
+        entered = _split_values(sp.enter, variables, block, index, path)
+        if entered is not None:
+            stack.append(entered)
+            continue
+        left = _split_values(sp.leave, variables, block, index, path)
+        if left is None:
+            continue
+        if not stack:
+            raise UsageError(f"{path}:{lineno}: a <split_location> leave line without its enter line (the "
+                             "nesting does not match); check the file")
+        enter = stack.pop()
+        row: dict[str, object] = {}
+        found.split_rows = True
+        # perfbase fills its data set with the current values last
+        for name, what in sorted(sp.store, key=lambda x: x[1] == "current"):
+            a, b = enter.get(name), left.get(name)
+            if what == "enter":
+                value = a
+            elif what in ("leave", "current"):
+                value = b if b is not None else a
+            elif a is None or b is None:
+                value = None
+            else:
+                value = _COMBINE[what](a, b)
+                if isinstance(value, float):  # perfbase stores the text of its Python 2 float
+                    value = float(f"{value:.12g}")
+            if value is not None:
+                row[name] = value
+        found.rows.append(row)
+        found.row_origin.append(f"{path}:{lineno}")
 
 
 def _pb_filename(loc: PbFilenameLocation, var: Variable, path: str, found: _Found) -> None:
@@ -1257,6 +1395,8 @@ def _scan(desc: InputDescription, variables: dict[str, Variable], path: str, blo
         _table(table, variables, block, path, found)
     for pb_table in desc.pb_tables:
         _pb_table(pb_table, variables, block, path, found)
+    for sp in desc.splits:
+        _split(sp, variables, block, path, found)
     _named_rows(found, path)
     return found
 

@@ -249,3 +249,32 @@ def test_xml_term_unknown_function_is_refused(tmp_path):
     p = psbase("--db", db, "input", "-d", "bad.xml", "input_1.dat", cwd=work)
     assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "type='atanh'" in p.stderr
     assert stored(db, "derived_TEST") == []
+
+
+@pytest.mark.parametrize("t", [1, 4])
+def test_split_location(tmp_path, t):
+    """split/: <split_location>: enter lines push a record, leave lines pop the latest and make a row of the
+    <store> names (func at leave, t_0 at enter, t = leave - enter); sticky="no" values (call, len) go to the
+    next row only; a <match terminator="("> takes the first word up to it. input -t prints perfbase's data
+    sets (numbers as read, "0.00"), and the rows are filed."""
+    work = _copy(tmp_path, "split")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "split_exp.xml", cwd=work))
+    args = ("-d", "split_inp_1.xml", f"input_{t}.dat")
+    assert ok(psbase("--db", db, "input", "-t", *args, cwd=work)) == (work / "verify" / f"test_{t}.vfy").read_text()
+    ok(psbase("--db", db, "input", *args, cwd=work))
+    (run,) = stored(db, "split_TEST")
+    got = [(r["func"], r["t_0"], r["t"], r.get("call"), r.get("len")) for r in run.rows]
+    call = ("write", 25) if t == 4 else (None, None)
+    assert got == [("func2", 0.21, 0.24, *call), ("func1", 0.0, 0.47, None, None)]
+
+
+@pytest.mark.parametrize("t, problem", [(2, "no value for 't'"), (3, "leave line without its enter line")])
+def test_split_location_bad_files_are_refused(tmp_path, t, problem):
+    """split/2 and 3: an incomplete leave line, a leave without enter: one line, exit 2, nothing filed."""
+    work = _copy(tmp_path, "split")
+    db = str(tmp_path / "a.db")
+    ok(psbase("--db", db, "setup", "-d", "split_exp.xml", cwd=work))
+    p = psbase("--db", db, "input", "-d", "split_inp_1.xml", f"input_{t}.dat", cwd=work)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and problem in p.stderr
+    assert stored(db, "split_TEST") == []
