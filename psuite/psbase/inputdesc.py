@@ -636,7 +636,7 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
         for mp in tv.findall("map"):
             c_in, c_out = mp.find("content_in"), mp.findtext("content_out")
             if c_in is None or not c_in.text or not c_out:
-                raise _fail(path, mp, "needs <content_in> and <content_out>")
+                raise _fail(path, mp, "without <content_in> and <content_out> is not supported; give both")
             kind = c_in.get("match", "literal")
             if kind not in ("literal", "regexp"):
                 raise _fail(path, c_in, f"match={kind!r} is not literal or regexp")
