@@ -94,9 +94,10 @@ def _parser() -> ArgumentParser:
                         "else each is its own run)")
     s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
                    help="a value for a variable, overriding the files (with --desc or --with; may be repeated)")
-    s.add_argument("--missing", choices=("default", "empty", "refuse"),
+    s.add_argument("--missing", choices=("default", "empty", "abort", "refuse"),
                    help="with --desc or --with: a variable the files do not give takes its default, stays empty, or "
-                        "refuses the run (the description's choice unless given)")
+                        "refuses the run (the description's choice unless given); abort, perfbase's: a value of "
+                        "one occurrence refuses the run, a data-set value stays empty")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run: counts and samples summed; or outputs of one run spread over files)")
     s.add_argument("--synopsis", metavar="TEXT", help="a synopsis of the runs filed (perfbase's input -s; "
@@ -914,6 +915,7 @@ def _test_import(store, args, runs: list) -> None:
 
     first: set[str] = set()  # fixed values: perfbase stores them before it reads a line
     last: set[str] = set()  # counts: perfbase stores them when the run ends
+    early: set[str] = set()  # values of the file name: perfbase reads them first
     if args.desc is None and not args.pairs:  # psuite's documents: every value comes from them
         found = [dict(r.values) for r in runs]
     else:
@@ -921,12 +923,17 @@ def _test_import(store, args, runs: list) -> None:
             desc = inputdesc.parse(path)
             first.update(desc.fixed)
             last.update(loc.name for loc in desc.named if loc.mode == "count")
+            named = {name for name, _, _ in desc.uses()}
+            early.update(loc.name for loc in desc.pb_filename)
+            if args.missing == "default":  # perfbase -u: a variable the description does not name is fixed
+                # to its default, stored with the fixed values
+                first.update(v.name for v in store.definition(args.experiment).variables if v.name not in named)
         first.update(item.partition("=")[0].strip() for item in args.fixed)
         args.missing = "empty"
         found = [{n: v for n, v in r.values.items() if v is not None} for r in _read_runs(store, args)[0]]
         if len(found) != len(runs):
             found = [dict(r.values) for r in runs]
-    write_stdout(dryrun.trace(runs, found, first, last))
+    write_stdout(dryrun.trace(runs, found, first, last, early))
 
 
 def _when(run) -> str:
@@ -1050,6 +1057,11 @@ def _refuse_repeated(files: list[str]) -> None:
 
     seen = FilesSeen()
     for path in files:
+        if path == "-":  # standard input (perfbase's input -): read once, kept for the import
+            from psuite.psbase.inputdesc import read_lines
+
+            seen.add(path, hashlib.sha256(read_lines(path)[0]).hexdigest())
+            continue
         with open_input(path) as f:  # regular files only: a pipe or /dev/zero is refused, not read forever
             digest = hashlib.sha256()
             try:

@@ -61,7 +61,7 @@ def text(value: object) -> str:
     perfbase's database gave them back)."""
     if isinstance(value, bool):
         return "t" if value else "f"
-    return str(value)
+    return getattr(value, "text", None) or str(value)  # a number read from a file: its text
 
 
 def _py2_repr(value: str | None) -> str:
@@ -71,24 +71,26 @@ def _py2_repr(value: str | None) -> str:
 
 
 def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
-          last: Set[str] = frozenset()) -> str:
+          last: Set[str] = frozenset(), early: Set[str] = frozenset()) -> str:
     """What perfbase's input -t prints for runs; from_files: per run, the values of one occurrence its
     files gave (the others came from defaults); first: fixed values (perfbase stores them before it reads
-    the file); last: counts (stored when a run ends)."""
+    the file, a default among them too); last: counts (stored when a run ends); early: values of the file's
+    name (perfbase reads the name, or stores its default, before the fixed values)."""
     out: list[str] = []
     index, last_sources = 0, None
     for run, found in zip(runs, from_files, strict=True):
         # perfbase numbers a test import's runs from 1 again for each input file
         index = index + 1 if run.sources == last_sources else 1
         last_sources = run.sources
-        given = [(n, v) for n, v in run.values.items() if n in found and v is not None]
-        given = [x for x in given if x[0] in first] + [x for x in given if x[0] not in first | last] + \
-            [x for x in given if x[0] in last and x[0] not in first]
-        filled = [(n, v) for n, v in run.values.items() if n not in found and v is not None]
-        for name, value in given:
+        present = [(n, v) for n, v in run.values.items() if v is not None]
+        head = [x for x in present if x[0] in early] + [x for x in present if x[0] in first and x[0] not in early]
+        given = [x for x in present if x[0] in found and x[0] not in first | early]
+        given = [x for x in given if x[0] not in last] + [x for x in given if x[0] in last]
+        filled = [x for x in present if x[0] not in found and x[0] not in first | early]
+        for name, value in head + given:
             out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
         for i, row in enumerate(run.rows):
-            keys = py2_dict_order(row)
+            keys = py2_dict_order([k for k in row if row[k] is not None])  # perfbase prints what it read
             body = ", ".join(f"{k!r}: {_py2_repr(None if row[k] is None else text(row[k]))}" for k in keys)
             out.append(f"Dataset {i} in run {index}\n{{{body}}}\n")
         for name, value in filled:

@@ -57,8 +57,9 @@ import ast
 import hashlib
 import math
 import os
+import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import regex
 from lxml import etree
@@ -66,9 +67,11 @@ from lxml import etree
 from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
 from psuite.psbase import arith
-from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert, given_twice
+from psuite.psbase.model import STRING_MAX, BadValue, Definition, RunData, Variable, Version, convert, given_twice
 
-POLICIES = ("default", "empty", "refuse")
+# abort: perfbase's policy (its -a abort, the default): a run missing a value of one occurrence is refused,
+# a data-set value missing from a row stays empty (perfbase checks values of one occurrence only)
+POLICIES = ("default", "empty", "abort", "refuse")
 NUMERIC = ("integer", "float")
 
 REGEXP_SECONDS = 2.0  # the most one regexp may take on one line of an input file
@@ -132,6 +135,13 @@ class NamedLocation:
     # rest of its line, or from n lines below it) up to the first end marker
     begins: tuple[tuple[str, int], ...] = ()
     ends: tuple[str, ...] = ()
+    # perfbase's lines=: the raw text of n lines from the one taken (0: up to a blank line), breaks kept
+    lines: int | None = None
+    # no <match>, <regexp> or <trigger>: the variable's valid values and the <map> inputs are looked for,
+    # and the one found is the content (the patterns are filled in when the experiment is known)
+    from_valid: bool = False
+    sticky: bool = True  # perfbase's sticky="no": a data-set value goes to the next row only
+    terminators: tuple[tuple[str, str], ...] = ()  # <match terminator="x">: (match text, x)
 
 
 @dataclass(frozen=True)
@@ -146,6 +156,22 @@ class ExplicitLocation:
 class FilenameLocation:
     pattern: Pattern
     groups: tuple[tuple[int, str], ...]  # (group number, variable)
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
+class PbFilenameLocation:
+    """perfbase's <filename_location> with <match>es (or none: the variable's valid values): the file's
+    path as given is searched for each match text; the last one found is taken, and the value is the
+    first word after it (up to its terminator=, or the rest with len="0"), or the match itself when it
+    is a valid value.  match="fuzzy" also searches the text in lower case and without underscores."""
+
+    name: str
+    matches: tuple[tuple[str, str | None], ...]  # (text, terminator)
+    length: int | None = None  # None: the first word; 0: the rest of the path; n: n characters
+    boolean: bool = False
+    maps: tuple[tuple[str, str], ...] = ()
+    from_valid: bool = False  # no <match>: the variable's <valid> values (and <map> inputs) are the matches
     sourceline: int | None = None
 
 
@@ -167,6 +193,8 @@ class TabularValue:
     pos: int | None  # absolute, 0-based; None: the column after the previous value's
     match: str | None = None
     scale: float | None = None
+    update: str = "no"  # perfbase's update="yes"|"auto": the value keys the row it completes
+    maps: tuple[tuple[str, regex.Pattern[str] | None, str], ...] = ()  # <map>: (content_in, its regexp, out)
 
 
 @dataclass(frozen=True)
@@ -188,12 +216,27 @@ class PerfbaseTable:
 
 
 @dataclass(frozen=True)
+class SplitLocation:
+    """perfbase's <split_location>: a line an <enter> location matches opens a record (a stack: they
+    nest), the next line a <leave> location matches closes the latest one and makes a data-set row of
+    the <store> names: the value at leave (current, leave), at enter, or leave minus enter (diff), their
+    sum, max or min."""
+
+    enter: tuple[NamedLocation, ...]
+    leave: tuple[NamedLocation, ...]
+    store: tuple[tuple[str, str], ...]  # (variable, what)
+    sourceline: int | None = None
+
+
+@dataclass(frozen=True)
 class DerivedParameter:
     name: str
     term: str
-    tree: ast.Expression
+    tree: ast.Expression | None
     names: tuple[str, ...]
     sourceline: int | None = None
+    # perfbase's <map value="VAR">: (variable, content_in as a regexp, content_out), the first that matches
+    maps: tuple[tuple[str, regex.Pattern[str], str], ...] = ()
 
 
 @dataclass
@@ -204,11 +247,16 @@ class InputDescription:
     named: list[NamedLocation] = field(default_factory=list)
     explicit: list[ExplicitLocation] = field(default_factory=list)
     filename: list[FilenameLocation] = field(default_factory=list)
+    pb_filename: list[PbFilenameLocation] = field(default_factory=list)
     tables: list[TabularLocation] = field(default_factory=list)
     pb_tables: list[PerfbaseTable] = field(default_factory=list)
+    splits: list[SplitLocation] = field(default_factory=list)
     derived: list[DerivedParameter] = field(default_factory=list)
     missing: str = "refuse"
     missing_for: dict[str, str] = field(default_factory=dict)
+    # perfbase's <tabular_location is_separator="yes">: a table after the first starts a new run (the text
+    # before the first table belongs to the first run)
+    table_separates: bool = False
 
     def uses(self) -> list[tuple[str, str, str]]:
         """(variable, element, needed occurrence or '') for every variable the description names."""
@@ -216,9 +264,11 @@ class InputDescription:
         out += [(loc.name, "named_location", "" if loc.mode == "assign" else "once") for loc in self.named]
         out += [(loc.name, "explicit_location", "once") for loc in self.explicit]
         out += [(name, "filename_location", "once") for loc in self.filename for _, name in loc.groups]
+        out += [(loc.name, "filename_location", "") for loc in self.pb_filename]
         out += [(name, "tabular_location", "multiple") for t in self.tables for _, name in t.columns]
         out += [(v.name, "tabular_location", "multiple") for t in self.pb_tables for v in t.values]
         out += [(d.name, "derived_parameter", "") for d in self.derived]
+        out += [(n, "split_location", "multiple") for sp in self.splits for n, _ in sp.store]
         out += [(n, "missing", "") for n in self.missing_for]
         return out
 
@@ -305,6 +355,7 @@ def parse(path: str) -> InputDescription:
         "filename_location": _parse_filename,
         "tabular_location": _parse_table,
         "derived_parameter": _parse_derived,
+        "split_location": _parse_split,
         "missing": _parse_missing,
     }
     for elem in root:
@@ -336,7 +387,8 @@ def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str,
     """perfbase attributes psbase does not implement are refused, not ignored: ignoring one would
     file other values than perfbase does.  attributes: name -> the values taken (None: any)."""
     for node in [elem, *elem.iter("match", "regexp")]:
-        allowed = attributes if node is elem else {"match": ("fuzzy",), "marker": ("begin", "end"), "skip": None}
+        allowed = attributes if node is elem else {"match": ("fuzzy",), "marker": ("begin", "end"), "skip": None,
+                                                   "terminator": None}
         if node is not elem and node.get("skip") is not None and node.get("marker") != "begin":
             raise _fail(path, node, "skip= is read only with marker=\"begin\"; remove it or add marker=\"begin\"")
         for name, value in node.attrib.items():
@@ -348,7 +400,7 @@ def _supported(path: str, elem: etree._Element, attributes: dict[str, tuple[str,
 def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> None:
     _supported(path, elem, {"side": None, "line": None, "word": None, "mode": None, "content": None,
                             "is_separator": None, "store_set": None, "len": None, "retrigger": ("auto", "no", "yes"),
-                            "sticky": ("yes",), "update": ("no",)})
+                            "sticky": ("yes", "no"), "update": ("no",), "lines": None})
     content = _choice(path, elem, "content", ("leads", "follows"), "follows")  # perfbase's side=
     side = _choice(path, elem, "side", ("after", "before"), {"leads": "before"}.get(content, "after"))
     line = _choice(path, elem, "line", ("same", "next"), "same")
@@ -373,8 +425,11 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
     for t in elem.findall("trigger"):
         skip = _positive(path, t, _child_text(path, t, "skip", required=False) or "0", "<skip>", zero=True)
         triggers.append((_pattern(path, t), skip))
-    if not patterns and not triggers and not begins:
-        raise _fail(path, elem, "give a <match>, <regexp> or <trigger>")
+    from_valid = not patterns and not triggers and not begins
+    if from_valid and elem.find("map") is None:
+        # perfbase would look for the variable's valid values; psbase asks for a <map> to show that is meant
+        raise _fail(path, elem, "give a <match>, <regexp> or <trigger> (or <map>s, to look for the variable's "
+                    "valid values and the maps' inputs)")
     maps = []
     for m in elem.findall("map"):
         pairs = m.findall("mapping") or [m]
@@ -387,23 +442,55 @@ def _parse_named(path: str, elem: etree._Element, desc: InputDescription) -> Non
                 text = c_in.text or ""
                 maps.append((_compile(path, c_in, f"^{regex.escape(text)}$" if literal else text, literal=False),
                              (c_out.text or "").strip()))
-    first = patterns[0] if patterns else triggers[0][0] if triggers else _compile(path, elem, begins[0][0], True)
+    first = patterns[0] if patterns else triggers[0][0] if triggers else \
+        _compile(path, elem, begins[0][0], True) if begins else Pattern("", regex.compile("(?!)"))
     length = elem.get("len")
     try:
         length_value = None if length is None or int(length) < 0 else int(length)  # < 0: perfbase's default
     except ValueError:
         raise _fail(path, elem, f"len={length!r} is not an integer") from None
+    lines = elem.get("lines")
+    try:
+        lines_value = None if lines is None or int(lines) < 0 else int(lines)  # < 0: perfbase's default
+    except ValueError:
+        raise _fail(path, elem, f"lines={lines!r} is not an integer") from None
     desc.named.append(
         NamedLocation(
             _child_text(path, elem, "name"), first, side, line == "next", word, elem.sourceline,
             separator, mode, tuple(patterns), tuple(triggers), tuple(maps), store_set, length_value,
-            elem.get("retrigger") == "yes", begins, ends,
+            elem.get("retrigger") == "yes", begins, ends, lines_value, from_valid, elem.get("sticky") != "no",
+            tuple((c.text or "", c.get("terminator")) for c in elem.findall("match") if c.get("terminator")),
         )
     )
     if separator:
         if desc.separator is not None or sum(loc.is_separator for loc in desc.named) > 1:
             raise _fail(path, elem, "a second run separator; give one <set_separation> or is_separator=\"yes\"")
         desc.separator = first
+
+
+def _parse_split(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    sides = []
+    for tag in ("enter", "leave"):
+        part = elem.find(tag)
+        inner = InputDescription(path=path)
+        for child in part if part is not None else ():
+            if child.tag != "named_location":
+                raise _fail(path, child, f"is not supported in <{tag}>; use <named_location>")
+            _parse_named(path, child, inner)
+        if not inner.named:
+            raise _fail(path, elem, f"<{tag}> with <named_location>s is missing; add it")
+        sides.append(tuple(inner.named))
+    store = []
+    for n in elem.findall("store/name"):
+        what = n.get("store", "current")
+        if what not in ("current", "enter", "leave", "max", "min", "diff", "sum"):
+            raise _fail(path, n, f"store={what!r} is not one of current, enter, leave, max, min, diff, sum")
+        if not (n.text or "").strip():
+            raise _fail(path, n, "is empty; give a variable name")
+        store.append(((n.text or "").strip(), what))
+    if not store:
+        raise _fail(path, elem, "<store> with <name>s is missing; add it")
+    desc.splits.append(SplitLocation(sides[0], sides[1], tuple(store), elem.sourceline))
 
 
 def _parse_explicit(path: str, elem: etree._Element, desc: InputDescription) -> None:
@@ -413,6 +500,9 @@ def _parse_explicit(path: str, elem: etree._Element, desc: InputDescription) -> 
 
 
 def _parse_filename(path: str, elem: etree._Element, desc: InputDescription) -> None:
+    if elem.find("regexp") is None:  # perfbase's form: <match>es or the variable's valid values
+        desc.pb_filename.append(_parse_pb_filename(path, elem))
+        return
     regexp = _child_text(path, elem, "regexp")
     pattern = _compile(path, elem, regexp, literal=False)
     groups = []
@@ -429,11 +519,61 @@ def _parse_filename(path: str, elem: etree._Element, desc: InputDescription) -> 
     desc.filename.append(FilenameLocation(pattern, tuple(groups), elem.sourceline))
 
 
+def _parse_pb_filename(path: str, elem: etree._Element) -> PbFilenameLocation:
+    for attr, value in elem.attrib.items():
+        if attr not in ("match", "len", "mode") or (attr == "match" and value not in ("exact", "fuzzy")) or (
+                attr == "mode" and value not in ("assign", "boolean")):
+            raise _fail(path, elem, f"{attr}={value!r} is not supported by psbase; remove it or read the value "
+                        "another way")
+    for child in elem:
+        if child.tag not in ("name", "match", "map"):
+            raise _fail(path, child, "is not supported in <filename_location>; use <name>, <match>, <regexp> or "
+                        "<map>")
+    name = _child_text(path, elem, "name")
+    default_type = elem.get("match", "exact")
+    matches: list[tuple[str, str | None]] = []
+    fuzzy: list[tuple[str, str | None]] = []
+    for m in elem.findall("match"):
+        for attr, value in m.attrib.items():
+            if attr not in ("match", "terminator") or (attr == "match" and value not in ("exact", "fuzzy")):
+                raise _fail(path, m, f"{attr}={value!r} is not supported by psbase; remove it or read the "
+                            "value another way")
+        text = m.text or ""
+        if not text:
+            raise _fail(path, m, "is empty; give the text to look for in the file name")
+        matches.append((text, m.get("terminator")))
+        if m.get("match", default_type) == "fuzzy":  # perfbase adds the lower-case forms after all matches
+            fuzzy += [(text.lower(), m.get("terminator")), (text.replace("_", "").lower(), m.get("terminator"))]
+    maps = []
+    for mp in elem.findall("map"):
+        c_in, c_out = mp.findtext("content_in"), mp.findtext("content_out")
+        if not c_in or not c_out:
+            raise _fail(path, mp, "needs <content_in> and <content_out>")
+        maps.append((c_in, c_out))
+    length = elem.get("len")
+    try:
+        length_value = None if length is None or int(length) < 0 else int(length)
+    except ValueError:
+        raise _fail(path, elem, f"len={length!r} is not an integer") from None
+    boolean = elem.get("mode") == "boolean"
+    return PbFilenameLocation(name, tuple(matches + fuzzy), 0 if boolean else length_value, boolean, tuple(maps),
+                              not matches, elem.sourceline)
+
+
 def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> None:
     if elem.find("tabular_value") is not None:
         if elem.find("column") is not None:
             raise _fail(path, elem, "mixes perfbase's <tabular_value> with <column>; use one of them")
-        desc.pb_tables.append(_parse_pb_table(path, elem))
+        table = _parse_pb_table(path, elem)
+        desc.pb_tables.append(table)
+        if elem.get("is_separator", "no").lower() == "yes":
+            if desc.separator is not None:
+                raise _fail(path, elem, "a second run separator; give one <set_separation> or is_separator=\"yes\"")
+            if not table.triggers:
+                raise _fail(path, elem, "is_separator=\"yes\" needs a <match> or <regexp> that starts each table")
+            desc.separator = Pattern("|".join(t.text for t in table.triggers),
+                                     regex.compile("|".join(t.compiled.pattern for t in table.triggers)))
+            desc.table_separates = True
         return
     columns = []
     for col in elem.findall("column"):
@@ -459,9 +599,9 @@ def _parse_table(path: str, elem: etree._Element, desc: InputDescription) -> Non
 
 
 def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
-    _supported(path, elem, {"columns": None, "rows": None, "is_separator": ("no",)})
+    _supported(path, elem, {"columns": None, "rows": None, "is_separator": ("no", "yes")})
     for tv in elem.findall("tabular_value"):
-        _supported(path, tv, {"scale": None, "update": ("no",)})
+        _supported(path, tv, {"scale": None, "update": ("no", "yes", "auto")})
     allowed = ("match", "regexp", "row", "skip", "ws", "tabular_value")
     for child in elem:
         if child.tag not in allowed:
@@ -477,8 +617,9 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
     values = []
     for tv in elem.findall("tabular_value"):
         for child in tv:
-            if child.tag not in ("name", "pos", "match"):
-                raise _fail(path, child, "is not supported in <tabular_value>; use <name> with <pos> or <match>")
+            if child.tag not in ("name", "pos", "match", "map"):
+                raise _fail(path, child, "is not supported in <tabular_value>; use <name> with <pos> or <match>, "
+                            "and <map>")
         name = _child_text(path, tv, "name")
         if any(v.name == name for v in values):
             raise _fail(path, tv, f"'{name}' is read twice in this table; read it once")
@@ -491,13 +632,93 @@ def _parse_pb_table(path: str, elem: etree._Element) -> PerfbaseTable:
             factor = None
         if scale is not None and (factor is None or not math.isfinite(factor)):
             raise _fail(path, tv, f"scale={scale!r} is not a number; give a factor such as 1e-6")
-        values.append(TabularValue(name, pos, match, factor))
+        maps = []
+        for mp in tv.findall("map"):
+            c_in, c_out = mp.find("content_in"), mp.findtext("content_out")
+            if c_in is None or not c_in.text or not c_out:
+                raise _fail(path, mp, "without <content_in> and <content_out> is not supported; give both")
+            kind = c_in.get("match", "literal")
+            if kind not in ("literal", "regexp"):
+                raise _fail(path, c_in, f"match={kind!r} is not literal or regexp")
+            maps.append((c_in.text, _compile(path, c_in, c_in.text, literal=False) if kind == "regexp" else None,
+                         c_out))
+        values.append(TabularValue(name, pos, match, factor, tv.get("update", "no"), tuple(maps)))
+    if len({v.update for v in values if v.update != "no"}) > 1:
+        raise _fail(path, elem, "mixes update=\"yes\" and update=\"auto\"; give its values one of them")
     return PerfbaseTable(tuple(triggers), tuple(values), row, skip, columns, rows, ws or None, elem.sourceline)
+
+
+# perfbase's <function type=...> names that psbase's arithmetic has (fabs is its abs)
+_XML_FUNCTIONS = {"abs": "abs", "fabs": "abs", "min": "min", "max": "max", "sqrt": "sqrt", "exp": "exp",
+                  "log": "log", "log10": "log10"}
+_XML_CONSTANTS = {"e": repr(math.e), "pi": repr(math.pi)}
+
+
+def _xml_term(path: str, elem: etree._Element) -> str:
+    """perfbase's XML term (<product><factor>..., <fraction>, <sum>, <difference>, <function>,
+    <parameter>, <constant>) as psbase's arithmetic text; each operand parenthesized, as perfbase builds it."""
+    parts = [c for c in elem if isinstance(c.tag, str)]
+    if len(parts) != 1:
+        raise _fail(path, elem, "needs exactly one of <fraction>, <product>, <sum>, <difference>, <function>, "
+                    "<parameter> or <constant>")
+    t = parts[0]
+
+    def sub(tag: str, at_least: int = 1, exactly: int | None = None) -> list[str]:
+        found = t.findall(tag)
+        if len(found) < at_least or exactly is not None and len(found) != exactly:
+            raise _fail(path, t, f"needs {exactly or at_least} <{tag}>")
+        return [f"({_xml_term(path, f)})" for f in found]
+
+    if t.tag == "fraction":
+        return "/".join(sub("dividend", exactly=1) + sub("divisor", exactly=1))
+    if t.tag == "difference":
+        return "-".join(sub("minuend", exactly=1) + sub("subtrahend", exactly=1))
+    if t.tag == "product":
+        return "*".join(sub("factor"))
+    if t.tag == "sum":
+        return "+".join(sub("summand"))
+    if t.tag == "function":
+        kind = t.get("type", "")
+        if kind not in _XML_FUNCTIONS:
+            raise _fail(path, t, f"type={kind!r} is not supported by psbase; use one of "
+                        f"{', '.join(sorted(_XML_FUNCTIONS))}")
+        return f"{_XML_FUNCTIONS[kind]}({', '.join(sub('argument'))})"
+    text = (t.text or "").strip()
+    if t.tag == "parameter" and text:
+        return text
+    if t.tag == "constant" and text:
+        return _XML_CONSTANTS.get(text, text)
+    raise _fail(path, t, "is not a term element, or is empty; use <fraction>, <product>, <sum>, <difference>, "
+                "<function>, <parameter NAME> or <constant>")
 
 
 def _parse_derived(path: str, elem: etree._Element, desc: InputDescription) -> None:
     name = _child_text(path, elem, "name")
-    term = _child_text(path, elem, "term")
+    map_elem = elem.find("map")
+    if map_elem is not None:  # perfbase's <map value="VAR">: the content of VAR mapped
+        maps = []
+        for mapping in map_elem.findall("mapping"):
+            ins, outs = mapping.findall("content_in"), mapping.findall("content_out")
+            if not ins or len(ins) != len(outs):
+                raise _fail(path, mapping, "needs <content_in> and <content_out> pairs")
+            for c_in, c_out in zip(ins, outs, strict=True):
+                var = c_in.get("value") or map_elem.get("value")
+                if not var:
+                    raise _fail(path, c_in, "names no variable; give value=\"VAR\" here or on <map>")
+                text, out = (c_in.text or "").strip(), (c_out.text or "").strip()
+                if not text or not out:
+                    raise _fail(path, mapping, "a <content_in> or <content_out> is empty; give its text")
+                literal = c_in.get("match", "literal") != "regexp"
+                maps.append((var, _compile(path, c_in, f"^{regex.escape(text)}$" if literal else text,
+                                           literal=False).compiled, out))
+        names = tuple(dict.fromkeys(v for v, _, _ in maps))
+        desc.derived.append(DerivedParameter(name, "<map>", None, names, elem.sourceline, tuple(maps)))
+        return
+    term_elem = elem.find("term")
+    if term_elem is not None and len([c for c in term_elem if isinstance(c.tag, str)]):
+        term = _xml_term(path, term_elem)  # perfbase's XML form
+    else:
+        term = _child_text(path, elem, "term")
     try:
         tree = arith.check(term, DERIVED_OPERATORS, DERIVED_FUNCTIONS)
     except ValueError as exc:
@@ -516,7 +737,7 @@ def _parse_missing(path: str, elem: etree._Element, desc: InputDescription) -> N
 # The arithmetic of derived parameters (psuite.psbase.arith)
 
 DERIVED_OPERATORS = (ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow)
-DERIVED_FUNCTIONS = ("abs", "min", "max", "round")
+DERIVED_FUNCTIONS = ("abs", "min", "max", "round", "sqrt", "exp", "log", "log10")
 
 
 # ---------------------------------------------------------------------------
@@ -539,6 +760,14 @@ class _Found:
     unreadable: dict[str, str] = field(default_factory=dict)
     # (line number, location, value) of named locations of data-set variables
     events: list[tuple[int, NamedLocation, object]] = field(default_factory=list)
+    # rows of tables with update= values: (row, the names that key it, "yes" or "auto"), applied to the
+    # run's other rows once all are read
+    updates: list[tuple[dict[str, object], tuple[str, ...], str]] = field(default_factory=list)
+    # data-set values one location gives for the whole run (a file name's): each row without its own
+    sticky: dict[str, object] = field(default_factory=dict)
+    # rows of a <split_location>: perfbase's data set holds the named values before the split's (the order
+    # input -t prints them in)
+    split_rows: bool = False
 
     def empty(self) -> bool:
         """Nothing found but counts of zero: perfbase starts no run for such text before a separator."""
@@ -571,7 +800,25 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
                 f"<{sorted(elements - exclusive)[0] if elements - exclusive else sorted(exclusive)[1]}>; "
                 "give it one source"
             )
-    for loc in desc.named:
+    for i, loc in enumerate(desc.named):
+        if loc.from_valid:
+            var = variables[loc.name]
+            # a literal map input is compiled anchored (^text$): here it is looked for within the line
+            texts = [*(regex.escape(v) for v in var.valid),
+                     *(p.text[1:-1] if p.text.startswith("^") and p.text.endswith("$") else p.text
+                       for p, _ in loc.maps)] if var.valid else []
+            if not texts:
+                raise UsageError(
+                    f"{desc.path}: <named_location> (line {loc.sourceline}) has no <match>, <regexp> or "
+                    f"<trigger>, and '{loc.name}' has no <valid> values to look for; add a <match>"
+                )
+            found = tuple(Pattern(t, regex.compile(t)) for t in texts)
+            desc.named[i] = loc = replace(loc, pattern=found[0], patterns=found)
+        if loc.lines not in (None, 1) and variables[loc.name].datatype not in ("string", "text"):
+            raise UsageError(
+                f"{desc.path}: <named_location> (line {loc.sourceline}) lines=\"{loc.lines}\" reads raw text, "
+                f"but '{loc.name}' is a {variables[loc.name].datatype}; make it string or text, or drop lines="
+            )
         wanted = {"count": NUMERIC, "boolean": ("boolean",)}.get(loc.mode)
         if wanted and variables[loc.name].datatype not in wanted:
             raise UsageError(
@@ -601,10 +848,33 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
 
 
 def _typed(var: Variable, text: str, where: str) -> object:
+    words = text.split()
+    if var.datatype == "version" and len(words) > 1 and not var.valid and text == text.strip():
+        # perfbase's versions may carry words after the number ("1.0.3 a"), read from its files; psbase's
+        # own version values stay one word
+        head = _typed(var, words[0], where)
+        if " ".join(words) == text and len(text) <= STRING_MAX:
+            return Version(f"{head} {' '.join(words[1:])}")
     try:
-        return convert(var, text)
+        value = convert(var, text)
     except UsageError as exc:  # BadValue, or any refusal of the model; its message names the variable
         raise BadValue(f"{where}: {exc}") from None
+    if type(value) is float and text.strip() and text.strip()[0] in "+-.0123456789":
+        return ReadFloat.of(value, text.strip())
+    return value
+
+
+class ReadFloat(float):
+    """A number read from a file that keeps its text ("0.00", "120"): perfbase stored and printed the
+    text it read (input -t shows it); as a number it is the float."""
+
+    text: str
+
+    @classmethod
+    def of(cls, value: float, text: str) -> ReadFloat:
+        out = cls(value)
+        out.text = text
+        return out
 
 
 def _words_value(var: Variable, text: str, side: str, word: int | None) -> str | None:
@@ -668,10 +938,18 @@ def _marked(loc: NamedLocation, block: list[Line], index: int, begin: str) -> st
 
 
 def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: int,
-                   m: regex.Match[str] | str | None) -> tuple[int, str | None]:
+                   m: regex.Match[str] | str | None, open_end: int | None = None) -> tuple[int, str | None]:
     lineno, line = block[index]
     if isinstance(m, str):
         return lineno, _marked(loc, block, index, m)
+    if loc.lines is not None:
+        return lineno, _raw_lines(loc, block, index, m, open_end)
+    if loc.from_valid and m is not None:  # perfbase: the valid value (or a map's input) found is the content
+        return lineno, _mapped(loc, m.group(0))
+    terminator = dict(loc.terminators).get(m.group(0)) if m is not None and not loc.next_line else None
+    if terminator:  # perfbase: the first word after the <match>, up to its terminator
+        words = line[m.end():].split()
+        return lineno, _mapped(loc, (words[0].split(terminator, 1)[0] or None) if words else None)
     if m is None:  # a <trigger> without <match>: the whole line
         text, side = line.strip(), "after"
     elif loc.next_line:
@@ -689,6 +967,29 @@ def _named_content(loc: NamedLocation, var: Variable, block: list[Line], index: 
     else:
         text, side = line[: m.start()], "before"
     return lineno, _mapped(loc, _words_value(var, text, side, loc.word))
+
+
+def _raw_lines(loc: NamedLocation, block: list[Line], index: int, m: regex.Match[str] | None,
+               open_end: int | None) -> str | None:
+    """perfbase's lines=n: the line taken (after a <match>'s text, which is cut) and the lines after it,
+    n lines in all, or with lines="0" up to the first blank line; each line keeps its line break, as
+    perfbase read the file's lines (the file's last line has none if the file ends without one)."""
+    taken = block[index:] if loc.lines == 0 else block[index: index + loc.lines]
+    pieces = []
+    for i, (_, line) in enumerate(taken):
+        if loc.lines == 0 and not line.strip():
+            break
+        if i == 0 and m is not None and m.re.pattern == regex.escape(m.group(0)):  # a <match>, not a <regexp>
+            line = line[m.end():]
+        pieces.append(line)
+    if not pieces:
+        return None
+    end = block[index + len(pieces) - 1][0]
+    text = "\n".join(pieces)
+    return text if end == open_end else text + "\n"
+
+
+_OPEN_END: dict[str, int] = {}  # file -> its last line's number, when the file ends without a line break
 
 
 def _mapped(loc: NamedLocation, content: str | None) -> str | None:
@@ -711,15 +1012,18 @@ def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, foun
     if loc.last and var.occurrence == "once":
         hits = hits[-1:]
     for index, _, m in hits:
-        lineno, content = _named_content(loc, var, block, index, m)
+        lineno, content = _named_content(loc, var, block, index, m, _OPEN_END.get(path))
         if var.occurrence == "multiple":  # each occurrence: a value of the data set
             if content is not None:
                 try:
                     value = _typed(var, content, f"{path}:{lineno}")
                 except BadValue:
-                    if var.datatype not in NUMERIC:
-                        raise
-                    continue  # perfbase: a number that cannot be read is no value
+                    if var.datatype not in NUMERIC or not _pb_number(content):
+                        if var.datatype not in NUMERIC:
+                            raise
+                        continue  # perfbase: a number that cannot be read is no value
+                    # perfbase reads the number in "25)" (str_to_number)
+                    value = _typed(var, _pb_number(content), f"{path}:{lineno}")
                 found.events.append((lineno, loc, value))
             continue
         if content is not None:
@@ -744,8 +1048,17 @@ def _named_rows(found: _Found, path: str) -> None:
     found.events.sort(key=lambda e: e[0])
     if found.rows:
         lines = [int(o.rsplit(":", 1)[1]) for o in found.row_origin]
+        previous = 0
         for row, row_line in zip(found.rows, lines, strict=True):
-            latest = {loc.name: value for lineno, loc, value in found.events if lineno < row_line}
+            # a sticky="no" value only for the first row after it
+            latest = {loc.name: value for lineno, loc, value in found.events
+                      if lineno < row_line and (loc.sticky or lineno >= previous)}
+            previous = row_line
+            if found.split_rows:
+                merged = {**latest, **row}
+                row.clear()
+                row.update(merged)
+                continue
             for name, value in latest.items():
                 row.setdefault(name, value)
         return
@@ -780,6 +1093,112 @@ def _filename(loc: FilenameLocation, variables: dict[str, Variable], path: str, 
         if m.group(group) is not None:
             found.values[name] = _typed(variables[name], m.group(group), f"{path} (file name)")
             found.origin[name] = f"{path} (file name)"
+
+
+def _split_values(locs: tuple[NamedLocation, ...], variables: dict[str, Variable], block: list[Line], index: int,
+                  path: str) -> dict[str, object] | None:
+    """The values the locations read on line index of block, or None unless each of them matches it (a
+    comment that mentions "enter" is no enter line)."""
+    out: dict[str, object] = {}
+    for loc in locs:
+        m = next((p.search(block[index][1]) for p in loc.patterns if p.search(block[index][1])), None)
+        if m is None:
+            return None
+        var = variables[loc.name]
+        lineno, content = _named_content(loc, var, block, index, m)
+        if content is not None:  # perfbase's default: the first word (a number's characters only)
+            content = _pb_number(content) if var.datatype in NUMERIC else (content.split() or [""])[0]
+        if not content:  # perfbase: an incomplete line
+            raise UsageError(f"{path}:{lineno}: no value for '{loc.name}' on this line of a <split_location>; "
+                             "check the file (is the line complete?)")
+        out[loc.name] = _typed(var, content, f"{path}:{lineno}")
+    return out
+
+
+_COMBINE = {"diff": lambda a, b: b - a, "sum": lambda a, b: a + b, "max": max, "min": min}
+
+
+def _split(sp: SplitLocation, variables: dict[str, Variable], block: list[Line], path: str, found: _Found) -> None:
+    stack: list[dict[str, object]] = []
+    for index, (lineno, _) in enumerate(block):
+        entered = _split_values(sp.enter, variables, block, index, path)
+        if entered is not None:
+            stack.append(entered)
+            continue
+        left = _split_values(sp.leave, variables, block, index, path)
+        if left is None:
+            continue
+        if not stack:
+            raise UsageError(f"{path}:{lineno}: a <split_location> leave line without its enter line (the "
+                             "nesting does not match); check the file")
+        enter = stack.pop()
+        row: dict[str, object] = {}
+        found.split_rows = True
+        # perfbase fills its data set with the current values last
+        for name, what in sorted(sp.store, key=lambda x: x[1] == "current"):
+            a, b = enter.get(name), left.get(name)
+            if what == "enter":
+                value = a
+            elif what in ("leave", "current"):
+                value = b if b is not None else a
+            elif a is None or b is None:
+                value = None
+            else:
+                value = _COMBINE[what](a, b)
+                if isinstance(value, float):  # perfbase stores the text of its Python 2 float
+                    value = float(f"{value:.12g}")
+            if value is not None:
+                row[name] = value
+        found.rows.append(row)
+        found.row_origin.append(f"{path}:{lineno}")
+
+
+def _pb_filename(loc: PbFilenameLocation, var: Variable, path: str, found: _Found) -> None:
+    """perfbase's filename_location: check_trigger, then parse_data, on the path as given."""
+    matches = list(loc.matches)
+    # perfbase counts a <map>'s inputs among the valid values it looks for and takes as they are
+    valid = set(var.valid) | ({c_in for c_in, _ in loc.maps} if var.valid else set())
+    if loc.from_valid:
+        if not var.valid:
+            raise UsageError(f"<filename_location> (line {loc.sourceline}) for '{var.name}' has no <match>, and "
+                             f"'{var.name}' has no <valid> values to look for; add a <match>")
+        matches = [(v, None) for v in var.valid] + [(c_in, None) for c_in, _ in loc.maps]
+    hit = None
+    for text, terminator in matches:  # perfbase keeps the last match found, not the first
+        if text in path:
+            hit = (text, terminator)
+    where = f"{path} (file name)"
+    if hit is None:
+        if loc.boolean:
+            found.values[var.name] = False
+            found.origin[var.name] = where
+        return
+    text, terminator = hit
+    if loc.boolean:
+        found.values[var.name] = True
+        found.origin[var.name] = where
+        return
+    if text in valid:
+        content = text
+    else:
+        rest = path.split(text, 1)[1]
+        if not rest:
+            return
+        if loc.length is None:
+            rest = rest.split(terminator, 1)[0] if terminator else (rest.split() or [""])[0]
+        elif loc.length > 0:
+            rest = rest[: loc.length]
+        content = rest.strip()
+    content = dict(loc.maps).get(content, content)
+    if var.datatype in NUMERIC:
+        content = _pb_number(content)
+    if not content:
+        return
+    if var.occurrence == "multiple":  # a data-set value from the file name: every row of the run has it
+        found.sticky[var.name] = _typed(var, content, where)
+        return
+    found.values[var.name] = _typed(var, content, where)
+    found.origin[var.name] = where
 
 
 def _table(table: TabularLocation, variables: dict[str, Variable], block: list[Line], path: str, found: _Found) -> None:
@@ -855,6 +1274,10 @@ def _pb_row(table: PerfbaseTable, variables: dict[str, Variable], line: str, whe
                 return None
             text = after.split()[0]
             previous = len((before + tv.match).split())
+        # perfbase's <map>: the content given exactly, else the first regexp it matches
+        exact = [out for c_in, rx, out in tv.maps if rx is None and c_in == text]
+        text = exact[0] if exact else next((out for _, rx, out in tv.maps if rx is not None and rx.search(text)),
+                                           text)
         if var.datatype in NUMERIC:
             text = _pb_number(text)
             if not text:
@@ -876,7 +1299,18 @@ def _pb_row(table: PerfbaseTable, variables: dict[str, Variable], line: str, whe
 
 def _pb_table(table: PerfbaseTable, variables: dict[str, Variable], block: list[Line], path: str,
               found: _Found) -> None:
-    """perfbase's tabular_location.check_trigger and parse_data, line by line over the run."""
+    """perfbase's tabular_location.check_trigger and parse_data, line by line over the run; the rows of a
+    table with update= values go to found.updates."""
+    keys = tuple(v.name for v in table.values if v.update != "no")
+    if keys:
+        into = _Found()
+        _pb_table(PerfbaseTable(table.triggers, tuple(TabularValue(v.name, v.pos, v.match, v.scale)
+                                                      for v in table.values), table.row, table.skip,
+                                table.columns, table.rows, table.ws, table.sourceline),
+                  variables, block, path, into)
+        mode = next(v.update for v in table.values if v.update != "no")
+        found.updates += [(row, keys, mode) for row in into.rows]
+        return
     columns = table.columns  # without columns=, the first row's count, kept for the run
     countdown = -1  # lines until the first row of a triggered table
     inside = False
@@ -926,9 +1360,24 @@ def _blocks(desc: InputDescription, lines: list[Line]) -> list[list[Line]]:
     return blocks
 
 
+_STDIN: list[bytes] = []  # standard input, read once: its runs are read twice (input --test) and hashed
+
+
+def read_lines(path: str) -> tuple[bytes, list[Line]]:
+    """A file's bytes and numbered lines; "-" is standard input (perfbase's input -), read once."""
+    return _read(path)
+
+
 def _read(path: str) -> tuple[bytes, list[Line]]:
-    data = read_input(path)
+    if path == "-":  # perfbase's input -: the data from standard input
+        if not _STDIN:
+            _STDIN.append(read_input("/dev/stdin", "standard input") if not sys.stdin.isatty() else b"")
+        data = _STDIN[0]
+    else:
+        data = read_input(path)
     text = data.decode("utf-8", errors="replace")
+    if text and not text.endswith(("\n", "\r")):
+        _OPEN_END[path] = len(text.splitlines())
     return data, list(enumerate(text.splitlines(), start=1))
 
 
@@ -936,6 +1385,8 @@ def _scan(desc: InputDescription, variables: dict[str, Variable], path: str, blo
     found = _Found()
     for loc in desc.filename:
         _filename(loc, variables, path, found)
+    for pb_loc in desc.pb_filename:
+        _pb_filename(pb_loc, variables[pb_loc.name], path, found)
     for loc in desc.named:
         _named(loc, variables[loc.name], block, path, found)
     for loc in desc.explicit:
@@ -944,6 +1395,8 @@ def _scan(desc: InputDescription, variables: dict[str, Variable], path: str, blo
         _table(table, variables, block, path, found)
     for pb_table in desc.pb_tables:
         _pb_table(pb_table, variables, block, path, found)
+    for sp in desc.splits:
+        _split(sp, variables, block, path, found)
     _named_rows(found, path)
     return found
 
@@ -954,13 +1407,14 @@ def _policy(desc: InputDescription, name: str, override: str | None) -> str:
 
 def _fill(var: Variable, policy: str, where: str) -> object:
     """The value of a variable nothing gave a value to, by the missing-value policy."""
-    if policy == "empty":
+    if policy == "empty" or policy == "abort" and var.occurrence == "multiple":
         return None
     if policy == "default" and var.default == "":  # an empty <default>: no value is the default
         return None
     if policy == "default" and var.default is not None:
         return _typed(var, var.default, f"{where} (default)") if isinstance(var.default, str) else var.default
-    why = "it has no default in the experiment definition" if policy == "default" else "the policy is 'refuse'"
+    why = "it has no default in the experiment definition" if policy == "default" else \
+        f"the policy is '{policy}'"
     raise UsageError(
         f"{where}: no value for '{var.name}' ({why}); add a location for it to the input description, "
         "give it as a fixed value, or choose the missing-value policy 'empty'"
@@ -968,6 +1422,11 @@ def _fill(var: Variable, policy: str, where: str) -> object:
 
 
 def _derive(d: DerivedParameter, var: Variable, env: dict[str, object], where: str) -> object:
+    if d.maps:  # the first mapping whose variable's content matches; none: no value
+        for name, pattern, out in d.maps:
+            if env.get(name) is not None and pattern.search(str(env[name])):
+                return _typed(var, out, f"{where} (derived by <map> from '{name}')")
+        return None
     if any(env.get(n) is None for n in d.names):
         return None  # an input is empty: so is the result, and the missing-value policy decides
     try:
@@ -1020,6 +1479,11 @@ def _assemble(
         for found in with_rows:
             rows.extend(found.rows)
             row_origin.extend(found.row_origin)
+    _apply_updates([u for _, found in parts for u in found.updates], rows, row_origin, where)
+    for _, found in parts:
+        for name, value in found.sticky.items():
+            for row in rows:
+                row.setdefault(name, value)
     for desc, _ in parts:  # fixed values of data-set variables fill every row
         for name, text in desc.fixed.items():
             if variables[name].occurrence == "multiple":
@@ -1046,7 +1510,7 @@ def _assemble(
                     )
     for _, found in parts:  # a number that could not be read: refused unless the policy fills it
         for name, why in found.unreadable.items():
-            if values.get(name) is None and policies_of(name) == "refuse":
+            if values.get(name) is None and policies_of(name) in ("refuse", "abort"):
                 raise BadValue(why)
     descs = [d for d, _ in parts]
     derived = {d.name: d for desc in descs for d in desc.derived if d.name not in fixed}  # the command line wins
@@ -1062,6 +1526,20 @@ def _assemble(
                 row[d.name] = _derive(d, var, {**values, **row}, row_where)
     _fill_missing([variables[n] for n in derived], policies, values, rows, row_origin, where)
     return RunData(values=values, rows=rows, sources=list(sources), content_hash=content_hash)
+
+
+def _apply_updates(updates: list[tuple[dict[str, object], tuple[str, ...], str]], rows: list[dict[str, object]],
+                   row_origin: list[str], where: str) -> None:
+    """perfbase's update= values: a row of such a table completes every row of the run whose key values
+    are the same (update="yes": a row that matches none is dropped; "auto": it is a row of its own).
+    perfbase matches rows of every run of the experiment; psbase those of the run being read."""
+    for row, keys, mode in updates:
+        hits = [r for r in rows if all(r.get(k) == row[k] for k in keys)]
+        for r in hits:
+            r.update({k: v for k, v in row.items() if k not in keys})
+        if not hits and mode == "auto":
+            rows.append(dict(row))
+            row_origin.append(where)
 
 
 def _row_names(found: _Found) -> set[str]:
@@ -1138,7 +1616,10 @@ def content_hash(files: Sequence[str]) -> str:
 
 
 def _block_hash(block: list[Line]) -> str:
-    return hashlib.sha256("\n".join(line for _, line in block).encode("utf-8", "surrogateescape")).hexdigest()
+    # salted: one of several runs in a file is not the run of a file that happens to hold the same lines
+    # (perfbase knows runs by their files, so such a file and the run in a longer one are both filed)
+    text = "\n".join(line for _, line in block).encode("utf-8", "surrogateescape")
+    return hashlib.sha256(b"psbase run of a file\0" + text).hexdigest()
 
 
 def extract(
@@ -1172,7 +1653,7 @@ def extract(
         digest = hashlib.sha256(data).hexdigest()
         seen.add(path, digest)
         blocks = _blocks(desc, lines)
-        lead = desc.separator is not None and any(loc.is_separator for loc in desc.named)
+        lead = desc.separator is not None and (desc.table_separates or any(loc.is_separator for loc in desc.named))
         if lead and not blocks:  # a value that separates runs need not occur: the file is one run
             blocks = [lines]
         if not blocks:
@@ -1184,7 +1665,7 @@ def extract(
             # perfbase's is_separator: the text before the first separator is a run of its own if
             # anything is found in it, else part of the first separated run
             head = [line for line in lines if line[0] < blocks[0][0][0]]
-            if _scan(desc, variables, path, head).empty():
+            if desc.table_separates or _scan(desc, variables, path, head).empty():
                 blocks[0] = head + blocks[0]
             else:
                 blocks.insert(0, head)

@@ -58,7 +58,7 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
                "-i": "--interactive"},
 }
 # perfbase's --missing actions as psbase's --missing policies
-_MISSING = {"default": "default", "abort": "refuse", "ignore": "empty"}
+_MISSING = {"default": "default", "abort": "abort", "ignore": "empty"}
 _PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
                          "--synopsis", "--performed", "--use-mtime", "--test", "--pset-store", "--pset-use")
 
@@ -216,12 +216,14 @@ def translate(argv: Sequence[str]) -> list[str]:
     if i >= len(argv):
         return argv
     head, cmd, rest = argv[:i], argv[i], argv[i + 1:]
-    if not _is_perfbase(cmd, rest):
+    if not _is_perfbase(cmd, merge_quoted(rest) if cmd == "input" else rest):
         return argv
     if cmd == "version":
         if rest:
             raise _refuse(f"version {rest[0]}", "psbase version takes no options")
         return [*head, "--version"]
+    if cmd == "input":
+        rest = merge_quoted(rest)
     tokens = _tokens(cmd, rest)
     db = [t for t in tokens if t[0] == "--db"]
     tokens = [t for t in tokens if t[0] != "--db"]
@@ -451,6 +453,29 @@ def _experiment_of(description: str) -> str:
     return name
 
 
+def merge_quoted(args: Sequence[str]) -> list[str]:
+    """perfbase's reading of its arguments (pb_common.argv_preprocess): words from one with a double quote
+    to the next one with one are a single argument, the quotes dropped, so that a shell that split
+    `-s "data as separator"` into three words still gives one synopsis; empty words are dropped."""
+    out: list[str] = []
+    pending: list[str] = []
+    inside = False
+    for a in args:
+        if not a:
+            continue
+        if '"' not in a and not inside:
+            out.append(a)
+            continue
+        inside ^= a.count('"') % 2 == 1
+        pending.append(a.replace('"', ""))
+        if not inside:
+            out.append(" ".join(pending))
+            pending = []
+    if inside:
+        raise UsageError(f"input: the quote opened in {pending[0]!r} is not closed; close it or drop it")
+    return out
+
+
 def _experiment_of_descriptions(descs: list[str]) -> str:
     """perfbase's experiment of an input: the first description file's, else that of its attachments."""
     from psuite.psbase.cli import ATTACHED
@@ -463,14 +488,13 @@ def _experiment_of_descriptions(descs: list[str]) -> str:
 
 def _input(tokens: list) -> list[str]:
     groups: list[tuple[str | None, list[str]]] = [(None, [])]  # (description, its files), in order
+    enforced: set[str] = set()  # perfbase's --enforce=FILE: a file imported even if it was before
     exp, missing, use_default, force, merge = None, None, False, False, False
     fixed: list[str] = []
     meta: list[str] = []  # --synopsis, --performed, --use-mtime, --test
     for opt, value in tokens:
         if opt == "":
-            if value == "-":
-                raise _refuse("input - (standard input)", "give the file's name")
-            groups[-1][1].append(value)
+            groups[-1][1].append(value)  # "-": standard input
         elif opt == "--desc":
             groups.append((value, []))
         elif opt == "--exp":
@@ -502,7 +526,8 @@ def _input(tokens: list) -> list[str]:
         elif opt == "--use-mtime":
             meta.append("--use-mtime")
         elif opt == "--enforce":
-            raise _refuse("input --enforce=FILE", "psbase forces all files or none: give --force")
+            groups[-1][1].append(value)
+            enforced.add(value)
         elif opt in ("--pset-store", "--pset-use"):
             meta += [opt, value]
         elif opt == "--name":  # an input description kept with the experiment (attach)
@@ -523,7 +548,7 @@ def _input(tokens: list) -> list[str]:
             raise UsageError(f"input -d {desc} is given no file to read")
     out = ["input", exp or _experiment_of_descriptions([d for d, _ in groups])]
     if len(groups) == 1 and not merge:
-        out += ["--desc", groups[0][0], *groups[0][1]]
+        out += [*groups[0][1], "--desc", groups[0][0]]  # the files first: psbase's parser takes "-" there
     else:  # several descriptions make one run of all their files (perfbase's manual), as --join does
         out.append("--merge")
         for desc, files in groups:
@@ -532,9 +557,11 @@ def _input(tokens: list) -> list[str]:
     # perfbase aborts on a missing value unless told otherwise (-u, -a)
     if missing is not None and use_default and missing != "default":
         raise _refuse(f"input -u with -a {missing}", "psbase has one policy for missing values: give one")
-    out += ["--missing", missing or ("default" if use_default else "refuse")]
+    out += ["--missing", missing or ("default" if use_default else "abort")]
     out += [x for f in fixed for x in ("--fixed", f)]
-    return out + meta + (["--force"] if force else [])
+    # psbase knows a run by all its files: it is filed again when each of them is enforced
+    every = all(f in enforced for _, files in groups for f in files)
+    return out + meta + (["--force"] if force or every else [])
 
 
 def _query(tokens: list) -> list[str]:
