@@ -29,6 +29,33 @@ for _sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP):
         signal.signal(_sig, signal.default_int_handler if _sig == signal.SIGINT else signal.SIG_DFL)
 
 
+def _papi_component_off() -> bool:
+    """Is PAPI's perf_event component disabled here (papi_component_avail)?  libpfm4 turns it off when it
+    knows no PMU of the CPU (a model newer than the distribution's libpfm4, in a VM without a PMU); PAPI then
+    counts nothing, software events neither."""
+    if not shutil.which("papi_component_avail"):
+        return False  # tests/run.sh installs papi-tools; without it the PAPI tests fail and say why
+    out = subprocess.run(["papi_component_avail"], capture_output=True, text=True).stdout.splitlines()
+    at = next((i for i, line in enumerate(out) if line.split()[1:2] == ["perf_event"]), None)
+    return at is not None and at + 1 < len(out) and "Disabled" in out[at + 1]
+
+
+PAPI_OFF = _papi_component_off()
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked papi count through PAPI: where PAPI counts nothing they are expected to fail (they run,
+    and pass unexpectedly if PAPI counts after all); tests/hwpc/test_papi_off.py checks that psuite says so."""
+    if not PAPI_OFF:
+        return
+    reason = "PAPI's perf_event component is off on this machine (libpfm4 knows no PMU of its CPU)"
+    for item in items:
+        params = getattr(item, "callspec", None)
+        by_param = params is not None and "PAPI" in params.params.values()  # a test run once per backend
+        if by_param or item.get_closest_marker("papi"):
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=False))
+
+
 @functools.lru_cache(maxsize=1)
 def _dtd_copy() -> Path:
     """The DTDs of ../shared with their includes (absolute /usr/share paths)

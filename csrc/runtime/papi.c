@@ -270,6 +270,20 @@ static int try_event(int code, int cidx, int dom, char *why, size_t why_len)
     return rc == PAPI_OK ? PS_EVENT_COUNTED : PS_EVENT_DROPPED;
 }
 
+/* Is PAPI's perf_event component disabled?  Its reason into reason. */
+static int perf_component_disabled(char *reason, size_t len)
+{
+    int n = papi.num_components();
+    for (int c = 0; c < n; c++) {
+        const char *info = papi.get_component_info(c);
+        if (info && strcmp(info + CMP_NAME, "perf_event") == 0 && *(const int *)(info + CMP_DISABLED)) {
+            ps_strlcpy(reason, info + CMP_DISABLED_REASON, len);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* A name PAPI does not know: a kernel event perf_event counts (its perf::
  * spelling missing from this PAPI's perf_event component, as
  * perf::ALIGNMENT-FAULTS is) exists and is dropped with the way to count
@@ -281,7 +295,14 @@ static int not_in_papi(const char *name, char *why, size_t why_len)
         unsigned long long config;
         char unused[8];
         if (ps_perf_lookup(name, &type, &config, unused, sizeof unused) == PS_EVENT_COUNTED) {
-            snprintf(why, why_len, "this PAPI does not know it (--backend perf_event counts it)");
+            char reason[160];
+            if (perf_component_disabled(reason, sizeof reason))
+                /* libpfm4 knows no PMU of this CPU (a model newer than it, no
+                 * PMU in a VM): PAPI counts nothing, software events neither */
+                snprintf(why, why_len, "PAPI's perf_event component is off (%s: its libpfm4 does not know this "
+                         "CPU); --backend perf_event counts it", reason);
+            else
+                snprintf(why, why_len, "this PAPI does not know it (--backend perf_event counts it)");
             return PS_EVENT_DROPPED;
         }
     }

@@ -51,6 +51,7 @@ def events():
     return {(e["backend"], e["name"]): e for e in json.loads(p.stdout)["events"]}
 
 
+@pytest.mark.papi
 def test_events_on_this_vm(events):
     """The acceptance facts of this VM (no PMU): cycles fail, task clock works."""
     assert events[("PAPI", "PAPI_TOT_CYC")]["available"] is False
@@ -70,6 +71,7 @@ def test_perf_event_availability_agrees_with_perf_stat(events, name):
 
 @pytest.mark.parametrize("name", ["PAPI_TOT_CYC", "PAPI_TOT_INS", "PAPI_L1_DCM", "PAPI_FP_OPS",
                                   "perf::TASK-CLOCK", "perf::PAGE-FAULTS", "perf::CONTEXT-SWITCHES"])
+@pytest.mark.papi
 def test_papi_availability_agrees_with_papi_command_line(events, name):
     assert shutil.which("papi_command_line"), "papi-tools is needed (tests/run installs it)"
     out = subprocess.run(["papi_command_line", name], capture_output=True, text=True).stdout

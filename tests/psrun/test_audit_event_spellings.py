@@ -46,6 +46,7 @@ def available_events() -> list[tuple[str, str]]:
     return names
 
 
+@pytest.mark.papi
 def test_psinv_lists_the_spellings_the_audit_named():
     names = [name for name, _ in available_events()]
     for name in ("perf::CS", "perf::FAULTS", "perf::MIGRATIONS", "perf::CGROUP-SWITCHES", "task-clock"):
@@ -87,6 +88,7 @@ def test_every_available_event_counts_with_either_backend(targets, workdir, back
     assert failures == []
 
 
+@pytest.mark.papi
 @pytest.mark.parametrize("name", ["perf::PAGE-FAULTS-MIN", "perf::MINOR-FAULTS", "minor-faults"])
 def test_minor_faults_in_any_spelling_count_with_papi(targets, workdir, name):
     """perf::PAGE-FAULTS-MIN (from PAPI's PERF_COUNT_SW_PAGE_FAULTS_MIN) is no

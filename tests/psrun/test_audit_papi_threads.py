@@ -10,6 +10,8 @@ from __future__ import annotations
 import resource
 import subprocess
 
+import pytest
+
 from tests.conftest import run_tool, validate
 from tests.psrun.test_psrun import reports
 
@@ -26,6 +28,7 @@ def task_clock_s(root) -> float:
     return int(event.text) / 1e9
 
 
+@pytest.mark.papi
 def test_papi_total_and_perf_event_thread_reports_say_what_they_measured(targets, workdir):
     before = child_cpu_seconds()
     bare = subprocess.run([targets["threads"], str(WORKERS), "join"], capture_output=True, text=True, timeout=60)

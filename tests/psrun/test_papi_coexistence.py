@@ -49,6 +49,7 @@ def cpu_seconds(root) -> float:
     return float(root.findtext("cputime/usertime")) + float(root.findtext("cputime/systemtime"))
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_program_papi_start_and_read_as_without_psrun(papi_user, workdir):
     before = uncharged_seconds()
     p = run_tool("psrun", "--backend", "PAPI", "-e", "task-clock", papi_user)
@@ -69,6 +70,7 @@ def test_program_papi_start_and_read_as_without_psrun(papi_user, workdir):
     assert cpu - 0.01 < task < cpu + 0.01 + uncharged, (task, cpu, uncharged)
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_failed_exec_after_the_program_took_papi(papi_user, workdir):
     """After psrun stepped aside for the program's PAPI_start, an exec that
     fails leaves the one report (counts up to that PAPI_start), and psuite's
@@ -85,6 +87,7 @@ def test_failed_exec_after_the_program_took_papi(papi_user, workdir):
     assert 0.015 < cpu_seconds(root) < 0.06, cpu_seconds(root)
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_program_papi_untouched_by_perf_event_backend(papi_user, workdir):
     p = run_tool("psrun", "--backend", "perf_event", "-e", "task-clock", papi_user)
     assert p.returncode == 0, p.stderr
@@ -95,6 +98,7 @@ def test_program_papi_untouched_by_perf_event_backend(papi_user, workdir):
     assert STOPPED not in (root.findtext("annotation") or "")
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 @pytest.mark.parametrize("domain", ["user", "kernel", "all"])
 def test_program_default_domain_is_its_own(papi_user, workdir, domain):
     """psrun's domain applies to its own event set, not to the program's
@@ -109,6 +113,7 @@ def test_program_default_domain_is_its_own(papi_user, workdir, domain):
     assert root.find("hwpceventdata").get("domain") == domain
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_forked_child_is_measured(papi_user, workdir):
     before = uncharged_seconds()
     p = run_tool("psrun", "-f", "--backend", "PAPI", "-e", "task-clock", papi_user, "fork")
@@ -128,6 +133,7 @@ def test_forked_child_is_measured(papi_user, workdir):
         assert cpu - 0.01 < task < cpu + 0.01 + uncharged, (task, cpu, uncharged)
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_forked_child_using_papi_as_without_psrun(papi_user, workdir):
     p = run_tool("psrun", "-f", "--backend", "PAPI", "-e", "task-clock", papi_user, "fork-papi")
     assert p.returncode == 0, p.stderr
@@ -141,6 +147,7 @@ def test_forked_child_using_papi_as_without_psrun(papi_user, workdir):
     assert len([line for line in p.stderr.splitlines() if "its own PAPI counters" in line]) == 1, p.stderr
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_forked_child_of_a_papi_user_not_measured_says_so(papi_user, workdir):
     """Setting PAPI up again in the child would discard the event sets the
     program made before forking: the child is not measured through PAPI,
@@ -166,6 +173,7 @@ def test_library_has_no_large_thread_local_storage():
     assert all(size <= 1024 for size in sizes), sizes
 
 
+@pytest.mark.papi  # the program itself counts with PAPI
 def test_program_counting_in_another_thread_as_without_psrun(papi_user, workdir):
     """psrun's set runs on the main thread: a thread of the program counts
     with PAPI as without psrun, and psrun's counting goes on."""

@@ -60,6 +60,7 @@ def test_all_threads_are_counted(targets, workdir, mode):
     assert_task_clock_is_cpu_time(task, cpu, uncharged)
 
 
+@pytest.mark.papi
 def test_papi_without_inheritance_says_so(targets, workdir):
     """Forced PAPI: where PAPI can follow threads the counts are whole;
     where it cannot (no PMU: PAPI checks inheritance with a hardware
