@@ -333,19 +333,26 @@ class Store:
             with self.engine.begin() as conn:
                 if d.access:  # the classes first: the new tables then get their grants
                     roles.apply_access(conn, self.url.database or "", d.access)
-                if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
-                    raise StoreError(f"experiment {d.name!r} exists in {self.name}; change it with psbase update")
-                exp_id = conn.execute(self.experiments.insert().values(
-                    name=d.name, definition=defmod.to_bytes(d).decode(), created=_now())).inserted_primary_key[0]
-                conn.execute(self.variables.insert(), self._variable_rows(exp_id, d))
-                once, rows = self._tables(exp_id, d)
-                once.create(conn)
-                rows.create(conn)
-                index = self._dataset_index(exp_id, d, rows)
-                if index is not None:
-                    index.create(conn)
-                roles.grant_new_tables(conn, self.url.database or "", [once.name, rows.name])
+                self._create_experiment(conn, d, _now(), "change it with psbase update")
         self._run(go, needs="admin")
+
+    def _create_experiment(self, conn: sa.Connection, d: Definition, created: _dt.datetime,
+                           if_exists: str) -> tuple[int, sa.Table, sa.Table]:
+        """An experiment's rows and tables (setup, restore): its id and its once and data-set tables; a
+        StoreError ending with if_exists (the fix) when one of that name exists."""
+        if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
+            raise StoreError(f"experiment {d.name!r} exists in {self.name}; {if_exists}")
+        exp_id = conn.execute(self.experiments.insert().values(
+            name=d.name, definition=defmod.to_bytes(d).decode(), created=created)).inserted_primary_key[0]
+        conn.execute(self.variables.insert(), self._variable_rows(exp_id, d))
+        once, rows = self._tables(exp_id, d)
+        once.create(conn)
+        rows.create(conn)
+        index = self._dataset_index(exp_id, d, rows)
+        if index is not None:
+            index.create(conn)
+        roles.grant_new_tables(conn, self.url.database or "", [once.name, rows.name])
+        return exp_id, once, rows
 
     def definition(self, name: str) -> Definition:
         with self.engine.connect() as conn:
@@ -898,19 +905,9 @@ class Store:
 
         def go() -> tuple[str, int]:
             with self.engine.begin() as conn:
-                if conn.execute(sa.select(self.experiments.c.id).where(self.experiments.c.name == d.name)).first():
-                    raise StoreError(f"experiment {d.name!r} exists in {self.name}; restore the dump under another "
-                                     f"name, or remove it first (psbase delete {d.name} --experiment)")
-                exp_id = conn.execute(self.experiments.insert().values(
-                    name=d.name, definition=defmod.to_bytes(d).decode(), created=created)).inserted_primary_key[0]
-                conn.execute(self.variables.insert(), self._variable_rows(exp_id, d))
-                once, rows = self._tables(exp_id, d)
-                once.create(conn)
-                rows.create(conn)
-                index = self._dataset_index(exp_id, d, rows)
-                if index is not None:
-                    index.create(conn)
-                roles.grant_new_tables(conn, self.url.database or "", [once.name, rows.name])
+                exp_id, once, rows = self._create_experiment(
+                    conn, d, created,
+                    f"restore the dump under another name, or remove it first (psbase delete {d.name} --experiment)")
                 types = {t.name: {c.name: c.type for c in t.c} for t in (self.runs, once, rows, self.psets,
                                                                           self.attachments)}
                 for t, got, with_exp in ((self.runs, runs, True), (once, once_rows, False), (rows, data_rows, False),
