@@ -205,9 +205,6 @@ class _Run:
                 # each sweep value an input of its own, named as perfbase names it: op.sort~p.speed~0
                 for k, (inst, vec) in enumerate(self.output_of(i).items()):
                     swept = "~".join(self.q.sweep_ids.get(name, name) for name, _ in inst)
-                    shown = tuple(self._pb_sweep_text(name, label) for name, label in inst)
-                    vec = dataclasses.replace(vec, values=[
-                        dataclasses.replace(c, pb_filters=(*c.pb_filters, *shown)) for c in vec.values])
                     inputs.append((f"{i}~{swept}~{k}", {(): vec}))
             else:
                 inputs.append((i, self.output_of(i)))
@@ -221,6 +218,12 @@ class _Run:
                     for inst, vecs in matched}
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
+
+    def _swept(self, notes: list[tuple[str, str]], inst: Instance) -> list[tuple[str, str]]:
+        """notes with a sweep instance's values as perfbase's filter texts (its data title shows them)."""
+        if not self.pb_order:
+            return notes
+        return [*notes, *((PB_FILTER, self._pb_sweep_text(name, label)) for name, label in inst)]
 
     def _pb_sweep_text(self, name: str, label: str) -> str:
         """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100")."""
@@ -433,8 +436,8 @@ class _Run:
                 order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_pb_key(src, k) for k in keys], [_pb_source_column(src, v, notes) for v in results], rows,
-                _plain_notes(notes), runs
+                [_pb_key(src, k) for k in keys], [_pb_source_column(src, v, self._swept(notes, inst)) for v in results],
+                rows, _plain_notes(notes), runs
             )
         return out
 
@@ -471,7 +474,7 @@ class _Run:
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
                 [_pb_key(src, k) for k in keys],
-                [self.derived(op, _pb_source_column(src, v, notes)) for v in results],
+                [self.derived(op, _pb_source_column(src, v, self._swept(notes, inst))) for v in results],
                 rows,
                 _plain_notes(notes),
             )

@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as _dt
 import getpass
 import json
+import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +54,10 @@ DEFAULT_FILE = "psbase.db"
 RUN = "psb_run"  # the run column of the per-experiment tables
 SEQ = "psb_seq"  # the row number within a run's data set
 _INSUFFICIENT_PRIVILEGE = "42501"  # PostgreSQL's SQLSTATE for "permission denied" and "must be owner"
+# psycopg logs a second error met while closing a pipeline after the first (a refused COPY batch); psbase
+# reports the first in one line, and Python's last-resort handler would print the second on stderr
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
+
 _LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's sqlstate when lock_timeout ends a wait
 _LOCK_CLASS = 0x70736200  # "psb\0": the first key of psbase's advisory locks (the second: the experiment)
 
