@@ -1325,20 +1325,30 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     """perfbase's view of an output: per input (and sweep instance) a block of its parameter and result
     columns (perfbase's label and unit), the filters it shows and its rows as they are (no join: perfbase
     prints each input separately).  The table's own columns and rows are those of the first block."""
+    from psuite.psbase.output.perfbase_gnuplot import PlotBlock
     from psuite.psbase.output.perfbase_text import Block
 
     blocks = []
     for ident, instances in inputs:
         for _, vec in instances.items():
             filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
-            blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
-                                [(_pb(c), _pb_unit(c)) for c in vec.values], filters,
-                                [(*kv, *vals) for kv, vals, _ in vec.rows]))
+            args = (ident, [(_pb(k), _pb_unit(k)) for k in vec.keys], [(_pb(c), _pb_unit(c)) for c in vec.values],
+                    filters, [(*kv, *vals) for kv, vals, _ in vec.rows])
+            if out.format == "pbgnuplot":  # a plot also shows the synopses and the first result's filters
+                blocks.append(PlotBlock(*args, synopses=[c.label for c in [*vec.keys, *vec.values]],
+                                        first_filters=list(vec.values[0].pb_filters) if vec.values else []))
+            else:
+                blocks.append(Block(*args))
     first = next((vec for _, instances in inputs for vec in instances.values()), Vec([], [], []))
     # the columns without units: perfbase's outputs print the values as they are (--unit converts none)
     cols = [dataclasses.replace(c, unit="") for c in [*first.keys, *first.values]]
+    spec = None
+    if out.format == "pbgnuplot":
+        from psuite.psbase.output.perfbase_gnuplot import Spec
+
+        spec = Spec(out.pb_attrs, out.pb_inputs, out.options, out.filename, out.unify, out.title)
     return ResultTable(out.title or out.id, cols, [(*kv, *vals) for kv, vals, _ in first.rows],
-                       experiment=experiment, empty_ok=True, pb_blocks=blocks)
+                       experiment=experiment, empty_ok=True, pb_blocks=blocks, pb_spec=spec)
 
 
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:

@@ -47,6 +47,7 @@ class ResultTable:
     notes: list[str] = field(default_factory=list)  # e.g. the sources and filters, printed with the table
     empty_ok: bool = False  # no rows is a table (a query file's output, as perfbase writes it), not an error
     pb_blocks: list | None = None  # perfbase's outputs: each input's block (output.perfbase_text.Block)
+    pb_spec: object = None  # perfbase's gnuplot output: what its <output> asks (output.perfbase_gnuplot.Spec)
 
     def column(self, name: str) -> int:
         for i, c in enumerate(self.columns):
