@@ -967,7 +967,7 @@ def _query_file(store, args) -> None:
             write_stdout(output.render(table, out.format))
         else:
             written = output.write(table, out.format, filename, kind=out.kind, force=args.replace)
-            if not args.quiet:
+            if written and not args.quiet:
                 write_stdout(f"psbase: wrote {', '.join(written)}\n")
 
 

@@ -96,6 +96,16 @@ def execute(
         tables = []
         for out in q.outputs:
             inputs = [(i, run.output_of(i)) for i in out.inputs]
+            if out.format == "pbgnuplot":  # a plot's data titles show the sweep value of each instance, first
+                inputs = [(i, {inst: _sweep_shown(run, inst, vec) for inst, vec in instances.items()})
+                          for i, instances in inputs]
+                extern = [k for k, i in enumerate(out.inputs)
+                          if out.pb_inputs.get(i, {}).get("sweep_resolve") == "extern" and len(inputs[k][1]) > 1]
+                if extern:  # perfbase's sweep_resolve="extern": a plot (file) of its own per sweep instance
+                    k = extern[0]
+                    tables += [(out, _table(out, [*inputs[:k], (inputs[k][0], {inst: vec}), *inputs[k + 1:]],
+                                            q.experiment)) for inst, vec in inputs[k][1].items()]
+                    continue
             try:
                 tables.append((out, _table(out, inputs, q.experiment)))
             except _Unmatched as exc:
@@ -106,6 +116,25 @@ def execute(
                 except _Unmatched:
                     raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
+
+
+def _pb_compared(name: str, label: str) -> str | None:
+    """A sweep instance of a comparing filter (">1.23") as perfbase shows it: "MPI_version > 1.23"."""
+    for op in (">=", "<=", "!=", ">", "<"):
+        if label.startswith(op):
+            return f"{name} {op} {label[len(op):]}"
+    return None
+
+
+def _sweep_shown(run: _Run, inst: Instance, vec: Vec) -> Vec:
+    """vec with its sweep instance's filter texts before each value column's filters (not twice)."""
+    shown = tuple(_pb_compared(name, label) or run._pb_sweep_text(name, label) for name, label in inst
+                  if not any(f.startswith(name + " ") for c in vec.values for f in c.pb_filters))
+    if not shown:
+        return vec
+    return dataclasses.replace(vec, values=[
+        dataclasses.replace(c, pb_filters=(*[t for t in shown if t not in c.pb_filters], *c.pb_filters))
+        for c in vec.values])
 
 
 def parse_where(items: list[str]) -> dict[str, list[str]]:
@@ -1335,7 +1364,7 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
             args = (ident, [(_pb(k), _pb_unit(k)) for k in vec.keys], [(_pb(c), _pb_unit(c)) for c in vec.values],
                     filters, [(*kv, *vals) for kv, vals, _ in vec.rows])
             if out.format == "pbgnuplot":  # a plot also shows the synopses and the first result's filters
-                blocks.append(PlotBlock(*args, synopses=[c.label for c in [*vec.keys, *vec.values]],
+                blocks.append(PlotBlock(*args, synopses=[_pb_synopsis(c) for c in [*vec.keys, *vec.values]],
                                         first_filters=list(vec.values[0].pb_filters) if vec.values else []))
             else:
                 blocks.append(Block(*args))
@@ -1349,6 +1378,13 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
         spec = Spec(out.pb_attrs, out.pb_inputs, out.options, out.filename, out.unify, out.title)
     return ResultTable(out.title or out.id, cols, [(*kv, *vals) for kv, vals, _ in first.rows],
                        experiment=experiment, empty_ok=True, pb_blocks=blocks, pb_spec=spec)
+
+
+def _pb_synopsis(c: Column) -> str:
+    """perfbase's synopsis of a column: an operator's is its input's (psbase's label adds the statistic)."""
+    if c.statistic and c.label.endswith(" " + c.statistic):
+        return c.label[: -len(c.statistic) - 1]
+    return c.label
 
 
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:

@@ -46,7 +46,7 @@ def render(table: ResultTable, fmt: str) -> str:
     if fmt == "pbgnuplot":  # on the screen without a file: the command file perfbase pipes to gnuplot
         from psuite.psbase.output import perfbase_gnuplot
 
-        return perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, None)
+        return perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, None) or ""
 
     _check_format(fmt, TEXT_FORMATS)
     check_table(table, text=True)
@@ -68,9 +68,12 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
     if fmt == "pbgnuplot":  # perfbase's gnuplot output: its command file NAME.gp
         from psuite.psbase.output import perfbase_gnuplot
 
+        content = perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, path)
+        if content is None:  # nothing to plot: perfbase writes no file
+            return []
         paths = [path + ".gp"]
         with atomic_outputs(paths, force) as files:
-            files[0].write(perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, path))
+            files[0].write(content)
         return paths
     if fmt in ("pbtext", "pbxml"):  # perfbase's raw_text (xml) output to a file: NAME.dat (NAME.xml), as perfbase
         paths = [path + (".dat" if fmt == "pbtext" else ".xml")]

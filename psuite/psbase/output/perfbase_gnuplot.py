@@ -150,8 +150,9 @@ def _filename_part(f: str) -> list[str]:
     return f.split("###")
 
 
-def script(blocks: list[PlotBlock], spec: Spec, prefix: str | None) -> str:
-    """The gnuplot command file of an output (prefix: its file name without suffix)."""
+def script(blocks: list[PlotBlock], spec: Spec, prefix: str | None) -> str | None:
+    """The gnuplot command file of an output (prefix: its file name without suffix); None when no input
+    has data (perfbase writes no file then)."""
     a = spec.attrs
     fmt = a.get("format", "screen")
     if fmt not in FORMATS:
@@ -331,7 +332,7 @@ def script(blocks: list[PlotBlock], spec: Spec, prefix: str | None) -> str:
             out += [f"set {dim}tics nomirror\n", f"set {dim}2tics nomirror\n"]
     out += [f"set {o}\n" for o in set_opts]
     if not sets:
-        return ""
+        return None
     done: list[str] = []
     for s in sets:
         if s.kind not in done:
