@@ -304,8 +304,9 @@ SUITE: dict[str, list[Step]] = {
     "split": [S("setup -d split_exp.xml"),
               *(S(f"input -t -d split_inp_1.xml input_{t}.dat", rc, "stdout", vfy=t)
                 for t, rc in enumerate((0, 1, 1, 0), 1)), _delete("split")],
-    "sweep": [*_base("sweep", each=True), *_queries("sweep", 5, "sweep_{t}.out"), _delete("sweep")],
-    "sweep_group": [*_base("sweep_group", each=True), *_queries("sweep_group", 9, "sweep_group_{t}.out"),
+    # the .vfy of sweep and sweep_group are the gnuplot command files perfbase writes (<filename>.gp)
+    "sweep": [*_base("sweep", each=True), *_queries("sweep", 5, "sweep_{t}.gp"), _delete("sweep")],
+    "sweep_group": [*_base("sweep_group", each=True), *_queries("sweep_group", 9, "sweep_group_{t}.gp"),
                     _delete("sweep_group")],
     "update": _update(),
     "version": [*_base("version"), *_queries("version", 2), _delete("version")],
