@@ -118,6 +118,14 @@ def execute(
         return tables
 
 
+def _typed_text(v: Variable, text: str) -> object:
+    """A sweep instance's value (text) as the variable's values are: integers as int, floats as float."""
+    try:
+        return int(text) if v.datatype == "integer" else float(text) if v.datatype == "float" else text
+    except ValueError:
+        return text
+
+
 def _pb_compared(name: str, label: str) -> str | None:
     """A sweep instance of a comparing filter (">1.23") as perfbase shows it: "MPI_version > 1.23"."""
     for op in (">=", "<=", "!=", ">", "<"):
@@ -128,8 +136,21 @@ def _pb_compared(name: str, label: str) -> str | None:
 
 def _sweep_shown(run: _Run, inst: Instance, vec: Vec) -> Vec:
     """vec with its sweep instance's filter texts before each value column's filters (not twice)."""
+    shows = {p.name: p.show for e in run.q.elements.values() if isinstance(e, qf.Source) for p in e.params}
+    # a swept parameter shown as data is no filter of the data title
     shown = tuple(_pb_compared(name, label) or run._pb_sweep_text(name, label) for name, label in inst
-                  if not any(f.startswith(name + " ") for c in vec.values for f in c.pb_filters))
+                  if shows.get(name) != "data"
+                  and not any(f.startswith(name + " ") for c in vec.values for f in c.pb_filters))
+    # a swept parameter shown as data (show="data" or "all") that the values lost (an operator reduced
+    # them): perfbase plots it as the parameter of each instance, its one value
+    keys = {k.name for k in vec.keys}
+    lost = [(name, label) for name, label in inst
+            if shows.get(name) in ("data", "all") and name not in keys and label.startswith("=")]
+    if lost:
+        added = [run.variable(None, name, False) for name, _ in lost]
+        values = tuple(_typed_text(v, label[1:]) for v, (_, label) in zip(added, lost, strict=True))
+        vec = dataclasses.replace(vec, keys=[*[_column(v, "key") for v in added], *vec.keys],
+                                  rows=[((*values, *kv), vals, *rest) for kv, vals, *rest in vec.rows])
     if not shown:
         return vec
     return dataclasses.replace(vec, values=[

@@ -127,3 +127,18 @@ def test_extern_sweep_and_unified_filename(tmp_path) -> None:
     for n, name in ((5, "MPI_version=1.23_platform=SX-6"), (6, "MPI_version_>_1.23_platform=SX-6"),
                     (7, "MPI_version_>_1.23_platform=SX-8")):
         assert (work / f"setup_{name}.gp").read_text() == _vfy(work, n), name
+
+
+@pytest.fixture(scope="module")
+def sweep_group(tmp_path_factory) -> tuple[Path, dict]:
+    return _setup(tmp_path_factory.mktemp("pbgp"), "sweep_group", each=True)
+
+
+@pytest.mark.parametrize("t", [2, 3, 5])
+def test_bars_of_intern_sweep_over_a_data_parameter(sweep_group, t: int) -> None:
+    # sweep_resolve="intern" over show="data" N_threads reduced by min: each instance one bar at its
+    # N_threads (power-of-two tics), the data titles without the swept parameter
+    work, env = sweep_group
+    ok(psbase("query", "-d", f"sweep_group_qry_{t}.xml", cwd=work, env=env))
+    assert (work / f"sweep_group_{t}.gp").read_text() == _vfy(work, t)
+
