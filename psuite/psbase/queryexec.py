@@ -97,7 +97,8 @@ def execute(
         for out in q.outputs:
             inputs = [(i, run.output_of(i)) for i in out.inputs]
             if out.format == "pbgnuplot":  # a plot's data titles show the sweep value of each instance, first
-                inputs = [(i, {inst: _sweep_shown(run, inst, vec) for inst, vec in instances.items()})
+                inputs = [(i, {_pb_inst_order(run, inst): _sweep_shown(run, _pb_inst_order(run, inst), vec)
+                               for inst, vec in _pb_sweep_order(run, instances)})
                           for i, instances in inputs]
                 extern = [k for k, i in enumerate(out.inputs)
                           if out.pb_inputs.get(i, {}).get("sweep_resolve") == "extern" and len(inputs[k][1]) > 1]
@@ -116,6 +117,40 @@ def execute(
                 except _Unmatched:
                     raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
+
+
+def _pb_param_order(run: _Run) -> list[str]:
+    """The parameters of the query's sources, in the order they are written."""
+    return list(dict.fromkeys(p.name for e in run.q.elements.values() if isinstance(e, qf.Source)
+                              for p in e.params))
+
+
+def _pb_inst_order(run: _Run, inst: Instance) -> Instance:
+    """A sweep instance with its parameters in the order the sources name them (perfbase's labels)."""
+    order = _pb_param_order(run)
+    return tuple(sorted(inst, key=lambda nl: order.index(nl[0]) if nl[0] in order else len(order)))
+
+
+def _pb_sweep_order(run: _Run, instances: dict[Instance, Vec]) -> list[tuple[Instance, Vec]]:
+    """The sweep instances in perfbase's order (as its suite shows it): the swept parameters shown as
+    data outermost, then the others in the reverse of the order the sources name them (the first
+    named varies fastest)."""
+    params = [p for e in run.q.elements.values() if isinstance(e, qf.Source) for p in e.params]
+    data = list(dict.fromkeys(p.name for p in params if p.show == "data"))
+    others = list(dict.fromkeys(p.name for p in params if p.name not in data))
+    order = data + others[::-1]  # slowest first
+    seen: dict[str, list[str]] = {}
+    for inst in instances:
+        for name, label in inst:
+            if label not in seen.setdefault(name, []):
+                seen[name].append(label)
+
+    def key(item: tuple[Instance, Vec]) -> tuple:
+        ranks = dict(item[0])
+        names = sorted(ranks, key=lambda n: order.index(n) if n in order else len(order))
+        return tuple(seen[n].index(ranks[n]) for n in names)
+
+    return sorted(instances.items(), key=key)
 
 
 def _typed_text(v: Variable, text: str) -> object:

@@ -106,11 +106,18 @@ def test_3d_splot(tmp_path) -> None:
         assert (work / f"test_{t}.gp").read_text() == _vfy(work, t)
 
 
-def test_several_inputs_and_points(tmp_path) -> None:
-    # four sources in one plot, label="parameter" (the filters as data titles), integer tics, -persist dropped
-    work, env = _setup(tmp_path, "sweep", each=True)
-    ok(psbase("query", "-d", "sweep_qry_1.xml", cwd=work, env=env))
-    assert (work / "sweep_1.gp").read_text() == _vfy(work, 1)
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> tuple[Path, dict]:
+    return _setup(tmp_path_factory.mktemp("pbgp"), "sweep", each=True)
+
+
+@pytest.mark.parametrize("t", [1, 3, 4])
+def test_several_inputs_and_intern_sweeps(sweep, t: int) -> None:
+    # 1: four sources in one plot, label="parameter" (the filters as data titles), integer tics, -persist
+    # dropped; 3, 4: one source swept over two parameters (sweep="intern"), perfbase's order of instances
+    work, env = sweep
+    ok(psbase("query", "-d", f"sweep_qry_{t}.xml", cwd=work, env=env))
+    assert (work / f"sweep_{t}.gp").read_text() == _vfy(work, t)
 
 
 def test_extern_sweep_and_unified_filename(tmp_path) -> None:
