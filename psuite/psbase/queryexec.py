@@ -1438,7 +1438,7 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
 
 def _pb_synopsis(c: Column) -> str:
     """perfbase's synopsis of a column: an operator's is its input's (psbase's label adds the statistic)."""
-    if c.statistic and c.label.endswith(" " + c.statistic):
+    if c.statistic and c.statistic != "frequency" and c.label.endswith(" " + c.statistic):
         return c.label[: -len(c.statistic) - 1]
     return c.label
 

@@ -149,3 +149,16 @@ def test_bars_of_intern_sweep_over_a_data_parameter(sweep_group, t: int) -> None
     ok(psbase("query", "-d", f"sweep_group_qry_{t}.xml", cwd=work, env=env))
     assert (work / f"sweep_group_{t}.gp").read_text() == _vfy(work, t)
 
+
+
+def test_settings_given_as_options(distrib) -> None:
+    # perfbase reads <option>elements|fontsize|ntics VALUE as its own settings (frequency_qry_1's
+    # "elements small": lines of width 1), not as gnuplot "set" lines
+    work, env = distrib
+    text = (work / "distrib_qry_1.xml").read_text()
+    (work / "o.xml").write_text(text.replace("<filename>", "<option>elements small</option>\n"
+                                             "<option>fontsize huge</option><option>grid</option><filename>"))
+    ok(psbase("query", "-d", "o.xml", cwd=work, env=env))
+    got = (work / "qry_result.gp").read_text()
+    want = _vfy(work, 1).replace("with histeps lw 2", "with histeps lw 1").replace('"Helvetica" 12', '"Helvetica" 16')
+    assert got == want.replace("plot '-'", "set grid\nplot '-'", 1)

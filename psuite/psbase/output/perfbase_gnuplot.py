@@ -182,7 +182,17 @@ def script(blocks: list[PlotBlock], spec: Spec, prefix: str | None) -> str | Non
             logscale_out[w[1][0]] = int(w[2])
             logscale[(w[1], "2" if len(w[1]) == 2 and w[1][1] == "2" else "")] = int(w[2])
             continue
-        set_opts.append(o)
+        # perfbase passes its own settings and the <option>s in one list: these name its settings
+        if w[0] == "fontsize" and len(w) > 1 and w[1] in _FONT:
+            fontsize = _FONT[w[1]]
+        elif w[0] == "elements" and len(w) > 1 and w[1] in _ELEMENT:
+            elmtsize = _ELEMENT[w[1]]
+        elif w[0] == "ntics" and len(w) > 1 and w[1].lstrip("-").isdigit():
+            ntics = int(w[1])
+        elif w[0] == "ndims" and len(w) > 1 and w[1] in ("2", "3"):
+            ndims = int(w[1])
+        else:
+            set_opts.append(o)
 
     title = enhanced(spec.title)
     per: dict[str, dict] = {}
