@@ -162,3 +162,13 @@ def test_settings_given_as_options(distrib) -> None:
     got = (work / "qry_result.gp").read_text()
     want = _vfy(work, 1).replace("with histeps lw 2", "with histeps lw 1").replace('"Helvetica" 12', '"Helvetica" 16')
     assert got == want.replace("plot '-'", "set grid\nplot '-'", 1)
+
+
+def test_input_styles_and_values_as_perfbase_stored_them(tmp_path) -> None:
+    # <input style="points"> beside the default linespoints; values as perfbase read them back from its
+    # database (15 significant digits): 8.837662642875003 prints as 8.83766264287
+    work, env = _setup(tmp_path, "plottype", "data_T*.dat", each=True)
+    ok(psbase("query", "-d", "plottype_qry.xml", cwd=work, env=env))
+    got = (work / "plottype.gp").read_text()
+    assert "1.16233735712 8.83766264287 \n" in got
+    assert got == _vfy(work, 1)

@@ -11,6 +11,7 @@ written.  Values print as perfbase's Python 2 printed them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from psuite.errors import UsageError
@@ -94,6 +95,14 @@ def _pow2_tics(data: list) -> list[str]:
         if rm <= 0:
             rm = len(tics) - 2
     return tics
+
+
+def _value(x: object) -> str:
+    """A data value as perfbase printed it: a float read back from PostgreSQL's 15 significant digits,
+    then Python 2's str() (8.837662642875003 prints as 8.83766264287)."""
+    if isinstance(x, float) and math.isfinite(x):
+        x = float(f"{x:.15g}")
+    return py2str(x)
 
 
 def _is_int(x: object) -> bool:
@@ -443,7 +452,7 @@ def _graphs(sets: list[_Set], ndims: int, elmtsize: int) -> list[str]:
                     blanks += 1
                     pts.append("\n")
                 prev = vals[0]
-            pts.append("".join(py2str(v) + " " for v in vals) + "\n")
+            pts.append("".join(_value(v) + " " for v in vals) + "\n")
             lines += 1
         if ndims == 3 and blanks in (0, lines - 1):
             raise UsageError("a 3-dimensional plot of one-dimensional data (unsorted?): "
@@ -477,7 +486,7 @@ def _bars(sets: list[_Set]) -> list[str]:
         got: dict[int, str] = {}
         for k in range(len(s.data[0])):
             if s.data[1][k] is not None:
-                got[k] = f"{k - off + d * inc:f} " + "".join(py2str(v[k]) + " " for v in s.data[1:]) + "\n"
+                got[k] = f"{k - off + d * inc:f} " + "".join(_value(v[k]) + " " for v in s.data[1:]) + "\n"
         if not got:
             return pts
         pts += [got[k] for k in range(len(xs)) if k in got]
