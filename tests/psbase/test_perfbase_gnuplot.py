@@ -172,3 +172,13 @@ def test_input_styles_and_values_as_perfbase_stored_them(tmp_path) -> None:
     got = (work / "plottype.gp").read_text()
     assert "1.16233735712 8.83766264287 \n" in got
     assert got == _vfy(work, 1)
+
+
+def test_extern_sweep_over_two_parameters_names_both(sweep_group) -> None:
+    # sweep_resolve="extern" over bench and N_threads, unify="filter": twelve files, each named by its
+    # instance's filters in the sources' order (perfbase's .vfy: the files one after the other, as ls lists them)
+    work, env = sweep_group
+    ok(psbase("query", "-d", "sweep_group_qry_4.xml", cwd=work, env=env))
+    files = sorted(work.glob("sweep_group_4_*.gp"))
+    assert files[0].name == "sweep_group_4_bench=crunch_N_threads=1.gp" and len(files) == 12
+    assert "".join(f.read_text() for f in files) == _vfy(work, 4)
