@@ -627,8 +627,14 @@ class _Run:
             pb_unit = ""
         # perfbase's filters of a column from two: those of the second that the first has too
         filters = c.pb_filters if other is None else tuple(f for f in other.pb_filters if f in c.pb_filters)
+        # perfbase's synopsis: the input's; of diff and div both inputs' with the sign between them
+        syn = _pb_synopsis(c)
+        if kind in ("diff", "div") and other is not None:
+            syn = syn + ("-" if kind == "diff" else "/") + _pb_synopsis(other)
+        elif kind in _PB_OP_SYNOPSIS:
+            syn = _PB_OP_SYNOPSIS[kind]
         return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind,
-                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit, pb_filters=filters)
+                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit, pb_filters=filters, pb_synopsis=syn)
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
@@ -1436,11 +1442,12 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
                        experiment=experiment, empty_ok=True, pb_blocks=blocks, pb_spec=spec)
 
 
+_PB_OP_SYNOPSIS = {"percentof": "", "above": "relative increase", "below": "relative decrease"}  # perfbase's
+
+
 def _pb_synopsis(c: Column) -> str:
-    """perfbase's synopsis of a column: an operator's is its input's (psbase's label adds the statistic)."""
-    if c.statistic and c.statistic != "frequency" and c.label.endswith(" " + c.statistic):
-        return c.label[: -len(c.statistic) - 1]
-    return c.label
+    """perfbase's synopsis of a column (an operator's: see _Run.derived), else its label."""
+    return c.label if c.pb_synopsis is None else c.pb_synopsis
 
 
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:

@@ -28,6 +28,7 @@ class Column:
     pb: str = ""  # perfbase's label of the column (e.g. "avg(r)"), for perfbase's outputs; "" means the name
     pb_unit: str | None = None  # perfbase's unit of the column where it differs from unit (e.g. "us/us")
     pb_filters: tuple[str, ...] = ()  # the filters perfbase shows with the column (e.g. "MPI_version = '1.2'")
+    pb_synopsis: str | None = None  # perfbase's synopsis of the column (its plots' axis label); None: label
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

@@ -111,10 +111,11 @@ def sweep(tmp_path_factory) -> tuple[Path, dict]:
     return _setup(tmp_path_factory.mktemp("pbgp"), "sweep", each=True)
 
 
-@pytest.mark.parametrize("t", [1, 3, 4])
+@pytest.mark.parametrize("t", [1, 3, 4, 5])
 def test_several_inputs_and_intern_sweeps(sweep, t: int) -> None:
     # 1: four sources in one plot, label="parameter" (the filters as data titles), integer tics, -persist
-    # dropped; 3, 4: one source swept over two parameters (sweep="intern"), perfbase's order of instances
+    # dropped; 3, 4: one source swept over two parameters (sweep="intern"), perfbase's order of instances;
+    # 5: bars of a diff, its axis label both inputs' synopses ("A-B")
     work, env = sweep
     ok(psbase("query", "-d", f"sweep_qry_{t}.xml", cwd=work, env=env))
     assert (work / f"sweep_{t}.gp").read_text() == _vfy(work, t)
