@@ -958,11 +958,16 @@ def _query_file(store, args) -> None:
     if args.unit is not None:
         results = _in_unit(results, args.unit, args.file)
     for out, table in results:
-        if out.filename is None:
+        filename = out.filename
+        if out.format == "pbgnuplot":  # perfbase's name: <filename> (unified), or the title
+            from psuite.psbase.output import perfbase_gnuplot
+
+            filename = perfbase_gnuplot.name(table.pb_spec, table.pb_blocks)
+        if filename is None:
             write_stdout(output.render(table, out.format))
         else:
-            written = output.write(table, out.format, out.filename, kind=out.kind, force=args.replace)
-            if not args.quiet:
+            written = output.write(table, out.format, filename, kind=out.kind, force=args.replace)
+            if written and not args.quiet:
                 write_stdout(f"psbase: wrote {', '.join(written)}\n")
 
 

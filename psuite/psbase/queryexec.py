@@ -96,6 +96,17 @@ def execute(
         tables = []
         for out in q.outputs:
             inputs = [(i, run.output_of(i)) for i in out.inputs]
+            if out.format == "pbgnuplot":  # a plot's data titles show the sweep value of each instance, first
+                inputs = [(i, {_pb_inst_order(run, inst): _sweep_shown(run, _pb_inst_order(run, inst), vec)
+                               for inst, vec in _pb_sweep_order(run, instances)})
+                          for i, instances in inputs]
+                extern = [k for k, i in enumerate(out.inputs)
+                          if out.pb_inputs.get(i, {}).get("sweep_resolve") == "extern" and len(inputs[k][1]) > 1]
+                if extern:  # perfbase's sweep_resolve="extern": a plot (file) of its own per sweep instance
+                    k = extern[0]
+                    tables += [(out, _table(out, [*inputs[:k], (inputs[k][0], {inst: vec}), *inputs[k + 1:]],
+                                            q.experiment)) for inst, vec in inputs[k][1].items()]
+                    continue
             try:
                 tables.append((out, _table(out, inputs, q.experiment)))
             except _Unmatched as exc:
@@ -106,6 +117,80 @@ def execute(
                 except _Unmatched:
                     raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
         return tables
+
+
+def _pb_param_order(run: _Run) -> list[str]:
+    """The parameters of the query's sources, in the order they are written."""
+    return list(dict.fromkeys(p.name for e in run.q.elements.values() if isinstance(e, qf.Source)
+                              for p in e.params))
+
+
+def _pb_inst_order(run: _Run, inst: Instance) -> Instance:
+    """A sweep instance with its parameters in the order the sources name them (perfbase's labels)."""
+    order = _pb_param_order(run)
+    return tuple(sorted(inst, key=lambda nl: order.index(nl[0]) if nl[0] in order else len(order)))
+
+
+def _pb_sweep_order(run: _Run, instances: dict[Instance, Vec]) -> list[tuple[Instance, Vec]]:
+    """The sweep instances in perfbase's order (as its suite shows it): the swept parameters shown as
+    data outermost, then the others in the reverse of the order the sources name them (the first
+    named varies fastest)."""
+    params = [p for e in run.q.elements.values() if isinstance(e, qf.Source) for p in e.params]
+    data = list(dict.fromkeys(p.name for p in params if p.show == "data"))
+    others = list(dict.fromkeys(p.name for p in params if p.name not in data))
+    order = data + others[::-1]  # slowest first
+    seen: dict[str, list[str]] = {}
+    for inst in instances:
+        for name, label in inst:
+            if label not in seen.setdefault(name, []):
+                seen[name].append(label)
+
+    def key(item: tuple[Instance, Vec]) -> tuple:
+        ranks = dict(item[0])
+        names = sorted(ranks, key=lambda n: order.index(n) if n in order else len(order))
+        return tuple(seen[n].index(ranks[n]) for n in names)
+
+    return sorted(instances.items(), key=key)
+
+
+def _typed_text(v: Variable, text: str) -> object:
+    """A sweep instance's value (text) as the variable's values are: integers as int, floats as float."""
+    try:
+        return int(text) if v.datatype == "integer" else float(text) if v.datatype == "float" else text
+    except ValueError:
+        return text
+
+
+def _pb_compared(name: str, label: str) -> str | None:
+    """A sweep instance of a comparing filter (">1.23") as perfbase shows it: "MPI_version > 1.23"."""
+    for op in (">=", "<=", "!=", ">", "<"):
+        if label.startswith(op):
+            return f"{name} {op} {label[len(op):]}"
+    return None
+
+
+def _sweep_shown(run: _Run, inst: Instance, vec: Vec) -> Vec:
+    """vec with its sweep instance's filter texts before each value column's filters (not twice)."""
+    shows = {p.name: p.show for e in run.q.elements.values() if isinstance(e, qf.Source) for p in e.params}
+    # a swept parameter shown as data is no filter of the data title
+    shown = tuple(_pb_compared(name, label) or run._pb_sweep_text(name, label) for name, label in inst
+                  if shows.get(name) != "data"
+                  and not any(f.startswith(name + " ") for c in vec.values for f in c.pb_filters))
+    # a swept parameter shown as data (show="data" or "all") that the values lost (an operator reduced
+    # them): perfbase plots it as the parameter of each instance, its one value
+    keys = {k.name for k in vec.keys}
+    lost = [(name, label) for name, label in inst
+            if shows.get(name) in ("data", "all") and name not in keys and label.startswith("=")]
+    if lost:
+        added = [run.variable(None, name, False) for name, _ in lost]
+        values = tuple(_typed_text(v, label[1:]) for v, (_, label) in zip(added, lost, strict=True))
+        vec = dataclasses.replace(vec, keys=[*[_column(v, "key") for v in added], *vec.keys],
+                                  rows=[((*values, *kv), vals, *rest) for kv, vals, *rest in vec.rows])
+    if not shown:
+        return vec
+    return dataclasses.replace(vec, values=[
+        dataclasses.replace(c, pb_filters=(*[t for t in shown if t not in c.pb_filters], *c.pb_filters))
+        for c in vec.values])
 
 
 def parse_where(items: list[str]) -> dict[str, list[str]]:
@@ -545,8 +630,14 @@ class _Run:
             pb_unit = ""
         # perfbase's filters of a column from two: those of the second that the first has too
         filters = c.pb_filters if other is None else tuple(f for f in other.pb_filters if f in c.pb_filters)
+        # perfbase's synopsis: the input's; of diff and div both inputs' with the sign between them
+        syn = _pb_synopsis(c)
+        if kind in ("diff", "div") and other is not None:
+            syn = syn + ("-" if kind == "diff" else "/") + _pb_synopsis(other)
+        elif kind in _PB_OP_SYNOPSIS:
+            syn = _PB_OP_SYNOPSIS[kind]
         return Column(name, unit, "value", label=label, datatype=datatype, statistic=kind,
-                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit, pb_filters=filters)
+                      pb=_pb_op_label(op, c, other), pb_unit=pb_unit, pb_filters=filters, pb_synopsis=syn)
 
     def operate(self, op: qf.Operator, vecs: list[tuple[str, Vec]], from_source: bool) -> Vec:
         kind = op.type
@@ -1328,20 +1419,38 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     """perfbase's view of an output: per input (and sweep instance) a block of its parameter and result
     columns (perfbase's label and unit), the filters it shows and its rows as they are (no join: perfbase
     prints each input separately).  The table's own columns and rows are those of the first block."""
+    from psuite.psbase.output.perfbase_gnuplot import PlotBlock
     from psuite.psbase.output.perfbase_text import Block
 
     blocks = []
     for ident, instances in inputs:
         for _, vec in instances.items():
             filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
-            blocks.append(Block(ident, [(_pb(k), _pb_unit(k)) for k in vec.keys],
-                                [(_pb(c), _pb_unit(c)) for c in vec.values], filters,
-                                [(*kv, *vals) for kv, vals, _ in vec.rows]))
+            args = (ident, [(_pb(k), _pb_unit(k)) for k in vec.keys], [(_pb(c), _pb_unit(c)) for c in vec.values],
+                    filters, [(*kv, *vals) for kv, vals, _ in vec.rows])
+            if out.format == "pbgnuplot":  # a plot also shows the synopses and the first result's filters
+                blocks.append(PlotBlock(*args, synopses=[_pb_synopsis(c) for c in [*vec.keys, *vec.values]],
+                                        first_filters=list(vec.values[0].pb_filters) if vec.values else []))
+            else:
+                blocks.append(Block(*args))
     first = next((vec for _, instances in inputs for vec in instances.values()), Vec([], [], []))
     # the columns without units: perfbase's outputs print the values as they are (--unit converts none)
     cols = [dataclasses.replace(c, unit="") for c in [*first.keys, *first.values]]
+    spec = None
+    if out.format == "pbgnuplot":
+        from psuite.psbase.output.perfbase_gnuplot import Spec
+
+        spec = Spec(out.pb_attrs, out.pb_inputs, out.options, out.filename, out.unify, out.title)
     return ResultTable(out.title or out.id, cols, [(*kv, *vals) for kv, vals, _ in first.rows],
-                       experiment=experiment, empty_ok=True, pb_blocks=blocks)
+                       experiment=experiment, empty_ok=True, pb_blocks=blocks, pb_spec=spec)
+
+
+_PB_OP_SYNOPSIS = {"percentof": "", "above": "relative increase", "below": "relative decrease"}  # perfbase's
+
+
+def _pb_synopsis(c: Column) -> str:
+    """perfbase's synopsis of a column (an operator's: see _Run.derived), else its label."""
+    return c.label if c.pb_synopsis is None else c.pb_synopsis
 
 
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:

@@ -186,7 +186,8 @@ CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequ
 TEXT_CONDITIONS = ("regexp", "match")  # perfbase's conditions on strings: a regexp found in it, an SQL LIKE
 REGEXP_SECONDS = 2.0  # the most one <regexp> may take on one value: query files come from other people too
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
-PERFBASE_FORMATS = ("pbtext", "pbxml")  # perfbase's targets rendered as perfbase wrote them (raw_text, xml)
+PERFBASE_FORMATS = ("pbtext", "pbxml", "pbgnuplot")  # perfbase's targets rendered as perfbase wrote them
+# (raw_text, xml, gnuplot: its command file)
 STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
 _KIND_ALIASES = {"bars": "bar", "boxes": "bar", "lines": "line", "graphs": "line"}  # perfbase's names
@@ -297,6 +298,10 @@ class Output(Element):
     kind: str = "auto"
     title: str = ""
     options: list[str] = field(default_factory=list)  # perfbase's <option>: settings for the plotting target
+    # perfbase's target="gnuplot": the attributes of the <output>, of its <input>s (by id) and <filename unify=>
+    pb_attrs: dict[str, str] = field(default_factory=dict)
+    pb_inputs: dict[str, dict[str, str]] = field(default_factory=dict)
+    unify: str = "no"
 
 
 @dataclass
@@ -895,16 +900,29 @@ def _term(path: str, elem: etree._Element, text: str, inputs: list[str]) -> ast.
 def _output(path: str, elem: etree._Element, q: QueryFile) -> Output:
     _check_children(path, elem, ("input", "option", "filename"))
     ident = (elem.get("id") or "").strip() or f"output{len(q.outputs) + 1}"
+    fmt = _format(path, elem)
     out = Output(
         ident,
         _inputs(path, elem, q),
         elem.sourceline,
-        format=_format(path, elem),
+        format=fmt,
         filename=_one(path, elem, ("filename",), required=False),
-        kind=_KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
+        # perfbase's gnuplot plot types (graphs, steps, bars, ...) are its renderer's, no psbase chart kind
+        kind="auto" if fmt == "pbgnuplot" else _KIND_ALIASES.get(elem.get("type", ""), elem.get("type", "auto")),
         title=(elem.get("title") or "").strip(),
         options=[_text(path, c) for c in elem.findall("option")],
     )
+    if out.format == "pbgnuplot":
+        out.pb_attrs = dict(elem.attrib)
+        out.pb_inputs = {_text(path, c): dict(c.attrib) for c in elem.findall("input")}
+        fname = elem.find("filename")
+        if fname is not None:
+            out.unify = _choice(path, fname, "unify", ("no", "filter", "sweep", "fixed"), "no")
+        _choice(path, elem, "format", ("screen", "ps", "eps", "pdf", "png"), "screen")
+        _choice(path, elem, "dimensions", ("2", "3"), "2")
+        _choice(path, elem, "color", ("yes", "no"), "yes")
+        for attr in ("fontsize", "elements"):
+            _choice(path, elem, attr, ("tiny", "small", "normal", "large", "huge"), "normal")
     if out.kind not in KINDS:
         raise _fail(path, elem, f"type={out.kind!r} is not a chart kind; use one of {', '.join(KINDS)}")
     if out.filename is None and out.format not in (*STDOUT_FORMATS, *PERFBASE_FORMATS):
@@ -928,8 +946,8 @@ def _perfbase_doctype(elem: etree._Element) -> bool:
 
 def _format(path: str, elem: etree._Element) -> str:
     """format= (psbase's), or perfbase's target= with its format= (raw_text:
-    perfbase's text, whatever its format=, as perfbase ignores it; gnuplot on
-    the screen: its data and script; gnuplot as png)."""
+    perfbase's text, whatever its format=, as perfbase ignores it; gnuplot:
+    its command file as perfbase writes it, for every format=)."""
     target = elem.get("target")
     if target is None and elem.get("format") is None and _perfbase_doctype(elem):
         target = "raw_text"  # perfbase's default target, in a file that declares perfbase's DTD
@@ -940,11 +958,11 @@ def _format(path: str, elem: etree._Element) -> str:
         return "pbtext"
     if target == "xml":
         return "pbxml"
-    if target == "gnuplot" and fmt in ("screen", "png"):
-        return "gnuplot" if fmt == "screen" else "png"
+    if target == "gnuplot":  # perfbase's command file, whatever the terminal (checked with the output)
+        return "pbgnuplot"
     raise _fail(
         path,
         elem,
-        f"target={target!r} format={fmt!r} (perfbase) is not supported; use target raw_text, target gnuplot with "
-        f"format screen or png, or psbase's format= alone: {', '.join(FORMATS)}",
+        f"target={target!r} format={fmt!r} (perfbase) is not supported; use target raw_text, xml or gnuplot, "
+        f"or psbase's format= alone: {', '.join(FORMATS)}",
     )

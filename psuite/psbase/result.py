@@ -28,6 +28,7 @@ class Column:
     pb: str = ""  # perfbase's label of the column (e.g. "avg(r)"), for perfbase's outputs; "" means the name
     pb_unit: str | None = None  # perfbase's unit of the column where it differs from unit (e.g. "us/us")
     pb_filters: tuple[str, ...] = ()  # the filters perfbase shows with the column (e.g. "MPI_version = '1.2'")
+    pb_synopsis: str | None = None  # perfbase's synopsis of the column (its plots' axis label); None: label
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -47,6 +48,7 @@ class ResultTable:
     notes: list[str] = field(default_factory=list)  # e.g. the sources and filters, printed with the table
     empty_ok: bool = False  # no rows is a table (a query file's output, as perfbase writes it), not an error
     pb_blocks: list | None = None  # perfbase's outputs: each input's block (output.perfbase_text.Block)
+    pb_spec: object = None  # perfbase's gnuplot output: what its <output> asks (output.perfbase_gnuplot.Spec)
 
     def column(self, name: str) -> int:
         for i, c in enumerate(self.columns):

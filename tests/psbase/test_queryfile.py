@@ -599,7 +599,7 @@ def test_perfbase_output_targets(tmp_path):
         path.write_text(f"{src}<output {attrs}><input>s</input><filename>f</filename></output></query>")
         got.append(queryfile.parse(str(path)).outputs[0].format)
     # raw_text: perfbase's own text (output.perfbase_text), whatever its format= says
-    assert got == ["pbtext", "gnuplot", "png", "svg"]
+    assert got == ["pbtext", "pbgnuplot", "pbgnuplot", "svg"]  # gnuplot: perfbase's command file, every format
     path.write_text(f"{src}<output target='latex'><input>s</input></output></query>")
     with pytest.raises(UsageError, match="target='latex' format='screen' .perfbase. is not supported; use target"):
         queryfile.parse(str(path))

@@ -43,6 +43,10 @@ def render(table: ResultTable, fmt: str) -> str:
         from psuite.psbase.output import perfbase_xml
 
         return perfbase_xml.text(table.pb_blocks)
+    if fmt == "pbgnuplot":  # on the screen without a file: the command file perfbase pipes to gnuplot
+        from psuite.psbase.output import perfbase_gnuplot
+
+        return perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, None) or ""
 
     _check_format(fmt, TEXT_FORMATS)
     check_table(table, text=True)
@@ -61,6 +65,16 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
     An existing file is refused unless force."""
     from psuite.psbase.output import chart as chartmod
 
+    if fmt == "pbgnuplot":  # perfbase's gnuplot output: its command file NAME.gp
+        from psuite.psbase.output import perfbase_gnuplot
+
+        content = perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, path)
+        if content is None:  # nothing to plot: perfbase writes no file
+            return []
+        paths = [path + ".gp"]
+        with atomic_outputs(paths, force) as files:
+            files[0].write(content)
+        return paths
     if fmt in ("pbtext", "pbxml"):  # perfbase's raw_text (xml) output to a file: NAME.dat (NAME.xml), as perfbase
         paths = [path + (".dat" if fmt == "pbtext" else ".xml")]
         with atomic_outputs(paths, force) as files:
