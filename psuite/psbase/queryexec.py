@@ -308,7 +308,10 @@ class _Run:
         """notes with a sweep instance's values as perfbase's filter texts (its data title shows them)."""
         if not self.pb_order:
             return notes
-        return [*notes, *((PB_FILTER, self._pb_sweep_text(name, label)) for name, label in inst)]
+        shows = {p.name: p.show for e in self.q.elements.values() if isinstance(e, qf.Source) for p in e.params}
+        # a swept parameter shown as data is a column, no filter of the data title
+        return [*notes, *((PB_FILTER, _pb_compared(name, label) or self._pb_sweep_text(name, label))
+                          for name, label in inst if shows.get(name) not in ("data", "all"))]
 
     def _pb_sweep_text(self, name: str, label: str) -> str:
         """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100")."""
