@@ -304,10 +304,13 @@ class _Run:
         except _Unmatched as exc:
             raise self.fail(elem, str(exc)) from None
 
-    def _swept(self, notes: list[tuple[str, str]], inst: Instance) -> list[tuple[str, str]]:
-        """notes with a sweep instance's values as perfbase's filter texts (its data title shows them)."""
+    def _swept(self, src: qf.Source, notes: list[tuple[str, str]], inst: Instance) -> list[tuple[str, str]]:
+        """notes with a sweep instance's values as perfbase's filter texts (its data title shows them), in
+        the order of the source's parameters."""
         if not self.pb_order:
             return notes
+        order = [p.name for p in src.params]
+        inst = tuple(sorted(inst, key=lambda nl: order.index(nl[0]) if nl[0] in order else len(order)))
         shows = {p.name: p.show for e in self.q.elements.values() if isinstance(e, qf.Source) for p in e.params}
         # a swept parameter shown as data is a column, no filter of the data title
         return [*notes, *((PB_FILTER, _pb_compared(name, label) or self._pb_sweep_text(name, label))
@@ -524,7 +527,8 @@ class _Run:
                 order_ = sorted(range(len(rows)), key=lambda i: sort_key(rows[i][0]))
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
-                [_pb_key(src, k) for k in keys], [_pb_source_column(src, v, self._swept(notes, inst)) for v in results],
+                [_pb_key(src, k) for k in keys],
+                [_pb_source_column(src, v, self._swept(src, notes, inst)) for v in results],
                 rows, _plain_notes(notes), runs
             )
         return out
@@ -562,7 +566,7 @@ class _Run:
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
                 [_pb_key(src, k) for k in keys],
-                [self.derived(op, _pb_source_column(src, v, self._swept(notes, inst))) for v in results],
+                [self.derived(op, _pb_source_column(src, v, self._swept(src, notes, inst))) for v in results],
                 rows,
                 _plain_notes(notes),
             )
