@@ -17,7 +17,7 @@ from tests.psbase.perfbase_suite import SUITE, SUITE_DIR, refusal_classes, run_d
 
 # What psbase achieves at least (checks byte for byte, and with the same numbers besides), as measured; these
 # figures only ever go up: raise them as psbase learns more of perfbase, never lower them.
-AT_LEAST = {"sqlite": {"exact": 208, "numbers": 8}, "postgresql": {"exact": 219, "numbers": 8}}
+AT_LEAST = {"sqlite": {"exact": 236, "numbers": 8}, "postgresql": {"exact": 245, "numbers": 8}}
 BUILD = Path(__file__).resolve().parents[2] / "build"
 
 
