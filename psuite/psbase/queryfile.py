@@ -313,6 +313,15 @@ class QueryFile:
     sweep_ids: dict[str, str] = field(default_factory=dict)  # a swept variable's <parameter id> (perfbase's labels)
 
 
+def _dates(path: str, elem: etree._Element, start, end) -> tuple:
+    """A <created> or <performed> of a <run>: its <from> and <to> read by start and end (None: not given)."""
+    _check_children(path, elem, ("from", "to"))
+    found = {d.tag: (start if d.tag == "from" else end)(d) for d in elem}
+    if not found:
+        raise _fail(path, elem, "give <from> and/or <to> dates")
+    return found.get("from"), found.get("to")
+
+
 def _fail(path: str, elem: etree._Element | None, problem: str) -> UsageError:
     where = f"<{elem.tag}> (line {elem.sourceline})" if elem is not None else "query file"
     return UsageError(f"{path}: {where}: {problem}")
@@ -605,14 +614,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
             sel.synopsis.append(text)
             continue
         if c.tag == "performed":  # perfbase's: from and to both inclusive
-            _check_children(path, c, ("from", "to"))
-            for d in c:
-                if d.tag == "from":
-                    sel.performed_from = _stamp(path, d, end=False)
-                else:
-                    sel.performed_to = _stamp(path, d, end=False)
-            if sel.performed_from is None and sel.performed_to is None:
-                raise _fail(path, c, "give <from> and/or <to> dates")
+            sel.performed_from, sel.performed_to = _dates(path, c, lambda d: _stamp(path, d, end=False),
+                                                          lambda d: _stamp(path, d, end=False))
             continue
         if c.tag == "index":
             for part in _text(path, c).split(","):
@@ -635,14 +638,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                     raise _fail(path, c, f"run range {part.strip()!r} is empty; write the lower index first")
                 sel.ranges.append(rng)
         else:
-            _check_children(path, c, ("from", "to"))
-            for d in c:
-                if d.tag == "from":
-                    sel.created_from = _when(path, d, end=False)
-                else:
-                    sel.created_to = _when(path, d, end=True)
-            if sel.created_from is None and sel.created_to is None:
-                raise _fail(path, c, "give <from> and/or <to> dates")
+            sel.created_from, sel.created_to = _dates(path, c, lambda d: _when(path, d, end=False),
+                                                      lambda d: _when(path, d, end=True))
     if not sel.ranges and sel.created_from is None and sel.created_to is None and not sel.synopsis and \
             sel.performed_from is None and sel.performed_to is None:
         raise _fail(path, elem, "selects nothing; give <index>, <created>, <performed> or <synopsis>")
