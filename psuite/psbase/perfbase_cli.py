@@ -459,6 +459,7 @@ def merge_quoted(args: Sequence[str]) -> list[str]:
     `-s "data as separator"` into three words still gives one synopsis; empty words are dropped."""
     out: list[str] = []
     pending: list[str] = []
+    opened = ""  # the word that opened the quote, as given, for the message
     inside = False
     for a in args:
         if not a:
@@ -466,13 +467,14 @@ def merge_quoted(args: Sequence[str]) -> list[str]:
         if '"' not in a and not inside:
             out.append(a)
             continue
+        opened = opened if inside else a
         inside ^= a.count('"') % 2 == 1
         pending.append(a.replace('"', ""))
         if not inside:
             out.append(" ".join(pending))
             pending = []
     if inside:
-        raise UsageError(f"input: the quote opened in {pending[0]!r} is not closed; close it or drop it")
+        raise UsageError(f"input: the quote opened in {opened!r} is not closed; close it or drop it")
     return out
 
 
