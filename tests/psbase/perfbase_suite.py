@@ -241,6 +241,11 @@ def _output(step: Step, stdout: str, work: Path) -> str | None:
     for f in step.out:
         if f in ("stdout", "both"):
             parts.append(stdout)
+        elif "*" in f:  # the script's `cat NAME.*`: every file of the pattern, in ls order
+            names = sorted(glob.glob(str(work / f)))
+            if not names:
+                return None
+            parts += [Path(n).read_text("utf-8", "replace") for n in names]
         elif not (work / f).is_file():
             return None
         elif f.endswith(".ods"):
@@ -254,6 +259,15 @@ def _output(step: Step, stdout: str, work: Path) -> str | None:
     if step.drop:
         text = "".join(x for x in text.splitlines(keepends=True) if not any(d in x for d in step.drop))
     return text
+
+
+def before_postscript(text: str) -> str:
+    """An output up to its PostScript (a line starting %!PS): the data and gnuplot command file that
+    perfbase wrote itself, without the file gnuplot drew from them (whose prolog is gnuplot's version's)."""
+    i = text.find("%!PS")
+    while i > 0 and text[i - 1] != "\n":
+        i = text.find("%!PS", i + 1)
+    return text if i < 0 else text[:i]
 
 
 def _expected(directory: str, n: int) -> str | None:

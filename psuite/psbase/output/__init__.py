@@ -74,8 +74,15 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
         if content is None:  # nothing to plot: perfbase writes no file
             return []
         paths = [path + ".gp"]
+        drawn = perfbase_gnuplot.drawing(table.pb_spec, path)  # ps, eps: gnuplot draws it from the script
+        exe = perfbase_gnuplot.check_gnuplot(table.pb_spec)
+        if drawn:
+            check_outputs([*paths, drawn], force)
         with atomic_outputs(paths, force) as files:
             files[0].write(content)
+        if drawn and exe:
+            perfbase_gnuplot.draw(exe, paths[0], drawn)
+            paths.append(drawn)
         return paths
     if fmt == "pbopendoc":  # perfbase's OpenDocument spreadsheet: NAME.ods
         from psuite.psbase.output import perfbase_opendoc
