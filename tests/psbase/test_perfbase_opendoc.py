@@ -99,6 +99,16 @@ def test_layouts_place_cells_as_perfbase(opendoc, t: int) -> None:
             assert got[cell] == (kind, texts, look), cell
 
 
+def test_sheet_is_named_after_the_id_not_the_title(opendoc) -> None:
+    work, env = opendoc
+    text = (work / "opendoc_qry_1.xml").read_text()
+    (work / "titled.xml").write_text(text.replace('target="opendoc">', 'target="opendoc" title="Latency">'))
+    (work / "opendoc_1.ods").unlink(missing_ok=True)
+    ok(psbase("query", "-d", "titled.xml", cwd=work, env=env))
+    got = _cells(_ods_content((work / "opendoc_1.ods").read_bytes()))
+    assert got == _want(work, 1)
+
+
 def test_opendoc_without_filename_is_one_line(opendoc, tmp_path) -> None:
     work, env = opendoc
     text = (work / "opendoc_qry_1.xml").read_text().replace("<filename>opendoc_1</filename>", "")
