@@ -117,6 +117,19 @@ def test_opendoc_without_filename_is_one_line(opendoc, tmp_path) -> None:
     assert "<filename>" in line
 
 
+def test_without_odfpy_one_line_names_the_extra(opendoc, tmp_path) -> None:
+    # an archive installed before odfpy joined the extra: the package and the extra named, no file
+    work, env = opendoc
+    fake = tmp_path / "hide" / "odf"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'odf'\", name='odf')\n")
+    (work / "opendoc_1.ods").unlink(missing_ok=True)
+    line = one_line_error(psbase("query", "-d", "opendoc_qry_1.xml", cwd=work,
+                                 env={**env, "PYTHONPATH": str(fake.parent)}), "psbase")
+    assert "odfpy" in line and "psuite[archive]" in line
+    assert not (work / "opendoc_1.ods").exists()
+
+
 @pytest.fixture(scope="module")
 def frequency(tmp_path_factory) -> tuple[Path, dict]:
     return _setup(tmp_path_factory.mktemp("pbps"), "frequency")
