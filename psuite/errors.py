@@ -39,6 +39,7 @@ OPTIONAL_PACKAGES = {
     "sqlalchemy": ("SQLAlchemy", "archive", "the experiment archive"),
     "psycopg": ("psycopg", "archive", "a PostgreSQL archive"),
     "matplotlib": ("matplotlib", "archive", "psbase's PNG and SVG charts"),
+    "odf": ("odfpy", "archive", "perfbase's opendoc spreadsheets"),
     "plotly": ("plotly", "html", "HTML reports and charts"),
     "hatchet": ("llnl-hatchet", "hatchet", "hatchet GraphFrames"),
     "thicket": ("llnl-thicket", "hatchet", "Thicket"),

@@ -963,6 +963,8 @@ def _query_file(store, args) -> None:
             from psuite.psbase.output import perfbase_gnuplot
 
             filename = perfbase_gnuplot.name(table.pb_spec, table.pb_blocks)
+        elif out.format == "pbopendoc":  # perfbase names the sheet after the output's id, whatever its title
+            table = replace(table, title=out.id)
         if filename is None:
             write_stdout(output.render(table, out.format))
         else:

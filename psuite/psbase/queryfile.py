@@ -186,7 +186,7 @@ CONDITIONS = ("equal", "notequal", "lesser", "lessequal", "greater", "greaterequ
 TEXT_CONDITIONS = ("regexp", "match")  # perfbase's conditions on strings: a regexp found in it, an SQL LIKE
 REGEXP_SECONDS = 2.0  # the most one <regexp> may take on one value: query files come from other people too
 FORMATS = ("text", "csv", "json", "gnuplot", "png", "svg", "html")
-PERFBASE_FORMATS = ("pbtext", "pbxml", "pbgnuplot")  # perfbase's targets rendered as perfbase wrote them
+PERFBASE_FORMATS = ("pbtext", "pbxml", "pbgnuplot", "pbopendoc")  # perfbase's targets rendered as perfbase wrote them
 # (raw_text, xml, gnuplot: its command file)
 STDOUT_FORMATS = ("text", "csv", "json")
 KINDS = ("auto", "bar", "line")  # psuite.psbase.output's chart kinds
@@ -957,9 +957,11 @@ def _format(path: str, elem: etree._Element) -> str:
         return "pbxml"
     if target == "gnuplot":  # perfbase's command file, whatever the terminal (checked with the output)
         return "pbgnuplot"
+    if target == "opendoc":  # perfbase's spreadsheet, NAME.ods
+        return "pbopendoc"
     raise _fail(
         path,
         elem,
-        f"target={target!r} format={fmt!r} (perfbase) is not supported; use target raw_text, xml or gnuplot, "
+        f"target={target!r} format={fmt!r} (perfbase) is not supported; use target raw_text, xml, gnuplot or opendoc, "
         f"or psbase's format= alone: {', '.join(FORMATS)}",
     )

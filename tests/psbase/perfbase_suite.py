@@ -59,10 +59,42 @@ def _numbers_equal(a: str, b: str) -> bool:
 
 
 def _ods_content(data: bytes) -> str:
-    """An OpenDocument file's content.xml without its date lines (what the opendoc script compares)."""
+    """An OpenDocument spreadsheet's content, one line per sheet and per non-empty cell: its place, value
+    type, value, text and formatting (the cell style's properties, resolved).  The content.xml bytes are
+    the writing library's (perfbase's ooolib, psbase's odfpy): what a reader of the sheet sees is compared."""
+    from xml.etree import ElementTree as etree
+
     with zipfile.ZipFile(io.BytesIO(data)) as z:
-        text = z.read("content.xml").decode("utf-8", "replace")
-    return "\n".join(line for line in text.splitlines() if "date" not in line)
+        root = etree.fromstring(z.read("content.xml"))
+    ns = {"office": "urn:oasis:names:tc:opendocument:xmlns:office:1.0",
+          "style": "urn:oasis:names:tc:opendocument:xmlns:style:1.0",
+          "table": "urn:oasis:names:tc:opendocument:xmlns:table:1.0",
+          "text": "urn:oasis:names:tc:opendocument:xmlns:text:1.0"}
+
+    def q(name: str) -> str:
+        prefix, local = name.split(":")
+        return f"{{{ns[prefix]}}}{local}"
+
+    styles = {}
+    for st in root.iterfind(".//style:style", ns):
+        props = sorted(f"{k.rsplit('}', 1)[-1]}={v}" for p in st for k, v in p.attrib.items())
+        styles[st.get(q("style:name"))] = " ".join(props)
+    lines = []
+    for t in root.iterfind(".//table:table", ns):
+        lines.append(f"sheet {t.get(q('table:name'))!r}")
+        r = 0
+        for row in t.iterfind("table:table-row", ns):
+            c = 0
+            for cell in row.iterfind("table:table-cell", ns):
+                kind, style = cell.get(q("office:value-type")), cell.get(q("table:style-name"))
+                if kind or style:
+                    texts = ["".join(p.itertext()) for p in cell.iterfind("text:p", ns)]
+                    value = cell.get(q("office:value"))
+                    lines.append(f"{chr(ord('A') + c)}{r + 1} {kind} " + (f"value={value} " if value else "")
+                                 + f"{texts!r} [{styles.get(style, style or '')}]")
+                c += int(cell.get(q("table:number-columns-repeated"), "1"))
+            r += int(row.get(q("table:number-rows-repeated"), "1"))
+    return "\n".join(lines) + "\n"
 
 
 def _commands(step: Step, cwd: Path) -> list[list[str]]:
@@ -233,6 +265,11 @@ def _output(step: Step, stdout: str, work: Path) -> str | None:
     for f in step.out:
         if f in ("stdout", "both"):
             parts.append(stdout)
+        elif "*" in f:  # the script's `cat NAME.*`: every file of the pattern, in ls order
+            names = sorted(glob.glob(str(work / f)))
+            if not names:
+                return None
+            parts += [Path(n).read_text("utf-8", "replace") for n in names]
         elif not (work / f).is_file():
             return None
         elif f.endswith(".ods"):
@@ -246,6 +283,15 @@ def _output(step: Step, stdout: str, work: Path) -> str | None:
     if step.drop:
         text = "".join(x for x in text.splitlines(keepends=True) if not any(d in x for d in step.drop))
     return text
+
+
+def before_postscript(text: str) -> str:
+    """An output up to its PostScript (a line starting %!PS): the data and gnuplot command file that
+    perfbase wrote itself, without the file gnuplot drew from them (whose prolog is gnuplot's version's)."""
+    i = text.find("%!PS")
+    while i > 0 and text[i - 1] != "\n":
+        i = text.find("%!PS", i + 1)
+    return text if i < 0 else text[:i]
 
 
 def _expected(directory: str, n: int) -> str | None:

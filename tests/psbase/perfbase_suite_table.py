@@ -53,6 +53,11 @@ def _queries(d: str, n: int, out: str = "stdout", rcs: tuple[int, ...] | None = 
             for t in range(1, n + 1)]
 
 
+# `cat NAME.* | grep -v CreationDate | grep -v Creator | grep -v Author > NAME.out`: the data, the gnuplot
+# command file and the PostScript gnuplot drew, without the lines that change with the day and the version
+_PS_DATES = ("CreationDate", "Creator", "Author")
+
+
 def _delete(d: str) -> Step:
     return S(f"delete -e {d}_TEST --dontask")
 
@@ -182,7 +187,8 @@ SUITE: dict[str, list[Step]] = {
     "combiner": [*_base("combiner"), *_queries("combiner", 4), _delete("combiner")],
     "combiner2": [*_base("combiner2"), *_queries("combiner2", 11, rcs=(0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0)),
                   _delete("combiner2")],
-    "combstrip": [*_base("combstrip", each=True), *_queries("combstrip", 1, "combstrip_{t}.out"), _delete("combstrip")],
+    "combstrip": [*_base("combstrip", each=True), *_queries("combstrip", 1, "combstrip_{t}.*", drop=_PS_DATES),
+                  _delete("combstrip")],
     "count": [S("setup -d count_exp.xml"), S("input -t -a ignore -d count_inp.xml input/*.dat", 0, "stdout", vfy=1,
                                             each=True), _delete("count")],
     "default": _default(),
@@ -219,7 +225,7 @@ SUITE: dict[str, list[Step]] = {
               *(S(f"query -d fixed_{q}_qry.xml{a}", 0, "stdout", vfy=t) for t, (q, a) in enumerate(
                   (("plain", ""), ("plain", " -f f.version=1.23"), ("scale", ""), ("scale", " -f f.scale=4"),
                    ("scale", " -f f.scale=4 -f f.version=1.23")), 1)), _delete("fixed")],
-    "frequency": [*_base("frequency", each=True), *_queries("frequency", 3, "frequency_{t}.out"),
+    "frequency": [*_base("frequency", each=True), *_queries("frequency", 3, "frequency_{t}.*", drop=_PS_DATES),
                   _delete("frequency")],
     "input": [S("setup -d input_exp.xml"),
               S("input -s standard -d input_inp_1.xml input/data_1.dat"),

@@ -47,6 +47,8 @@ def render(table: ResultTable, fmt: str) -> str:
         from psuite.psbase.output import perfbase_gnuplot
 
         return perfbase_gnuplot.script(table.pb_blocks, table.pb_spec, None) or ""
+    if fmt == "pbopendoc":  # a spreadsheet is a file: perfbase names it <filename>.ods
+        raise UsageError("an opendoc output writes a spreadsheet file; give its <output> a <filename>")
 
     _check_format(fmt, TEXT_FORMATS)
     check_table(table, text=True)
@@ -72,7 +74,22 @@ def write(table: ResultTable, fmt: str, path: str, kind: str = "auto", force: bo
         if content is None:  # nothing to plot: perfbase writes no file
             return []
         paths = [path + ".gp"]
+        drawn = perfbase_gnuplot.drawing(table.pb_spec, path)  # ps, eps: gnuplot draws it from the script
+        exe = perfbase_gnuplot.check_gnuplot(table.pb_spec)
+        if drawn:
+            check_outputs([*paths, drawn], force)
         with atomic_outputs(paths, force) as files:
+            files[0].write(content)
+        if drawn and exe:
+            perfbase_gnuplot.draw(exe, paths[0], drawn)
+            paths.append(drawn)
+        return paths
+    if fmt == "pbopendoc":  # perfbase's OpenDocument spreadsheet: NAME.ods
+        from psuite.psbase.output import perfbase_opendoc
+
+        paths = [path + ".ods"]
+        content = perfbase_opendoc.document(table.pb_blocks or [], table.title)
+        with atomic_outputs(paths, force, binary=True) as files:
             files[0].write(content)
         return paths
     if fmt in ("pbtext", "pbxml"):  # perfbase's raw_text (xml) output to a file: NAME.dat (NAME.xml), as perfbase

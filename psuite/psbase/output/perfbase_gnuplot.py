@@ -12,13 +12,18 @@ written.  Values print as perfbase's Python 2 printed them."""
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import subprocess
 from dataclasses import dataclass, field
 
-from psuite.errors import UsageError
+from psuite.errors import OutputError, UsageError
 from psuite.psbase.output.perfbase_text import Block, py2str
 
 STYLES = {"graphs": "linespoints", "points": "points", "boxes": "boxes", "bars": "boxes", "steps": "histeps"}
 FORMATS = ("screen", "ps", "eps", "pdf", "png")
+DRAWN = ("ps", "eps")  # the formats psbase has gnuplot draw from the command file, as perfbase does
+DRAW_SECONDS = 120  # a plot gnuplot has not drawn by then is given up (one line, no file left)
 _FONT = {"tiny": 8, "small": 10, "normal": 12, "large": 14, "huge": 16}
 _ELEMENT = {"tiny": 0, "small": 1, "normal": 2, "large": 3, "huge": 4}
 _MAX_TICS = 14  # perfbase's limit of tic marks on an axis
@@ -492,3 +497,41 @@ def _bars(sets: list[_Set]) -> list[str]:
         pts += [got[k] for k in range(len(xs)) if k in got]
         pts.append("e\n")
     return out + pts
+
+
+def drawing(spec: Spec, prefix: str) -> str | None:
+    """The file gnuplot draws for an output written to prefix (PREFIX.ps, PREFIX.eps: the script's
+    "set output"), or None for a format whose command file psbase only writes."""
+    fmt = spec.attrs.get("format", "screen")
+    return f"{prefix}.{fmt}" if fmt in DRAWN else None
+
+
+def check_gnuplot(spec: Spec) -> str | None:
+    """gnuplot's path for a format it draws (None for the others); one line when it is not installed."""
+    fmt = spec.attrs.get("format", "screen")
+    if fmt not in DRAWN:
+        return None
+    exe = shutil.which("gnuplot")
+    if exe is None:
+        raise OutputError(f"<output target=\"gnuplot\" format={fmt!r}> is drawn by gnuplot, which is not "
+                          "installed (not on PATH): install gnuplot (Debian: gnuplot-nox), or give "
+                          "format=\"screen\" for the command file alone")
+    return exe
+
+
+def draw(exe: str, script_path: str, out: str) -> None:
+    """Run gnuplot on the command file, as perfbase pipes it to gnuplot: the script's "set output" names
+    out, which gnuplot writes (its %%Title is that name).  On failure nothing of out is left."""
+    try:
+        p = subprocess.run([exe, script_path], stdin=subprocess.DEVNULL, capture_output=True,
+                           timeout=DRAW_SECONDS)
+    except subprocess.TimeoutExpired:
+        p = None
+    if p is None or p.returncode != 0 or not os.path.isfile(out) or os.path.getsize(out) == 0:
+        if os.path.isfile(out):
+            os.unlink(out)
+        why = (f"it took more than {DRAW_SECONDS} s" if p is None else
+               next((x.strip() for x in p.stderr.decode("utf-8", "replace").splitlines() if x.strip()),
+                    f"exit status {p.returncode}"))
+        raise OutputError(f"gnuplot could not draw {out} from {script_path}: {why[:200]}; "
+                          f"run `gnuplot {script_path}` to see why")
