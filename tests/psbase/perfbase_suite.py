@@ -18,7 +18,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.psbase.perfbase_suite_table import ERRORS, IMPORTS, SUITE, Step
+from tests.psbase.perfbase_suite_table import ERRORS, IMPORTS, POSTSCRIPT, SUITE, Step
 
 SUITE_DIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "perfbase" / "test"
 VERDICTS = ("exact", "numbers", "deviation", "refused", "differ")
@@ -197,6 +197,12 @@ def run_directory(directory: str, work: Path, db: str) -> list[Check]:
             want = _expected(directory, vfy)
             same = got is not None and want is not None and (
                 got == want or step.sort and sorted(got.splitlines()) == sorted(want.splitlines()))
+            if (directory, vfy) in POSTSCRIPT and rc_ok and got is not None and want is not None and not blocked:
+                drawn = before_postscript(got) != got
+                mine = drawn and before_postscript(got) == before_postscript(want)
+                checks.append(Check(directory, name, "deviation" if mine else "differ",
+                                    "" if mine else "no PostScript drawn" if not drawn else "output differs"))
+                continue
             if rc_ok and same and not unsupported:
                 checks.append(Check(directory, name, "exact"))
             elif rc_ok and not unsupported and got is not None and want is not None and _numbers_equal(got, want):

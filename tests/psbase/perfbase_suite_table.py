@@ -362,3 +362,7 @@ ERRORS: dict[tuple[str, int], str] = {
     ("quote", 4): "input_1.dat is already run 1",
 }
 IMPORTS: set[tuple[str, int]] = {("quote", 1)}  # perfbase fails (its wrapper's word splitting, above); psbase imports
+# perfbase's ps/eps outputs hold the PostScript gnuplot drew, whose prolog and body are its version's (gnuplot 4
+# for perfbase's recordings, 5 here): what perfbase wrote itself, the data and the command file, must be its bytes,
+# and gnuplot must have drawn the PostScript.
+POSTSCRIPT: set[tuple[str, int]] = {("frequency", 1), ("frequency", 2), ("frequency", 3), ("combstrip", 1)}
