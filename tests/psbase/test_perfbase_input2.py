@@ -1,0 +1,51 @@
+"""perfbase's input command as perfbase's own test files use it (duplicate detection, input -t traces, locations),
+through the real psbase command, with the files from ../shared/perfbase/test read at test time."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.psbase.test_cli import ok, psbase
+from tests.psbase.test_cli_perfbase import refused
+
+SUITE = Path(__file__).resolve().parents[2] / ".." / "shared" / "perfbase" / "test"
+
+
+def directory(tmp_path: Path, name: str) -> tuple[Path, dict]:
+    """perfbase's test directory NAME copied, with an archive of its own."""
+    shutil.copytree(SUITE / name, tmp_path / name)
+    return tmp_path / name, {"PSBASE_DB": str(tmp_path / "a.db")}
+
+
+def runs(cwd: Path, env: dict, exp: str, *flags: str) -> list[list[str]]:
+    return [line.split() for line in ok(psbase("ls", exp, *flags, cwd=cwd, env=env)).splitlines()[1:]]
+
+
+def test_a_deleted_runs_file_can_be_imported_again_under_a_new_index(tmp_path):
+    cwd, env = directory(tmp_path, "set_update")
+    ok(psbase("setup", "-d", "set_update_exp.xml", cwd=cwd, env=env))
+    args = ("input", "-j", "-d", "set_update-yes_inp.xml", "input/data_1.dat")
+    ok(psbase(*args, cwd=cwd, env=env))
+    # an active run is a duplicate, as in perfbase
+    refused(psbase(*args, cwd=cwd, env=env), "already run 1 of set_update_TEST", "--force")
+    ok(psbase("delete", "-e", "set_update_TEST", "-r", "1", "--dontask", cwd=cwd, env=env))
+    # perfbase looks only at active runs: the deleted run's file is imported again, as a new run
+    assert ok(psbase(*args, cwd=cwd, env=env)) == ""
+    assert [r[0] for r in runs(cwd, env, "set_update_TEST")] == ["2"]
+    # and the new run is a duplicate in its turn
+    refused(psbase(*args, cwd=cwd, env=env), "already run 2 of set_update_TEST")
+    out = ok(psbase("query", "-d", "set_update_qry.xml", cwd=cwd, env=env))
+    assert (cwd / "set_update.dat").read_text().splitlines()[1:3] == ["0 \tin \t1.0 \t", "1 \tin \t1.1 \t"], out
+
+
+def test_purged_run_numbers_stay_unused_after_a_reimport(tmp_path):
+    cwd, env = directory(tmp_path, "set_update")
+    ok(psbase("setup", "-d", "set_update_exp.xml", cwd=cwd, env=env))
+    args = ("input", "-j", "-d", "set_update-yes_inp.xml")
+    ok(psbase(*args, "input/data_1.dat", cwd=cwd, env=env))
+    ok(psbase(*args, "input/data_2.dat", cwd=cwd, env=env))
+    ok(psbase("delete", "set_update_TEST", "2", "--purge", cwd=cwd, env=env))
+    ok(psbase("delete", "set_update_TEST", "1", cwd=cwd, env=env))
+    ok(psbase(*args, "input/data_1.dat", cwd=cwd, env=env))
+    assert [r[0] for r in runs(cwd, env, "set_update_TEST", "--deleted")] == ["1", "3"]
