@@ -49,3 +49,32 @@ def test_purged_run_numbers_stay_unused_after_a_reimport(tmp_path):
     ok(psbase("delete", "set_update_TEST", "1", cwd=cwd, env=env))
     ok(psbase(*args, "input/data_1.dat", cwd=cwd, env=env))
     assert [r[0] for r in runs(cwd, env, "set_update_TEST", "--deleted")] == ["1", "3"]
+
+
+def trace(cwd: Path, env: dict, *args: str) -> str:
+    return ok(psbase("input", "-t", *args, cwd=cwd, env=env))
+
+
+def test_a_boolean_location_is_stored_as_f_with_the_first_row_and_its_state_when_the_run_ends(tmp_path):
+    cwd, env = directory(tmp_path, "boolean")
+    ok(psbase("setup", "-d", "boolean_exp.xml", cwd=cwd, env=env))
+    for data, vfy in (("input_2.dat", "test_2.vfy"), ("input_3.dat", "test_3.vfy")):
+        out = trace(cwd, env, "-d", "boolean_inp_2.xml", f"input/{data}")
+        assert out == (cwd / "verify" / vfy).read_text(), data
+    # found in input_2: 'f' with the row, then 't' at the end
+    out = trace(cwd, env, "-d", "boolean_inp_2.xml", "input/input_2.dat").splitlines()
+    assert [x for x in out if x.startswith("  IXS")] == ["  IXS\t= f", "  IXS\t= t"]
+    assert out.index("Dataset 0 in run 1") < out.index("  IXS\t= t")
+    # a <map>ped value (boolean_inp_1) is stored when it is read, once
+    out = trace(cwd, env, "-d", "boolean_inp_1.xml", "input/input_1.dat")
+    assert out == (cwd / "verify" / "test_1.vfy").read_text()
+
+
+def test_a_derived_parameter_is_stored_before_the_input_it_is_computed_from(tmp_path):
+    cwd, env = directory(tmp_path, "map2")
+    ok(psbase("setup", "-d", "map2_exp.xml", cwd=cwd, env=env))
+    for n, fs in ((1, "NTFS"), (2, "ext2")):
+        out = trace(cwd, env, "-u", "-d", "map2_inp_1.xml", f"input/input_{n}.dat")
+        assert out == (cwd / "verify" / f"test_{n}.vfy").read_text()
+        lines = out.splitlines()
+        assert lines[1] == f"  fs\t= {fs}" and lines[3].startswith("  os\t= ")
