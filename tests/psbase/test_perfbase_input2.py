@@ -78,3 +78,16 @@ def test_a_derived_parameter_is_stored_before_the_input_it_is_computed_from(tmp_
         assert out == (cwd / "verify" / f"test_{n}.vfy").read_text()
         lines = out.splitlines()
         assert lines[1] == f"  fs\t= {fs}" and lines[3].startswith("  os\t= ")
+
+
+def test_the_descriptions_synopsis_is_the_runs_synopsis_without_s(tmp_path):
+    cwd, env = directory(tmp_path, "input")
+    ok(psbase("setup", "-d", "input_exp.xml", cwd=cwd, env=env))
+    ok(psbase("input", "-s", "standard", "-d", "input_inp_1.xml", "input/data_1.dat", cwd=cwd, env=env))
+    # input_inp_3.xml has <synopsis>multiple input files</synopsis>; two files, two runs, both with it
+    ok(psbase("input", "-d", "input_inp_3.xml", "input/data_3a.dat", "input/data_3b.dat", cwd=cwd, env=env))
+    listed = ok(psbase("ls", "input_TEST", cwd=cwd, env=env)).splitlines()[1:]
+    assert [" ".join(x.split()[4:-1]) for x in listed] == ["standard", "multiple input files", "multiple input files"]
+    # input_qry_3.xml selects the runs by that synopsis
+    out = ok(psbase("query", "-d", "input_qry_3.xml", cwd=cwd, env=env))
+    assert sorted(out.splitlines()) == sorted((cwd / "verify" / "test_3.vfy").read_text().splitlines())
