@@ -91,3 +91,27 @@ def test_the_descriptions_synopsis_is_the_runs_synopsis_without_s(tmp_path):
     # input_qry_3.xml selects the runs by that synopsis
     out = ok(psbase("query", "-d", "input_qry_3.xml", cwd=cwd, env=env))
     assert sorted(out.splitlines()) == sorted((cwd / "verify" / "test_3.vfy").read_text().splitlines())
+
+
+def test_raw_text_read_into_a_string_keeps_its_line_breaks_and_white_space(tmp_path):
+    cwd, env = directory(tmp_path, "lines")
+    ok(psbase("setup", "-d", "lines_exp.xml", cwd=cwd, env=env))
+    for t in (1, 4):  # lines="3" and lines="0" (up to a blank line) after a <trigger>
+        ok(psbase("input", "-u", "-d", f"lines_inp_{t}.xml", f"input/input_{t}.dat", cwd=cwd, env=env))
+    out = ok(psbase("query", "-d", "lines_qry_1.xml", "-f", "f.runid=1", cwd=cwd, env=env))
+    assert out == (cwd / "verify" / "test_8.vfy").read_text()
+    assert "line 3\n\t\n" in out  # the value ends with its line break (perfbase's), no blank before the tab
+    out = ok(psbase("query", "-d", "lines_qry_1.xml", "-f", "f.runid=2", cwd=cwd, env=env))
+    assert out == (cwd / "verify" / "test_11.vfy").read_text()
+    assert out.splitlines()[1] == " line 1"  # the leading blank kept
+
+
+def test_a_marked_text_read_into_a_string_keeps_its_line_breaks(tmp_path):
+    cwd, env = directory(tmp_path, "marker")
+    ok(psbase("setup", "-d", "marker_exp.xml", cwd=cwd, env=env))
+    ok(psbase("input", "-d", "marker_inp_1.xml", "-u", "input/input_1.dat", cwd=cwd, env=env))
+    out = ok(psbase("query", "-d", "marker_qry_1.xml", "-f", "f.runid=1", cwd=cwd, env=env))
+    assert out == (cwd / "verify" / "test_14.vfy").read_text()
+    # still at most 255 characters: perfbase's string is a varchar too (its run 4 is refused)
+    refused(psbase("input", "-d", "marker_inp_4.xml", "-u", "input/input_4.dat", cwd=cwd, env=env),
+            "'string'", "at most 255", "text")
