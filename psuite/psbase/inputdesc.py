@@ -889,12 +889,24 @@ def _words_value(var: Variable, text: str, side: str, word: int | None) -> str |
         if var.datatype in NUMERIC:
             first = text.split()[:1]
             return first[0].rstrip(",;:") if first else None
-        return text or None
+        return (_pb_token(text, 0) if var.datatype == "string" else text) or None
     text = text.strip()
     text = text[:-1].strip() if text[-1:] in (":", "=") else text
     if var.datatype in NUMERIC:
         return text.split()[-1] if text else None
-    return text or None
+    return (_pb_token(text, -1) if var.datatype == "string" else text) or None
+
+
+def _pb_token(text: str, which: int) -> str:
+    """perfbase's content of a string without len= or word=: the first (content follows the match) or last
+    (content leads) piece of the text split at a blank, or else at the first other white space character
+    that splits it (in perfbase's order: CR, FF, VT, LF, tab)."""
+    pieces = [text]
+    for ws in " \r\x0c\x0b\n\t":
+        pieces = text.split(ws)
+        if len(pieces) > 1 and pieces[which]:
+            break
+    return pieces[which].strip()
 
 
 def _named_hits(loc: NamedLocation, block: list[Line]):

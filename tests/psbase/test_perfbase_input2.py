@@ -115,3 +115,12 @@ def test_a_marked_text_read_into_a_string_keeps_its_line_breaks(tmp_path):
     # still at most 255 characters: perfbase's string is a varchar too (its run 4 is refused)
     refused(psbase("input", "-d", "marker_inp_4.xml", "-u", "input/input_4.dat", cwd=cwd, env=env),
             "'string'", "at most 255", "text")
+
+
+def test_a_string_location_takes_the_first_word_after_its_match(tmp_path):
+    cwd, env = directory(tmp_path, "count")
+    ok(psbase("setup", "-d", "count_exp.xml", cwd=cwd, env=env))
+    for n in (7, 8):  # "### new input set": S is "new", as perfbase reads a string without len=
+        out = trace(cwd, env, "-a", "ignore", "-d", "count_inp.xml", f"input/input_{n}.dat")
+        assert out == (cwd / "verify" / f"test_{n}.vfy").read_text()
+        assert "  S\t= new\n" in out and "new input" not in out
