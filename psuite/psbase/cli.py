@@ -916,13 +916,18 @@ def _test_import(store, args, runs: list) -> None:
     first: set[str] = set()  # fixed values: perfbase stores them before it reads a line
     last: set[str] = set()  # counts: perfbase stores them when the run ends
     early: set[str] = set()  # values of the file name: perfbase reads them first
+    booleans: set[str] = set()  # <named_location mode="boolean">: also stored as 'f' with the first row
+    derived: dict[str, tuple[str, ...]] = {}  # derived parameters: stored before the last of their inputs
     if args.desc is None and not args.pairs:  # psuite's documents: every value comes from them
         found = [dict(r.values) for r in runs]
     else:
         for path in dict.fromkeys([*([args.desc] if args.desc else []), *(x for x, _ in args.pairs)]):
             desc = inputdesc.parse(path)
             first.update(desc.fixed)
-            last.update(loc.name for loc in desc.named if loc.mode == "count")
+            last.update(loc.name for loc in desc.named if loc.mode in ("count", "boolean"))
+            booleans.update(loc.name for loc in desc.named if loc.mode == "boolean")
+            derived.update((dp.name, tuple(dict.fromkeys([*dp.names, *(m[0] for m in dp.maps)])))
+                           for dp in desc.derived)
             named = {name for name, _, _ in desc.uses()}
             early.update(loc.name for loc in desc.pb_filename)
             if args.missing == "default":  # perfbase -u: a variable the description does not name is fixed
@@ -933,7 +938,7 @@ def _test_import(store, args, runs: list) -> None:
         found = [{n: v for n, v in r.values.items() if v is not None} for r in _read_runs(store, args)[0]]
         if len(found) != len(runs):
             found = [dict(r.values) for r in runs]
-    write_stdout(dryrun.trace(runs, found, first, last, early))
+    write_stdout(dryrun.trace(runs, found, first, last, early, booleans, derived))
 
 
 def _when(run) -> str:

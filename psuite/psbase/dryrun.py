@@ -9,7 +9,7 @@ perfbase."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Mapping, Set
 
 from psuite.psbase.model import RunData
 
@@ -70,12 +70,31 @@ def _py2_repr(value: str | None) -> str:
     return repr(value)  # Python 3's repr of a str of ASCII text is Python 2's
 
 
+def _derived_first(order: list[tuple[str, object]], derived: Mapping[str, tuple[str, ...]]) -> list[tuple[str, object]]:
+    """perfbase computes a derived parameter when the last of its inputs is read, and stores it before that
+    input (its hook runs ahead of the input's own store): each derived value moved before its latest input."""
+    for name, inputs in derived.items():
+        at = [i for i, (n, _) in enumerate(order) if n == name]
+        if not at or not inputs:
+            continue
+        item = order.pop(at[0])
+        places = [i for i, (n, _) in enumerate(order) if n in inputs]
+        if len(places) < len(set(inputs)):  # an input not among these values (a row's, or a default)
+            order.insert(at[0], item)
+            continue
+        order.insert(max(places), item)
+    return order
+
+
 def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
-          last: Set[str] = frozenset(), early: Set[str] = frozenset()) -> str:
+          last: Set[str] = frozenset(), early: Set[str] = frozenset(), booleans: Set[str] = frozenset(),
+          derived: Mapping[str, tuple[str, ...]] | None = None) -> str:
     """What perfbase's input -t prints for runs; from_files: per run, the values of one occurrence its
     files gave (the others came from defaults); first: fixed values (perfbase stores them before it reads
-    the file, a default among them too); last: counts (stored when a run ends); early: values of the file's
-    name (perfbase reads the name, or stores its default, before the fixed values)."""
+    the file, a default among them too); last: counts and booleans (stored when a run ends); early: values of
+    the file's name (perfbase reads the name, or stores its default, before the fixed values); booleans: of
+    <named_location mode="boolean">, which perfbase also stores as 'f' (not yet seen) with the first data-set
+    row; derived: derived parameters and the variables they are computed from."""
     out: list[str] = []
     index, last_sources = 0, None
     for run, found in zip(runs, from_files, strict=True):
@@ -85,14 +104,20 @@ def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[s
         present = [(n, v) for n, v in run.values.items() if v is not None]
         head = [x for x in present if x[0] in early] + [x for x in present if x[0] in first and x[0] not in early]
         given = [x for x in present if x[0] in found and x[0] not in first | early]
-        given = [x for x in given if x[0] not in last] + [x for x in given if x[0] in last]
+        # counts and booleans are known when the run ends: after its rows
+        ending = [x for x in given if x[0] in last]
+        given = [x for x in given if x[0] not in last]
         filled = [x for x in present if x[0] not in found and x[0] not in first | early]
-        for name, value in head + given:
+        for name, value in _derived_first(head + given, derived or {}):
             out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
         for i, row in enumerate(run.rows):
+            if i == 0:
+                # a boolean's state is stored with the first row as 'f' (its value is known at the run's end)
+                for name in (n for n, _ in present if n in booleans):
+                    out.append(f"Storing single value(s) in run  {index}\n  {name}\t= f\n")
             keys = py2_dict_order([k for k in row if row[k] is not None])  # perfbase prints what it read
             body = ", ".join(f"{k!r}: {_py2_repr(None if row[k] is None else text(row[k]))}" for k in keys)
             out.append(f"Dataset {i} in run {index}\n{{{body}}}\n")
-        for name, value in filled:
+        for name, value in ending + filled:
             out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
     return "".join(out)

@@ -889,12 +889,24 @@ def _words_value(var: Variable, text: str, side: str, word: int | None) -> str |
         if var.datatype in NUMERIC:
             first = text.split()[:1]
             return first[0].rstrip(",;:") if first else None
-        return text or None
+        return (_pb_token(text, 0) if var.datatype == "string" else text) or None
     text = text.strip()
     text = text[:-1].strip() if text[-1:] in (":", "=") else text
     if var.datatype in NUMERIC:
         return text.split()[-1] if text else None
-    return text or None
+    return (_pb_token(text, -1) if var.datatype == "string" else text) or None
+
+
+def _pb_token(text: str, which: int) -> str:
+    """perfbase's content of a string without len= or word=: the first (content follows the match) or last
+    (content leads) piece of the text split at a blank, or else at the first other white space character
+    that splits it (in perfbase's order: CR, FF, VT, LF, tab)."""
+    pieces = [text]
+    for ws in " \r\x0c\x0b\n\t":
+        pieces = text.split(ws)
+        if len(pieces) > 1 and pieces[which]:
+            break
+    return pieces[which].strip()
 
 
 def _named_hits(loc: NamedLocation, block: list[Line]):
@@ -999,6 +1011,16 @@ def _mapped(loc: NamedLocation, content: str | None) -> str | None:
     return content
 
 
+def _raw_string(var: Variable, content: str, where: str) -> str:
+    """Raw text (lines=, a marked text) read into a string: perfbase keeps it as read, its white space and
+    line breaks too (a string value read otherwise is stripped); at most the store's length."""
+    if len(content) > STRING_MAX:
+        shown = content if len(content) <= 60 else content[:57] + "..."
+        raise BadValue(f"{where}: variable {var.name!r}: {shown!r} is not a string of at most {STRING_MAX} "
+                       "characters (use datatype text for longer ones)")
+    return content
+
+
 def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, found: _Found) -> None:
     if loc.mode == "count":  # every occurrence, several on a line too, as perfbase counts them
         found.values[var.name] = sum(p.count(line) for _, line in block for p in loc.patterns)
@@ -1024,11 +1046,15 @@ def _named(loc: NamedLocation, var: Variable, block: list[Line], path: str, foun
                         continue  # perfbase: a number that cannot be read is no value
                     # perfbase reads the number in "25)" (str_to_number)
                     value = _typed(var, _pb_number(content), f"{path}:{lineno}")
+                if var.datatype == "string" and (loc.lines is not None or isinstance(m, str)):
+                    value = _raw_string(var, content, f"{path}:{lineno}")
                 found.events.append((lineno, loc, value))
             continue
         if content is not None:
             try:
                 found.values[var.name] = _typed(var, content, f"{path}:{lineno}")
+                if var.datatype == "string" and (loc.lines is not None or isinstance(m, str)):
+                    found.values[var.name] = _raw_string(var, content, f"{path}:{lineno}")
             except BadValue as exc:
                 if var.datatype not in NUMERIC:
                     raise

@@ -453,6 +453,25 @@ def _experiment_of(description: str) -> str:
     return name
 
 
+def _synopsis_of(description: str) -> str | None:
+    """The <synopsis> of an input description file (None for a kept one, or a file that cannot be read: the
+    import itself then says what is wrong with it)."""
+    from lxml import etree
+
+    from psuite.psbase.cli import ATTACHED
+
+    if description.startswith(ATTACHED):
+        return None
+    from psuite.cli_common import read_input
+    from psuite.errors import PsuiteError
+
+    parser = etree.XMLParser(resolve_entities=False, no_network=True)
+    try:  # a regular file only (read_input): a FIFO would never end
+        return etree.fromstring(read_input(description, "input description"), parser).findtext("synopsis")
+    except (PsuiteError, etree.XMLSyntaxError):
+        return None
+
+
 def merge_quoted(args: Sequence[str]) -> list[str]:
     """perfbase's reading of its arguments (pb_common.argv_preprocess): words from one with a double quote
     to the next one with one are a single argument, the quotes dropped, so that a shell that split
@@ -561,6 +580,11 @@ def _input(tokens: list) -> list[str]:
         raise _refuse(f"input -u with -a {missing}", "psbase has one policy for missing values: give one")
     out += ["--missing", missing or ("default" if use_default else "abort")]
     out += [x for f in fixed for x in ("--fixed", f)]
+    if "--synopsis" not in meta and not {"--test", "--pset-store"} & set(meta):
+        # perfbase's run synopsis without -s: the <synopsis> of the first description that has one
+        synopsis = next((x for x in (_synopsis_of(d) for d, _ in groups) if x), None)
+        if synopsis:
+            meta += ["--synopsis", synopsis]
     # psbase knows a run by all its files: it is filed again when each of them is enforced
     every = all(f in enforced for _, files in groups for f in files)
     return out + meta + (["--force"] if force or every else [])

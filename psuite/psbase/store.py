@@ -613,7 +613,7 @@ class Store:
                  new_variables: list[Variable] | None = None, synopsis: str | None = None,
                  performed: Sequence[_dt.datetime | None] = ()) -> list[int]:
         """Store runs in one transaction; returns their indexes.  A run whose
-        content hash is already in the experiment is refused unless force.
+        content hash is already an active run of the experiment is refused unless force.
         new_variables: variables the runs bring that the experiment lacks
         (psuite's events), added in the same transaction.  synopsis: of every
         run; performed: the date of each run as given (local time; missing or
@@ -659,13 +659,11 @@ class Store:
                     if run.content_hash:
                         first[run.content_hash] = run
                     if run.content_hash and not force:
-                        hit_row = conn.execute(sa.select(r.c.idx, r.c.deleted).where(
-                            r.c.experiment == exp_id, r.c.content_hash == run.content_hash)).first()
-                        hit = hit_row and hit_row[0]
-                        if hit_row and hit_row[1]:
-                            raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} "
-                                             f"of {name} (deleted); restore it with psbase restore, "
-                                             "or import again with --force")
+                        # only an active run makes a duplicate (perfbase's check): a deleted run's data is out
+                        # of every query, so importing its file again files the data anew, under a new index
+                        hit = conn.execute(sa.select(r.c.idx).where(
+                            r.c.experiment == exp_id, r.c.content_hash == run.content_hash,
+                            r.c.deleted.is_(False))).scalar()
                         if hit:
                             raise StoreError(f"{', '.join(run.sources) or 'this input'} is already run {hit} of "
                                              f"{name}; import it again only with --force")

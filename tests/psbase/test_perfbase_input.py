@@ -97,8 +97,7 @@ def test_unclosed_quote_is_refused(tmp_path):
 def test_named_location_lines(tmp_path, t):
     """lines/: lines="3" takes three lines from the triggered one, lines="0" the lines up to a blank one,
     line breaks kept (the <match>'s text cut from the first line, a <trigger>'s kept); the import prints
-    what perfbase's does (nothing), and the text is filed (a string's surrounding white space stripped,
-    README)."""
+    what perfbase's does (nothing), and the text is filed as read (a string's too, as perfbase files it)."""
     work = _copy(tmp_path, "lines")
     db = str(tmp_path / "a.db")
     ok(psbase("--db", db, "setup", "-d", "lines_exp.xml", cwd=work))
@@ -108,8 +107,9 @@ def test_named_location_lines(tmp_path, t):
     (run,) = stored(db, "lines_TEST")
     name = "text" if t == 6 else "string"
     (value,) = [row[name] for row in run.rows]
-    want = {1: "line 1\nline 2\nline 3", 2: "line 1\nline 2\nline 3", 3: "result: line 1\nline 2\nline 3",
-            4: "line 1\nline 2\nline 3"}.get(t)
+    # raw text is filed as read, into a string too: its line breaks and white space kept (perfbase's)
+    want = {1: "line 1\nline 2\nline 3\n", 2: "line 1\nline 2\nline 3\n",
+            3: "result: line 1\nline 2\nline 3\n", 4: " line 1\nline 2\nline 3\n"}.get(t)
     if want is None:  # text keeps everything, its last line break too
         want = "".join(x + "\n" for x in (work / "input" / "input_6.dat").read_text().splitlines()[3:8])
     assert value == want
