@@ -30,11 +30,13 @@ import datetime as _dt
 import itertools
 import math
 import statistics
+import sys
 from dataclasses import dataclass, field
 
 import regex
 import sqlalchemy as sa
 
+from psuite.cli_common import write_stdout
 from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
@@ -93,6 +95,7 @@ def execute(
                     run.variable(src, r, True)
                 for p in src.params:
                     run.variable(p, p.name, False)
+        run.warn_missing_runs()
         tables = []
         for out in q.outputs:
             inputs = [(i, run.output_of(i)) for i in out.inputs]
@@ -236,6 +239,26 @@ class _Run:
         # a query with perfbase's outputs reads its sources in perfbase's order: run by run, each run's rows by
         # the first parameter (where it has several values per run), else as filed
         self.pb_order = any(out.format in qf.PERFBASE_FORMATS for out in q.outputs)
+
+    def warn_missing_runs(self) -> None:
+        """A <run> that names a run index the experiment does not have (one by one, not in a range): perfbase
+        warns on standard output, before the query's outputs, and goes on without it; so does a query with
+        perfbase's outputs (psbase's own warn on standard error)."""
+        sels = list({id(sel): sel for e in self.q.elements.values() if isinstance(e, qf.Source)
+                     for sel in e.runs}.values())
+        if not any(sel.singles for sel in sels):
+            return
+        r = self.store.runs
+        have = set(self.conn.execute(sa.select(r.c.idx).where(r.c.experiment == self.exp_id,
+                                                              r.c.deleted.is_(False))).scalars())
+        for sel in sels:
+            for idx in sel.singles:
+                if idx not in have:
+                    text = f"<run> '{sel.id}' lists non-existing run <index> '{idx}' (ignored)"
+                    if self.pb_order:
+                        write_stdout(f"#* WARNING: {text}\n")
+                    else:
+                        sys.stderr.write(f"psbase: warning: {self.q.path}: {text}\n")
 
     def output_of(self, ident: str) -> dict[Instance, Vec]:
         """An element's output, computed when first asked for (a source whose
@@ -528,7 +551,7 @@ class _Run:
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
                 [_pb_key(src, k) for k in keys],
-                [_pb_source_column(src, v, self._swept(src, notes, inst)) for v in results],
+                [_pb_source_column(src, v, self._swept(src, notes, inst), self.pb_order) for v in results],
                 rows, _plain_notes(notes), runs
             )
         return out
@@ -566,7 +589,8 @@ class _Run:
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
                 [_pb_key(src, k) for k in keys],
-                [self.derived(op, _pb_source_column(src, v, self._swept(src, notes, inst))) for v in results],
+                [self.derived(op, _pb_source_column(src, v, self._swept(src, notes, inst), self.pb_order))
+                 for v in results],
                 rows,
                 _plain_notes(notes),
             )
@@ -1371,10 +1395,13 @@ def _pb_quoted(v: Variable, text: str) -> str:
     return f"'{text}'" if v.datatype in PB_QUOTED else text
 
 
-def _pb_source_column(src: qf.Source, v: Variable, notes: list[tuple[str, str]]) -> Column:
+def _pb_source_column(src: qf.Source, v: Variable, notes: list[tuple[str, str]], pb: bool = False) -> Column:
     """A source's result column with perfbase's label (its alias) and the filters perfbase shows for it
     (the notes under PB_FILTER)."""
-    return dataclasses.replace(_column(v, "value"), pb=src.aliases.get(v.name, ""),
+    # for perfbase's outputs (pb) a duration keeps its datatype: they print its values as Python's timedelta
+    plain = _column(v, "value")
+    return dataclasses.replace(plain, pb=src.aliases.get(v.name, ""),
+                               datatype="duration" if pb and v.datatype == "duration" else plain.datatype,
                                pb_filters=tuple(t for sid, t in notes if sid == PB_FILTER))
 
 
@@ -1433,8 +1460,13 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     for ident, instances in inputs:
         for _, vec in instances.items():
             filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
+            durations = [c.datatype == "duration" for c in vec.values]
+            rows = [(*kv, *vals) for kv, vals, _ in vec.rows]
+            if any(durations) and out.format != "pbgnuplot":  # perfbase prints a duration as Python's timedelta
+                rows = [(*kv, *(_dt.timedelta(seconds=x) if d and isinstance(x, int | float) else x
+                                for d, x in zip(durations, vals, strict=True))) for kv, vals, _ in vec.rows]
             args = (ident, [(_pb(k), _pb_unit(k)) for k in vec.keys], [(_pb(c), _pb_unit(c)) for c in vec.values],
-                    filters, [(*kv, *vals) for kv, vals, _ in vec.rows])
+                    filters, rows)
             if out.format == "pbgnuplot":  # a plot also shows the synopses and the first result's filters
                 blocks.append(PlotBlock(*args, synopses=[_pb_synopsis(c) for c in [*vec.keys, *vec.values]],
                                         first_filters=list(vec.values[0].pb_filters) if vec.values else []))

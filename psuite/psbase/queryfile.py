@@ -242,6 +242,8 @@ class RunSel:
     performed_to: _dt.datetime | None = None
     synopsis: list[str] = field(default_factory=list)
     boolean: str = "and"  # perfbase's boolean=: a run passes all its conditions, or ("or") one of them
+    id: str = ""
+    singles: list[int] = field(default_factory=list)  # the indices given one by one (perfbase warns of a missing one)
 
 
 @dataclass
@@ -444,7 +446,7 @@ def parse(path: str, fixed: dict[str, str] | None = None) -> QueryFile:
             continue
         if tag in ("parameter", "run"):
             ident = _id(path, elem, {**shared, **q.elements})
-            shared[ident] = _param(path, elem) if tag == "parameter" else _run(path, elem)
+            shared[ident] = _param(path, elem) if tag == "parameter" else _run(path, elem, ident)
             if isinstance(shared[ident], ParamSel) and shared[ident].sweep is not None:
                 q.sweep_ids[shared[ident].name] = ident
         elif tag == "source":
@@ -598,11 +600,11 @@ def _stamp(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
         raise _fail(path, elem, "is not a date; give <day>, <month> (1-12 or Jan-Dec) and <year>") from None
 
 
-def _run(path: str, elem: etree._Element) -> RunSel:
+def _run(path: str, elem: etree._Element, ident: str = "") -> RunSel:
     _check_children(path, elem, ("index", "created", "performed", "synopsis"))
     sel = RunSel(
         exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline,
-        boolean=_choice(path, elem, "boolean", ("and", "or"), "and"),
+        boolean=_choice(path, elem, "boolean", ("and", "or"), "and"), id=ident,
     )
     for c in elem:
         if c.tag == "synopsis":  # a regexp found in the run's synopsis
@@ -637,6 +639,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                 if rng[0] is not None and rng[1] is not None and rng[1] < rng[0]:
                     raise _fail(path, c, f"run range {part.strip()!r} is empty; write the lower index first")
                 sel.ranges.append(rng)
+                if one:
+                    sel.singles.append(int(one))
         else:
             sel.created_from, sel.created_to = _dates(path, c, lambda d: _when(path, d, end=False),
                                                       lambda d: _when(path, d, end=True))
@@ -660,7 +664,7 @@ def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel
         elif c.tag == "parameter":
             src.params.append(_param(path, c))
         elif c.tag == "run":
-            src.runs.append(_run(path, c))
+            src.runs.append(_run(path, c, (c.get("id") or "").strip()))
         else:
             ref = _text(path, c)
             sel = shared.get(ref)

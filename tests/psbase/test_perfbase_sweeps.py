@@ -1,0 +1,60 @@
+"""perfbase's query execution through the real `psbase` command, with perfbase's own test directories
+(read from ../shared/perfbase/test at test time): sweeps and combiners, durations, run selections,
+ties and binning, each output compared with the directory's verify/test_N.vfy (perfbase's output)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.psbase.test_cli import ok, psbase
+
+PERFBASE = Path(__file__).resolve().parents[3] / "shared" / "perfbase" / "test"
+
+
+@pytest.fixture
+def perfbase(tmp_path):
+    """A perfbase test directory copied to tmp_path, and its commands run there as perfbase's (one archive
+    of its own): the experiment, input descriptions and queries read as written."""
+    import shutil
+
+    def make(name: str, *commands: str) -> tuple[Path, dict]:
+        here = tmp_path / name
+        shutil.copytree(PERFBASE / name, here)
+        env = {"PSBASE_DB": str(tmp_path / f"{name}.db")}
+        for c in commands:
+            ok(psbase(*c.split(), cwd=here, env=env))
+        return here, env
+
+    return make
+
+
+def query(here: Path, env: dict, qry: str, written: str | None = None) -> str:
+    """perfbase's `query -d QUERY`: its standard output, or the file the query writes."""
+    out = ok(psbase("query", "-d", qry, cwd=here, env=env))
+    return out if written is None else (here / written).read_text()
+
+
+def vfy(here: Path, n: int) -> str:
+    return (here / "verify" / f"test_{n}.vfy").read_text()
+
+
+def test_a_duration_prints_as_pythons_timedelta(perfbase):
+    # derived: T is a duration; perfbase printed its values with str(timedelta): 0:00:10.200000
+    here, env = perfbase("derived", "setup -d derived_exp_1.xml", "input -d derived_inp_1.xml input_1.dat")
+    got = query(here, env, "derived_qry_1.xml")
+    assert "1 \t1 \t1 \t0:00:10.200000 \t\n" in got
+    assert sorted(got.splitlines()) == sorted(vfy(here, 1).splitlines())
+
+
+def test_a_missing_run_index_is_warned_of_on_stdout(perfbase):
+    # runs/runs_query_9.xml: <index>1,12</index> of 4 runs; perfbase printed a warning before the table
+    here, env = perfbase("runs", "setup -d runs_exp_desc.xml",
+                         *(f"input -d runs_inp_desc.xml -s synopsis_{d} -p {d}-Dec-2004 data_{d}.dat"
+                           for d in range(1, 5)))
+    got = query(here, env, "runs_query_9.xml")
+    assert got.startswith("#* WARNING: <run> 'r.idx' lists non-existing run <index> '12' (ignored)\n# S_msg")
+    assert got == vfy(here, 9)
+    # a run that exists gives no warning
+    assert "WARNING" not in query(here, env, "runs_query_1.xml")
