@@ -119,6 +119,11 @@ def execute(
                     tables += [(out, _table(out, [one], q.experiment)) for one in inputs]
                 except _Unmatched:
                     raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+        for out, table in tables:
+            if out.format == "pbxml":  # perfbase's xml output moves a filter found from the data to the end
+                for b in table.pb_blocks or []:
+                    b.filters = [*(f for f in b.filters if f not in run.open_filters),
+                                 *(f for f in b.filters if f in run.open_filters)]
         return tables
 
 
@@ -235,6 +240,7 @@ class _Run:
     def __init__(self, store: Store, conn: sa.Connection, exp_id: int, d: Definition, q: qf.QueryFile) -> None:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
+        self.open_filters: set[str] = set()  # perfbase's "open" filters: the texts of values found in the data
         self.need_runs = _run_readers(q)
         # a query with perfbase's outputs reads its sources in perfbase's order: run by run, each run's rows by
         # the first parameter (where it has several values per run), else as filed
@@ -432,6 +438,7 @@ class _Run:
                 sa.select(c).distinct().select_from(source).where(*conds).limit(2)).scalars().all()
             if len(found) == 1 and found[0] is not None:  # perfbase's "open" filter: the one value found
                 out.append((PB_FILTER, f"{v.name} = {py2str(_plain(v, found[0]))}"))
+                self.open_filters.add(out[-1][1])
         return out
 
     def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:

@@ -58,3 +58,13 @@ def test_a_missing_run_index_is_warned_of_on_stdout(perfbase):
     assert got == vfy(here, 9)
     # a run that exists gives no warning
     assert "WARNING" not in query(here, env, "runs_query_1.xml")
+
+
+def test_xml_output_puts_a_filter_found_in_the_data_last(perfbase):
+    # xml/xml_qry_2.xml: IC (show="filter", no <filter>: its one value found in the data) comes after the
+    # sweep's bufmode filter in perfbase's xml output, though the source names IC first
+    here, env = perfbase("xml", "setup -d xml_exp.xml", "input -d xml_inp.xml " + " ".join(
+        sorted(str(p.relative_to(PERFBASE / "xml")) for p in (PERFBASE / "xml" / "input").glob("*.dat"))))
+    got = query(here, env, "xml_qry_2.xml")
+    assert "    <filter>bufmode = 'full'</filter>\n    <filter>IC = IXS</filter>\n" in got
+    assert got == vfy(here, 2)
