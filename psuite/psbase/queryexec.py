@@ -914,8 +914,13 @@ class _Run:
                 at.append(i)
         else:
             at = [0] if names else []
-        order = sorted(range(len(vec.rows)), reverse=op.variant == "descending",
-                       key=lambda n: sort_key(tuple((list(vec.rows[n][0]) + list(vec.rows[n][1]))[i] for i in at)))
+        def key(n: int) -> tuple:
+            return sort_key(tuple((list(vec.rows[n][0]) + list(vec.rows[n][1]))[i] for i in at))
+
+        if self.pb_order:  # perfbase sorted by SQL on PostgreSQL: rows that compare equal come as its qsort leaves them
+            order = _pg_qsort([key(n) for n in range(len(vec.rows))], op.variant == "descending")
+        else:
+            order = sorted(range(len(vec.rows)), reverse=op.variant == "descending", key=key)
         return Vec(vec.keys, vec.values, [vec.rows[n] for n in order], vec.notes,
                    None if vec.runs is None else [vec.runs[n] for n in order])
 
@@ -1018,6 +1023,80 @@ class _Run:
 
 
 # -- vectors --------------------------------------------------------------------
+
+
+def _pg_qsort(keys: list[tuple], descending: bool = False) -> list[int]:
+    """The order (indices into keys) in which PostgreSQL's ORDER BY leaves rows read in this order: its
+    in-memory sort is Bentley and McIlroy's quicksort (src/port/qsort.c), which is not stable, so that rows
+    with equal keys come in an order of its own, deterministic for a given input order.  perfbase's sort
+    operator (ORDER BY on its query table) gives its ties in that order."""
+    a = list(range(len(keys)))
+
+    def cmp(x: int, y: int) -> int:
+        kx, ky = keys[x], keys[y]
+        r = (kx > ky) - (kx < ky)
+        return -r if descending else r
+
+    def med3(x: int, y: int, z: int) -> int:
+        if cmp(a[x], a[y]) < 0:
+            return y if cmp(a[y], a[z]) < 0 else z if cmp(a[x], a[z]) < 0 else x
+        return y if cmp(a[y], a[z]) > 0 else x if cmp(a[x], a[z]) < 0 else z
+
+    def swap(i: int, j: int, k: int = 1) -> None:
+        for t in range(k):
+            a[i + t], a[j + t] = a[j + t], a[i + t]
+
+    todo = [(0, len(a))]  # the parts left to sort (PostgreSQL recurses: the parts are apart, the order is the same)
+    while todo:
+        lo, n = todo.pop()
+        while True:
+            if n < 7:  # insertion sort
+                for pm in range(lo + 1, lo + n):
+                    pl = pm
+                    while pl > lo and cmp(a[pl - 1], a[pl]) > 0:
+                        swap(pl, pl - 1)
+                        pl -= 1
+                break
+            if all(cmp(a[i - 1], a[i]) <= 0 for i in range(lo + 1, lo + n)):  # already in order
+                break
+            pm = lo + n // 2
+            if n > 7:
+                pl, pn = lo, lo + n - 1
+                if n > 40:
+                    d = n // 8
+                    pl, pm, pn = med3(pl, pl + d, pl + 2 * d), med3(pm - d, pm, pm + d), med3(pn - 2 * d, pn - d, pn)
+                pm = med3(pl, pm, pn)
+            swap(lo, pm)
+            pa = pb = lo + 1
+            pc = pd = lo + n - 1
+            while True:
+                while pb <= pc and (r := cmp(a[pb], a[lo])) <= 0:
+                    if r == 0:
+                        swap(pa, pb)
+                        pa += 1
+                    pb += 1
+                while pb <= pc and (r := cmp(a[pc], a[lo])) >= 0:
+                    if r == 0:
+                        swap(pc, pd)
+                        pd -= 1
+                    pc -= 1
+                if pb > pc:
+                    break
+                swap(pb, pc)
+                pb += 1
+                pc -= 1
+            pn = lo + n
+            r = min(pa - lo, pb - pa)
+            swap(lo, pb - r, r)
+            r = min(pd - pc, pn - pd - 1)
+            swap(pb, pn - r, r)
+            if pb - pa > 1:
+                todo.append((lo, pb - pa))
+            if pd - pc <= 1:
+                break
+            lo, n = pn - (pd - pc), pd - pc
+
+    return a
 
 
 def _bin_counts(samples: list[float], lo: float, width: float, variant: str) -> list[float]:

@@ -68,3 +68,14 @@ def test_xml_output_puts_a_filter_found_in_the_data_last(perfbase):
     got = query(here, env, "xml_qry_2.xml")
     assert "    <filter>bufmode = 'full'</filter>\n    <filter>IC = IXS</filter>\n" in got
     assert got == vfy(here, 2)
+
+
+@pytest.mark.parametrize("n", [4, 6, 7, 11])
+def test_sort_gives_ties_in_postgresqls_quicksort_order(perfbase, n):
+    # oponesrc: runs 1 (p, p) and 2 (p, 10p), sorted by p; perfbase's ORDER BY on PostgreSQL is an unstable
+    # quicksort, whose ties came as 1 1, 1 10, ... 4 40, 4 4, 5 5: no stable sort gives that
+    here, env = perfbase("oponesrc", "setup -d oponesrc_exp.xml", "input -d oponesrc_inp.xml input_1.dat input_2.dat")
+    got = query(here, env, f"oponesrc_qry_{n:02}.xml", "qry_result.dat")
+    assert got == vfy(here, n)
+    rows = [line.split()[0] for line in got.splitlines()[1:]]
+    assert rows == sorted(rows)
