@@ -310,7 +310,7 @@ class _Run:
                 raise self.fail(elem, f"{elem.type} takes exactly two inputs, and its inputs give {len(inputs)} "
                                 "(a sweep_resolve=\"intern\" input one per sweep value); give it two")
             return {
-                inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
+                inst: _labelled(elem, vecs, self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1))
                 for inst, vecs in _match(inputs)
             }
         inputs = []
@@ -324,6 +324,12 @@ class _Run:
                 inputs.append((i, self.output_of(i)))
         matched = _match(inputs)
         omit = elem.omit if isinstance(elem, qf.Combiner) else []
+        if isinstance(elem, qf.Combiner) and elem.datasets == "append":
+            # perfbase's datasets="append": the inputs' rows one after the other, under the first input's columns
+            try:
+                return {inst: _stack([(i, _omit([(i, v)], omit)) for i, v in vecs]) for inst, vecs in matched}
+            except _Unmatched as exc:
+                raise self.fail(elem, str(exc)) from None
         try:
             # one input passes through as it is (perfbase's combiner of one swept input); several side by
             # side, each less its omitted columns, labelled as perfbase labels them
@@ -388,10 +394,13 @@ class _Run:
                 elif sel.show != "nothing":
                     join = " or " if sel.boolean == "or" else " and "
                     notes.append((src.id, join.join(f"{v.name} {_label(f)}" for f in sel.filters)))
-            elif sel.sweep:
-                sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
             else:
-                sweeps.append([])  # all values: found once the other conditions are known
+                if self.pb_order and sel.show in ("data", "all"):  # perfbase: a swept parameter shown as data is a
+                    keys.append(v)  # column (its one value in each sweep instance)
+                if sel.sweep:
+                    sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
+                else:
+                    sweeps.append([])  # all values: found once the other conditions are known
         if param_conds:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         if src.runs:  # several <run> selections: a run of any of them (perfbase's source)
@@ -1168,6 +1177,16 @@ def _column_index(names: list[str], name: str) -> int | None:
     if name in names:
         return names.index(name)
     return next((i for i, n in enumerate(names) if n.split(" ")[0] == name), None)
+
+
+def _labelled(op: qf.Operator, vecs: list[tuple[str, Vec]], out: Vec) -> Vec:
+    """An operator's vector with perfbase's labels as its first <input label=...> asks: "ignore" keeps the
+    input's labels, "explicit" gives labeltext (of one input column to one column, by position)."""
+    kind, text = op.label
+    if kind not in ("ignore", "explicit") or not vecs or len(vecs[0][1].values) != len(out.values):
+        return out
+    return dataclasses.replace(out, values=[dataclasses.replace(c, pb=text if kind == "explicit" else _pb(src))
+                                            for c, src in zip(out.values, vecs[0][1].values, strict=True)])
 
 
 def _stack(vecs: list[tuple[str, Vec]]) -> Vec:

@@ -283,6 +283,9 @@ class Operator(Element):
     intern: list[str] = field(default_factory=list)
     # an XML <term>'s variables: symbol in the term -> (input id, the column of that input it names)
     term_vars: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # perfbase's <input label="ignore|explicit" labeltext=...> of the first input: its columns' labels
+    # kept ("ignore") or the text given, instead of the operator's own ("auto")
+    label: tuple[str, str] = ("auto", "")
 
 
 @dataclass
@@ -291,6 +294,7 @@ class Combiner(Element):
     omit: list[tuple[str, str]] = field(default_factory=list)
     # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances are combined side by side
     intern: list[str] = field(default_factory=list)
+    datasets: str = "merge"  # perfbase's datasets=: side by side ("merge"), or one after the other ("append")
 
 
 @dataclass
@@ -495,6 +499,7 @@ def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
     comb = Combiner(elem.get("id", ""), _inputs(path, elem, q), elem.sourceline)
     comb.intern = [i for c, i in zip(elem.findall("input"), comb.inputs, strict=True)
                    if c.get("sweep_resolve") == "intern"]
+    comb.datasets = _choice(path, elem, "datasets", ("merge", "append"), "merge")
     for c in elem.findall("omit"):
         src = (c.get("input") or "").strip()
         if src and src not in comb.inputs:
@@ -715,6 +720,9 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     )
     op.intern = [i for c, i in zip(elem.findall("input"), op.inputs, strict=True)
                  if c.get("sweep_resolve") == "intern"]
+    first = elem.find("input")
+    if first is not None:
+        op.label = ((first.get("label") or "auto").strip(), (first.get("labeltext") or "").strip())
     n = len(op.inputs)
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):

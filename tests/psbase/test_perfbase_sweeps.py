@@ -79,3 +79,25 @@ def test_sort_gives_ties_in_postgresqls_quicksort_order(perfbase, n):
     assert got == vfy(here, n)
     rows = [line.split()[0] for line in got.splitlines()[1:]]
     assert rows == sorted(rows)
+
+
+def test_combiner_append_of_two_limits_with_labels_ignored(perfbase):
+    # limit/limit_qry_6.xml: two limits (<input label="ignore">: the input's labels r1, r2, not "r1,r1>30 ")
+    # appended by a combiner datasets="append": op1's rows, then op2's, under op1's columns
+    here, env = perfbase("limit", "setup -d limit_exp.xml", "input -d limit_inp.xml input_1.dat input_2.dat")
+    got = query(here, env, "limit_qry_6.xml")
+    assert got.splitlines()[0] == "# p[]\tr1[]\tr2[]\t"
+    assert got == vfy(here, 6)
+
+
+@pytest.mark.parametrize("n", [2, 6])
+def test_a_swept_parameter_shown_as_data_is_a_column(perfbase, n):
+    # combiner2 2 (sweep_resolve="extern") and 6 (datasets="append", sweep_resolve="intern"): V_net is swept
+    # and show="data": perfbase shows it as a column of each instance's rows
+    here, env = perfbase("combiner2", "setup -d combiner2_exp.xml",
+                         "input -d combiner2_inp.xml " + " ".join(
+                             sorted(str(p.relative_to(PERFBASE / "combiner2"))
+                                    for p in (PERFBASE / "combiner2" / "input").glob("*.dat"))))
+    got = query(here, env, f"combiner2_qry_{n}.xml")
+    assert got.splitlines()[0] == "# Bytes[byte]\tV_net[Mbit/s]\tmin(Time)[s]\t"
+    assert got == vfy(here, n)
