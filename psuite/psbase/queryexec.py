@@ -330,6 +330,11 @@ class _Run:
                 return {inst: _stack([(i, _omit([(i, v)], omit)) for i, v in vecs]) for inst, vecs in matched}
             except _Unmatched as exc:
                 raise self.fail(elem, str(exc)) from None
+        if isinstance(elem, qf.Combiner) and self.pb_order:
+            # perfbase's datasets="merge": the inputs' rows side by side by their position
+            return {inst: _omit(vecs, omit) if len(vecs) == 1
+                    else _pb_merge(_pb_combined([(i, _omit([(i, v)], omit)) for i, v in vecs]))
+                    for inst, vecs in matched}
         try:
             # one input passes through as it is (perfbase's combiner of one swept input); several side by
             # side, each less its omitted columns, labelled as perfbase labels them
@@ -1597,15 +1602,33 @@ def _pb_synopsis(c: Column) -> str:
     return c.label if c.pb_synopsis is None else c.pb_synopsis
 
 
+def _pb_merge(vecs: list[tuple[str, Vec]]) -> Vec:
+    """perfbase's combiner datasets="merge" (its SQL joins the inputs' query tables on the row index): the
+    n-th rows of all inputs make its n-th row, as far as every input has one; its parameters are each
+    input's (a name already there is left out: perfbase's parameters="unique"), then all their results."""
+    keys: list[Column] = []
+    take: list[tuple[int, int]] = []  # (input, key) of each parameter column
+    for n, (_, v) in enumerate(vecs):
+        for j, k in enumerate(v.keys):
+            if k.name not in {c.name for c in keys}:
+                keys.append(k)
+                take.append((n, j))
+    rows = []
+    for parts in zip(*(v.rows for _, v in vecs), strict=False):
+        kv = tuple(parts[n][0][j] for n, j in take)
+        rows.append((kv, [x for p in parts for x in p[1]], [e for p in parts for e in p[2]]))
+    notes = list(dict.fromkeys(x for _, v in vecs for x in v.notes))
+    return Vec(keys, [c for _, v in vecs for c in v.values], rows, notes)
+
+
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:
     """A combiner's inputs with perfbase's labels: of several inputs, each value column's label gets
-    "|INPUT" (once: not where it has one) and the parameters (the first input's) "|FIRST_INPUT"."""
+    "|INPUT" (once: not where it has one), and so do its parameters (not where it ends in ">")."""
     if len(vecs) < 2:
         return vecs
     out = []
-    for n, (ident, v) in enumerate(vecs):
-        keys = [k if _pb(k).endswith(">") else dataclasses.replace(k, pb=f"{_pb(k)}|{ident}") for k in v.keys] \
-            if n == 0 else v.keys
+    for ident, v in vecs:
+        keys = [k if _pb(k).endswith(">") else dataclasses.replace(k, pb=f"{_pb(k)}|{ident}") for k in v.keys]
         values = [c if "|" in _pb(c) else dataclasses.replace(c, pb=f"{_pb(c)}|{ident}") for c in v.values]
         out.append((ident, dataclasses.replace(v, keys=keys, values=values)))
     return out

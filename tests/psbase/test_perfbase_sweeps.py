@@ -101,3 +101,13 @@ def test_a_swept_parameter_shown_as_data_is_a_column(perfbase, n):
     got = query(here, env, f"combiner2_qry_{n}.xml")
     assert got.splitlines()[0] == "# Bytes[byte]\tV_net[Mbit/s]\tmin(Time)[s]\t"
     assert got == vfy(here, n)
+
+
+def test_combiner_merge_of_inputs_with_different_parameters(perfbase):
+    # derived/derived_qry_3.xml: src.t1 (N_procs, N_ppn) and src.t2 (N_nodes, N_cpn, N_cpus) merged: perfbase
+    # joins its inputs row by row (their n-th rows), their parameters side by side, then the results
+    here, env = perfbase("derived", "setup -d derived_exp_3.xml", "input -d derived_inp_3.xml input_3.dat")
+    got = query(here, env, "derived_qry_3.xml")
+    assert ("# N_procs|src.t1[process]\tN_ppn|src.t1[process]\tN_nodes|src.t2[]\tN_cpn|src.t2[]\tN_cpus|src.t2[]\t"
+            "T|src.t1[s]\t\n2 \t1 \t2 \t2 \t4 \t0:00:06.900000 \t\n") in got
+    assert sorted(got.splitlines()) == sorted(vfy(here, 3).splitlines())
