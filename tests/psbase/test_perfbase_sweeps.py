@@ -111,3 +111,15 @@ def test_combiner_merge_of_inputs_with_different_parameters(perfbase):
     assert ("# N_procs|src.t1[process]\tN_ppn|src.t1[process]\tN_nodes|src.t2[]\tN_cpn|src.t2[]\tN_cpus|src.t2[]\t"
             "T|src.t1[s]\t\n2 \t1 \t2 \t2 \t4 \t0:00:06.900000 \t\n") in got
     assert sorted(got.splitlines()) == sorted(vfy(here, 3).splitlines())
+
+
+def test_combiner_append_of_two_sources_under_the_first_ones_title(perfbase):
+    # order/order_qry_6.xml (the suite's test 10): src.r0 (T = 0) and src.r1 (T = 1) appended: one block,
+    # the first input's data title and columns, src.r0's rows then src.r1's; order_qry_10.xml (test 14)
+    # puts the same sources in one output: two blocks
+    here, env = perfbase("order", "setup -d order_exp.xml", "input -d order_inp.xml input_1.dat",
+                         "input -d order_inp.xml input_2.dat")
+    got = query(here, env, "order_qry_6.xml")
+    assert "|src.r" not in got and "T = 1" not in got
+    assert got == vfy(here, 10)
+    assert query(here, env, "order_qry_10.xml") == vfy(here, 14)
