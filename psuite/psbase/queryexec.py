@@ -765,10 +765,13 @@ class _Run:
             return self.normalize(op, joined)
         if kind in qf.LINEAR:
             factor = op.value if kind == "scale" else 1.0
+            # perfbase computed it in SQL, read it back (PostgreSQL's 15 digits) and stored it for the next
+            # element with str() (12 digits): a later distrib bins those values
+            stored = _pb_stored if self.pb_order else (lambda x: x)
             rows = [
                 (
                     kv,
-                    [_linear(kind, x, op.value) for x in vals],
+                    [stored(_linear(kind, x, op.value)) for x in vals],
                     [e * abs(factor) if e is not None else None for e in errs],
                 )
                 for kv, vals, errs in joined.rows
@@ -1163,6 +1166,12 @@ def _frequency_unit(unit: str) -> str:
 def _py2_float(x: float) -> float:
     """A float as perfbase stored it through Python 2's str(): 12 significant digits."""
     return float(f"{x:.12g}")
+
+
+def _pb_stored(x: object) -> object:
+    """A float as perfbase passed it from one element to the next: read from PostgreSQL (15 significant
+    digits), then written into the next query table with Python 2's str() (12)."""
+    return _py2_float(float(f"{x:.15g}")) if isinstance(x, float) and math.isfinite(x) else x
 
 
 def _run_readers(q: qf.QueryFile) -> set[str]:

@@ -123,3 +123,13 @@ def test_combiner_append_of_two_sources_under_the_first_ones_title(perfbase):
     assert "|src.r" not in got and "T = 1" not in got
     assert got == vfy(here, 10)
     assert query(here, env, "order_qry_10.xml") == vfy(here, 14)
+
+
+def test_distrib_bins_scaled_values_as_perfbase_stored_them(perfbase):
+    # distrib/distrib_qry_6.xml: latencies scaled by Mega, then binned by 0.1: perfbase passed the scaled values
+    # on through PostgreSQL and str() (12 digits), so that a product a float error away from a bin's limit
+    # was on it, and fell into perfbase's bin (6.0 % and 27.4 %, not 6.2 % and 27.2 %)
+    here, env = perfbase("distrib", "setup -d distrib_exp.xml", "input -d distrib_inp.xml input.dat")
+    got = query(here, env, "distrib_qry_6.xml", "qry_result.gp")
+    assert "4.8 6.0 \n4.9 27.4 \n" in got
+    assert got == vfy(here, 6)
