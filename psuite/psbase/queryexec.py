@@ -99,6 +99,8 @@ def execute(
         tables = []
         for out in q.outputs:
             inputs = [(i, run.output_of(i)) for i in out.inputs]
+            if out.format in ("pbtext", "pbxml"):  # perfbase's order of the sweep instances
+                inputs = [(i, dict(_pb_sweep_order(run, instances))) for i, instances in inputs]
             if out.format == "pbgnuplot":  # a plot's data titles show the sweep value of each instance, first
                 inputs = [(i, {_pb_inst_order(run, inst): _sweep_shown(run, _pb_inst_order(run, inst), vec)
                                for inst, vec in _pb_sweep_order(run, instances)})
@@ -241,6 +243,7 @@ class _Run:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
         self.open_filters: set[str] = set()  # perfbase's "open" filters: the texts of values found in the data
+        self.sweep_labels: dict[str, list[str]] = {}  # a swept parameter's values (labels) in sweep order
         self.need_runs = _run_readers(q)
         # a query with perfbase's outputs reads its sources in perfbase's order: run by run, each run's rows by
         # the first parameter (where it has several values per run), else as filed
@@ -314,15 +317,27 @@ class _Run:
                 for inst, vecs in _match(inputs)
             }
         inputs = []
+        absorbed = []  # perfbase puts the inputs of a resolved sweep after the others
         for i in elem.inputs:
             if isinstance(elem, qf.Combiner) and i in elem.intern:
                 # each sweep value an input of its own, named as perfbase names it: op.sort~p.speed~0
+                if self.pb_order:
+                    absorbed += [(f"{i}{self.pb_suffix(inst)}", {(): vec})
+                                 for inst, vec in _pb_sweep_order(self, self.output_of(i))]
+                    continue
                 for k, (inst, vec) in enumerate(self.output_of(i).items()):
                     swept = "~".join(self.q.sweep_ids.get(name, name) for name, _ in inst)
                     inputs.append((f"{i}~{swept}~{k}", {(): vec}))
             else:
                 inputs.append((i, self.output_of(i)))
+        inputs += absorbed
         matched = _match(inputs)
+        if isinstance(elem, qf.Combiner) and self.pb_order and len(inputs) > 1:
+            # a swept input resolved outside (one combiner per sweep instance) is named by its instance
+            swept = {i for i, instances in inputs if any(instances)}
+            matched = [(inst, [(f"{i}{self.pb_suffix(inst)}" if i in swept else i, v)
+                               for (i, _), (_, v) in zip(inputs, vecs, strict=True)])
+                       for inst, vecs in matched]
         omit = elem.omit if isinstance(elem, qf.Combiner) else []
         if isinstance(elem, qf.Combiner) and elem.datasets == "append":
             # perfbase's datasets="append": the inputs' rows one after the other, under the first input's columns
@@ -355,6 +370,12 @@ class _Run:
         # a swept parameter shown as data is a column, no filter of the data title
         return [*notes, *((PB_FILTER, _pb_compared(name, label) or self._pb_sweep_text(name, label))
                           for name, label in inst if shows.get(name) not in ("data", "all"))]
+
+    def pb_suffix(self, inst: Instance) -> str:
+        """perfbase's name of a sweep instance, after the element's id: ~p.speed~0~p.api~1 (each swept
+        parameter's id and the index of its value, in the order the sources name the parameters)."""
+        return "".join(f"~{self.q.sweep_ids.get(name, name)}~{self.sweep_labels.get(name, [label]).index(label)}"
+                       for name, label in _pb_inst_order(self, inst))
 
     def _pb_sweep_text(self, name: str, label: str) -> str:
         """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100")."""
@@ -426,6 +447,8 @@ class _Run:
                 if v.datatype == "version":  # SQL sorted them as text: "1.10" before "1.9"
                     found.sort(key=lambda x: _from_db(v, x).key())
                 sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
+        for v, choices in zip(swept, sweeps, strict=True):
+            self.sweep_labels.setdefault(v.name, [label for (_, label), _ in choices])
         instances = {
             tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
         }

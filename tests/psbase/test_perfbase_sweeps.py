@@ -90,14 +90,16 @@ def test_combiner_append_of_two_limits_with_labels_ignored(perfbase):
     assert got == vfy(here, 6)
 
 
+def combiner2(perfbase) -> tuple[Path, dict]:
+    return perfbase("combiner2", "setup -d combiner2_exp.xml", "input -d combiner2_inp.xml " + " ".join(
+        sorted(str(p.relative_to(PERFBASE / "combiner2")) for p in (PERFBASE / "combiner2" / "input").glob("*.dat"))))
+
+
 @pytest.mark.parametrize("n", [2, 6])
 def test_a_swept_parameter_shown_as_data_is_a_column(perfbase, n):
     # combiner2 2 (sweep_resolve="extern") and 6 (datasets="append", sweep_resolve="intern"): V_net is swept
     # and show="data": perfbase shows it as a column of each instance's rows
-    here, env = perfbase("combiner2", "setup -d combiner2_exp.xml",
-                         "input -d combiner2_inp.xml " + " ".join(
-                             sorted(str(p.relative_to(PERFBASE / "combiner2"))
-                                    for p in (PERFBASE / "combiner2" / "input").glob("*.dat"))))
+    here, env = combiner2(perfbase)
     got = query(here, env, f"combiner2_qry_{n}.xml")
     assert got.splitlines()[0] == "# Bytes[byte]\tV_net[Mbit/s]\tmin(Time)[s]\t"
     assert got == vfy(here, n)
@@ -133,3 +135,29 @@ def test_distrib_bins_scaled_values_as_perfbase_stored_them(perfbase):
     got = query(here, env, "distrib_qry_6.xml", "qry_result.gp")
     assert "4.8 6.0 \n4.9 27.4 \n" in got
     assert got == vfy(here, 6)
+
+
+def test_sweep_instances_of_two_parameters_in_perfbases_order_and_names(perfbase):
+    here, env = combiner2(perfbase)
+    # combiner2_qry_9.xml: V_net and API swept, resolved inside the combiner: one input per instance, the first
+    # named parameter varying fastest, each named ~p.speed~I~p.api~J by the index of its values
+    got = query(here, env, "combiner2_qry_9.xml")
+    assert got.splitlines()[0] == ("# V_net = 100.0Mbit/s  API = 'A'  V_net = 1000.0Mbit/s  API = 'A'  "
+                                   "V_net = 100.0Mbit/s  API = 'B'  V_net = 1000.0Mbit/s  API = 'B'  ")
+    assert "\tmin(Time)|op.sort~p.speed~1~p.api~0[s]\t" in got
+    assert got == vfy(here, 9)
+    # combiner2_qry_10.xml: resolved outside: a block per instance, in the same order
+    got = query(here, env, "combiner2_qry_10.xml")
+    titles = [line for line in got.splitlines() if line.startswith("# V_net")]
+    assert titles == [f"# V_net = {v}Mbit/s  API = '{a}'  " for a in "AB" for v in ("100.0", "1000.0")]
+    assert got == vfy(here, 10)
+
+
+def test_combiner_puts_a_sweep_resolved_inside_after_its_other_inputs(perfbase):
+    # combiner2_qry_11.xml: op.min_speed_sorted (intern: an input per V_net) and op.min_api_sorted (extern: a
+    # combiner per API); perfbase's combiner has the extern input first, named by its instance
+    here, env = combiner2(perfbase)
+    got = query(here, env, "combiner2_qry_11.xml")
+    first = "# Bytes|op.min_api_sorted~p.api~0[byte]\tmin(Time)|op.min_api_sorted~p.api~0[s]\t"
+    assert got.splitlines()[1].startswith(first)
+    assert got == vfy(here, 11)
