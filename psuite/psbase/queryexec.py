@@ -378,12 +378,17 @@ class _Run:
                        for name, label in _pb_inst_order(self, inst))
 
     def _pb_sweep_text(self, name: str, label: str) -> str:
-        """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100")."""
+        """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100"); as the
+        parameter's style= asks ("content": "100.0Mbit/s", "plain": "V_net 100.0Mbit/s", ...)."""
         v = self.variable(None, name, False)
         text = label[1:] if label.startswith("=") else label
         if v.datatype == "float":
             text = py2str(float(text))
-        return f"{name} = {_pb_quoted(v, text)}{unit_text(v.unit or '')}"
+        value = f"{_pb_quoted(v, text)}{unit_text(v.unit or '')}"
+        style = next((p.style for e in self.q.elements.values() if isinstance(e, qf.Source) for p in e.params
+                      if p.name == name), "full")
+        return {"content": value, "plain": f"{name} {value}", "reverse": f"{value} {name}",
+                "value": name}.get(style, f"{name} = {value}")
 
     # -- sources ----------------------------------------------------------
 
@@ -468,7 +473,7 @@ class _Run:
             if not shown:
                 continue
             if mine:
-                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean)))
+                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean, sel.style)))
                 continue
             c = col(v.name)
             found = self.conn.execute(
@@ -1514,7 +1519,7 @@ def _label(f: qf.Filter) -> str:
 # -- perfbase's labels ------------------------------------------------------------
 
 
-def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
+def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str, style: str = "full") -> str:
     """A parameter's filters as perfbase writes them in a data title: "S_msg >= 2byte OR S_msg = 0byte",
     values as written in the query (quoted for strings, versions, dates), each followed by the unit."""
     unit = unit_text(v.unit or "")
@@ -1528,9 +1533,20 @@ def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
                 if at is not None:
                     ordered.append(left.pop(at))
         sign = dict(_PB_CONDITIONS)
-        texts = [f"{v.name} {sign[op]} {_pb_quoted(v, x)}{unit}" for op, x in ordered]
+        texts = [_pb_condition_text(v.name, op, sign[op], f"{_pb_quoted(v, x)}{unit}", style) for op, x in ordered]
         parts.append(f" {f.boolean.upper()} ".join(texts))
     return f" {boolean.upper()} ".join(parts)
+
+
+def _pb_condition_text(name: str, op: str, sign: str, value: str, style: str) -> str:
+    """One condition of a filter as perfbase shows it by the parameter's style= (its equal and notequal
+    have styles; the other conditions are always NAME SIGN VALUE)."""
+    if op == "equal":
+        return {"plain": f"{name} {value}", "content": value, "reverse": f"{value} {name}",
+                "value": name}.get(style, f"{name} = {value}")
+    if op == "notequal":
+        return {"content": f"not {value}", "value": name}.get(style, f"{name} != {value}")
+    return f"{name} {sign} {value}"
 
 
 def _pb_quoted(v: Variable, text: str) -> str:

@@ -226,6 +226,7 @@ class ParamSel:
     boolean: str = "and"  # how its filters combine (perfbase's boolean= of <parameter>)
     show: str = "auto"  # perfbase's show=: data or all make it a key, filter, title or nothing never
     alias: str = ""  # perfbase's <value alias=...>: its label in perfbase's outputs
+    style: str = "full"  # perfbase's style=: how a filter shows it ("full": NAME = VALUE, "content": VALUE, ...)
 
 
 @dataclass
@@ -527,7 +528,8 @@ def _param(path: str, elem: etree._Element) -> ParamSel:
     _check_children(path, elem, ("value", "name", "filter", "sweep"))
     sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline,
                    boolean=_choice(path, elem, "boolean", ("and", "or"), "and").lower(),
-                   show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"))
+                   show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"),
+                   style=(elem.get("style") or "full").strip())
     sel.alias = ((elem.find("value") if elem.find("value") is not None else elem).get("alias") or "").strip()
     for c in elem:
         if c.tag == "filter":

@@ -161,3 +161,18 @@ def test_combiner_puts_a_sweep_resolved_inside_after_its_other_inputs(perfbase):
     first = "# Bytes|op.min_api_sorted~p.api~0[byte]\tmin(Time)|op.min_api_sorted~p.api~0[s]\t"
     assert got.splitlines()[1].startswith(first)
     assert got == vfy(here, 11)
+
+
+def sweep_group(perfbase) -> tuple[Path, dict]:
+    files = sorted(str(p.relative_to(PERFBASE / "sweep_group")) for p in (PERFBASE / "sweep_group" / "input").glob("*"))
+    return perfbase("sweep_group", "setup -d sweep_group_exp.xml",
+                    *(f"input -d sweep_group_inp.xml {f}" for f in files))
+
+
+def test_parameter_style_content_shows_the_value_alone(perfbase):
+    # sweep_group/sweep_group_qry_1.xml: p.bench filtered to swim with style="content": the data titles
+    # are 'swim', not 'bench = swim'
+    here, env = sweep_group(perfbase)
+    got = query(here, env, "sweep_group_qry_1.xml", "sweep_group_1.gp")
+    assert "title 'swim' axes" in got and "bench = swim" not in got
+    assert got == vfy(here, 1)
