@@ -332,6 +332,8 @@ class _Run:
                 inputs.append((i, self.output_of(i)))
         inputs += absorbed
         matched = _match(inputs)
+        if isinstance(elem, qf.Combiner) and self.pb_order and elem.sweep_group:
+            matched = self._sweep_grouped(elem, inputs)
         if isinstance(elem, qf.Combiner) and self.pb_order and len(inputs) > 1:
             # a swept input resolved outside (one combiner per sweep instance) is named by its instance
             swept = {i for i, instances in inputs if any(instances)}
@@ -370,6 +372,25 @@ class _Run:
         # a swept parameter shown as data is a column, no filter of the data title
         return [*notes, *((PB_FILTER, _pb_compared(name, label) or self._pb_sweep_text(name, label))
                           for name, label in inst if shows.get(name) not in ("data", "all"))]
+
+    def _sweep_grouped(self, elem: qf.Combiner, inputs: list[tuple[str, dict[Instance, Vec]]]
+                       ) -> list[tuple[Instance, list[tuple[str, Vec]]]]:
+        """perfbase's <combiner sweep_group="p.id">: one combination per value of that swept parameter, of
+        the sweep instances with that value (each an input of its own, sorted by perfbase's name of it)."""
+        name = next((n for n, ident in self.q.sweep_ids.items() if ident == elem.sweep_group), None)
+        if name is None:
+            raise self.fail(elem, f"sweep_group={elem.sweep_group!r} names no swept <parameter>; give the id of "
+                            f"one: {', '.join(self.q.sweep_ids.values()) or 'none'}")
+        fixed = [(i, v) for i, instances in inputs if not any(instances) for v in instances.values()]
+        groups: dict[tuple[str, str], list[tuple[str, Vec]]] = {}
+        for i, instances in inputs:
+            if not any(instances):
+                continue
+            for inst, vec in _pb_sweep_order(self, instances):
+                value = next(((n, lbl) for n, lbl in inst if n == name), None)
+                groups.setdefault(value, []).append((f"{i}{self.pb_suffix(inst)}", vec))
+        return [((value,) if value is not None else (), [*fixed, *sorted(members, key=lambda m: m[0])])
+                for value, members in groups.items()]
 
     def pb_suffix(self, inst: Instance) -> str:
         """perfbase's name of a sweep instance, after the element's id: ~p.speed~0~p.api~1 (each swept
@@ -785,7 +806,8 @@ class _Run:
             return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
                        [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
-            joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, outer=False)
+            joined = vecs[0][1] if len(vecs) == 1 else _index_join(vecs) if op.match == "index" else \
+                _join(vecs, outer=False)
         except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
@@ -864,8 +886,11 @@ class _Run:
         for kv, vals, _ in joined.rows:
             env = {s: (kv[i] if part == "key" else vals[i]) for s, (part, i) in where.items()}
             rows.append((kv, [_evaluate(op.term, env)], [None]))
-        return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes,
-                   joined.runs if len(vecs) == 1 else None)
+        # perfbase's synopsis of the column is the term's id; its filters those of every input's first result
+        firsts = [v.values[0].pb_filters for _, v in vecs if v.values]
+        common = tuple(f for f in firsts[-1] if all(f in fs for fs in firsts)) if firsts else ()
+        c = Column(op.id, pb_synopsis=op.term_id or None, pb_filters=common)
+        return Vec(joined.keys, [self.derived(op, c)], rows, joined.notes, joined.runs if len(vecs) == 1 else None)
 
     def _samples(self, op: qf.Operator, vec: Vec) -> list[float]:
         """The values of a distrib's or frequency's input: one value column, numbers."""
@@ -1299,6 +1324,20 @@ def _match(inputs: list[tuple[str, dict[Instance, Vec]]]) -> list[tuple[Instance
                     nxt.append(({**labels, **dict(inst)}, [*chosen, (ident, vec)]))
         combos = nxt
     return [(tuple(sorted(labels.items())), chosen) for labels, chosen in combos]
+
+
+def _index_join(vecs: list[tuple[str, Vec]]) -> Vec:
+    """perfbase's match="index": the inputs' rows paired by their position (as far as every input has one),
+    with the parameters of the last input (perfbase's SQL takes them from the last table it names)."""
+    n = min(len(v.rows) for _, v in vecs)
+    at = Column("#", "", "key", datatype="integer")
+    indexed = [(i, dataclasses.replace(v, keys=[at], rows=[((k,), vals, errs) for k, (_, vals, errs)
+                                                          in enumerate(v.rows[:n])]))
+               for i, v in vecs]
+    joined = _join(indexed, outer=False)
+    last = vecs[-1][1]
+    return dataclasses.replace(joined, keys=last.keys,
+                               rows=[(last.rows[kv[0]][0], vals, errs) for kv, vals, errs in joined.rows])
 
 
 def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:

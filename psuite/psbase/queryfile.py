@@ -278,6 +278,8 @@ class Operator(Element):
     slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
     parameter: str = ""  # param: the parameter (value=)
     per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
+    term_id: str = ""  # the id of perfbase's XML <term> (its synopsis of the column)
+    match: str = "parameter"  # perfbase's match=: several inputs' rows paired by equal parameters, or by "index"
     scale_name: str = ""  # scale by a named factor (perfbase's value="Mega"): its unit changes with it
     samples_note: bool = False  # distrib option="samples": a note with the number of samples
     # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances become inputs of their own
@@ -296,6 +298,7 @@ class Combiner(Element):
     # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances are combined side by side
     intern: list[str] = field(default_factory=list)
     datasets: str = "merge"  # perfbase's datasets=: side by side ("merge"), or one after the other ("append")
+    sweep_group: str = ""  # perfbase's sweep_group=: the swept <parameter> id whose instances it combines by value
 
 
 @dataclass
@@ -501,6 +504,7 @@ def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
     comb.intern = [i for c, i in zip(elem.findall("input"), comb.inputs, strict=True)
                    if c.get("sweep_resolve") == "intern"]
     comb.datasets = _choice(path, elem, "datasets", ("merge", "append"), "merge")
+    comb.sweep_group = (elem.get("sweep_group") or "").strip()
     for c in elem.findall("omit"):
         src = (c.get("input") or "").strip()
         if src and src not in comb.inputs:
@@ -727,6 +731,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
         op.label = ((first.get("label") or "auto").strip(), (first.get("labeltext") or "").strip())
     n = len(op.inputs)
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
+    op.match = _choice(path, elem, "match", ("parameter", "index", "modulo"), "parameter")
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
         raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
     if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES, *DISTRIBUTIONS) and n != 1:
@@ -793,6 +798,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
             raise _fail(path, elem.findall("term")[1], "a second <term>; give one")
         text = _xml_term(path, xml_term, op)
         op.term, op.term_text = _term(path, xml_term, text, [*op.inputs, *op.term_vars]), text
+        op.term_id = (xml_term.get("id") or "").strip()
         if xml_term.get("id") and not op.alias:  # perfbase names the column after the term's id
             scalar = {f"{v.get('name', '')}@{(v.text or '').strip()}" for v in xml_term.iter("variable")
                       if v.get("type") == "scalar"}  # perfbase leaves a scalar out of the name

@@ -176,3 +176,26 @@ def test_parameter_style_content_shows_the_value_alone(perfbase):
     got = query(here, env, "sweep_group_qry_1.xml", "sweep_group_1.gp")
     assert "title 'swim' axes" in got and "bench = swim" not in got
     assert got == vfy(here, 1)
+
+
+@pytest.mark.parametrize(("n", "titles"), [(6, ["crunch", "seek", "swim"]),
+                                           (7, [f"N_{{threads}} = {t}" for t in (1, 2, 4, 8)]),
+                                           (8, ["bench = crunch", "bench = seek", "bench = swim"])])
+def test_combiner_sweep_group_combines_the_instances_of_one_value(perfbase, n, titles):
+    # sweep_group 6-8: op.min swept over bench and N_threads, resolved outside a combiner with
+    # sweep_group=...: one data set per value of the grouped parameter, of all its instances appended
+    here, env = sweep_group(perfbase)
+    got = query(here, env, f"sweep_group_qry_{n}.xml", f"sweep_group_{n}.gp")
+    plot = next(line for line in got.splitlines() if line.startswith("plot "))
+    assert [part.split("title '")[1].split("'")[0] for part in plot.split(",'-'")] == titles
+    assert got == vfy(here, n)
+
+
+def test_eval_match_index_pairs_rows_by_position(perfbase):
+    # sweep_group_qry_9.xml: speedup = T(N_threads=1) / T(N_threads=k), match="index": the k-th rows paired,
+    # the parameters of the last input; the column's synopsis is the term's id, its filters both inputs'
+    here, env = sweep_group(perfbase)
+    got = query(here, env, "sweep_group_qry_9.xml", "sweep_group_9.gp")
+    assert 'set title "swim"\n' in got and 'set ylabel "speedup"\n' in got
+    assert "3.000000 2.93548387097 \n" in got
+    assert got == vfy(here, 9)
