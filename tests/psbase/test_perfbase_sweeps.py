@@ -199,3 +199,14 @@ def test_eval_match_index_pairs_rows_by_position(perfbase):
     assert 'set title "swim"\n' in got and 'set ylabel "speedup"\n' in got
     assert "3.000000 2.93548387097 \n" in got
     assert got == vfy(here, 9)
+
+
+def test_style_content_names_the_files_of_a_unified_sweep(perfbase):
+    # sweep/sweep_qry_2.xml: an output per instance (sweep_resolve="extern", <filename unify="filter">);
+    # I has style="content": perfbase's files are sweep_2_MPI_version=1.0_Myrinet.gp, ..., not ..._I=Myrinet
+    files = sorted(str(p.relative_to(PERFBASE / "sweep")) for p in (PERFBASE / "sweep" / "input").glob("*.dat"))
+    here, env = perfbase("sweep", "setup -d sweep_exp.xml", *(f"input -d sweep_inp.xml {f}" for f in files))
+    query(here, env, "sweep_qry_2.xml")
+    names = ("sweep_2.gp", *(f"sweep_2_MPI_version={v}_{i}.gp" for v in ("1.0", "1.1") for i in ("Myrinet", "SCI")))
+    assert sorted(p.name for p in here.glob("sweep_2*.gp")) == sorted(names)
+    assert "".join((here / n).read_text() for n in names) == vfy(here, 2)
