@@ -210,3 +210,19 @@ def test_style_content_names_the_files_of_a_unified_sweep(perfbase):
     names = ("sweep_2.gp", *(f"sweep_2_MPI_version={v}_{i}.gp" for v in ("1.0", "1.1") for i in ("Myrinet", "SCI")))
     assert sorted(p.name for p in here.glob("sweep_2*.gp")) == sorted(names)
     assert "".join((here / n).read_text() for n in names) == vfy(here, 2)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ('sweep_group="p.bench"', 'sweep_group=\'p.nothing\' names no swept <parameter>; give the id of one: '),
+    ('datasets="append"', "datasets='stack' is not one of merge, append"),
+])
+def test_a_bad_combiner_is_one_line(perfbase, change, message):
+    # sweep_group_qry_6.xml with its combiner's sweep_group= or datasets= spoilt: one line, exit 2, no output
+    here, env = sweep_group(perfbase)
+    spoilt = change.replace("p.bench", "p.nothing").replace("append", "stack")
+    text = (here / "sweep_group_qry_6.xml").read_text()
+    assert change in text
+    (here / "bad.xml").write_text(text.replace(change, spoilt))
+    p = psbase("query", "-d", "bad.xml", cwd=here, env=env)
+    assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in p.stderr and not (here / "sweep_group_6.gp").exists() and p.stdout == ""
