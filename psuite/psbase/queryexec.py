@@ -806,8 +806,8 @@ class _Run:
             return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
                        [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
-            joined = vecs[0][1] if len(vecs) == 1 else _index_join(vecs) if op.match == "index" else \
-                _join(vecs, outer=False)
+            joined = vecs[0][1] if len(vecs) == 1 else _index_join(vecs, op.match == "modulo") \
+                if op.match in ("index", "modulo") else _join(vecs, outer=False)
         except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
@@ -1326,18 +1326,24 @@ def _match(inputs: list[tuple[str, dict[Instance, Vec]]]) -> list[tuple[Instance
     return [(tuple(sorted(labels.items())), chosen) for labels, chosen in combos]
 
 
-def _index_join(vecs: list[tuple[str, Vec]]) -> Vec:
+def _index_join(vecs: list[tuple[str, Vec]], modulo: bool = False) -> Vec:
     """perfbase's match="index": the inputs' rows paired by their position (as far as every input has one),
-    with the parameters of the last input (perfbase's SQL takes them from the last table it names)."""
-    n = min(len(v.rows) for _, v in vecs)
+    with the parameters of the last input (perfbase's SQL takes them from the last table it names).
+    modulo (two inputs): each row of the longer paired with the row of the shorter at its position modulo
+    the shorter's length, with the parameters of the first input (perfbase's match="modulo")."""
+    if modulo and any(not v.rows for _, v in vecs):
+        raise _Unmatched('match="modulo" needs rows in both inputs (one has none); check their filters')
+    long = max(len(v.rows) for _, v in vecs)
+    n = long if modulo else min(len(v.rows) for _, v in vecs)
     at = Column("#", "", "key", datatype="integer")
-    indexed = [(i, dataclasses.replace(v, keys=[at], rows=[((k,), vals, errs) for k, (_, vals, errs)
-                                                          in enumerate(v.rows[:n])]))
+    indexed = [(i, dataclasses.replace(v, keys=[at], rows=[((k,), *v.rows[k % len(v.rows)][1:]) for k in range(n)]
+                                       if modulo else [((k,), vals, errs) for k, (_, vals, errs)
+                                                       in enumerate(v.rows[:n])]))
                for i, v in vecs]
     joined = _join(indexed, outer=False)
-    last = vecs[-1][1]
-    return dataclasses.replace(joined, keys=last.keys,
-                               rows=[(last.rows[kv[0]][0], vals, errs) for kv, vals, errs in joined.rows])
+    src = vecs[0][1] if modulo else vecs[-1][1]
+    return dataclasses.replace(joined, keys=src.keys, rows=[(src.rows[kv[0] % len(src.rows)][0], vals, errs)
+                                                             for kv, vals, errs in joined.rows])
 
 
 def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:

@@ -732,6 +732,8 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     n = len(op.inputs)
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
     op.match = _choice(path, elem, "match", ("parameter", "index", "modulo"), "parameter")
+    if op.match == "modulo" and len(op.inputs) != 2:  # perfbase's round-robin pairing of two vectors
+        raise _fail(path, elem, f'match="modulo" pairs exactly two <input>s (it has {len(op.inputs)}); give two')
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
         raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
     if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES, *DISTRIBUTIONS) and n != 1:

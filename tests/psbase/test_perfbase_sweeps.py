@@ -226,3 +226,25 @@ def test_a_bad_combiner_is_one_line(perfbase, change, message):
     p = psbase("query", "-d", "bad.xml", cwd=here, env=env)
     assert p.returncode == 2 and message in p.stderr and len(p.stderr.strip().splitlines()) == 1
     assert "Traceback" not in p.stderr and not (here / "sweep_group_6.gp").exists() and p.stdout == ""
+
+
+def test_eval_match_modulo_pairs_rows_round_robin(perfbase):
+    # sweep_group_qry_10.xml: speedup = T(N_threads=1) / T(N_threads=k), match="modulo": the one sequential
+    # row paired with each parallel row (perfbase's SQL: long.idx % len(short) = short.idx); its parameters
+    # are the first input's (N_threads = 1), as perfbase's SQL selects them
+    here, env = sweep_group(perfbase)
+    got = query(here, env, "sweep_group_qry_10.xml").split("# 'crunch'  \n")[1]
+    # comb.par absorbs all 12 instances of op.min_par (3 benchmarks, 4 thread counts): 12 rows per benchmark
+    rows = [line.split() for line in got.splitlines() if not line.startswith("#")][:36]
+    assert [r[0] for r in rows] == ["1"] * 36
+    assert rows[0][1] == "1.0" and rows[1][1] == "0.491803278689"  # crunch: 6.0 / 6.0, 6.0 / 12.2 (seek, 1)
+
+
+def test_eval_match_modulo_of_three_inputs_is_one_line(perfbase):
+    here, env = sweep_group(perfbase)
+    text = (here / "sweep_group_qry_10.xml").read_text()
+    third = "<input>comb.par</input><input>op.min_seq</input>"
+    (here / "bad.xml").write_text(text.replace("<input>comb.par</input>", third, 1))
+    p = psbase("query", "-d", "bad.xml", cwd=here, env=env)
+    assert p.returncode == 2 and 'match="modulo" pairs exactly two <input>s (it has 3)' in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
