@@ -30,11 +30,13 @@ import datetime as _dt
 import itertools
 import math
 import statistics
+import sys
 from dataclasses import dataclass, field
 
 import regex
 import sqlalchemy as sa
 
+from psuite.cli_common import write_stdout
 from psuite.errors import UsageError
 from psuite.psbase import arith
 from psuite.psbase import queryfile as qf
@@ -93,9 +95,12 @@ def execute(
                     run.variable(src, r, True)
                 for p in src.params:
                     run.variable(p, p.name, False)
+        run.warn_missing_runs()
         tables = []
         for out in q.outputs:
             inputs = [(i, run.output_of(i)) for i in out.inputs]
+            if out.format in ("pbtext", "pbxml"):  # perfbase's order of the sweep instances
+                inputs = [(i, dict(_pb_sweep_order(run, instances))) for i, instances in inputs]
             if out.format == "pbgnuplot":  # a plot's data titles show the sweep value of each instance, first
                 inputs = [(i, {_pb_inst_order(run, inst): _sweep_shown(run, _pb_inst_order(run, inst), vec)
                                for inst, vec in _pb_sweep_order(run, instances)})
@@ -116,6 +121,11 @@ def execute(
                     tables += [(out, _table(out, [one], q.experiment)) for one in inputs]
                 except _Unmatched:
                     raise UsageError(f"{q.path}: <output id={out.id!r}> (line {out.line}): {exc}") from None
+        for out, table in tables:
+            if out.format == "pbxml":  # perfbase's xml output moves a filter found from the data to the end
+                for b in table.pb_blocks or []:
+                    b.filters = [*(f for f in b.filters if f not in run.open_filters),
+                                 *(f for f in b.filters if f in run.open_filters)]
         return tables
 
 
@@ -232,10 +242,32 @@ class _Run:
     def __init__(self, store: Store, conn: sa.Connection, exp_id: int, d: Definition, q: qf.QueryFile) -> None:
         self.store, self.conn, self.exp_id, self.d, self.q = store, conn, exp_id, d, q
         self.done: dict[str, dict[Instance, Vec]] = {}
+        self.open_filters: set[str] = set()  # perfbase's "open" filters: the texts of values found in the data
+        self.sweep_labels: dict[str, list[str]] = {}  # a swept parameter's values (labels) in sweep order
         self.need_runs = _run_readers(q)
         # a query with perfbase's outputs reads its sources in perfbase's order: run by run, each run's rows by
         # the first parameter (where it has several values per run), else as filed
         self.pb_order = any(out.format in qf.PERFBASE_FORMATS for out in q.outputs)
+
+    def warn_missing_runs(self) -> None:
+        """A <run> that names a run index the experiment does not have (one by one, not in a range): perfbase
+        warns on standard output, before the query's outputs, and goes on without it; so does a query with
+        perfbase's outputs (psbase's own warn on standard error)."""
+        sels = list({id(sel): sel for e in self.q.elements.values() if isinstance(e, qf.Source)
+                     for sel in e.runs}.values())
+        if not any(sel.singles for sel in sels):
+            return
+        r = self.store.runs
+        have = set(self.conn.execute(sa.select(r.c.idx).where(r.c.experiment == self.exp_id,
+                                                              r.c.deleted.is_(False))).scalars())
+        for sel in sels:
+            for idx in sel.singles:
+                if idx not in have:
+                    text = f"<run> '{sel.id}' lists non-existing run <index> '{idx}' (ignored)"
+                    if self.pb_order:
+                        write_stdout(f"#* WARNING: {text}\n")
+                    else:
+                        sys.stderr.write(f"psbase: warning: {self.q.path}: {text}\n")
 
     def output_of(self, ident: str) -> dict[Instance, Vec]:
         """An element's output, computed when first asked for (a source whose
@@ -281,20 +313,45 @@ class _Run:
                 raise self.fail(elem, f"{elem.type} takes exactly two inputs, and its inputs give {len(inputs)} "
                                 "(a sweep_resolve=\"intern\" input one per sweep value); give it two")
             return {
-                inst: self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1)
+                inst: _labelled(elem, vecs, self.operate(elem, vecs, isinstance(src, qf.Source) and len(vecs) == 1))
                 for inst, vecs in _match(inputs)
             }
         inputs = []
+        absorbed = []  # perfbase puts the inputs of a resolved sweep after the others
         for i in elem.inputs:
             if isinstance(elem, qf.Combiner) and i in elem.intern:
                 # each sweep value an input of its own, named as perfbase names it: op.sort~p.speed~0
+                if self.pb_order:
+                    absorbed += [(f"{i}{self.pb_suffix(inst)}", {(): vec})
+                                 for inst, vec in _pb_sweep_order(self, self.output_of(i))]
+                    continue
                 for k, (inst, vec) in enumerate(self.output_of(i).items()):
                     swept = "~".join(self.q.sweep_ids.get(name, name) for name, _ in inst)
                     inputs.append((f"{i}~{swept}~{k}", {(): vec}))
             else:
                 inputs.append((i, self.output_of(i)))
+        inputs += absorbed
         matched = _match(inputs)
+        if isinstance(elem, qf.Combiner) and self.pb_order and elem.sweep_group:
+            matched = self._sweep_grouped(elem, inputs)
+        if isinstance(elem, qf.Combiner) and self.pb_order and len(inputs) > 1:
+            # a swept input resolved outside (one combiner per sweep instance) is named by its instance
+            swept = {i for i, instances in inputs if any(instances)}
+            matched = [(inst, [(f"{i}{self.pb_suffix(inst)}" if i in swept else i, v)
+                               for (i, _), (_, v) in zip(inputs, vecs, strict=True)])
+                       for inst, vecs in matched]
         omit = elem.omit if isinstance(elem, qf.Combiner) else []
+        if isinstance(elem, qf.Combiner) and elem.datasets == "append":
+            # perfbase's datasets="append": the inputs' rows one after the other, under the first input's columns
+            try:
+                return {inst: _stack([(i, _omit([(i, v)], omit)) for i, v in vecs]) for inst, vecs in matched}
+            except _Unmatched as exc:
+                raise self.fail(elem, str(exc)) from None
+        if isinstance(elem, qf.Combiner) and self.pb_order:
+            # perfbase's datasets="merge": the inputs' rows side by side by their position
+            return {inst: _omit(vecs, omit) if len(vecs) == 1
+                    else _pb_merge(_pb_combined([(i, _omit([(i, v)], omit)) for i, v in vecs]))
+                    for inst, vecs in matched}
         try:
             # one input passes through as it is (perfbase's combiner of one swept input); several side by
             # side, each less its omitted columns, labelled as perfbase labels them
@@ -316,13 +373,43 @@ class _Run:
         return [*notes, *((PB_FILTER, _pb_compared(name, label) or self._pb_sweep_text(name, label))
                           for name, label in inst if shows.get(name) not in ("data", "all"))]
 
+    def _sweep_grouped(self, elem: qf.Combiner, inputs: list[tuple[str, dict[Instance, Vec]]]
+                       ) -> list[tuple[Instance, list[tuple[str, Vec]]]]:
+        """perfbase's <combiner sweep_group="p.id">: one combination per value of that swept parameter, of
+        the sweep instances with that value (each an input of its own, sorted by perfbase's name of it)."""
+        name = next((n for n, ident in self.q.sweep_ids.items() if ident == elem.sweep_group), None)
+        if name is None:
+            raise self.fail(elem, f"sweep_group={elem.sweep_group!r} names no swept <parameter>; give the id of "
+                            f"one: {', '.join(self.q.sweep_ids.values()) or 'none'}")
+        fixed = [(i, v) for i, instances in inputs if not any(instances) for v in instances.values()]
+        groups: dict[tuple[str, str], list[tuple[str, Vec]]] = {}
+        for i, instances in inputs:
+            if not any(instances):
+                continue
+            for inst, vec in _pb_sweep_order(self, instances):
+                value = next(((n, lbl) for n, lbl in inst if n == name), None)
+                groups.setdefault(value, []).append((f"{i}{self.pb_suffix(inst)}", vec))
+        return [((value,) if value is not None else (), [*fixed, *sorted(members, key=lambda m: m[0])])
+                for value, members in groups.items()]
+
+    def pb_suffix(self, inst: Instance) -> str:
+        """perfbase's name of a sweep instance, after the element's id: ~p.speed~0~p.api~1 (each swept
+        parameter's id and the index of its value, in the order the sources name the parameters)."""
+        return "".join(f"~{self.q.sweep_ids.get(name, name)}~{self.sweep_labels.get(name, [label]).index(label)}"
+                       for name, label in _pb_inst_order(self, inst))
+
     def _pb_sweep_text(self, name: str, label: str) -> str:
-        """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100")."""
+        """A sweep instance as perfbase's filter text: "V_net = 100.0Mbit/s" (label: "=100"); as the
+        parameter's style= asks ("content": "100.0Mbit/s", "plain": "V_net 100.0Mbit/s", ...)."""
         v = self.variable(None, name, False)
         text = label[1:] if label.startswith("=") else label
         if v.datatype == "float":
             text = py2str(float(text))
-        return f"{name} = {_pb_quoted(v, text)}{unit_text(v.unit or '')}"
+        value = f"{_pb_quoted(v, text)}{unit_text(v.unit or '')}"
+        style = next((p.style for e in self.q.elements.values() if isinstance(e, qf.Source) for p in e.params
+                      if p.name == name), "full")
+        return {"content": value, "plain": f"{name} {value}", "reverse": f"{value} {name}",
+                "value": name}.get(style, f"{name} = {value}")
 
     # -- sources ----------------------------------------------------------
 
@@ -359,10 +446,13 @@ class _Run:
                 elif sel.show != "nothing":
                     join = " or " if sel.boolean == "or" else " and "
                     notes.append((src.id, join.join(f"{v.name} {_label(f)}" for f in sel.filters)))
-            elif sel.sweep:
-                sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
             else:
-                sweeps.append([])  # all values: found once the other conditions are known
+                if self.pb_order and sel.show in ("data", "all"):  # perfbase: a swept parameter shown as data is a
+                    keys.append(v)  # column (its one value in each sweep instance)
+                if sel.sweep:
+                    sweeps.append([((v.name, _label(f)), self.condition(sel, v, col(v.name), f)) for f in sel.sweep])
+                else:
+                    sweeps.append([])  # all values: found once the other conditions are known
         if param_conds:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         if src.runs:  # several <run> selections: a run of any of them (perfbase's source)
@@ -383,6 +473,8 @@ class _Run:
                 if v.datatype == "version":  # SQL sorted them as text: "1.10" before "1.9"
                     found.sort(key=lambda x: _from_db(v, x).key())
                 sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
+        for v, choices in zip(swept, sweeps, strict=True):
+            self.sweep_labels.setdefault(v.name, [label for (_, label), _ in choices])
         instances = {
             tuple(sorted(lbl for lbl, _ in combo)): [c for _, c in combo] for combo in itertools.product(*sweeps)
         }
@@ -402,13 +494,14 @@ class _Run:
             if not shown:
                 continue
             if mine:
-                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean)))
+                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean, sel.style)))
                 continue
             c = col(v.name)
             found = self.conn.execute(
                 sa.select(c).distinct().select_from(source).where(*conds).limit(2)).scalars().all()
             if len(found) == 1 and found[0] is not None:  # perfbase's "open" filter: the one value found
                 out.append((PB_FILTER, f"{v.name} = {py2str(_plain(v, found[0]))}"))
+                self.open_filters.add(out[-1][1])
         return out
 
     def condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, f: qf.Filter) -> sa.ColumnElement:
@@ -528,7 +621,7 @@ class _Run:
                 rows, runs = [rows[i] for i in order_], [runs[i] for i in order_]
             out[inst] = Vec(
                 [_pb_key(src, k) for k in keys],
-                [_pb_source_column(src, v, self._swept(src, notes, inst)) for v in results],
+                [_pb_source_column(src, v, self._swept(src, notes, inst), self.pb_order) for v in results],
                 rows, _plain_notes(notes), runs
             )
         return out
@@ -566,7 +659,8 @@ class _Run:
             rows = [(kv, vals, errs) for kv, (vals, errs) in sorted(merged.items(), key=lambda kv: sort_key(kv[0]))]
             out[inst] = Vec(
                 [_pb_key(src, k) for k in keys],
-                [self.derived(op, _pb_source_column(src, v, self._swept(src, notes, inst))) for v in results],
+                [self.derived(op, _pb_source_column(src, v, self._swept(src, notes, inst), self.pb_order))
+                 for v in results],
                 rows,
                 _plain_notes(notes),
             )
@@ -712,7 +806,8 @@ class _Run:
             return Vec(keys, [self.derived(op, c) for c in vec.values], [rows[i] for i in at], list(vec.notes),
                        [runs[i] for i in at])
         try:  # row by row on one input: its rows as they are (a source's repetitions too)
-            joined = vecs[0][1] if len(vecs) == 1 else _join(vecs, outer=False)
+            joined = vecs[0][1] if len(vecs) == 1 else _index_join(vecs, op.match == "modulo") \
+                if op.match in ("index", "modulo") else _join(vecs, outer=False)
         except _Unmatched as exc:
             raise self.fail(op, str(exc)) from None
         widths = [len(v.values) for _, v in vecs]
@@ -720,10 +815,13 @@ class _Run:
             return self.normalize(op, joined)
         if kind in qf.LINEAR:
             factor = op.value if kind == "scale" else 1.0
+            # perfbase computed it in SQL, read it back (PostgreSQL's 15 digits) and stored it for the next
+            # element with str() (12 digits): a later distrib bins those values
+            stored = _pb_stored if self.pb_order else (lambda x: x)
             rows = [
                 (
                     kv,
-                    [_linear(kind, x, op.value) for x in vals],
+                    [stored(_linear(kind, x, op.value)) for x in vals],
                     [e * abs(factor) if e is not None else None for e in errs],
                 )
                 for kv, vals, errs in joined.rows
@@ -788,8 +886,11 @@ class _Run:
         for kv, vals, _ in joined.rows:
             env = {s: (kv[i] if part == "key" else vals[i]) for s, (part, i) in where.items()}
             rows.append((kv, [_evaluate(op.term, env)], [None]))
-        return Vec(joined.keys, [self.derived(op, Column(op.id))], rows, joined.notes,
-                   joined.runs if len(vecs) == 1 else None)
+        # perfbase's synopsis of the column is the term's id; its filters those of every input's first result
+        firsts = [v.values[0].pb_filters for _, v in vecs if v.values]
+        common = tuple(f for f in firsts[-1] if all(f in fs for fs in firsts)) if firsts else ()
+        c = Column(op.id, pb_synopsis=op.term_id or None, pb_filters=common)
+        return Vec(joined.keys, [self.derived(op, c)], rows, joined.notes, joined.runs if len(vecs) == 1 else None)
 
     def _samples(self, op: qf.Operator, vec: Vec) -> list[float]:
         """The values of a distrib's or frequency's input: one value column, numbers."""
@@ -883,8 +984,13 @@ class _Run:
                 at.append(i)
         else:
             at = [0] if names else []
-        order = sorted(range(len(vec.rows)), reverse=op.variant == "descending",
-                       key=lambda n: sort_key(tuple((list(vec.rows[n][0]) + list(vec.rows[n][1]))[i] for i in at)))
+        def key(n: int) -> tuple:
+            return sort_key(tuple((list(vec.rows[n][0]) + list(vec.rows[n][1]))[i] for i in at))
+
+        if self.pb_order:  # perfbase sorted by SQL on PostgreSQL: rows that compare equal come as its qsort leaves them
+            order = _pg_qsort([key(n) for n in range(len(vec.rows))], op.variant == "descending")
+        else:
+            order = sorted(range(len(vec.rows)), reverse=op.variant == "descending", key=key)
         return Vec(vec.keys, vec.values, [vec.rows[n] for n in order], vec.notes,
                    None if vec.runs is None else [vec.runs[n] for n in order])
 
@@ -989,6 +1095,80 @@ class _Run:
 # -- vectors --------------------------------------------------------------------
 
 
+def _pg_qsort(keys: list[tuple], descending: bool = False) -> list[int]:
+    """The order (indices into keys) in which PostgreSQL's ORDER BY leaves rows read in this order: its
+    in-memory sort is Bentley and McIlroy's quicksort (src/port/qsort.c), which is not stable, so that rows
+    with equal keys come in an order of its own, deterministic for a given input order.  perfbase's sort
+    operator (ORDER BY on its query table) gives its ties in that order."""
+    a = list(range(len(keys)))
+
+    def cmp(x: int, y: int) -> int:
+        kx, ky = keys[x], keys[y]
+        r = (kx > ky) - (kx < ky)
+        return -r if descending else r
+
+    def med3(x: int, y: int, z: int) -> int:
+        if cmp(a[x], a[y]) < 0:
+            return y if cmp(a[y], a[z]) < 0 else z if cmp(a[x], a[z]) < 0 else x
+        return y if cmp(a[y], a[z]) > 0 else x if cmp(a[x], a[z]) < 0 else z
+
+    def swap(i: int, j: int, k: int = 1) -> None:
+        for t in range(k):
+            a[i + t], a[j + t] = a[j + t], a[i + t]
+
+    todo = [(0, len(a))]  # the parts left to sort (PostgreSQL recurses: the parts are apart, the order is the same)
+    while todo:
+        lo, n = todo.pop()
+        while True:
+            if n < 7:  # insertion sort
+                for pm in range(lo + 1, lo + n):
+                    pl = pm
+                    while pl > lo and cmp(a[pl - 1], a[pl]) > 0:
+                        swap(pl, pl - 1)
+                        pl -= 1
+                break
+            if all(cmp(a[i - 1], a[i]) <= 0 for i in range(lo + 1, lo + n)):  # already in order
+                break
+            pm = lo + n // 2
+            if n > 7:
+                pl, pn = lo, lo + n - 1
+                if n > 40:
+                    d = n // 8
+                    pl, pm, pn = med3(pl, pl + d, pl + 2 * d), med3(pm - d, pm, pm + d), med3(pn - 2 * d, pn - d, pn)
+                pm = med3(pl, pm, pn)
+            swap(lo, pm)
+            pa = pb = lo + 1
+            pc = pd = lo + n - 1
+            while True:
+                while pb <= pc and (r := cmp(a[pb], a[lo])) <= 0:
+                    if r == 0:
+                        swap(pa, pb)
+                        pa += 1
+                    pb += 1
+                while pb <= pc and (r := cmp(a[pc], a[lo])) >= 0:
+                    if r == 0:
+                        swap(pc, pd)
+                        pd -= 1
+                    pc -= 1
+                if pb > pc:
+                    break
+                swap(pb, pc)
+                pb += 1
+                pc -= 1
+            pn = lo + n
+            r = min(pa - lo, pb - pa)
+            swap(lo, pb - r, r)
+            r = min(pd - pc, pn - pd - 1)
+            swap(pb, pn - r, r)
+            if pb - pa > 1:
+                todo.append((lo, pb - pa))
+            if pd - pc <= 1:
+                break
+            lo, n = pn - (pd - pc), pd - pc
+
+    return a
+
+
 def _bin_counts(samples: list[float], lo: float, width: float, variant: str) -> list[float]:
     """perfbase's bins of the sorted samples from lo: a sample on a bin's upper limit is in that bin."""
     limit, at = lo + width, 0
@@ -1041,6 +1221,12 @@ def _py2_float(x: float) -> float:
     return float(f"{x:.12g}")
 
 
+def _pb_stored(x: object) -> object:
+    """A float as perfbase passed it from one element to the next: read from PostgreSQL (15 significant
+    digits), then written into the next query table with Python 2's str() (12)."""
+    return _py2_float(float(f"{x:.15g}")) if isinstance(x, float) and math.isfinite(x) else x
+
+
 def _run_readers(q: qf.QueryFile) -> set[str]:
     """The elements whose rows' runs a later runindex, slice, latest or oldest
     reads (through the operators that pass rows on)."""
@@ -1058,6 +1244,16 @@ def _column_index(names: list[str], name: str) -> int | None:
     if name in names:
         return names.index(name)
     return next((i for i, n in enumerate(names) if n.split(" ")[0] == name), None)
+
+
+def _labelled(op: qf.Operator, vecs: list[tuple[str, Vec]], out: Vec) -> Vec:
+    """An operator's vector with perfbase's labels as its first <input label=...> asks: "ignore" keeps the
+    input's labels, "explicit" gives labeltext (of one input column to one column, by position)."""
+    kind, text = op.label
+    if kind not in ("ignore", "explicit") or not vecs or len(vecs[0][1].values) != len(out.values):
+        return out
+    return dataclasses.replace(out, values=[dataclasses.replace(c, pb=text if kind == "explicit" else _pb(src))
+                                            for c, src in zip(out.values, vecs[0][1].values, strict=True)])
 
 
 def _stack(vecs: list[tuple[str, Vec]]) -> Vec:
@@ -1128,6 +1324,26 @@ def _match(inputs: list[tuple[str, dict[Instance, Vec]]]) -> list[tuple[Instance
                     nxt.append(({**labels, **dict(inst)}, [*chosen, (ident, vec)]))
         combos = nxt
     return [(tuple(sorted(labels.items())), chosen) for labels, chosen in combos]
+
+
+def _index_join(vecs: list[tuple[str, Vec]], modulo: bool = False) -> Vec:
+    """perfbase's match="index": the inputs' rows paired by their position (as far as every input has one),
+    with the parameters of the last input (perfbase's SQL takes them from the last table it names).
+    modulo (two inputs): each row of the longer paired with the row of the shorter at its position modulo
+    the shorter's length, with the parameters of the first input (perfbase's match="modulo")."""
+    if modulo and any(not v.rows for _, v in vecs):
+        raise _Unmatched('match="modulo" needs rows in both inputs (one has none); check their filters')
+    long = max(len(v.rows) for _, v in vecs)
+    n = long if modulo else min(len(v.rows) for _, v in vecs)
+    at = Column("#", "", "key", datatype="integer")
+    indexed = [(i, dataclasses.replace(v, keys=[at], rows=[((k,), *v.rows[k % len(v.rows)][1:]) for k in range(n)]
+                                       if modulo else [((k,), vals, errs) for k, (_, vals, errs)
+                                                       in enumerate(v.rows[:n])]))
+               for i, v in vecs]
+    joined = _join(indexed, outer=False)
+    src = vecs[0][1] if modulo else vecs[-1][1]
+    return dataclasses.replace(joined, keys=src.keys, rows=[(src.rows[kv[0] % len(src.rows)][0], vals, errs)
+                                                             for kv, vals, errs in joined.rows])
 
 
 def _join(vecs: list[tuple[str, Vec]], outer: bool) -> Vec:
@@ -1348,7 +1564,7 @@ def _label(f: qf.Filter) -> str:
 # -- perfbase's labels ------------------------------------------------------------
 
 
-def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
+def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str, style: str = "full") -> str:
     """A parameter's filters as perfbase writes them in a data title: "S_msg >= 2byte OR S_msg = 0byte",
     values as written in the query (quoted for strings, versions, dates), each followed by the unit."""
     unit = unit_text(v.unit or "")
@@ -1362,19 +1578,33 @@ def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str) -> str:
                 if at is not None:
                     ordered.append(left.pop(at))
         sign = dict(_PB_CONDITIONS)
-        texts = [f"{v.name} {sign[op]} {_pb_quoted(v, x)}{unit}" for op, x in ordered]
+        texts = [_pb_condition_text(v.name, op, sign[op], f"{_pb_quoted(v, x)}{unit}", style) for op, x in ordered]
         parts.append(f" {f.boolean.upper()} ".join(texts))
     return f" {boolean.upper()} ".join(parts)
+
+
+def _pb_condition_text(name: str, op: str, sign: str, value: str, style: str) -> str:
+    """One condition of a filter as perfbase shows it by the parameter's style= (its equal and notequal
+    have styles; the other conditions are always NAME SIGN VALUE)."""
+    if op == "equal":
+        return {"plain": f"{name} {value}", "content": value, "reverse": f"{value} {name}",
+                "value": name}.get(style, f"{name} = {value}")
+    if op == "notequal":
+        return {"content": f"not {value}", "value": name}.get(style, f"{name} != {value}")
+    return f"{name} {sign} {value}"
 
 
 def _pb_quoted(v: Variable, text: str) -> str:
     return f"'{text}'" if v.datatype in PB_QUOTED else text
 
 
-def _pb_source_column(src: qf.Source, v: Variable, notes: list[tuple[str, str]]) -> Column:
+def _pb_source_column(src: qf.Source, v: Variable, notes: list[tuple[str, str]], pb: bool = False) -> Column:
     """A source's result column with perfbase's label (its alias) and the filters perfbase shows for it
     (the notes under PB_FILTER)."""
-    return dataclasses.replace(_column(v, "value"), pb=src.aliases.get(v.name, ""),
+    # for perfbase's outputs (pb) a duration keeps its datatype: they print its values as Python's timedelta
+    plain = _column(v, "value")
+    return dataclasses.replace(plain, pb=src.aliases.get(v.name, ""),
+                               datatype="duration" if pb and v.datatype == "duration" else plain.datatype,
                                pb_filters=tuple(t for sid, t in notes if sid == PB_FILTER))
 
 
@@ -1433,8 +1663,13 @@ def _pb_table(out: qf.Output, inputs: list[tuple[str, dict[Instance, Vec]]], exp
     for ident, instances in inputs:
         for _, vec in instances.items():
             filters = [f for c in vec.values for f in c.pb_filters]  # perfbase's: each result's, repeated
+            durations = [c.datatype == "duration" for c in vec.values]
+            rows = [(*kv, *vals) for kv, vals, _ in vec.rows]
+            if any(durations) and out.format != "pbgnuplot":  # perfbase prints a duration as Python's timedelta
+                rows = [(*kv, *(_dt.timedelta(seconds=x) if d and isinstance(x, int | float) else x
+                                for d, x in zip(durations, vals, strict=True))) for kv, vals, _ in vec.rows]
             args = (ident, [(_pb(k), _pb_unit(k)) for k in vec.keys], [(_pb(c), _pb_unit(c)) for c in vec.values],
-                    filters, [(*kv, *vals) for kv, vals, _ in vec.rows])
+                    filters, rows)
             if out.format == "pbgnuplot":  # a plot also shows the synopses and the first result's filters
                 blocks.append(PlotBlock(*args, synopses=[_pb_synopsis(c) for c in [*vec.keys, *vec.values]],
                                         first_filters=list(vec.values[0].pb_filters) if vec.values else []))
@@ -1460,15 +1695,33 @@ def _pb_synopsis(c: Column) -> str:
     return c.label if c.pb_synopsis is None else c.pb_synopsis
 
 
+def _pb_merge(vecs: list[tuple[str, Vec]]) -> Vec:
+    """perfbase's combiner datasets="merge" (its SQL joins the inputs' query tables on the row index): the
+    n-th rows of all inputs make its n-th row, as far as every input has one; its parameters are each
+    input's (a name already there is left out: perfbase's parameters="unique"), then all their results."""
+    keys: list[Column] = []
+    take: list[tuple[int, int]] = []  # (input, key) of each parameter column
+    for n, (_, v) in enumerate(vecs):
+        for j, k in enumerate(v.keys):
+            if k.name not in {c.name for c in keys}:
+                keys.append(k)
+                take.append((n, j))
+    rows = []
+    for parts in zip(*(v.rows for _, v in vecs), strict=False):
+        kv = tuple(parts[n][0][j] for n, j in take)
+        rows.append((kv, [x for p in parts for x in p[1]], [e for p in parts for e in p[2]]))
+    notes = list(dict.fromkeys(x for _, v in vecs for x in v.notes))
+    return Vec(keys, [c for _, v in vecs for c in v.values], rows, notes)
+
+
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:
     """A combiner's inputs with perfbase's labels: of several inputs, each value column's label gets
-    "|INPUT" (once: not where it has one) and the parameters (the first input's) "|FIRST_INPUT"."""
+    "|INPUT" (once: not where it has one), and so do its parameters (not where it ends in ">")."""
     if len(vecs) < 2:
         return vecs
     out = []
-    for n, (ident, v) in enumerate(vecs):
-        keys = [k if _pb(k).endswith(">") else dataclasses.replace(k, pb=f"{_pb(k)}|{ident}") for k in v.keys] \
-            if n == 0 else v.keys
+    for ident, v in vecs:
+        keys = [k if _pb(k).endswith(">") else dataclasses.replace(k, pb=f"{_pb(k)}|{ident}") for k in v.keys]
         values = [c if "|" in _pb(c) else dataclasses.replace(c, pb=f"{_pb(c)}|{ident}") for c in v.values]
         out.append((ident, dataclasses.replace(v, keys=keys, values=values)))
     return out

@@ -226,6 +226,7 @@ class ParamSel:
     boolean: str = "and"  # how its filters combine (perfbase's boolean= of <parameter>)
     show: str = "auto"  # perfbase's show=: data or all make it a key, filter, title or nothing never
     alias: str = ""  # perfbase's <value alias=...>: its label in perfbase's outputs
+    style: str = "full"  # perfbase's style=: how a filter shows it ("full": NAME = VALUE, "content": VALUE, ...)
 
 
 @dataclass
@@ -242,6 +243,8 @@ class RunSel:
     performed_to: _dt.datetime | None = None
     synopsis: list[str] = field(default_factory=list)
     boolean: str = "and"  # perfbase's boolean=: a run passes all its conditions, or ("or") one of them
+    id: str = ""
+    singles: list[int] = field(default_factory=list)  # the indices given one by one (perfbase warns of a missing one)
 
 
 @dataclass
@@ -275,12 +278,17 @@ class Operator(Element):
     slice: str = ""  # slice: [a:b] over the runs of its input, in filing order
     parameter: str = ""  # param: the parameter (value=)
     per_run: bool = False  # scope="run": a statistic or reduction of one input per run, not of the whole
+    term_id: str = ""  # the id of perfbase's XML <term> (its synopsis of the column)
+    match: str = "parameter"  # perfbase's match=: several inputs' rows paired by equal parameters, or by "index"
     scale_name: str = ""  # scale by a named factor (perfbase's value="Mega"): its unit changes with it
     samples_note: bool = False  # distrib option="samples": a note with the number of samples
     # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances become inputs of their own
     intern: list[str] = field(default_factory=list)
     # an XML <term>'s variables: symbol in the term -> (input id, the column of that input it names)
     term_vars: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # perfbase's <input label="ignore|explicit" labeltext=...> of the first input: its columns' labels
+    # kept ("ignore") or the text given, instead of the operator's own ("auto")
+    label: tuple[str, str] = ("auto", "")
 
 
 @dataclass
@@ -289,6 +297,8 @@ class Combiner(Element):
     omit: list[tuple[str, str]] = field(default_factory=list)
     # perfbase's <input sweep_resolve="intern">: inputs whose sweep instances are combined side by side
     intern: list[str] = field(default_factory=list)
+    datasets: str = "merge"  # perfbase's datasets=: side by side ("merge"), or one after the other ("append")
+    sweep_group: str = ""  # perfbase's sweep_group=: the swept <parameter> id whose instances it combines by value
 
 
 @dataclass
@@ -444,7 +454,7 @@ def parse(path: str, fixed: dict[str, str] | None = None) -> QueryFile:
             continue
         if tag in ("parameter", "run"):
             ident = _id(path, elem, {**shared, **q.elements})
-            shared[ident] = _param(path, elem) if tag == "parameter" else _run(path, elem)
+            shared[ident] = _param(path, elem) if tag == "parameter" else _run(path, elem, ident)
             if isinstance(shared[ident], ParamSel) and shared[ident].sweep is not None:
                 q.sweep_ids[shared[ident].name] = ident
         elif tag == "source":
@@ -493,6 +503,8 @@ def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
     comb = Combiner(elem.get("id", ""), _inputs(path, elem, q), elem.sourceline)
     comb.intern = [i for c, i in zip(elem.findall("input"), comb.inputs, strict=True)
                    if c.get("sweep_resolve") == "intern"]
+    comb.datasets = _choice(path, elem, "datasets", ("merge", "append"), "merge")
+    comb.sweep_group = (elem.get("sweep_group") or "").strip()
     for c in elem.findall("omit"):
         src = (c.get("input") or "").strip()
         if src and src not in comb.inputs:
@@ -520,7 +532,8 @@ def _param(path: str, elem: etree._Element) -> ParamSel:
     _check_children(path, elem, ("value", "name", "filter", "sweep"))
     sel = ParamSel(_one(path, elem, ("value", "name")) or "", line=elem.sourceline,
                    boolean=_choice(path, elem, "boolean", ("and", "or"), "and").lower(),
-                   show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"))
+                   show=_choice(path, elem, "show", ("auto", "data", "filter", "title", "all", "nothing"), "auto"),
+                   style=(elem.get("style") or "full").strip())
     sel.alias = ((elem.find("value") if elem.find("value") is not None else elem).get("alias") or "").strip()
     for c in elem:
         if c.tag == "filter":
@@ -598,11 +611,11 @@ def _stamp(path: str, elem: etree._Element, end: bool) -> _dt.datetime:
         raise _fail(path, elem, "is not a date; give <day>, <month> (1-12 or Jan-Dec) and <year>") from None
 
 
-def _run(path: str, elem: etree._Element) -> RunSel:
+def _run(path: str, elem: etree._Element, ident: str = "") -> RunSel:
     _check_children(path, elem, ("index", "created", "performed", "synopsis"))
     sel = RunSel(
         exclude=_choice(path, elem, "mask", ("include", "exclude"), "include") == "exclude", line=elem.sourceline,
-        boolean=_choice(path, elem, "boolean", ("and", "or"), "and"),
+        boolean=_choice(path, elem, "boolean", ("and", "or"), "and"), id=ident,
     )
     for c in elem:
         if c.tag == "synopsis":  # a regexp found in the run's synopsis
@@ -637,6 +650,8 @@ def _run(path: str, elem: etree._Element) -> RunSel:
                 if rng[0] is not None and rng[1] is not None and rng[1] < rng[0]:
                     raise _fail(path, c, f"run range {part.strip()!r} is empty; write the lower index first")
                 sel.ranges.append(rng)
+                if one:
+                    sel.singles.append(int(one))
         else:
             sel.created_from, sel.created_to = _dates(path, c, lambda d: _when(path, d, end=False),
                                                       lambda d: _when(path, d, end=True))
@@ -660,7 +675,7 @@ def _source(path: str, elem: etree._Element, shared: dict[str, ParamSel | RunSel
         elif c.tag == "parameter":
             src.params.append(_param(path, c))
         elif c.tag == "run":
-            src.runs.append(_run(path, c))
+            src.runs.append(_run(path, c, (c.get("id") or "").strip()))
         else:
             ref = _text(path, c)
             sel = shared.get(ref)
@@ -711,8 +726,14 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
     )
     op.intern = [i for c, i in zip(elem.findall("input"), op.inputs, strict=True)
                  if c.get("sweep_resolve") == "intern"]
+    first = elem.find("input")
+    if first is not None:
+        op.label = ((first.get("label") or "auto").strip(), (first.get("labeltext") or "").strip())
     n = len(op.inputs)
     op.per_run = _choice(path, elem, "scope", ("global", "run"), "global") == "run"
+    op.match = _choice(path, elem, "match", ("parameter", "index", "modulo"), "parameter")
+    if op.match == "modulo" and len(op.inputs) != 2:  # perfbase's round-robin pairing of two vectors
+        raise _fail(path, elem, f'match="modulo" pairs exactly two <input>s (it has {len(op.inputs)}); give two')
     if op.per_run and not (kind in STATISTICS or (kind in REDUCTIONS and n == 1)):
         raise _fail(path, elem, f'scope="run" is for a statistic or a reduction of one input, not {kind}; remove it')
     if kind in (*STATISTICS, *LIMITS, "normalize", *RUNS, *SLICES, *DISTRIBUTIONS) and n != 1:
@@ -779,6 +800,7 @@ def _operator(path: str, elem: etree._Element, q: QueryFile) -> Operator:
             raise _fail(path, elem.findall("term")[1], "a second <term>; give one")
         text = _xml_term(path, xml_term, op)
         op.term, op.term_text = _term(path, xml_term, text, [*op.inputs, *op.term_vars]), text
+        op.term_id = (xml_term.get("id") or "").strip()
         if xml_term.get("id") and not op.alias:  # perfbase names the column after the term's id
             scalar = {f"{v.get('name', '')}@{(v.text or '').strip()}" for v in xml_term.iter("variable")
                       if v.get("type") == "scalar"}  # perfbase leaves a scalar out of the name
