@@ -456,7 +456,16 @@ class _Run:
         if param_conds:
             conds.append(sa.or_(*param_conds) if src.boolean == "or" else sa.and_(*param_conds))
         if src.runs:  # several <run> selections: a run of any of them (perfbase's source)
-            conds.append(sa.or_(*(self.run_condition(r) for r in src.runs)))
+            selected = sa.or_(*(self.run_condition(r) for r in src.runs))
+            conds.append(selected)
+            r = self.store.runs
+            if self.conn.execute(sa.select(r.c.idx).where(r.c.experiment == self.exp_id, r.c.deleted.is_(False),
+                                                          selected).limit(1)).first() is None:
+                # perfbase refuses a source whose <run>s select no run: a mistake, not an empty result
+                ids = ", ".join(repr(x.id) for x in src.runs if x.id)
+                what = f"its <run>s {ids}" if ids else "its <run>" if len(src.runs) == 1 else "its <run>s"
+                raise self.fail(src, f"{what} select{'s' if what == 'its <run>' else ''} none of the experiment's "
+                                     "runs; check the indices, dates or synopses (psbase ls lists the runs)")
         if self.pb_order:  # perfbase's filter texts: only its outputs show them
             notes += self.pb_filters(src, params, source, col, conds)
         swept = [v for s, v in zip(src.params, params, strict=True) if s.sweep is not None]

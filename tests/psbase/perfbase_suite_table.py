@@ -356,9 +356,13 @@ ERRORS: dict[tuple[str, int], str] = {
     ("exist", 1): "input_1.tst is already run 1", ("exist", 2): "input_2.tst is already run 1",
     ("limit", 3): "value= is missing", ("limit", 4): "'r3'",
     ("lines", 7): 'lines="0"',
+    # an input -t that perfbase refuses after printing what it read; psbase refuses before printing
+    ("filename", 3): "no value for 'N_proc'", ("filename", 6): "'ABC' is not a valid value",
+    ("filename", 8): "no value for 'fs'", ("missing", 2): "no value for 'MPI_version'",
+    ("split", 2): "no value for 't' on this line", ("split", 3): "the nesting does not match",
     # perfbase's error is PostgreSQL's: a string of over 255 characters for a varchar(256) column
     ("lines", 5): "is not a string of at most 255 characters", ("marker", 4): "is not a string of at most 255",
-    ("marker", 17): "99",  # perfbase's run 4, whose import was refused: no such run
+    ("marker", 17): "none of the experiment's runs",  # perfbase's run 4, whose import was refused
     ("plot3d", 3): "3-dimensional plot of one-dimensional data",
     ("pset", 4): "no parameter set 'pset_0'",
     ("quote", 2): "values: no such file", ("quote", 3): "quote opened in '--synopsis=\"low'",

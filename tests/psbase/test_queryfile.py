@@ -372,7 +372,9 @@ def test_filters_and_run_selection(store, tmp_path):
     today = dt.date.today()
     window = f"<run><created><from>{today - dt.timedelta(days=1)}</from><to>{today}</to></created></run>"
     assert counts("", window) == everything
-    assert counts("", f"<run><created><from>{today + dt.timedelta(days=1)}</from></created></run>") == {}
+    # a <run> that selects no run is refused, as perfbase refuses it ("none of the specified runs does exist")
+    with pytest.raises(UsageError, match=r"its <run> selects none of the experiment's runs"):
+        counts("", f"<run><created><from>{today + dt.timedelta(days=1)}</from></created></run>")
     assert counts("", where={"compiler": ["icc"]}) == expect(lambda i, n, c: c == "icc")
     # the date of a run as a parameter: a range of days
     days = (
