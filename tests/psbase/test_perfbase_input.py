@@ -121,7 +121,7 @@ def test_lines_on_a_number_is_refused(tmp_path):
     db = str(tmp_path / "a.db")
     ok(psbase("--db", db, "setup", "-d", "lines_exp.xml", cwd=work))
     p = psbase("--db", db, "input", "-u", "-d", "lines_inp_7.xml", "input/input_7.dat", cwd=work)
-    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "'int' is a integer" in p.stderr
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1 and "'int' is of datatype integer" in p.stderr
     assert stored(db, "lines_TEST") == []
 
 
