@@ -817,7 +817,8 @@ def _check(desc: InputDescription, definition: Definition, fixed: dict[str, str]
         if loc.lines not in (None, 1) and variables[loc.name].datatype not in ("string", "text"):
             raise UsageError(
                 f"{desc.path}: <named_location> (line {loc.sourceline}) lines=\"{loc.lines}\" reads raw text, "
-                f"but '{loc.name}' is of datatype {variables[loc.name].datatype}; make it string or text, or drop lines="
+                f"but '{loc.name}' is of datatype {variables[loc.name].datatype}; make it string or text, "
+                "or drop lines="
             )
         wanted = {"count": NUMERIC, "boolean": ("boolean",)}.get(loc.mode)
         if wanted and variables[loc.name].datatype not in wanted:

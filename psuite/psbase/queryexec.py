@@ -350,7 +350,8 @@ class _Run:
         if isinstance(elem, qf.Combiner) and self.pb_order:
             # perfbase's datasets="merge": the inputs' rows side by side by their position
             return {inst: _omit(vecs, omit) if len(vecs) == 1
-                    else _pb_merge(_pb_combined([(i, _omit([(i, v)], omit)) for i, v in vecs]))
+                    else _pb_merge(_pb_combined([(i, _omit([(i, v)], omit)) for i, v in vecs]), elem.parameters,
+                                   elem.mkparam)
                     for inst, vecs in matched}
         try:
             # one input passes through as it is (perfbase's combiner of one swept input); several side by
@@ -406,8 +407,10 @@ class _Run:
         if v.datatype == "float":
             text = py2str(float(text))
         value = f"{_pb_quoted(v, text)}{unit_text(v.unit or '')}"
-        style = next((p.style for e in self.q.elements.values() if isinstance(e, qf.Source) for p in e.params
-                      if p.name == name), "full")
+        sel = next((p for e in self.q.elements.values() if isinstance(e, qf.Source) for p in e.params
+                    if p.name == name), None)
+        style = sel.style if sel else "full"
+        name = sel.alias or name if sel else name  # perfbase names a parameter by its alias
         return {"content": value, "plain": f"{name} {value}", "reverse": f"{value} {name}",
                 "value": name}.get(style, f"{name} = {value}")
 
@@ -503,7 +506,7 @@ class _Run:
             if not shown:
                 continue
             if mine:
-                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean, sel.style)))
+                out.append((PB_FILTER, pb_filter_text(v, mine, sel.boolean, sel.style, sel.alias)))
                 continue
             c = col(v.name)
             found = self.conn.execute(
@@ -616,7 +619,10 @@ class _Run:
             q = (
                 sa.select(*(col(k.name) for k in keys), *(col(v.name) for v in results), r.c.idx)
                 .select_from(source)
-                .where(*conds, *extra, sa.or_(*(col(v.name).is_not(None) for v in results)))  # no result: no row
+                # no result: no row; perfbase drops a row with any result undefined ("we surely don't want an
+                # undefined result value", pb_source.py)
+                .where(*conds, *extra, (sa.and_ if self.pb_order else sa.or_)(
+                    *(col(v.name).is_not(None) for v in results)))
                 .order_by(*order)
             )
             rows, runs = [], []
@@ -969,7 +975,7 @@ class _Run:
         k, c = vec.keys[0], vec.values[0]
         unit = _frequency_unit(k.unit)
         value = Column(op.alias or f"freq({c.name.split(' ')[0]})", unit, "value", label="data frequency",
-                       datatype="float", statistic="frequency")
+                       datatype="float", statistic="frequency", pb_filters=c.pb_filters)
         return Vec([k], [value], [((_py2_float(t),), [f], [None]) for t, f in rows], list(vec.notes))
 
     def passing(self, op: qf.Operator, vecs: list[tuple[str, Vec]]) -> Vec:
@@ -1573,9 +1579,11 @@ def _label(f: qf.Filter) -> str:
 # -- perfbase's labels ------------------------------------------------------------
 
 
-def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str, style: str = "full") -> str:
+def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str, style: str = "full", alias: str = "") -> str:
     """A parameter's filters as perfbase writes them in a data title: "S_msg >= 2byte OR S_msg = 0byte",
-    values as written in the query (quoted for strings, versions, dates), each followed by the unit."""
+    values as written in the query (quoted for strings, versions, dates), each followed by the unit; the
+    parameter named by its <value alias=...> where it has one, as perfbase names it."""
+    name = alias or v.name
     unit = unit_text(v.unit or "")
     parts = []
     for f in filters:
@@ -1587,7 +1595,7 @@ def pb_filter_text(v: Variable, filters: list[qf.Filter], boolean: str, style: s
                 if at is not None:
                     ordered.append(left.pop(at))
         sign = dict(_PB_CONDITIONS)
-        texts = [_pb_condition_text(v.name, op, sign[op], f"{_pb_quoted(v, x)}{unit}", style) for op, x in ordered]
+        texts = [_pb_condition_text(name, op, sign[op], f"{_pb_quoted(v, x)}{unit}", style) for op, x in ordered]
         parts.append(f" {f.boolean.upper()} ".join(texts))
     return f" {boolean.upper()} ".join(parts)
 
@@ -1704,23 +1712,29 @@ def _pb_synopsis(c: Column) -> str:
     return c.label if c.pb_synopsis is None else c.pb_synopsis
 
 
-def _pb_merge(vecs: list[tuple[str, Vec]]) -> Vec:
+def _pb_merge(vecs: list[tuple[str, Vec]], parameters: str = "unique", mkparam: bool = False) -> Vec:
     """perfbase's combiner datasets="merge" (its SQL joins the inputs' query tables on the row index): the
     n-th rows of all inputs make its n-th row, as far as every input has one; its parameters are each
-    input's (a name already there is left out: perfbase's parameters="unique"), then all their results."""
+    input's (parameters="unique": a name already there is left out; "all": every one; "none": none), then
+    all their results; with mkparam, a combination without parameters takes its first result as one."""
     keys: list[Column] = []
     take: list[tuple[int, int]] = []  # (input, key) of each parameter column
     for n, (_, v) in enumerate(vecs):
         for j, k in enumerate(v.keys):
-            if k.name not in {c.name for c in keys}:
+            if parameters == "all" or parameters == "unique" and k.name not in {c.name for c in keys}:
                 keys.append(k)
                 take.append((n, j))
+    values = [c for _, v in vecs for c in v.values]
+    made = mkparam and not keys and bool(values)  # the first result becomes the parameter
     rows = []
     for parts in zip(*(v.rows for _, v in vecs), strict=False):
         kv = tuple(parts[n][0][j] for n, j in take)
-        rows.append((kv, [x for p in parts for x in p[1]], [e for p in parts for e in p[2]]))
+        vals, errs = [x for p in parts for x in p[1]], [e for p in parts for e in p[2]]
+        rows.append(((vals[0],), vals[1:], errs[1:]) if made else (kv, vals, errs))
     notes = list(dict.fromkeys(x for _, v in vecs for x in v.notes))
-    return Vec(keys, [c for _, v in vecs for c in v.values], rows, notes)
+    if made:
+        keys, values = [dataclasses.replace(values[0], role="key")], values[1:]
+    return Vec(keys, values, rows, notes)
 
 
 def _pb_combined(vecs: list[tuple[str, Vec]]) -> list[tuple[str, Vec]]:

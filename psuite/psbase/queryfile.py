@@ -299,6 +299,8 @@ class Combiner(Element):
     intern: list[str] = field(default_factory=list)
     datasets: str = "merge"  # perfbase's datasets=: side by side ("merge"), or one after the other ("append")
     sweep_group: str = ""  # perfbase's sweep_group=: the swept <parameter> id whose instances it combines by value
+    parameters: str = "unique"  # perfbase's parameters=: each input's parameters ("all"), a name once, or "none"
+    mkparam: bool = False  # perfbase's mkparam="yes": without parameters, the first result becomes the parameter
 
 
 @dataclass
@@ -505,6 +507,8 @@ def _combiner(path: str, elem: etree._Element, q: QueryFile) -> Combiner:
                    if c.get("sweep_resolve") == "intern"]
     comb.datasets = _choice(path, elem, "datasets", ("merge", "append"), "merge")
     comb.sweep_group = (elem.get("sweep_group") or "").strip()
+    comb.parameters = _choice(path, elem, "parameters", ("all", "none", "unique"), "unique")
+    comb.mkparam = _choice(path, elem, "mkparam", ("yes", "no"), "no") == "yes"
     for c in elem.findall("omit"):
         src = (c.get("input") or "").strip()
         if src and src not in comb.inputs:

@@ -248,3 +248,66 @@ def test_eval_match_modulo_of_three_inputs_is_one_line(perfbase):
     p = psbase("query", "-d", "bad.xml", cwd=here, env=env)
     assert p.returncode == 2 and 'match="modulo" pairs exactly two <input>s (it has 3)' in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1 and p.stdout == ""
+
+
+def test_a_parameter_is_named_by_its_alias_in_filter_texts(perfbase):
+    # opendoc/opendoc_qry_3.xml: <value alias="library version">MPI_version</value>, style="plain": perfbase's
+    # sheet names the sweep instances "library version 1.0", not by the parameter's name
+    here, env = perfbase("opendoc", "setup -d opendoc_exp.xml",
+                         *(f"input -d opendoc_inp.xml {f.relative_to(PERFBASE / 'opendoc')}"
+                           for f in sorted((PERFBASE / "opendoc").glob("input/*.dat"))))
+    ok(psbase("query", "-d", "opendoc_qry_3.xml", cwd=here, env=env))
+    import zipfile
+
+    content = zipfile.ZipFile(here / "opendoc_3.ods").read("content.xml").decode()
+    assert "library version 1.0" in content and "MPI_version 1.0" not in content
+
+
+def test_a_row_with_an_undefined_result_is_dropped(perfbase):
+    # set_update: after `input -j` of files that give T_gap but no T_pp, perfbase's query shows none of those
+    # rows ("we surely don't want an undefined result value"); psbase printed them with None
+    here, env = perfbase("set_update", "setup -d set_update_exp.xml",
+                         "input -j -d set_update-yes_inp.xml input/data_1.dat")
+    first = query(here, env, "set_update_qry.xml", "set_update.dat")
+    assert first == vfy(here, 1)
+    ok(psbase("delete", "-e", "set_update_TEST", "-r", "1", "--dontask", cwd=here, env=env))  # as the runtest
+    ok(psbase("input", "-j", "-d", "set_update-yes_inp.xml", "input/data_2.dat", "input/data_3.dat", cwd=here,
+              env=env))
+    got = query(here, env, "set_update_qry.xml", "set_update.dat")
+    assert "None" not in got and got == vfy(here, 2)
+
+
+def test_frequency_keeps_its_inputs_filter_title(perfbase):
+    # frequency_qry_1.xml: a sort, then frequency, of a source filtered on r = 1: perfbase's data title and
+    # plot title name the filter
+    here, env = perfbase("frequency", "setup -d frequency_exp.xml",
+                         *(f"input -d frequency_inp.xml {f.relative_to(PERFBASE / 'frequency')}"
+                           for f in sorted((PERFBASE / "frequency").glob("input/*.dat"))))
+    ok(psbase("query", "-d", "frequency_qry_1.xml", cwd=here, env=env))
+    data = (here / "frequency_1.dat").read_text()
+    assert data.startswith("# r = 1  \n# t[s]\tfreq(v)[Hz]\t\n")
+    assert 'set title "frequency test 1 (r = 1)"' in (here / "frequency_1.gp").read_text()
+
+
+def test_combiner_without_parameters_makes_its_first_result_the_parameter(perfbase):
+    # combstrip_qry_1.xml: <combiner parameters="none" mkparam="yes"> of t_A and t_B - t_A over seq: perfbase
+    # plots the difference over t_A, seq dropped
+    here, env = perfbase("combstrip", "setup -d combstrip_exp.xml",
+                         *(f"input -d combstrip_inp.xml {f.relative_to(PERFBASE / 'combstrip')}"
+                           for f in sorted((PERFBASE / "combstrip").glob("input/*.dat"))))
+    ok(psbase("query", "-d", "combstrip_qry_1.xml", cwd=here, env=env))
+    want = vfy(here, 1)
+    data = (here / "combstrip_1.dat").read_text()
+    assert data.startswith("# t_A|src:t_A[us]\tt_B-t_A|op:diff[us]\t\n1.0 \t0.0 \t\n")
+    assert want.startswith(data)
+
+
+def test_a_run_selection_of_no_run_is_refused(perfbase):
+    # marker: perfbase refuses a query whose <run>s select no run ("none of the specified runs does exist")
+    here, env = perfbase("runs", "setup -d runs_exp_desc.xml",
+                         "input -d runs_inp_desc.xml -s synopsis_1 -p 1-Dec-2004 data_1.dat")
+    text = (here / "runs_query_9.xml").read_text().replace("1,12", "12")
+    (here / "none.xml").write_text(text)
+    p = psbase("query", "-d", "none.xml", cwd=here, env=env)
+    assert p.returncode == 2 and len(p.stderr.splitlines()) == 1
+    assert "select none of the experiment's runs" in p.stderr and "Traceback" not in p.stderr
