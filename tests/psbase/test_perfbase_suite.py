@@ -18,7 +18,7 @@ from tests.psbase.perfbase_suite_table import ERRORS, IMPORTS, POSTSCRIPT, RENUM
 
 # What psbase achieves at least (checks byte for byte, and with the same numbers besides), as measured; these
 # figures only ever go up: raise them as psbase learns more of perfbase, never lower them.
-AT_LEAST = {"sqlite": {"exact": 236, "numbers": 8}, "postgresql": {"exact": 245, "numbers": 8}}
+AT_LEAST = {"sqlite": {"exact": 281, "numbers": 0}, "postgresql": {"exact": 292, "numbers": 0}}  # 294 measured
 BUILD = Path(__file__).resolve().parents[2] / "build"
 
 
