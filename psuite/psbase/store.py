@@ -988,6 +988,17 @@ class Store:
                 r = self.runs
                 which = sa.and_(r.c.experiment == exp_id, r.c.idx.in_(indexes), r.c.deleted.is_(not deleted))
                 changed = sorted(conn.execute(sa.select(r.c.idx).where(which)).scalars())
+                if not deleted:  # a deleted run's file may have been imported again: never two active copies
+                    active = r.alias("active")
+                    twin = conn.execute(
+                        sa.select(r.c.idx, active.c.idx).join(active, sa.and_(
+                            active.c.experiment == exp_id, active.c.content_hash == r.c.content_hash,
+                            active.c.deleted.is_(False), active.c.idx != r.c.idx))
+                        .where(which, r.c.content_hash.is_not(None)).order_by(r.c.idx).limit(1)).first()
+                    if twin:
+                        raise StoreError(f"run {twin[0]} of {name} was imported again as run {twin[1]}; restoring "
+                                         f"it would file the same data twice: delete run {twin[1]} first, or "
+                                         f"keep run {twin[0]} deleted")
                 conn.execute(r.update().where(which).values(deleted=deleted))
                 return changed
         return self._run(go, needs="input")

@@ -37,6 +37,12 @@ def test_a_deleted_runs_file_can_be_imported_again_under_a_new_index(tmp_path):
     refused(psbase(*args, cwd=cwd, env=env), "already run 2 of set_update_TEST")
     out = ok(psbase("query", "-d", "set_update_qry.xml", cwd=cwd, env=env))
     assert (cwd / "set_update.dat").read_text().splitlines()[1:3] == ["0 \tin \t1.0 \t", "1 \tin \t1.1 \t"], out
+    # restoring the deleted run would file the same data twice: refused in one line, nothing changed
+    refused(psbase("restore", "set_update_TEST", "1", cwd=cwd, env=env), "imported again as run 2", "delete run 2")
+    assert [r[0] for r in runs(cwd, env, "set_update_TEST")] == ["2"]
+    ok(psbase("delete", "-e", "set_update_TEST", "-r", "2", "--dontask", cwd=cwd, env=env))
+    ok(psbase("restore", "set_update_TEST", "1", cwd=cwd, env=env))  # its twin deleted: restored
+    assert [r[0] for r in runs(cwd, env, "set_update_TEST")] == ["1"]
 
 
 def test_purged_run_numbers_stay_unused_after_a_reimport(tmp_path):
