@@ -94,10 +94,11 @@ def _parser() -> ArgumentParser:
                         "else each is its own run)")
     s.add_argument("--fixed", metavar="NAME=VALUE", action="append", default=[],
                    help="a value for a variable, overriding the files (with --desc or --with; may be repeated)")
-    s.add_argument("--missing", choices=("default", "empty", "abort", "refuse"),
+    s.add_argument("--missing", choices=("default", "empty", "abort", "refuse", "ask"),
                    help="with --desc or --with: a variable the files do not give takes its default, stays empty, or "
                         "refuses the run (the description's choice unless given); abort, perfbase's: a value of "
-                        "one occurrence refuses the run, a data-set value stays empty")
+                        "one occurrence refuses the run, a data-set value stays empty; ask, perfbase's: the "
+                        "values of one occurrence a run lacks are asked for on standard input")
     s.add_argument("--merge", action="store_true", help="all files make one run (e.g. the per-rank reports of "
                    "one MPI run: counts and samples summed; or outputs of one run spread over files)")
     s.add_argument("--synopsis", metavar="TEXT", help="a synopsis of the runs filed (perfbase's input -s; "
@@ -429,13 +430,23 @@ def _command(store, args, parser) -> int:
         _use_psets(store, args)
         if args.pset_store is not None:
             args.missing = "empty"  # a set keeps what the files give (perfbase checks nothing missing)
+        ask = args.missing == "ask"
+        if ask:
+            if "-" in [*args.files, *(f for _, f in args.pairs)]:
+                raise UsageError("--missing ask reads the answers from standard input, which is an input file "
+                                 "here ('-'): give the values with --fixed NAME=VALUE")
+            args.missing = "empty"  # read what the files give; then ask for the rest
         runs, variables = _read_runs(store, args)
         if args.pset_store is not None:
             _store_pset(store, args, runs)
             return 0
         if args.test:
-            _test_import(store, args, runs)
+            _test_import(store, args, runs, ask)
             return 0
+        if ask:
+            d = store.definition(args.experiment)
+            for run in runs:
+                _ask_missing(d, run)
         dates = [performed or (_newest_mtime(r.sources) if args.use_mtime else None) for r in runs]
         done = store.add_runs(args.experiment, runs, force=args.again, new_variables=variables,
                               synopsis=args.synopsis, performed=dates)
@@ -908,7 +919,57 @@ def _store_pset(store, args, runs: list) -> None:
                      f"{', '.join(f'{n} = {_fmt(v, d.variable(n).unit)}' for n, v in values.items()) or 'no values'}\n")
 
 
-def _test_import(store, args, runs: list) -> None:
+def _ask_missing(d, run) -> None:
+    """perfbase's `input -a ask`: the values of one occurrence the run's files did not give, asked for on
+    standard output and read from standard input as perfbase asks (its prompts, a default taken on an empty
+    answer, valid values chosen by their number); "no" files nothing."""
+    from psuite.psbase.dryrun import py2_dict_order
+    from psuite.psbase.model import convert
+
+    once = {v.name: v for v in d.variables if v.occurrence == "once"}
+    missing = [n for n in py2_dict_order(list(once)) if run.values.get(n) is None]
+    if not missing:
+        return
+    files = ", ".join(run.sources) or "the input"
+    write_stdout("#* No content was found for at least one value.\n"
+                 f"   Input file(s): {list(run.sources)!r}\n   Value names:\n"
+                 + "".join(f"    {m}\n" for m in missing) + "   Add content for these values now? <YES/no>\n")
+    if sys.stdin.readline().strip().upper() == "NO":
+        write_stdout("   No data written to database.\n")
+        raise UsageError(f"{files}: no values given for {', '.join(missing)} (answered no); nothing filed")
+    for name in missing:
+        var = once[name]
+        prompt = f"{name} = ? " + (f"[{var.default}] " if var.default is not None else "") + "".join(
+            f"{i}:{x.strip(chr(34))} " for i, x in enumerate(var.valid, 1))
+        text = ""
+        while not text:
+            write_stdout(prompt)
+            line = sys.stdin.readline()
+            if not line:
+                raise UsageError(f"{files}: standard input ended before a value for '{name}' was given; give it "
+                                 f"with --fixed {name}=VALUE (perfbase's -f)")
+            text = line.rstrip("\n")
+            if not text and var.default is not None:
+                text = var.default
+            elif text and var.valid:
+                try:
+                    chosen = int(text)
+                except ValueError:
+                    write_stdout(f"Invalid input '{text}'. Please enter the index of the chosen content.\n")
+                    text = ""
+                    continue
+                if not 1 <= chosen <= len(var.valid):
+                    write_stdout(f"Invalid index {chosen} (needs to be >= 1 and <= {len(var.valid)})\n")
+                    text = ""
+                    continue
+                text = var.valid[chosen - 1].strip('"')
+            else:
+                continue
+            write_stdout(f" -> {text}\n")
+        run.values[name] = convert(var, text)
+
+
+def _test_import(store, args, runs: list, ask: bool = False) -> None:
     """input --test (perfbase's -t): the runs as perfbase's test import prints them; nothing filed. The files
     are read a second time with no defaults, to tell the values they give from the defaults filled in."""
     from psuite.psbase import dryrun, inputdesc
@@ -938,7 +999,15 @@ def _test_import(store, args, runs: list) -> None:
         found = [{n: v for n, v in r.values.items() if v is not None} for r in _read_runs(store, args)[0]]
         if len(found) != len(runs):
             found = [dict(r.values) for r in runs]
-    write_stdout(dryrun.trace(runs, found, first, last, early, booleans, derived))
+    if not ask:
+        write_stdout(dryrun.trace(runs, found, first, last, early, booleans, derived))
+        return
+    # perfbase asks for a run's missing values when the run's file is read: after what it printed of it
+    d = store.definition(args.experiment)
+    for i, run in enumerate(runs):
+        write_stdout(dryrun.trace_parts(runs, found, first, last, early, booleans, derived)[i][0])
+        _ask_missing(d, run)
+        write_stdout(dryrun.trace_parts(runs, found, first, last, early, booleans, derived)[i][1])
 
 
 def _when(run) -> str:

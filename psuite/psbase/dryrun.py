@@ -89,15 +89,24 @@ def _derived_first(order: list[tuple[str, object]], derived: Mapping[str, tuple[
 def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
           last: Set[str] = frozenset(), early: Set[str] = frozenset(), booleans: Set[str] = frozenset(),
           derived: Mapping[str, tuple[str, ...]] | None = None) -> str:
-    """What perfbase's input -t prints for runs; from_files: per run, the values of one occurrence its
+    """What perfbase's input -t prints for runs (trace_parts, joined)."""
+    return "".join(a + b for a, b in trace_parts(runs, from_files, first, last, early, booleans, derived))
+
+
+def trace_parts(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
+                last: Set[str] = frozenset(), early: Set[str] = frozenset(), booleans: Set[str] = frozenset(),
+                derived: Mapping[str, tuple[str, ...]] | None = None) -> list[tuple[str, str]]:
+    """What perfbase's input -t prints for each run: up to its rows, and after them; from_files: per run,
+    the values of one occurrence its
     files gave (the others came from defaults); first: fixed values (perfbase stores them before it reads
     the file, a default among them too); last: counts and booleans (stored when a run ends); early: values of
     the file's name (perfbase reads the name, or stores its default, before the fixed values); booleans: of
     <named_location mode="boolean">, which perfbase also stores as 'f' (not yet seen) with the first data-set
     row; derived: derived parameters and the variables they are computed from."""
-    out: list[str] = []
+    parts: list[tuple[str, str]] = []
     index, last_sources = 0, None
     for run, found in zip(runs, from_files, strict=True):
+        out: list[str] = []
         # perfbase numbers a test import's runs from 1 again for each input file
         index = index + 1 if run.sources == last_sources else 1
         last_sources = run.sources
@@ -118,6 +127,7 @@ def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[s
             keys = py2_dict_order([k for k in row if row[k] is not None])  # perfbase prints what it read
             body = ", ".join(f"{k!r}: {_py2_repr(None if row[k] is None else text(row[k]))}" for k in keys)
             out.append(f"Dataset {i} in run {index}\n{{{body}}}\n")
-        for name, value in ending + filled:
-            out.append(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n")
-    return "".join(out)
+        after = [f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n"
+                 for name, value in ending + filled]
+        parts.append(("".join(out), "".join(after)))
+    return parts

@@ -58,7 +58,7 @@ _SHORT_NAMES = {  # what a short option means differs between perfbase's command
                "-i": "--interactive"},
 }
 # perfbase's --missing actions as psbase's --missing policies
-_MISSING = {"default": "default", "abort": "abort", "ignore": "empty"}
+_MISSING = {"default": "default", "abort": "abort", "ignore": "empty", "ask": "ask"}
 _PSBASE_INPUT_OPTIONS = ("--desc", "--with", "--fixed", "--missing", "--merge", "--force", "--db", "-h", "--help",
                          "--synopsis", "--performed", "--use-mtime", "--test", "--pset-store", "--pset-use")
 
@@ -523,10 +523,8 @@ def _input(tokens: list) -> list[str]:
         elif opt == "--use-default":
             use_default = True
         elif opt == "--missing":
-            if value == "ask":
-                raise _refuse("input -a ask", "psbase does not ask; give the values with -f NAME=VALUE")
             if value not in _MISSING:
-                raise UsageError(f"input -a {value}: give default, abort or ignore")
+                raise UsageError(f"input -a {value}: give default, abort, ignore or ask")
             missing = _MISSING[value]
         elif opt == "--fixed":
             fixed.append(value)

@@ -130,3 +130,43 @@ def test_a_string_location_takes_the_first_word_after_its_match(tmp_path):
         out = trace(cwd, env, "-a", "ignore", "-d", "count_inp.xml", f"input/input_{n}.dat")
         assert out == (cwd / "verify" / f"test_{n}.vfy").read_text()
         assert "  S\t= new\n" in out and "new input" not in out
+
+
+def ask(cwd: Path, env: dict, answers: str, *args: str):
+    """perfbase's `input -a ask` with answers on standard input."""
+    import os
+    import subprocess
+
+    from tests.psbase.test_cli import PSBASE
+
+    return subprocess.run([PSBASE, "input", "-d", "missing_inp.xml", "-a", "ask", *args], cwd=cwd,
+                          env={**os.environ, **env}, input=answers, capture_output=True, text=True, timeout=120)
+
+
+def test_input_a_ask_prompts_for_a_missing_value_as_perfbase_does(tmp_path):
+    # missing/input_4.dat gives no MPI_version: perfbase lists it, asks whether to add it, prompts, and its test
+    # import prints the answer as stored after the file's rows (verify/test_4.vfy, with stdin_3.dat's answers)
+    cwd, env = directory(tmp_path, "missing")
+    ok(psbase("setup", "-d", "missing_exp.xml", cwd=cwd, env=env))
+    p = ask(cwd, env, (cwd / "stdin_3.dat").read_text(), "-t", "input_4.dat")
+    assert p.returncode == 0 and p.stderr == "", p.stderr
+    assert p.stdout == (cwd / "verify" / "test_4.vfy").read_text()
+    # a real import files the answer
+    p = ask(cwd, env, "yes\n2.7\n", "input_4.dat")
+    assert p.returncode == 0, p.stderr
+    assert "MPI_version = ? " in p.stdout
+    assert "2.7" in ok(psbase("ls", "missing_TEST", "--show", "MPI_version", cwd=cwd, env=env)).splitlines()[1].split()
+
+
+def test_input_a_ask_answered_no_or_ended_files_nothing(tmp_path):
+    cwd, env = directory(tmp_path, "missing")
+    ok(psbase("setup", "-d", "missing_exp.xml", cwd=cwd, env=env))
+    no = ask(cwd, env, "no\n", "input_4.dat")
+    assert no.returncode == 2 and len(no.stderr.splitlines()) == 1 and "answered no" in no.stderr
+    assert no.stdout.endswith("   No data written to database.\n")
+    ended = ask(cwd, env, "\n", "input_4.dat")  # yes, then no answer at all
+    assert ended.returncode == 2 and len(ended.stderr.splitlines()) == 1
+    assert "standard input ended before a value for 'MPI_version'" in ended.stderr and "Traceback" not in ended.stderr
+    assert ok(psbase("ls", "missing_TEST", cwd=cwd, env=env)).splitlines()[1:] == []
+    # the answers cannot come from standard input when it is an input file
+    refused(ask(cwd, env, "", "-"), "standard input", "--fixed")
