@@ -18,7 +18,7 @@ from tests.psbase.perfbase_suite_table import ERRORS, IMPORTS, POSTSCRIPT, RENUM
 
 # What psbase achieves at least (checks byte for byte, and with the same numbers besides), as measured; these
 # figures only ever go up: raise them as psbase learns more of perfbase, never lower them.
-AT_LEAST = {"sqlite": {"exact": 281, "numbers": 0}, "postgresql": {"exact": 292, "numbers": 0}}  # 294 measured
+AT_LEAST = {"sqlite": {"exact": 282, "numbers": 0}, "postgresql": {"exact": 293, "numbers": 0}}  # 295 measured
 BUILD = Path(__file__).resolve().parents[2] / "build"
 
 
