@@ -1004,10 +1004,11 @@ def _test_import(store, args, runs: list, ask: bool = False) -> None:
         return
     # perfbase asks for a run's missing values when the run's file is read: after what it printed of it
     d = store.definition(args.experiment)
-    for i, run in enumerate(runs):
-        write_stdout(dryrun.trace_parts(runs, found, first, last, early, booleans, derived)[i][0])
+    steps = dryrun.trace_steps(runs, found, first, last, early, booleans, derived)
+    for run in runs:
+        write_stdout(next(steps))
         _ask_missing(d, run)
-        write_stdout(dryrun.trace_parts(runs, found, first, last, early, booleans, derived)[i][1])
+        write_stdout(next(steps))
 
 
 def _when(run) -> str:

@@ -9,7 +9,7 @@ perfbase."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Set
+from collections.abc import Iterable, Iterator, Mapping, Set
 
 from psuite.psbase.model import RunData
 
@@ -89,21 +89,21 @@ def _derived_first(order: list[tuple[str, object]], derived: Mapping[str, tuple[
 def trace(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
           last: Set[str] = frozenset(), early: Set[str] = frozenset(), booleans: Set[str] = frozenset(),
           derived: Mapping[str, tuple[str, ...]] | None = None) -> str:
-    """What perfbase's input -t prints for runs (trace_parts, joined)."""
-    return "".join(a + b for a, b in trace_parts(runs, from_files, first, last, early, booleans, derived))
+    """What perfbase's input -t prints for runs (trace_steps, joined)."""
+    return "".join(trace_steps(runs, from_files, first, last, early, booleans, derived))
 
 
-def trace_parts(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
+def trace_steps(runs: list[RunData], from_files: list[dict[str, object]], first: Set[str] = frozenset(),
                 last: Set[str] = frozenset(), early: Set[str] = frozenset(), booleans: Set[str] = frozenset(),
-                derived: Mapping[str, tuple[str, ...]] | None = None) -> list[tuple[str, str]]:
-    """What perfbase's input -t prints for each run: up to its rows, and after them; from_files: per run,
-    the values of one occurrence its
-    files gave (the others came from defaults); first: fixed values (perfbase stores them before it reads
-    the file, a default among them too); last: counts and booleans (stored when a run ends); early: values of
-    the file's name (perfbase reads the name, or stores its default, before the fixed values); booleans: of
-    <named_location mode="boolean">, which perfbase also stores as 'f' (not yet seen) with the first data-set
+                derived: Mapping[str, tuple[str, ...]] | None = None) -> Iterator[str]:
+    """What perfbase's input -t prints, two texts per run: up to its rows, then (made when asked for, so that
+    values added to the run meanwhile are among them: perfbase's answers to -a ask) what follows them.
+    from_files: per run, the values of one occurrence its files gave (the others came from defaults);
+    first: fixed values (perfbase stores them before it reads the file, a default among them too);
+    last: counts and booleans (stored when a run ends); early: values of the file's name (perfbase reads the
+    name, or stores its default, before the fixed values); booleans: of <named_location mode="boolean">,
+    which perfbase also stores as 'f' (not yet seen) with the first data-set
     row; derived: derived parameters and the variables they are computed from."""
-    parts: list[tuple[str, str]] = []
     index, last_sources = 0, None
     for run, found in zip(runs, from_files, strict=True):
         out: list[str] = []
@@ -127,7 +127,7 @@ def trace_parts(runs: list[RunData], from_files: list[dict[str, object]], first:
             keys = py2_dict_order([k for k in row if row[k] is not None])  # perfbase prints what it read
             body = ", ".join(f"{k!r}: {_py2_repr(None if row[k] is None else text(row[k]))}" for k in keys)
             out.append(f"Dataset {i} in run {index}\n{{{body}}}\n")
-        after = [f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n"
-                 for name, value in ending + filled]
-        parts.append(("".join(out), "".join(after)))
-    return parts
+        yield "".join(out)
+        filled += [(n, v) for n, v in run.values.items() if v is not None and n not in dict(present)]
+        yield "".join(f"Storing single value(s) in run  {index}\n  {name}\t= {text(value)}\n"
+                      for name, value in ending + filled)
