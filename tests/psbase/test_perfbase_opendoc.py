@@ -137,8 +137,7 @@ def frequency(tmp_path_factory) -> tuple[Path, dict]:
 
 def test_ps_is_drawn_by_gnuplot(frequency) -> None:
     # format="ps": the command file and the PostScript gnuplot draws from it, named by its "set output"
-    if shutil.which("gnuplot") is None:
-        pytest.skip("gnuplot is not installed")
+    assert shutil.which("gnuplot"), "gnuplot is not installed: install gnuplot-nox (tests/run.sh does)"
     work, env = frequency
     ok(psbase("query", "-d", "frequency_qry_1.xml", cwd=work, env=env))
     gp = (work / "frequency_1.gp").read_text()
@@ -154,8 +153,7 @@ def test_ps_is_drawn_by_gnuplot(frequency) -> None:
 
 
 def test_eps_is_drawn_by_gnuplot(tmp_path) -> None:
-    if shutil.which("gnuplot") is None:
-        pytest.skip("gnuplot is not installed")
+    assert shutil.which("gnuplot"), "gnuplot is not installed: install gnuplot-nox (tests/run.sh does)"
     work, env = _setup(tmp_path, "distrib", "input*.dat")
     ok(psbase("query", "-d", "distrib_qry_1.xml", cwd=work, env=env))
     eps = (work / "qry_result.eps").read_text()
@@ -194,3 +192,19 @@ def test_gnuplot_failing_leaves_no_plot(frequency, tmp_path) -> None:
     assert "gnuplot could not draw frequency_3.ps" in line and "no such terminal" in line
     assert not (work / "frequency_3.ps").exists()
     assert (work / "frequency_3.gp").is_file()
+
+
+@pytest.mark.parametrize("option", ["title `touch pwned`", "grid ytics; system('touch pwned')",
+                                    "output 'pwned'", "print 'pwned'", "grid\n!touch pwned"])
+def test_a_command_file_that_would_run_commands_is_not_drawn(frequency, option) -> None:
+    # the <option>s (and titles of stored values) go into the command file: psbase runs gnuplot on it only
+    # when it draws and nothing more (perfbase piped it to gnuplot as it was)
+    work, env = frequency
+    text = (work / "frequency_qry_1.xml").read_text()
+    assert "<option>grid ytics</option>" in text
+    (work / "hostile.xml").write_text(text.replace("<option>grid ytics</option>", f"<option>{option}</option>")
+                                      .replace("frequency_1<", "hostile<"))
+    line = one_line_error(psbase("query", "-d", "hostile.xml", cwd=work, env=env), "psbase")
+    assert "psbase does not run gnuplot on it" in line and "hostile.gp" in line
+    assert not (work / "pwned").exists() and not (work / "hostile.ps").exists()
+    assert (work / "hostile.gp").is_file()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
@@ -519,9 +520,39 @@ def check_gnuplot(spec: Spec) -> str | None:
     return exe
 
 
+# What would make gnuplot do more than draw the plot: run a shell command (backquotes, system, shell, a
+# line starting with !, a file name starting with < or |), read another script, or write other files.  The
+# command file holds the query's <option>s and titles made of stored values, which come from other people.
+_ESCAPES = (
+    (re.compile(r"`"), "a backquote (a shell command)"),
+    (re.compile(r"\b(system|shell)\b"), "system or shell (a shell command)"),
+    (re.compile(r"^\s*!", re.M), "a line starting with ! (a shell command)"),
+    (re.compile(r"['\"]\s*[<|]"), "a file name starting with < or | (a pipe)"),
+    (re.compile(r"(^|;)\s*(load|call|cd|save|exit|quit|(set\s+)?(print|table|loadpath))\b", re.M),
+     "a command that reads or writes other files"),
+)
+
+
+def _escape(script: str) -> str | None:
+    """What in a command file would make gnuplot do more than draw (None: nothing)."""
+    for pattern, what in _ESCAPES:
+        if pattern.search(script):
+            return what
+    if len(re.findall(r"(^|;)\s*set\s+output\b", script, re.M)) > 1:
+        return "a second 'set output' (another file written)"
+    return None
+
+
 def draw(exe: str, script_path: str, out: str) -> None:
     """Run gnuplot on the command file, as perfbase pipes it to gnuplot: the script's "set output" names
-    out, which gnuplot writes (its %%Title is that name).  On failure nothing of out is left."""
+    out, which gnuplot writes (its %%Title is that name).  On failure nothing of out is left.  A command file
+    that would make gnuplot run commands or write other files is not run (perfbase ran it as it was)."""
+    with open(script_path, encoding="utf-8", errors="replace") as f:
+        what = _escape(f.read())
+    if what:
+        raise OutputError(f"{script_path} holds {what}, from the query's <option>s or the stored values in its "
+                          f"titles; psbase does not run gnuplot on it: check them, or run `gnuplot {script_path}` "
+                          "yourself if you trust it")
     try:
         p = subprocess.run([exe, script_path], stdin=subprocess.DEVNULL, capture_output=True,
                            timeout=DRAW_SECONDS)
