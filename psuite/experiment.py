@@ -107,6 +107,17 @@ class Location:
 
 
 @dataclass
+class Topology:
+    """A Cartesian topology (CUBE's <cart>): named dimensions, each with a
+    size and whether it wraps around, and the coordinates of the locations
+    placed in it (CUBE 4.3 user guide 2.3.2, the topology view)."""
+
+    name: str = ""
+    dimensions: list[tuple[str, int, bool]] = field(default_factory=list)  # (name, size, periodic)
+    coordinates: dict[int, tuple[int, ...]] = field(default_factory=dict)  # location index -> coordinates
+
+
+@dataclass
 class Experiment:
     """Metrics x call paths x locations.  Cnodes are in depth-first order
     (a parent before its children), locations in system-tree order."""
@@ -117,6 +128,7 @@ class Experiment:
     locations: list[Location] = field(default_factory=list)
     values: dict[str, np.ndarray] = field(default_factory=dict)  # metric name -> (cnodes, locations)
     attributes: dict[str, str] = field(default_factory=dict)  # provenance: source, command, operation ...
+    topologies: list[Topology] = field(default_factory=list)
 
     # -- building --------------------------------------------------------
     def add_metric(self, metric: Metric) -> int:
