@@ -105,7 +105,7 @@ cube derive-stored cube_derive -r exclusive -e 'metric::time()*2' -p time time2 
 cp mpi1.cubex "$work/cct-a.cubex"
 cp mpi3r.cubex "$work/cct-b.cubex"
 cube commoncalltree cube_commoncalltree "$work/cct-a.cubex" "$work/cct-b.cubex"
-sed -i "s|$work/||g" commands.tsv
+sed -i "s|$work/||g; s|^commoncalltree.cubex|commoncalltree-a.cubex,commoncalltree-b.cubex|" commands.tsv
 for x in a b; do
     if [ -f "$work/cct-${x}_commoncalltree.cubex" ]; then
         cp "$work/cct-${x}_commoncalltree.cubex" "commoncalltree-$x.cubex"
@@ -138,12 +138,11 @@ done
 text stat-tinf-mpi1 cube_stat -t inf mpi1.cubex
 text stat-pct-p-mpi1 cube_stat -p -% -r work mpi1.cubex
 # cube_dump of CubePL expressions (per location and -t aggr; csv, call tree exclusive (cube_dump's default))
-i=0
 while IFS= read -r expr; do
-    i=$((i + 1))
-    text "dump-expr$i" cube_dump -m "$expr" -c all -s csv mpi1.cubex
-    text "dump-expr$i-aggr" cube_dump -m "$expr" -c all -t aggr -s csv mpi1.cubex
-    text "dump-expr$i-incl" cube_dump -m "$expr" -c all -z incl -s csv mpi1.cubex
+    name=${expr%%:*}
+    text "dump-$name" cube_dump -m "$expr" -c all -s csv mpi1.cubex
+    text "dump-$name-aggr" cube_dump -m "$expr" -c all -t aggr -s csv mpi1.cubex
+    text "dump-$name-incl" cube_dump -m "$expr" -c all -z incl -s csv mpi1.cubex
 done < src/expressions.txt
 # an expression read from a file (cube_dump -m FILE), and expressions CubeLib refuses
 text dump-file cube_dump -m src/expression.cubepl -c all -s csv mpi1.cubex
