@@ -227,7 +227,7 @@ def _aligned(table: Sequence[Sequence[str]]) -> str:
 
 
 def run(exp: Experiment, metrics: Sequence[str] | None = None, routines: Sequence[str] | None = None,
-        top: int | None = None, fmt: str = "text", metric_tree: str = EXCL) -> str:
+        top: int | None = None, fmt: str = "text", metric_tree: str = INCL) -> str:
     """What `psprocess stat` shows."""
     view = View(exp, metric_tree)
     chosen = select_metrics(exp, metrics)

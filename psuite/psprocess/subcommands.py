@@ -292,10 +292,10 @@ def _build_stat(p: ArgumentParser) -> None:
 
 
 def _metric_tree(p: ArgumentParser) -> None:
-    p.add_argument("--metric-tree", choices=("incl", "excl"), default="excl",
-                   help="excl (the default): each metric's values as stored; incl: a metric's value with its "
-                   "child metrics' added (CUBE's collapsed metric, for files whose child metrics hold a share "
-                   "their parent does not, as Scalasca's)")
+    p.add_argument("--metric-tree", choices=("incl", "excl"), default="incl",
+                   help="incl (the default): each metric's values as stored, which in CUBE include its child "
+                   "metrics' (a collapsed metric); excl: the metric less its child metrics (an expanded one; "
+                   "cube_dump's -x excl)")
 
 
 def _build_dump(p: ArgumentParser) -> None:
