@@ -88,7 +88,7 @@ def test_dump_metric_tree_differs_from_call_tree_on_real_cube():
 def test_adhoc_expression_over_threads_is_evaluated_on_the_sums(tmp_path):
     """cube_dump's new metrics are POSTDERIVED: over all threads a ratio of
     sums, not the sum of per-thread ratios."""
-    cube = str(DATA / "mpi1.cubex")
+    cube = str(DATA / "merge.cubex")
     per = psprocess("dump", cube, "-f", "csv", "-m", "metric::time()/metric::visits()", "-x", "incl",
                     "-c", "1")
     aggr = psprocess("dump", cube, "-f", "csv", "-m", "metric::time()/metric::visits()", "-x", "incl",
@@ -106,7 +106,7 @@ def test_adhoc_expression_over_threads_is_evaluated_on_the_sums(tmp_path):
 def test_bad_expression_is_refused(tmp_path):
     """cube_dump prints an empty block and exits 0 on an expression it
     cannot parse; psprocess says so on one line and exits 2."""
-    proc = psprocess("dump", str(DATA / "mpi1.cubex"), "-m", "metric::time()/*2", "-o", "out.txt", cwd=tmp_path)
+    proc = psprocess("dump", str(DATA / "merge.cubex"), "-m", "metric::time()/*2", "-o", "out.txt", cwd=tmp_path)
     assert proc.returncode == 2
     assert proc.stdout == "" and len(proc.stderr.strip().splitlines()) == 1
     assert "Traceback" not in proc.stderr and "metric::time()/*2" in proc.stderr
