@@ -285,7 +285,9 @@ def _build_stat(p: ArgumentParser) -> None:
     p.add_argument("-r", "--routines", metavar="ROUTINE,...",
                    help="the routines: region names, or regular expressions (default: the call tree's roots)")
     p.add_argument("-t", "--top", type=whole_number(1, 10**9), metavar="N",
-                   help="instead: the flat profile of the top N functions")
+                   help="instead: the flat profile of the top N functions; of a cube with Score-P's visits and "
+                   "time, cube_stat -t's (calls, exclusive and inclusive time by exclusive time, then the -m "
+                   "metrics' exclusive values), else each metric's exclusive and inclusive value by the first's")
     _metric_tree(p)
     p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text", help="output format (default text)")
     _view_output(p)

@@ -10,15 +10,14 @@ Every run goes through the real command (python -m psuite.psprocess)."""
 
 from __future__ import annotations
 
-import io
 import json
-import struct
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pytest
+
+from tests.psprocess.cube_views_cubes import guide_cube
 
 DATA = Path(__file__).parent / "data" / "scorep"
 CUBES = sorted(p.stem for p in DATA.glob("*.cubex"))
@@ -114,49 +113,6 @@ def test_bad_expression_is_refused(tmp_path):
 
 
 # ---------------------------------------------------------------- the guide's example
-
-
-def guide_cube(path: Path) -> None:
-    """The CUBE user guide's example (2.1.2), as CubeLib writes it: Time >
-    [User time, System time], main > [foo, bar], two processes of a
-    thread each; every Time value 4, every User and System time value 1
-    (set_sev stores values inclusive along the metric tree, exclusive
-    along the call tree)."""
-    metrics = [("Time", None, 4.0), ("User time", 0, 1.0), ("System time", 0, 1.0)]
-
-    def metric(i: int) -> str:
-        name = metrics[i][0]
-        kids = "".join(metric(k) for k, m in enumerate(metrics) if m[1] == i)
-        return (f'<metric id="{i}" type="EXCLUSIVE"><disp_name>{name}</disp_name><uniq_name>{name}</uniq_name>'
-                f"<dtype>FLOAT</dtype><uom>sec</uom><url></url><descr></descr>{kids}</metric>")
-
-    regions = [("main", 21, 100), ("foo", 1, 10), ("bar", 11, 20)]
-    anchor = "\n".join([
-        '<?xml version="1.0" encoding="UTF-8"?>', '<cube version="4.0">',
-        '<attr key="description" value="a simple example"/>',
-        "<doc><mirrors></mirrors></doc>", "<metrics>", metric(0), "</metrics>", "<program>",
-        *(f'<region id="{i}" mod="/ICL/CUBE/example.c" begin="{b}" end="{e}"><name>{n}</name><url></url>'
-          f"<descr></descr></region>" for i, (n, b, e) in enumerate(regions)),
-        '<cnode id="0" line="21" mod="/ICL/CUBE/example.c" calleeId="0">',
-        '<cnode id="1" line="60" mod="/ICL/CUBE/example.c" calleeId="1"></cnode>',
-        '<cnode id="2" line="80" mod="/ICL/CUBE/example.c" calleeId="2"></cnode>',
-        "</cnode>", "</program>", "<system>",
-        '<systemtreenode Id="0"><name>MSC</name><class>machine</class><descr></descr>',
-        '<systemtreenode Id="1"><name>Athena</name><class>node</class><descr></descr>',
-        *(f'<locationgroup Id="{p}"><name>Process {p}</name><rank>{p}</rank><type>process</type>'
-          f'<location Id="{p}"><name>Thread {p}</name><rank>0</rank><type>thread</type></location>'
-          "</locationgroup>" for p in (0, 1)),
-        "</systemtreenode></systemtreenode>", "</system>", "</cube>"])
-    members = [("anchor.xml", anchor.encode())]
-    for file_id, (_, _, value) in enumerate(metrics):  # a dense index: every call path, in order
-        members.append((f"{file_id}.index", b"CUBEX.INDEX" + struct.pack("<ihb", 1, 0, 3)))
-        members.append((f"{file_id}.data", b"CUBEX.DATA" + struct.pack("<6d", *[value] * 6)))
-    with tarfile.open(path, "w", format=tarfile.USTAR_FORMAT) as tar:
-        for name, data in members:
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-
 
 @pytest.mark.parametrize(("metric_tree", "calltree", "cnode", "expected"), [
     # cube_dump -m Time -t aggr -x METRIC_TREE -z CALLTREE gives these on this cube
