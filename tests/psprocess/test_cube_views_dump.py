@@ -74,6 +74,31 @@ def test_dump_equals_cube_dump(cube, view):
             assert abs(value - expected) <= 5e-6 * abs(expected) + 1e-12 * scale, (name, rw, rg)
 
 
+@pytest.mark.parametrize("view", VIEWS, ids=[f"metric-{m}-call-{c}" for m, c in VIEWS])
+@pytest.mark.parametrize("cube", CUBES)
+def test_dump_over_all_threads_combines_cube_dumps_threads(cube, view):
+    """-t aggr: per call path the threads' cube_dump values summed, or for
+    Score-P's min_time and max_time (MINDOUBLE, MAXDOUBLE) the least and
+    greatest (these cubes' metric trees are flat: no aggregate less a
+    child's to tell apart)."""
+    metric_tree, calltree = view
+    metrics = (DATA / f"{cube}.metrics.txt").read_text().split()
+    want = blocks((DATA / f"{cube}.{metric_tree}-metric.{calltree}-call.csv").read_text(), len(metrics))
+    proc = psprocess("dump", str(DATA / f"{cube}.cubex"), "-f", "csv", "-t", "aggr",
+                     "--metric-tree", metric_tree, "-x", calltree)
+    assert proc.returncode == 0, proc.stderr
+    got = blocks(proc.stdout, len(metrics))
+    for name, w, g in zip(metrics, want, got, strict=True):
+        combine = {"min_time": min, "max_time": max}.get(name, sum)
+        per_cnode: dict[str, list[float]] = {}
+        for c, _, v in w:
+            per_cnode.setdefault(c, []).append(float(v))
+        assert [r[0] for r in g] == list(per_cnode), name
+        for c, _, v in g:
+            values = per_cnode[c]
+            assert abs(float(v) - combine(values)) <= 5e-6 * sum(map(abs, values)) + 1e-12, (name, c, v, values)
+
+
 def test_dump_metric_tree_differs_from_call_tree_on_real_cube():
     """Along the call tree Score-P's time differs (the assertion above could
     not pass with the views swapped): mpi_work's inclusive time is its
