@@ -89,3 +89,16 @@ def test_metric_tree_views(tmp_path, metric_tree, calltree, aggr):
         for c, where, value in rows[k * per_metric:(k + 1) * per_metric]:
             want = expected(name, metric_tree, calltree, int(c), None if aggr else int(where))
             assert float(value) == pytest.approx(want, rel=1e-12, abs=1e-15), (name, c, where)
+
+
+def test_a_child_of_another_type_is_subtracted_as_a_number(tmp_path):
+    """A DOUBLE metric (5 everywhere) with a UINT64 child (2 and 3): CubeLib
+    subtracts the child's bits read as a double (a denormal: cube_dump -x
+    excl shows 5); its value is 3 and 2."""
+    small_cube(tmp_path / "mixed.cubex", [SmallMetric("t", None, "DOUBLE", [[5.0, 5.0]] * 3),
+                                          SmallMetric("n", 0, "UINT64", [[2, 3]] * 3)], 2)
+    proc = subprocess.run([sys.executable, "-m", "psuite.psprocess", "dump", "mixed.cubex", "-f", "csv", "-m", "t",
+                           "-c", "1", "--metric-tree", "excl"], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert [line.split(",") for line in proc.stdout.split()] == [["1", "0", "3"], ["1", "1", "2"]]
