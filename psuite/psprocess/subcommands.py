@@ -141,8 +141,12 @@ the routine's inclusive value, its exclusive value and the inclusive value
 of each function it calls directly, each as statistics across the
 locations (processes and threads): count, sum, mean, variance (n - 1),
 minimum, quartiles (linear interpolation) and maximum.  With -t N instead,
-the top N functions by the first metric's exclusive value, with every
-metric's exclusive and inclusive value.  Derived metrics are evaluated.""",
+the top N functions: of a cube with Score-P's visits and time, cube_stat
+-t's (calls, exclusive and inclusive time, by exclusive time); else by the
+first metric's exclusive value, with every metric's exclusive and
+inclusive value.  Derived metrics are evaluated.  A metric's values are
+as stored, which in CUBE include its child metrics' (--metric-tree excl:
+less its child metrics).""",
              """\
 examples:
   psprocess stat run.cubex                          (every metric, the roots)
@@ -154,13 +158,14 @@ examples:
              """\
 An experiment's values (CUBE's cube_dump): per metric, call path and thread,
 or aggregated over the threads; inclusive or exclusive along the call tree
-(-x, cube_dump's -z) and, with --metric-tree incl, the metric tree
-(cube_dump's -x).
+(-x, cube_dump's -z) and along the metric tree (--metric-tree, cube_dump's
+-x: a stored value includes its child metrics'; excl subtracts them).
 
   -m  metric names, all (the default), or CubePL expressions defining new
       metrics, NAME:EXPRESSION or just EXPRESSION ("New Metric1" ...):
       metric::NAME() references, numbers, + - * / and parentheses,
-      evaluated per thread along the chosen call-tree view, then summed
+      evaluated as cube_dump does (POSTDERIVED): per thread on that
+      thread's values, with -t aggr on the sums over the threads
   -c  all (the default), ids and ranges (0,3,5-10), leafs, roots,
       level=N, level<N, level>N (roots are level 0), name=REGEX
   -t  aggr (the sum over every thread), or thread ids and ranges
@@ -285,17 +290,19 @@ def _build_stat(p: ArgumentParser) -> None:
     p.add_argument("-r", "--routines", metavar="ROUTINE,...",
                    help="the routines: region names, or regular expressions (default: the call tree's roots)")
     p.add_argument("-t", "--top", type=whole_number(1, 10**9), metavar="N",
-                   help="instead: the flat profile of the top N functions")
+                   help="instead: the flat profile of the top N functions; of a cube with Score-P's visits and "
+                   "time, cube_stat -t's (calls, exclusive and inclusive time by exclusive time, then the -m "
+                   "metrics' exclusive values), else each metric's exclusive and inclusive value by the first's")
     _metric_tree(p)
     p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text", help="output format (default text)")
     _view_output(p)
 
 
 def _metric_tree(p: ArgumentParser) -> None:
-    p.add_argument("--metric-tree", choices=("incl", "excl"), default="excl",
-                   help="excl (the default): each metric's values as stored; incl: a metric's value with its "
-                   "child metrics' added (CUBE's collapsed metric, for files whose child metrics hold a share "
-                   "their parent does not, as Scalasca's)")
+    p.add_argument("--metric-tree", choices=("incl", "excl"), default="incl",
+                   help="incl (the default): each metric's values as stored, which in CUBE include its child "
+                   "metrics' (a collapsed metric); excl: the metric less its child metrics (an expanded one; "
+                   "cube_dump's -x excl)")
 
 
 def _build_dump(p: ArgumentParser) -> None:

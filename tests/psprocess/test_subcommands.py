@@ -404,7 +404,13 @@ def test_scorep_style_cube_views(workdir):
     collapsed = psprocess("dump", "s.cubex", "-m", "time", "-c", "3", "--metric-tree", "incl", "-f", "csv")
     got = [line.split(",") for line in collapsed.stdout.split()]
     assert [(int(a), int(b)) for a, b, _ in got] == [(3, j) for j in range(nloc)]
-    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3] + c.exclusive["mpi"][3]))
+    # CUBE's stored time already holds mpi's (the metric tree is inclusive): collapsed is the stored value,
+    # expanded (--metric-tree excl) time less mpi - nothing at MPI_Send, which is all MPI
+    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3]))
+    expanded = psprocess("dump", "s.cubex", "-m", "time", "-c", "3", "--metric-tree", "excl", "-f", "csv")
+    got = [line.split(",") for line in expanded.stdout.split()]
+    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3] - c.exclusive["mpi"][3]))
+    assert any(c.exclusive["mpi"][3]) and not any(float(v) for _, _, v in got)
     proc = psprocess("stat", "s.cubex", "-m", "time", "-f", "csv")
     assert proc.returncode == 0, proc.stderr
     got = {(r["routine"], r["view"], r["callee"]): r for r in csv.DictReader(io.StringIO(proc.stdout))}
