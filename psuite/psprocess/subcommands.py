@@ -46,10 +46,13 @@ profiles, with their call paths, combined documents) and CUBE 4 files
 (.cubex, psuite's own and those Score-P writes)."""
 
 _COLLAPSE = """\
-dimensions: metrics and call paths are matched by name (the union of the
-inputs'; a value missing in one input counts as 0).  Locations are
-matched by process and thread rank; inputs whose system trees differ are
-refused unless -C collapses each to a single location (their sum)."""
+dimensions: metrics are matched by name, call paths by region (name,
+file, lines) and call-site line (the union of the inputs'; a value
+missing in one input counts as 0).  Locations are matched by process and
+thread rank; inputs whose system trees differ are refused unless -c
+unites them (processes matched by machine, node, name and rank) or -C
+puts every process under one virtual node (matched by name and rank);
+either keeps every process, as CUBE's tools do."""
 
 _RESULT = """\
 result: with -o, a CUBE 4 file and its statistics file (OUT.stat beside
@@ -211,9 +214,12 @@ def _operands(p: ArgumentParser, name: str) -> None:
 
 def _result_options(p: ArgumentParser, collapse: bool) -> None:
     if collapse:
+        p.add_argument("-c", "--reduce", action="store_true",
+                       help="unite the system trees: processes matched by machine, node, name and rank, threads "
+                       "by rank, whatever one input lacks added (CUBE's -c)")
         p.add_argument("-C", "--collapse", action="store_true",
-                       help="collapse each input's system tree into one location (its sum), so inputs with "
-                       "different processes or threads can be combined (CUBE's -C)")
+                       help="put every input's processes under one virtual machine and node: processes matched "
+                       "by name and rank, threads by rank, whatever one input lacks added (CUBE's -C)")
     p.add_output_argument("-o", "--output", metavar="OUT.cubex",
                           help="write the result as a CUBE 4 file (and its statistics, OUT.stat) instead of "
                           "showing it as a report")
@@ -471,7 +477,8 @@ def _run_diff(args) -> int:
         done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
         _wrote(args, done)
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
-    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True), kept)
+    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, reduce=args.reduce,
+                                             consume=True), kept)
 
 
 def _run_nary(args) -> int:
@@ -482,7 +489,8 @@ def _run_nary(args) -> int:
 
     kept = _kept(args)
     exps = [_load(s, args.command, kept) for s in args.inputs]
-    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True), kept)
+    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, reduce=args.reduce,
+                                                                consume=True), kept)
 
 
 def _run_cut(args) -> int:
