@@ -848,28 +848,47 @@ def _keep(e: Experiment, keep: np.ndarray, operation: str) -> tuple[Experiment, 
     return out, new
 
 
-def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = ()) -> Experiment:
-    """cube_cut: re-root the call tree at every call path of region `root`
-    (its outermost ones, when it recurses), dropping everything else, the
-    subtrees of its call sites summed path by path under one root; then
-    prune every call path of each region in `prune` with its subtree, its
+def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: Sequence[str] = (),
+        collapse: bool = False, reduce: bool = False) -> Experiment:
+    """cube_cut: re-root the call tree at every call path of each region in
+    `root` (one name or several), dropping everything else; each such call
+    path becomes a root of its own, as cube_cut makes them (a region called
+    from three places gives three roots; where one such call path lies
+    below another, cube_cut refuses and the outermost is kept).  Then prune
+    every call path of each region in `prune` with its subtree, its
     inclusive value added to its parent's exclusive value (an INCLUSIVE
-    metric's parent already holds it)."""
+    metric's parent already holds it).  collapse: the processes under one
+    virtual machine and node (cube_cut -C); reduce (-c) changes nothing in
+    a single experiment."""
     e = experiment
     e.check()
-    extra = (f", root={root}" if root else "") + "".join(f", prune={p}" for p in prune)
+    _system_mode(collapse, reduce)
+    roots = [root] if isinstance(root, str) else list(root or ())
+    for r in roots:
+        if r in prune:
+            raise AlgebraError(f"--root {r} and --prune {r}: a region cannot be both a new root and pruned; "
+                               "give one of them")
+    extra = "".join(f", root={r}" for r in roots) + "".join(f", prune={p}" for p in prune)
     operation = f"cut({_name(e, 0)}{extra})"
-    if root is not None:
+    topologies = e.topologies
+    for region in prune:  # named in the input (cube_cut checks there): it may lie outside the new roots
+        _cnodes_of(e, region, "--prune")
+    if roots:
         marked = np.zeros(len(e.cnodes), dtype=bool)
-        marked[_cnodes_of(e, root, "--root")] = True
+        for r in roots:
+            marked[_cnodes_of(e, r, "--root")] = True
         e, _ = _keep(e, _outermost(e, marked) >= 0, operation)
-        if len(e.roots) > 1:  # the region's call sites: one root, their subtrees summed by path (one root is
-            e = unify([e])[0]  # also what CUBE readers such as pycubexr expect)
     for region in prune:
         marked = np.zeros(len(e.cnodes), dtype=bool)
-        at = _cnodes_of(e, region, "--prune")
-        roots = [i for i in at if e.cnodes[i].parent is None]
         if roots:
+            try:
+                at = _cnodes_of(e, region, "--prune")
+            except AlgebraError:
+                continue  # not below the new roots: nothing to prune
+        else:
+            at = _cnodes_of(e, region, "--prune")
+        top = [i for i in at if e.cnodes[i].parent is None]
+        if top:
             raise AlgebraError(f"--prune {region}: it is a root of the call tree, which has no parent to take its "
                                f"values; give a region called from another (or use --root)")
         marked[at] = True
@@ -885,5 +904,9 @@ def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = 
         e = smaller
     if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
+    if collapse:
+        e.locations = [dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE) for loc in e.locations]
     e.attributes = {"operation": operation}
+    e.topologies = [dataclasses.replace(t, dimensions=list(t.dimensions), coordinates=dict(t.coordinates))
+                    for t in topologies]  # the locations are the input's: so are their coordinates
     return e

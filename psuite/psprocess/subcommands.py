@@ -123,11 +123,13 @@ examples:
 
 exit status: 0 when equal or within the tolerances, 1 when not, 2 on bad
 input (one line on standard error)."""),
-    "cut": ("psprocess cut [--root REGION] [--prune REGION ...] IN [-o OUT.cubex]",
+    "cut": ("psprocess cut [--root REGION ...] [--prune REGION ...] IN [-o OUT.cubex]",
             """\
 Re-root or prune the call tree (CUBE's cube_cut).  --root keeps only
 REGION's call paths (the outermost, when it recurses) with everything
-below them; they become the roots.  --prune removes REGION's call paths
+below them; each becomes a root of its own (a region called from three
+places gives three roots, as in cube_cut).  --root and --prune are
+repeatable.  --prune removes REGION's call paths
 with their subtrees and adds their inclusive values to their parents'
 exclusive values (inlines them), so every root keeps its inclusive total.
 REGION is a region name, or a regular expression when no region has that
@@ -272,10 +274,11 @@ def _build_compare(p: ArgumentParser) -> None:
 
 def _build_cut(p: ArgumentParser) -> None:
     _operands(p, "cut")
-    p.add_argument("--root", "-r", metavar="REGION", help="re-root the call tree at REGION's call paths")
+    p.add_argument("--root", "-r", action="append", default=[], metavar="REGION",
+                   help="re-root the call tree at REGION's call paths, each a root of its own; repeatable")
     p.add_argument("--prune", "-p", action="append", default=[], metavar="REGION",
                    help="prune REGION's call paths into their parents (inline them); repeatable")
-    _result_options(p, collapse=False)
+    _result_options(p, collapse=True)
     _force(p, "-o/--output or --html")
 
 
@@ -501,7 +504,8 @@ def _run_cut(args) -> int:
 
     kept = _kept(args)
     exp = _load(args.input, args.command, kept)
-    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)), kept)
+    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune), collapse=args.collapse,
+                                        reduce=args.reduce), kept)
 
 
 def parse_tolerances(specs: Sequence[str]) -> list:
