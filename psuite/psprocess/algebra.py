@@ -61,6 +61,7 @@ from psuite.experiment import (
 NO_FORMULA = "psuite::no_formula"  # experiments.NO_FORMULA: ratios held as values, one name a line
 SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a profile's sampling event
 LEFT_OUT = "psuite::left_out"  # a result's: those ratios, left out of it, one name a line
+GIVEN = "psuite::given"  # an input's name as the command line gave it
 
 
 class AlgebraError(UsageError):
@@ -85,7 +86,7 @@ def _view(e: Experiment, name: str, kind: str) -> tuple[np.ndarray, bool]:
 
 def _name(e: Experiment, i: int) -> str:
     """How an input is named in results and messages."""
-    for key in ("source", "file", "path"):
+    for key in (GIVEN, "source", "file", "path"):
         if e.attributes.get(key):
             return os.path.basename(e.attributes[key].rstrip("/")) or e.attributes[key]
     return e.attributes.get("operation") or f"input {i + 1}"
@@ -170,8 +171,10 @@ def _union_locations(inputs: Sequence[Experiment], mode: str) -> tuple[list[Loca
 def _topologies(inputs: Sequence[Experiment], columns: Sequence[np.ndarray | None], count: int) -> list[Topology]:
     """The inputs' Cartesian topologies on the result's locations (CubeLib
     keeps them through its operations): each name once, the first input's
-    coordinates where two inputs place a location."""
+    coordinates where two inputs place a location, and a place another
+    location already holds left empty."""
     out: dict[str, Topology] = {}
+    taken: dict[str, set[tuple[int, ...]]] = {}
     for e, col in zip(inputs, columns, strict=True):
         if not e.topologies:
             continue
@@ -181,9 +184,12 @@ def _topologies(inputs: Sequence[Experiment], columns: Sequence[np.ndarray | Non
             mine = out.setdefault(t.name, Topology(t.name, list(t.dimensions), {}))
             if mine.dimensions != list(t.dimensions):
                 continue  # the same name with another shape: the first one stands
+            places = taken.setdefault(t.name, set(mine.coordinates.values()))
             for k, xyz in t.coordinates.items():
-                if k in to_result:
-                    mine.coordinates.setdefault(to_result[k], tuple(xyz))
+                xyz = tuple(xyz)
+                if k in to_result and to_result[k] not in mine.coordinates and xyz not in places:
+                    mine.coordinates[to_result[k]] = xyz
+                    places.add(xyz)
     return list(out.values())
 
 
@@ -458,6 +464,8 @@ def _checked(experiments: Sequence[Experiment]) -> tuple[list[Experiment], list[
     for e in inputs:
         e.check()
     names = [_name(e, i) for i, e in enumerate(inputs)]
+    if len(set(names)) < len(names):  # a result keeps its source's name: say which input is meant
+        names = [f"{n} (input {i + 1})" for i, n in enumerate(names)]
     _check_events(inputs, names)
     return inputs, names
 

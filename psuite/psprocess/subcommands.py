@@ -410,6 +410,17 @@ def _load(source: str, command: str, keep: list | None = None):
     return exp
 
 
+def _given(source: str, command: str, keep: list | None = None):
+    """_load, the experiment named in the algebra's messages and results
+    as the command line names it (a cube keeps the source it was made of,
+    so two results of one program would both be that program's file)."""
+    from psuite.psprocess.algebra import GIVEN
+
+    exp = _load(source, command, keep)
+    exp.attributes[GIVEN] = source
+    return exp
+
+
 def _kept(args) -> list | None:
     """A list for _load's keep when the result becomes the HTML report."""
     return [] if args.html or args.format == "html" else None
@@ -473,7 +484,7 @@ def _run_diff(args) -> int:
     from psuite.psprocess import algebra
 
     kept = _kept(args)
-    minuend, subtrahend = _load(args.minuend, args.command, kept), _load(args.subtrahend, args.command, kept)
+    minuend, subtrahend = _given(args.minuend, args.command, kept), _given(args.subtrahend, args.command, kept)
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
@@ -491,7 +502,7 @@ def _run_nary(args) -> int:
     from psuite.psprocess import algebra
 
     kept = _kept(args)
-    exps = [_load(s, args.command, kept) for s in args.inputs]
+    exps = [_given(s, args.command, kept) for s in args.inputs]
     return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, reduce=args.reduce,
                                                                 consume=True), kept)
 
@@ -503,7 +514,7 @@ def _run_cut(args) -> int:
     from psuite.psprocess import algebra
 
     kept = _kept(args)
-    exp = _load(args.input, args.command, kept)
+    exp = _given(args.input, args.command, kept)
     return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune), collapse=args.collapse,
                                         reduce=args.reduce), kept)
 
