@@ -397,28 +397,37 @@ def _unify_systems(inputs: Sequence[Experiment], names: Sequence[str], system: s
         return [_collapsed_location(inputs)], [None] * len(inputs)
     if system in (REDUCE, COLLAPSE):
         return _union_locations(inputs, system)
-    keys0 = _location_keys(inputs[0].locations)
+    # cube_*'s default: the systems may differ when one holds every location of the others (a run on
+    # fewer ranks, its processes named alike): the result has the largest one's locations, 0 where an
+    # input has none.  Systems of the same locations match by rank alone, whatever their names (psuite
+    # names a process after its pid)
+    big = max(range(len(inputs)), key=lambda i: len(inputs[i].locations))
+    keys0 = _location_keys(inputs[big].locations)
     at = {k: j for j, k in enumerate(keys0)}
-    columns: list[np.ndarray | None] = [None]
-    for i, e in enumerate(inputs[1:], 1):
+    columns: list[np.ndarray | None] = []
+    for i, e in enumerate(inputs):
         keys = _location_keys(e.locations)
         if keys == keys0:
             columns.append(None)
             continue
         only_here = [k for k in keys if k not in at]
-        mine = set(keys)
-        only_first = [k for k in keys0 if k not in mine]
-        if only_here or only_first:
-            parts = [f"{names[0]} has {len(keys0)} locations, {names[i]} {len(keys)}"]
-            if only_here:
-                parts.append(f"only in {names[i]}: {_describe(only_here)}")
-            if only_first:
-                parts.append(f"only in {names[0]}: {_describe(only_first)}")
-            raise AlgebraError(f"system trees differ ({'; '.join(parts)}): use -c to unite them (processes "
-                               "matched by name and rank) or -C to put every process under one virtual node")
+        if not only_here:  # a part of the largest system: as in CubeLib, its processes must be named alike
+            big_locs = inputs[big].locations
+            only_here = [k for k, loc in zip(keys, e.locations, strict=True)
+                         if big_locs[at[k]].process != loc.process]
+        if only_here:
+            mine = set(keys)
+            only_big = [k for k in keys0 if k not in mine]
+            parts = [f"{names[big]} has {len(keys0)} locations, {names[i]} {len(keys)}",
+                     f"only in {names[i]}: {_describe(only_here)}"]
+            if only_big:
+                parts.append(f"only in {names[big]}: {_describe(only_big)}")
+            raise AlgebraError(f"system trees differ, neither holding the other's ({'; '.join(parts)}): use -c to "
+                               "unite them (processes matched by name and rank) or -C to put every process under "
+                               "one virtual node")
         here = {k: j for j, k in enumerate(keys)}
-        columns.append(np.fromiter((here[k] for k in keys0), dtype=np.int64, count=len(keys0)))
-    return list(inputs[0].locations), columns
+        columns.append(np.fromiter((here.get(k, -1) for k in keys0), dtype=np.int64, count=len(keys0)))
+    return list(inputs[big].locations), columns
 
 
 def _check_events(inputs: Sequence[Experiment], names: Sequence[str]) -> None:

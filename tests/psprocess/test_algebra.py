@@ -132,12 +132,17 @@ def test_system_trees_that_differ_are_an_error_unless_collapsed():
     a, _ = a_b()
     b = build("b.cubex", {"time": ("DOUBLE", EXCLUSIVE)}, {"time": {M: [1.0, 2.0, 4.0], F: [1.0, 0.0, 1.0]}},
               locations=[(0, 0), (0, 1), (1, 0)])
+    apart = build("c.cubex", {"time": ("DOUBLE", EXCLUSIVE)}, {"time": {M: [1.0, 2.0]}}, locations=[(0, 0), (2, 0)])
     with pytest.raises(algebra.AlgebraError) as err:
-        algebra.diff(a, b)
+        algebra.diff(a, apart)
     message = str(err.value)
     assert isinstance(err.value, UsageError)
     assert "\n" not in message and "-C to put every process under one virtual node" in message
-    assert "only in b.cubex: rank 1 thread 0" in message
+    assert "only in c.cubex: rank 2 thread 0" in message and "only in a.cubex: rank 0 thread 1" in message
+    # as cube_diff without -c/-C: a system holding every location of the other is the result's
+    nested = algebra.diff(a, b)
+    assert [loc.key for loc in nested.locations] == [(0, 0), (0, 1), (1, 0)]
+    assert nested.values["time"][nested.paths().index(M)].tolist() == [1.0 - 1.0, 2.0 - 2.0, -4.0]
     d = algebra.diff(a, b, collapse=True)
     assert [loc.key for loc in d.locations] == [(0, 0), (0, 1), (1, 0)]
     assert {(loc.machine, loc.node) for loc in d.locations} == {("Virtual machine", "Virtual node")}

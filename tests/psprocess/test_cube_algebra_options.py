@@ -128,12 +128,19 @@ def test_merge_c_keeps_both_runs_processes(tmp_path):
 
 def test_systems_that_differ_are_refused_with_the_options_named(tmp_path):
     write(run(processes=("MPI Rank 0", "MPI Rank 1")), tmp_path / "a.cubex")
-    write(run(processes=("MPI Rank 0", "MPI Rank 1", "MPI Rank 2")), tmp_path / "b.cubex")
-    message = refused("diff", "a.cubex", "b.cubex", "-o", "d.cubex", cwd=tmp_path)
-    assert "only in b.cubex: rank 2 thread 0" in message and "-c" in message and "-C" in message
+    three = run(processes=("MPI Rank 0", "MPI Rank 1", "MPI Rank 2"))
+    write(three, tmp_path / "b.cubex")
+    # one system holding the other's locations: combined without options, as cube_diff does
+    ok("diff", "a.cubex", "b.cubex", "-o", "nested.cubex", cwd=tmp_path)
+    assert len(load(str(tmp_path / "nested.cubex")).locations) == 3
+    three.locations = three.locations[1:]  # ranks 1 and 2 against 0 and 1: neither holds the other
+    three.values = {k: v[:, 1:] for k, v in three.values.items()}
+    write(three, tmp_path / "c.cubex")
+    message = refused("diff", "a.cubex", "c.cubex", "-o", "d.cubex", cwd=tmp_path)
+    assert "only in c.cubex: rank 2 thread 0" in message and "-c" in message and "-C" in message
     assert not (tmp_path / "d.cubex").exists()
-    refused("mean", "-c", "-C", "a.cubex", "b.cubex", "-o", "d.cubex", cwd=tmp_path)
-    ok("mean", "-C", "a.cubex", "b.cubex", "-o", "d.cubex", cwd=tmp_path)
+    refused("mean", "-c", "-C", "a.cubex", "c.cubex", "-o", "d.cubex", cwd=tmp_path)
+    ok("mean", "-C", "a.cubex", "c.cubex", "-o", "d.cubex", cwd=tmp_path)
     mean = load(str(tmp_path / "d.cubex"))
     assert len(mean.locations) == 3 and mean.metric("visits").dtype == "DOUBLE"
 
