@@ -173,3 +173,5 @@ for f in *.cubex; do
     cube_info -l "$c.cubex" > "$c.metrics.txt"
 done
 { scorep --version; cubelib-config --version; mpirun --version | head -1; gcc --version | head -1; } > VERSIONS.txt
+# values/*.tsv against what cube_dump prints (per location and -t aggr, every view)
+python3 src/check_values.py
