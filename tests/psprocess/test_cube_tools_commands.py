@@ -393,3 +393,28 @@ def test_default_names_land_in_the_current_directory(tmp_path):
     assert p.returncode == 0, p.stderr
     assert sorted(os.listdir(tmp_path / "run")) == ["v1_commoncalltree.cubex", "v1_commoncalltree.stat",
                                                     "v2_commoncalltree.cubex", "v2_commoncalltree.stat"]
+
+
+def test_conversions_keep_derived_metrics_derived(tmp_path):
+    """cube_exclusify and cube_inclusify crash (segmentation fault) on a
+    cube with a derived metric; psprocess keeps its expression."""
+    from psuite.psprocess import cubetools
+
+    e = build(tmp_path / "in.cubex", TREE)
+    e.add_metric(Metric("avg", kind="POSTDERIVED", expression="metric::time(i)/metric::visits(e)"))
+    for inclusive in (True, False):
+        out, _ = cubetools.convert(e, inclusive)
+        m = out.metric("avg")
+        assert (m.kind, m.expression) == ("POSTDERIVED", "metric::time(i)/metric::visits(e)")
+        np.testing.assert_allclose(out.inclusive("avg"), e.inclusive("avg"), rtol=1e-12)
+
+
+def test_derive_of_an_expression_nested_5000_deep_evaluates_or_is_refused_in_one_line(tmp_path):
+    before = build(tmp_path / "in.cubex", TREE)
+    (tmp_path / "deep.cubepl").write_text("(" * 5000 + "metric::time()" + ")" * 5000)
+    p = psprocess("derive", "deep", "in.cubex", "-E", "deep.cubepl", "-o", "out.cubex", cwd=tmp_path)
+    if p.returncode == 0:  # an evaluator without a depth limit: the value is time's
+        np.testing.assert_allclose(read(tmp_path / "out.cubex").stored("deep"), before.inclusive("time"), rtol=1e-12)
+    else:
+        one_line_error(p, "psprocess derive")
+        assert not (tmp_path / "out.cubex").exists()
