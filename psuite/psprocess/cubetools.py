@@ -40,7 +40,7 @@ result: a CUBE 4 file (-o OUT.cubex) and its statistics file (OUT.stat beside
 it).  An existing file is kept unless --force is given; an input never is."""
 
 HELP: dict[str, tuple[str, str, str]] = {
-    "clean": ("psprocess clean IN -o OUT.cubex [--force]",
+    "clean": ("psprocess clean IN [-C] -o OUT.cubex [--force]",
               """\
 A copy of the experiment without the definitions nothing refers to (CUBE's
 cube_clean): the regions no call path enters.  Score-P defines every
@@ -91,7 +91,7 @@ examples:
   psprocess derive avg_time run.cubex -e 'metric::time(i)/metric::visits(e)' \\
       -t postderived -o avg.cubex
   psprocess derive comm run.cubex -E comm.cubepl -r exclusive -p time -o comm.cubex"""),
-    "inclusify": ("psprocess inclusify IN -o OUT.cubex [--force]",
+    "inclusify": ("psprocess inclusify IN [-C] -o OUT.cubex [--force]",
                   """\
 Store every metric's values inclusive along the call tree (CUBE's
 cube_inclusify): a call path's value then includes its callees'.  What
@@ -102,7 +102,7 @@ Regions no call path enters are dropped (as by clean), as CubeLib does.""",
                   """\
 examples:
   psprocess inclusify profile.cubex -o incl.cubex"""),
-    "exclusify": ("psprocess exclusify IN -o OUT.cubex [--force]",
+    "exclusify": ("psprocess exclusify IN [-C] -o OUT.cubex [--force]",
                   """\
 Store every metric's values exclusive along the call tree (CUBE's
 cube_exclusify): a call path's value then excludes its callees'.  What
@@ -158,6 +158,9 @@ def _output(p: ArgumentParser, required: bool = True) -> None:
 
 def _build_single(p: ArgumentParser) -> None:
     p.add_argument("input", metavar="IN", help="the experiment")
+    p.add_argument("-C", "--collapse", action="store_true",
+                   help="put every process under one virtual machine and node (CubeLib's -C); processes and "
+                   "threads stay as they are")
     _output(p)
 
 
@@ -226,6 +229,19 @@ def clean(exp):
     out = _copy(exp)
     out.regions = [exp.regions[i] for i in used]
     out.cnodes = [Cnode(new_index[c.region], c.parent, c.line) for c in exp.cnodes]
+    return out
+
+
+VIRTUAL_MACHINE, VIRTUAL_NODE = "Virtual machine", "Virtual node"
+
+
+def collapse(exp):
+    """Every location under one machine and node, CubeLib's names for them
+    (its -C on one input): processes and threads unchanged."""
+    import dataclasses
+
+    out = _copy(exp)
+    out.locations = [dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE) for loc in exp.locations]
     return out
 
 
@@ -527,7 +543,7 @@ def _write(command: str, exp, path: str, force: bool) -> None:
 def _run_clean(args) -> int:
     _check([args.output], args.force, [args.input])
     exp = _load(args.input, args.command)
-    out = clean(exp)
+    out = clean(collapse(exp) if args.collapse else exp)
     dropped = len(exp.regions) - len(out.regions)
     _note(args.command, f"{dropped} of {len(exp.regions)} regions dropped (no call path enters them)")
     _write(args.command, out, args.output, args.force)
@@ -537,7 +553,8 @@ def _run_clean(args) -> int:
 def _run_convert(args) -> int:
     _check([args.output], args.force, [args.input])
     inclusive = args.command == "inclusify"
-    out, kept = convert(_load(args.input, args.command), inclusive)
+    exp = _load(args.input, args.command)
+    out, kept = convert(collapse(exp) if args.collapse else exp, inclusive)
     if kept:
         _note(args.command, f"{', '.join(kept)} kept as stored: a minimum or maximum metric cannot be "
               "inclusive in CUBE (its values are the same in both views)")

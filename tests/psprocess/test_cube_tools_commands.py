@@ -40,7 +40,7 @@ def build(path, tree: list[tuple[int, str]], seed: int = 1, unused: tuple[str, .
     e.add_metric(Metric("time", unit="sec", kind=INCLUSIVE))
     e.add_metric(Metric("visits", dtype="UINT64", kind=EXCLUSIVE))
     e.add_metric(Metric("max_time", unit="sec", dtype="MAXDOUBLE", kind=EXCLUSIVE))
-    e.locations = [Location(process=f"rank {r}", rank=r) for r in range(2)]
+    e.locations = [Location(node=f"node{r}", process=f"rank {r}", rank=r) for r in range(2)]
     regions: dict[str, int] = {}
     stack: list[int] = []
     for depth, name in tree:
@@ -418,3 +418,16 @@ def test_derive_of_an_expression_nested_5000_deep_evaluates_or_is_refused_in_one
     else:
         one_line_error(p, "psprocess derive")
         assert not (tmp_path / "out.cubex").exists()
+
+
+@pytest.mark.parametrize("command", ["clean", "inclusify", "exclusify"])
+def test_collapse_puts_the_processes_under_one_virtual_node(tmp_path, command):
+    # cube_clean -C (and cube_inclusify/cube_exclusify -C) of one cube: machine and node become virtual
+    before = build(tmp_path / "in.cubex", TREE)
+    assert {loc.node for loc in before.locations} == {"node0", "node1"}
+    p = psprocess(command, "-C", "in.cubex", "-o", "out.cubex", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    after = read(tmp_path / "out.cubex")
+    assert [(loc.machine, loc.node, loc.process, loc.rank) for loc in after.locations] == [
+        ("Virtual machine", "Virtual node", "rank 0", 0), ("Virtual machine", "Virtual node", "rank 1", 1)]
+    np.testing.assert_allclose(after.inclusive("time"), before.inclusive("time"), rtol=1e-12)
