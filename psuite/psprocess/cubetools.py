@@ -85,7 +85,10 @@ whoever shows it - prederived (evaluated per call path and location, then
 aggregated; -r says whether along the call tree it is inclusive or
 exclusive) or postderived (evaluated on aggregated values: the right kind
 for ratios).  The metric's values are DOUBLE with no unit; -p places it
-below a metric (by unique or display name), else it is a new root.""",
+below a metric (by unique or display name), else it is a new root.
+Stored values must be numbers: where the expression gives none (CubePL's
+x/0 is NaN, which CubeLib stores), derive refuses and names the first
+such call path; a derived metric (-t) has no such limit.""",
                """\
 examples:
   psprocess derive avg_time run.cubex -e 'metric::time(i)/metric::visits(e)' \\
@@ -312,14 +315,24 @@ def derive(exp, name: str, expression: str, kind: str | None = None, inclusive: 
                     expression=expression,
                     description=f'Created with psprocess derive from the CubePL expression "{expression}"')
     out.add_metric(metric)
+    import numpy as np
+
     try:  # evaluated now, whatever is stored: an expression that cannot be evaluated is refused here
-        values = out.inclusive(name) if inclusive or kind == "postderived" else out.exclusive(name)
+        with np.errstate(all="ignore"):  # an overflow is said below, not as numpy's warning
+            values = out.inclusive(name) if inclusive or kind == "postderived" else out.exclusive(name)
     except RecursionError:
         raise UsageError("the expression is nested too deeply to evaluate; simplify it") from None
     except (ValueError, KeyError, ArithmeticError) as exc:
         raise UsageError(f"the expression cannot be evaluated: {str(exc).strip(chr(34))}; check its CubePL "
                          "syntax and metric names") from None
     if kind is None:  # a metric holding values: cube_derive's default
+        bad = ~np.isfinite(values)
+        if bad.any():  # CubeLib stores NaN (x/0) as a value; a cube holds numbers
+            c, j = (int(x[0]) for x in np.nonzero(bad))
+            raise UsageError(f"the expression gives no number at {int(bad.sum())} of {bad.size} call paths x "
+                             f"locations (first: {'/'.join(exp.path(c))} on {exp.locations[j].label}: "
+                             f"{values[c, j]}, e.g. a division by zero); store it as a derived metric "
+                             "(-t postderived or -t prederived) or guard the division")
         metric.kind = INCLUSIVE if inclusive else EXCLUSIVE
         metric.expression = ""
         out.values[name] = values.astype("float64", copy=True)

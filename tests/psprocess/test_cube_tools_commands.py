@@ -226,6 +226,7 @@ def test_derive_of_a_scorep_profile_gives_cubelibs_values(tmp_path):
     (["new", "-e", "metric::time() * * 2"], "expression"),
     (["new", "-e", "metric::time()", "-p", "nosuch"], "-p nosuch"),
     (["new", "-e", "   "], "empty"),
+    (["new", "-e", "metric::time() * 1e308 * 1e308"], "gives no number"),
 ])
 def test_derive_refuses_bad_input_in_one_line_writing_nothing(tmp_path, args, says):
     build(tmp_path / "in.cubex", TREE)
