@@ -432,3 +432,32 @@ def test_collapse_puts_the_processes_under_one_virtual_node(tmp_path, command):
     assert [(loc.machine, loc.node, loc.process, loc.rank) for loc in after.locations] == [
         ("Virtual machine", "Virtual node", "rank 0", 0), ("Virtual machine", "Virtual node", "rank 1", 1)]
     np.testing.assert_allclose(after.inclusive("time"), before.inclusive("time"), rtol=1e-12)
+
+
+@needs_scorep_reader
+def test_inclusify_of_a_scorep_profile_stores_cube_dumps_inclusive_values(tmp_path):
+    out = tmp_path / "incl.cubex"
+    p = psprocess("inclusify", str(SCOREP / "mpi1.cubex"), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    assert "min_time, max_time kept as stored" in p.stderr
+    after = read(out)
+    incl, excl = cubelib_csv("mpi1", "incl", "incl"), cubelib_csv("mpi1", "incl", "excl")
+    for m in after.metrics:
+        kept = m.name in ("min_time", "max_time")  # stored per call path, as before
+        assert m.kind == (EXCLUSIVE if kept else INCLUSIVE), m.name
+        want = excl if kept else incl
+        np.testing.assert_allclose(after.stored(m.name), want[m.name], rtol=1e-5, atol=1e-12, err_msg=m.name)
+
+
+@needs_scorep_reader
+def test_common_calltree_of_two_runs_with_one_tree_changes_nothing(tmp_path):
+    p = psprocess("commoncalltree", str(SCOREP / "mpi1.cubex"), str(SCOREP / "mpi2.cubex"),
+                  "-o", str(tmp_path / "a.cubex"), "-o", str(tmp_path / "b.cubex"))
+    assert p.returncode == 0, p.stderr
+    for name, out in (("mpi1", "a.cubex"), ("mpi2", "b.cubex")):
+        after = read(tmp_path / out)
+        for tree in ("incl", "excl"):
+            want = cubelib_csv(name, "incl", tree)
+            for m in after.metrics:
+                got = (after.inclusive if tree == "incl" else after.exclusive)(m.name)
+                np.testing.assert_allclose(got, want[m.name], rtol=1e-5, atol=1e-12, err_msg=f"{name} {m.name}")
