@@ -15,9 +15,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from psuite.cli_parser import ArgumentParser
 from psuite.errors import UsageError
+
+if TYPE_CHECKING:
+    from psuite.experiment import Experiment
 
 NAMES = ("clean", "commoncalltree", "derive", "inclusify", "exclusify", "topoassist")
 
@@ -211,7 +215,7 @@ _BUILD: dict[str, Callable[[ArgumentParser], None]] = {
 # (numpy and the model are imported when they run)
 
 
-def _copy(exp):
+def _copy(exp: Experiment) -> Experiment:
     """A shallow copy: lists and dicts new, value arrays shared (never changed in place here)."""
     import copy
 
@@ -222,7 +226,7 @@ def _copy(exp):
                       attributes=dict(exp.attributes), topologies=[copy.deepcopy(t) for t in exp.topologies])
 
 
-def clean(exp):
+def clean(exp: Experiment) -> Experiment:
     """The experiment without the regions no call path enters (cube_clean):
     regions renumbered in their order, everything else as it was."""
     from psuite.experiment import Cnode
@@ -238,7 +242,7 @@ def clean(exp):
 VIRTUAL_MACHINE, VIRTUAL_NODE = "Virtual machine", "Virtual node"
 
 
-def collapse(exp):
+def collapse(exp: Experiment) -> Experiment:
     """Every location under one machine and node, CubeLib's names for them
     (its -C on one input): processes and threads unchanged."""
     import dataclasses
@@ -248,7 +252,7 @@ def collapse(exp):
     return out
 
 
-def convert(exp, inclusive: bool) -> tuple[object, list[str]]:
+def convert(exp: Experiment, inclusive: bool) -> tuple[Experiment, list[str]]:
     """Every stored metric's values stored inclusive (inclusify) or
     exclusive (exclusify) along the call tree; the views are unchanged.
     Minimum and maximum metrics keep their values (CUBE has no inclusive
@@ -275,8 +279,8 @@ def convert(exp, inclusive: bool) -> tuple[object, list[str]]:
     return out, kept
 
 
-def derive(exp, name: str, expression: str, kind: str | None = None, inclusive: bool = True,
-           parent: str | None = None):
+def derive(exp: Experiment, name: str, expression: str, kind: str | None = None, inclusive: bool = True,
+           parent: str | None = None) -> Experiment:
     """The experiment with a new metric `name` from a CubePL expression
     (cube_derive): kind None stores values (the expression evaluated per
     call path and location as a prederived metric, inclusive or exclusive
@@ -339,7 +343,7 @@ def derive(exp, name: str, expression: str, kind: str | None = None, inclusive: 
     return out
 
 
-def common_calltree(exps: Sequence) -> list:
+def common_calltree(exps: Sequence[Experiment]) -> list[Experiment]:
     """Each experiment cut to the call paths every one has (cube_commoncalltree):
     call paths match by their regions (name, module, first and last line)
     from the root down; siblings with the same region pair up in order.
@@ -351,7 +355,7 @@ def common_calltree(exps: Sequence) -> list:
     return [_keep_cnodes(e, k) for e, k in zip(exps, kept, strict=True)]
 
 
-def _cnode_keys(exp) -> list[tuple]:
+def _cnode_keys(exp: Experiment) -> list[tuple]:
     out = []
     for c in exp.cnodes:
         r = exp.regions[c.region]
@@ -359,7 +363,7 @@ def _cnode_keys(exp) -> list[tuple]:
     return out
 
 
-def _common(exps: Sequence, keys: list[list[tuple]]) -> list[list[int]]:
+def _common(exps: Sequence[Experiment], keys: list[list[tuple]]) -> list[list[int]]:
     """Per experiment, the indices of its common call paths, in its order."""
     kids = [e.children() for e in exps]
 
@@ -386,7 +390,7 @@ def _common(exps: Sequence, keys: list[list[tuple]]) -> list[list[int]]:
     return [sorted(k) for k in kept]
 
 
-def _keep_cnodes(exp, keep: list[int]):
+def _keep_cnodes(exp: Experiment, keep: list[int]) -> Experiment:
     import numpy as np
 
     from psuite.experiment import INCLUSIVE, Cnode
@@ -434,13 +438,13 @@ class _Topo:
             self.dimensions.append((names[0] if names else "", size, periodic))
 
 
-def location_order(exp) -> list[int]:
+def location_order(exp: Experiment) -> list[int]:
     """Locations in rank order, thread by thread: the order cube_topoassist asks for coordinates."""
     return sorted(range(len(exp.locations)), key=lambda i: (exp.locations[i].rank, exp.locations[i].thread_rank))
 
 
-def add_topology(exp, name: str, dimensions: list[tuple[str, int, bool]],
-                 coordinates: list[tuple[int, ...]] | None = None):
+def add_topology(exp: Experiment, name: str, dimensions: list[tuple[str, int, bool]],
+                 coordinates: list[tuple[int, ...]] | None = None) -> Experiment:
     """The experiment with a new Cartesian topology: coordinates per thread
     in location_order (default: in order, the last dimension fastest)."""
     import math
@@ -479,7 +483,7 @@ def add_topology(exp, name: str, dimensions: list[tuple[str, int, bool]],
     return out
 
 
-def _topology_index(exp, text: str, option: str) -> int:
+def _topology_index(exp: Experiment, text: str, option: str) -> int:
     try:
         i = int(text)
     except ValueError:
@@ -490,7 +494,7 @@ def _topology_index(exp, text: str, option: str) -> int:
     return i
 
 
-def describe_topologies(exp) -> str:
+def describe_topologies(exp: Experiment) -> str:
     """cube_topoassist's listing: index, name, dimensions and places."""
     import math
 
@@ -522,7 +526,7 @@ def _note(command: str, message: str) -> None:
     hold_warning(f"psprocess {command}: note: {one_line(message)}")
 
 
-def _load(source: str, command: str):
+def _load(source: str, command: str) -> Experiment:
     from psuite.psprocess import experiments
 
     return experiments.load(source, warn=functools.partial(_warn, command))
@@ -542,7 +546,7 @@ def _check(outputs: Sequence[str], force: bool, inputs: Sequence[str]) -> None:
     check_outputs([t for o in outputs for t in _targets(o)], force, files_read_with(inputs))
 
 
-def _write(command: str, exp, path: str, force: bool) -> None:
+def _write(command: str, exp: Experiment, path: str, force: bool) -> None:
     from psuite.cli_common import say_warnings
     from psuite.psprocess.exporters import cube
 
