@@ -13,7 +13,6 @@ metrics and stops matching early (see test_common_calltree_*)."""
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import numpy as np
@@ -82,19 +81,31 @@ needs_scorep_reader = pytest.mark.skipif(not _reads_scorep(), reason="this psuit
                                          "profiles (metrics without data files)")
 
 
-def cubelib_csv(name: str, metric_tree: str, call_tree: str) -> dict[str, np.ndarray]:
-    """cube_dump -s csv values of data/scorep/NAME: metric -> (cnode ids, locations)."""
-    metrics = (SCOREP / f"{name}.metrics.txt").read_text().split()
-    # a block per metric (three empty lines between), in it a block per call path (two empty lines between)
-    text = (SCOREP / f"{name}.{metric_tree}-metric.{call_tree}-call.csv").read_text()
-    out = {}
-    for metric, block in zip(metrics, re.split(r"\n{4,}", text.strip("\n")), strict=True):
-        rows = [tuple(float(x) for x in line.split(",")) for line in block.split() if line.strip()]
-        a = np.zeros((int(max(r[0] for r in rows)) + 1, int(max(r[1] for r in rows)) + 1))
-        for c, t, v in rows:
-            a[int(c), int(t)] = v
-        out[metric] = a
+def cubelib_values(name: str, metric_tree: str = "incl") -> dict[tuple[str, str], dict[tuple[int, int], float]]:
+    """values/NAME.tsv (CubeLib's own get_sev, full precision): (metric, call
+    tree view) -> {(cnode id, location id): value}; a missing row is 0."""
+    out: dict[tuple[str, str], dict[tuple[int, int], float]] = {}
+    lines = (SCOREP / "values" / f"{name}.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == ["metric_tree", "call_tree", "metric", "cnode", "location", "value"]
+    for line in lines[1:]:
+        mt, ct, metric, cnode, location, value = line.split("\t")
+        if mt == metric_tree and location != "all":
+            out.setdefault((metric, ct), {})[(int(cnode), int(location))] = float(value)
     return out
+
+
+def assert_values(e: Experiment, name: str, metrics: tuple[str, ...] | None = None) -> None:
+    """Every value of e's metrics, inclusive and exclusive along the call
+    tree, is CubeLib's in values/NAME.tsv (relative 1e-9); cnodes and
+    locations in psuite's order are the file's ids (depth first)."""
+    want = cubelib_values(name)
+    for m in metrics or [m.name for m in e.metrics if not m.derived]:
+        for tree in ("incl", "excl"):
+            expected = np.zeros((len(e.cnodes), len(e.locations)))
+            for (c, j), v in want.get((m, tree), {}).items():
+                expected[c, j] = v
+            got = (e.inclusive if tree == "incl" else e.exclusive)(m)
+            np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-300, err_msg=f"{name} {m} {tree}")
 
 
 # ---------------------------------------------------------------- clean
@@ -120,14 +131,15 @@ def test_clean_drops_unused_regions_and_keeps_everything_else(tmp_path):
 
 
 @needs_scorep_reader
-def test_clean_of_a_scorep_profile_keeps_the_regions_cube_clean_keeps(tmp_path):
-    # cube_clean of mpi1.cubex: of Score-P's 236 regions, the 10 its call tree enters
+def test_clean_of_a_scorep_profile_equals_cube_clean(tmp_path):
+    # clean.cubex: cube_clean mpi1.cubex; of Score-P's regions, the ones its call tree enters
     out = tmp_path / "clean.cubex"
     p = psprocess("clean", str(SCOREP / "mpi1.cubex"), "-o", str(out))
     assert p.returncode == 0, p.stderr
-    assert sorted(r.name for r in read(out).regions) == sorted(
-        ["mpi_work", "main", "MPI_Init", "MPI_Comm_rank", "MPI_Comm_size", "work", "MPI_Allreduce",
-         "MPI_Sendrecv", "MPI_Barrier", "MPI_Finalize"])
+    after, theirs = read(out), read(SCOREP / "clean.cubex")
+    assert sorted((r.name, r.module) for r in after.regions) == sorted((r.name, r.module) for r in theirs.regions)
+    assert after.paths() == theirs.paths()
+    assert_values(after, "clean")
 
 
 # ---------------------------------------------------------------- inclusify / exclusify
@@ -161,17 +173,17 @@ def test_inclusify_stores_inclusive_values_keeps_max_metrics(tmp_path):
 
 
 @needs_scorep_reader
-@pytest.mark.parametrize("name", ["mpi1", "omp"])
-def test_exclusify_of_scorep_profiles_gives_cubelibs_values(tmp_path, name):
+def test_exclusify_of_a_scorep_profile_equals_cube_exclusify(tmp_path):
     out = tmp_path / "excl.cubex"
-    p = psprocess("exclusify", str(SCOREP / f"{name}.cubex"), "-o", str(out))
+    p = psprocess("exclusify", str(SCOREP / "mpi1.cubex"), "-o", str(out))
     assert p.returncode == 0, p.stderr
-    after = read(out)
-    want = cubelib_csv(name, "incl", "excl")  # cube_exclusify's stored values: cube_dump's exclusive view
-    for m in after.metrics:
-        assert m.kind == EXCLUSIVE
-        np.testing.assert_allclose(after.stored(m.name), want[m.name][:, :len(after.locations)], rtol=1e-5,
-                                   atol=1e-12, err_msg=m.name)
+    after, theirs = read(out), read(SCOREP / "exclusify.cubex")  # cube_exclusify mpi1.cubex
+    assert [(m.name, m.kind) for m in after.metrics] == [(m.name, m.kind) for m in theirs.metrics]
+    assert [m.kind for m in after.metrics] == [EXCLUSIVE] * len(after.metrics)
+    assert sorted(r.name for r in after.regions) == sorted(r.name for r in theirs.regions)
+    assert_values(after, "exclusify")
+    for m in after.metrics:  # what is stored is the exclusive value
+        np.testing.assert_allclose(after.stored(m.name), theirs.stored(m.name), rtol=1e-9, err_msg=m.name)
 
 
 # ---------------------------------------------------------------- derive
@@ -207,15 +219,35 @@ def test_derive_reads_the_expression_from_a_file_and_places_it_below_a_parent(tm
 
 
 @needs_scorep_reader
-def test_derive_of_a_scorep_profile_gives_cubelibs_values(tmp_path):
-    # cube_derive -r inclusive -e 'metric::time(i)/metric::visits(e)': time's inclusive over visits' exclusive
+def test_derive_of_a_scorep_profile_equals_cube_derive(tmp_path):
+    # derive-stored.cubex: cube_derive -r exclusive -e 'metric::time()*2' -p time time2 mpi1.cubex
     out = tmp_path / "d.cubex"
-    p = psprocess("derive", "avg", str(SCOREP / "mpi1.cubex"), "-e", "metric::time(i)/metric::visits(e)",
-                  "-o", str(out))
+    p = psprocess("derive", "time2", str(SCOREP / "mpi1.cubex"), "-r", "exclusive", "-e", "metric::time()*2",
+                  "-p", "time", "-o", str(out))
     assert p.returncode == 0, p.stderr
-    incl, excl = cubelib_csv("mpi1", "incl", "incl"), cubelib_csv("mpi1", "incl", "excl")
-    got = read(out).stored("avg")
-    np.testing.assert_allclose(got, incl["time"] / excl["visits"], rtol=1e-5)
+    after, theirs = read(out), read(SCOREP / "derive-stored.cubex")
+    mine, cubelib = after.metric("time2"), theirs.metric("time2")
+    assert (mine.kind, mine.dtype) == (cubelib.kind, cubelib.dtype) == (EXCLUSIVE, "DOUBLE")
+    # cube_derive -p looks for a display name only ("Time") and makes a root when it finds none
+    assert (after.metrics[mine.parent].name, cubelib.parent) == ("time", None)
+    assert_values(after, "derive-stored", ("time2",))
+
+
+@needs_scorep_reader
+@pytest.mark.parametrize("name, args", [
+    ("derive-post", ["-t", "postderived", "-r", "inclusive", "-e", "metric::time(i)/metric::visits(e)", "-p", "time",
+                     "time_per_visit"]),
+    ("derive-pre-excl", ["-t", "prederived", "-r", "exclusive", "-e", "metric::time(e)*metric::visits(e)", "-p",
+                         "time", "time_x_visits"]),
+])
+def test_derive_of_a_derived_metric_defines_it_as_cube_derive(tmp_path, name, args):
+    out = tmp_path / "d.cubex"
+    p = psprocess("derive", args[-1], str(SCOREP / "mpi1.cubex"), *args[:-1], "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    mine, theirs = read(out), read(SCOREP / f"{name}.cubex")
+    a, b = mine.metric(args[-1]), theirs.metric(args[-1])
+    assert (a.kind, a.expression) == (b.kind, b.expression.strip())
+    assert (mine.metrics[a.parent].name, b.parent) == ("time", None)  # cube_derive -p: display names only
 
 
 @pytest.mark.parametrize("args, says", [
@@ -441,12 +473,15 @@ def test_inclusify_of_a_scorep_profile_stores_cube_dumps_inclusive_values(tmp_pa
     assert p.returncode == 0, p.stderr
     assert "min_time, max_time kept as stored" in p.stderr
     after = read(out)
-    incl, excl = cubelib_csv("mpi1", "incl", "incl"), cubelib_csv("mpi1", "incl", "excl")
+    want = cubelib_values("mpi1")
     for m in after.metrics:
         kept = m.name in ("min_time", "max_time")  # stored per call path, as before
         assert m.kind == (EXCLUSIVE if kept else INCLUSIVE), m.name
-        want = excl if kept else incl
-        np.testing.assert_allclose(after.stored(m.name), want[m.name], rtol=1e-5, atol=1e-12, err_msg=m.name)
+        expected = np.zeros((len(after.cnodes), len(after.locations)))
+        for (c, j), v in want.get((m.name, "excl" if kept else "incl"), {}).items():
+            expected[c, j] = v
+        np.testing.assert_allclose(after.stored(m.name), expected, rtol=1e-9, err_msg=m.name)
+    assert_values(after, "mpi1")
 
 
 @needs_scorep_reader
@@ -455,9 +490,16 @@ def test_common_calltree_of_two_runs_with_one_tree_changes_nothing(tmp_path):
                   "-o", str(tmp_path / "a.cubex"), "-o", str(tmp_path / "b.cubex"))
     assert p.returncode == 0, p.stderr
     for name, out in (("mpi1", "a.cubex"), ("mpi2", "b.cubex")):
-        after = read(tmp_path / out)
-        for tree in ("incl", "excl"):
-            want = cubelib_csv(name, "incl", tree)
-            for m in after.metrics:
-                got = (after.inclusive if tree == "incl" else after.exclusive)(m.name)
-                np.testing.assert_allclose(got, want[m.name], rtol=1e-5, atol=1e-12, err_msg=f"{name} {m.name}")
+        assert_values(read(tmp_path / out), name)
+
+
+@needs_scorep_reader
+def test_common_calltree_of_scorep_profiles_equals_cube_commoncalltree(tmp_path):
+    # commoncalltree-a/b.cubex: cube_commoncalltree of copies of mpi1 (a) and mpi3r (b)
+    p = psprocess("commoncalltree", str(SCOREP / "mpi1.cubex"), str(SCOREP / "mpi3r.cubex"),
+                  "-o", str(tmp_path / "a.cubex"), "-o", str(tmp_path / "b.cubex"))
+    assert p.returncode == 0, p.stderr
+    for out, name in (("a.cubex", "commoncalltree-a"), ("b.cubex", "commoncalltree-b")):
+        after, theirs = read(tmp_path / out), read(SCOREP / f"{name}.cubex")
+        assert after.paths() == theirs.paths()
+        assert_values(after, name)
