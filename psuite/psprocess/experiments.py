@@ -67,10 +67,21 @@ def cubepl_name(name: str, taken: Collection[str] = ()) -> str:
 STAND_IN = "psuite::stand_in::"
 
 
-def without_stand_ins(exp: Experiment) -> Experiment:
-    """A cube psuite wrote, read back without the metrics it wrote only for
-    CubeLib's tools (STAND_IN), so that psuite shows and combines what the
-    experiment held."""
+SAMPLED_LINES = "psuite::sampled_lines"  # exporters/cube.py: a profile's regions' lines, written as unknown
+
+
+def as_written(exp: Experiment) -> Experiment:
+    """A cube psuite wrote, read back as the experiment it wrote: without
+    the metrics it added only for CubeLib's tools (STAND_IN), and with its
+    regions' sampled lines (SAMPLED_LINES), which the file's regions leave
+    out so that CubeLib unifies the regions of two runs."""
+    for line in exp.attributes.pop(SAMPLED_LINES, "").splitlines():
+        try:
+            i, begin, end = (int(x) for x in line.split())
+        except ValueError:
+            continue  # not psuite's: the regions stay as the file has them
+        if 0 <= i < len(exp.regions) and exp.regions[i].begin < 0 and exp.regions[i].end < 0:
+            exp.regions[i].begin, exp.regions[i].end = begin, end
     names = {k[len(STAND_IN):] for k in exp.attributes if k.startswith(STAND_IN)}
     if not names:
         return exp

@@ -52,8 +52,13 @@ from psuite.psprocess.exporters.calltree_common import text
 
 EXTENSION = ".cubex"
 # the metric is written only for CubeLib's tools, repeating another: said by a metric attribute, and by an
-# experiment attribute STAND_IN::name, which psuite's reading drops it by (experiments.without_stand_ins)
+# experiment attribute STAND_IN::name, which psuite drops on reading (experiments.as_written)
 STAND_IN = "psuite::stand_in"
+SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a psuite profile, whose regions' lines are sampled lines
+# a profile's regions' lines, "region begin end" a line: they are the lines samples fell on, which differ from
+# run to run, and CubeLib unifies regions only of equal name, file, begin and end line (Region's ==): written
+# as unknown (-1) and kept here, psuite's reading restores them (experiments.as_written)
+SAMPLED_LINES = "psuite::sampled_lines"
 FLOAT_TYPES = ("DOUBLE", "MINDOUBLE", "MAXDOUBLE")
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
@@ -330,6 +335,11 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
     prefix = f"{STAND_IN}::"
     stand_ins = {k[len(prefix):]: v for k, v in exp.attributes.items() if k.startswith(prefix)}
     attributes = {"CUBE_CT_AGGR": "SUM", "Creator": "psuite", **exp.attributes}
+    attributes.pop(SAMPLED_LINES, None)
+    if SAMPLED_ON in exp.attributes:
+        lines = [f"{i} {r.begin} {r.end}" for i, r in enumerate(exp.regions) if r.begin >= 0 or r.end >= 0]
+        if lines:
+            attributes[SAMPLED_LINES] = "\n".join(lines)
     out += [f'<attr key="{_attr(k)}" value="{_attr(v)}"/>' for k, v in attributes.items()]
     out.append("<metrics>")
     file_id = {i: k for k, i in enumerate(order)}
@@ -349,8 +359,10 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
     for i in exp.metric_children(None):
         metric(i)
     out.append("</metrics><program>")
+    sampled = SAMPLED_ON in exp.attributes
     for i, r in enumerate(exp.regions):
-        out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{r.begin}" end="{r.end}"><name>{escape(r.name)}'
+        begin, end = (-1, -1) if sampled else (r.begin, r.end)
+        out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{begin}" end="{end}"><name>{escape(r.name)}'
                    f"</name><mangled_name>{escape(r.name)}</mangled_name><paradigm>{escape(r.paradigm)}</paradigm>"
                    f"<role>{escape(r.role)}</role><url></url><descr>{escape(r.description)}</descr></region>")
     depth = [0] * len(exp.cnodes)
