@@ -43,3 +43,15 @@ def stored_only(path: str | Path) -> Path:
             info.size = len(data)
             tar.addfile(info, io.BytesIO(data))
     return out
+
+
+def stand_ins(path: str | Path) -> set[str]:
+    """The metrics psuite wrote only for CubeLib's tools (a profile's
+    "visits" for cube_stat, marked psuite::stand_in), which psuite's own
+    reading leaves out."""
+    from lxml import etree
+
+    with tarfile.open(path) as tar:
+        root = etree.fromstring(tar.extractfile("anchor.xml").read())
+    return {m.findtext("uniq_name") for m in root.iter("metric")
+            if any(a.get("key") == "psuite::stand_in" for a in m.findall("attr"))}
