@@ -1,7 +1,9 @@
 """Every input psuite reads as one psuite.experiment.Experiment.
 
 - `from_report(report)`: a counting report (one root call path; each event
-  a UINT64 metric, DOUBLE when a count is not a whole number int64 holds;
+  a UINT64 metric, DOUBLE when a count is not a whole number int64 holds,
+  its unique name one CubePL can name (cubepl_name: task-clock as
+  task_clock), its display name the event's;
   each derived metric a POSTDERIVED metric whose CubePL expression is
   built from its psmetrics definition, else its value stored as DOUBLE
   and named in attributes[NO_FORMULA];
@@ -11,8 +13,8 @@
   constants such as cpumhz are folded in), a profile (flat:
   the program's root with one child per function; with call paths the
   threads' resolved trees merged), or a MultiReport (every rank and thread
-  one location; system tree machine -> node (host) -> process (rank, else
-  pid) -> thread).  Profiles have "samples" (UINT64) and "time" (DOUBLE
+  one location; system tree machine -> node (host) -> process ("MPI Rank
+  N", else "Process" by position, as Score-P names them) -> thread).  Profiles have "samples" (UINT64) and "time" (DOUBLE
   seconds, timer sources) or "events" (samples x threshold), EXCLUSIVE.
 - `load(source)`: a CUBE 4 file (readers/cube.py) or any document
   psuite.psprocess.inputs.load reads, made ready as psprocess makes it
