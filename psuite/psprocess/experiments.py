@@ -14,8 +14,9 @@
   the program's root with one child per function; with call paths the
   threads' resolved trees merged), or a MultiReport (every rank and thread
   one location; system tree machine -> node (host) -> process ("MPI Rank
-  N", else "Process" by position, as Score-P names them) -> thread).  Profiles have "samples" (UINT64) and "time" (DOUBLE
-  seconds, timer sources) or "events" (samples x threshold), EXCLUSIVE.
+  N", else "Process" by position, as Score-P names them) -> thread).
+  Profiles have "samples" (UINT64) and "time" (DOUBLE seconds, timer
+  sources) or "events" (samples x threshold), EXCLUSIVE.
 - `load(source)`: a CUBE 4 file (readers/cube.py) or any document
   psuite.psprocess.inputs.load reads, made ready as psprocess makes it
   (call-path companions attached, symbols resolved, metrics derived)."""
