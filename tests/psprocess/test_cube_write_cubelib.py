@@ -208,8 +208,14 @@ def test_cube_stat_lists_regions_of_a_timed_profile(cubes):
     assert listed and listed[0] == max({exp.region_name(c) for c in range(len(exp.cnodes))},
                                        key=lambda r: time[[c for c in range(len(exp.cnodes))
                                                            if exp.region_name(c) == r]].sum())
-    # where no time is measured (a counting run, a cube of no samples), cube_stat -t refuses, as it says
-    assert (DATA / "counts.stat-t5.txt").read_text() == "ERROR: Cannot find metric 'Time'.\nexit 1\n"
+    # a counting run: its wall clock as time, one run per location as visits
+    lines = (DATA / "counts.stat-t5.txt").read_text().splitlines()
+    counts = load_cube(str(cubes["counts"]))
+    assert [m.name for m in counts.metrics if m.name in ("time", "visits")] == []  # left out by psuite
+    region, calls, excl, incl = lines[1].rsplit(",", 3)
+    assert (region, int(calls), lines[2]) == ('"work"', len(counts.locations), "exit 0")
+    assert float(excl) == float(incl) == pytest.approx(counts.total("wall_seconds"), abs=5e-7)
+    # where psuite measured no time (here a cube of no samples), cube_stat -t refuses, as it says
     assert (DATA / "topology.stat-t5.txt").read_text() == "ERROR: Cannot find metric 'Visits'.\nexit 1\n"
 
 

@@ -80,6 +80,16 @@ def test_the_cube_stat_stand_in_only_where_time_is_measured(tmp_path):
     assert [m.name for m in back.metrics] == ["samples", "time"]  # psuite's reading leaves it out
     assert [(r.name, r.begin, r.end) for r in back.regions] == [("app", -1, -1), ("work", 12, 14)]
     assert 'begin="12"' not in text  # a profile's sampled lines: not in the file's regions
+    counts = Experiment()  # a counting run: its wall clock as time, one run per location as visits
+    counts.add_metric(Metric("wall_seconds", unit="sec"))
+    counts.add_cnode(counts.add_region(Region("app")), None)
+    counts.locations = [Location(rank=r) for r in range(3)]
+    counts.zeros("wall_seconds")[0] = [1.5, 2.0, 2.5]
+    cube.write(counts, str(tmp_path / "counts.cubex"))
+    text = anchor(tmp_path / "counts.cubex")
+    assert '<attr key="psuite::stand_in::time" value="wall_seconds"/>' in text
+    assert '<attr key="psuite::stand_in::visits" value="one run per location"/>' in text
+    assert [m.name for m in load_cube(str(tmp_path / "counts.cubex")).metrics] == ["wall_seconds"]
     events = tmp_path / "events.cubex"  # sampled on an event: no time, nothing to stand in for
     cube.write(experiment(("samples", "events")), str(events))
     assert "<uniq_name>visits</uniq_name>" not in anchor(events)

@@ -11,10 +11,11 @@ through psuite.psprocess.experiments.from_report first.
   its <cubepl> expression, no data), so that CubeLib evaluates it as psuite
   does: a ratio over four ranks is the ratio of the sums, not the sum of
   four ratios (pycubexr, which knows stored metrics only, cannot read a
-  cube with one).  A profile sampled on a timer, which has "time" but no
-  visits, also gets "visits", its samples again, marked STAND_IN: CubeLib's
-  cube_stat -t asks for time and visits by those names and lists nothing
-  without them.
+  cube with one).  A profile sampled on a timer also gets "visits" (its
+  samples again), a counting run "time" and "visits" (its wall clock, one
+  run per location), marked STAND_IN: CubeLib's cube_stat -t asks for
+  time and visits by those names and lists nothing without them
+  (for_cube_stat).
 - Program: one <region> per region, the call tree nested, cnode ids in
   depth-first order, call-site lines where known.
 - System: machine -> node -> process (rank) -> thread, location ids in
@@ -216,28 +217,51 @@ def _check_derived(exp: Experiment) -> None:
 
 
 def for_cube_stat(exp: Experiment) -> Experiment:
-    """The experiment with a "visits" metric when it has "time" (a profile
-    sampled on a timer) and samples but no visits: CubeLib's cube_stat -t
-    lists regions by "time" and "visits" (or metrics whose unique names end
-    in Time and Visits) and refuses a cube without both.  A sampling
-    profile does not count calls: its "visits" is a metric
-    repeating the samples, named so in its display name and description,
-    and marked STAND_IN; stored (the samples' array written again), not
-    derived, so that pycubexr still reads a profile's cube.  Otherwise the
-    experiment itself."""
+    """The experiment with what CubeLib's cube_stat -t needs where psuite
+    measured time: it lists regions by "time" and "visits" (or metrics
+    whose unique names end in Time and Visits) and refuses a cube without
+    both.  Each added metric is stored (so that pycubexr still reads the
+    cube), says what it is in its display name and description, and is
+    marked STAND_IN (psuite's reading leaves it out):
+
+    - a profile sampled on a timer (time and samples, no visits): "visits",
+      its samples again; a sampling profile does not count calls;
+    - a counting run (one call path, wall_seconds, neither time nor
+      visits): "time", its wall-clock seconds again, and "visits", 1 per
+      location (each report is one run of the program in its process or
+      thread).
+
+    Otherwise the experiment itself (cube_stat -t then says which of
+    "Time" and "Visits" it cannot find)."""
     names = {m.name for m in exp.metrics}
     timed = "time" in names or any(n.endswith("Time") for n in names)
     visits = "visits" in names or any(n.endswith("Visits") for n in names)
-    if not timed or visits or "samples" not in names or exp.metric("samples").derived:
+    if visits:
         return exp
-    samples = exp.metric("samples")
+    added: list[tuple[Metric, np.ndarray, str]] = []
+    if timed and "samples" in names and not exp.metric("samples").derived:
+        samples = exp.metric("samples")
+        added.append((Metric("visits", "Samples (as visits)", "occ", samples.dtype, samples.kind,
+                             "Not a count of calls, which a sampling profile does not take: the samples in the "
+                             "call path again, under the name CubeLib's cube_stat -t lists as the number of calls"),
+                      exp.stored("samples"), "samples"))
+    elif not timed and len(exp.cnodes) == 1 and "wall_seconds" in names and not exp.metric("wall_seconds").derived:
+        wall = exp.metric("wall_seconds")
+        added.append((Metric("time", "Time (wall clock)", "sec", "DOUBLE", wall.kind,
+                             "The run's wall-clock seconds again, under the name CubeLib's cube_stat -t lists"),
+                      exp.stored("wall_seconds").astype(np.float64), "wall_seconds"))
+        added.append((Metric("visits", "Runs (as visits)", "occ", "UINT64", "EXCLUSIVE",
+                             "1 per location: each counting report is one run of the program in its process or "
+                             "thread, under the name CubeLib's cube_stat -t lists as the number of calls"),
+                      np.ones((1, len(exp.locations)), dtype=np.int64), "one run per location"))
+    if not added:
+        return exp
     out = Experiment(metrics=list(exp.metrics), regions=exp.regions, cnodes=exp.cnodes, locations=exp.locations,
-                     values=exp.values, attributes=dict(exp.attributes), topologies=exp.topologies)
-    out.add_metric(Metric("visits", "Samples (as visits)", "occ", samples.dtype, samples.kind,
-                          "Not a count of calls, which a sampling profile does not take: the samples in the call "
-                          "path again, under the name CubeLib's cube_stat -t lists as the number of calls"))
-    out.values = {**exp.values, "visits": exp.stored(samples.name)}
-    out.attributes[f"{STAND_IN}::visits"] = samples.name
+                     values=dict(exp.values), attributes=dict(exp.attributes), topologies=exp.topologies)
+    for m, values, of in added:
+        out.add_metric(m)
+        out.values[m.name] = values
+        out.attributes[f"{STAND_IN}::{m.name}"] = of
     return out
 
 
