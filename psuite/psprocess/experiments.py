@@ -23,6 +23,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Collection, Sequence
@@ -65,6 +66,40 @@ def cubepl_name(name: str, taken: Collection[str] = ()) -> str:
     return out
 
 
+_REFERENCE = r"(metric::(?:context::|fixed::|call::)?){}(\s*\()"
+
+
+def with_cubepl_names(exp: Experiment) -> Experiment:
+    """The experiment with every metric a unique name CubePL can name
+    (cubepl_name), expressions and NO_FORMULA following; the experiment
+    itself when all are.  Older psuite named metrics as perf does
+    (task-clock), and an experiment built in Python may too: CubeLib could
+    not evaluate a derived metric naming one.  Values are not copied."""
+    bad = [m.name for m in exp.metrics
+           if not m.name or _NOT_CUBEPL.search(m.name) or m.name.startswith(_CUBEPL_PREFIXES)]
+    if not bad:
+        return exp
+    taken = {m.name for m in exp.metrics if m.name not in bad}
+    new: dict[str, str] = {}
+    for name in bad:
+        new[name] = cubepl_name(name, taken)
+        taken.add(new[name])
+    metrics = []
+    for m in exp.metrics:
+        expression = m.expression
+        for old in sorted(new, key=len, reverse=True):  # longest first: task-clock before task
+            expression = re.sub(_REFERENCE.format(re.escape(old)), lambda x, n=new[old]: x.group(1) + n + x.group(2),
+                                expression)
+        metrics.append(dataclasses.replace(m, name=new.get(m.name, m.name), display=m.display or m.name,
+                                           expression=expression))
+    attributes = dict(exp.attributes)
+    if attributes.get(NO_FORMULA):
+        attributes[NO_FORMULA] = "\n".join(new.get(n, n) for n in attributes[NO_FORMULA].split("\n"))
+    return Experiment(metrics=metrics, regions=exp.regions, cnodes=exp.cnodes, locations=exp.locations,
+                      values={new.get(k, k): v for k, v in exp.values.items()}, attributes=attributes,
+                      topologies=exp.topologies)
+
+
 # experiment attribute prefix: psuite::stand_in::visits = samples says the cube's "visits" only repeats
 # "samples", written for CubeLib's cube_stat (exporters/cube.py for_cube_stat), and psuite reads it without it
 STAND_IN = "psuite::stand_in::"
@@ -78,6 +113,8 @@ def as_written(exp: Experiment) -> Experiment:
     the metrics it added only for CubeLib's tools (STAND_IN), and with its
     regions' sampled lines (SAMPLED_LINES), which the file's regions leave
     out so that CubeLib unifies the regions of two runs."""
+    if exp.attributes.get("Creator") == "psuite":  # older psuite's names (task-clock) as psuite names them now
+        exp = with_cubepl_names(exp)
     for line in exp.attributes.pop(SAMPLED_LINES, "").splitlines():
         try:
             i, begin, end = (int(x) for x in line.split())

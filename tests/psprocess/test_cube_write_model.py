@@ -112,3 +112,44 @@ def test_several_roots_are_written_as_they_are(tmp_path):
     back = load_cube(str(path))
     assert [back.region_name(c) for c in back.roots] == ["app", "other"]
     assert np.array_equal(back.values["samples"][:, 0], [0, 3, 7])
+
+
+def test_names_cubepl_cannot_name_are_renamed_on_writing_and_reading(tmp_path):
+    """An experiment (or an older psuite cube) naming a metric as perf does:
+    written, and read back, under a name CubePL can refer to, its derived
+    metrics' expressions and display names following."""
+    exp = Experiment(attributes={"Creator": "psuite", "psuite::no_formula": "faults/s"})
+    for name in ("task-clock", "task", "faults/s"):
+        exp.add_metric(Metric(name, unit="occ", dtype="UINT64" if name != "faults/s" else "DOUBLE"))
+    exp.add_metric(Metric("per task", kind="POSTDERIVED", expression="metric::task-clock() / metric::task()"))
+    exp.add_cnode(exp.add_region(Region("app")), None)
+    exp.locations = [Location()]
+    exp.zeros("task-clock")[0, 0] = 6
+    exp.zeros("task")[0, 0] = 3
+    path = tmp_path / "old.cubex"
+    cube.write(exp, str(path))
+    text = anchor(path)
+    assert "<uniq_name>task_clock</uniq_name>" in text and "<disp_name>task-clock</disp_name>" in text
+    assert "<cubepl>metric::task_clock() / metric::task()</cubepl>" in text
+    back = load_cube(str(path))
+    assert [m.name for m in back.metrics] == ["task_clock", "task", "faults_s", "per_task"]
+    assert back.total("per_task") == 2.0 and back.attributes["psuite::no_formula"] == "faults_s"
+    assert [m.name for m in exp.metrics][0] == "task-clock"  # the experiment written is not changed
+    # a cube older psuite wrote: perf's names as unique names, read as psuite names them now
+    import io
+
+    with tarfile.open(path) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    old = tmp_path / "older.cubex"
+    with tarfile.open(old, "w", format=tarfile.USTAR_FORMAT) as tar:
+        for m, data in members:
+            if m.name == "anchor.xml":
+                data = data.replace(b"task_clock", b"task-clock")
+            info = tarfile.TarInfo(m.name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert "<uniq_name>task-clock</uniq_name>" in anchor(old)
+    again = load_cube(str(old))
+    assert [m.name for m in again.metrics] == ["task_clock", "task", "faults_s", "per_task"]
+    assert again.metric("per_task").expression == "metric::task_clock() / metric::task()"
+    assert again.total("per_task") == 2.0
