@@ -5,7 +5,7 @@ beside it.  Written from a psuite.experiment.Experiment; a report goes
 through psuite.psprocess.experiments.from_report first.
 
 - Metrics: the experiment's tree, nested, ids in tree order, each named
-  so that CubePL can refer to it (experiments.with_cubepl_names).  A stored
+  so that CubePL can refer to it (cube_names.with_cubepl_names).  A stored
   metric is written as it is held (EXCLUSIVE or INCLUSIVE, UINT64 when its
   integers are none negative, else INT64; DOUBLE).  A derived metric is
   written as CUBE's own derived metric (POSTDERIVED or PREDERIVED_*, DOUBLE,
@@ -274,7 +274,7 @@ def write_experiment(exp: Experiment, path: str, force: bool = False) -> str:
     if not exp.cnodes or not exp.locations:
         raise UsageError(f"{path}: the experiment has no {'call paths' if not exp.cnodes else 'locations'}; a CUBE "
                          "file needs at least one of each")
-    from psuite.psprocess.experiments import with_cubepl_names
+    from psuite.psprocess.cube_names import with_cubepl_names
 
     exp = with_cubepl_names(exp)  # names CubeLib's CubePL can refer to (task-clock as task_clock)
     _check_derived(exp)
