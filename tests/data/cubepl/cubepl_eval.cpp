@@ -7,7 +7,8 @@
 // (independently of psuite's reader): "region,id,name", "cnode,id,parent
 // id (-1 for a root),region id", "location,id,name" and per stored metric
 // "metric,name,dtype,kind" and its values "value,name,cnode,location,excl,
-// incl".  Built and run by make.sh; never part of psuite.
+// incl", and per derived expression "total,name,value" (the whole
+// experiment's value) before its values.  Built and run by make.sh; never part of psuite.
 #include <Cube.h>
 #include <CubeMetric.h>
 #include <CubeCnode.h>
@@ -76,6 +77,7 @@ int main( int argc, char** argv )
                                   : kind == "pre_excl" ? cube::CUBE_METRIC_PREDERIVED_EXCLUSIVE
                                   : cube::CUBE_METRIC_PREDERIVED_INCLUSIVE;
         cube::Metric* m = c.def_met( name, name, "DOUBLE", "", "", "", "", NULL, type, expr, "" );
+        printf( "total,%s,%.17g\n", name.c_str(), c.get_sev( m, cube::CUBE_CALCULATE_INCLUSIVE ) );
         for ( cube::Cnode* cn : c.get_cnodev() )
         {
             for ( cube::Location* loc : c.get_locationv() )
