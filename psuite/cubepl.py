@@ -44,18 +44,27 @@ one pass of anchored regular expressions: linear in the text's length.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from psuite.errors import InputError
+
 MAX_DEPTH = 200
 MAX_ITERATIONS = 100_000
+MAX_CHAIN = 48  # metrics fetched within metrics' evaluations, nested: callers that recurse stop here
+MAX_FETCHES = 20_000  # metric values fetched within one outermost evaluation: no exponential re-evaluation
 
 
-class ExpressionError(ValueError):
-    """A CubePL expression that cannot be parsed or evaluated."""
+class ExpressionError(InputError, ValueError):
+    """A CubePL expression that cannot be parsed or evaluated (one line,
+    exit status 2 at the command line)."""
+
+
+_fetching = threading.local()  # .stack: metric names being fetched, outermost first; .count
 
 
 # -- lexing ---------------------------------------------------------------------
@@ -543,9 +552,41 @@ class _Evaluator:
             if self.fixed is None:
                 raise ExpressionError(f"CubePL: metric::fixed::{name}() cannot be evaluated here")
             return self.fixed(name, args[0] if args else "")
-        if args and self.fetch_view is not None:
-            return self.fetch_view(name, args[0])
-        return self.fetch(name)
+        # a caller's fetch may evaluate other derived metrics through evaluate() again: a name met
+        # twice on the way is a cycle, a walk deeper than MAX_CHAIN or longer than MAX_FETCHES stops
+        stack = getattr(_fetching, "stack", None)
+        if stack is None:
+            stack = _fetching.stack = []
+        if name in stack:
+            loop = stack[stack.index(name):] + [name]
+            raise ExpressionError(f"derived metric {name} refers to itself ({' → '.join(loop)}); change its "
+                                  "expression so that no metric needs its own value")
+        if len(stack) >= MAX_CHAIN:
+            raise ExpressionError(f"derived metrics refer to each other more than {MAX_CHAIN} deep ({stack[0]} → "
+                                  f"{stack[1]} → ... → {name}); shorten the chain")
+        if not stack:
+            _fetching.count = 0
+        _fetching.count += 1
+        if _fetching.count > MAX_FETCHES:
+            raise ExpressionError(f"derived metric {stack[0] if stack else name}: its metrics were fetched more than "
+                                  f"{MAX_FETCHES} times (metrics that each name another several times); "
+                                  "simplify the expressions")
+        # within the outermost evaluation, a value fetched once is not fetched again: a caller
+        # whose fetch evaluates derived metrics recursively stays linear (40 metrics each naming
+        # the previous twice), the key being the fetch function and what it closes over
+        fn = self.fetch_view if args and self.fetch_view is not None else self.fetch
+        key = (_function_key(fn), name, args[0] if args and self.fetch_view is not None else None)
+        memo = getattr(_fetching, "memo", None)
+        if memo is not None and key[0] is not None and key in memo:
+            return memo[key]
+        stack.append(name)
+        try:
+            got = fn(name, args[0]) if key[2] is not None else fn(name)
+        finally:
+            stack.pop()
+        if memo is not None and key[0] is not None:
+            memo[key] = got
+        return got
 
     def defined(self, name: str) -> bool:
         return name in self.env or name in self.arrays or self.lookup(name) is not None
@@ -705,6 +746,20 @@ def _and(mask: Any, c: Any) -> Any:
     return out
 
 
+def _function_key(fn: Any) -> tuple | None:
+    """What identifies a fetch function's results: its code and the objects
+    it closes over (a view, a location list); None for other callables."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        bound = getattr(fn, "__self__", None)
+        return None if bound is None else (getattr(fn, "__func__", fn), id(bound))
+    cells = getattr(fn, "__closure__", None) or ()
+    try:
+        return (code, tuple(id(c.cell_contents) for c in cells), id(getattr(fn, "__self__", None)))
+    except ValueError:  # an empty cell
+        return None
+
+
 def _number_text(v: Any) -> str:
     f = float(v)
     return str(int(f)) if f.is_integer() else repr(f)
@@ -726,7 +781,16 @@ def evaluate(text: str | Program, fetch: Fetch, fetch_view: FetchView | None = N
     array or number."""
     program = text if isinstance(text, Program) else compiled(text)
     ev = _Evaluator(fetch, fetch_view, fixed, variables)
-    result = ev.eval(program.tree)
+    level = getattr(_fetching, "level", 0)
+    if level == 0:
+        _fetching.memo = {}
+    _fetching.level = level + 1
+    try:
+        result = ev.eval(program.tree)
+    finally:
+        _fetching.level = level
+        if level == 0:
+            _fetching.memo = None
     if isinstance(result, str) or (isinstance(result, np.ndarray) and result.dtype == object):
         raise ExpressionError("CubePL: the expression gives a string, not a number")
     return np.asarray(result, dtype=np.float64)

@@ -511,8 +511,11 @@ def derived_order(exp: Experiment, metric: str) -> list[str]:
                 continue
             if state.get(ref) == 1:
                 loop = path[path.index(ref):] + [ref]
-                raise ExpressionError(f"derived metric {ref!r} refers to itself ({' → '.join(loop)}); "
+                raise ExpressionError(f"derived metric {ref} refers to itself ({' → '.join(loop)}); "
                                       "change its expression so that no metric needs its own value")
+            if len(path) >= _cubepl.MAX_CHAIN:
+                raise ExpressionError(f"derived metrics refer to each other more than {_cubepl.MAX_CHAIN} deep "
+                                      f"({path[0]} → {path[1]} → ... → {ref}); shorten the chain")
             state[ref] = 1
             path.append(ref)
             stack.append((ref, iter(_refs(derived[ref]))))
