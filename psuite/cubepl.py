@@ -447,6 +447,31 @@ def compiled(text: str) -> Program:
     return p
 
 
+MAX_FILE = 1 << 20
+
+
+def read_expression(path: str) -> str:
+    """A CubePL expression read from a file (cube_dump -m FILE, cube_derive):
+    its text, checked; at most MAX_FILE bytes, UTF-8."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE + 1)
+    except OSError as exc:
+        raise ExpressionError(f"{path}: cannot read the CubePL expression ({exc.strerror or exc}); "
+                              "give a readable file") from None
+    if len(data) > MAX_FILE:
+        raise ExpressionError(f"{path}: a CubePL expression of more than {MAX_FILE} bytes; give a shorter one")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ExpressionError(f"{path}: the CubePL expression is not UTF-8 text; give a text file") from None
+    try:
+        parse(text)
+    except ExpressionError as exc:
+        raise ExpressionError(f"{path}: {exc}") from None
+    return text.strip()
+
+
 def metric_names(text: str) -> list[str]:
     """The metrics an expression refers to, in order of appearance."""
     return compiled(text).metric_names

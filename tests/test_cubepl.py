@@ -92,3 +92,18 @@ def test_hostile_texts_are_linear_and_never_recurse_too_deep():
     half = cubepl.MAX_DEPTH // 2
     assert float(evaluate("(" * half + "1" + ")" * half, lambda n: 0)) == 1
     assert time.monotonic() - t < 1.5
+
+
+def test_expressions_read_from_a_file(tmp_path):
+    f = tmp_path / "e.cubepl"
+    f.write_text("{\n  ${a} = metric::time(i);  // the inclusive time\n  return ${a} / 2;\n}\n")
+    text = cubepl.read_expression(str(f))
+    assert float(evaluate(text, lambda n: 0.0, lambda n, v: 8.0)) == 4
+    f.write_text("1 +")
+    with pytest.raises(ExpressionError, match="e.cubepl: CubePL: the expression ends too early"):
+        cubepl.read_expression(str(f))
+    with pytest.raises(ExpressionError, match="cannot read"):
+        cubepl.read_expression(str(tmp_path / "missing"))
+    f.write_bytes(b"1" * (cubepl.MAX_FILE + 1))
+    with pytest.raises(ExpressionError, match="more than"):
+        cubepl.read_expression(str(f))
