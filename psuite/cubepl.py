@@ -603,14 +603,14 @@ class _Evaluator:
         key = (_function_key(fn), name, args[0] if args and self.fetch_view is not None else None)
         memo = getattr(_fetching, "memo", None)
         if memo is not None and key[0] is not None and key in memo:
-            return memo[key]
+            return memo[key][0]
         stack.append(name)
         try:
             got = fn(name, args[0]) if key[2] is not None else fn(name)
         finally:
             stack.pop()
         if memo is not None and key[0] is not None:
-            memo[key] = got
+            memo[key] = (got, fn)  # fn kept alive: the ids in the key are not reused while the memo lives
         return got
 
     def defined(self, name: str) -> bool:
