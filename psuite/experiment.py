@@ -297,19 +297,20 @@ class Experiment:
                                 fetch_view is None else fetch_view(n, v), fetch_view is not None)
         cache: dict[tuple[str, str], np.ndarray] = {}
 
-        def get(name: str, variant: str | None) -> np.ndarray:
-            v = variant or ("i" if want_inclusive else "e")
-            got = cache.get((name, v))
-            if got is not None:
-                return got
-            return (self.inclusive if v == "i" else self.exclusive)(name).astype(np.float64)
+        def view(inclusive: bool) -> Callable[[str, str | None], np.ndarray]:
+            # one function per view, closing over it: what cubepl's fetch memo keys on
+            def get(name: str, variant: str | None) -> np.ndarray:
+                v = variant or ("i" if inclusive else "e")
+                got = cache.get((name, v))
+                if got is not None:
+                    return got
+                return (self.inclusive if v == "i" else self.exclusive)(name).astype(np.float64)
+            return get
 
         for name in order[:-1]:
             for v in ("e", "i"):
-                want_inclusive = v == "i"
-                cache[(name, v)] = self._derive(self.metric(name), want_inclusive, get, True)
-        want_inclusive = inclusive
-        return self._derive(self.metric(metric), inclusive, get, True)
+                cache[(name, v)] = self._derive(self.metric(name), v == "i", view(v == "i"), True)
+        return self._derive(self.metric(metric), inclusive, view(inclusive), True)
 
     def _derive(self, m: Metric, inclusive: bool, get: Callable[[str, str | None], np.ndarray | float],
                 cells: bool) -> np.ndarray:
