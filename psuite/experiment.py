@@ -24,10 +24,13 @@ This module only imports numpy; nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from psuite import cubepl as _cubepl
+from psuite.cubepl import ExpressionError
 
 INTEGER_TYPES = ("UINT64", "INT64", "UINT32", "INT32", "UINT16", "INT16", "UINT8", "INT8")
 EXCLUSIVE, INCLUSIVE = "EXCLUSIVE", "INCLUSIVE"
@@ -271,18 +274,112 @@ class Experiment:
     def derived_values(self, metric: str, inclusive: bool = True,
                        fetch: Callable[[str], np.ndarray | float] | None = None,
                        fetch_view: Callable[[str, str], np.ndarray | float] | None = None) -> np.ndarray:
-        """A derived metric computed from its expression: over the other
-        metrics' inclusive (or exclusive) values, or over what `fetch`
-        gives for a metric name (aggregated values, say)."""
-        m = self.metric(metric)
-
-        def view(name: str, variant: str | None = None) -> np.ndarray:
-            incl = inclusive if variant is None else variant == "i"
-            return (self.inclusive if incl else self.exclusive)(name).astype(np.float64)
-
+        """A derived metric computed from its CubePL expression, as CUBE
+        does: POSTDERIVED over the other metrics' inclusive (or exclusive)
+        values; PREDERIVED_EXCLUSIVE over exclusive values, its inclusive
+        values their sums over the callees; PREDERIVED_INCLUSIVE over
+        inclusive values, its exclusive values each call path's less its
+        children's.  metric::x(i) and metric::x(e) take the view they name.
+        With `fetch` (and `fetch_view`), the other metrics' values are what
+        those give (a view's cells, say) instead of this experiment's.
+        The derived metrics it needs are computed first, each once, so a
+        chain of any length costs no recursion; a metric that needs its
+        own value raises ExpressionError."""
+        order = derived_order(self, metric)
         if fetch is not None:
-            return evaluate(m.expression, fetch, fetch_view)
-        return evaluate(m.expression, view, view)
+            for name in order[:-1]:  # the caller's values, deepest first: each its own needs ready
+                if fetch_view is not None:
+                    fetch_view(name, "e")
+                    fetch_view(name, "i")
+                else:
+                    fetch(name)
+            return self._derive(self.metric(metric), inclusive, lambda n, v: fetch(n) if v is None or
+                                fetch_view is None else fetch_view(n, v), fetch_view is not None)
+        cache: dict[tuple[str, str], np.ndarray] = {}
+
+        def view(inclusive: bool) -> Callable[[str, str | None], np.ndarray]:
+            # one function per view, closing over it: what cubepl's fetch memo keys on
+            def get(name: str, variant: str | None) -> np.ndarray:
+                v = variant or ("i" if inclusive else "e")
+                got = cache.get((name, v))
+                if got is not None:
+                    return got
+                return (self.inclusive if v == "i" else self.exclusive)(name).astype(np.float64)
+            return get
+
+        for name in order[:-1]:
+            for v in ("e", "i"):
+                cache[(name, v)] = self._derive(self.metric(name), v == "i", view(v == "i"), True)
+        return self._derive(self.metric(metric), inclusive, view(inclusive), True)
+
+    def _derive(self, m: Metric, inclusive: bool, get: Callable[[str, str | None], np.ndarray | float],
+                cells: bool) -> np.ndarray:
+        """One derived metric from get(name, None | "i" | "e"); `cells`:
+        get gives (call paths, locations) values, so prederived metrics
+        can be summed up or taken apart along the call tree."""
+        kind = m.kind if cells else "POSTDERIVED"
+        default = {"PREDERIVED_EXCLUSIVE": "e", "PREDERIVED_INCLUSIVE": "i"}.get(kind)
+
+        def fixed(name: str, variant: str) -> np.ndarray | float:
+            # CubeLib: metric::fixed::x(i|e) is metric::x(i|e); metric::fixed::x() the call
+            # path's value over every location (POSTDERIVED), the experiment's total (PREDERIVED)
+            if variant:
+                return get(name, variant)
+            if kind != "POSTDERIVED":
+                return self.total(name)
+            a = np.asarray(get(name, None), dtype=np.float64)
+            return a.sum(axis=1, keepdims=True) if a.ndim == 2 else a
+
+        a = evaluate(m.expression, lambda n: get(n, default), get, fixed=fixed, variables=self._variable)
+        if not cells:
+            return a
+        full = np.broadcast_to(a, (len(self.cnodes), len(self.locations))).astype(np.float64)
+        if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
+            return to_inclusive(full, self.parents())
+        if kind == "PREDERIVED_INCLUSIVE" and not inclusive:
+            return to_exclusive(full, self.parents())
+        return full
+
+    def _fixed(self, name: str, variant: str) -> np.ndarray | float:
+        """metric::fixed::name() of a whole-experiment value: the total."""
+        if not variant:
+            return self.total(name)
+        return float(np.sum((self.inclusive if variant == "i" else self.exclusive)(name)[self.roots]))
+
+    def _variable(self, name: str) -> object:
+        """CUBE's predefined CubePL variables that psuite's model holds,
+        as CubeLib 4.8 (CubePL 1) sets them: per call path (call paths, 1),
+        per location (1, locations), arrays as lists.  A region's name is
+        ${cube::region::name}[${cube::callpath::calleeid}[${calculation::
+        callpath::id}]]: CubeLib leaves calculation::region::name unset."""
+        c, n = len(self.cnodes), len(self.locations)
+
+        def column(values: Iterable, dtype: type = np.float64) -> np.ndarray:
+            return np.asarray(list(values), dtype=dtype).reshape(c, 1)
+
+        kids = np.zeros(c)
+        for x in self.cnodes:
+            if x.parent is not None:
+                kids[x.parent] += 1
+        table: dict[str, Callable[[], object]] = {
+            "calculation::callpath::id": lambda: column(np.arange(c)),
+            "calculation::callpath::#children": lambda: column(kids),
+            "calculation::callpath::line": lambda: column([x.line for x in self.cnodes]),
+            "calculation::sysres::id": lambda: np.arange(n, dtype=np.float64).reshape(1, n),
+            "cube::#callpaths": lambda: float(c),
+            "cube::#root::callpaths": lambda: float(len(self.roots)),
+            "cube::#regions": lambda: float(len(self.regions)),
+            "cube::#metrics": lambda: float(len(self.metrics)),
+            "cube::#root::metrics": lambda: float(sum(1 for m in self.metrics if m.parent is None)),
+            "cube::#locations": lambda: float(n),
+            "cube::#threads": lambda: float(n),
+            "cube::#locationgroups": lambda: float(len({loc.key for loc in self.locations})),
+            "cube::callpath::parent::id": lambda: [float(-1 if x.parent is None else x.parent) for x in self.cnodes],
+            "cube::callpath::calleeid": lambda: [float(x.region) for x in self.cnodes],
+            "cube::region::name": lambda: [r.name for r in self.regions],
+        }
+        got = table.get(name)
+        return None if got is None else got()
 
     def to_records(self, inclusive: bool = False) -> list[dict]:
         """One row per metric, call path and thread with a value other than
@@ -302,10 +399,30 @@ class Experiment:
         return rows
 
     def total(self, metric: str) -> float:
-        """The metric over the whole experiment (every root, every location)."""
+        """The metric over the whole experiment (every root, every location):
+        a POSTDERIVED metric evaluated on the other metrics' totals (metric::
+        x(e): the roots' own values), a prederived one summed."""
         m = self.metric(metric)
+        if m.derived and m.kind == "POSTDERIVED":
+            memo: dict[str, float] = {}
+
+            def tot(name: str, variant: str | None = None) -> float:
+                if variant == "e":
+                    return float(np.sum(self.exclusive(name)[self.roots]))
+                if name in memo:
+                    return memo[name]
+                return self.total(name)
+
+            def whole(name: str) -> object:  # no call path, no location: CubeLib leaves their ids unset
+                return None if name.startswith("calculation::") else self._variable(name)
+
+            for name in derived_order(self, metric):
+                d = self.metric(name)
+                if d.kind == "POSTDERIVED":
+                    memo[name] = float(evaluate(d.expression, tot, tot, fixed=self._fixed, variables=whole))
+            return memo[metric]
         if m.derived:
-            return float(self.derived_values(metric, fetch=lambda n: self.total(n)))
+            return float(np.sum(self.inclusive(metric)[self.roots]))
         a = self.stored(metric) if m.kind == INCLUSIVE else self.inclusive(metric)
         return float(m.combine.reduce(a[self.roots], axis=None))
 
@@ -354,93 +471,69 @@ def to_exclusive(a: np.ndarray, parents: np.ndarray) -> np.ndarray:
 
 
 
-# -- derived metrics: a safe subset of CubePL ---------------------------------
-_TOKEN = re.compile(r"\s*(?:(metric::(?:context::|fixed::|call::)?([A-Za-z_][\w.:@-]*)"
-                    r"\s*\(\s*(?:([ie])\s*(?:,[^)]*)?)?\))|(\d+(?:\.\d*)?(?:[eE][+-]?\d+)?|\.\d+(?:[eE][+-]?\d+)?)|([-+*/()]))")
-
-
-class ExpressionError(ValueError):
-    """A derived metric's expression outside the CubePL subset psuite evaluates."""
-
-
+# -- derived metrics: CubePL (psuite.cubepl) ------------------------------------
 def metric_names(expression: str) -> list[str]:
-    """The metrics an expression refers to."""
-    return [m.group(2) for m in _TOKEN.finditer(expression) if m.group(2)]
+    """The metrics an expression refers to; none when it is not CubePL
+    (evaluate says why).  CubePL names a metric with letters, digits, _ :
+    and = only, so metric::task-clock() is not CubePL."""
+    try:
+        return _cubepl.metric_names(expression)
+    except ExpressionError:
+        return []
 
 
 def evaluate(expression: str, fetch: Callable[[str], np.ndarray | float],
-             fetch_view: Callable[[str, str], np.ndarray | float] | None = None) -> np.ndarray:
-    """CubePL's arithmetic: metric::name() references, numbers, + - * / and
-    parentheses.  `fetch(name)` gives a metric's values in the view asked
-    for; a reference with an argument, metric::name(i) or metric::name(e)
-    (Score-P's avg_time: time(i)/visits(e)), is fetched as
-    `fetch_view(name, "i" | "e")` when that is given (else as fetch(name)).
-    A division by zero gives 0, as CUBE shows it."""
-    tokens: list[tuple[str, object]] = []
-    pos = 0
-    text = expression.strip()
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m or m.end() == pos:
-            raise ExpressionError(f"cannot evaluate derived metric expression at {text[pos:pos + 20]!r}")
-        if m.group(2):
-            tokens.append(("v", (m.group(2), m.group(3))))
-        elif m.group(4):
-            tokens.append(("v", float(m.group(4))))
+             fetch_view: Callable[[str, str], np.ndarray | float] | None = None, *,
+             fixed: Callable[[str, str], np.ndarray | float] | None = None,
+             variables: Callable[[str], object] | None = None) -> np.ndarray:
+    """A CubePL expression (psuite.cubepl) over fetched values: fetch(name)
+    gives metric::name() in the view asked for, fetch_view(name, "i" | "e")
+    metric::name(i) and (e) (Score-P's avg_time: time(i)/visits(e)),
+    fixed(name, "" | "i" | "e") metric::fixed:: references, variables CUBE's
+    predefined ${...} ones.  Division as CubeLib's: 0/x is 0, x/0 NaN."""
+    return _cubepl.evaluate(expression, fetch, fetch_view, fixed=fixed, variables=variables)
+
+
+def derived_order(exp: Experiment, metric: str) -> list[str]:
+    """The derived metrics a derived metric needs, itself last, each after
+    the ones it refers to; an iterative walk, so chains of any length and
+    cycles are met without recursion.  Raises ExpressionError for a metric
+    that refers to itself, directly or through others."""
+    derived = {m.name: m for m in exp.metrics if m.derived}
+    order: list[str] = []
+    state: dict[str, int] = {}  # 1: on the walk's path, 2: done
+    path: list[str] = [metric]
+    stack = [(metric, iter(_refs(derived[metric])))]
+    state[metric] = 1
+    while stack:
+        name, it = stack[-1]
+        for ref in it:
+            if ref not in derived or state.get(ref) == 2:
+                continue
+            if state.get(ref) == 1:
+                loop = path[path.index(ref):] + [ref]
+                raise ExpressionError(f"derived metric {ref} refers to itself ({' → '.join(loop)}); "
+                                      "change its expression so that no metric needs its own value")
+            if len(path) >= _cubepl.MAX_CHAIN:
+                raise ExpressionError(f"derived metrics refer to each other more than {_cubepl.MAX_CHAIN} deep "
+                                      f"({path[0]} → {path[1]} → ... → {ref}); shorten the chain")
+            state[ref] = 1
+            path.append(ref)
+            stack.append((ref, iter(_refs(derived[ref]))))
+            break
         else:
-            tokens.append(("op", m.group(5)))
-        pos = m.end()
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    def get(name: str, variant: str | None) -> np.ndarray | float:
-        return fetch(name) if variant is None or fetch_view is None else fetch_view(name, variant)
-
-    result, end = _sum(tokens, 0, get)
-    if end != len(tokens):
-        raise ExpressionError(f"unexpected {tokens[end][1]!r} in derived metric expression {expression!r}")
-    return np.asarray(result, dtype=np.float64)
+            stack.pop()
+            path.pop()
+            state[name] = 2
+            order.append(name)
+    return order
 
 
-def _sum(t: Sequence, i: int, fetch) -> tuple:
-    left, i = _product(t, i, fetch)
-    while i < len(t) and t[i] in (("op", "+"), ("op", "-")):
-        right, j = _product(t, i + 1, fetch)
-        left = left + right if t[i][1] == "+" else left - right
-        i = j
-    return left, i
-
-
-def _product(t: Sequence, i: int, fetch) -> tuple:
-    left, i = _unary(t, i, fetch)
-    while i < len(t) and t[i] in (("op", "*"), ("op", "/")):
-        right, j = _unary(t, i + 1, fetch)
-        if t[i][1] == "*":
-            left = left * right
-        else:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                q = np.true_divide(left, right)
-            left = np.where(np.asarray(right) == 0, 0.0, q)
-        i = j
-    return left, i
-
-
-def _unary(t: Sequence, i: int, fetch) -> tuple:
-    if i >= len(t):
-        raise ExpressionError("derived metric expression ends too early")
-    kind, v = t[i]
-    if (kind, v) == ("op", "-"):
-        value, j = _unary(t, i + 1, fetch)
-        return -value, j
-    if (kind, v) == ("op", "("):
-        value, j = _sum(t, i + 1, fetch)
-        if j >= len(t) or t[j] != ("op", ")"):
-            raise ExpressionError("unbalanced parentheses in derived metric expression")
-        return value, j + 1
-    if kind == "v":
-        if isinstance(v, tuple):  # a metric: metric::name(i) asks for its inclusive value, (e) exclusive
-            return fetch(*v), i + 1
-        return v, i + 1
-    raise ExpressionError(f"unexpected {v!r} in derived metric expression")
+def _refs(m: Metric) -> list[str]:
+    try:
+        return list(dict.fromkeys(_cubepl.metric_names(m.expression)))
+    except ExpressionError as exc:
+        raise ExpressionError(f"derived metric {m.name!r}: {exc}") from None
 
 
 def system_tree(locations: Iterable[Location]) -> dict[str, dict[str, dict[tuple[int, str], list[int]]]]:
