@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import gzip
 import struct
-import tarfile
 import zlib
 
 import numpy as np
@@ -83,15 +82,15 @@ def read(path: str) -> Experiment:
     """The experiment of a .cubex file; InputError (one line) when it is
     not a readable CUBE 4 file."""
     try:
-        with open(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tar:
-            return _read(path, raw, tar)
+        with open(path, "rb") as raw:
+            return _read(path, raw, _members(raw))
     except InputError:
         raise
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise InputError(f"{path}: no such file; check the name") from None
         raise InputError(f"{path}: cannot read it ({exc.strerror or exc}); check the file") from None
-    except tarfile.TarError as exc:
+    except _NotTar as exc:
         raise InputError(
             f"{path}: not a CUBE 4 file (not a complete tar archive: {_words(exc)}); give a .cubex "
             "file that CUBE or psuite wrote"
@@ -109,9 +108,7 @@ def _words(exc: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
-    members = {m.name: m for m in tar.getmembers() if m.isfile()}
-    _check_end(raw, tar.offset)
+def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
     anchor = members.get("anchor.xml")
     if anchor is None:
         raise _Corrupt("no anchor.xml in it")
@@ -125,10 +122,11 @@ def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
         if m.derived:
             continue
         index, values = members.get(f"{file_id}.index"), members.get(f"{file_id}.data")
-        if index is None or values is None:  # CUBE writes both for every metric that is not derived
-            raise _Corrupt(
-                f"metric {m.name!r} has no {file_id}.{'data' if index else 'index'} (the file is cut short?)"
-            )
+        if values is None:  # Score-P writes no files for an all-zero metric; CubeLib reads zeros
+            exp.zeros(m)
+            continue
+        if index is None:
+            raise _Corrupt(f"metric {m.name!r} has {file_id}.data but no {file_id}.index (the file is cut short?)")
         order, rows = _index(_member_bytes(raw, index), len(exp.cnodes))
         if m.kind == INCLUSIVE:
             if wide is None:
@@ -180,16 +178,94 @@ def _several_roots(exp: Experiment) -> Experiment:
     return exp
 
 
-def _check_end(raw, offset: int) -> None:
-    """tarfile stops quietly at a damaged header after the first: what
-    follows the last member must be the archive's zero blocks."""
-    raw.seek(offset)
-    while block := raw.read(1 << 16):
-        if block.count(0) != len(block):
-            raise _Corrupt(f"a damaged tar header at byte {offset:,}")
+class _NotTar(Exception):
+    """The file is not a tar archive as CubeLib reads one."""
 
 
-def _member_bytes(raw, member: tarfile.TarInfo) -> bytes:
+class _Member:
+    """A file in the archive: its name, where its bytes start, how many."""
+
+    __slots__ = ("name", "offset_data", "size")
+
+    def __init__(self, name: str, offset_data: int, size: int) -> None:
+        self.name, self.offset_data, self.size = name, offset_data, size
+
+
+def _octal(field: bytes) -> int | None:
+    """A tar number as CubeLib's strtol(.., 8) takes it: leading blanks,
+    octal digits up to the first other byte (None: no digit at all)."""
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    digits = len(text) - len(text.lstrip(b"01234567"))
+    return int(text[:digits], 8) if digits else None
+
+
+def _members(raw) -> dict[str, _Member]:
+    """The archive's files, walked as CubeLib's TarReader walks them: a
+    512-byte header gives a name and an octal size, a PAX header ('x') the
+    size of the next; blocks of zeros are passed over wherever they are,
+    so the extra padding block CubeLib and cubew write after a file whose
+    size is a multiple of 512 reads like a standard tar.  Header checksums
+    are not checked, as CubeLib does not check them: cubes written with a
+    wrong checksum are read by CubeLib's tools, and so here.  A header
+    whose size is not a number, or a file that runs past the end, is
+    damage."""
+    raw.seek(0, 2)
+    end = raw.tell()
+    members: dict[str, _Member] = {}
+    at = 0
+    pax_size: int | None = None
+    while at + 512 <= end:
+        raw.seek(at)
+        header = raw.read(512)
+        if len(header) < 512:
+            break
+        if header.count(0) == 512:  # padding or the end-of-archive blocks: skip the run in large steps
+            at = _after_zeros(raw, at, end)
+            continue
+        size = _octal(header[124:136])
+        if size is None:
+            if not members:
+                raise _NotTar("its first block is not a tar header")
+            raise _Corrupt(f"a damaged tar header at byte {at:,}")
+        if pax_size is not None:
+            size, pax_size = pax_size, None
+        if at + 512 + size > end:
+            if not members:
+                raise _NotTar("its first block is not a tar header")
+            raise _Corrupt(f"a file in it ends after the file's end (byte {at:,})")
+        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+        kind = header[156:157]
+        if kind == b"x":  # PAX: "NN size=N\n" records; CubeLib writes one for files of 8 GiB or more
+            raw.seek(at + 512)
+            block = raw.read(min(size, 1 << 16))
+            for record in block.split(b"\n"):
+                key, _, value = record.partition(b" ")[2].partition(b"=")
+                if key == b"size" and value.strip().isdigit():
+                    pax_size = int(value)
+        elif name and kind in (b"0", b"\0", b"7"):
+            members[name] = _Member(name, at + 512, size)
+        at += 512 + (size + 511) // 512 * 512
+    if not members:
+        raise _NotTar("no files in it")
+    return members
+
+
+def _after_zeros(raw, at: int, end: int) -> int:
+    """The first 512-byte block at or after `at` that is not all zeros
+    (or the end of the file)."""
+    raw.seek(at)
+    while at < end:
+        block = raw.read(1 << 16)
+        if not block:
+            return end
+        stripped = len(block) - len(block.lstrip(b"\0"))
+        if stripped < len(block):
+            return at + stripped // 512 * 512
+        at += len(block)
+    return end
+
+
+def _member_bytes(raw, member: _Member) -> bytes:
     raw.seek(member.offset_data)
     data = raw.read(member.size)
     if len(data) != member.size:
@@ -404,6 +480,8 @@ def _index(data: bytes, ncnodes: int) -> tuple[str, np.ndarray | None]:
     at = len(head) + 7
     if fmt == 3 and len(data) == at:  # dense: every row
         return order, None
+    if fmt == 1 and len(data) == at:  # CubeLib's index of an all-zero metric: sparse, without even a count
+        return order, np.zeros(0, dtype=np.int64)
     if len(data) < at + 4:
         raise _Corrupt("an index file ends before its length")
     n = struct.unpack_from(order + "i", data, at)[0]
@@ -418,7 +496,7 @@ def _index(data: bytes, ncnodes: int) -> tuple[str, np.ndarray | None]:
 
 
 def _data(
-    raw, member: tarfile.TarInfo, m: Metric, order: str, cnodes: np.ndarray | None, ncnodes: int, nloc: int
+    raw, member: _Member, m: Metric, order: str, cnodes: np.ndarray | None, ncnodes: int, nloc: int
 ) -> np.ndarray:
     """(ncnodes, nloc) values of a metric: rows in file order go to call
     paths `cnodes` (None: 0, 1, 2 ... all of them)."""
@@ -446,7 +524,7 @@ class _Overflow(Exception):
     pass
 
 
-def _fill(raw, member: tarfile.TarInfo, src: np.dtype, out: np.ndarray, cnodes: np.ndarray | None, nrows: int) -> None:
+def _fill(raw, member: _Member, src: np.dtype, out: np.ndarray, cnodes: np.ndarray | None, nrows: int) -> None:
     nloc = out.shape[1]
     row_bytes = nloc * src.itemsize
     raw.seek(member.offset_data)
@@ -533,7 +611,7 @@ def _plain(raw, size: int, row_bytes: int):
         yield _Span(raw, at + start, min(step, size - start))
 
 
-def _compressed(raw, member: tarfile.TarInfo, order: str, row_bytes: int):
+def _compressed(raw, member: _Member, order: str, row_bytes: int):
     at = member.offset_data + 11
     end = member.offset_data + member.size
     raw.seek(at)
