@@ -44,6 +44,7 @@ from psuite.experiment import (
     Location,
     Metric,
     Region,
+    Topology,
     evaluate,
     metric_names,
 )
@@ -115,7 +116,7 @@ def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
     data = _member_bytes(raw, anchor)
     if not data.lstrip().startswith(b"<"):
         data = gzip.decompress(data)
-    exp, file_ids = _anchor(data)
+    exp, file_ids, layouts = _anchor(data)
     wide = None
     for i, file_id in file_ids.items():
         m = exp.metrics[i]
@@ -136,7 +137,12 @@ def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
             cnodes = wide if rows is None else wide[rows]
         else:
             cnodes = None if rows is None else rows
-        exp.values[m.name] = _data(raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations))
+        exp.values[m.name] = _data(
+            raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations), layouts.get(m.name)
+        )
+    for m in exp.metrics:  # SCALE_FUNC: zeros, said when read
+        if not m.derived and m.name not in exp.values:
+            exp.zeros(m)
     exp.check()
     exp.attributes.setdefault("source", path)
     _stored_ratios(exp)
@@ -214,6 +220,7 @@ def _members(raw) -> dict[str, _Member]:
     members: dict[str, _Member] = {}
     at = 0
     pax_size: int | None = None
+    ended = False  # a block of zeros after the last file: the archive's end, which CUBE writers all write
     while at + 512 <= end:
         raw.seek(at)
         header = raw.read(512)
@@ -221,7 +228,9 @@ def _members(raw) -> dict[str, _Member]:
             break
         if header.count(0) == 512:  # padding or the end-of-archive blocks: skip the run in large steps
             at = _after_zeros(raw, at, end)
+            ended = True
             continue
+        ended = False
         size = _octal(header[124:136])
         if size is None:
             if not members:
@@ -247,6 +256,8 @@ def _members(raw) -> dict[str, _Member]:
         at += 512 + (size + 511) // 512 * 512
     if not members:
         raise _NotTar("no files in it")
+    if not ended or at < end:  # without it a file cut between two members would read as all-zero metrics
+        raise _Corrupt("the file is cut short (no end-of-archive blocks after its last member)")
     return members
 
 
@@ -300,8 +311,10 @@ def _int(text: str | None, what: str, default: int | None = None) -> int:
         raise _Corrupt(f"{what} is {text!r}, not a whole number") from None
 
 
-def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
-    """The experiment's dimensions, and per metric index with data its file id."""
+def _anchor(data: bytes) -> tuple[Experiment, dict[int, int], dict[str, _Composite]]:
+    """The experiment's dimensions, per metric index with data its file id,
+    and per metric of several numbers a value its layout."""
+    layouts: dict[str, _Composite] = {}
     root = _parse_xml(data)
     if root.tag != "cube":
         raise _Corrupt(f"anchor.xml holds <{root.tag}>, not <cube>")
@@ -310,7 +323,7 @@ def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
         raise _Corrupt(f"anchor.xml is CUBE version {version or '?'}; psuite reads CUBE 4")
     exp = Experiment()
     exp.attributes.update({a.get("key", ""): a.get("value", "") for a in root.findall("attr")})
-    file_ids = _metrics(exp, root.find("metrics"))
+    file_ids = _metrics(exp, root.find("metrics"), layouts)
     program = root.find("program")
     if program is None:
         raise _Corrupt("anchor.xml has no <program>")
@@ -319,49 +332,130 @@ def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
     if system is None:
         raise _Corrupt("anchor.xml has no <system>")
     _system(exp, system)
-    return exp, file_ids
+    return exp, file_ids, layouts
 
 
-def _metrics(exp: Experiment, metrics) -> dict[int, int]:
+class _Composite:
+    """A metric type whose value is several numbers (CubeLib's RATE,
+    COMPLEX, TAU_ATOMIC, HISTOGRAM(n), NDOUBLES(n)): its layout in the data
+    file and the one number CubeLib's Value::getDouble() makes of it, which
+    is what cube_dump prints and what psuite holds."""
+
+    def __init__(self, fields: list[tuple[str, str]], shown: str, to_double, base: str = "") -> None:
+        self.fields, self.shown, self.to_double, self.base = fields, shown, to_double, base
+
+    def dtype(self, order: str) -> np.dtype:
+        return np.dtype([(name, order + code) for name, code in self.fields])  # packed, as CubeLib writes
+
+
+def _rate(v: np.ndarray) -> np.ndarray:
+    m, d = v["main"].astype(np.float64), v["duration"].astype(np.float64)
+    out = np.zeros(m.shape)
+    np.divide(m, d, out=out, where=d != 0)
+    return out
+
+
+def _tau_mean(v: np.ndarray) -> np.ndarray:
+    n, total = v["n"].astype(np.float64), v["sum"].astype(np.float64)
+    with np.errstate(all="ignore"):  # CubeLib divides by 1e-256 for n = 0: an infinity is refused later
+        return total / np.where(n == 0, 1e-256, n)
+
+
+def _composite(dtype: str) -> _Composite | None:
+    base, _, args = dtype.partition("(")
+    base = base.strip()
+    made = _layout(base, args, dtype)
+    if made is not None:
+        made.base = base
+    return made
+
+
+def _layout(base: str, args: str, dtype: str) -> _Composite | None:
+    if base == "RATE":
+        return _Composite([("main", "f8"), ("duration", "f8")],
+                          "main value / duration (0 where the duration is 0; CubeLib shows nan)", _rate)
+    if base == "COMPLEX":
+        return _Composite([("re", "f8"), ("im", "f8")], "its modulus sqrt(re^2 + im^2)",
+                          lambda v: np.hypot(v["re"].astype(np.float64), v["im"].astype(np.float64)))
+    if base == "TAU_ATOMIC":
+        return _Composite([("n", "u4"), ("min", "f8"), ("max", "f8"), ("sum", "f8"), ("sum2", "f8")],
+                          "its mean (sum / count)", _tau_mean)
+    if base in ("HISTOGRAM", "NDOUBLES"):
+        try:
+            n = int(args.split(",")[0].rstrip(")").strip())
+        except ValueError:
+            raise _Corrupt(f"a {base} metric without its count, {dtype!r}: CUBE writes {base}(N)") from None
+        if not 0 <= n <= 1 << 16:
+            raise _Corrupt(f"a {base} metric of {n} numbers per value")
+        head = [("min", "f8"), ("max", "f8")] if base == "HISTOGRAM" else []
+        fields = head + [(f"v{k}", "f8") for k in range(n)]
+        return _Composite(fields, f"the sum of its {n} {'bins' if head else 'numbers'}",
+                          lambda v: sum((v[f"v{k}"].astype(np.float64) for k in range(n)), np.zeros(v.shape)))
+    return None
+
+
+def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[int, int]:
+    """The metric tree, walked without recursion (a tree may be deep);
+    per metric with values its file id.  Metrics of several numbers per
+    value are held as the number CubeLib shows for them, said once per
+    metric on stderr; SCALE_FUNC as zeros, said as well."""
     if metrics is None:
         raise _Corrupt("anchor.xml has no <metrics>")
     file_ids: dict[int, int] = {}
     skipped: list[str] = []
-
-    def walk(el, parent: int | None) -> None:
-        for m in el.findall("metric"):
-            name = _text(m, "uniq_name")
-            kind = m.get("type", EXCLUSIVE).upper()
-            dtype = _text(m, "dtype", "DOUBLE").strip().upper()
-            attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
-            metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
-            if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
-                metric.kind = (
-                    attrs.get(KIND_ATTR, "POSTDERIVED") if attrs.get(KIND_ATTR) in DERIVED_KINDS else "POSTDERIVED"
-                )
-                metric.expression = attrs[CUBEPL_ATTR]
-            elif kind in DERIVED_KINDS:
-                metric.expression = _text(m, "cubepl").strip()
-            elif kind not in (EXCLUSIVE, INCLUSIVE):
-                raise _Corrupt(f"metric {name!r} has type {kind!r}")
-            elif dtype not in INTEGER and dtype not in FLOATING:
-                skipped.append(name)  # values psuite's model cannot hold; its children hang on its parent
-                walk(m, parent)
-                continue
-            if not name:
-                raise _Corrupt("a metric has no <uniq_name>")
-            if any(x.name == name for x in exp.metrics):
-                raise _Corrupt(f"two metrics are named {name!r}")
-            i = exp.add_metric(metric)
-            if not metric.derived:
-                file_ids[i] = _int(m.get("id"), f"the id of metric {name!r}")
-            walk(m, i)
-
-    walk(metrics, None)
+    stack: list[tuple[object, int | None]] = [(m, None) for m in reversed(metrics.findall("metric"))]
+    while stack:
+        m, parent = stack.pop()
+        name = _text(m, "uniq_name")
+        if not name:
+            raise _Corrupt("a metric has no <uniq_name>")
+        kind = m.get("type", EXCLUSIVE).upper()
+        dtype = _text(m, "dtype", "DOUBLE").strip().upper()
+        attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
+        metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
+        stored = True
+        if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
+            kept = attrs.get(KIND_ATTR)
+            metric.kind = kept if kept in DERIVED_KINDS else "POSTDERIVED"
+            metric.expression = attrs[CUBEPL_ATTR]
+        elif kind in DERIVED_KINDS:
+            metric.expression = _text(m, "cubepl").strip()
+        elif kind not in (EXCLUSIVE, INCLUSIVE):
+            raise _Corrupt(f"metric {name!r} has type {kind!r}")
+        elif dtype not in INTEGER and dtype not in FLOATING:
+            composite = _composite(dtype)
+            base = dtype.partition("(")[0].strip()
+            metric.dtype = "DOUBLE"
+            if composite is not None:
+                layouts[name] = composite
+                _say(f"metric {name!r} is {base}: shown as {composite.shown}, as CubeLib's cube_dump shows it")
+            elif base == "SCALE_FUNC":
+                stored = False
+                _say(f"metric {name!r} is SCALE_FUNC: shown as 0 (psuite does not evaluate scaling functions)")
+            else:  # CubeLib: "Unrecognized datatype ...; defaulting to 'double'"
+                _say(f"metric {name!r} has the unknown data type {dtype!r}: read as DOUBLE, as CubeLib does")
+        if any(x.name == name for x in exp.metrics):
+            raise _Corrupt(f"two metrics are named {name!r}")
+        i = exp.add_metric(metric)
+        if not metric.derived:
+            fid = _int(m.get("id"), f"the id of metric {name!r}")
+            if stored:
+                file_ids[i] = fid
+        stack.extend((c, i) for c in reversed(m.findall("metric")))
+    # metrics come out depth first, parents first: the order of the file
     file_ids = _drop_unevaluable(exp, file_ids, skipped)
     if skipped:
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
+        _say(f"derived metrics psuite cannot evaluate are left out: {', '.join(skipped)}")
     return file_ids
+
+
+def _say(message: str) -> None:
+    """A line on stderr about what the file holds, once the command has not
+    failed (held as psprocess holds its warnings)."""
+    from psuite.cli_common import hold_warning, one_line
+
+    hold_warning(f"psprocess: warning: {one_line(message)}")
 
 
 def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[str]) -> dict[int, int]:
@@ -430,12 +524,22 @@ def _program(exp: Experiment, program) -> None:
 
 
 def _system(exp: Experiment, system) -> None:
+    """Locations (CUBE 4's systemtreenode/locationgroup/location, or CUBE
+    4.0's machine/node/process/thread), walked without recursion, then the
+    Cartesian topologies over them."""
     found: list[tuple[int, Location]] = []
-
-    def groups(el, path: list[str]) -> None:
-        for g in el.findall("locationgroup"):
-            process, rank = _text(g, "name"), _int(_text(g, "rank"), "rank", 0)
-            for loc in g.findall("location"):
+    groups = {"locationgroup", "process"}
+    nodes = {"systemtreenode", "machine", "node"}
+    stack: list[tuple[object, list[str]]] = [(c, []) for c in reversed(list(system)) if c.tag in nodes]
+    while stack:
+        el, path = stack.pop()
+        if el.tag in nodes:
+            here = [*path, _text(el, "name")]
+            stack.extend((c, here) for c in reversed(list(el)) if c.tag in nodes or c.tag in groups)
+            continue
+        process, rank = _text(el, "name"), _int(_text(el, "rank"), "rank", 0)
+        for loc in el:
+            if loc.tag in ("location", "thread"):
                 found.append(
                     (
                         _int(loc.get("Id"), "a location's Id"),
@@ -449,21 +553,50 @@ def _system(exp: Experiment, system) -> None:
                         ),
                     )
                 )
-            groups(g, path)
-
-    def nodes(el, path: list[str]) -> None:
-        for n in el.findall("systemtreenode"):
-            here = [*path, _text(n, "name")]
-            groups(n, here)
-            nodes(n, here)
-
-    nodes(system, [])
+        stack.extend((c, path) for c in reversed(list(el)) if c.tag in groups)
     if not found:
         raise _Corrupt("anchor.xml has no locations")
     ids = [i for i, _ in found]
     if sorted(ids) != list(range(len(ids))):
         raise _Corrupt("the location ids are not 0, 1, 2 ...")
     exp.locations = [loc for _, loc in sorted(found, key=lambda x: x[0])]
+    topologies = system.find("topologies")
+    if topologies is not None:
+        exp.topologies = [_cart(c, len(exp.locations)) for c in topologies.findall("cart")]
+
+
+def _cart(cart, nloc: int) -> Topology:
+    """A <cart>: its dimensions, and the coordinates of its locations
+    (locId, or CUBE 3's thrdId); coordinates of a process, node or
+    machine have no place in psuite's model and are left out, said."""
+    dims = [
+        (d.get("name", ""), _int(d.get("size"), "a topology dimension's size"), d.get("periodic", "") == "true")
+        for d in cart.findall("dim")
+    ]
+    name = cart.get("name", "")
+    if any(size < 0 for _, size, _ in dims):
+        raise _Corrupt(f"topology {name!r} has a dimension of negative size")
+    topo = Topology(name, dims)
+    dropped = 0
+    for c in cart.findall("coord"):
+        where = c.get("locId", c.get("thrdId"))
+        if where is None:
+            dropped += 1
+            continue
+        loc = _int(where, "a topology coordinate's location")
+        try:
+            coords = tuple(int(x) for x in (c.text or "").split())
+        except ValueError:
+            raise _Corrupt(f"topology {name!r}: coordinates {c.text!r} are not whole numbers") from None
+        if not 0 <= loc < nloc:
+            raise _Corrupt(f"topology {name!r} places location {loc}, which is not defined")
+        if len(coords) != len(dims) or any(not 0 <= x < size for x, (_, size, _) in zip(coords, dims, strict=True)):
+            raise _Corrupt(f"topology {name!r}: coordinates {c.text!r} do not fit its dimensions")
+        topo.coordinates[loc] = coords
+    if dropped:
+        _say(f"topology {name!r}: {dropped} coordinates of processes, nodes or machines left out "
+             "(psuite places locations only)")
+    return topo
 
 
 # -- index and data ------------------------------------------------------------
@@ -496,27 +629,40 @@ def _index(data: bytes, ncnodes: int) -> tuple[str, np.ndarray | None]:
 
 
 def _data(
-    raw, member: _Member, m: Metric, order: str, cnodes: np.ndarray | None, ncnodes: int, nloc: int
+    raw,
+    member: _Member,
+    m: Metric,
+    order: str,
+    cnodes: np.ndarray | None,
+    ncnodes: int,
+    nloc: int,
+    composite: _Composite | None = None,
 ) -> np.ndarray:
     """(ncnodes, nloc) values of a metric: rows in file order go to call
     paths `cnodes` (None: 0, 1, 2 ... all of them)."""
-    code = INTEGER.get(m.dtype) or FLOATING[m.dtype]
-    src = np.dtype(order + code)
-    target = np.dtype(np.int64 if code[0] in "iu" else np.float64)
+    if composite is not None:
+        src = composite.dtype(order)
+        target = np.dtype(np.float64)
+    else:
+        code = INTEGER.get(m.dtype) or FLOATING.get(m.dtype, "f8")
+        src = np.dtype(order + code)
+        target = np.dtype(np.int64 if code[0] in "iu" else np.float64)
     nrows = ncnodes if cnodes is None else len(cnodes)
     raw.seek(member.offset_data)
-    if raw.read(10) == b"CUBEX.DATA" and member.size - 10 != nrows * nloc * src.itemsize:  # before allocating
+    # before allocating; rows beyond the index's are not read (CubeLib reads CUBE 4.0 files that hold them)
+    if raw.read(10) == b"CUBEX.DATA" and member.size - 10 < nrows * nloc * src.itemsize:
         raise _Corrupt(
             f"{member.name} holds {member.size - 10:,} bytes of values, not {nrows:,} rows of {nloc:,} "
-            f"{src.name} values"
+            f"{composite.base if composite else src.name} values"
         )
     out = np.zeros((ncnodes, nloc), dtype=target)
+    convert = composite.to_double if composite is not None else None
     try:
-        _fill(raw, member, src, out, cnodes, nrows)
+        _fill(raw, member, src, out, cnodes, nrows, convert, m.name, order)
     except _Overflow:  # a UINT64 beyond int64: the metric becomes DOUBLE
         m.dtype = "DOUBLE"
         out = np.zeros((ncnodes, nloc), dtype=np.float64)
-        _fill(raw, member, src, out, cnodes, nrows)
+        _fill(raw, member, src, out, cnodes, nrows, None, m.name, order)
     return out
 
 
@@ -524,26 +670,37 @@ class _Overflow(Exception):
     pass
 
 
-def _fill(raw, member: _Member, src: np.dtype, out: np.ndarray, cnodes: np.ndarray | None, nrows: int) -> None:
+def _fill(
+    raw,
+    member: _Member,
+    src: np.dtype,
+    out: np.ndarray,
+    cnodes: np.ndarray | None,
+    nrows: int,
+    convert=None,
+    name: str = "",
+    order: str = "<",
+) -> None:
     nloc = out.shape[1]
     row_bytes = nloc * src.itemsize
     raw.seek(member.offset_data)
     head = raw.read(min(member.size, 11))
     if head.startswith(b"CUBEX.DATA"):
         raw.seek(member.offset_data + 10)
-        if member.size - 10 != nrows * row_bytes:
+        if member.size - 10 < nrows * row_bytes:
             raise _Corrupt(
                 f"{member.name} holds {member.size - 10:,} bytes of values, not {nrows:,} rows of "
                 f"{nloc:,} {src.name} values"
             )
-        pieces = _plain(raw, member.size - 10, row_bytes)
+        pieces = _plain(raw, nrows * row_bytes, row_bytes)
     elif head == b"ZCUBEX.DATA":
-        pieces = _compressed(raw, member, src.byteorder if src.byteorder in "<>" else "<", row_bytes)
+        pieces = _compressed(raw, member, order, nrows * row_bytes)
     else:
         raise _Corrupt(f"{member.name} does not start with CUBEX.DATA or ZCUBEX.DATA")
     # the file's bytes are the array's (same width and kind, native order): read them in place
     direct = (
-        cnodes is None
+        convert is None
+        and cnodes is None
         and src.isnative
         and src.itemsize == out.itemsize
         and (src.kind == out.dtype.kind or (src.kind == "u" and out.dtype.kind == "i"))
@@ -557,12 +714,18 @@ def _fill(raw, member: _Member, src: np.dtype, out: np.ndarray, cnodes: np.ndarr
             piece.read_into(flat[row * row_bytes : (row + k) * row_bytes])
             if src.kind == "u" and out.dtype.kind == "i" and out[row : row + k].min(initial=0) < 0:
                 raise _Overflow
+            if out.dtype.kind == "f":
+                _finite(out[row : row + k], name)
             row += k
             continue
         buf = pending + (piece.read() if isinstance(piece, _Span) else piece)
         k = min(len(buf) // row_bytes, nrows - row)
         if k:
             chunk = np.frombuffer(buf, dtype=src, count=k * nloc).reshape(k, nloc)
+            if convert is not None:
+                chunk = convert(chunk)
+            if chunk.dtype.kind == "f":
+                _finite(chunk, name)
             if (
                 src.kind == "u"
                 and src.itemsize == 8
@@ -579,6 +742,14 @@ def _fill(raw, member: _Member, src: np.dtype, out: np.ndarray, cnodes: np.ndarr
         raise _Corrupt(
             f"{member.name} holds {row:,} rows{' and a partial one' if pending else ''}, its index {nrows:,}"
         )
+
+
+def _finite(values: np.ndarray, name: str) -> None:
+    """CUBE values psuite takes are finite numbers: NaN and infinities are
+    refused, by metric."""
+    if not np.isfinite(values).all():
+        bad = values[~np.isfinite(values)][0]
+        raise _Corrupt(f"metric {name!r} holds a non-finite value ({bad}); psuite takes finite numbers only")
 
 
 class _Span:
@@ -611,7 +782,11 @@ def _plain(raw, size: int, row_bytes: int):
         yield _Span(raw, at + start, min(step, size - start))
 
 
-def _compressed(raw, member: _Member, order: str, row_bytes: int):
+def _compressed(raw, member: _Member, order: str, expected: int):
+    """The uncompressed bytes of a ZCUBEX.DATA, in pieces.  Never more
+    than `expected` (what the anchor and index declare): a block that
+    inflates beyond it is refused at once, so a small file cannot make
+    the reader inflate gigabytes (a decompression bomb)."""
     at = member.offset_data + 11
     end = member.offset_data + member.size
     raw.seek(at)
@@ -626,6 +801,7 @@ def _compressed(raw, member: _Member, order: str, row_bytes: int):
         raise _Corrupt(f"{member.name} ends in its block table")
     entries = struct.unpack(f"{order}{3 * n}q", table)
     pos = at + 8 + 24 * n
+    given = 0
     for k in range(n):
         size = entries[3 * k + 2]
         if size == 0:
@@ -636,11 +812,20 @@ def _compressed(raw, member: _Member, order: str, row_bytes: int):
         block = raw.read(size)
         pos += size
         d = zlib.decompressobj()
-        out = d.decompress(block, CHUNK_BYTES)
+        tail = block
         while True:
-            yield out
-            if not d.unconsumed_tail:
+            # one byte beyond what is still due tells an oversized block at once
+            out = d.decompress(tail, min(CHUNK_BYTES, expected - given + 1))
+            given += len(out)
+            if given > expected:
+                raise _Corrupt(
+                    f"{member.name}: block {k} inflates beyond the {expected:,} bytes of values the file "
+                    "declares (a damaged or hostile file)"
+                )
+            if out:
+                yield out
+            tail = d.unconsumed_tail
+            if not tail:
                 break
-            out = d.decompress(d.unconsumed_tail, CHUNK_BYTES)
         if not d.eof:
             raise _Corrupt(f"{member.name}: block {k} is truncated")
