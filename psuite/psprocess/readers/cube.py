@@ -115,7 +115,7 @@ def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
         raise _Corrupt("no anchor.xml in it")
     data = _member_bytes(raw, anchor)
     if not data.lstrip().startswith(b"<"):
-        data = gzip.decompress(data)
+        data = _gunzip(data)
     exp, file_ids, layouts = _anchor(data)
     wide = None
     for i, file_id in file_ids.items():
@@ -285,6 +285,35 @@ def _member_bytes(raw, member: _Member) -> bytes:
 
 
 # -- anchor.xml ----------------------------------------------------------------
+ANCHOR_RATIO, ANCHOR_FLOOR = 64, 16 << 20  # a gzip anchor inflates to at most this many times its size
+
+
+def _gunzip(data: bytes) -> bytes:
+    """A gzip-compressed anchor.xml, inflated no further than 64 times its
+    compressed size (16 MiB at least): XML compresses some 10 to 30 times,
+    a decompression bomb a thousand; refused before it costs the memory."""
+    cap = max(ANCHOR_FLOOR, ANCHOR_RATIO * len(data))
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pieces: list[bytes] = []
+    size = 0
+    tail = data
+    while True:
+        piece = d.decompress(tail, min(1 << 20, cap - size + 1))
+        size += len(piece)
+        if size > cap:
+            raise _Corrupt(
+                f"anchor.xml inflates beyond {cap:,} bytes, {ANCHOR_RATIO} times its compressed size "
+                "(a decompression bomb?)"
+            )
+        pieces.append(piece)
+        tail = d.unconsumed_tail
+        if d.eof or not tail:
+            break
+    if not d.eof:
+        raise _Corrupt("anchor.xml is a truncated gzip stream")
+    return b"".join(pieces)
+
+
 def _parse_xml(data: bytes):
     from lxml import etree
 
@@ -292,6 +321,11 @@ def _parse_xml(data: bytes):
     try:
         return etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
+        if "Excessive depth" in str(exc):  # libxml2's bound, 2,048 levels even for huge trees
+            raise _Corrupt(
+                "anchor.xml nests its elements deeper than 2,048 levels (a call, metric or system tree "
+                "that deep); psuite reads trees up to about 2,000 levels"
+            ) from None
         raise _Corrupt(f"anchor.xml is not well-formed XML: {exc}") from None
 
 
