@@ -15,15 +15,31 @@ compressed or not) and per metric <id>.index and <id>.data:
   compressed position, compressed size) int64 triples, and n zlib blocks
   whose concatenation is the rows.
 
+The tar is walked as CubeLib's TarReader walks it (headers' names and
+sizes; checksums are not checked, as CubeLib does not; blocks of zeros
+passed over).  A metric with no data file holds zeros (Score-P writes none
+for an all-zero metric), as does one whose sparse index is CubeLib's
+18-byte header without a count.
+
 Values go straight from the file into one (call paths, locations) array
 per metric, in pieces, so a cube needs little more memory than its
-values.  Integer metrics become int64 (a UINT64 metric with a value beyond
-int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64.  Derived
-metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and hold no
-values; a metric psuite wrote with values and an <attr key=
-"psuite::cubepl"> is read back as the derived metric it was.  Metrics of
-other value types (TAU_ATOMIC, RATE, COMPLEX, HISTOGRAM, NDOUBLES ...) are
-left out and named in attributes["psuite::skipped_metrics"]."""
+values; a zlib block never inflates beyond what the anchor and index
+declare, a gzip anchor.xml no more than 64 times its size.  Integer
+metrics of every width become int64 (a UINT64 metric with a value beyond
+int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64; NaN and
+infinities are refused.  RATE, COMPLEX, TAU_ATOMIC, HISTOGRAM(n) and
+NDOUBLES(n) are held as the one number CubeLib's Value::getDouble() gives
+(what cube_dump prints), SCALE_FUNC as zeros, each said once on stderr.
+Derived metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and
+hold no values; a metric psuite wrote with values and an <attr key=
+"psuite::cubepl"> is read back as the derived metric it was; derived
+metrics psuite cannot evaluate are left out, named in attributes[
+"psuite::skipped_metrics"] and on stderr.  Topologies (<cart>) are kept
+with the coordinates of their locations.  The experiment's attributes are
+kept; metrics', regions' and call paths' <attr>s have no place in the
+model and are not read.  Trees are walked without recursion, as deep as
+libxml2 parses (2,048 levels).
+"""
 
 from __future__ import annotations
 
