@@ -4,20 +4,23 @@ compare (cube_cmp, plus tolerances for regression checks) and cut
 (cube_cut's re-root and prune).  Every result is an Experiment again, so
 operations compose.
 
-Unification (what makes values of different experiments comparable):
-metrics by unique name (the union, parents by name); call paths by their
-path of (region name, region module's file name) from the root (the union;
-a value missing in one input counts 0; paths equal under that key in one
-input are summed; when every input has one root, the roots are one path
-whatever they are named: psuite names its root after the program);
-locations by Location.key, (process rank, thread rank).  Systems
-whose locations differ are an AlgebraError naming the difference, unless
-`collapse` asks to sum every input's locations into one location (cube_*
--C).  Derived metrics are not combined: a result keeps their expression,
+Unification (what makes values of different experiments comparable), as
+CubeLib's cube_diff, cube_merge and cube_mean do it: metrics by unique
+name (the union, parents by name); regions by name and module, call paths
+by region and call-site line below the same parent (the union; a value
+missing in one input counts 0; two programs, whose root regions are named
+after them, give two roots, as in CubeLib); locations by Location.key,
+(process rank, thread rank).  Systems whose locations differ are an
+AlgebraError naming the difference, unless `reduce` (cube_* -c) or
+`collapse` (cube_* -C) unite them: processes matched by name and rank
+(with -c also machine and node), every process of every input kept, under
+one virtual machine and node with -C.  Derived metrics are not combined: a
+result keeps their expression,
 and the model evaluates it on the result's values.  A ratio an input holds
 only as values (its formula unknown, experiments.NO_FORMULA) is left out
 of a diff or mean, and named in the result's attributes[LEFT_OUT]: the
 difference or mean of two ratios is not the ratio of the combined counts.
+Cartesian topologies are kept, on the result's locations.
 
 Values are aligned by numpy fancy indexing, never by Python loops over
 values; when an input's dimensions already are the result's, its arrays
@@ -48,6 +51,7 @@ from psuite.experiment import (
     Location,
     Metric,
     Region,
+    Topology,
     evaluate,
     scatter_add,
     to_exclusive,
@@ -57,6 +61,7 @@ from psuite.experiment import (
 NO_FORMULA = "psuite::no_formula"  # experiments.NO_FORMULA: ratios held as values, one name a line
 SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a profile's sampling event
 LEFT_OUT = "psuite::left_out"  # a result's: those ratios, left out of it, one name a line
+GIVEN = "psuite::given"  # an input's name as the command line gave it
 
 
 class AlgebraError(UsageError):
@@ -81,7 +86,7 @@ def _view(e: Experiment, name: str, kind: str) -> tuple[np.ndarray, bool]:
 
 def _name(e: Experiment, i: int) -> str:
     """How an input is named in results and messages."""
-    for key in ("source", "file", "path"):
+    for key in (GIVEN, "source", "file", "path"):
         if e.attributes.get(key):
             return os.path.basename(e.attributes[key].rstrip("/")) or e.attributes[key]
     return e.attributes.get("operation") or f"input {i + 1}"
@@ -117,6 +122,77 @@ def _collapsed_location(experiments: Sequence[Experiment]) -> Location:
                     thread_rank=0)
 
 
+# How the system trees of the inputs are unified (CubeLib's sysres_merge):
+MATCH = "match"  # locations matched by (process rank, thread rank); the inputs must have the same ones
+REDUCE = "reduce"  # -c: machines, nodes and processes matched by name (and rank): the union, nothing summed
+COLLAPSE = "collapse"  # -C: one virtual machine and node; processes by (name, rank), threads by rank: the union
+SUM = "sum"  # psuite's own: each input's locations summed into one location (compare's tolerances, folded diffs)
+VIRTUAL_MACHINE, VIRTUAL_NODE = "Virtual machine", "Virtual node"  # what cube_* -C names them
+
+
+def _system_mode(collapse: bool, reduce: bool) -> str:
+    if collapse and reduce:
+        raise AlgebraError("-c and -C exclude each other: -c reduces the system trees to their common "
+                           "machines and nodes, -C to one virtual node; give one")
+    return COLLAPSE if collapse else REDUCE if reduce else MATCH
+
+
+def _union_locations(inputs: Sequence[Experiment], mode: str) -> tuple[list[Location], list[np.ndarray | None]]:
+    """The union of the inputs' locations, as cube_* -c or -C unify them:
+    a process is matched by its name and rank (with -c also its machine's
+    and node's names), a thread within it by its rank; anything new is
+    added, so two runs whose processes are named apart keep both.  Per
+    input, the input column of each result location (-1: the input has
+    none there; None: the input's columns are the result's)."""
+    groups: dict[tuple, list[tuple[int, Location]]] = {}  # process key -> [(thread rank, location)] in order
+    for e in inputs:
+        for loc in e.locations:
+            if mode == COLLAPSE:
+                loc = dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE)
+            g = groups.setdefault((loc.machine, loc.node, loc.process, loc.rank), [])
+            if all(t != loc.thread_rank for t, _ in g):
+                g.append((loc.thread_rank, loc))
+    # system-tree order: machines, nodes, processes in the order first met, each process's threads together
+    locations = [loc for g in groups.values() for _, loc in g]
+    at = {(loc.machine, loc.node, loc.process, loc.rank, loc.thread_rank): j for j, loc in enumerate(locations)}
+    columns: list[np.ndarray | None] = []
+    for e in inputs:
+        col = np.full(len(locations), -1, dtype=np.int64)
+        for k, loc in enumerate(e.locations):
+            m, n = (VIRTUAL_MACHINE, VIRTUAL_NODE) if mode == COLLAPSE else (loc.machine, loc.node)
+            j = at[(m, n, loc.process, loc.rank, loc.thread_rank)]
+            if col[j] < 0:  # a location repeated in one input: its first one (CubeLib maps it once)
+                col[j] = k
+        same = len(e.locations) == len(locations) and bool(np.array_equal(col, np.arange(len(locations))))
+        columns.append(None if same else col)
+    return locations, columns
+
+
+def _topologies(inputs: Sequence[Experiment], columns: Sequence[np.ndarray | None], count: int) -> list[Topology]:
+    """The inputs' Cartesian topologies on the result's locations (CubeLib
+    keeps them through its operations): each name once, the first input's
+    coordinates where two inputs place a location, and a place another
+    location already holds left empty."""
+    out: dict[str, Topology] = {}
+    taken: dict[str, set[tuple[int, ...]]] = {}
+    for e, col in zip(inputs, columns, strict=True):
+        if not e.topologies:
+            continue
+        where = np.arange(count) if col is None else col  # result location -> input location
+        to_result = {int(k): j for j, k in enumerate(where.tolist()) if k >= 0}
+        for t in e.topologies:
+            mine = out.setdefault(t.name, Topology(t.name, list(t.dimensions), {}))
+            if mine.dimensions != list(t.dimensions):
+                continue  # the same name with another shape: the first one stands
+            places = taken.setdefault(t.name, set(mine.coordinates.values()))
+            for k, xyz in t.coordinates.items():
+                xyz = tuple(xyz)
+                if k in to_result and to_result[k] not in mine.coordinates and xyz not in places:
+                    mine.coordinates[to_result[k]] = xyz
+                    places.add(xyz)
+    return list(out.values())
+
+
 @dataclass
 class _Plan:
     """The unified dimensions, and per input how its arrays map onto them."""
@@ -129,8 +205,8 @@ class _Plan:
     locations: list[Location]
     rows: list[np.ndarray | None]  # per input: each input cnode's result cnode; None when the same
     unique: list[bool]  # per input: no two input cnodes map to one result cnode
-    columns: list[np.ndarray | None]  # per input: input column of each result location; None when the same
-    collapse: bool
+    columns: list[np.ndarray | None]  # per input: input column of each result location (-1: none); None: the same
+    system: str  # MATCH, REDUCE, COLLAPSE or SUM
     consume: bool = False
     left_out: list[str] = dataclasses.field(default_factory=list)  # ratios with no formula (_no_formula)
 
@@ -144,8 +220,10 @@ class _Plan:
         events = [e.attributes.get(SAMPLED_ON) for e in self.inputs]  # one event (_check_events), maybe spelt twice
         if events and None not in events:  # a result of profiles is a profile of that event
             attributes[SAMPLED_ON] = events[0]
+        topologies = [] if self.system == SUM else _topologies(self.inputs, self.columns, len(self.locations))
         return Experiment(metrics=[dataclasses.replace(m) for m in self.metrics], regions=list(self.regions),
-                          cnodes=list(self.cnodes), locations=list(self.locations), attributes=attributes)
+                          cnodes=list(self.cnodes), locations=list(self.locations), attributes=attributes,
+                          topologies=topologies)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -159,12 +237,33 @@ class _Plan:
         return False
 
     def covers_all(self, i: int) -> bool:
-        """Whether input i has every call path of the result."""
-        return self.rows[i] is None or (self.unique[i] and len(self.rows[i]) == len(self.cnodes))
+        """Whether input i has every call path and location of the result."""
+        return (self.rows[i] is None or (self.unique[i] and len(self.rows[i]) == len(self.cnodes))) \
+            and self.present_columns(i) is None
+
+    def present_columns(self, i: int) -> np.ndarray | None:
+        """The result locations input i has (None: all)."""
+        col = self.columns[i]
+        if self.system == SUM or col is None or not col.size or col.min() >= 0:
+            return None
+        return np.flatnonzero(col >= 0)
+
+    def mask(self, i: int) -> np.ndarray | None:
+        """Where input i has a point of the result (None: everywhere)."""
+        rows, cols = (None if self.rows[i] is None else self.present(i)), self.present_columns(i)
+        if rows is None and cols is None:
+            return None
+        out = np.zeros(self.shape, dtype=bool)
+        out[np.ix_(np.arange(self.shape[0]) if rows is None else rows,
+                   np.arange(self.shape[1]) if cols is None else cols)] = True
+        return out
 
     def present(self, i: int) -> np.ndarray | None:
         """The result rows input i has (None: all)."""
-        return None if self.covers_all(i) else np.unique(self.rows[i])
+        rows = self.rows[i]
+        if rows is None or (self.unique[i] and len(rows) == len(self.cnodes)):
+            return None
+        return np.unique(rows)
 
     def aligned(self, i: int, name: str, kind: str) -> tuple[np.ndarray | None, bool]:
         """Input i's values of the metric on the result's dimensions, in the
@@ -176,10 +275,17 @@ class _Plan:
         e = self.inputs[i]
         a, new = _view(e, name, kind)
         combine = e.metric(name).combine
-        if self.collapse:
+        col = self.columns[i]
+        if self.system == SUM:
             a, new = combine.reduce(a, axis=1, keepdims=True), True
-        elif self.columns[i] is not None:
-            a, new = a[:, self.columns[i]], True
+        elif col is not None:
+            if col.size and col.min() < 0:  # locations the input lacks: 0, like a call path it lacks
+                have = np.flatnonzero(col >= 0)
+                out = np.zeros((a.shape[0], len(col)), dtype=a.dtype)
+                out[:, have] = a[:, col[have]]
+                a, new = out, True
+            else:
+                a, new = a[:, col], True
         rows = self.rows[i]
         if rows is not None:
             if self.unique[i]:
@@ -228,20 +334,20 @@ def _unify_metrics(inputs: Sequence[Experiment], prefer_last: bool) -> list[Metr
 def _unify_calltrees(inputs: Sequence[Experiment]):
     regions: list[Region] = []
     region_of: dict[tuple[str, str], int] = {}
-    node_of: dict[tuple[int, int], int] = {}  # (parent node or -1, region) -> node, in creation order
+    node_of: dict[tuple[int, int, int], int] = {}  # (parent node or -1, region, line) -> node, in creation order
     parent_of: list[int] = []
     region_at: list[int] = []
     line_at: list[int] = []
     kids: list[list[int]] = [[]]  # kids[0]: the roots; kids[n + 1]: node n's children
     maps: list[list[int]] = []
-    # One root each (psuite's program root, Score-P's main): the roots are one call path whatever
-    # they are named, so two builds of a program with different names still line up.
-    one_root = all(len(e.roots) == 1 for e in inputs)
-    root_region = -1
+    # CubeLib's identities (cube::Region and cube::Cnode operator==): a region is its name and module
+    # (CubeLib also compares its lines, which in psuite's sampled profiles are where samples fell, so
+    # differ from run to run); a call path its region and call-site line below the same parent.
+    # Programs named apart (Score-P's root region is the program) keep apart, as in cube_diff.
     for e in inputs:
         rmap = []
         for r in e.regions:
-            k = (r.name, os.path.basename(r.module))  # builds in different directories line up too
+            k = (r.name, r.module)
             if k not in region_of:
                 region_of[k] = len(regions)
                 regions.append(r)
@@ -249,11 +355,7 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
         nodes: list[int] = []
         for c in e.cnodes:
             p = -1 if c.parent is None else nodes[c.parent]
-            if one_root and p == -1:
-                root_region = rmap[c.region] if root_region < 0 else root_region
-                k = (p, root_region)
-            else:
-                k = (p, rmap[c.region])
+            k = (p, rmap[c.region], c.line)
             n = node_of.get(k)
             if n is None:
                 n = node_of[k] = len(parent_of)
@@ -290,30 +392,42 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
     return regions, cnodes, rows, unique
 
 
-def _unify_systems(inputs: Sequence[Experiment], names: Sequence[str], collapse: bool):
-    if collapse:
+def _unify_systems(inputs: Sequence[Experiment], names: Sequence[str], system: str):
+    if system == SUM:
         return [_collapsed_location(inputs)], [None] * len(inputs)
-    keys0 = _location_keys(inputs[0].locations)
+    if system in (REDUCE, COLLAPSE):
+        return _union_locations(inputs, system)
+    # cube_*'s default: the systems may differ when one holds every location of the others (a run on
+    # fewer ranks, its processes named alike): the result has the largest one's locations, 0 where an
+    # input has none.  Systems of the same locations match by rank alone, whatever their names (psuite
+    # names a process after its pid)
+    big = max(range(len(inputs)), key=lambda i: len(inputs[i].locations))
+    keys0 = _location_keys(inputs[big].locations)
     at = {k: j for j, k in enumerate(keys0)}
-    columns: list[np.ndarray | None] = [None]
-    for i, e in enumerate(inputs[1:], 1):
+    columns: list[np.ndarray | None] = []
+    for i, e in enumerate(inputs):
         keys = _location_keys(e.locations)
         if keys == keys0:
             columns.append(None)
             continue
         only_here = [k for k in keys if k not in at]
-        mine = set(keys)
-        only_first = [k for k in keys0 if k not in mine]
-        if only_here or only_first:
-            parts = [f"{names[0]} has {len(keys0)} locations, {names[i]} {len(keys)}"]
-            if only_here:
-                parts.append(f"only in {names[i]}: {_describe(only_here)}")
-            if only_first:
-                parts.append(f"only in {names[0]}: {_describe(only_first)}")
-            raise AlgebraError(f"system trees differ ({'; '.join(parts)}): use -C to collapse the system trees")
+        if not only_here:  # a part of the largest system: as in CubeLib, its processes must be named alike
+            big_locs = inputs[big].locations
+            only_here = [k for k, loc in zip(keys, e.locations, strict=True)
+                         if big_locs[at[k]].process != loc.process]
+        if only_here:
+            mine = set(keys)
+            only_big = [k for k in keys0 if k not in mine]
+            parts = [f"{names[big]} has {len(keys0)} locations, {names[i]} {len(keys)}",
+                     f"only in {names[i]}: {_describe(only_here)}"]
+            if only_big:
+                parts.append(f"only in {names[big]}: {_describe(only_big)}")
+            raise AlgebraError(f"system trees differ, neither holding the other's ({'; '.join(parts)}): use -c to "
+                               "unite them (processes matched by name and rank) or -C to put every process under "
+                               "one virtual node")
         here = {k: j for j, k in enumerate(keys)}
-        columns.append(np.fromiter((here[k] for k in keys0), dtype=np.int64, count=len(keys0)))
-    return list(inputs[0].locations), columns
+        columns.append(np.fromiter((here.get(k, -1) for k in keys0), dtype=np.int64, count=len(keys0)))
+    return list(inputs[big].locations), columns
 
 
 def _check_events(inputs: Sequence[Experiment], names: Sequence[str]) -> None:
@@ -359,30 +473,36 @@ def _checked(experiments: Sequence[Experiment]) -> tuple[list[Experiment], list[
     for e in inputs:
         e.check()
     names = [_name(e, i) for i, e in enumerate(inputs)]
+    if len(set(names)) < len(names):  # a result keeps its source's name: say which input is meant
+        names = [f"{n} (input {i + 1})" for i, n in enumerate(names)]
     _check_events(inputs, names)
     return inputs, names
 
 
-def _plan(inputs: Sequence[Experiment], collapse: bool, prefer_last: bool = False,
-          consume: bool = False, drop_ratios: bool = False) -> _Plan:
+def _plan(inputs: Sequence[Experiment], collapse: bool = False, prefer_last: bool = False,
+          consume: bool = False, drop_ratios: bool = False, system: str | None = None) -> _Plan:
+    """The unification of the inputs.  system: how their system trees are
+    unified (MATCH, REDUCE, COLLAPSE, SUM); without it, collapse=True is
+    SUM (each input summed into one location) and False MATCH."""
+    system = system or (SUM if collapse else MATCH)
     inputs, names = _checked(inputs)
     metrics = _unify_metrics(inputs, prefer_last)
     left_out = _no_formula(inputs, metrics) if drop_ratios else []
     if left_out:
         metrics = _without(metrics, left_out)
     regions, cnodes, rows, unique = _unify_calltrees(inputs)
-    locations, columns = _unify_systems(inputs, names, collapse)
-    return _Plan(inputs, names, metrics, regions, cnodes, locations, rows, unique, columns, collapse, consume,
+    locations, columns = _unify_systems(inputs, names, system)
+    return _Plan(inputs, names, metrics, regions, cnodes, locations, rows, unique, columns, system, consume,
                  left_out)
 
 
-def unify(experiments: Sequence[Experiment], collapse: bool = False) -> list[Experiment]:
+def unify(experiments: Sequence[Experiment], collapse: bool = False, reduce: bool = False) -> list[Experiment]:
     """The experiments on common dimensions (same metrics, regions, call
     paths and locations, in the same order), each with its own values
     (zeros where it has none; a metric it does not measure has no values).
     Arrays of an input whose dimensions already are the common ones are
-    shared, not copied."""
-    plan = _plan(experiments, collapse)
+    shared, not copied.  collapse and reduce: cube_* -C and -c (_union_locations)."""
+    plan = _plan(experiments, system=_system_mode(collapse, reduce))
     out = []
     for i, e in enumerate(plan.inputs):
         x = plan.experiment(e.attributes.get("operation", ""))
@@ -404,11 +524,15 @@ def _operation(op: str, plan: _Plan, extra: str = "") -> str:
     return f"{op}({', '.join(plan.names)}{extra})"
 
 
-def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *,
+def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *, reduce: bool = False,
          consume: bool = False) -> Experiment:
     """minuend - subtrahend at every point (cube_diff).  Integer metrics
-    stay integers, typed INT64 since a difference can be negative."""
-    plan = _plan([minuend, subtrahend], collapse, consume=consume, drop_ratios=True)
+    stay integers, typed INT64 since a difference can be negative.  A
+    MINDOUBLE or MAXDOUBLE metric is combined as CubeLib combines such
+    values: the subtrahend negated, then the least or greatest of the two
+    (max(A, -B) for Score-P's max_time); a point only one input has keeps
+    its (negated) value.  collapse and reduce: cube_diff -C and -c."""
+    plan = _plan([minuend, subtrahend], consume=consume, drop_ratios=True, system=_system_mode(collapse, reduce))
     result = plan.experiment(_operation("diff", plan))
     for m in result.metrics:
         if m.derived:
@@ -424,6 +548,13 @@ def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *,
             out = np.negative(b, dtype=dtype)
         elif b is None:
             out = a if writable and a.dtype == dtype else a.astype(dtype)
+        elif m.combine is not np.add:  # CubeLib's MIN/MAX value: -B, then A "+=" -B keeps the least/greatest
+            out = m.combine(a, np.negative(b), dtype=dtype)
+            here, there = plan.mask(0), plan.mask(1)
+            if there is not None:
+                out[~there] = a[~there]
+            if here is not None:
+                out[~here] = -b[~here]
         elif writable and a.dtype == dtype:
             out = np.subtract(a, b, out=a)
         else:
@@ -434,10 +565,16 @@ def diff(minuend: Experiment, subtrahend: Experiment, collapse: bool = False, *,
     return result
 
 
-def mean(experiments: Sequence[Experiment], collapse: bool = False, *, consume: bool = False) -> Experiment:
+def mean(experiments: Sequence[Experiment], collapse: bool = False, *, reduce: bool = False,
+         consume: bool = False) -> Experiment:
     """The elementwise mean of the experiments (cube_mean), as DOUBLE; a
-    point an input lacks counts 0 for it."""
-    plan = _plan(experiments, collapse, consume=consume, drop_ratios=True)
+    point an input lacks counts 0 for it.  Unlike cube_mean, which scales
+    each input's value by 1/n in the metric's own type, integers are not
+    truncated per input, and a MINDOUBLE/MAXDOUBLE metric is the mean of
+    the inputs' values (cube_mean keeps the greatest of the halved values,
+    half of max_time for two equal runs).  collapse and reduce: cube_mean
+    -C and -c."""
+    plan = _plan(experiments, consume=consume, drop_ratios=True, system=_system_mode(collapse, reduce))
     result = plan.experiment(_operation("mean", plan))
     n = len(plan.inputs)
     for m in result.metrics:
@@ -462,13 +599,16 @@ def mean(experiments: Sequence[Experiment], collapse: bool = False, *, consume: 
     return result
 
 
-def merge(experiments: Sequence[Experiment], collapse: bool = False, *, consume: bool = False) -> Experiment:
+def merge(experiments: Sequence[Experiment], collapse: bool = False, *, reduce: bool = False,
+          consume: bool = False) -> Experiment:
     """The metrics of every experiment in one (cube_merge): a point measured
     by several inputs takes the last one's value, as CUBE does; a metric
     only one input measures keeps its values.  Where the last input of a
     metric lacks some call paths, the points are merged in the exclusive
-    view, so that an INCLUSIVE metric's tree stays consistent."""
-    plan = _plan(experiments, collapse, prefer_last=True, consume=consume)
+    view, so that an INCLUSIVE metric's tree stays consistent.  collapse
+    and reduce: cube_merge -C and -c, which keep the processes of every
+    input that differ in name or rank (_union_locations)."""
+    plan = _plan(experiments, prefer_last=True, consume=consume, system=_system_mode(collapse, reduce))
     result = plan.experiment(_operation("merge", plan))
     parents = result.parents()
     for m in result.metrics:
@@ -489,11 +629,11 @@ def merge(experiments: Sequence[Experiment], collapse: bool = False, *, consume:
             if out is None or i == start:
                 out = a if writable and a.dtype == dtype else a.astype(dtype)  # astype copies
             else:
-                rows = plan.present(i)
-                if rows is None:
+                where = plan.mask(i)  # the call paths and locations it has
+                if where is None:
                     out[...] = a
                 else:
-                    out[rows] = a[rows]
+                    out[where] = a[where]
             del a
         plan.release(m.name)
         if kind != m.kind:  # merged exclusive values of an INCLUSIVE metric
@@ -564,9 +704,9 @@ class Tolerance:
 
     def allows(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         d = np.abs(b - a)
-        ok = np.zeros(d.shape, dtype=bool)
+        ok = (a == b) | (np.isnan(a) & np.isnan(b))  # the same value (NaN in both too) has not moved
         if self.absolute is None and self.relative is None:
-            return d == 0
+            return ok
         if self.absolute is not None:
             ok |= d <= self.absolute
         if self.relative is not None:
@@ -626,7 +766,7 @@ def _equal(a: Experiment, b: Experiment, collapse: bool) -> bool:
             continue
         x, _ = plan.aligned(0, m.name, EXCLUSIVE)
         y, _ = plan.aligned(1, m.name, EXCLUSIVE)
-        if not np.array_equal(x, y):
+        if not np.array_equal(x, y, equal_nan=x.dtype.kind == "f" and y.dtype.kind == "f"):  # NaN is NaN
             return False
     return True
 
@@ -725,28 +865,47 @@ def _keep(e: Experiment, keep: np.ndarray, operation: str) -> tuple[Experiment, 
     return out, new
 
 
-def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = ()) -> Experiment:
-    """cube_cut: re-root the call tree at every call path of region `root`
-    (its outermost ones, when it recurses), dropping everything else, the
-    subtrees of its call sites summed path by path under one root; then
-    prune every call path of each region in `prune` with its subtree, its
+def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: Sequence[str] = (),
+        collapse: bool = False, reduce: bool = False) -> Experiment:
+    """cube_cut: re-root the call tree at every call path of each region in
+    `root` (one name or several), dropping everything else; each such call
+    path becomes a root of its own, as cube_cut makes them (a region called
+    from three places gives three roots; where one such call path lies
+    below another, cube_cut refuses and the outermost is kept).  Then prune
+    every call path of each region in `prune` with its subtree, its
     inclusive value added to its parent's exclusive value (an INCLUSIVE
-    metric's parent already holds it)."""
+    metric's parent already holds it).  collapse: the processes under one
+    virtual machine and node (cube_cut -C); reduce (-c) changes nothing in
+    a single experiment."""
     e = experiment
     e.check()
-    extra = (f", root={root}" if root else "") + "".join(f", prune={p}" for p in prune)
+    _system_mode(collapse, reduce)
+    roots = [root] if isinstance(root, str) else list(root or ())
+    for r in roots:
+        if r in prune:
+            raise AlgebraError(f"--root {r} and --prune {r}: a region cannot be both a new root and pruned; "
+                               "give one of them")
+    extra = "".join(f", root={r}" for r in roots) + "".join(f", prune={p}" for p in prune)
     operation = f"cut({_name(e, 0)}{extra})"
-    if root is not None:
+    topologies = e.topologies
+    for region in prune:  # named in the input (cube_cut checks there): it may lie outside the new roots
+        _cnodes_of(e, region, "--prune")
+    if roots:
         marked = np.zeros(len(e.cnodes), dtype=bool)
-        marked[_cnodes_of(e, root, "--root")] = True
+        for r in roots:
+            marked[_cnodes_of(e, r, "--root")] = True
         e, _ = _keep(e, _outermost(e, marked) >= 0, operation)
-        if len(e.roots) > 1:  # the region's call sites: one root, their subtrees summed by path (one root is
-            e = unify([e])[0]  # also what CUBE readers such as pycubexr expect)
     for region in prune:
         marked = np.zeros(len(e.cnodes), dtype=bool)
-        at = _cnodes_of(e, region, "--prune")
-        roots = [i for i in at if e.cnodes[i].parent is None]
         if roots:
+            try:
+                at = _cnodes_of(e, region, "--prune")
+            except AlgebraError:
+                continue  # not below the new roots: nothing to prune
+        else:
+            at = _cnodes_of(e, region, "--prune")
+        top = [i for i in at if e.cnodes[i].parent is None]
+        if top:
             raise AlgebraError(f"--prune {region}: it is a root of the call tree, which has no parent to take its "
                                f"values; give a region called from another (or use --root)")
         marked[at] = True
@@ -762,5 +921,9 @@ def cut(experiment: Experiment, root: str | None = None, prune: Sequence[str] = 
         e = smaller
     if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
+    if collapse:
+        e.locations = [dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE) for loc in e.locations]
     e.attributes = {"operation": operation}
+    e.topologies = [dataclasses.replace(t, dimensions=list(t.dimensions), coordinates=dict(t.coordinates))
+                    for t in topologies]  # the locations are the input's: so are their coordinates
     return e

@@ -3,16 +3,18 @@
 
 - Metrics (-m): unique names, `all`, or CubePL expressions defining new
   metrics (`ipc:metric::ins()/metric::cyc()`; without a `name:` prefix
-  they are "New Metric1" ...), evaluated per location and then summed, as
-  cube_dump's new metrics are.  The subset psuite evaluates: metric
-  references, numbers, + - * / and parentheses.
+  they are "New Metric1" ...), evaluated as cube_dump's new metrics are
+  (POSTDERIVED): per location on that location's values, and over all
+  threads (`-t aggr`) or a region on the aggregated values, not the sum of
+  per-location results.
 - Call paths (-c): ids and ranges (0,3,5-10), `all`, `leafs`, `roots`,
   `level=N` (`level<N`, `level>N`; roots are level 0), `name=REGEX`
   (or name=/REGEX/).  With regions=True (-r), the flat profile: one row per
   region, its call paths summed.
-- Along the call tree inclusive or exclusive values (-x); along the metric
-  tree each metric alone (the default) or with its child metrics
-  (--metric-tree incl; cube_dump's -x).
+- Along the call tree inclusive or exclusive values (-x; cube_dump's -z);
+  along the metric tree each metric's values as stored, which include its
+  child metrics' (the default, as cube_dump's), or the metric less its
+  child metrics (--metric-tree excl; cube_dump's -x).
 - Locations: every thread, the ones given by id or range, or their
   aggregate (`aggr`).
 - Output: human text, csv (one block per metric: cnode,thread,value),
@@ -176,7 +178,7 @@ class Dump:
 
 
 def compute(exp: Experiment, metrics: str | None = None, callpaths: str = "all", calltree: str = EXCL,
-            metric_tree: str = EXCL, threads: str | None = None, regions: bool = False) -> Dump:
+            metric_tree: str = INCL, threads: str | None = None, regions: bool = False) -> Dump:
     view = View(exp, metric_tree)
     columns = select_metrics(exp, metrics)
     where = select_locations(exp, threads)
@@ -188,8 +190,8 @@ def compute(exp: Experiment, metrics: str | None = None, callpaths: str = "all",
         def per_location(v: View, metric: str) -> np.ndarray:
             return np.asarray(v.grouped(metric, calltree, group, ngroups))[present]
 
-        def aggregate(metric: str) -> np.ndarray:
-            return np.asarray(view.grouped_total(metric, calltree, group, ngroups))[present]
+        def aggregate(metric: str, v: View = view) -> np.ndarray:
+            return np.asarray(v.grouped_total(metric, calltree, group, ngroups))[present]
     else:
         ids = select_callpaths(exp, callpaths)
         rows = [(i, f"{exp.region_name(i)}(id={i})") for i in ids]
@@ -197,15 +199,18 @@ def compute(exp: Experiment, metrics: str | None = None, callpaths: str = "all",
         def per_location(v: View, metric: str) -> np.ndarray:
             return np.asarray(v.cells(metric, calltree)[ids])
 
-        def aggregate(metric: str) -> np.ndarray:
-            return np.asarray(view.sums(metric, calltree)[ids])
+        def aggregate(metric: str, v: View = view) -> np.ndarray:
+            return np.asarray(v.sums(metric, calltree)[ids])
 
     matrices = []
     for col in columns:
-        if col.expression:  # a new metric: per location on each metric alone, then summed (PREDERIVED)
-            full = np.broadcast_to(evaluate(col.expression, lambda n: per_location(view.plain, n)
-                                            .astype(np.float64)), (len(rows), len(exp.locations)))
-            matrices.append(full.sum(axis=1, keepdims=True) if where is None else full[:, where])
+        if col.expression:  # a new metric, POSTDERIVED as cube_dump defines it: on the values shown
+            if where is None:  # over all threads: on the aggregates (a ratio of sums)
+                full = evaluate(col.expression, lambda n: aggregate(n, view.plain).astype(np.float64))
+                matrices.append(np.broadcast_to(full, (len(rows),)).reshape(-1, 1))
+            else:
+                full = evaluate(col.expression, lambda n: per_location(view.plain, n).astype(np.float64))
+                matrices.append(np.broadcast_to(full, (len(rows), len(exp.locations)))[:, where])
         elif where is None:
             matrices.append(aggregate(col.metric).reshape(-1, 1))
         else:

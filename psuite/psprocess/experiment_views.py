@@ -5,16 +5,18 @@ aggregations that stat and dump share.
 Values are what CUBE shows:
 - along the call tree, a call path's inclusive value (its callees' with
   its own) or exclusive value (its own);
-- along the metric tree, by default each metric's values as stored (what
-  Experiment.total and the algebra take); `metric_tree="incl"` adds its
-  child metrics' (CUBE's collapsed metric, for files whose child metrics
-  hold a share their parent does not: Scalasca's "time" > "mpi"), only
-  children of the same unit that hold values;
+- along the metric tree, inclusive by default: each metric's values as
+  stored, which in CUBE already hold its child metrics' (user guide
+  2.1.1.5; Score-P's "time" holds "mpi"): CUBE's collapsed metric node,
+  what Experiment.total and the algebra take; `metric_tree="excl"`: the
+  metric less each child metric (CUBE's expanded node, cube_dump -x excl),
+  every child subtracted as CubeLib does, at the level shown (per call
+  path and location, or their aggregate less the children's aggregates);
 - derived metrics are evaluated, never summed: a POSTDERIVED metric over
   the aggregated values of the metrics it names (a ratio of sums), a
   PREDERIVED one per location and then summed, as CUBE does; the metrics
-  an expression names count alone (their child metrics not included),
-  as Experiment.derived_values and Experiment.total take them;
+  an expression names count as stored (with their child metrics), as
+  Experiment.derived_values and Experiment.total take them;
 - over threads, call paths and callees, values are summed, or for
   MINDOUBLE and MAXDOUBLE metrics (Metric.combine) the least or greatest.
 
@@ -58,29 +60,39 @@ TEXT_METRICS = 4  # metrics per table of the text report
 class View:
     """An experiment's values as CUBE shows them, computed once per metric
     and kept: (call paths, locations) arrays, their sums over locations, and
-    per-region sums.  metric_tree: EXCL (each metric alone) or INCL (a
-    metric with its child metrics)."""
+    per-region sums.  metric_tree: INCL (a metric's values as stored, which
+    in CUBE include its child metrics': the collapsed node) or EXCL (the
+    metric less its child metrics: the expanded node)."""
 
-    def __init__(self, exp: Experiment, metric_tree: str = EXCL) -> None:
+    def __init__(self, exp: Experiment, metric_tree: str = INCL) -> None:
+        if metric_tree not in (INCL, EXCL):
+            raise ValueError(f"metric_tree is {INCL!r} or {EXCL!r}, not {metric_tree!r}")
         self.exp, self.metric_tree = exp, metric_tree
         self._cells: dict[tuple[str, str], np.ndarray] = {}
         self._sums: dict[tuple[str, str], np.ndarray] = {}
-        # what derived metrics are evaluated on: each metric alone
-        self.plain = self if metric_tree == EXCL else View(exp, EXCL)
+        # what derived metrics are evaluated on, and what EXCL subtracts from: the stored values
+        self.plain = self if metric_tree == INCL else View(exp, INCL)
 
     def metric_children(self, name: str) -> list[str]:
-        """The child metrics a metric's value includes (metric tree INCL)."""
-        if self.metric_tree != INCL:
+        """The child metrics a metric's shown value excludes: none along an
+        inclusive metric tree; along an exclusive one every child, whatever
+        its unit, type or kind (derived too), as CubeLib's Cube::get_sev_adv
+        subtracts them."""
+        if self.metric_tree != EXCL:
             return []
         exp = self.exp
-        m = exp.metric(name)
-        if m.derived:
-            return []
-        index = exp.metrics.index(m)
-        if m.combine is not np.add:  # a least or greatest value includes nothing
-            return []
-        return [exp.metrics[k].name for k in exp.metric_children(index)
-                if not exp.metrics[k].derived and exp.metrics[k].unit == m.unit and exp.metrics[k].combine is np.add]
+        return [exp.metrics[k].name for k in exp.metric_children(exp.metric_index(name))]
+
+    def _less(self, metric: str, value, children: list) -> np.ndarray:
+        """A metric's value less its children's (each at the same call path,
+        location or aggregate): subtracted, or for MINDOUBLE and MAXDOUBLE
+        metrics CubeLib's "minus" of such values (a least value less another
+        is the greater of the two, a greatest value the lesser)."""
+        less = {np.minimum: np.maximum, np.maximum: np.minimum}.get(self.exp.metric(metric).combine)
+        out = np.asarray(value)
+        for v in children:
+            out = less(out, v) if less is not None else out - v
+        return out
 
     def cells(self, metric: str, calltree: str = EXCL) -> np.ndarray:
         """(call paths, locations): every value of the metric."""
@@ -88,14 +100,15 @@ class View:
         if key not in self._cells:
             exp = self.exp
             m = exp.metric(metric)
-            if m.derived:
+            if self is not self.plain:
+                a = self._less(metric, self.plain.cells(metric, calltree),
+                               [self.plain.cells(k, calltree) for k in self.metric_children(metric)])
+            elif m.derived:
                 a = exp.derived_values(metric, inclusive=calltree == INCL,
-                                       fetch=lambda n: self.plain.cells(n, calltree).astype(np.float64),
-                                       fetch_view=lambda n, v: self.plain.cells(n, _view(v)).astype(np.float64))
+                                       fetch=lambda n: self.cells(n, calltree).astype(np.float64),
+                                       fetch_view=lambda n, v: self.cells(n, _view(v)).astype(np.float64))
             else:
                 a = self._plain(metric, calltree)
-                for kid in self.metric_children(metric):
-                    a = a + self.cells(kid, calltree)
             self._cells[key] = np.broadcast_to(a, (len(exp.cnodes), len(exp.locations)))
         return self._cells[key]
 
@@ -115,10 +128,13 @@ class View:
         if whole and key in self._sums:
             return self._sums[key]
         m = self.exp.metric(metric)
-        if m.derived and m.kind == "POSTDERIVED":  # a ratio of sums, not a sum of ratios
+        if self is not self.plain:  # the aggregate less the children's aggregates, as CubeLib computes it
+            out = self._less(metric, self.plain.sums(metric, calltree, locations),
+                             [self.plain.sums(k, calltree, locations) for k in self.metric_children(metric)])
+        elif m.derived and m.kind == "POSTDERIVED":  # a ratio of sums, not a sum of ratios
             out = np.broadcast_to(evaluate(
-                m.expression, lambda n: self.plain.sums(n, calltree, locations).astype(np.float64),
-                lambda n, v: self.plain.sums(n, _view(v), locations).astype(np.float64)), (len(self.exp.cnodes),))
+                m.expression, lambda n: self.sums(n, calltree, locations).astype(np.float64),
+                lambda n, v: self.sums(n, _view(v), locations).astype(np.float64)), (len(self.exp.cnodes),))
         else:
             a = self.cells(metric, calltree)
             out = reduce(self.combine(metric), a if whole else a[:, list(locations)], 1)
@@ -129,13 +145,19 @@ class View:
     def total(self, metric: str) -> float:
         """The metric over the whole experiment: every root, every location."""
         m = self.exp.metric(metric)
+        if self is not self.plain:
+            return float(self._less(metric, self.plain.total(metric),
+                                    [self.plain.total(k) for k in self.metric_children(metric)]))
         if m.derived and m.kind == "POSTDERIVED":  # metric::x(e) of the whole: the roots' own values
-            return float(evaluate(m.expression, lambda n: self.plain.total(n), lambda n, v: float(
-                reduce(self.combine(n), self.plain.sums(n, _view(v))[self.exp.roots], 0))))
+            return float(evaluate(m.expression, lambda n: self.total(n), lambda n, v: float(
+                reduce(self.combine(n), self.sums(n, _view(v))[self.exp.roots], 0))))
         return float(reduce(self.combine(metric), self.sums(metric, INCL)[self.exp.roots], 0))
 
     def location_totals(self, metric: str) -> np.ndarray:
         """Per location, the metric over every root."""
+        if self is not self.plain:
+            return self._less(metric, self.plain.location_totals(metric),
+                              [self.plain.location_totals(k) for k in self.metric_children(metric)])
         return np.asarray(reduce(self.combine(metric), self.cells(metric, INCL)[self.exp.roots], 0))
 
     # -- groups of call paths: a function over all its call paths ---------
@@ -182,10 +204,13 @@ class View:
         exp = self.exp
         m = exp.metric(metric)
         shape = (ngroups, len(exp.locations))
+        if self is not self.plain:
+            return self._less(metric, self.plain.grouped(metric, calltree, group, ngroups),
+                              [self.plain.grouped(k, calltree, group, ngroups) for k in self.metric_children(metric)])
         if m.derived:
             return np.broadcast_to(evaluate(
-                m.expression, lambda n: self.plain.grouped(n, calltree, group, ngroups).astype(np.float64),
-                lambda n, v: self.plain.grouped(n, _view(v), group, ngroups).astype(np.float64)), shape)
+                m.expression, lambda n: self.grouped(n, calltree, group, ngroups).astype(np.float64),
+                lambda n, v: self.grouped(n, _view(v), group, ngroups).astype(np.float64)), shape)
         cells = self.cells(metric, calltree)
         sel = self.outermost(group) if calltree == INCL else group >= 0
         out = np.zeros(shape, dtype=cells.dtype)
@@ -201,10 +226,14 @@ class View:
         """Per group, the metric over its call paths and every location
         (POSTDERIVED: evaluated on those totals; PREDERIVED: summed)."""
         m = self.exp.metric(metric)
+        if self is not self.plain:
+            return self._less(metric, self.plain.grouped_total(metric, calltree, group, ngroups),
+                              [self.plain.grouped_total(k, calltree, group, ngroups)
+                               for k in self.metric_children(metric)])
         if m.derived and m.kind == "POSTDERIVED":
             return np.broadcast_to(evaluate(
-                m.expression, lambda n: self.plain.grouped_total(n, calltree, group, ngroups).astype(np.float64),
-                lambda n, v: self.plain.grouped_total(n, _view(v), group, ngroups).astype(np.float64)), (ngroups,))
+                m.expression, lambda n: self.grouped_total(n, calltree, group, ngroups).astype(np.float64),
+                lambda n, v: self.grouped_total(n, _view(v), group, ngroups).astype(np.float64)), (ngroups,))
         return reduce(self.combine(metric), self.grouped(metric, calltree, group, ngroups), 1)
 
 
@@ -266,7 +295,7 @@ def metric_kind(exp: Experiment, metric: str) -> str:
 # ---------------------------------------------------------------- reports
 
 
-def render(exp: Experiment, fmt: str = "text", metric_tree: str = EXCL) -> Iterator[str]:
+def render(exp: Experiment, fmt: str = "text", metric_tree: str = INCL) -> Iterator[str]:
     """The experiment as a report in one of FORMATS, in pieces."""
     view = View(exp, metric_tree)
     if fmt == "json":
@@ -291,7 +320,7 @@ def render_text(view: View) -> Iterator[str]:
     for key in sorted(exp.attributes):
         if key != "operation":
             lines.append(f"  {key}: {exp.attributes[key]}")
-    lines += ["", "Metrics" + (" (a metric includes its child metrics)" if view.metric_tree == INCL
+    lines += ["", "Metrics" + (" (each metric less its child metrics)" if view.metric_tree == EXCL
                                and any(m.parent is not None for m in exp.metrics) else "") + ":"]
     rows = [("metric", "unit", "type", "kind", "total")]
     for m in exp.metrics:

@@ -7,9 +7,13 @@ guide, 1.7.8).
   each as statistics across the locations (processes and threads): count,
   sum, mean, variance (n - 1, as cube_stat), minimum, the quartiles
   (linear interpolation) and maximum.
-- A top-N flat profile: the functions by the first metric's exclusive
-  value, with every metric's exclusive and inclusive value summed over
-  call paths and locations.
+- A top-N flat profile, summed over call paths and locations.  Of an
+  experiment with Score-P's visits and time metrics, cube_stat -t's: per
+  function its calls (exclusive visits), exclusive and inclusive time and
+  the exclusive value of each metric asked for, by exclusive time,
+  functions never called left out.  Else (psuite's own cubes, which
+  cube_stat -t refuses) the functions by the first metric's exclusive
+  value, with each metric's exclusive and inclusive value.
 
 A routine is every region of that name (a regular expression when no
 region has that name); by default the call tree's roots."""
@@ -152,17 +156,49 @@ class FlatEntry:
     inclusive: dict[str, float]
 
 
-def flat_profile(view: View, metrics: Sequence[str], top: int) -> list[FlatEntry]:
-    """The top functions (by name) by the first metric's exclusive value."""
+def flat_profile(view: View, metrics: Sequence[str], top: int, key: str | None = None,
+                 calls: str | None = None) -> list[FlatEntry]:
+    """The top functions (by name) by a metric's exclusive value (`key`,
+    by default the first metric's); with `calls`, functions that metric
+    never counted are left out (cube_stat stops at the first never called)."""
     group, names = view.name_groups()
     n = len(names)
-    excl = {m: view.grouped_total(m, EXCL, group, n) for m in metrics}
-    incl = {m: view.grouped_total(m, INCL, group, n) for m in metrics}
+    wanted = list(dict.fromkeys([*metrics, *(k for k in (key, calls) if k)]))
+    excl = {m: view.grouped_total(m, EXCL, group, n) for m in wanted}
+    incl = {m: view.grouped_total(m, INCL, group, n) for m in wanted}
     present = sorted(set(group.tolist()))
-    key = np.asarray(excl[metrics[0]], dtype=np.float64)
-    present.sort(key=lambda k: (math.isnan(key[k]), -key[k]))  # stable: ties in the order of the regions
-    return [FlatEntry(names[k], {m: float(excl[m][k]) for m in metrics}, {m: float(incl[m][k]) for m in metrics})
+    if calls:
+        present = [k for k in present if excl[calls][k] != 0]
+    order = np.asarray(excl[key or metrics[0]], dtype=np.float64)
+    present.sort(key=lambda k: (math.isnan(order[k]), -order[k]))  # stable: ties in the order of the regions
+    return [FlatEntry(names[k], {m: excl[m][k].item() for m in metrics}, {m: incl[m][k].item() for m in metrics})
             for k in present[:top]]
+
+
+def scorep_metrics(exp: Experiment) -> tuple[str, str] | None:
+    """The visits and time metrics cube_stat -t takes: named exactly so, or
+    else a name ending in "Visits" ("Time"); None when either is missing
+    (psuite's own cubes: their flat profile is by the metrics asked for)."""
+    names = [m.name for m in exp.metrics]
+
+    def find(exact: str, suffix: str) -> str | None:
+        return exact if exact in names else next((n for n in names if n.endswith(suffix)), None)
+
+    visits, time = find("visits", "Visits"), find("time", "Time")
+    return (visits, time) if visits and time else None
+
+
+def cube_stat_top(view: View, extra: Sequence[str], top: int) -> tuple[list[FlatEntry], str, str] | None:
+    """cube_stat -t's view where the experiment has Score-P's visits and
+    time: per function its calls (visits, exclusive), exclusive and
+    inclusive time, then each metric asked for (exclusive), by exclusive
+    time, functions never called left out."""
+    found = scorep_metrics(view.exp)
+    if found is None:
+        return None
+    visits, time = found
+    return flat_profile(view, list(dict.fromkeys([visits, time, *extra])), top, key=time, calls=visits), \
+        visits, time
 
 
 # ---------------------------------------------------------------- output
@@ -199,18 +235,35 @@ def render_flat(view: View, entries: Sequence[FlatEntry], metrics: Sequence[str]
             separators=(",", ":"), allow_nan=False) + "\n"
     heads = [f"{m} {kind}" for m in metrics for kind in (EXCL, INCL)]
     cells = [[(e.exclusive[m], e.inclusive[m]) for m in metrics] for e in entries]
+    return _flat_table(exp, entries, heads, [[(m, v) for m, pair in zip(metrics, row, strict=True) for v in pair]
+                                             for row in cells], fmt)
+
+
+def render_cube_stat_top(view: View, entries: Sequence[FlatEntry], visits: str, time: str, extra: Sequence[str],
+                         fmt: str) -> str:
+    """cube_stat -t's columns: calls, exclusive time, inclusive time, then
+    the metrics asked for (exclusive values)."""
+    exp = view.exp
+    if fmt == "json":
+        return render_flat(view, entries, list(dict.fromkeys([visits, time, *extra])), fmt)
+    heads = ["calls", "exclusive time", "inclusive time", *extra]
+    rows = [[(visits, e.exclusive[visits]), (time, e.exclusive[time]), (time, e.inclusive[time]),
+             *((m, e.exclusive[m]) for m in extra)] for e in entries]
+    return _flat_table(exp, entries, heads, rows, fmt)
+
+
+def _flat_table(exp: Experiment, entries: Sequence[FlatEntry], heads: Sequence[str],
+                rows: Sequence[Sequence[tuple[str, float]]], fmt: str) -> str:
     if fmt == "csv":
         out = io.StringIO()
         w = csv.writer(out, lineterminator="\n")
         w.writerow(("region", *heads))
-        for e, row in zip(entries, cells, strict=True):
-            w.writerow((e.region, *(number(v, is_integer(exp, m)) for m, pair in zip(metrics, row, strict=True)
-                                    for v in pair)))
+        for e, row in zip(entries, rows, strict=True):
+            w.writerow((e.region, *(number(v, is_integer(exp, m)) for m, v in row)))
         return out.getvalue()
     table = [("Region", *heads)]
-    for e, row in zip(entries, cells, strict=True):
-        table.append((e.region, *(short(v, is_integer(exp, m)) for m, pair in zip(metrics, row, strict=True)
-                                  for v in pair)))
+    for e, row in zip(entries, rows, strict=True):
+        table.append((e.region, *(short(v, is_integer(exp, m)) for m, v in row)))
     return _aligned(table)
 
 
@@ -227,16 +280,20 @@ def _aligned(table: Sequence[Sequence[str]]) -> str:
 
 
 def run(exp: Experiment, metrics: Sequence[str] | None = None, routines: Sequence[str] | None = None,
-        top: int | None = None, fmt: str = "text", metric_tree: str = EXCL) -> str:
+        top: int | None = None, fmt: str = "text", metric_tree: str = INCL) -> str:
     """What `psprocess stat` shows."""
     view = View(exp, metric_tree)
     chosen = select_metrics(exp, metrics)
+    if top is not None and routines:
+        raise UsageError("-r goes without -t: -t lists the top functions, -r names the routines to show")
+    extra = chosen if metrics else []  # cube_stat -t's columns after calls and time: the metrics asked for
+    if top is not None and (found := cube_stat_top(view, extra, top)):
+        entries, visits, time = found  # Score-P's visits and time: cube_stat's view
+        return render_cube_stat_top(view, entries, visits, time, extra, fmt)
     if top is not None and not metrics:  # a column pair per metric: the measured ones, unless asked
         chosen = [m.name for m in exp.metrics if not m.derived] or chosen
     if not chosen:
         raise UsageError("this experiment has no metrics to show")
     if top is not None:
-        if routines:
-            raise UsageError("-r goes without -t: -t lists the top functions, -r names the routines to show")
         return render_flat(view, flat_profile(view, chosen, top), chosen, fmt)
     return render_rows(routine_rows(view, chosen, routines), fmt)

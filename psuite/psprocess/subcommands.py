@@ -46,10 +46,13 @@ profiles, with their call paths, combined documents) and CUBE 4 files
 (.cubex, psuite's own and those Score-P writes)."""
 
 _COLLAPSE = """\
-dimensions: metrics and call paths are matched by name (the union of the
-inputs'; a value missing in one input counts as 0).  Locations are
-matched by process and thread rank; inputs whose system trees differ are
-refused unless -C collapses each to a single location (their sum)."""
+dimensions: metrics are matched by name, call paths by region (name,
+file, lines) and call-site line (the union of the inputs'; a value
+missing in one input counts as 0).  Locations are matched by process and
+thread rank; inputs whose system trees differ are refused unless -c
+unites them (processes matched by machine, node, name and rank) or -C
+puts every process under one virtual node (matched by name and rank);
+either keeps every process, as CUBE's tools do."""
 
 _RESULT = """\
 result: with -o, a CUBE 4 file and its statistics file (OUT.stat beside
@@ -120,11 +123,13 @@ examples:
 
 exit status: 0 when equal or within the tolerances, 1 when not, 2 on bad
 input (one line on standard error)."""),
-    "cut": ("psprocess cut [--root REGION] [--prune REGION ...] IN [-o OUT.cubex]",
+    "cut": ("psprocess cut [--root REGION ...] [--prune REGION ...] IN [-o OUT.cubex]",
             """\
 Re-root or prune the call tree (CUBE's cube_cut).  --root keeps only
 REGION's call paths (the outermost, when it recurses) with everything
-below them; they become the roots.  --prune removes REGION's call paths
+below them; each becomes a root of its own (a region called from three
+places gives three roots, as in cube_cut).  --root and --prune are
+repeatable.  --prune removes REGION's call paths
 with their subtrees and adds their inclusive values to their parents'
 exclusive values (inlines them), so every root keeps its inclusive total.
 REGION is a region name, or a regular expression when no region has that
@@ -141,8 +146,12 @@ the routine's inclusive value, its exclusive value and the inclusive value
 of each function it calls directly, each as statistics across the
 locations (processes and threads): count, sum, mean, variance (n - 1),
 minimum, quartiles (linear interpolation) and maximum.  With -t N instead,
-the top N functions by the first metric's exclusive value, with every
-metric's exclusive and inclusive value.  Derived metrics are evaluated.""",
+the top N functions: of a cube with Score-P's visits and time, cube_stat
+-t's (calls, exclusive and inclusive time, by exclusive time); else by the
+first metric's exclusive value, with every metric's exclusive and
+inclusive value.  Derived metrics are evaluated.  A metric's values are
+as stored, which in CUBE include its child metrics' (--metric-tree excl:
+less its child metrics).""",
              """\
 examples:
   psprocess stat run.cubex                          (every metric, the roots)
@@ -154,13 +163,14 @@ examples:
              """\
 An experiment's values (CUBE's cube_dump): per metric, call path and thread,
 or aggregated over the threads; inclusive or exclusive along the call tree
-(-x, cube_dump's -z) and, with --metric-tree incl, the metric tree
-(cube_dump's -x).
+(-x, cube_dump's -z) and along the metric tree (--metric-tree, cube_dump's
+-x: a stored value includes its child metrics'; excl subtracts them).
 
   -m  metric names, all (the default), or CubePL expressions defining new
       metrics, NAME:EXPRESSION or just EXPRESSION ("New Metric1" ...):
       metric::NAME() references, numbers, + - * / and parentheses,
-      evaluated per thread along the chosen call-tree view, then summed
+      evaluated as cube_dump does (POSTDERIVED): per thread on that
+      thread's values, with -t aggr on the sums over the threads
   -c  all (the default), ids and ranges (0,3,5-10), leafs, roots,
       level=N, level<N, level>N (roots are level 0), name=REGEX
   -t  aggr (the sum over every thread), or thread ids and ranges
@@ -211,9 +221,12 @@ def _operands(p: ArgumentParser, name: str) -> None:
 
 def _result_options(p: ArgumentParser, collapse: bool) -> None:
     if collapse:
+        p.add_argument("-c", "--reduce", action="store_true",
+                       help="unite the system trees: processes matched by machine, node, name and rank, threads "
+                       "by rank, whatever one input lacks added (CUBE's -c)")
         p.add_argument("-C", "--collapse", action="store_true",
-                       help="collapse each input's system tree into one location (its sum), so inputs with "
-                       "different processes or threads can be combined (CUBE's -C)")
+                       help="put every input's processes under one virtual machine and node: processes matched "
+                       "by name and rank, threads by rank, whatever one input lacks added (CUBE's -C)")
     p.add_output_argument("-o", "--output", metavar="OUT.cubex",
                           help="write the result as a CUBE 4 file (and its statistics, OUT.stat) instead of "
                           "showing it as a report")
@@ -266,10 +279,11 @@ def _build_compare(p: ArgumentParser) -> None:
 
 def _build_cut(p: ArgumentParser) -> None:
     _operands(p, "cut")
-    p.add_argument("--root", "-r", metavar="REGION", help="re-root the call tree at REGION's call paths")
+    p.add_argument("--root", "-r", action="append", default=[], metavar="REGION",
+                   help="re-root the call tree at REGION's call paths, each a root of its own; repeatable")
     p.add_argument("--prune", "-p", action="append", default=[], metavar="REGION",
                    help="prune REGION's call paths into their parents (inline them); repeatable")
-    _result_options(p, collapse=False)
+    _result_options(p, collapse=True)
     _force(p, "-o/--output or --html")
 
 
@@ -285,17 +299,19 @@ def _build_stat(p: ArgumentParser) -> None:
     p.add_argument("-r", "--routines", metavar="ROUTINE,...",
                    help="the routines: region names, or regular expressions (default: the call tree's roots)")
     p.add_argument("-t", "--top", type=whole_number(1, 10**9), metavar="N",
-                   help="instead: the flat profile of the top N functions")
+                   help="instead: the flat profile of the top N functions; of a cube with Score-P's visits and "
+                   "time, cube_stat -t's (calls, exclusive and inclusive time by exclusive time, then the -m "
+                   "metrics' exclusive values), else each metric's exclusive and inclusive value by the first's")
     _metric_tree(p)
     p.add_argument("-f", "--format", choices=REPORT_FORMATS, default="text", help="output format (default text)")
     _view_output(p)
 
 
 def _metric_tree(p: ArgumentParser) -> None:
-    p.add_argument("--metric-tree", choices=("incl", "excl"), default="excl",
-                   help="excl (the default): each metric's values as stored; incl: a metric's value with its "
-                   "child metrics' added (CUBE's collapsed metric, for files whose child metrics hold a share "
-                   "their parent does not, as Scalasca's)")
+    p.add_argument("--metric-tree", choices=("incl", "excl"), default="incl",
+                   help="incl (the default): each metric's values as stored, which in CUBE include its child "
+                   "metrics' (a collapsed metric); excl: the metric less its child metrics (an expanded one; "
+                   "cube_dump's -x excl)")
 
 
 def _build_dump(p: ArgumentParser) -> None:
@@ -401,6 +417,17 @@ def _load(source: str, command: str, keep: list | None = None):
     return exp
 
 
+def _given(source: str, command: str, keep: list | None = None):
+    """_load, the experiment named in the algebra's messages and results
+    as the command line names it (a cube keeps the source it was made of,
+    so two results of one program would both be that program's file)."""
+    from psuite.psprocess.algebra import GIVEN
+
+    exp = _load(source, command, keep)
+    exp.attributes[GIVEN] = source
+    return exp
+
+
 def _kept(args) -> list | None:
     """A list for _load's keep when the result becomes the HTML report."""
     return [] if args.html or args.format == "html" else None
@@ -464,14 +491,15 @@ def _run_diff(args) -> int:
     from psuite.psprocess import algebra
 
     kept = _kept(args)
-    minuend, subtrahend = _load(args.minuend, args.command, kept), _load(args.subtrahend, args.command, kept)
+    minuend, subtrahend = _given(args.minuend, args.command, kept), _given(args.subtrahend, args.command, kept)
     if args.folded:  # before the difference, which takes over the inputs' arrays
         from psuite.psprocess.exporters import folded_diff
 
         done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
         _wrote(args, done)
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
-    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, consume=True), kept)
+    return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, reduce=args.reduce,
+                                             consume=True), kept)
 
 
 def _run_nary(args) -> int:
@@ -481,8 +509,9 @@ def _run_nary(args) -> int:
     from psuite.psprocess import algebra
 
     kept = _kept(args)
-    exps = [_load(s, args.command, kept) for s in args.inputs]
-    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, consume=True), kept)
+    exps = [_given(s, args.command, kept) for s in args.inputs]
+    return _finish(args, getattr(algebra, args.command)(exps, collapse=args.collapse, reduce=args.reduce,
+                                                                consume=True), kept)
 
 
 def _run_cut(args) -> int:
@@ -492,8 +521,9 @@ def _run_cut(args) -> int:
     from psuite.psprocess import algebra
 
     kept = _kept(args)
-    exp = _load(args.input, args.command, kept)
-    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune)), kept)
+    exp = _given(args.input, args.command, kept)
+    return _finish(args, algebra.cut(exp, root=args.root, prune=tuple(args.prune), collapse=args.collapse,
+                                        reduce=args.reduce), kept)
 
 
 def parse_tolerances(specs: Sequence[str]) -> list:

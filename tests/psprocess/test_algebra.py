@@ -127,22 +127,39 @@ def test_locations_are_matched_by_rank_and_thread_not_position():
 
 
 def test_system_trees_that_differ_are_an_error_unless_collapsed():
+    # -C as cube_diff -C: every process kept under one virtual node (not each input summed into one
+    # location, which psuite did before), a location only one input has is 0 in the other
     a, _ = a_b()
     b = build("b.cubex", {"time": ("DOUBLE", EXCLUSIVE)}, {"time": {M: [1.0, 2.0, 4.0], F: [1.0, 0.0, 1.0]}},
               locations=[(0, 0), (0, 1), (1, 0)])
+    apart = build("c.cubex", {"time": ("DOUBLE", EXCLUSIVE)}, {"time": {M: [1.0, 2.0]}}, locations=[(0, 0), (2, 0)])
     with pytest.raises(algebra.AlgebraError) as err:
-        algebra.diff(a, b)
+        algebra.diff(a, apart)
     message = str(err.value)
     assert isinstance(err.value, UsageError)
-    assert "\n" not in message and "use -C to collapse" in message
-    assert "only in b.cubex: rank 1 thread 0" in message
+    assert "\n" not in message and "-C to put every process under one virtual node" in message
+    assert "only in c.cubex: rank 2 thread 0" in message and "only in a.cubex: rank 0 thread 1" in message
+    # as cube_diff without -c/-C: a system holding every location of the other is the result's
+    nested = algebra.diff(a, b)
+    assert [loc.key for loc in nested.locations] == [(0, 0), (0, 1), (1, 0)]
+    assert nested.values["time"][nested.paths().index(M)].tolist() == [1.0 - 1.0, 2.0 - 2.0, -4.0]
     d = algebra.diff(a, b, collapse=True)
-    assert len(d.locations) == 1
-    expected = {p: sum(A_TIME.get(p, [0])) - s for p, s in ((M, 7.0), (F, 2.0), (G, 0.0))}
-    assert {d.path(c): d.values["time"][c, 0] for c in range(len(d.cnodes))} == pytest.approx(expected)
+    assert [loc.key for loc in d.locations] == [(0, 0), (0, 1), (1, 0)]
+    assert {(loc.machine, loc.node) for loc in d.locations} == {("Virtual machine", "Virtual node")}
+    b_time = {M: [1.0, 2.0, 4.0], F: [1.0, 0.0, 1.0]}
+    three = [(0, 0), (0, 1), (1, 0)]
+    expected = combine(lambda x, y: x - y, flat({p: v + [0.0] for p, v in A_TIME.items()}, three), flat(b_time, three))
+    assert table(d, "time") == pytest.approx(expected)
     assert d.values["cycles"].sum() == sum(map(sum, A_CYC.values()))
+    assert not d.values["cycles"][:, 2].any()
     m = algebra.mean([a, b], collapse=True)
-    assert m.values["time"][d.paths().index(F), 0] == pytest.approx((21.5 + 2.0) / 2)
+    assert m.values["time"][m.paths().index(F), 0] == pytest.approx((10.5 + 1.0) / 2)
+    assert m.values["time"][m.paths().index(M), 2] == pytest.approx(4.0 / 2)
+    r = algebra.diff(a, b, reduce=True)  # -c: the same union, machines and nodes kept
+    assert [loc.key for loc in r.locations] == [(0, 0), (0, 1), (1, 0)]
+    assert table(r, "time") == pytest.approx(expected)
+    with pytest.raises(algebra.AlgebraError, match="exclude each other"):
+        algebra.diff(a, b, collapse=True, reduce=True)
 
 
 def test_merge_takes_the_last_value_and_keeps_metrics_of_one_input():
@@ -244,8 +261,12 @@ def test_cut_root_keeps_the_subtrees_of_every_call_path_of_the_region():
                     key = (p[p.index("f"):], loc)
                     expected[key] = expected.get(key, 0) + v
     assert got == expected
-    assert len(r.roots) == 1 and r.path(r.roots[0]) == ("f",)  # the call sites summed under one root
-    assert len(set(r.paths())) == len(r.cnodes)
+    # each call path of f a root of its own, as cube_cut makes them (psuite once summed them under one)
+    assert [r.path(x) for x in r.roots] == [("f",)] * sum(1 for p in TREE if p[-1] == "f")
+    several = algebra.cut(e, root=["w", "g"], prune=["x"])  # several roots; a prune below one of them
+    assert {several.path(x) for x in several.roots} == {("w",), ("g",)}
+    assert not any("x" in p for p in several.paths())
+    assert several.values["s"].sum() == sum(sum(row) for p, row in TREE.items() if "w" in p or "g" in p)
     # recursion: only the outermost call path of the region becomes a root
     rec = build("r.cubex", {"s": ("UINT64", EXCLUSIVE)}, {"s": {M: [1, 1], F: [2, 2], ("main", "f", "f"): [4, 4]}})
     rr = algebra.cut(rec, root="f")
@@ -404,10 +425,12 @@ def test_random_trees_with_an_inclusive_metric(seed):
         assert table(pruned, "n") == {k: v for k, v in flat(inclusive_of(ea, ea)).items() if "b" not in k[0]}
 
 
-def test_two_builds_in_different_directories_line_up():
-    """psuite names an experiment's root after the program and its regions'
-    modules are source paths: two builds (app_v1 in /a, app_v2 in /b) must
-    still diff call path by call path."""
+def test_programs_named_apart_keep_apart_as_in_cubelib():
+    """CubeLib's identities: a region is its name, module and lines, a call
+    path its region and call-site line under the same parent.  Two programs
+    (Score-P and psuite name the root region after the program) give two
+    roots, as cube_diff gives them; psuite once joined the roots whatever
+    they were named, which no CUBE tool does."""
     def build_in(program: str, directory: str, work: float) -> Experiment:
         e = Experiment()
         e.add_metric(Metric("time", dtype="DOUBLE", kind=EXCLUSIVE))
@@ -420,8 +443,13 @@ def test_two_builds_in_different_directories_line_up():
         return e
 
     d = algebra.diff(build_in("app_v2", "/b", 12.0), build_in("app_v1", "/a", 10.0))
-    assert len(d.cnodes) == 3 and d.region_name(0) == "app_v2"
-    assert table(d, "time") == {(("app_v2", "work"), (0, 0)): 2.0}
+    assert [d.path(r) for r in d.roots] == [("app_v2",), ("app_v1",)]
+    assert table(d, "time") == {(("app_v2", "work"), (0, 0)): 12.0, (("app_v2", "init"), (0, 0)): 1.0,
+                                (("app_v1", "work"), (0, 0)): -10.0, (("app_v1", "init"), (0, 0)): -1.0}
+    same = algebra.diff(build_in("app", "/b", 12.0), build_in("app", "/b", 10.0))  # one program: one tree
+    assert table(same, "time") == {(("app", "work"), (0, 0)): 2.0}
+    moved = algebra.diff(build_in("app", "/b", 12.0), build_in("app", "/a", 10.0))  # a module is part of a region
+    assert len(moved.cnodes) == 5
 
 
 def test_min_and_max_metrics_stay_least_and_greatest():
@@ -438,9 +466,16 @@ def test_min_and_max_metrics_stay_least_and_greatest():
     pruned = algebra.cut(a, prune=["b"])
     assert table(pruned, "max_time")[(F, (0, 0))] == 0.5 and table(pruned, "max_time")[(F, (0, 1))] == 0.9
     assert table(pruned, "min_time")[(F, (0, 0))] == 0.01 and table(pruned, "min_time")[(F, (0, 1))] == 0.04
-    collapsed = algebra.mean([a, b], collapse=True)
-    assert collapsed.values["max_time"][:, 0].tolist() == [0.2, 0.9, 0.6]
-    assert collapsed.values["min_time"][:, 0].tolist() == [0.02, 0.03, 0.01]
+    collapsed = algebra.mean([a, b], collapse=True)  # -C keeps the threads (cube_mean -C): their mean
+    assert collapsed.values["max_time"].tolist() == [[0.1, 0.2], [0.3, 0.9], [0.5, 0.6]]
+    assert collapsed.values["min_time"].tolist() == [[0.05, 0.02], [0.03, 0.04], [0.01, 0.06]]
+    # diff as cube_diff: the subtrahend negated, then the greatest (least) of the two
+    other = build("b.cubex", metrics, {"max_time": {M: [0.3, 0.1]}, "min_time": {M: [-0.5, 0.01]}})
+    d = algebra.diff(a, other)
+    assert table(d, "max_time")[(M, (0, 0))] == 0.1 and table(d, "max_time")[(M, (0, 1))] == 0.2
+    assert table(d, "min_time")[(M, (0, 0))] == 0.05 and table(d, "min_time")[(M, (0, 1))] == -0.01
+    assert table(d, "max_time")[(F, (0, 1))] == 0.9  # a call path only the minuend has keeps its value
+    assert table(algebra.diff(other, a), "max_time")[(F, (0, 1))] == -0.9  # only the subtrahend: negated
     slower = build("c.cubex", metrics, {"max_time": {**mx, F: [0.3, 1.8]}, "min_time": mn})
     [moved] = algebra.compare(a, slower, [algebra.Tolerance("max_time", relative=0.5)]).moved
     assert (moved.path, moved.a, moved.b) == (F, 0.9, 1.8)

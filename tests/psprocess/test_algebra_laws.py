@@ -336,9 +336,9 @@ def test_multi_rank_documents_per_rank(runs, tmp_path):
     for j, loc in enumerate(m.locations):
         assert m.values["page-faults"][:, j].sum() == (ca[loc.rank] + cb[loc.rank]) / 2
         assert d.values["page-faults"][:, j].sum() == cb[loc.rank] - ca[loc.rank]
-    c = algebra.diff(mb, ma, collapse=True)
-    assert len(c.locations) == 1 and c.values["page-faults"].sum() == sum(cb.values()) - sum(ca.values())
-    with pytest.raises(algebra.AlgebraError, match="use -C"):
+    c = algebra.diff(mb, ma, collapse=True)  # cube_diff -C: the ranks kept under one virtual node
+    assert len(c.locations) == 4 and c.values["page-faults"].sum() == sum(cb.values()) - sum(ca.values())
+    with pytest.raises(algebra.AlgebraError, match="-C to put every process"):
         algebra.diff(ma, load(str(runs["x"])))  # 4 ranks against one process
     cube.write(m, str(tmp_path / "mean.cubex"))
     assert sum(pycubexr_values(tmp_path / "mean.cubex", "page-faults").values()) == \

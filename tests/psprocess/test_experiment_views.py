@@ -63,10 +63,11 @@ def incl(values: list[list[float]], i: int, loc: int) -> float:
     return sum(values[k][loc] for k in subtree(i))
 
 
-def with_children(plain: dict, metric: str) -> list[list[float]]:
-    """time as CUBE shows the collapsed metric: time + mpi."""
+def less_children(plain: dict, metric: str) -> list[list[float]]:
+    """time as CUBE shows the expanded metric (metric tree exclusive): its
+    stored value, which includes mpi's, less mpi."""
     if metric == "time":
-        return [[t + m for t, m in zip(rt, rm, strict=True)] for rt, rm in zip(plain["time"], plain["mpi"],
+        return [[t - m for t, m in zip(rt, rm, strict=True)] for rt, rm in zip(plain["time"], plain["mpi"],
                                                                                 strict=True)]
     return plain[metric]
 
@@ -168,18 +169,21 @@ def test_inclusive_stored_metric_shown_exclusive():
     assert doc["metrics"][-1]["total"] == 11
 
 
-def test_metric_tree_inclusive_adds_child_metrics():
+def test_metric_tree_exclusive_subtracts_child_metrics():
     e, plain = build(5)
-    doc = json.loads("".join(experiment_views.render(e, "json", metric_tree="incl")))
-    shown = with_children(plain, "time")
+    # inclusive (the default): values as stored, which in CUBE already hold the child metrics'
+    doc = json.loads("".join(experiment_views.render(e, "json")))
+    assert doc["metrics"][0]["total"] == pytest.approx(sum(map(sum, plain["time"])))
+    doc = json.loads("".join(experiment_views.render(e, "json", metric_tree="excl")))
+    shown = less_children(plain, "time")
     assert doc["metrics"][0]["total"] == pytest.approx(sum(map(sum, shown)))
     assert doc["callpaths"][1]["inclusive"]["time"] == pytest.approx(sum(incl(shown, 1, j) for j in range(NLOC)))
     assert doc["metrics"][1]["total"] == pytest.approx(sum(map(sum, plain["mpi"])))
-    # a derived metric names time alone, whatever the view
+    # a derived metric names time as stored, whatever the view
     assert doc["metrics"][3]["total"] == pytest.approx(sum(map(sum, plain["samples"])) /
                                                       sum(map(sum, plain["time"])))
-    text = "".join(experiment_views.render(e, metric_tree="incl"))
-    assert "Metrics (a metric includes its child metrics):" in text
+    text = "".join(experiment_views.render(e, metric_tree="excl"))
+    assert "Metrics (each metric less its child metrics):" in text
 
 
 # ---------------------------------------------------------------- stat
@@ -305,9 +309,9 @@ def test_dump_aggregated_text_and_gnuplot():
     assert "Print out the data of the metric time (inclusive along the call tree)" in text
     line = next(x for x in text.splitlines() if x.startswith("main(id=0)"))
     assert float(line.split()[1]) == pytest.approx(sum(incl(plain["time"], 0, j) for j in range(NLOC)), rel=1e-8)
-    collapsed = "".join(dump.run(e, metrics="time", callpaths="1", threads="aggr", metric_tree="incl"))
-    line = next(x for x in collapsed.splitlines() if x.startswith("foo(id=1)"))
-    assert float(line.split()[1]) == pytest.approx(sum(with_children(plain, "time")[1]), rel=1e-8)
+    expanded = "".join(dump.run(e, metrics="time", callpaths="1", threads="aggr", metric_tree="excl"))
+    line = next(x for x in expanded.splitlines() if x.startswith("foo(id=1)"))
+    assert float(line.split()[1]) == pytest.approx(sum(less_children(plain, "time")[1]), rel=1e-8)
     assert "All threads" in text
     gp = "".join(dump.run(e, fmt="gnuplot", metrics="samples", callpaths="leafs"))
     data = [line.split() for line in gp.splitlines() if line and not line.startswith("#")]

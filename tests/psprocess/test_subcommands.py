@@ -234,21 +234,21 @@ def test_cut_prune_keeps_root_total_and_reroot(cubes):
 
 
 
-def test_cut_root_of_a_region_with_two_call_sites_is_one_root_pycubexr_reads(cubes, workdir):
-    """bar is called from main and from foo: re-rooted there, its two call
-    sites are one root holding both (a CUBE file with one root, which is
-    what pycubexr reads)."""
+def test_cut_root_of_a_region_with_two_call_sites_makes_two_roots_pycubexr_reads(cubes, workdir):
+    """bar is called from main and from foo: re-rooted there, each call
+    site is a root of its own, as cube_cut makes them (psuite once summed
+    them under one root)."""
     proc = psprocess("cut", "--root", "bar", cubes["a"], "-o", "bar.cubex")
     assert proc.returncode == 0, proc.stderr
     from pycubexr import CubexParser
 
     a = values()
     with CubexParser(str(workdir / "bar.cubex")) as parsed:
-        cnodes = list(parsed.all_cnodes())
-        assert [parsed.get_region(c).name for c in cnodes] == ["bar"]
+        cnodes = [c for c in parsed.all_cnodes() if parsed.get_region(c).name != "[roots]"]  # the writer's
+        assert [parsed.get_region(c).name for c in cnodes] == ["bar", "bar"]
         mv = parsed.get_metric_values(parsed.get_metric_by_name("samples"))
-        assert [int(v) for v in mv.cnode_values(cnodes[0])] == [a["samples"][2][r] + a["samples"][3][r]
-                                                                 for r in range(RANKS)]
+        assert [[int(v) for v in mv.cnode_values(c)] for c in cnodes] == \
+            [[a["samples"][k][r] for r in range(RANKS)] for k in (2, 3)]
 
 def test_stat_and_dump_of_a_cube(cubes):
     a = values()
@@ -404,7 +404,13 @@ def test_scorep_style_cube_views(workdir):
     collapsed = psprocess("dump", "s.cubex", "-m", "time", "-c", "3", "--metric-tree", "incl", "-f", "csv")
     got = [line.split(",") for line in collapsed.stdout.split()]
     assert [(int(a), int(b)) for a, b, _ in got] == [(3, j) for j in range(nloc)]
-    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3] + c.exclusive["mpi"][3]))
+    # CUBE's stored time already holds mpi's (the metric tree is inclusive): collapsed is the stored value,
+    # expanded (--metric-tree excl) time less mpi - nothing at MPI_Send, which is all MPI
+    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3]))
+    expanded = psprocess("dump", "s.cubex", "-m", "time", "-c", "3", "--metric-tree", "excl", "-f", "csv")
+    got = [line.split(",") for line in expanded.stdout.split()]
+    assert [float(v) for _, _, v in got] == pytest.approx(list(c.exclusive["time"][3] - c.exclusive["mpi"][3]))
+    assert any(c.exclusive["mpi"][3]) and not any(float(v) for _, _, v in got)
     proc = psprocess("stat", "s.cubex", "-m", "time", "-f", "csv")
     assert proc.returncode == 0, proc.stderr
     got = {(r["routine"], r["view"], r["callee"]): r for r in csv.DictReader(io.StringIO(proc.stdout))}

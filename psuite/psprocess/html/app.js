@@ -83,15 +83,16 @@
   const overLabel = (m) => (NL === 1 || m.over === "sum" ? "" : " [" + m.over + "]");
 
   const dataCache = new Map();
-  // {exc, inc: Float64Array(NC*NL); excT, incT: Float64Array(NC) over all locations}
-  function metricData(ids) {
-    const key = ids.join(",");
+  // {exc, inc: Float64Array(NC*NL); excT, incT: Float64Array(NC) over all locations}: the metrics ids
+  // summed, less the metrics in `less` (an expanded metric's own share)
+  function metricData(ids, less = []) {
+    const key = ids.join(",") + "-" + less.join(",");
     let d = dataCache.get(key);
     if (d) return d;
     const summable = ids.every((i) => metrics[i].summable);
-    const over = ids.length === 1 ? metrics[ids[0]].over : summable ? "sum" : "mean";
+    const over = ids.length === 1 && less.length === 0 ? metrics[ids[0]].over : summable ? "sum" : "mean";
     let exc, inc;
-    if (ids.length === 1) {
+    if (ids.length === 1 && less.length === 0) {
       const vals = V.values[metrics[ids[0]].name] || {exclusive: new Array(NC * NL).fill(null)};
       exc = floats(vals.exclusive);
       inc = vals.inclusive != null ? floats(vals.inclusive) : null;
@@ -100,6 +101,10 @@
       for (const i of ids) {
         const e = metricData([i]).exc;
         for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] += e[j];
+      }
+      for (const i of less) {
+        const e = metricData([i]).exc;
+        for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] -= e[j];
       }
     }
     if (inc === null || inc === undefined) {
@@ -132,17 +137,17 @@
   // "Time (sec)"; names that say their unit already ("CPU time (seconds)") as they are
   const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") ? m.display + " (" + m.unit + ")" : m.display);
 
-  // A metric's summable descendants (with itself): what its collapsed node stands for.
-  function metricSubtree(i) {
-    const out = [i];
-    if (!metrics[i].summable) return out;
-    for (const k of metrics[i].kids) if (metrics[k].summable) out.push(...metricSubtree(k));
-    return out;
+  // What a metric's node stands for, as CUBE defines the metric tree (user guide 2.1.1.5: a stored value
+  // includes its child metrics'): collapsed, the metric as stored; expanded, the stored value less its
+  // summable children's (its own share). [ids added, ids subtracted]
+  function metricShare(i, open) {
+    if (!open || !metrics[i].summable) return [[i], []];
+    return [[i], metrics[i].kids.filter((k) => metrics[k].summable)];
   }
 
   // The metric tree's value of a metric: over every root cnode and location.
-  function metricTotal(ids) {
-    const d = metricData(ids);
+  function metricTotal([ids, less]) {
+    const d = metricData(ids, less);
     return aggregate(Float64Array.from(roots, (r) => d.incT[r]), 0, roots.length, d.over);
   }
 
@@ -344,9 +349,9 @@
 
   // ---- the three panes ---------------------------------------------------
   let metricTree, callTree, sysTree;
-  const selMetricIds = () => (S.metric < 0 ? [] : metricTree.isOpen(S.metric) ? [S.metric] : metricSubtree(S.metric));
-  const curData = () => metricData(selMetricIds());
-  const curInteger = () => S.metric >= 0 && selMetricIds().every((i) => metrics[i].integer);
+  const selShare = () => metricShare(S.metric, metricTree.isOpen(S.metric));
+  const curData = () => (S.metric < 0 ? metricData([]) : metricData(...selShare()));
+  const curInteger = () => S.metric >= 0 && selShare().flat().every((i) => metrics[i].integer);
 
   function cnodeValue(c, open) {
     if (S.metric < 0) return NaN;
@@ -389,7 +394,7 @@
       label: (i) => withUnit(metrics[i])
         + overLabel(metrics[i]),
       attrs: (i) => ({"data-metric": metrics[i].name, title: metrics[i].description || metrics[i].name}),
-      raw: (i, open) => metricTotal(open ? [i] : metricSubtree(i)),
+      raw: (i, open) => metricTotal(metricShare(i, open)),
       rootOf: (i) => { while (metrics[i].parent != null) i = metrics[i].parent; return i; },
       comparable: (i, j) => metricTree.s.rootOf(i) === metricTree.s.rootOf(j) && metrics[i].unit === metrics[j].unit,
       integer: (i) => metrics[i].integer,

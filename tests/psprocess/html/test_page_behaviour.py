@@ -152,16 +152,17 @@ def test_collapsing_an_ancestor_moves_the_selection_to_it(tmp_path, driver, scre
     page.toggle_metric("total")  # total collapsed again: its own values, not part's
     page.toggle_call("a")  # a expanded: a1 shows
     page.click_call("a1")
-    assert page.rank_values() == {0: 1 + 100, 1: 1 + 300}  # total includes part (1 per cnode)
+    # total as stored: it includes part's share already (CUBE's metric tree), nothing is added
+    assert page.rank_values() == {0: 100, 1: 300}
     page.toggle_call("a")  # a collapsed: a1 hidden
     assert page.selected_call() == "a"
     # the system tree shows a's inclusive values now (a and a1, total and part), not a1's
-    assert page.rank_values() == {r: per[1][r] + per[2][r] + 2 for r in (0, 1)}
+    assert page.rank_values() == {r: per[1][r] + per[2][r] for r in (0, 1)}
     page.set_mode("call", "sel")
     assert float(_shown(page, "call", "region")["a"]) == pytest.approx(100.0)
     page.toggle_call("app")  # the root collapsed: the selection is the root
     assert page.selected_call() == "app"
-    assert page.rank_values() == {r: sum(per[c][r] for c in per) + 4 for r in (0, 1)}
+    assert page.rank_values() == {r: sum(per[c][r] for c in per) for r in (0, 1)}
     # the system tree: a thread selected, its rank collapsed
     page.toggle_rank(1)
     page.js("document.querySelector('[data-tree=system] .row[data-location=\"1\"] .name').click()")
