@@ -48,22 +48,59 @@ def psprocess_csv(*args: str) -> tuple[list[dict[tuple[int, int], float]], str]:
 
 def test_every_reference_cube_is_there():
     assert {"mpi1", "mpi2", "omp", "diff", "merge", "mean", "cut"} <= set(CUBES)
+    assert all((DATA / "values" / f"{c}.tsv").exists() for c in CUBES)
+
+
+def cubelib_values(cube: str) -> dict[tuple[str, str, int, int], float]:
+    """values/CUBE.tsv, CubeLib's own values at full precision, as stored
+    along the metric tree (metric_tree incl): (call_tree, metric, cnode id,
+    location) -> value; rows of 0 are left out there."""
+    out = {}
+    lines = (DATA / "values" / f"{cube}.tsv").read_text().splitlines()
+    assert lines[0].split("\t") == ["metric_tree", "call_tree", "metric", "cnode", "location", "value"]
+    for line in lines[1:]:
+        mtree, ctree, metric, cnode, loc, value = line.split("\t")
+        if mtree == "incl" and loc != "all":
+            out[(ctree, metric, int(cnode), int(loc))] = float(value)
+    return out
+
+
+def cnode_ids(path: Path) -> list[int]:
+    """The anchor's cnode ids in document order (psuite's call-path order)."""
+    import gzip
+    import tarfile
+
+    from lxml import etree
+
+    with tarfile.open(path) as tar:
+        xml = tar.extractfile("anchor.xml").read()
+    if not xml.lstrip().startswith(b"<"):
+        xml = gzip.decompress(xml)
+    program = etree.fromstring(xml, etree.XMLParser(huge_tree=True)).find("program")
+    return [int(c.get("id")) for c in program.iter("cnode")]
 
 
 @pytest.mark.parametrize("cube", CUBES)
-@pytest.mark.parametrize("calltree", ["excl", "incl"])
-def test_dump_equals_cube_dump(cube, calltree):
-    """Stored values (the metric tree as stored, cube_dump -x incl) along
-    the call tree exclusive and inclusive (cube_dump -z)."""
-    names = (DATA / f"{cube}.metrics.txt").read_text().split()
-    expected = cube_dump_csv((DATA / f"{cube}.incl-metric.{calltree}-call.csv").read_text())
-    got, stderr = psprocess_csv("-m", ",".join(names), "-x", calltree, str(DATA / f"{cube}.cubex"))
-    assert "warning" not in stderr, stderr  # Score-P's default metrics: all of plain types
-    assert len(got) == len(expected) == len(names)
-    for name, want, have in zip(names, expected, got, strict=True):
-        assert set(have) == set(want), name
-        for key, v in want.items():
-            assert have[key] == pytest.approx(v, rel=RELATIVE, abs=1e-300), (cube, name, key)
+def test_dump_equals_cubelib_full_precision(cube):
+    """Every stored metric's value per call path and location, along the
+    call tree exclusive and inclusive, equal to CubeLib's (relative 1e-9)."""
+    from psuite.psprocess.readers import cube as reader
+
+    path = DATA / f"{cube}.cubex"
+    stored = [m.name for m in reader.read(str(path)).metrics if not m.derived]
+    ids = cnode_ids(path)
+    want = cubelib_values(cube)
+    nloc = 1 + max(loc for *_, loc in want) if want else 0
+    for calltree in ("excl", "incl"):
+        got, _ = psprocess_csv("-m", ",".join(stored), "-x", calltree, str(path))
+        assert len(got) == len(stored)
+        for name, block in zip(stored, got, strict=True):
+            assert len(block) == len(ids) * max(nloc, 1) or not want, (cube, name)
+            for (c, loc), v in block.items():
+                expected = want.get((calltree, name, ids[c], loc), 0.0)
+                assert v == pytest.approx(expected, rel=1e-9, abs=1e-15), (
+                    cube, calltree, name, ids[c], loc
+                )
 
 
 def test_metric_without_data_file_reads_as_zeros():
