@@ -313,3 +313,23 @@ def test_damaged_archives_are_refused(tmp_path):
     members = two_metrics(tmp_path)
     members["0.index"] = b"CUBEX.INDEX" + struct.pack("<ihbi", 1, 0, 1, 5) + struct.pack("<5i", 0, 1, 2, 3, 4)
     bounded(write(tmp_path / "index.cubex", members), "index file says 5 rows")
+
+
+def test_derived_metrics_on_a_left_out_one_are_left_out_too(tmp_path):
+    """A derived metric naming one that is left out (here: it names a
+    metric the file lacks) is left out as well, said, not a traceback."""
+    members = two_metrics(tmp_path)
+
+    def derived(mid: int, name: str, cubepl: str) -> str:
+        return metric(mid, name, kind="POSTDERIVED").replace("</metric>", f"<cubepl>{cubepl}</cubepl></metric>")
+
+    members["anchor.xml"] = anchor(
+        metric(0, "time")
+        + metric(1, "visits", "UINT64")
+        + derived(2, "a", "metric::nosuch()")
+        + derived(3, "b", "metric::a() * 2")
+        + derived(4, "c", "metric::b() + metric::time()")
+    )
+    blocks, err = values(write(tmp_path / "c.cubex", members))
+    assert len(blocks) == 2 and [v for _, _, v in blocks[0]] == [1.5, 2.5, 3.5, 4.5]
+    assert "derived metrics psuite cannot evaluate are left out: a, b, c" in err, err

@@ -525,6 +525,13 @@ def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[s
         return set(metric_names(m.expression)) <= names
 
     bad = {i for i, m in enumerate(exp.metrics) if m.derived and not evaluable(m)}
+    while True:  # and those naming a metric left out, to the end of the chain
+        gone = {exp.metrics[i].name for i in bad}
+        more = {i for i, m in enumerate(exp.metrics)
+                if m.derived and i not in bad and set(metric_names(m.expression)) & gone}
+        if not more:
+            break
+        bad |= more
     if not bad:
         return file_ids
     skipped += [exp.metrics[i].name for i in sorted(bad)]
