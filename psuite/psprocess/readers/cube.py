@@ -478,7 +478,7 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             metric.dtype = "DOUBLE"
             if composite is not None:
                 layouts[name] = composite
-                _say(f"metric {name!r} is {base}: shown as {composite.shown}, as CubeLib's cube_dump shows it")
+                _say(f"metric {name!r} is {base}: shown as {composite.shown}, the one number CubeLib makes of it (Value::getDouble)")
             elif base == "SCALE_FUNC":
                 stored = False
                 _say(f"metric {name!r} is SCALE_FUNC: shown as 0 (psuite does not evaluate scaling functions)")
