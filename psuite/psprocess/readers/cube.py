@@ -29,7 +29,7 @@ metrics of every width become int64 (a UINT64 metric with a value beyond
 int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64; NaN and
 infinities are refused.  RATE, COMPLEX, TAU_ATOMIC, HISTOGRAM(n) and
 NDOUBLES(n) are held as the one number CubeLib's Value::getDouble() gives
-(what cube_dump prints), SCALE_FUNC as zeros, each said once on stderr.
+(cube_dump prints the parts), SCALE_FUNC as zeros, each said once on stderr.
 Derived metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and
 hold no values; a metric psuite wrote with values and an <attr key=
 "psuite::cubepl"> is read back as the derived metric it was; derived
@@ -389,7 +389,8 @@ class _Composite:
     """A metric type whose value is several numbers (CubeLib's RATE,
     COMPLEX, TAU_ATOMIC, HISTOGRAM(n), NDOUBLES(n)): its layout in the data
     file and the one number CubeLib's Value::getDouble() makes of it, which
-    is what cube_dump prints and what psuite holds."""
+    is what psuite holds (cube_dump prints the parts: count, min, max, mean,
+    deviation; main and duration; re and im; bins)."""
 
     def __init__(self, fields: list[tuple[str, str]], shown: str, to_double, base: str = "") -> None:
         self.fields, self.shown, self.to_double, self.base = fields, shown, to_double, base
@@ -478,7 +479,10 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             metric.dtype = "DOUBLE"
             if composite is not None:
                 layouts[name] = composite
-                _say(f"metric {name!r} is {base}: shown as {composite.shown}, the one number CubeLib makes of it (Value::getDouble)")
+                _say(
+                    f"metric {name!r} is {base}: shown as {composite.shown}, the one number CubeLib makes "
+                    "of it (Value::getDouble)"
+                )
             elif base == "SCALE_FUNC":
                 stored = False
                 _say(f"metric {name!r} is SCALE_FUNC: shown as 0 (psuite does not evaluate scaling functions)")
