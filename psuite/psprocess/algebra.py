@@ -923,7 +923,10 @@ def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: 
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
     if collapse:
         e.locations = [dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE) for loc in e.locations]
-    e.attributes = {"operation": operation}
+    # what the input's values mean stays true of a part of them: the sampling event (a profile's regions are
+    # written without their sampled lines, so cuts of two runs combine) and the ratios kept without a formula
+    e.attributes = {"operation": operation, **{k: experiment.attributes[k] for k in (SAMPLED_ON, NO_FORMULA)
+                                               if experiment.attributes.get(k)}}
     e.topologies = [dataclasses.replace(t, dimensions=list(t.dimensions), coordinates=dict(t.coordinates))
                     for t in topologies]  # the locations are the input's: so are their coordinates
     return e

@@ -1,7 +1,9 @@
 """Every input psuite reads as one psuite.experiment.Experiment.
 
 - `from_report(report)`: a counting report (one root call path; each event
-  a UINT64 metric, DOUBLE when a count is not a whole number int64 holds;
+  a UINT64 metric, DOUBLE when a count is not a whole number int64 holds,
+  its unique name one CubePL can name (cubepl_name: task-clock as
+  task_clock), its display name the event's;
   each derived metric a POSTDERIVED metric whose CubePL expression is
   built from its psmetrics definition, else its value stored as DOUBLE
   and named in attributes[NO_FORMULA];
@@ -11,9 +13,10 @@
   constants such as cpumhz are folded in), a profile (flat:
   the program's root with one child per function; with call paths the
   threads' resolved trees merged), or a MultiReport (every rank and thread
-  one location; system tree machine -> node (host) -> process (rank, else
-  pid) -> thread).  Profiles have "samples" (UINT64) and "time" (DOUBLE
-  seconds, timer sources) or "events" (samples x threshold), EXCLUSIVE.
+  one location; system tree machine -> node (host) -> process ("MPI Rank
+  N", else "Process" by position, as Score-P names them) -> thread).
+  Profiles have "samples" (UINT64) and "time" (DOUBLE seconds, timer
+  sources) or "events" (samples x threshold), EXCLUSIVE.
 - `load(source)`: a CUBE 4 file (readers/cube.py) or any document
   psuite.psprocess.inputs.load reads, made ready as psprocess makes it
   (call-path companions attached, symbols resolved, metrics derived)."""
@@ -26,6 +29,7 @@ from dataclasses import dataclass
 
 from psuite.errors import UsageError
 from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, metric_names
+from psuite.psprocess.cube_names import cubepl_name, with_cubepl_names  # unique names CubePL can name
 from psuite.psprocess.readers import is_cube  # noqa: F401  (experiments.is_cube: its callers' name)
 
 SECONDS = ("sec", "s", "second", "seconds")
@@ -36,6 +40,52 @@ ROOT_DESCRIPTION = "the whole program"
 # reports ...), one name a line.  A CUBE file keeps it; the algebra leaves them out of a diff or mean.
 NO_FORMULA = "psuite::no_formula"
 SAMPLED_ON = "psuite::event"  # experiment attribute: a profile's sampling event (algebra refuses to mix them)
+
+
+# experiment attribute prefix: psuite::stand_in::visits = samples says the cube's "visits" only repeats
+# "samples", written for CubeLib's cube_stat (exporters/cube.py for_cube_stat), and psuite reads it without it
+STAND_IN = "psuite::stand_in::"
+
+
+SAMPLED_LINES = "psuite::sampled_lines"  # exporters/cube.py: a profile's regions' lines, written as unknown
+
+
+def as_written(exp: Experiment) -> Experiment:
+    """A cube psuite wrote, read back as the experiment it wrote: without
+    the metrics it added only for CubeLib's tools (STAND_IN), and with its
+    regions' sampled lines (SAMPLED_LINES), which the file's regions leave
+    out so that CubeLib unifies the regions of two runs."""
+    if exp.attributes.get("Creator") == "psuite":  # older psuite's names (task-clock) as psuite names them now
+        exp = with_cubepl_names(exp)
+    for line in exp.attributes.pop(SAMPLED_LINES, "").splitlines():
+        try:
+            i, begin, end = (int(x) for x in line.split())
+        except ValueError:
+            continue  # not psuite's: the regions stay as the file has them
+        if 0 <= i < len(exp.regions) and exp.regions[i].begin < 0 and exp.regions[i].end < 0:
+            exp.regions[i].begin, exp.regions[i].end = begin, end
+    names = {k[len(STAND_IN):] for k in exp.attributes if k.startswith(STAND_IN)}
+    if not names:
+        return exp
+    for k in [k for k in exp.attributes if k.startswith(STAND_IN)]:
+        del exp.attributes[k]
+    drop = {i for i, m in enumerate(exp.metrics) if m.name in names and not m.derived
+            and not exp.metric_children(i) and m.name not in {n for d in exp.metrics if d.derived
+                                                               for n in metric_names(d.expression)}}
+    if not drop:
+        return exp
+    new_index = {}
+    kept = []
+    for i, m in enumerate(exp.metrics):
+        if i not in drop:
+            new_index[i] = len(kept)
+            kept.append(m)
+    for m in kept:
+        m.parent = None if m.parent is None else new_index[m.parent]
+    for i in drop:
+        exp.values.pop(exp.metrics[i].name, None)
+    exp.metrics = kept
+    return exp
 
 
 # -- loading -------------------------------------------------------------------
@@ -141,8 +191,11 @@ def _locations(exp: Experiment, reports: Sequence) -> list[int]:
     """exp.locations in system-tree order (hosts sorted, then processes by
     rank or pid, then threads by number); returns each report's location.
     A process's rank is its MPI rank, else its position (0, 1 ... among
-    the ranks no MPI process has): two runs of one program then have the
-    same system tree, whatever their pids."""
+    the ranks no MPI process has), and its name says only that, as
+    Score-P names them: "MPI Rank 3", else "Process" (one process) or
+    "Process 1".  CubeLib's tools match processes by name and rank
+    (cube_diff refuses system trees that differ), so two runs of one
+    program, whatever their pids, combine there as in psuite."""
     hosts: dict[str, dict[tuple, list[int]]] = {}
     for i, r in enumerate(reports):
         process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
@@ -150,13 +203,17 @@ def _locations(exp: Experiment, reports: Sequence) -> list[int]:
     taken = {r.rank for r in reports if r.rank is not None}
     free = (n for n in range(len(reports) + len(taken) + 1) if n not in taken)
     where = [0] * len(reports)
+    unranked = sum(1 for processes in hosts.values() for p in processes if p[0] == "pid")
     for host in sorted(hosts):
         for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
             rank = process[1] if process[0] == "rank" else next(free)
+            if process[0] == "rank":
+                name = f"MPI Rank {rank}"
+            else:
+                name = "Process" if unranked == 1 else f"Process {rank}"
             for i in sorted(hosts[host][process], key=lambda i: reports[i].thread or 0):
                 where[i] = len(exp.locations)
                 thread = reports[i].thread or 0  # none: a report of the whole process
-                name = f"{process[0]} {process[1]}"
                 exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", thread))
     return where
 
@@ -322,10 +379,14 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
     root = _root(exp, program)
     events: dict[str, Metric] = {}
     counts: dict[str, list[tuple[int, float]]] = {}
+    taken: set[str] = set()
     for r, loc_id in zip(reports, where, strict=True):
         for e in r.events:
             if e.name not in events:
-                events[e.name] = _metric(e.name, e.name, "UINT64", "events", e.description or e.name)
+                # named so that CubePL can refer to it (task-clock as task_clock), displayed as counted
+                unique = cubepl_name(e.name, taken)
+                taken.add(unique)
+                events[e.name] = _metric(unique, e.name, "UINT64", "events", e.description or e.name)
             counts.setdefault(e.name, []).append((loc_id, e.count))
     for name, m in events.items():
         cells = counts[name]
@@ -336,15 +397,15 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
         for loc_id, v in cells:
             a[root, loc_id] = _as_float(v) if m.dtype == "DOUBLE" else int(v)
     _run_times(exp, root, reports, where, events)
+    taken = {m.name for m in exp.metrics}
     by_name = {d.name: d for d in definitions}
     derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
     for r, loc_id in zip(reports, where, strict=True):
         for d in r.metrics:
             if d.name not in derived:
-                derived[d.name] = (
-                    _metric(d.name.replace(" ", "_"), d.name, "DOUBLE", d.unit or "", d.description or d.name),
-                    [],
-                )
+                unique = cubepl_name(d.name, taken)
+                taken.add(unique)
+                derived[d.name] = (_metric(unique, d.name, "DOUBLE", d.unit or "", d.description or d.name), [])
             derived[d.name][1].append((loc_id, d.value))
     unknown: list[str] = []
     for name, (m, cells) in derived.items():
@@ -443,8 +504,8 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
             return repr(v) if math.isfinite(v) else None
         want = canonical(name)
         for event in report.events:
-            if canonical(event.name) == want and event.name in events and _referable(event.name):
-                return f"metric::{event.name}()"
+            if canonical(event.name) == want and event.name in events and _referable(events[event.name].name):
+                return f"metric::{events[event.name].name}()"
         return None
     if kind in ("plus", "minus", "times", "divide"):
         left, right = (_cubepl(c, report, events) for c in e[1:])
@@ -456,10 +517,9 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
 
 def _referable(name: str) -> bool:
     """A metric name an expression can refer to: what psuite's evaluator
-    reads after metric:: (psuite.experiment's scanner), which takes perf's
-    page-faults and task-clock as well as PAPI_TOT_CYC.  Leaving perf's
-    names out stored CPUs utilized and page faults per second as plain
-    values, which diff then subtracted as if they were counts."""
+    reads after metric:: (psuite.experiment's scanner).  Unique names are
+    chosen so (cubepl_name); a metric it could not name would be stored
+    with its values, which diff would then subtract as if they were counts."""
     return metric_names(f"metric::{name}()") == [name]
 
 

@@ -339,11 +339,12 @@ def _cube(source: str, wanted: bool):
 def load_cube(source: str):
     """The psuite.experiment.Experiment of a CUBE 4 file, by the one CUBE
     reader (readers/cube.py); InputError (one line) otherwise."""
+    from psuite.psprocess.experiments import as_written
     from psuite.psprocess.readers import cube
 
     if "://" in source:
         raise InputError(f"{source}: CUBE files are read from files, not URLs; download it and give the file")
-    return cube.read(source)
+    return as_written(cube.read(source))
 
 
 def _load(source: str, read):

@@ -21,8 +21,9 @@ from collections.abc import Callable, Sequence
 
 from psuite.cli_parser import ArgumentParser, whole_number
 from psuite.errors import UsageError, require_extra
+from psuite.psprocess import cubetools  # CubeLib's single-purpose tools: clean, derive, ... (argparse only)
 
-NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump")
+NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump", *cubetools.NAMES)
 REPORT_FORMATS = ("text", "json", "csv")
 RESULT_FORMATS = (*REPORT_FORMATS, "html")  # diff, merge, mean, cut: their result also as the HTML report
 DUMP_FORMATS = ("text", "csv", "csv2", "gnuplot", "R")
@@ -38,6 +39,7 @@ psprocess SUBCOMMAND --help says more):
   cut IN                    re-root or prune the call tree
   stat IN                   statistics per metric and routine, top-N functions
   dump IN                   values by metric, call path and thread
+""" + cubetools.SUMMARY + """
 A file named like a subcommand is given as ./NAME."""
 
 _INPUTS = """\
@@ -191,6 +193,8 @@ examples:
 
 def parser(name: str) -> ArgumentParser:
     """The argparse parser of one subcommand."""
+    if name in cubetools.NAMES:
+        return cubetools.parser(name)
     usage, what, examples = HELP[name]
     epilog = [examples]
     if name in ("diff", "merge", "mean", "compare"):
@@ -605,4 +609,5 @@ def _run_dump(args) -> int:
 
 
 _RUN: dict[str, Callable] = {"diff": _run_diff, "merge": _run_nary, "mean": _run_nary, "compare": _run_compare,
-                             "cut": _run_cut, "stat": _run_stat, "dump": _run_dump}
+                             "cut": _run_cut, "stat": _run_stat, "dump": _run_dump,
+                             **dict.fromkeys(cubetools.NAMES, cubetools.run)}

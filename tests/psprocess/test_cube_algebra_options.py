@@ -192,3 +192,23 @@ def test_topologies_are_kept_through_every_operation():
     c = run(processes=("pid 7",), seed=3, topology=True)  # a union: each input's coordinates on its locations
     m = algebra.merge([run(processes=("pid 5",), topology=True), c], reduce=True)
     assert m.topologies[0].coordinates == {0: (0,)}  # the first's place stands; the second's clashes with it
+
+
+def test_cut_keeps_what_the_values_mean():
+    """A cut of a profile is still sampled on its event (so its regions are
+    written without their sampled lines and cuts of two runs combine), and a
+    ratio kept without a formula stays marked; the operation is the cut's."""
+    e = Experiment(attributes={algebra.SAMPLED_ON: "task-clock", algebra.NO_FORMULA: "ratio", "source": "a.xml"})
+    e.add_metric(Metric("samples", dtype="UINT64"))
+    for name in ("main", "work", "leaf"):
+        e.add_region(Region(name))
+    e.locations = [Location()]
+    e.add_cnode(0, None)
+    e.add_cnode(1, 0)
+    e.add_cnode(2, 1)
+    e.zeros("samples")[:] = [[1], [2], [3]]
+    c = algebra.cut(e, root="work")
+    assert c.attributes[algebra.SAMPLED_ON] == "task-clock"
+    assert c.attributes[algebra.NO_FORMULA] == "ratio"
+    assert "source" not in c.attributes and c.attributes["operation"].startswith("cut(")
+    assert c.values["samples"].ravel().tolist() == [2, 3]

@@ -4,20 +4,24 @@ it: a tar of anchor.xml (metric tree, program, system tree) and per metric
 beside it.  Written from a psuite.experiment.Experiment; a report goes
 through psuite.psprocess.experiments.from_report first.
 
-- Metrics: the experiment's tree, nested, ids in tree order.  A stored
+- Metrics: the experiment's tree, nested, ids in tree order, each named
+  so that CubePL can refer to it (cube_names.with_cubepl_names).  A stored
   metric is written as it is held (EXCLUSIVE or INCLUSIVE, UINT64 when its
-  integers are none negative, else INT64; DOUBLE).  A derived metric is by
-  default written with its values (DOUBLE, INCLUSIVE: the expression over
-  the operands' inclusive values, what CUBE shows of a collapsed call
-  path) and its CubePL expression kept as <attr key="psuite::cubepl">:
-  pycubexr, which knows only stored metrics, reads every file, and psuite
-  reads the metric back as derived.  derived="cubepl" writes CUBE's own
-  POSTDERIVED (or PREDERIVED_*) metric with <cubepl> and no data instead
-  (CUBE recomputes it; pycubexr cannot read such a file).
+  integers are none negative, else INT64; DOUBLE).  A derived metric is
+  written as CUBE's own derived metric (POSTDERIVED or PREDERIVED_*, DOUBLE,
+  its <cubepl> expression, no data), so that CubeLib evaluates it as psuite
+  does: a ratio over four ranks is the ratio of the sums, not the sum of
+  four ratios (pycubexr, which knows stored metrics only, cannot read a
+  cube with one).  A profile sampled on a timer also gets "visits" (its
+  samples again), a counting run "time" and "visits" (its wall clock, one
+  run per location), marked STAND_IN: CubeLib's cube_stat -t asks for
+  time and visits by those names and lists nothing without them
+  (for_cube_stat).
 - Program: one <region> per region, the call tree nested, cnode ids in
   depth-first order, call-site lines where known.
 - System: machine -> node -> process (rank) -> thread, location ids in
-  tree order.
+  tree order; the experiment's Cartesian topologies as <cart>, with the
+  coordinates of the locations placed in them.
 - Data: per metric a dense index (every call path listed) and
   uncompressed CUBEX.DATA in native byte order (the index's leading 1
   tells readers which), rows in the order CUBE enumerates call paths for
@@ -26,9 +30,9 @@ through psuite.psprocess.experiments.from_report first.
   the tar as they are, without copies when the experiment's call paths
   and locations are already in the file's order.
 
-pycubexr (2.1) asserts a call tree of one root and a system tree of one
-machine: several roots are written under one artificial root, "[roots]"
-(one_root), and psuite's system trees have one machine."""
+Several call-tree roots are written as several roots, as CubeLib and
+Score-P write them (pycubexr 2.1, which asserts one root, reads such a
+cube no more)."""
 
 from __future__ import annotations
 
@@ -44,13 +48,19 @@ from xml.sax import saxutils
 import numpy as np
 
 from psuite.errors import UsageError
-from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Cnode, Experiment, Location, Metric, Region, evaluate
+from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Experiment, Location, Metric, Region, evaluate, metric_names
 from psuite.psprocess import combine
 from psuite.psprocess.exporters.calltree_common import text
 
 EXTENSION = ".cubex"
-CUBEPL_ATTR = "psuite::cubepl"  # a derived metric written with values: its expression
-KIND_ATTR = "psuite::kind"  # ... and its kind
+# the metric is written only for CubeLib's tools, repeating another: said by a metric attribute, and by an
+# experiment attribute STAND_IN::name, which psuite drops on reading (experiments.as_written)
+STAND_IN = "psuite::stand_in"
+SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a psuite profile, whose regions' lines are sampled lines
+# a profile's regions' lines, "region begin end" a line: they are the lines samples fell on, which differ from
+# run to run, and CubeLib unifies regions only of equal name, file, begin and end line (Region's ==): written
+# as unknown (-1) and kept here, psuite's reading restores them (experiments.as_written)
+SAMPLED_LINES = "psuite::sampled_lines"
 FLOAT_TYPES = ("DOUBLE", "MINDOUBLE", "MAXDOUBLE")
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
@@ -74,14 +84,12 @@ def targets(path: str) -> list[str]:
     return [path, path[: -len(EXTENSION)] + ".stat"]
 
 
-def write(obj, path: str, module: str | bool | None = None, force: bool = False, derived: str = "values") -> str:
+def write(obj, path: str, module: str | bool | None = None, force: bool = False) -> str:
     """Write the .cubex and, beside it, the .stat; obj is an Experiment or a
     report (counting report, profile, combination).  module: unused (for the
     single-module formats).  Says what was written."""
     if isinstance(module, bool):  # write(obj, path, True): force given where the exporters' convention has module
         module, force = None, module
-    if derived not in ("values", "cubepl"):
-        raise ValueError(f"derived={derived!r}: 'values' or 'cubepl'")
     if isinstance(obj, Experiment):
         exp = obj
     else:
@@ -89,7 +97,7 @@ def write(obj, path: str, module: str | bool | None = None, force: bool = False,
 
         exp = from_report(obj)
     exp.check()
-    stat = write_experiment(one_root(exp) if len(exp.roots) > 1 else exp, path, force, derived)
+    stat = write_experiment(exp, path, force)
     below = len(exp.cnodes) - len(exp.roots)
     flat = all(c.parent is None or exp.cnodes[c.parent].parent is None for c in exp.cnodes)
     if below and not flat:
@@ -97,32 +105,6 @@ def write(obj, path: str, module: str | bool | None = None, force: bool = False,
     else:
         shape = "flat"
     return f"CUBE 4 ({shape}), statistics in {stat}"
-
-
-SEVERAL_ROOTS = "[roots]"
-
-
-def one_root(exp: Experiment) -> Experiment:
-    """The experiment with its several roots (a cut at a pattern naming
-    several regions, a Score-P cube with more than one) under one artificial
-    root region, SEVERAL_ROOTS, of no value of its own: CUBE holds several
-    roots, but readers such as pycubexr take one only.  The inclusive
-    values at the new root are the roots' together."""
-    import numpy as np
-
-    out = Experiment(metrics=list(exp.metrics), regions=[*exp.regions, Region(
-        SEVERAL_ROOTS, "", -1, -1, "the call tree's roots, under one root for readers that take one only",
-        "artificial", "user")], locations=list(exp.locations), attributes=dict(exp.attributes))
-    out.cnodes = [Cnode(len(exp.regions), None)] + [
-        Cnode(c.region, 0 if c.parent is None else c.parent + 1, c.line) for c in exp.cnodes]
-    roots = exp.roots
-    for name, a in exp.values.items():
-        m = exp.metric(name)
-        top = np.zeros((1, a.shape[1]), dtype=a.dtype)
-        if m.kind == INCLUSIVE or m.combine is not np.add:  # the roots' values together
-            top[0] = m.combine.reduce(a[roots], axis=0)
-        out.values[name] = np.concatenate([top, a])
-    return out
 
 
 # -- orders --------------------------------------------------------------------
@@ -211,38 +193,80 @@ class _Stream:
         return chunk
 
 
-def _stored_kind(m: Metric, derived: str) -> str:
-    if m.derived:
-        return m.kind if derived == "cubepl" else INCLUSIVE
-    return m.kind
-
-
 def _dtype(m: Metric, a: np.ndarray | None) -> str:
-    """The file's dtype for the metric's values."""
-    if a is not None and a.dtype.kind == "f":
-        return m.dtype.upper() if m.dtype.upper() in FLOAT_TYPES else "DOUBLE"
+    """The file's dtype for the metric's values (a derived metric's: DOUBLE,
+    what CubeLib computes CubePL in)."""
     if a is None:
-        return m.dtype
+        return "DOUBLE" if m.derived else m.dtype
+    if a.dtype.kind == "f":
+        return m.dtype.upper() if m.dtype.upper() in FLOAT_TYPES else "DOUBLE"
     if m.dtype.upper().startswith("U") and (a.size == 0 or int(a.min()) >= 0):
         return "UINT64"
     return "INT64"
 
 
-def _values(exp: Experiment, m: Metric, derived: str) -> np.ndarray | None:
-    """What is written for a metric: stored values, a derived metric's
-    inclusive values (derived="values"), or None (no data)."""
-    if not m.derived:
-        return exp.stored(m.name)
-    if derived == "cubepl":
-        return None
-    try:
-        a = exp.derived_values(m.name, inclusive=True)
-    except (KeyError, ValueError) as exc:
-        raise UsageError(f"derived metric {m.name!r}: {exc}; its expression cannot be evaluated here") from None
-    return np.broadcast_to(np.asarray(a, dtype=np.float64), (len(exp.cnodes), len(exp.locations)))
+def _check_derived(exp: Experiment) -> None:
+    """Every metric a derived metric's expression names is in the cube:
+    CubeLib refuses to open a cube whose CubePL names a missing metric."""
+    names = {m.name for m in exp.metrics}
+    for m in exp.metrics:
+        if m.derived:
+            missing = [n for n in metric_names(m.expression) if n not in names]
+            if missing:
+                raise UsageError(f"derived metric {m.name!r} refers to {missing[0]!r}, which the experiment does "
+                                 "not have; a CUBE file cannot hold it")
 
 
-def write_experiment(exp: Experiment, path: str, force: bool = False, derived: str = "values") -> str:
+def for_cube_stat(exp: Experiment) -> Experiment:
+    """The experiment with what CubeLib's cube_stat -t needs where psuite
+    measured time: it lists regions by "time" and "visits" (or metrics
+    whose unique names end in Time and Visits) and refuses a cube without
+    both.  Each added metric is stored (so that pycubexr still reads the
+    cube), says what it is in its display name and description, and is
+    marked STAND_IN (psuite's reading leaves it out):
+
+    - a profile sampled on a timer (time and samples, no visits): "visits",
+      its samples again; a sampling profile does not count calls;
+    - a counting run (one call path, wall_seconds, neither time nor
+      visits): "time", its wall-clock seconds again, and "visits", 1 per
+      location (each report is one run of the program in its process or
+      thread).
+
+    Otherwise the experiment itself (cube_stat -t then says which of
+    "Time" and "Visits" it cannot find)."""
+    names = {m.name for m in exp.metrics}
+    timed = "time" in names or any(n.endswith("Time") for n in names)
+    visits = "visits" in names or any(n.endswith("Visits") for n in names)
+    if visits:
+        return exp
+    added: list[tuple[Metric, np.ndarray, str]] = []
+    if timed and "samples" in names and not exp.metric("samples").derived:
+        samples = exp.metric("samples")
+        added.append((Metric("visits", "Samples (as visits)", "occ", samples.dtype, samples.kind,
+                             "Not a count of calls, which a sampling profile does not take: the samples in the "
+                             "call path again, under the name CubeLib's cube_stat -t lists as the number of calls"),
+                      exp.stored("samples"), "samples"))
+    elif not timed and len(exp.cnodes) == 1 and "wall_seconds" in names and not exp.metric("wall_seconds").derived:
+        wall = exp.metric("wall_seconds")
+        added.append((Metric("time", "Time (wall clock)", "sec", "DOUBLE", wall.kind,
+                             "The run's wall-clock seconds again, under the name CubeLib's cube_stat -t lists"),
+                      exp.stored("wall_seconds").astype(np.float64), "wall_seconds"))
+        added.append((Metric("visits", "Runs (as visits)", "occ", "UINT64", "EXCLUSIVE",
+                             "1 per location: each counting report is one run of the program in its process or "
+                             "thread, under the name CubeLib's cube_stat -t lists as the number of calls"),
+                      np.ones((1, len(exp.locations)), dtype=np.int64), "one run per location"))
+    if not added:
+        return exp
+    out = Experiment(metrics=list(exp.metrics), regions=exp.regions, cnodes=exp.cnodes, locations=exp.locations,
+                     values=dict(exp.values), attributes=dict(exp.attributes), topologies=exp.topologies)
+    for m, values, of in added:
+        out.add_metric(m)
+        out.values[m.name] = values
+        out.attributes[f"{STAND_IN}::{m.name}"] = of
+    return out
+
+
+def write_experiment(exp: Experiment, path: str, force: bool = False) -> str:
     """The cube and its statistics file; returns the .stat path."""
     from psuite.cli_common import atomic_outputs
 
@@ -250,6 +274,11 @@ def write_experiment(exp: Experiment, path: str, force: bool = False, derived: s
     if not exp.cnodes or not exp.locations:
         raise UsageError(f"{path}: the experiment has no {'call paths' if not exp.cnodes else 'locations'}; a CUBE "
                          "file needs at least one of each")
+    from psuite.psprocess.cube_names import with_cubepl_names
+
+    exp = with_cubepl_names(exp)  # names CubeLib's CubePL can refer to (task-clock as task_clock)
+    _check_derived(exp)
+    exp = for_cube_stat(exp)
     deep = depth_first(exp)
     if len(deep) != len(exp.cnodes):
         raise UsageError("the call tree has a cnode no root reaches; it cannot be written")
@@ -257,10 +286,9 @@ def write_experiment(exp: Experiment, path: str, force: bool = False, derived: s
     locs, tree = location_order(exp)
     same_locs = _identity(locs)
     order = metric_order(exp)
-    arrays = {i: _values(exp, exp.metrics[i], derived) for i in order}
+    arrays = {i: None if exp.metrics[i].derived else exp.stored(exp.metrics[i].name) for i in order}
     dtypes = {i: _dtype(exp.metrics[i], arrays[i]) for i in order}
-    kinds = {i: _stored_kind(exp.metrics[i], derived) for i in order}
-    anchor = _anchor(exp, order, dtypes, kinds, deep, tree, derived)
+    anchor = _anchor(exp, order, dtypes, deep, locs, tree)
     with atomic_outputs([path, stat_path], force, binary=[True, False]) as (f, stat), \
             tarfile.open(fileobj=f, mode="w", format=tarfile.USTAR_FORMAT, copybufsize=1 << 22) as tar:
         def add(name: str, *parts) -> None:
@@ -273,7 +301,7 @@ def write_experiment(exp: Experiment, path: str, force: bool = False, derived: s
             a = arrays[i]
             if a is None:
                 continue
-            if kinds[i] == INCLUSIVE:
+            if exp.metrics[i].kind == INCLUSIVE:
                 wide = wide_first(exp) if wide is None else wide
                 rows = wide
             else:
@@ -330,24 +358,26 @@ def _location_totals(exp: Experiment, order: list[int], arrays: dict, locs: np.n
     return out
 
 
-def _anchor(exp: Experiment, order: list[int], dtypes: dict, kinds: dict, deep: np.ndarray, tree: list,
-            derived: str) -> bytes:
+def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, locs: np.ndarray, tree: list) -> bytes:
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n<cube version="4.4">']
+    prefix = f"{STAND_IN}::"
+    stand_ins = {k[len(prefix):]: v for k, v in exp.attributes.items() if k.startswith(prefix)}
     attributes = {"CUBE_CT_AGGR": "SUM", "Creator": "psuite", **exp.attributes}
+    attributes.pop(SAMPLED_LINES, None)
+    if SAMPLED_ON in exp.attributes:
+        lines = [f"{i} {r.begin} {r.end}" for i, r in enumerate(exp.regions) if r.begin >= 0 or r.end >= 0]
+        if lines:
+            attributes[SAMPLED_LINES] = "\n".join(lines)
     out += [f'<attr key="{_attr(k)}" value="{_attr(v)}"/>' for k, v in attributes.items()]
     out.append("<metrics>")
     file_id = {i: k for k, i in enumerate(order)}
 
     def metric(i: int) -> None:
         m = exp.metrics[i]
-        extra = ""
-        if m.derived:
-            if derived == "cubepl":
-                extra = f"<cubepl>{escape(m.expression)}</cubepl>"
-            else:
-                extra = (f'<attr key="{CUBEPL_ATTR}" value="{_attr(m.expression)}"/>'
-                         f'<attr key="{KIND_ATTR}" value="{m.kind}"/>')
-        out.append(f'<metric id="{file_id[i]}" type="{kinds[i]}"><disp_name>{escape(m.display or m.name)}</disp_name>'
+        extra = f"<cubepl>{escape(m.expression)}</cubepl>" if m.derived else ""
+        if m.name in stand_ins:
+            extra += f'<attr key="{STAND_IN}" value="{_attr(stand_ins[m.name])}"/>'
+        out.append(f'<metric id="{file_id[i]}" type="{m.kind}"><disp_name>{escape(m.display or m.name)}</disp_name>'
                    f"<uniq_name>{escape(m.name)}</uniq_name><dtype>{dtypes[i]}</dtype><uom>{escape(m.unit)}</uom>"
                    f"<url></url><descr>{escape(m.description)}</descr>{extra}")
         for c in exp.metric_children(i):
@@ -357,8 +387,10 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, kinds: dict, deep: 
     for i in exp.metric_children(None):
         metric(i)
     out.append("</metrics><program>")
+    sampled = SAMPLED_ON in exp.attributes
     for i, r in enumerate(exp.regions):
-        out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{r.begin}" end="{r.end}"><name>{escape(r.name)}'
+        begin, end = (-1, -1) if sampled else (r.begin, r.end)
+        out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{begin}" end="{end}"><name>{escape(r.name)}'
                    f"</name><mangled_name>{escape(r.name)}</mangled_name><paradigm>{escape(r.paradigm)}</paradigm>"
                    f"<role>{escape(r.role)}</role><url></url><descr>{escape(r.description)}</descr></region>")
     depth = [0] * len(exp.cnodes)
@@ -392,8 +424,31 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, kinds: dict, deep: 
                 out.append("</locationgroup>")
             out.append("</systemtreenode>")
         out.append("</systemtreenode>")
+    out += _topologies(exp, locs)
     out.append("</system></cube>\n")
     return "\n".join(out).encode()
+
+
+def _topologies(exp: Experiment, locs: np.ndarray) -> list[str]:
+    """<topologies> with one <cart> per topology: its dimensions and the
+    coordinates of the locations placed in it, by file location id."""
+    if not exp.topologies:
+        return []
+    file_loc = {int(i): k for k, i in enumerate(locs.tolist())}
+    out = ["<topologies>"]
+    for t in exp.topologies:
+        name = f' name="{_attr(t.name)}"' if t.name else ""
+        out.append(f'<cart{name} ndims="{len(t.dimensions)}">')
+        out += [f'<dim name="{_attr(d)}" size="{size}" periodic="{"true" if periodic else "false"}"/>'
+                for d, size, periodic in t.dimensions]
+        for loc, coords in sorted(t.coordinates.items(), key=lambda kv: file_loc.get(kv[0], -1)):
+            if len(coords) != len(t.dimensions) or loc not in file_loc:
+                raise UsageError(f"topology {t.name!r}: location {loc} has coordinates {tuple(coords)} for "
+                                 f"{len(t.dimensions)} dimensions; a CUBE file cannot hold them")
+            out.append(f'<coord locId="{file_loc[loc]}">{" ".join(str(int(c)) for c in coords)}</coord>')
+        out.append("</cart>")
+    out.append("</topologies>")
+    return out
 
 
 # -- the statistics file --------------------------------------------------------

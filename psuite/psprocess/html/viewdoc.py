@@ -48,8 +48,9 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
 
         # a result of counting reports alone (a difference, a mean ...) is shown as counting reports are
         counts = bool(inputs) and all(r and isinstance(r[0], CountReport) for r in inputs)
-        derived = {d.name.replace(" ", "_") for reports in inputs or [] if reports for r in reports
-                   for d in r.metrics} if counts else set()
+        # the reports' derived metrics, by the unique names experiments gave them (displayed as named)
+        shown = {d.name for reports in inputs or [] if reports for r in reports for d in r.metrics} if counts else set()
+        derived = {m.name for m in subject.metrics if m.display in shown}
         view = _from_experiment(subject, title, counts=counts, derived=derived)
         if inputs:
             operation = subject.attributes.get("operation", "").split("(", 1)[0]
@@ -85,7 +86,8 @@ def _from_report(report, title: str | None, read_sources: bool, source_dirs: Seq
     reports, totals = _members(report)
     exp = experiments.from_report(report)
     counts = isinstance(reports[0], CountReport)
-    derived = {d.name.replace(" ", "_") for r in reports for d in r.metrics} if counts else set()
+    shown = {d.name for r in reports for d in r.metrics} if counts else set()
+    derived = {m.name for m in exp.metrics if m.display in shown}
     if counts:
         kind = "counts"
     else:

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
+from psuite.psprocess.experiments import cubepl_name
 from psuite.psprocess.html import page, viewdoc
 from tests.conftest import one_line_error, run_tool
 
@@ -203,12 +204,13 @@ def test_counting_report_view(runs):
     assert counted["page-faults"] >= HOT_PAGES + COLD_PAGES
     metrics = {m["name"]: m for m in view["metrics"]}
     for event, count in counted.items():  # one root cnode, one location: the value is the count itself
-        assert metrics[event]["integer"] and not metrics[event]["derived"]
-        assert view["values"][event]["exclusive"] == [count], event
+        name = cubepl_name(event)  # named so that CubePL can name it: page-faults as page_faults
+        assert metrics[name]["integer"] and not metrics[name]["derived"] and metrics[name]["display"] == event
+        assert view["values"][name]["exclusive"] == [count], event
     assert "PAPI_L1_DCM" in counted or [d["event"] for d in view["dropped"]] == ["PAPI_L1_DCM"]
     assert all(d["why"] for d in view["dropped"])
-    cpu = view["values"]["CPU_time_(seconds)"]
-    assert metrics["CPU_time_(seconds)"]["derived"] and cpu["inclusive"] is not None
+    cpu = view["values"]["CPU_time_seconds"]
+    assert metrics["CPU_time_seconds"]["derived"] and cpu["inclusive"] is not None
     assert cpu["exclusive"][0] == pytest.approx(xml_cpu_seconds(runs["counts"]), rel=1e-6)
     context = dict(view["context"])
     assert context["Command"].endswith(f"pages {HOT_PAGES} {COLD_PAGES}")
@@ -306,10 +308,10 @@ def test_four_rank_combined_document_and_counting_reports(runs, tmp_path):
     assert view["kind"] == "counts" and len(view["cnodes"]["region"]) == 1
     docs = sorted(runs["rank_counts"].glob("*.xml"), key=xml_rank)
     assert [loc["rank"] for loc in view["locations"]] == [0, 1, 2, 3]
-    faults = view["values"]["page-faults"]["exclusive"]
+    faults = view["values"]["page_faults"]["exclusive"]
     assert faults == [xml_events(d)["page-faults"] for d in docs]
     assert faults[3] - faults[0] == pytest.approx(3 * MPI_PAGES, rel=0.05)  # rank r touches (r + 1) x MPI_PAGES
-    cpu = view["values"]["CPU_time_(seconds)"]
+    cpu = view["values"]["CPU_time_seconds"]
     assert cpu["exclusive"] == pytest.approx([xml_cpu_seconds(d) for d in docs], rel=1e-6)
     assert cpu["inclusive"] is not None  # a rate or a time per rank: not to be summed up a tree
     assert dict(view["context"])["MPI ranks"] == "4" and view["title"].endswith("(4 ranks)")
@@ -360,7 +362,7 @@ def test_other_results_of_the_algebra(runs):
             hot = source["samples"][str(marked_line("/* HOT */"))]
             assert hot == pytest.approx((HOT_PAGES + HOT_PAGES * MORE // 100) / 2 / PERIOD, rel=0.05)
         elif args[0] == "merge":
-            assert grid(view, "page-faults").sum() == xml_events(runs["counts"])["page-faults"]
+            assert grid(view, "page_faults").sum() == xml_events(runs["counts"])["page-faults"]
         else:
             names = {view["regions"][r]["name"] for r in view["cnodes"]["region"]}
             assert "cold" not in names and "hot" in names
@@ -376,7 +378,7 @@ def test_format_html_writes_the_page_to_stdout(runs):
     assert p.stdout.startswith("<!DOCTYPE html>") and p.stdout.rstrip().endswith("</html>")
     assert not re.search(r"<script[^>]*\bsrc=", p.stdout)  # self-contained: nothing fetched
     view = embedded_view(p.stdout)
-    assert view["values"]["page-faults"]["exclusive"] == [xml_events(runs["counts"])["page-faults"]]
+    assert view["values"]["page_faults"]["exclusive"] == [xml_events(runs["counts"])["page-faults"]]
 
 
 def test_format_html_with_output_file(runs, tmp_path):
@@ -615,10 +617,10 @@ def test_results_of_counting_reports_are_counting_pages(runs, tmp_path, driver, 
     view = embedded_view(out.read_text())
     check_schema(view)
     assert view["kind"] == "counts" and view["difference"] is True
-    assert view["values"]["page-faults"]["exclusive"] == [a["page-faults"] - b["page-faults"]]
+    assert view["values"]["page_faults"]["exclusive"] == [a["page-faults"] - b["page-faults"]]
     assert a["page-faults"] - b["page-faults"] == pytest.approx(3 * MPI_PAGES, rel=0.05)
     # psmetrics' metrics are derived on the result too (ratios: never summed over ranks)
-    events = set(a)
+    events = {cubepl_name(e) for e in a}
     assert all(m["derived"] for m in view["metrics"] if m["name"] not in events), view["metrics"]
     page = load_page(driver, out)
     page.open_tab("charts")
@@ -637,7 +639,7 @@ def test_results_of_counting_reports_are_counting_pages(runs, tmp_path, driver, 
     assert p.returncode == 0, p.stderr
     view = embedded_view(p.stdout)
     assert view["kind"] == "counts" and view["difference"] is False
-    assert view["values"]["page-faults"]["exclusive"] == [(a["page-faults"] + b["page-faults"]) / 2]
+    assert view["values"]["page_faults"]["exclusive"] == [(a["page-faults"] + b["page-faults"]) / 2]
 
 
 def test_cube_context_names_command_date_and_what_it_was_made_from(runs, tmp_path):

@@ -6,7 +6,7 @@
 # vendor/cubelib; it needs Open MPI and binutils-dev) outside the project and give its bin directory:
 #     SCOREP_BIN=/path/to/scorep/bin sh tests/psprocess/data/scorep/make.sh [path/to/summary.cubex]
 # summary.cubex is CubeLib's example (vendor/cubelib/examples/cube/summary.cubex); without it the committed
-# derivative of it (summary-cut.cubex) is kept as it is.
+# derivative of it (summary/summary-cut.cubex) is kept as it is.
 # Everything is written beside this script; the outputs are small and committed with it.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,13 +39,14 @@ OMP_NUM_THREADS=2 SCOREP_EXPERIMENT_DIRECTORY=omp ./omp_work >/dev/null
 cp omp/profile.cubex "$here/omp.cubex"
 
 cd "$here"
-keep=""
-[ -z "$summary" ] && [ -f summary-cut.cubex ] && keep=summary-cut
 for f in *.cubex; do
-    case "${f%.cubex}" in mpi1 | mpi2 | mpi3r | omp | "$keep") ;; *) rm -f "$f" ;; esac
+    case "${f%.cubex}" in mpi1 | mpi2 | mpi3r | omp) ;; *) rm -f "$f" ;; esac
 done
-rm -rf text values/*.tsv commands.tsv
-mkdir -p text values
+[ -z "$summary" ] || rm -f summary/summary-cut.cubex
+summary_row=$(grep '^summary/' commands.tsv 2>/dev/null || true)   # kept with the cube when not remade
+rm -rf text commands.tsv ./*.csv ./*.metrics.txt
+find values -name '*.tsv' ! -name summary-cut.tsv -exec rm -f {} +
+mkdir -p text values summary
 printf 'output\texit\tcommand\n' > commands.tsv
 
 # cube NAME COMMAND...: a command that writes NAME.cubex; its exit status is recorded (124: killed after 20 s),
@@ -54,7 +55,7 @@ cube() {
     out=$1
     shift
     rc=0
-    timeout 20 "$@" < /dev/null > "$work/$out.log" 2>&1 || rc=$?
+    timeout 20 "$@" < /dev/null > "$work/tool.log" 2>&1 || rc=$?
     printf '%s\t%s\t%s\n' "$out.cubex" "$rc" "$*" >> commands.tsv
     [ "$rc" -eq 0 ] || rm -f "$out.cubex"
 }
@@ -113,9 +114,10 @@ for x in a b; do
 done
 if [ -n "$summary" ]; then
     # CubeLib's example is too large to commit: its subtree under one region, cut by the real tool
-    rm -f summary-cut.cubex
-    cube summary-cut cube_cut -r setup_mpi_ -o summary-cut.cubex "$summary"
+    cube summary/summary-cut cube_cut -r setup_mpi_ -o summary/summary-cut.cubex "$summary"
     sed -i "s|$summary|summary.cubex|" commands.tsv
+elif [ -n "$summary_row" ]; then
+    printf '%s\n' "$summary_row" >> commands.tsv
 fi
 
 # text results: cube_cmp (equal and unequal pairs), cube_stat, cube_info
@@ -155,10 +157,14 @@ text dump-bad-metric cube_dump -m 'bad:metric::nosuchmetric()' -c all -s csv mpi
 for f in *.cubex; do
     "$work/cube_values" "$f" > "values/${f%.cubex}.tsv"
 done
+if [ -n "$summary" ]; then
+    "$work/cube_values" summary/summary-cut.cubex > values/summary-cut.tsv
+fi
 tr '\n' '\0' < src/expressions.txt | xargs -0 "$work/cube_values" mpi1.cubex > values/mpi1.expressions.tsv
 
-# cube_dump's csv of the first cubes (six significant digits; values/*.tsv has them in full)
-for c in mpi1 mpi2 omp diff merge mean cut; do
+# cube_dump's csv of every cube here (six significant digits; values/*.tsv has them in full)
+for f in *.cubex; do
+    c=${f%.cubex}
     for z in incl excl; do
         for x in incl excl; do
             cube_dump -m all -x $x -z $z -c all -s csv "$c.cubex" > "$c.$x-metric.$z-call.csv"
@@ -167,3 +173,5 @@ for c in mpi1 mpi2 omp diff merge mean cut; do
     cube_info -l "$c.cubex" > "$c.metrics.txt"
 done
 { scorep --version; cubelib-config --version; mpirun --version | head -1; gcc --version | head -1; } > VERSIONS.txt
+# values/*.tsv against what cube_dump prints (per location and -t aggr, every view)
+python3 src/check_values.py
