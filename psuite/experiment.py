@@ -333,6 +333,13 @@ class Experiment:
         a = evaluate(m.expression, lambda n: get(n, default), get, fixed=fixed, variables=self._variable)
         if not cells:
             return a
+        if np.ndim(a) == 1:  # get gave one value per call path (summed over the locations, say): a column
+            column = np.asarray(a, dtype=np.float64).reshape(-1, 1)
+            if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
+                return to_inclusive(column, self.parents()).ravel()
+            if kind == "PREDERIVED_INCLUSIVE" and not inclusive:
+                return to_exclusive(column, self.parents()).ravel()
+            return column.ravel()
         full = np.broadcast_to(a, (len(self.cnodes), len(self.locations))).astype(np.float64)
         if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
             return to_inclusive(full, self.parents())

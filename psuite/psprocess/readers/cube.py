@@ -64,6 +64,7 @@ from psuite.experiment import (
     evaluate,
     metric_names,
 )
+from psuite.psprocess.cube_names import with_cubepl_names
 
 CUBEPL_ATTR, KIND_ATTR = "psuite::cubepl", "psuite::kind"
 INTEGER = {
@@ -496,7 +497,11 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             if stored:
                 file_ids[i] = fid
         stack.extend((c, i) for c in reversed(m.findall("metric")))
-    # metrics come out depth first, parents first: the order of the file
+    # metrics come out depth first, parents first: the order of the file.  Names CubePL cannot name
+    # (perf's task-clock, as older psuite wrote them) renamed first, with the expressions naming them,
+    # so those expressions are evaluable
+    renamed = with_cubepl_names(exp)
+    exp.metrics, exp.attributes = renamed.metrics, renamed.attributes
     file_ids = _drop_unevaluable(exp, file_ids, skipped)
     if skipped:
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
