@@ -43,6 +43,7 @@ def cubelib_values(name: str) -> dict[Key, float]:
 class Anchor:
     metrics: list[str]  # unique names, in the metric tree's depth-first order (cube_info -l's)
     derived: set[str]  # the metrics CubeLib computes from a CubePL expression (PRE/POSTDERIVED)
+    integers: set[str]  # the metrics of an integer type (INTEGER, UINT64, ...)
     cnodes: list[int]  # CubeLib's cnode ids in the call tree's depth-first order (psuite's call path index)
     paths: list[tuple]  # per cnode: its regions' names from the root, and its occurrence among equal paths
     locations: list[int]  # CubeLib's location ids in the system tree's order (psuite's thread index)
@@ -60,6 +61,8 @@ def anchor(path: Path) -> Anchor:
     metrics = [m.findtext("uniq_name") for m in root.find("metrics").iter("metric")]
     derived = {m.findtext("uniq_name") for m in root.find("metrics").iter("metric")
                if "DERIVED" in (m.get("type") or "")}
+    integers = {m.findtext("uniq_name") for m in root.find("metrics").iter("metric")
+                if "INT" in (m.findtext("dtype") or "").upper()}
     regions = {r.get("id"): r.findtext("name") for r in root.iter("region")}
     cnodes, paths = [], []
     seen: dict[tuple, int] = {}
@@ -79,7 +82,7 @@ def anchor(path: Path) -> Anchor:
         for loc in group.findall("location"):
             locations.append(int(loc.get("Id")))
             keys.append((group.findtext("name").strip(), int(group.findtext("rank")), int(loc.findtext("rank"))))
-    return Anchor(metrics, derived, cnodes, paths, locations, keys)
+    return Anchor(metrics, derived, integers, cnodes, paths, locations, keys)
 
 
 def psprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -1,6 +1,6 @@
 """Checks values/*.tsv.gz (cube_values, through libcube4's get_sev) against what cube_dump prints, run here: per
-location and with -t aggr (the `all` rows), all four views, to cube_dump's six digits. Run by make.sh in the data folder with CubeLib's tools on PATH; exits 1
-on a difference."""
+location and with -t aggr (the `all` rows), all four views, to cube_dump's six digits. Run by make.sh in the data
+folder with CubeLib's tools on PATH; exits 1 on a difference."""
 
 from __future__ import annotations
 
