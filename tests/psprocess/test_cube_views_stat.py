@@ -6,9 +6,11 @@ cube_stat is wrong or refuses, what psprocess does instead: a variance of
 0 for identical values (cube_stat: -1.38778e-17), a flat profile of a cube
 without Score-P's visits (cube_stat -t: "Cannot find metric 'Visits'").
 
-The cube_stat outputs below were printed by CubeLib 4.8.2's cube_stat on
-these files (the commands above each); every run of psprocess goes
-through the real command."""
+The cube_stat outputs are CubeLib 4.8.2's, stored by make.sh
+(data/scorep/text/stat-*.txt, commands in commands.tsv); the numbers
+psprocess prints are also checked at full precision (relative 1e-9)
+against CubeLib's values (data/scorep/values). Every run of psprocess
+goes through the real command."""
 
 from __future__ import annotations
 
@@ -22,64 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.psprocess.cube_views_cubes import guide_cube
-
-DATA = Path(__file__).parent / "data" / "scorep"
-
-# cube_stat -t 100 -m bytes_sent mpi1.cubex
-MPI1_TOP = """\
-cube::Region,Number of Calls,Exclusive Time,Inclusive Time,bytes_sent
-"MPI_Init",2,0.479669,0.479669,0
-"work",2,0.0337443,0.0337443,0
-"MPI_Allreduce",2,0.0141470,0.0141470,32
-"MPI_Finalize",2,0.00226911,0.00226911,0
-"mpi_work",2,0.000253133,0.530375,0
-"main",2,0.000220811,0.530122,0
-"MPI_Sendrecv",2,4.49674e-05,4.49674e-05,16
-"MPI_Barrier",2,1.48891e-05,1.48891e-05,0
-"MPI_Comm_rank",2,9.61192e-06,9.61192e-06,0
-"MPI_Comm_size",2,2.41559e-06,2.41559e-06,0
-"""
-
-# cube_stat -t 100 omp.cubex
-OMP_TOP = """\
-cube::Region,Number of Calls,Exclusive Time,Inclusive Time
-"main",1,0.0156285,0.0395739
-"work",2,0.0122569,0.0122569
-"!$omp implicit barrier @omp_work.c:21",2,0.00642602,0.00642602
-"!$omp barrier @omp_work.c:20",2,0.00522674,0.00522674
-"omp_work",1,0.00155023,0.0411241
-"!$omp parallel @omp_work.c:17",2,3.57325e-05,0.0239454
-"""
-
-# cube_stat -% -m time,visits,bytes_sent mpi1.cubex
-MPI1_STAT = """\
-cube::Metric,Routine,Count,Sum,Mean,Variance,Minimum,Quartile 25,Median,Quartile 75,Maximum
-time,INCL(mpi_work),2,0.530375,0.265187,1.43250e-06,0.264341,,0.265187,,0.266034
-time,EXCL(mpi_work),2,0.000253133,0.000126567,3.65575e-10,0.000113047,,0.000126567,,0.000140086
-time,INCL(main),2,0.530122,0.265061,1.38709e-06,0.264228,,0.265061,,0.265894
-
-visits,INCL(mpi_work),2,20,10.0000,0.00000,10,,10.0000,,10
-visits,EXCL(mpi_work),2,2,1.00000,0.00000,1,,1.00000,,1
-visits,INCL(main),2,18,9.00000,0.00000,9,,9.00000,,9
-
-bytes_sent,INCL(mpi_work),2,48,24.0000,0.00000,24,,24.0000,,24
-bytes_sent,EXCL(mpi_work),2,0,0.00000,0.00000,0,,0.00000,,0
-bytes_sent,INCL(main),2,48,24.0000,0.00000,24,,24.0000,,24
-
-"""
-
-# cube_stat -% -m time,visits omp.cubex
-OMP_STAT = """\
-cube::Metric,Routine,Count,Sum,Mean,Variance,Minimum,Quartile 25,Median,Quartile 75,Maximum
-time,INCL(omp_work),2,0.0411241,0.0205621,4.23889e-05,0.0159583,,0.0205621,,0.0251658
-time,EXCL(omp_work),2,0.00155023,0.000775117,1.20161e-06,0.00000,,0.000775117,,0.00155023
-time,INCL(main),2,0.0395739,0.0197869,2.93167e-05,0.0159583,,0.0197869,,0.0236156
-
-visits,INCL(omp_work),2,10,5.00000,2.00000,4,,5.00000,,6
-visits,EXCL(omp_work),2,1,0.500000,0.500000,0,,0.500000,,1
-visits,INCL(main),2,9,4.50000,0.500000,4,,4.50000,,5
-
-"""
+from tests.psprocess.cubelib_reference import DATA, REL, anchor, cubelib_values, cubex
 
 
 def psprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -93,48 +38,77 @@ def close(value: float, printed: str) -> bool:
     return abs(value - want) <= 5e-6 * abs(want) + 1e-15
 
 
-@pytest.mark.parametrize(("cube", "extra", "reference"), [
-    ("mpi1", ["-m", "bytes_sent"], MPI1_TOP),
-    ("omp", [], OMP_TOP),
-])
-def test_top_equals_cube_stat(cube, extra, reference):
-    proc = psprocess("stat", str(DATA / f"{cube}.cubex"), "-t", "100", *extra, "-f", "csv")
+STAT_CUBES = ["mpi1", "mpi3r", "omp", "remap"]  # make.sh ran cube_stat on these (text/stat-*.txt)
+
+
+def region_values(cube: str, metric: str, call_tree: str, region: str) -> dict[str, float]:
+    """Per location id (and 'all'), CubeLib's value of REGION summed over its call paths (values/, metric tree
+    inclusive): exclusive values of every call path of it, inclusive ones of those not inside another of it."""
+    a = anchor(cubex(cube))
+    want = cubelib_values(cube)
+    names = dict(zip(a.cnodes, (p[0] for p in a.paths), strict=True))
+    picked = [c for c in a.cnodes if names[c][-1] == region
+              and (call_tree == "excl" or region not in names[c][:-1])]
+    assert picked, region
+    return {loc: sum(want.get(("incl", call_tree, metric, c, loc), 0.0) for c in picked)
+            for loc in [*map(str, a.locations), "all"]}
+
+
+@pytest.mark.parametrize("cube", STAT_CUBES)
+def test_top_equals_cube_stat(cube):
+    """cube_stat -t 5 (text/stat-t5-CUBE.txt): the same regions in its order (by exclusive time), calls, and
+    times to its six digits; and the times and calls at full precision: CubeLib's values summed per region."""
+    reference = (DATA / "text" / f"stat-t5-{cube}.txt").read_text()
+    proc = psprocess("stat", str(cubex(cube)), "-t", "5", "-f", "csv")
     assert proc.returncode == 0, proc.stderr
     got = list(csv.reader(io.StringIO(proc.stdout)))
     want = list(csv.reader(io.StringIO(reference)))
-    assert got[0] == ["region", "calls", "exclusive time", "inclusive time", *extra[1:]]
-    assert len(got) == len(want)  # the same functions: every one called
+    assert got[0] == ["region", "calls", "exclusive time", "inclusive time"]
+    assert len(got) == len(want) == 6
     for g, w in zip(got[1:], want[1:], strict=True):
         assert g[0] == w[0]  # in cube_stat's order: by exclusive time
         assert int(g[1]) == int(w[1])
         assert all(close(float(a), b) for a, b in zip(g[2:], w[2:], strict=True)), (g, w)
-    top3 = psprocess("stat", str(DATA / f"{cube}.cubex"), "-t", "3")
-    assert top3.returncode == 0, top3.stderr
-    assert [line.split()[0] for line in top3.stdout.splitlines()[1:]] == [w[0].split()[0] for w in want[1:4]]
+        assert int(g[1]) == region_values(cube, "visits", "excl", g[0])["all"]
+        assert float(g[2]) == pytest.approx(region_values(cube, "time", "excl", g[0])["all"], rel=REL)
+        assert float(g[3]) == pytest.approx(region_values(cube, "time", "incl", g[0])["all"], rel=REL)
 
 
 def stat_rows(reference: str) -> dict[tuple[str, str], list[str]]:
-    """cube_stat -%'s csv: (metric, routine label) -> the statistics."""
-    out = {}
+    """cube_stat -%'s csv: (metric, routine label) -> the statistics (the first row of each)."""
+    out: dict[tuple[str, str], list[str]] = {}
     for row in csv.reader(io.StringIO(reference)):
         if row and row[0] != "cube::Metric":
-            out[(row[0], row[1])] = row[2:]
+            out.setdefault((row[0], row[1]), row[2:])
     return out
 
 
-@pytest.mark.parametrize(("cube", "metrics", "reference"), [
-    ("mpi1", "time,visits,bytes_sent", MPI1_STAT),
-    ("omp", "time,visits", OMP_STAT),
-])
-def test_statistics_equal_cube_stat(cube, metrics, reference):
-    """count, sum, mean, variance, minimum, median and maximum across the
-    locations, for the roots: inclusive, exclusive, and each callee's
-    inclusive value (cube_stat's INCL(name) or LEAF(name) row)."""
-    want = stat_rows(reference)
-    proc = psprocess("stat", str(DATA / f"{cube}.cubex"), "-m", metrics, "-f", "csv")
+@pytest.mark.parametrize("cube", STAT_CUBES)
+def test_statistics_equal_cube_stat(cube):
+    """cube_stat -% -m time,visits -r main,work (text/stat-pct-CUBE.txt): count, sum, mean, variance, minimum,
+    median and maximum across the locations of main's inclusive and exclusive values and of each callee's (its
+    INCL(name) or LEAF(name) row), to cube_stat's six digits; and every incl/excl row (main, and work summed over
+    its three call paths) at full precision against CubeLib's values per location."""
+    want = stat_rows((DATA / "text" / f"stat-pct-{cube}.txt").read_text())
+    proc = psprocess("stat", str(cubex(cube)), "-m", "time,visits", "-r", "main,work", "-f", "csv")
     assert proc.returncode == 0, proc.stderr
     seen = set()
+    full = 0
     for r in csv.DictReader(io.StringIO(proc.stdout)):
+        if r["view"] in ("incl", "excl"):
+            per = region_values(cube, r["metric"], r["view"], r["routine"])
+            values = [v for loc, v in per.items() if loc != "all"]
+            mean = sum(values) / len(values)
+            assert int(r["count"]) == len(values)
+            for stat, expected in (("sum", per["all"]), ("mean", mean), ("minimum", min(values)),
+                                   ("maximum", max(values))):
+                assert float(r[stat]) == pytest.approx(expected, rel=REL), (r["metric"], r["routine"], stat)
+            variance = sum((v - mean) ** 2 for v in values) / (len(values) - 1)
+            # a variance is a subtraction of near-equal values: rounding noise relative to the mean's square
+            assert float(r["variance"]) == pytest.approx(variance, rel=REL, abs=1e-12 * mean**2)
+            full += 1
+        if r["routine"] != "main":
+            continue  # cube_stat prints work once per call path: compared at full precision above
         name = r["routine"] if r["view"] != "callee" else r["callee"]
         label = {"incl": "INCL", "excl": "EXCL"}.get(r["view"])
         key = (r["metric"], f"{label}({name})") if label else next(
@@ -145,7 +119,9 @@ def test_statistics_equal_cube_stat(cube, metrics, reference):
         for stat, printed in zip(("sum", "mean", "variance", "minimum", "median", "maximum"),
                                  (w[1], w[2], w[3], w[4], w[6], w[8]), strict=True):
             assert close(float(r[stat]), printed), (key, stat, r[stat], printed)
-    assert seen == set(want)
+    assert full == 2 * 2 * 2
+    # every row of main's block; work's own blocks (one per call path) print LEAF(work) rows only
+    assert seen <= set(want) and set(want) - seen <= {("time", "LEAF(work)"), ("visits", "LEAF(work)")}
 
 
 def test_identical_values_have_no_variance(tmp_path):

@@ -45,7 +45,7 @@ done
 [ -z "$summary" ] || rm -f summary/summary-cut.cubex
 summary_row=$(grep '^summary/' commands.tsv 2>/dev/null || true)   # kept with the cube when not remade
 rm -rf text commands.tsv ./*.csv ./*.metrics.txt
-find values -name '*.tsv' ! -name summary-cut.tsv -exec rm -f {} +
+find values -name '*.tsv*' ! -name summary-cut.tsv.gz -exec rm -f {} +
 mkdir -p text values summary
 printf 'output\texit\tcommand\n' > commands.tsv
 
@@ -153,25 +153,27 @@ text dump-bad-syntax cube_dump -m 'bad:sqrt(metric::time()' -c all -s csv mpi1.c
 text dump-bad-compare cube_dump -m 'bad:metric::time() > 0.001' -c all -s csv mpi1.cubex
 text dump-bad-metric cube_dump -m 'bad:metric::nosuchmetric()' -c all -s csv mpi1.cubex
 
-# full-precision values of every cube, and of the expressions as metrics of mpi1
+# full-precision values of every cube, and of the expressions as metrics of mpi1, gzipped (-n: no name or
+# time in the header, so equal values give equal bytes); through a file, so that set -e sees cube_values fail
+values() {
+    out=$1
+    shift
+    "$work/cube_values" "$@" > "$work/values.tsv"
+    gzip -n -9 < "$work/values.tsv" > "values/$out.tsv.gz"
+}
 for f in *.cubex; do
-    "$work/cube_values" "$f" > "values/${f%.cubex}.tsv"
+    values "${f%.cubex}" "$f"
 done
 if [ -n "$summary" ]; then
-    "$work/cube_values" summary/summary-cut.cubex > values/summary-cut.tsv
+    values summary-cut summary/summary-cut.cubex
 fi
-tr '\n' '\0' < src/expressions.txt | xargs -0 "$work/cube_values" mpi1.cubex > values/mpi1.expressions.tsv
+tr '\n' '\0' < src/expressions.txt | xargs -0 "$work/cube_values" mpi1.cubex > "$work/values.tsv"
+gzip -n -9 < "$work/values.tsv" > values/mpi1.expressions.tsv.gz
 
-# cube_dump's csv of every cube here (six significant digits; values/*.tsv has them in full)
+# the metric names of every cube here, in its order (cube_info -l)
 for f in *.cubex; do
-    c=${f%.cubex}
-    for z in incl excl; do
-        for x in incl excl; do
-            cube_dump -m all -x $x -z $z -c all -s csv "$c.cubex" > "$c.$x-metric.$z-call.csv"
-        done
-    done
-    cube_info -l "$c.cubex" > "$c.metrics.txt"
+    cube_info -l "$f" > "${f%.cubex}.metrics.txt"
 done
 { scorep --version; cubelib-config --version; mpirun --version | head -1; gcc --version | head -1; } > VERSIONS.txt
-# values/*.tsv against what cube_dump prints (per location and -t aggr, every view)
+# values/*.tsv.gz against what cube_dump prints (per location and -t aggr, every view)
 python3 src/check_values.py

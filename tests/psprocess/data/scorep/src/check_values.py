@@ -1,10 +1,11 @@
-"""Checks values/*.tsv (cube_values, through libcube4's get_sev) against what cube_dump prints: every value of
-the stored csv files (per location) and, run here, cube_dump -t aggr (the `all` rows), all four views, to
-cube_dump's six digits. Run by make.sh in the data folder with CubeLib's tools on PATH; exits 1 on a difference."""
+"""Checks values/*.tsv.gz (cube_values, through libcube4's get_sev) against what cube_dump prints, run here: per
+location and with -t aggr (the `all` rows), all four views, to cube_dump's six digits. Run by make.sh in the data
+folder with CubeLib's tools on PATH; exits 1 on a difference."""
 
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 import subprocess
 import sys
@@ -14,8 +15,8 @@ VIEWS = [(x, z) for x in ("incl", "excl") for z in ("incl", "excl")]
 
 
 def values(cube: str) -> dict[tuple[str, str, str, str, str], float]:
-    """values/CUBE.tsv keyed by (metric_tree, call_tree, metric, cnode, location); a missing row is 0."""
-    with open(f"values/{cube}.tsv", newline="") as f:
+    """values/CUBE.tsv.gz keyed by (metric_tree, call_tree, metric, cnode, location); a missing row is 0."""
+    with gzip.open(f"values/{cube}.tsv.gz", "rt", newline="") as f:
         return {(r["metric_tree"], r["call_tree"], r["metric"], r["cnode"], r["location"]): float(r["value"])
                 for r in csv.DictReader(f, delimiter="\t")}
 
@@ -36,11 +37,9 @@ def main() -> int:
         metrics = subprocess.run(["cube_info", "-l", str(path)], capture_output=True, text=True,
                                  check=True).stdout.split()
         for x, z in VIEWS:
-            dumps = [subprocess.run(["cube_dump", "-m", "all", "-x", x, "-z", z, "-c", "all", "-t", "aggr",
-                                     "-s", "csv", str(path)], capture_output=True, text=True, check=True).stdout]
-            stored = Path(f"{name}.{x}-metric.{z}-call.csv")
-            if stored.exists():
-                dumps.append(stored.read_text())
+            dumps = [subprocess.run(["cube_dump", "-m", "all", "-x", x, "-z", z, "-c", "all", *aggr, "-s", "csv",
+                                     str(path)], capture_output=True, text=True, check=True).stdout
+                     for aggr in ([], ["-t", "aggr"])]
             for text in dumps:
                 for metric, row in rows(text, metrics):
                     cnode, location, value = row if len(row) == 3 else (row[0], "all", row[1])
