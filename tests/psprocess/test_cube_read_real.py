@@ -2,12 +2,12 @@
 an OpenMP program, CubeLib's cube_diff, cube_merge, cube_mean and cube_cut
 of them) read through the real command: `psprocess dump` gives, per
 metric, call path and location, the values CubeLib's cube_dump printed for
-the same file (stored there by make.sh; cube_dump prints 6 significant
-digits, hence the tolerance)."""
+the same file, at full precision (values/CUBE.tsv.gz, stored there by
+make.sh from libcube4)."""
 
 from __future__ import annotations
 
-import re
+import gzip
 import subprocess
 import sys
 from pathlib import Path
@@ -16,21 +16,6 @@ import pytest
 
 DATA = Path(__file__).parent / "data" / "scorep"
 CUBES = sorted(p.stem for p in DATA.glob("*.cubex"))
-RELATIVE = 1e-5  # cube_dump's csv: 6 significant digits for most values
-
-
-def cube_dump_csv(text: str) -> list[dict[tuple[int, int], float]]:
-    """cube_dump -s csv: per metric (in cube_info -l order) a block of
-    "cnode,location,value" rows; metrics are three blank lines apart,
-    call paths two."""
-    blocks = []
-    for block in re.split(r"\n\n\n\n", "\n" + text):
-        rows = [line.split(",") for line in block.splitlines() if "," in line]
-        if rows:
-            blocks.append({(int(c), int(t)): float(v) for c, t, v in rows})
-    return blocks
-
-
 def psprocess_csv(*args: str) -> tuple[list[dict[tuple[int, int], float]], str]:
     proc = subprocess.run(
         [sys.executable, "-m", "psuite.psprocess", "dump", "-f", "csv", *args],
@@ -48,15 +33,15 @@ def psprocess_csv(*args: str) -> tuple[list[dict[tuple[int, int], float]], str]:
 
 def test_every_reference_cube_is_there():
     assert {"mpi1", "mpi2", "omp", "diff", "merge", "mean", "cut"} <= set(CUBES)
-    assert all((DATA / "values" / f"{c}.tsv").exists() for c in CUBES)
+    assert all((DATA / "values" / f"{c}.tsv.gz").exists() for c in CUBES)
 
 
 def cubelib_values(cube: str) -> dict[tuple[str, str, int, int], float]:
-    """values/CUBE.tsv, CubeLib's own values at full precision, as stored
+    """values/CUBE.tsv.gz, CubeLib's own values at full precision, as stored
     along the metric tree (metric_tree incl): (call_tree, metric, cnode id,
     location) -> value; rows of 0 are left out there."""
     out = {}
-    lines = (DATA / "values" / f"{cube}.tsv").read_text().splitlines()
+    lines = gzip.open(DATA / "values" / f"{cube}.tsv.gz", "rt").read().splitlines()
     assert lines[0].split("\t") == ["metric_tree", "call_tree", "metric", "cnode", "location", "value"]
     for line in lines[1:]:
         mtree, ctree, metric, cnode, loc, value = line.split("\t")
@@ -67,7 +52,6 @@ def cubelib_values(cube: str) -> dict[tuple[str, str, int, int], float]:
 
 def cnode_ids(path: Path) -> list[int]:
     """The anchor's cnode ids in document order (psuite's call-path order)."""
-    import gzip
     import tarfile
 
     from lxml import etree
