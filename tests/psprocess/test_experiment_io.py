@@ -449,11 +449,10 @@ def test_dense_index_and_skipped_value_types(tmp_path):
         anchor[:start] + anchor[start:].replace("<dtype>UINT64</dtype>", "<dtype>TAU_ATOMIC</dtype>", 1)
     ).encode()
     write_tar(path, members)
-    back = cube_reader.read(str(path))
-    assert [m.name for m in back.metrics] == ["time", "comp", "delta"]  # rate is computed from visits: left out
-    assert back.metric("delta").parent is None and back.metric("comp").parent == 0
-    assert back.attributes["psuite::skipped_metrics"] == "visits,rate"
-    assert np.array_equal(back.values["delta"], values["delta"])
+    # a TAU_ATOMIC value is 36 bytes (count, min, max, sum, sum of squares), not the 8 written: damaged
+    # (TAU_ATOMIC and the other multi-number types are read in test_cube_read_hostile.py)
+    with pytest.raises(InputError, match="TAU_ATOMIC values"):
+        cube_reader.read(str(path))
 
 
 def test_derived_metrics_are_written_as_postderived_without_data(tmp_path):

@@ -15,21 +15,36 @@ compressed or not) and per metric <id>.index and <id>.data:
   compressed position, compressed size) int64 triples, and n zlib blocks
   whose concatenation is the rows.
 
+The tar is walked as CubeLib's TarReader walks it (headers' names and
+sizes; checksums are not checked, as CubeLib does not; blocks of zeros
+passed over).  A metric with no data file holds zeros (Score-P writes none
+for an all-zero metric), as does one whose sparse index is CubeLib's
+18-byte header without a count.
+
 Values go straight from the file into one (call paths, locations) array
 per metric, in pieces, so a cube needs little more memory than its
-values.  Integer metrics become int64 (a UINT64 metric with a value beyond
-int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64.  Derived
-metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and hold no
-values; a metric psuite wrote with values and an <attr key=
-"psuite::cubepl"> is read back as the derived metric it was.  Metrics of
-other value types (TAU_ATOMIC, RATE, COMPLEX, HISTOGRAM, NDOUBLES ...) are
-left out and named in attributes["psuite::skipped_metrics"]."""
+values; a zlib block never inflates beyond what the anchor and index
+declare, a gzip anchor.xml no more than 64 times its size.  Integer
+metrics of every width become int64 (a UINT64 metric with a value beyond
+int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64; NaN and
+infinities are refused.  RATE, COMPLEX, TAU_ATOMIC, HISTOGRAM(n) and
+NDOUBLES(n) are held as the one number CubeLib's Value::getDouble() gives
+(cube_dump prints the parts), SCALE_FUNC as zeros, each said once on stderr.
+Derived metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and
+hold no values; a metric psuite wrote with values and an <attr key=
+"psuite::cubepl"> is read back as the derived metric it was; derived
+metrics psuite cannot evaluate are left out, named in attributes[
+"psuite::skipped_metrics"] and on stderr.  Topologies (<cart>) are kept
+with the coordinates of their locations.  The experiment's attributes are
+kept; metrics', regions' and call paths' <attr>s have no place in the
+model and are not read.  Trees are walked without recursion, as deep as
+libxml2 parses (2,048 levels).
+"""
 
 from __future__ import annotations
 
 import gzip
 import struct
-import tarfile
 import zlib
 
 import numpy as np
@@ -45,6 +60,7 @@ from psuite.experiment import (
     Location,
     Metric,
     Region,
+    Topology,
     evaluate,
     metric_names,
 )
@@ -83,15 +99,15 @@ def read(path: str) -> Experiment:
     """The experiment of a .cubex file; InputError (one line) when it is
     not a readable CUBE 4 file."""
     try:
-        with open(path, "rb") as raw, tarfile.open(fileobj=raw, mode="r:") as tar:
-            return _read(path, raw, tar)
+        with open(path, "rb") as raw:
+            return _read(path, raw, _members(raw))
     except InputError:
         raise
     except OSError as exc:
         if isinstance(exc, FileNotFoundError):
             raise InputError(f"{path}: no such file; check the name") from None
         raise InputError(f"{path}: cannot read it ({exc.strerror or exc}); check the file") from None
-    except tarfile.TarError as exc:
+    except _NotTar as exc:
         raise InputError(
             f"{path}: not a CUBE 4 file (not a complete tar archive: {_words(exc)}); give a .cubex "
             "file that CUBE or psuite wrote"
@@ -109,26 +125,25 @@ def _words(exc: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
-    members = {m.name: m for m in tar.getmembers() if m.isfile()}
-    _check_end(raw, tar.offset)
+def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
     anchor = members.get("anchor.xml")
     if anchor is None:
         raise _Corrupt("no anchor.xml in it")
     data = _member_bytes(raw, anchor)
     if not data.lstrip().startswith(b"<"):
-        data = gzip.decompress(data)
-    exp, file_ids = _anchor(data)
+        data = _gunzip(data)
+    exp, file_ids, layouts = _anchor(data)
     wide = None
     for i, file_id in file_ids.items():
         m = exp.metrics[i]
         if m.derived:
             continue
         index, values = members.get(f"{file_id}.index"), members.get(f"{file_id}.data")
-        if index is None or values is None:  # CUBE writes both for every metric that is not derived
-            raise _Corrupt(
-                f"metric {m.name!r} has no {file_id}.{'data' if index else 'index'} (the file is cut short?)"
-            )
+        if values is None:  # Score-P writes no files for an all-zero metric; CubeLib reads zeros
+            exp.zeros(m)
+            continue
+        if index is None:
+            raise _Corrupt(f"metric {m.name!r} has {file_id}.data but no {file_id}.index (the file is cut short?)")
         order, rows = _index(_member_bytes(raw, index), len(exp.cnodes))
         if m.kind == INCLUSIVE:
             if wide is None:
@@ -138,7 +153,12 @@ def _read(path: str, raw, tar: tarfile.TarFile) -> Experiment:
             cnodes = wide if rows is None else wide[rows]
         else:
             cnodes = None if rows is None else rows
-        exp.values[m.name] = _data(raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations))
+        exp.values[m.name] = _data(
+            raw, values, m, order, cnodes, len(exp.cnodes), len(exp.locations), layouts.get(m.name)
+        )
+    for m in exp.metrics:  # SCALE_FUNC: zeros, said when read
+        if not m.derived and m.name not in exp.values:
+            exp.zeros(m)
     exp.check()
     exp.attributes.setdefault("source", path)
     _stored_ratios(exp)
@@ -180,16 +200,99 @@ def _several_roots(exp: Experiment) -> Experiment:
     return exp
 
 
-def _check_end(raw, offset: int) -> None:
-    """tarfile stops quietly at a damaged header after the first: what
-    follows the last member must be the archive's zero blocks."""
-    raw.seek(offset)
-    while block := raw.read(1 << 16):
-        if block.count(0) != len(block):
-            raise _Corrupt(f"a damaged tar header at byte {offset:,}")
+class _NotTar(Exception):
+    """The file is not a tar archive as CubeLib reads one."""
 
 
-def _member_bytes(raw, member: tarfile.TarInfo) -> bytes:
+class _Member:
+    """A file in the archive: its name, where its bytes start, how many."""
+
+    __slots__ = ("name", "offset_data", "size")
+
+    def __init__(self, name: str, offset_data: int, size: int) -> None:
+        self.name, self.offset_data, self.size = name, offset_data, size
+
+
+def _octal(field: bytes) -> int | None:
+    """A tar number as CubeLib's strtol(.., 8) takes it: leading blanks,
+    octal digits up to the first other byte (None: no digit at all)."""
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    digits = len(text) - len(text.lstrip(b"01234567"))
+    return int(text[:digits], 8) if digits else None
+
+
+def _members(raw) -> dict[str, _Member]:
+    """The archive's files, walked as CubeLib's TarReader walks them: a
+    512-byte header gives a name and an octal size, a PAX header ('x') the
+    size of the next; blocks of zeros are passed over wherever they are,
+    so the extra padding block CubeLib and cubew write after a file whose
+    size is a multiple of 512 reads like a standard tar.  Header checksums
+    are not checked, as CubeLib does not check them: cubes written with a
+    wrong checksum are read by CubeLib's tools, and so here.  A header
+    whose size is not a number, or a file that runs past the end, is
+    damage."""
+    raw.seek(0, 2)
+    end = raw.tell()
+    members: dict[str, _Member] = {}
+    at = 0
+    pax_size: int | None = None
+    ended = False  # a block of zeros after the last file: the archive's end, which CUBE writers all write
+    while at + 512 <= end:
+        raw.seek(at)
+        header = raw.read(512)
+        if len(header) < 512:
+            break
+        if header.count(0) == 512:  # padding or the end-of-archive blocks: skip the run in large steps
+            at = _after_zeros(raw, at, end)
+            ended = True
+            continue
+        ended = False
+        size = _octal(header[124:136])
+        if size is None:
+            if not members:
+                raise _NotTar("its first block is not a tar header")
+            raise _Corrupt(f"a damaged tar header at byte {at:,}")
+        if pax_size is not None:
+            size, pax_size = pax_size, None
+        if at + 512 + size > end:
+            if not members:
+                raise _NotTar("its first block is not a tar header")
+            raise _Corrupt(f"a file in it ends after the file's end (byte {at:,})")
+        name = header[:100].split(b"\0", 1)[0].decode("utf-8", "replace")
+        kind = header[156:157]
+        if kind == b"x":  # PAX: "NN size=N\n" records; CubeLib writes one for files of 8 GiB or more
+            raw.seek(at + 512)
+            block = raw.read(min(size, 1 << 16))
+            for record in block.split(b"\n"):
+                key, _, value = record.partition(b" ")[2].partition(b"=")
+                if key == b"size" and value.strip().isdigit():
+                    pax_size = int(value)
+        elif name and kind in (b"0", b"\0", b"7"):
+            members[name] = _Member(name, at + 512, size)
+        at += 512 + (size + 511) // 512 * 512
+    if not members:
+        raise _NotTar("no files in it")
+    if not ended or at < end:  # without it a file cut between two members would read as all-zero metrics
+        raise _Corrupt("the file is cut short (no end-of-archive blocks after its last member)")
+    return members
+
+
+def _after_zeros(raw, at: int, end: int) -> int:
+    """The first 512-byte block at or after `at` that is not all zeros
+    (or the end of the file)."""
+    raw.seek(at)
+    while at < end:
+        block = raw.read(1 << 16)
+        if not block:
+            return end
+        stripped = len(block) - len(block.lstrip(b"\0"))
+        if stripped < len(block):
+            return at + stripped // 512 * 512
+        at += len(block)
+    return end
+
+
+def _member_bytes(raw, member: _Member) -> bytes:
     raw.seek(member.offset_data)
     data = raw.read(member.size)
     if len(data) != member.size:
@@ -198,6 +301,35 @@ def _member_bytes(raw, member: tarfile.TarInfo) -> bytes:
 
 
 # -- anchor.xml ----------------------------------------------------------------
+ANCHOR_RATIO, ANCHOR_FLOOR = 64, 16 << 20  # a gzip anchor inflates to at most this many times its size
+
+
+def _gunzip(data: bytes) -> bytes:
+    """A gzip-compressed anchor.xml, inflated no further than 64 times its
+    compressed size (16 MiB at least): XML compresses some 10 to 30 times,
+    a decompression bomb a thousand; refused before it costs the memory."""
+    cap = max(ANCHOR_FLOOR, ANCHOR_RATIO * len(data))
+    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pieces: list[bytes] = []
+    size = 0
+    tail = data
+    while True:
+        piece = d.decompress(tail, min(1 << 20, cap - size + 1))
+        size += len(piece)
+        if size > cap:
+            raise _Corrupt(
+                f"anchor.xml inflates beyond {cap:,} bytes, {ANCHOR_RATIO} times its compressed size "
+                "(a decompression bomb?)"
+            )
+        pieces.append(piece)
+        tail = d.unconsumed_tail
+        if d.eof or not tail:
+            break
+    if not d.eof:
+        raise _Corrupt("anchor.xml is a truncated gzip stream")
+    return b"".join(pieces)
+
+
 def _parse_xml(data: bytes):
     from lxml import etree
 
@@ -205,6 +337,11 @@ def _parse_xml(data: bytes):
     try:
         return etree.fromstring(data, parser)
     except etree.XMLSyntaxError as exc:
+        if "Excessive depth" in str(exc):  # libxml2's bound, 2,048 levels even for huge trees
+            raise _Corrupt(
+                "anchor.xml nests its elements deeper than 2,048 levels (a call, metric or system tree "
+                "that deep); psuite reads trees up to about 2,000 levels"
+            ) from None
         raise _Corrupt(f"anchor.xml is not well-formed XML: {exc}") from None
 
 
@@ -224,8 +361,10 @@ def _int(text: str | None, what: str, default: int | None = None) -> int:
         raise _Corrupt(f"{what} is {text!r}, not a whole number") from None
 
 
-def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
-    """The experiment's dimensions, and per metric index with data its file id."""
+def _anchor(data: bytes) -> tuple[Experiment, dict[int, int], dict[str, _Composite]]:
+    """The experiment's dimensions, per metric index with data its file id,
+    and per metric of several numbers a value its layout."""
+    layouts: dict[str, _Composite] = {}
     root = _parse_xml(data)
     if root.tag != "cube":
         raise _Corrupt(f"anchor.xml holds <{root.tag}>, not <cube>")
@@ -234,7 +373,7 @@ def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
         raise _Corrupt(f"anchor.xml is CUBE version {version or '?'}; psuite reads CUBE 4")
     exp = Experiment()
     exp.attributes.update({a.get("key", ""): a.get("value", "") for a in root.findall("attr")})
-    file_ids = _metrics(exp, root.find("metrics"))
+    file_ids = _metrics(exp, root.find("metrics"), layouts)
     program = root.find("program")
     if program is None:
         raise _Corrupt("anchor.xml has no <program>")
@@ -243,49 +382,134 @@ def _anchor(data: bytes) -> tuple[Experiment, dict[int, int]]:
     if system is None:
         raise _Corrupt("anchor.xml has no <system>")
     _system(exp, system)
-    return exp, file_ids
+    return exp, file_ids, layouts
 
 
-def _metrics(exp: Experiment, metrics) -> dict[int, int]:
+class _Composite:
+    """A metric type whose value is several numbers (CubeLib's RATE,
+    COMPLEX, TAU_ATOMIC, HISTOGRAM(n), NDOUBLES(n)): its layout in the data
+    file and the one number CubeLib's Value::getDouble() makes of it, which
+    is what psuite holds (cube_dump prints the parts: count, min, max, mean,
+    deviation; main and duration; re and im; bins)."""
+
+    def __init__(self, fields: list[tuple[str, str]], shown: str, to_double, base: str = "") -> None:
+        self.fields, self.shown, self.to_double, self.base = fields, shown, to_double, base
+
+    def dtype(self, order: str) -> np.dtype:
+        return np.dtype([(name, order + code) for name, code in self.fields])  # packed, as CubeLib writes
+
+
+def _rate(v: np.ndarray) -> np.ndarray:
+    m, d = v["main"].astype(np.float64), v["duration"].astype(np.float64)
+    out = np.zeros(m.shape)
+    np.divide(m, d, out=out, where=d != 0)
+    return out
+
+
+def _tau_mean(v: np.ndarray) -> np.ndarray:
+    n, total = v["n"].astype(np.float64), v["sum"].astype(np.float64)
+    with np.errstate(all="ignore"):  # CubeLib divides by 1e-256 for n = 0: an infinity is refused later
+        return total / np.where(n == 0, 1e-256, n)
+
+
+def _composite(dtype: str) -> _Composite | None:
+    base, _, args = dtype.partition("(")
+    base = base.strip()
+    made = _layout(base, args, dtype)
+    if made is not None:
+        made.base = base
+    return made
+
+
+def _layout(base: str, args: str, dtype: str) -> _Composite | None:
+    if base == "RATE":
+        return _Composite([("main", "f8"), ("duration", "f8")],
+                          "main value / duration (0 where the duration is 0; CubeLib shows nan)", _rate)
+    if base == "COMPLEX":
+        return _Composite([("re", "f8"), ("im", "f8")], "its modulus sqrt(re^2 + im^2)",
+                          lambda v: np.hypot(v["re"].astype(np.float64), v["im"].astype(np.float64)))
+    if base == "TAU_ATOMIC":
+        return _Composite([("n", "u4"), ("min", "f8"), ("max", "f8"), ("sum", "f8"), ("sum2", "f8")],
+                          "its mean (sum / count)", _tau_mean)
+    if base in ("HISTOGRAM", "NDOUBLES"):
+        try:
+            n = int(args.split(",")[0].rstrip(")").strip())
+        except ValueError:
+            raise _Corrupt(f"a {base} metric without its count, {dtype!r}: CUBE writes {base}(N)") from None
+        if not 0 <= n <= 1 << 16:
+            raise _Corrupt(f"a {base} metric of {n} numbers per value")
+        head = [("min", "f8"), ("max", "f8")] if base == "HISTOGRAM" else []
+        fields = head + [(f"v{k}", "f8") for k in range(n)]
+        return _Composite(fields, f"the sum of its {n} {'bins' if head else 'numbers'}",
+                          lambda v: sum((v[f"v{k}"].astype(np.float64) for k in range(n)), np.zeros(v.shape)))
+    return None
+
+
+def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[int, int]:
+    """The metric tree, walked without recursion (a tree may be deep);
+    per metric with values its file id.  Metrics of several numbers per
+    value are held as the number CubeLib shows for them, said once per
+    metric on stderr; SCALE_FUNC as zeros, said as well."""
     if metrics is None:
         raise _Corrupt("anchor.xml has no <metrics>")
     file_ids: dict[int, int] = {}
     skipped: list[str] = []
-
-    def walk(el, parent: int | None) -> None:
-        for m in el.findall("metric"):
-            name = _text(m, "uniq_name")
-            kind = m.get("type", EXCLUSIVE).upper()
-            dtype = _text(m, "dtype", "DOUBLE").strip().upper()
-            attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
-            metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
-            if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
-                metric.kind = (
-                    attrs.get(KIND_ATTR, "POSTDERIVED") if attrs.get(KIND_ATTR) in DERIVED_KINDS else "POSTDERIVED"
+    stack: list[tuple[object, int | None]] = [(m, None) for m in reversed(metrics.findall("metric"))]
+    while stack:
+        m, parent = stack.pop()
+        name = _text(m, "uniq_name")
+        if not name:
+            raise _Corrupt("a metric has no <uniq_name>")
+        kind = m.get("type", EXCLUSIVE).upper()
+        dtype = _text(m, "dtype", "DOUBLE").strip().upper()
+        attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
+        metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
+        stored = True
+        if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
+            kept = attrs.get(KIND_ATTR)
+            metric.kind = kept if kept in DERIVED_KINDS else "POSTDERIVED"
+            metric.expression = attrs[CUBEPL_ATTR]
+        elif kind in DERIVED_KINDS:
+            metric.expression = _text(m, "cubepl").strip()
+        elif kind not in (EXCLUSIVE, INCLUSIVE):
+            raise _Corrupt(f"metric {name!r} has type {kind!r}")
+        elif dtype not in INTEGER and dtype not in FLOATING:
+            composite = _composite(dtype)
+            base = dtype.partition("(")[0].strip()
+            metric.dtype = "DOUBLE"
+            if composite is not None:
+                layouts[name] = composite
+                _say(
+                    f"metric {name!r} is {base}: shown as {composite.shown}, the one number CubeLib makes "
+                    "of it (Value::getDouble)"
                 )
-                metric.expression = attrs[CUBEPL_ATTR]
-            elif kind in DERIVED_KINDS:
-                metric.expression = _text(m, "cubepl").strip()
-            elif kind not in (EXCLUSIVE, INCLUSIVE):
-                raise _Corrupt(f"metric {name!r} has type {kind!r}")
-            elif dtype not in INTEGER and dtype not in FLOATING:
-                skipped.append(name)  # values psuite's model cannot hold; its children hang on its parent
-                walk(m, parent)
-                continue
-            if not name:
-                raise _Corrupt("a metric has no <uniq_name>")
-            if any(x.name == name for x in exp.metrics):
-                raise _Corrupt(f"two metrics are named {name!r}")
-            i = exp.add_metric(metric)
-            if not metric.derived:
-                file_ids[i] = _int(m.get("id"), f"the id of metric {name!r}")
-            walk(m, i)
-
-    walk(metrics, None)
+            elif base == "SCALE_FUNC":
+                stored = False
+                _say(f"metric {name!r} is SCALE_FUNC: shown as 0 (psuite does not evaluate scaling functions)")
+            else:  # CubeLib: "Unrecognized datatype ...; defaulting to 'double'"
+                _say(f"metric {name!r} has the unknown data type {dtype!r}: read as DOUBLE, as CubeLib does")
+        if any(x.name == name for x in exp.metrics):
+            raise _Corrupt(f"two metrics are named {name!r}")
+        i = exp.add_metric(metric)
+        if not metric.derived:
+            fid = _int(m.get("id"), f"the id of metric {name!r}")
+            if stored:
+                file_ids[i] = fid
+        stack.extend((c, i) for c in reversed(m.findall("metric")))
+    # metrics come out depth first, parents first: the order of the file
     file_ids = _drop_unevaluable(exp, file_ids, skipped)
     if skipped:
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
+        _say(f"derived metrics psuite cannot evaluate are left out: {', '.join(skipped)}")
     return file_ids
+
+
+def _say(message: str) -> None:
+    """A line on stderr about what the file holds, once the command has not
+    failed (held as psprocess holds its warnings)."""
+    from psuite.cli_common import hold_warning, one_line
+
+    hold_warning(f"psprocess: warning: {one_line(message)}")
 
 
 def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[str]) -> dict[int, int]:
@@ -305,6 +529,13 @@ def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[s
         return set(metric_names(m.expression)) <= names
 
     bad = {i for i, m in enumerate(exp.metrics) if m.derived and not evaluable(m)}
+    while True:  # and those naming a metric left out, to the end of the chain
+        gone = {exp.metrics[i].name for i in bad}
+        more = {i for i, m in enumerate(exp.metrics)
+                if m.derived and i not in bad and set(metric_names(m.expression)) & gone}
+        if not more:
+            break
+        bad |= more
     if not bad:
         return file_ids
     skipped += [exp.metrics[i].name for i in sorted(bad)]
@@ -354,12 +585,22 @@ def _program(exp: Experiment, program) -> None:
 
 
 def _system(exp: Experiment, system) -> None:
+    """Locations (CUBE 4's systemtreenode/locationgroup/location, or CUBE
+    4.0's machine/node/process/thread), walked without recursion, then the
+    Cartesian topologies over them."""
     found: list[tuple[int, Location]] = []
-
-    def groups(el, path: list[str]) -> None:
-        for g in el.findall("locationgroup"):
-            process, rank = _text(g, "name"), _int(_text(g, "rank"), "rank", 0)
-            for loc in g.findall("location"):
+    groups = {"locationgroup", "process"}
+    nodes = {"systemtreenode", "machine", "node"}
+    stack: list[tuple[object, list[str]]] = [(c, []) for c in reversed(list(system)) if c.tag in nodes]
+    while stack:
+        el, path = stack.pop()
+        if el.tag in nodes:
+            here = [*path, _text(el, "name")]
+            stack.extend((c, here) for c in reversed(list(el)) if c.tag in nodes or c.tag in groups)
+            continue
+        process, rank = _text(el, "name"), _int(_text(el, "rank"), "rank", 0)
+        for loc in el:
+            if loc.tag in ("location", "thread"):
                 found.append(
                     (
                         _int(loc.get("Id"), "a location's Id"),
@@ -373,21 +614,50 @@ def _system(exp: Experiment, system) -> None:
                         ),
                     )
                 )
-            groups(g, path)
-
-    def nodes(el, path: list[str]) -> None:
-        for n in el.findall("systemtreenode"):
-            here = [*path, _text(n, "name")]
-            groups(n, here)
-            nodes(n, here)
-
-    nodes(system, [])
+        stack.extend((c, path) for c in reversed(list(el)) if c.tag in groups)
     if not found:
         raise _Corrupt("anchor.xml has no locations")
     ids = [i for i, _ in found]
     if sorted(ids) != list(range(len(ids))):
         raise _Corrupt("the location ids are not 0, 1, 2 ...")
     exp.locations = [loc for _, loc in sorted(found, key=lambda x: x[0])]
+    topologies = system.find("topologies")
+    if topologies is not None:
+        exp.topologies = [_cart(c, len(exp.locations)) for c in topologies.findall("cart")]
+
+
+def _cart(cart, nloc: int) -> Topology:
+    """A <cart>: its dimensions, and the coordinates of its locations
+    (locId, or CUBE 3's thrdId); coordinates of a process, node or
+    machine have no place in psuite's model and are left out, said."""
+    dims = [
+        (d.get("name", ""), _int(d.get("size"), "a topology dimension's size"), d.get("periodic", "") == "true")
+        for d in cart.findall("dim")
+    ]
+    name = cart.get("name", "")
+    if any(size < 0 for _, size, _ in dims):
+        raise _Corrupt(f"topology {name!r} has a dimension of negative size")
+    topo = Topology(name, dims)
+    dropped = 0
+    for c in cart.findall("coord"):
+        where = c.get("locId", c.get("thrdId"))
+        if where is None:
+            dropped += 1
+            continue
+        loc = _int(where, "a topology coordinate's location")
+        try:
+            coords = tuple(int(x) for x in (c.text or "").split())
+        except ValueError:
+            raise _Corrupt(f"topology {name!r}: coordinates {c.text!r} are not whole numbers") from None
+        if not 0 <= loc < nloc:
+            raise _Corrupt(f"topology {name!r} places location {loc}, which is not defined")
+        if len(coords) != len(dims) or any(not 0 <= x < size for x, (_, size, _) in zip(coords, dims, strict=True)):
+            raise _Corrupt(f"topology {name!r}: coordinates {c.text!r} do not fit its dimensions")
+        topo.coordinates[loc] = coords
+    if dropped:
+        _say(f"topology {name!r}: {dropped} coordinates of processes, nodes or machines left out "
+             "(psuite places locations only)")
+    return topo
 
 
 # -- index and data ------------------------------------------------------------
@@ -404,6 +674,8 @@ def _index(data: bytes, ncnodes: int) -> tuple[str, np.ndarray | None]:
     at = len(head) + 7
     if fmt == 3 and len(data) == at:  # dense: every row
         return order, None
+    if fmt == 1 and len(data) == at:  # CubeLib's index of an all-zero metric: sparse, without even a count
+        return order, np.zeros(0, dtype=np.int64)
     if len(data) < at + 4:
         raise _Corrupt("an index file ends before its length")
     n = struct.unpack_from(order + "i", data, at)[0]
@@ -418,27 +690,40 @@ def _index(data: bytes, ncnodes: int) -> tuple[str, np.ndarray | None]:
 
 
 def _data(
-    raw, member: tarfile.TarInfo, m: Metric, order: str, cnodes: np.ndarray | None, ncnodes: int, nloc: int
+    raw,
+    member: _Member,
+    m: Metric,
+    order: str,
+    cnodes: np.ndarray | None,
+    ncnodes: int,
+    nloc: int,
+    composite: _Composite | None = None,
 ) -> np.ndarray:
     """(ncnodes, nloc) values of a metric: rows in file order go to call
     paths `cnodes` (None: 0, 1, 2 ... all of them)."""
-    code = INTEGER.get(m.dtype) or FLOATING[m.dtype]
-    src = np.dtype(order + code)
-    target = np.dtype(np.int64 if code[0] in "iu" else np.float64)
+    if composite is not None:
+        src = composite.dtype(order)
+        target = np.dtype(np.float64)
+    else:
+        code = INTEGER.get(m.dtype) or FLOATING.get(m.dtype, "f8")
+        src = np.dtype(order + code)
+        target = np.dtype(np.int64 if code[0] in "iu" else np.float64)
     nrows = ncnodes if cnodes is None else len(cnodes)
     raw.seek(member.offset_data)
-    if raw.read(10) == b"CUBEX.DATA" and member.size - 10 != nrows * nloc * src.itemsize:  # before allocating
+    # before allocating; rows beyond the index's are not read (CubeLib reads CUBE 4.0 files that hold them)
+    if raw.read(10) == b"CUBEX.DATA" and member.size - 10 < nrows * nloc * src.itemsize:
         raise _Corrupt(
             f"{member.name} holds {member.size - 10:,} bytes of values, not {nrows:,} rows of {nloc:,} "
-            f"{src.name} values"
+            f"{composite.base if composite else src.name} values"
         )
     out = np.zeros((ncnodes, nloc), dtype=target)
+    convert = composite.to_double if composite is not None else None
     try:
-        _fill(raw, member, src, out, cnodes, nrows)
+        _fill(raw, member, src, out, cnodes, nrows, convert, m.name, order)
     except _Overflow:  # a UINT64 beyond int64: the metric becomes DOUBLE
         m.dtype = "DOUBLE"
         out = np.zeros((ncnodes, nloc), dtype=np.float64)
-        _fill(raw, member, src, out, cnodes, nrows)
+        _fill(raw, member, src, out, cnodes, nrows, None, m.name, order)
     return out
 
 
@@ -446,26 +731,37 @@ class _Overflow(Exception):
     pass
 
 
-def _fill(raw, member: tarfile.TarInfo, src: np.dtype, out: np.ndarray, cnodes: np.ndarray | None, nrows: int) -> None:
+def _fill(
+    raw,
+    member: _Member,
+    src: np.dtype,
+    out: np.ndarray,
+    cnodes: np.ndarray | None,
+    nrows: int,
+    convert=None,
+    name: str = "",
+    order: str = "<",
+) -> None:
     nloc = out.shape[1]
     row_bytes = nloc * src.itemsize
     raw.seek(member.offset_data)
     head = raw.read(min(member.size, 11))
     if head.startswith(b"CUBEX.DATA"):
         raw.seek(member.offset_data + 10)
-        if member.size - 10 != nrows * row_bytes:
+        if member.size - 10 < nrows * row_bytes:
             raise _Corrupt(
                 f"{member.name} holds {member.size - 10:,} bytes of values, not {nrows:,} rows of "
                 f"{nloc:,} {src.name} values"
             )
-        pieces = _plain(raw, member.size - 10, row_bytes)
+        pieces = _plain(raw, nrows * row_bytes, row_bytes)
     elif head == b"ZCUBEX.DATA":
-        pieces = _compressed(raw, member, src.byteorder if src.byteorder in "<>" else "<", row_bytes)
+        pieces = _compressed(raw, member, order, nrows * row_bytes)
     else:
         raise _Corrupt(f"{member.name} does not start with CUBEX.DATA or ZCUBEX.DATA")
     # the file's bytes are the array's (same width and kind, native order): read them in place
     direct = (
-        cnodes is None
+        convert is None
+        and cnodes is None
         and src.isnative
         and src.itemsize == out.itemsize
         and (src.kind == out.dtype.kind or (src.kind == "u" and out.dtype.kind == "i"))
@@ -479,12 +775,18 @@ def _fill(raw, member: tarfile.TarInfo, src: np.dtype, out: np.ndarray, cnodes: 
             piece.read_into(flat[row * row_bytes : (row + k) * row_bytes])
             if src.kind == "u" and out.dtype.kind == "i" and out[row : row + k].min(initial=0) < 0:
                 raise _Overflow
+            if out.dtype.kind == "f":
+                _finite(out[row : row + k], name)
             row += k
             continue
         buf = pending + (piece.read() if isinstance(piece, _Span) else piece)
         k = min(len(buf) // row_bytes, nrows - row)
         if k:
             chunk = np.frombuffer(buf, dtype=src, count=k * nloc).reshape(k, nloc)
+            if convert is not None:
+                chunk = convert(chunk)
+            if chunk.dtype.kind == "f":
+                _finite(chunk, name)
             if (
                 src.kind == "u"
                 and src.itemsize == 8
@@ -501,6 +803,14 @@ def _fill(raw, member: tarfile.TarInfo, src: np.dtype, out: np.ndarray, cnodes: 
         raise _Corrupt(
             f"{member.name} holds {row:,} rows{' and a partial one' if pending else ''}, its index {nrows:,}"
         )
+
+
+def _finite(values: np.ndarray, name: str) -> None:
+    """CUBE values psuite takes are finite numbers: NaN and infinities are
+    refused, by metric."""
+    if not np.isfinite(values).all():
+        bad = values[~np.isfinite(values)][0]
+        raise _Corrupt(f"metric {name!r} holds a non-finite value ({bad}); psuite takes finite numbers only")
 
 
 class _Span:
@@ -533,7 +843,11 @@ def _plain(raw, size: int, row_bytes: int):
         yield _Span(raw, at + start, min(step, size - start))
 
 
-def _compressed(raw, member: tarfile.TarInfo, order: str, row_bytes: int):
+def _compressed(raw, member: _Member, order: str, expected: int):
+    """The uncompressed bytes of a ZCUBEX.DATA, in pieces.  Never more
+    than `expected` (what the anchor and index declare): a block that
+    inflates beyond it is refused at once, so a small file cannot make
+    the reader inflate gigabytes (a decompression bomb)."""
     at = member.offset_data + 11
     end = member.offset_data + member.size
     raw.seek(at)
@@ -548,6 +862,7 @@ def _compressed(raw, member: tarfile.TarInfo, order: str, row_bytes: int):
         raise _Corrupt(f"{member.name} ends in its block table")
     entries = struct.unpack(f"{order}{3 * n}q", table)
     pos = at + 8 + 24 * n
+    given = 0
     for k in range(n):
         size = entries[3 * k + 2]
         if size == 0:
@@ -558,11 +873,20 @@ def _compressed(raw, member: tarfile.TarInfo, order: str, row_bytes: int):
         block = raw.read(size)
         pos += size
         d = zlib.decompressobj()
-        out = d.decompress(block, CHUNK_BYTES)
+        tail = block
         while True:
-            yield out
-            if not d.unconsumed_tail:
+            # one byte beyond what is still due tells an oversized block at once
+            out = d.decompress(tail, min(CHUNK_BYTES, expected - given + 1))
+            given += len(out)
+            if given > expected:
+                raise _Corrupt(
+                    f"{member.name}: block {k} inflates beyond the {expected:,} bytes of values the file "
+                    "declares (a damaged or hostile file)"
+                )
+            if out:
+                yield out
+            tail = d.unconsumed_tail
+            if not tail:
                 break
-            out = d.decompress(d.unconsumed_tail, CHUNK_BYTES)
         if not d.eof:
             raise _Corrupt(f"{member.name}: block {k} is truncated")
