@@ -126,7 +126,7 @@ def select_metrics(exp: Experiment, spec: str | None) -> list[Column]:
         elif item in known:
             out.append(Column(item, item, integer=is_integer(exp, item)))
         else:
-            label, expression = _expression(item)
+            label, expression = _expression(exp, item)
             if not label:
                 new += 1
                 label = f"New Metric{new}"
@@ -139,7 +139,7 @@ def select_metrics(exp: Experiment, spec: str | None) -> list[Column]:
     return out
 
 
-def _expression(item: str) -> tuple[str, str]:
+def _expression(exp: Experiment, item: str) -> tuple[str, str]:
     """(label, CubePL text) of an -m item that is not a metric's name:
     @FILE; a whole expression (label "", as cube_dump tries it first, so
     `2*3` and `${cube::#locations}` are expressions); NAME:EXPRESSION."""
@@ -154,6 +154,10 @@ def _expression(item: str) -> tuple[str, str]:
         return "", item
     except ExpressionError as whole:
         m = re.match(r"\s*([^:(){}\[\]$\"]+?)\s*:(?!:)(.*)$", item, re.S)
+        if re.fullmatch(r"[\w.=-]+", item):  # a bare word: a metric's name mistyped, most likely
+            raise UsageError(f"no metric {item!r} in this experiment; its metrics are "
+                             f"{', '.join(m.name for m in exp.metrics)} (or give a CubePL expression, "
+                             "NAME:EXPRESSION or @FILE)") from None
         if not m or m.group(1) == "metric":
             raise UsageError(f"-m {item!r}: not a metric of this experiment, nor a CubePL expression ({whole}); "
                              "give NAME, NAME:EXPRESSION or @FILE") from None
