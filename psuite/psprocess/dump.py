@@ -1,12 +1,15 @@
 """psprocess dump: an experiment's values, as CUBE's cube_dump prints them
 (CUBE 4.3 user guide, 1.7.12).
 
-- Metrics (-m): unique names, `all`, or CubePL expressions defining new
-  metrics (`ipc:metric::ins()/metric::cyc()`; without a `name:` prefix
-  they are "New Metric1" ...), evaluated as cube_dump's new metrics are
-  (POSTDERIVED): per location on that location's values, and over all
-  threads (`-t aggr`) or a region on the aggregated values, not the sum of
-  per-location results.
+- Metrics (-m): unique names, `all`, CubePL expressions defining new
+  metrics (`ipc:metric::ins()/metric::cyc()`; a whole expression, `2*3`
+  too, is "New Metric1" ...), or `@FILE` (an expression read from FILE,
+  named after it), parsed by psuite.cubepl, evaluated as cube_dump's new
+  metrics are (POSTDERIVED): per location on that location's values, and
+  over all threads (`-t aggr`) or a region on the aggregated values, not
+  the sum of per-location results; metric::x(i) and (e) in the view they
+  name, metric::fixed:: and CUBE's predefined variables as
+  Experiment.derived_values gives them.
 - Call paths (-c): ids and ranges (0,3,5-10), `all`, `leafs`, `roots`,
   `level=N` (`level<N`, `level>N`; roots are level 0), `name=REGEX`
   (or name=/REGEX/).  With regions=True (-r), the flat profile: one row per
