@@ -30,6 +30,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -161,6 +162,8 @@ def _expression(exp: Experiment, item: str) -> tuple[str, str]:
             raise UsageError(f"no metric {item!r} in this experiment; its metrics are "
                              f"{', '.join(m.name for m in exp.metrics)} (or give a CubePL expression, "
                              "NAME:EXPRESSION or @FILE)") from None
+        if not m and os.path.isfile(item.strip()):  # cube_dump -m FILE; here @FILE, so a file never shadows a name
+            raise UsageError(f"-m {item!r}: a file; give -m @{item.strip()} to read the CubePL expression in it") from None
         if not m or m.group(1) == "metric":
             raise UsageError(f"-m {item!r}: not a metric of this experiment, nor a CubePL expression ({whole}); "
                              "give NAME, NAME:EXPRESSION or @FILE") from None
