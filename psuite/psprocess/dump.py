@@ -163,7 +163,8 @@ def _expression(exp: Experiment, item: str) -> tuple[str, str]:
                              f"{', '.join(m.name for m in exp.metrics)} (or give a CubePL expression, "
                              "NAME:EXPRESSION or @FILE)") from None
         if not m and os.path.isfile(item.strip()):  # cube_dump -m FILE; here @FILE, so a file never shadows a name
-            raise UsageError(f"-m {item!r}: a file; give -m @{item.strip()} to read the CubePL expression in it") from None
+            raise UsageError(f"-m {item!r}: a file; give -m @{item.strip()} to read the CubePL expression "
+                             "in it") from None
         if not m or m.group(1) == "metric":
             raise UsageError(f"-m {item!r}: not a metric of this experiment, nor a CubePL expression ({whole}); "
                              "give NAME, NAME:EXPRESSION or @FILE") from None

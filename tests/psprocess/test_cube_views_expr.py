@@ -186,7 +186,8 @@ def test_bad_expressions_refused_in_one_line(stem: str, spec: str) -> None:
 
 
 @pytest.mark.parametrize("spec", ["{ ${i}=0; while (metric::time() >= 0) { ${i}=${i}+1; }; return ${i}; }, nosuch",
-                                  "@nosuchfile.cubepl", "a:1 2", "x:metric::time(", "time, max(metric::time(), 1"])
+                                  "@nosuchfile.cubepl", "src/expression.cubepl", "a:1 2",
+                                  "x:metric::time(", "time, max(metric::time(), 1"])
 def test_refused_before_any_value(spec: str) -> None:
     """An item's error is found by parsing it, before any expression is
     evaluated (a while over a metric is not run to see if it is valid)."""
