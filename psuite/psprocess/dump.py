@@ -1,12 +1,15 @@
 """psprocess dump: an experiment's values, as CUBE's cube_dump prints them
 (CUBE 4.3 user guide, 1.7.12).
 
-- Metrics (-m): unique names, `all`, or CubePL expressions defining new
-  metrics (`ipc:metric::ins()/metric::cyc()`; without a `name:` prefix
-  they are "New Metric1" ...), evaluated as cube_dump's new metrics are
-  (POSTDERIVED): per location on that location's values, and over all
-  threads (`-t aggr`) or a region on the aggregated values, not the sum of
-  per-location results.
+- Metrics (-m): unique names, `all`, CubePL expressions defining new
+  metrics (`ipc:metric::ins()/metric::cyc()`; a whole expression, `2*3`
+  too, is "New Metric1" ...), or `@FILE` (an expression read from FILE,
+  named after it), parsed by psuite.cubepl, evaluated as cube_dump's new
+  metrics are (POSTDERIVED): per location on that location's values, and
+  over all threads (`-t aggr`) or a region on the aggregated values, not
+  the sum of per-location results; metric::x(i) and (e) in the view they
+  name, metric::fixed:: and CUBE's predefined variables as
+  Experiment.derived_values gives them.
 - Call paths (-c): ids and ranges (0,3,5-10), `all`, `leafs`, `roots`,
   `level=N` (`level<N`, `level>N`; roots are level 0), `name=REGEX`
   (or name=/REGEX/).  With regions=True (-r), the flat profile: one row per
@@ -27,15 +30,17 @@ from __future__ import annotations
 import csv
 import io
 import math
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
+from psuite import cubepl
 from psuite.errors import UsageError
-from psuite.experiment import Experiment, ExpressionError, evaluate, metric_names
-from psuite.psprocess.experiment_views import EXCL, INCL, View, is_integer, number, short
+from psuite.experiment import Experiment, ExpressionError, evaluate
+from psuite.psprocess.experiment_views import EXCL, INCL, View, context, is_integer, number, short
 
 FORMATS = ("text", "csv", "csv2", "gnuplot", "R")
 AGGREGATE = "aggr"
@@ -112,48 +117,92 @@ def select_locations(exp: Experiment, spec: str | None) -> list[int] | None:
 
 
 def select_metrics(exp: Experiment, spec: str | None) -> list[Column]:
-    """-m: names, all, CubePL expressions (name:expression names them)."""
+    """-m: names, all, CubePL expressions (NAME:EXPRESSION names them),
+    @FILE (an expression read from FILE, named after it)."""
     if not spec or spec == "all":
         return [Column(m.name, m.name, integer=is_integer(exp, m.name)) for m in exp.metrics]
     known = {m.name for m in exp.metrics}
     out: list[Column] = []
     new = 0
-    for item in _split(spec):
+    for item in split_items(spec):
         if item == "all":
             out += [Column(m.name, m.name, integer=is_integer(exp, m.name)) for m in exp.metrics]
         elif item in known:
             out.append(Column(item, item, integer=is_integer(exp, item)))
-        elif "metric::" in item:
-            m = re.match(r"\s*([^:()]+?)\s*:(?!:)(.*)$", item)
-            if m and m.group(1) != "metric":
-                label, expression = m.group(1), m.group(2)
-            else:
+        else:
+            label, expression = _expression(exp, item)
+            if not label:
                 new += 1
-                label, expression = f"New Metric{new}", item
-            for name in metric_names(expression):
+                label = f"New Metric{new}"
+            for name in cubepl.metric_names(expression):
+                # CubeLib evaluates an unknown metric to 0 without a word: a typo would pass unseen
                 if name not in known:
                     raise UsageError(f"-m {item!r}: no metric {name!r} in this experiment; its metrics are "
                                      f"{', '.join(m.name for m in exp.metrics)}")
-            try:
-                evaluate(expression, lambda _name: 1.0)  # the syntax, before any value is computed
-            except ExpressionError as exc:
-                raise UsageError(f"-m {item!r}: {exc}") from None
             out.append(Column(label, expression=expression))
-        else:
-            raise UsageError(f"no metric {item!r} in this experiment; its metrics are "
-                             f"{', '.join(m.name for m in exp.metrics)} (or give a CubePL expression: "
-                             "metric::NAME()/metric::OTHER())")
     return out
 
 
-def _split(spec: str) -> list[str]:
-    """Comma-separated items; commas inside parentheses belong to them."""
-    items, depth, start = [], 0, 0
-    for k, ch in enumerate(spec):
-        depth += (ch == "(") - (ch == ")")
-        if ch == "," and depth == 0:
+def _expression(exp: Experiment, item: str) -> tuple[str, str]:
+    """(label, CubePL text) of an -m item that is not a metric's name:
+    @FILE; a whole expression (label "", as cube_dump tries it first, so
+    `2*3` and `${cube::#locations}` are expressions); NAME:EXPRESSION."""
+    if item.startswith("@"):  # cube_dump takes a bare path; @ cannot be mistaken for a metric or expression
+        path = item[1:].strip()
+        try:
+            return path, cubepl.read_expression(path)
+        except ExpressionError as exc:
+            raise UsageError(f"-m {item!r}: {exc}") from None
+    try:
+        cubepl.parse(item)  # only parsed: a while over a metric is not run to see if it is valid
+        return "", item
+    except ExpressionError as whole:
+        m = re.match(r"\s*([^:(){}\[\]$\"]+?)\s*:(?!:)(.*)$", item, re.S)
+        if re.fullmatch(r"[\w.=-]+", item):  # a bare word: a metric's name mistyped, most likely
+            raise UsageError(f"no metric {item!r} in this experiment; its metrics are "
+                             f"{', '.join(m.name for m in exp.metrics)} (or give a CubePL expression, "
+                             "NAME:EXPRESSION or @FILE)") from None
+        if not m and os.path.isfile(item.strip()):  # cube_dump -m FILE; here @FILE, so a file never shadows a name
+            raise UsageError(f"-m {item!r}: a file; give -m @{item.strip()} to read the CubePL expression "
+                             "in it") from None
+        if not m or m.group(1) == "metric":
+            raise UsageError(f"-m {item!r}: not a metric of this experiment, nor a CubePL expression ({whole}); "
+                             "give NAME, NAME:EXPRESSION or @FILE") from None
+        try:
+            cubepl.parse(m.group(2))
+        except ExpressionError as exc:
+            raise UsageError(f"-m {item!r}: {exc}") from None
+        return m.group(1), m.group(2).strip()
+
+
+_REGEX_AFTER = re.compile(r"=~\s*/(?:[^/\\]|\\.)*/")
+
+
+def split_items(spec: str) -> list[str]:
+    """-m's comma-separated items: a comma inside parentheses, braces or
+    brackets (max(a, b), a block's arguments), a "string" or an =~ /regex/
+    belongs to its expression (cube_dump cuts at every comma)."""
+    items: list[str] = []
+    depth, start, k, n = 0, 0, 0, len(spec)
+    while k < n:
+        ch = spec[k]
+        if ch == '"':  # a string: up to its closing quote (an escaped quote does not close it)
+            m = re.compile(r'"(?:[^"\\]|\\.)*"').match(spec, k)
+            k = m.end() if m else n
+            continue
+        if spec.startswith("=~", k):
+            m = _REGEX_AFTER.match(spec, k)
+            if m:
+                k = m.end()
+                continue
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
             items.append(spec[start:k].strip())
             start = k + 1
+        k += 1
     items.append(spec[start:].strip())
     return [i for i in items if i]
 
@@ -182,43 +231,62 @@ def compute(exp: Experiment, metrics: str | None = None, callpaths: str = "all",
     view = View(exp, metric_tree)
     columns = select_metrics(exp, metrics)
     where = select_locations(exp, threads)
+    plain = view.plain  # what new metrics are evaluated on: the stored values (as derived metrics are)
     if regions:  # the flat profile: a region's call paths summed (recursion counted once)
         group, ngroups = view.region_ids(), len(exp.regions)
         present = sorted(set(group.tolist()))
         rows = [(k, f"{exp.regions[k].name}(id={k})") for k in present]
+        picked: list[int] = present
 
-        def per_location(v: View, metric: str) -> np.ndarray:
-            return np.asarray(v.grouped(metric, calltree, group, ngroups))[present]
+        def per_location(v: View, metric: str, tree: str = calltree) -> np.ndarray:
+            return np.asarray(v.grouped(metric, tree, group, ngroups))
 
-        def aggregate(metric: str, v: View = view) -> np.ndarray:
-            return np.asarray(v.grouped_total(metric, calltree, group, ngroups))[present]
+        def aggregate(v: View, metric: str, tree: str = calltree) -> np.ndarray:
+            return np.asarray(v.grouped_total(metric, tree, group, ngroups))
     else:
-        ids = select_callpaths(exp, callpaths)
-        rows = [(i, f"{exp.region_name(i)}(id={i})") for i in ids]
+        picked = select_callpaths(exp, callpaths)
+        rows = [(i, f"{exp.region_name(i)}(id={i})") for i in picked]
 
-        def per_location(v: View, metric: str) -> np.ndarray:
-            return np.asarray(v.cells(metric, calltree)[ids])
+        def per_location(v: View, metric: str, tree: str = calltree) -> np.ndarray:
+            return np.asarray(v.cells(metric, tree))
 
-        def aggregate(metric: str, v: View = view) -> np.ndarray:
-            return np.asarray(v.sums(metric, calltree)[ids])
+        def aggregate(v: View, metric: str, tree: str = calltree) -> np.ndarray:
+            return np.asarray(v.sums(metric, tree))
 
     matrices = []
     for col in columns:
-        if col.expression:  # a new metric, POSTDERIVED as cube_dump defines it: on the values shown
-            if where is None:  # over all threads: on the aggregates (a ratio of sums)
-                full = evaluate(col.expression, lambda n: aggregate(n, view.plain).astype(np.float64))
-                matrices.append(np.broadcast_to(full, (len(rows),)).reshape(-1, 1))
-            else:
-                full = evaluate(col.expression, lambda n: per_location(view.plain, n).astype(np.float64))
-                matrices.append(np.broadcast_to(full, (len(rows), len(exp.locations)))[:, where])
+        if col.expression:
+            matrices.append(_new_metric(exp, col.expression, per_location if where is not None else aggregate,
+                                        plain, calltree, regions, where)[picked])
         elif where is None:
-            matrices.append(aggregate(col.metric).reshape(-1, 1))
+            matrices.append(aggregate(view, col.metric)[picked].reshape(-1, 1))
         else:
-            matrices.append(per_location(view, col.metric)[:, where])
+            matrices.append(per_location(view, col.metric)[picked][:, where])
     labels = ["All threads"] if where is None else [str(j) for j in where]
     legend = "" if where is None else \
         "Threads: " + "; ".join(f"{j} = {exp.locations[j].label}" for j in where) + "\n"
     return Dump(columns, rows, where, matrices, calltree, labels, regions, legend)
+
+
+def _new_metric(exp: Experiment, expression: str, values: Callable[..., np.ndarray], plain: View, calltree: str,
+                regions: bool, where: list[int] | None) -> np.ndarray:
+    """A new metric, POSTDERIVED as cube_dump defines it, over every row:
+    per location on that location's values, with -t aggr on the
+    aggregates (a ratio of sums); metric::x() in the call-tree view shown,
+    metric::x(i) and (e) inclusive and exclusive whatever is shown (the
+    view shown given to both made time(i)/visits(e) a ratio of exclusive
+    values)."""
+    def get(name: str, variant: str) -> np.ndarray:
+        tree = calltree if not variant else INCL if variant == "i" else EXCL
+        a = values(plain, name, tree).astype(np.float64)
+        return a.reshape(-1, 1) if a.ndim == 1 else a
+
+    nrows = len(exp.regions) if regions else len(exp.cnodes)
+    full = evaluate(expression, lambda n: get(n, ""), get,
+                    **context(exp, get, callpaths=not regions, locations=where is not None))
+    if where is None:
+        return np.broadcast_to(full, (nrows, 1))
+    return np.broadcast_to(full, (nrows, len(exp.locations)))[:, where]
 
 
 # ---------------------------------------------------------------- output

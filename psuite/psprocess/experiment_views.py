@@ -42,7 +42,7 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -132,9 +132,12 @@ class View:
             out = self._less(metric, self.plain.sums(metric, calltree, locations),
                              [self.plain.sums(k, calltree, locations) for k in self.metric_children(metric)])
         elif m.derived and m.kind == "POSTDERIVED":  # a ratio of sums, not a sum of ratios
-            out = np.broadcast_to(evaluate(
-                m.expression, lambda n: self.sums(n, calltree, locations).astype(np.float64),
-                lambda n, v: self.sums(n, _view(v), locations).astype(np.float64)), (len(self.exp.cnodes),))
+            def get(n: str, v: str) -> np.ndarray:
+                return self.sums(n, _view(v) if v else calltree, locations).astype(np.float64).reshape(-1, 1)
+
+            out = np.broadcast_to(evaluate(m.expression, lambda n: get(n, ""), get,
+                                           **context(self.exp, get, locations=False)),
+                                  (len(self.exp.cnodes), 1))[:, 0]
         else:
             a = self.cells(metric, calltree)
             out = reduce(self.combine(metric), a if whole else a[:, list(locations)], 1)
@@ -149,8 +152,12 @@ class View:
             return float(self._less(metric, self.plain.total(metric),
                                     [self.plain.total(k) for k in self.metric_children(metric)]))
         if m.derived and m.kind == "POSTDERIVED":  # metric::x(e) of the whole: the roots' own values
-            return float(evaluate(m.expression, lambda n: self.total(n), lambda n, v: float(
-                reduce(self.combine(n), self.sums(n, _view(v))[self.exp.roots], 0))))
+            def get(n: str, v: str) -> float:
+                return float(reduce(self.combine(n), self.sums(n, _view(v))[self.exp.roots], 0)) if v \
+                    else self.total(n)
+
+            return float(evaluate(m.expression, lambda n: get(n, ""), get,
+                                  **context(self.exp, get, callpaths=False, locations=False)))
         return float(reduce(self.combine(metric), self.sums(metric, INCL)[self.exp.roots], 0))
 
     def location_totals(self, metric: str) -> np.ndarray:
@@ -208,9 +215,11 @@ class View:
             return self._less(metric, self.plain.grouped(metric, calltree, group, ngroups),
                               [self.plain.grouped(k, calltree, group, ngroups) for k in self.metric_children(metric)])
         if m.derived:
-            return np.broadcast_to(evaluate(
-                m.expression, lambda n: self.grouped(n, calltree, group, ngroups).astype(np.float64),
-                lambda n, v: self.grouped(n, _view(v), group, ngroups).astype(np.float64)), shape)
+            def get(n: str, v: str) -> np.ndarray:
+                return self.grouped(n, _view(v) if v else calltree, group, ngroups).astype(np.float64)
+
+            return np.broadcast_to(evaluate(m.expression, lambda n: get(n, ""), get,
+                                            **context(exp, get, callpaths=False)), shape)
         cells = self.cells(metric, calltree)
         sel = self.outermost(group) if calltree == INCL else group >= 0
         out = np.zeros(shape, dtype=cells.dtype)
@@ -231,9 +240,12 @@ class View:
                               [self.plain.grouped_total(k, calltree, group, ngroups)
                                for k in self.metric_children(metric)])
         if m.derived and m.kind == "POSTDERIVED":
-            return np.broadcast_to(evaluate(
-                m.expression, lambda n: self.grouped_total(n, calltree, group, ngroups).astype(np.float64),
-                lambda n, v: self.grouped_total(n, _view(v), group, ngroups).astype(np.float64)), (ngroups,))
+            def get(n: str, v: str) -> np.ndarray:
+                return self.grouped_total(n, _view(v) if v else calltree, group, ngroups).astype(np.float64)
+
+            return np.broadcast_to(evaluate(m.expression, lambda n: get(n, ""), get,
+                                            **context(self.exp, get, callpaths=False, locations=False)),
+                                   (ngroups,))
         return reduce(self.combine(metric), self.grouped(metric, calltree, group, ngroups), 1)
 
 
@@ -241,6 +253,35 @@ def _view(variant: str) -> str:
     """The call-tree view a derived metric's reference asks for: metric::x(i)
     inclusive, metric::x(e) exclusive."""
     return INCL if variant == "i" else EXCL
+
+
+Get = Callable[[str, str], "np.ndarray | float"]
+
+
+def context(exp: Experiment, get: Get, callpaths: bool = True,
+            locations: bool = True) -> dict[str, Callable[[str, str], object]]:
+    """evaluate()'s fixed= and variables= for values get(name, "" | "i" |
+    "e") gives, as Experiment.derived_values gives them to a POSTDERIVED
+    metric: metric::fixed::x(i|e) is metric::x(i|e), metric::fixed::x() the
+    value over every location.  callpaths/locations: whether the values
+    are laid out (call paths, locations), so that the per-call-path and
+    per-location variables fit them (a group of call paths or an aggregate
+    has no ${calculation::callpath::id}: unset, 0, as CubeLib leaves it)."""
+
+    def fixed(name: str, variant: str) -> np.ndarray | float:
+        a = get(name, variant)
+        if variant or not locations:
+            return a
+        a = np.asarray(a, dtype=np.float64)
+        return a.sum(axis=1, keepdims=True) if a.ndim == 2 else a
+
+    def variables(name: str) -> object:
+        if (not callpaths and name.startswith("calculation::callpath::")) or \
+                (not locations and name.startswith("calculation::sysres::")):
+            return None
+        return exp._variable(name)
+
+    return {"fixed": fixed, "variables": variables}
 
 
 def reduce(f: np.ufunc, a: np.ndarray, axis: int) -> np.ndarray:

@@ -168,11 +168,17 @@ or aggregated over the threads; inclusive or exclusive along the call tree
 (-x, cube_dump's -z) and along the metric tree (--metric-tree, cube_dump's
 -x: a stored value includes its child metrics'; excl subtracts them).
 
-  -m  metric names, all (the default), or CubePL expressions defining new
-      metrics, NAME:EXPRESSION or just EXPRESSION ("New Metric1" ...):
-      metric::NAME() references, numbers, + - * / and parentheses,
-      evaluated as cube_dump does (POSTDERIVED): per thread on that
-      thread's values, with -t aggr on the sums over the threads
+  -m  comma-separated: metric names, all (the default), CubePL
+      expressions defining new metrics, NAME:EXPRESSION or just
+      EXPRESSION ("New Metric1" ...; 2*3 is one), or @FILE (the
+      expression in FILE, named after it; cube_dump's -m FILE).  A comma
+      inside (), {}, [], a "string" or =~ /regex/ belongs to its
+      expression (max(a, b)).  Evaluated as cube_dump does (POSTDERIVED):
+      per thread on that thread's values, with -t aggr on the aggregates;
+      metric::x(i) and x(e) inclusive and exclusive whatever -x shows,
+      metric::fixed::x() over every thread.  An error in an expression or
+      an unknown metric stops with one line, exit 2 (cube_dump prints on
+      with exit 0, an unknown metric as 0)
   -c  all (the default), ids and ranges (0,3,5-10), leafs, roots,
       level=N, level<N, level>N (roots are level 0), name=REGEX
   -t  aggr (the sum over every thread), or thread ids and ranges
@@ -320,8 +326,8 @@ def _metric_tree(p: ArgumentParser) -> None:
 
 def _build_dump(p: ArgumentParser) -> None:
     _operands(p, "dump")
-    p.add_argument("-m", "--metrics", metavar="METRICS", help="metric names, all, or CubePL expressions "
-                   "(NAME:EXPRESSION), comma-separated (default: all)")
+    p.add_argument("-m", "--metrics", metavar="METRICS", help="metric names, all, CubePL expressions "
+                   "(NAME:EXPRESSION or EXPRESSION) or @FILE, comma-separated (default: all)")
     p.add_argument("-c", "--callpaths", default="all", metavar="CALLPATHS",
                    help="all, ids and ranges (0,3,5-10), leafs, roots, level=N, level<N, level>N, name=REGEX "
                    "(default: all)")
