@@ -1,7 +1,7 @@
 """psprocess dump -m (new metrics from CubePL expressions) against
 CubeLib 4.8.2's cube_dump -m and libcube4's get_sev of the same
 definitions (data/scorep: src/expressions.txt on mpi1, text/dump-*.txt,
-values/mpi1.expressions.tsv; README.md there says where cube_dump is
+values/mpi1.expressions.tsv.gz; README.md there says where cube_dump is
 wrong: it cuts an expression at its commas, exits 0 on an error,
 evaluates an unknown metric to 0, and per location evaluates a block with
 variables unlike get_sev).
@@ -11,6 +11,7 @@ Every run goes through the real command (python -m psuite.psprocess)."""
 from __future__ import annotations
 
 import csv
+import gzip
 import math
 import subprocess
 import sys
@@ -52,10 +53,10 @@ def parse_dump(text: str) -> list[Values]:
 
 
 def reference(metric: str, calltree: str, aggregate: bool) -> Values:
-    """values/mpi1.expressions.tsv: libcube4's full-precision values (a row
+    """values/mpi1.expressions.tsv.gz: libcube4's full-precision values (a row
     left out is 0)."""
     out: Values = {}
-    with open(DATA / "values" / "mpi1.expressions.tsv", newline="") as f:
+    with gzip.open(DATA / "values" / "mpi1.expressions.tsv.gz", "rt", newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             if row["metric"] == metric and row["metric_tree"] == "incl" and row["call_tree"] == calltree \
                     and (row["location"] == "all") == aggregate:
@@ -140,7 +141,7 @@ def time_per_visit(calltree: str) -> Values:
     """derive-post.cubex's time_per_visit, cube_derive's metric::time(i)/
     metric::visits(e) on mpi1, at full precision."""
     out: Values = {}
-    with open(DATA / "values" / "derive-post.tsv", newline="") as f:
+    with gzip.open(DATA / "values" / "derive-post.tsv.gz", "rt", newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             if row["metric"] == "time_per_visit" and row["metric_tree"] == "incl" and row["call_tree"] == calltree:
                 out[(row["cnode"], row["location"])] = float(row["value"])

@@ -234,21 +234,19 @@ def test_cut_prune_keeps_root_total_and_reroot(cubes):
 
 
 
-def test_cut_root_of_a_region_with_two_call_sites_makes_two_roots_pycubexr_reads(cubes, workdir):
+def test_cut_root_of_a_region_with_two_call_sites_makes_two_roots(cubes, workdir):
     """bar is called from main and from foo: re-rooted there, each call
     site is a root of its own, as cube_cut makes them (psuite once summed
-    them under one root)."""
+    them under one root), written as two roots (no artificial one)."""
     proc = psprocess("cut", "--root", "bar", cubes["a"], "-o", "bar.cubex")
     assert proc.returncode == 0, proc.stderr
-    from pycubexr import CubexParser
+    from psuite.psprocess.readers import cube as reader
 
     a = values()
-    with CubexParser(str(workdir / "bar.cubex")) as parsed:
-        cnodes = [c for c in parsed.all_cnodes() if parsed.get_region(c).name != "[roots]"]  # the writer's
-        assert [parsed.get_region(c).name for c in cnodes] == ["bar", "bar"]
-        mv = parsed.get_metric_values(parsed.get_metric_by_name("samples"))
-        assert [[int(v) for v in mv.cnode_values(c)] for c in cnodes] == \
-            [[a["samples"][k][r] for r in range(RANKS)] for k in (2, 3)]
+    cut = reader.read(str(workdir / "bar.cubex"))
+    assert [cut.region_name(c) for c in cut.roots] == ["bar", "bar"] and len(cut.cnodes) == 2
+    assert cut.values["samples"].tolist() == [[a["samples"][k][r] for r in range(RANKS)] for k in (2, 3)]
+
 
 def test_stat_and_dump_of_a_cube(cubes):
     a = values()
@@ -330,16 +328,18 @@ def test_bad_input_is_one_line(cubes, workdir):
         assert expected in line, (args, line)
 
 
-def test_systems_that_differ_need_collapse(cubes, workdir):
+def test_a_system_holding_the_others_combines_as_cube_diff(cubes, workdir):
+    """A one-rank run against a four-rank one: the four ranks hold the one
+    (same process names and rank), so diff combines them without -C, as
+    cube_diff does, and -C (every process under one virtual node) gives the
+    same sums; systems neither holds are refused (test_cube_algebra_options)."""
     one = write_cube(workdir / "one.cubex", values(), ranks=1)
-    refused = psprocess("diff", cubes["a"], one)
-    line = one_line_error(refused, "psprocess diff")
-    assert "-C" in line or "collapse" in line
-    collapsed = psprocess("diff", "-C", cubes["a"], one, "-f", "json")
-    assert collapsed.returncode == 0, collapsed.stderr
-    got = callpaths(collapsed.stdout)
     a = values()
-    assert got["main;foo"]["exclusive"]["samples"] == sum(a["samples"][1]) - a["samples"][1][0]
+    for options in ((), ("-C",)):
+        proc = psprocess("diff", *options, cubes["a"], one, "-f", "json")
+        assert proc.returncode == 0, proc.stderr
+        got = callpaths(proc.stdout)
+        assert got["main;foo"]["exclusive"]["samples"] == sum(a["samples"][1]) - a["samples"][1][0], options
 
 
 def test_existing_output_kept_without_force(cubes, workdir):

@@ -497,11 +497,12 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             if stored:
                 file_ids[i] = fid
         stack.extend((c, i) for c in reversed(m.findall("metric")))
-    # metrics come out depth first, parents first: the order of the file.  Names CubePL cannot name
-    # (perf's task-clock, as older psuite wrote them) renamed first, with the expressions naming them,
-    # so those expressions are evaluable
-    renamed = with_cubepl_names(exp)
-    exp.metrics, exp.attributes = renamed.metrics, renamed.attributes
+    # metrics come out depth first, parents first: the order of the file.  In a cube older psuite wrote,
+    # names CubePL cannot name (perf's task-clock) are renamed first, with the expressions naming them, so
+    # those expressions are evaluable; other writers' names stay as CubeLib shows them
+    if exp.attributes.get("Creator") == "psuite":
+        renamed = with_cubepl_names(exp)
+        exp.metrics, exp.attributes = renamed.metrics, renamed.attributes
     file_ids = _drop_unevaluable(exp, file_ids, skipped)
     if skipped:
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
