@@ -25,6 +25,8 @@ JSON schema "psuite.experiment/1" (stable):
    "metrics":   [{"id", "name", "display", "unit", "dtype", "kind", "parent",
                   "expression", "description", "total"}],
    "regions":   [{"id", "name", "module", "begin", "end"}],
+   "topologies": [{"name", "dimensions": [{"name", "size", "periodic"}],
+                   "coordinates": {location id: [coordinate, ...]}}],
    "locations": [{"id", "machine", "node", "process", "rank", "thread",
                   "thread_rank", "totals": {metric: value}}],
    "callpaths": [{"id", "parent", "region", "name", "depth", "line",
@@ -372,6 +374,7 @@ def render_text(view: View) -> Iterator[str]:
                      short(view.total(m.name), is_integer(exp, m.name))))
     lines += _table(rows, right=(4,))
     yield "\n".join(lines) + "\n"
+    yield from _topologies_text(exp)
     if 1 < len(exp.locations) <= TEXT_LOCATIONS and names:
         parts = []
         for chunk in _chunks(names, TEXT_METRICS):
@@ -398,6 +401,21 @@ def render_text(view: View) -> Iterator[str]:
             rows.append((*cells, labels[i]))
         yield (f"\nCall tree, {', '.join(chunk)} (inclusive and exclusive, {where}):\n"
                + "\n".join(_table(rows, right=range(len(header)))) + "\n")
+
+
+def _topologies_text(exp: Experiment) -> Iterator[str]:
+    """Each Cartesian topology: its dimensions, and where the locations sit
+    in it (up to TEXT_LOCATIONS of them: CUBE's topology view in words)."""
+    for t in exp.topologies:
+        dims = " x ".join(f"{name or 'dim'} {size}{' (periodic)' if periodic else ''}"
+                          for name, size, periodic in t.dimensions)
+        lines = [f"\nTopology {t.name or '(unnamed)'}: {dims}; {len(t.coordinates):,} of "
+                 f"{len(exp.locations):,} locations placed"]
+        for j in sorted(t.coordinates)[:TEXT_LOCATIONS]:
+            lines.append(f"  {exp.locations[j].label}  ({', '.join(map(str, t.coordinates[j]))})")
+        if len(t.coordinates) > TEXT_LOCATIONS:
+            lines.append(f"  ... {len(t.coordinates) - TEXT_LOCATIONS:,} more (-f json lists every one)")
+        yield "\n".join(lines) + "\n"
 
 
 def _chunks(items: Sequence[str], size: int) -> list[Sequence[str]]:
@@ -435,6 +453,10 @@ def render_json(view: View) -> str:
                          "thread": loc.thread, "thread_rank": loc.thread_rank,
                          "totals": {n: _value(exp, n, totals[n][j]) for n in names}}
                         for j, loc in enumerate(exp.locations)]
+    doc["topologies"] = [{"name": t.name, "dimensions": [{"name": n, "size": size, "periodic": periodic}
+                                                         for n, size, periodic in t.dimensions],
+                          "coordinates": {str(j): list(c) for j, c in sorted(t.coordinates.items())}}
+                         for t in exp.topologies]
     incl = {n: view.sums(n, INCL) for n in names}
     excl = {n: view.sums(n, EXCL) for n in names}
     doc["callpaths"] = [{"id": i, "parent": c.parent, "region": c.region, "name": exp.regions[c.region].name,
