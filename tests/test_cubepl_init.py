@@ -100,3 +100,22 @@ def test_experiment_runs_init_before_derived_metrics() -> None:
     exp.values["time"] = np.array([[1.0], [4.0]])
     assert exp.exclusive("mpi").tolist() == [[0.0], [4.0]]
     assert exp.inclusive("mpi").tolist() == [[4.0], [4.0]]
+
+
+def test_cube_file_keeps_init(tmp_path) -> None:
+    from psuite.psprocess.exporters.cube import write_experiment
+    from psuite.psprocess.readers.cube import read
+
+    exp = Experiment()
+    exp.regions = [Region("main", paradigm="compiler"), Region("MPI_Send", role="point2point", paradigm="mpi")]
+    exp.add_cnode(0, None)
+    exp.add_cnode(1, 0)
+    exp.locations = [Location()]
+    exp.add_metric(Metric("time", unit="sec", kind="EXCLUSIVE"))
+    exp.add_metric(Metric("mpi", unit="sec", kind="PREDERIVED_EXCLUSIVE", parent=0,
+                          expression="${mpi}[${calculation::callpath::id}] * metric::time(e)", init=MASKS))
+    exp.values["time"] = np.array([[1.0], [4.0]])
+    write_experiment(exp, str(tmp_path / "init.cubex"))
+    back = read(str(tmp_path / "init.cubex"))
+    assert back.metric("mpi").init == MASKS.strip()
+    assert back.exclusive("mpi").tolist() == [[0.0], [4.0]]
