@@ -31,7 +31,15 @@ The language, as CubeLib's grammar has it:
 Beyond CubeLib, numbers may have an exponent (1e-06) and whitespace may
 stand inside a metric reference's parentheses.  Not evaluated (refused
 with a message): `metric::call::`, CUBE's ghost-metric statements
-(`cube::metric::...`, `cube::init::...`), `env(...)`, `arg1`/`arg2`.
+(`cube::metric::...`, `cube::init::...`), `env(...)`, `arg1`/`arg2`;
+but `cube::metric::set::NAME("value", "VOID")`, which Score-P's
+<cubeplinit> programs hold, is a statement whose setting is recorded.
+
+<cubeplinit> programs (run_init) run once, in order, in one memory; the
+variables they declare global(x) are what metric expressions then read
+(${x}[${calculation::callpath::id}]: a gather over the call paths).
+An unset variable is 0, and "" as a string; a metric the caller says
+the cube lacks (evaluate's metrics=) is 0, as in CubeLib.
 
 Division as CubeLib's: 0 / x is 0 (0 / 0 too), x / 0 is NaN.
 
@@ -45,7 +53,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +65,7 @@ MAX_DEPTH = 200
 MAX_ITERATIONS = 100_000
 MAX_CHAIN = 48  # metrics fetched within metrics' evaluations, nested: callers that recurse stop here
 MAX_FETCHES = 20_000  # metric values fetched within one outermost evaluation: no exponential re-evaluation
+MAX_INIT_STEPS = 20_000_000  # statements all of an experiment's <cubeplinit> programs run, together
 
 
 class ExpressionError(InputError, ValueError):
@@ -74,6 +83,7 @@ _WORD = re.compile(r"[A-Za-z]+")
 _METRIC = re.compile(r"metric::(fixed::|context::|call::)?([A-Za-z0-9_:=]+)")
 _METRIC_ARGS = re.compile(r"\(\s*(?:([ie*])\s*(?:,\s*([ie*])\s*)?)?\)")
 _VAR = re.compile(r"\$\{\s*([A-Za-z][0-9A-Za-z:_\-#]*)\s*\}")
+_METRIC_SET = re.compile(r"cube::metric::set::([A-Za-z0-9_:=]+)")
 _NAME_ARG = re.compile(r"\(\s*([A-Za-z][0-9A-Za-z:_\-#]*)\s*\)")
 _STRING = re.compile(r'"((?:[^"\\]|\\.)*)"', re.S)
 _REGEX = re.compile(r"\s*/((?:[^/\\]|\\.)*)/", re.S)
@@ -91,7 +101,7 @@ _REFUSED = {"env": "env() (the environment) is not evaluated by psuite",
 
 @dataclass
 class Token:
-    kind: str  # num, str, regex, var, metric, word, op, sizeof (name argument), end
+    kind: str  # num, str, regex, var, metric, word, op, sizeof (name argument), mset, end
     value: Any
     pos: int
 
@@ -154,6 +164,13 @@ def tokenize(text: str) -> list[Token]:
                 continue
             if word in _KEYWORDS or word in FUNCTIONS1 or word in FUNCTIONS2:
                 out.append(Token("word", word, pos))
+                pos = m.end()
+                continue
+            if text.startswith("cube::metric::set::", pos):  # CubeLib's metric::set, in <cubeplinit>
+                m = _METRIC_SET.match(text, pos)
+                if not m:
+                    raise _error(text, pos, "cube::metric::set:: needs a metric name")
+                out.append(Token("mset", m.group(1), pos))
                 pos = m.end()
                 continue
             for prefix, why in _REFUSED.items():
@@ -398,6 +415,14 @@ class _Parser:
         if t.kind == "sizeof" and t.value[0] in ("local", "global"):
             self.take()
             return ("decl", t.value[0], t.value[1])
+        if t.kind == "mset":
+            self.take()
+            self.expect("(")
+            prop = self.value()
+            self.expect(",")
+            value = self.value()
+            self.expect(")")
+            return ("mset", t.value, prop, value)
         if self.is_op("if"):
             self.take()
             self.expect("(")
@@ -484,13 +509,19 @@ FetchView = Callable[[str, str], Any]
 
 class _Evaluator:
     def __init__(self, fetch: Fetch, fetch_view: FetchView | None, fixed: FetchView | None,
-                 variables: Mapping[str, Any] | Callable[[str], Any] | None) -> None:
+                 variables: Mapping[str, Any] | Callable[[str], Any] | None,
+                 metrics: Container[str] | None = None) -> None:
         self.fetch, self.fetch_view, self.fixed = fetch, fetch_view, fixed
+        self.metrics = metrics
         self.predefined = variables
         self.env: dict[str, Any] = {}
         self.arrays: dict[str, list] = {}
         self.mask: Any = None  # None: every cell; else a bool array of the cells statements change
         self.rng = np.random.default_rng()
+        self.globals: set[str] = set()  # names global(x) declared: what <cubeplinit> leaves to the metrics
+        self.settings: dict[str, dict[str, str]] = {}  # cube::metric::set::NAME("value", "VOID"): NAME's
+        self.steps = 0
+        self.max_steps: int | None = None
 
     # values
     def eval(self, node: tuple) -> Any:
@@ -573,6 +604,8 @@ class _Evaluator:
     def metric(self, kind: str, name: str, args: tuple[str, ...]) -> Any:
         if "*" in args:  # CubeLib's "same as the context" modifier
             args = tuple(a for a in args if a != "*")
+        if self.metrics is not None and name not in self.metrics:
+            return 0.0  # CubeLib: a metric the cube lacks is 0 (omp_idle_threads in an MPI-only cube)
         if kind == "fixed":
             if self.fixed is None:
                 raise ExpressionError(f"CubePL: metric::fixed::{name}() cannot be evaluated here")
@@ -630,7 +663,7 @@ class _Evaluator:
                 return self.arrays[name][0] if self.arrays[name] else 0.0
             got = self.lookup(name)
             if got is None:
-                return 0.0  # CubeLib: an unset variable (predefined ones it leaves unset too) is 0
+                return UNSET  # CubeLib: an unset variable (predefined ones it leaves unset too) is 0, or ""
             return got[0] if isinstance(got, list) else got
         index = self.number(self.eval(index_node))
         values = self.arrays.get(name)
@@ -641,7 +674,7 @@ class _Evaluator:
             values = got if isinstance(got, list) else [] if got is None else [got]
         if np.ndim(index) == 0:
             i = int(index)
-            return values[i] if 0 <= i < len(values) else 0.0
+            return values[i] if 0 <= i < len(values) else UNSET
         index = np.asarray(index)
         if not any(isinstance(v, np.ndarray) and v.ndim for v in values):  # a table lookup
             strings = any(isinstance(v, str) for v in values)
@@ -689,10 +722,20 @@ class _Evaluator:
     def run(self, stmts: list[tuple]) -> None:
         for s in stmts:
             kind = s[0]
+            if self.max_steps is not None:
+                self.steps += 1
+                if self.steps > self.max_steps:
+                    raise ExpressionError(f"CubePL: the <cubeplinit> programs run more than {self.max_steps} "
+                                          "statements (a loop over too many call paths?)")
             if kind == "assign":
                 self.assign(s[1], s[2], self.eval(s[3]))
             elif kind == "decl":
-                continue  # local and global: one namespace per evaluation here
+                if s[1] == "global":  # else local: one namespace per evaluation here
+                    self.globals.add(s[2])
+            elif kind == "mset":
+                prop, value = self.eval(s[2]), self.eval(s[3])
+                if self.mask is None and isinstance(prop, str) and isinstance(value, str):
+                    self.settings.setdefault(s[1], {})[prop] = value
             elif kind == "if":
                 rest = True if self.mask is None else self.mask
                 for cond, body in s[1]:
@@ -785,27 +828,39 @@ def _function_key(fn: Any) -> tuple | None:
         return None
 
 
+class _Unset(float):
+    """An unset variable's value: 0, whose text is "" (CubeLib's
+    get_as_string of a variable never set)."""
+
+
+UNSET = _Unset(0.0)
+
+
 def _number_text(v: Any) -> str:
     f = float(v)
     return str(int(f)) if f.is_integer() else repr(f)
 
 
 def _text(v: Any) -> str:
+    if isinstance(v, _Unset):
+        return ""
     return v if isinstance(v, str) else _number_text(v)
 
 
 def evaluate(text: str | Program, fetch: Fetch, fetch_view: FetchView | None = None, *,
              fixed: FetchView | None = None,
-             variables: Mapping[str, Any] | Callable[[str], Any] | None = None) -> Any:
+             variables: Mapping[str, Any] | Callable[[str], Any] | None = None,
+             metrics: Container[str] | None = None) -> Any:
     """Evaluate a CubePL expression.  fetch(name) gives metric::name()'s
     values (an array or a number) in the view asked for; fetch_view(name,
     "i" | "e") gives metric::name(i) and metric::name(e) (without it they
     are fetch(name)); fixed(name, "" | "i" | "e") gives metric::fixed::
     references; variables (a mapping or a function of the name, None for
-    unknown) gives CUBE's predefined ${...} variables.  Returns a float64
-    array or number."""
+    unknown) gives CUBE's predefined ${...} variables; metrics, when given,
+    the metrics there are (any other is 0).  Returns a float64 array or
+    number."""
     program = text if isinstance(text, Program) else compiled(text)
-    ev = _Evaluator(fetch, fetch_view, fixed, variables)
+    ev = _Evaluator(fetch, fetch_view, fixed, variables, metrics)
     level = getattr(_fetching, "level", 0)
     if level == 0:
         _fetching.memo = {}
@@ -819,3 +874,36 @@ def evaluate(text: str | Program, fetch: Fetch, fetch_view: FetchView | None = N
     if isinstance(result, str) or (isinstance(result, np.ndarray) and result.dtype == object):
         raise ExpressionError("CubePL: the expression gives a string, not a number")
     return np.asarray(result, dtype=np.float64)
+
+
+@dataclass
+class InitState:
+    """What an experiment's <cubeplinit> programs leave: the variables they
+    declared global(x) (numbers, strings, or lists for arrays ${x}[i]) and
+    the cube::metric::set::NAME(property, value) they made."""
+
+    globals: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)
+
+
+def run_init(programs: list[str], variables: Mapping[str, Any] | Callable[[str], Any] | None = None) -> InitState:
+    """Run <cubeplinit> programs as CubeLib does: once, in order, before any
+    derived metric is evaluated, in one memory (a program sees what the
+    ones before it set).  Scalar evaluation: variables should give numbers,
+    strings and lists (cube::region::name), not per-cell arrays.  At most
+    MAX_INIT_STEPS statements in all."""
+
+    def no_metric(name: str, *_: str) -> Any:
+        raise ExpressionError(f"CubePL: metric::{name}() has no value in <cubeplinit> (run before any metric)")
+
+    ev = _Evaluator(no_metric, no_metric, no_metric, variables)
+    ev.max_steps = MAX_INIT_STEPS
+    for text in programs:
+        ev.eval(compiled(text).tree)
+    out = InitState(settings=ev.settings)
+    for name in ev.globals:
+        if name in ev.arrays:
+            out.globals[name] = list(ev.arrays[name])
+        elif name in ev.env:
+            out.globals[name] = ev.env[name]
+    return out

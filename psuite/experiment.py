@@ -24,7 +24,7 @@ This module only imports numpy; nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -49,6 +49,7 @@ class Metric:
     description: str = ""
     parent: int | None = None  # index of the parent metric in Experiment.metrics
     expression: str = ""  # a derived metric's CubePL expression
+    init: str = ""  # its <cubeplinit>: CubePL run once per experiment, before any evaluation
 
     @property
     def derived(self) -> bool:
@@ -330,7 +331,8 @@ class Experiment:
             a = np.asarray(get(name, None), dtype=np.float64)
             return a.sum(axis=1, keepdims=True) if a.ndim == 2 else a
 
-        a = evaluate(m.expression, lambda n: get(n, default), get, fixed=fixed, variables=self._variable)
+        a = evaluate(m.expression, lambda n: get(n, default), get, fixed=fixed, variables=self._variable,
+                     metrics=self.metric_names())
         if not cells:
             return a
         if np.ndim(a) == 1:  # get gave one value per call path (summed over the locations, say): a column
@@ -353,7 +355,34 @@ class Experiment:
             return self.total(name)
         return float(np.sum((self.inclusive if variant == "i" else self.exclusive)(name)[self.roots]))
 
+    def metric_names(self) -> set[str]:
+        """The names of the metrics: what CubePL can refer to (any other is 0)."""
+        return {m.name for m in self.metrics}
+
+    def init_state(self) -> _cubepl.InitState:
+        """What the metrics' <cubeplinit> programs leave (global variables),
+        run once, in the file's order, as CubeLib runs them before
+        evaluating any derived metric; remembered while the metrics, call
+        paths and regions stay the same."""
+        programs = [m.init for m in self.metrics if m.init]
+        key = (tuple(programs), id(self.cnodes), len(self.cnodes), id(self.regions), len(self.regions))
+        got = self.__dict__.get("_init")
+        if got is None or got[0] != key:
+            def whole(name: str) -> object:  # run once, not per cell: no call path, no location
+                return None if name.startswith("calculation::") else self._predefined(name)
+            got = (key, _cubepl.run_init(programs, whole) if programs else _cubepl.InitState())
+            self.__dict__["_init"] = got
+        return got[1]
+
     def _variable(self, name: str) -> object:
+        """CubePL's variables in a derived metric: CUBE's predefined ones,
+        then the global ones the <cubeplinit> programs set."""
+        got = self._predefined(name)
+        if got is None and any(m.init for m in self.metrics):
+            got = self.init_state().globals.get(name)
+        return got
+
+    def _predefined(self, name: str) -> object:
         """CUBE's predefined CubePL variables that psuite's model holds,
         as CubeLib 4.8 (CubePL 1) sets them: per call path (call paths, 1),
         per location (1, locations), arrays as lists.  A region's name is
@@ -384,6 +413,9 @@ class Experiment:
             "cube::callpath::parent::id": lambda: [float(-1 if x.parent is None else x.parent) for x in self.cnodes],
             "cube::callpath::calleeid": lambda: [float(x.region) for x in self.cnodes],
             "cube::region::name": lambda: [r.name for r in self.regions],
+            "cube::region::mod": lambda: [r.module for r in self.regions],
+            "cube::region::paradigm": lambda: [r.paradigm for r in self.regions],
+            "cube::region::role": lambda: [r.role for r in self.regions],
         }
         got = table.get(name)
         return None if got is None else got()
@@ -426,7 +458,8 @@ class Experiment:
             for name in derived_order(self, metric):
                 d = self.metric(name)
                 if d.kind == "POSTDERIVED":
-                    memo[name] = float(evaluate(d.expression, tot, tot, fixed=self._fixed, variables=whole))
+                    memo[name] = float(evaluate(d.expression, tot, tot, fixed=self._fixed, variables=whole,
+                                                metrics=self.metric_names()))
             return memo[metric]
         if m.derived:
             return float(np.sum(self.inclusive(metric)[self.roots]))
@@ -492,13 +525,15 @@ def metric_names(expression: str) -> list[str]:
 def evaluate(expression: str, fetch: Callable[[str], np.ndarray | float],
              fetch_view: Callable[[str, str], np.ndarray | float] | None = None, *,
              fixed: Callable[[str, str], np.ndarray | float] | None = None,
-             variables: Callable[[str], object] | None = None) -> np.ndarray:
+             variables: Callable[[str], object] | None = None,
+             metrics: Container[str] | None = None) -> np.ndarray:
     """A CubePL expression (psuite.cubepl) over fetched values: fetch(name)
     gives metric::name() in the view asked for, fetch_view(name, "i" | "e")
     metric::name(i) and (e) (Score-P's avg_time: time(i)/visits(e)),
     fixed(name, "" | "i" | "e") metric::fixed:: references, variables CUBE's
-    predefined ${...} ones.  Division as CubeLib's: 0/x is 0, x/0 NaN."""
-    return _cubepl.evaluate(expression, fetch, fetch_view, fixed=fixed, variables=variables)
+    predefined ${...} ones, metrics (when given) the metrics there are: any
+    other is 0.  Division as CubeLib's: 0/x is 0, x/0 NaN."""
+    return _cubepl.evaluate(expression, fetch, fetch_view, fixed=fixed, variables=variables, metrics=metrics)
 
 
 def derived_order(exp: Experiment, metric: str) -> list[str]:

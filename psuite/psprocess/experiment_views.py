@@ -45,6 +45,7 @@ import io
 import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -261,7 +262,7 @@ Get = Callable[[str, str], "np.ndarray | float"]
 
 
 def context(exp: Experiment, get: Get, callpaths: bool = True,
-            locations: bool = True) -> dict[str, Callable[[str, str], object]]:
+            locations: bool = True) -> dict[str, Any]:
     """evaluate()'s fixed= and variables= for values get(name, "" | "i" |
     "e") gives, as Experiment.derived_values gives them to a POSTDERIVED
     metric: metric::fixed::x(i|e) is metric::x(i|e), metric::fixed::x() the
@@ -283,7 +284,7 @@ def context(exp: Experiment, get: Get, callpaths: bool = True,
             return None
         return exp._variable(name)
 
-    return {"fixed": fixed, "variables": variables}
+    return {"fixed": fixed, "variables": variables, "metrics": exp.metric_names()}
 
 
 def reduce(f: np.ufunc, a: np.ndarray, axis: int) -> np.ndarray:

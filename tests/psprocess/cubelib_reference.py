@@ -10,7 +10,7 @@ import subprocess
 import sys
 import tarfile
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 DATA = Path(__file__).parent / "data" / "scorep"
@@ -48,6 +48,7 @@ class Anchor:
     paths: list[tuple]  # per cnode: its regions' names from the root, and its occurrence among equal paths
     locations: list[int]  # CubeLib's location ids in the system tree's order (psuite's thread index)
     location_keys: list[tuple]  # per location: (process name, process rank, thread rank)
+    ghosts: set[str] = field(default_factory=set)  # viztype GHOST: values CubeLib's tools do not show
 
 
 def anchor(path: Path) -> Anchor:
@@ -63,6 +64,7 @@ def anchor(path: Path) -> Anchor:
                if "DERIVED" in (m.get("type") or "")}
     integers = {m.findtext("uniq_name") for m in root.find("metrics").iter("metric")
                 if "INT" in (m.findtext("dtype") or "").upper()}
+    ghosts = {m.findtext("uniq_name") for m in root.find("metrics").iter("metric") if m.get("viztype") == "GHOST"}
     regions = {r.get("id"): r.findtext("name") for r in root.iter("region")}
     cnodes, paths = [], []
     seen: dict[tuple, int] = {}
@@ -82,7 +84,7 @@ def anchor(path: Path) -> Anchor:
         for loc in group.findall("location"):
             locations.append(int(loc.get("Id")))
             keys.append((group.findtext("name").strip(), int(group.findtext("rank")), int(loc.findtext("rank"))))
-    return Anchor(metrics, derived, integers, cnodes, paths, locations, keys)
+    return Anchor(metrics, derived, integers, cnodes, paths, locations, keys, ghosts)
 
 
 def psprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -316,8 +316,9 @@ def test_damaged_archives_are_refused(tmp_path):
 
 
 def test_derived_metrics_on_a_left_out_one_are_left_out_too(tmp_path):
-    """A derived metric naming one that is left out (here: it names a
-    metric the file lacks) is left out as well, said, not a traceback."""
+    """A derived metric naming one that is left out (here: CubePL psuite
+    refuses) is left out as well, said, not a traceback.  (A metric the
+    file lacks is 0, as in CubeLib: not a reason.)"""
     members = two_metrics(tmp_path)
 
     def derived(mid: int, name: str, cubepl: str) -> str:
@@ -326,7 +327,7 @@ def test_derived_metrics_on_a_left_out_one_are_left_out_too(tmp_path):
     members["anchor.xml"] = anchor(
         metric(0, "time")
         + metric(1, "visits", "UINT64")
-        + derived(2, "a", "metric::nosuch()")
+        + derived(2, "a", "arg1 + metric::nosuch()")
         + derived(3, "b", "metric::a() * 2")
         + derived(4, "c", "metric::b() + metric::time()")
     )

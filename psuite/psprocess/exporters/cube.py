@@ -375,6 +375,8 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
     def metric(i: int) -> None:
         m = exp.metrics[i]
         extra = f"<cubepl>{escape(m.expression)}</cubepl>" if m.derived else ""
+        if m.derived and m.init:  # CubeLib runs it before evaluating any derived metric
+            extra += f"<cubeplinit>{escape(m.init)}</cubeplinit>"
         if m.name in stand_ins:
             extra += f'<attr key="{STAND_IN}" value="{_attr(stand_ins[m.name])}"/>'
         out.append(f'<metric id="{file_id[i]}" type="{m.kind}"><disp_name>{escape(m.display or m.name)}</disp_name>'

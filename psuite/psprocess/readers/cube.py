@@ -49,6 +49,7 @@ import zlib
 
 import numpy as np
 
+from psuite.cubepl import compiled
 from psuite.errors import InputError
 from psuite.experiment import (
     DERIVED_KINDS,
@@ -140,6 +141,8 @@ def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
         if m.derived:
             continue
         index, values = members.get(f"{file_id}.index"), members.get(f"{file_id}.data")
+        if values is None and f"ghost_{file_id}.data" in members:  # CubeLib's name for a GHOST metric's values
+            index, values = members.get(f"ghost_{file_id}.index"), members[f"ghost_{file_id}.data"]
         if values is None:  # Score-P writes no files for an all-zero metric; CubeLib reads zeros
             exp.zeros(m)
             continue
@@ -472,6 +475,7 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             metric.expression = attrs[CUBEPL_ATTR]
         elif kind in DERIVED_KINDS:
             metric.expression = _text(m, "cubepl").strip()
+            metric.init = _text(m, "cubeplinit").strip()
         elif kind not in (EXCLUSIVE, INCLUSIVE):
             raise _Corrupt(f"metric {name!r} has type {kind!r}")
         elif dtype not in INTEGER and dtype not in FLOATING:
@@ -519,20 +523,21 @@ def _say(message: str) -> None:
 
 
 def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[str]) -> dict[int, int]:
-    """Derived metrics whose CubePL goes beyond the arithmetic psuite
-    evaluates (variables, if/return, functions such as max() or sqrt()),
-    or names a metric the file lacks, are left out and named with the
-    skipped ones, as CUBE's own tools would need the full language for
-    them; their children hang on their parent.  Returns file_ids on the
-    new metric indices."""
+    """Derived metrics whose CubePL (or <cubeplinit>) psuite cannot
+    evaluate, and those naming them, are left out and named with the
+    skipped ones; their children hang on their parent.  A metric the file
+    lacks is 0, as in CubeLib.  Returns file_ids on the new metric
+    indices."""
     names = {m.name for m in exp.metrics}
 
     def evaluable(m: Metric) -> bool:
         try:
-            evaluate(m.expression, lambda n: 1.0, lambda n, v: 1.0)
+            evaluate(m.expression, lambda n: 1.0, lambda n, v: 1.0, metrics=names)
+            if m.init:
+                compiled(m.init)
         except ExpressionError:
             return False
-        return set(metric_names(m.expression)) <= names
+        return True
 
     bad = {i for i, m in enumerate(exp.metrics) if m.derived and not evaluable(m)}
     while True:  # and those naming a metric left out, to the end of the chain
