@@ -5,7 +5,10 @@ written), the cube_stat stand-in only where it belongs, and several roots."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tarfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,12 +58,33 @@ def anchor(path) -> str:
         return tar.extractfile("anchor.xml").read().decode()
 
 
-def test_a_derived_metric_naming_a_missing_metric_is_refused(tmp_path):
+def test_a_derived_metric_naming_a_missing_metric_is_written_as_cubelib_reads_it(tmp_path):
+    """CubeLib 4.8 reads a cube whose CubePL names a metric it lacks and takes
+    that metric as 0 (cube_dump of such a cube; cube_remap2's own outputs name
+    omp_idle_threads in an MPI-only profile): psuite writes it as it is."""
     exp = experiment()
-    exp.add_metric(Metric("rate", kind="POSTDERIVED", expression="metric::samples() / metric::wall()"))
-    with pytest.raises(UsageError, match="'rate' refers to 'wall', which the experiment does not have"):
-        cube.write(exp, str(tmp_path / "x.cubex"))
-    assert not list(tmp_path.iterdir())  # nothing written
+    exp.add_metric(Metric("rest", kind="POSTDERIVED", expression="metric::samples() - metric::wall()"))
+    cube.write(exp, str(tmp_path / "x.cubex"))
+    assert "<cubepl>metric::samples() - metric::wall()</cubepl>" in anchor(tmp_path / "x.cubex")
+    back = load_cube(str(tmp_path / "x.cubex"))
+    assert back.total("rest") == back.total("samples") == 3
+
+
+def test_a_remapped_score_p_cube_goes_through_the_algebra(tmp_path):
+    """Score-P's remapped profile (its derived metrics over global masks and
+    a metric it lacks) goes through an operation (cut, asking nothing: a
+    copy) and is written; the result's derived metrics have the input's
+    values, call path by call path."""
+    remap = Path(__file__).parent / "data" / "scorep" / "remap.cubex"
+    run = [sys.executable, "-m", "psuite.psprocess"]
+    p = subprocess.run([*run, "cut", str(remap), "-o", "cut.cubex"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    dumps = [subprocess.run([*run, "dump", "-m", "execution,mpi,comp", "-f", "csv", "-t", "aggr", str(path)],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=120) for path in
+             (remap, tmp_path / "cut.cubex")]
+    assert all(d.returncode == 0 for d in dumps), [d.stderr for d in dumps]
+    assert dumps[0].stdout == dumps[1].stdout and dumps[0].stdout.strip()
 
 
 def test_topology_coordinates_must_fit_its_dimensions(tmp_path):

@@ -48,7 +48,7 @@ from xml.sax import saxutils
 import numpy as np
 
 from psuite.errors import UsageError
-from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Experiment, Location, Metric, Region, evaluate, metric_names
+from psuite.experiment import DERIVED_KINDS, INCLUSIVE, Experiment, Location, Metric, Region, evaluate
 from psuite.psprocess import combine
 from psuite.psprocess.exporters.calltree_common import text
 
@@ -205,18 +205,6 @@ def _dtype(m: Metric, a: np.ndarray | None) -> str:
     return "INT64"
 
 
-def _check_derived(exp: Experiment) -> None:
-    """Every metric a derived metric's expression names is in the cube:
-    CubeLib refuses to open a cube whose CubePL names a missing metric."""
-    names = {m.name for m in exp.metrics}
-    for m in exp.metrics:
-        if m.derived:
-            missing = [n for n in metric_names(m.expression) if n not in names]
-            if missing:
-                raise UsageError(f"derived metric {m.name!r} refers to {missing[0]!r}, which the experiment does "
-                                 "not have; a CUBE file cannot hold it")
-
-
 def for_cube_stat(exp: Experiment) -> Experiment:
     """The experiment with what CubeLib's cube_stat -t needs where psuite
     measured time: it lists regions by "time" and "visits" (or metrics
@@ -277,7 +265,6 @@ def write_experiment(exp: Experiment, path: str, force: bool = False) -> str:
     from psuite.psprocess.cube_names import with_cubepl_names
 
     exp = with_cubepl_names(exp)  # names CubeLib's CubePL can refer to (task-clock as task_clock)
-    _check_derived(exp)
     exp = for_cube_stat(exp)
     deep = depth_first(exp)
     if len(deep) != len(exp.cnodes):
