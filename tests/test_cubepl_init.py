@@ -87,17 +87,23 @@ def test_missing_metric_is_zero() -> None:
     assert float(got) == 3.0
 
 
-def test_experiment_runs_init_before_derived_metrics() -> None:
+def masked(expression: str) -> Experiment:
+    """main > MPI_Send, time 1 and 4 s; "mpi" the PREDERIVED_EXCLUSIVE
+    expression over the masks MASKS fills."""
     exp = Experiment()
     exp.regions = [Region("main", paradigm="compiler"), Region("MPI_Send", role="point2point", paradigm="mpi")]
     exp.add_cnode(0, None)
     exp.add_cnode(1, 0)
     exp.locations = [Location()]
     exp.add_metric(Metric("time", unit="sec", kind="EXCLUSIVE"))
-    exp.add_metric(Metric("mpi", unit="sec", kind="PREDERIVED_EXCLUSIVE", parent=0,
-                          expression="${mpi}[${calculation::callpath::id}] * (metric::time(e) - metric::idle(e))",
+    exp.add_metric(Metric("mpi", unit="sec", kind="PREDERIVED_EXCLUSIVE", parent=0, expression=expression,
                           init=MASKS))
     exp.values["time"] = np.array([[1.0], [4.0]])
+    return exp
+
+
+def test_experiment_runs_init_before_derived_metrics() -> None:
+    exp = masked("${mpi}[${calculation::callpath::id}] * (metric::time(e) - metric::idle(e))")
     assert exp.exclusive("mpi").tolist() == [[0.0], [4.0]]
     assert exp.inclusive("mpi").tolist() == [[4.0], [4.0]]
 
@@ -106,15 +112,7 @@ def test_cube_file_keeps_init(tmp_path) -> None:
     from psuite.psprocess.exporters.cube import write_experiment
     from psuite.psprocess.readers.cube import read
 
-    exp = Experiment()
-    exp.regions = [Region("main", paradigm="compiler"), Region("MPI_Send", role="point2point", paradigm="mpi")]
-    exp.add_cnode(0, None)
-    exp.add_cnode(1, 0)
-    exp.locations = [Location()]
-    exp.add_metric(Metric("time", unit="sec", kind="EXCLUSIVE"))
-    exp.add_metric(Metric("mpi", unit="sec", kind="PREDERIVED_EXCLUSIVE", parent=0,
-                          expression="${mpi}[${calculation::callpath::id}] * metric::time(e)", init=MASKS))
-    exp.values["time"] = np.array([[1.0], [4.0]])
+    exp = masked("${mpi}[${calculation::callpath::id}] * metric::time(e)")
     write_experiment(exp, str(tmp_path / "init.cubex"))
     back = read(str(tmp_path / "init.cubex"))
     assert back.metric("mpi").init == MASKS.strip()
