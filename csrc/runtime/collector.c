@@ -1099,15 +1099,17 @@ static int ask_collector(int *slot, long long wait_ms)
 
 /* In the program: a segment the arena grew by, attached by the collector
  * too before the program uses it.  0: no collector (one forked later
- * inherits it), 1: attached, -1: the collector did not (the caller gives
- * the segment up).  The arena's lock serializes callers. */
+ * inherits it), 1: attached, -1: the collector has a mapping of its own
+ * there (the caller may try another address), -2: no answer (the caller
+ * gives the segment up).  The arena's lock serializes callers. */
 int ps_collector_attach(int shmid, void *at)
 {
     if (!ps_collector_running())
         return 0;
     ctl.attach_id = shmid;
     ctl.attach_at = at;
-    return ask_collector(&ctl.attach, ATTACH_WAIT_MS) == 2 ? 1 : -1;
+    int a = ask_collector(&ctl.attach, ATTACH_WAIT_MS);
+    return a == 2 ? 1 : a == 3 ? -1 : -2;
 }
 
 /* In the program: op on the counters the collector holds; 0 when no

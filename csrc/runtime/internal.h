@@ -236,8 +236,9 @@ void ps_sampler_stop(void);                    /* all threads, at process end */
 void ps_sampler_stop_dead(long long user_ns, long long sys_ns); /* in the collector: the process is gone */
 void ps_sampler_close_inherited(void);         /* in the collector: the sampling descriptors it inherited */
 void ps_sampler_collector_started(void);       /* in the collector, first: what it samples for the program */
-unsigned long long ps_sampler_drop_unshared(void);
-size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */ /* in the collector: records it cannot see left out; their samples */
+/* in the collector: records it cannot see left out, their samples counted lost */
+unsigned long long ps_sampler_drop_unshared(unsigned long long *paths_dropped);
+size_t ps_sampler_table_bytes(void);           /* the thread table's memory (mapped when profiling starts) */
 size_t ps_thread_counts_bytes(void);           /* a chunk of 256 per-thread count records (psrun -p) */
 size_t ps_thread_counts_all_bytes(void);       /* every chunk: records for PS_MAX_THREADS threads */
 void ps_sampler_forget_after_fork(void);
@@ -618,7 +619,9 @@ void ps_collector_title_area(int argc, char **argv); /* what a collector writes 
 int ps_collector_running(void);         /* this process has a collector */
 int ps_collector_sees_deaths(void);     /* the kernel tells the collector how the process ended */
 int ps_collector_handoff(const char *why); /* 1: the collector wrote the reports */
-int ps_collector_attach(int shmid, void *at); /* the arena grew: 1 the collector attached it, 0 none runs, -1 it did not */
+/* the arena grew: 1 the collector attached it, 0 none runs, -1 it has
+ * something of its own there, -2 no answer */
+int ps_collector_attach(int shmid, void *at);
 void ps_collector_exec_written(int on); /* the reports were written before an exec (0: it failed) */
 void ps_collector_after_fork(void);
 void ps_collector_child_settled(void);  /* a followed child's measurement set up or given up */

@@ -166,8 +166,11 @@ static void write_dead(const char *how)
         ps_sampler_stop_dead(user, sys);
         char note[256];
         ps_strlcpy(note, how, sizeof note);
-        if (ps_sampler_drop_unshared())
+        unsigned long long paths_dropped;
+        if (ps_sampler_drop_unshared(&paths_dropped))
             ps_append_part(note, sizeof note, "the samples of threads recorded beyond the shared memory are lost");
+        else if (paths_dropped)
+            ps_append_part(note, sizeof note, "the call paths of threads recorded beyond the shared memory are lost");
         ps_profile_set_note(note);
         ps_profile_write(per_thread());
         return;

@@ -1534,10 +1534,12 @@ void ps_sampler_stop_dead(long long user_ns, long long sys_ns)
 /* In the collector, before writing after a kill: a thread whose table,
  * kept samples or tree is in memory the collector does not share (the
  * shared arena was full, shared.c) is written without them; their samples
- * are counted lost.  Returns how many. */
-unsigned long long ps_sampler_drop_unshared(void)
+ * are counted lost.  Returns how many; *paths_dropped, how many samples'
+ * call paths. */
+unsigned long long ps_sampler_drop_unshared(unsigned long long *paths_dropped)
 {
     unsigned long long dropped = 0;
+    *paths_dropped = 0;
     int n = ps_sampler_nthreads();
     for (int i = 0; i < n; i++) {
         ps_sthread_t *t = thread_at(i);
@@ -1555,6 +1557,7 @@ unsigned long long ps_sampler_drop_unshared(void)
             t->nused = 0;
         }
         if (t->cct && !ps_shared_contains(t->cct)) {
+            *paths_dropped += t->samples;
             t->cp_lost += t->samples;
             t->cct = NULL;
         }

@@ -59,6 +59,7 @@ static char *arena;
 static size_t arena_size, arena_used;
 #define GROW_MIN ((size_t)2 << 20)
 #define GROW_MAX ((size_t)256 << 20)
+#define GROW_TRIES 8 /* addresses offered to the collector for one segment */
 static size_t extents_total; /* bytes in all extents */
 static int shared_on;     /* the regions are shared (with a collector, or about to be) */
 static int overflowed;    /* a block had to come from private memory: the collector cannot see it */
@@ -220,7 +221,24 @@ static int grow(size_t bytes)
     }
     /* removed now: it goes when the last process holding it does */
     shmctl(id, IPC_RMID, NULL);
-    if (ps_collector_attach(id, p) < 0) {
+    /* The collector's address space is the program's as it was at the
+     * fork, plus what the collector mapped since (its stack, which the
+     * program unmapped): where the kernel put the segment here may be
+     * taken there.  The refused attachment is held while the segment is
+     * attached again (the kernel then picks another address) and let go
+     * once one is accepted. */
+    char *refused[GROW_TRIES];
+    int nrefused = 0, rc;
+    while ((rc = ps_collector_attach(id, p)) == -1 && nrefused < GROW_TRIES - 1) {
+        refused[nrefused++] = p;
+        if ((p = shmat(id, NULL, 0)) == (char *)-1)
+            break;
+    }
+    while (nrefused > 0)
+        shmdt(refused[--nrefused]);
+    if (p == (char *)-1)
+        return -1;
+    if (rc < 0) {
         shmdt(p);
         return -1;
     }
