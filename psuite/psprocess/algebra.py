@@ -62,6 +62,8 @@ NO_FORMULA = "psuite::no_formula"  # experiments.NO_FORMULA: ratios held as valu
 SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a profile's sampling event
 LEFT_OUT = "psuite::left_out"  # a result's: those ratios, left out of it, one name a line
 GIVEN = "psuite::given"  # an input's name as the command line gave it
+ROOT_DESCRIPTION = "the whole program"  # experiments.ROOT_DESCRIPTION: the description of psuite's root regions
+PROGRAM_ROOT = "\0program"  # the key of psuite's root regions, which no region's name is
 
 
 class AlgebraError(UsageError):
@@ -343,14 +345,29 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
     # CubeLib's identities (cube::Region and cube::Cnode operator==): a region is its name and module
     # (CubeLib also compares its lines, which in psuite's sampled profiles are where samples fell, so
     # differ from run to run); a call path its region and call-site line below the same parent.
-    # Programs named apart (Score-P's root region is the program) keep apart, as in cube_diff.
+    # Programs named apart (Score-P's root region is the program's main) keep apart, as in cube_diff,
+    # except psuite's artificial roots: "the whole program" of two builds of one code named apart (app
+    # and app-O3) is one root, named after both, and the functions of their executables without a
+    # source file (_start) are the program's, so that their call paths meet.
+    program_names: list[str] = []
     for e in inputs:
         rmap = []
-        for r in e.regions:
-            k = (r.name, r.module)
+        roots = {c.region for c in e.cnodes if c.parent is None}
+        programs = {r.name for i, r in enumerate(e.regions)
+                    if i in roots and r.role == "artificial" and r.description == ROOT_DESCRIPTION}
+        for i, r in enumerate(e.regions):
+            program = i in roots and r.name in programs and r.description == ROOT_DESCRIPTION
+            if program:
+                k = (PROGRAM_ROOT, "")
+            elif programs and os.path.basename(r.module) in programs:  # in the program's executable
+                k = (r.name, PROGRAM_ROOT)
+            else:
+                k = (r.name, r.module)
             if k not in region_of:
                 region_of[k] = len(regions)
                 regions.append(r)
+            if program and r.name not in program_names:
+                program_names.append(r.name)
             rmap.append(region_of[k])
         nodes: list[int] = []
         for c in e.cnodes:
@@ -366,6 +383,9 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
                 kids[p + 1].append(n)
             nodes.append(n)
         maps.append(nodes)
+    if len(program_names) > 1:
+        at = region_of[(PROGRAM_ROOT, "")]
+        regions[at] = dataclasses.replace(regions[at], name=" | ".join(program_names))
     if len(parent_of) == len(inputs[0].cnodes):
         # nothing new after the first input: keep its order, so that its arrays need no reindexing
         order = range(len(parent_of))

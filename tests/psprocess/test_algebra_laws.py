@@ -71,7 +71,8 @@ MPI_ENV = {"OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechani
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict[str, Path]:
     """The program built once, and its documents: call-path profiles "a",
-    "a2" (the same run again) and "b" (slower() touching 20 % more); flat
+    "a2" (the same run again), "b" (slower() touching 20 % more) and
+    "b_renamed" (b's run of a copy of the program named pages_v2); flat
     profiles "fa" and "fb" (the same two); counting reports "x"
     (page-faults), "x2" (slower() touching 50 % more) and "y" (task-clock);
     "ma" and "mb": two runs of a 4-rank MPI program counting page-faults,
@@ -79,14 +80,16 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     directories "ma.ranks" and "mb.ranks" of the ranks' own reports."""
     d = tmp_path_factory.mktemp("algebra_laws")
     (d / "pages.c").write_text(SOURCE)
-    exe, flat = d / "pages", d / "pages_flat"
+    exe, flat, renamed = d / "pages", d / "pages_flat", d / "pages_v2"
     subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(d / "pages.c")], check=True)
     subprocess.run(["cc", "-O1", "-g", "-DFLAT", "-o", str(flat), str(d / "pages.c")], check=True)
+    shutil.copy(exe, renamed)
     out = {"exe": exe, "flat": flat}
     profile = ["--profile", "page-faults", "--period", str(PERIOD)]
     for name, program, options, percent in (
             ("a", exe, [*profile, "--callpath"], 100), ("a2", exe, [*profile, "--callpath"], 100),
-            ("b", exe, [*profile, "--callpath"], 120), ("fa", flat, profile, 100), ("fb", flat, profile, 120),
+            ("b", exe, [*profile, "--callpath"], 120), ("b_renamed", renamed, [*profile, "--callpath"], 120),
+            ("fa", flat, profile, 100), ("fb", flat, profile, 120),
             ("x", exe, ["-e", "page-faults"], 100), ("x2", exe, ["-e", "page-faults"], 150),
             ("y", exe, ["-e", "task-clock"], 100)):
         run_dir = d / name
@@ -214,6 +217,26 @@ def test_diff_of_a_mean_is_half_the_difference(runs):
     for name in ("samples",) + tuple(m.name for m in right.metrics if not m.derived and m.name != "samples"):
         assert np.allclose(left.values[name], 0.5 * right.values[name][rows]), name
     assert right.values["samples"].sum() > 0.1 * PAGES / PERIOD  # b did more
+
+
+def test_diff_of_programs_named_apart_meets_below_one_root(runs, tmp_path):
+    """Two builds of one code under different names (pages, pages_v2):
+    psuite's root of each is the program, and the code of the executable
+    without a source file (_start) is the program's, so their call paths
+    meet under one root named after both (CubeLib's cube_diff keeps them
+    apart: their root regions are named apart)."""
+    p = run_tool("psprocess", "diff", str(runs["b_renamed"]), str(runs["a"]), "-o", str(tmp_path / "d.cubex"))
+    assert p.returncode == 0, p.stderr
+    d = load(str(tmp_path / "d.cubex"))
+    [root] = d.roots
+    assert d.path(root) == ("pages_v2 | pages",)
+    starts = [p for p in d.paths() if p[-1] == "_start"]
+    assert starts == [("pages_v2 | pages", "_start")], starts
+    a, b = load(str(runs["a"])), load(str(runs["b_renamed"]))
+    for caller in ("steady", "slower"):
+        [row] = [i for i, p in enumerate(d.paths()) if p[-2:] == (caller, "touch")]
+        assert d.values["samples"][row].sum() == samples_of(b, "touch", caller) - samples_of(a, "touch", caller)
+    assert samples_of(d, "touch", "slower") > 0.1 * PAGES / PERIOD  # pages_v2 touched 20 % more there
 
 
 def test_cut_prune_keeps_each_roots_inclusive_total(runs):
