@@ -50,6 +50,8 @@ class Metric:
     parent: int | None = None  # index of the parent metric in Experiment.metrics
     expression: str = ""  # a derived metric's CubePL expression
     init: str = ""  # its <cubeplinit>: CubePL run once per experiment, before any evaluation
+    # CUBE's <attr key value> pairs; not part of a metric's identity (matching is by name)
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def derived(self) -> bool:
@@ -78,6 +80,7 @@ class Region:
     description: str = ""
     role: str = "function"
     paradigm: str = "compiler"
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)  # CUBE's <attr>s
 
 
 @dataclass
@@ -87,6 +90,7 @@ class Cnode:
     region: int  # index in Experiment.regions
     parent: int | None  # index in Experiment.cnodes, None for a root
     line: int = -1  # call-site line, -1 when unknown
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)  # CUBE's <attr>s
 
 
 @dataclass
@@ -99,6 +103,12 @@ class Location:
     rank: int = 0  # the process's rank (MPI rank, else its position)
     thread: str = "thread 0"
     thread_rank: int = 0
+    # CUBE's <attr>s of the location and of the process, node and machine holding it (Score-P puts
+    # "platform" on the machine); not part of a location's identity
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    process_attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    node_attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    machine_attributes: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> tuple[int, int]:

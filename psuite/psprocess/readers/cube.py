@@ -36,8 +36,9 @@ hold no values; a metric psuite wrote with values and an <attr key=
 metrics psuite cannot evaluate are left out, named in attributes[
 "psuite::skipped_metrics"] and on stderr.  Topologies (<cart>) are kept
 with the coordinates of their locations.  The experiment's attributes are
-kept; metrics', regions' and call paths' <attr>s have no place in the
-model and are not read.  Trees are walked without recursion, as deep as
+kept, and so are the <attr>s of metrics, regions, call paths, locations,
+processes, and the machine and node holding them (other system-tree
+levels' are dropped with the levels).  Trees are walked without recursion, as deep as
 libxml2 parses (2,048 levels).
 """
 
@@ -68,6 +69,7 @@ from psuite.experiment import (
 from psuite.psprocess.cube_names import with_cubepl_names
 
 CUBEPL_ATTR, KIND_ATTR = "psuite::cubepl", "psuite::kind"
+OWN_METRIC_ATTRS = (CUBEPL_ATTR, KIND_ATTR, "psuite::stand_in")  # exporters/cube.py STAND_IN
 INTEGER = {
     "UINT64": "u8",
     "INT64": "i8",
@@ -349,6 +351,12 @@ def _parse_xml(data: bytes):
         raise _Corrupt(f"anchor.xml is not well-formed XML: {exc}") from None
 
 
+def _attributes(el) -> dict[str, str]:
+    """An element's own <attr key value> children (CubeLib's def_attr: a
+    key given twice keeps its last value)."""
+    return {a.get("key", ""): a.get("value", "") for a in el.iterchildren("attr")}
+
+
 def _text(el, tag: str, default: str = "") -> str:
     found = el.find(tag)
     return default if found is None or found.text is None else found.text
@@ -376,7 +384,7 @@ def _anchor(data: bytes) -> tuple[Experiment, dict[int, int], dict[str, _Composi
     if not version.startswith("4"):
         raise _Corrupt(f"anchor.xml is CUBE version {version or '?'}; psuite reads CUBE 4")
     exp = Experiment()
-    exp.attributes.update({a.get("key", ""): a.get("value", "") for a in root.findall("attr")})
+    exp.attributes.update(_attributes(root))
     file_ids = _metrics(exp, root.find("metrics"), layouts)
     program = root.find("program")
     if program is None:
@@ -466,8 +474,10 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             raise _Corrupt("a metric has no <uniq_name>")
         kind = m.get("type", EXCLUSIVE).upper()
         dtype = _text(m, "dtype", "DOUBLE").strip().upper()
-        attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
+        attrs = _attributes(m)
         metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
+        # psuite's own markers are read into the model below, not kept as attributes
+        metric.attributes = {k: v for k, v in attrs.items() if k not in OWN_METRIC_ATTRS}
         stored = True
         if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
             kept = attrs.get(KIND_ATTR)
@@ -578,6 +588,7 @@ def _program(exp: Experiment, program) -> None:
                 _text(r, "descr"),
                 _text(r, "role", "function"),
                 _text(r, "paradigm", "unknown"),
+                _attributes(r),
             )
         )
     index: dict = {}  # cnode element -> its index; document order is depth first, parents first
@@ -591,6 +602,9 @@ def _program(exp: Experiment, program) -> None:
             index.get(up) if up is not None and up.tag == "cnode" else None,
             _int(c.get("line"), "line", -1),
         )
+        attrs = _attributes(c)
+        if attrs:
+            exp.cnodes[-1].attributes = attrs
     if not exp.cnodes:
         raise _Corrupt("anchor.xml has no call tree (<cnode>)")
 
@@ -602,26 +616,36 @@ def _system(exp: Experiment, system) -> None:
     found: list[tuple[int, Location]] = []
     groups = {"locationgroup", "process"}
     nodes = {"systemtreenode", "machine", "node"}
-    stack: list[tuple[object, list[str]]] = [(c, []) for c in reversed(list(system)) if c.tag in nodes]
+    # path: the names of the system-tree nodes above, with their attributes
+    stack: list[tuple[object, list[tuple[str, dict[str, str]]]]] = [
+        (c, []) for c in reversed(list(system)) if c.tag in nodes
+    ]
     while stack:
         el, path = stack.pop()
         if el.tag in nodes:
-            here = [*path, _text(el, "name")]
+            here = [*path, (_text(el, "name"), _attributes(el))]
             stack.extend((c, here) for c in reversed(list(el)) if c.tag in nodes or c.tag in groups)
             continue
         process, rank = _text(el, "name"), _int(_text(el, "rank"), "rank", 0)
+        process_attrs = _attributes(el)
+        machine, node = (path[0], path[-1]) if path else (("machine", {}), ("node", {}))
         for loc in el:
             if loc.tag in ("location", "thread"):
                 found.append(
                     (
                         _int(loc.get("Id"), "a location's Id"),
                         Location(
-                            path[0] if path else "machine",
-                            path[-1] if path else "node",
+                            machine[0],
+                            node[0],
                             process,
                             rank,
                             _text(loc, "name"),
                             _int(_text(loc, "rank"), "rank", 0),
+                            _attributes(loc),
+                            process_attrs,
+                            # a machine with no node below it: its attributes are the machine's only
+                            node[1] if len(path) > 1 else {},
+                            machine[1],
                         ),
                     )
                 )
