@@ -63,7 +63,6 @@ from psuite.experiment import (
     Metric,
     Region,
     Topology,
-    evaluate,
     metric_names,
 )
 from psuite.psprocess.cube_names import with_cubepl_names
@@ -466,6 +465,7 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         raise _Corrupt("anchor.xml has no <metrics>")
     file_ids: dict[int, int] = {}
     skipped: list[str] = []
+    tau: list[tuple[Metric, _Composite, int]] = []  # TAU_ATOMIC metrics, their layout and file id
     stack: list[tuple[object, int | None]] = [(m, None) for m in reversed(metrics.findall("metric"))]
     while stack:
         m, parent = stack.pop()
@@ -492,7 +492,10 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             composite = _composite(dtype)
             base = dtype.partition("(")[0].strip()
             metric.dtype = "DOUBLE"
-            if composite is not None:
+            if base == "TAU_ATOMIC":
+                tau.append((metric, composite, _int(m.get("id"), f"the id of metric {name!r}")))
+                stored = False
+            elif composite is not None:
                 layouts[name] = composite
                 _say(
                     f"metric {name!r} is {base}: shown as {composite.shown}, the one number CubeLib makes "
@@ -511,6 +514,8 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             if stored:
                 file_ids[i] = fid
         stack.extend((c, i) for c in reversed(m.findall("metric")))
+    for metric, composite, fid in tau:
+        _tau_atomic(exp, metric, composite, fid, file_ids, layouts)
     # metrics come out depth first, parents first: the order of the file.  In a cube older psuite wrote,
     # names CubePL cannot name (perf's task-clock) are renamed first, with the expressions naming them, so
     # those expressions are evaluable; other writers' names stay as CubeLib shows them
@@ -522,6 +527,40 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
         _say(f"derived metrics psuite cannot evaluate are left out: {', '.join(skipped)}")
     return file_ids
+
+
+def _tau_atomic(exp: Experiment, metric: Metric, composite: _Composite, fid: int, file_ids: dict[int, int],
+                layouts: dict[str, _Composite]) -> None:
+    """A TAU_ATOMIC metric (per value a count, least, greatest, sum and
+    sum of squares) as CubeLib shows it: TauAtomicValue::getDouble, the
+    mean sum / count of the values aggregated (counts and sums added over
+    callees and locations, then divided).  Held as two stored metrics, its
+    counts and its sums (added at the end of the metric tree), and the
+    metric itself as POSTDERIVED sum() / count(), which CUBE's derived
+    metrics evaluate on the aggregates as CubeLib does; the least and
+    greatest values and the sums of squares are dropped, said."""
+    taken = {m.name for m in exp.metrics}
+
+    def free(name: str) -> str:
+        out, k = name, 2
+        while out in taken:
+            out, k = f"{name}_{k}", k + 1
+        taken.add(out)
+        return out
+
+    count, total = free(f"{metric.name}_count"), free(f"{metric.name}_sum")
+    display = metric.display or metric.name
+    for name, shown, unit, field in ((count, f"{display} (count)", "occ", "n"),
+                                     (total, f"{display} (sum)", metric.unit, "sum")):
+        i = exp.add_metric(Metric(name, shown, unit, "DOUBLE", metric.kind, f"{metric.description} ({field})".strip()))
+        file_ids[i] = fid
+        layouts[name] = _Composite(composite.fields, field, lambda v, f=field: v[f].astype(np.float64),
+                                   composite.base)
+    metric.kind, metric.dtype = "POSTDERIVED", "DOUBLE"
+    metric.expression = f"metric::{total}() / metric::{count}()"
+    _say(f"metric {metric.name!r} is TAU_ATOMIC: shown as its mean, the one number CubeLib makes of it "
+         f"(Value::getDouble), from its counts and sums (metrics {count}, {total}); its least and greatest values "
+         "and sums of squares are left out")
 
 
 def _say(message: str) -> None:
@@ -538,11 +577,13 @@ def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[s
     skipped ones; their children hang on their parent.  A metric the file
     lacks is 0, as in CubeLib.  Returns file_ids on the new metric
     indices."""
-    names = {m.name for m in exp.metrics}
 
     def evaluable(m: Metric) -> bool:
+        # decided by parsing, not by a trial evaluation: a trial on made-up values misjudges what depends on
+        # the values (a while loop over a metric's value, metric::fixed::, a variable the <cubeplinit> sets);
+        # what psuite cannot evaluate (metric::call::, env(), arg1) is refused by the parser itself
         try:
-            evaluate(m.expression, lambda n: 1.0, lambda n, v: 1.0, metrics=names)
+            compiled(m.expression)
             if m.init:
                 compiled(m.init)
         except ExpressionError:

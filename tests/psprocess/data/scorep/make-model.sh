@@ -1,0 +1,36 @@
+#!/bin/sh
+# Small cubes for the model's tests (model/), made by the real CubeLib outside psuite and its CI, with the
+# values libcube4 computes for them (model/NAME.tsv.gz, as values/ beside make.sh: src/cube_values.cpp):
+#   tau.cubex          src/model_cubes.cpp through libcube4: a TAU_ATOMIC metric, attributes everywhere
+#   derive-while.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric whose CubePL loops over a metric's value
+#   derive-fixed.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric over metric::fixed::
+# Only model/ is written; make.sh's outputs are not touched.
+#     SCOREP_BIN=/path/to/scorep/bin sh tests/psprocess/data/scorep/make-model.sh
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+: "${SCOREP_BIN:?give SCOREP_BIN, the bin directory of a Score-P installation (with CubeLib's cube_* tools)}"
+PATH=$SCOREP_BIN:$PATH
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+for prog in cube_values model_cubes; do
+    # shellcheck disable=SC2046
+    $(cubelib-config --cxx) -O1 $(cubelib-config --cppflags) -o "$work/$prog" "$here/src/$prog.cpp" \
+        $(cubelib-config --ldflags) $(cubelib-config --libs)
+done
+
+cd "$here"
+rm -rf model
+mkdir model
+"$work/model_cubes" model
+# the number of binary digits of each call path's visits: a loop as long as the value asks
+cube_derive -t postderived -r inclusive \
+    -e '{ ${n} = 0; ${v} = metric::visits(); while (${v} >= 1) { ${v} = ${v} / 2; ${n} = ${n} + 1; }; return ${n}; }' \
+    -p visits visit_digits mpi1.cubex -o model/derive-while.cubex > /dev/null
+# each call path's share of the whole run's time
+cube_derive -t postderived -r inclusive -e 'metric::time() / metric::fixed::time()' \
+    -p time time_share mpi1.cubex -o model/derive-fixed.cubex > /dev/null
+for f in model/*.cubex; do
+    "$work/cube_values" "$f" > "$work/values.tsv"
+    gzip -n -9 < "$work/values.tsv" > "${f%.cubex}.tsv.gz"
+done

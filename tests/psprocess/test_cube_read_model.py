@@ -1,0 +1,104 @@
+"""Cubes made by the real CubeLib for what the Score-P profiles do not hold
+(data/scorep/model, made by make-model.sh with the values libcube4 computes
+for them, model/NAME.tsv.gz): a TAU_ATOMIC metric, shown as CubeLib shows it
+(the mean of the aggregated counts and sums, along both trees); derived
+metrics whose CubePL loops over a metric's value or asks for metric::fixed::,
+which psuite keeps and evaluates as CubeLib does.  Through the real command:
+psprocess dump, per metric, call path and location (and over all
+locations), every view of the metric and call trees, relative 1e-9."""
+
+from __future__ import annotations
+
+import gzip
+import math
+from pathlib import Path
+
+import pytest
+
+from .cubelib_reference import VIEWS, anchor, dump, psprocess
+
+MODEL = Path(__file__).parent / "data" / "scorep" / "model"
+MODEL_CUBES = sorted(p.stem for p in MODEL.glob("*.cubex"))
+
+
+def values(name: str) -> dict[tuple[str, str, str, int, str], float]:
+    with gzip.open(MODEL / f"{name}.tsv.gz", "rt") as f:
+        lines = f.read().splitlines()
+    assert lines[0].split("\t") == ["metric_tree", "call_tree", "metric", "cnode", "location", "value"]
+    out = {}
+    for line in lines[1:]:
+        x, z, metric, cnode, loc, value = line.split("\t")
+        out[(x, z, metric, int(cnode), loc)] = float(value)
+    return out
+
+
+def test_the_model_cubes_are_there():
+    assert set(MODEL_CUBES) == {"tau", "derive-while", "derive-fixed"}
+
+
+@pytest.mark.parametrize("name, metrics", [
+    ("tau", ["msgsize", "time"]),
+    ("derive-while", ["visit_digits", "visits"]),
+    ("derive-fixed", ["time_share", "time"]),
+])
+@pytest.mark.parametrize("metric_tree, call_tree", VIEWS)
+def test_values_equal_cubelib(name, metrics, metric_tree, call_tree):
+    path = MODEL / f"{name}.cubex"
+    a = anchor(path)
+    want = values(name)
+    compared = 0
+    for aggr in (False, True):
+        for metric, got in zip(metrics, dump(path, metrics, metric_tree, call_tree, aggr), strict=True):
+            assert got, metric
+            for (c, t), v in got.items():
+                loc = "all" if t == "aggr" else str(a.locations[t])
+                w = want.get((metric_tree, call_tree, metric, a.cnodes[c], loc), 0.0)
+                assert math.isclose(v, w, rel_tol=1e-9, abs_tol=1e-300), (metric, c, t, v, w)
+                compared += 1
+    assert compared > 0
+
+
+def test_tau_atomic_said_once_and_written_as_cubelib_evaluates_it(tmp_path):
+    p = psprocess("cut", "-r", "main", str(MODEL / "tau.cubex"), "-o", "out.cubex", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    said = [line for line in p.stderr.splitlines() if "TAU_ATOMIC" in line]
+    assert len(said) == 1 and "msgsize_count" in said[0] and "msgsize_sum" in said[0], p.stderr
+    # written as a POSTDERIVED metric over the counts and sums: the same values read back
+    a = anchor(tmp_path / "out.cubex")
+    assert "msgsize" in a.derived
+    for aggr in (False, True):
+        again = dump(tmp_path / "out.cubex", ["msgsize"], "incl", "incl", aggr)[0]
+        first = dump(MODEL / "tau.cubex", ["msgsize"], "incl", "incl", aggr)[0]
+        assert again == first
+
+
+@pytest.mark.parametrize("name, metric", [("derive-while", "visit_digits"), ("derive-fixed", "time_share")])
+def test_derived_metrics_kept(name, metric):
+    """Evaluability is decided by parsing: nothing is left out of these."""
+    p = psprocess("dump", str(MODEL / f"{name}.cubex"), "-f", "csv", "-m", metric, "-c", "0")
+    assert p.returncode == 0, p.stderr
+    assert "left out" not in p.stderr
+    assert p.stdout.strip()
+
+
+def test_what_psuite_cannot_evaluate_is_still_left_out(tmp_path):
+    """A derived metric psuite's CubePL does not evaluate (metric::call::)
+    is left out with one line on stderr; the rest of the cube is read."""
+    import io
+    import tarfile
+
+    with tarfile.open(MODEL / "derive-fixed.cubex") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    with tarfile.open(tmp_path / "call.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
+        for m, data in members:
+            if m.name == "anchor.xml":
+                data = data.replace(b"metric::time() / metric::fixed::time()",
+                                    b"metric::call::time(i)")
+                assert b"metric::call::" in data
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+    p = psprocess("dump", "call.cubex", "-f", "csv", "-m", "time", "-c", "0", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    said = [line for line in p.stderr.splitlines() if "left out" in line]
+    assert len(said) == 1 and "time_share" in said[0], p.stderr
+    assert "Traceback" not in p.stderr
