@@ -50,6 +50,9 @@ class Metric:
     parent: int | None = None  # index of the parent metric in Experiment.metrics
     expression: str = ""  # a derived metric's CubePL expression
     init: str = ""  # its <cubeplinit>: CubePL run once per experiment, before any evaluation
+    # a derived metric's <cubeplaggr> operators, CubePL over arg1 and arg2: "plus" sums a call path's value
+    # with its callees' (its inclusive value), "minus" takes them off (exclusive), "aggr" combines locations
+    aggregation: dict[str, str] = field(default_factory=dict)
     # CUBE's <attr key value> pairs; not part of a metric's identity (matching is by name)
     attributes: dict[str, str] = field(default_factory=dict, compare=False)
 
@@ -346,18 +349,55 @@ class Experiment:
         if not cells:
             return a
         if np.ndim(a) == 1:  # get gave one value per call path (summed over the locations, say): a column
-            column = np.asarray(a, dtype=np.float64).reshape(-1, 1)
-            if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
-                return to_inclusive(column, self.parents()).ravel()
-            if kind == "PREDERIVED_INCLUSIVE" and not inclusive:
-                return to_exclusive(column, self.parents()).ravel()
-            return column.ravel()
+            return self._along_calltree(m, kind, inclusive, np.asarray(a, dtype=np.float64).reshape(-1, 1)).ravel()
         full = np.broadcast_to(a, (len(self.cnodes), len(self.locations))).astype(np.float64)
+        return self._along_calltree(m, kind, inclusive, full)
+
+    def _along_calltree(self, m: Metric, kind: str, inclusive: bool, a: np.ndarray) -> np.ndarray:
+        """A prederived metric's values in the other call-tree view: an
+        exclusive one's inclusive values, an inclusive one's exclusive
+        values; with CubeLib's fold of its <cubeplaggr> operators when it
+        has them (CubeLib's get_sev_aggregated: a call path's value plus
+        each child's inclusive value in turn; its value minus the plus of
+        its children's, for a call path with children)."""
+        plus, minus = m.aggregation.get("plus"), m.aggregation.get("minus")
         if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
-            return to_inclusive(full, self.parents())
+            if not plus:
+                return to_inclusive(a, self.parents())
+            out = a.copy()
+            kids = self.children()
+            for c in range(len(self.cnodes) - 1, -1, -1):  # children come after their parent: done first
+                for k in kids[c]:
+                    out[c] = _cubepl.combine(plus, out[c], out[k])
+            return out
         if kind == "PREDERIVED_INCLUSIVE" and not inclusive:
-            return to_exclusive(full, self.parents())
-        return full
+            if not plus and not minus:
+                return to_exclusive(a, self.parents())
+            out = a.copy()
+            for c, kids in enumerate(self.children()):
+                if not kids:
+                    continue
+                under = np.zeros(a.shape[1])
+                for k in kids:
+                    under = _cubepl.combine(plus, under, a[k]) if plus else under + a[k]
+                out[c] = _cubepl.combine(minus, a[c], under) if minus else a[c] - under
+            return out
+        return a
+
+    def aggregate(self, metric: str, a: np.ndarray) -> np.ndarray:
+        """(call paths, locations) values of a metric over all locations, as
+        CubeLib aggregates the system tree: summed (the least or greatest
+        for MINDOUBLE and MAXDOUBLE), or for a derived metric with an "aggr"
+        operator that operator folded over the locations from 0 in turn
+        (CubeLib's get_sev_aggregated)."""
+        m = self.metric(metric)
+        op = m.aggregation.get("aggr") if m.derived and m.kind != "POSTDERIVED" else None
+        if not op:
+            return (np.add if m.derived else m.combine).reduce(a, axis=1)
+        out = np.zeros(a.shape[0])
+        for j in range(a.shape[1]):
+            out = _cubepl.combine(op, out, a[:, j])
+        return np.asarray(out, dtype=np.float64)
 
     def _fixed(self, name: str, variant: str) -> np.ndarray | float:
         """metric::fixed::name() of a whole-experiment value: the total."""

@@ -2,6 +2,8 @@
 (data/scorep/model, made by make-model.sh with the values libcube4 computes
 for them, model/NAME.tsv.gz): a TAU_ATOMIC metric, shown as CubeLib shows it
 (the mean of the aggregated counts and sums, along both trees); derived
+metrics with CubePL aggregation operators (<cubeplaggr>: plus along the
+call tree, minus for exclusive values, aggr over the locations); derived
 metrics whose CubePL loops over a metric's value or asks for metric::fixed::,
 which psuite keeps and evaluates as CubeLib does.  Through the real command:
 psprocess dump, per metric, call path and location (and over all
@@ -10,15 +12,41 @@ locations), every view of the metric and call trees, relative 1e-9."""
 from __future__ import annotations
 
 import gzip
+import io
 import math
+import re
+import tarfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from .cubelib_reference import VIEWS, anchor, dump, psprocess
+from .cubelib_reference import VIEWS, dump, psprocess
 
 MODEL = Path(__file__).parent / "data" / "scorep" / "model"
 MODEL_CUBES = sorted(p.stem for p in MODEL.glob("*.cubex"))
+
+
+@dataclass
+class Anchor:
+    cnodes: list[int]  # CubeLib's cnode ids in depth-first order (psuite's call path index)
+    locations: list[int]  # location ids in system-tree order (psuite's location index)
+    derived: set[str]
+
+
+def anchor(path: Path) -> Anchor:
+    """What the tests need of an anchor.xml, read with ElementTree after
+    quoting the two attributes CubeLib writes unquoted (cubeplaggrtype=,
+    rowwise=), as no XML parser reads them."""
+    with tarfile.open(path) as tar:
+        xml = tar.extractfile("anchor.xml").read()
+    xml = re.sub(rb"(cubeplaggrtype|rowwise)=([a-z]+)>", rb'\1="\2">', xml)
+    root = ET.fromstring(xml)
+    return Anchor([int(c.get("id")) for c in root.find("program").iter("cnode")],
+                  [int(loc.get("Id")) for loc in root.iter("location")],
+                  {m.findtext("uniq_name") for m in root.iter("metric") if "DERIVED" in (m.get("type") or "")})
 
 
 def values(name: str) -> dict[tuple[str, str, str, int, str], float]:
@@ -33,11 +61,12 @@ def values(name: str) -> dict[tuple[str, str, str, int, str], float]:
 
 
 def test_the_model_cubes_are_there():
-    assert set(MODEL_CUBES) == {"tau", "derive-while", "derive-fixed"}
+    assert set(MODEL_CUBES) == {"tau", "aggr", "derive-while", "derive-fixed"}
 
 
 @pytest.mark.parametrize("name, metrics", [
     ("tau", ["msgsize", "time"]),
+    ("aggr", ["max_like", "minus_like", "per_visit"]),
     ("derive-while", ["visit_digits", "visits"]),
     ("derive-fixed", ["time_share", "time"]),
 ])
@@ -48,6 +77,8 @@ def test_values_equal_cubelib(name, metrics, metric_tree, call_tree):
     want = values(name)
     compared = 0
     for aggr in (False, True):
+        if aggr and name == "aggr":  # max_like's "aggr" operator over the locations: test_aggr_operator
+            metrics = ["minus_like", "per_visit"]
         for metric, got in zip(metrics, dump(path, metrics, metric_tree, call_tree, aggr), strict=True):
             assert got, metric
             for (c, t), v in got.items():
@@ -84,9 +115,6 @@ def test_derived_metrics_kept(name, metric):
 def test_what_psuite_cannot_evaluate_is_still_left_out(tmp_path):
     """A derived metric psuite's CubePL does not evaluate (metric::call::)
     is left out with one line on stderr; the rest of the cube is read."""
-    import io
-    import tarfile
-
     with tarfile.open(MODEL / "derive-fixed.cubex") as tar:
         members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
     with tarfile.open(tmp_path / "call.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
@@ -102,3 +130,52 @@ def test_what_psuite_cannot_evaluate_is_still_left_out(tmp_path):
     said = [line for line in p.stderr.splitlines() if "left out" in line]
     assert len(said) == 1 and "time_share" in said[0], p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_aggr_operator_over_the_locations():
+    """Experiment.aggregate folds a derived metric's "aggr" operator over
+    the locations as CubeLib does (max_like: the greatest location)."""
+    from psuite.psprocess.readers import cube as reader
+
+    exp = reader.read(str(MODEL / "aggr.cubex"))
+    a = anchor(MODEL / "aggr.cubex")
+    want = values("aggr")
+    for call_tree, cells in (("excl", exp.exclusive("max_like")), ("incl", exp.inclusive("max_like"))):
+        got = exp.aggregate("max_like", cells)
+        for c, v in enumerate(got.tolist()):
+            assert math.isclose(v, want.get(("incl", call_tree, "max_like", a.cnodes[c], "all"), 0.0),
+                                rel_tol=1e-9), (call_tree, c, v)
+    # without an operator: the sum
+    assert np.allclose(exp.aggregate("minus_like", exp.inclusive("minus_like")),
+                       exp.inclusive("minus_like").sum(axis=1))
+
+
+def test_aggregation_operators_written_as_cubelib_reads_them(tmp_path):
+    p = psprocess("cut", "-r", "main", str(MODEL / "aggr.cubex"), "-o", "out.cubex", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    with tarfile.open(tmp_path / "out.cubex") as tar:
+        xml = tar.extractfile("anchor.xml").read().decode()
+    # unquoted: CubeLib's scanner reads this form only (and writes it)
+    assert xml.count("<cubeplaggr cubeplaggrtype=plus>max(arg1, arg2)</cubeplaggr>") == 1
+    assert xml.count("<cubeplaggr cubeplaggrtype=minus>arg1 - 2 * arg2</cubeplaggr>") == 1
+    assert xml.count("<cubeplaggr cubeplaggrtype=aggr>max(arg1, arg2)</cubeplaggr>") == 2
+    for metric_tree, call_tree in VIEWS:
+        again = dump(tmp_path / "out.cubex", ["max_like", "minus_like"], metric_tree, call_tree, False)
+        first = dump(MODEL / "aggr.cubex", ["max_like", "minus_like"], metric_tree, call_tree, False)
+        assert again == first
+
+
+@pytest.mark.parametrize("operator", ["metric::time()", "arg3 + 1", "max(arg1"])
+def test_a_bad_aggregation_operator_leaves_its_metric_out(tmp_path, operator):
+    with tarfile.open(MODEL / "aggr.cubex") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    with tarfile.open(tmp_path / "bad.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
+        for m, data in members:
+            if m.name == "anchor.xml":
+                data = data.replace(b"arg1 - 2 * arg2", operator.encode())
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+    p = psprocess("dump", "bad.cubex", "-f", "csv", "-m", "max_like", "-c", "0", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    said = [line for line in p.stderr.splitlines() if "left out" in line]
+    assert len(said) == 1 and "minus_like" in said[0], p.stderr

@@ -369,6 +369,9 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
         extra = f"<cubepl>{escape(m.expression)}</cubepl>" if m.derived else ""
         if m.derived and m.init:  # CubeLib runs it before evaluating any derived metric
             extra += f"<cubeplinit>{escape(m.init)}</cubeplinit>"
+        for kind in ("plus", "minus", "aggr") if m.derived else ():
+            if m.aggregation.get(kind):  # unquoted: the only form CubeLib's scanner reads (and writes)
+                extra += f"<cubeplaggr cubeplaggrtype={kind}>{escape(m.aggregation[kind])}</cubeplaggr>"
         # a metric's own attributes, but not the markers this writer sets itself
         extra += _attrs(m.attributes, (STAND_IN, "psuite::cubepl", "psuite::kind"))
         if m.name in stand_ins:

@@ -27,11 +27,14 @@ values; a zlib block never inflates beyond what the anchor and index
 declare, a gzip anchor.xml no more than 64 times its size.  Integer
 metrics of every width become int64 (a UINT64 metric with a value beyond
 int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64; NaN and
-infinities are refused.  RATE, COMPLEX, TAU_ATOMIC, HISTOGRAM(n) and
-NDOUBLES(n) are held as the one number CubeLib's Value::getDouble() gives
-(cube_dump prints the parts), SCALE_FUNC as zeros, each said once on stderr.
-Derived metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and
-hold no values; a metric psuite wrote with values and an <attr key=
+infinities are refused.  RATE, COMPLEX, HISTOGRAM(n) and NDOUBLES(n) are
+held as the one number CubeLib's Value::getDouble() gives (cube_dump
+prints the parts), TAU_ATOMIC as its counts and sums with the metric
+derived from them (their mean, getDouble's, also of aggregates),
+SCALE_FUNC as zeros, each said once on stderr.  Derived metrics
+(POSTDERIVED, PREDERIVED_*) keep their CubePL text, <cubeplinit> and
+<cubeplaggr> operators (CubeLib writes cubeplaggrtype= and rowwise=
+unquoted, which is quoted before the XML is parsed) and hold no values; a metric psuite wrote with values and an <attr key=
 "psuite::cubepl"> is read back as the derived metric it was; derived
 metrics psuite cannot evaluate are left out, named in attributes[
 "psuite::skipped_metrics"] and on stderr.  Topologies (<cart>) are kept
@@ -45,12 +48,13 @@ libxml2 parses (2,048 levels).
 from __future__ import annotations
 
 import gzip
+import re
 import struct
 import zlib
 
 import numpy as np
 
-from psuite.cubepl import compiled
+from psuite.cubepl import aggregation, compiled
 from psuite.errors import InputError
 from psuite.experiment import (
     DERIVED_KINDS,
@@ -335,8 +339,16 @@ def _gunzip(data: bytes) -> bytes:
     return b"".join(pieces)
 
 
+# CubeLib writes (and its scanner reads only) two attributes unquoted: <cubeplaggr cubeplaggrtype=plus> and
+# <cubepl rowwise=false>, which no XML parser takes: quoted before parsing
+_UNQUOTED = re.compile(rb"<(cubeplaggr|cubepl)(\s+)(cubeplaggrtype|rowwise)(\s*=\s*)([A-Za-z]+)(\s*)>")
+
+
 def _parse_xml(data: bytes):
     from lxml import etree
+
+    if b"cubeplaggrtype" in data or b"rowwise" in data:
+        data = _UNQUOTED.sub(rb'<\1\2\3\4"\5"\6>', data)
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
     try:
@@ -486,6 +498,10 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         elif kind in DERIVED_KINDS:
             metric.expression = _text(m, "cubepl").strip()
             metric.init = _text(m, "cubeplinit").strip()
+            for a in m.iterchildren("cubeplaggr"):  # CubeLib: a type given twice keeps the last
+                kind_of = (a.get("cubeplaggrtype") or "").lower()
+                if kind_of in ("plus", "minus", "aggr") and (a.text or "").strip():
+                    metric.aggregation[kind_of] = a.text.strip()
         elif kind not in (EXCLUSIVE, INCLUSIVE):
             raise _Corrupt(f"metric {name!r} has type {kind!r}")
         elif dtype not in INTEGER and dtype not in FLOATING:
@@ -586,6 +602,8 @@ def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[s
             compiled(m.expression)
             if m.init:
                 compiled(m.init)
+            for operator in m.aggregation.values():
+                aggregation(operator)
         except ExpressionError:
             return False
         return True

@@ -2,6 +2,7 @@
 # Small cubes for the model's tests (model/), made by the real CubeLib outside psuite and its CI, with the
 # values libcube4 computes for them (model/NAME.tsv.gz, as values/ beside make.sh: src/cube_values.cpp):
 #   tau.cubex          src/model_cubes.cpp through libcube4: a TAU_ATOMIC metric, attributes everywhere
+#   aggr.cubex         src/model_cubes.cpp: derived metrics with CubePL aggregation operators (<cubeplaggr>)
 #   derive-while.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric whose CubePL loops over a metric's value
 #   derive-fixed.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric over metric::fixed::
 # Only model/ is written; make.sh's outputs are not touched.

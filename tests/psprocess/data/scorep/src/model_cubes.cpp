@@ -2,6 +2,9 @@
 // profile here holds.
 //   tau.cubex   a TAU_ATOMIC metric (count, min, max, sum, sum of squares per value, a count of 0 too) beside a
 //               DOUBLE one, and attributes on a metric, a region, a call path and the system tree
+//   aggr.cubex  derived metrics with CubePL aggregation operators (<cubeplaggr>): a PREDERIVED_EXCLUSIVE one whose
+//               call-tree "plus" and system-tree "aggr" take the greater value, a PREDERIVED_INCLUSIVE one with a
+//               "minus", a POSTDERIVED one with an "aggr"
 // Usage: model_cubes DIRECTORY
 // Build: $(cubelib-config --cxx) $(cubelib-config --cppflags) model_cubes.cpp
 //        $(cubelib-config --ldflags) $(cubelib-config --libs)
@@ -48,6 +51,47 @@ tau( const std::string& dir )
     cube.writeCubeReport( dir + "/tau" );
 }
 
+static void
+aggr( const std::string& dir )
+{
+    cube::Cube cube;
+    cube::Metric* time = cube.def_met( "Time", "time", "DOUBLE", "sec", "", "", "time", NULL );
+    cube::Metric* visits = cube.def_met( "Visits", "visits", "UINT64", "occ", "", "", "visits", NULL );
+    cube.def_met( "Greatest time", "max_like", "DOUBLE", "sec", "", "", "prederived exclusive, max operators", NULL,
+                  cube::CUBE_METRIC_PREDERIVED_EXCLUSIVE, "metric::time(e)", "", "max(arg1, arg2)", "",
+                  "max(arg1, arg2)" );
+    cube.def_met( "Time less twice", "minus_like", "DOUBLE", "sec", "", "", "prederived inclusive, a minus", NULL,
+                  cube::CUBE_METRIC_PREDERIVED_INCLUSIVE, "metric::time(i)", "", "", "arg1 - 2 * arg2", "" );
+    cube.def_met( "Time per visit", "per_visit", "DOUBLE", "sec", "", "", "postderived, max over locations",
+                  NULL, cube::CUBE_METRIC_POSTDERIVED, "metric::time() / metric::visits()", "", "", "",
+                  "max(arg1, arg2)" );
+    cube::Region* main_r = cube.def_region( "main", "main", "user", "function", 1, 20, "", "", "a.c" );
+    cube::Region* work_r = cube.def_region( "work", "work", "user", "function", 21, 30, "", "", "a.c" );
+    cube::Region* leaf_r = cube.def_region( "leaf", "leaf", "user", "function", 31, 40, "", "", "a.c" );
+    cube::Cnode* main_c = cube.def_cnode( main_r, "a.c", 1, NULL );
+    cube::Cnode* w1     = cube.def_cnode( work_r, "a.c", 5, main_c );
+    cube::Cnode* w2     = cube.def_cnode( work_r, "a.c", 9, main_c );
+    cube::Cnode* leaf   = cube.def_cnode( leaf_r, "a.c", 25, w1 );
+    cube::Machine* mach = cube.def_mach( "machine", "" );
+    cube::Node*    node = cube.def_node( "node", mach );
+    cube::Thread*  t[ 3 ];
+    for ( int r = 0; r < 3; ++r )
+    {
+        t[ r ] = cube.def_thrd( "thread 0", 0, cube.def_proc( "rank " + std::to_string( r ), r, node ) );
+    }
+    cube.initialize();
+    cube::Cnode* cn[ 4 ] = { main_c, w1, w2, leaf };
+    for ( int c = 0; c < 4; ++c )
+    {
+        for ( int r = 0; r < 3; ++r )
+        {
+            cube.set_sev( time, cn[ c ], t[ r ], 0.25 * ( ( c * 7 + r * 5 ) % 11 ) + 0.125 * c );
+            cube.set_sev( visits, cn[ c ], t[ r ], 1 + ( c + 2 * r ) % 4 );
+        }
+    }
+    cube.writeCubeReport( dir + "/aggr" );
+}
+
 int
 main( int argc, char** argv )
 {
@@ -59,6 +103,7 @@ main( int argc, char** argv )
     try
     {
         tau( argv[ 1 ] );
+        aggr( argv[ 1 ] );
     }
     catch ( const std::exception& e )
     {
