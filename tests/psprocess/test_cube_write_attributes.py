@@ -134,3 +134,19 @@ def test_cut_keeps_call_path_attributes(tmp_path):
     p = psprocess("cut", "-r", "main", "a.cubex", "-o", "cut.cubex", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert attributes(tmp_path / "cut.cubex")[("cnode", "/main")] == {"ck": "a"}
+
+
+def test_attributes_libcube4_wrote_read_and_written_back(tmp_path):
+    """model/tau.cubex (make-model.sh, written through libcube4's def_attr):
+    attributes on the cube, a metric, a region, a call path, the machine
+    and a location, as CubeLib writes them."""
+    src = DATA / "model" / "tau.cubex"
+    given = attributes(src)
+    assert given[("metric", "msgsize")] == {"kind": "atomic event"}
+    assert given[("region", "main")] == {"region note": "the program"}
+    assert given[("cnode", "/main/send")] == {"call note": "first send"}
+    assert given[("machine", "machine")] == {"platform": "test"}
+    assert given[("thread", "1.0")] == {"thread note": "the other rank"}
+    p = psprocess("cut", "-r", "main", str(src), "-o", "copy.cubex", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert attributes(tmp_path / "copy.cubex") == given  # the cube's own ones CubeLib's tools do not copy either
