@@ -61,7 +61,7 @@ def values(name: str) -> dict[tuple[str, str, str, int, str], float]:
 
 
 def test_the_model_cubes_are_there():
-    assert set(MODEL_CUBES) == {"tau", "aggr", "derive-while", "derive-fixed"}
+    assert set(MODEL_CUBES) == {"tau", "aggr", "derive-while", "derive-fixed", "derive-ticks"}
 
 
 @pytest.mark.parametrize("name, metrics", [
@@ -69,6 +69,7 @@ def test_the_model_cubes_are_there():
     ("aggr", ["max_like", "minus_like", "per_visit"]),
     ("derive-while", ["visit_digits", "visits"]),
     ("derive-fixed", ["time_share", "time"]),
+    ("derive-ticks", ["ticks"]),
 ])
 @pytest.mark.parametrize("metric_tree, call_tree", VIEWS)
 def test_values_equal_cubelib(name, metrics, metric_tree, call_tree):
@@ -103,7 +104,8 @@ def test_tau_atomic_said_once_and_written_as_cubelib_evaluates_it(tmp_path):
         assert again == first
 
 
-@pytest.mark.parametrize("name, metric", [("derive-while", "visit_digits"), ("derive-fixed", "time_share")])
+@pytest.mark.parametrize("name, metric", [("derive-while", "visit_digits"), ("derive-fixed", "time_share"),
+                                          ("derive-ticks", "ticks")])
 def test_derived_metrics_kept(name, metric):
     """Evaluability is decided by parsing: nothing is left out of these."""
     p = psprocess("dump", str(MODEL / f"{name}.cubex"), "-f", "csv", "-m", metric, "-c", "0")

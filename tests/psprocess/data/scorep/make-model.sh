@@ -5,6 +5,8 @@
 #   aggr.cubex         src/model_cubes.cpp: derived metrics with CubePL aggregation operators (<cubeplaggr>)
 #   derive-while.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric whose CubePL loops over a metric's value
 #   derive-fixed.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric over metric::fixed::
+#   derive-ticks.cubex cube_derive of mpi1.cubex: a loop that runs up to 110,000 times for a time of 1 s, some
+#                      35,000 times for the longest time here (a trial evaluation at 1 s stops at 100,000)
 # Only model/ is written; make.sh's outputs are not touched.
 #     SCOREP_BIN=/path/to/scorep/bin sh tests/psprocess/data/scorep/make-model.sh
 set -eu
@@ -31,6 +33,10 @@ cube_derive -t postderived -r inclusive \
 # each call path's share of the whole run's time
 cube_derive -t postderived -r inclusive -e 'metric::time() / metric::fixed::time()' \
     -p time time_share mpi1.cubex -o model/derive-fixed.cubex > /dev/null
+# time in ticks of 1/110000 s, counted one by one
+cube_derive -t postderived -r inclusive \
+    -e '{ ${n} = 0; while (${n} < metric::time() * 110000) { ${n} = ${n} + 1; }; return ${n}; }' \
+    -p time ticks mpi1.cubex -o model/derive-ticks.cubex > /dev/null
 for f in model/*.cubex; do
     "$work/cube_values" "$f" > "$work/values.tsv"
     gzip -n -9 < "$work/values.tsv" > "${f%.cubex}.tsv.gz"
