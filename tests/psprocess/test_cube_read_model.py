@@ -181,3 +181,24 @@ def test_a_bad_aggregation_operator_leaves_its_metric_out(tmp_path, operator):
     assert p.returncode == 0, p.stderr
     said = [line for line in p.stderr.splitlines() if "left out" in line]
     assert len(said) == 1 and "minus_like" in said[0], p.stderr
+
+
+def test_unquoted_rowwise_read(tmp_path):
+    """<cubepl rowwise=false>, as CubeLib writes a metric not computed row by
+    row (unquoted, like cubeplaggrtype=): read, the metric evaluated."""
+    with tarfile.open(MODEL / "aggr.cubex") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    with tarfile.open(tmp_path / "rowwise.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
+        for m, data in members:
+            if m.name == "anchor.xml":
+                data = data.replace(b"<cubepl>metric::time(e)</cubepl>",
+                                    b"<cubepl rowwise=false>metric::time(e)</cubepl>")
+                assert b"rowwise=false" in data
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+    for name in ("rowwise.cubex", str(MODEL / "aggr.cubex")):
+        p = psprocess("dump", name, "-f", "csv", "-m", "max_like", "-c", "all", "-x", "incl", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert "left out" not in p.stderr
+    first = dump(MODEL / "aggr.cubex", ["max_like"], "incl", "incl", False)
+    assert dump(tmp_path / "rowwise.cubex", ["max_like"], "incl", "incl", False) == first
