@@ -24,7 +24,7 @@ This module only imports numpy; nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -384,20 +384,29 @@ class Experiment:
             return out
         return a
 
-    def aggregate(self, metric: str, a: np.ndarray) -> np.ndarray:
-        """(call paths, locations) values of a metric over all locations, as
-        CubeLib aggregates the system tree: summed (the least or greatest
-        for MINDOUBLE and MAXDOUBLE), or for a derived metric with an "aggr"
-        operator that operator folded over the locations from 0 in turn
-        (CubeLib's get_sev_aggregated)."""
+    def aggregate(self, metric: str, inclusive: bool, locations: Sequence[int] | None = None) -> np.ndarray:
+        """Per call path, the metric over the locations (all by default) as
+        CubeLib's get_sev_aggregated gives it.  A prederived metric with an
+        "aggr" operator folds it over the locations, from 0, in turn; then,
+        along the call tree, an exclusive one's inclusive value folds in its
+        children's aggregates with "plus", an inclusive one's exclusive
+        value takes them off with "minus".  Any other metric: its values
+        summed (the least or greatest for MINDOUBLE and MAXDOUBLE), a
+        POSTDERIVED one evaluated per location and summed (views evaluate
+        it on the aggregates instead)."""
         m = self.metric(metric)
         op = m.aggregation.get("aggr") if m.derived and m.kind != "POSTDERIVED" else None
+        cols = slice(None) if locations is None else list(locations)
         if not op:
+            a = (self.inclusive if inclusive else self.exclusive)(metric)[:, cols]
             return (np.add if m.derived else m.combine).reduce(a, axis=1)
+        own = m.kind == "PREDERIVED_EXCLUSIVE"  # its own (exclusive) values are the stored ones; else inclusive
+        a = (self.exclusive if own else self.inclusive)(metric)[:, cols]
         out = np.zeros(a.shape[0])
         for j in range(a.shape[1]):
             out = _cubepl.combine(op, out, a[:, j])
-        return np.asarray(out, dtype=np.float64)
+        column = np.broadcast_to(np.asarray(out, dtype=np.float64), (a.shape[0],)).reshape(-1, 1)
+        return self._along_calltree(m, m.kind, inclusive, column.copy()).ravel()
 
     def _fixed(self, name: str, variant: str) -> np.ndarray | float:
         """metric::fixed::name() of a whole-experiment value: the total."""

@@ -135,21 +135,24 @@ def test_what_psuite_cannot_evaluate_is_still_left_out(tmp_path):
 
 
 def test_aggr_operator_over_the_locations():
-    """Experiment.aggregate folds a derived metric's "aggr" operator over
-    the locations as CubeLib does (max_like: the greatest location)."""
+    """Experiment.aggregate gives CubeLib's aggregates over the locations:
+    max_like's "aggr" operator (the greatest) folded over the locations,
+    then its "plus" along the call tree for the inclusive values;
+    minus_like's exclusive aggregate its inclusive one less twice its
+    children's; a metric without operators summed."""
     from psuite.psprocess.readers import cube as reader
 
     exp = reader.read(str(MODEL / "aggr.cubex"))
     a = anchor(MODEL / "aggr.cubex")
     want = values("aggr")
-    for call_tree, cells in (("excl", exp.exclusive("max_like")), ("incl", exp.inclusive("max_like"))):
-        got = exp.aggregate("max_like", cells)
-        for c, v in enumerate(got.tolist()):
-            assert math.isclose(v, want.get(("incl", call_tree, "max_like", a.cnodes[c], "all"), 0.0),
-                                rel_tol=1e-9), (call_tree, c, v)
-    # without an operator: the sum
-    assert np.allclose(exp.aggregate("minus_like", exp.inclusive("minus_like")),
-                       exp.inclusive("minus_like").sum(axis=1))
+    for metric in ("max_like", "minus_like", "time"):
+        for call_tree in ("excl", "incl"):
+            got = exp.aggregate(metric, call_tree == "incl")
+            for c, v in enumerate(got.tolist()):
+                w = want.get(("incl", call_tree, metric, a.cnodes[c], "all"), 0.0)
+                assert math.isclose(v, w, rel_tol=1e-9), (metric, call_tree, c, v, w)
+    some = exp.aggregate("max_like", False, [0, 2])
+    assert np.allclose(some, np.maximum(0, exp.exclusive("max_like")[:, [0, 2]].max(axis=1)))
 
 
 def test_aggregation_operators_written_as_cubelib_reads_them(tmp_path):

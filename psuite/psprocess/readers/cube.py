@@ -34,8 +34,9 @@ derived from them (their mean, getDouble's, also of aggregates),
 SCALE_FUNC as zeros, each said once on stderr.  Derived metrics
 (POSTDERIVED, PREDERIVED_*) keep their CubePL text, <cubeplinit> and
 <cubeplaggr> operators (CubeLib writes cubeplaggrtype= and rowwise=
-unquoted, which is quoted before the XML is parsed) and hold no values; a metric psuite wrote with values and an <attr key=
-"psuite::cubepl"> is read back as the derived metric it was; derived
+unquoted, which is quoted before the XML is parsed) and hold no values;
+a metric psuite wrote with values and an <attr key="psuite::cubepl"> is
+read back as the derived metric it was; derived
 metrics psuite cannot evaluate are left out, named in attributes[
 "psuite::skipped_metrics"] and on stderr.  Topologies (<cart>) are kept
 with the coordinates of their locations.  The experiment's attributes are
