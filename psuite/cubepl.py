@@ -491,13 +491,26 @@ def aggregation(text: str) -> Program:
     return p
 
 
+MAX_OPERATOR_STEPS = 1_000  # statements one application of an aggregation operator may run (it runs per pair)
+
+
 def combine(text: str, a: Any, b: Any) -> Any:
     """The aggregation operator `text` applied to a and b (arrays or
-    numbers, cell by cell): CubeLib's GeneralEvaluation::eval(a, b)."""
+    numbers, cell by cell): CubeLib's GeneralEvaluation::eval(a, b).  It
+    runs once per call path or location folded in: at most
+    MAX_OPERATOR_STEPS statements each time."""
     def no_metric(name: str, *_: str) -> Any:
         raise ExpressionError("CubePL: an aggregation operator names no metric")
 
-    return evaluate(aggregation(text), no_metric, no_metric, fixed=no_metric, variables={ARG1: a, ARG2: b})
+    ev = _Evaluator(no_metric, no_metric, no_metric, {ARG1: a, ARG2: b})
+    ev.max_steps = MAX_OPERATOR_STEPS
+    shown = " ".join(text.split())[:60]
+    ev.too_long = lambda n: (f"CubePL: the aggregation operator {shown!r} runs more than {n} statements for one "
+                             "pair of values; psuite takes operators of a few statements")
+    result = ev.eval(aggregation(text).tree)
+    if isinstance(result, str) or (isinstance(result, np.ndarray) and result.dtype == object):
+        raise ExpressionError("CubePL: the aggregation operator gives a string, not a number")
+    return np.asarray(result, dtype=np.float64)
 
 
 MAX_FILE = 1 << 20
@@ -550,6 +563,8 @@ class _Evaluator:
         self.settings: dict[str, dict[str, str]] = {}  # cube::metric::set::NAME("value", "VOID"): NAME's
         self.steps = 0
         self.max_steps: int | None = None
+        self.too_long: Callable[[int], str] = lambda n: (f"CubePL: the <cubeplinit> programs run more than {n} "
+                                                         "statements (a loop over too many call paths?)")
 
     # values
     def eval(self, node: tuple) -> Any:
@@ -753,8 +768,7 @@ class _Evaluator:
             if self.max_steps is not None:
                 self.steps += 1
                 if self.steps > self.max_steps:
-                    raise ExpressionError(f"CubePL: the <cubeplinit> programs run more than {self.max_steps} "
-                                          "statements (a loop over too many call paths?)")
+                    raise ExpressionError(self.too_long(self.max_steps))
             if kind == "assign":
                 self.assign(s[1], s[2], self.eval(s[3]))
             elif kind == "decl":

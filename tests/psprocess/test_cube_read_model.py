@@ -205,3 +205,27 @@ def test_unquoted_rowwise_read(tmp_path):
         assert "left out" not in p.stderr
     first = dump(MODEL / "aggr.cubex", ["max_like"], "incl", "incl", False)
     assert dump(tmp_path / "rowwise.cubex", ["max_like"], "incl", "incl", False) == first
+
+
+def test_a_looping_aggregation_operator_is_refused_at_once(tmp_path):
+    """An operator runs once per pair of values folded: one that loops is
+    stopped after a few statements, one line on stderr, exit 2."""
+    import time
+
+    with tarfile.open(MODEL / "aggr.cubex") as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    loop = b"{ ${i} = 0; while (${i} &lt; 1000000000) { ${i} = ${i} + 1; }; return arg1 + arg2; }"
+    with tarfile.open(tmp_path / "loop.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
+        for m, data in members:
+            if m.name == "anchor.xml":
+                data = data.replace(b"<cubeplaggr cubeplaggrtype=plus>max(arg1, arg2)",
+                                    b"<cubeplaggr cubeplaggrtype=plus>" + loop)
+                assert loop in data
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+    start = time.monotonic()
+    p = psprocess("dump", "loop.cubex", "-f", "csv", "-m", "max_like", "-c", "all", "-x", "incl", cwd=tmp_path)
+    assert time.monotonic() - start < 20
+    assert p.returncode == 2, (p.returncode, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and "aggregation operator" in lines[0] and "Traceback" not in p.stderr, p.stderr
