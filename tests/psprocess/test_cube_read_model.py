@@ -1,7 +1,8 @@
 """Cubes made by the real CubeLib for what the Score-P profiles do not hold
 (data/scorep/model, made by make-model.sh with the values libcube4 computes
-for them, model/NAME.tsv.gz): a TAU_ATOMIC metric, shown as CubeLib shows it
-(the mean of the aggregated counts and sums, along both trees); derived
+for them, model/NAME.tsv.gz): TAU_ATOMIC and COMPLEX metrics, shown as
+CubeLib shows them (the mean of the aggregated counts and sums, the modulus
+of the summed parts, along both trees), a RATE one; derived
 metrics with CubePL aggregation operators (<cubeplaggr>: plus along the
 call tree, minus for exclusive values, aggr over the locations); derived
 metrics whose CubePL loops over a metric's value or asks for metric::fixed::,
@@ -61,12 +62,13 @@ def values(name: str) -> dict[tuple[str, str, str, int, str], float]:
 
 
 def test_the_model_cubes_are_there():
-    assert set(MODEL_CUBES) == {"tau", "aggr", "derive-while", "derive-fixed", "derive-ticks"}
+    assert set(MODEL_CUBES) == {"tau", "aggr", "composite", "derive-while", "derive-fixed", "derive-ticks"}
 
 
 @pytest.mark.parametrize("name, metrics", [
     ("tau", ["msgsize", "time"]),
     ("aggr", ["max_like", "minus_like", "per_visit"]),
+    ("composite", ["bandwidth", "amplitude"]),  # RATE: CubeLib sums the rates; COMPLEX: the modulus of sums
     ("derive-while", ["visit_digits", "visits"]),
     ("derive-fixed", ["time_share", "time"]),
     ("derive-ticks", ["ticks"]),

@@ -29,8 +29,9 @@ metrics of every width become int64 (a UINT64 metric with a value beyond
 int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64; NaN and
 infinities are refused.  RATE, COMPLEX, HISTOGRAM(n) and NDOUBLES(n) are
 held as the one number CubeLib's Value::getDouble() gives (cube_dump
-prints the parts), TAU_ATOMIC as its counts and sums with the metric
-derived from them (their mean, getDouble's, also of aggregates),
+prints the parts), TAU_ATOMIC and COMPLEX as their parts (counts and
+sums; real and imaginary parts) with the metric derived from them (the
+mean; the modulus: getDouble's, also of aggregates),
 SCALE_FUNC as zeros, each said once on stderr.  Derived metrics
 (POSTDERIVED, PREDERIVED_*) keep their CubePL text, <cubeplinit> and
 <cubeplaggr> operators (CubeLib writes cubeplaggrtype= and rowwise=
@@ -478,7 +479,7 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         raise _Corrupt("anchor.xml has no <metrics>")
     file_ids: dict[int, int] = {}
     skipped: list[str] = []
-    tau: list[tuple[Metric, _Composite, int]] = []  # TAU_ATOMIC metrics, their layout and file id
+    parted: list[tuple[Metric, _Composite, int]] = []  # TAU_ATOMIC and COMPLEX metrics, their layout and file id
     stack: list[tuple[object, int | None]] = [(m, None) for m in reversed(metrics.findall("metric"))]
     while stack:
         m, parent = stack.pop()
@@ -509,8 +510,8 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             composite = _composite(dtype)
             base = dtype.partition("(")[0].strip()
             metric.dtype = "DOUBLE"
-            if base == "TAU_ATOMIC":
-                tau.append((metric, composite, _int(m.get("id"), f"the id of metric {name!r}")))
+            if base in PARTED:
+                parted.append((metric, composite, _int(m.get("id"), f"the id of metric {name!r}")))
                 stored = False
             elif composite is not None:
                 layouts[name] = composite
@@ -531,8 +532,8 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             if stored:
                 file_ids[i] = fid
         stack.extend((c, i) for c in reversed(m.findall("metric")))
-    for metric, composite, fid in tau:
-        _tau_atomic(exp, metric, composite, fid, file_ids, layouts)
+    for metric, composite, fid in parted:
+        _parted(exp, metric, composite, fid, file_ids, layouts)
     # metrics come out depth first, parents first: the order of the file.  In a cube older psuite wrote,
     # names CubePL cannot name (perf's task-clock) are renamed first, with the expressions naming them, so
     # those expressions are evaluable; other writers' names stay as CubeLib shows them
@@ -546,16 +547,27 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
     return file_ids
 
 
-def _tau_atomic(exp: Experiment, metric: Metric, composite: _Composite, fid: int, file_ids: dict[int, int],
-                layouts: dict[str, _Composite]) -> None:
+# metrics whose values CubeLib aggregates part by part before making one number of them (Value::getDouble):
+# per type, the parts held as metrics of their own (suffix, field, unit or None for the metric's, what it is)
+# and the CubePL of the one number over them ({} the metrics' names), and what is dropped
+PARTED = {
+    "TAU_ATOMIC": ([("count", "n", "occ", "count"), ("sum", "sum", None, "sum")],
+                   "metric::{1}() / metric::{0}()", "its mean", "; its least and greatest values and sums of "
+                   "squares are left out"),
+    "COMPLEX": ([("re", "re", None, "real part"), ("im", "im", None, "imaginary part")],
+                "sqrt(metric::{0}() * metric::{0}() + metric::{1}() * metric::{1}())", "its modulus", ""),
+}
+
+
+def _parted(exp: Experiment, metric: Metric, composite: _Composite, fid: int, file_ids: dict[int, int],
+            layouts: dict[str, _Composite]) -> None:
     """A TAU_ATOMIC metric (per value a count, least, greatest, sum and
-    sum of squares) as CubeLib shows it: TauAtomicValue::getDouble, the
-    mean sum / count of the values aggregated (counts and sums added over
-    callees and locations, then divided).  Held as two stored metrics, its
-    counts and its sums (added at the end of the metric tree), and the
-    metric itself as POSTDERIVED sum() / count(), which CUBE's derived
-    metrics evaluate on the aggregates as CubeLib does; the least and
-    greatest values and the sums of squares are dropped, said."""
+    sum of squares) or a COMPLEX one (real and imaginary parts) as CubeLib
+    shows it: Value::getDouble of the values aggregated part by part (the
+    mean sum / count; the modulus), over callees and locations alike.  Held
+    as its parts, stored metrics of their own (added at the end of the
+    metric tree), and the metric itself as POSTDERIVED over them, which
+    CUBE's derived metrics evaluate on the aggregates as CubeLib does."""
     taken = {m.name for m in exp.metrics}
 
     def free(name: str) -> str:
@@ -565,19 +577,21 @@ def _tau_atomic(exp: Experiment, metric: Metric, composite: _Composite, fid: int
         taken.add(out)
         return out
 
-    count, total = free(f"{metric.name}_count"), free(f"{metric.name}_sum")
+    parts, expression, shown, dropped = PARTED[composite.base]
+    names = []
     display = metric.display or metric.name
-    for name, shown, unit, field in ((count, f"{display} (count)", "occ", "n"),
-                                     (total, f"{display} (sum)", metric.unit, "sum")):
-        i = exp.add_metric(Metric(name, shown, unit, "DOUBLE", metric.kind, f"{metric.description} ({field})".strip()))
+    for suffix, field, unit, what in parts:
+        name = free(f"{metric.name}_{suffix}")
+        names.append(name)
+        i = exp.add_metric(Metric(name, f"{display} ({what})", unit or metric.unit, "DOUBLE", metric.kind,
+                                  f"{metric.description} ({what})".strip()))
         file_ids[i] = fid
-        layouts[name] = _Composite(composite.fields, field, lambda v, f=field: v[f].astype(np.float64),
+        layouts[name] = _Composite(composite.fields, what, lambda v, f=field: v[f].astype(np.float64),
                                    composite.base)
     metric.kind, metric.dtype = "POSTDERIVED", "DOUBLE"
-    metric.expression = f"metric::{total}() / metric::{count}()"
-    _say(f"metric {metric.name!r} is TAU_ATOMIC: shown as its mean, the one number CubeLib makes of it "
-         f"(Value::getDouble), from its counts and sums (metrics {count}, {total}); its least and greatest values "
-         "and sums of squares are left out")
+    metric.expression = expression.format(*names)
+    _say(f"metric {metric.name!r} is {composite.base}: shown as {shown}, the one number CubeLib makes of it "
+         f"(Value::getDouble), from its parts (metrics {', '.join(names)}){dropped}")
 
 
 def _say(message: str) -> None:

@@ -3,6 +3,7 @@
 # values libcube4 computes for them (model/NAME.tsv.gz, as values/ beside make.sh: src/cube_values.cpp):
 #   tau.cubex          src/model_cubes.cpp through libcube4: a TAU_ATOMIC metric, attributes everywhere
 #   aggr.cubex         src/model_cubes.cpp: derived metrics with CubePL aggregation operators (<cubeplaggr>)
+#   composite.cubex    src/model_cubes.cpp: RATE and COMPLEX metrics
 #   derive-while.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric whose CubePL loops over a metric's value
 #   derive-fixed.cubex cube_derive of mpi1.cubex: a POSTDERIVED metric over metric::fixed::
 #   derive-ticks.cubex cube_derive of mpi1.cubex: a loop that runs up to 110,000 times for a time of 1 s, some

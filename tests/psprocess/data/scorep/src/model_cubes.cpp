@@ -5,10 +5,13 @@
 //   aggr.cubex  derived metrics with CubePL aggregation operators (<cubeplaggr>): a PREDERIVED_EXCLUSIVE one whose
 //               call-tree "plus" and system-tree "aggr" take the greater value, a PREDERIVED_INCLUSIVE one with a
 //               "minus", a POSTDERIVED one with an "aggr"
+//   composite.cubex  RATE and COMPLEX metrics (two numbers per value each)
 // Usage: model_cubes DIRECTORY
 // Build: $(cubelib-config --cxx) $(cubelib-config --cppflags) model_cubes.cpp
 //        $(cubelib-config --ldflags) $(cubelib-config --libs)
 #include <Cube.h>
+#include <CubeComplexValue.h>
+#include <CubeRateValue.h>
 #include <CubeTauAtomicValue.h>
 #include <cstdio>
 #include <exception>
@@ -92,6 +95,31 @@ aggr( const std::string& dir )
     cube.writeCubeReport( dir + "/aggr" );
 }
 
+static void
+composite( const std::string& dir )
+{
+    cube::Cube cube;
+    cube::Metric* rate = cube.def_met( "Bandwidth", "bandwidth", "RATE", "bytes/sec", "", "", "bytes / seconds", NULL );
+    cube::Metric* cplx = cube.def_met( "Amplitude", "amplitude", "COMPLEX", "occ", "", "", "re, im", NULL );
+    cube::Region* main_r = cube.def_region( "main", "main", "user", "function", 1, 20, "", "", "a.c" );
+    cube::Region* send_r = cube.def_region( "send", "send", "user", "function", 21, 30, "", "", "a.c" );
+    cube::Cnode* main_c = cube.def_cnode( main_r, "a.c", 1, NULL );
+    cube::Cnode* send_c = cube.def_cnode( send_r, "a.c", 5, main_c );
+    cube::Node*    node = cube.def_node( "node", cube.def_mach( "machine", "" ) );
+    cube::Thread*  t0   = cube.def_thrd( "thread 0", 0, cube.def_proc( "rank 0", 0, node ) );
+    cube::Thread*  t1   = cube.def_thrd( "thread 0", 0, cube.def_proc( "rank 1", 1, node ) );
+    cube.initialize();
+    cube.set_sev( rate, main_c, t0, new cube::RateValue( 100., 2. ) );
+    cube.set_sev( rate, main_c, t1, new cube::RateValue( 30., 0.5 ) );
+    cube.set_sev( rate, send_c, t0, new cube::RateValue( 1000., 0.25 ) );
+    cube.set_sev( rate, send_c, t1, new cube::RateValue( 10., 4. ) );
+    cube.set_sev( cplx, main_c, t0, new cube::ComplexValue( 3., 4. ) );
+    cube.set_sev( cplx, main_c, t1, new cube::ComplexValue( -3., 1. ) );
+    cube.set_sev( cplx, send_c, t0, new cube::ComplexValue( 1., -2. ) );
+    cube.set_sev( cplx, send_c, t1, new cube::ComplexValue( 0.5, 0.25 ) );
+    cube.writeCubeReport( dir + "/composite" );
+}
+
 int
 main( int argc, char** argv )
 {
@@ -104,6 +132,7 @@ main( int argc, char** argv )
     {
         tau( argv[ 1 ] );
         aggr( argv[ 1 ] );
+        composite( argv[ 1 ] );
     }
     catch ( const std::exception& e )
     {
