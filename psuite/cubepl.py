@@ -95,7 +95,7 @@ FUNCTIONS1 = ("sqrt", "sin", "asin", "cos", "acos", "exp", "log", "random", "tan
               "neg", "floor", "ceil")
 FUNCTIONS2 = ("min", "max")
 _REFUSED = {"env": "env() (the environment) is not evaluated by psuite",
-            "arg": "arg1/arg2 are CubeLib's aggregation arguments, not available in a derived metric",
+            "arg": "arg1/arg2 are the operands of an aggregation operator (<cubeplaggr>), not of a derived metric",
             "cube": "CUBE's ghost-metric statements (cube::metric::..., cube::init::...) are not evaluated by psuite"}
 
 
@@ -106,8 +106,12 @@ class Token:
     pos: int
 
 
-def tokenize(text: str) -> list[Token]:
-    """The expression's tokens, in one linear pass."""
+ARG1, ARG2 = " arg1", " arg2"  # arg1 and arg2 as variables: no ${name} can have a space
+
+
+def tokenize(text: str, arguments: bool = False) -> list[Token]:
+    """The expression's tokens, in one linear pass; with `arguments`, an
+    aggregation operator's: arg1 and arg2 are its operands."""
     out: list[Token] = []
     pos, n = 0, len(text)
     while True:
@@ -161,6 +165,10 @@ def tokenize(text: str) -> list[Token]:
                     raise _error(text, pos, f"{word} takes a variable name: {word}(name)")
                 out.append(Token("sizeof", (word, a.group(1)), pos))
                 pos = a.end()
+                continue
+            if arguments and word == "arg" and text[m.end():m.end() + 1] in ("1", "2"):
+                out.append(Token("var", ARG1 if text[m.end()] == "1" else ARG2, pos))
+                pos = m.end() + 1
                 continue
             if word in _KEYWORDS or word in FUNCTIONS1 or word in FUNCTIONS2:
                 out.append(Token("word", word, pos))
@@ -224,9 +232,9 @@ class Program:
 
 
 class _Parser:
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, arguments: bool = False) -> None:
         self.text = text
-        self.tokens = tokenize(text)
+        self.tokens = tokenize(text, arguments)
         self.i = 0
         self.depth = 0
         self.program = Program(text, ())
@@ -449,27 +457,60 @@ class _Parser:
         raise self.fail("expected a statement (${a} = ..., if, while, local, global) or return")
 
 
-def parse(text: str) -> Program:
-    """Parse a CubePL expression (raises ExpressionError)."""
+def parse(text: str, arguments: bool = False) -> Program:
+    """Parse a CubePL expression (raises ExpressionError); with
+    `arguments`, an aggregation operator's, over arg1 and arg2."""
     text = text.strip()
     if text.startswith("<cubepl>") and text.endswith("</cubepl>"):  # the form CubeLib's grammar starts from
         text = text[len("<cubepl>"):-len("</cubepl>")]
     if not text.strip():
         raise ExpressionError("CubePL: the expression is empty")
-    return _Parser(text).parse()
+    return _Parser(text, arguments).parse()
 
 
-_CACHE: dict[str, Program] = {}
+_CACHE: dict[tuple[str, bool], Program] = {}
 
 
-def compiled(text: str) -> Program:
+def compiled(text: str, arguments: bool = False) -> Program:
     """parse(), remembered (derived metrics are evaluated over and over)."""
-    p = _CACHE.get(text)
+    p = _CACHE.get((text, arguments))
     if p is None:
         if len(_CACHE) > 4096:
             _CACHE.clear()
-        p = _CACHE[text] = parse(text)
+        p = _CACHE[(text, arguments)] = parse(text, arguments)
     return p
+
+
+def aggregation(text: str) -> Program:
+    """An aggregation operator (CUBE's <cubeplaggr>: plus, minus, aggr)
+    parsed: an expression of arg1 and arg2, which name no metric."""
+    p = compiled(text, True)
+    if p.metrics:
+        raise ExpressionError(f"CubePL: the aggregation operator {text.strip()!r} names a metric; "
+                              "it combines its operands arg1 and arg2 only")
+    return p
+
+
+MAX_OPERATOR_STEPS = 1_000  # statements one application of an aggregation operator may run (it runs per pair)
+
+
+def combine(text: str, a: Any, b: Any) -> Any:
+    """The aggregation operator `text` applied to a and b (arrays or
+    numbers, cell by cell): CubeLib's GeneralEvaluation::eval(a, b).  It
+    runs once per call path or location folded in: at most
+    MAX_OPERATOR_STEPS statements each time."""
+    def no_metric(name: str, *_: str) -> Any:
+        raise ExpressionError("CubePL: an aggregation operator names no metric")
+
+    ev = _Evaluator(no_metric, no_metric, no_metric, {ARG1: a, ARG2: b})
+    ev.max_steps = MAX_OPERATOR_STEPS
+    shown = " ".join(text.split())[:60]
+    ev.too_long = lambda n: (f"CubePL: the aggregation operator {shown!r} runs more than {n} statements for one "
+                             "pair of values; psuite takes operators of a few statements")
+    result = ev.eval(aggregation(text).tree)
+    if isinstance(result, str) or (isinstance(result, np.ndarray) and result.dtype == object):
+        raise ExpressionError("CubePL: the aggregation operator gives a string, not a number")
+    return np.asarray(result, dtype=np.float64)
 
 
 MAX_FILE = 1 << 20
@@ -522,6 +563,8 @@ class _Evaluator:
         self.settings: dict[str, dict[str, str]] = {}  # cube::metric::set::NAME("value", "VOID"): NAME's
         self.steps = 0
         self.max_steps: int | None = None
+        self.too_long: Callable[[int], str] = lambda n: (f"CubePL: the <cubeplinit> programs run more than {n} "
+                                                         "statements (a loop over too many call paths?)")
 
     # values
     def eval(self, node: tuple) -> Any:
@@ -725,8 +768,7 @@ class _Evaluator:
             if self.max_steps is not None:
                 self.steps += 1
                 if self.steps > self.max_steps:
-                    raise ExpressionError(f"CubePL: the <cubeplinit> programs run more than {self.max_steps} "
-                                          "statements (a loop over too many call paths?)")
+                    raise ExpressionError(self.too_long(self.max_steps))
             if kind == "assign":
                 self.assign(s[1], s[2], self.eval(s[3]))
             elif kind == "decl":

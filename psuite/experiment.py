@@ -24,7 +24,7 @@ This module only imports numpy; nothing here reads or writes files.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -50,6 +50,11 @@ class Metric:
     parent: int | None = None  # index of the parent metric in Experiment.metrics
     expression: str = ""  # a derived metric's CubePL expression
     init: str = ""  # its <cubeplinit>: CubePL run once per experiment, before any evaluation
+    # a derived metric's <cubeplaggr> operators, CubePL over arg1 and arg2: "plus" sums a call path's value
+    # with its callees' (its inclusive value), "minus" takes them off (exclusive), "aggr" combines locations
+    aggregation: dict[str, str] = field(default_factory=dict)
+    # CUBE's <attr key value> pairs; not part of a metric's identity (matching is by name)
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def derived(self) -> bool:
@@ -78,6 +83,7 @@ class Region:
     description: str = ""
     role: str = "function"
     paradigm: str = "compiler"
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)  # CUBE's <attr>s
 
 
 @dataclass
@@ -87,6 +93,7 @@ class Cnode:
     region: int  # index in Experiment.regions
     parent: int | None  # index in Experiment.cnodes, None for a root
     line: int = -1  # call-site line, -1 when unknown
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)  # CUBE's <attr>s
 
 
 @dataclass
@@ -99,6 +106,12 @@ class Location:
     rank: int = 0  # the process's rank (MPI rank, else its position)
     thread: str = "thread 0"
     thread_rank: int = 0
+    # CUBE's <attr>s of the location and of the process, node and machine holding it (Score-P puts
+    # "platform" on the machine); not part of a location's identity
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    process_attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    node_attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    machine_attributes: dict[str, str] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -336,18 +349,64 @@ class Experiment:
         if not cells:
             return a
         if np.ndim(a) == 1:  # get gave one value per call path (summed over the locations, say): a column
-            column = np.asarray(a, dtype=np.float64).reshape(-1, 1)
-            if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
-                return to_inclusive(column, self.parents()).ravel()
-            if kind == "PREDERIVED_INCLUSIVE" and not inclusive:
-                return to_exclusive(column, self.parents()).ravel()
-            return column.ravel()
+            return self._along_calltree(m, kind, inclusive, np.asarray(a, dtype=np.float64).reshape(-1, 1)).ravel()
         full = np.broadcast_to(a, (len(self.cnodes), len(self.locations))).astype(np.float64)
+        return self._along_calltree(m, kind, inclusive, full)
+
+    def _along_calltree(self, m: Metric, kind: str, inclusive: bool, a: np.ndarray) -> np.ndarray:
+        """A prederived metric's values in the other call-tree view: an
+        exclusive one's inclusive values, an inclusive one's exclusive
+        values; with CubeLib's fold of its <cubeplaggr> operators when it
+        has them (CubeLib's get_sev_aggregated: a call path's value plus
+        each child's inclusive value in turn; its value minus the plus of
+        its children's, for a call path with children)."""
+        plus, minus = m.aggregation.get("plus"), m.aggregation.get("minus")
         if kind == "PREDERIVED_EXCLUSIVE" and inclusive:
-            return to_inclusive(full, self.parents())
+            if not plus:
+                return to_inclusive(a, self.parents())
+            out = a.copy()
+            kids = self.children()
+            for c in range(len(self.cnodes) - 1, -1, -1):  # children come after their parent: done first
+                for k in kids[c]:
+                    out[c] = _cubepl.combine(plus, out[c], out[k])
+            return out
         if kind == "PREDERIVED_INCLUSIVE" and not inclusive:
-            return to_exclusive(full, self.parents())
-        return full
+            if not plus and not minus:
+                return to_exclusive(a, self.parents())
+            out = a.copy()
+            for c, kids in enumerate(self.children()):
+                if not kids:
+                    continue
+                under = np.zeros(a.shape[1])
+                for k in kids:
+                    under = _cubepl.combine(plus, under, a[k]) if plus else under + a[k]
+                out[c] = _cubepl.combine(minus, a[c], under) if minus else a[c] - under
+            return out
+        return a
+
+    def aggregate(self, metric: str, inclusive: bool, locations: Sequence[int] | None = None) -> np.ndarray:
+        """Per call path, the metric over the locations (all by default) as
+        CubeLib's get_sev_aggregated gives it.  A prederived metric with an
+        "aggr" operator folds it over the locations, from 0, in turn; then,
+        along the call tree, an exclusive one's inclusive value folds in its
+        children's aggregates with "plus", an inclusive one's exclusive
+        value takes them off with "minus".  Any other metric: its values
+        summed (the least or greatest for MINDOUBLE and MAXDOUBLE), a
+        POSTDERIVED one evaluated per location and summed (views evaluate
+        it on the aggregates instead)."""
+        m = self.metric(metric)
+        op = m.aggregation.get("aggr") if m.derived and m.kind != "POSTDERIVED" else None
+        cols = slice(None) if locations is None else list(locations)
+        if not op:
+            a = (self.inclusive if inclusive else self.exclusive)(metric)[:, cols]
+            return (np.add if m.derived else m.combine).reduce(a, axis=1)
+        own = m.kind == "PREDERIVED_EXCLUSIVE"  # its own (exclusive) values are the stored ones; else inclusive
+        a = (self.exclusive if own else self.inclusive)(metric)[:, cols]
+        out = np.zeros(a.shape[0])
+        for j in range(a.shape[1]):
+            out = _cubepl.combine(op, out, a[:, j])
+        column = np.broadcast_to(np.asarray(out, dtype=np.float64), (a.shape[0],)).reshape(-1, 1)
+        return self._along_calltree(m, m.kind, inclusive, column.copy()).ravel()
 
     def _fixed(self, name: str, variant: str) -> np.ndarray | float:
         """metric::fixed::name() of a whole-experiment value: the total."""

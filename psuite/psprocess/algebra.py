@@ -139,6 +139,13 @@ def _system_mode(collapse: bool, reduce: bool) -> str:
     return COLLAPSE if collapse else REDUCE if reduce else MATCH
 
 
+def _virtual(loc: Location) -> Location:
+    """A location moved under -C's virtual machine and node, which carry
+    no attributes (CubeLib's collapsed_merge makes them without)."""
+    return dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE, machine_attributes={},
+                               node_attributes={})
+
+
 def _union_locations(inputs: Sequence[Experiment], mode: str) -> tuple[list[Location], list[np.ndarray | None]]:
     """The union of the inputs' locations, as cube_* -c or -C unify them:
     a process is matched by its name and rank (with -c also its machine's
@@ -150,7 +157,9 @@ def _union_locations(inputs: Sequence[Experiment], mode: str) -> tuple[list[Loca
     for e in inputs:
         for loc in e.locations:
             if mode == COLLAPSE:
-                loc = dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE)
+                loc = _virtual(loc)
+            elif loc.machine_attributes or loc.node_attributes:  # -c remakes machines and nodes without theirs
+                loc = dataclasses.replace(loc, machine_attributes={}, node_attributes={})
             g = groups.setdefault((loc.machine, loc.node, loc.process, loc.rank), [])
             if all(t != loc.thread_rank for t, _ in g):
                 g.append((loc.thread_rank, loc))
@@ -322,11 +331,19 @@ def _unify_metrics(inputs: Sequence[Experiment], prefer_last: bool) -> list[Metr
                 chosen[m.name] = (m, parent)
             if not m.derived and not m.integer:
                 floating.add(m.name)
+    # CubeLib's metric_merge copies every input's attributes onto the metric it matches, in input order:
+    # their union, a key the inputs disagree on taking the last input's value
+    attributes: dict[str, dict[str, str]] = {}
+    for e in inputs:
+        for m in e.metrics:
+            if m.attributes:
+                attributes.setdefault(m.name, {}).update(m.attributes)
     order = sorted(first, key=first.get)
     out = []
     for name in order:
         m, parent = chosen[name]
-        m = dataclasses.replace(m, parent=first[parent] if parent is not None else None)
+        m = dataclasses.replace(m, parent=first[parent] if parent is not None else None,
+                                attributes=attributes.get(name, {}))
         if not m.derived and name in floating and m.combine is np.add:  # MINDOUBLE, MAXDOUBLE stay what they are
             m.dtype = "DOUBLE"
         out.append(m)
@@ -410,6 +427,23 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
         rows.append(None if same else r)
         unique.append(len(np.unique(r)) == len(r))
     return regions, cnodes, rows, unique
+
+
+def _cnode_attributes(inputs: Sequence[Experiment], cnodes: list[Cnode], rows: list[np.ndarray | None]) -> None:
+    """The unified call paths' attributes, as CubeLib gives them: a call
+    path's are those of the input that brought it (def_cnode copies them
+    when it creates one; a later input's matching one adds nothing).
+    Regions are the first input's objects already, attributes with them."""
+    if not any(c.attributes for e in inputs for c in e.cnodes):
+        return
+    brought = np.zeros(len(cnodes), dtype=bool)
+    for e, r in zip(inputs, rows, strict=True):
+        target = np.arange(len(e.cnodes)) if r is None else r
+        for i, c in enumerate(e.cnodes):
+            j = int(target[i])
+            if c.attributes and not brought[j]:
+                cnodes[j].attributes = dict(c.attributes)
+        brought[target] = True
 
 
 def _unify_systems(inputs: Sequence[Experiment], names: Sequence[str], system: str):
@@ -511,6 +545,7 @@ def _plan(inputs: Sequence[Experiment], collapse: bool = False, prefer_last: boo
     if left_out:
         metrics = _without(metrics, left_out)
     regions, cnodes, rows, unique = _unify_calltrees(inputs)
+    _cnode_attributes(inputs, cnodes, rows)
     locations, columns = _unify_systems(inputs, names, system)
     return _Plan(inputs, names, metrics, regions, cnodes, locations, rows, unique, columns, system, consume,
                  left_out)
@@ -672,6 +707,7 @@ def side_by_side(experiments: Sequence[Experiment]) -> Experiment:
     inputs, names = _checked(experiments)
     metrics = _unify_metrics(inputs, False)
     regions, cnodes, rows, unique = _unify_calltrees(inputs)
+    _cnode_attributes(inputs, cnodes, rows)
     locations: list[Location] = []
     offsets: list[int] = []
     for e in inputs:
@@ -877,7 +913,7 @@ def _keep(e: Experiment, keep: np.ndarray, operation: str) -> tuple[Experiment, 
     for i in kept.tolist():
         c = e.cnodes[i]
         p = new[c.parent] if c.parent is not None else -1
-        cnodes.append(Cnode(c.region, int(p) if p >= 0 else None, c.line))
+        cnodes.append(Cnode(c.region, int(p) if p >= 0 else None, c.line, c.attributes))
     out = Experiment(metrics=[dataclasses.replace(m) for m in e.metrics], regions=list(e.regions), cnodes=cnodes,
                      locations=list(e.locations), attributes={"operation": operation})
     for name, a in e.values.items():
@@ -942,7 +978,7 @@ def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: 
     if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
     if collapse:
-        e.locations = [dataclasses.replace(loc, machine=VIRTUAL_MACHINE, node=VIRTUAL_NODE) for loc in e.locations]
+        e.locations = [_virtual(loc) for loc in e.locations]
     # what the input's values mean stays true of a part of them: the sampling event (a profile's regions are
     # written without their sampled lines, so cuts of two runs combine) and the ratios kept without a formula
     e.attributes = {"operation": operation, **{k: experiment.attributes[k] for k in (SAMPLED_ON, NO_FORMULA)

@@ -77,6 +77,11 @@ def _attr(s: str) -> str:
     return escape(s, {'"': "&quot;", "\n": "&#10;", "\t": "&#9;", "\r": "&#13;"})
 
 
+def _attrs(attributes: dict[str, str], skip: tuple[str, ...] = ()) -> str:
+    """CUBE's <attr key value/> elements of an element's attributes."""
+    return "".join(f'<attr key="{_attr(k)}" value="{_attr(v)}"/>' for k, v in attributes.items() if k not in skip)
+
+
 def targets(path: str) -> list[str]:
     """The files write(..., path) creates: the cube and its statistics."""
     if not path.endswith(EXTENSION):
@@ -364,6 +369,11 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
         extra = f"<cubepl>{escape(m.expression)}</cubepl>" if m.derived else ""
         if m.derived and m.init:  # CubeLib runs it before evaluating any derived metric
             extra += f"<cubeplinit>{escape(m.init)}</cubeplinit>"
+        for kind in ("plus", "minus", "aggr") if m.derived else ():
+            if m.aggregation.get(kind):  # unquoted: the only form CubeLib's scanner reads (and writes)
+                extra += f"<cubeplaggr cubeplaggrtype={kind}>{escape(m.aggregation[kind])}</cubeplaggr>"
+        # a metric's own attributes, but not the markers this writer sets itself
+        extra += _attrs(m.attributes, (STAND_IN, "psuite::cubepl", "psuite::kind"))
         if m.name in stand_ins:
             extra += f'<attr key="{STAND_IN}" value="{_attr(stand_ins[m.name])}"/>'
         out.append(f'<metric id="{file_id[i]}" type="{m.kind}"><disp_name>{escape(m.display or m.name)}</disp_name>'
@@ -381,7 +391,8 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
         begin, end = (-1, -1) if sampled else (r.begin, r.end)
         out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{begin}" end="{end}"><name>{escape(r.name)}'
                    f"</name><mangled_name>{escape(r.name)}</mangled_name><paradigm>{escape(r.paradigm)}</paradigm>"
-                   f"<role>{escape(r.role)}</role><url></url><descr>{escape(r.description)}</descr></region>")
+                   f"<role>{escape(r.role)}</role><url></url><descr>{escape(r.description)}</descr>"
+                   f"{_attrs(r.attributes)}</region>")
     depth = [0] * len(exp.cnodes)
     open_depth = -1  # depth of the innermost open <cnode>
     for file_cnode, c in enumerate(deep.tolist()):
@@ -390,25 +401,32 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
         depth[c] = d
         out.append("</cnode>" * (open_depth - d + 1))
         line = f' line="{node.line}"' if node.line >= 0 else ""
-        out.append(f'<cnode id="{file_cnode}" calleeId="{node.region}"{line}>')
+        out.append(f'<cnode id="{file_cnode}" calleeId="{node.region}"{line}>{_attrs(node.attributes)}')
         open_depth = d
     out.append("</cnode>" * (open_depth + 1))
     out.append("</program><system>")
     node_id = group_id = loc_id = 0
     for machine, nodes in tree:
-        out.append(f'<systemtreenode Id="{node_id}"><name>{escape(machine)}</name><class>machine</class>')
+        # a machine's, node's or process's attributes: those its first location carries
+        first = exp.locations[nodes[0][1][0][1][0]]
+        out.append(f'<systemtreenode Id="{node_id}"><name>{escape(machine)}</name><class>machine</class>'
+                   f"{_attrs(first.machine_attributes)}")
         node_id += 1
         for node_name, groups in nodes:
-            out.append(f'<systemtreenode Id="{node_id}"><name>{escape(node_name)}</name><class>node</class>')
+            first = exp.locations[groups[0][1][0]]
+            out.append(f'<systemtreenode Id="{node_id}"><name>{escape(node_name)}</name><class>node</class>'
+                       f"{_attrs(first.node_attributes)}")
             node_id += 1
             for (rank, process), members in groups:
+                first = exp.locations[members[0]]
                 out.append(f'<locationgroup Id="{group_id}"><name>{escape(process)}</name><rank>{rank}</rank>'
-                           "<type>process</type>")
+                           f"<type>process</type>{_attrs(first.process_attributes)}")
                 group_id += 1
                 for i in members:
                     loc = exp.locations[i]
                     out.append(f'<location Id="{loc_id}"><name>{escape(loc.thread)}</name>'
-                               f"<rank>{loc.thread_rank}</rank><type>thread</type></location>")
+                               f"<rank>{loc.thread_rank}</rank><type>thread</type>{_attrs(loc.attributes)}"
+                               "</location>")
                     loc_id += 1
                 out.append("</locationgroup>")
             out.append("</systemtreenode>")

@@ -27,29 +27,36 @@ values; a zlib block never inflates beyond what the anchor and index
 declare, a gzip anchor.xml no more than 64 times its size.  Integer
 metrics of every width become int64 (a UINT64 metric with a value beyond
 int64 becomes DOUBLE), DOUBLE, MINDOUBLE and MAXDOUBLE float64; NaN and
-infinities are refused.  RATE, COMPLEX, TAU_ATOMIC, HISTOGRAM(n) and
-NDOUBLES(n) are held as the one number CubeLib's Value::getDouble() gives
-(cube_dump prints the parts), SCALE_FUNC as zeros, each said once on stderr.
-Derived metrics (POSTDERIVED, PREDERIVED_*) keep their CubePL text and
-hold no values; a metric psuite wrote with values and an <attr key=
-"psuite::cubepl"> is read back as the derived metric it was; derived
+infinities are refused.  RATE, COMPLEX, HISTOGRAM(n) and NDOUBLES(n) are
+held as the one number CubeLib's Value::getDouble() gives (cube_dump
+prints the parts), TAU_ATOMIC and COMPLEX as their parts (counts and
+sums; real and imaginary parts) with the metric derived from them (the
+mean; the modulus: getDouble's, also of aggregates),
+SCALE_FUNC as zeros, each said once on stderr.  Derived metrics
+(POSTDERIVED, PREDERIVED_*) keep their CubePL text, <cubeplinit> and
+<cubeplaggr> operators (CubeLib writes cubeplaggrtype= and rowwise=
+unquoted, which is quoted before the XML is parsed) and hold no values;
+a metric psuite wrote with values and an <attr key="psuite::cubepl"> is
+read back as the derived metric it was; derived
 metrics psuite cannot evaluate are left out, named in attributes[
 "psuite::skipped_metrics"] and on stderr.  Topologies (<cart>) are kept
 with the coordinates of their locations.  The experiment's attributes are
-kept; metrics', regions' and call paths' <attr>s have no place in the
-model and are not read.  Trees are walked without recursion, as deep as
+kept, and so are the <attr>s of metrics, regions, call paths, locations,
+processes, and the machine and node holding them (other system-tree
+levels' are dropped with the levels).  Trees are walked without recursion, as deep as
 libxml2 parses (2,048 levels).
 """
 
 from __future__ import annotations
 
 import gzip
+import re
 import struct
 import zlib
 
 import numpy as np
 
-from psuite.cubepl import compiled
+from psuite.cubepl import aggregation, compiled
 from psuite.errors import InputError
 from psuite.experiment import (
     DERIVED_KINDS,
@@ -62,12 +69,12 @@ from psuite.experiment import (
     Metric,
     Region,
     Topology,
-    evaluate,
     metric_names,
 )
 from psuite.psprocess.cube_names import with_cubepl_names
 
 CUBEPL_ATTR, KIND_ATTR = "psuite::cubepl", "psuite::kind"
+OWN_METRIC_ATTRS = (CUBEPL_ATTR, KIND_ATTR, "psuite::stand_in")  # exporters/cube.py STAND_IN
 INTEGER = {
     "UINT64": "u8",
     "INT64": "i8",
@@ -334,8 +341,16 @@ def _gunzip(data: bytes) -> bytes:
     return b"".join(pieces)
 
 
+# CubeLib writes (and its scanner reads only) two attributes unquoted: <cubeplaggr cubeplaggrtype=plus> and
+# <cubepl rowwise=false>, which no XML parser takes: quoted before parsing
+_UNQUOTED = re.compile(rb"<(cubeplaggr|cubepl)(\s+)(cubeplaggrtype|rowwise)(\s*=\s*)([A-Za-z]+)(\s*)>")
+
+
 def _parse_xml(data: bytes):
     from lxml import etree
+
+    if b"cubeplaggrtype" in data or b"rowwise" in data:
+        data = _UNQUOTED.sub(rb'<\1\2\3\4"\5"\6>', data)
 
     parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=True)
     try:
@@ -347,6 +362,12 @@ def _parse_xml(data: bytes):
                 "that deep); psuite reads trees up to about 2,000 levels"
             ) from None
         raise _Corrupt(f"anchor.xml is not well-formed XML: {exc}") from None
+
+
+def _attributes(el) -> dict[str, str]:
+    """An element's own <attr key value> children (CubeLib's def_attr: a
+    key given twice keeps its last value)."""
+    return {a.get("key", ""): a.get("value", "") for a in el.iterchildren("attr")}
 
 
 def _text(el, tag: str, default: str = "") -> str:
@@ -376,7 +397,7 @@ def _anchor(data: bytes) -> tuple[Experiment, dict[int, int], dict[str, _Composi
     if not version.startswith("4"):
         raise _Corrupt(f"anchor.xml is CUBE version {version or '?'}; psuite reads CUBE 4")
     exp = Experiment()
-    exp.attributes.update({a.get("key", ""): a.get("value", "") for a in root.findall("attr")})
+    exp.attributes.update(_attributes(root))
     file_ids = _metrics(exp, root.find("metrics"), layouts)
     program = root.find("program")
     if program is None:
@@ -458,6 +479,7 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         raise _Corrupt("anchor.xml has no <metrics>")
     file_ids: dict[int, int] = {}
     skipped: list[str] = []
+    parted: list[tuple[Metric, _Composite, int]] = []  # TAU_ATOMIC and COMPLEX metrics, their layout and file id
     stack: list[tuple[object, int | None]] = [(m, None) for m in reversed(metrics.findall("metric"))]
     while stack:
         m, parent = stack.pop()
@@ -466,8 +488,10 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             raise _Corrupt("a metric has no <uniq_name>")
         kind = m.get("type", EXCLUSIVE).upper()
         dtype = _text(m, "dtype", "DOUBLE").strip().upper()
-        attrs = {a.get("key"): a.get("value", "") for a in m.findall("attr")}
+        attrs = _attributes(m)
         metric = Metric(name, _text(m, "disp_name"), _text(m, "uom", "occ"), dtype, kind, _text(m, "descr"), parent)
+        # psuite's own markers are read into the model below, not kept as attributes
+        metric.attributes = {k: v for k, v in attrs.items() if k not in OWN_METRIC_ATTRS}
         stored = True
         if CUBEPL_ATTR in attrs:  # psuite's derived metric, written with its values
             kept = attrs.get(KIND_ATTR)
@@ -476,13 +500,20 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         elif kind in DERIVED_KINDS:
             metric.expression = _text(m, "cubepl").strip()
             metric.init = _text(m, "cubeplinit").strip()
+            for a in m.iterchildren("cubeplaggr"):  # CubeLib: a type given twice keeps the last
+                kind_of = (a.get("cubeplaggrtype") or "").lower()
+                if kind_of in ("plus", "minus", "aggr") and (a.text or "").strip():
+                    metric.aggregation[kind_of] = a.text.strip()
         elif kind not in (EXCLUSIVE, INCLUSIVE):
             raise _Corrupt(f"metric {name!r} has type {kind!r}")
         elif dtype not in INTEGER and dtype not in FLOATING:
             composite = _composite(dtype)
             base = dtype.partition("(")[0].strip()
             metric.dtype = "DOUBLE"
-            if composite is not None:
+            if base in PARTED:
+                parted.append((metric, composite, _int(m.get("id"), f"the id of metric {name!r}")))
+                stored = False
+            elif composite is not None:
                 layouts[name] = composite
                 _say(
                     f"metric {name!r} is {base}: shown as {composite.shown}, the one number CubeLib makes "
@@ -501,6 +532,8 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
             if stored:
                 file_ids[i] = fid
         stack.extend((c, i) for c in reversed(m.findall("metric")))
+    for metric, composite, fid in parted:
+        _parted(exp, metric, composite, fid, file_ids, layouts)
     # metrics come out depth first, parents first: the order of the file.  In a cube older psuite wrote,
     # names CubePL cannot name (perf's task-clock) are renamed first, with the expressions naming them, so
     # those expressions are evaluable; other writers' names stay as CubeLib shows them
@@ -512,6 +545,53 @@ def _metrics(exp: Experiment, metrics, layouts: dict[str, _Composite]) -> dict[i
         exp.attributes["psuite::skipped_metrics"] = ",".join(skipped)
         _say(f"derived metrics psuite cannot evaluate are left out: {', '.join(skipped)}")
     return file_ids
+
+
+# metrics whose values CubeLib aggregates part by part before making one number of them (Value::getDouble):
+# per type, the parts held as metrics of their own (suffix, field, unit or None for the metric's, what it is)
+# and the CubePL of the one number over them ({} the metrics' names), and what is dropped
+PARTED = {
+    "TAU_ATOMIC": ([("count", "n", "occ", "count"), ("sum", "sum", None, "sum")],
+                   "metric::{1}() / metric::{0}()", "its mean", "; its least and greatest values and sums of "
+                   "squares are left out"),
+    "COMPLEX": ([("re", "re", None, "real part"), ("im", "im", None, "imaginary part")],
+                "sqrt(metric::{0}() * metric::{0}() + metric::{1}() * metric::{1}())", "its modulus", ""),
+}
+
+
+def _parted(exp: Experiment, metric: Metric, composite: _Composite, fid: int, file_ids: dict[int, int],
+            layouts: dict[str, _Composite]) -> None:
+    """A TAU_ATOMIC metric (per value a count, least, greatest, sum and
+    sum of squares) or a COMPLEX one (real and imaginary parts) as CubeLib
+    shows it: Value::getDouble of the values aggregated part by part (the
+    mean sum / count; the modulus), over callees and locations alike.  Held
+    as its parts, stored metrics of their own (added at the end of the
+    metric tree), and the metric itself as POSTDERIVED over them, which
+    CUBE's derived metrics evaluate on the aggregates as CubeLib does."""
+    taken = {m.name for m in exp.metrics}
+
+    def free(name: str) -> str:
+        out, k = name, 2
+        while out in taken:
+            out, k = f"{name}_{k}", k + 1
+        taken.add(out)
+        return out
+
+    parts, expression, shown, dropped = PARTED[composite.base]
+    names = []
+    display = metric.display or metric.name
+    for suffix, field, unit, what in parts:
+        name = free(f"{metric.name}_{suffix}")
+        names.append(name)
+        i = exp.add_metric(Metric(name, f"{display} ({what})", unit or metric.unit, "DOUBLE", metric.kind,
+                                  f"{metric.description} ({what})".strip()))
+        file_ids[i] = fid
+        layouts[name] = _Composite(composite.fields, what, lambda v, f=field: v[f].astype(np.float64),
+                                   composite.base)
+    metric.kind, metric.dtype = "POSTDERIVED", "DOUBLE"
+    metric.expression = expression.format(*names)
+    _say(f"metric {metric.name!r} is {composite.base}: shown as {shown}, the one number CubeLib makes of it "
+         f"(Value::getDouble), from its parts (metrics {', '.join(names)}){dropped}")
 
 
 def _say(message: str) -> None:
@@ -528,13 +608,17 @@ def _drop_unevaluable(exp: Experiment, file_ids: dict[int, int], skipped: list[s
     skipped ones; their children hang on their parent.  A metric the file
     lacks is 0, as in CubeLib.  Returns file_ids on the new metric
     indices."""
-    names = {m.name for m in exp.metrics}
 
     def evaluable(m: Metric) -> bool:
+        # decided by parsing, not by a trial evaluation: a trial on made-up values misjudges what depends on
+        # the values (a while loop over a metric's value, metric::fixed::, a variable the <cubeplinit> sets);
+        # what psuite cannot evaluate (metric::call::, env(), arg1) is refused by the parser itself
         try:
-            evaluate(m.expression, lambda n: 1.0, lambda n, v: 1.0, metrics=names)
+            compiled(m.expression)
             if m.init:
                 compiled(m.init)
+            for operator in m.aggregation.values():
+                aggregation(operator)
         except ExpressionError:
             return False
         return True
@@ -578,6 +662,7 @@ def _program(exp: Experiment, program) -> None:
                 _text(r, "descr"),
                 _text(r, "role", "function"),
                 _text(r, "paradigm", "unknown"),
+                _attributes(r),
             )
         )
     index: dict = {}  # cnode element -> its index; document order is depth first, parents first
@@ -591,6 +676,9 @@ def _program(exp: Experiment, program) -> None:
             index.get(up) if up is not None and up.tag == "cnode" else None,
             _int(c.get("line"), "line", -1),
         )
+        attrs = _attributes(c)
+        if attrs:
+            exp.cnodes[-1].attributes = attrs
     if not exp.cnodes:
         raise _Corrupt("anchor.xml has no call tree (<cnode>)")
 
@@ -602,26 +690,36 @@ def _system(exp: Experiment, system) -> None:
     found: list[tuple[int, Location]] = []
     groups = {"locationgroup", "process"}
     nodes = {"systemtreenode", "machine", "node"}
-    stack: list[tuple[object, list[str]]] = [(c, []) for c in reversed(list(system)) if c.tag in nodes]
+    # path: the names of the system-tree nodes above, with their attributes
+    stack: list[tuple[object, list[tuple[str, dict[str, str]]]]] = [
+        (c, []) for c in reversed(list(system)) if c.tag in nodes
+    ]
     while stack:
         el, path = stack.pop()
         if el.tag in nodes:
-            here = [*path, _text(el, "name")]
+            here = [*path, (_text(el, "name"), _attributes(el))]
             stack.extend((c, here) for c in reversed(list(el)) if c.tag in nodes or c.tag in groups)
             continue
         process, rank = _text(el, "name"), _int(_text(el, "rank"), "rank", 0)
+        process_attrs = _attributes(el)
+        machine, node = (path[0], path[-1]) if path else (("machine", {}), ("node", {}))
         for loc in el:
             if loc.tag in ("location", "thread"):
                 found.append(
                     (
                         _int(loc.get("Id"), "a location's Id"),
                         Location(
-                            path[0] if path else "machine",
-                            path[-1] if path else "node",
+                            machine[0],
+                            node[0],
                             process,
                             rank,
                             _text(loc, "name"),
                             _int(_text(loc, "rank"), "rank", 0),
+                            _attributes(loc),
+                            process_attrs,
+                            # a machine with no node below it: its attributes are the machine's only
+                            node[1] if len(path) > 1 else {},
+                            machine[1],
                         ),
                     )
                 )
