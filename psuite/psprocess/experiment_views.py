@@ -141,6 +141,8 @@ class View:
             out = np.broadcast_to(evaluate(m.expression, lambda n: get(n, ""), get,
                                            **context(self.exp, get, locations=False)),
                                   (len(self.exp.cnodes), 1))[:, 0]
+        elif m.derived and m.aggregation.get("aggr"):  # CubeLib's aggr operator over the locations
+            out = self.exp.aggregate(metric, calltree == INCL, locations)
         else:
             a = self.cells(metric, calltree)
             out = reduce(self.combine(metric), a if whole else a[:, list(locations)], 1)
