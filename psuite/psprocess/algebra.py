@@ -977,6 +977,11 @@ def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: 
         e = smaller
     if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
+    used = list(dict.fromkeys(c.region for c in e.cnodes))
+    if len(used) < len(e.regions):  # as cube_cut writes it: the regions the kept call paths call, as met
+        new_region = {r: i for i, r in enumerate(used)}
+        e.regions = [e.regions[r] for r in used]
+        e.cnodes = [dataclasses.replace(c, region=new_region[c.region]) for c in e.cnodes]
     if collapse:
         e.locations = [_virtual(loc) for loc in e.locations]
     # what the input's values mean stays true of a part of them: the sampling event (a profile's regions are

@@ -27,6 +27,8 @@ import math
 import os
 import subprocess
 import sys
+import tarfile
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
@@ -284,3 +286,15 @@ def test_compare_of_experiments_holding_nan_in_the_library():
     assert algebra.compare(one(math.nan), one(math.nan)).equal
     assert not algebra.compare(one(math.nan), one(1.0)).equal
     assert algebra.compare(one(math.nan), one(math.nan), [algebra.Tolerance("time", relative=0.1)]).within
+
+
+def region_names(path: Path) -> list[str]:
+    with tarfile.open(path) as tar:
+        root = ET.fromstring(tar.extractfile("anchor.xml").read())
+    return [r.findtext("name") for r in root.iter("region")]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in COMMANDS if n.startswith("cut")))
+def test_cut_keeps_the_regions_its_call_paths_call_as_cube_cut(tmp_path, name):
+    """cube_cut writes the regions the kept call paths call, in the order the call tree meets them."""
+    assert region_names(run_like_cubelib(name, tmp_path)) == region_names(DATA / f"{name}.cubex")
