@@ -139,6 +139,7 @@ def _elements(el, source: str) -> list:
 
 
 _CUBEPL = re.compile(rb"(<(cubepl|cubeplinit|cubeplaggr)(?:\s[^>]*)?>)(.*?)(</\2\s*>)", re.S)
+_ATTR = re.compile(rb"""([A-Za-z_]+)\s*=\s*["']?([A-Za-z0-9_]*)["']?""")
 _LIFTED = re.compile(r"@psuite-cubepl-(\d+)@")
 
 
@@ -151,7 +152,9 @@ def _lift_cubepl(body: bytes) -> tuple[bytes, list[str]]:
 
     def lift(m: re.Match) -> bytes:
         raw.append(_from_xml(m.group(3).decode("utf-8", "replace")))
-        return m.group(1) + f"@psuite-cubepl-{len(raw) - 1}@".encode() + m.group(4)
+        # CubeLib writes and reads these tags' attributes unquoted (<cubeplaggr cubeplaggrtype=plus>)
+        attrs = b"".join(b' %s="%s"' % (k, v) for k, v in _ATTR.findall(m.group(1)[len(m.group(2)) + 1:-1]))
+        return b"<" + m.group(2) + attrs + b">" + f"@psuite-cubepl-{len(raw) - 1}@".encode() + m.group(4)
 
     return _CUBEPL.sub(lift, body), raw
 
