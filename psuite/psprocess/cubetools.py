@@ -122,7 +122,7 @@ Regions no call path enters are dropped (as by clean), as CubeLib does.""",
                   """\
 examples:
   psprocess exclusify profile.cubex -o excl.cubex"""),
-    "remap": ("psprocess remap IN [-r SPEC] [-o OUT.cubex] [--force]",
+    "remap": ("psprocess remap IN [-r SPEC] [-d] [-o OUT.cubex] [--force]",
               """\
 Apply a remapping specification to a profile (CUBE's cube_remap2): the
 specification's metric tree replaces the profile's.  Score-P's
@@ -241,6 +241,9 @@ def _build_remap(p: ArgumentParser) -> None:
     p.add_argument("input", metavar="IN", help="the profile (a CUBE 4 file)")
     p.add_argument("-r", "--spec", metavar="SPEC",
                    help="the remapping specification (default: the one the profile holds, as Score-P stores it)")
+    p.add_argument("-d", "--convert", action="store_true",
+                   help="store every metric's values, derived ones computed (cube_remap2 -d): for readers that "
+                   "cannot evaluate CubePL; a ratio then adds up over locations like any stored value")
     p.add_output_argument("-o", "--output", metavar="OUT.cubex", default=REMAP_OUTPUT,
                           help=f"the CUBE 4 file to write (and its statistics, OUT.stat; default {REMAP_OUTPUT})")
     _force(p)
@@ -748,7 +751,7 @@ def _run_remap(args) -> int:
             raise UsageError(f"{args.input} holds no remapping specification; give one with -r SPEC (Score-P "
                              "installs share/scorep/scorep.spec)")
         spec = remap.parse_spec(text, f"the remapping specification in {args.input}")
-    out, left_out = remap.remap(exp, spec)
+    out, left_out = remap.remap(exp, spec, convert=args.convert)
     if left_out:
         _note(args.command, f"{len(left_out)} metrics of the specification left out (set VOID by it, as "
               f"CubeLib leaves them out): {', '.join(left_out)}")

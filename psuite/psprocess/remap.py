@@ -73,6 +73,7 @@ class SpecMetric:
     metric: Metric
     val: str = ""  # CUBE's <val>: "VOID" leaves the metric (and its subtree) out
     ghost: bool = False
+    convertible: bool = True  # convertible="false": stays derived under convert (cube_remap2 -d)
     children: list[int] = field(default_factory=list)
 
 
@@ -214,7 +215,8 @@ def _metric(el, parent: int | None, source: str, raw: list[str]) -> SpecMetric:
         raise UsageError(f"{source}: metric {name!r} has CubePL but type {kind}; give it type=\"POSTDERIVED\", "
                          "\"PREDERIVED_EXCLUSIVE\" or \"PREDERIVED_INCLUSIVE\"")
     viz = (el.get("viztype") or "").strip().lower()
-    return SpecMetric(m, (tags.get("val") or "").strip(), viz == "ghost")
+    convertible = (el.get("convertible") or "true").strip().lower() != "false"
+    return SpecMetric(m, (tags.get("val") or "").strip(), viz == "ghost", convertible)
 
 
 def _check_cubepl(m: Metric, source: str) -> None:
@@ -251,9 +253,15 @@ def embedded_spec(path: str) -> bytes | None:
         return None
 
 
-def remap(exp: Experiment, spec: list[SpecMetric]) -> tuple[Experiment, list[str]]:
+def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False) -> tuple[Experiment, list[str]]:
     """The experiment with the specification's metric tree (see the
-    module's description); returns it and the metrics left out (void)."""
+    module's description); returns it and the metrics left out (void).
+    convert (cube_remap2 -d): every metric the specification does not mark
+    convertible="false" is stored, its values computed: derived metrics
+    become stored INCLUSIVE ones holding what they evaluate to per call
+    path and location (a POSTDERIVED ratio then adds up over locations
+    and callees as stored values do, as in CubeLib); stored sums are kept
+    INCLUSIVE, minimum and maximum metrics EXCLUSIVE."""
     spec = [copy.deepcopy(s) for s in spec]
     metrics = [s.metric for s in spec]
     vals = [s.val for s in spec]
@@ -285,6 +293,7 @@ def remap(exp: Experiment, spec: list[SpecMetric]) -> tuple[Experiment, list[str
         if not metrics[i].derived:
             source_of[i] = m.name
 
+    fixed = {s.metric.name for s in spec if not s.convertible}
     regions, cnodes = _used_regions(exp)
     out = Experiment(metrics=metrics, regions=regions, cnodes=cnodes, locations=list(exp.locations),
                      attributes={k: v for k, v in exp.attributes.items() if not k.startswith("psuite::")},
@@ -305,7 +314,34 @@ def remap(exp: Experiment, spec: list[SpecMetric]) -> tuple[Experiment, list[str
         m = metrics[i]
         values = exp.inclusive(name) if m.kind == INCLUSIVE else exp.exclusive(name)
         out.values[m.name] = _as_dtype(np.asarray(values), m)
-    return _only(out, keep), left_out
+    out = _only(out, keep)
+    if convert:
+        _store(out, fixed)
+    return out, left_out
+
+
+def _store(exp: Experiment, fixed: set[str]) -> None:
+    """cube_remap2 -d: metrics stored with their values (each view's
+    values unchanged); the values are all computed before any metric
+    changes, as derived metrics refer to the others."""
+    stored: dict[str, tuple[str, np.ndarray]] = {}
+    for m in exp.metrics:
+        if m.name in fixed:
+            continue
+        if m.combine is not np.add:  # a least or greatest value cannot be inclusive in CUBE
+            stored[m.name] = (EXCLUSIVE, exp.exclusive(m.name))
+        else:
+            stored[m.name] = (INCLUSIVE, exp.inclusive(m.name))
+    for m in exp.metrics:
+        if m.name not in stored:
+            continue
+        kind, values = stored[m.name]
+        if m.derived:
+            m.expression = m.init = ""
+            if not m.integer:
+                m.dtype = "DOUBLE"
+        m.kind = kind
+        exp.values[m.name] = _as_dtype(np.asarray(values), m)
 
 
 def _as_dtype(a: np.ndarray, m: Metric) -> np.ndarray:

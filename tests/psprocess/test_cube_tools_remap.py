@@ -5,7 +5,8 @@
   specification with every construct Score-P's scorep.spec uses (README.md there lists them);
 - remap.cubex, remap-omp.cubex: cube_remap2 -r with Score-P's installed scorep.spec, which is the
   specification Score-P stores in every profile (the tar member remapping.spec of mpi1.cubex and omp.cubex,
-  byte for byte the installed one): psprocess remap without -r takes that one.
+  byte for byte the installed one): psprocess remap without -r takes that one;
+- remap-d.cubex, remap-full-d.cubex: cube_remap2 -d (every metric stored, derived ones computed).
 
 Each is run through the real command, and psuite's output, dumped by psprocess in all four views (metric
 tree and call tree, inclusive and exclusive), per location and over all locations, is compared with
@@ -23,13 +24,15 @@ from tests.conftest import one_line_error, run_tool
 from tests.psprocess.cubelib_reference import DATA, anchor, close, dump
 from tests.psprocess.test_cube_algebra_cubelib import keyed_cubelib, keyed_psuite
 
-# reference cube -> (specification or None for the profile's own, profile)
+# reference cube -> (specification or None for the profile's own, profile, options)
 CASES = {
-    "remap-small": ("src/remap-small.spec", "mpi1"),
-    "remap-full": ("src/remap-full.spec", "mpi1"),
-    "remap-full-omp": ("src/remap-full.spec", "omp"),
-    "remap": (None, "mpi1"),
-    "remap-omp": (None, "omp"),
+    "remap-small": ("src/remap-small.spec", "mpi1", []),
+    "remap-full": ("src/remap-full.spec", "mpi1", []),
+    "remap-full-omp": ("src/remap-full.spec", "omp", []),
+    "remap": (None, "mpi1", []),
+    "remap-omp": (None, "omp", []),
+    "remap-d": (None, "mpi1", ["-d"]),
+    "remap-full-d": ("src/remap-full.spec", "mpi1", ["-d"]),
 }
 
 
@@ -38,9 +41,9 @@ def psprocess(*args: str, cwd: Path | None = None):
 
 
 def remapped(name: str, tmp_path: Path) -> tuple[Path, str]:
-    spec, profile = CASES[name]
+    spec, profile, options = CASES[name]
     out = tmp_path / f"{name}.cubex"
-    p = psprocess("remap", *(["-r", str(DATA / spec)] if spec else []), str(DATA / f"{profile}.cubex"),
+    p = psprocess("remap", *(["-r", str(DATA / spec)] if spec else []), *options, str(DATA / f"{profile}.cubex"),
                   "-o", str(out))
     assert p.returncode == 0, p.stderr
     assert "Traceback" not in p.stderr and out.exists()
@@ -85,6 +88,15 @@ def test_ghost_metrics_keep_the_profiles_values(tmp_path, name):
             [profile] = dump(DATA / "mpi1.cubex", [ghost], "incl", tree, False)
             assert ours == profile
             assert any(v for v in ours.values())
+
+
+def test_convert_stores_every_metric(tmp_path):
+    # -d: no derived metric is left; a derived metric is stored INCLUSIVE, as cube_remap2 -d stores it
+    out, _ = remapped("remap-d", tmp_path)
+    ours, theirs = anchor(out), anchor(DATA / "remap-d.cubex")
+    assert not ours.derived and not theirs.derived
+    assert "comp" in ours.metrics
+    assert anchor(remapped("remap", tmp_path)[0]).derived >= {"comp", "execution", "mpi"}
 
 
 def test_void_metrics_are_left_out_and_named(tmp_path):
