@@ -741,17 +741,19 @@ def _run_remap(args) -> int:
     from psuite.psprocess import remap
 
     _check([args.output], args.force, [args.input, *([args.spec] if args.spec else [])])
+    source = f"remapping specification {args.spec}"
     if args.spec is not None:
         spec = remap.parse_spec(read_input(args.spec, "remapping specification", UsageError,
-                                           limit=remap.MAX_SPEC_BYTES), f"remapping specification {args.spec}")
+                                           limit=remap.MAX_SPEC_BYTES), source)
     exp = _load_cube(args.input, args.command)
     if args.spec is None:
         text = remap.embedded_spec(args.input)
         if text is None:
             raise UsageError(f"{args.input} holds no remapping specification; give one with -r SPEC (Score-P "
                              "installs share/scorep/scorep.spec)")
-        spec = remap.parse_spec(text, f"the remapping specification in {args.input}")
-    out, left_out = remap.remap(exp, spec, convert=args.convert)
+        source = f"the remapping specification in {args.input}"
+        spec = remap.parse_spec(text, source)
+    out, left_out = remap.remap(exp, spec, convert=args.convert, source=source)
     if left_out:
         _note(args.command, f"{len(left_out)} metrics of the specification left out (set VOID by it, as "
               f"CubeLib leaves them out): {', '.join(left_out)}")

@@ -50,6 +50,7 @@ from psuite.experiment import (
     Experiment,
     ExpressionError,
     Metric,
+    derived_order,
 )
 
 EMBEDDED = "remapping.spec"  # the tar member Score-P stores its specification in
@@ -253,7 +254,8 @@ def embedded_spec(path: str) -> bytes | None:
         return None
 
 
-def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False) -> tuple[Experiment, list[str]]:
+def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False,
+          source: str = "the specification") -> tuple[Experiment, list[str]]:
     """The experiment with the specification's metric tree (see the
     module's description); returns it and the metrics left out (void).
     convert (cube_remap2 -d): every metric the specification does not mark
@@ -296,12 +298,12 @@ def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False) -> tup
     fixed = {s.metric.name for s in spec if not s.convertible}
     regions, cnodes = _used_regions(exp)
     out = Experiment(metrics=metrics, regions=regions, cnodes=cnodes, locations=list(exp.locations),
-                     attributes={k: v for k, v in exp.attributes.items() if not k.startswith("psuite::")},
+                     attributes={k: v for k, v in exp.attributes.items() if not _about_metrics(k)},
                      topologies=copy.deepcopy(exp.topologies))
     try:
         settings = out.init_state().settings
     except ExpressionError as exc:
-        raise UsageError(f"the specification's <cubeplinit> programs fail ({exc}); correct them") from None
+        raise UsageError(f"{source}: its <cubeplinit> programs fail ({exc}); correct them") from None
     for i in _tree_order(metrics, kids):  # parents first: a setting covers the subtree
         got = settings.get(metrics[i].name, {}).get("value")
         if got is not None:
@@ -315,6 +317,12 @@ def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False) -> tup
         values = exp.inclusive(name) if m.kind == INCLUSIVE else exp.exclusive(name)
         out.values[m.name] = _as_dtype(np.asarray(values), m)
     out = _only(out, keep)
+    for m in out.metrics:  # psuite evaluates every derived metric it writes: a cycle is refused here
+        if m.derived:
+            try:
+                derived_order(out, m.name)
+            except ExpressionError as exc:
+                raise UsageError(f"{source}: metric {m.name!r}: {exc}") from None
     if convert:
         _store(out, fixed)
     return out, left_out
@@ -342,6 +350,12 @@ def _store(exp: Experiment, fixed: set[str]) -> None:
                 m.dtype = "DOUBLE"
         m.kind = kind
         exp.values[m.name] = _as_dtype(np.asarray(values), m)
+
+
+def _about_metrics(key: str) -> bool:
+    """psuite's experiment attributes that describe the profile's metrics,
+    which the specification's tree replaces."""
+    return key in ("psuite::no_formula", "psuite::skipped_metrics") or key.startswith("psuite::stand_in")
 
 
 def _as_dtype(a: np.ndarray, m: Metric) -> np.ndarray:

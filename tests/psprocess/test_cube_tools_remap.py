@@ -156,6 +156,12 @@ SPECS = {
                    "</cubepl></metric></metrics>", "metric 'r'"),
     "stray-tag": ("<metrics><metric><uniq_name>t</uniq_name><colour>red</colour></metric></metrics>",
                   "<colour>"),
+    "cycle": ("<metrics><metric type='POSTDERIVED'><uniq_name>a</uniq_name><cubepl>metric::b()</cubepl></metric>"
+              "<metric type='POSTDERIVED'><uniq_name>b</uniq_name><cubepl>metric::a() + 1</cubepl></metric>"
+              "</metrics>", "refers to itself"),
+    "init-fails": ("<metrics><metric type='POSTDERIVED'><uniq_name>a</uniq_name><cubepl>1</cubepl>"
+                   "<cubeplinit>{ ${i} = 0; while (${i} == 0) { ${j} = 1; }; return 0; }</cubeplinit>"
+                   "</metric></metrics>", "<cubeplinit>"),
     "aggr": ("<metrics><metric type='POSTDERIVED'><uniq_name>r</uniq_name><cubepl>1</cubepl>"
              "<cubeplaggr cubeplaggrtype=plus>arg1 + arg2</cubeplaggr></metric></metrics>", "<cubeplaggr>"),
 }
@@ -200,3 +206,18 @@ def test_help_names_cube_remap2():
     assert "cube_remap2" in p.stdout and "-r SPEC" in p.stdout
     p = psprocess("--help")
     assert "remap" in p.stdout
+
+
+def test_cubelibs_unquoted_cubepl_attribute_and_an_xml_declaration_are_read(tmp_path):
+    # CubeLib writes and reads <cubepl rowwise=false> unquoted (not XML); psuite also takes an XML declaration,
+    # which CubeLib's parser refuses
+    text = (DATA / "src/remap-small.spec").read_text()
+    assert "<cubepl>" in text
+    spec = tmp_path / "rowwise.spec"
+    spec.write_text('<?xml version="1.0"?>\n' + text.replace("<cubepl>", "<cubepl rowwise=false>"))
+    out = tmp_path / "rowwise.cubex"
+    p = psprocess("remap", "-r", str(spec), str(DATA / "mpi1.cubex"), "-o", str(out))
+    assert p.returncode == 0, p.stderr
+    plain, _ = remapped("remap-small", tmp_path)
+    for tree in ("incl", "excl"):
+        assert dump(out, ["time_per_visit"], "incl", tree, True) == dump(plain, ["time_per_visit"], "incl", tree, True)
