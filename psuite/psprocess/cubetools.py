@@ -142,7 +142,9 @@ without MPI) are left out, as CubeLib leaves them out.  Call tree,
 locations and topologies are the profile's; regions no call path enters
 are dropped.  psuite's model holds no metric url nor GHOST visibility
 (Score-P's bytes_sent, bytes_received are written as visible metrics);
-<cubeplaggr> is refused.""",
+<cubeplaggr> is refused.  Not offered: cube_remap2's -s (Scalasca's
+idle-thread and load-imbalance heuristics, computed into stored metrics)
+and -c (the input's own metric tree: a copy).""",
               """\
 examples:
   psprocess remap profile.cubex -o remapped.cubex
@@ -755,8 +757,9 @@ def _run_remap(args) -> int:
         spec = remap.parse_spec(text, source)
     out, left_out = remap.remap(exp, spec, convert=args.convert, source=source)
     if left_out:
-        _note(args.command, f"{len(left_out)} metrics of the specification left out (set VOID by it, as "
-              f"CubeLib leaves them out): {', '.join(left_out)}")
+        named = ", ".join(left_out[:12]) + (f" and {len(left_out) - 12} more" if len(left_out) > 12 else "")
+        _note(args.command, f"{len(left_out)} metrics left out, void by the specification (as cube_remap2 "
+              f"leaves them out): {named}")
     _write(args.command, out, args.output, args.force)
     return 0
 
