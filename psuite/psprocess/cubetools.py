@@ -144,7 +144,8 @@ are dropped.  psuite's model holds no metric url nor GHOST visibility
 (Score-P's bytes_sent, bytes_received are written as visible metrics);
 <cubeplaggr> is refused.  Not offered: cube_remap2's -s (Scalasca's
 idle-thread and load-imbalance heuristics, computed into stored metrics)
-and -c (the input's own metric tree: a copy).""",
+and -c (the input's own metric tree, a copy; CubeLib 4.8.2's crashes on
+Score-P profiles).""",
               """\
 examples:
   psprocess remap profile.cubex -o remapped.cubex

@@ -19,7 +19,9 @@ What cube_remap2 does with it, and so what remap does:
 - a metric the specification names and the profile lacks is zero (a
   stored one) or evaluated from its CubePL (a derived one);
 - a metric of the profile the specification does not name is kept, under
-  its parent (by unique name), after the specification's metrics;
+  its parent (by unique name), after the specification's metrics (a
+  derived one with its CubePL, which cube_remap2 drops, leaving a derived
+  metric without an expression);
 - the <cubeplinit> programs run once, in order; a metric they set
   ("value", "VOID") - Score-P's spec voids MPI's metrics in an OpenMP
   profile, OpenMP's in an MPI one - is left out with its subtree, as a
