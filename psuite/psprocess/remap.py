@@ -101,6 +101,9 @@ def parse_spec(text: bytes | str, source: str = "the specification") -> list[Spe
     try:
         root = etree.fromstring(b"<remapping>" + body + b"</remapping>", parser)
     except etree.XMLSyntaxError as exc:
+        if "Excessive depth" in str(exc):  # libxml2's bound without huge_tree: 256 levels
+            raise UsageError(f"{source} nests its metrics deeper than 250 levels; give a shallower metric "
+                             "tree") from None
         msg = str(exc).replace("\n", " ")
         raise UsageError(f"{source} is not a remapping specification (not well-formed XML: {msg}); give "
                          "a specification such as Score-P's share/scorep/scorep.spec") from None
@@ -319,12 +322,7 @@ def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False,
         values = exp.inclusive(name) if m.kind == INCLUSIVE else exp.exclusive(name)
         out.values[m.name] = _as_dtype(np.asarray(values), m)
     out = _only(out, keep)
-    for m in out.metrics:  # psuite evaluates every derived metric it writes: a cycle is refused here
-        if m.derived:
-            try:
-                derived_order(out, m.name)
-            except ExpressionError as exc:
-                raise UsageError(f"{source}: metric {m.name!r}: {exc}") from None
+    _no_cycle(out, source)
     if convert:
         _store(out, fixed)
     return out, left_out
@@ -352,6 +350,39 @@ def _store(exp: Experiment, fixed: set[str]) -> None:
                 m.dtype = "DOUBLE"
         m.kind = kind
         exp.values[m.name] = _as_dtype(np.asarray(values), m)
+
+
+def _no_cycle(exp: Experiment, source: str) -> None:
+    """psuite evaluates every derived metric it writes: derived metrics
+    that need their own value are refused here.  One walk over all of
+    them (a specification may hold many): the first metric met on a
+    cycle is checked as derived_order checks it, which names the cycle."""
+    from psuite.cubepl import metric_names
+
+    derived = {m.name for m in exp.metrics if m.derived}
+    refs = {m.name: [r for r in dict.fromkeys(metric_names(m.expression)) if r in derived]
+            for m in exp.metrics if m.derived}
+    state: dict[str, int] = {}  # 1: on the walk's path, 2: done
+    for start in refs:
+        if state.get(start):
+            continue
+        state[start] = 1
+        stack = [(start, iter(refs[start]))]
+        while stack:
+            name, it = stack[-1]
+            for ref in it:
+                if state.get(ref) == 1:
+                    try:
+                        derived_order(exp, ref)
+                    except ExpressionError as exc:
+                        raise UsageError(f"{source}: metric {ref!r}: {exc}") from None
+                if not state.get(ref):
+                    state[ref] = 1
+                    stack.append((ref, iter(refs[ref])))
+                    break
+            else:
+                stack.pop()
+                state[name] = 2
 
 
 def _about_metrics(key: str) -> bool:
@@ -411,7 +442,11 @@ def _active(metrics: list[Metric], kids: list[list[int]], vals: list[str]) -> se
 def _only(exp: Experiment, keep: set[int]) -> Experiment:
     new_index: dict[int, int] = {}
     metrics: list[Metric] = []
-    for i in _tree_order(exp.metrics, [[k for k in exp.metric_children(i)] for i in range(len(exp.metrics))]):
+    kids: list[list[int]] = [[] for _ in exp.metrics]
+    for i, m in enumerate(exp.metrics):
+        if m.parent is not None:
+            kids[m.parent].append(i)
+    for i in _tree_order(exp.metrics, kids):
         if i not in keep:
             continue
         m = copy.copy(exp.metrics[i])
@@ -419,5 +454,6 @@ def _only(exp: Experiment, keep: set[int]) -> Experiment:
         new_index[i] = len(metrics)
         metrics.append(m)
     exp.metrics = metrics
-    exp.values = {k: v for k, v in exp.values.items() if any(m.name == k for m in metrics)}
+    names = {m.name for m in metrics}
+    exp.values = {k: v for k, v in exp.values.items() if k in names}
     return exp

@@ -162,6 +162,8 @@ SPECS = {
     "init-fails": ("<metrics><metric type='POSTDERIVED'><uniq_name>a</uniq_name><cubepl>1</cubepl>"
                    "<cubeplinit>{ ${i} = 0; while (${i} == 0) { ${j} = 1; }; return 0; }</cubeplinit>"
                    "</metric></metrics>", "<cubeplinit>"),
+    "deep": ("<metrics>" + "<metric><uniq_name>m</uniq_name>" * 300 + "</metric>" * 300 + "</metrics>",
+             "deeper than 250 levels"),
     "aggr": ("<metrics><metric type='POSTDERIVED'><uniq_name>r</uniq_name><cubepl>1</cubepl>"
              "<cubeplaggr cubeplaggrtype=plus>arg1 + arg2</cubeplaggr></metric></metrics>", "<cubeplaggr>"),
 }
