@@ -42,6 +42,9 @@ _STATUS = "exit status: 0 on success, 2 on bad input (one line on standard error
 _INPUTS = """\
 inputs: anything psuite reads - CUBE 4 files (.cubex: Score-P's, CubeLib's,
 psuite's) and psrun's XML documents."""
+_REMAP_INPUTS = """\
+inputs: a CUBE 4 file (.cubex: Score-P's, CubeLib's, psuite's), as
+cube_remap2 takes; a remapping specification (-r SPEC) as CubeLib reads it."""
 _OUTPUT = """\
 result: a CUBE 4 file (-o OUT.cubex) and its statistics file (OUT.stat beside
 it).  An existing file is kept unless --force is given; an input never is."""
@@ -179,7 +182,7 @@ examples:
 def parser(name: str) -> ArgumentParser:
     """The argparse parser of one of these subcommands."""
     usage, what, examples = HELP[name]
-    epilog = [examples, _OUTPUT, _INPUTS, _STATUS]
+    epilog = [examples, _OUTPUT, _REMAP_INPUTS if name == "remap" else _INPUTS, _STATUS]
     p = ArgumentParser(prog=f"psprocess {name}", usage=usage.replace("%", "%%"), description=what,
                        epilog="\n\n".join(epilog))
     _BUILD[name](p)
