@@ -1,7 +1,8 @@
 """psprocess's counterparts of CubeLib's single-purpose tools: clean
 (cube_clean), commoncalltree (cube_commoncalltree), derive (cube_derive),
-inclusify and exclusify (cube_inclusify, cube_exclusify) and topoassist
-(cube_topoassist, without its questions: options say what it asked).
+inclusify and exclusify (cube_inclusify, cube_exclusify), remap
+(cube_remap2; the work is in remap.py) and topoassist (cube_topoassist,
+without its questions: options say what it asked).
 
 Each is an operation on psuite.experiment.Experiment (the functions below,
 usable without the command line) and a subcommand whose parser and runner
@@ -23,7 +24,7 @@ from psuite.errors import UsageError
 if TYPE_CHECKING:
     from psuite.experiment import Experiment
 
-NAMES = ("clean", "commoncalltree", "derive", "inclusify", "exclusify", "topoassist")
+NAMES = ("clean", "commoncalltree", "derive", "inclusify", "exclusify", "remap", "topoassist")
 
 SUMMARY = """\
   clean IN                  drop the regions no call path uses (cube_clean)
@@ -31,14 +32,19 @@ SUMMARY = """\
   derive NAME IN -e EXPR    add a metric from a CubePL expression
   inclusify IN              store every metric's values inclusive
   exclusify IN              store every metric's values exclusive
+  remap IN [-r SPEC]        Score-P's metric tree from a remapping spec
   topoassist IN             add a Cartesian topology, or name one"""
 
 COMMON_SUFFIX = "_commoncalltree"
+REMAP_OUTPUT = "remap.cubex"  # cube_remap2's default output
 
 _STATUS = "exit status: 0 on success, 2 on bad input (one line on standard error)."
 _INPUTS = """\
 inputs: anything psuite reads - CUBE 4 files (.cubex: Score-P's, CubeLib's,
 psuite's) and psrun's XML documents."""
+_REMAP_INPUTS = """\
+inputs: a CUBE 4 file (.cubex: Score-P's, CubeLib's, psuite's), as
+cube_remap2 takes; a remapping specification (-r SPEC) as CubeLib reads it."""
 _OUTPUT = """\
 result: a CUBE 4 file (-o OUT.cubex) and its statistics file (OUT.stat beside
 it).  An existing file is kept unless --force is given; an input never is."""
@@ -119,6 +125,38 @@ Regions no call path enters are dropped (as by clean), as CubeLib does.""",
                   """\
 examples:
   psprocess exclusify profile.cubex -o excl.cubex"""),
+    "remap": ("psprocess remap IN [-r SPEC] [-d] [-o OUT.cubex] [--force]",
+              """\
+Apply a remapping specification to a profile (CUBE's cube_remap2): the
+specification's metric tree replaces the profile's.  Score-P's
+share/scorep/scorep.spec turns a Score-P profile's few stored metrics
+(time, visits, bytes, ...) into the tree CUBE shows (Time: Execution:
+Computation, MPI: Synchronization, Communication, ...; OpenMP; bytes
+transferred; file operations), its derived metrics with their CubePL so
+that CubeLib evaluates them.  Without -r the specification the profile
+holds is used (Score-P stores it in every profile).
+
+A metric the profile has keeps its values (in the call-tree view the
+specification's type asks); one the specification names and the profile
+lacks is zero, or evaluated when derived; the profile's metrics the
+specification does not name are kept under their parents.  Metrics the
+specification's <cubeplinit> programs set VOID (MPI's in a profile
+without MPI) are left out, as CubeLib leaves them out.  Call tree,
+locations and topologies are the profile's; regions no call path enters
+are dropped.  psuite's model holds no metric url nor GHOST visibility
+(Score-P's bytes_sent, bytes_received are written as visible metrics);
+<cubeplaggr> is refused.  Not offered: cube_remap2's -s (Scalasca's
+idle-thread and load-imbalance heuristics, computed into stored metrics)
+and -c (the input's own metric tree, a copy; CubeLib 4.8.2's crashes on
+Score-P profiles).""",
+              """\
+examples:
+  psprocess remap profile.cubex -o remapped.cubex
+  psprocess remap -r $SCOREP/share/scorep/scorep.spec profile.cubex -o remapped.cubex
+  psprocess dump remapped.cubex -m comp
+
+output: -o OUT.cubex; without it remap.cubex in the current directory
+(cube_remap2's name)."""),
     "topoassist": ("psprocess topoassist IN [--list] | -o OUT.cubex [--force]\n"
                    "        (--create NAME --dim SIZE[:NAME][:periodic] ... [--coords FILE]\n"
                    "         | --rename INDEX=NAME | --name-dims INDEX=NAME,NAME,...)",
@@ -144,7 +182,7 @@ examples:
 def parser(name: str) -> ArgumentParser:
     """The argparse parser of one of these subcommands."""
     usage, what, examples = HELP[name]
-    epilog = [examples, _OUTPUT, _INPUTS, _STATUS]
+    epilog = [examples, _OUTPUT, _REMAP_INPUTS if name == "remap" else _INPUTS, _STATUS]
     p = ArgumentParser(prog=f"psprocess {name}", usage=usage.replace("%", "%%"), description=what,
                        epilog="\n\n".join(epilog))
     _BUILD[name](p)
@@ -205,9 +243,22 @@ def _build_topoassist(p: ArgumentParser) -> None:
     _output(p, required=False)
 
 
+def _build_remap(p: ArgumentParser) -> None:
+    p.add_argument("input", metavar="IN", help="the profile (a CUBE 4 file)")
+    p.add_argument("-r", "--spec", metavar="SPEC",
+                   help="the remapping specification (default: the one the profile holds, as Score-P stores it)")
+    p.add_argument("-d", "--convert", action="store_true",
+                   help="store every metric's values, derived ones computed (cube_remap2 -d): for readers that "
+                   "cannot evaluate CubePL; a ratio then adds up over locations like any stored value")
+    p.add_output_argument("-o", "--output", metavar="OUT.cubex", default=REMAP_OUTPUT,
+                          help=f"the CUBE 4 file to write (and its statistics, OUT.stat; default {REMAP_OUTPUT})")
+    _force(p)
+
+
 _BUILD: dict[str, Callable[[ArgumentParser], None]] = {
     "clean": _build_single, "commoncalltree": _build_common, "derive": _build_derive,
     "inclusify": _build_single, "exclusify": _build_single, "topoassist": _build_topoassist,
+    "remap": _build_remap,
 }
 
 
@@ -691,7 +742,48 @@ def _run_topoassist(args) -> int:
     return 0
 
 
+def _run_remap(args) -> int:
+    from psuite.cli_common import read_input
+    from psuite.psprocess import remap
+
+    _check([args.output], args.force, [args.input, *([args.spec] if args.spec else [])])
+    source = f"remapping specification {args.spec}"
+    if args.spec is not None:
+        spec = remap.parse_spec(read_input(args.spec, "remapping specification", UsageError,
+                                           limit=remap.MAX_SPEC_BYTES), source)
+    exp = _load_cube(args.input, args.command)
+    if args.spec is None:
+        text = remap.embedded_spec(args.input)
+        if text is None:
+            raise UsageError(f"{args.input} holds no remapping specification; give one with -r SPEC (Score-P "
+                             "installs share/scorep/scorep.spec)")
+        source = f"the remapping specification in {args.input}"
+        spec = remap.parse_spec(text, source)
+    out, left_out = remap.remap(exp, spec, convert=args.convert, source=source)
+    if left_out:
+        named = ", ".join(left_out[:12]) + (f" and {len(left_out) - 12} more" if len(left_out) > 12 else "")
+        _note(args.command, f"{len(left_out)} metrics left out, void by the specification (as cube_remap2 "
+              f"leaves them out): {named}")
+    _write(args.command, out, args.output, args.force)
+    return 0
+
+
+def _load_cube(source: str, command: str) -> Experiment:
+    """A CUBE 4 file, which cube_remap2 takes; anything else is refused."""
+    import tarfile
+
+    try:
+        is_cube = tarfile.is_tarfile(source)
+    except OSError:
+        is_cube = True  # a missing or unreadable file: reading it says so
+    if not is_cube:
+        raise UsageError(f"{source} is not a CUBE 4 file (.cubex); remap applies to CUBE profiles, such as "
+                         "Score-P's profile.cubex")
+    return _load(source, command)
+
+
 _RUN: dict[str, Callable] = {
     "clean": _run_clean, "commoncalltree": _run_common, "derive": _run_derive,
     "inclusify": _run_convert, "exclusify": _run_convert, "topoassist": _run_topoassist,
+    "remap": _run_remap,
 }

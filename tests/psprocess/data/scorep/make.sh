@@ -94,6 +94,13 @@ cube exclusify cube_exclusify -o exclusify.cubex mpi1.cubex
 cube remap cube_remap2 -r "$spec" -o remap.cubex mpi1.cubex
 cube remap-omp cube_remap2 -r "$spec" -o remap-omp.cubex omp.cubex
 cube remap-small cube_remap2 -r src/remap-small.spec -o remap-small.cubex mpi1.cubex
+# psuite's own specification with every construct of Score-P's (cubeplinit masks, metric::set VOID, <val>VOID,
+# prederived inclusive and exclusive, postderived, ghost, a metric no profile has, profile metrics it does not name)
+cube remap-full cube_remap2 -r src/remap-full.spec -o remap-full.cubex mpi1.cubex
+cube remap-full-omp cube_remap2 -r src/remap-full.spec -o remap-full-omp.cubex omp.cubex
+# -d: every metric stored, derived ones computed; without -r the specification the profile holds (Score-P's)
+cube remap-d cube_remap2 -d -o remap-d.cubex mpi1.cubex
+cube remap-full-d cube_remap2 -d -r src/remap-full.spec -o remap-full-d.cubex mpi1.cubex
 cube inclusify-small cube_inclusify -o inclusify-small.cubex remap-small.cubex
 cube derive-post cube_derive -t postderived -r inclusive -e 'metric::time(i)/metric::visits(e)' -p time \
     time_per_visit mpi1.cubex -o derive-post.cubex
