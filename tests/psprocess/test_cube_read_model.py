@@ -61,6 +61,20 @@ def values(name: str) -> dict[tuple[str, str, str, int, str], float]:
     return out
 
 
+
+def edited(src: Path, dst: Path, old: bytes, new: bytes) -> None:
+    """src with `old` replaced by `new` in its anchor.xml (which must hold it)."""
+    with tarfile.open(src) as tar:
+        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+    with tarfile.open(dst, "w", format=tarfile.USTAR_FORMAT) as out:
+        for m, data in members:
+            if m.name == "anchor.xml":
+                assert old in data
+                data = data.replace(old, new)
+                m.size = len(data)
+            out.addfile(m, io.BytesIO(data))
+
+
 def test_the_model_cubes_are_there():
     assert set(MODEL_CUBES) == {"tau", "aggr", "composite", "derive-while", "derive-fixed", "derive-ticks"}
 
@@ -117,16 +131,8 @@ def test_derived_metrics_kept(name, metric):
 def test_what_psuite_cannot_evaluate_is_still_left_out(tmp_path):
     """A derived metric psuite's CubePL does not evaluate (metric::call::)
     is left out with one line on stderr; the rest of the cube is read."""
-    with tarfile.open(MODEL / "derive-fixed.cubex") as tar:
-        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
-    with tarfile.open(tmp_path / "call.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
-        for m, data in members:
-            if m.name == "anchor.xml":
-                data = data.replace(b"metric::time() / metric::fixed::time()",
-                                    b"metric::call::time(i)")
-                assert b"metric::call::" in data
-                m.size = len(data)
-            out.addfile(m, io.BytesIO(data))
+    edited(MODEL / "derive-fixed.cubex", tmp_path / "call.cubex", b"metric::time() / metric::fixed::time()",
+           b"metric::call::time(i)")
     p = psprocess("dump", "call.cubex", "-f", "csv", "-m", "time", "-c", "0", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     said = [line for line in p.stderr.splitlines() if "left out" in line]
@@ -189,16 +195,8 @@ def test_a_bad_aggregation_operator_leaves_its_metric_out(tmp_path, operator):
 def test_unquoted_rowwise_read(tmp_path):
     """<cubepl rowwise=false>, as CubeLib writes a metric not computed row by
     row (unquoted, like cubeplaggrtype=): read, the metric evaluated."""
-    with tarfile.open(MODEL / "aggr.cubex") as tar:
-        members = [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
-    with tarfile.open(tmp_path / "rowwise.cubex", "w", format=tarfile.USTAR_FORMAT) as out:
-        for m, data in members:
-            if m.name == "anchor.xml":
-                data = data.replace(b"<cubepl>metric::time(e)</cubepl>",
-                                    b"<cubepl rowwise=false>metric::time(e)</cubepl>")
-                assert b"rowwise=false" in data
-                m.size = len(data)
-            out.addfile(m, io.BytesIO(data))
+    edited(MODEL / "aggr.cubex", tmp_path / "rowwise.cubex", b"<cubepl>metric::time(e)</cubepl>",
+           b"<cubepl rowwise=false>metric::time(e)</cubepl>")
     for name in ("rowwise.cubex", str(MODEL / "aggr.cubex")):
         p = psprocess("dump", name, "-f", "csv", "-m", "max_like", "-c", "all", "-x", "incl", cwd=tmp_path)
         assert p.returncode == 0, p.stderr
