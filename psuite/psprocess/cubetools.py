@@ -144,8 +144,8 @@ specification's <cubeplinit> programs set VOID (MPI's in a profile
 without MPI) are left out, as CubeLib leaves them out.  Call tree,
 locations and topologies are the profile's; regions no call path enters
 are dropped.  psuite's model holds no metric url nor GHOST visibility
-(Score-P's bytes_sent, bytes_received are written as visible metrics);
-<cubeplaggr> is refused.  Not offered: cube_remap2's -s (Scalasca's
+(Score-P's bytes_sent, bytes_received are written as visible metrics).
+Not offered: cube_remap2's -s (Scalasca's
 idle-thread and load-imbalance heuristics, computed into stored metrics)
 and -c (the input's own metric tree, a copy; CubeLib 4.8.2's crashes on
 Score-P profiles).""",

@@ -31,9 +31,8 @@ What cube_remap2 does with it, and so what remap does:
   path and location by location; regions no call path enters are dropped;
   topologies are kept.
 
-Not held by psuite's model, so not written: a metric's url, its GHOST
-visibility (a ghost metric is written as a visible one) and <cubeplaggr>
-programs (refused: psuite does not evaluate them)."""
+Not held by psuite's model, so not written: a metric's url and its GHOST
+visibility (a ghost metric is written as a visible one)."""
 
 from __future__ import annotations
 
@@ -179,11 +178,19 @@ def _unlift(text: str, raw: list[str]) -> str:
 
 def _metric(el, parent: int | None, source: str, raw: list[str]) -> SpecMetric:
     tags: dict[str, str] = {}
+    operators: dict[str, str] = {}  # <cubeplaggr> by its type: plus, minus, aggr
     for child in _elements(el, source):
         if child.tag not in _METRIC_TAGS:
             raise UsageError(f"{source}: <{child.tag}> in a <metric>; a metric holds "
                              f"{', '.join('<' + t + '>' for t in _METRIC_TAGS)}")
         if child.tag == "metric":
+            continue
+        if child.tag == "cubeplaggr":  # one per type; CubeLib keeps the last of a type given twice
+            kind_of = (child.get("cubeplaggrtype") or "").strip().lower()
+            if kind_of not in ("plus", "minus", "aggr"):
+                raise UsageError(f"{source}: a <cubeplaggr> of type {kind_of or 'none'!r}; its cubeplaggrtype is "
+                                 "plus, minus or aggr")
+            operators[kind_of] = _unlift(child.text or "", raw).strip()
             continue
         if child.tag in tags:
             raise UsageError(f"{source}: a <metric> with two <{child.tag}> elements (CubeLib refuses it); "
@@ -195,9 +202,6 @@ def _metric(el, parent: int | None, source: str, raw: list[str]) -> SpecMetric:
     if not name:
         raise UsageError(f"{source}: a <metric> without a <uniq_name> (after {tags.get('disp_name', '?')!r}); "
                          "give every metric its unique name")
-    if "cubeplaggr" in tags:
-        raise UsageError(f"{source}: metric {name!r} has a <cubeplaggr>, which psuite does not evaluate; "
-                         "remove it, or remap with CubeLib's cube_remap2")
     kind = (el.get("type") or "").strip()
     kind = {"": EXCLUSIVE, "DERIVED": "POSTDERIVED", "SIMPLE": EXCLUSIVE}.get(kind, kind)
     if kind not in (EXCLUSIVE, INCLUSIVE, *DERIVED_KINDS):
@@ -214,10 +218,11 @@ def _metric(el, parent: int | None, source: str, raw: list[str]) -> SpecMetric:
     if kind in DERIVED_KINDS:
         m.expression = (tags.get("cubepl") or "").strip()
         m.init = (tags.get("cubeplinit") or "").strip()
+        m.aggregation = {k: v for k, v in operators.items() if v}
         if not m.expression:
             raise UsageError(f"{source}: derived metric {name!r} ({kind}) has no <cubepl> expression; give one")
         _check_cubepl(m, source)
-    elif tags.get("cubepl", "").strip() or tags.get("cubeplinit", "").strip():
+    elif tags.get("cubepl", "").strip() or tags.get("cubeplinit", "").strip() or operators:
         raise UsageError(f"{source}: metric {name!r} has CubePL but type {kind}; give it type=\"POSTDERIVED\", "
                          "\"PREDERIVED_EXCLUSIVE\" or \"PREDERIVED_INCLUSIVE\"")
     viz = (el.get("viztype") or "").strip().lower()
@@ -226,13 +231,15 @@ def _metric(el, parent: int | None, source: str, raw: list[str]) -> SpecMetric:
 
 
 def _check_cubepl(m: Metric, source: str) -> None:
-    from psuite.cubepl import compiled
+    from psuite.cubepl import aggregation, compiled
 
-    for what, text in (("<cubepl>", m.expression), ("<cubeplinit>", m.init)):
+    programs = [("<cubepl>", m.expression, compiled), ("<cubeplinit>", m.init, compiled)]
+    programs += [(f"<cubeplaggr> {k}", text, aggregation) for k, text in m.aggregation.items()]
+    for what, text, parse in programs:
         if not text:
             continue
         try:
-            compiled(text)
+            parse(text)
         except ExpressionError as exc:
             raise UsageError(f"{source}: metric {m.name!r}: its {what} is not CubePL psuite evaluates "
                              f"({exc}); correct the expression") from None
@@ -412,7 +419,7 @@ def _used_regions(exp: Experiment) -> tuple[list, list[Cnode]]:
         if key not in key_index:
             key_index[key] = len(regions)
             regions.append(r)
-        cnodes.append(Cnode(key_index[key], c.parent, c.line))
+        cnodes.append(Cnode(key_index[key], c.parent, c.line, dict(c.attributes)))
     return regions, cnodes
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import re
 import subprocess
 import sys
 import tarfile
@@ -58,6 +59,8 @@ def anchor(path: Path) -> Anchor:
         xml = member.read()
     if not xml.lstrip().startswith(b"<"):
         xml = gzip.decompress(xml)
+    # CubeLib writes <cubeplaggr cubeplaggrtype=plus> and <cubepl rowwise=false> unquoted, which no XML parser takes
+    xml = re.sub(rb"<(cubeplaggr|cubepl)\s+(cubeplaggrtype|rowwise)\s*=\s*([A-Za-z]+)\s*>", rb'<\1 \2="\3">', xml)
     root = ET.fromstring(xml)
     metrics = [m.findtext("uniq_name") for m in root.find("metrics").iter("metric")]
     derived = {m.findtext("uniq_name") for m in root.find("metrics").iter("metric")

@@ -6,7 +6,9 @@
 - remap.cubex, remap-omp.cubex: cube_remap2 -r with Score-P's installed scorep.spec, which is the
   specification Score-P stores in every profile (the tar member remapping.spec of mpi1.cubex and omp.cubex,
   byte for byte the installed one): psprocess remap without -r takes that one;
-- remap-d.cubex, remap-full-d.cubex: cube_remap2 -d (every metric stored, derived ones computed).
+- remap-d.cubex, remap-full-d.cubex: cube_remap2 -d (every metric stored, derived ones computed);
+- remap-aggr.cubex: cube_remap2 -r src/remap-aggr.spec of mpi1, derived metrics with CubePL aggregation
+  operators (<cubeplaggr> plus, minus and aggr).
 
 Each is run through the real command, and psuite's output, dumped by psprocess in all four views (metric
 tree and call tree, inclusive and exclusive), per location and over all locations, is compared with
@@ -33,6 +35,7 @@ CASES = {
     "remap-omp": (None, "omp", []),
     "remap-d": (None, "mpi1", ["-d"]),
     "remap-full-d": ("src/remap-full.spec", "mpi1", ["-d"]),
+    "remap-aggr": ("src/remap-aggr.spec", "mpi1", []),
 }
 
 
@@ -164,8 +167,13 @@ SPECS = {
                    "</metric></metrics>", "<cubeplinit>"),
     "deep": ("<metrics>" + "<metric><uniq_name>m</uniq_name>" * 300 + "</metric>" * 300 + "</metrics>",
              "deeper than 250 levels"),
-    "aggr": ("<metrics><metric type='POSTDERIVED'><uniq_name>r</uniq_name><cubepl>1</cubepl>"
-             "<cubeplaggr cubeplaggrtype=plus>arg1 + arg2</cubeplaggr></metric></metrics>", "<cubeplaggr>"),
+    "aggr-type": ("<metrics><metric type='POSTDERIVED'><uniq_name>r</uniq_name><cubepl>1</cubepl>"
+                  "<cubeplaggr cubeplaggrtype=times>arg1 * arg2</cubeplaggr></metric></metrics>", "'times'"),
+    "aggr-metric": ("<metrics><metric type='PREDERIVED_EXCLUSIVE'><uniq_name>r</uniq_name><cubepl>1</cubepl>"
+                    "<cubeplaggr cubeplaggrtype=plus>arg1 + metric::time()</cubeplaggr></metric></metrics>",
+                    "<cubeplaggr> plus"),
+    "aggr-stored": ("<metrics><metric><uniq_name>t</uniq_name>"
+                    "<cubeplaggr cubeplaggrtype=plus>arg1 + arg2</cubeplaggr></metric></metrics>", "CubePL"),
 }
 
 
@@ -240,3 +248,12 @@ def test_derived_metrics_of_the_profile_the_spec_does_not_name_keep_their_cubepl
     bad = [(k, ours[k], v) for k, v in theirs.items() if not close(ours[k], v, 1e-15 if "excl" in k[:2] else 0.0)]
     assert not bad, bad[:3]
     assert any(v for k, v in ours.items() if k[2] == "comp")
+
+
+def test_attributes_of_regions_and_the_system_tree_kept_as_cube_remap2_keeps_them(tmp_path):
+    from tests.psprocess.test_cube_write_attributes import attributes
+
+    out, _ = remapped("remap", tmp_path)
+    theirs = {k: v for k, v in attributes(DATA / "remap.cubex").items() if k[0] != "metric"}
+    assert theirs  # Score-P's: the program region's arguments, the machine's platform
+    assert {k: v for k, v in attributes(out).items() if k[0] != "metric"} == theirs

@@ -101,6 +101,8 @@ cube remap-full-omp cube_remap2 -r src/remap-full.spec -o remap-full-omp.cubex o
 # -d: every metric stored, derived ones computed; without -r the specification the profile holds (Score-P's)
 cube remap-d cube_remap2 -d -o remap-d.cubex mpi1.cubex
 cube remap-full-d cube_remap2 -d -r src/remap-full.spec -o remap-full-d.cubex mpi1.cubex
+# derived metrics with CubePL aggregation operators (<cubeplaggr> plus, minus, aggr)
+cube remap-aggr cube_remap2 -r src/remap-aggr.spec -o remap-aggr.cubex mpi1.cubex
 cube inclusify-small cube_inclusify -o inclusify-small.cubex remap-small.cubex
 cube derive-post cube_derive -t postderived -r inclusive -e 'metric::time(i)/metric::visits(e)' -p time \
     time_per_visit mpi1.cubex -o derive-post.cubex
