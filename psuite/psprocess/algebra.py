@@ -921,6 +921,25 @@ def _keep(e: Experiment, keep: np.ndarray, operation: str) -> tuple[Experiment, 
     return out, new
 
 
+def called_regions(exp: Experiment) -> tuple[list[Region], list[Cnode]]:
+    """The regions call paths enter, in the order the call tree (depth
+    first) meets them, equal regions (name, module, first and last line)
+    made one, and the call paths on them: CubeLib's cube_cut and
+    cube_remap2 define a region as they copy a call path, so regions no
+    call path enters are not written."""
+    key_index: dict[tuple, int] = {}
+    regions: list[Region] = []
+    cnodes: list[Cnode] = []
+    for c in exp.cnodes:
+        r = exp.regions[c.region]
+        key = (r.name, r.module, r.begin, r.end)
+        if key not in key_index:
+            key_index[key] = len(regions)
+            regions.append(r)
+        cnodes.append(dataclasses.replace(c, region=key_index[key]))
+    return regions, cnodes
+
+
 def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: Sequence[str] = (),
         collapse: bool = False, reduce: bool = False) -> Experiment:
     """cube_cut: re-root the call tree at every call path of each region in
@@ -977,11 +996,8 @@ def cut(experiment: Experiment, root: str | Sequence[str] | None = None, prune: 
         e = smaller
     if e is experiment:  # nothing asked: a copy, so the result is a new experiment as always
         e, _ = _keep(e, np.ones(len(e.cnodes), dtype=bool), operation)
-    used = list(dict.fromkeys(c.region for c in e.cnodes))
-    if len(used) < len(e.regions):  # as cube_cut writes it: the regions the kept call paths call, as met
-        new_region = {r: i for i, r in enumerate(used)}
-        e.regions = [e.regions[r] for r in used]
-        e.cnodes = [dataclasses.replace(c, region=new_region[c.region]) for c in e.cnodes]
+    if len({c.region for c in e.cnodes}) < len(e.regions):  # as cube_cut writes it
+        e.regions, e.cnodes = called_regions(e)
     if collapse:
         e.locations = [_virtual(loc) for loc in e.locations]
     # what the input's values mean stays true of a part of them: the sampling event (a profile's regions are

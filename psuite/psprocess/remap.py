@@ -47,12 +47,12 @@ from psuite.experiment import (
     DERIVED_KINDS,
     EXCLUSIVE,
     INCLUSIVE,
-    Cnode,
     Experiment,
     ExpressionError,
     Metric,
     derived_order,
 )
+from psuite.psprocess.algebra import called_regions
 
 EMBEDDED = "remapping.spec"  # the tar member Score-P stores its specification in
 MAX_SPEC_BYTES = 16 << 20
@@ -308,7 +308,7 @@ def remap(exp: Experiment, spec: list[SpecMetric], convert: bool = False,
             source_of[i] = m.name
 
     fixed = {s.metric.name for s in spec if not s.convertible}
-    regions, cnodes = _used_regions(exp)
+    regions, cnodes = called_regions(exp)
     out = Experiment(metrics=metrics, regions=regions, cnodes=cnodes, locations=list(exp.locations),
                      attributes={k: v for k, v in exp.attributes.items() if not _about_metrics(k)},
                      topologies=copy.deepcopy(exp.topologies))
@@ -404,23 +404,6 @@ def _as_dtype(a: np.ndarray, m: Metric) -> np.ndarray:
     if not m.integer and a.dtype.kind != "f":
         return a.astype(np.float64)
     return a
-
-
-def _used_regions(exp: Experiment) -> tuple[list, list[Cnode]]:
-    """The regions call paths enter, in the order the call tree (depth
-    first) meets them, equal regions (name, module, first and last line)
-    made one: cube_remap2 defines a region as it copies a call path."""
-    key_index: dict[tuple, int] = {}
-    regions = []
-    cnodes = []
-    for c in exp.cnodes:
-        r = exp.regions[c.region]
-        key = (r.name, r.module, r.begin, r.end)
-        if key not in key_index:
-            key_index[key] = len(regions)
-            regions.append(r)
-        cnodes.append(Cnode(key_index[key], c.parent, c.line, dict(c.attributes)))
-    return regions, cnodes
 
 
 def _tree_order(metrics: list[Metric], kids: list[list[int]]) -> list[int]:

@@ -52,16 +52,9 @@ def cubelib_values(cube: str) -> dict[tuple[str, str, int, int], float]:
 
 def cnode_ids(path: Path) -> list[int]:
     """The anchor's cnode ids in document order (psuite's call-path order)."""
-    import tarfile
+    from tests.psprocess.cubelib_reference import anchor
 
-    from lxml import etree
-
-    with tarfile.open(path) as tar:
-        xml = tar.extractfile("anchor.xml").read()
-    if not xml.lstrip().startswith(b"<"):
-        xml = gzip.decompress(xml)
-    program = etree.fromstring(xml, etree.XMLParser(huge_tree=True)).find("program")
-    return [int(c.get("id")) for c in program.iter("cnode")]
+    return anchor(path).cnodes
 
 
 @pytest.mark.parametrize("cube", CUBES)
