@@ -206,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return subcommands.main(argv)
     args = build_parser().parse_args(_bare_calltree(argv))
     option_scope.check(args)  # an option that would do nothing here is refused, not ignored
-    check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
+    option_scope.check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
     threshold_given = args.threshold is not None  # (fill_defaults gives it its default)
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
@@ -369,15 +369,6 @@ def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> Non
     if not any(thread_trees(r) for r in reports):
         raise UsageError(f"{wants[0]}: {'the inputs have' if len(args.inputs) > 1 else args.inputs[0] + ' has'} "
                          "no call paths; record them with psrun --callpath")
-
-
-def check_source_dirs(dirs: Sequence[str], html: bool) -> None:
-    """--source-dir: directories, and only where a page shows sources."""
-    if dirs and not html:
-        raise UsageError("--source-dir goes with --html or -f html (the page's source view)")
-    for d in dirs:
-        if not os.path.isdir(d):
-            raise UsageError(f"--source-dir {d}: no such directory; give the directory of the program's sources")
 
 
 def _warn(message: str) -> None:
