@@ -468,5 +468,29 @@ def test_combined_xml_keeps_the_call_paths(run, tmp_path):
     assert threads_only(run, dict(got)) == truth(run)
 
 
+def cube_paths(path: Path) -> Counter:
+    """A cube read back by psuite's CUBE reader: samples per (rank, thread,
+    call path)."""
+    import psuite
+
+    out: Counter = Counter()
+    for rec in psuite.read_experiment(str(path)).to_records():
+        if rec["metric"] == "samples" and rec["value"]:
+            out[(rec["rank"], rec["thread"], rec["path"][1:])] += rec["value"]  # [0] is the program
+    return out
+
+
+@pytest.mark.xfail(strict=True, reason="psprocess -c --cube writes a flat cube (program > function) of call-path "
+                   "profiles, where each rank's own --cube has their call tree")
+def test_combined_cube_has_each_ranks_call_paths(run, tmp_path):
+    ranks: Counter = Counter()
+    for rank, doc in run.process.items():
+        psprocess("--cube", str(tmp_path / f"r{rank}.cubex"), doc)
+        ranks.update(cube_paths(tmp_path / f"r{rank}.cubex"))
+    psprocess("-c", "--cube", str(tmp_path / "c.cubex"), *run.docs)
+    assert max(len(p) for _, _, p in ranks) > 2  # the ranks' cubes have call paths
+    assert cube_paths(tmp_path / "c.cubex") == ranks
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-v"]))
