@@ -28,6 +28,7 @@ from tests.conftest import TARGETS, psrun_command, run_tool
 
 MPI_ENV = {"OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 RANKS = 4
+PERIOD_US = 1000  # psrun --period: a sample is 1 ms of CPU time
 
 Locations = dict[tuple[int, int], int]  # (rank, thread) -> samples
 
@@ -72,7 +73,7 @@ def run(tmp_path_factory) -> Run:
     docs.mkdir()
     p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(RANKS), "--mca", "btl",
                         "self,vader", psrun_command(), "-q", "-d", str(docs), "-p", "--callpath",
-                        "--period", "1000", str(exe)],
+                        "--period", str(PERIOD_US), str(exe)],
                        capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV}, cwd=d)
     assert p.returncode == 0, p.stdout + p.stderr
     r = Run(docs, exe)
@@ -265,7 +266,7 @@ def from_speedscope(run: Run, combined: bool, tmp: Path) -> Locations:
             m = re.fullmatch(r"rank (\d+) thread (\d+)", p["name"])
             assert m, p["name"]
             assert p["unit"] == "microseconds"
-            add(out, (int(m.group(1)), int(m.group(2))), sum(p["weights"]) / 1000)  # --period 1000 us
+            add(out, (int(m.group(1)), int(m.group(2))), sum(p["weights"]) / PERIOD_US)
     return out
 
 
@@ -285,9 +286,10 @@ def from_pprof(run: Run, combined: bool, tmp: Path) -> Locations:
                              env=env, check=True).stdout
         count = None
         for line in raw.split("Samples:")[1].splitlines():
-            m = re.match(r"\s+(\d+)\s+\d+:", line)
+            m = re.match(r"\s+(\d+)\s+(\d+):", line)
             if m:
                 count = int(m.group(1))
+                assert int(m.group(2)) == count * PERIOD_US * 1000, line  # cpu nanoseconds: samples x period
             m = re.search(r"thread:\[rank (\d+) thread (\d+)\]", line)
             if m and count is not None:
                 add(out, (int(m.group(1)), int(m.group(2))), count)
@@ -311,6 +313,7 @@ def from_cube(run: Run, combined: bool, tmp: Path) -> Locations:
         psprocess(*opts, "--cube", str(f), *docs)
         with CubexParser(str(stored_only(f))) as parser:
             values = parser.get_metric_values(metric=parser.get_metric_by_name("samples"))
+            seconds = parser.get_metric_values(metric=parser.get_metric_by_name("time"))
             process = {}  # location id -> its location group (the MPI process)
 
             def walk(node, process=process):
@@ -324,6 +327,8 @@ def from_cube(run: Run, combined: bool, tmp: Path) -> Locations:
                 walk(node)
             for k, loc in enumerate(parser.get_locations()):
                 n = sum(float(values.cnode_values(c, convert_to_exclusive=True)[k]) for c in parser.all_cnodes())
+                t = sum(float(seconds.cnode_values(c, convert_to_exclusive=True)[k]) for c in parser.all_cnodes())
+                assert t == pytest.approx(n * PERIOD_US / 1e6), loc.name  # time: the samples times the period
                 group = process[loc.id]
                 rank = int(group.rank)
                 add(out, (rank, int(loc.rank)), n)
@@ -341,8 +346,12 @@ def from_html(run: Run, combined: bool, tmp: Path) -> Locations:
         view = json.loads(m.group(1))
         locs, values = view["locations"], view["values"]["samples"]["exclusive"]
         assert len(values) == len(locs) * len(view["cnodes"]["region"])
+        seconds = view["values"]["time"]["exclusive"]
         for j, loc in enumerate(locs):
-            add(out, (loc["rank"], loc["thread"]), sum(values[j::len(locs)]))
+            n = sum(values[j::len(locs)])
+            # the second metric, time, is the samples times the period
+            assert sum(seconds[j::len(locs)]) == pytest.approx(n * PERIOD_US / 1e6), loc
+            add(out, (loc["rank"], loc["thread"]), n)
     return out
 
 
@@ -351,6 +360,7 @@ def from_records(run: Run, combined: bool, tmp: Path) -> Locations:
     import psuite
 
     out: Locations = {}
+    time: Counter = Counter()
     docs = [run.process[r] for r in sorted(run.process)]
     if combined:
         f = tmp / "combined.xml"
@@ -361,6 +371,10 @@ def from_records(run: Run, combined: bool, tmp: Path) -> Locations:
             if rec["metric"] == "samples":
                 assert isinstance(rec["thread"], int), (type(rec["thread"]), rec["thread"])
                 add(out, (rec["rank"], rec["thread"]), rec["value"])
+                time[(rec["rank"], rec["thread"])] += rec["value"] * PERIOD_US / 1e6
+            elif rec["metric"] == "time":
+                time[(rec["rank"], rec["thread"])] -= rec["value"]
+    assert all(abs(v) < 1e-9 for v in time.values()), time  # time is the samples times the period
     return out
 
 
