@@ -5,6 +5,13 @@ numbers.  Each format is read back by a parser of its own where one exists
 (go tool pprof, pycubexr, gmon's and vmon.out's layouts read here, plain
 JSON/CSV/XML), not by the code that wrote it.
 
+A profile counts one thing, the samples (--callpath cannot be combined with
+counting); the cube, the HTML page, the records and pprof also carry time,
+checked as the samples times the period.  gmon and vmon.out take one
+profile (psprocess refuses -c for them); folded stacks have no location
+field (compared per psprocess call); psbase files a run's totals, not its
+locations.
+
 Where formats disagree today the case is marked xfail(strict=True) with what
 disagrees, so that the test flips when the paths share one model."""
 
@@ -105,7 +112,8 @@ def add(out: Locations, key: tuple[int, int], n: float) -> None:
 
 
 def threads_only(run: Run, got: dict) -> Locations:
-    """Drop zero entries, so formats that leave out an idle thread compare."""
+    """Drop zero entries, so formats that leave out an idle thread compare
+    (psrun's helper threads often take no sample)."""
     return {k: v for k, v in got.items() if v}
 
 
@@ -165,9 +173,9 @@ def from_csv_callpaths(run: Run, combined: bool, tmp: Path) -> Locations:
 
 
 def from_text(run: Run, combined: bool, tmp: Path) -> Locations:
-    """The text report: "Total samples" per report (without -c), the
-    per-function rows of the combined report's spread otherwise are not
-    per location, so -c gives only the function summary's total over all."""
+    """The text report: each thread report's "Total samples" (without -c);
+    the combined report has no per-location table, so with -c the total its
+    function summary's first row implies (samples / self %)."""
     text = psprocess(*(["-c"] if combined else []), *run.docs)
     out: Locations = {}
     if combined:
@@ -441,7 +449,7 @@ def test_per_location_samples_agree(run, tmp_path, reader, combined, per):
 
 # -------------------------------------------------------------- identities
 @pytest.mark.xfail(strict=True, reason="psuite.read(...).to_records() puts a -p process report's samples on "
-                   "thread 0 (the process total), its calltree_records() on threads 1 and 3 (main thread 1)")
+                   "thread 0 (the process total), its calltree_records() on the threads themselves (main thread 1)")
 def test_record_apis_number_the_threads_alike(run):
     import psuite
 
@@ -504,6 +512,23 @@ def test_combined_cube_has_each_ranks_call_paths(run, tmp_path):
     psprocess("-c", "--cube", str(tmp_path / "c.cubex"), *run.docs)
     assert max(len(p) for _, _, p in ranks) > 2  # the ranks' cubes have call paths
     assert cube_paths(tmp_path / "c.cubex") == ranks
+
+
+def test_psbase_files_the_combined_run_with_its_samples(run, tmp_path):
+    """psbase filing keeps a run's totals, not its locations: the run filed
+    by psprocess -c --archive has the samples of all the threads (process
+    totals not counted twice), its ranks and threads per rank."""
+    db = f"sqlite:///{tmp_path / 'psbase.db'}"
+    p = run_tool("psbase", "--db", db, "setup", "--psuite", "app", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    psprocess("-c", "--archive", "app", "--db", db, *run.docs)
+    rows = {}
+    for by in ("ranks", "threads"):
+        p = run_tool("psbase", "--db", db, "query", "app", "total_samples", "--by", by, "-f", "json", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        [rows[by]] = json.loads(p.stdout)["rows"]
+    assert rows["ranks"]["ranks"] == RANKS and rows["threads"]["threads"] == 3
+    assert rows["ranks"]["total_samples mean"] == sum(run.truth.values())
 
 
 if __name__ == "__main__":  # pragma: no cover
