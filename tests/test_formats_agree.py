@@ -93,6 +93,8 @@ def run(tmp_path_factory) -> Run:
 
 
 def psprocess(*args: str) -> str:
+    """Run psprocess; what it said (both streams: the exporters name what
+    they wrote on standard error)."""
     p = run_tool("psprocess", *args, timeout=300)
     assert p.returncode == 0, p.stderr
     return p.stdout + p.stderr
@@ -111,7 +113,7 @@ def add(out: Locations, key: tuple[int, int], n: float) -> None:
     out[key] = out.get(key, 0) + int(round(n))
 
 
-def threads_only(run: Run, got: dict) -> Locations:
+def threads_only(got: dict) -> Locations:
     """Drop zero entries, so formats that leave out an idle thread compare
     (psrun's helper threads often take no sample)."""
     return {k: v for k, v in got.items() if v}
@@ -129,8 +131,9 @@ def rank_of(source: str) -> int:
 
 def from_json(run: Run, combined: bool, tmp: Path) -> Locations:
     out: Locations = {}
-    text = psprocess(*(["-c"] if combined else []), "-f", "json", *run.docs)
-    d = json.loads(text[text.index("{"):])
+    f = tmp / "r.json"
+    psprocess(*(["-c"] if combined else []), "-f", "json", "-o", str(f), *run.docs)
+    d = json.loads(f.read_text())
     for r in d["reports"]:
         if "process total" not in r["annotation"]:
             add(out, (r["rank"], r["thread"]), r["total_samples"])
@@ -141,8 +144,9 @@ def from_json_callpaths(run: Run, combined: bool, tmp: Path) -> Locations:
     """JSON's call trees ("calltree": exclusive samples per thread's call
     path), per the report's rank and the call path's thread."""
     out: Locations = {}
-    text = psprocess(*(["-c"] if combined else []), "-f", "json", *run.docs)
-    d = json.loads(text[text.index("{"):])
+    f = tmp / "r.json"
+    psprocess(*(["-c"] if combined else []), "-f", "json", "-o", str(f), *run.docs)
+    d = json.loads(f.read_text())
     for r in d["reports"] + d.get("totals", []):
         for node in r.get("calltree") or []:
             add(out, (r["rank"], node["thread"]), node["exclusive"])
@@ -434,7 +438,7 @@ def test_per_location_samples_agree(run, tmp_path, reader, combined, per):
     said = got.pop((-2, -2), None)  # what psprocess said it wrote (pprof)
     total = sum(run.truth.values())
     if per == "thread":
-        assert threads_only(run, got) == truth(run)
+        assert threads_only(got) == truth(run)
     elif per == "rank":
         assert got == run.per_rank()
     elif per == "process":
@@ -487,7 +491,7 @@ def test_combined_xml_keeps_the_call_paths(run, tmp_path):
     got = Counter()
     for rec in psuite.read(str(f)).calltree_records():
         got[(rec["rank"], rec["thread"])] += rec["exclusive"]
-    assert threads_only(run, dict(got)) == truth(run)
+    assert threads_only(dict(got)) == truth(run)
 
 
 @pytest.mark.xfail(strict=True, reason="psprocess -c -x leaves out the reports of threads that took no sample "
