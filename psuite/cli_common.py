@@ -75,6 +75,19 @@ def size_text(n: int) -> str:
 _held: list[str] = []  # the running command's warning lines, said once it has not failed
 
 
+def progress(tool: str, what: str, unit: str) -> Callable[[int, int], None] | None:
+    """A progress line on stderr when it is a terminal, cleared at the end:
+    show(done, total); None elsewhere (a log or a pipe gets no carriage returns)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(done: int, total: int) -> None:
+        sys.stderr.write(f"\r{tool}: {what} {done:,}/{total:,} {unit}" + ("\r\033[K" if done == total else ""))
+        sys.stderr.flush()
+
+    return show
+
+
 def hold_warning(line: str) -> None:
     """A warning line (e.g. "psprocess: warning: ..."), said on stderr when
     the command run by run_cli ends without an error, or earlier by

@@ -15,9 +15,9 @@ The canonical name is
 - the name as written for anything else (native events of a PMU or PAPI
   component, raw rNNNN, names with modifiers): no other spelling is known.
 
-Documents are read into the model under canonical names
-(canonical_names()); an event's spelling in the document, when it differs,
-is kept as its counted_as.
+Documents are read into the model under canonical names (the readers'
+canonical_names(), through rename_events()); an event's spelling in the
+document, when it differs, is kept as its counted_as.
 """
 
 from __future__ import annotations
@@ -68,29 +68,9 @@ def canonical(name: str) -> str:
     return _BY_LOWER.get(bare.lower(), name)
 
 
-def canonical_names(doc):
-    """A report model (CountReport, ProfileReport, MultiReport; anything
-    else is returned as it is) with its events under their canonical names,
-    in place; each renamed event keeps the document's spelling in
-    counted_as.  A report that counted one event under two spellings
-    (PAPI_TOT_CYC and perf::CYCLES) keeps the later one under its own: one
-    name stays one measurement."""
-    from psuite.report import CountReport, MultiReport, ProfileReport
-
-    if isinstance(doc, MultiReport):
-        for r in (*doc.reports, *doc.totals):
-            canonical_names(r)
-    elif isinstance(doc, CountReport):
-        _rename(doc.events)
-    elif isinstance(doc, ProfileReport) and doc.event:
-        name = canonical(doc.event)
-        if name != doc.event:
-            doc.event_counted_as, doc.event = doc.event, name
-    return doc
-
-
-def _rename(events: list) -> None:
-    """Each spelling to its canonical name, unless another spelling of the
+def rename_events(events: list) -> None:
+    """Each event's spelling (its .name) to its canonical name, in place,
+    the spelling kept as its .counted_as; not when another spelling of the
     report has that name (or took it first).  A report can hold a million
     events of distinct names: the spellings canonical() could change are
     picked out at C speed first (in the common case, none)."""

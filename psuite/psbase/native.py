@@ -125,7 +125,7 @@ def _reports(doc) -> list:
 
 
 def _load(path: str):
-    from psuite.psprocess import calltree_resolve, experiments, srcmap
+    from psuite.psprocess import calltree_resolve, experiments, metrics, srcmap
     from psuite.psprocess.inputs import load
 
     if experiments.is_cube(path):
@@ -136,7 +136,7 @@ def _load(path: str):
             srcmap.resolve_into(r)
             calltree_resolve.resolve_into(r)
         if isinstance(r, CountReport) and not r.metrics:
-            experiments._derive(r)  # psuite's standard derived metrics, as psprocess shows them
+            metrics.derive_standard(r)  # psuite's standard derived metrics, as psprocess shows them
     return doc
 
 
@@ -190,7 +190,7 @@ _WALL, _CPU = ("ci", "wallsecs"), ("ci", "cpusecs")
 
 
 def _metric_rule(name: str) -> str:
-    from psuite.psprocess.experiments import standard_definitions
+    from psuite.psprocess.metrics import standard_definitions
 
     for d in standard_definitions():
         if d.name == name:

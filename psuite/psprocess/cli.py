@@ -8,10 +8,11 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
-from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, run_cli, size_text, write_output
+from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, progress, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser, whole_number
 from psuite.errors import UsageError, require_extra
 from psuite.psprocess import option_scope
+from psuite.psprocess.prepare import prepare, resolve
 from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
 from psuite.psprocess.writers import FORMATS
 
@@ -205,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return subcommands.main(argv)
     args = build_parser().parse_args(_bare_calltree(argv))
     option_scope.check(args)  # an option that would do nothing here is refused, not ignored
-    check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
+    option_scope.check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
     threshold_given = args.threshold is not None  # (fill_defaults gives it its default)
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
@@ -250,10 +251,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from psuite.psprocess import combine
 
         sources = pair_companions(combine.expand(args.inputs))
-        subject = combine.combine(sources, load, derive, _resolve, _progress("reading", "reports"), warn=_warn)
+        subject = combine.combine(sources, load, derive, resolve, progress("psprocess", "reading", "reports"),
+                                  warn=_warn)
         reports = [subject]
     else:
-        reports = [_prepare(load(source), derive) for source in pair_companions(list(args.inputs))]
+        reports = [prepare(load(source), derive) for source in pair_companions(list(args.inputs))]
         subject = reports[0]
     _check_callpaths(args, exports, reports)
     if threshold_given and not any(_of_profiles(r) for r in reports):
@@ -369,15 +371,6 @@ def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> Non
                          "no call paths; record them with psrun --callpath")
 
 
-def check_source_dirs(dirs: Sequence[str], html: bool) -> None:
-    """--source-dir: directories, and only where a page shows sources."""
-    if dirs and not html:
-        raise UsageError("--source-dir goes with --html or -f html (the page's source view)")
-    for d in dirs:
-        if not os.path.isdir(d):
-            raise UsageError(f"--source-dir {d}: no such directory; give the directory of the program's sources")
-
-
 def _warn(message: str) -> None:
     """A warning line, said once the run has not failed (run_cli)."""
     from psuite.cli_common import hold_warning, one_line
@@ -440,34 +433,6 @@ class _Metrics:
         report.metrics = metrics.derive(report, self.definitions)
 
 
-def _prepare(report, derive):
-    """A report made ready to show: profiles resolved, metrics derived; a
-    multi-document's members so, and combined again."""
-    from psuite.report import CountReport, MultiReport, ProfileReport
-
-    if isinstance(report, MultiReport):
-        from psuite.psprocess import combine
-
-        return combine.summarize([_prepare(member, derive) for member in combine.members(report)])
-    if isinstance(report, ProfileReport):
-        _resolve(report)
-    elif isinstance(report, CountReport):
-        derive(report)
-    return report
-
-
-def _progress(what: str, unit: str):
-    """A progress line on stderr when it is a terminal, cleared at the end."""
-    if not sys.stderr.isatty():
-        return None
-
-    def show(done: int, total: int) -> None:
-        sys.stderr.write(f"\rpsprocess: {what} {done:,}/{total:,} {unit}" + ("\r\033[K" if done == total else ""))
-        sys.stderr.flush()
-
-    return show
-
-
 def _emit(args, text: str | Iterable[str]) -> None:
     """The report to -o FILE (never replacing one without --force) or stdout."""
     write_output(args.output, text, args.force)
@@ -496,18 +461,6 @@ def _calibrate(args, load) -> int:
         text += f"wrote {args.write_config}: psrun -c {args.write_config} PROGRAM\n"
     _emit(args, text)
     return 0
-
-
-def _resolve(report) -> None:
-    """PCs to source locations, call paths to call trees, with progress on
-    a terminal."""
-    from psuite.psprocess import srcmap
-
-    srcmap.resolve_into(report, _progress(f"resolving {report.source}:", "PCs"))
-    if report.callpaths is not None:  # only then: psuite.calltree costs milliseconds to import
-        from psuite.psprocess import calltree_resolve
-
-        calltree_resolve.resolve_into(report, _progress(f"resolving {report.callpaths.source}:", "addresses"))
 
 
 # ---- psbase filing: --archive, PSUITE_ARCHIVE --------------------------------

@@ -92,34 +92,14 @@ def as_written(exp: Experiment) -> Experiment:
 def load(source: str, warn=None) -> Experiment:
     """The experiment of any input psuite reads: a .cubex file, or a
     PerfSuite document (file or URL).  InputError/UsageError on bad input."""
-    from psuite.psprocess import inputs, srcmap
-    from psuite.psprocess.cli import _prepare
+    from psuite.psprocess import inputs, metrics, prepare, srcmap
 
     report = inputs.load(source, warn=warn, on_module=srcmap.prefetch, cubes=True)
     if isinstance(report, Experiment):  # a CUBE file, read by readers/cube.py
         return report
-    exp = from_report(_prepare(report, _derive))
+    exp = from_report(prepare.prepare(report, metrics.derive_standard))
     exp.attributes.setdefault("source", source)
     return exp
-
-
-_definitions: list | None = None
-
-
-def standard_definitions() -> list:
-    """psuite's standard derived-metric definitions (configs/metrics.xml)."""
-    global _definitions
-    if _definitions is None:
-        from psuite.psprocess import metrics
-
-        _definitions = metrics.load(metrics.standard_metrics_path())
-    return _definitions
-
-
-def _derive(report) -> None:
-    from psuite.psprocess import metrics
-
-    report.metrics = metrics.derive(report, standard_definitions())
 
 
 # -- reports -------------------------------------------------------------------
@@ -163,7 +143,11 @@ def from_report(report, definitions: list | None = None) -> Experiment:
             _profile_model(exp, program, reports, where)
     else:
         where = _locations(exp, reports)
-        _count_model(exp, program, reports, where, standard_definitions() if definitions is None else definitions)
+        if definitions is None:
+            from psuite.psprocess.metrics import standard_definitions
+
+            definitions = standard_definitions()
+        _count_model(exp, program, reports, where, definitions)
     exp.check()
     return exp
 

@@ -141,6 +141,24 @@ def standard_metrics_path() -> str:
     return os.path.join(CONFIG_DIR, "metrics.xml")
 
 
+_standard: list[MetricDefinition] | None = None
+
+
+def standard_definitions() -> list[MetricDefinition]:
+    """psuite's standard derived-metric definitions (configs/metrics.xml),
+    read once."""
+    global _standard
+    if _standard is None:
+        _standard = load(standard_metrics_path())
+    return _standard
+
+
+def derive_standard(report: CountReport) -> None:
+    """Set a counting report's metrics to psuite's standard derived ones,
+    as psprocess shows them without -m or --no-standard-metrics."""
+    report.metrics = derive(report, standard_definitions())
+
+
 def _parse_expr(el, where: str) -> tuple:
     tag = el.tag
     children = [c for c in el if isinstance(c.tag, str)]

@@ -7,7 +7,9 @@ The parser leaves the options whose use matters here (-f, --threshold,
 
 from __future__ import annotations
 
+import os
 from argparse import Namespace
+from collections.abc import Sequence
 
 from psuite.errors import UsageError
 
@@ -84,3 +86,12 @@ def fill_defaults(args: Namespace) -> None:
         args.threshold = THRESHOLD_DEFAULT
     if args.rate is None:
         args.rate = RATE_DEFAULT
+
+
+def check_source_dirs(dirs: Sequence[str], html: bool) -> None:
+    """--source-dir: directories, and only where a page shows sources."""
+    if dirs and not html:
+        raise UsageError("--source-dir goes with --html or -f html (the page's source view)")
+    for d in dirs:
+        if not os.path.isdir(d):
+            raise UsageError(f"--source-dir {d}: no such directory; give the directory of the program's sources")

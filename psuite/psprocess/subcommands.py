@@ -369,7 +369,7 @@ def _run(argv: Sequence[str]) -> int:
 
     binaries.configure(warn=functools.partial(_warn, name))
     if hasattr(args, "source_dir"):
-        from psuite.psprocess.cli import check_source_dirs
+        from psuite.psprocess.option_scope import check_source_dirs
 
         check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
     if getattr(args, "html", None) or getattr(args, "format", None) == "html":

@@ -318,7 +318,7 @@ def test_counting_report(targets, workdir):
     r = psuite.read(str(doc))
     for e in r.events:
         e.name = e.name.removeprefix("PERF_COUNT_SW_").lower().replace("_", "-")
-    r.metrics = metrics.derive(r, experiments.standard_definitions())
+    r.metrics = metrics.derive(r, metrics.standard_definitions())
     perf = experiments.from_report(r)
     assert perf.metric("Page_faults_per_second").derived
     assert perf.total("Page_faults_per_second") == pytest.approx(exp.total("Page_faults_per_second"))

@@ -277,10 +277,10 @@ def _rounded(f: np.ndarray, finite: np.ndarray) -> np.ndarray:
 def _read_report(source: str, warn=None):
     """A PerfSuite document made ready as psprocess makes it (profiles
     resolved, metrics derived), as experiments.load reads one."""
-    from psuite.psprocess import experiments, inputs, srcmap
-    from psuite.psprocess.cli import _prepare
+    from psuite.psprocess import inputs, metrics, srcmap
+    from psuite.psprocess.prepare import prepare
 
-    return _prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), experiments._derive)
+    return prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), metrics.derive_standard)
 
 
 def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:

@@ -50,11 +50,32 @@ def is_cube_head(head: bytes) -> bool:
     return head[257:262] == b"ustar"
 
 
+def canonical_names(doc):
+    """A report model (CountReport, ProfileReport, MultiReport; anything
+    else is returned as it is) with its events under their canonical names
+    (psuite.hwpc.names), in place; each renamed event keeps the document's
+    spelling in counted_as.  A report that counted one event under two
+    spellings (PAPI_TOT_CYC and perf::CYCLES) keeps the later one under its
+    own: one name stays one measurement.  (Here, not in hwpc.names: the
+    event names sit below the report model, which the readers build.)"""
+    from psuite.hwpc.names import canonical, rename_events
+    from psuite.report import CountReport, MultiReport, ProfileReport
+
+    if isinstance(doc, MultiReport):
+        for r in (*doc.reports, *doc.totals):
+            canonical_names(r)
+    elif isinstance(doc, CountReport):
+        rename_events(doc.events)
+    elif isinstance(doc, ProfileReport) and doc.event:
+        name = canonical(doc.event)
+        if name != doc.event:
+            doc.event_counted_as, doc.event = doc.event, name
+    return doc
+
+
 def read_document(doc: Document):
     """The report model of a parsed document, its events under their
     canonical names (psuite.hwpc.names)."""
-    from psuite.hwpc.names import canonical_names
-
     root = doc.root
     for reader in READERS:
         if reader.accepts(root):
@@ -79,7 +100,5 @@ def read_stream(stream: IO[bytes], source: str, on_module: Callable[[str], None]
     if is_cube_head(head):
         raise CubeFile(source)
     if callpaths.is_callpaths(head):
-        from psuite.hwpc.names import canonical_names
-
         return canonical_names(callpaths.report_alone(callpaths.read(stream, source)))
     return read_document(parse(stream, source, on_module))

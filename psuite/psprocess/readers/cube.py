@@ -187,7 +187,7 @@ def _stored_ratios(exp: Experiment) -> None:
     it out instead of subtracting ratios."""
     if exp.attributes.get("Creator") != "psuite" or NO_FORMULA in exp.attributes:
         return
-    from psuite.psprocess.experiments import standard_definitions
+    from psuite.psprocess.metrics import standard_definitions
 
     derived = {d.name for d in standard_definitions()}
     stored = [m.name for m in exp.metrics if not m.derived and m.display in derived]
