@@ -26,9 +26,9 @@ TARGET_S, TARGET_MB = 30.0, 2048.0
 
 LIBRARY = """
 import sys
-from psuite.psprocess import algebra
-from psuite.psprocess.experiments import load
-from psuite.psprocess.exporters import cube
+from psuite.analysis import algebra
+from psuite.analysis.experiments import load
+from psuite.formats.exporters import cube
 op, out, *inputs = sys.argv[1:]
 experiments = [load(p) for p in inputs]
 if op == "diff":
@@ -46,7 +46,7 @@ def experiment(paths: int, seed: int):
     for 10,000), 1,024 locations, 8 metrics of pseudo-random values."""
     import numpy as np
 
-    from psuite.experiment import Experiment, Location, Metric, Region
+    from psuite.model.experiment import Experiment, Location, Metric, Region
 
     e = Experiment(attributes={"Creator": "psuite bench/algebra.py"})
     for k in range(METRICS):
@@ -89,7 +89,7 @@ def main() -> int:
     ap.add_argument("--paths", type=int, default=10000, help="call paths per cube (default 10000)")
     ap.add_argument("--python", action="store_true", help="time the library calls instead of psprocess")
     args = ap.parse_args()
-    from psuite.psprocess.exporters import cube
+    from psuite.formats.exporters import cube
 
     psprocess = shutil.which("psprocess", path=os.path.dirname(sys.executable))
     if not args.python and not psprocess:

@@ -24,8 +24,8 @@ SIZES = (10_000, 100_000)
 
 def read_and_resolve(path: Path) -> float:
     """Seconds to read the document and resolve its call paths."""
-    from psuite.psprocess import calltree_resolve
-    from psuite.psprocess.readers import callpaths as reader
+    from psuite.analysis import calltree_resolve
+    from psuite.formats.readers import callpaths as reader
 
     start = time.perf_counter()
     with open(path, "rb") as f:

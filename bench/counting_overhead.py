@@ -34,7 +34,7 @@ PERF_NAMES = {"perf::TASK-CLOCK": "task-clock", "perf::PAGE-FAULTS": "page-fault
 def counted_events(psrun: str, program: list[str], cwd: str) -> tuple[list[str], str]:
     """Run psrun once and read back which events its report holds, and the
     backend that counted them."""
-    from psuite.psprocess.inputs import load
+    from psuite.analysis.inputs import load
 
     before = set(os.listdir(cwd))
     subprocess.run([psrun, "-q", *program], stdout=subprocess.DEVNULL, check=True, cwd=cwd)

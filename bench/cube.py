@@ -22,7 +22,7 @@ def main() -> int:
     ap.add_argument("--regions", type=int, default=10000)
     ap.add_argument("--keep", metavar="FILE.cubex", help="write here and keep it")
     args = ap.parse_args()
-    from psuite.psprocess.exporters import cube
+    from psuite.formats.exporters import cube
 
     hosts, ranks, threads, nmetrics = 8, 32, 4, 8
     tree, loc = [], 0

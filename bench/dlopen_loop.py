@@ -33,7 +33,7 @@ SRC = os.path.join(HERE, os.pardir, "tests", "targets", "dlclose")
 
 def psuite_share(cwd: str) -> tuple[int, int]:
     """(samples in libpshwpc, all samples) over the profiles psrun wrote in cwd."""
-    from psuite.psprocess.inputs import load
+    from psuite.analysis.inputs import load
 
     mine = total = 0
     for path in glob.glob(os.path.join(cwd, "loop.*.xml")):

@@ -36,7 +36,7 @@ def experiment(ranks: int = 64, functions: int = 2000, seed: int = 17):
     does (1 + r / ranks) times the work (an imbalance to see)."""
     import numpy as np
 
-    from psuite.experiment import Experiment, Location, Metric, Region
+    from psuite.model.experiment import Experiment, Location, Metric, Region
 
     e = Experiment(attributes={"command": f"synthetic {ranks} ranks x {functions} functions"})
     e.add_metric(Metric("samples", "Samples", "occ", "UINT64", description="samples taken"))

@@ -8,7 +8,7 @@
    the text report `psprocess doc.xml`.  Printed beside them: the
    resolution alone, the same PCs resolved to their frames (function,
    file and line, inlined calls included, as addr2line -f -i) by a fresh
-   Python process through psuite.psprocess.srcmap, printed as addr2line
+   Python process through psuite.analysis.srcmap, printed as addr2line
    prints them.
 2. call paths: 100,000 distinct return addresses spread over the generated
    binary and libc, resolved through srcmap.resolve_frames by a fresh
@@ -39,7 +39,7 @@ MEMORY_MB = 1024
 # frames out as addr2line -f -i prints them (function, then file:line).
 RESOLVER = """
 import sys
-from psuite.psprocess.srcmap import resolve_frames
+from psuite.analysis.srcmap import resolve_frames
 words = sys.stdin.buffer.read().split()
 by_module = {}
 for module, addr in zip(words[0::2], words[1::2]):

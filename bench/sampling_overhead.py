@@ -24,7 +24,7 @@ from _common import alternate, arguments, sized_program, tools
 
 
 def psrun_samples(cwd: str) -> int:
-    from psuite.psprocess.inputs import load
+    from psuite.analysis.inputs import load
 
     total = 0
     for path in glob.glob(os.path.join(cwd, "work.*.xml")):

@@ -10,8 +10,8 @@ companion read alone is a ProfileReport of its call paths), and resolves
 them with the flat profile:
 
     report.callpaths                    # the document as recorded
-                                        # (psuite.calltree.CallPathProfile)
-    psuite.calltree.thread_trees(report)  # each thread's resolved CallTree
+                                        # (psuite.model.calltree.CallPathProfile)
+    psuite.model.calltree.thread_trees(report)  # each thread's resolved CallTree
     rows = report.calltree_records()    # pandas.DataFrame(rows)
 
 calltree_records() gives one row per calling context of every thread:
@@ -31,7 +31,7 @@ CUBE 4 files included:
 
     a = psuite.read_experiment("base.cubex")
     b = psuite.read_experiment("app.5678.host.xml")
-    from psuite.psprocess import algebra
+    from psuite.analysis import algebra
     d = algebra.diff(b, a)                 # compare, mean, merge, cut too
     rows = d.to_records()                  # pandas.DataFrame(rows)
 
@@ -49,12 +49,12 @@ def read(path_or_url: str, resolve: bool = True):
     trees unless resolve is False), ResourceReport, or the reader's error
     (psuite.errors.InputError).  A companion that names another profile
     is left out with a warning (warnings.warn)."""
-    from psuite.psprocess.inputs import load
-    from psuite.report import ProfileReport
+    from psuite.analysis.inputs import load
+    from psuite.model.report import ProfileReport
 
     report = load(path_or_url)
     if resolve and isinstance(report, ProfileReport):
-        from psuite.psprocess import calltree_resolve, srcmap
+        from psuite.analysis import calltree_resolve, srcmap
 
         srcmap.resolve_into(report)
         calltree_resolve.resolve_into(report)
@@ -64,7 +64,7 @@ def read(path_or_url: str, resolve: bool = True):
 def read_experiment(path_or_url: str):
     """Any input psuite reads - a PerfSuite document (counting report,
     profile with or without call paths, combined document) or a CUBE 4
-    file - as one psuite.experiment.Experiment, symbols resolved."""
-    from psuite.psprocess.experiments import load
+    file - as one psuite.model.experiment.Experiment, symbols resolved."""
+    from psuite.analysis.experiments import load
 
     return load(path_or_url)

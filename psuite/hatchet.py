@@ -33,15 +33,15 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from psuite.calltree import UNKNOWN
 from psuite.errors import UsageError, missing_extra
+from psuite.model.calltree import UNKNOWN
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: hatchet and thicket are optional
     import hatchet
     import thicket
 
-    from psuite.report import MultiReport, ProfileReport
+    from psuite.model.report import MultiReport, ProfileReport
 
 ROOT_NAME = "<program root>"  # as hatchet's HPCToolkit reader names it: one name for every program, so runs unite
 Source = str | os.PathLike
@@ -51,14 +51,14 @@ def to_graphframe(report: ProfileReport | MultiReport) -> hatchet.GraphFrame:
     """The GraphFrame of a profile (psuite.read's ProfileReport, call
     paths resolved) or of profiles combined (a MultiReport, e.g. of every
     rank of a run).  UsageError for documents that are not profiles."""
-    from psuite.report import MultiReport, ProfileReport
+    from psuite.model.report import MultiReport, ProfileReport
 
     members = list(report.reports) if isinstance(report, MultiReport) else [report]
     if not members or not all(isinstance(r, ProfileReport) for r in members):
         raise UsageError(f"{_name(report)}: a hatchet GraphFrame is made of profiles (psrun --profile, "
                          "--callpath), not of counting or resource reports")
     ht = _import("hatchet")
-    from psuite.calltree import thread_trees
+    from psuite.model.calltree import thread_trees
 
     with_trees = [r for r in members if thread_trees(r)]
     if with_trees and len(with_trees) < len(members):
@@ -108,8 +108,8 @@ def to_thicket(runs: Sequence[Source | Iterable[Source] | hatchet.GraphFrame],
 # -- reading -------------------------------------------------------------------
 def _read(sources: Source | Iterable[Source]):
     """The report of one input, or the combination of several."""
-    from psuite.psprocess import combine
-    from psuite.psprocess.inputs import pair_companions
+    from psuite.analysis import combine
+    from psuite.analysis.inputs import pair_companions
 
     given = [os.fspath(sources)] if isinstance(sources, (str, os.PathLike)) else [os.fspath(s) for s in sources]
     if not given:
@@ -129,7 +129,7 @@ def _load(source: str):
 
 
 def _resolve(report) -> None:
-    from psuite.psprocess import calltree_resolve, srcmap
+    from psuite.analysis import calltree_resolve, srcmap
 
     srcmap.resolve_into(report)
     calltree_resolve.resolve_into(report)
@@ -172,8 +172,8 @@ class _Columns:
 def _calltree_columns(report) -> _Columns:
     """The threads' trees merged under the root; each thread's own
     exclusive and inclusive samples per node."""
-    from psuite.psprocess.exporters.calltree_common import frame_file, source_trees
-    from psuite.psprocess.writers.text_calltree import label
+    from psuite.formats.exporters.calltree_common import frame_file, source_trees
+    from psuite.formats.writers.text_calltree import label
 
     trees = source_trees(report, "to_hatchet")
     graph = _Graph()
@@ -195,8 +195,8 @@ def _calltree_columns(report) -> _Columns:
 def _flat_columns(reports: list) -> _Columns:
     """One node per function under the root (named as `psprocess` lists
     them: an unknown function with its object), each report's samples in it."""
-    from psuite.calltree import Frame
-    from psuite.psprocess.writers.text_calltree import label
+    from psuite.formats.writers.text_calltree import label
+    from psuite.model.calltree import Frame
 
     graph = _Graph()
     for member, r in enumerate(reports):

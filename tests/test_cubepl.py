@@ -1,4 +1,4 @@
-"""psuite.cubepl: CubePL's grammar as CubeLib's scanner and parser define
+"""psuite.model.cubepl: CubePL's grammar as CubeLib's scanner and parser define
 it, evaluation under masks, and hostile expressions (deep nesting, long
 padding, endless loops) refused in one line without RecursionError."""
 
@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
-from psuite import cubepl
-from psuite.cubepl import ExpressionError, evaluate, parse
 from psuite.errors import InputError
+from psuite.model import cubepl
+from psuite.model.cubepl import ExpressionError, evaluate, parse
 
 
 def ev(text: str, **metrics) -> np.ndarray:

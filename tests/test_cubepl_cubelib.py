@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from psuite.experiment import EXCLUSIVE, Cnode, Experiment, Location, Metric, Region
+from psuite.model.experiment import EXCLUSIVE, Cnode, Experiment, Location, Metric, Region
 
 DATA = Path(__file__).parent / "data" / "cubepl"
 CUBES = ("mpi1", "mpi2", "omp")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from psuite import cubepl
-from psuite.cubepl import ExpressionError, evaluate, run_init
-from psuite.experiment import Experiment, Location, Metric, Region
+from psuite.model import cubepl
+from psuite.model.cubepl import ExpressionError, evaluate, run_init
+from psuite.model.experiment import Experiment, Location, Metric, Region
 
 PREDEFINED = {"cube::#callpaths": 3.0, "cube::callpath::calleeid": [0.0, 1.0, 2.0],
               "cube::region::name": ["main", "MPI_Send", "MPI_Init"],
@@ -109,8 +109,8 @@ def test_experiment_runs_init_before_derived_metrics() -> None:
 
 
 def test_cube_file_keeps_init(tmp_path) -> None:
-    from psuite.psprocess.exporters.cube import write_experiment
-    from psuite.psprocess.readers.cube import read
+    from psuite.formats.exporters.cube import write_experiment
+    from psuite.formats.readers.cube import read
 
     exp = masked("${mpi}[${calculation::callpath::id}] * metric::time(e)")
     write_experiment(exp, str(tmp_path / "init.cubex"))

@@ -1,6 +1,6 @@
 /* group.c - the sampled PCs of a module summed per source location in C:
  * a profile has tens of thousands of PCs, and summing them in a Python dict
- * costs a few hundred nanoseconds each (psuite/psprocess/srcmap.py). */
+ * costs a few hundred nanoseconds each (psuite/analysis/srcmap.py). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* report_format.c - the long, regular parts of psprocess's profile reports,
  * written in C byte for byte as the Python writers write them: the ranked
- * summaries of the text report (psuite/psprocess/writers/text_profile.py)
+ * summaries of the text report (psuite/formats/writers/text_profile.py)
  * and the location and sample lists of the JSON one (json_format.py).
  * Python spends a few hundred nanoseconds per row on these, and a profile
  * has tens of thousands of rows; the writers keep their Python code for
@@ -478,7 +478,7 @@ static unsigned hex_digit(unsigned char ch)
     return ch >= 'a' && ch <= 'f' ? ch - 'a' + 10u : 16u;
 }
 
-/* The <sample> elements of a raw profile, read (psuite/psprocess/readers/
+/* The <sample> elements of a raw profile, read (psuite/formats/readers/
  * document.py): n hexadecimal PCs (1 to 16 digits, either case) and n
  * decimal counts (1 to 18 digits), each a blob of NUL-separated ASCII
  * strings, into pcs[] and counts[].  Returns 1 when the PCs are strictly

@@ -11,7 +11,7 @@ from lxml import etree
 
 from psuite.errors import InputError
 from psuite.formats import values
-from psuite.report import ResourceReport
+from psuite.model.report import ResourceReport
 
 
 def _sub(parent, tag: str, text: object = None, **attrs: str):

@@ -106,7 +106,7 @@ def psrun_groups(records: list[tuple[int, str]], per_process: bool, also: Sequen
     """One run per document; with psrun -p, one per process (its threads'
     reports and its total, which native leaves out as a double count).
     Call-path companions go with their profiles (read with them)."""
-    from psuite.psprocess.inputs import pair_companions
+    from psuite.analysis.inputs import pair_companions
 
     kept = set(pair_companions([p for _, p in records]))
     groups: dict[object, list[str]] = {}

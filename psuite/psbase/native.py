@@ -46,10 +46,10 @@ from collections import Counter
 
 from psuite.cli_common import read_input
 from psuite.errors import InputError, UsageError
-from psuite.experiment import Experiment, ExpressionError
 from psuite.hwpc.names import canonical
+from psuite.model.experiment import Experiment, ExpressionError
+from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport
 from psuite.psbase.model import BadValue, Definition, RunData, Variable, convert
-from psuite.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
 KIND_COUNT, KIND_PROFILE, KIND_RESOURCE, KIND_CUBE = "count", "profile", "resource", "cube"
 
@@ -125,8 +125,8 @@ def _reports(doc) -> list:
 
 
 def _load(path: str):
-    from psuite.psprocess import calltree_resolve, experiments, metrics, srcmap
-    from psuite.psprocess.inputs import load
+    from psuite.analysis import calltree_resolve, experiments, metrics, srcmap
+    from psuite.analysis.inputs import load
 
     if experiments.is_cube(path):
         return experiments.load(path)  # readers/cube.py: an Experiment
@@ -190,7 +190,7 @@ _WALL, _CPU = ("ci", "wallsecs"), ("ci", "cpusecs")
 
 
 def _metric_rule(name: str) -> str:
-    from psuite.psprocess.metrics import standard_definitions
+    from psuite.analysis.metrics import standard_definitions
 
     for d in standard_definitions():
         if d.name == name:
@@ -230,7 +230,7 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
         if len(reports) != 1:
             raise UsageError(f"{', '.join(paths)}: resource reports are filed one per run; leave out --merge")
         return _resource_run(paths, reports[0]), []
-    from psuite.psprocess.combine import split_totals
+    from psuite.analysis.combine import split_totals
 
     # `psrun -p` writes each thread's report and the process total: the total would count everything twice
     reports = split_totals(reports)[0]
@@ -344,7 +344,7 @@ def _cube_run(paths: list[str], exp: Experiment) -> tuple[RunData, list[Variable
         "ranks": len(per_process) or 1, "threads": max(per_process.values(), default=1),
     }
     # the date under whatever key the producer wrote it (psuite: "date"; Score-P and others: DATE_KEYS)
-    from psuite.psprocess.html.context import DATE_KEYS
+    from psuite.analysis.run_context import DATE_KEYS
 
     for key, text in exp.attributes.items():
         if key.rsplit("::", 1)[-1].strip().lower().replace("_", " ") in DATE_KEYS and text:
@@ -406,9 +406,9 @@ def documents(inputs: list[str]) -> list[str]:
     companion X.callpaths.xml is read with its profile X.xml, never filed as
     a run of its own: left out when X.xml is among the inputs, replaced by
     X.xml when that is beside it, else refused."""
-    from psuite.psprocess.combine import expand
-    from psuite.psprocess.inputs import pair_companions
-    from psuite.psprocess.readers import callpaths
+    from psuite.analysis.combine import expand
+    from psuite.analysis.inputs import pair_companions
+    from psuite.formats.readers import callpaths
 
     out: list[str] = []
     for path in pair_companions(expand(inputs)):

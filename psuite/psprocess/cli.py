@@ -8,13 +8,13 @@ import os
 import sys
 from collections.abc import Iterable, Sequence
 
+from psuite.analysis.prepare import prepare, resolve
 from psuite.cli_common import MAX_INPUT_BYTES, atomic_output, check_outputs, progress, run_cli, size_text, write_output
 from psuite.cli_parser import ArgumentParser, whole_number
 from psuite.errors import UsageError, require_extra
+from psuite.formats.writers import FORMATS
 from psuite.psprocess import option_scope
-from psuite.psprocess.prepare import prepare, resolve
 from psuite.psprocess.subcommands import NAMES as SUBCOMMANDS  # psprocess diff|merge|...: the algebra
-from psuite.psprocess.writers import FORMATS
 
 DESCRIPTION = """\
 Read PerfSuite XML documents (files or http(s) URLs) written by psrun or by
@@ -78,13 +78,14 @@ line naming a file it wrote.
 
 
 def build_parser() -> ArgumentParser:
-    from psuite.psprocess import inputs, subcommands
+    from psuite.analysis import inputs
+    from psuite.psprocess import subcommands
 
     epilog = EPILOG.format(max_input=size_text(MAX_INPUT_BYTES), max_url=size_text(inputs.URL_MAX_BYTES),
                            url_timeout=inputs.URL_TIMEOUT_S, subcommands=subcommands.SUMMARY)
     p = ArgumentParser(prog="psprocess", description=DESCRIPTION, epilog=epilog)
     p.add_argument("inputs", nargs="+", metavar="FILE|URL", help="PerfSuite XML documents")
-    p.add_argument("-f", "--format", choices=tuple(FORMATS), help="output format (default text)")
+    p.add_argument("-f", "--format", choices=(*FORMATS, "html"), help="output format (default text)")
     p.add_argument("-x", dest="format", action="store_const", const="xml",
                    help="XML: a profile as a processed <hwpcprofilereport> (same as -f xml)")
     p.add_argument("-m", "--metrics", action="append", default=[], metavar="FILE",
@@ -214,14 +215,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         raise UsageError(f"--binaries {missing[0]}: no such directory; name the directories holding the "
                          "profiled binaries or their debug files")
-    from psuite.psprocess import binaries
+    from psuite.formats import binaries
 
     binaries.configure(args.binaries, warn=_warn)  # every module checked against its recorded build-id
     archive = _archive_request(args)  # psbase filing: checked before anything is read
     if args.html or args.format == "html":
         require_extra("plotly")
-    from psuite.psprocess.inputs import load
-    from psuite.psprocess.writers import writer
+    from psuite.analysis.inputs import load
+    from psuite.formats.writers import writer
 
     if args.calibrate:
         return _calibrate(args, load) or _file_inputs(args, archive)
@@ -242,13 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.format == "html" and len(args.inputs) > 1 and not args.combine:  # before reading any of them
         raise UsageError(f"-f html shows one report in one page, and {len(args.inputs)} inputs were given; give "
                          "one, or combine them with -c")
-    from psuite.psprocess import srcmap
-    from psuite.psprocess.inputs import pair_companions
+    from psuite.analysis import srcmap
+    from psuite.analysis.inputs import pair_companions
 
     # a raw profile's modules start decoding as the parser meets them, while the samples are read
     load = functools.partial(load, warn=_warn, on_module=srcmap.prefetch)
     if args.combine:
-        from psuite.psprocess import combine
+        from psuite.analysis import combine
 
         sources = pair_companions(combine.expand(args.inputs))
         subject = combine.combine(sources, load, derive, resolve, progress("psprocess", "reading", "reports"),
@@ -262,22 +263,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--threshold hides functions of profiles, and {reports[0].source or 'the input'} is no "
                          "profile; leave it out")
     for name, path in exports:
-        write = exporters[name].write
+        write, what = exporters[name].write, subject
         if name == "html":  # the page shows source files: from the directories allowed only
             write = functools.partial(write, source_dirs=args.source_dir)
-        _done(f"wrote {path} ({write(subject, path, args.module, args.force)})")
+        elif name == "cube":  # the CUBE writer writes the model's experiments, never documents
+            from psuite.analysis.experiments import from_report
+
+            what = from_report(subject)
+        _done(f"wrote {path} ({write(what, path, args.module, args.force)})")
     if not exports or args.output:
         if args.calltree and args.format == "text":
-            from psuite.psprocess.writers import text_calltree
+            from psuite.formats.writers import text_calltree
 
             _emit(args, text_calltree.render_chunks(reports, threshold=args.threshold, view=args.calltree,
                                                      depth=args.depth, per_thread=args.per_thread))
             return _file_inputs(args, archive)
-        out = writer(args.format)
+        if args.format == "html":
+            from psuite.psprocess.html import render as out
+        else:
+            out = writer(args.format)
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
         if args.format == "text" and _with_callpaths(reports):  # say that they are there, and how to see them
-            from psuite.psprocess.writers import text_calltree  # only then: psuite.calltree costs milliseconds
+            from psuite.formats.writers import text_calltree  # only then: psuite.model.calltree costs milliseconds
 
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
         _emit(args, chunks)
@@ -288,7 +296,7 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
     """The HTML report of a CUBE file (psuite's, Score-P's), which only
     --html and -f html show among psprocess's outputs; None when no input
     is one."""
-    from psuite.psprocess import experiments
+    from psuite.analysis import experiments
 
     cubes = [s for s in args.inputs if experiments.is_cube(s)]
     if not cubes:
@@ -313,17 +321,17 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
 def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     """The text, json or csv report of CUBE files (experiments.cube_report),
     in pieces; None when no input is one (asked first without numpy)."""
-    from psuite.psprocess.readers import is_cube
+    from psuite.formats.readers import is_cube
 
     if args.combine:
-        from psuite.psprocess.combine import expand
+        from psuite.analysis.combine import expand
 
         named = expand(args.inputs)
     else:
         named = args.inputs
     if not any(is_cube(s) for s in named):
         return None
-    from psuite.psprocess import experiments
+    from psuite.analysis import experiments
 
     given = [("--calltree", bool(args.calltree)), ("--threshold", threshold_given), ("-m", bool(args.metrics)),
              ("--no-standard-metrics", args.no_standard_metrics)]  # what only PerfSuite documents have
@@ -333,7 +341,7 @@ def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
 
 def _of_profiles(report) -> bool:
     """A profile, or a combination of profiles."""
-    from psuite.report import MultiReport, ProfileReport
+    from psuite.model.report import MultiReport, ProfileReport
 
     return isinstance(report, ProfileReport) or (isinstance(report, MultiReport) and report.of_profiles)
 
@@ -348,7 +356,7 @@ def _exporter(name: str):
     """exporters/<name>.py, or one line saying this psprocess has none."""
     import importlib
 
-    module = EXPORTER_MODULES.get(name, f"psuite.psprocess.exporters.{name}")
+    module = EXPORTER_MODULES.get(name, f"psuite.formats.exporters.{name}")
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as exc:
@@ -364,7 +372,7 @@ def _check_callpaths(args, exports: list[tuple[str, str]], reports: list) -> Non
         wants.insert(0, "--calltree")
     if not wants:
         return
-    from psuite.calltree import thread_trees  # only here: it costs milliseconds to import
+    from psuite.model.calltree import thread_trees  # only here: it costs milliseconds to import
 
     if not any(thread_trees(r) for r in reports):
         raise UsageError(f"{wants[0]}: {'the inputs have' if len(args.inputs) > 1 else args.inputs[0] + ' has'} "
@@ -392,13 +400,13 @@ def _check_outputs(args, paths: list[str | None]) -> None:
     --force, an input is still never replaced: neither a document named,
     nor a file read because of one (a companion beside it), nor a metric
     file."""
-    from psuite.psprocess import metrics
-    from psuite.psprocess.inputs import files_read_with
+    from psuite.analysis import metrics
+    from psuite.analysis.inputs import files_read_with
 
     sources = list(args.inputs)
     if args.combine:
+        from psuite.analysis.combine import expand
         from psuite.errors import InputError
-        from psuite.psprocess.combine import expand
 
         try:
             sources = expand(sources)
@@ -417,14 +425,14 @@ class _Metrics:
     none)."""
 
     def __init__(self, args) -> None:
-        from psuite.psprocess import metrics
+        from psuite.analysis import metrics
 
         self.args = args
         self.own = [d for path in args.metrics for d in metrics.load(path)]
         self.definitions: list | None = None
 
     def derive(self, report) -> None:
-        from psuite.psprocess import metrics
+        from psuite.analysis import metrics
 
         if self.definitions is None:
             self.definitions = [] if self.args.no_standard_metrics else \
@@ -439,8 +447,8 @@ def _emit(args, text: str | Iterable[str]) -> None:
 
 
 def _calibrate(args, load) -> int:
-    from psuite.psprocess import calibrate
-    from psuite.report import CountReport
+    from psuite.analysis import calibrate
+    from psuite.model.report import CountReport
 
     if len(args.inputs) != 1:
         raise UsageError("--calibrate takes one counting report")
@@ -482,7 +490,7 @@ def _archive_request(args) -> tuple[str, str] | None:
     urls = [s for s in args.inputs if "://" in s]
     if urls:
         raise UsageError(f"{asked[1]}: {urls[0]} is a URL; only local documents are filed (download it first)")
-    from psuite.psprocess.readers import is_cube
+    from psuite.formats.readers import is_cube
 
     cubes = [s for s in args.inputs if is_cube(s)]
     if cubes:
@@ -496,13 +504,13 @@ def _file_inputs(args, archive: tuple[str, str] | None) -> int:
     (as psbase input --merge); one line on stderr saying what was filed."""
     if archive is None:
         return 0
+    from psuite.analysis.inputs import pair_companions
     from psuite.errors import PsuiteError
     from psuite.psbase import filing
-    from psuite.psprocess.inputs import pair_companions
 
     experiment, how = archive
     if args.combine:
-        from psuite.psprocess import combine
+        from psuite.analysis import combine
 
         groups = [pair_companions(combine.expand(args.inputs))]
     else:

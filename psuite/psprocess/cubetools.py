@@ -4,7 +4,7 @@ inclusify and exclusify (cube_inclusify, cube_exclusify), remap
 (cube_remap2; the work is in remap.py) and topoassist (cube_topoassist,
 without its questions: options say what it asked).
 
-Each is an operation on psuite.experiment.Experiment (the functions below,
+Each is an operation on psuite.model.experiment.Experiment (the functions below,
 usable without the command line) and a subcommand whose parser and runner
 live here; subcommands.py only lists them.  Like every psprocess
 subcommand: -o OUT.cubex, --force to replace a file, one line on standard
@@ -22,7 +22,7 @@ from psuite.cli_parser import ArgumentParser
 from psuite.errors import UsageError
 
 if TYPE_CHECKING:
-    from psuite.experiment import Experiment
+    from psuite.model.experiment import Experiment
 
 NAMES = ("clean", "commoncalltree", "derive", "inclusify", "exclusify", "remap", "topoassist")
 
@@ -270,7 +270,7 @@ def _copy(exp: Experiment) -> Experiment:
     """A shallow copy: lists and dicts new, value arrays shared (never changed in place here)."""
     import copy
 
-    from psuite.experiment import Experiment
+    from psuite.model.experiment import Experiment
 
     return Experiment(metrics=[copy.copy(m) for m in exp.metrics], regions=list(exp.regions),
                       cnodes=list(exp.cnodes), locations=list(exp.locations), values=dict(exp.values),
@@ -280,7 +280,7 @@ def _copy(exp: Experiment) -> Experiment:
 def clean(exp: Experiment) -> Experiment:
     """The experiment without the regions no call path enters (cube_clean):
     regions renumbered in their order, everything else as it was."""
-    from psuite.experiment import Cnode
+    from psuite.model.experiment import Cnode
 
     used = sorted({c.region for c in exp.cnodes})
     new_index = {old: new for new, old in enumerate(used)}
@@ -313,7 +313,7 @@ def convert(exp: Experiment, inclusive: bool) -> tuple[Experiment, list[str]]:
     metrics left as they were (for a note)."""
     import numpy as np
 
-    from psuite.experiment import EXCLUSIVE, INCLUSIVE
+    from psuite.model.experiment import EXCLUSIVE, INCLUSIVE
 
     out = clean(exp)  # cube_inclusify and cube_exclusify copy only the regions call paths enter
     kept: list[str] = []
@@ -338,7 +338,7 @@ def derive(exp: Experiment, name: str, expression: str, kind: str | None = None,
     along the call tree, and stored so); "prederived" or "postderived"
     stores the derived metric itself.  Raises UsageError for a name taken,
     an unknown parent or metric, or an expression that does not evaluate."""
-    from psuite.experiment import EXCLUSIVE, INCLUSIVE, Metric, metric_names
+    from psuite.model.experiment import EXCLUSIVE, INCLUSIVE, Metric, metric_names
 
     if any(m.name == name for m in exp.metrics):
         raise UsageError(f"a metric {name!r} exists already; give the new metric another name")
@@ -444,7 +444,7 @@ def _common(exps: Sequence[Experiment], keys: list[list[tuple]]) -> list[list[in
 def _keep_cnodes(exp: Experiment, keep: list[int]) -> Experiment:
     import numpy as np
 
-    from psuite.experiment import INCLUSIVE, Cnode
+    from psuite.model.experiment import INCLUSIVE, Cnode
 
     new_index = {old: new for new, old in enumerate(keep)}
     out = _copy(exp)
@@ -462,7 +462,7 @@ def _keep_cnodes(exp: Experiment, keep: list[int]) -> Experiment:
         if m.kind == INCLUSIVE:
             out.values[m.name] = incl
         else:  # own value plus what dropped callees measured: inclusive less the kept children's
-            from psuite.experiment import to_exclusive
+            from psuite.model.experiment import to_exclusive
 
             out.values[m.name] = to_exclusive(incl, parents)
     return out
@@ -500,7 +500,7 @@ def add_topology(exp: Experiment, name: str, dimensions: list[tuple[str, int, bo
     in location_order (default: in order, the last dimension fastest)."""
     import math
 
-    from psuite.experiment import Topology
+    from psuite.model.experiment import Topology
 
     if not dimensions:
         raise UsageError("--create needs a --dim per dimension (e.g. --dim 2 --dim 4)")
@@ -578,7 +578,7 @@ def _note(command: str, message: str) -> None:
 
 
 def _load(source: str, command: str) -> Experiment:
-    from psuite.psprocess import experiments
+    from psuite.analysis import experiments
 
     return experiments.load(source, warn=functools.partial(_warn, command))
 
@@ -591,15 +591,15 @@ def _targets(path: str) -> list[str]:
 
 
 def _check(outputs: Sequence[str], force: bool, inputs: Sequence[str]) -> None:
+    from psuite.analysis.inputs import files_read_with
     from psuite.cli_common import check_outputs
-    from psuite.psprocess.inputs import files_read_with
 
     check_outputs([t for o in outputs for t in _targets(o)], force, files_read_with(inputs))
 
 
 def _write(command: str, exp: Experiment, path: str, force: bool) -> None:
     from psuite.cli_common import say_warnings
-    from psuite.psprocess.exporters import cube
+    from psuite.formats.exporters import cube
 
     done = cube.write(exp, path, force=force)
     say_warnings()
@@ -743,8 +743,8 @@ def _run_topoassist(args) -> int:
 
 
 def _run_remap(args) -> int:
+    from psuite.analysis import remap
     from psuite.cli_common import read_input
-    from psuite.psprocess import remap
 
     _check([args.output], args.force, [args.input, *([args.spec] if args.spec else [])])
     source = f"remapping specification {args.spec}"

@@ -365,7 +365,7 @@ def _run(argv: Sequence[str]) -> int:
     name = argv[0]
     args = parser(name).parse_args(list(argv[1:]))
     args.command = name
-    from psuite.psprocess import binaries
+    from psuite.formats import binaries
 
     binaries.configure(warn=functools.partial(_warn, name))
     if hasattr(args, "source_dir"):
@@ -398,8 +398,8 @@ def _check_outputs(args, paths: Sequence[str | None]) -> None:
     """Every output usable before anything is read; an input (a document
     named, or a companion read with one) is never replaced, even with
     --force."""
+    from psuite.analysis.inputs import files_read_with
     from psuite.cli_common import check_outputs
-    from psuite.psprocess.inputs import files_read_with
 
     check_outputs([p for p in paths if p], args.force, files_read_with(_inputs(args)))
 
@@ -415,7 +415,7 @@ def _load(source: str, command: str, keep: list | None = None):
     """Any input psuite reads, as an experiment; warnings name the
     subcommand.  keep: a list that gets the input's reports (None for a
     CUBE file), for the HTML report's context and source lines."""
-    from psuite.psprocess import experiments
+    from psuite.analysis import experiments
 
     warn = functools.partial(_warn, command)
     if keep is None:
@@ -431,7 +431,7 @@ def _given(source: str, command: str, keep: list | None = None):
     """_load, the experiment named in the algebra's messages and results
     as the command line names it (a cube keeps the source it was made of,
     so two results of one program would both be that program's file)."""
-    from psuite.psprocess.algebra import GIVEN
+    from psuite.analysis.algebra import GIVEN
 
     exp = _load(source, command, keep)
     exp.attributes[GIVEN] = source
@@ -460,7 +460,7 @@ def _result_targets(args) -> list[str]:
 def _finish(args, result, kept: list | None = None) -> int:
     """The result written as CUBE 4 (-o) and the HTML report (--html), or
     shown as a report (-f); kept: the inputs' reports (see _load)."""
-    from psuite.psprocess.algebra import LEFT_OUT
+    from psuite.analysis.algebra import LEFT_OUT
 
     left_out = [n for n in result.attributes.get(LEFT_OUT, "").split("\n") if n]
     if left_out:  # said, not silently dropped: these ratios cannot be recomputed from the combined counts
@@ -470,7 +470,7 @@ def _finish(args, result, kept: list | None = None) -> int:
                      f"psuite does not know (stored as values), and the {args.command} of two ratios is not the ratio "
                      "of the combined counts")
     if args.output:
-        from psuite.psprocess.exporters import cube
+        from psuite.formats.exporters import cube
 
         done = cube.write(result, args.output, force=args.force)
         _wrote(args, args.output + (f" ({done})" if isinstance(done, str) and done else ""))
@@ -488,7 +488,7 @@ def _finish(args, result, kept: list | None = None) -> int:
 
         write_output(None, export.page(result, kept, args.source_dir))
         return 0
-    from psuite.psprocess import experiment_views
+    from psuite.analysis import experiment_views
 
     write_output(None, experiment_views.render(result, args.format))
     return 0
@@ -498,14 +498,15 @@ def _run_diff(args) -> int:
     _check_outputs(args, [*_result_targets(args), args.folded])
     if args.metric and not args.folded:
         raise UsageError("-m/--metric goes with --folded (the metric of the folded stacks)")
-    from psuite.psprocess import algebra
+    from psuite.analysis import algebra
 
     kept = _kept(args)
     minuend, subtrahend = _given(args.minuend, args.command, kept), _given(args.subtrahend, args.command, kept)
     if args.folded:  # before the difference, which takes over the inputs' arrays
-        from psuite.psprocess.exporters import folded_diff
+        from psuite.analysis.flame_diff import paired_exclusive
+        from psuite.formats.exporters import folded_diff
 
-        done = folded_diff.write(minuend, subtrahend, args.folded, metric=args.metric, force=args.force)
+        done = folded_diff.write(paired_exclusive(minuend, subtrahend, args.metric), args.folded, force=args.force)
         _wrote(args, done)
     # consume: the inputs' arrays become the result's, so two big cubes fit beside it
     return _finish(args, algebra.diff(minuend, subtrahend, collapse=args.collapse, reduce=args.reduce,
@@ -516,7 +517,7 @@ def _run_nary(args) -> int:
     if len(args.inputs) < 2:
         raise UsageError(f"{args.command} takes two or more experiments; give another input")
     _check_outputs(args, _result_targets(args))
-    from psuite.psprocess import algebra
+    from psuite.analysis import algebra
 
     kept = _kept(args)
     exps = [_given(s, args.command, kept) for s in args.inputs]
@@ -528,7 +529,7 @@ def _run_cut(args) -> int:
     if not args.root and not args.prune:
         raise UsageError("cut needs --root REGION, --prune REGION or both")
     _check_outputs(args, _result_targets(args))
-    from psuite.psprocess import algebra
+    from psuite.analysis import algebra
 
     kept = _kept(args)
     exp = _given(args.input, args.command, kept)
@@ -539,7 +540,7 @@ def _run_cut(args) -> int:
 def parse_tolerances(specs: Sequence[str]) -> list:
     """--tolerance [METRIC=]AMOUNT[%] options as algebra.Tolerance values,
     one per metric (an absolute and a relative one for a metric merge)."""
-    from psuite.psprocess import algebra
+    from psuite.analysis import algebra
 
     found: dict[str, dict[str, float]] = {}
     for spec in specs:
@@ -568,8 +569,8 @@ def parse_tolerances(specs: Sequence[str]) -> list:
 
 def _run_compare(args) -> int:
     tolerances = parse_tolerances(args.tolerance)
+    from psuite.analysis import algebra, experiment_views
     from psuite.cli_common import write_output
-    from psuite.psprocess import algebra, experiment_views
 
     a, b = _load(args.a, args.command), _load(args.b, args.command)
     if tolerances:  # a tolerance that checks nothing would let every regression pass
@@ -588,8 +589,8 @@ def _run_compare(args) -> int:
 
 def _run_stat(args) -> int:
     _check_outputs(args, [args.output])
+    from psuite.analysis import stat
     from psuite.cli_common import write_output
-    from psuite.psprocess import stat
 
     exp = _load(args.input, args.command)
     text = stat.run(exp, metrics=_list(args.metrics), routines=_list(args.routines), top=args.top,
@@ -604,8 +605,8 @@ def _list(text: str | None) -> list[str] | None:
 
 def _run_dump(args) -> int:
     _check_outputs(args, [args.output])
+    from psuite.analysis import dump
     from psuite.cli_common import write_output
-    from psuite.psprocess import dump
 
     exp = _load(args.input, args.command)
     d = dump.compute(exp, metrics=args.metrics, callpaths=args.callpaths, calltree=args.calltree,

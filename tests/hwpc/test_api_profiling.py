@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from psuite.analysis import srcmap
+from psuite.analysis.inputs import load
 from psuite.libperfsuite.native import include_dir, library_path
-from psuite.psprocess import srcmap
-from psuite.psprocess.inputs import load
 from tests.conftest import TARGETS, run_tool, validate
 
 UNITS = "1500"  # PROF_LOOP units per function: a few hundred ms of CPU time

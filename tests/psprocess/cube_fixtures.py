@@ -308,7 +308,7 @@ def _anchor(cube: Cube) -> str:
 
 
 def assert_same_experiment(a, b) -> None:
-    """Two psuite.experiment.Experiments hold the same dimensions, values
+    """Two psuite.model.experiment.Experiments hold the same dimensions, values
     (dtype included) and attributes (b may have more: a reader adds its
     source)."""
     assert [vars(m) for m in a.metrics] == [vars(m) for m in b.metrics]

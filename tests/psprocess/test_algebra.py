@@ -1,4 +1,4 @@
-"""The performance algebra (psuite.psprocess.algebra) on experiments built
+"""The performance algebra (psuite.analysis.algebra) on experiments built
 here with the model's API: unification of differing call trees, metrics and
 systems, collapse, errors, merge's last-wins, mean, cut's re-root and prune
 for both metric kinds, compare with and without tolerances, and the
@@ -12,10 +12,17 @@ import random
 import numpy as np
 import pytest
 
+from psuite.analysis import algebra
+from psuite.analysis.flame_diff import paired_exclusive
 from psuite.errors import UsageError
-from psuite.experiment import EXCLUSIVE, INCLUSIVE, Experiment, Location, Metric, Region
-from psuite.psprocess import algebra
-from psuite.psprocess.exporters.folded_diff import diff_folded
+from psuite.formats.exporters import folded_diff
+from psuite.model.experiment import EXCLUSIVE, INCLUSIVE, Experiment, Location, Metric, Region
+
+
+def diff_folded(minuend, subtrahend, metric=None):
+    return folded_diff.render(paired_exclusive(minuend, subtrahend, metric))
+
+
 
 Path = tuple[str, ...]
 LOCS = [(0, 0), (0, 1)]  # (rank, thread rank)
@@ -485,8 +492,8 @@ def test_derived_metrics_of_counting_reports_are_recomputed_from_combined_times(
     """MIPS = instructions / wall seconds: the mean of a 1 s and a 3 s run of
     2e9 instructions each is 2e9 / 2 s = 1000 MIPS, not the mean of 2000
     and 667 MIPS nor a rate frozen at one run's time."""
-    from psuite.psprocess import experiments, metrics
-    from psuite.report import CountReport, Event
+    from psuite.analysis import experiments, metrics
+    from psuite.model.report import CountReport, Event
 
     definitions = metrics.load(metrics.standard_metrics_path())
 

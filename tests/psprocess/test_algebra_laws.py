@@ -24,12 +24,17 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from psuite.psprocess import algebra
-from psuite.psprocess.experiments import load
-from psuite.psprocess.exporters import cube
-from psuite.psprocess.exporters.folded_diff import diff_folded
+from psuite.analysis import algebra
+from psuite.analysis.experiments import load
+from psuite.analysis.flame_diff import paired_exclusive
+from psuite.formats.exporters import cube, folded_diff
 from tests.conftest import TARGETS, run_tool
 from tests.psprocess.cube_fixtures import scorep_cube
+
+
+def diff_folded(minuend, subtrahend, metric=None):
+    return folded_diff.render(paired_exclusive(minuend, subtrahend, metric))
+
 
 PAGES = 20000  # pages each function touches (x percent / 100 for "slower")
 PERIOD = 10  # page faults per sample

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from psuite.analysis import experiments, inputs
 from psuite.errors import UsageError
-from psuite.psprocess import experiments, inputs
-from psuite.psprocess.readers import CubeFile
+from psuite.formats.readers import CubeFile
 from tests.conftest import one_line_error, run_tool
 
 

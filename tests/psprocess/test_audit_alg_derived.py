@@ -120,8 +120,8 @@ def test_rates_stored_as_values_by_older_psuite_are_left_out(targets, workdir):
     them instead of subtracting the ratios."""
     import numpy as np
 
-    from psuite.psprocess import experiments
-    from psuite.psprocess.exporters import cube as cube_writer
+    from psuite.analysis import experiments
+    from psuite.formats.exporters import cube as cube_writer
 
     a, b = _run_twice(targets, workdir)
     for doc, cube in ((a, "a.cubex"), (b, "b.cubex")):

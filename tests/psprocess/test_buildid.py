@@ -167,7 +167,7 @@ def exported_text(path: Path) -> str:
 
 def test_python_api_warns_and_marks(callpath):
     import psuite
-    from psuite.calltree import thread_trees
+    from psuite.model.calltree import thread_trees
 
     build(IMPOSTOR, callpath.app)
     with warnings.catch_warnings(record=True) as caught:

@@ -21,7 +21,7 @@ import pytest
 
 import psuite
 from psuite.errors import InputError
-from psuite.psprocess.readers import callpaths as reader
+from psuite.formats.readers import callpaths as reader
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.test_url_input import server  # noqa: F401  (the http server fixture)
 
@@ -363,12 +363,12 @@ def test_combine_statistics_per_call_path(program, tmp_path):
     lines = tree_lines(psprocess("-c", "--calltree", one, two))
     assert lines[1].split() == ["90", "100.00%", "0", "45.0", "35.0", "80", "main"]
     assert lines[3].split() == ["60", "66.67%", "60", "30.0", "20.0", "50", "work"]
-    assert len(psuite.calltree.thread_trees(_combined(one, two))) == 2
+    assert len(psuite.model.calltree.thread_trees(_combined(one, two))) == 2
 
 
 def _combined(*paths):
-    from psuite.psprocess import calltree_resolve, combine, srcmap
-    from psuite.psprocess.inputs import load
+    from psuite.analysis import calltree_resolve, combine, srcmap
+    from psuite.analysis.inputs import load
 
     def resolve(r):
         srcmap.resolve_into(r)
@@ -436,7 +436,7 @@ def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
     paths came with the total, which combining leaves out: they stay, once."""
     import dataclasses
 
-    from psuite.psprocess import combine
+    from psuite.analysis import combine
 
     path = write_alone(tmp_path, program, [(1, KNOWN), (2, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
     total = psuite.read(str(path))
@@ -444,7 +444,7 @@ def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
     threads = [dataclasses.replace(total, thread=k, annotation="", callpaths=None) for k in (1, 2)]
     multi = combine.summarize([total, *threads])
     assert multi.totals == [total] and total.callpaths is None
-    assert [t.thread for t in psuite.calltree.thread_trees(multi)] == [1, 2]
+    assert [t.thread for t in psuite.model.calltree.thread_trees(multi)] == [1, 2]
     assert multi.callpath_statistics[0].inclusive.sum == 110
 
 
@@ -454,7 +454,7 @@ def test_mutated_documents_fail_in_one_line_or_read(program, tmp_path):
     with an InputError; never another exception."""
     import random
 
-    from psuite.psprocess import calltree_resolve
+    from psuite.analysis import calltree_resolve
 
     good = callpaths_xml(program["exe"], program["syms"], [(1, KNOWN), (2, [(0, "truncated", 0), (1, "c!", 2)])],
                          truncated=1).encode()

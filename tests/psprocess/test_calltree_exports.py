@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from psuite.calltree import CallPathProfile, CallTree, Frame, ThreadCallPaths
+from psuite.analysis.experiments import from_report
 from psuite.errors import OutputError, UsageError
-from psuite.psprocess.exporters import cube, folded, pprof, speedscope
-from psuite.report import Location, MultiReport, ProfileReport
+from psuite.formats.exporters import cube, folded, pprof, speedscope
+from psuite.model.calltree import CallPathProfile, CallTree, Frame, ThreadCallPaths
+from psuite.model.report import Location, MultiReport, ProfileReport
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.test_calltree import program, real_profile, write_alone  # noqa: F401  (fixtures)
 
@@ -342,7 +343,7 @@ def cube_tree(path) -> tuple[list, list[str], dict]:
 
 def test_cube_call_tree(tmp_path):
     out = tmp_path / "app.cubex"
-    assert "call tree of 12 calling contexts" in cube.write(profile(), str(out))
+    assert "call tree of 12 calling contexts" in cube.write(from_report(profile()), str(out))
     shape, locations, values = cube_tree(out)
     assert shape == ("app", [
         ("main", [("a", [("work", [])]),
@@ -369,7 +370,8 @@ def test_cube_call_tree(tmp_path):
 def test_cube_call_tree_of_ranks(tmp_path):
     """A combination: every rank's threads are locations of one merged tree."""
     out = tmp_path / "all.cubex"
-    cube.write(MultiReport(reports=[profile(rank=1, pid=11), profile(threads=(THREAD0,), rank=0, pid=10)]), str(out))
+    cube.write(from_report(MultiReport(reports=[profile(rank=1, pid=11), profile(threads=(THREAD0,), rank=0, pid=10)])),
+               str(out))
     _, locations, values = cube_tree(out)
     assert locations == ["thread 0", "thread 0", "thread 1"]  # rank 0, then rank 1's two threads
     assert values["samples"][("main", "a", "work")][0] == [50.0, 50.0, 0.0]
@@ -384,12 +386,12 @@ def flat_profile() -> ProfileReport:
 
 def test_cube_without_call_paths_stays_flat(tmp_path):
     out = tmp_path / "flat.cubex"
-    assert "(flat)" in cube.write(flat_profile(), str(out))
+    assert "(flat)" in cube.write(from_report(flat_profile()), str(out))
     shape, _, values = cube_tree(out)
     assert shape == ("app", [("main", []), ("work", [])])
     assert values["samples"][("work",)][0] == [9.0]
     mixed = tmp_path / "mixed.cubex"  # one profile of the combination has no call paths: all flat
-    assert "(flat)" in cube.write(MultiReport(reports=[flat_profile(), profile(rank=1)]), str(mixed))
+    assert "(flat)" in cube.write(from_report(MultiReport(reports=[flat_profile(), profile(rank=1)])), str(mixed))
 
 
 def test_writers_refuse_without_call_paths_or_over_a_file(tmp_path):
@@ -426,7 +428,7 @@ def test_hostile_names_stay_readable(tmp_path):
     pprof.write(r, str(tmp_path / "o.pb.gz"))
     _, rows = pprof_top(tmp_path / "o.pb.gz", "-sample_index=samples")
     assert rows["main"] == ("0", "5") and rows["[unknown]"] == ("1", "1") and len(rows) == 3
-    cube.write(r, str(tmp_path / "o.cubex"))
+    cube.write(from_report(r), str(tmp_path / "o.cubex"))
     with CubexParser(str(tmp_path / "o.cubex")) as c:
         assert sorted(c.get_region(k).name for k in c.all_cnodes()) == ["[unknown]", "app", "main",
                                                                         "op\ufffd;<&> \nx"]  # XML keeps \n

@@ -12,9 +12,9 @@ import subprocess
 from pathlib import Path
 
 import psuite
-from psuite.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION, Frame
-from psuite.psprocess import calltree_resolve, srcmap
-from psuite.psprocess.readers import callpaths as reader
+from psuite.analysis import calltree_resolve, srcmap
+from psuite.formats.readers import callpaths as reader
+from psuite.model.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION, Frame
 from tests.psprocess.test_calltree import OFFSET, program  # noqa: F401  (the session fixture)
 
 LIBC_OFFSET = 0x7F0000000000
@@ -141,7 +141,7 @@ def test_inlined_frames_hang_under_their_function(program, tmp_path, monkeypatch
     assert [(row["path"], row["inlined"], row["exclusive"]) for row in rows] == [
         (("main",), False, 0), (("main", "work"), False, 0), (("main", "work", "mid_inl"), True, 0),
         (("main", "work", "mid_inl", "leaf_inl"), True, 5)]
-    from psuite.psprocess.writers import text_calltree
+    from psuite.formats.writers import text_calltree
 
     out = text_calltree.render([report])  # the text view marks them
     assert "      leaf_inl [inlined]" in out and "    mid_inl [inlined]" in out
@@ -156,7 +156,7 @@ def test_deep_recursion_is_handled(program, tmp_path):  # noqa: F811
     report = resolved(tmp_path, document([(1, program["exe"], OFFSET)], nodes))
     rows = report.calltree_records()
     assert len(rows) == 1001 and rows[-1]["depth"] == 1001 and rows[-1]["inclusive"] == 7
-    from psuite.psprocess.writers import text_calltree
+    from psuite.formats.writers import text_calltree
 
     assert text_calltree.render([report], view="callers").count("[2]") >= 2
 

@@ -240,8 +240,8 @@ def test_diff_of_max_time_is_the_greatest_of_a_and_minus_b(tmp_path):
 
 
 def _nan_cube(path: Path) -> None:
-    from psuite.experiment import Experiment, Location, Metric, Region
-    from psuite.psprocess.exporters import cube
+    from psuite.formats.exporters import cube
+    from psuite.model.experiment import Experiment, Location, Metric, Region
 
     e = Experiment(attributes={"source": "nan"})
     e.add_metric(Metric("time", unit="sec", dtype="DOUBLE"))
@@ -272,8 +272,8 @@ def test_byte_identical_cubes_holding_nan_compare_equal(tmp_path):
 
 
 def test_compare_of_experiments_holding_nan_in_the_library():
-    from psuite.experiment import Experiment, Location, Metric, Region
-    from psuite.psprocess import algebra
+    from psuite.analysis import algebra
+    from psuite.model.experiment import Experiment, Location, Metric, Region
 
     def one(v: float) -> Experiment:
         e = Experiment()

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from psuite.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, Topology
-from psuite.psprocess import algebra
-from psuite.psprocess.experiments import load
-from psuite.psprocess.exporters import cube
+from psuite.analysis import algebra
+from psuite.analysis.experiments import load
+from psuite.formats.exporters import cube
+from psuite.model.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, Topology
 
 
 def psprocess(*args: str, cwd: Path) -> subprocess.CompletedProcess:

@@ -146,7 +146,7 @@ def test_aggr_operator_over_the_locations():
     then its "plus" along the call tree for the inclusive values;
     minus_like's exclusive aggregate its inclusive one less twice its
     children's; a metric without operators summed."""
-    from psuite.psprocess.readers import cube as reader
+    from psuite.formats.readers import cube as reader
 
     exp = reader.read(str(MODEL / "aggr.cubex"))
     a = anchor(MODEL / "aggr.cubex")

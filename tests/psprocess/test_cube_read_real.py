@@ -61,7 +61,7 @@ def cnode_ids(path: Path) -> list[int]:
 def test_dump_equals_cubelib_full_precision(cube):
     """Every stored metric's value per call path and location, along the
     call tree exclusive and inclusive, equal to CubeLib's (relative 1e-9)."""
-    from psuite.psprocess.readers import cube as reader
+    from psuite.formats.readers import cube as reader
 
     path = DATA / f"{cube}.cubex"
     from tests.psprocess.cubelib_reference import anchor

@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from psuite.experiment import EXCLUSIVE, INCLUSIVE, Experiment, Location, Metric, Region, to_inclusive
-from psuite.psprocess.exporters import cube
-from psuite.psprocess.readers import cube as cube_reader
+from psuite.formats.exporters import cube
+from psuite.formats.readers import cube as cube_reader
+from psuite.model.experiment import EXCLUSIVE, INCLUSIVE, Experiment, Location, Metric, Region, to_inclusive
 from tests.conftest import one_line_error, run_tool
 
 SCOREP = Path(__file__).parent / "data" / "scorep"
@@ -320,7 +320,7 @@ def test_common_calltree_refusals(tmp_path):
 
 
 def _keeps_topologies(tmp_path) -> bool:
-    from psuite.experiment import Topology
+    from psuite.model.experiment import Topology
 
     e = Experiment(locations=[Location()], topologies=[Topology("t", [("x", 1, False)], {0: (0,)})])
     e.add_metric(Metric("time"))

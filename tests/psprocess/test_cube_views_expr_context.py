@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from psuite.experiment import Experiment, Metric
-from psuite.psprocess.experiment_views import EXCL, INCL, View
-from psuite.psprocess.readers.cube import read
+from psuite.analysis.experiment_views import EXCL, INCL, View
+from psuite.formats.readers.cube import read
+from psuite.model.experiment import Experiment, Metric
 
 DATA = Path(__file__).parent / "data" / "scorep"
 

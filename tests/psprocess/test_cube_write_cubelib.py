@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from psuite.experiment import Experiment
-from psuite.psprocess.inputs import load_cube
-from psuite.psprocess.readers import cube as cube_reader
+from psuite.analysis.inputs import load_cube
+from psuite.formats.readers import cube as cube_reader
+from psuite.model.experiment import Experiment
 
 DATA = Path(__file__).parent / "data" / "cubelib-reads-psuite"
 INPUTS = DATA / "inputs"
@@ -43,8 +43,8 @@ def cubes(tmp_path_factory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("cubelib-reads-psuite")
     p = psprocess("-c", "--cube", "counts.cubex", *documents("counts"), cwd=out)
     assert p.returncode == 0, p.stderr
-    from psuite.psprocess import experiments
-    from psuite.psprocess.exporters import cube
+    from psuite.analysis import experiments
+    from psuite.formats.exporters import cube
 
     for run in ("run1", "run2"):  # psuite's cubes of two profiles, read and written again
         cube.write(experiments.load(str(INPUTS / f"{run}.cubex")), str(out / f"{run}.cubex"))

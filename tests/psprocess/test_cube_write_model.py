@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from psuite.analysis.experiments import cubepl_name
+from psuite.analysis.inputs import load_cube
 from psuite.errors import UsageError
-from psuite.experiment import Experiment, Location, Metric, Region, Topology
-from psuite.psprocess.experiments import cubepl_name
-from psuite.psprocess.exporters import cube
-from psuite.psprocess.inputs import load_cube
+from psuite.formats.exporters import cube
+from psuite.model.experiment import Experiment, Location, Metric, Region, Topology
 
 
 @pytest.mark.parametrize("name, unique", [

@@ -280,7 +280,7 @@ def test_multi_document_errors_are_one_line(workdir):
 def test_huge_report_is_streamed(workdir):
     """Parsing keeps no element per event: 200,000 events read with a small
     tree (the full benchmark is bench/large_documents.py)."""
-    from psuite.psprocess.readers import read_stream
+    from psuite.formats.readers import read_stream
 
     doc = workdir / "big.xml"
     with open(doc, "w") as f:
@@ -298,8 +298,8 @@ def test_huge_report_is_streamed(workdir):
     assert [e["count"] for e in events] == list(range(200_000))
     assert events[-1] == {"name": "e199999", "count": 199_999, "type": "native", "derived": False,
                           "description": "", "counted_as": ""}
-    from psuite.psprocess import metrics
-    from psuite.psprocess.writers import json_format, text
+    from psuite.analysis import metrics
+    from psuite.formats.writers import json_format, text
 
     report.metrics = metrics.derive(report, metrics.load(metrics.standard_metrics_path()))
     assert out.stdout == json_format.render([report])  # byte for byte
@@ -309,7 +309,7 @@ def test_huge_report_is_streamed(workdir):
 
 
 def report_tree_root(doc: Path):
-    from psuite.psprocess.readers.document import parse
+    from psuite.formats.readers.document import parse
 
     with open(doc, "rb") as f:
         return parse(f, str(doc)).root

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 import psuite
+from psuite.analysis import experiments
+from psuite.analysis.inputs import load_cube
 from psuite.errors import InputError
-from psuite.experiment import Experiment, Location, Metric, Region
-from psuite.psprocess import experiments
-from psuite.psprocess.exporters import cube as cube_writer
-from psuite.psprocess.inputs import load_cube
-from psuite.psprocess.readers import cube as cube_reader
-from psuite.report import MultiReport
+from psuite.formats.exporters import cube as cube_writer
+from psuite.formats.readers import cube as cube_reader
+from psuite.model.experiment import Experiment, Location, Metric, Region
+from psuite.model.report import MultiReport
 from tests.conftest import run_tool
 from tests.psprocess.cube_fixtures import assert_same_experiment, scorep_cube
 
@@ -281,7 +281,7 @@ def test_scale_of_locations_and_uint64_beyond_int64(tmp_path):
 def test_counting_report(targets, workdir):
     import json
 
-    from psuite.psprocess import metrics
+    from psuite.analysis import metrics
 
     events = "PERF_COUNT_SW_TASK_CLOCK,PERF_COUNT_SW_PAGE_FAULTS"  # read under perf's names, task-clock ...
     p = run_tool("psrun", "-q", "-e", events, targets["work"], "100", "5", "0")
@@ -423,7 +423,7 @@ def test_damaged_files_are_one_line_input_errors(tmp_path):
 
 def test_load_refuses_resource_reports(tmp_path):
     from psuite.errors import UsageError
-    from psuite.report import ResourceReport
+    from psuite.model.report import ResourceReport
 
     with pytest.raises(UsageError, match="ResourceReport"):
         experiments.from_report(ResourceReport())

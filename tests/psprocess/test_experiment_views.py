@@ -1,4 +1,4 @@
-"""The views of an experiment (psuite.psprocess.experiment_views, stat,
+"""The views of an experiment (psuite.analysis.experiment_views, stat,
 dump) on experiments built with the model API; every expected number is
 computed here from the arrays the test put in, with plain Python (the
 subtree of a call path, sums, statistics), not with the model's views."""
@@ -14,9 +14,9 @@ import statistics
 import numpy as np
 import pytest
 
+from psuite.analysis import algebra, dump, experiment_views, stat
 from psuite.errors import UsageError
-from psuite.experiment import Experiment, Location, Metric, Region
-from psuite.psprocess import algebra, dump, experiment_views, stat
+from psuite.model.experiment import Experiment, Location, Metric, Region
 
 # main(0) -> foo(1) -> bar(2); main -> bar(3); main -> rec(4) -> rec(5) -> bar(6)
 TREE = [("main", None), ("foo", 0), ("bar", 1), ("bar", 0), ("rec", 0), ("rec", 4), ("bar", 5)]
@@ -75,7 +75,7 @@ def less_children(plain: dict, metric: str) -> list[list[float]]:
 def test_json_report_values_and_derived_metric():
     e, plain = build()
     doc = json.loads("".join(experiment_views.render(e, "json")))
-    assert doc["schema"] == "psuite.experiment/1"
+    assert doc["schema"] == "psuite.model.experiment/1"
     assert [m["name"] for m in doc["metrics"]] == ["time", "mpi", "samples", "rate"]
     shown = plain["time"]  # each metric as stored, by default
     for i, cp in enumerate(doc["callpaths"]):
@@ -402,7 +402,7 @@ def test_least_and_greatest_metrics_aggregate_by_min_and_max():
 def test_deep_call_paths_are_shortened_for_reading_only():
     """compare's text lists a 36-frame path as its root, the count left out
     and its innermost frames; short paths stay whole."""
-    from psuite.psprocess.experiment_views import _short_path
+    from psuite.analysis.experiment_views import _short_path
 
     deep = ("deep", "_start", "main", *(["level"] * 31), "work")
     assert _short_path(deep) == "deep;...(30);level;level;level;work"

@@ -256,7 +256,7 @@ def test_cube_of_one_counting_report(targets, workdir):
     [report] = list(workdir.glob("*.xml"))
     cube = workdir / "one.cubex"
     assert run_tool("psprocess", "--cube", str(cube), str(report)).returncode == 0
-    from psuite.psprocess.experiments import cubepl_name, load
+    from psuite.analysis.experiments import cubepl_name, load
 
     got, where = cube_values(cube)  # the stored metrics, through pycubexr
     assert len(where) == 1

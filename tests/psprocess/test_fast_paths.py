@@ -12,9 +12,9 @@ import random
 import pytest
 from lxml import etree
 
-from psuite.psprocess.readers import document, read_stream
-from psuite.psprocess.writers import json_format, text_profile
-from psuite.report import Location, ModuleSamples, ProfileReport
+from psuite.formats.readers import document, read_stream
+from psuite.formats.writers import json_format, text_profile
+from psuite.model.report import Location, ModuleSamples, ProfileReport
 
 HEAD = ('<?xml version="1.0"?><hwpcreport version="0.3" mode="profile"><date>now</date><hostname>h</hostname>'
         "<hwpcprofiledata class='itimer'><profileinfo><profileevent domain='user' type='native' name='ITIMER_PROF'"

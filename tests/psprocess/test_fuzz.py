@@ -1007,8 +1007,8 @@ def test_regression_pc_below_module_offset_is_refused(tmp_path, fmt, offset, sam
 
 def test_regression_address_below_offset_resolves_to_unknown():
     """psuite.read's model, resolved through the API: such a PC is "??"."""
-    from psuite.psprocess import srcmap
-    from psuite.report import ModuleSamples
+    from psuite.analysis import srcmap
+    from psuite.model.report import ModuleSamples
 
     module = ModuleSamples(file="/bin/true", offset=0x5000, samples={0x1000: 2, 0x5000 + 0x10: 1})
     assert srcmap.resolve_module_pcs(module)[0x1000] == ("??", "??", 0)
@@ -1028,7 +1028,7 @@ def test_regression_combined_document_among_other_inputs(tmp_path, fmt):
         assert [r[2] for r in csv.reader(io.StringIO(out)) if r[4] == "event"] == ["1", "2", "3"]
     elif fmt == "json":
         data = json.loads(out)
-        assert data["schema"] == "psuite.report/1"
+        assert data["schema"] == "psuite.model.report/1"
         assert [r["kind"] for r in data["reports"]] == ["count", "multi"]
         assert data["reports"][1]["statistics"][0]["sum"] == 50
 
@@ -1051,7 +1051,7 @@ def test_regression_statistics_of_values_near_float_range(tmp_path, fmt):
 
 
 def test_regression_statistics_helpers_stay_finite():
-    from psuite.psprocess import combine
+    from psuite.analysis import combine
 
     s = combine.statistic("m", "metric", [(1.7e308, "a"), (1.7e308, "b"), (-1e308, "c")])
     assert s.sum == float("inf") and s.mean == pytest.approx(8e307) and s.q3 == 1.7e308

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import psuite
-from psuite.psprocess.readers import callpaths as reader
+from psuite.formats.readers import callpaths as reader
 from tests.callpath_helpers import FLAGS, PERIOD_US, SRC, build
 from tests.conftest import run_tool
 from tests.psprocess.test_calltree import KNOWN, callpaths_xml, program, real_profile  # noqa: F401  (fixtures)

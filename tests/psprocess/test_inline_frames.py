@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from psuite.psprocess import srcmap
+from psuite.analysis import srcmap
 from tests.psprocess.test_profiles import PROFILE_SRC
 from tests.psprocess.test_srcmap import SOURCE, text_range
 
@@ -170,7 +170,7 @@ def test_unknown_modules_and_addresses():
 
 FUZZ = """
 import random, sys
-from psuite.psprocess import srcmap
+from psuite.analysis import srcmap
 path, seed = sys.argv[1], int(sys.argv[2])
 try:
     m = srcmap.NativeMap(path)
@@ -239,9 +239,9 @@ def test_batch_calls_report_the_room_they_need(tmp_path):
 
 def test_the_fast_path_imports_neither_pyelftools_nor_the_report_model(tmp_path):
     exe = compile_program(tmp_path, SOURCE, "cc", ["-O2", "-g"])
-    code = ("import sys\nfrom psuite.psprocess.srcmap import resolve_frames\n"
+    code = ("import sys\nfrom psuite.analysis.srcmap import resolve_frames\n"
             f"frames = resolve_frames({exe!r}, [0x1000, 0x1100])\n"
-            "print(sorted(m for m in sys.modules if m.startswith(('elftools', 'psuite.report'))))")
+            "print(sorted(m for m in sys.modules if m.startswith(('elftools', 'psuite.model.report'))))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "[]"
 

@@ -29,8 +29,8 @@ from pathlib import Path
 import pytest
 
 from psuite import cli_common
+from psuite.analysis import inputs
 from psuite.errors import InputError, UsageError
-from psuite.psprocess import inputs
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.test_counting_reports import COUNTS, report_xml
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from psuite.psprocess import metrics
+from psuite.analysis import metrics
 from tests.conftest import one_line_error, run_tool
 
 SOURCE = """\

@@ -16,7 +16,7 @@ import pytest
 from lxml import etree
 
 import psuite
-from psuite.psprocess import metrics
+from psuite.analysis import metrics
 from tests.conftest import ROOT, _dtd_copy, one_line_error, run_tool, validate
 from tests.psprocess.test_counting_reports import MHZ, SYS, USER, WALL, report_xml
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from psuite.psprocess import srcmap
-from psuite.psprocess.inputs import load
+from psuite.analysis import srcmap
+from psuite.analysis.inputs import load
 from tests.conftest import one_line_error, run_tool, validate
 from tests.psprocess.conftest import PROFILE_SRC
 

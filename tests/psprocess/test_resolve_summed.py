@@ -11,8 +11,8 @@ import subprocess
 
 import pytest
 
-from psuite.psprocess import srcmap
-from psuite.report import Location, ModuleSamples, ProfileReport
+from psuite.analysis import srcmap
+from psuite.model.report import Location, ModuleSamples, ProfileReport
 
 HEADER = """
 static inline __attribute__((noinline)) int helper(int x) {

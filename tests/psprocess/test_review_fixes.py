@@ -9,7 +9,7 @@ import dataclasses
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from psuite.psprocess import algebra, inputs
+from psuite.analysis import algebra, inputs
 from tests.conftest import ROOT, one_line_error, run_tool
 
 

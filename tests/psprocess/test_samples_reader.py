@@ -11,8 +11,8 @@ import random
 import pytest
 
 from psuite.errors import InputError
-from psuite.psprocess import native_rows
-from psuite.psprocess.readers import document, read_stream
+from psuite.formats import native_rows
+from psuite.formats.readers import document, read_stream
 from tests.psprocess.test_fast_paths import _by_tree as by_tree  # each module's {pc: count} from lxml
 
 HEAD = (

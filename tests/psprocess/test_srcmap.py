@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from psuite.psprocess import srcmap
+from psuite.analysis import srcmap
 from tests.psprocess.test_profiles import PROFILE_SRC, addr2line
 
 SOURCE = """

@@ -13,8 +13,8 @@ import os
 
 import pytest
 
-from psuite.experiment import Experiment, Location, Metric, Region
-from psuite.psprocess.exporters import cube
+from psuite.formats.exporters import cube
+from psuite.model.experiment import Experiment, Location, Metric, Region
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.test_counting_reports import COUNTS, report_xml
 from tests.psprocess.test_experiment_views import subtree
@@ -63,7 +63,7 @@ def psprocess(*args: str, cwd=None):
 
 def callpaths(stdout: str) -> dict[str, dict]:
     doc = json.loads(stdout)
-    assert doc["schema"] == "psuite.experiment/1"
+    assert doc["schema"] == "psuite.model.experiment/1"
     paths: dict[int, str] = {}
     out = {}
     for cp in doc["callpaths"]:
@@ -240,7 +240,7 @@ def test_cut_root_of_a_region_with_two_call_sites_makes_two_roots(cubes, workdir
     them under one root), written as two roots (no artificial one)."""
     proc = psprocess("cut", "--root", "bar", cubes["a"], "-o", "bar.cubex")
     assert proc.returncode == 0, proc.stderr
-    from psuite.psprocess.readers import cube as reader
+    from psuite.formats.readers import cube as reader
 
     a = values()
     cut = reader.read(str(workdir / "bar.cubex"))
@@ -449,7 +449,7 @@ def test_several_roots_are_written_as_several_roots(cubes, workdir):
 
     from lxml import etree
 
-    from psuite.psprocess.readers import cube as cube_reader
+    from psuite.formats.readers import cube as cube_reader
 
     proc = psprocess("cut", "--root", "foo|bar", cubes["a"], "-o", "two.cubex")
     assert proc.returncode == 0, proc.stderr

@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from psuite.psprocess import native_rows
-from psuite.psprocess.writers import json_format, text_profile
-from psuite.report import Location, ModuleSamples, ProfileReport
+from psuite.formats import native_rows
+from psuite.formats.writers import json_format, text_profile
+from psuite.model.report import Location, ModuleSamples, ProfileReport
 
 TITLES = ("Module Summary", "File Summary", "Function Summary", "Function:File:Line Summary")
 

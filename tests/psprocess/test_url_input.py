@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
+from psuite.analysis import inputs
 from psuite.errors import InputError
-from psuite.psprocess import inputs
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.test_counting_reports import COUNTS, report_xml
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
-from psuite.calltree import TRUNCATED_FUNCTION
 from psuite.formats import callpaths_schema
+from psuite.model.calltree import TRUNCATED_FUNCTION
 from tests.callpath_helpers import (
     CALLBACK,
     INLINED,

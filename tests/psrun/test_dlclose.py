@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from psuite.psprocess.inputs import load
+from psuite.analysis.inputs import load
 from tests.conftest import TARGETS, run_tool
 
 SRC = TARGETS / "dlclose"

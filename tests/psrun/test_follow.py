@@ -41,7 +41,7 @@ def test_follow_measures_children_and_exec(targets, workdir):
 
 
 def test_follow_profiles_children(targets, workdir):
-    from psuite.psprocess.inputs import load
+    from psuite.analysis.inputs import load
 
     p = run_tool("psrun", "-q", "-f", "--profile", "ITIMER_PROF", "--period", "1000", targets["fork_chain"])
     assert p.returncode == 0 and p.stdout == "chain done\n", p.stderr

@@ -207,7 +207,7 @@ def test_relative_module_of_an_older_report_is_found_through_binaries(tmp_path):
 
 def vdso_symbols() -> set[str]:
     """The function names of this kernel's vdso, from its image in this process."""
-    from psuite.psprocess.binaries import vdso_image
+    from psuite.formats.binaries import vdso_image
 
     image = vdso_image()
     assert image, "no [vdso] in /proc/self/maps: the kernel maps one into every process"
@@ -243,7 +243,7 @@ def test_vdso_of_another_kernel_is_marked_not_misnamed(tmp_path):
     this kernel's image."""
     exe = cc(tmp_path, CLOCK, "clock")
     report = profile(exe, cwd=tmp_path, callpath=True)
-    from psuite.psprocess.binaries import build_id, vdso_image
+    from psuite.formats.binaries import build_id, vdso_image
 
     mine = build_id(vdso_image())
     assert mine and mine in report.read_text()

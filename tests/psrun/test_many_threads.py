@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from psuite.psprocess import srcmap
-from psuite.psprocess.inputs import load
+from psuite.analysis import srcmap
+from psuite.analysis.inputs import load
 from tests.conftest import TARGETS, run_tool, validate
 from tests.psrun.test_psrun import reports
 from tests.psrun.test_threads_counted import assert_task_clock_is_cpu_time, task_clock_and_cputime, uncharged_seconds

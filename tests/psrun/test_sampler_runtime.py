@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from psuite.psprocess import srcmap
-from psuite.psprocess.inputs import load
+from psuite.analysis import srcmap
+from psuite.analysis.inputs import load
 from tests.conftest import TARGETS, run_tool, validate
 from tests.psrun.test_psrun import reports
 from tests.psrun.test_threads_counted import uncharged_seconds

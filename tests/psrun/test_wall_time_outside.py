@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from psuite.psprocess.inputs import load
+from psuite.analysis.inputs import load
 from tests.conftest import TARGETS, validate
 from tests.hwpc.test_api_profiling import CODES, UNITS, linked, one
 from tests.psrun.test_counters_outside import hard_nofile_16

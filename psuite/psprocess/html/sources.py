@@ -96,7 +96,7 @@ def _build_dirs(report) -> list[str]:
     module named as the command's program), when that is an ELF file here
     and, where the document records the profiled build-id, that build: a
     document cannot make any program's directory a source tree."""
-    from psuite.psprocess.binaries import build_id
+    from psuite.formats.binaries import build_id
 
     program = os.path.basename(report.command.split()[0]) if report.command.strip() else ""
     if not program:

@@ -19,12 +19,12 @@ from operator import attrgetter
 
 import numpy as np
 
+from psuite.analysis import run_context as ctx
+from psuite.analysis.experiments import RUN_TIMES
 from psuite.errors import UsageError
-from psuite.experiment import Experiment
-from psuite.psprocess.experiments import RUN_TIMES
-from psuite.psprocess.html import context as ctx
+from psuite.model.experiment import Experiment
+from psuite.model.report import ProfileReport
 from psuite.psprocess.html import sources as src
-from psuite.report import ProfileReport
 
 VERSION = 1
 WALL_CLOCK, CPU_TIME = (RUN_TIMES[k][0] for k in ("wallsecs", "cpusecs"))  # a counting report's run times
@@ -44,7 +44,7 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
     (load_input; None for a CUBE file): named in the context, and their
     profiles' lines combined as the operation combined the values."""
     if isinstance(subject, Experiment):
-        from psuite.report import CountReport
+        from psuite.model.report import CountReport
 
         # a result of counting reports alone (a difference, a mean ...) is shown as counting reports are
         counts = bool(inputs) and all(r and isinstance(r[0], CountReport) for r in inputs)
@@ -65,7 +65,7 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
 def _members(report) -> tuple[list, int]:
     """The single reports of a report (a MultiReport's), and how many
     process totals were set apart."""
-    from psuite.report import CountReport, MultiReport
+    from psuite.model.report import CountReport, MultiReport
 
     reports, totals = ([*report.reports], len(report.totals)) if isinstance(report, MultiReport) else ([report], 0)
     if not reports:
@@ -80,8 +80,8 @@ def _members(report) -> tuple[list, int]:
 
 
 def _from_report(report, title: str | None, read_sources: bool, source_dirs: Sequence[str] = ()) -> dict:
-    from psuite.psprocess import experiments
-    from psuite.report import CountReport
+    from psuite.analysis import experiments
+    from psuite.model.report import CountReport
 
     reports, totals = _members(report)
     exp = experiments.from_report(report)
@@ -277,8 +277,8 @@ def _rounded(f: np.ndarray, finite: np.ndarray) -> np.ndarray:
 def _read_report(source: str, warn=None):
     """A PerfSuite document made ready as psprocess makes it (profiles
     resolved, metrics derived), as experiments.load reads one."""
-    from psuite.psprocess import inputs, metrics, srcmap
-    from psuite.psprocess.prepare import prepare
+    from psuite.analysis import inputs, metrics, srcmap
+    from psuite.analysis.prepare import prepare
 
     return prepare(inputs.load(source, warn=warn, on_module=srcmap.prefetch), metrics.derive_standard)
 
@@ -286,7 +286,7 @@ def _read_report(source: str, warn=None):
 def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
     """An input as experiments.load reads it, and its reports (a
     MultiReport's members; None for a CUBE file), for build(inputs=...)."""
-    from psuite.psprocess import experiments
+    from psuite.analysis import experiments
 
     if experiments.is_cube(source):
         return experiments.load(source, warn=warn), None
@@ -299,7 +299,7 @@ def load_input(source: str, warn=None) -> tuple[Experiment, list | None]:
 def load_view(source: str, warn=None, *, read_sources: bool = True, source_dirs: Sequence[str] = ()) -> dict:
     """The view of one input as psprocess reads it: a CUBE file, or a
     PerfSuite document."""
-    from psuite.psprocess import experiments
+    from psuite.analysis import experiments
 
     if experiments.is_cube(source):
         return build(experiments.load(source, warn=warn))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from psuite.report import Location, MultiReport, ProfileReport
+from psuite.model.report import Location, MultiReport, ProfileReport
 
 RANKS, FUNCTIONS, LINES, FILES = 64, 2000, 3, 100  # LINES sampled lines per function, in FILES source files
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from lxml import etree
 
-from psuite.psprocess.experiments import cubepl_name
+from psuite.analysis.experiments import cubepl_name
 from psuite.psprocess.html import page, viewdoc
 from tests.conftest import one_line_error, run_tool
 
@@ -523,7 +523,7 @@ def test_cube_file_view_through_the_cli(tmp_path):
 def test_greatest_value_metrics_come_with_their_inclusive_values():
     """A MAXDOUBLE metric (Score-P's max_time) does not add up a tree: the
     view gives its inclusive values, each call path's greatest below it."""
-    from psuite.experiment import Experiment, Location, Metric, Region
+    from psuite.model.experiment import Experiment, Location, Metric, Region
 
     exp = Experiment(locations=[Location(rank=0), Location(rank=1)])
     for name in ("main", "a", "b"):
@@ -647,7 +647,7 @@ def test_cube_context_names_command_date_and_what_it_was_made_from(runs, tmp_pat
     """A CUBE file psuite wrote of 4 ranks names rank 0's document only: the
     context says the other ranks' documents went into it too; a cube whose
     producer gave the command and the date (under its own keys) shows them."""
-    from psuite.experiment import Experiment, Location, Metric, Region
+    from psuite.model.experiment import Experiment, Location, Metric, Region
 
     cube = tmp_path / "ranks.cubex"
     p = run_tool("psprocess", "-c", "--cube", str(cube), str(runs["ranks"]))

@@ -39,7 +39,7 @@ fi
 cd "$here"  # the documents named as the cubes' source relative to here
 python3 -m psuite.psprocess -c --cube "$work/counts.cubex" inputs/counts/*.xml 2>/dev/null
 for run in run1 run2; do  # psuite's cube read and written again
-    python3 -c 'import sys; from psuite.psprocess import experiments; from psuite.psprocess.exporters import cube
+    python3 -c 'import sys; from psuite.psprocess import experiments; from psuite.formats.exporters import cube
 cube.write(experiments.load(sys.argv[1]), sys.argv[2])' inputs/$run.cubex "$work/$run.cubex"
 done
 cd "$work"

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from psuite.experiment import Experiment, Location, Metric, Region, Topology
+from psuite.model.experiment import Experiment, Location, Metric, Region, Topology
 
 
 def experiment() -> Experiment:
@@ -33,6 +33,6 @@ def experiment() -> Experiment:
 
 
 if __name__ == "__main__":
-    from psuite.psprocess.exporters import cube
+    from psuite.formats.exporters import cube
 
     cube.write(experiment(), sys.argv[1], force=True)

@@ -1,0 +1,565 @@
+"""Every input psuite reads as one psuite.model.experiment.Experiment.
+
+- `from_report(report)`: a counting report (one root call path; each event
+  a UINT64 metric, DOUBLE when a count is not a whole number int64 holds,
+  its unique name one CubePL can name (cubepl_name: task-clock as
+  task_clock), its display name the event's;
+  each derived metric a POSTDERIVED metric whose CubePL expression is
+  built from its psmetrics definition, else its value stored as DOUBLE
+  and named in attributes[NO_FORMULA];
+  the run's wall clock and CPU times are metrics too, wall_seconds and
+  cpu_seconds, which psmetrics' wallsecs and cpusecs refer to, so that a
+  result recomputes MIPS and the like from combined times; machine
+  constants such as cpumhz are folded in), a profile (flat:
+  the program's root with one child per function; with call paths the
+  threads' resolved trees merged), or a MultiReport (every rank and thread
+  one location; system tree machine -> node (host) -> process ("MPI Rank
+  N", else "Process" by position, as Score-P names them) -> thread).
+  Profiles have "samples" (UINT64) and "time" (DOUBLE seconds, timer
+  sources) or "events" (samples x threshold), EXCLUSIVE.
+- `load(source)`: a CUBE 4 file (readers/cube.py) or any document
+  psuite.analysis.inputs.load reads, made ready as psprocess makes it
+  (call-path companions attached, symbols resolved, metrics derived)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from psuite.errors import UsageError
+from psuite.formats.readers import is_cube  # noqa: F401  (experiments.is_cube: its callers' name)
+from psuite.model.cube_names import cubepl_name, with_cubepl_names  # unique names CubePL can name
+from psuite.model.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, metric_names
+
+SECONDS = ("sec", "s", "second", "seconds")
+INT64_MAX = 2**63 - 1
+ROOT_DESCRIPTION = "the whole program"
+# experiment attribute: the derived metrics stored with their values because no expression over the
+# stored metrics gives them (a -m definition psuite cannot translate, alternatives that differ between
+# reports ...), one name a line.  A CUBE file keeps it; the algebra leaves them out of a diff or mean.
+NO_FORMULA = "psuite::no_formula"
+SAMPLED_ON = "psuite::event"  # experiment attribute: a profile's sampling event (algebra refuses to mix them)
+
+
+# experiment attribute prefix: psuite::stand_in::visits = samples says the cube's "visits" only repeats
+# "samples", written for CubeLib's cube_stat (exporters/cube.py for_cube_stat), and psuite reads it without it
+STAND_IN = "psuite::stand_in::"
+
+
+SAMPLED_LINES = "psuite::sampled_lines"  # exporters/cube.py: a profile's regions' lines, written as unknown
+
+
+def as_written(exp: Experiment) -> Experiment:
+    """A cube psuite wrote, read back as the experiment it wrote: without
+    the metrics it added only for CubeLib's tools (STAND_IN), and with its
+    regions' sampled lines (SAMPLED_LINES), which the file's regions leave
+    out so that CubeLib unifies the regions of two runs."""
+    if exp.attributes.get("Creator") == "psuite":  # older psuite's names (task-clock) as psuite names them now
+        exp = with_cubepl_names(exp)
+    for line in exp.attributes.pop(SAMPLED_LINES, "").splitlines():
+        try:
+            i, begin, end = (int(x) for x in line.split())
+        except ValueError:
+            continue  # not psuite's: the regions stay as the file has them
+        if 0 <= i < len(exp.regions) and exp.regions[i].begin < 0 and exp.regions[i].end < 0:
+            exp.regions[i].begin, exp.regions[i].end = begin, end
+    names = {k[len(STAND_IN):] for k in exp.attributes if k.startswith(STAND_IN)}
+    if not names:
+        return exp
+    for k in [k for k in exp.attributes if k.startswith(STAND_IN)]:
+        del exp.attributes[k]
+    drop = {i for i, m in enumerate(exp.metrics) if m.name in names and not m.derived
+            and not exp.metric_children(i) and m.name not in {n for d in exp.metrics if d.derived
+                                                               for n in metric_names(d.expression)}}
+    if not drop:
+        return exp
+    new_index = {}
+    kept = []
+    for i, m in enumerate(exp.metrics):
+        if i not in drop:
+            new_index[i] = len(kept)
+            kept.append(m)
+    for m in kept:
+        m.parent = None if m.parent is None else new_index[m.parent]
+    for i in drop:
+        exp.values.pop(exp.metrics[i].name, None)
+    exp.metrics = kept
+    return exp
+
+
+# -- loading -------------------------------------------------------------------
+def load(source: str, warn=None) -> Experiment:
+    """The experiment of any input psuite reads: a .cubex file, or a
+    PerfSuite document (file or URL).  InputError/UsageError on bad input."""
+    from psuite.analysis import inputs, metrics, prepare, srcmap
+
+    report = inputs.load(source, warn=warn, on_module=srcmap.prefetch, cubes=True)
+    if isinstance(report, Experiment):  # a CUBE file, read by readers/cube.py
+        return report
+    exp = from_report(prepare.prepare(report, metrics.derive_standard))
+    exp.attributes.setdefault("source", source)
+    return exp
+
+
+# -- reports -------------------------------------------------------------------
+def from_report(report, definitions: list | None = None) -> Experiment:
+    """The experiment of a CountReport, ProfileReport or MultiReport of
+    either.  definitions: the psmetrics definitions the derived metrics
+    came from (default: psuite's standard set); a metric not among them is
+    stored with its values."""
+    from psuite.model.report import CountReport, MultiReport, ProfileReport
+
+    if isinstance(report, MultiReport):
+        reports = list(report.reports)
+    elif isinstance(report, (ProfileReport, CountReport)):
+        reports = [report]
+    else:
+        raise UsageError(
+            f"a {type(report).__name__} has no call paths or counts to make a CUBE experiment of; "
+            "give counting reports or profiles"
+        )
+    if not reports:
+        raise UsageError("an empty combination has nothing to make a CUBE experiment of")
+    if not all(type(r) is type(reports[0]) for r in reports):
+        raise UsageError("a combination mixes counting reports and profiles; give one kind")
+    exp = Experiment()
+    exp.attributes.update({"CUBE_CT_AGGR": "SUM", "Creator": "psuite"})
+    if reports[0].command:
+        exp.attributes["command"] = reports[0].command
+    if reports[0].source:
+        exp.attributes["source"] = reports[0].source
+    if reports[0].date:  # the run's date, as the document gives it (a CUBE file keeps it as an attribute)
+        exp.attributes["date"] = reports[0].date
+    program = _program(reports[0])
+    if isinstance(reports[0], ProfileReport):
+        exp.attributes[SAMPLED_ON] = _one_event(reports)
+        calltrees = _calltrees(reports)
+        if calltrees:
+            where = _locations(exp, [_Where.of(st) for st in calltrees])
+            _calltree_model(exp, program, calltrees, where)
+        else:
+            where = _locations(exp, reports)
+            _profile_model(exp, program, reports, where)
+    else:
+        where = _locations(exp, reports)
+        if definitions is None:
+            from psuite.analysis.metrics import standard_definitions
+
+            definitions = standard_definitions()
+        _count_model(exp, program, reports, where, definitions)
+    exp.check()
+    return exp
+
+
+def _one_event(reports: list) -> str:
+    """The event the profiles were sampled on (combine.same_sampling refuses
+    profiles of different events: their samples are not one unit)."""
+    from psuite.analysis.combine import same_sampling
+
+    same_sampling(reports)
+    return reports[0].event
+
+
+def _program(report) -> str:
+    words = report.command.split() if report.command else []
+    return words[0].rsplit("/", 1)[-1] if words else "program"
+
+
+def _root(exp: Experiment, program: str) -> int:
+    r = exp.add_region(Region(program, "", -1, -1, ROOT_DESCRIPTION, "artificial", "user"))
+    return exp.add_cnode(r, None)
+
+
+def _locations(exp: Experiment, reports: Sequence) -> list[int]:
+    """exp.locations in system-tree order (hosts sorted, then processes by
+    rank or pid, then threads by number); returns each report's location.
+    A process's rank is its MPI rank, else its position (0, 1 ... among
+    the ranks no MPI process has), and its name says only that, as
+    Score-P names them: "MPI Rank 3", else "Process" (one process) or
+    "Process 1".  CubeLib's tools match processes by name and rank
+    (cube_diff refuses system trees that differ), so two runs of one
+    program, whatever their pids, combine there as in psuite."""
+    hosts: dict[str, dict[tuple, list[int]]] = {}
+    for i, r in enumerate(reports):
+        process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
+        hosts.setdefault(r.hostname or "localhost", {}).setdefault(process, []).append(i)
+    taken = {r.rank for r in reports if r.rank is not None}
+    free = (n for n in range(len(reports) + len(taken) + 1) if n not in taken)
+    where = [0] * len(reports)
+    unranked = sum(1 for processes in hosts.values() for p in processes if p[0] == "pid")
+    for host in sorted(hosts):
+        for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
+            rank = process[1] if process[0] == "rank" else next(free)
+            if process[0] == "rank":
+                name = f"MPI Rank {rank}"
+            else:
+                name = "Process" if unranked == 1 else f"Process {rank}"
+            for i in sorted(hosts[host][process], key=lambda i: reports[i].thread or 0):
+                where[i] = len(exp.locations)
+                thread = reports[i].thread or 0  # none: a report of the whole process
+                exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", thread))
+    return where
+
+
+def _metric(name: str, display: str, dtype: str, unit: str, descr: str) -> Metric:
+    """unit: the metric's own (seconds, ratio, percent ...), written as the
+    CUBE guide's "sec" or "occ", and named in the description otherwise."""
+    uom = "sec" if unit.lower() in SECONDS else "occ"
+    if uom == "occ" and unit and unit.lower() not in ("occ", "events", "samples"):
+        descr = f"{descr} (unit: {unit})"
+    return Metric(name, display, uom, dtype, EXCLUSIVE, descr)
+
+
+# -- profiles ------------------------------------------------------------------
+def _profile_metrics(first) -> tuple[list[Metric], bool]:
+    """samples, and time (timer sources) or estimated events; and whether
+    the source is a timer."""
+    timer = bool(first.is_timer and first.threshold)
+    samples = _metric("samples", "Samples", "UINT64", "occ", "Samples taken in the call path")
+    second = (
+        _metric("time", "Time", "DOUBLE", "sec", "Samples times the sampling period")
+        if timer
+        else _metric("events", f"{first.event} (estimated)", "DOUBLE", "events", "Samples times the overflow threshold")
+    )
+    return [samples, second], timer
+
+
+def _per_sample(r, timer: bool) -> float:
+    """What one sample of r adds to the second metric: seconds, or events."""
+    return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
+
+
+def _fill(exp: Experiment, metrics: list[Metric], cells: list[tuple[int, int, float, float]]) -> None:
+    """The two profile metrics from (cnode, location, samples, second) cells."""
+    import numpy as np
+
+    for m in metrics:
+        exp.add_metric(m)
+    samples, second = (exp.zeros(m) for m in metrics)
+    if cells:
+        c, loc, n, v = (np.asarray(x) for x in zip(*cells, strict=True))
+        if n.max(initial=0) > INT64_MAX:  # summed samples beyond int64: keep them as doubles
+            metrics[0].dtype = "DOUBLE"
+            samples = exp.zeros(metrics[0])
+        np.add.at(samples, (c, loc), n.astype(samples.dtype))
+        np.add.at(second, (c, loc), v.astype(np.float64))
+
+
+def _profile_model(exp: Experiment, program: str, reports: list, where: list[int]) -> None:
+    regions: dict[str, dict] = {}  # function -> {file, begin, end}
+    for r in reports:
+        for loc in r.locations:
+            reg = regions.setdefault(loc.function, {"file": loc.file, "begin": loc.line or -1, "end": loc.line or -1})
+            if loc.line:
+                reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
+                reg["end"] = max(reg["end"], loc.line)
+    root = _root(exp, program)
+    cnode_of = {}
+    for f in sorted(regions):
+        reg = regions[f]
+        cnode_of[f] = exp.add_cnode(exp.add_region(Region(f, reg["file"] or "", reg["begin"], reg["end"])), root)
+    metrics, timer = _profile_metrics(reports[0])
+    cells = []
+    for r, loc_id in zip(reports, where, strict=True):
+        scale = _per_sample(r, timer)
+        cells += [(cnode_of[loc.function], loc_id, loc.samples, loc.samples * scale) for loc in r.locations]
+    _fill(exp, metrics, cells)
+
+
+@dataclass
+class _Where:
+    """Where a thread's tree ran, as _locations takes reports."""
+
+    hostname: str
+    rank: int | None
+    pid: int
+    thread: int
+
+    @classmethod
+    def of(cls, st) -> _Where:
+        t = st.thread
+        return cls(t.hostname, t.rank, t.pid, t.thread)
+
+
+def _calltrees(reports: list):
+    """Every thread's resolved tree, when every profile has call paths."""
+    from psuite.formats.exporters.calltree_common import source_trees
+    from psuite.model.calltree import thread_trees
+    from psuite.model.report import MultiReport
+
+    if not all(thread_trees(r) for r in reports):
+        return None
+    return source_trees(MultiReport(reports=reports) if len(reports) > 1 else reports[0], "--cube")
+
+
+def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[int]) -> None:
+    """Regions (one per function, Frame.key; an inlined function has its
+    own, "f [inlined]"), cnodes for the threads' trees merged, depth first
+    in the order met, and each thread's exclusive samples."""
+    from psuite.formats.exporters.calltree_common import frame_file, frame_name
+    from psuite.model.calltree import BLOCKED_FUNCTION, ROOT_FRAME, TRUNCATED_FUNCTION
+
+    placeholders = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)
+    # The merged tree as flat lists (a CallNode each would cost more than
+    # the rest): node u has frame[u] and kids[u], Frame.key -> node; 0 is the root.
+    frame = [ROOT_FRAME]
+    kids: list[dict] = [{}]
+    per_thread: list[list[tuple[int, float]]] = []
+    for st in calltrees:
+        values = []
+        stack = [(st.thread.tree.root, 0)]
+        while stack:
+            node, u = stack.pop()
+            for key, child in node.children.items():
+                c = kids[u].get(key)
+                if c is None:
+                    c = kids[u][key] = len(frame)
+                    frame.append(child.frame)
+                    kids.append({})
+                if child.exclusive:
+                    values.append((c, child.exclusive))
+                if child.children:
+                    stack.append((child, c))
+        per_thread.append(values)
+    root = _root(exp, program)
+    region_of: dict = {}
+    cnode_of = [root] * len(frame)
+    todo = [(c, root) for c in reversed(kids[0].values())]
+    while todo:  # depth first, children in the order met
+        u, parent = todo.pop()
+        f = frame[u]
+        r = region_of.get(f.key)
+        if r is None:
+            name = frame_name(f)
+            r = region_of[f.key] = exp.add_region(
+                Region(
+                    f"{name} [inlined]" if f.inlined else name,
+                    frame_file(f) or f.module,
+                    -1,
+                    -1,
+                    "inlined into its caller" if f.inlined else "",
+                    "artificial" if f.function in placeholders else "function",
+                )
+            )
+        if f.line > 0:
+            reg = exp.regions[r]
+            reg.begin = f.line if reg.begin < 0 else min(reg.begin, f.line)
+            reg.end = max(reg.end, f.line)
+        cnode_of[u] = exp.add_cnode(r, parent)
+        todo.extend((c, cnode_of[u]) for c in reversed(kids[u].values()))
+    metrics, timer = _profile_metrics(calltrees[0])
+    cells = []
+    for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
+        scale = _per_sample(st, timer)
+        cells += [(cnode_of[u], loc_id, v, v * scale) for u, v in values]
+    _fill(exp, metrics, cells)
+
+
+# -- counting reports ----------------------------------------------------------
+def _count_model(exp: Experiment, program: str, reports: list, where: list[int], definitions: list) -> None:
+    import numpy as np
+
+    root = _root(exp, program)
+    events: dict[str, Metric] = {}
+    counts: dict[str, list[tuple[int, float]]] = {}
+    taken: set[str] = set()
+    for r, loc_id in zip(reports, where, strict=True):
+        for e in r.events:
+            if e.name not in events:
+                # named so that CubePL can refer to it (task-clock as task_clock), displayed as counted
+                unique = cubepl_name(e.name, taken)
+                taken.add(unique)
+                events[e.name] = _metric(unique, e.name, "UINT64", "events", e.description or e.name)
+            counts.setdefault(e.name, []).append((loc_id, e.count))
+    for name, m in events.items():
+        cells = counts[name]
+        if not all(_fits_int64(v) for _, v in cells):
+            m.dtype = "DOUBLE"
+        exp.add_metric(m)
+        a = exp.zeros(m)
+        for loc_id, v in cells:
+            a[root, loc_id] = _as_float(v) if m.dtype == "DOUBLE" else int(v)
+    _run_times(exp, root, reports, where, events)
+    taken = {m.name for m in exp.metrics}
+    by_name = {d.name: d for d in definitions}
+    derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
+    for r, loc_id in zip(reports, where, strict=True):
+        for d in r.metrics:
+            if d.name not in derived:
+                unique = cubepl_name(d.name, taken)
+                taken.add(unique)
+                derived[d.name] = (_metric(unique, d.name, "DOUBLE", d.unit or "", d.description or d.name), [])
+            derived[d.name][1].append((loc_id, d.value))
+    unknown: list[str] = []
+    for name, (m, cells) in derived.items():
+        expression = None
+        if len(cells) == len(reports):  # every location has it: one expression may stand for all
+            expression = _expression(by_name.get(name), reports, events)
+        exp.add_metric(m)
+        if expression is not None and _agrees(exp, expression, cells):
+            m.kind, m.expression = "POSTDERIVED", expression
+            continue
+        a = exp.zeros(m)
+        for loc_id, v in cells:
+            a[root, loc_id] = _as_float(v)
+        if not np.isfinite(a).all():
+            a[~np.isfinite(a)] = 0.0
+        unknown.append(m.name)
+    if unknown:  # ratios stored as values: the algebra must not subtract or average them (see NO_FORMULA)
+        exp.attributes[NO_FORMULA] = "\n".join(unknown)
+
+
+# psmetrics' run-level keywords, held as metrics of their own so that a derived metric refers to them
+# (MIPS = instructions / wallsecs) and is recomputed on an operation's result from the combined times,
+# never frozen at one input's value; machine constants (cpumhz, lNcacheline) stay numbers
+RUN_TIMES = {"wallsecs": ("wall_seconds", "Wall clock time"), "cpusecs": ("cpu_seconds", "CPU time")}
+
+
+def _run_times(exp: Experiment, root: int, reports: list, where: list[int], events: dict[str, Metric]) -> None:
+    from psuite.analysis import metrics
+
+    for keyword, (name, display) in RUN_TIMES.items():
+        cells = [(loc_id, metrics._keyword(keyword, r)) for r, loc_id in zip(reports, where, strict=True)]
+        cells = [(loc_id, _as_float(v)) for loc_id, v in cells if v is not None]
+        if not cells or name in events:
+            continue
+        m = _metric(name, display, "DOUBLE", "sec", f"{display} of the run (psmetrics' {keyword}), seconds")
+        exp.add_metric(m)
+        a = exp.zeros(m)
+        for loc_id, v in cells:
+            a[root, loc_id] = v if math.isfinite(v) else 0.0
+        events[name] = m
+
+
+def _fits_int64(v) -> bool:
+    try:
+        return float(v).is_integer() and -INT64_MAX - 1 <= int(v) <= INT64_MAX
+    except (OverflowError, ValueError, TypeError):
+        return False
+
+
+def _as_float(v) -> float:
+    try:
+        return float(v)
+    except (OverflowError, ValueError, TypeError):
+        return math.nan
+
+
+def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
+    """CubePL for a psmetrics definition, the same for every report (the
+    same alternative chosen, the same run-level constants), else None."""
+    if defn is None:
+        return None
+    from psuite.analysis import metrics
+
+    texts = set()
+    for r in reports:
+        which = metrics.choice(defn, r)
+        if which is None:
+            return None
+        text = _cubepl(defn.alternatives[which], r, events)
+        if text is None:
+            return None
+        texts.add(text)
+    if len(texts) != 1:
+        return None
+    text = texts.pop()
+    # only constants (cpumhz, lNcacheline ...): no measured value to recompute it from
+    return text if metric_names(text) else None
+
+
+def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
+    """CubePL of one psmetrics expression over this report's event metrics;
+    None for what the expression subset psuite evaluates cannot hold."""
+    from psuite.analysis import metrics
+    from psuite.hwpc.names import canonical
+
+    kind = e[0]
+    if kind == "cn":
+        return repr(float(e[1]))
+    if kind == "ci":
+        name = e[1]
+        if name in RUN_TIMES and RUN_TIMES[name][0] in events:
+            return f"metric::{RUN_TIMES[name][0]}()"
+        if metrics._is_keyword(name):
+            value = metrics._keyword(name, report)
+            v = _as_float(value) if value is not None else math.nan
+            return repr(v) if math.isfinite(v) else None
+        want = canonical(name)
+        for event in report.events:
+            if canonical(event.name) == want and event.name in events and _referable(events[event.name].name):
+                return f"metric::{events[event.name].name}()"
+        return None
+    if kind in ("plus", "minus", "times", "divide"):
+        left, right = (_cubepl(c, report, events) for c in e[1:])
+        if left is None or right is None:
+            return None
+        return f"({left} {dict(plus='+', minus='-', times='*', divide='/')[kind]} {right})"
+    return None  # abs: not in the subset
+
+
+def _referable(name: str) -> bool:
+    """A metric name an expression can refer to: what psuite's evaluator
+    reads after metric:: (psuite.model.experiment's scanner).  Unique names are
+    chosen so (cubepl_name); a metric it could not name would be stored
+    with its values, which diff would then subtract as if they were counts."""
+    return metric_names(f"metric::{name}()") == [name]
+
+
+def _agrees(exp: Experiment, expression: str, cells: list[tuple[int, float]]) -> bool:
+    """The expression gives the report's values (psuite's evaluation of the
+    same definition): it stands for them only then."""
+    import numpy as np
+
+    from psuite.model.experiment import ExpressionError, evaluate
+
+    try:
+        got = evaluate(expression, lambda n: exp.stored(n).astype(float)[0])
+    except (ExpressionError, KeyError, ValueError):
+        return False
+    got = np.broadcast_to(got, (len(exp.locations),))
+    return all(math.isclose(float(got[loc]), _as_float(v), rel_tol=1e-9, abs_tol=1e-300) for loc, v in cells)
+
+
+# -- psprocess's report of CUBE files -------------------------------------------
+def cube_report(sources: Sequence[str], fmt: str, combine: bool, refused: Sequence[str] = (),
+                warn=None):
+    """The report (text, json or csv, in pieces) psprocess shows when its
+    inputs are CUBE files, each read by inputs.load (readers/cube.py); None
+    when no input is one.  combine (-c): every cube's ranks and threads in
+    one experiment (algebra.side_by_side); without it, each cube's report
+    in turn.  refused: the options given that only PerfSuite documents have
+    (--calltree, --gmon ...), refused by name.  UsageError, one line, for
+    a mix of cubes and documents, a format cubes have no report in, or a
+    cube given twice."""
+    from psuite.analysis import algebra, experiment_views, inputs
+
+    named = list(sources)  # as given, or as -c expanded its directories and globs (combine.expand)
+    cubes = [s for s in named if is_cube(s)]
+    if not cubes:
+        return None
+    documents = [s for s in named if s not in cubes]
+    if documents:
+        raise UsageError(f"{cubes[0]} is a CUBE file and {documents[0]} a PerfSuite document: report on one kind at "
+                         f"a time (psprocess --cube X.cubex {documents[0]} makes a cube of it)")
+    if refused:
+        raise UsageError(f"{refused[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; show it without "
+                         f"{refused[0]}")
+    if fmt not in experiment_views.FORMATS:
+        raise UsageError(f"-f {fmt}: a CUBE file is shown as {', '.join(experiment_views.FORMATS)} or html, not {fmt}")
+    if len(cubes) > 1 and not combine and fmt != "text":
+        raise UsageError(f"-f {fmt} shows one report, and {len(cubes)} CUBE files were given; give one, or combine "
+                         "them with -c")
+    inputs.check_distinct(cubes)
+    exps = [inputs.load(s, warn=warn, cubes=True) for s in cubes]
+    if combine and len(exps) > 1:
+        exps = [algebra.side_by_side(exps)]
+
+    def pieces():
+        for k, exp in enumerate(exps):
+            if k:
+                yield "\n"
+            yield from experiment_views.render(exp, fmt)
+
+    return pieces()

@@ -1,0 +1,73 @@
+"""CSV output: one row per event and per metric of every counting report,
+one per resolved location of every profile, one per figure of a resource
+report (kind "resource"); for a combination, the rows
+of every report combined (ready for pandas to group).
+
+Columns (stable): source, hostname, pid, thread, kind ("event"|"metric"|
+"location"), name, value, description.  For a location, name is the
+function, value its samples, description "file:line (module)".
+
+Profiles with call paths add one row per calling context of every
+thread (kind "callpath": name the leaf function, value its inclusive
+samples, description its module, thread the psuite thread number) and
+three columns after these (empty in the other rows): path (the frames'
+functions, outermost first, joined with ";"), exclusive (samples), depth."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from psuite.hwpc.names import canonical, descriptions
+from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport
+
+EXTENSION = ".csv"
+COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
+
+
+CALLPATH_COLUMNS = ("path", "exclusive", "depth")
+
+
+class _Padded:
+    """A csv writer whose rows get empty cells for the call-path columns."""
+
+    def __init__(self, writer, extra: int) -> None:
+        self.writer, self.pad = writer, ("",) * extra
+
+    def writerow(self, row) -> None:
+        self.writer.writerow((*row, *self.pad))
+
+
+def render(reports: list[CountReport], **_options) -> str:
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    desc = descriptions()
+    # A combined document (alone, or among other inputs): the rows of the reports combined.
+    reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else [r])]
+    trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
+    if any(trees.values()):
+        w = _Padded(w, len(CALLPATH_COLUMNS))
+        w.writer.writerow(COLUMNS + CALLPATH_COLUMNS)
+    else:
+        w.writerow(COLUMNS)
+    for r in reports:
+        if isinstance(r, ResourceReport):
+            ident = (r.source, r.hostname, r.pid if r.pid is not None else "", "")
+            for name, value in r.to_dict().items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
+                    w.writerow((*ident, "resource", name, value, ""))
+            continue
+        ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread if r.thread is not None else "")
+        if isinstance(r, ProfileReport):
+            for loc in sorted(r.locations, key=lambda loc: -loc.samples):
+                w.writerow((*ident, "location", loc.function, loc.samples, f"{loc.file}:{loc.line} ({loc.module})"))
+            for row in trees.get(id(r), []):
+                w.writer.writerow((r.source, r.hostname, r.pid if r.pid is not None else "", row["thread"], "callpath",
+                                   row["function"], row["inclusive"], row["module"], ";".join(row["path"]),
+                                   row["exclusive"], row["depth"]))
+            continue
+        for e in r.events:
+            w.writerow((*ident, "event", e.name, e.count, e.description or desc.get(canonical(e.name), "")))
+        for m in r.metrics:
+            w.writerow((*ident, "metric", m.name, repr(m.value), m.description))
+    return out.getvalue()

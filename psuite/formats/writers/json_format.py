@@ -1,0 +1,220 @@
+"""JSON output.  Schema "psuite.count/1", stable:
+
+{"schema": "psuite.count/1", "reports": [ {
+    "source", "version", "generator", "date", "hostname", "domainname", "pid",
+    "thread" (an int, docs/formats/numbering.md, or null), "username", "command", "md5sum",
+    "buildid" (GNU build-id, hex, or ""), "annotation",
+    "wallclock", "usertime", "systemtime"          (seconds, or null),
+    "counter_class", "counter_version", "domain", "multiplexed",
+    "machine": {cpu_count, vendor, brand, family, model, stepping, mhz,
+                hypervisor, caches: [...], tlbs: [...], memory_mb, page_size} | null,
+    "events":  [{"name", "count", "type", "derived", "description"}],
+    "metrics": [{"name", "value", "description", "unit"}] } ] }
+
+Profiles: schema "psuite.profile/1", each report with the execution fields
+above and "profile_class", "profile_version", "event", "event_type",
+"domain", "threshold", "total_samples", "mapper",
+    "modules":   [{"file", "offset", "samples": {pc: count}}],
+    "locations": [{"module", "file", "function", "line", "samples"}],
+    "callpaths": null, or for a profile recorded with psrun --callpath
+                 {"source", "profile_file", "event", "threshold", "maxdepth",
+                  "unwinder", "samples", "truncated", "lost",
+                  "modules": [{"id", "file", "offset"}],
+                  "threads": [{"thread", "tid", "samples", "truncated", "lost",
+                               "contexts"}]},
+    "calltree":  [{"thread", "tid", "path" (function names, outermost
+                   first), "function", "module", "inlined", "inclusive",
+                   "exclusive", "depth"}] (one per calling context, parents
+                   first; empty without call paths).
+Combined reports (psprocess -c): schema "psuite.multi/1" with "reports"
+(as above) and "statistics": [{"name", "kind" ("event"|"metric"), "count",
+"sum", "mean", "min", "min_who", "max", "max_who", "stddev" (population),
+"q1", "median", "q3", "imbalance" (max/mean or null)}].  Combined profiles:
+"psuite.multiprofile/1", the profiles as above and one statistic of kind
+"function" per function (its samples in each profile, 0 where absent);
+with call paths also "callpath_statistics": [{"path", "depth", "inclusive",
+"exclusive"}] per context of the merged call tree (tree order), inclusive
+and exclusive each a statistic as above across every thread combined.
+Resource reports (psrun -R): schema "psuite.resource/1", the fields of
+psuite.model.report.ResourceReport.  A mix of kinds is "psuite.model.report/1"; every
+report then says its "kind" ("count", "profile" or "resource", or "multi"
+and "multiprofile" for a combined document given among other inputs, with
+the fields of psuite.multi/1 and psuite.multiprofile/1).  Combined
+documents also list the process totals of `psrun -p` runs, left out of the
+statistics, under "totals".  Written compactly (no indentation): the
+standard library's fast encoder only works that way, and a profile has
+tens of thousands of locations.  Always strict JSON: a number that is not
+finite is written as null, never as Infinity or NaN.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Iterator
+from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
+from operator import attrgetter
+
+from psuite.formats import native_rows
+from psuite.model.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
+
+_MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
+_LINE, _SAMPLES = attrgetter("line"), attrgetter("samples")
+
+EXTENSION = ".json"
+SCHEMA = "psuite.count/1"
+
+
+def _dumps(data: dict) -> str:
+    try:
+        return json.dumps(data, allow_nan=False) + "\n"
+    except ValueError:  # a non-finite float somewhere: rare, so only then walk the data
+        return json.dumps(_finite(data), allow_nan=False) + "\n"
+
+
+def _finite(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def render(reports: list[CountReport], **_options) -> str:
+    return "".join(_pieces(reports))
+
+
+def _pieces(reports: list[CountReport]) -> list[str]:
+    """render()'s text in pieces, the long lists of a profile each a piece
+    of its own: joined once (or written one after the other), never copied
+    into a larger string step by step."""
+    if len(reports) == 1 and isinstance(reports[0], MultiReport):
+        schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
+        return [_dumps({"schema": schema, **reports[0].to_dict()})]
+    def kind(r) -> str:
+        if isinstance(r, MultiReport):
+            return "multiprofile" if r.of_profiles else "multi"
+        return "profile" if isinstance(r, ProfileReport) else "resource" if isinstance(r, ResourceReport) else "count"
+
+    kinds = {kind(r) for r in reports}
+    one = kinds.pop() if len(kinds) == 1 else None
+    schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.model.report/1"
+    # {"schema": ..., "reports": [...]} as json.dumps writes it, each report
+    # encoded on its own (a profile's long lists without a dict per entry).
+    out = ['{"schema": ' + json.dumps(schema) + ', "reports": [']
+    for i, r in enumerate(reports):
+        if i:
+            out.append(", ")
+        out += _report(r, kind(r) if schema == "psuite.model.report/1" else None)
+    out.append("]}\n")
+    return out
+
+
+def _report(r, kind: str | None) -> list[str]:
+    """One report's JSON text in pieces, as _dumps(r.to_dict()) without its newline."""
+    if type(r) is ProfileReport:
+        pieces = _profile(r, kind)
+        if pieces is not None:
+            return pieces
+    d = r.to_dict()
+    if kind is not None:
+        d["kind"] = kind
+    return [_dumps(d)[:-1]]
+
+
+def _profile(r: ProfileReport, kind: str | None) -> list[str] | None:
+    """A profile's JSON text written directly, in pieces: its locations and
+    sampled PCs (tens of thousands) as text, the rest through json.  None
+    when a value is not of the plain types the direct path writes exactly
+    as json.dumps would."""
+    locations = _locations(r.locations)
+    modules = _modules(r.modules)
+    if locations is None or modules is None:
+        return None
+    d = dataclasses.replace(r, locations=[], modules=[]).to_dict()
+    if kind is not None:
+        d["kind"] = kind
+    parts = ["{"]
+    for key, value in d.items():
+        if len(parts) > 1:
+            parts.append(", ")
+        parts.append(f"{json.dumps(key)}: ")
+        if key == "locations":
+            parts.append(locations)
+        elif key == "modules":
+            parts += modules
+        else:
+            parts.append(_dumps(value)[:-1])
+    parts.append("}")
+    return parts
+
+
+def _locations(locations: list) -> str | None:
+    """[{"module", "file", "function", "line", "samples"}, ...] as
+    json.dumps writes them, each distinct string escaped once."""
+    if not locations:
+        return "[]"
+    if set(map(type, locations)) != {Location}:
+        return None
+    lines, samples = list(map(_LINE, locations)), list(map(_SAMPLES, locations))
+    if set(map(type, lines)) != {int} or set(map(type, samples)) != {int}:
+        return None
+    modules, files, functions = list(map(_MODULE, locations)), list(map(_FILE, locations)), \
+        list(map(_FUNCTION, locations))
+    text = native_rows.json_locations(modules, files, functions, lines, samples)
+    if text is not None:
+        return text
+    try:
+        strings = set(modules)
+        strings.update(files, functions)
+        escaped = dict(zip(strings, map(_escape, strings), strict=True))  # each distinct string once
+    except TypeError:  # not a string
+        return None
+    modules, files, functions = (list(map(escaped.__getitem__, column)) for column in (modules, files, functions))
+    return "[" + ", ".join(map('{"module": %s, "file": %s, "function": %s, "line": %d, "samples": %d}'.__mod__,
+                               zip(modules, files, functions, lines, samples, strict=True))) + "]"
+
+
+def _modules(modules: list) -> list[str] | None:
+    """[{"file", "offset", "samples": {pc: count}}, ...] as json.dumps
+    writes them, in pieces."""
+    out = ["["]
+    for m in modules:
+        samples = m.samples
+        if type(m) is not ModuleSamples or type(m.offset) is not int or type(samples) is not dict or \
+                (samples and (set(map(type, samples)) != {int} or set(map(type, samples.values())) != {int})):
+            return None
+        try:
+            file = _escape(m.file)
+        except TypeError:
+            return None
+        table = native_rows.json_samples(samples)
+        if table is None:
+            table = ", ".join([f'"{pc}": {n}' for pc, n in samples.items()])
+        out += [", " if len(out) > 1 else "", f'{{"file": {file}, "offset": {m.offset}, "samples": {{', table, "}}"]
+    out.append("]")
+    return out
+
+
+BLOCK = 20_000  # events encoded at a time
+
+
+def render_chunks(reports: list, **options) -> Iterator[str]:
+    """render() in pieces: a counting report of a million events is
+    encoded a block of events at a time, never as one dict per event."""
+    if len(reports) != 1 or type(reports[0]) is not CountReport or len(reports[0].events) <= BLOCK:
+        yield from _pieces(reports)
+        return
+    r = reports[0]
+    text = render([dataclasses.replace(r, events=[])])
+    # The one unescaped '"events": []' is the key's: quotes in strings are escaped.
+    head, tail = text.split('"events": []', 1)
+    yield head + '"events": ['
+    for start in range(0, len(r.events), BLOCK):
+        block = [{"name": e.name, "count": e.count, "type": e.type, "derived": e.derived,
+                  "description": e.description, "counted_as": e.counted_as} for e in r.events[start:start + BLOCK]]
+        yield (", " if start else "") + _dumps(block)[1:-2]
+    yield "]" + tail

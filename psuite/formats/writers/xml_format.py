@@ -1,0 +1,100 @@
+"""XML output: counting reports as <hwpcreport mode="count"> in the -0.3
+generation (hwpcreport-0.3.dtd), normalising documents of either
+generation; profiles as the processed <hwpcprofilereport>
+(hwpcprofilereport-0.3.dtd, see xml_profile); combinations as
+<multihwpcreport> (multihwpcreport-0.3.dtd).  Several reports as
+consecutive documents is not XML, so exactly one report is required."""
+
+from __future__ import annotations
+
+from lxml import etree
+
+from psuite.errors import UsageError
+from psuite.formats import machineinfo, perfsuite
+from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport, RunInfo
+
+EXTENSION = ".xml"
+
+
+def sub(parent, tag: str, text: object = None, **attrs: str):
+    el = etree.SubElement(parent, tag, **attrs)
+    if text is not None:
+        el.text = str(text)
+    return el
+
+
+def run_info(parent, r: RunInfo, with_pid: bool = True) -> None:
+    """date ... machineinfo, in the order both DTDs give them, as the
+    original PerfSuite wrote them (see formats/perfsuite.py)."""
+    sub(parent, "date", perfsuite.ctime_date(r.date))
+    sub(parent, "hostname", r.hostname)
+    sub(parent, "domainname", r.domainname)
+    if with_pid and r.pid is not None:
+        sub(parent, "pid", r.pid)
+    if with_pid:  # the process total is thread 0; TAU and PTP key threads by it
+        sub(parent, "thread", r.thread or 0)
+    if r.username:
+        sub(parent, "username", r.username)
+    if r.command:
+        sub(parent, "command", r.command, **({"md5sum": r.md5sum} if r.md5sum else {}))
+    if r.annotation:
+        sub(parent, "annotation", r.annotation)
+    mhz = machineinfo.clockspeed_text(r.machine) if r.machine else ""
+    if mhz and float(mhz) > 0:
+        sub(parent, "wallclock", perfsuite.wallclock_ticks(r.wallclock or 0.0, mhz), units="ticks")
+    else:  # no clock to count ticks of
+        sub(parent, "wallclock", repr(r.wallclock or 0.0), units="seconds")
+    cpu = sub(parent, "cputime", units="seconds")
+    sub(cpu, "usertime", repr(r.usertime or 0.0))
+    sub(cpu, "systemtime", repr(r.systemtime or 0.0))
+    if r.machine:
+        parent.append(machineinfo.to_element(r.machine))
+
+
+def to_element(r: CountReport):
+    root = etree.Element("hwpcreport", version="0.3", generator=r.generator or "psuite", mode="count")
+    run_info(root, r)
+    cls = r.counter_class if r.counter_class in ("null", "PAPI", "perfmon") else "null"
+    data = sub(root, "hwpceventdata", **{"class": cls}, domain=r.domain,
+               multiplexed="yes" if r.multiplexed else "no")
+    if r.counter_version:
+        data.set("version", r.counter_version)
+    for e in r.events:
+        count = int(e.count) if float(e.count).is_integer() else e.count
+        sub(data, "hwpcevent", count, type=e.type if e.type in ("preset", "native") else "native",
+            name=e.name, derived="yes" if e.derived else "no")
+    return root
+
+
+def render(reports: list, **_options) -> str:
+    if len(reports) != 1:
+        raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
+    r = reports[0]
+    doctype = None
+    if isinstance(r, ResourceReport):
+        from psuite.formats import resourcereport
+
+        root = resourcereport.to_element(r)
+    elif isinstance(r, MultiReport) and r.of_profiles:  # <multihwpcprofilereport>: the processed profiles
+        from psuite.formats.writers import xml_profile
+
+        root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
+        for member in r.reports:
+            if any(loc.samples for loc in member.locations):  # idle threads: see xml_profile
+                root.append(xml_profile.to_element(member))
+        if not len(root):
+            raise UsageError("none of the combined profiles has samples; there is no profile to write as XML")
+    elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
+        root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
+        for member in r.reports:
+            root.append(to_element(member))
+    elif isinstance(r, ProfileReport):
+        from psuite.formats.writers import xml_profile
+
+        root = xml_profile.to_element(r)
+    else:
+        root = to_element(r)
+    if root.tag in perfsuite.DTDS:
+        doctype = perfsuite.doctype(root.tag)
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True,
+                          doctype=doctype).decode()
