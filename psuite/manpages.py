@@ -36,9 +36,9 @@ def _subcommands(tool: str) -> tuple[str, ...]:
     if tool == "psbase":
         import argparse
 
-        from psuite.psbase.cli import _parser
+        from psuite.psbase.cli import build_parser
 
-        for action in _parser()._actions:
+        for action in build_parser()._actions:
             if isinstance(action, argparse._SubParsersAction):
                 return tuple(action.choices)
     return ()

@@ -420,7 +420,7 @@ def _run_times(exp: Experiment, root: int, reports: list, where: list[int], even
     from psuite.analysis import metrics
 
     for keyword, (name, display) in RUN_TIMES.items():
-        cells = [(loc_id, metrics._keyword(keyword, r)) for r, loc_id in zip(reports, where, strict=True)]
+        cells = [(loc_id, metrics.keyword_value(keyword, r)) for r, loc_id in zip(reports, where, strict=True)]
         cells = [(loc_id, _as_float(v)) for loc_id, v in cells if v is not None]
         if not cells or name in events:
             continue
@@ -482,8 +482,8 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
         name = e[1]
         if name in RUN_TIMES and RUN_TIMES[name][0] in events:
             return f"metric::{RUN_TIMES[name][0]}()"
-        if metrics._is_keyword(name):
-            value = metrics._keyword(name, report)
+        if metrics.is_keyword(name):
+            value = metrics.keyword_value(name, report)
             v = _as_float(value) if value is not None else math.nan
             return repr(v) if math.isfinite(v) else None
         want = canonical(name)

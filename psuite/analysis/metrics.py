@@ -264,8 +264,8 @@ class _Inputs:
         """Is name something this report measured or knows (finite or not)?"""
         got = self._has.get(name)
         if got is None:
-            if _is_keyword(name):
-                got = _keyword(name, self.report) is not None
+            if is_keyword(name):
+                got = keyword_value(name, self.report) is not None
             else:
                 got = _canonical(name) in self.counts
             self._has[name] = got
@@ -273,8 +273,8 @@ class _Inputs:
 
     def value(self, name: str) -> Number | None:
         if name not in self._value:
-            if _is_keyword(name):
-                self._value[name] = _number(_keyword(name, self.report))
+            if is_keyword(name):
+                self._value[name] = _number(keyword_value(name, self.report))
             else:
                 self._value[name] = self.counts.get(_canonical(name))
         return self._value[name]
@@ -283,11 +283,11 @@ class _Inputs:
 _canonical = functools.lru_cache(maxsize=4096)(canonical)
 
 
-def _is_keyword(name: str) -> bool:
+def is_keyword(name: str) -> bool:
     return name in KEYWORDS or _CACHELINE.match(name) is not None
 
 
-def _keyword(name: str, report: CountReport):
+def keyword_value(name: str, report: CountReport):
     if name == "cpusecs":
         return report.cputime
     if name == "wallsecs":

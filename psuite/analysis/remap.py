@@ -252,12 +252,12 @@ def embedded_spec(path: str) -> bytes | None:
 
     try:
         with open(path, "rb") as raw:
-            member = reader._members(raw).get(EMBEDDED)
+            member = reader.members(raw).get(EMBEDDED)
             if member is None:
                 return None
             if member.size > MAX_SPEC_BYTES:
                 raise InputError(f"{path}: its {EMBEDDED} is larger than 16 MiB; give a specification with -r")
-            return reader._member_bytes(raw, member)
+            return reader.member_bytes(raw, member)
     except (InputError, UsageError):
         raise
     except OSError as exc:

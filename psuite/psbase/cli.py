@@ -41,7 +41,7 @@ version; its options psbase does not support are refused by name.
 """
 
 
-def _parser() -> ArgumentParser:
+def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="psbase", description=DESCRIPTION)
     p.add_argument("--db", metavar="URL", help="the archive: an SQLite file name or a database URL "
                    "(default: $PSBASE_DB, else psbase.db in the current directory)")
@@ -362,7 +362,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     from psuite.psbase.perfbase_cli import translate
 
-    parser = _parser()
+    parser = build_parser()
     given = list(sys.argv[1:] if argv is None else argv)
     # perfbase's command line (setup -d, input -d, query -d, delete -e ...) as psbase's own
     translated = translate(given)
@@ -1303,9 +1303,9 @@ def _describe(d) -> str:
 
 def _user(args) -> int:
     from psuite.psbase import roles
-    from psuite.psbase.store import Store, _as_url, default_url
+    from psuite.psbase.store import Store, as_url, default_url
 
-    url = _as_url(args.db or default_url())
+    url = as_url(args.db or default_url())
     if url.get_backend_name() == "sqlite":
         raise roles.refuse_sqlite(url.database or "")
     store = Store(args.db)

@@ -24,7 +24,7 @@ from sqlalchemy.sql.util import ClauseAdapter
 from psuite.errors import UsageError
 from psuite.psbase.model import Definition, Variable, Version, convert
 from psuite.psbase.result import Column, ResultTable
-from psuite.psbase.store import RUN, Store, _from_db, _to_db
+from psuite.psbase.store import RUN, Store, from_db, to_db
 
 STATS = ("mean", "stddev", "count", "min", "max", "median")
 DEFAULT_STATS = ("mean", "stddev", "count")
@@ -138,13 +138,13 @@ def run_query(
         conds = [col(res.name).is_not(None)]
         for name, values in filters.items():
             v = d.variable(name)
-            conds.append(col(name).in_([_to_db(v, x) for x in values]))
+            conds.append(col(name).in_([to_db(v, x) for x in values]))
         q = aggregate(source, conds, [col(n) for n in by], col(res.name), res.datatype in NUMERIC, stats, run,
                       store.engine.dialect.name)
         got = store._run(lambda: conn.execute(q).all())
     out = []
     for row in got:
-        keys = [_from_db(p, x) for p, x in zip(params, row[: len(by)], strict=True)]
+        keys = [from_db(p, x) for p, x in zip(params, row[: len(by)], strict=True)]
         raw = row[len(by) : len(by) + len(stats)]
         values = [
             stddev(x, row[-1]) if s == "stddev" else _stat_value(s, res, x) for s, x in zip(stats, raw, strict=True)
@@ -394,7 +394,7 @@ def _stat_value(stat: str, res: Variable, x: object) -> object:
     if stat == "count":
         return int(x)
     if stat in ("min", "max"):
-        return _from_db(res, x) if res.datatype not in NUMERIC else float(x) if res.datatype != "integer" else int(x)
+        return from_db(res, x) if res.datatype not in NUMERIC else float(x) if res.datatype != "integer" else int(x)
     return float(x)
 
 

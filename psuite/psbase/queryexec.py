@@ -44,7 +44,7 @@ from psuite.psbase.model import Definition, Variable, convert
 from psuite.psbase.output.perfbase_text import py2str, unit_text
 from psuite.psbase.query import NUMERIC, aggregate, allowed_stats, from_clause, sort_key, stddev
 from psuite.psbase.result import Column, ResultTable
-from psuite.psbase.store import Store, _from_db, _to_db
+from psuite.psbase.store import Store, from_db, to_db
 
 SQL_STATS = {
     "avg": ["mean", "stddev"],
@@ -483,8 +483,8 @@ class _Run:
                     .all()
                 )
                 if v.datatype == "version":  # SQL sorted them as text: "1.10" before "1.9"
-                    found.sort(key=lambda x: _from_db(v, x).key())
-                sweeps[i] = [((v.name, "=" + _show(_from_db(v, x))), c == x) for x in found]
+                    found.sort(key=lambda x: from_db(v, x).key())
+                sweeps[i] = [((v.name, "=" + _show(from_db(v, x))), c == x) for x in found]
         for v, choices in zip(swept, sweeps, strict=True):
             self.sweep_labels.setdefault(v.name, [label for (_, label), _ in choices])
         instances = {
@@ -542,10 +542,10 @@ class _Run:
                 # SQL orders versions as text ("1.10" before "1.9"): the stored
                 # versions are few, so they are compared here, part by part
                 stored = self.conn.execute(sa.select(column).distinct().where(column.is_not(None))).scalars()
-                bound = _from_db(v, _to_db(v, value))
-                parts.append(column.in_([x for x in stored if ops[op](_from_db(v, x), bound)]))
+                bound = from_db(v, to_db(v, value))
+                parts.append(column.in_([x for x in stored if ops[op](from_db(v, x), bound)]))
                 continue
-            parts.append(ops[op](column, _to_db(v, value)))
+            parts.append(ops[op](column, to_db(v, value)))
         return sa.and_(*parts) if f.boolean == "and" else sa.or_(*parts)
 
     def text_condition(self, sel: qf.ParamSel, v: Variable, column: sa.ColumnElement, op: str,
@@ -1546,7 +1546,7 @@ def _evaluate(tree: ast.Expression, env: dict[str, object]) -> float | None:
 
 def _plain(v: Variable, x: object) -> object:
     """A database value as a vector holds it: durations as seconds."""
-    value = _from_db(v, x)
+    value = from_db(v, x)
     if isinstance(value, _dt.timedelta):
         return value.total_seconds()
     if v.datatype == "integer" and value is not None:

@@ -94,7 +94,7 @@ def default_url() -> str:
     return os.environ.get("PSBASE_DB") or DEFAULT_FILE
 
 
-def _as_url(db: str) -> sa.URL:
+def as_url(db: str) -> sa.URL:
     """A database URL, or a plain file name meaning an SQLite file."""
     if "://" not in db:
         return sa.URL.create("sqlite", database=db)
@@ -114,7 +114,7 @@ class Store:
     than creating an empty archive under a mistyped name."""
 
     def __init__(self, db: str | None = None, create: bool = False) -> None:
-        self.url = _as_url(db or default_url())
+        self.url = as_url(db or default_url())
         self.name = _shown(self.url)
         self._new_file: str | None = None  # the SQLite file this Store creates (discard_new_file)
         backend = self.url.get_backend_name()
@@ -515,7 +515,7 @@ class Store:
         among, naming the values and their runs (deleted ones too: they can
         be restored)."""
         try:
-            allowed = [_to_db(n, convert(Variable(n.name, n.datatype), t)) for t in n.valid]
+            allowed = [to_db(n, convert(Variable(n.name, n.datatype), t)) for t in n.valid]
         except UsageError as exc:
             raise StoreError(f"variable {n.name!r}: {exc}") from None
         col, run = table.c[n.name], table.c[RUN]
@@ -526,7 +526,7 @@ class Store:
         runs: dict[object, list[int]] = {}
         for value, idx in found:
             runs.setdefault(value, []).append(idx)
-        shown = [f"{str(_from_db(n, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(ix, 10)})"
+        shown = [f"{str(from_db(n, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(ix, 10)})"
                  for x, ix in list(runs.items())[:5]]
         more = f" and {len(runs) - 5} more values" if len(runs) > 5 else ""
         many = len(runs) > 1
@@ -549,7 +549,7 @@ class Store:
         for *key, x in conn.execute(sa.select(*keys, col).where(col.is_not(None))):
             if x not in cache:
                 try:
-                    cache[x] = _to_db(n, convert(n, _as_text(_from_db(v, x))))
+                    cache[x] = to_db(n, convert(n, _as_text(from_db(v, x))))
                 except UsageError:
                     cache[x] = _REFUSED
             if cache[x] is _REFUSED:
@@ -557,7 +557,7 @@ class Store:
             else:
                 out.append({"k_run": key[0], "k_seq": key[1] if seq else None, "k_new": cache[x]})
         if bad:
-            shown = [f"{str(_from_db(v, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(sorted(ix), 10)})"
+            shown = [f"{str(from_db(v, x))!r} (run{'s' if len(ix) > 1 else ''} {_some(sorted(ix), 10)})"
                      for x, ix in sorted(bad.items(), key=lambda item: min(item[1]))[:5]]
             more = f" and {len(bad) - 5} more values" if len(bad) > 5 else ""
             many = len(bad) > 1
@@ -592,7 +592,7 @@ class Store:
         if not n.default:  # none, or an empty <default>: no value to give
             return ""
         try:
-            value = _to_db(n, convert(n, n.default))
+            value = to_db(n, convert(n, n.default))
         except UsageError as exc:
             raise StoreError(f"variable {n.name!r}: default: {exc}") from None
         kind = "once" if n.occurrence == "once" else "rows"
@@ -672,7 +672,7 @@ class Store:
                                          sources=json.dumps(run.sources), content_hash=run.content_hash,
                                          deleted=False, **meta))
                     values = dict.fromkeys(once_names)
-                    values.update({k: _to_db(by_name[k], v) for k, v in run.values.items()})
+                    values.update({k: to_db(by_name[k], v) for k, v in run.values.items()})
                     once_rows.append({RUN: nxt, **values})
                     if run.rows:
                         data_rows.append(_data_set(nxt, rows, by_name, run.rows))
@@ -948,11 +948,11 @@ class Store:
                 if not deleted:
                     q = q.where(r.c.deleted.is_(False))
                 for n, values in (where or {}).items():
-                    q = q.where(once.c[n].in_([_to_db(d.variable(n), x) for x in values]))
+                    q = q.where(once.c[n].in_([to_db(d.variable(n), x) for x in values]))
                 out = []
                 for row in conn.execute(q):
                     info = _info(row)
-                    info.values = {n: _from_db(d.variable(n), row._mapping[f"v_{i}"]) for i, n in enumerate(show)}
+                    info.values = {n: from_db(d.variable(n), row._mapping[f"v_{i}"]) for i, n in enumerate(show)}
                     out.append(info)
                 return out
             return self._run(go, needs="query")
@@ -969,9 +969,9 @@ class Store:
                 info = _info(row)
                 once, rows = self._tables(exp_id, d)
                 values = conn.execute(sa.select(once).where(once.c[RUN] == index)).mappings().first() or {}
-                info.values = {k: _from_db(d.variable(k), v) for k, v in values.items()
+                info.values = {k: from_db(d.variable(k), v) for k, v in values.items()
                                if k != RUN and v is not None}
-                info.rows = [{k: _from_db(d.variable(k), v) for k, v in m.items()
+                info.rows = [{k: from_db(d.variable(k), v) for k, v in m.items()
                               if k not in (RUN, SEQ) and v is not None}
                              for m in conn.execute(sa.select(rows).where(rows.c[RUN] == index)
                                                    .order_by(rows.c[SEQ])).mappings()]
@@ -1197,15 +1197,15 @@ def _data_set(idx: int, table: sa.Table, by_name: dict[str, Variable], rows: lis
     """A run's data-set rows as tuples in the column order of table: column
     by column, so that a column whose values all have the right Python type
     (set(map(type, ...)): one pass in C) is taken as it is, and only the
-    others go value by value through _to_db (which refuses a wrong type)."""
+    others go value by value through to_db (which refuses a wrong type)."""
     columns: list[list] = [[idx] * len(rows), list(range(len(rows)))]
     for c in table.columns[2:]:
         v = by_name[c.name]
         values = [row.get(c.name) for row in rows]
         if not set(map(type, values)) <= _FAST_TYPES[v.datatype]:
-            values = [_to_db(v, x) for x in values]
+            values = [to_db(v, x) for x in values]
         elif v.datatype in ("duration", "version"):
-            values = [None if x is None else _to_db(v, x) for x in values]
+            values = [None if x is None else to_db(v, x) for x in values]
         columns.append(values)
     return list(zip(*columns, strict=True))
 
@@ -1254,7 +1254,7 @@ _FAST_TYPES = {"integer": {int, _NONE}, "float": {float, int, _NONE}, "string": 
                "timestamp": {_dt.datetime, _NONE}, "boolean": {bool, _NONE}, "version": {str, Version, _NONE}}
 
 
-def _to_db(v: Variable, value: object) -> object:
+def to_db(v: Variable, value: object) -> object:
     if value is None:
         return None
     want = _PY_TYPES[v.datatype]
@@ -1268,7 +1268,7 @@ def _to_db(v: Variable, value: object) -> object:
     return value
 
 
-def _from_db(v: Variable, value: object) -> object:
+def from_db(v: Variable, value: object) -> object:
     if value is None:
         return None
     if v.datatype == "duration":

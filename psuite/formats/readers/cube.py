@@ -109,7 +109,7 @@ def read(path: str) -> Experiment:
     not a readable CUBE 4 file."""
     try:
         with open(path, "rb") as raw:
-            return _read(path, raw, _members(raw))
+            return _read(path, raw, members(raw))
     except InputError:
         raise
     except OSError as exc:
@@ -138,7 +138,7 @@ def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
     anchor = members.get("anchor.xml")
     if anchor is None:
         raise _Corrupt("no anchor.xml in it")
-    data = _member_bytes(raw, anchor)
+    data = member_bytes(raw, anchor)
     if not data.lstrip().startswith(b"<"):
         data = _gunzip(data)
     exp, file_ids, layouts = _anchor(data)
@@ -155,7 +155,7 @@ def _read(path: str, raw, members: dict[str, _Member]) -> Experiment:
             continue
         if index is None:
             raise _Corrupt(f"metric {m.name!r} has {file_id}.data but no {file_id}.index (the file is cut short?)")
-        order, rows = _index(_member_bytes(raw, index), len(exp.cnodes))
+        order, rows = _index(member_bytes(raw, index), len(exp.cnodes))
         if m.kind == INCLUSIVE:
             if wide is None:
                 from psuite.formats.exporters.cube import wide_first
@@ -212,7 +212,7 @@ def _octal(field: bytes) -> int | None:
     return int(text[:digits], 8) if digits else None
 
 
-def _members(raw) -> dict[str, _Member]:
+def members(raw) -> dict[str, _Member]:
     """The archive's files, walked as CubeLib's TarReader walks them: a
     512-byte header gives a name and an octal size, a PAX header ('x') the
     size of the next; blocks of zeros are passed over wherever they are,
@@ -283,7 +283,7 @@ def _after_zeros(raw, at: int, end: int) -> int:
     return end
 
 
-def _member_bytes(raw, member: _Member) -> bytes:
+def member_bytes(raw, member: _Member) -> bytes:
     raw.seek(member.offset_data)
     data = raw.read(member.size)
     if len(data) != member.size:
