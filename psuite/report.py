@@ -21,6 +21,27 @@ class Event:
     counted_as: str = ""  # the document's spelling when it is not the canonical one (perf::TASK-CLOCK)
 
 
+def event_descriptions(events: list[Event]) -> list[str]:
+    """What every output says of each event: the document's description,
+    else psuite's catalogue's for its name (psuite.hwpc.names.descriptions,
+    as the text report shows it), else ""."""
+    if all(e.description for e in events):
+        return [e.description for e in events]
+    from psuite.hwpc.names import canonical, descriptions
+
+    catalogue = descriptions()
+    known: dict[str, str] = {}  # per distinct name: a report can hold a million events
+    out = []
+    for e in events:
+        d = e.description
+        if not d:
+            d = known.get(e.name)
+            if d is None:
+                d = known[e.name] = catalogue.get(canonical(e.name), "")
+        out.append(d)
+    return out
+
+
 @dataclass(slots=True)
 class Metric:
     name: str
@@ -99,6 +120,16 @@ class CountReport(RunInfo):
     multiplexed: bool = False
     events: list[Event] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """As RunInfo.to_dict, each event's "description" the one every
+        output shows (event_descriptions): the document's, else psuite's
+        catalogue's for the event."""
+        d = _plain(self)
+        if not all(e.description for e in self.events):
+            for e, text in zip(d["events"], event_descriptions(self.events), strict=True):
+                e["description"] = text
+        return d
 
     def to_records(self) -> list[dict]:
         """One flat row per event and per derived metric (for pandas)."""

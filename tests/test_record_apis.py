@@ -3,7 +3,8 @@
 spins in main_spin, its workers in first_spin and second_spin) read as
 psuite.read(...).to_records(), calltree_records(),
 psuite.read_experiment(...).to_records(), `psprocess -f json` and
-`-f csv`."""
+`-f csv`; and a real counting report's event descriptions in JSON and
+CSV."""
 
 from __future__ import annotations
 
@@ -121,3 +122,22 @@ def test_json_and_csv_number_threads_as_the_records(run, tmp_path):
     rows = list(csv.DictReader(io.StringIO(psprocess("-f", "csv", *docs))))
     assert {int(r["thread"]) for r in rows} == {0, 1, 2, 3}
 
+
+def test_json_describes_events_as_csv_does(targets, tmp_path):
+    """A real counting report: every event's description in JSON is the
+    one CSV shows (psuite's catalogue's where the document has none), alone
+    and combined."""
+    for _ in range(2):
+        p = run_tool("psrun", "-q", "-d", str(tmp_path), "-e", "task-clock,page-faults", targets["numbering"], "20")
+        assert p.returncode == 0, p.stderr
+    docs = sorted(map(str, tmp_path.glob("numbering.*.xml")))
+    assert len(docs) == 2
+    for options in ([], ["-c"]):
+        data = json.loads(psprocess(*options, "-f", "json", *docs))
+        from_json = {(r["source"], e["name"]): e["description"] for r in data["reports"] for e in r["events"]}
+        from_csv = {(r["source"], r["name"]): r["description"]
+                    for r in csv.DictReader(io.StringIO(psprocess(*options, "-f", "csv", *docs)))
+                    if r["kind"] == "event"}
+        assert from_json == from_csv
+        assert len(from_json) == 4 and all(from_json.values()), from_json
+        assert from_json[(docs[0], "page-faults")] == "Page faults"
