@@ -14,6 +14,14 @@ them with the flat profile:
     psuite.model.calltree.thread_trees(report)  # each thread's resolved CallTree
     rows = report.calltree_records()    # pandas.DataFrame(rows)
 
+Records name the thread that took the samples, as an int (docs/formats/
+numbering.md: 0 the whole process, 1 the main thread): to_records() of a
+`psrun -p --callpath` process total gives each thread's flat profile
+from its recorded call paths, under the same numbers as its
+calltree_records() and read_experiment(...).to_records(); a report with
+no per-thread data gives its rows under its own thread (0 for the
+process total or a report without <thread>).
+
 calltree_records() gives one row per calling context of every thread:
 the run's identity (source, hostname, pid, rank), "thread" and "tid",
 "path" (a tuple of function names, outermost first), "function" (the
@@ -58,7 +66,55 @@ def read(path_or_url: str, resolve: bool = True):
 
         srcmap.resolve_into(report)
         calltree_resolve.resolve_into(report)
+        _resolve_thread_locations(report)
     return report
+
+
+def _resolve_thread_locations(report) -> None:
+    """Each thread's flat profile from its recorded call paths
+    (ThreadCallPaths.locations): the sampled addresses resolved as the flat
+    profile's PCs are (the innermost frame, an unusable binary's marker),
+    so that to_records() files a process report's samples under their
+    threads, as calltree_records() does."""
+    cp = report.callpaths
+    if cp is None or not cp.threads:
+        return
+    from psuite.analysis import srcmap
+    from psuite.formats.binaries import bindings
+    from psuite.model.calltree import BLOCKED_FUNCTION, KIND_BLOCKED, KIND_SAMPLE, KIND_TRUNCATED, TRUNCATED_FUNCTION
+    from psuite.model.calltree import UNKNOWN as U
+    from psuite.model.report import Location
+
+    sampled = [t.sampled() for t in cp.threads]
+    wanted: dict[int, dict[int, None]] = {}  # module id -> its addresses with samples, of every thread
+    for table in sampled:
+        for kind, module, addr in table:
+            if kind <= KIND_SAMPLE and module in cp.modules:
+                wanted.setdefault(module, {})[addr] = None
+    bound = bindings(report)  # the very binaries profiled (warned about once, when the profile was resolved)
+    where: dict[tuple[int, int], tuple[str, str, str, int]] = {}  # (module id, addr) -> Location's key
+    for ident, addrs in wanted.items():
+        mod = cp.modules[ident]
+        binding = bound.get(mod.file)
+        if binding is not None and binding.problem:  # as the flat profile: marked, never resolved wrongly
+            where.update(dict.fromkeys(((ident, a) for a in addrs), (mod.file, U, binding.marker, 0)))
+            continue
+        where.update(dict.fromkeys(((ident, a) for a in addrs), (mod.file, U, U, 0)))
+        valid = [a for a in addrs if 0 <= a - mod.offset < 2**64]
+        moved = (binding.file,) if binding is not None and binding.file != mod.file else ()
+        found = srcmap.resolve_frames(mod.file, [a - mod.offset for a in valid], *moved) if valid else []
+        for a, stack in zip(valid, found, strict=True):
+            if stack:  # innermost first: the flat profile's location of the address
+                where[(ident, a)] = (mod.file, stack[0].file, stack[0].function, stack[0].line)
+    placeholder = {KIND_TRUNCATED: TRUNCATED_FUNCTION, KIND_BLOCKED: BLOCKED_FUNCTION}
+    for t, table in zip(cp.threads, sampled, strict=True):
+        per: dict[tuple[str, str, str, int], int] = {}
+        for (kind, module, addr), n in table.items():
+            key = where.get((module, addr)) if kind <= KIND_SAMPLE else None
+            if key is None:  # a placeholder, or an address in no recorded module
+                key = ("", U, placeholder.get(kind, U), 0)
+            per[key] = per.get(key, 0) + n
+        t.locations = [Location(*key, n) for key, n in per.items()]
 
 
 def read_experiment(path_or_url: str):

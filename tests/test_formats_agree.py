@@ -391,10 +391,6 @@ def from_records(run: Run, combined: bool, tmp: Path) -> Locations:
 
 
 # ------------------------------------------------------------------- cases
-PPROF_SAID = ("psprocess --pprof says it wrote 'N samples' counting pprof's sample records (one per distinct "
-              "stack and thread), not the samples the records hold")
-
-
 def case(name, reader, combined, *, reason=None, per="thread"):
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
     return pytest.param(reader, combined, per, id=f"{name}{'-c' if combined else ''}", marks=marks)
@@ -421,8 +417,8 @@ CASES = [
     case("speedscope", from_speedscope, True),
     case("pprof", from_pprof, False),
     case("pprof", from_pprof, True),
-    case("pprof-said", from_pprof, False, per="said", reason=PPROF_SAID),
-    case("pprof-said", from_pprof, True, per="said", reason=PPROF_SAID),
+    case("pprof-said", from_pprof, False, per="said"),
+    case("pprof-said", from_pprof, True, per="said"),
     case("cube", from_cube, False),
     case("cube", from_cube, True),
     case("html", from_html, False),
@@ -452,9 +448,9 @@ def test_per_location_samples_agree(run, tmp_path, reader, combined, per):
 
 
 # -------------------------------------------------------------- identities
-@pytest.mark.xfail(strict=True, reason="psuite.read(...).to_records() puts a -p process report's samples on "
-                   "thread 0 (the process total), its calltree_records() on the threads themselves (main thread 1)")
 def test_record_apis_number_the_threads_alike(run):
+    """psuite.read's records of a -p process report file its samples under
+    the threads that took them, in both record APIs, as the model does."""
     import psuite
 
     report = psuite.read(run.process[0])
@@ -465,6 +461,12 @@ def test_record_apis_number_the_threads_alike(run):
         paths[rec["thread"]] += rec["exclusive"]
     assert all(isinstance(t, int) for t in [*flat, *paths])
     assert dict(flat) == dict(paths)
+    model = Counter()
+    for rec in psuite.read_experiment(run.process[0]).to_records():
+        if rec["metric"] == "samples":
+            model[rec["thread"]] += rec["value"]
+    assert threads_only(dict(model)) == threads_only(dict(flat))
+    assert {t: n for t, n in flat.items() if n} == {t: n for (r, t), n in truth(run).items() if r == 0}
 
 
 def test_experiment_records_number_threads_as_psrun(run):

@@ -150,6 +150,11 @@ class ThreadCallPaths:
     kind: list[int] = field(default_factory=lambda: [KIND_CALL])
     exclusive: list[int] = field(default_factory=lambda: [0])
     tree: CallTree | None = None  # filled by resolution
+    # The thread's flat profile: its sampled addresses resolved as the flat
+    # profile's PCs are (psuite.read fills it), so that a process report's
+    # records can name the thread of every sample.  None: not resolved.
+    # psuite.model.report.Location items, unnamed here: psuite.model.report imports this module.
+    locations: list | None = None
 
     def add_node(self, node_id: int, parent: int, module: int, addr: int, kind: int, samples: int) -> None:
         """Append node `node_id` (ids are dense and ascending in the document)."""
@@ -163,6 +168,18 @@ class ThreadCallPaths:
 
     def __len__(self) -> int:
         return len(self.parent) - 1
+
+    def sampled(self) -> dict[tuple[int, int, int], int]:
+        """(kind, module id, address) -> the exclusive samples there, for
+        every node with samples of its own: the thread's flat profile before
+        resolution.  A call node's address is moved to its call instruction
+        (addr - 1), as resolution looks it up."""
+        out: dict[tuple[int, int, int], int] = {}
+        for kind, module, addr, n in zip(self.kind, self.module, self.addr, self.exclusive, strict=True):
+            if n:
+                key = (kind, module, addr - 1 if kind == KIND_CALL else addr)
+                out[key] = out.get(key, 0) + n
+        return out
 
     def truncated_deeper_than(self, maxdepth: int) -> int:
         """Of the truncated samples, those whose known frames reach

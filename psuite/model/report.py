@@ -21,6 +21,27 @@ class Event:
     counted_as: str = ""  # the document's spelling when it is not the canonical one (perf::TASK-CLOCK)
 
 
+def event_descriptions(events: list[Event]) -> list[str]:
+    """What every output says of each event: the document's description,
+    else psuite's catalogue's for its name (psuite.hwpc.names.descriptions,
+    as the text report shows it), else ""."""
+    if all(e.description for e in events):
+        return [e.description for e in events]
+    from psuite.hwpc.names import canonical, descriptions
+
+    catalogue = descriptions()
+    known: dict[str, str] = {}  # per distinct name: a report can hold a million events
+    out = []
+    for e in events:
+        d = e.description
+        if not d:
+            d = known.get(e.name)
+            if d is None:
+                d = known[e.name] = catalogue.get(canonical(e.name), "")
+        out.append(d)
+    return out
+
+
 @dataclass(slots=True)
 class Metric:
     name: str
@@ -53,8 +74,12 @@ class RunInfo:
     rank: int | None = None  # MPI rank ("MPI rank N" in <annotation>)
 
     def _ident(self) -> dict:
-        return {"source": self.source, "hostname": self.hostname, "pid": self.pid, "thread": self.thread,
-                "rank": self.rank}
+        """The identity every record of this report carries.  "thread" is
+        always an int, as in every other record (docs/formats/numbering.md):
+        a report without <thread> is of the whole process, 0, as
+        read_experiment() numbers it."""
+        return {"source": self.source, "hostname": self.hostname, "pid": self.pid,
+                "thread": 0 if self.thread is None else self.thread, "rank": self.rank}
 
     @property
     def who(self) -> str:
@@ -95,6 +120,16 @@ class CountReport(RunInfo):
     multiplexed: bool = False
     events: list[Event] = field(default_factory=list)
     metrics: list[Metric] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        """As RunInfo.to_dict, each event's "description" the one every
+        output shows (event_descriptions): the document's, else psuite's
+        catalogue's for the event."""
+        d = _plain(self)
+        if not all(e.description for e in self.events):
+            for e, text in zip(d["events"], event_descriptions(self.events), strict=True):
+                e["description"] = text
+        return d
 
     def to_records(self) -> list[dict]:
         """One flat row per event and per derived metric (for pandas)."""
@@ -155,17 +190,43 @@ class ProfileReport(RunInfo):
         return self.event.startswith("ITIMER_")
 
     def to_records(self) -> list[dict]:
-        """One flat row per resolved location (module, file, function, line, samples)."""
+        """One flat row per resolved location: the run's identity (source,
+        hostname, pid, rank, "thread" an int), "module", "file", "function",
+        "line" and "samples".
+
+        The thread is the one that took the samples, as in calltree_records()
+        and read_experiment(...).to_records(): a whole-process report with
+        call paths (a `psrun -p --callpath` process total, or a companion
+        read alone) gives each thread's rows from its recorded call paths
+        (ThreadCallPaths.locations, filled by psuite.read), under that
+        thread's number (1 the main thread).  Without per-thread data the
+        rows are the document's flat profile under its own <thread>: 0
+        the whole process (docs/formats/numbering.md)."""
         ident = self._ident()
+        threads = self._thread_profiles()
+        if threads is not None:
+            return [{**ident, "thread": t.thread, "module": loc.module, "file": loc.file, "function": loc.function,
+                     "line": loc.line, "samples": loc.samples} for t in threads for loc in t.locations]
         return [{**ident, "module": loc.module, "file": loc.file, "function": loc.function, "line": loc.line,
                  "samples": loc.samples} for loc in self.locations]
 
+    def _thread_profiles(self) -> list | None:
+        """The threads whose flat profiles stand for this report's (see
+        to_records), or None: a report of one thread, no call paths, or
+        call paths not resolved into flat profiles."""
+        cp = self.callpaths
+        if self.thread not in (0, None) or cp is None or not cp.threads or \
+                any(t.locations is None for t in cp.threads):
+            return None
+        return cp.threads
+
     def calltree_records(self) -> list[dict]:
         """One flat row per calling context of every thread's resolved call
-        tree (empty without call paths): the run's identity, "thread" and
-        "tid", "path" (function names, outermost first), "function" (the
-        leaf), "module", "inlined", "inclusive" and "exclusive" samples and
-        "depth" (1 for an outermost frame).  Parents come before children."""
+        tree (empty without call paths): the run's identity, "thread" (an
+        int, the thread's number as in to_records()) and "tid", "path"
+        (function names, outermost first), "function" (the leaf), "module",
+        "inlined", "inclusive" and "exclusive" samples and "depth" (1 for an
+        outermost frame).  Parents come before children."""
         if self.callpaths is None:  # nothing to import psuite.model.calltree for (milliseconds at start-up)
             return []
         from psuite.model.calltree import thread_trees, tree_records

@@ -182,7 +182,7 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
     s = _Strings()
     tables = _Tables(s)
     tables.mapping(executable(trees))  # the program's module first: pprof names the profile after mapping 1
-    nsamples = 0
+    nsamples = nrecords = 0  # the samples the records hold; the records (one per thread and call path)
     with atomic_output(path, force, binary=True) as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
         for t in types:
@@ -198,7 +198,8 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
                 values = [samples, int(value * per_sample + 0.5)][: len(types)]
                 out.write(field_bytes(P_SAMPLE, field_packed(1, locations) +
                                       field_packed(2, values) + label))
-                nsamples += 1
+                nsamples += samples
+                nrecords += 1
         out.write(tables.encode())
         out.write(field_bytes(P_PERIOD_TYPE, _value_type(types[-1], s)) + field_varint(P_PERIOD, period))
         wall = max((r.wallclock or 0.0 for r in members), default=0.0)
@@ -208,5 +209,8 @@ def write(report: ProfileReport | MultiReport, path: str, module: str | None = N
         # the string table last: every message above has added to it
         out.write(b"".join(field_bytes(P_STRING_TABLE, x.encode()) for x in s.index))
     modules = len(tables.mappings)
-    return f"pprof ({nsamples} samples, {len(tables.locations)} locations, {modules} modules) {path}"
+    # The samples as every other output counts them (pprof's Sample messages
+    # are distinct stacks per thread, each holding many samples).
+    return (f"pprof ({nsamples:,} samples in {nrecords:,} stacks, {len(tables.locations)} locations, "
+            f"{modules} modules) {path}")
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 import csv
 import io
 
-from psuite.hwpc.names import canonical, descriptions
-from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport
+from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport, event_descriptions
 
 EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
@@ -41,7 +40,6 @@ class _Padded:
 def render(reports: list[CountReport], **_options) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    desc = descriptions()
     # A combined document (alone, or among other inputs): the rows of the reports combined.
     reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else [r])]
     trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
@@ -66,8 +64,8 @@ def render(reports: list[CountReport], **_options) -> str:
                                    row["function"], row["inclusive"], row["module"], ";".join(row["path"]),
                                    row["exclusive"], row["depth"]))
             continue
-        for e in r.events:
-            w.writerow((*ident, "event", e.name, e.count, e.description or desc.get(canonical(e.name), "")))
+        for e, description in zip(r.events, event_descriptions(r.events), strict=True):
+            w.writerow((*ident, "event", e.name, e.count, description))
         for m in r.metrics:
             w.writerow((*ident, "metric", m.name, repr(m.value), m.description))
     return out.getvalue()

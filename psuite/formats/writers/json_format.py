@@ -8,7 +8,8 @@
     "counter_class", "counter_version", "domain", "multiplexed",
     "machine": {cpu_count, vendor, brand, family, model, stepping, mhz,
                 hypervisor, caches: [...], tlbs: [...], memory_mb, page_size} | null,
-    "events":  [{"name", "count", "type", "derived", "description"}],
+    "events":  [{"name", "count", "type", "derived", "description" (the document's,
+                 else psuite's catalogue's, as CSV and the text report show it)}],
     "metrics": [{"name", "value", "description", "unit"}] } ] }
 
 Profiles: schema "psuite.profile/1", each report with the execution fields
@@ -57,7 +58,15 @@ from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own,
 from operator import attrgetter
 
 from psuite.formats import native_rows
-from psuite.model.report import CountReport, Location, ModuleSamples, MultiReport, ProfileReport, ResourceReport
+from psuite.model.report import (
+    CountReport,
+    Location,
+    ModuleSamples,
+    MultiReport,
+    ProfileReport,
+    ResourceReport,
+    event_descriptions,
+)
 
 _MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
 _LINE, _SAMPLES = attrgetter("line"), attrgetter("samples")
@@ -214,7 +223,9 @@ def render_chunks(reports: list, **options) -> Iterator[str]:
     head, tail = text.split('"events": []', 1)
     yield head + '"events": ['
     for start in range(0, len(r.events), BLOCK):
+        events = r.events[start:start + BLOCK]
         block = [{"name": e.name, "count": e.count, "type": e.type, "derived": e.derived,
-                  "description": e.description, "counted_as": e.counted_as} for e in r.events[start:start + BLOCK]]
+                  "description": description, "counted_as": e.counted_as}
+                 for e, description in zip(events, event_descriptions(events), strict=True)]
         yield (", " if start else "") + _dumps(block)[1:-2]
     yield "]" + tail
