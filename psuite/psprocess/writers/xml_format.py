@@ -78,12 +78,11 @@ def render(reports: list, **_options) -> str:
     elif isinstance(r, MultiReport) and r.of_profiles:  # <multihwpcprofilereport>: the processed profiles
         from psuite.psprocess.writers import xml_profile
 
-        root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
-        for member in r.reports:
-            if any(loc.samples for loc in member.locations):  # idle threads: see xml_profile
-                root.append(xml_profile.to_element(member))
-        if not len(root):
+        if not any(loc.samples for member in r.reports for loc in member.locations):
             raise UsageError("none of the combined profiles has samples; there is no profile to write as XML")
+        root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
+        for member in r.reports:  # every thread, those that took no sample too (see xml_profile)
+            root.append(xml_profile.to_element(member, idle=True))
     elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
         root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
         for member in r.reports:
