@@ -495,6 +495,52 @@ def test_combined_xml_keeps_the_call_paths(run, tmp_path):
     assert threads_only(dict(got)) == truth(run)
 
 
+def per_thread_calltree(text: str) -> Locations:
+    """psprocess --calltree --per-thread: each "Rank R thread T" section's
+    exclusive samples summed."""
+    out: Locations = {}
+    for m in re.finditer(r"^Rank (\d+) thread (\d+)\n=+\n.*?\n(.*?)(?=^Rank |\Z)", text, re.M | re.S):
+        for row in re.finditer(r"^\s+\d+\s+[\d.]+%\s+(\d+)\s", m.group(3), re.M):
+            add(out, (int(m.group(1)), int(m.group(2))), int(row.group(1)))
+    return out
+
+
+def test_combined_xml_reads_back_as_the_ranks(run, tmp_path):
+    """The -c -x document (and its call paths beside it) read back by
+    psuite.read, psprocess -f json and the text call tree gives each
+    location the samples and call paths of the ranks' own documents."""
+    import psuite
+
+    f = tmp_path / "c.xml"
+    psprocess("-c", "-x", "-o", str(f), *run.docs)
+    assert (tmp_path / "c.callpaths.xml").exists()
+    own: Counter = Counter()  # (rank, thread, path) -> exclusive samples, from each rank's process report
+    for doc in run.process.values():
+        for rec in psuite.read(doc).calltree_records():
+            own[(rec["rank"], rec["thread"], rec["path"])] += rec["exclusive"]
+    # the Python API
+    combined = psuite.read(str(f))
+    assert {(m.rank, m.thread): m.total_samples for m in combined.reports} == run.truth
+    paths: Counter = Counter()
+    for rec in combined.calltree_records():
+        paths[(rec["rank"], rec["thread"], rec["path"])] += rec["exclusive"]
+    assert +paths == +own
+    # JSON
+    p = run_tool("psprocess", "-f", "json", str(f), timeout=300)
+    assert p.returncode == 0, p.stderr
+    back = json.loads(p.stdout)
+    assert {(r["rank"], r["thread"]): r["total_samples"] for r in back["reports"]} == run.truth
+    paths = Counter()
+    for r in back["reports"]:
+        for node in r.get("calltree") or []:
+            paths[(r["rank"], node["thread"], tuple(node["path"]))] += node["exclusive"]
+    assert +paths == +own
+    # the text call tree, thread by thread: as of the documents it was made from
+    text = psprocess("--calltree", "--per-thread", str(f))
+    assert text == psprocess("--calltree", "--per-thread", "-c", *run.docs)
+    assert threads_only(per_thread_calltree(text)) == truth(run)
+
+
 IDLE_PROGRAM = r"""
 #include <pthread.h>
 #include <unistd.h>
