@@ -46,7 +46,7 @@ def to_element(r: ProfileReport, idle: bool = False):
         lines = tree.setdefault(loc.module, {}).setdefault(loc.file, {}).setdefault(loc.function, {})
         lines[loc.line] = lines.get(loc.line, 0) + loc.samples
     if not any(loc.samples for loc in r.locations):  # idle: the one line the DTD needs, 0 samples
-        tree = {r.modules[0].file if r.modules else "??": {"??": {"??": {0: 0}}}}
+        tree = {"??": {"??": {"??": {0: 0}}}}
     for module, files in sorted(tree.items()):
         m = sub(prof, "module", name=module)
         for file, functions in sorted(files.items()):
