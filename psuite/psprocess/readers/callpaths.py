@@ -228,20 +228,19 @@ def _load_model() -> None:
 
 def read(stream: IO[bytes], source: str) -> CallPathProfile:
     """The document read from a binary stream."""
-    profiles = _read(stream, source, MULTI_ROOT + " of a combined document")
-    return profiles[0]
+    return _read(stream, source, single=True)[0]
 
 
 def read_all(stream: IO[bytes], source: str) -> list[CallPathProfile]:
     """Every process's call paths in a companion read from a binary stream:
     the <callpaths> of a <multicallpaths> (the companion of a combined
     document, psprocess -c -x), or the one of a <callpaths> document."""
-    return _read(stream, source, None)
+    return _read(stream, source, single=False)
 
 
-def _read(stream: IO[bytes], source: str, single: str | None) -> list[CallPathProfile]:
-    """The call paths of each <callpaths> in the stream; `single`: what a
-    <multicallpaths> is called in the message refusing it (None: taken)."""
+def _read(stream: IO[bytes], source: str, single: bool) -> list[CallPathProfile]:
+    """The call paths of each <callpaths> in the stream; `single`: a
+    <multicallpaths> is refused (one profile's companion was expected)."""
     from lxml import etree
 
     _load_model()
@@ -312,21 +311,19 @@ def _read(stream: IO[bytes], source: str, single: str | None) -> list[CallPathPr
 _TAGS = ("node", "thread", "profile", "sampling", "module", ROOT)
 
 
-def _check_multi(root, source: str, single: str | None) -> bool:
+def _check_multi(root, source: str, single: bool) -> bool:
     """Whether the root is a <multicallpaths> (checked), else a <callpaths>
     (checked when its first element is)."""
     if root.tag != MULTI_ROOT:
         return False
-    if single is not None:
-        raise InputError(f"{source}: <{MULTI_ROOT}> is the call paths {single}; read that document, which reads "
-                         "it beside it")
+    if single:
+        raise InputError(f"{source}: <{MULTI_ROOT}> is the call paths of a combined document (psprocess -c -x), "
+                         "not of one profile; give the combined document it lies beside")
     version = root.get("version", "")
     if version.split(".")[0] != "1":
         raise InputError(f"{source}: <{MULTI_ROOT} version={version!r}> is not a version this psprocess reads "
                          "(1.x); update psuite")
     return True
-
-
 
 
 def _check_root(root, source: str) -> int:
