@@ -3,7 +3,9 @@ generation (hwpcreport-0.3.dtd), normalising documents of either
 generation; profiles as the processed <hwpcprofilereport>
 (hwpcprofilereport-0.3.dtd, see xml_profile); combinations as
 <multihwpcreport> (multihwpcreport-0.3.dtd).  Several reports as
-consecutive documents is not XML, so exactly one report is required."""
+consecutive documents is not XML, so exactly one report is required.
+Call paths have no place in these DTDs: psprocess writes them beside the
+document (writers/xml_callpaths)."""
 
 from __future__ import annotations
 
