@@ -54,19 +54,22 @@ __all__ = ["read", "read_experiment"]
 def read(path_or_url: str, resolve: bool = True):
     """The report model of one PerfSuite document: a CountReport,
     ProfileReport (its PCs resolved to source and its call paths to call
-    trees unless resolve is False), ResourceReport, or the reader's error
+    trees unless resolve is False), MultiReport (a combined document, its
+    profiles so, with the call paths beside it), ResourceReport, or the reader's error
     (psuite.errors.InputError).  A companion that names another profile
     is left out with a warning (warnings.warn)."""
     from psuite.analysis.inputs import load
-    from psuite.model.report import ProfileReport
+    from psuite.model.report import MultiReport, ProfileReport
 
     report = load(path_or_url)
-    if resolve and isinstance(report, ProfileReport):
-        from psuite.analysis import calltree_resolve, srcmap
+    # a combined document's profiles (psprocess -c -x) are resolved as each alone
+    for member in report.reports if isinstance(report, MultiReport) else [report]:
+        if resolve and isinstance(member, ProfileReport):
+            from psuite.analysis import calltree_resolve, srcmap
 
-        srcmap.resolve_into(report)
-        calltree_resolve.resolve_into(report)
-        _resolve_thread_locations(report)
+            srcmap.resolve_into(member)
+            calltree_resolve.resolve_into(member)
+            _resolve_thread_locations(member)
     return report
 
 

@@ -27,11 +27,12 @@ import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from lxml import etree
 
-from tests.conftest import TARGETS, psrun_command, run_tool
+from tests.conftest import TARGETS, psrun_command, run_tool, validate
 
 MPI_ENV = {"OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
 RANKS = 4
@@ -483,9 +484,9 @@ def test_xml_keeps_the_rank(run, tmp_path):
     assert "MPI rank 2" in (etree.parse(str(f)).getroot().findtext(".//annotation") or "")
 
 
-@pytest.mark.xfail(strict=True, reason="psprocess -c -x keeps no call paths: calltree_records() of the combined "
-                   "document is empty where each rank's own gives its call paths")
 def test_combined_xml_keeps_the_call_paths(run, tmp_path):
+    """Beside the document, as psrun writes a process's (X.callpaths.xml):
+    PerfSuite's <multihwpcprofilereport> has no place for them."""
     import psuite
 
     f = tmp_path / "c.xml"
@@ -496,15 +497,129 @@ def test_combined_xml_keeps_the_call_paths(run, tmp_path):
     assert threads_only(dict(got)) == truth(run)
 
 
-@pytest.mark.xfail(strict=True, reason="psprocess -c -x leaves out the reports of threads that took no sample "
-                   "(Open MPI's idle helper thread), which the cube, the HTML page, JSON and speedscope list with 0")
-def test_combined_xml_keeps_every_thread(run, tmp_path):
-    if all(run.truth.values()):
-        pytest.skip("every thread took a sample in this run")
+def per_thread_calltree(text: str) -> Locations:
+    """psprocess --calltree --per-thread: each "Rank R thread T" section's
+    exclusive samples summed."""
+    out: Locations = {}
+    for m in re.finditer(r"^Rank (\d+) thread (\d+)\n=+\n.*?\n(.*?)(?=^Rank |\Z)", text, re.M | re.S):
+        for row in re.finditer(r"^\s+\d+\s+[\d.]+%\s+(\d+)\s", m.group(3), re.M):
+            add(out, (int(m.group(1)), int(m.group(2))), int(row.group(1)))
+    return out
+
+
+def test_combined_xml_reads_back_as_the_ranks(run, tmp_path):
+    """The -c -x document (and its call paths beside it) read back by
+    psuite.read, psprocess -f json and the text call tree gives each
+    location the samples and call paths of the ranks' own documents."""
+    import psuite
+
     f = tmp_path / "c.xml"
     psprocess("-c", "-x", "-o", str(f), *run.docs)
-    reports = list(etree.parse(str(f)).getroot().iter("hwpcprofilereport"))
-    assert len(reports) == len(run.truth)
+    assert (tmp_path / "c.callpaths.xml").exists()
+    own: Counter = Counter()  # (rank, thread, path) -> exclusive samples, from each rank's process report
+    for doc in run.process.values():
+        for rec in psuite.read(doc).calltree_records():
+            own[(rec["rank"], rec["thread"], rec["path"])] += rec["exclusive"]
+    # the Python API
+    combined = psuite.read(str(f))
+    assert {(m.rank, m.thread): m.total_samples for m in combined.reports} == run.truth
+    paths: Counter = Counter()
+    for rec in combined.calltree_records():
+        paths[(rec["rank"], rec["thread"], rec["path"])] += rec["exclusive"]
+    assert +paths == +own
+    # JSON
+    p = run_tool("psprocess", "-f", "json", str(f), timeout=300)
+    assert p.returncode == 0, p.stderr
+    back = json.loads(p.stdout)
+    assert {(r["rank"], r["thread"]): r["total_samples"] for r in back["reports"]} == run.truth
+    paths = Counter()
+    for r in back["reports"]:
+        for node in r.get("calltree") or []:
+            paths[(r["rank"], node["thread"], tuple(node["path"]))] += node["exclusive"]
+    assert +paths == +own
+    # the text call tree, thread by thread: as of the documents it was made from
+    text = psprocess("--calltree", "--per-thread", str(f))
+    assert text == psprocess("--calltree", "--per-thread", "-c", *run.docs)
+    assert threads_only(per_thread_calltree(text)) == truth(run)
+
+
+IDLE_PROGRAM = r"""
+#include <pthread.h>
+#include <unistd.h>
+
+static int fds[2];
+static volatile double sink;
+
+static void *waiter(void *arg) {  /* blocked in read() until main is done: never runs while sampled */
+    char c;
+    return read(fds[0], &c, 1) == 1 ? NULL : arg;
+}
+
+int main(void) {
+    pthread_t t;
+    if (pipe(fds) != 0 || pthread_create(&t, NULL, waiter, NULL) != 0)
+        return 1;
+    for (long i = 0; i < 100000000L; i++)
+        sink += (double)i * 0.5;
+    if (write(fds[1], "x", 1) != 1)
+        return 1;
+    return pthread_join(t, NULL);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def idle_run(tmp_path_factory) -> IdleRun:
+    """psrun -p --callpath of a program whose second thread never runs
+    while sampled: its report always has 0 samples (Open MPI's helper
+    threads of the 4-rank run only sometimes take none)."""
+    d = tmp_path_factory.mktemp("idle_thread")
+    (d / "idle.c").write_text(IDLE_PROGRAM)
+    exe = d / "idle"
+    subprocess.run([shutil.which("cc") or "gcc", "-O1", "-g", "-pthread", "-o", str(exe), str(d / "idle.c")],
+                   check=True)
+    docs = d / "run"
+    docs.mkdir()
+    p = subprocess.run([psrun_command(), "-q", "-d", str(docs), "-p", "--callpath", "--period", str(PERIOD_US),
+                        str(exe)], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    threads: dict[int, int] = {}
+    for doc in docs.glob("*.xml"):
+        root = etree.parse(str(doc)).getroot()
+        if root.tag == "hwpcreport" and "process total" not in (root.findtext("annotation") or ""):
+            threads[int(root.findtext("thread"))] = int(root.findtext(".//totalsamples"))
+    assert threads[1] > 0 and threads[2] == 0, threads
+    return IdleRun(sorted(str(p) for p in docs.glob("*.xml") if not p.name.endswith(".callpaths.xml")),
+                   {(-1, t): n for t, n in threads.items()})  # no MPI: no rank
+
+
+class IdleRun(NamedTuple):
+    docs: list[str]
+    truth: Locations
+
+
+@pytest.mark.parametrize("which", ["mpi", "idle"])
+def test_combined_xml_keeps_every_thread(run, idle_run, tmp_path, which):
+    """A thread that took no sample is still one of the run's threads, as
+    in the cube, the HTML page, JSON and speedscope: written with 0 samples
+    (and the one line of 0 in "??" that PerfSuite's DTD wants), read back
+    with 0 and no location."""
+    r = run if which == "mpi" else idle_run
+    f = tmp_path / "c.xml"
+    psprocess("-c", "-x", "-o", str(f), *r.docs)
+    root = validate(f, "multihwpcprofilereport-0.3.dtd")
+    got = {}
+    for rep in root.iter("hwpcprofilereport"):
+        m = re.search(r"MPI rank (\d+)", rep.findtext(".//annotation") or "")
+        got[(int(m.group(1)) if m else -1, int(rep.findtext(".//thread")))] = int(rep.findtext(".//totalsamples"))
+    assert got == r.truth
+    p = run_tool("psprocess", "-f", "json", str(f))
+    assert p.returncode == 0, p.stderr
+    back = json.loads(p.stdout)
+    read = {(-1 if rep["rank"] is None else rep["rank"], rep["thread"]): rep["total_samples"]
+            for rep in back["reports"]}
+    assert read == r.truth
+    assert all(loc["samples"] for rep in back["reports"] for loc in rep["locations"])  # no placeholder location
 
 
 def test_cube_and_html_list_every_thread(run, tmp_path):

@@ -315,7 +315,7 @@ def load(source: str, warn: Callable[[str], None] | None = None, on_module: Call
     when `cubes` (the caller shows experiments), else refused with one line
     saying what reads it (readers.CubeFile)."""
     from psuite.formats.readers import CubeFile, read_stream
-    from psuite.model.report import ProfileReport
+    from psuite.model.report import MultiReport, ProfileReport
 
     if source.endswith(".cubex"):
         return _cube(source, cubes)
@@ -323,7 +323,8 @@ def load(source: str, warn: Callable[[str], None] | None = None, on_module: Call
         report = _load(source, lambda stream, name: read_stream(stream, name, on_module))
     except CubeFile:
         return _cube(source, cubes)
-    if isinstance(report, ProfileReport) and report.callpaths is None:
+    if isinstance(report, ProfileReport) and report.callpaths is None or \
+            isinstance(report, MultiReport) and report.of_profiles:
         attach_companion(report, source, warn)
     return report
 
@@ -381,24 +382,33 @@ def _load(source: str, read):
 
 def attach_companion(report, source: str, warn: Callable[[str], None] | None = None) -> None:
     """report.callpaths from the companion of `source`, when there is one
-    that belongs to it."""
-    from psuite.formats.readers import callpaths
+    that belongs to it; a combined document's (a MultiReport) each
+    member's (readers/multi.attach)."""
+    from psuite.formats.readers import callpaths, multi
+    from psuite.model.report import MultiReport
 
     companion = callpaths.companion_name(source)
     if companion is None:
         return
+    read = callpaths.read_all if isinstance(report, MultiReport) else callpaths.read
     if _is_url(companion):
         try:
             data = _fetch_url(companion)
         except InputError:  # most profiles have none: not finding it is no error
             return
-        cp = callpaths.read(io.BytesIO(data), shown_name(companion))
+        found = read(io.BytesIO(data), shown_name(companion))
     elif os.path.isfile(companion):
-        cp = _load(companion, callpaths.read)
+        found = _load(companion, read)
     else:
         return
-    why = callpaths.check_belongs(cp, source, report.pid)
-    if why:
+    if isinstance(report, MultiReport):
+        problems = multi.attach(report, found, shown_name(source))
+    else:
+        why = callpaths.check_belongs(found, source, report.pid)
+        problems = [why] if why else []
+        if not why:
+            report.callpaths = found
+    for why in problems:
         message = f"{shown_name(companion)} is not the call paths of {shown_name(source)} ({why}); left out"
         if warn is None:
             import warnings
@@ -406,8 +416,6 @@ def attach_companion(report, source: str, warn: Callable[[str], None] | None = N
             warnings.warn(message, stacklevel=3)
         else:
             warn(message)
-        return
-    report.callpaths = cp
 
 
 def pair_companions(sources: list[str]) -> list[str]:

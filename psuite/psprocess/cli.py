@@ -231,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--{exports[0][0]} exports one report; give one input, or combine them with -c")
     exporters = {name: _exporter(name) for name, _ in exports}
     _check_outputs(args, [target for name, path in exports for target in exporters[name].targets(path)] +
-                   [args.output])
+                   [args.output, *_xml_companion(args)])
     if args.format == "html" or args.html:
         shown = _cube_html(args, exports)
         if shown is not None:
@@ -289,7 +289,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
         _emit(args, chunks)
+        if args.format == "xml":
+            _write_xml_companion(args, subject)
     return _file_inputs(args, archive)
+
+
+def _xml_companion(args) -> list[str]:
+    """Where -x -o X.xml puts the call paths: X.callpaths.xml ([] when -x
+    does not write to an .xml file)."""
+    from psuite.formats.readers.callpaths import companion_name
+
+    name = companion_name(args.output) if args.format == "xml" and args.output else None
+    return [name] if name else []
+
+
+def _write_xml_companion(args, subject) -> None:
+    """The call paths of what -x wrote, beside it as psrun writes them
+    (PerfSuite's DTDs have no place for them): writers/xml_callpaths."""
+    from psuite.formats.writers import xml_callpaths
+
+    if not xml_callpaths.members_with_callpaths(subject):
+        return
+    companion = _xml_companion(args)
+    if not companion:
+        _warn(f"the call paths are left out of {args.output or 'standard output'}: PerfSuite's XML has no place "
+              "for them; give -o NAME.xml to have them written beside it as NAME.callpaths.xml")
+        return
+    write_output(companion[0], xml_callpaths.render(subject, args.output), args.force)
+    _done(f"wrote {companion[0]} (the call paths)")
 
 
 def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:

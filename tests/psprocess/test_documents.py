@@ -173,10 +173,14 @@ def test_per_thread_run_combined_counts_each_sample_once(workdir, programs):
     root = validate(xml, "multihwpcprofilereport-0.3.dtd")
     ids = [(m.findtext("executioninfo/pid"), m.findtext("executioninfo/thread")) for m in root]
     assert len(set(ids)) == len(ids) and all(t and t.isdigit() for _, t in ids)
+    # every thread, an idle one too: with 0 samples and the one line of 0 the DTD wants, in "??"
+    assert len(root) == len(files) - 1
     for m in root:
-        assert int(m.findtext("hwpcprofile/totalsamples")) > 0  # no idle placeholders
+        if int(m.findtext("hwpcprofile/totalsamples")) == 0:
+            assert [(f.get("name"), f.findtext("function/line")) for f in m.iter("file")] == [("??", "0")]
     back = json.loads(run_tool("psprocess", "-f", "json", str(xml)).stdout)
     assert {s["name"]: s["sum"] for s in back["statistics"]}["work_a"] == spread["work_a"]
+    assert "??" not in {s["name"] for s in back["statistics"]}  # the placeholder is no location
 
 
 def test_written_documents_follow_the_original(targets, workdir):

@@ -318,12 +318,18 @@ def test_runs_of_one_rank_twice_are_refused(runs):
 
 
 def test_combined_document_gives_every_rank(runs, tmp_path):
-    """A document of `psprocess -c -x` (the ranks' flat profiles in one
-    <multihwpcprofilereport>): psuite.read gives a MultiReport, whose
-    to_hatchet() has every rank, one node per function."""
+    """A document of `psprocess -c -x` (the ranks' profiles in one
+    <multihwpcprofilereport>, their call paths beside it): psuite.read
+    gives a MultiReport, whose to_hatchet() has every rank with its call
+    tree, as the rank's own document gives it; without the call paths,
+    one node per function."""
     doc = tmp_path / "combined.xml"
     p = run_tool("psprocess", "-c", "-x", "-o", str(doc), str(runs["a"]))
     assert p.returncode == 0, p.stderr
+    gf = psuite.read(str(doc)).to_hatchet()
+    for own in profiles(runs["a"]):
+        assert values(gf, {"rank": rank_of(own)}) == values(psuite.read(str(own)).to_hatchet()), own.name
+    (tmp_path / "combined.callpaths.xml").unlink()  # the flat profiles alone
     gf = psuite.read(str(doc)).to_hatchet()
     [root] = gf.graph.roots
     assert all(not c.children for c in root.children)

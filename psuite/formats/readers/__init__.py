@@ -101,4 +101,7 @@ def read_stream(stream: IO[bytes], source: str, on_module: Callable[[str], None]
         raise CubeFile(source)
     if callpaths.is_callpaths(head):
         return canonical_names(callpaths.report_alone(callpaths.read(stream, source)))
+    if callpaths.is_callpaths(head, callpaths.MULTI_ROOT):  # no flat profile to make of several processes
+        raise InputError(f"{source}: <{callpaths.MULTI_ROOT}> is the call paths of a combined document (psprocess "
+                         "-c -x); give that document, which reads them from beside it")
     return read_document(parse(stream, source, on_module))

@@ -23,6 +23,7 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds at start-up
     from psuite.model.calltree import CallPathModule, CallPathProfile, ThreadCallPaths
 
 ROOT = "callpaths"
+MULTI_ROOT = "multicallpaths"  # the companion of a combined document: a <callpaths> per member
 SUFFIX = ".callpaths.xml"
 KIND_NAMES: tuple[str, ...] = ()
 _KINDS: dict[str, int] = {}
@@ -43,8 +44,9 @@ def profile_name(companion: str) -> str | None:
     return companion[:-len(SUFFIX)] + ".xml" if companion.endswith(SUFFIX) else None
 
 
-def is_callpaths(head: bytes) -> bool:
-    """Whether a document's first bytes open a <callpaths> root element."""
+def is_callpaths(head: bytes, root: str = "callpaths") -> bool:
+    """Whether a document's first bytes open a <callpaths> root element
+    (or a `root` one)."""
     i = 0
     while True:
         i = head.find(b"<", i)
@@ -56,8 +58,8 @@ def is_callpaths(head: bytes) -> bool:
                 return False
             i = end
             continue
-        name = head[i + 1:i + 1 + len(ROOT) + 1]
-        return name[:len(ROOT)] == ROOT.encode() and (len(name) == len(ROOT) or name[-1:] in b" \t\r\n/>")
+        name = head[i + 1:i + 1 + len(root) + 1]
+        return name[:len(root)] == root.encode() and (len(name) == len(root) or name[-1:] in b" \t\r\n/>")
 
 
 def _int(el, attr: str, source: str, default: str | None = None, base: int = 10, hi: int = 2**63 - 1) -> int:
@@ -226,22 +228,45 @@ def _load_model() -> None:
 
 def read(stream: IO[bytes], source: str) -> CallPathProfile:
     """The document read from a binary stream."""
+    return _read(stream, source, single=True)[0]
+
+
+def read_all(stream: IO[bytes], source: str) -> list[CallPathProfile]:
+    """Every process's call paths in a companion read from a binary stream:
+    the <callpaths> of a <multicallpaths> (the companion of a combined
+    document, psprocess -c -x), or the one of a <callpaths> document."""
+    return _read(stream, source, single=False)
+
+
+def _read(stream: IO[bytes], source: str, single: bool) -> list[CallPathProfile]:
+    """The call paths of each <callpaths> in the stream; `single`: a
+    <multicallpaths> is refused (one profile's companion was expected)."""
     from lxml import etree
 
     _load_model()
 
     reader = _Reader(source)
+    profiles: list[CallPathProfile] = []
+    multi = False
     try:
         # End events only, of the elements the model takes: the rest is
         # built by libxml2 without a Python call per element.  A thread is
         # begun at its first node (its attributes are parsed by then).
         parsed = etree.iterparse(stream, events=("end",), tag=_TAGS, resolve_entities=False, no_network=True,
                                  load_dtd=False, huge_tree=False, remove_comments=True, remove_pis=True)
-        checked = False
+        checked = fresh = False
         for _, el in parsed:
             if not checked:
-                checked = True
-                reader.id_shift = _check_root(el.getroottree().getroot(), source)
+                checked = fresh = True
+                multi = _check_multi(el.getroottree().getroot(), source, single)
+            if fresh:  # the first element of a <callpaths>: its version numbers its threads
+                fresh = False
+                enclosing = el.getroottree().getroot()
+                if multi:
+                    enclosing = el if el.tag == ROOT else next(el.iterancestors(ROOT), None)
+                    if enclosing is None:
+                        raise InputError(f"{source}: <{el.tag}> outside a <callpaths>; {_FIX}")
+                reader.id_shift = _check_root(enclosing, source)
             tag = el.tag
             if tag == "node":
                 reader.node(el)
@@ -249,6 +274,11 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
                 if reader.thread is None:  # a thread without nodes
                     reader.start(el)
                 reader.end_thread(el)
+            elif tag == ROOT:
+                if multi:  # one process's call paths read: the next <callpaths> begins afresh
+                    profiles.append(reader.finish())
+                    reader, fresh = _Reader(source), True
+                continue
             else:
                 if el.getparent() is not None and el.getparent().tag == ROOT:
                     reader.start(el)
@@ -261,7 +291,9 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
                     del parent[0]
         root = parsed.root
         if not checked and root is not None:
-            reader.id_shift = _check_root(root, source)
+            multi = _check_multi(root, source, single)
+            if not multi:
+                reader.id_shift = _check_root(root, source)
     except etree.XMLSyntaxError as exc:
         from psuite.hwpc.config import xml_error_text
 
@@ -269,10 +301,29 @@ def read(stream: IO[bytes], source: str) -> CallPathProfile:
                          "complete") from None
     if root is None:
         raise InputError(f"{source} is empty; give a <callpaths> document")
-    return reader.finish()
+    if multi:
+        if not profiles:
+            raise InputError(f"{source}: <{MULTI_ROOT}> holds no <callpaths>; {_FIX}")
+        return profiles
+    return [reader.finish()]
 
 
-_TAGS = ("node", "thread", "profile", "sampling", "module")
+_TAGS = ("node", "thread", "profile", "sampling", "module", ROOT)
+
+
+def _check_multi(root, source: str, single: bool) -> bool:
+    """Whether the root is a <multicallpaths> (checked), else a <callpaths>
+    (checked when its first element is)."""
+    if root.tag != MULTI_ROOT:
+        return False
+    if single:
+        raise InputError(f"{source}: <{MULTI_ROOT}> is the call paths of a combined document (psprocess -c -x), "
+                         "not of one profile; give the combined document it lies beside")
+    version = root.get("version", "")
+    if version.split(".")[0] != "1":
+        raise InputError(f"{source}: <{MULTI_ROOT} version={version!r}> is not a version this psprocess reads "
+                         "(1.x); update psuite")
+    return True
 
 
 def _check_root(root, source: str) -> int:

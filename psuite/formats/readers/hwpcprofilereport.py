@@ -53,5 +53,7 @@ def _files(r: ProfileReport, doc: Document, mname: str, parent) -> None:
         fname = file.get("name", "??")
         for function in file.iterfind("function"):
             func = function.get("name", "??")
+            # A line of 0 samples holds nothing: it is the placeholder of a
+            # thread that took no sample (the DTD wants a line), not a location.
             r.locations += [Location(module=mname, file=fname, function=func, line=lineno, samples=n)
-                            for lineno, n in doc.lines(function)]
+                            for lineno, n in doc.lines(function) if n]

@@ -3,7 +3,9 @@ generation (hwpcreport-0.3.dtd), normalising documents of either
 generation; profiles as the processed <hwpcprofilereport>
 (hwpcprofilereport-0.3.dtd, see xml_profile); combinations as
 <multihwpcreport> (multihwpcreport-0.3.dtd).  Several reports as
-consecutive documents is not XML, so exactly one report is required."""
+consecutive documents is not XML, so exactly one report is required.
+Call paths have no place in these DTDs: psprocess writes them beside the
+document (writers/xml_callpaths)."""
 
 from __future__ import annotations
 
@@ -78,12 +80,11 @@ def render(reports: list, **_options) -> str:
     elif isinstance(r, MultiReport) and r.of_profiles:  # <multihwpcprofilereport>: the processed profiles
         from psuite.formats.writers import xml_profile
 
-        root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
-        for member in r.reports:
-            if any(loc.samples for loc in member.locations):  # idle threads: see xml_profile
-                root.append(xml_profile.to_element(member))
-        if not len(root):
+        if not any(loc.samples for member in r.reports for loc in member.locations):
             raise UsageError("none of the combined profiles has samples; there is no profile to write as XML")
+        root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
+        for member in r.reports:  # every thread, those that took no sample too (see xml_profile)
+            root.append(xml_profile.to_element(member, idle=True))
     elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
         root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
         for member in r.reports:

@@ -13,10 +13,14 @@ from psuite.libperfsuite.machine import MachineInfo
 from psuite.model.report import ProfileReport
 
 
-def to_element(r: ProfileReport):
-    if not any(loc.samples for loc in r.locations):
-        # The DTD wants module+ file+ function+ line+, and a placeholder
-        # line makes TAU divide 0 by 0: an idle profile is not written.
+def to_element(r: ProfileReport, idle: bool = False):
+    """The processed profile.  A profile without samples is refused (the
+    DTD wants module+ file+ function+ line+, and a placeholder line makes
+    TAU divide 0 by 0), unless `idle`: a member of a combined document,
+    where a thread that took no sample is still one of the run's threads
+    (the cube, the HTML page and JSON list it with 0), written with one
+    line of 0 samples in PerfSuite's "??" (unknown)."""
+    if not idle and not any(loc.samples for loc in r.locations):
         raise UsageError(f"{r.source} has no samples ({r.who}); there is no profile to write as XML")
     root = etree.Element("hwpcprofilereport", version="0.3", generator=r.generator or "psuite")
     sub(root, "date", perfsuite.ctime_date(r.date))
@@ -41,6 +45,8 @@ def to_element(r: ProfileReport):
     for loc in r.locations:
         lines = tree.setdefault(loc.module, {}).setdefault(loc.file, {}).setdefault(loc.function, {})
         lines[loc.line] = lines.get(loc.line, 0) + loc.samples
+    if not any(loc.samples for loc in r.locations):  # idle: the one line the DTD needs, 0 samples
+        tree = {"??": {"??": {"??": {0: 0}}}}
     for module, files in sorted(tree.items()):
         m = sub(prof, "module", name=module)
         for file, functions in sorted(files.items()):
