@@ -75,6 +75,7 @@ def _copy_sources(dest: Path) -> Path:
     ("psbase/native.py", "from psuite.psprocess.subcommands import NAMES", "psbase uses the analysis"),
     # one tool's command line importing another's
     ("psinv/cli.py", "from psuite.psprocess import cli", "One-way layers"),
+    ("psbase/cli.py", "from psuite.psinv import cli", "One-way layers"),
     # a cycle between two packages (hwpc, which psinv uses, importing psinv)
     ("hwpc/events.py", "from psuite.psinv import inventory", "No cycles between psuite's packages"),
 ])
