@@ -29,6 +29,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -634,7 +635,14 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
         return None
     text = texts.pop()
     # only constants (cpumhz, lNcacheline ...): no measured value to recompute it from
-    return text if metric_names(text) else None
+    return text if _measures(text) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _measures(text: str) -> bool:
+    """Whether an expression refers to a metric (a combination's members
+    each ask it of the same few texts)."""
+    return bool(metric_names(text))
 
 
 def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
@@ -667,6 +675,7 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
     return None  # abs: not in the subset
 
 
+@functools.lru_cache(maxsize=4096)  # asked per event and report: thousands of members, a few names
 def _referable(name: str) -> bool:
     """A metric name an expression can refer to: what psuite's evaluator
     reads after metric:: (psuite.experiment's scanner).  Unique names are
