@@ -145,3 +145,25 @@ def test_combined_counts_keep_a_derived_metric_the_ranks_compute_apart(counting)
     own = [next(d.value for d in r.metrics if d.name == "CPUs utilized") for r in reports]
     assert exp.stored(m.name)[0].tolist() == pytest.approx([own[loc.rank] for loc in exp.locations])
     assert any(x.derived for x in exp.metrics)  # the others still derived
+
+
+def test_combined_page_shows_the_merged_call_tree(run, tmp_path):  # noqa: F811
+    """psprocess -c --html builds its view from the same experiment: the
+    page's call paths, locations and samples are the merged cube's."""
+    import json
+    import re
+
+    docs = [run.process[r] for r in sorted(run.process)]
+    psprocess("-c", "--html", str(tmp_path / "c.html"), *docs)
+    m = re.search(r'<script type="application/json" id="psuite-view">(.*?)</script>',
+                  (tmp_path / "c.html").read_text(), re.S)
+    view = json.loads(m.group(1))
+    exp = read(cube_of_each_merged(docs, tmp_path))
+    names = [r["name"] for r in view["regions"]]
+    shown: list[tuple[str, ...]] = []
+    for region, parent in zip(view["cnodes"]["region"], view["cnodes"]["parent"], strict=True):
+        shown.append((*(shown[parent] if parent >= 0 else ()), names[region]))
+    assert shown == paths(exp)
+    assert [(loc["rank"], loc["thread"]) for loc in view["locations"]] == [loc.key for loc in exp.locations]
+    samples = np.asarray(view["values"]["samples"]["exclusive"]).reshape(len(shown), len(view["locations"]))
+    np.testing.assert_array_equal(samples, exp.exclusive("samples"))
