@@ -168,7 +168,8 @@ def _union_locations(inputs: Sequence[Experiment], mode: str) -> tuple[list[Loca
     at = {(loc.machine, loc.node, loc.process, loc.rank, loc.thread_rank): j for j, loc in enumerate(locations)}
     columns: list[np.ndarray | None] = []
     for e in inputs:
-        col = np.full(len(locations), -1, dtype=np.int64)
+        # int32: one such column map per input, and psprocess -c merges thousands of one-location inputs
+        col = np.full(len(locations), -1, dtype=np.int32 if len(locations) < 2**31 else np.int64)
         for k, loc in enumerate(e.locations):
             m, n = (VIRTUAL_MACHINE, VIRTUAL_NODE) if mode == COLLAPSE else (loc.machine, loc.node)
             j = at[(m, n, loc.process, loc.rank, loc.thread_rank)]
