@@ -2,7 +2,10 @@
 it: a tar of anchor.xml (metric tree, program, system tree) and per metric
 <id>.index and <id>.data, plus the guide's statistics file (<name>.stat)
 beside it.  Written from a psuite.experiment.Experiment; a report goes
-through psuite.psprocess.experiments.from_report first.
+through psuite.psprocess.experiments.from_report first, and a combination
+(psprocess -c) is there each document's experiment merged keeping every
+process, so that -c --cube writes what --cube of each followed by
+psprocess merge -c writes.
 
 - Metrics: the experiment's tree, nested, ids in tree order, each named
   so that CubePL can refer to it (cube_names.with_cubepl_names).  A stored
