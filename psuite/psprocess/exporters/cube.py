@@ -2,10 +2,7 @@
 it: a tar of anchor.xml (metric tree, program, system tree) and per metric
 <id>.index and <id>.data, plus the guide's statistics file (<name>.stat)
 beside it.  Written from a psuite.experiment.Experiment; a report goes
-through psuite.psprocess.experiments.from_report first, and a combination
-(psprocess -c) is there each document's experiment merged keeping every
-process, so that -c --cube writes what --cube of each followed by
-psprocess merge -c writes.
+through psuite.psprocess.experiments.from_report first.
 
 - Metrics: the experiment's tree, nested, ids in tree order, each named
   so that CubePL can refer to it (cube_names.with_cubepl_names).  A stored
@@ -35,7 +32,11 @@ psprocess merge -c writes.
 
 Several call-tree roots are written as several roots, as CubeLib and
 Score-P write them (pycubexr 2.1, which asserts one root, reads such a
-cube no more)."""
+cube no more).
+
+A combination (psprocess -c) is each document's experiment merged keeping
+every process (from_report), so -c --cube writes what --cube of each
+followed by psprocess merge -c writes."""
 
 from __future__ import annotations
 
