@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import functools
 import math
 import os
 import re
@@ -368,6 +369,7 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
     # and app-O3) is one root, named after both, and the functions of their executables without a
     # source file (_start) are the program's, so that their call paths meet.
     program_names: list[str] = []
+    basename = functools.lru_cache(maxsize=None)(os.path.basename)  # thousands of inputs, a few modules
     for e in inputs:
         rmap = []
         roots = {c.region for c in e.cnodes if c.parent is None}
@@ -377,7 +379,7 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
             program = i in roots and r.name in programs and r.description == ROOT_DESCRIPTION
             if program:
                 k = (PROGRAM_ROOT, "")
-            elif programs and os.path.basename(r.module) in programs:  # in the program's executable
+            elif programs and basename(r.module) in programs:  # in the program's executable
                 k = (r.name, PROGRAM_ROOT)
             else:
                 k = (r.name, r.module)

@@ -169,7 +169,8 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
 
             definitions = standard_definitions()
         _count_model(exp, program, reports, where, definitions, pending)
-    exp.check()
+    if pending is None:  # a combination's members are checked by the merge
+        exp.check()
     return exp
 
 
@@ -193,7 +194,7 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
     # members in system-tree order, so that the merge meets processes and threads in that order
     ranked = sorted(range(len(members)), key=lambda i: min(given[_key(item)][0] for item in placed[i]))
     pending: dict[str, dict[tuple, float]] = {}
-    parts = [_experiment([members[i]], definitions, given, pending) for i in ranked]
+    parts = [_experiment([members[i]], definitions, given, pending) for i in ranked]  # checked by the merge
     forms = _formulas(parts)
     exp = algebra.merge(parts, reduce=True, consume=True)
     _settle_formulas(exp, forms, pending)
