@@ -640,8 +640,6 @@ def cube_paths(path: Path) -> Counter:
     return out
 
 
-@pytest.mark.xfail(strict=True, reason="psprocess -c --cube writes a flat cube (program > function) of call-path "
-                   "profiles, where each rank's own --cube has their call tree")
 def test_combined_cube_has_each_ranks_call_paths(run, tmp_path):
     ranks: Counter = Counter()
     for rank, doc in run.process.items():

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import functools
 import math
 import os
 import re
@@ -168,7 +169,8 @@ def _union_locations(inputs: Sequence[Experiment], mode: str) -> tuple[list[Loca
     at = {(loc.machine, loc.node, loc.process, loc.rank, loc.thread_rank): j for j, loc in enumerate(locations)}
     columns: list[np.ndarray | None] = []
     for e in inputs:
-        col = np.full(len(locations), -1, dtype=np.int64)
+        # int32: one such column map per input, and psprocess -c merges thousands of one-location inputs
+        col = np.full(len(locations), -1, dtype=np.int32 if len(locations) < 2**31 else np.int64)
         for k, loc in enumerate(e.locations):
             m, n = (VIRTUAL_MACHINE, VIRTUAL_NODE) if mode == COLLAPSE else (loc.machine, loc.node)
             j = at[(m, n, loc.process, loc.rank, loc.thread_rank)]
@@ -367,6 +369,7 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
     # and app-O3) is one root, named after both, and the functions of their executables without a
     # source file (_start) are the program's, so that their call paths meet.
     program_names: list[str] = []
+    basename = functools.lru_cache(maxsize=None)(os.path.basename)  # thousands of inputs, a few modules
     for e in inputs:
         rmap = []
         roots = {c.region for c in e.cnodes if c.parent is None}
@@ -376,7 +379,7 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
             program = i in roots and r.name in programs and r.description == ROOT_DESCRIPTION
             if program:
                 k = (PROGRAM_ROOT, "")
-            elif programs and os.path.basename(r.module) in programs:  # in the program's executable
+            elif programs and basename(r.module) in programs:  # in the program's executable
                 k = (r.name, PROGRAM_ROOT)
             else:
                 k = (r.name, r.module)
@@ -666,6 +669,10 @@ def merge(experiments: Sequence[Experiment], collapse: bool = False, *, reduce: 
     plan = _plan(experiments, prefer_last=True, consume=consume, system=_system_mode(collapse, reduce))
     result = plan.experiment(_operation("merge", plan))
     parents = result.parents()
+    placed = _disjoint(plan)
+    if placed is not None:
+        _merge_disjoint(plan, result, placed, parents)
+        return result
     for m in result.metrics:
         if m.derived:
             continue
@@ -695,6 +702,63 @@ def merge(experiments: Sequence[Experiment], collapse: bool = False, *, reduce: 
             out = to_inclusive(out, parents)
         result.values[m.name] = out
     return result
+
+
+def _disjoint(plan: _Plan) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    """Per input, (its columns, their result columns), when -c or -C gave
+    every input result locations of its own (psprocess -c's members: one
+    document's ranks and threads each); else None."""
+    if plan.system not in (REDUCE, COLLAPSE) or len(plan.inputs) < 2:
+        return None
+    taken = np.zeros(len(plan.locations), dtype=bool)
+    out = []
+    for e, col in zip(plan.inputs, plan.columns, strict=True):
+        at = np.arange(len(plan.locations)) if col is None else np.flatnonzero(col >= 0)
+        if taken[at].any():
+            return None
+        taken[at] = True
+        out.append((np.arange(len(e.locations)) if col is None else col[at], at))
+    return out
+
+
+def _merge_disjoint(plan: _Plan, result: Experiment, placed: list[tuple[np.ndarray, np.ndarray]],
+                    parents: np.ndarray) -> None:
+    """merge's values when no two inputs share a location: no point is
+    overwritten, so each input's block is put in place as it is, without
+    an array of the result's size per input (thousands of inputs stay
+    linear).  The same values as merge's general way: in the exclusive
+    view where call paths are unified, made inclusive at the end."""
+    for m in result.metrics:
+        if m.derived:
+            continue
+        having = [i for i in range(len(plan.inputs)) if plan.measured(i, m.name)]
+        if not having:
+            continue
+        dtype = np.int64 if m.integer else np.float64
+        kind = m.kind if all(plan.rows[i] is None for i in having) else EXCLUSIVE
+        out = np.zeros(plan.shape, dtype=dtype)
+        for i in having:
+            a, _ = _view(plan.inputs[i], m.name, kind)
+            own, at = placed[i]
+            block = a[:, own]
+            rows = plan.rows[i]
+            if rows is None:
+                out[:, at] = block
+            elif plan.unique[i]:
+                out[np.ix_(rows, at)] = block
+            elif m.combine is np.add:  # input call paths that unify: summed, as merge's alignment does
+                part = np.zeros((len(plan.cnodes), len(at)), dtype=block.dtype)
+                scatter_add(part, rows, block)
+                out[:, at] = part
+            else:  # their least or greatest value; 0 where none (_Plan.aligned)
+                part = np.full((len(plan.cnodes), len(at)), np.nan)
+                scatter_add(part, rows, block, np.fmin if m.combine is np.minimum else np.fmax)
+                out[:, at] = np.nan_to_num(part, nan=0.0)
+            del a, block
+        plan.release(m.name)
+        if kind != m.kind:
+            out = to_inclusive(out, parents)
+        result.values[m.name] = out
 
 
 def side_by_side(experiments: Sequence[Experiment]) -> Experiment:

@@ -14,7 +14,13 @@
   the program's root with one child per function; with call paths the
   threads' resolved trees merged), or a MultiReport (every rank and thread
   one location; system tree machine -> node (host) -> process ("MPI Rank
-  N", else "Process" by position, as Score-P names them) -> thread).
+  N", else "Process" by position, as Score-P names them) -> thread).  A
+  MultiReport (psprocess -c) is its member reports, each converted as
+  --cube converts one document, merged by the algebra keeping every
+  process (algebra.merge with reduce, psprocess merge -c): one combining
+  implementation, so -c --cube of N documents is --cube of each merged.
+  Every location carries its run's attributes (RUN_ATTRIBUTES: host,
+  pid, rank, thread, command, date, build-ids), which the merge keeps.
   Profiles have "samples" (UINT64) and "time" (DOUBLE seconds, timer
   sources) or "events" (samples x threshold), EXCLUSIVE.
 - `load(source)`: a CUBE 4 file (readers/cube.py) or any document
@@ -23,6 +29,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -123,6 +130,20 @@ def from_report(report, definitions: list | None = None) -> Experiment:
         raise UsageError("an empty combination has nothing to make a CUBE experiment of")
     if not all(type(r) is type(reports[0]) for r in reports):
         raise UsageError("a combination mixes counting reports and profiles; give one kind")
+    if isinstance(reports[0], ProfileReport):
+        _one_event(reports)  # before any conversion: one line naming both events
+    if isinstance(report, MultiReport) and len(reports) > 1:
+        return _combined(reports, definitions)
+    return _experiment(reports, definitions)
+
+
+def _experiment(reports: list, definitions: list | None, given: dict | None = None,
+                pending: dict | None = None) -> Experiment:
+    """One experiment of reports of one kind; given: the locations'
+    identities in a combination (_identities), else their own; pending:
+    see _count_model."""
+    from psuite.report import ProfileReport
+
     exp = Experiment()
     exp.attributes.update({"CUBE_CT_AGGR": "SUM", "Creator": "psuite"})
     if reports[0].command:
@@ -136,20 +157,102 @@ def from_report(report, definitions: list | None = None) -> Experiment:
         exp.attributes[SAMPLED_ON] = _one_event(reports)
         calltrees = _calltrees(reports)
         if calltrees:
-            where = _locations(exp, [_Where.of(st) for st in calltrees])
+            where = _locations(exp, [_Where.of(st) for st in calltrees], given)
             _calltree_model(exp, program, calltrees, where)
         else:
-            where = _locations(exp, reports)
+            where = _locations(exp, reports, given)
             _profile_model(exp, program, reports, where)
     else:
-        where = _locations(exp, reports)
+        where = _locations(exp, reports, given)
         if definitions is None:
             from psuite.analysis.metrics import standard_definitions
 
             definitions = standard_definitions()
-        _count_model(exp, program, reports, where, definitions)
+        _count_model(exp, program, reports, where, definitions, pending)
+    if pending is None:  # a combination's members are checked by the merge
+        exp.check()
+    return exp
+
+
+def _combined(reports: list, definitions: list | None) -> Experiment:
+    """psprocess -c's experiment: each member report converted as one
+    document is (_experiment, named as in the whole combination), merged
+    keeping every process (algebra.merge with reduce: what psprocess merge
+    -c does to their cubes).  A profile without call paths whose thread
+    another member's call paths hold (a psrun -p thread report beside its
+    process's companion) is left out: its samples are those call paths'
+    flat view, and merged beside them they would count twice."""
+    from psuite.calltree import thread_trees
+    from psuite.psprocess import algebra
+    from psuite.report import ProfileReport
+
+    trees = {id(r): thread_trees(r) for r in reports if isinstance(r, ProfileReport)}
+    covered = {_key(t) for ts in trees.values() for t in ts}
+    members = [r for r in reports if trees.get(id(r)) or _key(r) not in covered]
+    placed = [trees.get(id(r)) or [r] for r in members]  # what each member puts in the system tree
+    given = _identities([item for items in placed for item in items])
+    # members in system-tree order, so that the merge meets processes and threads in that order
+    ranked = sorted(range(len(members)), key=lambda i: min(given[_key(item)][0] for item in placed[i]))
+    pending: dict[str, dict[tuple, float]] = {}
+    parts = [_experiment([members[i]], definitions, given, pending) for i in ranked]  # checked by the merge
+    forms = _formulas(parts)
+    exp = algebra.merge(parts, reduce=True, consume=True)
+    _settle_formulas(exp, forms, pending)
+    exp.attributes.pop("operation", None)  # a report's experiment, as one document's is
+    exp.attributes.update({"CUBE_CT_AGGR": "SUM", "Creator": "psuite"})
+    for key in ("command", "source", "date"):  # the first report's, as one document's experiment has them
+        if getattr(reports[0], key, ""):
+            exp.attributes.setdefault(key, getattr(reports[0], key))
     exp.check()
     return exp
+
+
+def _place(loc: Location) -> tuple:
+    """A location's identity in the system tree (what algebra.merge with
+    reduce matches)."""
+    return (loc.machine, loc.node, loc.process, loc.rank, loc.thread_rank)
+
+
+def _formulas(parts: list[Experiment]) -> dict[str, str | None]:
+    """Per metric some member derives: its one expression, when every
+    member derives it by that expression (as from_report keeps one only
+    when it stands for every report: the same alternative of its
+    definition, the same machine constants), else None."""
+    forms: dict[str, set[str | None]] = {}
+    having: dict[str, int] = {}
+    for e in parts:
+        for m in e.metrics:
+            forms.setdefault(m.name, set()).add(m.expression if m.derived else None)
+            having[m.name] = having.get(m.name, 0) + 1
+    return {n: next(iter(f)) if len(f) == 1 and having[n] == len(parts) else None
+            for n, f in forms.items() if f != {None}}
+
+
+def _settle_formulas(exp: Experiment, forms: dict[str, str | None], pending: dict[str, dict[tuple, float]]) -> None:
+    """The merged result's derived metrics made what converting each member
+    alone and merging gives: a metric stays derived only when every member
+    derives it by one expression that gives every report's value; else
+    every location holds its report's value, the metric named in
+    NO_FORMULA (the algebra then leaves it out of a diff or mean)."""
+    import numpy as np
+
+    at = {_place(loc): k for k, loc in enumerate(exp.locations)}
+    frozen = []
+    for name, cells in pending.items():
+        m = exp.metric(name)
+        cells_at = [(at[place], v) for place, v in cells.items()]
+        if m.derived and forms.get(name) == m.expression and _agrees(exp, m.expression, cells_at):
+            continue
+        frozen.append((m, cells_at))
+    for m, cells_at in frozen:  # after every check: a frozen metric may be another's operand
+        a = np.zeros((len(exp.cnodes), len(exp.locations)))
+        for k, v in cells_at:
+            a[exp.roots[0], k] = v if math.isfinite(v) else 0.0
+        m.kind, m.expression, m.dtype = EXCLUSIVE, "", "DOUBLE"
+        exp.values[m.name] = a
+    if frozen:
+        names = [n for n in exp.attributes.get(NO_FORMULA, "").split("\n") if n]
+        exp.attributes[NO_FORMULA] = "\n".join(dict.fromkeys([*names, *(m.name for m, _ in frozen)]))
 
 
 def _one_event(reports: list) -> str:
@@ -171,23 +274,30 @@ def _root(exp: Experiment, program: str) -> int:
     return exp.add_cnode(r, None)
 
 
-def _locations(exp: Experiment, reports: Sequence) -> list[int]:
-    """exp.locations in system-tree order (hosts sorted, then processes by
-    rank or pid, then threads by number); returns each report's location.
+def _key(item) -> tuple:
+    """Where a report or a thread's tree ran: (host, process, thread), the
+    process its MPI rank, else its pid."""
+    process = ("rank", item.rank) if item.rank is not None else ("pid", item.pid or 0)
+    return (item.hostname or "localhost", process, item.thread or 0)  # thread none: the whole process
+
+
+def _identities(items: Sequence) -> dict[tuple, tuple[int, Location]]:
+    """Each place items ran (_key) as a location, in system-tree order
+    (hosts sorted, then processes by rank or pid, then threads by number).
     A process's rank is its MPI rank, else its position (0, 1 ... among
     the ranks no MPI process has), and its name says only that, as
     Score-P names them: "MPI Rank 3", else "Process" (one process) or
     "Process 1".  CubeLib's tools match processes by name and rank
     (cube_diff refuses system trees that differ), so two runs of one
     program, whatever their pids, combine there as in psuite."""
-    hosts: dict[str, dict[tuple, list[int]]] = {}
-    for i, r in enumerate(reports):
-        process = ("rank", r.rank) if r.rank is not None else ("pid", r.pid or 0)
-        hosts.setdefault(r.hostname or "localhost", {}).setdefault(process, []).append(i)
-    taken = {r.rank for r in reports if r.rank is not None}
-    free = (n for n in range(len(reports) + len(taken) + 1) if n not in taken)
-    where = [0] * len(reports)
+    hosts: dict[str, dict[tuple, set[int]]] = {}
+    for item in items:
+        host, process, thread = _key(item)
+        hosts.setdefault(host, {}).setdefault(process, set()).add(thread)
+    taken = {item.rank for item in items if item.rank is not None}
+    free = (n for n in range(len(items) + len(taken) + 1) if n not in taken)
     unranked = sum(1 for processes in hosts.values() for p in processes if p[0] == "pid")
+    out: dict[tuple, tuple[int, Location]] = {}
     for host in sorted(hosts):
         for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
             rank = process[1] if process[0] == "rank" else next(free)
@@ -195,11 +305,57 @@ def _locations(exp: Experiment, reports: Sequence) -> list[int]:
                 name = f"MPI Rank {rank}"
             else:
                 name = "Process" if unranked == 1 else f"Process {rank}"
-            for i in sorted(hosts[host][process], key=lambda i: reports[i].thread or 0):
-                where[i] = len(exp.locations)
-                thread = reports[i].thread or 0  # none: a report of the whole process
-                exp.locations.append(Location("machine", host, name, rank, f"thread {thread}", thread))
+            for thread in sorted(hosts[host][process]):
+                out[(host, process, thread)] = (len(out), Location("machine", host, name, rank, f"thread {thread}",
+                                                                   thread))
+    return out
+
+
+def _locations(exp: Experiment, items: Sequence, given: dict[tuple, tuple[int, Location]] | None = None) -> list[int]:
+    """exp.locations for the items (reports, or threads' trees), in
+    system-tree order, each with its run's attributes; returns each item's
+    location.  given: the identities of a whole combination (_identities
+    of all its members), so that a member's locations are named as in the
+    combination, else the items' own."""
+    import dataclasses
+
+    given = given if given is not None else _identities(items)
+    keys = [_key(item) for item in items]
+    where = [0] * len(items)
+    for i in sorted(range(len(items)), key=lambda i: given[keys[i]][0]):
+        where[i] = len(exp.locations)
+        exp.locations.append(dataclasses.replace(given[keys[i]][1], attributes=run_attributes(items[i])))
     return where
+
+
+def run_attributes(item) -> dict[str, str]:
+    """The run attributes of a location (CUBE <attr>s, kept by the
+    algebra, which keeps locations): host, pid, MPI rank, thread, command,
+    date, and the build-ids psrun recorded ("file build-id" a line), of a
+    report or of a thread's tree (_Where, with its report)."""
+    report = getattr(item, "report", item)
+    out = {"host": item.hostname or "localhost"}
+    if item.pid:
+        out["pid"] = str(item.pid)
+    if item.rank is not None:
+        out["rank"] = str(item.rank)
+    out["thread"] = str(item.thread or 0)
+    if report.command:
+        out["command"] = report.command
+    if report.date:
+        out["date"] = report.date
+    ids = []
+    if report.buildid:
+        words = report.command.split() if report.command else []
+        ids.append(f"{words[0] if words else 'executable'} {report.buildid}")
+    # a thread's tree: the modules its call-path document lists (one list for the process, whichever of
+    # its reports carries it); a flat profile: the modules its samples fell in
+    modules = report.callpaths.modules.values() if item is not report and report.callpaths else \
+        getattr(report, "modules", [])
+    ids += [f"{m.file} {m.buildid}" for m in modules if m.buildid]
+    if ids:
+        out["build-ids"] = "\n".join(dict.fromkeys(ids))
+    return out
 
 
 def _metric(name: str, display: str, dtype: str, unit: str, descr: str) -> Metric:
@@ -275,11 +431,12 @@ class _Where:
     rank: int | None
     pid: int
     thread: int
+    report: object = None  # the profile whose companion held the tree: its run attributes
 
     @classmethod
     def of(cls, st) -> _Where:
         t = st.thread
-        return cls(t.hostname, t.rank, t.pid, t.thread)
+        return cls(t.hostname, t.rank, t.pid, t.thread, st.report)
 
 
 def _calltrees(reports: list):
@@ -357,7 +514,13 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
 
 
 # -- counting reports ----------------------------------------------------------
-def _count_model(exp: Experiment, program: str, reports: list, where: list[int], definitions: list) -> None:
+def _count_model(exp: Experiment, program: str, reports: list, where: list[int], definitions: list,
+                 pending: dict | None = None) -> None:
+    """The events, run times and derived metrics of counting reports.
+    pending (a combination's): a derived metric with an expression is kept
+    derived without checking it against the reports' values, which go into
+    pending[name][location] for _settle_formulas to check once on the
+    merged result (one evaluation for all the members, not one each)."""
     import numpy as np
 
     root = _root(exp, program)
@@ -397,7 +560,14 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
         if len(cells) == len(reports):  # every location has it: one expression may stand for all
             expression = _expression(by_name.get(name), reports, events)
         exp.add_metric(m)
-        if expression is not None and _agrees(exp, expression, cells):
+        if pending is not None:
+            mine = pending.setdefault(m.name, {})
+            for loc_id, v in cells:
+                mine[_place(exp.locations[loc_id])] = _as_float(v)
+            if expression is not None:
+                m.kind, m.expression = "POSTDERIVED", expression
+                continue
+        elif expression is not None and _agrees(exp, expression, cells):
             m.kind, m.expression = "POSTDERIVED", expression
             continue
         a = exp.zeros(m)
@@ -466,7 +636,14 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
         return None
     text = texts.pop()
     # only constants (cpumhz, lNcacheline ...): no measured value to recompute it from
-    return text if metric_names(text) else None
+    return text if _measures(text) else None
+
+
+@functools.lru_cache(maxsize=1024)
+def _measures(text: str) -> bool:
+    """Whether an expression refers to a metric (a combination's members
+    each ask it of the same few texts)."""
+    return bool(metric_names(text))
 
 
 def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
@@ -499,6 +676,7 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
     return None  # abs: not in the subset
 
 
+@functools.lru_cache(maxsize=4096)  # asked per event and report: thousands of members, a few names
 def _referable(name: str) -> bool:
     """A metric name an expression can refer to: what psuite's evaluator
     reads after metric:: (psuite.model.experiment's scanner).  Unique names are

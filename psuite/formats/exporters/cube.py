@@ -32,7 +32,11 @@ through psuite.analysis.experiments.from_report first.
 
 Several call-tree roots are written as several roots, as CubeLib and
 Score-P write them (pycubexr 2.1, which asserts one root, reads such a
-cube no more)."""
+cube no more).
+
+A combination (psprocess -c) is each document's experiment merged keeping
+every process (from_report), so -c --cube writes what --cube of each
+followed by psprocess merge -c writes."""
 
 from __future__ import annotations
 
