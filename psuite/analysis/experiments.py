@@ -142,7 +142,7 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
     see _count_model."""
-    from psuite.report import ProfileReport
+    from psuite.model.report import ProfileReport
 
     exp = Experiment()
     exp.attributes.update({"CUBE_CT_AGGR": "SUM", "Creator": "psuite"})
@@ -182,9 +182,9 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
     another member's call paths hold (a psrun -p thread report beside its
     process's companion) is left out: its samples are those call paths'
     flat view, and merged beside them they would count twice."""
-    from psuite.calltree import thread_trees
-    from psuite.psprocess import algebra
-    from psuite.report import ProfileReport
+    from psuite.analysis import algebra
+    from psuite.model.calltree import thread_trees
+    from psuite.model.report import ProfileReport
 
     trees = {id(r): thread_trees(r) for r in reports if isinstance(r, ProfileReport)}
     covered = {_key(t) for ts in trees.values() for t in ts}

@@ -133,8 +133,8 @@ def test_combined_counts_keep_a_derived_metric_the_ranks_compute_apart(counting)
     own value, stored and named as having no formula, as when the reports
     are converted together; the metrics the documents agree on stay
     derived."""
-    from psuite.psprocess import experiments, inputs, metrics, prepare
-    from psuite.report import MultiReport
+    from psuite.analysis import experiments, inputs, metrics, prepare
+    from psuite.model.report import MultiReport
 
     reports = [prepare.prepare(inputs.load(doc), metrics.derive_standard) for doc in counting]
     [odd] = [d for d in reports[0].metrics if d.name == "CPUs utilized"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from psuite.experiment import EXCLUSIVE, INCLUSIVE, Experiment, Location
-from psuite.psprocess import algebra
+from psuite.analysis import algebra
+from psuite.model.experiment import EXCLUSIVE, INCLUSIVE, Experiment, Location
 from tests.psprocess.test_algebra import build
 
 
