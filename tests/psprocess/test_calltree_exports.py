@@ -391,8 +391,14 @@ def test_cube_without_call_paths_stays_flat(tmp_path):
     shape, _, values = cube_tree(out)
     assert shape == ("app", [("main", []), ("work", [])])
     assert values["samples"][("work",)][0] == [9.0]
-    mixed = tmp_path / "mixed.cubex"  # one profile of the combination has no call paths: all flat
-    assert "(flat)" in cube.write(from_report(MultiReport(reports=[flat_profile(), profile(rank=1)])), str(mixed))
+    # one profile of a combination has no call paths: each member as it is, merged (psprocess merge -c of
+    # their cubes): the flat one's functions under the program, the other's call tree
+    mixed = tmp_path / "mixed.cubex"
+    assert "call tree" in cube.write(from_report(MultiReport(reports=[flat_profile(), profile(rank=1)])), str(mixed))
+    _, locations, values = cube_tree(mixed)
+    work = values["samples"][("work",)][0]  # exclusive, per location: the flat profile's only
+    assert len(locations) == 3 and sum(work) == max(work) == 9.0
+    assert any(len(path) > 1 for path in values["samples"])
 
 
 def test_writers_refuse_without_call_paths_or_over_a_file(tmp_path):
