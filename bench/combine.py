@@ -1,6 +1,8 @@
 """Combining many reports: 4,096 counting reports (one real psrun report
-copied with varied counts, pids and ranks) combined by `psprocess -c`;
-prints the time and peak memory.  Target: at most 10 s on a 2-core
+copied with varied counts, pids and ranks) combined by `psprocess -c`
+(the text report's statistics) and by `psprocess -c --cube` (each
+document's experiment merged by the algebra, as `merge -c` does); prints
+each one's time and peak memory.  Target: at most 10 s each on a 2-core
 machine.
 
     python bench/combine.py [--reports N]
@@ -12,7 +14,6 @@ import argparse
 import os
 import random
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -53,13 +54,25 @@ def main() -> int:
                 doc = doc.replace("<wallclock", f"<annotation>MPI rank {rank}</annotation>\n  <wallclock", 1)
             with open(os.path.join(out, f"work.r{rank}.{100000 + rank}.host.xml"), "w") as f:
                 f.write(doc)
-        t = time.perf_counter()
-        subprocess.run([psprocess, "-c", out], check=True, stdout=subprocess.DEVNULL)
-        took = time.perf_counter() - t
-    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"psprocess -c of {args.reports:,} counting reports: {took:.2f} s   peak memory {peak_mb:.0f} MB")
-    print(f"target <= 10 s: {'ok' if took <= 10 else 'MISSED'}")
-    return 0 if took <= 10 else 1
+        worst = 0.0
+        for what, argv in (("psprocess -c", [psprocess, "-c", out]),
+                           ("psprocess -c --cube", [psprocess, "-c", "--cube", os.path.join(d, "all.cubex"), out])):
+            took, peak_mb = run(argv)
+            worst = max(worst, took)
+            print(f"{what} of {args.reports:,} counting reports: {took:.2f} s   peak memory {peak_mb:.0f} MB")
+    print(f"target <= 10 s each: {'ok' if worst <= 10 else 'MISSED'}")
+    return 0 if worst <= 10 else 1
+
+
+def run(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MB of one command (its own, from wait4)."""
+    t = time.perf_counter()
+    p = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+    took = time.perf_counter() - t
+    if status:
+        sys.exit(f"bench: {' '.join(argv[:3])} ... failed ({status})")
+    return took, ru.ru_maxrss / 1024
 
 
 if __name__ == "__main__":

@@ -623,12 +623,20 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
         return None
     from psuite.analysis import metrics
 
+    names = tuple((k, m.name) for k, m in events.items())
     texts = set()
     for r in reports:
-        which = metrics.choice(defn, r)
-        if which is None:
-            return None
-        text = _cubepl(defn.alternatives[which], r, events)
+        # what the text depends on: the events and their metrics' names, and the run-level keywords
+        # (only whether the run times are known when they are metrics); a combination's members
+        # mostly share it, so each distinct one is translated once
+        key = (defn.name, tuple(defn.alternatives), names, _keywords(r, events))
+        text = _EXPRESSIONS.get(key, _UNSEEN)
+        if text is _UNSEEN:
+            which = metrics.choice(defn, r)
+            text = None if which is None else _cubepl(defn.alternatives[which], r, events)
+            if len(_EXPRESSIONS) >= 4096:
+                _EXPRESSIONS.clear()
+            _EXPRESSIONS[key] = text
         if text is None:
             return None
         texts.add(text)
@@ -637,6 +645,22 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
     text = texts.pop()
     # only constants (cpumhz, lNcacheline ...): no measured value to recompute it from
     return text if _measures(text) else None
+
+
+_EXPRESSIONS: dict[tuple, str | None] = {}  # _expression's translations, per definition and what they depend on
+_UNSEEN = object()
+
+
+def _keywords(report, events: dict[str, Metric]) -> tuple:
+    """The run-level keywords' values as _cubepl reads them: the run times
+    only as known or not when they are metrics of their own, the machine's
+    constants (cpumhz, lNcacheline) as numbers."""
+    machine = report.machine
+    wall, cpu = report.wallclock, report.cputime
+    times = (wall is not None if RUN_TIMES["wallsecs"][0] in events else wall,
+             cpu is not None if RUN_TIMES["cpusecs"][0] in events else cpu)
+    caches = tuple((c.level, c.type, c.line_size) for c in machine.caches) if machine else ()
+    return times, (machine.mhz if machine else None), caches
 
 
 @functools.lru_cache(maxsize=1024)

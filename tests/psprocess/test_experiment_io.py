@@ -188,7 +188,7 @@ def test_pycubexr_reads_the_cube_of_a_report(tmp_path):
     from tests.psprocess.test_calltree_exports import THREAD0, THREAD1, profile
 
     path = tmp_path / "ct.cubex"
-    cube_writer.write(profile(), str(path))
+    cube_writer.write(experiments.from_report(profile()), str(path))
     stored, _, where = pycubexr_values(path)
     assert where == [("Process", "thread 0"), ("Process", "thread 1")]  # one process, named as Score-P names it
     assert stored["samples"][("app", "main", "b", "c", "work")].tolist() == [20, 0]
@@ -202,7 +202,7 @@ def test_the_cube_of_a_report_keeps_its_command_and_date(tmp_path):
 
     report = dataclasses.replace(profile(), date="Tue Nov 24 15:22:50 2026")
     path = tmp_path / "ct.cubex"
-    cube_writer.write(report, str(path))
+    cube_writer.write(experiments.from_report(report), str(path))
     back = cube_reader.read(str(path))
     assert back.attributes["date"] == "Tue Nov 24 15:22:50 2026"
     assert back.attributes["command"] == report.command
