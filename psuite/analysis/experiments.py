@@ -190,11 +190,23 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
     covered = {_key(t) for ts in trees.values() for t in ts}
     members = [r for r in reports if trees.get(id(r)) or _key(r) not in covered]
     placed = [trees.get(id(r)) or [r] for r in members]  # what each member puts in the system tree
-    given = _identities([item for items in placed for item in items])
+    # A member whose places an earlier member took already (a second run of the same ranks, documents
+    # without pid or rank) is a run of its own: its processes are others, never merged into the first's.
+    seen: dict[tuple, int] = {}
+    runs = []
+    for items in placed:
+        keys = [_key(item) for item in items]
+        runs.append(max(seen.get(k, 0) for k in keys))
+        for k in keys:
+            seen[k] = seen.get(k, 0) + 1
+    every = _identities([item for items in placed for item in items],
+                        [run for items, run in zip(placed, runs, strict=True) for _ in items])
+    given = [{_key(item): every[(*_key(item), run)] for item in items} for items, run in zip(placed, runs,
+                                                                                          strict=True)]
     # members in system-tree order, so that the merge meets processes and threads in that order
-    ranked = sorted(range(len(members)), key=lambda i: min(given[_key(item)][0] for item in placed[i]))
+    ranked = sorted(range(len(members)), key=lambda i: min(g[0] for g in given[i].values()))
     pending: dict[str, dict[tuple, float]] = {}
-    parts = [_experiment([members[i]], definitions, given, pending) for i in ranked]  # checked by the merge
+    parts = [_experiment([members[i]], definitions, given[i], pending) for i in ranked]  # checked by the merge
     forms = _formulas(parts)
     exp = algebra.merge(parts, reduce=True, consume=True)
     _settle_formulas(exp, forms, pending)
@@ -281,33 +293,38 @@ def _key(item) -> tuple:
     return (item.hostname or "localhost", process, item.thread or 0)  # thread none: the whole process
 
 
-def _identities(items: Sequence) -> dict[tuple, tuple[int, Location]]:
-    """Each place items ran (_key) as a location, in system-tree order
-    (hosts sorted, then processes by rank or pid, then threads by number).
-    A process's rank is its MPI rank, else its position (0, 1 ... among
-    the ranks no MPI process has), and its name says only that, as
-    Score-P names them: "MPI Rank 3", else "Process" (one process) or
-    "Process 1".  CubeLib's tools match processes by name and rank
-    (cube_diff refuses system trees that differ), so two runs of one
-    program, whatever their pids, combine there as in psuite."""
+def _identities(items: Sequence, runs: Sequence[int] | None = None) -> dict[tuple, tuple[int, Location]]:
+    """Each place items ran (_key, and the item's run: 0 unless a
+    combination holds several runs of the same places) as a location, in
+    system-tree order (hosts sorted, then processes by rank or pid, then
+    threads by number), keyed by (host, process, thread, run).  A process's
+    rank is its MPI rank, else its position (0, 1 ... among the ranks no
+    MPI process has), and its name says only that, as Score-P names them:
+    "MPI Rank 3", else "Process" (one process) or "Process 1"; a later run
+    of an MPI rank takes a free rank and says so, "MPI Rank 3 (run 2)".
+    CubeLib's tools match processes by name and rank (cube_diff refuses
+    system trees that differ), so two runs of one program, whatever their
+    pids, combine there as in psuite."""
+    runs = runs if runs is not None else [0] * len(items)
     hosts: dict[str, dict[tuple, set[int]]] = {}
-    for item in items:
+    for item, run in zip(items, runs, strict=True):
         host, process, thread = _key(item)
-        hosts.setdefault(host, {}).setdefault(process, set()).add(thread)
-    taken = {item.rank for item in items if item.rank is not None}
+        hosts.setdefault(host, {}).setdefault((*process, run), set()).add(thread)
+    taken = {item.rank for item, run in zip(items, runs, strict=True) if item.rank is not None and not run}
     free = (n for n in range(len(items) + len(taken) + 1) if n not in taken)
     unranked = sum(1 for processes in hosts.values() for p in processes if p[0] == "pid")
     out: dict[tuple, tuple[int, Location]] = {}
     for host in sorted(hosts):
-        for process in sorted(hosts[host], key=lambda p: (p[0], p[1])):
-            rank = process[1] if process[0] == "rank" else next(free)
-            if process[0] == "rank":
-                name = f"MPI Rank {rank}"
+        for process in sorted(hosts[host], key=lambda p: (p[2], p[0], p[1])):
+            kind, number, run = process
+            rank = number if kind == "rank" and not run else next(free)
+            if kind == "rank":
+                name = f"MPI Rank {number}" + (f" (run {run + 1})" if run else "")
             else:
                 name = "Process" if unranked == 1 else f"Process {rank}"
             for thread in sorted(hosts[host][process]):
-                out[(host, process, thread)] = (len(out), Location("machine", host, name, rank, f"thread {thread}",
-                                                                   thread))
+                out[(host, (kind, number), thread, run)] = (len(out), Location("machine", host, name, rank,
+                                                                               f"thread {thread}", thread))
     return out
 
 
@@ -319,7 +336,8 @@ def _locations(exp: Experiment, items: Sequence, given: dict[tuple, tuple[int, L
     combination, else the items' own."""
     import dataclasses
 
-    given = given if given is not None else _identities(items)
+    if given is None:
+        given = {key[:3]: place for key, place in _identities(items).items()}
     keys = [_key(item) for item in items]
     where = [0] * len(items)
     for i in sorted(range(len(items)), key=lambda i: given[keys[i]][0]):

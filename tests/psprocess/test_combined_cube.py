@@ -9,6 +9,7 @@ tests/test_formats_agree.py) and on a real 3-rank counting run."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -125,6 +126,29 @@ def test_combined_counts_are_each_ranks_cube_merged(counting, tmp_path):
             assert values[k] == pytest.approx(own.derived_values(m.name)[0][0]), (m.name, loc.rank)
     for loc in exp.locations:
         assert {"host", "pid", "rank", "thread", "command", "date"} <= set(loc.attributes), loc.attributes
+
+
+def test_two_runs_of_the_same_ranks_are_kept_apart(counting, tmp_path):
+    """Two runs of one job (ranks 0..2 twice): -c counts six reports, and
+    the combined cube holds six locations, the second run's processes named
+    as such, every report's counts kept (none merged into another's)."""
+    again = tmp_path / "again"
+    again.mkdir()
+    copies = []
+    for doc in counting:  # the same ranks, other pids: what a second run writes
+        text = re.sub(r"<pid>(\d+)</pid>", lambda m: f"<pid>{int(m.group(1)) + 100000}</pid>", Path(doc).read_text())
+        copies.append(again / Path(doc).name)
+        copies[-1].write_text(text)
+    psprocess("-c", "--cube", str(tmp_path / "c.cubex"), *counting, *map(str, copies))
+    exp = read(tmp_path / "c.cubex")
+    assert len(exp.locations) == 2 * COUNTING_RANKS
+    assert len({(loc.process, loc.rank) for loc in exp.locations}) == 2 * COUNTING_RANKS
+    assert sum(loc.process.endswith("(run 2)") for loc in exp.locations) == COUNTING_RANKS
+    psprocess("-c", "--cube", str(tmp_path / "once.cubex"), *counting)
+    once = read(tmp_path / "once.cubex")
+    for m in once.metrics:
+        if not m.derived and m.name in exp.values:
+            assert exp.stored(m.name).sum() == pytest.approx(2 * once.stored(m.name).sum()), m.name
 
 
 def test_combined_counts_keep_a_derived_metric_the_ranks_compute_apart(counting):
