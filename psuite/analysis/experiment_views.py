@@ -20,7 +20,7 @@ Values are what CUBE shows:
 - over threads, call paths and callees, values are summed, or for
   MINDOUBLE and MAXDOUBLE metrics (Metric.combine) the least or greatest.
 
-JSON schema "psuite.model.experiment/1" (stable):
+JSON schema "psuite.experiment/1" (stable):
   {"schema", "attributes": {...},
    "metrics":   [{"id", "name", "display", "unit", "dtype", "kind", "parent",
                   "expression", "description", "total"}],
@@ -442,7 +442,7 @@ def render_json(view: View) -> str:
     exp = view.exp
     names = [m.name for m in exp.metrics]
     doc = {
-        "schema": "psuite.model.experiment/1",
+        "schema": "psuite.experiment/1",
         "attributes": dict(exp.attributes),
         "metrics": [{"id": k, "name": m.name, "display": m.display or m.name, "unit": m.unit, "dtype": m.dtype,
                      "kind": m.kind, "parent": m.parent, "expression": m.expression,

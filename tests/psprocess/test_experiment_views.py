@@ -75,7 +75,7 @@ def less_children(plain: dict, metric: str) -> list[list[float]]:
 def test_json_report_values_and_derived_metric():
     e, plain = build()
     doc = json.loads("".join(experiment_views.render(e, "json")))
-    assert doc["schema"] == "psuite.model.experiment/1"
+    assert doc["schema"] == "psuite.experiment/1"
     assert [m["name"] for m in doc["metrics"]] == ["time", "mpi", "samples", "rate"]
     shown = plain["time"]  # each metric as stored, by default
     for i, cp in enumerate(doc["callpaths"]):

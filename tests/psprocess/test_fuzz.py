@@ -1028,7 +1028,7 @@ def test_regression_combined_document_among_other_inputs(tmp_path, fmt):
         assert [r[2] for r in csv.reader(io.StringIO(out)) if r[4] == "event"] == ["1", "2", "3"]
     elif fmt == "json":
         data = json.loads(out)
-        assert data["schema"] == "psuite.model.report/1"
+        assert data["schema"] == "psuite.report/1"
         assert [r["kind"] for r in data["reports"]] == ["count", "multi"]
         assert data["reports"][1]["statistics"][0]["sum"] == 50
 

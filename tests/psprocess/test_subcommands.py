@@ -63,7 +63,7 @@ def psprocess(*args: str, cwd=None):
 
 def callpaths(stdout: str) -> dict[str, dict]:
     doc = json.loads(stdout)
-    assert doc["schema"] == "psuite.model.experiment/1"
+    assert doc["schema"] == "psuite.experiment/1"
     paths: dict[int, str] = {}
     out = {}
     for cp in doc["callpaths"]:

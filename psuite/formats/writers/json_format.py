@@ -37,7 +37,7 @@ with call paths also "callpath_statistics": [{"path", "depth", "inclusive",
 "exclusive"}] per context of the merged call tree (tree order), inclusive
 and exclusive each a statistic as above across every thread combined.
 Resource reports (psrun -R): schema "psuite.resource/1", the fields of
-psuite.model.report.ResourceReport.  A mix of kinds is "psuite.model.report/1"; every
+psuite.model.report.ResourceReport.  A mix of kinds is "psuite.report/1"; every
 report then says its "kind" ("count", "profile" or "resource", or "multi"
 and "multiprofile" for a combined document given among other inputs, with
 the fields of psuite.multi/1 and psuite.multiprofile/1).  Combined
@@ -110,14 +110,14 @@ def _pieces(reports: list[CountReport]) -> list[str]:
 
     kinds = {kind(r) for r in reports}
     one = kinds.pop() if len(kinds) == 1 else None
-    schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.model.report/1"
+    schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.report/1"
     # {"schema": ..., "reports": [...]} as json.dumps writes it, each report
     # encoded on its own (a profile's long lists without a dict per entry).
     out = ['{"schema": ' + json.dumps(schema) + ', "reports": [']
     for i, r in enumerate(reports):
         if i:
             out.append(", ")
-        out += _report(r, kind(r) if schema == "psuite.model.report/1" else None)
+        out += _report(r, kind(r) if schema == "psuite.report/1" else None)
     out.append("]}\n")
     return out
 
