@@ -91,6 +91,23 @@ def test_the_process_total_without_per_thread_data_is_thread_0(run, tmp_path):
     assert per_thread(report.to_records(), "samples") == {0: report.total_samples}
 
 
+def test_call_paths_that_miss_samples_leave_the_flat_profile_whole(run, tmp_path):
+    """A companion that holds fewer samples than the flat profile (a thread
+    it never recorded, samples it lost) cannot split the process total by
+    thread: the rows are the flat profile, whole, under thread 0."""
+    total, _ = run
+    companion = total.with_name(total.name.replace(".xml", ".callpaths.xml"))
+    tree = etree.parse(str(companion))
+    threads = tree.getroot().findall(".//thread")
+    assert len(threads) >= 2, "the run records several threads"
+    threads[-1].getparent().remove(threads[-1])
+    (tmp_path / total.name).write_bytes(total.read_bytes())
+    tree.write(str(tmp_path / companion.name))
+    report = psuite.read(str(tmp_path / total.name))
+    assert report.callpaths is not None and len(report.callpaths.threads) == len(threads) - 1
+    assert per_thread(report.to_records(), "samples") == {0: report.total_samples}
+
+
 def test_a_report_without_thread_numbers_its_records_as_the_model(run, tmp_path):
     """A report without <thread> (the original PerfSuite's) is the whole
     process: report.thread None, its records thread 0, as

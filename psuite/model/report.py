@@ -199,9 +199,10 @@ class ProfileReport(RunInfo):
         call paths (a `psrun -p --callpath` process total, or a companion
         read alone) gives each thread's rows from its recorded call paths
         (ThreadCallPaths.locations, filled by psuite.read), under that
-        thread's number (1 the main thread).  Without per-thread data the
-        rows are the document's flat profile under its own <thread>: 0
-        the whole process (docs/formats/numbering.md)."""
+        thread's number (1 the main thread), when they hold every sample of
+        the flat profile.  Otherwise (no per-thread data, samples the call
+        paths lost) the rows are the document's flat profile under its own
+        <thread>: 0 the whole process (docs/formats/numbering.md)."""
         ident = self._ident()
         threads = self._thread_profiles()
         if threads is not None:
@@ -213,10 +214,15 @@ class ProfileReport(RunInfo):
     def _thread_profiles(self) -> list | None:
         """The threads whose flat profiles stand for this report's (see
         to_records), or None: a report of one thread, no call paths, or
-        call paths not resolved into flat profiles."""
+        call paths not resolved into flat profiles, or call paths that do
+        not hold every sample of the flat profile (samples lost to the
+        recording, threads it never saw): the flat profile then, whole."""
         cp = self.callpaths
         if self.thread not in (0, None) or cp is None or not cp.threads or \
                 any(t.locations is None for t in cp.threads):
+            return None
+        flat = sum(loc.samples for loc in self.locations)  # none: a companion read alone
+        if flat and sum(loc.samples for t in cp.threads for loc in t.locations) != flat:
             return None
         return cp.threads
 
