@@ -308,9 +308,14 @@ def _write_xml_companion(args, subject) -> None:
     (PerfSuite's DTDs have no place for them): writers/xml_callpaths."""
     from psuite.formats.writers import xml_callpaths
 
-    if not xml_callpaths.members_with_callpaths(subject):
-        return
     companion = _xml_companion(args)
+    if not xml_callpaths.members_with_callpaths(subject):
+        # an older document's call paths beside the new one would be read as its own; --force replaced
+        # the document, so they go too (without it, _check_outputs refused the name)
+        if companion and os.path.lexists(companion[0]):
+            os.remove(companion[0])
+            _done(f"removed {companion[0]}: the call paths of the document {args.output} replaced")
+        return
     if not companion:
         _warn(f"the call paths are left out of {args.output or 'standard output'}: PerfSuite's XML has no place "
               "for them; give -o NAME.xml to have them written beside it as NAME.callpaths.xml")

@@ -124,3 +124,22 @@ def test_an_existing_companion_is_not_replaced_without_force(docs, tmp_path: Pat
     assert "c.callpaths.xml" in line and not (tmp_path / "c.xml").exists() and stale.read_text() == "keep"
     ok("-c", "-x", "--force", "-o", str(tmp_path / "c.xml"), *docs)
     assert stale.read_text().startswith("<?xml")
+
+
+def test_a_document_without_call_paths_takes_the_old_companion_with_it(docs, programs, tmp_path: Path):
+    """-x --force over a document whose call paths lie beside it, with one
+    that has none (a counting report): the old call paths go too, or they
+    would be read as the new document's."""
+    import psuite
+
+    ok("-c", "-x", "-o", str(tmp_path / "c.xml"), *docs)
+    assert (tmp_path / "c.callpaths.xml").exists()
+    counting = tmp_path / "counting"
+    counting.mkdir()
+    p = run_tool("psrun", "-q", "-d", str(counting), programs["prof_threads"])
+    assert p.returncode == 0, p.stderr
+    [doc] = counting.glob("*.xml")
+    ok("-x", "--force", "-o", str(tmp_path / "c.xml"), str(doc))
+    assert not (tmp_path / "c.callpaths.xml").exists()
+    report = psuite.read(str(tmp_path / "c.xml"))
+    assert report.events and getattr(report, "callpaths", None) is None
