@@ -166,6 +166,7 @@ EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof", "html")  # 
 # EXPORTER_MODULES[name]): targets(path), write(report, path, module, force)
 EXPORTER_MODULES = {"html": "psuite.psprocess.html.export"}
 CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
+MODEL_EXPORTS = ("cube", "folded", "speedscope")  # rendered from the analysis model (experiments.from_report)
 
 
 def _bare_calltree(argv: Sequence[str]) -> list[str]:
@@ -262,14 +263,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threshold_given and not any(_of_profiles(r) for r in reports):
         raise UsageError(f"--threshold hides functions of profiles, and {reports[0].source or 'the input'} is no "
                          "profile; leave it out")
+    experiment = None  # the analysis model of what was read, made once for every export rendered from it
     for name, path in exports:
         write, what = exporters[name].write, subject
         if name == "html":  # the page shows source files: from the directories allowed only
             write = functools.partial(write, source_dirs=args.source_dir)
-        elif name == "cube":  # the CUBE writer writes the model's experiments, never documents
+        elif name in MODEL_EXPORTS:  # these write the model's experiment (-c: the merged one), never documents
             from psuite.analysis.experiments import from_report
 
-            what = from_report(subject)
+            what = experiment = experiment or from_report(subject)
         _done(f"wrote {path} ({write(what, path, args.module, args.force)})")
     if not exports or args.output:
         if args.calltree and args.format == "text":
