@@ -375,14 +375,14 @@ def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     rendered = [(name, path) for name, path in exports if name in CUBE_EXPORTS]
     if not rendered:
         return experiments.cube_report(named, args.format, args.combine, refused, warn=_warn)
+    from psuite.analysis import experiment_views
+
+    if args.output and args.format not in experiment_views.FORMATS:  # before anything is written
+        raise UsageError(f"-f {args.format}: a CUBE file is shown as {', '.join(experiment_views.FORMATS)} or html, "
+                         f"not {args.format}")
     exp = _cube_exports(args, named, rendered, refused)
     if not args.output:  # the exports alone, as for documents
         return iter(())
-    from psuite.analysis import experiment_views
-
-    if args.format not in experiment_views.FORMATS:
-        raise UsageError(f"-f {args.format}: a CUBE file is shown as {', '.join(experiment_views.FORMATS)} or html, "
-                         f"not {args.format}")
     return experiment_views.render(exp, args.format)
 
 

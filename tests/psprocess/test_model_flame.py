@@ -92,6 +92,17 @@ def test_psuite_cube_exports_as_its_document(tmp_path):
     assert got["shared"]["frames"] == want["shared"]["frames"]
 
 
+def test_cube_exports_with_its_report(tmp_path):
+    """-o with an export: the cube's report is written too, as a
+    document's is; standard output stays empty."""
+    p = run_tool("psprocess", "--folded", str(tmp_path / "o.folded"), "-o", str(tmp_path / "r.txt"),
+                 str(SCOREP / "omp.cubex"))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == ""
+    assert (tmp_path / "r.txt").read_text().startswith("experiment: ")
+    assert (tmp_path / "o.folded").read_text()
+
+
 def test_cubes_combined_side_by_side(tmp_path):
     """-c of two cubes: speedscope has every location of both, the stacks
     are summed over both."""
@@ -127,6 +138,9 @@ def test_cube_exports_refused_with_one_line(tmp_path):
     line = one_line_error(run_tool("psprocess", "-c", "--folded", str(tmp_path / "m.folded"), str(made),
                                    str(document)), "psprocess")
     assert "CUBE file" in line and "PerfSuite document" in line
+    line = one_line_error(run_tool("psprocess", "--folded", str(tmp_path / "x.folded"), "-f", "xml", "-o",
+                                   str(tmp_path / "r.xml"), str(made)), "psprocess")
+    assert "-f xml" in line
     assert not list(tmp_path.glob("*.folded")) and not list(tmp_path.glob("*.json"))
 
 
