@@ -77,38 +77,42 @@ def write(exp: Experiment, path: str, module: str | None = None, force: bool = F
 
     check_call_paths(exp, "--speedscope")
     weights, us = _weights(exp)
-    kept = [c for c in range(len(exp.cnodes)) if not added_root(exp, c)]
-    # each kept call path's stack of region indices, outermost first (parents come first)
-    stacks: dict[int, list[int]] = {}
-    for c in kept:
-        node = exp.cnodes[c]
-        stacks[c] = [*stacks.get(node.parent, []), node.region] if node.parent is not None else [node.region]
-    index: dict[int, int] = {}  # region -> frame table index
+    skipped = {c for c in exp.roots if added_root(exp, c)}  # the program root psuite added: no frame
+    index = [-1] * len(exp.regions)  # region -> frame table index, -1 until met
     frames: list[dict] = []
+    cnodes = exp.cnodes
+
+    def frame(r: int) -> int:
+        index[r] = len(frames)
+        region = exp.regions[r]
+        entry: dict = {"name": text(region.name)}
+        if region.begin > 0:
+            if region.module:
+                entry["file"] = text(region.module)
+            entry["line"] = region.begin
+        frames.append(entry)
+        return index[r]
+
+    def stack(c: int) -> list[int]:
+        regions = []  # the call path's regions, innermost first, up to the root (the added one left out)
+        x: int | None = c
+        while x is not None and x not in skipped:
+            node = cnodes[x]
+            regions.append(node.region)
+            x = node.parent
+        regions.reverse()  # frames numbered outermost first, as met
+        return [i if (i := index[r]) >= 0 else frame(r) for r in regions]
+
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-    rows = np.asarray(kept, dtype=np.int64)
     with atomic_output(path, force) as f:
         f.write(f'{{"$schema":{dumps(SCHEMA)},"exporter":{dumps("psuite " + __version__)},'
                 f'"name":{dumps(_program(exp))},"activeProfileIndex":0,"profiles":[')
         for k, loc in enumerate(exp.locations):
-            column = weights[rows, k] if len(rows) else np.zeros(0, dtype=np.int64)
-            samples, ws = [], []
-            for c, w in zip(rows[column != 0].tolist(), column[column != 0].tolist(), strict=True):
-                stack = []
-                for r in stacks[c]:
-                    i = index.get(r)
-                    if i is None:
-                        i = index[r] = len(frames)
-                        region = exp.regions[r]
-                        entry: dict = {"name": text(region.name)}
-                        if region.begin > 0:
-                            if region.module:
-                                entry["file"] = text(region.module)
-                            entry["line"] = region.begin
-                        frames.append(entry)
-                    stack.append(i)
-                samples.append(stack)
-                ws.append(w)
+            column = weights[:, k]
+            rows = np.flatnonzero(column).tolist()
+            rows = [c for c in rows if c not in skipped]  # the added root's own value has no frame to show
+            samples = [stack(c) for c in rows]
+            ws = column[rows].tolist()
             f.write(("," if k else "") +
                     f'{{"type":"sampled","name":{dumps(location_name(loc))},'
                     f'"unit":"{"microseconds" if us else "none"}","startValue":0,"endValue":{dumps(sum(ws))},'
