@@ -104,20 +104,6 @@ def microseconds_per_sample(st: SourceTree) -> int | None:
     return st.threshold if st.is_timer and st.threshold else None
 
 
-def first_lines(trees: list[SourceTree]) -> dict[tuple[str, str, bool], int]:
-    """Per function (Frame.key), the lowest line seen in it: a frame's line
-    is a sampled line or a call site inside the function, so this is the
-    function's first line as far as the profile knows (CUBE's region begin,
-    speedscope's frame line)."""
-    out: dict[tuple[str, str, bool], int] = {}
-    for st in trees:
-        for node in st.thread.tree.nodes():
-            f = node.frame
-            if f.line > 0 and (f.key not in out or f.line < out[f.key]):
-                out[f.key] = f.line
-    return out
-
-
 # -- the analysis model's call tree (psuite.model.experiment) ----------------------
 # The description psuite.analysis.experiments (ROOT_DESCRIPTION) gives the program root it adds above a
 # profile's call trees, and the attribute it sets on the experiment of profiles without call paths (a
@@ -154,9 +140,9 @@ def weight_metric(exp: Experiment) -> tuple[Metric, float]:
     for m in measured:
         if m.name == "samples":
             return m, 1.0
-    timed = [m for m in measured if m.unit.lower() in _SECONDS and m.combine is np.add]  # not min_time, max_time
-    for m in sorted(timed, key=lambda m: m.name != "time"):
-        return m, 1e6
+    timed = time_metric(exp)
+    if timed is not None:
+        return timed, 1e6
     if not measured:
         raise UsageError("the experiment has no measured metric to weigh its call paths by")
     return measured[0], 1.0
