@@ -41,7 +41,10 @@ from psuite.model.experiment import EXCLUSIVE, Experiment, Location, Metric, Reg
 
 SECONDS = ("sec", "s", "second", "seconds")
 INT64_MAX = 2**63 - 1
-ROOT_DESCRIPTION = "the whole program"
+ROOT_DESCRIPTION = "the whole program"  # formats/exporters/calltree_common.PROGRAM_ROOT: leave the two alike
+# experiment attribute: its call paths are the functions of profiles without call paths (flat), which the
+# call-path exports (folded, speedscope) refuse as they refuse the profiles (calltree_common.FLAT_PROFILE)
+FLAT_PROFILE = "psuite::flat"
 # experiment attribute: the derived metrics stored with their values because no expression over the
 # stored metrics gives them (a -m definition psuite cannot translate, alternatives that differ between
 # reports ...), one name a line.  A CUBE file keeps it; the algebra leaves them out of a diff or mean.
@@ -208,9 +211,12 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
     pending: dict[str, dict[tuple, float]] = {}
     parts = [_experiment([members[i]], definitions, given[i], pending) for i in ranked]  # checked by the merge
     forms = _formulas(parts)
+    flat = [e.attributes.get(FLAT_PROFILE) for e in parts]
     exp = algebra.merge(parts, reduce=True, consume=True)
     _settle_formulas(exp, forms, pending)
     exp.attributes.pop("operation", None)  # a report's experiment, as one document's is
+    if all(flat):  # the merge keeps no such attribute; no member had call paths
+        exp.attributes[FLAT_PROFILE] = flat[0]
     exp.attributes.update({"CUBE_CT_AGGR": "SUM", "Creator": "psuite"})
     for key in ("command", "source", "date"):  # the first report's, as one document's experiment has them
         if getattr(reports[0], key, ""):
@@ -429,6 +435,7 @@ def _profile_model(exp: Experiment, program: str, reports: list, where: list[int
                 reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
                 reg["end"] = max(reg["end"], loc.line)
     root = _root(exp, program)
+    exp.attributes[FLAT_PROFILE] = "functions of profiles without call paths"
     cnode_of = {}
     for f in sorted(regions):
         reg = regions[f]

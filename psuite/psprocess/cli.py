@@ -166,6 +166,7 @@ EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof", "html")  # 
 # EXPORTER_MODULES[name]): targets(path), write(report, path, module, force)
 EXPORTER_MODULES = {"html": "psuite.psprocess.html.export"}
 CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
+MODEL_EXPORTS = ("cube", "folded", "speedscope")  # rendered from the analysis model (experiments.from_report)
 
 
 def _bare_calltree(argv: Sequence[str]) -> list[str]:
@@ -262,14 +263,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if threshold_given and not any(_of_profiles(r) for r in reports):
         raise UsageError(f"--threshold hides functions of profiles, and {reports[0].source or 'the input'} is no "
                          "profile; leave it out")
+    experiment = None  # the analysis model of what was read, made once for every export rendered from it
     for name, path in exports:
         write, what = exporters[name].write, subject
         if name == "html":  # the page shows source files: from the directories allowed only
             write = functools.partial(write, source_dirs=args.source_dir)
-        elif name == "cube":  # the CUBE writer writes the model's experiments, never documents
+        elif name in MODEL_EXPORTS:  # these write the model's experiment (-c: the merged one), never documents
             from psuite.analysis.experiments import from_report
 
-            what = from_report(subject)
+            what = experiment = experiment or from_report(subject)
         _done(f"wrote {path} ({write(what, path, args.module, args.force)})")
     if not exports or args.output:
         if args.calltree and args.format == "text":
@@ -352,7 +354,9 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
 
 def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     """The text, json or csv report of CUBE files (experiments.cube_report),
-    in pieces; None when no input is one (asked first without numpy)."""
+    in pieces, after their --folded and --speedscope (_cube_exports): none
+    then unless -o names a report; None when no input is a CUBE file
+    (asked first without numpy)."""
     from psuite.formats.readers import is_cube
 
     if args.combine:
@@ -367,8 +371,46 @@ def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
 
     given = [("--calltree", bool(args.calltree)), ("--threshold", threshold_given), ("-m", bool(args.metrics)),
              ("--no-standard-metrics", args.no_standard_metrics)]  # what only PerfSuite documents have
-    refused = [f"--{name}" for name, _ in exports] + [flag for flag, on in given if on]
-    return experiments.cube_report(named, args.format, args.combine, refused, warn=_warn)
+    refused = [f"--{name}" for name, _ in exports if name not in CUBE_EXPORTS] + [flag for flag, on in given if on]
+    rendered = [(name, path) for name, path in exports if name in CUBE_EXPORTS]
+    if not rendered:
+        return experiments.cube_report(named, args.format, args.combine, refused, warn=_warn)
+    from psuite.analysis import experiment_views
+
+    if args.output and args.format not in experiment_views.FORMATS:  # before anything is written
+        raise UsageError(f"-f {args.format}: a CUBE file is shown as {', '.join(experiment_views.FORMATS)} or html, "
+                         f"not {args.format}")
+    exp = _cube_exports(args, named, rendered, refused)
+    if not args.output:  # the exports alone, as for documents
+        return iter(())
+    return experiment_views.render(exp, args.format)
+
+
+CUBE_EXPORTS = ("folded", "speedscope")  # the exports a CUBE file (psuite's, Score-P's) can be given to
+
+
+def _cube_exports(args, named: list[str], exports: list[tuple[str, str]], refused: list[str]):
+    """Write --folded and --speedscope of CUBE files: the call tree of one,
+    or with -c of several side by side (as -c shows them); returns the
+    experiment written.  Refused, one line each: a mix with PerfSuite
+    documents, an option only documents have, a cube given twice."""
+    from psuite.analysis import algebra, inputs
+    from psuite.formats.readers import is_cube
+
+    cubes = [s for s in named if is_cube(s)]
+    documents = [s for s in named if s not in cubes]
+    if documents:
+        raise UsageError(f"--{exports[0][0]} exports one kind of input, and {cubes[0]} is a CUBE file while "
+                         f"{documents[0]} is a PerfSuite document; give cubes or documents")
+    if refused:
+        raise UsageError(f"{refused[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; give it to "
+                         f"{' and '.join('--' + name for name, _ in exports)} without {refused[0]}")
+    inputs.check_distinct(cubes)
+    exps = [inputs.load(s, warn=_warn, cubes=True) for s in cubes]
+    exp = algebra.side_by_side(exps) if len(exps) > 1 else exps[0]
+    for name, path in exports:
+        _done(f"wrote {path} ({_exporter(name).write(exp, path, args.module, args.force)})")
+    return exp
 
 
 def _of_profiles(report) -> bool:

@@ -98,7 +98,7 @@ start_thread;worker;[libm.so.6] 4
 
 def test_folded_stacks_exact(tmp_path):
     out = tmp_path / "app.folded"
-    assert "7 call paths" in folded.write(profile(), str(out))
+    assert "7 call paths" in folded.write(from_report(profile()), str(out))
     assert out.read_text() == EXPECTED_FOLDED
 
 
@@ -108,7 +108,7 @@ def test_folded_merges_ranks_and_sanitises_names(tmp_path):
     odd = Frame("operator;\nweird\tname", APP)
     both = MultiReport(reports=[profile(rank=0), profile(threads=(THREAD0 + [((MAIN, odd), 3)],), rank=1)])
     out = tmp_path / "all.folded"
-    folded.write(both, str(out))
+    folded.write(from_report(both), str(out))
     lines = dict(line.rsplit(" ", 1) for line in out.read_text().splitlines())
     assert lines["main;a;work"] == "100" and lines["main;b;c;sq_[i]"] == "10"
     assert lines["start_thread;worker;work"] == "10"  # rank 1 has no thread 1
@@ -122,7 +122,7 @@ def test_gprof2dot_reads_folded(tmp_path):
     gprof2dot = shutil.which("gprof2dot")
     assert gprof2dot, "gprof2dot is needed (pip install gprof2dot; tests/run.sh installs it)"
     out = tmp_path / "app.folded"
-    folded.write(profile(), str(out))
+    folded.write(from_report(profile()), str(out))
     dot = subprocess.run([gprof2dot, "-f", "collapse", "-n", "0", "-e", "0", "--show-samples",
                           "--node-label=self-time-percentage", "--node-label=total-time-percentage", str(out)],
                          capture_output=True, text=True, check=True, timeout=120).stdout
@@ -181,7 +181,7 @@ def test_speedscope_parses_folded(tmp_path):
     node = shutil.which("node")
     assert node, "node is needed (Debian package nodejs; tests/run.sh installs it with npm)"
     out = tmp_path / "app.folded"
-    folded.write(profile(), str(out))
+    folded.write(from_report(profile()), str(out))
     release = speedscope_package() / "dist" / "release"
     p = subprocess.run([node, "-e", SPEEDSCOPE_FOLDED, str(release), str(out)], capture_output=True, text=True,
                        timeout=120)
@@ -210,7 +210,7 @@ def test_speedscope_json_matches_the_schema_and_the_tree(tmp_path):
     import jsonschema
 
     out = tmp_path / "app.speedscope.json"
-    assert "2 threads" in speedscope.write(profile(), str(out))
+    assert "2 threads" in speedscope.write(from_report(profile()), str(out))
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, speedscope_schema())
     us = 1000  # a sample of ITIMER_PROF at 1,000 us
@@ -230,8 +230,8 @@ def test_speedscope_event_source_weights_are_samples(tmp_path):
     import jsonschema
 
     out = tmp_path / "ev.speedscope.json"
-    speedscope.write(MultiReport(reports=[profile(event="PAPI_TOT_CYC", threshold=100000, rank=r)
-                                          for r in (0, 1)]), str(out))
+    speedscope.write(from_report(MultiReport(reports=[profile(event="PAPI_TOT_CYC", threshold=100000, rank=r)
+                                                      for r in (0, 1)])), str(out))
     doc = json.loads(out.read_text())
     jsonschema.validate(doc, speedscope_schema())
     assert [(p["name"], p["unit"], p["endValue"]) for p in doc["profiles"]] == [
@@ -402,16 +402,23 @@ def test_cube_without_call_paths_stays_flat(tmp_path):
 
 
 def test_writers_refuse_without_call_paths_or_over_a_file(tmp_path):
-    for module, name in ((folded, "x.folded"), (speedscope, "x.json"), (pprof, "x.pb.gz")):
+    def same(r):
+        return r
+
+    # folded and speedscope render the analysis model; pprof the document's call trees
+    for module, name, given in ((folded, "x.folded", from_report), (speedscope, "x.json", from_report),
+                                (pprof, "x.pb.gz", same)):
         with pytest.raises(UsageError, match="psrun --callpath"):
-            module.write(flat_profile(), str(tmp_path / name))
+            module.write(given(flat_profile()), str(tmp_path / name))
+        with pytest.raises(UsageError, match="psrun --callpath"):  # the flat members of a combination too
+            module.write(given(MultiReport(reports=[flat_profile(), flat_profile()])), str(tmp_path / name))
         assert not (tmp_path / name).exists()
-        module.write(profile(), str(tmp_path / name))
+        module.write(given(profile()), str(tmp_path / name))
         before = (tmp_path / name).read_bytes()
         with pytest.raises((UsageError, OutputError), match="exists"):
-            module.write(profile(threads=(THREAD1,)), str(tmp_path / name))
+            module.write(given(profile(threads=(THREAD1,))), str(tmp_path / name))
         assert (tmp_path / name).read_bytes() == before
-        module.write(profile(threads=(THREAD1,)), str(tmp_path / name), force=True)
+        module.write(given(profile(threads=(THREAD1,))), str(tmp_path / name), force=True)
         assert (tmp_path / name).read_bytes() != before
         assert module.targets(str(tmp_path / name)) == [str(tmp_path / name)]
 
@@ -426,9 +433,9 @@ def test_hostile_names_stay_readable(tmp_path):
     odd = Frame("op\udcff;<&>\x01\nx", "/opt/a b/lib\udcfe.so", "src\udcfd.c", 3)
     threads = ([((MAIN, odd), 4), ((MAIN, Frame("??", "")), 1)],)
     r = profile(threads)
-    folded.write(r, str(tmp_path / "o.folded"))
+    folded.write(from_report(r), str(tmp_path / "o.folded"))
     assert (tmp_path / "o.folded").read_text(encoding="utf-8") == "main;op\ufffd,<&>  x 4\nmain;[unknown] 1\n"
-    speedscope.write(r, str(tmp_path / "o.json"))
+    speedscope.write(from_report(r), str(tmp_path / "o.json"))
     doc = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
     jsonschema.validate(doc, speedscope_schema())
     assert decoded(doc)[0][2] == [(("main", "op\ufffd;<&>\x01\nx"), 4000), (("main", "[unknown]"), 1000)]

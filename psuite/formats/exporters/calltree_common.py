@@ -1,14 +1,19 @@
 """What the call-tree exporters (folded, speedscope, pprof, cube) share:
 every thread's resolved tree with the profile it belongs to, frame names
-for viewers that show names only, and the time a sample stands for."""
+for viewers that show names only, and the time a sample stands for; and
+for the exporters that render the analysis model (folded, speedscope),
+its call tree's names and the metric a flame graph weighs."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
 
+import numpy as np
+
 from psuite.errors import UsageError
 from psuite.model.calltree import UNKNOWN, Frame, ThreadTree, thread_trees
+from psuite.model.experiment import Experiment, Metric
 from psuite.model.report import MultiReport, ProfileReport
 
 
@@ -99,15 +104,69 @@ def microseconds_per_sample(st: SourceTree) -> int | None:
     return st.threshold if st.is_timer and st.threshold else None
 
 
-def first_lines(trees: list[SourceTree]) -> dict[tuple[str, str, bool], int]:
-    """Per function (Frame.key), the lowest line seen in it: a frame's line
-    is a sampled line or a call site inside the function, so this is the
-    function's first line as far as the profile knows (CUBE's region begin,
-    speedscope's frame line)."""
-    out: dict[tuple[str, str, bool], int] = {}
-    for st in trees:
-        for node in st.thread.tree.nodes():
-            f = node.frame
-            if f.line > 0 and (f.key not in out or f.line < out[f.key]):
-                out[f.key] = f.line
+# -- the analysis model's call tree (psuite.model.experiment) ----------------------
+# The description psuite.analysis.experiments (ROOT_DESCRIPTION) gives the program root it adds above a
+# profile's call trees, and the attribute it sets on the experiment of profiles without call paths (a
+# format does not import the analysis layer; tests/psprocess/test_model_flame.py checks they agree)
+PROGRAM_ROOT = "the whole program"
+FLAT_PROFILE = "psuite::flat"
+INLINED = "inlined into its caller"  # the description of an inlined function's region ("f [inlined]")
+_SECONDS = ("sec", "s", "second", "seconds")
+
+
+def added_root(exp: Experiment, cnode: int) -> bool:
+    """Whether the call path is the program root psuite added (no frame of
+    the program: stacks start below it)."""
+    c = exp.cnodes[cnode]
+    r = exp.regions[c.region]
+    return c.parent is None and r.role == "artificial" and r.description == PROGRAM_ROOT
+
+
+def region_names(exp: Experiment) -> list[tuple[str, bool]]:
+    """Per region, its name as valid Unicode without the " [inlined]" psuite
+    adds to an inlined function's, and whether it is one."""
+    out = []
+    for r in exp.regions:
+        inlined = r.description == INLINED and r.name.endswith(" [inlined]")
+        out.append((text(r.name.removesuffix(" [inlined]") if inlined else r.name), inlined))
     return out
+
+
+def weight_metric(exp: Experiment) -> tuple[Metric, float]:
+    """The metric a flame graph weighs call paths by and its scale: a
+    profile's "samples"; else (a Score-P cube) its time in microseconds;
+    else the first measured metric.  UsageError when none is measured."""
+    measured = [m for m in exp.metrics if not m.derived and m.name in exp.values]
+    for m in measured:
+        if m.name == "samples":
+            return m, 1.0
+    timed = time_metric(exp)
+    if timed is not None:
+        return timed, 1e6
+    if not measured:
+        raise UsageError("the experiment has no measured metric to weigh its call paths by")
+    return measured[0], 1.0
+
+
+def time_metric(exp: Experiment) -> Metric | None:
+    """The experiment's time (a timer profile's "time", a Score-P cube's),
+    seconds summed over callees and locations; None when it has none."""
+    timed = [m for m in exp.metrics if not m.derived and m.name in exp.values and m.unit.lower() in _SECONDS
+             and m.combine is np.add]
+    return next((m for m in sorted(timed, key=lambda m: m.name != "time")), None)
+
+
+def check_call_paths(exp: Experiment, option: str) -> None:
+    """UsageError unless the experiment has call paths to export: not the
+    functions of profiles without call paths, not a counting report (its
+    program root alone)."""
+    if exp.attributes.get(FLAT_PROFILE):
+        raise UsageError(f"{option}: the profile has no call paths; record them with psrun --callpath")
+    if all(added_root(exp, c) for c in range(len(exp.cnodes))):
+        raise UsageError(f"{option} exports call paths of profiles (psrun --callpath) and cubes, not counting or "
+                         "resource reports")
+
+
+def as_int(a: np.ndarray) -> np.ndarray:
+    """Weights as integers, rounded half up (a mean's fractions)."""
+    return np.floor(a + 0.5).astype(np.int64)

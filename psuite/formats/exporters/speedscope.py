@@ -1,19 +1,24 @@
 """speedscope's own JSON file format (https://www.speedscope.app/file-format-schema.json,
 shipped in speedscope's npm package as dist/release/file-format-schema.json).
 
-- One "sampled" profile per thread, named by the thread's label ("rank 3
-  thread 1", "host pid 1234 thread 1"): its samples are the thread's call
-  paths with samples of their own (frame indices, outermost first), each
-  once, weighted by its exclusive value.
-- Units: for the ITIMER_ sources a weight is time, samples x the period,
-  in "microseconds" (the period is whole microseconds, so weights stay
-  exact integers); for event-overflow sources the weight is the number of
-  samples, unit "none" (an event count estimated from samples would claim
-  a precision they do not have).
-- One shared frame table: a frame per function (an inlined one named
+Rendered from the analysis model (psuite.model.experiment.Experiment):
+
+- One "sampled" profile per location (thread), named by its run
+  attributes ("rank 3 thread 1", "host pid 1234 thread 1"; a Score-P
+  cube's by its place in the system tree): its samples are the call paths
+  with a value of their own there (frame indices, outermost first, the
+  program root psuite adds left out), each once, weighted by its
+  exclusive value.
+- Units: for a timer profile (and a cube with a time metric) a weight is
+  the call path's time in "microseconds" (samples x the period, whole
+  microseconds, so weights stay exact integers); for event-overflow
+  sources the weight is the number of samples, unit "none" (an event
+  count estimated from samples would claim a precision it does not have).
+- One shared frame table: a frame per region (an inlined function named
   "f [inlined]", an unresolved one by its module in brackets) with its
-  source file and the first line the profile saw in it, as speedscope
-  groups frames by name, file and line.
+  source file and its first line, as speedscope groups frames by name,
+  file and line.  The file is given only with a line: a region without a
+  line is an unresolved one, named after its object file, not a source.
 
 The profiles are written as they are walked; the frame table, which they
 build, comes after them (JSON objects are unordered)."""
@@ -22,31 +27,29 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from psuite._version import __version__
-from psuite.formats.exporters.calltree_common import (
-    first_lines,
-    frame_file,
-    frame_name,
-    microseconds_per_sample,
-    source_trees,
-    text,
-)
-from psuite.model.calltree import Frame
-from psuite.model.report import MultiReport, ProfileReport
+from psuite.formats.exporters.calltree_common import added_root, as_int, check_call_paths, text, time_metric
+from psuite.model.experiment import Experiment, Location
 
 EXTENSION = ".speedscope.json"
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 
 
-def speedscope_name(frame: Frame) -> str:
-    name = frame_name(frame)
-    return f"{name} [inlined]" if frame.inlined else name
-
-
-def _program(report: ProfileReport | MultiReport) -> str:
-    members = getattr(report, "reports", None) or [report]
-    command = members[0].command.split() if members[0].command else []
+def _program(exp: Experiment) -> str:
+    command = exp.attributes.get("command", "").split()
     return text(command[0].rsplit("/", 1)[-1]) if command else "program"
+
+
+def location_name(loc: Location) -> str:
+    """"rank R thread T", or without an MPI rank "host pid P thread T", from
+    the run attributes psuite gives a location; else its system-tree label."""
+    a = loc.attributes
+    if "thread" not in a:
+        return text(loc.label)
+    where = f"rank {a['rank']}" if "rank" in a else f"{a.get('host', loc.node)} pid {a.get('pid', '?')}"
+    return text(f"{where} thread {a['thread']}")
 
 
 def targets(path: str) -> list[str]:
@@ -54,43 +57,65 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report: ProfileReport | MultiReport, path: str, module: str | None = None, force: bool = False) -> str:
-    """Write every thread's call tree as a speedscope profile (module:
-    unused); says what was written."""
+def _weights(exp: Experiment) -> tuple[np.ndarray, bool]:
+    """(cnodes, locations) integer weights, and whether they are microseconds."""
+    timed = time_metric(exp)
+    if timed is not None:
+        return as_int(exp.exclusive(timed.name).astype(np.float64) * 1e6), True
+    metric = "samples" if "samples" in exp.values else next(
+        (m.name for m in exp.metrics if not m.derived and m.name in exp.values), None)
+    if metric is None:
+        return np.zeros((len(exp.cnodes), len(exp.locations)), dtype=np.int64), False
+    a = exp.exclusive(metric)
+    return (a if a.dtype.kind == "i" else as_int(a.astype(np.float64))), False
+
+
+def write(exp: Experiment, path: str, module: str | None = None, force: bool = False) -> str:
+    """Write the experiment's call tree as one speedscope profile per
+    location (module: unused); says what was written."""
     from psuite.cli_common import atomic_output
 
-    trees = source_trees(report, "--speedscope")
-    lines = first_lines(trees)
-    index: dict[tuple[str, str, bool], int] = {}  # Frame.key -> frame table index
+    check_call_paths(exp, "--speedscope")
+    weights, us = _weights(exp)
+    skipped = {c for c in exp.roots if added_root(exp, c)}  # the program root psuite added: no frame
+    index = [-1] * len(exp.regions)  # region -> frame table index, -1 until met
     frames: list[dict] = []
+    cnodes = exp.cnodes
+
+    def frame(r: int) -> int:
+        index[r] = len(frames)
+        region = exp.regions[r]
+        entry: dict = {"name": text(region.name)}
+        if region.begin > 0:
+            if region.module:
+                entry["file"] = text(region.module)
+            entry["line"] = region.begin
+        frames.append(entry)
+        return index[r]
+
+    def stack(c: int) -> list[int]:
+        regions = []  # the call path's regions, innermost first, up to the root (the added one left out)
+        x: int | None = c
+        while x is not None and x not in skipped:
+            node = cnodes[x]
+            regions.append(node.region)
+            x = node.parent
+        regions.reverse()  # frames numbered outermost first, as met
+        return [i if (i := index[r]) >= 0 else frame(r) for r in regions]
+
     dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
     with atomic_output(path, force) as f:
         f.write(f'{{"$schema":{dumps(SCHEMA)},"exporter":{dumps("psuite " + __version__)},'
-                f'"name":{dumps(_program(report))},"activeProfileIndex":0,"profiles":[')
-        for k, st in enumerate(trees):
-            us = microseconds_per_sample(st)
-            samples, weights = [], []
-            for node in st.thread.tree.nodes():
-                if not node.exclusive:
-                    continue
-                stack = []
-                for fr in node.path():
-                    i = index.get(fr.key)
-                    if i is None:
-                        i = index[fr.key] = len(frames)
-                        entry: dict = {"name": speedscope_name(fr)}
-                        if frame_file(fr):
-                            entry["file"] = frame_file(fr)
-                        if fr.key in lines:
-                            entry["line"] = lines[fr.key]
-                        frames.append(entry)
-                    stack.append(i)
-                samples.append(stack)
-                weights.append(node.exclusive * us if us else node.exclusive)
-            weights = [int(w) if float(w).is_integer() else w for w in weights]
+                f'"name":{dumps(_program(exp))},"activeProfileIndex":0,"profiles":[')
+        for k, loc in enumerate(exp.locations):
+            column = weights[:, k]
+            rows = np.flatnonzero(column).tolist()
+            rows = [c for c in rows if c not in skipped]  # the added root's own value has no frame to show
+            samples = [stack(c) for c in rows]
+            ws = column[rows].tolist()
             f.write(("," if k else "") +
-                    f'{{"type":"sampled","name":{dumps(text(st.thread.label))},'
-                    f'"unit":"{"microseconds" if us else "none"}","startValue":0,"endValue":{dumps(sum(weights))},'
-                    f'"samples":{dumps(samples)},"weights":{dumps(weights)}}}')
+                    f'{{"type":"sampled","name":{dumps(location_name(loc))},'
+                    f'"unit":"{"microseconds" if us else "none"}","startValue":0,"endValue":{dumps(sum(ws))},'
+                    f'"samples":{dumps(samples)},"weights":{dumps(ws)}}}')
         f.write(f'],"shared":{{"frames":{dumps(frames)}}}}}\n')
-    return f"speedscope ({len(trees)} threads) {path}"
+    return f"speedscope ({len(exp.locations)} threads) {path}"
