@@ -106,10 +106,11 @@ def build_parser() -> ArgumentParser:
                           "(the executable's samples, and for call-path profiles gprof's call arcs; gprof ./app FILE)")
     p.add_output_argument("--vprof", metavar="FILE", help="profiles: write FILE in vprof's vmon.out format "
                           "(version 4; the executable's samples, one hit each: its readers take a hit for 10 ms)")
-    p.add_output_argument("--folded", metavar="FILE", help="profiles with call paths: write FILE as folded "
-                          "stacks (a;b;c 123), read by flamegraph.pl, inferno and speedscope")
-    p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths: write FILE in "
-                          "speedscope's JSON format")
+    p.add_output_argument("--folded", metavar="FILE", help="profiles with call paths and CUBE files (Score-P's "
+                          "too: time in microseconds): write FILE as folded stacks (a;b;c 123), read by "
+                          "flamegraph.pl, inferno and speedscope")
+    p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths and CUBE files: write "
+                          "FILE in speedscope's JSON format, one profile per thread")
     p.add_output_argument("--pprof", metavar="FILE", help="profiles with call paths: write FILE as pprof's "
                           "profile.proto (gzip), read by go tool pprof")
     p.add_output_argument("--cube", metavar="FILE.cubex", help="write a CUBE 4 file (profiles or counting "
