@@ -33,11 +33,12 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from psuite.errors import UsageError
 from psuite.formats.readers import is_cube  # noqa: F401  (experiments.is_cube: its callers' name)
 from psuite.model.cube_names import cubepl_name, with_cubepl_names  # unique names CubePL can name
-from psuite.model.experiment import EXCLUSIVE, Experiment, Location, Metric, Region, metric_names
+from psuite.model.experiment import EXCLUSIVE, Cnode, Experiment, Location, Metric, Region, metric_names
 
 SECONDS = ("sec", "s", "second", "seconds")
 INT64_MAX = 2**63 - 1
@@ -493,10 +494,11 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
         stack = [(st.thread.tree.root, 0)]
         while stack:
             node, u = stack.pop()
+            mine = kids[u]
             for key, child in node.children.items():
-                c = kids[u].get(key)
+                c = mine.get(key)
                 if c is None:
-                    c = kids[u][key] = len(frame)
+                    c = mine[key] = len(frame)
                     frame.append(child.frame)
                     kids.append({})
                 if child.exclusive:
@@ -507,14 +509,20 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
     root = _root(exp, program)
     region_of: dict = {}
     cnode_of = [root] * len(frame)
+    # the cnodes are appended here directly (parents first by construction), their regions' first and
+    # last lines computed once at the end: a call-path profile can have millions of nodes
+    cnodes, new_cnode = exp.cnodes, Cnode
+    region_lines: list[tuple[int, int]] = []  # (region, line) of the nodes with a line
     todo = [(c, root) for c in reversed(kids[0].values())]
+    pop, extend = todo.pop, todo.extend
     while todo:  # depth first, children in the order met
-        u, parent = todo.pop()
+        u, parent = pop()
         f = frame[u]
-        r = region_of.get(f.key)
+        key = (f.function, f.module, f.inlined)  # Frame.key
+        r = region_of.get(key)
         if r is None:
             name = frame_name(f)
-            r = region_of[f.key] = exp.add_region(
+            r = region_of[key] = exp.add_region(
                 Region(
                     f"{name} [inlined]" if f.inlined else name,
                     frame_file(f) or f.module,
@@ -525,11 +533,23 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
                 )
             )
         if f.line > 0:
-            reg = exp.regions[r]
-            reg.begin = f.line if reg.begin < 0 else min(reg.begin, f.line)
-            reg.end = max(reg.end, f.line)
-        cnode_of[u] = exp.add_cnode(r, parent)
-        todo.extend((c, cnode_of[u]) for c in reversed(kids[u].values()))
+            region_lines.append((r, f.line))
+        c = cnode_of[u] = len(cnodes)
+        cnodes.append(new_cnode(r, parent))
+        below = kids[u]
+        if below:
+            extend(zip(reversed(below.values()), repeat(c)))
+    lines: dict[int, list[int]] = {}
+    for r, line in region_lines:
+        got = lines.get(r)
+        if got is None:
+            lines[r] = [line, line]
+        elif line < got[0]:
+            got[0] = line
+        elif line > got[1]:
+            got[1] = line
+    for r, (begin, end) in lines.items():
+        exp.regions[r].begin, exp.regions[r].end = begin, end
     metrics, timer = _profile_metrics(calltrees[0])
     cells = []
     for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
