@@ -70,20 +70,26 @@ class Run:
         return dict(out)
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Run:
-    d = tmp_path_factory.mktemp("formats_agree")
+def mpi_work_run(d: Path, ranks: int, *psrun_args: str) -> tuple[Path, Path]:
+    """tests/targets/mpi/mpi_work.c built in d and run on `ranks` Open MPI
+    ranks under psrun (with psrun_args); (the documents' folder, the program)."""
     mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
     assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
     exe = d / "mpi_work"
     subprocess.run([mpicc, "-O1", "-g", "-o", str(exe), str(TARGETS / "mpi" / "mpi_work.c")], check=True)
     docs = d / "run"
     docs.mkdir()
-    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(RANKS), "--mca", "btl",
-                        "self,vader", psrun_command(), "-q", "-d", str(docs), "-p", "--callpath",
-                        "--period", str(PERIOD_US), str(exe)],
+    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(ranks), "--mca", "btl",
+                        "self,vader", psrun_command(), "-q", "-d", str(docs), *psrun_args, str(exe)],
                        capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV}, cwd=d)
     assert p.returncode == 0, p.stdout + p.stderr
+    return docs, exe
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Run:
+    docs, exe = mpi_work_run(tmp_path_factory.mktemp("formats_agree"), RANKS, "-p", "--callpath",
+                             "--period", str(PERIOD_US))
     r = Run(docs, exe)
     assert sorted(r.process) == list(range(RANKS))
     assert {t for _, t in r.truth} == {1, 2, 3}  # main thread 1 and Open MPI's two helpers

@@ -8,17 +8,13 @@ tests/test_formats_agree.py) and on a real 3-rank counting run."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import TARGETS, psrun_command
-from tests.test_formats_agree import MPI_ENV, psprocess, run  # noqa: F401  (run: the 4-rank profiling fixture)
+from tests.test_formats_agree import mpi_work_run, psprocess, run  # noqa: F401  (run: the 4-rank profiling fixture)
 
 COUNTING_RANKS = 3
 
@@ -94,17 +90,7 @@ def test_combined_cube_of_every_document_is_the_process_reports(run, tmp_path): 
 @pytest.fixture(scope="module")
 def counting(tmp_path_factory) -> list[str]:
     """A real counting run (psrun without profiling) of 3 MPI ranks."""
-    d = tmp_path_factory.mktemp("counting")
-    mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
-    assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
-    exe = d / "mpi_work"
-    subprocess.run([mpicc, "-O1", "-g", "-o", str(exe), str(TARGETS / "mpi" / "mpi_work.c")], check=True)
-    docs = d / "run"
-    docs.mkdir()
-    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", str(COUNTING_RANKS), "--mca", "btl",
-                        "self,vader", psrun_command(), "-q", "-d", str(docs), str(exe)],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV}, cwd=d)
-    assert p.returncode == 0, p.stdout + p.stderr
+    docs, _ = mpi_work_run(tmp_path_factory.mktemp("counting"), COUNTING_RANKS)
     out = sorted(str(x) for x in docs.glob("*.xml"))
     assert len(out) == COUNTING_RANKS
     return out
