@@ -355,9 +355,10 @@ def _locations(exp: Experiment, items: Sequence, given: dict[tuple, tuple[int, L
 
 def run_attributes(item) -> dict[str, str]:
     """The run attributes of a location (CUBE <attr>s, kept by the
-    algebra, which keeps locations): host, pid, MPI rank, thread, command,
-    date, and the build-ids psrun recorded ("file build-id" a line), of a
-    report or of a thread's tree (_Where, with its report)."""
+    algebra, which keeps locations): host, pid, MPI rank, thread, the
+    machine (processor, CPUs, clock, memory), command, date, and the
+    build-ids psrun recorded ("file build-id" a line), of a report or of a
+    thread's tree (_Where, with its report)."""
     report = getattr(item, "report", item)
     out = {"host": item.hostname or "localhost"}
     if item.pid:
@@ -365,6 +366,13 @@ def run_attributes(item) -> dict[str, str]:
     if item.rank is not None:
         out["rank"] = str(item.rank)
     out["thread"] = str(item.thread or 0)
+    machine = getattr(report, "machine", None)
+    if machine is not None:  # what ran it, in one line: the processor, its count and clock, the memory
+        parts = [machine.brand or machine.vendor, f"{machine.cpu_count} CPUs" if machine.cpu_count else "",
+                 f"{machine.mhz:.0f} MHz" if machine.mhz else "",
+                 f"{machine.memory_mb:.0f} MB" if machine.memory_mb else ""]
+        if any(parts):
+            out["machine"] = ", ".join(p for p in parts if p)
     if report.command:
         out["command"] = report.command
     if report.date:

@@ -111,7 +111,8 @@ def test_combined_counts_are_each_ranks_cube_merged(counting, tmp_path):
             assert own.locations[0].rank == loc.rank
             assert values[k] == pytest.approx(own.derived_values(m.name)[0][0]), (m.name, loc.rank)
     for loc in exp.locations:
-        assert {"host", "pid", "rank", "thread", "command", "date"} <= set(loc.attributes), loc.attributes
+        assert {"host", "pid", "rank", "thread", "machine", "command", "date"} <= set(loc.attributes), loc.attributes
+        assert "CPUs" in loc.attributes["machine"] and "MHz" in loc.attributes["machine"], loc.attributes
 
 
 def test_two_runs_of_the_same_ranks_are_kept_apart(counting, tmp_path):
