@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 
 from psuite.errors import InputError
 from psuite.hwpc.names import canonical
+from psuite.model.experiment import Experiment
 from psuite.model.report import CountReport, MultiReport, PathSpread, ProfileReport, ResourceReport, Statistic
 from psuite.model.statistics import pstdev, quartiles, total_and_mean
 
@@ -56,35 +57,103 @@ def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statisti
                      imbalance=imbalance if imbalance is not None and math.isfinite(imbalance) else None)
 
 
-def compute(reports: list[CountReport]) -> list[Statistic]:
+def compute(reports: list[CountReport], exp: Experiment | None = None) -> list[Statistic]:
     """Statistics of every event, then of every derived metric, in the order
-    they first appear; each over the reports that have it."""
-    by_name: dict[tuple[str, str], list[tuple[float, str]]] = {}
-    for r in reports:
-        who = r.who
+    they first appear, over the locations of the combination's experiment
+    (the merge `psprocess -c --cube` writes, experiments.from_report): each
+    metric at the root, over the locations whose report has it (an event
+    one run did not count is not a count of 0), minimum and maximum naming
+    the first such location in the system tree."""
+    from psuite.analysis import experiments
+
+    if exp is None:
+        exp = experiments.from_report(MultiReport(reports=list(reports)))
+    where = experiments.report_locations(exp, reports)
+    who = [""] * len(exp.locations)
+    has: list[set[tuple[str, str]]] = [set() for _ in exp.locations]
+    order: dict[tuple[str, str], None] = {}
+    for r, loc in zip(reports, where, strict=True):
+        who[loc] = r.who
         for e in r.events:
-            by_name.setdefault(("event", e.name), []).append((float(e.count), who))
+            has[loc].add(("event", e.name))
+            order.setdefault(("event", e.name), None)
         for m in r.metrics:
-            by_name.setdefault(("metric", m.name), []).append((float(m.value), who))
-    events = [statistic(n, k, v) for (k, n), v in by_name.items() if k == "event"]
-    metrics = [statistic(n, k, v) for (k, n), v in by_name.items() if k == "metric"]
-    return events + metrics
+            has[loc].add(("metric", m.name))
+            order.setdefault(("metric", m.name), None)
+    out: list[Statistic] = []
+    for kind in ("event", "metric"):
+        for k, name in order:
+            if k != kind:
+                continue
+            row = experiments.root_values(exp, name, kind)
+            out.append(statistic(name, kind, [(float(row[loc]), who[loc]) for loc in range(len(exp.locations))
+                                              if (kind, name) in has[loc]]))
+    return out
 
 
-def function_spread(reports: list[ProfileReport]) -> list[Statistic]:
-    """Per function, its samples across the profiles (0 where a profile has
-    none), most samples first."""
-    per_report: list[dict[str, int]] = []
-    for r in reports:
-        counts: dict[str, int] = {}
-        for loc in r.locations:
-            counts[loc.function] = counts.get(loc.function, 0) + loc.samples
-        per_report.append(counts)
-    names = {f for counts in per_report for f in counts}
-    stats = [statistic(f, "function", [(float(c.get(f, 0)), r.who) for c, r in zip(per_report, reports,
-                                                                                   strict=True)])
-             for f in names]
+def function_spread(reports: list[ProfileReport], exp: Experiment | None = None) -> list[Statistic]:
+    """Per function, its samples across the locations of the combination's
+    experiment (each profile, or each thread of profiles with call paths;
+    0 where a location has none of them), summed over the function's call
+    paths; most samples first."""
+    import numpy as np
+
+    from psuite.analysis import experiments
+    from psuite.formats.exporters.calltree_common import added_root
+
+    if exp is None:
+        exp = experiments.from_report(MultiReport(reports=list(reports)))
+    flat = bool(exp.attributes.get(experiments.FLAT_PROFILE))
+    who = [location_label(loc, thread=not flat) for loc in exp.locations]
+    names = _function_names(exp)
+    samples = exp.stored("samples")
+    per_name: dict[str, np.ndarray] = {}
+    for k, c in enumerate(exp.cnodes):
+        if added_root(exp, k):
+            continue
+        name = names[c.region]
+        got = per_name.get(name)
+        per_name[name] = samples[k].astype(np.float64) if got is None else got + samples[k]
+    stats = [statistic(f, "function", [(float(v), w) for v, w in zip(row, who, strict=True)])
+             for f, row in per_name.items()]
     return sorted(stats, key=lambda s: (-s.sum, s.name))
+
+
+def location_label(loc, thread: bool = False) -> str:
+    """How a location of an experiment made from documents is named among
+    others.  A report's (thread False): its process (MPI rank, else pid on
+    host), then its thread, psuite's thread 0 of a process report being the
+    whole process.  A thread's call tree (thread True): as
+    calltree.ThreadTree.label names it, "rank 3 thread 0" or "host pid 42
+    thread 1"."""
+    a = loc.attributes
+    host = a.get("host", "localhost")
+    if thread:
+        where = f"rank {a['rank']}" if "rank" in a else f"{host} pid {a.get('pid', 0)}"
+        return f"{where} thread {a.get('thread', 0)}"
+    if "rank" in a:
+        where = f"rank {a['rank']}"
+    elif "pid" in a:
+        where = f"pid {a['pid']} on {host}"
+    else:
+        where = loc.label
+    return f"{where} thread {a['thread']}" if a.get("thread", "0") != "0" else where
+
+
+def _function_names(exp: Experiment) -> list[str]:
+    """Per region, the function's name as the text reports show it: an
+    unresolved frame (which the model names by its module in brackets, as
+    flame graphs show it) is "??", as in a single profile's call tree."""
+    import os
+
+    from psuite.formats.exporters.calltree_common import region_names
+    from psuite.model.calltree import UNKNOWN
+
+    out = []
+    for r, (name, _) in zip(exp.regions, region_names(exp), strict=True):
+        bracketed = f"[{os.path.basename(r.module)}]" if r.module else "[unknown]"
+        out.append(UNKNOWN if r.role == "function" and r.name == bracketed else name)
+    return out
 
 
 def _keep_total_callpaths(multi: MultiReport) -> None:
@@ -100,44 +169,41 @@ def _keep_total_callpaths(multi: MultiReport) -> None:
             same[0].callpaths, total.callpaths = total.callpaths, None
 
 
-def callpath_spread(multi: MultiReport) -> list[PathSpread]:
-    """The call trees of every thread of every profile merged; per calling
-    context, the statistics of its inclusive and exclusive samples across
-    those threads (0 where a thread never was in it), as function_spread
-    gives them per function.  In tree order: parents first, siblings by
-    inclusive samples, most first."""
-    from psuite.model.calltree import CallNode, CallTree, thread_trees
+def callpath_spread(multi: MultiReport, exp: Experiment | None = None) -> list[PathSpread]:
+    """Per calling context of the combination's experiment (the call trees
+    of every thread merged, as -c --cube writes them), the statistics of
+    its inclusive and exclusive samples across the locations (0 where a
+    thread never was in it), as function_spread gives them per function.
+    In tree order: parents first, siblings by inclusive samples, most
+    first.  Empty for profiles without call paths."""
+    from psuite.analysis import experiments
+    from psuite.formats.exporters.calltree_common import added_root
 
-    trees = thread_trees(multi)
-    if not trees:
+    if exp is None:
+        exp = experiments.from_report(MultiReport(reports=list(multi.reports)))
+    if exp.attributes.get(experiments.FLAT_PROFILE):
         return []
-    merged = CallTree()
-    values: dict[int, dict[int, tuple[float, float]]] = {}  # id(merged node) -> {member: (incl, excl)}
-    for k, t in enumerate(trees):
-        inclusive = t.tree.inclusive_values()
-        stack = [(t.tree.root, merged.root)]
-        while stack:
-            src, dst = stack.pop()
-            for c in src.children.values():
-                d = dst.child(c.frame)
-                d.exclusive += c.exclusive
-                values.setdefault(id(d), {})[k] = (inclusive[id(c)], c.exclusive)
-                stack.append((c, d))
-    who = [t.label for t in trees]
-    totals = merged.inclusive_values()
+    who = [location_label(loc, thread=True) for loc in exp.locations]
+    names = _function_names(exp)
+    exclusive = exp.stored("samples").astype(float)
+    inclusive = exp.inclusive("samples").astype(float)
+    totals = inclusive.sum(axis=1)
+    children = exp.children()
+    tops = [c for r in exp.roots for c in (children[r] if added_root(exp, r) else [r])]
     out: list[PathSpread] = []
-    stack2: list[tuple[CallNode, tuple[str, ...]]] = [(merged.root, ())]
-    while stack2:
-        node, path = stack2.pop()
-        if node is not merged.root:
-            per = values[id(node)]
-            name = ";".join(path)
-            incl = [(per.get(k, (0.0, 0.0))[0], w) for k, w in enumerate(who)]
-            excl = [(per.get(k, (0.0, 0.0))[1], w) for k, w in enumerate(who)]
-            out.append(PathSpread(path, len(path), statistic(name, "callpath", incl),
-                                  statistic(name, "callpath", excl)))
-        children = sorted(node.children.values(), key=lambda c: (-totals[id(c)], c.frame.function))
-        stack2.extend((c, (*path, c.frame.function)) for c in reversed(children))
+
+    def ordered(nodes: list[int]) -> list[int]:
+        return sorted(nodes, key=lambda c: (-totals[c], names[exp.cnodes[c].region]))
+
+    stack: list[tuple[int, tuple[str, ...]]] = [(c, ()) for c in reversed(ordered(tops))]
+    while stack:
+        c, above = stack.pop()
+        path = (*above, names[exp.cnodes[c].region])
+        name = ";".join(path)
+        out.append(PathSpread(path, len(path),
+                              statistic(name, "callpath", list(zip(inclusive[c].tolist(), who, strict=True))),
+                              statistic(name, "callpath", list(zip(exclusive[c].tolist(), who, strict=True)))))
+        stack.extend((k, path) for k in reversed(ordered(children[c])))
     return out
 
 
@@ -243,9 +309,15 @@ def summarize(reports: list) -> MultiReport:
     multi = MultiReport()
     multi.reports, multi.totals = split_totals(reports)
     _keep_total_callpaths(multi)
-    if multi.reports and isinstance(multi.reports[0], ProfileReport):
-        multi.statistics = function_spread(multi.reports)
-        multi.callpath_statistics = callpath_spread(multi)
+    if not multi.reports:
+        return multi
+    from psuite.analysis import experiments
+
+    # one model for the statistics and every output of the combination: the merge of its members
+    multi.experiment = experiments.from_report(MultiReport(reports=list(multi.reports)))
+    if isinstance(multi.reports[0], ProfileReport):
+        multi.statistics = function_spread(multi.reports, multi.experiment)
+        multi.callpath_statistics = callpath_spread(multi, multi.experiment)
     else:
-        multi.statistics = compute(multi.reports)
+        multi.statistics = compute(multi.reports, multi.experiment)
     return multi

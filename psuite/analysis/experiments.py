@@ -121,6 +121,8 @@ def from_report(report, definitions: list | None = None) -> Experiment:
     stored with its values."""
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
+    if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
+        return report.experiment  # a combination's, made once for its statistics (combine.summarize)
     if isinstance(report, MultiReport):
         reports = list(report.reports)
     elif isinstance(report, (ProfileReport, CountReport)):
@@ -188,7 +190,7 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
     flat view, and merged beside them they would count twice."""
     from psuite.analysis import algebra
     from psuite.model.calltree import thread_trees
-    from psuite.model.report import ProfileReport
+    from psuite.model.report import CountReport, ProfileReport
 
     trees = {id(r): thread_trees(r) for r in reports if isinstance(r, ProfileReport)}
     covered = {_key(t) for ts in trees.values() for t in ts}
@@ -207,6 +209,12 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
                         [run for items, run in zip(placed, runs, strict=True) for _ in items])
     given = [{_key(item): every[(*_key(item), run)] for item in items} for items, run in zip(placed, runs,
                                                                                           strict=True)]
+    if not trees and not any(runs) and isinstance(members[0], CountReport):
+        # Counting reports of distinct places each put their values at the root of one location: merging
+        # their experiments is laying them side by side, which one conversion of all of them does directly
+        # (for thousands of ranks, without building and aligning thousands of experiments)
+        whole = {key: place for g in given for key, place in g.items()}
+        return _experiment(members, definitions, whole)
     # members in system-tree order, so that the merge meets processes and threads in that order
     ranked = sorted(range(len(members)), key=lambda i: min(g[0] for g in given[i].values()))
     pending: dict[str, dict[tuple, float]] = {}
@@ -351,6 +359,49 @@ def _locations(exp: Experiment, items: Sequence, given: dict[tuple, tuple[int, L
         where[i] = len(exp.locations)
         exp.locations.append(dataclasses.replace(given[keys[i]][1], attributes=run_attributes(items[i])))
     return where
+
+
+def location_key(loc: Location) -> tuple:
+    """Where a location of an experiment made from documents ran, as _key
+    gives it for the report or thread it came from (from its run
+    attributes)."""
+    a = loc.attributes
+    process = ("rank", int(a["rank"])) if "rank" in a else ("pid", int(a.get("pid", 0)))
+    return (a.get("host", "localhost"), process, int(a.get("thread", 0)))
+
+
+def report_locations(exp: Experiment, reports: Sequence) -> list[int]:
+    """The location of each report in the experiment made of them
+    (from_report of their combination); reports of one place (runs of the
+    same ranks) take that place's locations in turn, as the combination
+    placed them."""
+    at: dict[tuple, list[int]] = {}
+    for k, loc in enumerate(exp.locations):
+        at.setdefault(location_key(loc), []).append(k)
+    taken: dict[tuple, int] = {}
+    out = []
+    for r in reports:
+        key = _key(r)
+        n = taken.get(key, 0)
+        places = at.get(key, [])
+        if n >= len(places):
+            raise ValueError(f"{r.source or 'a report'}: no location of its own in the experiment")
+        out.append(places[n])
+        taken[key] = n + 1
+    return out
+
+
+def root_values(exp: Experiment, name: str, kind: str = "event"):
+    """Per location, the value at the root of a counting report's event
+    (kind "event") or derived metric ("metric"), named as the reports name
+    it (the metric's display name): stored, or computed from its
+    expression."""
+    found = [m for m in exp.metrics if m.display == name]
+    if not found:
+        raise KeyError(f"no metric {name!r}")
+    m = found[0] if kind == "event" else found[-1]  # events come first, derived metrics last
+    root = exp.roots[0]
+    return exp.derived_values(m.name)[root] if m.derived else exp.stored(m.name)[root]
 
 
 def run_attributes(item) -> dict[str, str]:

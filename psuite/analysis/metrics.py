@@ -94,6 +94,12 @@ class MetricDefinition:
     def _needs(self) -> tuple[tuple[str, ...], ...]:
         return tuple(tuple(sorted(_inputs(e))) for e in self.alternatives)
 
+    @functools.cached_property
+    def _canonical_needs(self) -> frozenset[str]:
+        """The canonical names of every input of every alternative: what a
+        report's events are filtered by (once per definition, not per report)."""
+        return frozenset(canonical(n) for needs in self._needs for n in needs)
+
 
 def _inputs(expr: tuple) -> set[str]:
     out: set[str] = set()
@@ -387,7 +393,7 @@ def evaluate(defn: MetricDefinition, report: CountReport) -> float | None:
 def derive(report: CountReport, definitions: list[MetricDefinition]) -> list[Metric]:
     """The metrics whose inputs this report has, in definition order."""
     out = []
-    wanted = frozenset(canonical(n) for d in definitions for needs in d._needs for n in needs)
+    wanted = frozenset().union(*(d._canonical_needs for d in definitions))
     inputs = _Inputs(report, wanted)
     for d in definitions:
         try:

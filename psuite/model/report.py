@@ -346,6 +346,9 @@ class MultiReport:
     # tree in tree order (parents first, the larger first among siblings),
     # with its spread across the threads of every profile.
     callpath_statistics: list[PathSpread] = field(default_factory=list)
+    # The combination's analysis model (psuite.analysis.experiments.from_report: its members' experiments
+    # merged), which the statistics were computed over and the model's outputs render; None until combined
+    experiment: object = field(default=None, repr=False, compare=False)
 
     @property
     def of_profiles(self) -> bool:
