@@ -33,6 +33,7 @@ import numpy as np
 from psuite.analysis.experiment_views import EXCL, INCL, View, is_integer, json_number, number, short
 from psuite.errors import UsageError
 from psuite.model.experiment import Experiment
+from psuite.model.statistics import quartile_rows
 
 STATISTICS = ("count", "sum", "mean", "variance", "minimum", "quartile25", "median", "quartile75", "maximum")
 HEADINGS = ("Count", "Sum", "Mean", "Variance", "Minimum", "Quartile25", "Median", "Quartile75", "Maximum")
@@ -69,11 +70,7 @@ def statistics(values: np.ndarray, integer: bool = False) -> list[dict[str, floa
     f = v.astype(np.float64)
     mean = f.mean(axis=1)
     variance = ((f - mean[:, None]) ** 2).sum(axis=1) / (n - 1) if n > 1 else np.zeros(rows)
-    s = np.sort(f, axis=1)
-    quarts = []
-    for i in (1, 2, 3):
-        j, delta = divmod(i * (n - 1), 4)
-        quarts.append(s[:, j] if delta == 0 else s[:, j] * ((4 - delta) / 4) + s[:, j + 1] * (delta / 4))
+    quarts = quartile_rows(np.sort(f, axis=1))
     total, lo, hi = v.sum(axis=1), v.min(axis=1), v.max(axis=1)
     cast = int if integer else float
     return [{"count": n, "sum": cast(total[r]), "mean": float(mean[r]), "variance": float(variance[r]),
