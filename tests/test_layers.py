@@ -56,6 +56,13 @@ def test_every_module_has_a_layer():
     assert not missing, f"modules in no layer of .importlinter: {missing}"
 
 
+def test_the_package_root_only_forwards_to_the_api():
+    """psuite/__init__ is in no layer, so it holds no code of its own: psuite.read and
+    read_experiment forward to psuite.api, which the layers contract checks."""
+    graph = grimp.build_graph("psuite", cache_dir=None)
+    assert graph.find_modules_directly_imported_by("psuite") == {"psuite.api"}
+
+
 def _copy_sources(dest: Path) -> Path:
     shutil.copytree(ROOT / "psuite", dest / "psuite", ignore=lambda d, names: [
         n for n in names if not (n.endswith(".py") or os.path.isdir(os.path.join(d, n)))])
@@ -73,6 +80,8 @@ def _copy_sources(dest: Path) -> Path:
     ("model/report.py", "from psuite.psbase import cli", "One-way layers"),
     # psbase through psprocess's command line rather than the analysis
     ("psbase/native.py", "from psuite.psprocess.subcommands import NAMES", "psbase uses the analysis"),
+    # the Python API reaching into a command line
+    ("api.py", "from psuite.psprocess.cli import main", "One-way layers"),
     # one tool's command line importing another's
     ("psinv/cli.py", "from psuite.psprocess import cli", "One-way layers"),
     ("psbase/cli.py", "from psuite.psinv import cli", "One-way layers"),
