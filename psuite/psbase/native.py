@@ -205,14 +205,6 @@ _RULE_WORDS = {"max": "the longest of the run's reports", "sum": "summed over th
                "mean": "the mean over the run's reports (psprocess -c's mean)"}
 
 
-def _combine_metric(rule: str, values: list[float]) -> float:
-    if rule == "max":
-        return max(values)
-    if rule == "sum":
-        return sum(values)
-    return sum(values) / len(values)
-
-
 def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
     """One run from the reports of the documents at paths, and the result
     variables it needs for its events and metrics."""
@@ -254,22 +246,24 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
     rows: list[dict[str, object]] = []
     needed: dict[str, Variable] = {}
     if kind == KIND_COUNT:
-        sums: dict[str, float] = {}
-        metric_values: dict[str, list[float]] = {}
+        from psuite.analysis.combine import compute
+
+        # the statistics psprocess -c prints of the same reports, over their experiment: an event's
+        # sum, a derived metric's mean, longest or sum (_metric_rule)
+        stats = {(s.kind, s.name): s for s in compute(reports)}
         for r in reports:
-            for col, original, value in _measures(r):
+            for col, original, _ in _measures(r):
                 prev = needed.get(col)
                 if prev is not None and prev.synopsis != original:
                     raise UsageError(f"events {prev.synopsis!r} and {original!r} both become variable "
                                      f"{col!r}; file them in separate experiments")
                 needed[col] = _measure_variable(r, col, original)
-                if any(m.name == original for m in r.metrics):
-                    metric_values.setdefault(col, []).append(value)
+                is_metric = any(m.name == original for m in r.metrics)
+                s = stats[("metric" if is_metric else "event", original)]
+                if not is_metric:
+                    values[col] = s.sum  # events add up
                 else:
-                    sums[col] = sums.get(col, 0.0) + value  # events add up
-        values.update(sums)
-        for col, xs in metric_values.items():
-            values[col] = _combine_metric(_metric_rule(needed[col].synopsis), xs)
+                    values[col] = {"max": s.max, "sum": s.sum, "mean": s.mean}[_metric_rule(original)]
     else:
         events = {r.event for r in reports}
         values["profile_event"] = ",".join(sorted(events))
