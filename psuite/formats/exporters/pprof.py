@@ -9,9 +9,9 @@ Rendered from the analysis model (psuite.model.experiment.Experiment):
   a cube without samples (a Score-P profile) time/nanoseconds, else its
   first measured metric.  The last is the default pprof shows;
   period_type and period say what one sample stands for.
-- One Sample per location (thread) and call path with a value of its
-  own, its locations leaf first (the program root psuite adds left out),
-  labelled thread=<the location's name: "rank R thread T", "host pid P
+- One Sample per call path and location (thread) with a value of its
+  own, in call-tree order (depth first), its locations leaf first (the
+  program root psuite adds left out), labelled thread=<the location's name: "rank R thread T", "host pid P
   thread T">, so that `-tagfocus thread=...` picks threads while the
   tables sum them all.
 - Location: a call path with the inlined ones below it, as pprof models
@@ -29,9 +29,10 @@ Rendered from the analysis model (psuite.model.experiment.Experiment):
 Encoded here by hand (a varint and length-delimited writer) rather than
 with the protobuf package: seven small message types, no generated code
 to keep in step without protoc, no run-time dependency for one export,
-and samples can be streamed into the gzip stream as they are met
-(protobuf's repeated fields may come in any order; the tables, which the
-samples build, follow them)."""
+and samples can be streamed into the gzip stream as the call tree is
+walked, each path's packed location ids made from its caller's (protobuf's
+repeated fields may come in any order; the tables, which the samples
+build, follow them)."""
 
 from __future__ import annotations
 
@@ -140,53 +141,32 @@ class _Tables:
         return bytes(out)
 
 
-class _Paths:
-    """Each call path's pprof locations, leaf first, met lazily (the
-    program root psuite adds left out): a call path of an inlined region
-    shares its caller's location (one address), with its own line first."""
+def _regions(exp: Experiment) -> tuple[list[tuple[str, str]], list[str], list[bool]]:
+    """Per region: its function (name, source file), its object file ("" when
+    not known) and whether it is inlined into its caller.  A psuite profile's
+    region without OBJECT names its object file (an unresolved function); a
+    Score-P cube's regions name source files only."""
+    sampled = SAMPLED_ON in exp.attributes
+    functions, objects, inlined = [], [], []
+    for r, (name, inl) in zip(exp.regions, region_names(exp), strict=True):
+        if OBJECT in r.attributes:
+            obj, file = r.attributes[OBJECT], r.module
+        else:
+            obj, file = (r.module, "") if sampled else ("", r.module)
+        functions.append((name, text(file)))
+        objects.append(obj)
+        inlined.append(inl)
+    return functions, objects, inlined
 
-    def __init__(self, exp: Experiment, tables: _Tables) -> None:
-        self.exp, self.tables = exp, tables
-        sampled = SAMPLED_ON in exp.attributes  # psuite's profile: a region without OBJECT names its object file
-        names = region_names(exp)
-        self.inlined = [inlined for _, inlined in names]
-        self.function: list[tuple[str, str]] = []  # per region: (name, source file), numbered when met
-        self.object: list[str] = []  # per region: its object file, "" when not known
-        for r, (name, _) in zip(exp.regions, names, strict=True):
-            if OBJECT in r.attributes:
-                obj, file = r.attributes[OBJECT], r.module
-            else:
-                obj, file = (r.module, "") if sampled else ("", r.module)
-            self.function.append((name, text(file)))
-            self.object.append(obj)
-        self.skipped = {c for c in exp.roots if added_root(exp, c)}
-        self.encoded: dict[int, bytes] = {}
 
-    def group(self, c: int) -> tuple[int, tuple[tuple[int, int], ...]]:
-        """(the call path heading c's location, the location's lines)."""
-        cnodes, function = self.exp.cnodes, self.tables.function
-        lines = []
-        while True:
-            node = cnodes[c]
-            lines.append((function(*self.function[node.region]), max(node.line, 0)))
-            up = node.parent
-            if not self.inlined[node.region] or up is None or up in self.skipped:
-                return c, tuple(lines)
-            c = up
-
-    def stack(self, c: int) -> bytes:
-        """The packed location ids of c, leaf first (profile.proto's Sample.location_id)."""
-        got = self.encoded.get(c)
-        if got is None:
-            ids = []
-            x: int | None = c
-            while x is not None and x not in self.skipped:
-                head, lines = self.group(x)
-                mapping = self.tables.mapping(self.object[self.exp.cnodes[head].region])
-                ids.append(self.tables.location(mapping, lines))
-                x = self.exp.cnodes[head].parent
-            got = self.encoded[c] = field_packed(1, ids)
-        return got
+def _children(exp: Experiment) -> tuple[list[int], np.ndarray, np.ndarray]:
+    """The roots, and each cnode's children as order[start[c]:start[c + 1]]
+    (in cnode order), without a list per cnode."""
+    parents = np.fromiter((-1 if c.parent is None else c.parent for c in exp.cnodes), dtype=np.int64,
+                          count=len(exp.cnodes))
+    order = np.argsort(parents, kind="stable")
+    start = np.searchsorted(parents[order], np.arange(-1, len(exp.cnodes) + 1))
+    return order[start[0]:start[1]].tolist(), order, start[1:]
 
 
 def _value_types(exp: Experiment) -> tuple[list[tuple[str, str]], list[np.ndarray]]:
@@ -260,22 +240,52 @@ def write(exp: Experiment, path: str, module: str | None = None, force: bool = F
     s = _Strings()
     tables = _Tables(s)
     tables.mapping(executable(exp))  # the program's module first: pprof names the profile after mapping 1
-    paths = _Paths(exp, tables)
+    functions, objects, inlined = _regions(exp)
+    function, location = tables.function, tables.location
     first = values[0]
+    # the cells with a value of their own, grouped by call path: rows[at[c]:at[c + 1]] are c's
+    rows, cols = np.nonzero(first > 0)
+    at = np.searchsorted(rows, np.arange(len(exp.cnodes) + 1)).tolist()
+    cells = [v[rows, cols].tolist() for v in values]
+    cols = cols.tolist()
     nsamples = nrecords = 0  # the samples (or the first type's total) the records hold; the records
+    roots, order, start = _children(exp)
+    cnodes = exp.cnodes
     with atomic_output(path, force, binary=True) as raw, \
             gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as out:
         for t in types:
             out.write(field_bytes(P_SAMPLE_TYPE, _value_type(t, s)))
         thread_key = s("thread")
-        for k, loc in enumerate(exp.locations):
-            label = field_bytes(3, field_varint(1, thread_key) + field_varint(2, s(location_name(loc))))
-            rows = [c for c in np.flatnonzero(first[:, k] > 0).tolist() if c not in paths.skipped]
-            columns = [v[rows, k].tolist() for v in values]
-            for i, c in enumerate(rows):
-                out.write(field_bytes(P_SAMPLE, paths.stack(c) + field_packed(2, [v[i] for v in columns]) + label))
-            nsamples += sum(columns[0])
-            nrecords += len(rows)
+        labels = [field_bytes(3, field_varint(1, thread_key) + field_varint(2, s(location_name(loc))))
+                  for loc in exp.locations]
+        # Depth first through the call tree, each path's packed location ids (leaf first) made from its
+        # caller's: (cnode, and of its caller: its location's lines, mapping and packed ids with and
+        # without it).  A path of an inlined region joins its caller's location (one address), its own
+        # line first, in place of the caller's.
+        todo: list[tuple[int, tuple, int, bytes, bytes]] = []
+        for c in reversed(roots):
+            if added_root(exp, c):  # the program root psuite added: no frame, stacks start below it
+                todo.extend((k, (), 0, b"", b"") for k in reversed(order[start[c]:start[c + 1]].tolist()))
+            else:
+                todo.append((c, (), 0, b"", b""))
+        while todo:
+            c, up_lines, up_mapping, up_rest, up_ids = todo.pop()
+            node = cnodes[c]
+            r = node.region
+            own = (function(*functions[r]), node.line if node.line > 0 else 0)
+            if inlined[r] and up_lines:
+                lines, mapping, rest = (own, *up_lines), up_mapping, up_rest
+            else:
+                lines, mapping, rest = (own,), tables.mapping(objects[r]), up_ids
+            ids = varint(location(mapping, lines)) + rest
+            if at[c] < at[c + 1]:
+                stack = field_bytes(1, ids)
+                for i in range(at[c], at[c + 1]):
+                    out.write(field_bytes(P_SAMPLE, stack + field_packed(2, [v[i] for v in cells]) +
+                                          labels[cols[i]]))
+                nrecords += at[c + 1] - at[c]
+                nsamples += sum(cells[0][at[c]:at[c + 1]])
+            todo.extend((k, lines, mapping, rest, ids) for k in reversed(order[start[c]:start[c + 1]].tolist()))
         out.write(tables.encode())
         out.write(field_bytes(P_PERIOD_TYPE, _value_type(types[-1], s)) + field_varint(P_PERIOD, period))
         wall = max((float(loc.attributes.get(WALLCLOCK, 0) or 0) for loc in exp.locations), default=0.0)
