@@ -363,7 +363,9 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
     maps: list[list[int]] = []
     # CubeLib's identities (cube::Region and cube::Cnode operator==): a region is its name and module
     # (CubeLib also compares its lines, which in psuite's sampled profiles are where samples fell, so
-    # differ from run to run); a call path its region and call-site line below the same parent.
+    # differ from run to run); a call path its region and call-site line below the same parent (but for
+    # psuite's sampled profiles, whose call paths' lines are sampled ones too: exporters/cube.py writes
+    # them apart, SAMPLED_CALL_LINES, so that CubeLib unifies them alike).
     # Programs named apart (Score-P's root region is the program's main) keep apart, as in cube_diff,
     # except psuite's artificial roots: "the whole program" of two builds of one code named apart (app
     # and app-O3) is one root, named after both, and the functions of their executables without a
@@ -390,9 +392,10 @@ def _unify_calltrees(inputs: Sequence[Experiment]):
                 program_names.append(r.name)
             rmap.append(region_of[k])
         nodes: list[int] = []
+        sampled = SAMPLED_ON in e.attributes  # its lines are where samples fell, no identity: the first kept
         for c in e.cnodes:
             p = -1 if c.parent is None else nodes[c.parent]
-            k = (p, rmap[c.region], c.line)
+            k = (p, rmap[c.region], -1 if sampled else c.line)
             n = node_of.get(k)
             if n is None:
                 n = node_of[k] = len(parent_of)

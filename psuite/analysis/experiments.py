@@ -59,13 +59,21 @@ STAND_IN = "psuite::stand_in::"
 
 
 SAMPLED_LINES = "psuite::sampled_lines"  # exporters/cube.py: a profile's regions' lines, written as unknown
+# exporters/cube.py: a profile's call paths' lines ("cnode line" a line), written as unknown for the same reason
+SAMPLED_CALL_LINES = "psuite::sampled_call_lines"
+# region attribute: the object file (executable, shared library) of a profile's function whose region's
+# module is its source file (calltree_common.OBJECT: pprof's mappings)
+OBJECT = "psuite::object"
+# location attribute: the seconds of wall clock the location's run took (calltree_common.WALLCLOCK: pprof's duration)
+WALLCLOCK = "wallclock"
 
 
 def as_written(exp: Experiment) -> Experiment:
     """A cube psuite wrote, read back as the experiment it wrote: without
     the metrics it added only for CubeLib's tools (STAND_IN), and with its
-    regions' sampled lines (SAMPLED_LINES), which the file's regions leave
-    out so that CubeLib unifies the regions of two runs."""
+    regions' and call paths' sampled lines (SAMPLED_LINES,
+    SAMPLED_CALL_LINES), which the file leaves out so that CubeLib unifies
+    the regions and call paths of two runs."""
     if exp.attributes.get("Creator") == "psuite":  # older psuite's names (task-clock) as psuite names them now
         exp = with_cubepl_names(exp)
     for line in exp.attributes.pop(SAMPLED_LINES, "").splitlines():
@@ -75,6 +83,13 @@ def as_written(exp: Experiment) -> Experiment:
             continue  # not psuite's: the regions stay as the file has them
         if 0 <= i < len(exp.regions) and exp.regions[i].begin < 0 and exp.regions[i].end < 0:
             exp.regions[i].begin, exp.regions[i].end = begin, end
+    for line in exp.attributes.pop(SAMPLED_CALL_LINES, "").splitlines():
+        try:
+            i, at = (int(x) for x in line.split())
+        except ValueError:
+            continue
+        if 0 <= i < len(exp.cnodes) and exp.cnodes[i].line < 0:
+            exp.cnodes[i].line = at
     names = {k[len(STAND_IN):] for k in exp.attributes if k.startswith(STAND_IN)}
     if not names:
         return exp
@@ -538,7 +553,12 @@ def _calltrees(reports: list):
 def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[int]) -> None:
     """Regions (one per function, Frame.key; an inlined function has its
     own, "f [inlined]"), cnodes for the threads' trees merged, depth first
-    in the order met, and each thread's exclusive samples."""
+    in the order met, and each thread's exclusive samples.  What pprof
+    needs is kept too: each cnode's line (Frame.line, the sampled line of
+    a leaf, the call site in a caller; the first thread's where threads
+    differ), the object module of a region whose module is its source
+    file (attribute OBJECT), and each location's run wall clock
+    (WALLCLOCK)."""
     from psuite.formats.exporters.calltree_common import frame_file, frame_name
     from psuite.model.calltree import BLOCKED_FUNCTION, ROOT_FRAME, TRUNCATED_FUNCTION
 
@@ -581,20 +601,26 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
         r = region_of.get(key)
         if r is None:
             name = frame_name(f)
+            source = frame_file(f)
             r = region_of[key] = exp.add_region(
                 Region(
                     f"{name} [inlined]" if f.inlined else name,
-                    frame_file(f) or f.module,
+                    source or f.module,
                     -1,
                     -1,
                     "inlined into its caller" if f.inlined else "",
                     "artificial" if f.function in placeholders else "function",
+                    # the module holds the source file: the object file is said apart (pprof's mappings)
+                    attributes={OBJECT: f.module} if source else {},
                 )
             )
-        if f.line > 0:
-            region_lines.append((r, f.line))
+        line = f.line
+        if line > 0:
+            region_lines.append((r, line))
+        else:
+            line = -1
         c = cnode_of[u] = len(cnodes)
-        cnodes.append(new_cnode(r, parent))
+        cnodes.append(new_cnode(r, parent, line))
         below = kids[u]
         if below:
             extend(zip(reversed(below.values()), repeat(c)))
@@ -609,6 +635,9 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
             got[1] = line
     for r, (begin, end) in lines.items():
         exp.regions[r].begin, exp.regions[r].end = begin, end
+    for st, loc_id in zip(calltrees, where, strict=True):  # the run's duration (pprof's)
+        if st.report.wallclock is not None:
+            exp.locations[loc_id].attributes[WALLCLOCK] = repr(float(st.report.wallclock))
     metrics, timer = _profile_metrics(calltrees[0])
     cells = []
     for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):

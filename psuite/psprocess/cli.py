@@ -167,7 +167,7 @@ EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof", "html")  # 
 # EXPORTER_MODULES[name]): targets(path), write(report, path, module, force)
 EXPORTER_MODULES = {"html": "psuite.psprocess.html.export"}
 CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
-MODEL_EXPORTS = ("cube", "folded", "speedscope")  # rendered from the analysis model (experiments.from_report)
+MODEL_EXPORTS = ("cube", "folded", "speedscope", "pprof")  # rendered from the analysis model (experiments.from_report)
 
 
 def _bare_calltree(argv: Sequence[str]) -> list[str]:
@@ -387,11 +387,11 @@ def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     return experiment_views.render(exp, args.format)
 
 
-CUBE_EXPORTS = ("folded", "speedscope")  # the exports a CUBE file (psuite's, Score-P's) can be given to
+CUBE_EXPORTS = ("folded", "speedscope", "pprof")  # the exports a CUBE file (psuite's, Score-P's) can be given to
 
 
 def _cube_exports(args, named: list[str], exports: list[tuple[str, str]], refused: list[str]):
-    """Write --folded and --speedscope of CUBE files: the call tree of one,
+    """Write --folded, --speedscope and --pprof of CUBE files: the call tree of one,
     or with -c of several side by side (as -c shows them); returns the
     experiment written.  Refused, one line each: a mix with PerfSuite
     documents, an option only documents have, a cube given twice."""

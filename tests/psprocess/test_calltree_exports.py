@@ -266,7 +266,7 @@ def pprof_top(path, *options: str) -> tuple[str, dict[str, tuple[str, str]]]:
 def test_go_pprof_top_matches_the_tree(tmp_path):
     out = tmp_path / "app.pb.gz"
     # the samples the records hold (7 records: one per thread and call path with samples)
-    assert f"({TOTAL0 + TOTAL1} samples in 7 stacks," in pprof.write(profile(), str(out))
+    assert f"({TOTAL0 + TOTAL1} samples in 7 stacks," in pprof.write(from_report(profile()), str(out))
     text, samples = pprof_top(out, "-sample_index=samples")
     assert "Type: samples" in text and f"Total samples = {TOTAL0 + TOTAL1}" in text
     name = {"sq (inline)": "sq"}  # pprof marks a function inlined where it is
@@ -280,7 +280,7 @@ def test_go_pprof_top_matches_the_tree(tmp_path):
 
 def test_go_pprof_traces_are_the_call_paths(tmp_path):
     out = tmp_path / "app.pb.gz"
-    pprof.write(profile(), str(out))
+    pprof.write(from_report(profile()), str(out))
     traces = []
     for block in go_pprof("-traces", "-sample_index=samples", str(out)).split("-----------+-")[1:]:
         lines = [line.strip() for line in block.splitlines()[1:] if line.strip()]
@@ -302,7 +302,7 @@ def test_go_pprof_recursion_and_event_source(tmp_path):
     rec = Frame("rec", APP, "app.c", 80)
     threads = ([((MAIN, rec, rec, rec, WORK), 6), ((MAIN, rec), 1)],)
     out = tmp_path / "rec.pb.gz"
-    pprof.write(profile(threads, event="PAPI_TOT_CYC", threshold=100000), str(out))
+    pprof.write(from_report(profile(threads, event="PAPI_TOT_CYC", threshold=100000)), str(out))
     _, rows = pprof_top(out, "-sample_index=samples")
     assert rows == {"work": ("6", "6"), "rec": ("1", "7"), "main": ("0", "7")}
     _, rows = pprof_top(out, "-sample_index=PAPI_TOT_CYC")
@@ -402,23 +402,19 @@ def test_cube_without_call_paths_stays_flat(tmp_path):
 
 
 def test_writers_refuse_without_call_paths_or_over_a_file(tmp_path):
-    def same(r):
-        return r
-
-    # folded and speedscope render the analysis model; pprof the document's call trees
-    for module, name, given in ((folded, "x.folded", from_report), (speedscope, "x.json", from_report),
-                                (pprof, "x.pb.gz", same)):
+    # folded, speedscope and pprof render the analysis model
+    for module, name in ((folded, "x.folded"), (speedscope, "x.json"), (pprof, "x.pb.gz")):
         with pytest.raises(UsageError, match="psrun --callpath"):
-            module.write(given(flat_profile()), str(tmp_path / name))
+            module.write(from_report(flat_profile()), str(tmp_path / name))
         with pytest.raises(UsageError, match="psrun --callpath"):  # the flat members of a combination too
-            module.write(given(MultiReport(reports=[flat_profile(), flat_profile()])), str(tmp_path / name))
+            module.write(from_report(MultiReport(reports=[flat_profile(), flat_profile()])), str(tmp_path / name))
         assert not (tmp_path / name).exists()
-        module.write(given(profile()), str(tmp_path / name))
+        module.write(from_report(profile()), str(tmp_path / name))
         before = (tmp_path / name).read_bytes()
         with pytest.raises((UsageError, OutputError), match="exists"):
-            module.write(given(profile(threads=(THREAD1,))), str(tmp_path / name))
+            module.write(from_report(profile(threads=(THREAD1,))), str(tmp_path / name))
         assert (tmp_path / name).read_bytes() == before
-        module.write(given(profile(threads=(THREAD1,))), str(tmp_path / name), force=True)
+        module.write(from_report(profile(threads=(THREAD1,))), str(tmp_path / name), force=True)
         assert (tmp_path / name).read_bytes() != before
         assert module.targets(str(tmp_path / name)) == [str(tmp_path / name)]
 
@@ -439,7 +435,7 @@ def test_hostile_names_stay_readable(tmp_path):
     doc = json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))
     jsonschema.validate(doc, speedscope_schema())
     assert decoded(doc)[0][2] == [(("main", "op\ufffd;<&>\x01\nx"), 4000), (("main", "[unknown]"), 1000)]
-    pprof.write(r, str(tmp_path / "o.pb.gz"))
+    pprof.write(from_report(r), str(tmp_path / "o.pb.gz"))
     _, rows = pprof_top(tmp_path / "o.pb.gz", "-sample_index=samples")
     assert rows["main"] == ("0", "5") and rows["[unknown]"] == ("1", "1") and len(rows) == 3
     cube.write(from_report(r), str(tmp_path / "o.cubex"))

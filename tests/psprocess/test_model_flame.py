@@ -40,6 +40,9 @@ def test_the_format_layer_knows_what_from_report_marks():
     analysis model's markers must stay the same."""
     assert calltree_common.PROGRAM_ROOT == experiments.ROOT_DESCRIPTION
     assert calltree_common.FLAT_PROFILE == experiments.FLAT_PROFILE
+    assert calltree_common.SAMPLED_ON == experiments.SAMPLED_ON
+    assert calltree_common.OBJECT == experiments.OBJECT
+    assert calltree_common.WALLCLOCK == experiments.WALLCLOCK
 
 
 def test_scorep_cube_exports_cubelibs_exclusive_time(tmp_path):
@@ -118,14 +121,14 @@ def test_cubes_combined_side_by_side(tmp_path):
 
 
 def test_cube_exports_refused_with_one_line(tmp_path):
-    """What a cube cannot give is refused before anything is written: pprof
+    """What a cube cannot give is refused before anything is written: gmon
     (per-address data), a mix with a document, a flat profile's cube."""
     made = tmp_path / "app.cubex"
     cube.write(from_report(profile()), str(made))
-    line = one_line_error(run_tool("psprocess", "--folded", str(tmp_path / "x.folded"), "--pprof",
-                                   str(tmp_path / "x.pb.gz"), str(made)), "psprocess")
-    assert "--pprof" in line and "CUBE file" in line
-    assert not (tmp_path / "x.folded").exists()
+    line = one_line_error(run_tool("psprocess", "--folded", str(tmp_path / "x.folded"), "--gmon",
+                                   str(tmp_path / "gmon.out"), str(made)), "psprocess")
+    assert "--gmon" in line and "CUBE file" in line
+    assert not (tmp_path / "x.folded").exists() and not (tmp_path / "gmon.out").exists()
     flat = tmp_path / "flat.cubex"
     cube.write(from_report(flat_profile()), str(flat))
     line = one_line_error(run_tool("psprocess", "--folded", str(tmp_path / "f.folded"), str(flat)), "psprocess")

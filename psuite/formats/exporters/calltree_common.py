@@ -13,7 +13,7 @@ import numpy as np
 
 from psuite.errors import UsageError
 from psuite.model.calltree import UNKNOWN, Frame, ThreadTree, thread_trees
-from psuite.model.experiment import Experiment, Metric
+from psuite.model.experiment import Experiment, Location, Metric
 from psuite.model.report import MultiReport, ProfileReport
 
 
@@ -106,11 +106,15 @@ def microseconds_per_sample(st: SourceTree) -> int | None:
 
 # -- the analysis model's call tree (psuite.model.experiment) ----------------------
 # The description psuite.analysis.experiments (ROOT_DESCRIPTION) gives the program root it adds above a
-# profile's call trees, and the attribute it sets on the experiment of profiles without call paths (a
-# format does not import the analysis layer; tests/psprocess/test_model_flame.py checks they agree)
+# profile's call trees, the attribute it sets on the experiment of profiles without call paths, and the
+# attributes below it gives a profile's experiment (a format does not import the analysis layer;
+# tests/psprocess/test_model_flame.py checks they agree)
 PROGRAM_ROOT = "the whole program"
 FLAT_PROFILE = "psuite::flat"
 INLINED = "inlined into its caller"  # the description of an inlined function's region ("f [inlined]")
+SAMPLED_ON = "psuite::event"  # the experiment attribute of a profile: the event its samples were taken on
+OBJECT = "psuite::object"  # region attribute: the object file of a function whose region's module is its source
+WALLCLOCK = "wallclock"  # location attribute: the wall-clock seconds of the location's run
 _SECONDS = ("sec", "s", "second", "seconds")
 
 
@@ -120,6 +124,17 @@ def added_root(exp: Experiment, cnode: int) -> bool:
     c = exp.cnodes[cnode]
     r = exp.regions[c.region]
     return c.parent is None and r.role == "artificial" and r.description == PROGRAM_ROOT
+
+
+def location_name(loc: Location) -> str:
+    """"rank R thread T", or without an MPI rank "host pid P thread T", from
+    the run attributes psuite gives a location (as a document's thread is
+    labelled); else its system-tree label."""
+    a = loc.attributes
+    if "thread" not in a:
+        return text(loc.label)
+    where = f"rank {a['rank']}" if "rank" in a else f"{a.get('host', loc.node)} pid {a.get('pid', '?')}"
+    return text(f"{where} thread {a['thread']}")
 
 
 def region_names(exp: Experiment) -> list[tuple[str, bool]]:

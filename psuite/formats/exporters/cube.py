@@ -65,6 +65,10 @@ SAMPLED_ON = "psuite::event"  # experiments.SAMPLED_ON: a psuite profile, whose 
 # run to run, and CubeLib unifies regions only of equal name, file, begin and end line (Region's ==): written
 # as unknown (-1) and kept here, psuite's reading restores them (experiments.as_written)
 SAMPLED_LINES = "psuite::sampled_lines"
+# a profile's call paths' lines ("cnode line" a line, cnodes numbered as in the file): where samples fell in a
+# leaf, the call site in a caller, as they fell in this run; CubeLib unifies call paths only of equal call-site
+# line (Cnode's ==), so they are written as unknown and kept here, restored by experiments.as_written
+SAMPLED_CALL_LINES = "psuite::sampled_call_lines"
 FLOAT_TYPES = ("DOUBLE", "MINDOUBLE", "MAXDOUBLE")
 
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # characters XML 1.0 cannot hold
@@ -357,10 +361,16 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
     stand_ins = {k[len(prefix):]: v for k, v in exp.attributes.items() if k.startswith(prefix)}
     attributes = {"CUBE_CT_AGGR": "SUM", "Creator": "psuite", **exp.attributes}
     attributes.pop(SAMPLED_LINES, None)
-    if SAMPLED_ON in exp.attributes:
+    attributes.pop(SAMPLED_CALL_LINES, None)
+    sampled = SAMPLED_ON in exp.attributes
+    if sampled:
         lines = [f"{i} {r.begin} {r.end}" for i, r in enumerate(exp.regions) if r.begin >= 0 or r.end >= 0]
         if lines:
             attributes[SAMPLED_LINES] = "\n".join(lines)
+        cnodes = exp.cnodes
+        lines = [f"{k} {line}" for k, c in enumerate(deep.tolist()) if (line := cnodes[c].line) >= 0]
+        if lines:
+            attributes[SAMPLED_CALL_LINES] = "\n".join(lines)
     out += [f'<attr key="{_attr(k)}" value="{_attr(v)}"/>' for k, v in attributes.items()]
     out.append("<metrics>")
     file_id = {i: k for k, i in enumerate(order)}
@@ -387,7 +397,6 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
     for i in exp.metric_children(None):
         metric(i)
     out.append("</metrics><program>")
-    sampled = SAMPLED_ON in exp.attributes
     for i, r in enumerate(exp.regions):
         begin, end = (-1, -1) if sampled else (r.begin, r.end)
         out.append(f'<region id="{i}" mod="{_attr(r.module)}" begin="{begin}" end="{end}"><name>{escape(r.name)}'
@@ -401,7 +410,7 @@ def _anchor(exp: Experiment, order: list[int], dtypes: dict, deep: np.ndarray, l
         d = 0 if node.parent is None else depth[node.parent] + 1
         depth[c] = d
         out.append("</cnode>" * (open_depth - d + 1))
-        line = f' line="{node.line}"' if node.line >= 0 else ""
+        line = f' line="{node.line}"' if node.line >= 0 and not sampled else ""
         out.append(f'<cnode id="{file_cnode}" calleeId="{node.region}"{line}>{_attrs(node.attributes)}')
         open_depth = d
     out.append("</cnode>" * (open_depth + 1))

@@ -30,8 +30,15 @@ import json
 import numpy as np
 
 from psuite._version import __version__
-from psuite.formats.exporters.calltree_common import added_root, as_int, check_call_paths, text, time_metric
-from psuite.model.experiment import Experiment, Location
+from psuite.formats.exporters.calltree_common import (
+    added_root,
+    as_int,
+    check_call_paths,
+    location_name,
+    text,
+    time_metric,
+)
+from psuite.model.experiment import Experiment
 
 EXTENSION = ".speedscope.json"
 SCHEMA = "https://www.speedscope.app/file-format-schema.json"
@@ -40,16 +47,6 @@ SCHEMA = "https://www.speedscope.app/file-format-schema.json"
 def _program(exp: Experiment) -> str:
     command = exp.attributes.get("command", "").split()
     return text(command[0].rsplit("/", 1)[-1]) if command else "program"
-
-
-def location_name(loc: Location) -> str:
-    """"rank R thread T", or without an MPI rank "host pid P thread T", from
-    the run attributes psuite gives a location; else its system-tree label."""
-    a = loc.attributes
-    if "thread" not in a:
-        return text(loc.label)
-    where = f"rank {a['rank']}" if "rank" in a else f"{a.get('host', loc.node)} pid {a.get('pid', '?')}"
-    return text(f"{where} thread {a['thread']}")
 
 
 def targets(path: str) -> list[str]:
