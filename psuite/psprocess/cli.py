@@ -111,8 +111,8 @@ def build_parser() -> ArgumentParser:
                           "flamegraph.pl, inferno and speedscope")
     p.add_output_argument("--speedscope", metavar="FILE", help="profiles with call paths and CUBE files: write "
                           "FILE in speedscope's JSON format, one profile per thread")
-    p.add_output_argument("--pprof", metavar="FILE", help="profiles with call paths: write FILE as pprof's "
-                          "profile.proto (gzip), read by go tool pprof")
+    p.add_output_argument("--pprof", metavar="FILE", help="profiles with call paths and CUBE files: write FILE "
+                          "as pprof's profile.proto (gzip), read by go tool pprof")
     p.add_output_argument("--cube", metavar="FILE.cubex", help="write a CUBE 4 file (profiles or counting "
                           "reports; with -c, every rank and thread in one cube) and its statistics file FILE.stat")
     p.add_output_argument("--html", metavar="FILE.html", help="write FILE.html: the report as one "
@@ -355,7 +355,7 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
 
 def _cube_report(args, exports: list[tuple[str, str]], threshold_given: bool):
     """The text, json or csv report of CUBE files (experiments.cube_report),
-    in pieces, after their --folded and --speedscope (_cube_exports): none
+    in pieces, after their --folded, --speedscope and --pprof (_cube_exports): none
     then unless -o names a report; None when no input is a CUBE file
     (asked first without numpy)."""
     from psuite.formats.readers import is_cube
