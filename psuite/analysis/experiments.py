@@ -485,20 +485,28 @@ def _per_sample(r, timer: bool) -> float:
     return (r.threshold / 1e6 if timer else r.threshold or 1) if r.threshold else 0
 
 
-def _fill(exp: Experiment, metrics: list[Metric], cells: list[tuple[int, int, float, float]]) -> None:
-    """The two profile metrics from (cnode, location, samples, second) cells."""
+def _fill(exp: Experiment, metrics: list[Metric], parts: list[tuple], unique: bool) -> None:
+    """The two profile metrics from parts (cnodes, location, samples,
+    second), each an array or a number: the cells of one location each
+    once (unique, a thread's call paths: stored directly), or cells that
+    may repeat (summed)."""
     import numpy as np
 
     for m in metrics:
         exp.add_metric(m)
     samples, second = (exp.zeros(m) for m in metrics)
-    if cells:
-        c, loc, n, v = (np.asarray(x) for x in zip(*cells, strict=True))
-        if n.max(initial=0) > INT64_MAX:  # summed samples beyond int64: keep them as doubles
-            metrics[0].dtype = "DOUBLE"
-            samples = exp.zeros(metrics[0])
-        np.add.at(samples, (c, loc), n.astype(samples.dtype))
-        np.add.at(second, (c, loc), v.astype(np.float64))
+    parts = [(np.asarray(c, dtype=np.int64), loc if np.isscalar(loc) else np.asarray(loc, dtype=np.int64),
+              np.asarray(n), np.asarray(v, dtype=np.float64)) for c, loc, n, v in parts if len(c)]
+    if any(n.dtype == object or n.max() > INT64_MAX for _, _, n, _ in parts):
+        metrics[0].dtype = "DOUBLE"  # summed samples beyond int64: kept as doubles
+        samples = exp.zeros(metrics[0])
+    for c, loc, n, v in parts:
+        if unique:
+            samples[c, loc] = n.astype(samples.dtype)
+            second[c, loc] = v
+        else:
+            np.add.at(samples, (c, loc), n.astype(samples.dtype))
+            np.add.at(second, (c, loc), v)
 
 
 def _profile_model(exp: Experiment, program: str, reports: list, where: list[int]) -> None:
@@ -520,7 +528,7 @@ def _profile_model(exp: Experiment, program: str, reports: list, where: list[int
     for r, loc_id in zip(reports, where, strict=True):
         scale = _per_sample(r, timer)
         cells += [(cnode_of[loc.function], loc_id, loc.samples, loc.samples * scale) for loc in r.locations]
-    _fill(exp, metrics, cells)
+    _fill(exp, metrics, [tuple(zip(*cells, strict=True))] if cells else [], unique=False)
 
 
 @dataclass
@@ -558,18 +566,115 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
     a leaf, the call site in a caller; the first thread's where threads
     differ), the object module of a region whose module is its source
     file (attribute OBJECT), and each location's run wall clock
-    (WALLCLOCK)."""
-    from psuite.formats.exporters.calltree_common import frame_file, frame_name
-    from psuite.model.calltree import BLOCKED_FUNCTION, ROOT_FRAME, TRUNCATED_FUNCTION
+    (WALLCLOCK).
 
-    placeholders = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)
-    # The merged tree as flat lists (a CallNode each would cost more than
-    # the rest): node u has frame[u] and kids[u], Frame.key -> node; 0 is the root.
+    A call-path profile can have millions of nodes, so this is one lean
+    pass per tree: one thread's tree is already merged and becomes the
+    cnodes directly; several are merged first into flat lists (node u has
+    frame[u] and kids[u], Frame.key -> node) rather than CallNodes."""
+    import numpy as np
+
+    root = _root(exp, program)
+    cnodes, new_cnode = exp.cnodes, Cnode
+    regions = _CalltreeRegions(exp)
+    region_of, add_region = regions.index, regions.add
+    if len(calltrees) == 1:
+        ids: list[int] = []  # the cnodes with samples of their own, and those samples
+        own: list = []
+        todo = [(c, root) for c in reversed(calltrees[0].thread.tree.root.children.values())]
+        pop, extend = todo.pop, todo.extend
+        while todo:  # depth first, children in the order met
+            node, parent = pop()
+            f = node.frame
+            r = region_of.get((f.function, f.module, f.inlined))  # Frame.key
+            if r is None:
+                r = add_region(f)
+            c = len(cnodes)
+            cnodes.append(new_cnode(r, parent, f.line if f.line > 0 else -1))
+            if node.exclusive:
+                ids.append(c)
+                own.append(node.exclusive)
+            if node.children:
+                extend(zip(reversed(node.children.values()), repeat(c)))
+        per_thread = [(ids, own)]
+    else:
+        per_thread = _merged_calltrees(exp, calltrees, root, regions)
+    regions.settle_lines()
+    for st, loc_id in zip(calltrees, where, strict=True):  # the run's duration (pprof's)
+        if st.report.wallclock is not None:
+            exp.locations[loc_id].attributes[WALLCLOCK] = repr(float(st.report.wallclock))
+    metrics, timer = _profile_metrics(calltrees[0])
+    parts = []
+    for st, loc_id, (ids, own) in zip(calltrees, where, per_thread, strict=True):
+        n = np.asarray(own)
+        parts.append((ids, loc_id, n, n.astype(np.float64) * _per_sample(st, timer) if len(own) else n))
+    _fill(exp, metrics, parts, unique=True)
+
+
+class _CalltreeRegions:
+    """The regions of a call-path profile, one per Frame.key, and their
+    first and last lines (computed once at the end from the cnodes')."""
+
+    def __init__(self, exp: Experiment) -> None:
+        from psuite.model.calltree import BLOCKED_FUNCTION, TRUNCATED_FUNCTION
+
+        self.exp = exp
+        self.index: dict[tuple, int] = {}
+        self.placeholders = (TRUNCATED_FUNCTION, BLOCKED_FUNCTION)
+        self.first = len(exp.regions)
+
+    def add(self, f) -> int:
+        from psuite.formats.exporters.calltree_common import frame_file, frame_name
+
+        name = frame_name(f)
+        source = frame_file(f)
+        r = self.index[(f.function, f.module, f.inlined)] = self.exp.add_region(
+            Region(
+                f"{name} [inlined]" if f.inlined else name,
+                source or f.module,
+                -1,
+                -1,
+                "inlined into its caller" if f.inlined else "",
+                "artificial" if f.function in self.placeholders else "function",
+                # the module holds the source file: the object file is said apart (pprof's mappings)
+                attributes={OBJECT: f.module} if source else {},
+            )
+        )
+        return r
+
+    def settle_lines(self) -> None:
+        """Each region's first and last line: the least and greatest of its
+        cnodes' lines."""
+        import numpy as np
+
+        cnodes = self.exp.cnodes
+        region = np.fromiter((c.region for c in cnodes), dtype=np.int64, count=len(cnodes))
+        line = np.fromiter((c.line for c in cnodes), dtype=np.int64, count=len(cnodes))
+        keep = (line > 0) & (region >= self.first)
+        if not keep.any():
+            return
+        region, line = region[keep], line[keep]
+        n = len(self.exp.regions)
+        begin = np.full(n, np.iinfo(np.int64).max)
+        end = np.full(n, -1)
+        np.minimum.at(begin, region, line)
+        np.maximum.at(end, region, line)
+        for r in np.flatnonzero(end > 0).tolist():
+            self.exp.regions[r].begin, self.exp.regions[r].end = int(begin[r]), int(end[r])
+
+
+def _merged_calltrees(exp: Experiment, calltrees: list, root: int, regions: _CalltreeRegions) -> list[tuple]:
+    """The cnodes of several threads' trees merged (Frame.key under one
+    parent is one call path), depth first with children in the order met;
+    per thread, its cnodes with samples of their own and those samples."""
+    from psuite.model.calltree import ROOT_FRAME
+
     frame = [ROOT_FRAME]
     kids: list[dict] = [{}]
-    per_thread: list[list[tuple[int, float]]] = []
+    per_thread: list[tuple[list[int], list]] = []
     for st in calltrees:
-        values = []
+        ids: list[int] = []
+        own: list = []
         stack = [(st.thread.tree.root, 0)]
         while stack:
             node, u = stack.pop()
@@ -581,69 +686,28 @@ def _calltree_model(exp: Experiment, program: str, calltrees: list, where: list[
                     frame.append(child.frame)
                     kids.append({})
                 if child.exclusive:
-                    values.append((c, child.exclusive))
+                    ids.append(c)
+                    own.append(child.exclusive)
                 if child.children:
                     stack.append((child, c))
-        per_thread.append(values)
-    root = _root(exp, program)
-    region_of: dict = {}
+        per_thread.append((ids, own))
     cnode_of = [root] * len(frame)
-    # the cnodes are appended here directly (parents first by construction), their regions' first and
-    # last lines computed once at the end: a call-path profile can have millions of nodes
     cnodes, new_cnode = exp.cnodes, Cnode
-    region_lines: list[tuple[int, int]] = []  # (region, line) of the nodes with a line
+    region_of, add_region = regions.index, regions.add
     todo = [(c, root) for c in reversed(kids[0].values())]
     pop, extend = todo.pop, todo.extend
     while todo:  # depth first, children in the order met
         u, parent = pop()
         f = frame[u]
-        key = (f.function, f.module, f.inlined)  # Frame.key
-        r = region_of.get(key)
+        r = region_of.get((f.function, f.module, f.inlined))  # Frame.key
         if r is None:
-            name = frame_name(f)
-            source = frame_file(f)
-            r = region_of[key] = exp.add_region(
-                Region(
-                    f"{name} [inlined]" if f.inlined else name,
-                    source or f.module,
-                    -1,
-                    -1,
-                    "inlined into its caller" if f.inlined else "",
-                    "artificial" if f.function in placeholders else "function",
-                    # the module holds the source file: the object file is said apart (pprof's mappings)
-                    attributes={OBJECT: f.module} if source else {},
-                )
-            )
-        line = f.line
-        if line > 0:
-            region_lines.append((r, line))
-        else:
-            line = -1
+            r = add_region(f)
         c = cnode_of[u] = len(cnodes)
-        cnodes.append(new_cnode(r, parent, line))
+        cnodes.append(new_cnode(r, parent, f.line if f.line > 0 else -1))
         below = kids[u]
         if below:
             extend(zip(reversed(below.values()), repeat(c)))
-    lines: dict[int, list[int]] = {}
-    for r, line in region_lines:
-        got = lines.get(r)
-        if got is None:
-            lines[r] = [line, line]
-        elif line < got[0]:
-            got[0] = line
-        elif line > got[1]:
-            got[1] = line
-    for r, (begin, end) in lines.items():
-        exp.regions[r].begin, exp.regions[r].end = begin, end
-    for st, loc_id in zip(calltrees, where, strict=True):  # the run's duration (pprof's)
-        if st.report.wallclock is not None:
-            exp.locations[loc_id].attributes[WALLCLOCK] = repr(float(st.report.wallclock))
-    metrics, timer = _profile_metrics(calltrees[0])
-    cells = []
-    for st, loc_id, values in zip(calltrees, where, per_thread, strict=True):
-        scale = _per_sample(st, timer)
-        cells += [(cnode_of[u], loc_id, v, v * scale) for u, v in values]
-    _fill(exp, metrics, cells)
+    return [([cnode_of[u] for u in ids], own) for ids, own in per_thread]
 
 
 # -- counting reports ----------------------------------------------------------

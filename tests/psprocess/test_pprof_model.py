@@ -50,13 +50,26 @@ def from_documents(doc: str) -> Counter:
     first, a frame and the inlined frames below it one location (the
     innermost first) in the frame's object file, each with its function,
     source file and line (a call path's line as the first thread having
-    it has it: the model keeps one per call path)."""
+    it has it: the model keeps one per call path; a function's source file
+    its region's, one of those its frames give: the model keeps one per
+    function, where an assembly function's addresses can resolve with
+    and without line information)."""
     from psuite.analysis.inputs import load
     from psuite.analysis.metrics import derive_standard
     from psuite.analysis.prepare import prepare
 
     report = prepare(load(doc), derive_standard)
     trees = source_trees(report, "--pprof")
+    files_of: dict[tuple, set[str]] = {}  # Frame.key -> the source files its frames give
+    for st in trees:
+        for node in st.thread.tree.nodes():
+            files_of.setdefault(node.frame.key, set()).add(frame_file(node.frame))
+    region_file = {}
+    for r in experiments.from_report(report).regions:
+        inlined = r.description == "inlined into its caller" and r.name.endswith(" [inlined]")
+        obj = r.attributes.get("psuite::object")
+        region_file[(r.name.removesuffix(" [inlined]") if inlined else r.name, r.module if obj is None else obj,
+                     inlined)] = "" if obj is None else r.module
     line_of: dict[tuple, int] = {}
     for st in trees:
         for node in st.thread.tree.nodes():
@@ -68,7 +81,9 @@ def from_documents(doc: str) -> Counter:
             groups: list[list] = []
             for depth, f in enumerate(path):
                 line = max(line_of[tuple(g.key for g in path[:depth + 1])], 0)
-                entry = (frame_name(f), frame_name(f), frame_file(f), line)
+                source = region_file[(frame_name(f), f.module, f.inlined)]
+                assert source in files_of[f.key]
+                entry = (frame_name(f), frame_name(f), source, line)
                 if f.inlined and groups:
                     groups[-1].insert(1, entry)  # after the object file: innermost first
                 else:
