@@ -922,6 +922,23 @@ def _agrees(exp: Experiment, expression: str, cells: list[tuple[int, float]]) ->
 
 
 # -- psprocess's report of CUBE files -------------------------------------------
+def check_cube_inputs(named: Sequence[str], refused: Sequence[str], mixed: str, without: str) -> None:
+    """UsageError, one line, unless the CUBE files among named can be read
+    as asked: no PerfSuite document among them (mixed: what to do, with
+    {cube} and {document}), no option only documents have (without: how,
+    with {option}), no cube given twice."""
+    from psuite.analysis import inputs
+
+    cubes = [s for s in named if is_cube(s)]
+    documents = [s for s in named if s not in cubes]
+    if documents:
+        raise UsageError(mixed.format(cube=cubes[0], document=documents[0]))
+    if refused:
+        raise UsageError(f"{refused[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; "
+                         + without.format(option=refused[0]))
+    inputs.check_distinct(cubes)
+
+
 def cube_report(sources: Sequence[str], fmt: str, combine: bool, refused: Sequence[str] = (),
                 warn=None):
     """The report (text, json or csv, in pieces) psprocess shows when its
@@ -938,19 +955,14 @@ def cube_report(sources: Sequence[str], fmt: str, combine: bool, refused: Sequen
     cubes = [s for s in named if is_cube(s)]
     if not cubes:
         return None
-    documents = [s for s in named if s not in cubes]
-    if documents:
-        raise UsageError(f"{cubes[0]} is a CUBE file and {documents[0]} a PerfSuite document: report on one kind at "
-                         f"a time (psprocess --cube X.cubex {documents[0]} makes a cube of it)")
-    if refused:
-        raise UsageError(f"{refused[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; show it without "
-                         f"{refused[0]}")
+    check_cube_inputs(named, refused,
+                      "{cube} is a CUBE file and {document} a PerfSuite document: report on one kind at a time "
+                      "(psprocess --cube X.cubex {document} makes a cube of it)", "show it without {option}")
     if fmt not in experiment_views.FORMATS:
         raise UsageError(f"-f {fmt}: a CUBE file is shown as {', '.join(experiment_views.FORMATS)} or html, not {fmt}")
     if len(cubes) > 1 and not combine and fmt != "text":
         raise UsageError(f"-f {fmt} shows one report, and {len(cubes)} CUBE files were given; give one, or combine "
                          "them with -c")
-    inputs.check_distinct(cubes)
     exps = [inputs.load(s, warn=warn, cubes=True) for s in cubes]
     if combine and len(exps) > 1:
         exps = [algebra.side_by_side(exps)]

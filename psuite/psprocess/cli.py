@@ -396,17 +396,14 @@ def _cube_exports(args, named: list[str], exports: list[tuple[str, str]], refuse
     experiment written.  Refused, one line each: a mix with PerfSuite
     documents, an option only documents have, a cube given twice."""
     from psuite.analysis import algebra, inputs
+    from psuite.analysis.experiments import check_cube_inputs
     from psuite.formats.readers import is_cube
 
+    check_cube_inputs(named, refused,
+                      f"--{exports[0][0]} exports one kind of input, and {{cube}} is a CUBE file while {{document}} "
+                      "is a PerfSuite document; give cubes or documents",
+                      f"give it to {' and '.join('--' + name for name, _ in exports)} without {{option}}")
     cubes = [s for s in named if is_cube(s)]
-    documents = [s for s in named if s not in cubes]
-    if documents:
-        raise UsageError(f"--{exports[0][0]} exports one kind of input, and {cubes[0]} is a CUBE file while "
-                         f"{documents[0]} is a PerfSuite document; give cubes or documents")
-    if refused:
-        raise UsageError(f"{refused[0]} reads PerfSuite documents, and {cubes[0]} is a CUBE file; give it to "
-                         f"{' and '.join('--' + name for name, _ in exports)} without {refused[0]}")
-    inputs.check_distinct(cubes)
     exps = [inputs.load(s, warn=_warn, cubes=True) for s in cubes]
     exp = algebra.side_by_side(exps) if len(exps) > 1 else exps[0]
     for name, path in exports:
