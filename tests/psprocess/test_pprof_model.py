@@ -11,10 +11,7 @@ exclusive time."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import tarfile
 from collections import Counter
 from pathlib import Path
@@ -27,6 +24,7 @@ from psuite.formats.exporters.calltree_common import frame_file, frame_name, sou
 from tests.callpath_helpers import build
 from tests.conftest import one_line_error, run_tool
 from tests.psprocess.pprof_proto import decode
+from tests.psprocess.test_calltree_exports import go_pprof
 from tests.psprocess.test_model_flame import SCOREP, cubelib_time
 from tests.test_formats_agree import run  # noqa: F401  (the 4-rank profiling fixture)
 
@@ -99,15 +97,6 @@ def pprof_of(*args: str, out: Path) -> dict:
     assert p.returncode == 0, p.stderr
     assert p.stderr.startswith(f"psprocess: wrote {out} (pprof (") and p.stdout == ""
     return decode(out)
-
-
-def go_pprof(*args: str) -> str:
-    go = shutil.which("go")
-    assert go, "go is needed for go tool pprof (Debian package golang-go; tests/run.sh installs it)"
-    env = {**os.environ, "PPROF_TMPDIR": os.environ.get("TMPDIR", "/tmp")}
-    p = subprocess.run([go, "tool", "pprof", *args], capture_output=True, text=True, timeout=300, env=env)
-    assert p.returncode == 0, p.stderr
-    return p.stdout
 
 
 def check_profile(doc: str, tmp_path: Path) -> dict:

@@ -10,7 +10,6 @@ Python API, the main thread is 1, the first worker 2, the second 3."""
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from collections import Counter
@@ -21,6 +20,7 @@ from lxml import etree
 
 import psuite
 from tests.conftest import run_tool
+from tests.psprocess.pprof_proto import decode
 
 SPINNERS = {1: "main_spin", 2: "first_spin", 3: "second_spin"}  # what each thread number holds
 SPIN_MS = "150"
@@ -116,68 +116,18 @@ def test_cubes_number_threads_as_the_reports(run, tmp_path):
         assert cube_threads(tmp_path / "profile.cubex") == SPINNERS
 
 
-def _fields(buf: bytes):
-    """(field number, value) of a protobuf message: ints for varints, bytes
-    for length-delimited fields (all profile.proto uses)."""
-    i = 0
-    while i < len(buf):
-        key, i = _varint(buf, i)
-        if key & 7 == 0:
-            value, i = _varint(buf, i)
-        else:
-            assert key & 7 == 2, key
-            n, i = _varint(buf, i)
-            value, i = buf[i:i + n], i + n
-        yield key >> 3, value
-
-
-def _varint(buf: bytes, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return value, i
-
-
-def _ints(value) -> list[int]:
-    """A repeated integer field: packed (bytes) or one varint."""
-    if isinstance(value, int):
-        return [value]
-    out, i = [], 0
-    while i < len(value):
-        v, i = _varint(value, i)
-        out.append(v)
-    return out
-
-
 def pprof_threads(path: Path) -> dict[int, str]:
-    """A pprof profile.proto read back: per thread label ("... thread N"),
-    the spinner that most of its samples end in."""
-    msg = list(_fields(gzip.decompress(path.read_bytes())))
-    strings = [v.decode() for f, v in msg if f == 6]
-    sample_types = [dict(_fields(v)) for f, v in msg if f == 1]
-    [index] = [i for i, t in enumerate(sample_types) if strings[t[1]] == "samples"]
-    functions = {d[1]: strings[d[2]] for d in (dict(_fields(v)) for f, v in msg if f == 5)}
-    leaf_function = {}
-    for f, v in msg:
-        if f == 4:
-            location = list(_fields(v))
-            lines = [dict(_fields(line)) for k, line in location if k == 4]
-            leaf_function[dict(location)[1]] = functions[lines[0][1]]  # the innermost line first
+    """A pprof profile.proto read back (tests/psprocess/pprof_proto.py): per
+    thread label ("... thread N"), the spinner that most of its samples end
+    in."""
     counts: dict[int, Counter] = {}
-    for f, v in msg:
-        if f != 2:
-            continue
-        sample = list(_fields(v))
-        locations = [x for k, val in sample if k == 1 for x in _ints(val)]
-        value = [x for k, val in sample if k == 2 for x in _ints(val)][index]
-        labels = [dict(_fields(val)) for k, val in sample if k == 3]
-        [thread] = [strings[label[2]] for label in labels if strings[label[1]] == "thread"]
+    got = decode(path)
+    index = [name for name, _ in got["types"]].index("samples")
+    for (labels, values, stack), n in got["samples"].items():
+        [thread] = [value for key, value in labels if key == "thread"]
         number = int(re.fullmatch(r".* thread (\d+)", thread).group(1))
-        counts.setdefault(number, Counter())[leaf_function[locations[0]]] += value
+        leaf_function = stack[0][2][0][0]  # the leaf location's innermost line
+        counts.setdefault(number, Counter())[leaf_function] += values[index] * n
     return {n: dominant(c) for n, c in counts.items()}
 
 
