@@ -1,8 +1,12 @@
-"""Combining many counting reports (ranks, threads, runs) into one view:
-per event and per derived metric, count, sum, mean, minimum and maximum
-(naming the rank or thread), population standard deviation, quartiles
-(linear interpolation, as statistics.quantiles(method="inclusive") and
-numpy's default) and the imbalance max / mean.
+"""Combining many reports (ranks, threads, runs) into one view: the
+members' experiments merged (experiments.from_report of the combination,
+the cube `psprocess -c --cube` writes), and statistics over that
+experiment's locations.  Per event and per derived metric of counting
+reports, per function and per call path of profiles: count, sum, mean,
+minimum and maximum (naming the rank or thread), population standard
+deviation, quartiles (linear interpolation, as
+statistics.quantiles(method="inclusive") and numpy's default) and the
+imbalance max / mean.
 
 Inputs are files, directories (their *.xml) and glob patterns; each
 document is parsed, reduced to the model and dropped, so memory grows with
