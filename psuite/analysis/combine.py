@@ -107,8 +107,12 @@ def function_spread(reports: list[ProfileReport], exp: Experiment | None = None)
 
     if exp is None:
         exp = experiments.from_report(MultiReport(reports=list(reports)))
-    flat = bool(exp.attributes.get(experiments.FLAT_PROFILE))
-    who = [location_label(loc, thread=not flat) for loc in exp.locations]
+    if exp.attributes.get(experiments.FLAT_PROFILE):  # a location per profile, named as the report is
+        who = [""] * len(exp.locations)
+        for r, loc in zip(reports, experiments.report_locations(exp, reports), strict=True):
+            who[loc] = r.who
+    else:  # a location per thread of the call trees
+        who = [thread_label(loc) for loc in exp.locations]
     names = _function_names(exp)
     samples = exp.stored("samples")
     per_name: dict[str, np.ndarray] = {}
@@ -123,25 +127,13 @@ def function_spread(reports: list[ProfileReport], exp: Experiment | None = None)
     return sorted(stats, key=lambda s: (-s.sum, s.name))
 
 
-def location_label(loc, thread: bool = False) -> str:
-    """How a location of an experiment made from documents is named among
-    others.  A report's (thread False): its process (MPI rank, else pid on
-    host), then its thread, psuite's thread 0 of a process report being the
-    whole process.  A thread's call tree (thread True): as
-    calltree.ThreadTree.label names it, "rank 3 thread 0" or "host pid 42
-    thread 1"."""
+def thread_label(loc) -> str:
+    """How a thread's location of an experiment made from call-path
+    profiles is named among others, as calltree.ThreadTree.label names it:
+    "rank 3 thread 0", or "host pid 42 thread 1"."""
     a = loc.attributes
-    host = a.get("host", "localhost")
-    if thread:
-        where = f"rank {a['rank']}" if "rank" in a else f"{host} pid {a.get('pid', 0)}"
-        return f"{where} thread {a.get('thread', 0)}"
-    if "rank" in a:
-        where = f"rank {a['rank']}"
-    elif "pid" in a:
-        where = f"pid {a['pid']} on {host}"
-    else:
-        where = loc.label
-    return f"{where} thread {a['thread']}" if a.get("thread", "0") != "0" else where
+    where = f"rank {a['rank']}" if "rank" in a else f"{a.get('host', 'localhost')} pid {a.get('pid', 0)}"
+    return f"{where} thread {a.get('thread', 0)}"
 
 
 def _function_names(exp: Experiment) -> list[str]:
@@ -187,7 +179,7 @@ def callpath_spread(multi: MultiReport, exp: Experiment | None = None) -> list[P
         exp = experiments.from_report(MultiReport(reports=list(multi.reports)))
     if exp.attributes.get(experiments.FLAT_PROFILE):
         return []
-    who = [location_label(loc, thread=True) for loc in exp.locations]
+    who = [thread_label(loc) for loc in exp.locations]
     names = _function_names(exp)
     exclusive = exp.stored("samples").astype(float)
     inclusive = exp.inclusive("samples").astype(float)
