@@ -97,6 +97,24 @@ def test_open_mpi_run_gives_one_report_per_rank(workdir, tmp_path_factory):
     assert faults["max_who"] == "rank 3"  # rank 3 touched the most pages
 
 
+def test_a_value_several_ranks_share_names_the_lowest_rank(targets, tmp_path):
+    """Ranks 2 and 10 count the same: min and max name rank 2, the first of
+    them in the system tree (and in the merged cube), although the file of
+    rank 10 comes first by name."""
+    env = {**os.environ, "OMPI_COMM_WORLD_RANK": "2"}
+    p = run_tool("psrun", "-q", "-d", str(tmp_path), "-e", "task-clock,page-faults", targets["work"], "10", "1", "0",
+                 env=env)
+    assert p.returncode == 0, p.stderr
+    [two] = tmp_path.glob("*.xml")
+    ten = tmp_path / two.name.replace(".r2.", ".r10.")
+    ten.write_text(two.read_text().replace("MPI rank 2", "MPI rank 10"))
+    assert sorted(p.name for p in tmp_path.glob("*.xml"))[0] == ten.name
+    doc = json.loads(run_tool("psprocess", "-c", "-f", "json", str(tmp_path)).stdout)
+    for s in doc["statistics"]:
+        assert s["count"] == 2 and s["min"] == s["max"], s
+        assert (s["min_who"], s["max_who"]) == ("rank 2", "rank 2"), s
+
+
 def run_tool_argv() -> list[str]:
     return [sys.executable, "-m", "psuite.psrun"]
 
