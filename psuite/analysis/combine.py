@@ -85,11 +85,12 @@ def compute(reports: list[CountReport], exp: Experiment | None = None) -> list[S
             has[loc].add(("metric", m.name))
             order.setdefault(("metric", m.name), None)
     out: list[Statistic] = []
+    root_value = experiments.root_values(exp)
     for kind in ("event", "metric"):
         for k, name in order:
             if k != kind:
                 continue
-            row = experiments.root_values(exp, name, kind)
+            row = root_value(name, kind)
             out.append(statistic(name, kind, [(float(row[loc]), who[loc]) for loc in range(len(exp.locations))
                                               if (kind, name) in has[loc]]))
     return out

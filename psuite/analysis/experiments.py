@@ -31,14 +31,18 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
+from typing import TYPE_CHECKING
 
 from psuite.errors import UsageError
 from psuite.formats.readers import is_cube  # noqa: F401  (experiments.is_cube: its callers' name)
 from psuite.model.cube_names import cubepl_name, with_cubepl_names  # unique names CubePL can name
 from psuite.model.experiment import EXCLUSIVE, Cnode, Experiment, Location, Metric, Region, metric_names
+
+if TYPE_CHECKING:
+    import numpy as np
 
 SECONDS = ("sec", "s", "second", "seconds")
 INT64_MAX = 2**63 - 1
@@ -406,17 +410,25 @@ def report_locations(exp: Experiment, reports: Sequence) -> list[int]:
     return out
 
 
-def root_values(exp: Experiment, name: str, kind: str = "event"):
-    """Per location, the value at the root of a counting report's event
-    (kind "event") or derived metric ("metric"), named as the reports name
-    it (the metric's display name): stored, or computed from its
-    expression."""
-    found = [m for m in exp.metrics if m.display == name]
-    if not found:
-        raise KeyError(f"no metric {name!r}")
-    m = found[0] if kind == "event" else found[-1]  # events come first, derived metrics last
+def root_values(exp: Experiment) -> Callable[[str, str], np.ndarray]:
+    """A function giving, per location, the value at the root of a counting
+    report's event (kind "event") or derived metric ("metric"), named as the
+    reports name it (the metric's display name): stored, or computed from
+    its expression.  The metrics are indexed once: a report can hold a
+    million events."""
+    by_display: dict[str, list[Metric]] = {}
+    for m in exp.metrics:
+        by_display.setdefault(m.display, []).append(m)
     root = exp.roots[0]
-    return exp.derived_values(m.name)[root] if m.derived else exp.stored(m.name)[root]
+
+    def value(name: str, kind: str = "event") -> np.ndarray:
+        found = by_display.get(name)
+        if not found:
+            raise KeyError(f"no metric {name!r}")
+        m = found[0] if kind == "event" else found[-1]  # events come first, derived metrics last
+        return exp.derived_values(m.name)[root] if m.derived else exp.stored(m.name)[root]
+
+    return value
 
 
 def run_attributes(item) -> dict[str, str]:
