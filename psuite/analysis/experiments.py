@@ -29,8 +29,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import itertools
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
@@ -39,7 +42,16 @@ from typing import TYPE_CHECKING
 from psuite.errors import UsageError
 from psuite.formats.readers import is_cube  # noqa: F401  (experiments.is_cube: its callers' name)
 from psuite.model.cube_names import cubepl_name, with_cubepl_names  # unique names CubePL can name
-from psuite.model.experiment import EXCLUSIVE, Cnode, Experiment, Location, Metric, Region, metric_names
+from psuite.model.experiment import (
+    EXCLUSIVE,
+    REPORT_METRIC,
+    Cnode,
+    Experiment,
+    Location,
+    Metric,
+    Region,
+    metric_names,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -133,11 +145,13 @@ def load(source: str, warn=None) -> Experiment:
 
 
 # -- reports -------------------------------------------------------------------
-def from_report(report, definitions: list | None = None) -> Experiment:
+def from_report(report, definitions: list | None = None, columnar: bool = False) -> Experiment:
     """The experiment of a CountReport, ProfileReport or MultiReport of
     either.  definitions: the psmetrics definitions the derived metrics
     came from (default: psuite's standard set); a metric not among them is
-    stored with its values."""
+    stored with its values.  columnar: one counting report's events stay
+    the experiment's metric columns (what psprocess's reports render, for
+    a million events), else they are made ordinary metrics."""
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
     if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
@@ -159,14 +173,14 @@ def from_report(report, definitions: list | None = None) -> Experiment:
         _one_event(reports)  # before any conversion: one line naming both events
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions)
-    return _experiment(reports, definitions)
+    return _experiment(reports, definitions, columnar=columnar)
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | None = None,
-                pending: dict | None = None) -> Experiment:
+                pending: dict | None = None, columnar: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
-    see _count_model."""
+    see _count_model; columnar: see from_report."""
     from psuite.model.report import ProfileReport
 
     exp = Experiment()
@@ -194,6 +208,8 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
 
             definitions = standard_definitions()
         _count_model(exp, program, reports, where, definitions, pending)
+        if not columnar:
+            exp.expand()
     if pending is None:  # a combination's members are checked by the merge
         exp.check()
     return exp
@@ -733,41 +749,34 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
     import numpy as np
 
     root = _root(exp, program)
-    events: dict[str, Metric] = {}
-    counts: dict[str, list[tuple[int, float]]] = {}
-    taken: set[str] = set()
-    for r, loc_id in zip(reports, where, strict=True):
-        for e in r.events:
-            if e.name not in events:
-                # named so that CubePL can refer to it (task-clock as task_clock), displayed as counted
-                unique = cubepl_name(e.name, taken)
-                taken.add(unique)
-                events[e.name] = _metric(unique, e.name, "UINT64", "events", e.description or e.name)
-            counts.setdefault(e.name, []).append((loc_id, e.count))
-    for name, m in events.items():
-        cells = counts[name]
-        if not all(_fits_int64(v) for _, v in cells):
-            m.dtype = "DOUBLE"
-        exp.add_metric(m)
-        a = exp.zeros(m)
-        for loc_id, v in cells:
-            a[root, loc_id] = _as_float(v) if m.dtype == "DOUBLE" else int(v)
+    for r, loc_id in zip(reports, where, strict=True):  # the run's description, its numbers left out
+        exp.locations[loc_id].run = dataclasses.replace(r, events=[], metrics=[])
+    events = _event_columns(exp, root, reports, where)
     _run_times(exp, root, reports, where, events)
     taken = {m.name for m in exp.metrics}
+    taken.update(events.values())
     by_name = {d.name: d for d in definitions}
     derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
+    names = None  # the events' names, a key of _expression's translations: made once
     for r, loc_id in zip(reports, where, strict=True):
         for d in r.metrics:
             if d.name not in derived:
                 unique = cubepl_name(d.name, taken)
                 taken.add(unique)
-                derived[d.name] = (_metric(unique, d.name, "DOUBLE", d.unit or "", d.description or d.name), [])
+                m = _metric(unique, d.name, "DOUBLE", d.unit or "", d.description or d.name)
+                # what the reports show of it: that it is a psmetrics metric, its own unit and description
+                m.attributes.update({REPORT_METRIC: "yes", **({"psuite::unit": d.unit} if d.unit else {}),
+                                     **({"psuite::description": d.description}
+                                        if d.description != m.description else {})})
+                derived[d.name] = (m, [])
             derived[d.name][1].append((loc_id, d.value))
     unknown: list[str] = []
     for name, (m, cells) in derived.items():
         expression = None
         if len(cells) == len(reports):  # every location has it: one expression may stand for all
-            expression = _expression(by_name.get(name), reports, events)
+            if names is None:
+                names = events.key()
+            expression = _expression(by_name.get(name), reports, events, names)
         exp.add_metric(m)
         if pending is not None:
             mine = pending.setdefault(m.name, {})
@@ -787,6 +796,7 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
         unknown.append(m.name)
     if unknown:  # ratios stored as values: the algebra must not subtract or average them (see NO_FORMULA)
         exp.attributes[NO_FORMULA] = "\n".join(unknown)
+    _LAST_NAMES[:] = [None, 0, []]  # the documents are not kept alive by it
 
 
 # psmetrics' run-level keywords, held as metrics of their own so that a derived metric refers to them
@@ -795,7 +805,130 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
 RUN_TIMES = {"wallsecs": ("wall_seconds", "Wall clock time"), "cpusecs": ("cpu_seconds", "CPU time")}
 
 
-def _run_times(exp: Experiment, root: int, reports: list, where: list[int], events: dict[str, Metric]) -> None:
+def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) -> _EventNames:
+    """The reports' events as the experiment's metric columns, in the order
+    first met; each metric's description the one every output shows (the
+    document's, else psuite's catalogue's: event_descriptions), its event
+    type, whether it is derived and its spelling in the document as
+    attributes where they are not the defaults.  Returns each event's
+    unique metric name.  A report can hold a million events: the work per
+    event is done at C speed (map, dict, numpy) wherever it can be."""
+    import numpy as np
+
+    from psuite.model.cube_names import cubepl_names
+    from psuite.model.experiment import MetricColumns
+    from psuite.model.report import event_descriptions
+
+    row_of: dict[str, int] = {}
+    displays: list[str] = []
+    descriptions: list[str] = []
+    attributes: dict[int, dict[str, str]] = {}
+    rows: list = []
+    cols: list[int] = []
+    counts: list = []
+    for r, loc_id in zip(reports, where, strict=True):
+        events = r.events
+        names = list(map(_NAME, events))
+        first = len(displays)
+        if not displays and len(dict.fromkeys(names)) == len(names):  # the common case: one report, or the first
+            new, described = names, event_descriptions(events)
+            rows.append(range(len(names)))
+        else:
+            if not row_of:
+                row_of.update(zip(displays, range(first), strict=True))
+            new = [n for n in dict.fromkeys(names) if n not in row_of]
+            row_of.update(zip(new, range(first, first + len(new)), strict=True))
+            # each new event's description, from its first occurrence
+            own = dict(zip(reversed(names), reversed(event_descriptions(events)), strict=True)) if new else {}
+            described = list(map(own.__getitem__, new))
+            rows.append(list(map(row_of.__getitem__, names)))
+        displays += new
+        descriptions += described
+        # (checked at C speed first: in the common case no event has any)
+        odd = set(map(_TYPE, events)) - {"native"} or any(map(_DERIVED, events)) or any(map(_SPELT, events))
+        for k, e in enumerate(events if odd else ()):
+            if e.type != "native" or e.derived or e.counted_as:
+                extra = {k: v for k, v in (("psuite::event_type", "" if e.type == "native" else e.type),
+                                           ("psuite::derived_event", "yes" if e.derived else ""),
+                                           ("psuite::counted_as", e.counted_as)) if v}
+                attributes.setdefault(row_of[e.name] if row_of else k, extra)
+        cols.append(np.full(len(names), loc_id, dtype=np.int64))
+        counts += map(_COUNT, events)
+    # named so that CubePL can refer to them (task-clock as task_clock), displayed as counted
+    unique = cubepl_names(displays, {m.name for m in exp.metrics})
+    shape = (len(displays), len(exp.locations))
+    ints, floats = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.float64)
+    integer = np.ones(len(displays), dtype=bool)
+    rows_a = np.concatenate([np.asarray(x, dtype=np.int64) for x in rows]) if rows else np.zeros(0, np.int64)
+    cols_a = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    whole = None
+    exact: dict[int, list[int | None]] = {}
+    if set(map(type, counts)) <= {int}:
+        try:
+            whole = np.asarray(counts, dtype=np.int64)
+        except OverflowError:  # beyond int64: those events are DOUBLE
+            pass
+    if whole is not None:
+        ints[rows_a, cols_a] = whole
+        floats[rows_a, cols_a] = whole
+    else:
+        lo, hi = -INT64_MAX - 1, INT64_MAX
+        fits = [lo <= v <= hi if type(v) is int else _fits_int64(v) for v in counts]
+        integer[rows_a[~np.asarray(fits, dtype=bool)]] = False
+        for i, (v, ok) in enumerate(zip(counts, fits, strict=True)):
+            if not ok and type(v) is int:  # beyond int64: its float is not the count
+                exact.setdefault(int(rows_a[i]), [None] * len(exp.locations))[int(cols_a[i])] = v
+        ints[rows_a, cols_a] = np.asarray([int(v) if ok else 0 for v, ok in zip(counts, fits, strict=True)],
+                                          dtype=np.int64)
+        floats[rows_a, cols_a] = np.asarray([_as_float(v) for v in counts], dtype=np.float64)
+    exp.columns = MetricColumns(root, len(exp.metrics), unique, displays, descriptions, integer, ints, floats,
+                                attributes, exact)
+    return _EventNames(exp.columns)
+
+
+class _EventNames:
+    """Each event's unique metric name by its name (display name), read
+    from the metric columns' own index rather than a second dictionary of
+    a million names; run-time metrics added (_run_times) beside them."""
+
+    def __init__(self, columns) -> None:
+        self.columns = columns
+        self.renamed = {d: u for d, u in zip(columns.displays, columns.names, strict=True) if d != u} \
+            if columns.displays != columns.names else {}
+        self.extra: dict[str, str] = {}
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        got = self.extra.get(name) or self.renamed.get(name)
+        if got is not None:
+            return got
+        i = self.columns.index(name)
+        return name if i is not None and self.columns.displays[i] == name else default
+
+    def __contains__(self, name: str) -> bool:
+        return self.get(name) is not None
+
+    def __getitem__(self, name: str) -> str:
+        got = self.get(name)
+        if got is None:
+            raise KeyError(name)
+        return got
+
+    def __setitem__(self, name: str, unique: str) -> None:
+        self.extra[name] = unique
+
+    def values(self) -> list[str]:
+        return [*self.columns.names, *self.extra.values()]
+
+    def key(self) -> tuple:
+        """What a translation over these events depends on (_expression)."""
+        return (tuple(self.columns.displays), tuple(self.renamed.items()), tuple(self.extra.items()))
+
+
+_NAME, _COUNT, _TYPE = operator.attrgetter("name"), operator.attrgetter("count"), operator.attrgetter("type")
+_DERIVED, _SPELT = operator.attrgetter("derived"), operator.attrgetter("counted_as")
+
+
+def _run_times(exp: Experiment, root: int, reports: list, where: list[int], events: _EventNames) -> None:
     from psuite.analysis import metrics
 
     for keyword, (name, display) in RUN_TIMES.items():
@@ -808,7 +941,7 @@ def _run_times(exp: Experiment, root: int, reports: list, where: list[int], even
         a = exp.zeros(m)
         for loc_id, v in cells:
             a[root, loc_id] = v if math.isfinite(v) else 0.0
-        events[name] = m
+        events[name] = m.name
 
 
 def _fits_int64(v) -> bool:
@@ -825,14 +958,14 @@ def _as_float(v) -> float:
         return math.nan
 
 
-def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
+def _expression(defn, reports: list, events: _EventNames, names: tuple) -> str | None:
     """CubePL for a psmetrics definition, the same for every report (the
-    same alternative chosen, the same run-level constants), else None."""
+    same alternative chosen, the same run-level constants), else None.
+    names: events.key(), what the translation depends on."""
     if defn is None:
         return None
     from psuite.analysis import metrics
 
-    names = tuple((k, m.name) for k, m in events.items())
     texts = set()
     for r in reports:
         # what the text depends on: the events and their metrics' names, and the run-level keywords
@@ -841,7 +974,7 @@ def _expression(defn, reports: list, events: dict[str, Metric]) -> str | None:
         key = (defn.name, tuple(defn.alternatives), names, _keywords(r, events))
         text = _EXPRESSIONS.get(key, _UNSEEN)
         if text is _UNSEEN:
-            which = metrics.choice(defn, r)
+            which = metrics.choice(defn, r, _canonical_names(r))
             text = None if which is None else _cubepl(defn.alternatives[which], r, events)
             if len(_EXPRESSIONS) >= 4096:
                 _EXPRESSIONS.clear()
@@ -860,7 +993,7 @@ _EXPRESSIONS: dict[tuple, str | None] = {}  # _expression's translations, per de
 _UNSEEN = object()
 
 
-def _keywords(report, events: dict[str, Metric]) -> tuple:
+def _keywords(report, events: _EventNames) -> tuple:
     """The run-level keywords' values as _cubepl reads them: the run times
     only as known or not when they are metrics of their own, the machine's
     constants (cpumhz, lNcacheline) as numbers."""
@@ -879,7 +1012,7 @@ def _measures(text: str) -> bool:
     return bool(metric_names(text))
 
 
-def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
+def _cubepl(e: tuple, report, events: _EventNames) -> str | None:
     """CubePL of one psmetrics expression over this report's event metrics;
     None for what the expression subset psuite evaluates cannot hold."""
     from psuite.analysis import metrics
@@ -897,9 +1030,10 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
             v = _as_float(value) if value is not None else math.nan
             return repr(v) if math.isfinite(v) else None
         want = canonical(name)
-        for event in report.events:
-            if canonical(event.name) == want and event.name in events and _referable(events[event.name].name):
-                return f"metric::{events[event.name].name}()"
+        for i in itertools.compress(itertools.count(), map(want.__eq__, _canonical_names(report))):
+            event = report.events[i]
+            if event.name in events and _referable(events[event.name]):
+                return f"metric::{events[event.name]}()"
         return None
     if kind in ("plus", "minus", "times", "divide"):
         left, right = (_cubepl(c, report, events) for c in e[1:])
@@ -907,6 +1041,21 @@ def _cubepl(e: tuple, report, events: dict[str, Metric]) -> str | None:
             return None
         return f"({left} {dict(plus='+', minus='-', times='*', divide='/')[kind]} {right})"
     return None  # abs: not in the subset
+
+
+def _canonical_names(report) -> list[str]:
+    """The canonical names of the report's events, remembered for the last
+    report asked (each of its derived metrics' inputs is looked up in them,
+    and a report can hold a million events)."""
+    from psuite.hwpc.names import canonical_names
+
+    last = _LAST_NAMES
+    if last[0] is not report or last[1] != len(report.events):
+        last[:] = [report, len(report.events), canonical_names(list(map(_NAME, report.events)))]
+    return last[2]
+
+
+_LAST_NAMES: list = [None, 0, []]  # (report, its number of events, their canonical names)
 
 
 @functools.lru_cache(maxsize=4096)  # asked per event and report: thousands of members, a few names

@@ -53,9 +53,11 @@ import os
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import compress
+from operator import attrgetter
 
 from psuite.errors import ConfigError
-from psuite.hwpc.names import canonical, is_known
+from psuite.hwpc.names import canonical, canonical_names, is_known
 from psuite.model.report import CountReport, Metric
 
 BINARY = {"plus", "minus", "times", "divide"}
@@ -254,15 +256,19 @@ class _Inputs:
     """The values a report gives to <ci>: its counts under their canonical
     names, and the keywords.  Built once per report."""
 
-    def __init__(self, report: CountReport, wanted: frozenset[str] | None = None) -> None:
+    def __init__(self, report: CountReport, wanted: frozenset[str] | None = None,
+                 names: list[str] | None = None) -> None:
         """wanted: the canonical names the definitions ask for; the other
-        events (a report can hold a million) are not kept."""
+        events (a report can hold a million) are not kept.  names: the
+        events' canonical names, when the caller has them already."""
         self.report = report
         self.counts: dict[str, Number | None] = {}
-        for e in report.events:
-            name = canonical(e.name)
-            if wanted is None or name in wanted:
-                self.counts[name] = _number(e.count)
+        events = report.events
+        if names is None:
+            names = canonical_names(list(map(_NAME, events)))  # at C speed where it can be
+        keep = range(len(names)) if wanted is None else compress(range(len(names)), map(wanted.__contains__, names))
+        for i in keep:
+            self.counts[names[i]] = _number(events[i].count)
         self._has: dict[str, bool] = {}
         self._value: dict[str, Number | None] = {}
 
@@ -287,6 +293,7 @@ class _Inputs:
 
 
 _canonical = functools.lru_cache(maxsize=4096)(canonical)
+_NAME = attrgetter("name")
 
 
 def is_keyword(name: str) -> bool:
@@ -378,15 +385,16 @@ def _evaluate(defn: MetricDefinition, inputs: _Inputs) -> tuple[int, float] | No
     return None if value is None else (which, value)
 
 
-def choice(defn: MetricDefinition, report: CountReport) -> int | None:
+def choice(defn: MetricDefinition, report: CountReport, names: list[str] | None = None) -> int | None:
     """Index of the definition that would be used for this report (None:
-    no definition's inputs were all measured)."""
-    return _choose(defn, _Inputs(report))
+    no definition's inputs were all measured); names: the canonical names
+    of its events, when the caller has them."""
+    return _choose(defn, _Inputs(report, defn._canonical_needs, names))
 
 
 def evaluate(defn: MetricDefinition, report: CountReport) -> float | None:
     """The metric's value for one report; None when it is not to be shown."""
-    got = _evaluate(defn, _Inputs(report))
+    got = _evaluate(defn, _Inputs(report, defn._canonical_needs))
     return None if got is None else got[1]
 
 

@@ -35,6 +35,9 @@ from psuite.model.cubepl import ExpressionError
 INTEGER_TYPES = ("UINT64", "INT64", "UINT32", "INT32", "UINT16", "INT16", "UINT8", "INT8")
 EXCLUSIVE, INCLUSIVE = "EXCLUSIVE", "INCLUSIVE"
 DERIVED_KINDS = ("POSTDERIVED", "PREDERIVED_INCLUSIVE", "PREDERIVED_EXCLUSIVE")
+# metric attribute: a counting report's derived metric (psmetrics'), beside the attributes "psuite::unit"
+# and "psuite::description" giving its own unit and description where CUBE's uom and descr cannot
+REPORT_METRIC = "psuite::psmetrics"
 
 
 @dataclass
@@ -112,6 +115,10 @@ class Location:
     process_attributes: dict[str, str] = field(default_factory=dict, compare=False)
     node_attributes: dict[str, str] = field(default_factory=dict, compare=False)
     machine_attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    # the run's description when the location came from a PerfSuite document (its report without the
+    # numbers, psuite.model.report): what psprocess's reports print of it beside the experiment's values;
+    # machine, caches and rusage have no place in CUBE's space, so a CUBE file does not keep it
+    run: object = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -135,6 +142,68 @@ class Topology:
 
 
 @dataclass
+class MetricColumns:
+    """Many metrics held as columns instead of one Metric and one array
+    each: the events of counting reports, whose values are at one call path
+    (the program's root).  A report can count a million events, and a
+    Metric with its (call paths, locations) array per event would take a
+    gigabyte; here they take a few arrays.  Every one is a root of the
+    metric tree, EXCLUSIVE, "occ", UINT64 or DOUBLE; they come before the
+    experiment's other metrics (`position` of them), and `Experiment.metric`
+    and `stored` find them as they find the others.  `Experiment.expand()`
+    makes them ordinary metrics, which the algebra and the writers of CUBE
+    files and pages want."""
+
+    cnode: int  # the call path holding every value
+    position: int  # where they stand among the experiment's metrics
+    names: list[str]  # unique names, as Metric.name
+    displays: list[str]
+    descriptions: list[str]
+    integer: np.ndarray  # bool per metric: UINT64, its values in ints, else DOUBLE, in floats
+    ints: np.ndarray  # (metrics, locations) int64
+    floats: np.ndarray  # (metrics, locations) float64
+    # a few metrics' CUBE <attr>s, by metric index (most have none)
+    attributes: dict[int, dict[str, str]] = field(default_factory=dict)
+    # whole counts a float64 cannot hold exactly (PerfSuite's counters are unsigned 64-bit: from 2**63 on),
+    # by metric index, per location (None where its float is exact): what the reports print
+    exact: dict[int, list[int | None]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def index(self, name: str) -> int | None:
+        """The metric's row, or None.  The first few are looked up along the
+        names (at C speed, and without a dictionary of a million names,
+        when a report's derived metrics ask for a few events); an index is
+        built when many are."""
+        table = self.__dict__.get("_index")
+        if table is None:
+            asked = self.__dict__["_asked"] = self.__dict__.get("_asked", 0) + 1
+            if asked <= 64:
+                try:
+                    return self.names.index(name)
+                except ValueError:
+                    return None
+            table = self.__dict__["_index"] = dict(zip(self.names, range(len(self.names)), strict=True))
+        return table.get(name)
+
+    def metric(self, i: int) -> Metric:
+        return Metric(self.names[i], self.displays[i], "occ", "UINT64" if self.integer[i] else "DOUBLE", EXCLUSIVE,
+                      self.descriptions[i], attributes=dict(self.attributes.get(i, {})))
+
+    def row(self, i: int) -> np.ndarray:
+        """The metric's values per location, int64 or float64."""
+        return self.ints[i] if self.integer[i] else self.floats[i]
+
+    def values(self, i: int, shape: tuple[int, int]) -> np.ndarray:
+        """The metric's (call paths, locations) array."""
+        row = self.row(i)
+        a = np.zeros(shape, dtype=row.dtype)
+        a[self.cnode] = row
+        return a
+
+
+@dataclass
 class Experiment:
     """Metrics x call paths x locations.  Cnodes are in depth-first order
     (a parent before its children), locations in system-tree order."""
@@ -146,6 +215,7 @@ class Experiment:
     values: dict[str, np.ndarray] = field(default_factory=dict)  # metric name -> (cnodes, locations)
     attributes: dict[str, str] = field(default_factory=dict)  # provenance: source, command, operation ...
     topologies: list[Topology] = field(default_factory=list)
+    columns: MetricColumns | None = None  # many root metrics held as columns (a counting report's events)
 
     # -- building --------------------------------------------------------
     def add_metric(self, metric: Metric) -> int:
@@ -169,9 +239,33 @@ class Experiment:
         self.values[m.name] = a
         return a
 
+    def expand(self) -> Experiment:
+        """The experiment with its metric columns made ordinary metrics, in
+        their place among the others; returned for chaining."""
+        cols = self.columns
+        if cols is None:
+            return self
+        self.columns = None
+        n = len(cols)
+        for m in self.metrics:
+            if m.parent is not None and m.parent >= cols.position:
+                m.parent += n
+        shape = (len(self.cnodes), len(self.locations))
+        self.metrics[cols.position:cols.position] = [cols.metric(i) for i in range(n)]
+        values = {cols.names[i]: cols.values(i, shape) for i in range(n)}
+        values.update(self.values)
+        self.values = values
+        return self
+
     def check(self) -> None:
         """Raise ValueError unless every stored array fits the dimensions."""
         shape = (len(self.cnodes), len(self.locations))
+        cols = self.columns
+        if cols is not None:
+            if cols.ints.shape != (len(cols), shape[1]) or cols.floats.shape != (len(cols), shape[1]):
+                raise ValueError(f"metric columns shaped {cols.ints.shape}, not ({len(cols)}, {shape[1]})")
+            if not 0 <= cols.cnode < shape[0] or not 0 <= cols.position <= len(self.metrics):
+                raise ValueError("metric columns at a call path or position that does not exist")
         names = {m.name for m in self.metrics}
         for name, a in self.values.items():
             if name not in names:
@@ -189,6 +283,8 @@ class Experiment:
         for m in self.metrics:
             if m.name == name:
                 return m
+        if self.columns is not None and (i := self.columns.index(name)) is not None:
+            return self.columns.metric(i)
         raise KeyError(f"no metric {name!r} (metrics: {', '.join(m.name for m in self.metrics)})")
 
     def metric_index(self, name: str) -> int:
@@ -258,6 +354,8 @@ class Experiment:
         """The metric's values as stored (zeros when it has none)."""
         a = self.values.get(metric)
         if a is None:
+            if self.columns is not None and (i := self.columns.index(metric)) is not None:
+                return self.columns.values(i, (len(self.cnodes), len(self.locations)))
             m = self.metric(metric)
             if m.derived:
                 raise ValueError(f"metric {metric!r} is derived: use derived_values")
@@ -414,9 +512,13 @@ class Experiment:
             return self.total(name)
         return float(np.sum((self.inclusive if variant == "i" else self.exclusive)(name)[self.roots]))
 
-    def metric_names(self) -> set[str]:
+    def metric_names(self) -> Container[str]:
         """The names of the metrics: what CubePL can refer to (any other is 0)."""
-        return {m.name for m in self.metrics}
+        names = {m.name for m in self.metrics}
+        cols = self.columns
+        if cols is None:
+            return names
+        return _Names(names, cols)
 
     def init_state(self) -> _cubepl.InitState:
         """What the metrics' <cubeplinit> programs leave (global variables),
@@ -524,6 +626,17 @@ class Experiment:
             return float(np.sum(self.inclusive(metric)[self.roots]))
         a = self.stored(metric) if m.kind == INCLUSIVE else self.inclusive(metric)
         return float(m.combine.reduce(a[self.roots], axis=None))
+
+
+class _Names(Container[str]):
+    """Metric names, those of the columns looked up in their index (a
+    million names are not copied into a set for each evaluation)."""
+
+    def __init__(self, names: set[str], columns: MetricColumns) -> None:
+        self.names, self.columns = names, columns
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names or (isinstance(name, str) and self.columns.index(name) is not None)
 
 
 # -- tree arithmetic over (cnodes, locations) arrays ---------------------------

@@ -27,19 +27,14 @@ def event_descriptions(events: list[Event]) -> list[str]:
     as the text report shows it), else ""."""
     if all(e.description for e in events):
         return [e.description for e in events]
-    from psuite.hwpc.names import canonical, descriptions
+    from itertools import repeat
+    from operator import attrgetter
 
-    catalogue = descriptions()
-    known: dict[str, str] = {}  # per distinct name: a report can hold a million events
-    out = []
-    for e in events:
-        d = e.description
-        if not d:
-            d = known.get(e.name)
-            if d is None:
-                d = known[e.name] = catalogue.get(canonical(e.name), "")
-        out.append(d)
-    return out
+    from psuite.hwpc.names import canonical_names, descriptions
+
+    # at C speed where it can be: a report can hold a million events
+    catalogued = map(descriptions().get, canonical_names(list(map(attrgetter("name"), events))), repeat(""))
+    return [own or known for own, known in zip(map(attrgetter("description"), events), catalogued, strict=False)]
 
 
 @dataclass(slots=True)

@@ -285,6 +285,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             from psuite.psprocess.html import render as out
         else:
             out = writer(args.format)
+            # a counting document's report renders its experiment (the document is let go: a million events)
+            reports = _count_experiments(reports)
+            subject = None if reports[0] is not subject and not args.combine else subject
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
         if args.format == "text" and _with_callpaths(reports):  # say that they are there, and how to see them
@@ -293,8 +296,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
         _emit(args, chunks)
         if args.format == "xml":
-            _write_xml_companion(args, subject)
+            _write_xml_companion(args, subject)  # (None: a counting document's has no call paths)
     return _file_inputs(args, archive)
+
+
+def _count_experiments(reports: list) -> list:
+    """Each counting document as its experiment, with its events as metric
+    columns (psuite.formats.writers.counts renders them), the others as
+    they are; a combination's statistics are its experiment's already."""
+    from psuite.model.report import CountReport
+
+    if not any(type(r) is CountReport for r in reports):
+        return reports
+    from psuite.analysis.experiments import from_report
+
+    for i, r in enumerate(reports):
+        if type(r) is CountReport:
+            reports[i] = None  # let the document go once converted
+            reports[i] = from_report(r, columnar=True)
+    return reports
 
 
 def _xml_companion(args) -> list[str]:

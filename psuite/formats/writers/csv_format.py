@@ -18,7 +18,8 @@ from __future__ import annotations
 import csv
 import io
 
-from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport, event_descriptions
+from psuite.formats.writers import counts
+from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
 EXTENSION = ".csv"
 COLUMNS = ("source", "hostname", "pid", "thread", "kind", "name", "value", "description")
@@ -36,12 +37,17 @@ class _Padded:
     def writerow(self, row) -> None:
         self.writer.writerow((*row, *self.pad))
 
+    def writerows(self, rows) -> None:
+        self.writer.writerows([(*row, *self.pad) for row in rows])
 
-def render(reports: list[CountReport], **_options) -> str:
+
+def render(reports: list, **_options) -> str:
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
-    # A combined document (alone, or among other inputs): the rows of the reports combined.
-    reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else [r])]
+    # A combined document (alone, or among other inputs): the rows of the reports combined; a counting
+    # document's experiment (writers.counts): each of its locations' reports.
+    reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else
+                                            counts.of_experiment(r) if counts.is_counts(r) else [r])]
     trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
     if any(trees.values()):
         w = _Padded(w, len(CALLPATH_COLUMNS))
@@ -55,8 +61,9 @@ def render(reports: list[CountReport], **_options) -> str:
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
                     w.writerow((*ident, "resource", name, value, ""))
             continue
-        ident = (r.source, r.hostname, r.pid if r.pid is not None else "", r.thread if r.thread is not None else "")
         if isinstance(r, ProfileReport):
+            ident = (r.source, r.hostname, r.pid if r.pid is not None else "",
+                     r.thread if r.thread is not None else "")
             for loc in sorted(r.locations, key=lambda loc: -loc.samples):
                 w.writerow((*ident, "location", loc.function, loc.samples, f"{loc.file}:{loc.line} ({loc.module})"))
             for row in trees.get(id(r), []):
@@ -64,8 +71,12 @@ def render(reports: list[CountReport], **_options) -> str:
                                    row["function"], row["inclusive"], row["module"], ";".join(row["path"]),
                                    row["exclusive"], row["depth"]))
             continue
-        for e, description in zip(r.events, event_descriptions(r.events), strict=True):
-            w.writerow((*ident, "event", e.name, e.count, description))
-        for m in r.metrics:
+        c = counts.of_report(r) if isinstance(r, CountReport) else r
+        ident = (c.run.source, c.run.hostname, c.run.pid if c.run.pid is not None else "",
+                 c.run.thread if c.run.thread is not None else "")
+        for block in c.blocks:
+            w.writerows([(*ident, "event", name, count, description)
+                         for name, count, _, _, description, _ in block])
+        for m in c.metrics:
             w.writerow((*ident, "metric", m.name, repr(m.value), m.description))
     return out.getvalue()

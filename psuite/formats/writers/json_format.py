@@ -58,6 +58,7 @@ from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own,
 from operator import attrgetter
 
 from psuite.formats import native_rows
+from psuite.formats.writers import counts
 from psuite.model.report import (
     CountReport,
     Location,
@@ -65,7 +66,6 @@ from psuite.model.report import (
     MultiReport,
     ProfileReport,
     ResourceReport,
-    event_descriptions,
 )
 
 _MODULE, _FILE, _FUNCTION = attrgetter("module"), attrgetter("file"), attrgetter("function")
@@ -92,17 +92,28 @@ def _finite(value):
     return value
 
 
-def render(reports: list[CountReport], **_options) -> str:
+def render(reports: list, **_options) -> str:
     return "".join(_pieces(reports))
 
 
-def _pieces(reports: list[CountReport]) -> list[str]:
+def render_chunks(reports: list, **_options) -> Iterator[str]:
+    """render() in pieces: a counting report of a million events is
+    encoded a block of events at a time, never as one dict per event."""
+    return _pieces(reports)
+
+
+def _pieces(reports: list) -> Iterator[str]:
     """render()'s text in pieces, the long lists of a profile each a piece
-    of its own: joined once (or written one after the other), never copied
-    into a larger string step by step."""
+    of its own, a counting report's events a block at a time: joined once
+    (or written one after the other), never copied into a larger string
+    step by step.  A counting document's experiment (writers.counts) is
+    each of its locations' reports."""
     if len(reports) == 1 and isinstance(reports[0], MultiReport):
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
-        return [_dumps({"schema": schema, **reports[0].to_dict()})]
+        yield _dumps({"schema": schema, **reports[0].to_dict()})
+        return
+    reports = [c for r in reports for c in (counts.of_experiment(r) if counts.is_counts(r) else [r])]
+
     def kind(r) -> str:
         if isinstance(r, MultiReport):
             return "multiprofile" if r.of_profiles else "multi"
@@ -113,17 +124,18 @@ def _pieces(reports: list[CountReport]) -> list[str]:
     schema = f"psuite.{one}/1" if one and not one.startswith("multi") else "psuite.report/1"
     # {"schema": ..., "reports": [...]} as json.dumps writes it, each report
     # encoded on its own (a profile's long lists without a dict per entry).
-    out = ['{"schema": ' + json.dumps(schema) + ', "reports": [']
+    yield '{"schema": ' + json.dumps(schema) + ', "reports": ['
     for i, r in enumerate(reports):
         if i:
-            out.append(", ")
-        out += _report(r, kind(r) if schema == "psuite.report/1" else None)
-    out.append("]}\n")
-    return out
+            yield ", "
+        yield from _report(r, kind(r) if schema == "psuite.report/1" else None)
+    yield "]}\n"
 
 
-def _report(r, kind: str | None) -> list[str]:
+def _report(r, kind: str | None) -> Iterator[str]:
     """One report's JSON text in pieces, as _dumps(r.to_dict()) without its newline."""
+    if isinstance(r, (CountReport, counts.Counts)):
+        return _counts(counts.of_report(r) if isinstance(r, CountReport) else r, kind)
     if type(r) is ProfileReport:
         pieces = _profile(r, kind)
         if pieces is not None:
@@ -131,7 +143,25 @@ def _report(r, kind: str | None) -> list[str]:
     d = r.to_dict()
     if kind is not None:
         d["kind"] = kind
-    return [_dumps(d)[:-1]]
+    return iter([_dumps(d)[:-1]])
+
+
+def _counts(c: counts.Counts, kind: str | None) -> Iterator[str]:
+    """A counting report as CountReport.to_dict() gives it, its events
+    encoded a block at a time."""
+    d = c.run.to_dict()  # its events and metrics are empty
+    d["metrics"] = [{"name": m.name, "value": m.value, "description": m.description, "unit": m.unit}
+                    for m in c.metrics]
+    if kind is not None:
+        d["kind"] = kind
+    # The one unescaped '"events": []' is the key's: quotes in strings are escaped.
+    head, tail = _dumps(d)[:-1].split('"events": []', 1)
+    yield head + '"events": ['
+    for k, block in enumerate(c.blocks):
+        yield (", " if k else "") + _dumps([{"name": n, "count": count, "type": t, "derived": derived,
+                                             "description": description, "counted_as": spelt}
+                                            for n, count, t, derived, description, spelt in block])[1:-2]
+    yield "]" + tail
 
 
 def _profile(r: ProfileReport, kind: str | None) -> list[str] | None:
@@ -206,26 +236,3 @@ def _modules(modules: list) -> list[str] | None:
         out += [", " if len(out) > 1 else "", f'{{"file": {file}, "offset": {m.offset}, "samples": {{', table, "}}"]
     out.append("]")
     return out
-
-
-BLOCK = 20_000  # events encoded at a time
-
-
-def render_chunks(reports: list, **options) -> Iterator[str]:
-    """render() in pieces: a counting report of a million events is
-    encoded a block of events at a time, never as one dict per event."""
-    if len(reports) != 1 or type(reports[0]) is not CountReport or len(reports[0].events) <= BLOCK:
-        yield from _pieces(reports)
-        return
-    r = reports[0]
-    text = render([dataclasses.replace(r, events=[])])
-    # The one unescaped '"events": []' is the key's: quotes in strings are escaped.
-    head, tail = text.split('"events": []', 1)
-    yield head + '"events": ['
-    for start in range(0, len(r.events), BLOCK):
-        events = r.events[start:start + BLOCK]
-        block = [{"name": e.name, "count": e.count, "type": e.type, "derived": e.derived,
-                  "description": description, "counted_as": e.counted_as}
-                 for e, description in zip(events, event_descriptions(events), strict=True)]
-        yield (", " if start else "") + _dumps(block)[1:-2]
-    yield "]" + tail

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from psuite.hwpc.names import canonical, descriptions
+from psuite.formats.writers import counts
 from psuite.model.report import CountReport
 
 EXTENSION = ".txt"
@@ -36,8 +36,13 @@ def render_one(r: CountReport) -> str:
 
 
 def chunks_one(r: CountReport) -> Iterator[str]:
+    return _chunks(counts.of_report(r))
+
+
+def _chunks(c: counts.Counts) -> Iterator[str]:
     """The report in pieces: a report can hold a million events, and their
     lines are joined and written a block at a time, never all at once."""
+    r = c.run
     lines = ["PerfSuite Hardware Performance Summary Report", ""]
     _pairs(lines, [("Version", r.version), ("Created", r.date), ("Generator", r.generator),
                    ("XML Source", r.source)])
@@ -55,32 +60,28 @@ def chunks_one(r: CountReport) -> Iterator[str]:
                        ("Clock (MHz)", f"{m.mhz:.3f}" if m.mhz else None), ("Memory (MB)", m.memory_mb),
                        ("System page size (KB)", m.page_size // 1024)])
         _section(lines, "Cache Information")
-        for c in sorted(m.caches, key=lambda c: (c.level, c.type)):
-            assoc = "fully associative" if c.associativity == 0 else f"{c.associativity}-way"
-            line = f" line {c.line_size} B," if c.line_size else ""
-            lines.append(f"Level {c.level} {c.type:<12}: {c.size_kb} {c.size_units},{line} {assoc}")
+        for cache in sorted(m.caches, key=lambda cache: (cache.level, cache.type)):
+            assoc = "fully associative" if cache.associativity == 0 else f"{cache.associativity}-way"
+            line = f" line {cache.line_size} B," if cache.line_size else ""
+            lines.append(f"Level {cache.level} {cache.type:<12}: {cache.size_kb} {cache.size_units},{line} {assoc}")
     _section(lines, "Event Counts")
-    desc = descriptions()
-    width = max([len(e.name) for e in r.events] + [10])
+    width = max(c.names_width(), 10)
     lines.append(f"{'Index':>5}  {'Description':<44}  {'Event':<{width}}  {'Count':>20}")
     yield "\n".join(lines) + "\n"
-    events = r.events
-    for start in range(0, len(events), BLOCK):
-        yield "".join(f"{i:>5}  {(e.description or desc.get(canonical(e.name), ''))[:44]:<44}  "
-                      f"{e.name:<{width}}  {_fmt_value(e.count):>20}\n"
-                      for i, e in enumerate(events[start:start + BLOCK], start + 1))
+    index = 1
+    for block in c.blocks:
+        yield "".join(f"{i:>5}  {description[:44]:<44}  {name:<{width}}  {_fmt_value(count):>20}\n"
+                      for i, (name, count, _, _, description, _) in enumerate(block, index))
+        index += len(block)
     lines = []
-    if not r.events:
+    if not c.size:
         lines.append("  (no events were counted)")
-    if r.metrics:
+    if c.metrics:
         _section(lines, "Statistics")
-        for mt in r.metrics:
+        for mt in c.metrics:
             lines.append(f"{mt.name + ' ':.<60} {_fmt_value(mt.value)}")
     if lines:
         yield "\n".join(lines) + "\n"
-
-
-BLOCK = 20_000  # event lines joined at a time
 
 
 def render(reports: list, threshold: float = 0.0, **options) -> str:
@@ -100,5 +101,10 @@ def render_chunks(reports: list, threshold: float = 0.0, **_options) -> Iterator
             yield text_profile.render_one(r, threshold)
         elif isinstance(r, MultiReport):
             yield text_multi.render_one(r)
+        elif counts.is_counts(r):  # a counting document's experiment: each of its locations' reports
+            for j, c in enumerate(counts.of_experiment(r)):
+                if j:
+                    yield "\n"
+                yield from _chunks(c)
         else:
             yield from chunks_one(r)

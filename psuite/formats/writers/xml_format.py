@@ -13,6 +13,7 @@ from lxml import etree
 
 from psuite.errors import UsageError
 from psuite.formats import machineinfo, perfsuite
+from psuite.formats.writers import counts
 from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport, RunInfo
 
 EXTENSION = ".xml"
@@ -54,6 +55,11 @@ def run_info(parent, r: RunInfo, with_pid: bool = True) -> None:
 
 
 def to_element(r: CountReport):
+    return _count_element(counts.of_report(r))
+
+
+def _count_element(c: counts.Counts):
+    r = c.run
     root = etree.Element("hwpcreport", version="0.3", generator=r.generator or "psuite", mode="count")
     run_info(root, r)
     cls = r.counter_class if r.counter_class in ("null", "PAPI", "perfmon") else "null"
@@ -61,10 +67,11 @@ def to_element(r: CountReport):
                multiplexed="yes" if r.multiplexed else "no")
     if r.counter_version:
         data.set("version", r.counter_version)
-    for e in r.events:
-        count = int(e.count) if float(e.count).is_integer() else e.count
-        sub(data, "hwpcevent", count, type=e.type if e.type in ("preset", "native") else "native",
-            name=e.name, derived="yes" if e.derived else "no")
+    for block in c.blocks:
+        for name, count, kind, derived, _, _ in block:
+            count = int(count) if float(count).is_integer() else count
+            sub(data, "hwpcevent", count, type=kind if kind in ("preset", "native") else "native",
+                name=name, derived="yes" if derived else "no")
     return root
 
 
@@ -73,7 +80,12 @@ def render(reports: list, **_options) -> str:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     r = reports[0]
     doctype = None
-    if isinstance(r, ResourceReport):
+    located = counts.of_experiment(r) if counts.is_counts(r) else None  # a counting document's experiment
+    if located is not None and len(located) != 1:
+        raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
+    if located is not None:
+        root = _count_element(located[0])
+    elif isinstance(r, ResourceReport):
         from psuite.formats import resourcereport
 
         root = resourcereport.to_element(r)
