@@ -145,13 +145,16 @@ def load(source: str, warn=None) -> Experiment:
 
 
 # -- reports -------------------------------------------------------------------
-def from_report(report, definitions: list | None = None, columnar: bool = False) -> Experiment:
+def from_report(report, definitions: list | None = None, for_reports: bool = False) -> Experiment:
     """The experiment of a CountReport, ProfileReport or MultiReport of
     either.  definitions: the psmetrics definitions the derived metrics
     came from (default: psuite's standard set); a metric not among them is
-    stored with its values.  columnar: one counting report's events stay
-    the experiment's metric columns (what psprocess's reports render, for
-    a million events), else they are made ordinary metrics."""
+    stored with its values.  for_reports: one document's experiment as
+    psprocess's reports render it: each location's run description
+    (Location.run), a counting report's events kept as the experiment's
+    metric columns (a report can count a million events), a profile's
+    samples by source line (Experiment.lines); without it the events are
+    ordinary metrics."""
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
     if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
@@ -173,14 +176,14 @@ def from_report(report, definitions: list | None = None, columnar: bool = False)
         _one_event(reports)  # before any conversion: one line naming both events
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions)
-    return _experiment(reports, definitions, columnar=columnar)
+    return _experiment(reports, definitions, for_reports=for_reports)
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | None = None,
-                pending: dict | None = None, columnar: bool = False) -> Experiment:
+                pending: dict | None = None, for_reports: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
-    see _count_model; columnar: see from_report."""
+    see _count_model; for_reports: see from_report."""
     from psuite.model.report import ProfileReport
 
     exp = Experiment()
@@ -201,6 +204,8 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
         else:
             where = _locations(exp, reports, given)
             _profile_model(exp, program, reports, where)
+        if for_reports:
+            _source_lines(exp, reports, where, calltrees)
     else:
         where = _locations(exp, reports, given)
         if definitions is None:
@@ -208,7 +213,7 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
 
             definitions = standard_definitions()
         _count_model(exp, program, reports, where, definitions, pending)
-        if not columnar:
+        if not for_reports:
             exp.expand()
     if pending is None:  # a combination's members are checked by the merge
         exp.check()
@@ -736,6 +741,40 @@ def _merged_calltrees(exp: Experiment, calltrees: list, root: int, regions: _Cal
         if below:
             extend(zip(reversed(below.values()), repeat(c)))
     return [([cnode_of[u] for u in ids], own) for ids, own in per_thread]
+
+
+def _source_lines(exp: Experiment, reports: list, where: list[int], calltrees: list) -> None:
+    """Each profile's samples by source line (Experiment.lines) and its run
+    description on its locations.  where: each report's location (a flat
+    profile: its samples' rows are at it), or with call paths each thread
+    tree's (the rows are then at -1, the process those threads make up)."""
+    import numpy as np
+
+    from psuite.model.experiment import SourceLines
+
+    modules: list[str] = []
+    files: list[str] = []
+    functions: list[str] = []
+    lines: list[int] = []
+    samples: list[int] = []
+    location: list[np.ndarray] = []
+    for k, r in enumerate(reports):
+        locs = r.locations
+        modules += map(_MODULE, locs)
+        files += map(_FILE, locs)
+        functions += map(_FUNCTION, locs)
+        lines += map(_LINE, locs)
+        samples += map(_SAMPLES, locs)
+        location.append(np.full(len(locs), -1 if calltrees else where[k], dtype=np.int64))
+        run = dataclasses.replace(r, locations=[], modules=[], callpaths=None)  # the numbers are the model's
+        for j in [j for st, j in zip(calltrees, where, strict=True) if st.report is r] if calltrees else [where[k]]:
+            exp.locations[j].run = run
+    exp.lines = SourceLines(modules, files, functions, lines, samples,
+                            np.concatenate(location) if location else np.zeros(0, dtype=np.int64))
+
+
+_MODULE, _FILE, _FUNCTION = operator.attrgetter("module"), operator.attrgetter("file"), operator.attrgetter("function")
+_LINE, _SAMPLES = operator.attrgetter("line"), operator.attrgetter("samples")
 
 
 # -- counting reports ----------------------------------------------------------

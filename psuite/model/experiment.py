@@ -130,6 +130,29 @@ class Location:
         return f"{self.node}/{self.process}/{self.thread}"
 
 
+@dataclass(eq=False)  # numpy columns: equal when the same table
+class SourceLines:
+    """A profile's samples by source line, as its addresses were resolved:
+    the flat view PerfSuite's profile report summarizes by module, file,
+    function and line, and psbase files.  A call path's region merges all
+    of a function's lines (and a cnode its lines in every module), so they
+    are kept here beside the metric x call path x location space, one row
+    per (module, file, function, line) of a document, in the document's
+    order: `samples` its samples there, `location` the row's location in
+    Experiment.locations (-1: the whole process, when its threads are the
+    locations and the document's flat view is the process's)."""
+
+    modules: list[str]
+    files: list[str]
+    functions: list[str]
+    lines: list[int]
+    samples: list[int]  # Python ints: a count a 64-bit integer cannot hold stays exact
+    location: np.ndarray  # int64 per row
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+
 @dataclass
 class Topology:
     """A Cartesian topology (CUBE's <cart>): named dimensions, each with a
@@ -216,6 +239,7 @@ class Experiment:
     attributes: dict[str, str] = field(default_factory=dict)  # provenance: source, command, operation ...
     topologies: list[Topology] = field(default_factory=list)
     columns: MetricColumns | None = None  # many root metrics held as columns (a counting report's events)
+    lines: SourceLines | None = None  # a profile document's samples by source line (its flat view)
 
     # -- building --------------------------------------------------------
     def add_metric(self, metric: Metric) -> int:

@@ -281,39 +281,44 @@ def main(argv: Sequence[str] | None = None) -> int:
             _emit(args, text_calltree.render_chunks(reports, threshold=args.threshold, view=args.calltree,
                                                      depth=args.depth, per_thread=args.per_thread))
             return _file_inputs(args, archive)
+        hint = None
+        if args.format == "text" and _with_callpaths(reports):  # say that they are there, and how to see them
+            from psuite.formats.writers import text_calltree  # only then: psuite.model.calltree costs milliseconds
+
+            hint = text_calltree.hint(reports)
         if args.format == "html":
             from psuite.psprocess.html import render as out
         else:
             out = writer(args.format)
-            # a counting document's report renders its experiment (the document is let go: a million events)
-            reports = _count_experiments(reports)
+            # a document's report renders its experiment (the document is let go: a million events)
+            reports = _report_experiments(reports, args.format)
             subject = None if reports[0] is not subject and not args.combine else subject
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
-        if args.format == "text" and _with_callpaths(reports):  # say that they are there, and how to see them
-            from psuite.formats.writers import text_calltree  # only then: psuite.model.calltree costs milliseconds
-
-            chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [text_calltree.hint(reports)])
+        if hint is not None:
+            chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [hint])
         _emit(args, chunks)
         if args.format == "xml":
             _write_xml_companion(args, subject)  # (None: a counting document's has no call paths)
     return _file_inputs(args, archive)
 
 
-def _count_experiments(reports: list) -> list:
-    """Each counting document as its experiment, with its events as metric
-    columns (psuite.formats.writers.counts renders them), the others as
-    they are; a combination's statistics are its experiment's already."""
-    from psuite.model.report import CountReport
+def _report_experiments(reports: list, fmt: str) -> list:
+    """Each document as its experiment, the analysis model, where the
+    report of FMT renders one (psuite.formats.writers.documents): counting
+    reports in every format, profiles in the text report; the others as
+    they are (a combination's statistics are its experiment's already)."""
+    from psuite.model.report import CountReport, ProfileReport
 
-    if not any(type(r) is CountReport for r in reports):
+    kinds = (CountReport, ProfileReport) if fmt == "text" else (CountReport,)
+    if not any(type(r) in kinds for r in reports):
         return reports
     from psuite.analysis.experiments import from_report
 
     for i, r in enumerate(reports):
-        if type(r) is CountReport:
+        if type(r) in kinds:
             reports[i] = None  # let the document go once converted
-            reports[i] = from_report(r, columnar=True)
+            reports[i] = from_report(r, for_reports=True)
     return reports
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import csv
 import io
 
-from psuite.formats.writers import counts
+from psuite.formats.writers import documents
 from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport
 
 EXTENSION = ".csv"
@@ -47,7 +47,7 @@ def render(reports: list, **_options) -> str:
     # A combined document (alone, or among other inputs): the rows of the reports combined; a counting
     # document's experiment (writers.counts): each of its locations' reports.
     reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else
-                                            counts.of_experiment(r) if counts.is_counts(r) else [r])]
+                                            documents.of_experiment(r) if documents.is_counts(r) else [r])]
     trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
     if any(trees.values()):
         w = _Padded(w, len(CALLPATH_COLUMNS))
@@ -71,7 +71,7 @@ def render(reports: list, **_options) -> str:
                                    row["function"], row["inclusive"], row["module"], ";".join(row["path"]),
                                    row["exclusive"], row["depth"]))
             continue
-        c = counts.of_report(r) if isinstance(r, CountReport) else r
+        c = documents.of_report(r) if isinstance(r, CountReport) else r
         ident = (c.run.source, c.run.hostname, c.run.pid if c.run.pid is not None else "",
                  c.run.thread if c.run.thread is not None else "")
         for block in c.blocks:

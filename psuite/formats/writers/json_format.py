@@ -58,7 +58,7 @@ from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own,
 from operator import attrgetter
 
 from psuite.formats import native_rows
-from psuite.formats.writers import counts
+from psuite.formats.writers import documents
 from psuite.model.report import (
     CountReport,
     Location,
@@ -112,7 +112,7 @@ def _pieces(reports: list) -> Iterator[str]:
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
         yield _dumps({"schema": schema, **reports[0].to_dict()})
         return
-    reports = [c for r in reports for c in (counts.of_experiment(r) if counts.is_counts(r) else [r])]
+    reports = [c for r in reports for c in (documents.of_experiment(r) if documents.is_counts(r) else [r])]
 
     def kind(r) -> str:
         if isinstance(r, MultiReport):
@@ -134,8 +134,8 @@ def _pieces(reports: list) -> Iterator[str]:
 
 def _report(r, kind: str | None) -> Iterator[str]:
     """One report's JSON text in pieces, as _dumps(r.to_dict()) without its newline."""
-    if isinstance(r, (CountReport, counts.Counts)):
-        return _counts(counts.of_report(r) if isinstance(r, CountReport) else r, kind)
+    if isinstance(r, (CountReport, documents.Counts)):
+        return _counts(documents.of_report(r) if isinstance(r, CountReport) else r, kind)
     if type(r) is ProfileReport:
         pieces = _profile(r, kind)
         if pieces is not None:
@@ -146,7 +146,7 @@ def _report(r, kind: str | None) -> Iterator[str]:
     return iter([_dumps(d)[:-1]])
 
 
-def _counts(c: counts.Counts, kind: str | None) -> Iterator[str]:
+def _counts(c: documents.Counts, kind: str | None) -> Iterator[str]:
     """A counting report as CountReport.to_dict() gives it, its events
     encoded a block at a time."""
     d = c.run.to_dict()  # its events and metrics are empty

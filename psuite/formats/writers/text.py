@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from psuite.formats.writers import counts
+from psuite.formats.writers import documents
 from psuite.model.report import CountReport
 
 EXTENSION = ".txt"
@@ -36,10 +36,10 @@ def render_one(r: CountReport) -> str:
 
 
 def chunks_one(r: CountReport) -> Iterator[str]:
-    return _chunks(counts.of_report(r))
+    return _chunks(documents.of_report(r))
 
 
-def _chunks(c: counts.Counts) -> Iterator[str]:
+def _chunks(c: documents.Counts) -> Iterator[str]:
     """The report in pieces: a report can hold a million events, and their
     lines are joined and written a block at a time, never all at once."""
     r = c.run
@@ -101,8 +101,10 @@ def render_chunks(reports: list, threshold: float = 0.0, **_options) -> Iterator
             yield text_profile.render_one(r, threshold)
         elif isinstance(r, MultiReport):
             yield text_multi.render_one(r)
-        elif counts.is_counts(r):  # a counting document's experiment: each of its locations' reports
-            for j, c in enumerate(counts.of_experiment(r)):
+        elif documents.is_profile(r):  # a profile document's experiment
+            yield "\n".join(text_profile.render_lines(d, threshold) for d in documents.profiles(r))
+        elif documents.is_counts(r):  # a counting document's experiment: each of its locations' reports
+            for j, c in enumerate(documents.of_experiment(r)):
                 if j:
                     yield "\n"
                 yield from _chunks(c)

@@ -9,6 +9,7 @@ from itertools import accumulate
 from operator import attrgetter
 
 from psuite.formats import native_rows
+from psuite.formats.writers import documents
 from psuite.model.report import ProfileReport
 
 RULE = "=" * 78
@@ -49,6 +50,18 @@ def _summary(lines: list[str], title: str, keys: Iterable[str], counts: list[int
 
 
 def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
+    locs = r.locations
+    return _render(r, list(map(_MODULE, locs)), list(map(_FILE, locs)), list(map(_FUNCTION, locs)),
+                   list(map(_LINE, locs)), list(map(_SAMPLES, locs)), threshold)
+
+
+def render_lines(d: documents.Lines, threshold: float = 0.0) -> str:
+    """The report of a profile document's experiment (writers.documents)."""
+    return _render(d.run, d.modules, d.files, d.functions, d.lines, d.samples, threshold)
+
+
+def _render(r: ProfileReport, modules: list[str], files: list[str], functions: list[str], line_nos: list[int],
+            counts: list[int], threshold: float) -> str:
     lines = ["PerfSuite Profile Report", ""]
     pairs = [("XML Source", r.source), ("Created", r.date), ("Generator", r.generator),
              ("Host", r.hostname + (f".{r.domainname}" if r.domainname else "")), ("Process ID", r.pid),
@@ -66,13 +79,10 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
             ("Total samples", f"{r.total_samples:,}"), ("Domain", r.domain), ("Run time", ", ".join(run)),
             ("Sampling", r.annotation), ("Minimum self %", f"{threshold:g}"), ("Mapper", r.mapper)]
     lines += [f"{k:<24}: {v}" for k, v in info if v not in (None, "")]
-    locs = r.locations
-    counts = list(map(_SAMPLES, locs))
     total = sum(counts) or 1
-    modules, files, functions = list(map(_MODULE, locs)), list(map(_FILE, locs)), list(map(_FUNCTION, locs))
     native = native_rows.Summaries(counts, total)
     if native.ok:
-        pieces = _native_summaries(native, modules, files, functions, list(map(_LINE, locs)), threshold)
+        pieces = _native_summaries(native, modules, files, functions, line_nos, threshold)
         if pieces is not None:
             return "".join(["\n".join(lines), "\n", *pieces])  # the long rows copied once
     _summary(lines, "Module Summary", modules, counts, total, threshold)
@@ -81,7 +91,7 @@ def render_one(r: ProfileReport, threshold: float = 0.0) -> str:
     _summary(lines, "Function Summary", map("%s  (%s)".__mod__, zip(functions, files, strict=True)), counts, total,
              threshold)
     _summary(lines, "Function:File:Line Summary",
-             map("%s:%s:%s".__mod__, zip(functions, files, [loc.line for loc in locs], strict=True)), counts, total,
+             map("%s:%s:%s".__mod__, zip(functions, files, line_nos, strict=True)), counts, total,
              threshold)
     return "\n".join(lines) + "\n"
 

@@ -13,7 +13,7 @@ from lxml import etree
 
 from psuite.errors import UsageError
 from psuite.formats import machineinfo, perfsuite
-from psuite.formats.writers import counts
+from psuite.formats.writers import documents
 from psuite.model.report import CountReport, MultiReport, ProfileReport, ResourceReport, RunInfo
 
 EXTENSION = ".xml"
@@ -55,10 +55,10 @@ def run_info(parent, r: RunInfo, with_pid: bool = True) -> None:
 
 
 def to_element(r: CountReport):
-    return _count_element(counts.of_report(r))
+    return _count_element(documents.of_report(r))
 
 
-def _count_element(c: counts.Counts):
+def _count_element(c: documents.Counts):
     r = c.run
     root = etree.Element("hwpcreport", version="0.3", generator=r.generator or "psuite", mode="count")
     run_info(root, r)
@@ -80,7 +80,7 @@ def render(reports: list, **_options) -> str:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     r = reports[0]
     doctype = None
-    located = counts.of_experiment(r) if counts.is_counts(r) else None  # a counting document's experiment
+    located = documents.of_experiment(r) if documents.is_counts(r) else None  # a counting document's experiment
     if located is not None and len(located) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
     if located is not None:

@@ -1,9 +1,11 @@
-"""A counting document's reports (text, JSON, CSV, -x) are rendered from
-its experiment, the analysis model: the events as the experiment's metric
-columns, the derived metrics evaluated on it, the run's description kept
-on its location.  They say what the document model's writers say of the
-same document (the Python API renders documents directly), and they
-follow the model when its values change."""
+"""A document's reports are rendered from its experiment, the analysis
+model: a counting document's text, JSON, CSV and -x reports (the events
+as the experiment's metric columns, the derived metrics evaluated on it,
+the run's description kept on its location), a profile's text report
+(its samples by source line, Experiment.lines).  They say what the
+document model's writers say of the same document (the Python API
+renders documents directly), and they follow the model when its values
+change."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import psuite
 from psuite.analysis import metrics
 from psuite.analysis.experiments import from_report
 from psuite.analysis.prepare import prepare
-from psuite.formats.writers import counts, csv_format, json_format, text, xml_format
+from psuite.formats.writers import csv_format, documents, json_format, text, text_profile, xml_format
 from psuite.model.cube_names import cubepl_name, cubepl_names
 from tests.conftest import run_tool
 from tests.psprocess.test_original_documents import original_count_03
@@ -65,13 +67,13 @@ def test_the_reports_follow_the_model(document):
     """Change an event's count in the experiment: its line and the derived
     metrics computed from it change with it (the writers read the model,
     not the document it came from)."""
-    exp = from_report(_read(document), columnar=True)
+    exp = from_report(_read(document), for_reports=True)
     cols = exp.columns
     row = cols.names.index("PAPI_TOT_INS")
-    before = {m.name: m.value for m in counts.of_experiment(exp)[0].metrics}
+    before = {m.name: m.value for m in documents.of_experiment(exp)[0].metrics}
     cols.ints[row] *= 2
     cols.floats[row] *= 2
-    [c] = counts.of_experiment(exp)
+    [c] = documents.of_experiment(exp)
     after = {m.name: m.value for m in c.metrics}
     ipc = next(name for name in before if "per cycle" in name.lower() and "instruction" in name.lower())
     assert after[ipc] == pytest.approx(2 * before[ipc])
@@ -83,7 +85,7 @@ def test_columns_expand_to_the_experiment_every_other_output_renders(document):
     """from_report's ordinary experiment is the columnar one expanded:
     the same metrics in the same order, the same values."""
     report = _read(document)
-    plain, columnar = from_report(report), from_report(report, columnar=True)
+    plain, columnar = from_report(report), from_report(report, for_reports=True)
     assert len(columnar.metrics) < len(plain.metrics)
     assert columnar.metric("PAPI_L1_DCM").dtype == "UINT64" and columnar.metric("big::count").dtype == "DOUBLE"
     assert "PAPI_TOT_CYC" in columnar.metric_names() and "nothing" not in columnar.metric_names()
@@ -111,3 +113,42 @@ def test_a_million_names_are_named_as_one_by_one():
     got = cubepl_names(odd, {"a_2"})
     assert len(set(got)) == len(odd) and "a_2" not in got
     assert all(cubepl_name(n, ()) == n for n in got)  # each a name CubePL's scanner reads whole
+
+
+def _profile(targets, workdir, *options: str):
+    p = run_tool("psrun", "-q", *options, "--profile", "ITIMER_PROF", "--period", "1000", "-o", "prof",
+                 targets["work"], "0", "25", "0")
+    assert p.returncode == 0, p.stderr
+    return str(min(workdir.glob("prof.*.xml"), key=lambda path: len(path.name)))  # the process's document
+
+
+@pytest.mark.parametrize("options", [(), ("--callpath",)], ids=["flat", "callpath"])
+def test_a_profiles_text_report_is_its_experiments(targets, workdir, options):
+    """psprocess's text report of a profile, flat or with call paths, is
+    rendered from its experiment's source lines, and says what the
+    document's own rendering says (with and without a threshold)."""
+    doc = _profile(targets, workdir, *options)
+    for threshold in ((), ("--threshold", "5")):
+        out = run_tool("psprocess", *threshold, doc)
+        assert out.returncode == 0, out.stderr
+        expected = text_profile.render_one(_read(doc), float(threshold[1]) if threshold else 0.0)
+        assert out.stdout.startswith(expected), out.stdout
+        assert ("--calltree" in out.stdout[len(expected):]) == bool(options)  # the hint: call paths are there
+    exp = from_report(_read(doc), for_reports=True)
+    assert exp.lines is not None and sum(exp.lines.samples) == sum(loc.samples for loc in _read(doc).locations) > 0
+    assert set(exp.lines.location.tolist()) == ({-1} if options else {0})  # with threads: the process's
+
+
+def test_a_profiles_text_report_follows_the_model(targets, workdir):
+    """Move every sample of the source lines to one function, and triple
+    them, in the experiment: the report's function summary shows only it,
+    with all of them."""
+    exp = from_report(_read(_profile(targets, workdir)), for_reports=True)
+    table = exp.lines
+    table.functions[:] = ["moved_here"] * len(table)
+    table.samples[:] = [3 * n for n in table.samples]
+    shown = text.render([exp])
+    summary = shown.split("Function Summary")[1].split("Function:File:Line Summary")[0]
+    rows = [line.split() for line in summary.splitlines() if "%" in line and "Self %" not in line]
+    assert {row[3] for row in rows} == {"moved_here"}
+    assert sum(int(row[0].replace(",", "")) for row in rows) == sum(table.samples) > 0

@@ -1,10 +1,11 @@
-"""What psprocess's reports of a counting document (text, JSON, CSV, XML)
-read from the document's experiment, psuite.analysis.experiments.
-from_report(report, columnar=True): per location its run's description
-(Location.run), its events from the experiment's metric columns, and its
-derived metrics (psmetrics', marked REPORT_METRIC) evaluated on the model.
-The writers render these; a CountReport given to them directly (the
-Python API's) is read the same way through `of_report`."""
+"""What psprocess's reports of a document read from the document's
+experiment, psuite.analysis.experiments.from_report(report,
+for_reports=True): the run's description (Location.run); of a counting
+report (text, JSON, CSV, XML) its events from the experiment's metric
+columns and its derived metrics (psmetrics', marked REPORT_METRIC)
+evaluated on the model; of a profile (text, CSV) its samples by source
+line (Experiment.lines).  The writers render these; a CountReport given
+to them directly (the Python API's) is read the same way (`of_report`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from psuite.model.experiment import REPORT_METRIC, Experiment
-from psuite.model.report import CountReport, Event, Metric, event_descriptions
+from psuite.model.report import CountReport, Event, Metric, ProfileReport, event_descriptions
 
 BLOCK = 20_000  # events read at a time: a report can hold a million
 
@@ -38,9 +39,52 @@ def is_counts(item: object) -> bool:
     return isinstance(item, Experiment) and item.columns is not None
 
 
+def is_profile(item: object) -> bool:
+    """A profile document's experiment, with its samples by source line."""
+    return isinstance(item, Experiment) and item.lines is not None
+
+
 def of_experiment(exp: Experiment) -> list[Counts]:
     """Each location of the experiment that came from a document, in order."""
     return [_location(exp, j) for j, loc in enumerate(exp.locations) if loc.run is not None]
+
+
+@dataclass
+class Lines:
+    """One profile document's samples by source line, as the writers show them."""
+
+    run: ProfileReport  # the run's description; its locations, modules and call paths are empty
+    modules: list[str]
+    files: list[str]
+    functions: list[str]
+    lines: list[int]
+    samples: list[int]
+
+
+def profiles(exp: Experiment) -> list[Lines]:
+    """Each profile document of the experiment (its locations share a run
+    description), in the order of its first location: its rows of
+    Experiment.lines, those at its locations or at -1 (its process)."""
+    import numpy as np
+
+    table = exp.lines
+    out = []
+    seen: dict[int, list[int]] = {}
+    runs = []
+    for j, loc in enumerate(exp.locations):
+        if loc.run is not None:
+            if id(loc.run) not in seen:
+                seen[id(loc.run)] = []
+                runs.append(loc.run)
+            seen[id(loc.run)].append(j)
+    columns = (table.modules, table.files, table.functions, table.lines, table.samples)
+    for run in runs:
+        if len(runs) == 1:  # the common case: the table is one document's
+            out.append(Lines(run, *columns))
+            continue
+        rows = np.flatnonzero(np.isin(table.location, [-1, *seen[id(run)]])).tolist()
+        out.append(Lines(run, *([column[i] for i in rows] for column in columns)))
+    return out
 
 
 def _location(exp: Experiment, j: int) -> Counts:
