@@ -50,6 +50,7 @@ from psuite.model.experiment import (
     Location,
     Metric,
     Region,
+    SourceLines,
     metric_names,
 )
 
@@ -748,9 +749,18 @@ def _source_lines(exp: Experiment, reports: list, where: list[int], calltrees: l
     description on its locations.  where: each report's location (a flat
     profile: its samples' rows are at it), or with call paths each thread
     tree's (the rows are then at -1, the process those threads make up)."""
-    import numpy as np
+    exp.lines = source_lines(reports, None if calltrees else where)
+    for k, r in enumerate(reports):
+        run = dataclasses.replace(r, locations=[], modules=[], callpaths=None)  # the numbers are the model's
+        for j in [j for st, j in zip(calltrees, where, strict=True) if st.report is r] if calltrees else [where[k]]:
+            exp.locations[j].run = run
 
-    from psuite.model.experiment import SourceLines
+
+def source_lines(reports: list, where: list[int] | None = None) -> SourceLines:
+    """The profiles' samples by source line, the model's flat view
+    (Experiment.lines), each report's rows at its location in where (None:
+    at -1, the whole process)."""
+    import numpy as np
 
     modules: list[str] = []
     files: list[str] = []
@@ -765,12 +775,9 @@ def _source_lines(exp: Experiment, reports: list, where: list[int], calltrees: l
         functions += map(_FUNCTION, locs)
         lines += map(_LINE, locs)
         samples += map(_SAMPLES, locs)
-        location.append(np.full(len(locs), -1 if calltrees else where[k], dtype=np.int64))
-        run = dataclasses.replace(r, locations=[], modules=[], callpaths=None)  # the numbers are the model's
-        for j in [j for st, j in zip(calltrees, where, strict=True) if st.report is r] if calltrees else [where[k]]:
-            exp.locations[j].run = run
-    exp.lines = SourceLines(modules, files, functions, lines, samples,
-                            np.concatenate(location) if location else np.zeros(0, dtype=np.int64))
+        location.append(np.full(len(locs), -1 if where is None else where[k], dtype=np.int64))
+    return SourceLines(modules, files, functions, lines, samples,
+                       np.concatenate(location) if location else np.zeros(0, dtype=np.int64))
 
 
 _MODULE, _FILE, _FUNCTION = operator.attrgetter("module"), operator.attrgetter("file"), operator.attrgetter("function")

@@ -268,17 +268,19 @@ def run_of(paths: list[str], reports: list) -> tuple[RunData, list[Variable]]:
         events = {r.event for r in reports}
         values["profile_event"] = ",".join(sorted(events))
         values["total_samples"] = sum(r.total_samples for r in reports)
+        from psuite.analysis.experiments import source_lines
+
+        # the model's flat view of the profiles (Experiment.lines), which psprocess's profile report renders
+        table = source_lines(reports)
         by_function: Counter = Counter()
-        for r in reports:
-            for loc in r.locations:
-                by_function[(loc.function, loc.module)] += loc.samples
+        for f, m, n in zip(table.functions, table.modules, table.samples, strict=True):
+            by_function[(f, m)] += n
         rows = [{"function": f, "module": m, "samples": n}
                 for (f, m), n in sorted(by_function.items(), key=lambda kv: (-kv[1], kv[0]))]
         # psprocess's Function:File:Line Summary: samples per (function, file, line)
         by_line: Counter = Counter()
-        for r in reports:
-            for loc in r.locations:
-                by_line[(loc.function, loc.file, loc.line)] += loc.samples
+        for f, fl, ln, n in zip(table.functions, table.files, table.lines, table.samples, strict=True):
+            by_line[(f, fl, ln)] += n
         rows += [{"line_function": f, "line_file": fl, "line": ln, "line_samples": n}
                  for (f, fl, ln), n in sorted(by_line.items(), key=lambda kv: (-kv[1], kv[0]))]
         for v in _LINES:  # an experiment set up before the line summary was filed gets them now
