@@ -34,7 +34,7 @@ import functools
 import itertools
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -45,8 +45,10 @@ from psuite.model.cube_names import cubepl_name, with_cubepl_names  # unique nam
 from psuite.model.experiment import (
     EXCLUSIVE,
     REPORT_METRIC,
+    Addresses,
     Cnode,
     Experiment,
+    LoadedModule,
     Location,
     Metric,
     Region,
@@ -173,14 +175,16 @@ def from_report(report, definitions: list | None = None, columnar: bool = False)
         _one_event(reports)  # before any conversion: one line naming both events
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions)
-    return _experiment(reports, definitions, columnar=columnar)
+    # one profile document keeps its sampled addresses; a combination's are no one profile's
+    return _experiment(reports, definitions, columnar=columnar, addresses=isinstance(report, ProfileReport))
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | None = None,
-                pending: dict | None = None, columnar: bool = False) -> Experiment:
+                pending: dict | None = None, columnar: bool = False, addresses: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
-    see _count_model; columnar: see from_report."""
+    see _count_model; columnar: see from_report; addresses: a profile's
+    sampled addresses kept (_addresses)."""
     from psuite.model.report import ProfileReport
 
     exp = Experiment()
@@ -201,6 +205,8 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
         else:
             where = _locations(exp, reports, given)
             _profile_model(exp, program, reports, where)
+        if addresses:
+            exp.addresses = _addresses(reports[0], calltrees, where)
     else:
         where = _locations(exp, reports, given)
         if definitions is None:
@@ -557,6 +563,60 @@ def _profile_model(exp: Experiment, program: str, reports: list, where: list[int
         scale = _per_sample(r, timer)
         cells += [(cnode_of[loc.function], loc_id, loc.samples, loc.samples * scale) for loc in r.locations]
     _fill(exp, metrics, [tuple(zip(*cells, strict=True))] if cells else [], unique=False)
+
+
+def _addresses(report, calltrees: list | None, where: list[int]) -> Addresses:
+    """The profile's sampled PCs and recorded frames (Addresses), placed at
+    the experiment's locations: the report's samples at its location (at
+    none, -1, when its threads are several locations), each thread's
+    frames at its thread's."""
+    import numpy as np
+
+    if calltrees is None:
+        at = where[0]
+    else:
+        at = where[0] if len(calltrees) == 1 else -1
+    out = Addresses(report.event, report.threshold,
+                    [LoadedModule(m.file, m.offset, m.buildid) for m in report.modules])
+    sizes = [len(m.samples) for m in report.modules]
+    out.module = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    out.pc = np.fromiter((pc for m in report.modules for pc in m.samples), dtype=np.uint64, count=sum(sizes))
+    out.location = np.full(sum(sizes), at, dtype=np.int32)
+    out.samples = _counts(lambda: (n for m in report.modules for n in m.samples.values()), sum(sizes))
+    cp = report.callpaths
+    if cp is None:
+        return out
+    ids = list(cp.modules)
+    out.frame_modules = [LoadedModule(m.file, m.offset, m.buildid) for m in cp.modules.values()]
+    index = {i: k for k, i in enumerate(ids)}
+    located = {id(st.thread.tree): loc for st, loc in zip(calltrees or [], where, strict=True)}
+    parts: list[tuple] = []
+    start = 0
+    for t in cp.threads:
+        n = len(t.parent) - 1  # node 0, the root, is left out: its children have no calling frame
+        parent = np.asarray(t.parent[1:], dtype=np.int64) - 1
+        # rows follow on from the threads before: an outermost frame (parent -1) stays -1
+        parent[parent >= 0] += start
+        module = np.fromiter((index.get(m, -1) for m in t.module[1:]), dtype=np.int32, count=n)
+        parts.append((parent, module, np.asarray(t.addr[1:], dtype=np.uint64),
+                      np.asarray(t.kind[1:], dtype=np.int8), _counts(lambda t=t: iter(t.exclusive[1:]), n),
+                      np.full(n, located.get(id(t.tree), -1), dtype=np.int32)))
+        start += n
+    if parts:
+        (out.frame_parent, out.frame_module, out.frame_pc, out.frame_kind, out.frame_samples,
+         out.frame_location) = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return out
+
+
+def _counts(values: Callable[[], Iterable[int]], n: int) -> np.ndarray:
+    """Sample counts (values() gives them) as int64, a count beyond it
+    held at int64's greatest (the exporters tell no such counts apart)."""
+    import numpy as np
+
+    try:
+        return np.fromiter(values(), dtype=np.int64, count=n)
+    except OverflowError:
+        return np.fromiter((min(int(v), INT64_MAX) for v in values()), dtype=np.int64, count=n)
 
 
 @dataclass
