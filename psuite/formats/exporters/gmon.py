@@ -39,19 +39,16 @@ tree, one for each edge caller -> callee of the tree:
 
 from __future__ import annotations
 
-import array
 import bisect
 import os
 import struct
-import sys
+
+import numpy as np
 
 from psuite.cli_common import size_text
 from psuite.errors import UsageError
-from psuite.model.report import ModuleSamples, ProfileReport
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # psuite.model.calltree is imported where arcs are made: a flat export does without it
-    from psuite.model.calltree import ThreadCallPaths
+from psuite.model.calltree import KIND_BLOCKED, KIND_CALL, KIND_TRUNCATED
+from psuite.model.experiment import Addresses, Experiment
 
 EXTENSION = ".out"
 BIN_BYTES = 2
@@ -61,50 +58,88 @@ COUNT_MAX = 2**32 - 1  # an arc's count is 32 bits
 # program's text is far below this, samples spread wider are not one
 # executable's (and would make a file as large as the span).
 MAX_SPAN = 256 * 1024**2
+INT64_MAX = 2**63 - 1
+# what gmon.out and vmon.out say of anything but one profile document (format's option=--gmon ...)
+ONE_PROFILE = "{option} exports one profile (psrun --profile ...); for combined reports use --cube"
 
 
-def executable_module(report: ProfileReport, wanted: str | None = None) -> ModuleSamples:
-    """The module gprof describes: the one named, else the program's own."""
+def addresses(exp: Experiment, option: str) -> Addresses:
+    """The experiment's sampled addresses, which only one profile document
+    has (not a CUBE file, a combination or a counting report)."""
+    if exp.addresses is None:
+        raise UsageError(ONE_PROFILE.format(option=option))
+    return exp.addresses
+
+
+def executable_module(exp: Experiment, wanted: str | None = None) -> int:
+    """The module gprof describes (its index in the sampled addresses'
+    modules): the one named, else the program's own."""
+    modules = addresses(exp, "--gmon").modules
     if wanted:
-        for m in report.modules:
+        for i, m in enumerate(modules):
             if m.file == wanted or os.path.basename(m.file) == os.path.basename(wanted):
-                return m
-        raise UsageError(f"no samples in module {wanted}; the profile has {', '.join(m.file for m in report.modules)}")
-    program = os.path.basename(report.command.split()[0]) if report.command else ""
-    for m in report.modules:
+                return i
+        raise UsageError(f"no samples in module {wanted}; the profile has {', '.join(m.file for m in modules)}")
+    command = exp.attributes.get("command", "")
+    program = os.path.basename(command.split()[0]) if command else ""
+    for i, m in enumerate(modules):
         if os.path.basename(m.file) == program:
-            return m
-    for m in report.modules:
+            return i
+    for i, m in enumerate(modules):
         if m.file.startswith("/") and not os.path.basename(m.file).startswith(("lib", "ld-")):
-            return m
-    raise UsageError(f"{report.source}: no executable among the profiled modules; name one with --module")
+            return i
+    raise UsageError(f"{exp.attributes.get('source', '')}: no executable among the profiled modules; "
+                     "name one with --module")
 
 
-def histogram(report: ProfileReport, module: ModuleSamples) -> bytes:
+def module_samples(exp: Experiment, module: int) -> tuple[np.ndarray, np.ndarray]:
+    """The module's sampled addresses (pc less its load offset), ascending
+    and each once, and the samples at each summed over the locations (a
+    sum beyond int64 held at its greatest); a pc below the load offset
+    comes out as a negative address (as int64) where it fits, which the
+    exporters refuse."""
+    a = exp.addresses
+    assert a is not None
+    rows = np.flatnonzero(a.module == module)
+    pcs, counts = a.pc[rows], a.samples[rows]
+    offset = a.modules[module].offset
+    order = np.argsort(pcs, kind="stable")
+    pcs, counts = pcs[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, pcs[1:] != pcs[:-1]]) if len(pcs) else np.zeros(0, dtype=np.int64)
+    if len(starts) < len(pcs):  # one pc at several locations: summed
+        summed = np.add.reduceat(counts, starts)
+        summed[np.add.reduceat(counts.astype(np.float64), starts) >= 2.0**63] = INT64_MAX
+        pcs, counts = pcs[starts], summed
+    if len(pcs) and int(pcs[0]) < offset:  # not the module's: said by the caller as an address below 0
+        return np.asarray([int(pc) - offset for pc in pcs.tolist()], dtype=object), counts
+    return pcs - np.uint64(offset), counts
+
+
+def histogram(exp: Experiment, module: int) -> bytes:
     """The time-histogram record (tag 0) of the module's samples."""
-    if not module.samples:
-        raise UsageError(f"{report.source}: no samples in {module.file}")
-    addrs = {pc - module.offset: n for pc, n in module.samples.items()}
-    low = min(addrs) // BIN_BYTES * BIN_BYTES
-    high = (max(addrs) // BIN_BYTES + 1) * BIN_BYTES
+    a = addresses(exp, "--gmon")
+    source, file = exp.attributes.get("source", ""), a.modules[module].file
+    addrs, counts = module_samples(exp, module)
+    if not len(addrs):
+        raise UsageError(f"{source}: no samples in {file}")
+    low = int(addrs[0]) // BIN_BYTES * BIN_BYTES
+    high = (int(addrs[-1]) // BIN_BYTES + 1) * BIN_BYTES
     if low < 0 or high > 2**64 - 1:
-        raise UsageError(f"{report.source}: samples of {module.file} lie outside its 64-bit address space")
+        raise UsageError(f"{source}: samples of {file} lie outside its 64-bit address space")
     if high - low > MAX_SPAN:
-        raise UsageError(f"{report.source}: the samples of {module.file} span {size_text(high - low)} of addresses; "
+        raise UsageError(f"{source}: the samples of {file} span {size_text(high - low)} of addresses; "
                          f"a gmon.out histogram covers at most {size_text(MAX_SPAN)} (name another module with "
                          "--module, or use --cube)")
-    bins = array.array("H", bytes((high - low) // BIN_BYTES * 2))  # a 16-bit count per bin
-    for addr, n in addrs.items():
-        i = (addr - low) // BIN_BYTES
-        bins[i] = min(65535, bins[i] + n)
-    if sys.byteorder != "little":
-        bins.byteswap()
-    if report.is_timer and report.threshold:
-        rate, dimen, abbrev = round(1e6 / report.threshold), b"seconds", b"s"
+    # a 16-bit count per bin, at most 65,535 samples: each address's capped first, so that a bin's sum (two
+    # addresses at most, 131,070) is exact in bincount's doubles
+    index = ((addrs - np.uint64(low)) // np.uint64(BIN_BYTES)).astype(np.int64)
+    bins = np.bincount(index, weights=np.minimum(counts, 65535), minlength=(high - low) // BIN_BYTES)
+    if a.is_timer and a.threshold:
+        rate, dimen, abbrev = round(1e6 / a.threshold), b"seconds", b"s"
     else:  # event overflow: one "second" per sample, so gprof's columns read as samples
         rate, dimen, abbrev = 1, b"samples", b"#"
     return (bytes([GMON_TAG_TIME_HIST]) + struct.pack("<QQii", low, high, len(bins), rate) +
-            dimen.ljust(15, b"\0") + abbrev + bins.tobytes())
+            dimen.ljust(15, b"\0") + abbrev + np.minimum(bins, 65535).astype("<u2").tobytes())
 
 
 class _Entries:
@@ -144,69 +179,76 @@ class _Entries:
         return self.starts[i] if i >= 0 and addr < self.ends[i] else None
 
 
-def arcs(report: ProfileReport, module: ModuleSamples) -> dict[tuple[int, int], int]:
+def arcs(exp: Experiment, module: int) -> dict[tuple[int, int], int]:
     """(from_pc, self_pc) -> samples under that call, over every thread's
     calling-context tree (see the module's description); empty without
     call paths."""
-    cp = report.callpaths
-    if cp is None:
+    a = addresses(exp, "--gmon")
+    if a.frame_modules is None:
         return {}
-    offsets = {i: m.offset for i, m in cp.modules.items() if m.file == module.file}
+    file = a.modules[module].file
+    offsets = {i: m.offset for i, m in enumerate(a.frame_modules) if m.file == file}
     if not offsets:  # the companion may name the file as the loader saw it
-        offsets = {i: m.offset for i, m in cp.modules.items()
-                   if os.path.basename(m.file) == os.path.basename(module.file)}
+        offsets = {i: m.offset for i, m in enumerate(a.frame_modules)
+                   if os.path.basename(m.file) == os.path.basename(file)}
     out: dict[tuple[int, int], int] = {}
     if offsets:
-        entries = _Entries(module.file)
-        for t in cp.threads:
-            _thread_arcs(t, offsets, entries, out)
+        _frame_arcs(a, offsets, _Entries(file), out)
     return out
 
 
-def _thread_arcs(t: ThreadCallPaths, offsets: dict[int, int], entries: _Entries,
-                 out: dict[tuple[int, int], int]) -> None:
-    """Add one thread's arcs to out.  A sample counts once for a caller and
+def _frame_arcs(a: Addresses, offsets: dict[int, int], entries: _Entries, out: dict[tuple[int, int], int]) -> None:
+    """Add the threads' arcs to out.  A sample counts once for a caller and
     callee even where recursion repeats that call on its path: the count is
     the inclusive samples of the outermost such call."""
-    parent, mod, addr, kind = t.parent, t.module, t.addr, t.kind
+    from psuite.model.experiment import to_inclusive
+
+    parent = a.frame_parent
     n = len(parent)
-    inclusive = list(t.exclusive)
+    inclusive = to_inclusive(a.frame_samples.astype(object) if _may_overflow(a.frame_samples) else
+                             a.frame_samples, np.maximum(parent, -1)).tolist()
+    parents, mods, pcs, kinds = parent.tolist(), a.frame_module.tolist(), a.frame_pc.tolist(), a.frame_kind.tolist()
     children: list[list[int]] = [[] for _ in range(n)]
-    for i in range(n - 1, 0, -1):  # a node's parent comes before it
-        inclusive[parent[i]] += inclusive[i]
-        children[parent[i]].append(i)
-    # site[i]: the call site, in the module, through which node i's callees
+    outermost = []
+    for i in range(n - 1, -1, -1):  # children listed last first, as the walk pops them
+        (outermost if parents[i] < 0 else children[parents[i]]).append(i)
+    # site[i]: the call site, in the module, through which frame i's callees
     # were called: its own frame's, or its nearest module frame's above it
     site: list[int | None] = [None] * n
     on_path: dict[tuple[int, int], int] = {}  # (caller entry, callee entry) -> times on the current path
     pair_of: dict[int, tuple[int, int]] = {}
-    todo = list(children[0])  # depth first: i enters node i, ~i (negative) leaves it
+    todo = outermost  # depth first: i enters frame i, ~i (negative) leaves it
     while todo:
         i = todo.pop()
-        if i < 0:  # leaving a node that put its call on the path
+        if i < 0:  # leaving a frame that put its call on the path
             on_path[pair_of.pop(~i)] -= 1
             continue
-        pair = _visit(i, parent[i], kind[i], offsets.get(mod[i]), addr[i], inclusive[i], site, entries, on_path, out)
+        up = parents[i]
+        pair = _visit(i, site[up] if up >= 0 else None, kinds[i], offsets.get(mods[i]), pcs[i], inclusive[i], site,
+                      entries, on_path, out)
         if pair is not None:
             pair_of[i] = pair
             todo.append(~i)  # popped after the children pushed next
         todo.extend(children[i])
 
 
-def _visit(i: int, up: int, kind: int, offset: int | None, addr: int, inclusive: int, site: list[int | None],
-           entries: _Entries, on_path: dict[tuple[int, int], int],
-           out: dict[tuple[int, int], int]) -> tuple[int, int] | None:
-    """Node i (parent up): its call site, and its arc into out; the
-    (caller, callee) pair it puts on the path, None when it makes no arc."""
-    from psuite.model.calltree import KIND_BLOCKED, KIND_CALL, KIND_TRUNCATED
+def _may_overflow(samples: np.ndarray) -> bool:
+    """Whether summing the samples up the tree could pass int64's greatest."""
+    return bool(len(samples)) and float(samples.astype(np.float64).sum()) >= 2.0**62
 
+
+def _visit(i: int, caller: int | None, kind: int, offset: int | None, addr: int, inclusive: int,
+           site: list[int | None], entries: _Entries, on_path: dict[tuple[int, int], int],
+           out: dict[tuple[int, int], int]) -> tuple[int, int] | None:
+    """Frame i (its caller's call site `caller`): its call site, and its
+    arc into out; the (caller, callee) pair it puts on the path, None when
+    it makes no arc."""
     if kind in (KIND_TRUNCATED, KIND_BLOCKED):
         return None  # the frames above are unknown: what hangs below has no caller
     if offset is None:  # a frame of another module: folded into the module's frame above
-        site[i] = site[up]
+        site[i] = caller
         return None
     pc = site[i] = addr - offset - (1 if kind == KIND_CALL else 0)
-    caller = site[up]
     if caller is None or not inclusive:
         return None
     callee = entries.entry(pc) or pc
@@ -217,12 +259,12 @@ def _visit(i: int, up: int, kind: int, offset: int | None, addr: int, inclusive:
     return pair
 
 
-def encode(report: ProfileReport, module: ModuleSamples) -> tuple[bytes, int]:
+def encode(exp: Experiment, module: int) -> tuple[bytes, int]:
     """The gmon.out file and its number of arcs."""
     out = bytearray(b"gmon" + struct.pack("<I", 1) + bytes(12))
-    out += histogram(report, module)
+    out += histogram(exp, module)
     written = 0
-    for (from_pc, self_pc), count in sorted(arcs(report, module).items()):
+    for (from_pc, self_pc), count in sorted(arcs(exp, module).items()):
         if 0 <= from_pc < 2**64 and 0 <= self_pc < 2**64:  # else not the module's: below its load offset
             out += bytes([GMON_TAG_CG_ARC]) + struct.pack("<QQI", from_pc, self_pc, min(count, COUNT_MAX))
             written += 1
@@ -234,16 +276,15 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
-    """Write gmon.out data for the report's executable; says what was written."""
+def write(exp: Experiment, path: str, module: str | None = None, force: bool = False) -> str:
+    """Write gmon.out data for the profile's executable; says what was written."""
     from psuite.cli_common import atomic_output
 
-    if not isinstance(report, ProfileReport):
-        raise UsageError("--gmon exports one profile (psrun --profile ...); for combined reports use --cube")
-    m = executable_module(report, module)
-    data, count = encode(report, m)
+    a = addresses(exp, "--gmon")
+    m = executable_module(exp, module)
+    data, count = encode(exp, m)
     with atomic_output(path, force, binary=True) as f:
         f.write(data)
-    if report.callpaths is None:
-        return f"gprof {m.file} {path}; a flat profile: record with psrun --callpath for gprof's call graph"
-    return f"gprof {m.file} {path}; {count:,} call arcs, their counts samples, not calls"
+    if a.frame_modules is None:
+        return f"gprof {a.modules[m].file} {path}; a flat profile: record with psrun --callpath for gprof's call graph"
+    return f"gprof {a.modules[m].file} {path}; {count:,} call arcs, their counts samples, not calls"
