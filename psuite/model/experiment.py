@@ -214,7 +214,7 @@ class LoadedModule:
     buildid: str = ""  # the GNU build-id psrun recorded, hex ("" when none)
 
 
-@dataclass
+@dataclass(eq=False)  # numpy columns: equal when the same table
 class Addresses:
     """A profile's sampled addresses, beside the metric x call path x
     location space: what gprof's gmon.out and vprof's vmon.out are made of.
