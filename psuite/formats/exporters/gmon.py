@@ -201,20 +201,23 @@ def _frame_arcs(a: Addresses, offsets: dict[int, int], entries: _Entries, out: d
     """Add the threads' arcs to out.  A sample counts once for a caller and
     callee even where recursion repeats that call on its path: the count is
     the inclusive samples of the outermost such call."""
-    from psuite.model.experiment import to_inclusive
-
-    parent = a.frame_parent
-    n = len(parent)
-    inclusive = to_inclusive(a.frame_samples.astype(object) if _may_overflow(a.frame_samples) else
-                             a.frame_samples, np.maximum(parent, -1)).tolist()
-    parents, mods, pcs, kinds = parent.tolist(), a.frame_module.tolist(), a.frame_pc.tolist(), a.frame_kind.tolist()
+    parents, mods, pcs, kinds = (a.frame_parent.tolist(), a.frame_module.tolist(), a.frame_pc.tolist(),
+                                 a.frame_kind.tolist())
+    n = len(parents)
+    inclusive = a.frame_samples.tolist()  # Python's integers: sums of any size
     children: list[list[int]] = [[] for _ in range(n)]
-    outermost = []
-    for i in range(n - 1, -1, -1):  # children listed last first, as the walk pops them
-        (outermost if parents[i] < 0 else children[parents[i]]).append(i)
+    outermost: list[int] = []
+    for i in range(n - 1, -1, -1):  # a frame's parent comes before it; children listed last first, as popped
+        up = parents[i]
+        if up < 0:
+            outermost.append(i)
+        else:
+            inclusive[up] += inclusive[i]
+            children[up].append(i)
     # site[i]: the call site, in the module, through which frame i's callees
-    # were called: its own frame's, or its nearest module frame's above it
-    site: list[int | None] = [None] * n
+    # were called: its own frame's, or its nearest module frame's above it;
+    # site[-1], an outermost frame's parent's, stays None (no caller)
+    site: list[int | None] = [None] * (n + 1)
     on_path: dict[tuple[int, int], int] = {}  # (caller entry, callee entry) -> times on the current path
     pair_of: dict[int, tuple[int, int]] = {}
     todo = outermost  # depth first: i enters frame i, ~i (negative) leaves it
@@ -223,32 +226,27 @@ def _frame_arcs(a: Addresses, offsets: dict[int, int], entries: _Entries, out: d
         if i < 0:  # leaving a frame that put its call on the path
             on_path[pair_of.pop(~i)] -= 1
             continue
-        up = parents[i]
-        pair = _visit(i, site[up] if up >= 0 else None, kinds[i], offsets.get(mods[i]), pcs[i], inclusive[i], site,
-                      entries, on_path, out)
+        pair = _visit(i, parents[i], kinds[i], offsets.get(mods[i]), pcs[i], inclusive[i], site, entries, on_path,
+                      out)
         if pair is not None:
             pair_of[i] = pair
             todo.append(~i)  # popped after the children pushed next
         todo.extend(children[i])
 
 
-def _may_overflow(samples: np.ndarray) -> bool:
-    """Whether summing the samples up the tree could pass int64's greatest."""
-    return bool(len(samples)) and float(samples.astype(np.float64).sum()) >= 2.0**62
-
-
-def _visit(i: int, caller: int | None, kind: int, offset: int | None, addr: int, inclusive: int,
-           site: list[int | None], entries: _Entries, on_path: dict[tuple[int, int], int],
+def _visit(i: int, up: int, kind: int, offset: int | None, addr: int, inclusive: int, site: list[int | None],
+           entries: _Entries, on_path: dict[tuple[int, int], int],
            out: dict[tuple[int, int], int]) -> tuple[int, int] | None:
-    """Frame i (its caller's call site `caller`): its call site, and its
-    arc into out; the (caller, callee) pair it puts on the path, None when
-    it makes no arc."""
+    """Frame i (parent up, -1 for none): its call site, and its arc into
+    out; the (caller, callee) pair it puts on the path, None when it makes
+    no arc."""
     if kind in (KIND_TRUNCATED, KIND_BLOCKED):
         return None  # the frames above are unknown: what hangs below has no caller
     if offset is None:  # a frame of another module: folded into the module's frame above
-        site[i] = caller
+        site[i] = site[up]
         return None
     pc = site[i] = addr - offset - (1 if kind == KIND_CALL else 0)
+    caller = site[up]
     if caller is None or not inclusive:
         return None
     callee = entries.entry(pc) or pc
