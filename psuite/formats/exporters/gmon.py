@@ -183,18 +183,123 @@ def arcs(exp: Experiment, module: int) -> dict[tuple[int, int], int]:
     """(from_pc, self_pc) -> samples under that call, over every thread's
     calling-context tree (see the module's description); empty without
     call paths."""
+    from_pc, self_pc, count = arc_columns(exp, module)
+    return dict(zip(zip(from_pc.tolist(), self_pc.tolist(), strict=True), count.tolist(), strict=True))
+
+
+def arc_columns(exp: Experiment, module: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arcs as columns, ascending by (from_pc, self_pc): from_pc,
+    self_pc and count (each count at most 2^32, what the file's 32-bit
+    count holds and one more); int64, or Python integers (object) for
+    addresses beyond it."""
     a = addresses(exp, "--gmon")
+    empty = np.zeros(0, dtype=np.int64)
     if a.frame_modules is None:
-        return {}
+        return empty, empty, empty
     file = a.modules[module].file
     offsets = {i: m.offset for i, m in enumerate(a.frame_modules) if m.file == file}
     if not offsets:  # the companion may name the file as the loader saw it
         offsets = {i: m.offset for i, m in enumerate(a.frame_modules)
                    if os.path.basename(m.file) == os.path.basename(file)}
-    out: dict[tuple[int, int], int] = {}
-    if offsets:
-        _frame_arcs(a, offsets, _Entries(file), out)
-    return out
+    if not offsets:
+        return empty, empty, empty
+    entries = _Entries(file)
+    got = _array_arcs(a, offsets, entries)
+    if got is not None:
+        return got
+    out: dict[tuple[int, int], int] = {}  # addresses beyond int64: the walk, over Python's integers
+    _frame_arcs(a, offsets, entries, out)
+    keys = sorted(out)
+    return (np.array([k[0] for k in keys], dtype=object), np.array([k[1] for k in keys], dtype=object),
+            np.array([min(out[k], COUNT_MAX + 1) for k in keys], dtype=object))
+
+
+def _array_arcs(a: Addresses, offsets: dict[int, int],
+                entries: _Entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The arcs of _frame_arcs computed over the frame columns with numpy,
+    one pass per tree level instead of a Python step per frame (a million
+    frames: a second, not several); None when a call site or a symbol lies
+    beyond int64 (then the walk does it).
+
+    A frame of the module is an arc's callee when a module frame above it
+    (through frames of other modules, none truncated or blocked) gives its
+    caller's call site and samples were taken under it.  The arc counts
+    only for the outermost of its (caller function, callee function) pair
+    on the path: in preorder, a frame lies within an earlier frame's span
+    of descendants exactly when that frame is its ancestor."""
+    from psuite.model.experiment import depths
+
+    parent, kind, n = a.frame_parent, a.frame_kind, len(a.frame_parent)
+    if (entries.ends and max(entries.ends) >= 2**63) or any(o >= 2**64 for o in offsets.values()):
+        return None
+    starts, ends = np.asarray(entries.starts, dtype=np.int64), np.asarray(entries.ends, dtype=np.int64)
+    chosen = np.zeros(len(a.frame_modules or ()) + 1, dtype=bool)  # by frame_module + 1: -1 is no module
+    offset = np.zeros(len(chosen), dtype=np.uint64)
+    for i, o in offsets.items():
+        chosen[i + 1], offset[i + 1] = True, o
+    cut = (kind == KIND_TRUNCATED) | (kind == KIND_BLOCKED)
+    own = chosen[a.frame_module + 1] & ~cut  # the module's frames: their own call site
+    folded = ~chosen[a.frame_module + 1] & ~cut  # other modules' frames: the call site above them
+    # own call sites, pc - offset - 1 for a call (its call instruction), exact in int64 or refused
+    pc, off, call = a.frame_pc[own], offset[a.frame_module[own] + 1], (kind[own] == KIND_CALL).astype(np.uint64)
+    above = (pc >= off) & (pc - off >= call)  # a site at or above 0
+    d = pc - off - call  # modulo 2^64: the site itself where it fits int64
+    if not np.all(np.where(above, d < np.uint64(2**63), d >= np.uint64(2**63))):
+        return None
+    site = np.zeros(n, dtype=np.int64)
+    known = np.zeros(n, dtype=bool)  # a site to give callees (none above a truncated or blocked frame)
+    site[own], known[own] = d.view(np.int64), True
+    depth = depths(parent)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
+    levels = [order[bounds[k]:bounds[k + 1]] for k in range(len(bounds) - 1)]
+    for level in levels[1:]:  # top down: an other module's frame takes its parent's site
+        f = level[folded[level]]
+        site[f], known[f] = site[parent[f]], known[parent[f]]
+    inclusive = np.minimum(a.frame_samples, COUNT_MAX + 1)  # a count is written as at most COUNT_MAX
+    size = np.ones(n, dtype=np.int64)  # frames in each subtree
+    for level in reversed(levels[1:]):  # bottom up
+        np.add.at(inclusive, parent[level], inclusive[level])
+        np.add.at(size, parent[level], size[level])
+    up = np.maximum(parent, 0)
+    arc = np.flatnonzero(own & (parent >= 0) & known[up] & (inclusive > 0))
+    if not len(arc):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    caller, callee = site[parent[arc]], _entry_or_self(starts, ends, site[arc])
+    pair = _entry_or_self(starts, ends, caller)
+    # preorder positions: a frame after its parent and its earlier siblings' subtrees
+    by_parent = np.lexsort((np.arange(n), parent))
+    before = np.cumsum(size[by_parent]) - size[by_parent]
+    first = np.flatnonzero(np.r_[True, parent[by_parent][1:] != parent[by_parent][:-1]])
+    among = np.empty(n, dtype=np.int64)
+    among[by_parent] = before - np.repeat(before[first], np.diff(np.r_[first, n]))
+    tin = among.copy()  # the outermost frames one after another
+    for level in levels[1:]:
+        tin[level] = tin[parent[level]] + 1 + among[level]
+    tout = tin + size
+    # the outermost of each pair on its path: no earlier frame of the pair spans it
+    o = np.lexsort((tin[arc], callee, pair))
+    group = np.cumsum(np.r_[True, (pair[o][1:] != pair[o][:-1]) | (callee[o][1:] != callee[o][:-1])]) - 1
+    span = 2 * n + 2
+    reach = np.maximum.accumulate(group * span + tout[arc][o])
+    inner = np.r_[-1, reach[:-1]] - group * span > tin[arc][o]
+    kept = o[~inner]
+    caller, callee, count = caller[kept], callee[kept], inclusive[arc][kept]
+    o = np.lexsort((callee, caller))
+    caller, callee, count = caller[o], callee[o], count[o]
+    new = np.flatnonzero(np.r_[True, (caller[1:] != caller[:-1]) | (callee[1:] != callee[:-1])])
+    return caller[new], callee[new], np.minimum(np.add.reduceat(count, new), COUNT_MAX + 1) if len(new) else count
+
+
+def _entry_or_self(starts: np.ndarray, ends: np.ndarray, addr: np.ndarray) -> np.ndarray:
+    """_Entries.entry(addr) or addr, for each address."""
+    if not len(starts):
+        return addr
+    i = np.searchsorted(starts, addr, side="right") - 1
+    j = np.maximum(i, 0)
+    start = starts[j]
+    return np.where((i >= 0) & (addr < ends[j]) & (start != 0), start, addr)
 
 
 def _frame_arcs(a: Addresses, offsets: dict[int, int], entries: _Entries, out: dict[tuple[int, int], int]) -> None:
@@ -257,16 +362,23 @@ def _visit(i: int, up: int, kind: int, offset: int | None, addr: int, inclusive:
     return pair
 
 
+ARC = np.dtype([("tag", "u1"), ("from_pc", "<u8"), ("self_pc", "<u8"), ("count", "<u4")])  # a record, unpadded
+
+
 def encode(exp: Experiment, module: int) -> tuple[bytes, int]:
     """The gmon.out file and its number of arcs."""
-    out = bytearray(b"gmon" + struct.pack("<I", 1) + bytes(12))
-    out += histogram(exp, module)
-    written = 0
-    for (from_pc, self_pc), count in sorted(arcs(exp, module).items()):
-        if 0 <= from_pc < 2**64 and 0 <= self_pc < 2**64:  # else not the module's: below its load offset
-            out += bytes([GMON_TAG_CG_ARC]) + struct.pack("<QQI", from_pc, self_pc, min(count, COUNT_MAX))
-            written += 1
-    return bytes(out), written
+    head = b"gmon" + struct.pack("<I", 1) + bytes(12) + histogram(exp, module)
+    from_pc, self_pc, count = arc_columns(exp, module)
+    if from_pc.dtype == object:  # addresses beyond int64
+        written = [bytes([GMON_TAG_CG_ARC]) + struct.pack("<QQI", f, s, min(c, COUNT_MAX))
+                   for f, s, c in zip(from_pc, self_pc, count, strict=True) if 0 <= f < 2**64 and 0 <= s < 2**64]
+        return head + b"".join(written), len(written)
+    keep = (from_pc >= 0) & (self_pc >= 0)  # else not the module's: below its load offset
+    records = np.zeros(int(keep.sum()), dtype=ARC)
+    records["tag"] = GMON_TAG_CG_ARC
+    records["from_pc"], records["self_pc"] = from_pc[keep], self_pc[keep]
+    records["count"] = np.minimum(count[keep], COUNT_MAX)
+    return head + records.tobytes(), len(records)
 
 
 def targets(path: str) -> list[str]:
