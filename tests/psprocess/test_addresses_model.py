@@ -181,3 +181,21 @@ def test_psprocess_refuses_what_has_no_addresses(built, tmp_path):
     assert p.returncode == 0, p.stderr
     magic, version = struct.unpack_from(">IB", out.read_bytes())
     assert (magic, version) == (vprof.MAGIC, vprof.VERSION)
+
+
+def test_call_sites_beyond_int64_give_the_same_file(built, tmp_path):
+    """A frame of the executable recorded at an address 2^63 or more above
+    its load offset (no real run has one) is written as the document
+    exporter wrote it: gmon's arcs then take Python's integers."""
+    doc = psuite.read(str(profile(tmp_path, "callpath", built["recursion"], "20", "60")))
+    m = before.executable_module(doc)
+    [exe] = [i for i, x in doc.callpaths.modules.items() if x.file == m.file]
+    t = doc.callpaths.threads[0]
+    leaves = [j for j in range(1, len(t.parent)) if t.module[j] == exe and t.parent[j] and t.exclusive[j]]
+    assert leaves
+    t.addr[leaves[0]] = 2**64 - 1  # far beyond the module: an arc from its caller to an address gprof cannot use
+    exp = from_report(doc)
+    chosen = gmon.executable_module(exp)
+    assert gmon.arc_columns(exp, chosen)[0].dtype == object  # (the exact walk, not numpy's int64)
+    assert gmon.encode(exp, chosen)[0] == before.gmon(doc, m)
+    assert gmon.arcs(exp, chosen) == {k: min(n, 2**32) for k, n in before.arcs(doc, m).items()}
