@@ -22,7 +22,10 @@
   Every location carries its run's attributes (RUN_ATTRIBUTES: host,
   pid, rank, thread, command, date, build-ids), which the merge keeps.
   Profiles have "samples" (UINT64) and "time" (DOUBLE seconds, timer
-  sources) or "events" (samples x threshold), EXCLUSIVE.
+  sources) or "events" (samples x threshold), EXCLUSIVE.  One profile
+  document's experiment also keeps its sampled addresses and recorded
+  frames (Experiment.addresses, what gmon and vprof write); a
+  combination's has none.
 - `load(source)`: a CUBE 4 file (readers/cube.py) or any document
   psuite.analysis.inputs.load reads, made ready as psprocess makes it
   (call-path companions attached, symbols resolved, metrics derived)."""

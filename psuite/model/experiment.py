@@ -18,6 +18,10 @@ derived metric holds no values: its CubePL expression is kept and
 evaluated when a view asks (`derived_values`), so an operation's result
 recomputes it instead of combining it.
 
+One profile document's experiment also carries the addresses it sampled
+(Addresses, beside the space: CUBE has no dimension for them), which
+gprof's and vprof's files are made of.
+
 This module only imports numpy; nothing here reads or writes files.
 """
 

@@ -3,7 +3,9 @@ reads it in gmon_io.c): the "gmon" header, version 1; one time-histogram
 record over the exported module's sampled address range, at the profile's
 sampling rate; and, for profiles recorded with call paths (psrun
 --callpath), call-graph arc records.  `gprof ./app gmon.out` then prints
-the flat profile and the call graph, which gprof2dot reads.
+the flat profile and the call graph, which gprof2dot reads.  Written from
+one profile document's experiment: its sampled addresses and recorded
+frames (psuite.model.experiment.Addresses).
 
 The histogram: bins are 2 bytes wide, as glibc's own profiling makes them;
 a bin holds at most 65,535 samples (the format's 16-bit counts).

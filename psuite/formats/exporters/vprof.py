@@ -1,6 +1,6 @@
 """vprof's vmon.out, version 4 (as written by vprof's vmonitor and read by
-IBM's bfdprof and Eclipse PTP's VProf view), for the executable's samples.
-Big-endian throughout:
+IBM's bfdprof and Eclipse PTP's VProf view), for the executable's samples
+(one profile document's experiment: its Addresses).  Big-endian throughout:
 
     int32   magic 0x766d6f6e ("vmon")
     int8    version 4
