@@ -50,7 +50,7 @@ import numpy as np
 from psuite.cli_common import size_text
 from psuite.errors import UsageError
 from psuite.model.calltree import KIND_BLOCKED, KIND_CALL, KIND_TRUNCATED
-from psuite.model.experiment import Addresses, Experiment
+from psuite.model.experiment import Addresses, Experiment, depths, scatter_add
 
 EXTENSION = ".out"
 BIN_BYTES = 2
@@ -229,8 +229,6 @@ def _array_arcs(a: Addresses, offsets: dict[int, int],
     only for the outermost of its (caller function, callee function) pair
     on the path: in preorder, a frame lies within an earlier frame's span
     of descendants exactly when that frame is its ancestor."""
-    from psuite.model.experiment import depths
-
     parent, kind, n = a.frame_parent, a.frame_kind, len(a.frame_parent)
     if (entries.ends and max(entries.ends) >= 2**63) or any(o >= 2**64 for o in offsets.values()):
         return None
@@ -261,8 +259,8 @@ def _array_arcs(a: Addresses, offsets: dict[int, int],
     inclusive = np.minimum(a.frame_samples, COUNT_MAX + 1)  # a count is written as at most COUNT_MAX
     size = np.ones(n, dtype=np.int64)  # frames in each subtree
     for level in reversed(levels[1:]):  # bottom up
-        np.add.at(inclusive, parent[level], inclusive[level])
-        np.add.at(size, parent[level], size[level])
+        scatter_add(inclusive, parent[level], inclusive[level])  # (np.add.at is slow before numpy 1.25)
+        scatter_add(size, parent[level], size[level])
     up = np.maximum(parent, 0)
     arc = np.flatnonzero(own & (parent >= 0) & known[up] & (inclusive > 0))
     if not len(arc):
