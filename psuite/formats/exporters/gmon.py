@@ -61,7 +61,7 @@ COUNT_MAX = 2**32 - 1  # an arc's count is 32 bits
 # executable's (and would make a file as large as the span).
 MAX_SPAN = 256 * 1024**2
 INT64_MAX = 2**63 - 1
-# what gmon.out and vmon.out say of anything but one profile document (format's option=--gmon ...)
+# gmon's and vprof's refusal of anything but one profile document (option: --gmon or --vprof)
 ONE_PROFILE = "{option} exports one profile (psrun --profile ...); for combined reports use --cube"
 
 
