@@ -547,25 +547,37 @@ def _fill(exp: Experiment, metrics: list[Metric], parts: list[tuple], unique: bo
 
 
 def _profile_model(exp: Experiment, program: str, reports: list, where: list[int]) -> None:
-    regions: dict[str, dict] = {}  # function -> {file, begin, end}
-    for r in reports:
+    regions: dict[str, list] = {}  # function -> [file, first line, last line]: one list per function, not per
+    for r in reports:               # location (a profile of a million PCs resolves to 100,000s of them)
         for loc in r.locations:
-            reg = regions.setdefault(loc.function, {"file": loc.file, "begin": loc.line or -1, "end": loc.line or -1})
-            if loc.line:
-                reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
-                reg["end"] = max(reg["end"], loc.line)
+            line = loc.line
+            reg = regions.get(loc.function)
+            if reg is None:
+                regions[loc.function] = [loc.file, line or -1, line or -1]
+            elif line:
+                if reg[1] < 0 or line < reg[1]:
+                    reg[1] = line
+                if line > reg[2]:
+                    reg[2] = line
     root = _root(exp, program)
     exp.attributes[FLAT_PROFILE] = "functions of profiles without call paths"
     cnode_of = {}
     for f in sorted(regions):
-        reg = regions[f]
-        cnode_of[f] = exp.add_cnode(exp.add_region(Region(f, reg["file"] or "", reg["begin"], reg["end"])), root)
+        file, begin, end = regions[f]
+        cnode_of[f] = exp.add_cnode(exp.add_region(Region(f, file or "", begin, end)), root)
     metrics, timer = _profile_metrics(reports[0])
-    cells = []
+    cnodes: list[int] = []  # the cells, a column each
+    at: list[int] = []
+    samples: list[int] = []
+    second: list[float] = []
     for r, loc_id in zip(reports, where, strict=True):
         scale = _per_sample(r, timer)
-        cells += [(cnode_of[loc.function], loc_id, loc.samples, loc.samples * scale) for loc in r.locations]
-    _fill(exp, metrics, [tuple(zip(*cells, strict=True))] if cells else [], unique=False)
+        n = [loc.samples for loc in r.locations]
+        cnodes += [cnode_of[loc.function] for loc in r.locations]
+        at += [loc_id] * len(n)
+        samples += n
+        second += [k * scale for k in n]
+    _fill(exp, metrics, [(cnodes, at, samples, second)] if cnodes else [], unique=False)
 
 
 def _addresses(report, calltrees: list | None, where: list[int]) -> Addresses:
