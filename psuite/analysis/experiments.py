@@ -22,7 +22,10 @@
   Every location carries its run's attributes (RUN_ATTRIBUTES: host,
   pid, rank, thread, command, date, build-ids), which the merge keeps.
   Profiles have "samples" (UINT64) and "time" (DOUBLE seconds, timer
-  sources) or "events" (samples x threshold), EXCLUSIVE.
+  sources) or "events" (samples x threshold), EXCLUSIVE.  One profile
+  document's experiment also keeps its sampled addresses and recorded
+  frames (Experiment.addresses, what gmon and vprof write); a
+  combination's has none.
 - `load(source)`: a CUBE 4 file (readers/cube.py) or any document
   psuite.analysis.inputs.load reads, made ready as psprocess makes it
   (call-path companions attached, symbols resolved, metrics derived)."""
@@ -34,7 +37,7 @@ import functools
 import itertools
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from typing import TYPE_CHECKING
@@ -45,8 +48,10 @@ from psuite.model.cube_names import cubepl_name, with_cubepl_names  # unique nam
 from psuite.model.experiment import (
     EXCLUSIVE,
     REPORT_METRIC,
+    Addresses,
     Cnode,
     Experiment,
+    LoadedModule,
     Location,
     Metric,
     Region,
@@ -177,14 +182,16 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
         _one_event(reports)  # before any conversion: one line naming both events
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions)
-    return _experiment(reports, definitions, for_reports=for_reports)
+    # one profile document keeps its sampled addresses; a combination's are no one profile's
+    return _experiment(reports, definitions, for_reports=for_reports, addresses=isinstance(report, ProfileReport))
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | None = None,
-                pending: dict | None = None, for_reports: bool = False) -> Experiment:
+                pending: dict | None = None, for_reports: bool = False, addresses: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
-    see _count_model; for_reports: see from_report."""
+    see _count_model; for_reports: see from_report; addresses: a profile's
+    sampled addresses kept (_addresses)."""
     from psuite.model.report import ProfileReport
 
     exp = Experiment()
@@ -207,6 +214,8 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
             _profile_model(exp, program, reports, where)
         if for_reports:
             _source_lines(exp, reports, where, calltrees)
+        if addresses:
+            exp.addresses = _addresses(reports[0], calltrees, where)
     else:
         where = _locations(exp, reports, given)
         if definitions is None:
@@ -544,25 +553,102 @@ def _fill(exp: Experiment, metrics: list[Metric], parts: list[tuple], unique: bo
 
 
 def _profile_model(exp: Experiment, program: str, reports: list, where: list[int]) -> None:
-    regions: dict[str, dict] = {}  # function -> {file, begin, end}
-    for r in reports:
+    regions: dict[str, list] = {}  # function -> [file, first line, last line]: one list per function, not per
+    for r in reports:               # location (a profile of a million PCs resolves to 100,000s of them)
         for loc in r.locations:
-            reg = regions.setdefault(loc.function, {"file": loc.file, "begin": loc.line or -1, "end": loc.line or -1})
-            if loc.line:
-                reg["begin"] = loc.line if reg["begin"] < 0 else min(reg["begin"], loc.line)
-                reg["end"] = max(reg["end"], loc.line)
+            line = loc.line
+            reg = regions.get(loc.function)
+            if reg is None:
+                regions[loc.function] = [loc.file, line or -1, line or -1]
+            elif line:
+                if reg[1] < 0 or line < reg[1]:
+                    reg[1] = line
+                if line > reg[2]:
+                    reg[2] = line
     root = _root(exp, program)
     exp.attributes[FLAT_PROFILE] = "functions of profiles without call paths"
     cnode_of = {}
     for f in sorted(regions):
-        reg = regions[f]
-        cnode_of[f] = exp.add_cnode(exp.add_region(Region(f, reg["file"] or "", reg["begin"], reg["end"])), root)
+        file, begin, end = regions[f]
+        cnode_of[f] = exp.add_cnode(exp.add_region(Region(f, file or "", begin, end)), root)
     metrics, timer = _profile_metrics(reports[0])
-    cells = []
+    cnodes: list[int] = []  # the cells, a column each
+    at: list[int] = []
+    samples: list[int] = []
+    second: list[float] = []
     for r, loc_id in zip(reports, where, strict=True):
         scale = _per_sample(r, timer)
-        cells += [(cnode_of[loc.function], loc_id, loc.samples, loc.samples * scale) for loc in r.locations]
-    _fill(exp, metrics, [tuple(zip(*cells, strict=True))] if cells else [], unique=False)
+        n = [loc.samples for loc in r.locations]
+        cnodes += [cnode_of[loc.function] for loc in r.locations]
+        at += [loc_id] * len(n)
+        samples += n
+        second += [k * scale for k in n]
+    _fill(exp, metrics, [(cnodes, at, samples, second)] if cnodes else [], unique=False)
+
+
+def _addresses(report, calltrees: list | None, where: list[int]) -> Addresses:
+    """The profile's sampled PCs and recorded frames (Addresses), placed at
+    the experiment's locations: the report's samples at its location (at
+    none, -1, when its threads are several locations), each thread's
+    frames at its thread's."""
+    import numpy as np
+
+    if calltrees is None:
+        at = where[0]
+    else:
+        at = where[0] if len(calltrees) == 1 else -1
+    out = Addresses(report.event, report.threshold,
+                    [LoadedModule(m.file, m.offset, m.buildid) for m in report.modules])
+    sizes = [len(m.samples) for m in report.modules]
+    out.module = np.repeat(np.arange(len(sizes), dtype=np.int32), sizes)
+    # each module's dict read by numpy directly (a million PCs: no Python loop over them)
+    out.pc = np.concatenate([np.fromiter(m.samples, dtype=np.uint64, count=len(m.samples))
+                             for m in report.modules] or [np.zeros(0, dtype=np.uint64)])
+    out.location = np.full(sum(sizes), at, dtype=np.int32)
+    out.samples = np.concatenate([_counts(m.samples.values, len(m.samples)) for m in report.modules] or
+                                 [np.zeros(0, dtype=np.int64)])
+    cp = report.callpaths
+    if cp is None:
+        return out
+    out.frame_modules = [LoadedModule(m.file, m.offset, m.buildid) for m in cp.modules.values()]
+    ids = np.fromiter(cp.modules, dtype=np.int64, count=len(cp.modules))
+    by_id = np.argsort(ids, kind="stable")  # frame_modules' positions in the order of their ids
+    sorted_ids = ids[by_id]
+    # each thread's location, by its resolved tree (none: the flat profile's location is no thread's)
+    located = {} if calltrees is None else {id(st.thread.tree): loc for st, loc in zip(calltrees, where, strict=True)}
+    parts: list[tuple] = []
+    start = 0
+    for t in cp.threads:
+        n = len(t.parent) - 1  # node 0, the root, is left out: its children have no calling frame
+        parent = np.asarray(t.parent[1:], dtype=np.int64) - 1
+        # rows follow on from the threads before: an outermost frame (parent -1) stays -1
+        parent[parent >= 0] += start
+        # the companion's module ids as positions in frame_modules, -1 for an id it does not list
+        ids_here = np.asarray(t.module[1:], dtype=np.int64)
+        if len(ids):
+            pos = np.minimum(np.searchsorted(sorted_ids, ids_here), len(ids) - 1)
+            module = np.where(sorted_ids[pos] == ids_here, by_id[pos], -1).astype(np.int32)
+        else:
+            module = np.full(n, -1, dtype=np.int32)
+        parts.append((parent, module, np.asarray(t.addr[1:], dtype=np.uint64),
+                      np.asarray(t.kind[1:], dtype=np.int8), _counts(lambda t=t: iter(t.exclusive[1:]), n),
+                      np.full(n, located.get(id(t.tree), -1), dtype=np.int32)))
+        start += n
+    if parts:
+        (out.frame_parent, out.frame_module, out.frame_pc, out.frame_kind, out.frame_samples,
+         out.frame_location) = (np.concatenate(column) for column in zip(*parts, strict=True))
+    return out
+
+
+def _counts(values: Callable[[], Iterable[int]], n: int) -> np.ndarray:
+    """Sample counts (values() gives them) as int64, a count beyond it
+    held at int64's greatest (the exporters tell no such counts apart)."""
+    import numpy as np
+
+    try:
+        return np.fromiter(values(), dtype=np.int64, count=n)
+    except OverflowError:
+        return np.fromiter((min(int(v), INT64_MAX) for v in values()), dtype=np.int64, count=n)
 
 
 @dataclass

@@ -18,6 +18,10 @@ derived metric holds no values: its CubePL expression is kept and
 evaluated when a view asks (`derived_values`), so an operation's result
 recomputes it instead of combining it.
 
+One profile document's experiment also carries the addresses it sampled
+(Addresses, beside the space: CUBE has no dimension for them), which
+gprof's and vprof's files are made of.
+
 This module only imports numpy; nothing here reads or writes files.
 """
 
@@ -227,6 +231,89 @@ class MetricColumns:
 
 
 @dataclass
+class LoadedModule:
+    """An object file as a profiled process loaded it (executable, shared
+    library, the loader): an address in the file is a sampled pc less
+    `offset`."""
+
+    file: str
+    offset: int = 0
+    buildid: str = ""  # the GNU build-id psrun recorded, hex ("" when none)
+
+
+@dataclass(eq=False)  # numpy columns: equal when the same table
+class Addresses:
+    """A profile's sampled addresses, beside the metric x call path x
+    location space: what gprof's gmon.out and vprof's vmon.out are made of.
+    CUBE has no dimension for an address, and a call path merges all of a
+    function's addresses and call sites into one cnode, so they are kept
+    here as the profile recorded them, in numpy columns (a profile can
+    have a million distinct PCs: no Python object per address).
+
+    Sampled PCs, one row per (module, pc, location): `modules` are the
+    profile's modules in document order (those without samples too: the
+    exporters choose one by name), `module` indexes them, `pc` is the
+    sampled address as recorded (file address: pc - the module's offset),
+    `location` indexes Experiment.locations (-1: the whole process, when
+    its threads are the locations), `samples` the samples there (a count
+    beyond int64 is held at its maximum).
+
+    Call paths (psrun --callpath), None without them: each thread's
+    recorded frames, outermost first, one row per frame (the threads'
+    roots left out): `frame_modules` are the companion's modules,
+    `frame_module` indexes them (-1: one it does not list), `frame_parent`
+    is the calling frame's row (-1: the thread's outermost frames; a
+    parent comes before its children), `frame_pc` the address recorded (a
+    caller's return address, a leaf's sampled pc), `frame_kind` psuite.
+    model.calltree's KIND_* (call, sample, truncated, blocked),
+    `frame_samples` the samples taken in the frame itself and
+    `frame_location` the thread's location (-1: a thread psuite could not
+    resolve).  gmon's call arcs are computed from them at export, against
+    the module's symbol table.
+
+    An operation of the algebra gives none: its values are no longer one
+    profile's samples."""
+
+    event: str = ""  # the sampling event, as the profile names it (ITIMER_PROF, PAPI_TOT_CYC ...)
+    threshold: int | None = None  # the sampling period: microseconds for timers, events otherwise
+    modules: list[LoadedModule] = field(default_factory=list)
+    module: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    pc: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    location: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    samples: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    frame_modules: list[LoadedModule] | None = None
+    frame_parent: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    frame_module: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    frame_pc: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.uint64))
+    frame_kind: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    frame_samples: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    frame_location: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+
+    @property
+    def is_timer(self) -> bool:
+        return self.event.startswith("ITIMER_")
+
+    def check(self, locations: int) -> None:
+        """Raise ValueError unless the columns agree with each other and
+        with an experiment of `locations` locations."""
+        for group, columns in (("sampled pcs", ("module", "pc", "location", "samples")),
+                               ("frames", ("frame_parent", "frame_module", "frame_pc", "frame_kind",
+                                           "frame_samples", "frame_location"))):
+            sizes = {name: len(getattr(self, name)) for name in columns}
+            if len(set(sizes.values())) > 1:
+                raise ValueError(f"addresses: the columns of the {group} differ in length ({sizes})")
+        for name, lowest, size in (("module", 0, len(self.modules)), ("location", -1, locations),
+                                   ("frame_module", -1, len(self.frame_modules or ())),
+                                   ("frame_location", -1, locations)):
+            index = getattr(self, name)
+            if len(index) and not (lowest <= index.min() and index.max() < size):
+                raise ValueError(f"addresses: {name} indexes beyond its {size} entries")
+        rows = np.arange(len(self.frame_parent))
+        if len(rows) and not np.all((self.frame_parent >= -1) & (self.frame_parent < rows)):
+            raise ValueError("addresses: a frame's parent does not come before it")
+
+
+@dataclass
 class Experiment:
     """Metrics x call paths x locations.  Cnodes are in depth-first order
     (a parent before its children), locations in system-tree order."""
@@ -240,6 +327,9 @@ class Experiment:
     topologies: list[Topology] = field(default_factory=list)
     columns: MetricColumns | None = None  # many root metrics held as columns (a counting report's events)
     lines: SourceLines | None = None  # a profile document's samples by source line (its flat view)
+    # a profile's sampled addresses (Addresses), beside the space: None for anything else and for the
+    # algebra's results
+    addresses: Addresses | None = None
 
     # -- building --------------------------------------------------------
     def add_metric(self, metric: Metric) -> int:
@@ -296,6 +386,8 @@ class Experiment:
                 raise ValueError(f"values for {name!r}, which is not a metric")
             if a.shape != shape:
                 raise ValueError(f"metric {name!r}: values shaped {a.shape}, dimensions are {shape}")
+        if self.addresses is not None:
+            self.addresses.check(len(self.locations))
         for i, c in enumerate(self.cnodes):
             if c.parent is not None and not 0 <= c.parent < i:
                 raise ValueError(f"cnode {i}: parent {c.parent} does not come before it")

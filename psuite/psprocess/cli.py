@@ -167,7 +167,8 @@ EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof", "html")  # 
 # EXPORTER_MODULES[name]): targets(path), write(report, path, module, force)
 EXPORTER_MODULES = {"html": "psuite.psprocess.html.export"}
 CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
-MODEL_EXPORTS = ("cube", "folded", "speedscope", "pprof")  # rendered from the analysis model (experiments.from_report)
+MODEL_EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof")  # rendered from the analysis model
+# (experiments.from_report)
 
 
 def _bare_calltree(argv: Sequence[str]) -> list[str]:
@@ -271,7 +272,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             write = functools.partial(write, source_dirs=args.source_dir)
         elif name in MODEL_EXPORTS:  # these write the model's experiment (-c: the merged one), never documents
             from psuite.analysis.experiments import from_report
+            from psuite.formats.exporters.gmon import ONE_PROFILE
+            from psuite.model.report import ProfileReport
 
+            if name in ("gmon", "vprof") and not isinstance(subject, ProfileReport):  # before any conversion:
+                raise UsageError(ONE_PROFILE.format(option=f"--{name}"))  # only one profile has addresses
             what = experiment = experiment or from_report(subject)
         _done(f"wrote {path} ({write(what, path, args.module, args.force)})")
     if not exports or args.output:

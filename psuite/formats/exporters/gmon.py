@@ -3,7 +3,9 @@ reads it in gmon_io.c): the "gmon" header, version 1; one time-histogram
 record over the exported module's sampled address range, at the profile's
 sampling rate; and, for profiles recorded with call paths (psrun
 --callpath), call-graph arc records.  `gprof ./app gmon.out` then prints
-the flat profile and the call graph, which gprof2dot reads.
+the flat profile and the call graph, which gprof2dot reads.  Written from
+one profile document's experiment: its sampled addresses and recorded
+frames (psuite.model.experiment.Addresses).
 
 The histogram: bins are 2 bytes wide, as glibc's own profiling makes them;
 a bin holds at most 65,535 samples (the format's 16-bit counts).
@@ -39,19 +41,16 @@ tree, one for each edge caller -> callee of the tree:
 
 from __future__ import annotations
 
-import array
 import bisect
 import os
 import struct
-import sys
+
+import numpy as np
 
 from psuite.cli_common import size_text
 from psuite.errors import UsageError
-from psuite.model.report import ModuleSamples, ProfileReport
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # psuite.model.calltree is imported where arcs are made: a flat export does without it
-    from psuite.model.calltree import ThreadCallPaths
+from psuite.model.calltree import KIND_BLOCKED, KIND_CALL, KIND_TRUNCATED
+from psuite.model.experiment import Addresses, Experiment, depths, scatter_add
 
 EXTENSION = ".out"
 BIN_BYTES = 2
@@ -61,50 +60,88 @@ COUNT_MAX = 2**32 - 1  # an arc's count is 32 bits
 # program's text is far below this, samples spread wider are not one
 # executable's (and would make a file as large as the span).
 MAX_SPAN = 256 * 1024**2
+INT64_MAX = 2**63 - 1
+# gmon's and vprof's refusal of anything but one profile document (option: --gmon or --vprof)
+ONE_PROFILE = "{option} exports one profile (psrun --profile ...); for combined reports use --cube"
 
 
-def executable_module(report: ProfileReport, wanted: str | None = None) -> ModuleSamples:
-    """The module gprof describes: the one named, else the program's own."""
+def addresses(exp: Experiment, option: str) -> Addresses:
+    """The experiment's sampled addresses, which only one profile document
+    has (not a CUBE file, a combination or a counting report)."""
+    if exp.addresses is None:
+        raise UsageError(ONE_PROFILE.format(option=option))
+    return exp.addresses
+
+
+def executable_module(exp: Experiment, wanted: str | None = None) -> int:
+    """The module gprof describes (its index in the sampled addresses'
+    modules): the one named, else the program's own."""
+    modules = addresses(exp, "--gmon").modules
     if wanted:
-        for m in report.modules:
+        for i, m in enumerate(modules):
             if m.file == wanted or os.path.basename(m.file) == os.path.basename(wanted):
-                return m
-        raise UsageError(f"no samples in module {wanted}; the profile has {', '.join(m.file for m in report.modules)}")
-    program = os.path.basename(report.command.split()[0]) if report.command else ""
-    for m in report.modules:
+                return i
+        raise UsageError(f"no samples in module {wanted}; the profile has {', '.join(m.file for m in modules)}")
+    command = exp.attributes.get("command", "")
+    program = os.path.basename(command.split()[0]) if command else ""
+    for i, m in enumerate(modules):
         if os.path.basename(m.file) == program:
-            return m
-    for m in report.modules:
+            return i
+    for i, m in enumerate(modules):
         if m.file.startswith("/") and not os.path.basename(m.file).startswith(("lib", "ld-")):
-            return m
-    raise UsageError(f"{report.source}: no executable among the profiled modules; name one with --module")
+            return i
+    raise UsageError(f"{exp.attributes.get('source', '')}: no executable among the profiled modules; "
+                     "name one with --module")
 
 
-def histogram(report: ProfileReport, module: ModuleSamples) -> bytes:
+def module_samples(exp: Experiment, module: int) -> tuple[np.ndarray, np.ndarray]:
+    """The module's sampled addresses (pc less its load offset), ascending
+    and each once, and the samples at each summed over the locations (a
+    sum beyond int64 held at its greatest); a pc below the load offset
+    comes out as a negative address (as int64) where it fits, which the
+    exporters refuse."""
+    a = exp.addresses
+    assert a is not None
+    rows = np.flatnonzero(a.module == module)
+    pcs, counts = a.pc[rows], a.samples[rows]
+    offset = a.modules[module].offset
+    order = np.argsort(pcs, kind="stable")
+    pcs, counts = pcs[order], counts[order]
+    starts = np.flatnonzero(np.r_[True, pcs[1:] != pcs[:-1]]) if len(pcs) else np.zeros(0, dtype=np.int64)
+    if len(starts) < len(pcs):  # one pc at several locations: summed
+        summed = np.add.reduceat(counts, starts)
+        summed[np.add.reduceat(counts.astype(np.float64), starts) >= 2.0**63] = INT64_MAX
+        pcs, counts = pcs[starts], summed
+    if len(pcs) and int(pcs[0]) < offset:  # not the module's: said by the caller as an address below 0
+        return np.asarray([int(pc) - offset for pc in pcs.tolist()], dtype=object), counts
+    return pcs - np.uint64(offset), counts
+
+
+def histogram(exp: Experiment, module: int) -> bytes:
     """The time-histogram record (tag 0) of the module's samples."""
-    if not module.samples:
-        raise UsageError(f"{report.source}: no samples in {module.file}")
-    addrs = {pc - module.offset: n for pc, n in module.samples.items()}
-    low = min(addrs) // BIN_BYTES * BIN_BYTES
-    high = (max(addrs) // BIN_BYTES + 1) * BIN_BYTES
+    a = addresses(exp, "--gmon")
+    source, file = exp.attributes.get("source", ""), a.modules[module].file
+    addrs, counts = module_samples(exp, module)
+    if not len(addrs):
+        raise UsageError(f"{source}: no samples in {file}")
+    low = int(addrs[0]) // BIN_BYTES * BIN_BYTES
+    high = (int(addrs[-1]) // BIN_BYTES + 1) * BIN_BYTES
     if low < 0 or high > 2**64 - 1:
-        raise UsageError(f"{report.source}: samples of {module.file} lie outside its 64-bit address space")
+        raise UsageError(f"{source}: samples of {file} lie outside its 64-bit address space")
     if high - low > MAX_SPAN:
-        raise UsageError(f"{report.source}: the samples of {module.file} span {size_text(high - low)} of addresses; "
+        raise UsageError(f"{source}: the samples of {file} span {size_text(high - low)} of addresses; "
                          f"a gmon.out histogram covers at most {size_text(MAX_SPAN)} (name another module with "
                          "--module, or use --cube)")
-    bins = array.array("H", bytes((high - low) // BIN_BYTES * 2))  # a 16-bit count per bin
-    for addr, n in addrs.items():
-        i = (addr - low) // BIN_BYTES
-        bins[i] = min(65535, bins[i] + n)
-    if sys.byteorder != "little":
-        bins.byteswap()
-    if report.is_timer and report.threshold:
-        rate, dimen, abbrev = round(1e6 / report.threshold), b"seconds", b"s"
+    # a 16-bit count per bin, at most 65,535 samples: each address's capped first, so that a bin's sum (two
+    # addresses at most, 131,070) is exact in bincount's doubles
+    index = ((addrs - np.uint64(low)) // np.uint64(BIN_BYTES)).astype(np.int64)
+    bins = np.bincount(index, weights=np.minimum(counts, 65535), minlength=(high - low) // BIN_BYTES)
+    if a.is_timer and a.threshold:
+        rate, dimen, abbrev = round(1e6 / a.threshold), b"seconds", b"s"
     else:  # event overflow: one "second" per sample, so gprof's columns read as samples
         rate, dimen, abbrev = 1, b"samples", b"#"
     return (bytes([GMON_TAG_TIME_HIST]) + struct.pack("<QQii", low, high, len(bins), rate) +
-            dimen.ljust(15, b"\0") + abbrev + bins.tobytes())
+            dimen.ljust(15, b"\0") + abbrev + np.minimum(bins, 65535).astype("<u2").tobytes())
 
 
 class _Entries:
@@ -144,49 +181,158 @@ class _Entries:
         return self.starts[i] if i >= 0 and addr < self.ends[i] else None
 
 
-def arcs(report: ProfileReport, module: ModuleSamples) -> dict[tuple[int, int], int]:
+def arcs(exp: Experiment, module: int) -> dict[tuple[int, int], int]:
     """(from_pc, self_pc) -> samples under that call, over every thread's
     calling-context tree (see the module's description); empty without
     call paths."""
-    cp = report.callpaths
-    if cp is None:
-        return {}
-    offsets = {i: m.offset for i, m in cp.modules.items() if m.file == module.file}
+    from_pc, self_pc, count = arc_columns(exp, module)
+    return dict(zip(zip(from_pc.tolist(), self_pc.tolist(), strict=True), count.tolist(), strict=True))
+
+
+def arc_columns(exp: Experiment, module: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The arcs as columns, ascending by (from_pc, self_pc): from_pc,
+    self_pc and count (each count at most 2^32, what the file's 32-bit
+    count holds and one more); int64, or Python integers (object) for
+    addresses beyond it."""
+    a = addresses(exp, "--gmon")
+    empty = np.zeros(0, dtype=np.int64)
+    if a.frame_modules is None:
+        return empty, empty, empty
+    file = a.modules[module].file
+    offsets = {i: m.offset for i, m in enumerate(a.frame_modules) if m.file == file}
     if not offsets:  # the companion may name the file as the loader saw it
-        offsets = {i: m.offset for i, m in cp.modules.items()
-                   if os.path.basename(m.file) == os.path.basename(module.file)}
-    out: dict[tuple[int, int], int] = {}
-    if offsets:
-        entries = _Entries(module.file)
-        for t in cp.threads:
-            _thread_arcs(t, offsets, entries, out)
-    return out
+        offsets = {i: m.offset for i, m in enumerate(a.frame_modules)
+                   if os.path.basename(m.file) == os.path.basename(file)}
+    if not offsets:
+        return empty, empty, empty
+    entries = _Entries(file)
+    got = _array_arcs(a, offsets, entries)
+    if got is not None:
+        return got
+    out: dict[tuple[int, int], int] = {}  # addresses beyond int64: the walk, over Python's integers
+    _frame_arcs(a, offsets, entries, out)
+    keys = sorted(out)
+    return (np.array([k[0] for k in keys], dtype=object), np.array([k[1] for k in keys], dtype=object),
+            np.array([min(out[k], COUNT_MAX + 1) for k in keys], dtype=object))
 
 
-def _thread_arcs(t: ThreadCallPaths, offsets: dict[int, int], entries: _Entries,
-                 out: dict[tuple[int, int], int]) -> None:
-    """Add one thread's arcs to out.  A sample counts once for a caller and
+def _array_arcs(a: Addresses, offsets: dict[int, int],
+                entries: _Entries) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The arcs of _frame_arcs computed over the frame columns with numpy,
+    one pass per tree level instead of a Python step per frame (a million
+    frames: a second, not several); None when a call site or a symbol lies
+    beyond int64 (then the walk does it).
+
+    A frame of the module is an arc's callee when a module frame above it
+    (through frames of other modules, none truncated or blocked) gives its
+    caller's call site and samples were taken under it.  The arc counts
+    only for the outermost of its (caller function, callee function) pair
+    on the path: in preorder, a frame lies within an earlier frame's span
+    of descendants exactly when that frame is its ancestor."""
+    parent, kind, n = a.frame_parent, a.frame_kind, len(a.frame_parent)
+    if (entries.ends and max(entries.ends) >= 2**63) or any(o >= 2**64 for o in offsets.values()):
+        return None
+    starts, ends = np.asarray(entries.starts, dtype=np.int64), np.asarray(entries.ends, dtype=np.int64)
+    chosen = np.zeros(len(a.frame_modules or ()) + 1, dtype=bool)  # by frame_module + 1: -1 is no module
+    offset = np.zeros(len(chosen), dtype=np.uint64)
+    for i, o in offsets.items():
+        chosen[i + 1], offset[i + 1] = True, o
+    cut = (kind == KIND_TRUNCATED) | (kind == KIND_BLOCKED)
+    own = chosen[a.frame_module + 1] & ~cut  # the module's frames: their own call site
+    folded = ~chosen[a.frame_module + 1] & ~cut  # other modules' frames: the call site above them
+    # own call sites, pc - offset - 1 for a call (its call instruction), exact in int64 or refused
+    pc, off, call = a.frame_pc[own], offset[a.frame_module[own] + 1], (kind[own] == KIND_CALL).astype(np.uint64)
+    above = (pc >= off) & (pc - off >= call)  # a site at or above 0
+    d = pc - off - call  # modulo 2^64: the site itself where it fits int64
+    if not np.all(np.where(above, d < np.uint64(2**63), d >= np.uint64(2**63))):
+        return None
+    site = np.zeros(n, dtype=np.int64)
+    known = np.zeros(n, dtype=bool)  # a site to give callees (none above a truncated or blocked frame)
+    site[own], known[own] = d.view(np.int64), True
+    depth = depths(parent)
+    order = np.argsort(depth, kind="stable")
+    bounds = np.searchsorted(depth[order], np.arange(int(depth.max(initial=0)) + 2))
+    levels = [order[bounds[k]:bounds[k + 1]] for k in range(len(bounds) - 1)]
+    for level in levels[1:]:  # top down: an other module's frame takes its parent's site
+        f = level[folded[level]]
+        site[f], known[f] = site[parent[f]], known[parent[f]]
+    inclusive = np.minimum(a.frame_samples, COUNT_MAX + 1)  # a count is written as at most COUNT_MAX
+    size = np.ones(n, dtype=np.int64)  # frames in each subtree
+    for level in reversed(levels[1:]):  # bottom up
+        scatter_add(inclusive, parent[level], inclusive[level])  # (np.add.at is slow before numpy 1.25)
+        scatter_add(size, parent[level], size[level])
+    up = np.maximum(parent, 0)
+    arc = np.flatnonzero(own & (parent >= 0) & known[up] & (inclusive > 0))
+    if not len(arc):
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    caller, callee = site[parent[arc]], _entry_or_self(starts, ends, site[arc])
+    pair = _entry_or_self(starts, ends, caller)
+    # preorder positions: a frame after its parent and its earlier siblings' subtrees
+    by_parent = np.lexsort((np.arange(n), parent))
+    before = np.cumsum(size[by_parent]) - size[by_parent]
+    first = np.flatnonzero(np.r_[True, parent[by_parent][1:] != parent[by_parent][:-1]])
+    among = np.empty(n, dtype=np.int64)
+    among[by_parent] = before - np.repeat(before[first], np.diff(np.r_[first, n]))
+    tin = among.copy()  # the outermost frames one after another
+    for level in levels[1:]:
+        tin[level] = tin[parent[level]] + 1 + among[level]
+    tout = tin + size
+    # the outermost of each pair on its path: no earlier frame of the pair spans it
+    o = np.lexsort((tin[arc], callee, pair))
+    group = np.cumsum(np.r_[True, (pair[o][1:] != pair[o][:-1]) | (callee[o][1:] != callee[o][:-1])]) - 1
+    span = 2 * n + 2
+    reach = np.maximum.accumulate(group * span + tout[arc][o])
+    inner = np.r_[-1, reach[:-1]] - group * span > tin[arc][o]
+    kept = o[~inner]
+    caller, callee, count = caller[kept], callee[kept], inclusive[arc][kept]
+    o = np.lexsort((callee, caller))
+    caller, callee, count = caller[o], callee[o], count[o]
+    new = np.flatnonzero(np.r_[True, (caller[1:] != caller[:-1]) | (callee[1:] != callee[:-1])])
+    return caller[new], callee[new], np.minimum(np.add.reduceat(count, new), COUNT_MAX + 1) if len(new) else count
+
+
+def _entry_or_self(starts: np.ndarray, ends: np.ndarray, addr: np.ndarray) -> np.ndarray:
+    """_Entries.entry(addr) or addr, for each address."""
+    if not len(starts):
+        return addr
+    i = np.searchsorted(starts, addr, side="right") - 1
+    j = np.maximum(i, 0)
+    start = starts[j]
+    return np.where((i >= 0) & (addr < ends[j]) & (start != 0), start, addr)
+
+
+def _frame_arcs(a: Addresses, offsets: dict[int, int], entries: _Entries, out: dict[tuple[int, int], int]) -> None:
+    """Add the threads' arcs to out.  A sample counts once for a caller and
     callee even where recursion repeats that call on its path: the count is
     the inclusive samples of the outermost such call."""
-    parent, mod, addr, kind = t.parent, t.module, t.addr, t.kind
-    n = len(parent)
-    inclusive = list(t.exclusive)
+    parents, mods, pcs, kinds = (a.frame_parent.tolist(), a.frame_module.tolist(), a.frame_pc.tolist(),
+                                 a.frame_kind.tolist())
+    n = len(parents)
+    inclusive = a.frame_samples.tolist()  # Python's integers: sums of any size
     children: list[list[int]] = [[] for _ in range(n)]
-    for i in range(n - 1, 0, -1):  # a node's parent comes before it
-        inclusive[parent[i]] += inclusive[i]
-        children[parent[i]].append(i)
-    # site[i]: the call site, in the module, through which node i's callees
-    # were called: its own frame's, or its nearest module frame's above it
-    site: list[int | None] = [None] * n
+    outermost: list[int] = []
+    for i in range(n - 1, -1, -1):  # a frame's parent comes before it; children listed last first, as popped
+        up = parents[i]
+        if up < 0:
+            outermost.append(i)
+        else:
+            inclusive[up] += inclusive[i]
+            children[up].append(i)
+    # site[i]: the call site, in the module, through which frame i's callees
+    # were called: its own frame's, or its nearest module frame's above it;
+    # site[-1], an outermost frame's parent's, stays None (no caller)
+    site: list[int | None] = [None] * (n + 1)
     on_path: dict[tuple[int, int], int] = {}  # (caller entry, callee entry) -> times on the current path
     pair_of: dict[int, tuple[int, int]] = {}
-    todo = list(children[0])  # depth first: i enters node i, ~i (negative) leaves it
+    todo = outermost  # depth first: i enters frame i, ~i (negative) leaves it
     while todo:
         i = todo.pop()
-        if i < 0:  # leaving a node that put its call on the path
+        if i < 0:  # leaving a frame that put its call on the path
             on_path[pair_of.pop(~i)] -= 1
             continue
-        pair = _visit(i, parent[i], kind[i], offsets.get(mod[i]), addr[i], inclusive[i], site, entries, on_path, out)
+        pair = _visit(i, parents[i], kinds[i], offsets.get(mods[i]), pcs[i], inclusive[i], site, entries, on_path,
+                      out)
         if pair is not None:
             pair_of[i] = pair
             todo.append(~i)  # popped after the children pushed next
@@ -196,10 +342,9 @@ def _thread_arcs(t: ThreadCallPaths, offsets: dict[int, int], entries: _Entries,
 def _visit(i: int, up: int, kind: int, offset: int | None, addr: int, inclusive: int, site: list[int | None],
            entries: _Entries, on_path: dict[tuple[int, int], int],
            out: dict[tuple[int, int], int]) -> tuple[int, int] | None:
-    """Node i (parent up): its call site, and its arc into out; the
-    (caller, callee) pair it puts on the path, None when it makes no arc."""
-    from psuite.model.calltree import KIND_BLOCKED, KIND_CALL, KIND_TRUNCATED
-
+    """Frame i (parent up, -1 for none): its call site, and its arc into
+    out; the (caller, callee) pair it puts on the path, None when it makes
+    no arc."""
     if kind in (KIND_TRUNCATED, KIND_BLOCKED):
         return None  # the frames above are unknown: what hangs below has no caller
     if offset is None:  # a frame of another module: folded into the module's frame above
@@ -217,16 +362,23 @@ def _visit(i: int, up: int, kind: int, offset: int | None, addr: int, inclusive:
     return pair
 
 
-def encode(report: ProfileReport, module: ModuleSamples) -> tuple[bytes, int]:
+ARC = np.dtype([("tag", "u1"), ("from_pc", "<u8"), ("self_pc", "<u8"), ("count", "<u4")])  # a record, unpadded
+
+
+def encode(exp: Experiment, module: int) -> tuple[bytes, int]:
     """The gmon.out file and its number of arcs."""
-    out = bytearray(b"gmon" + struct.pack("<I", 1) + bytes(12))
-    out += histogram(report, module)
-    written = 0
-    for (from_pc, self_pc), count in sorted(arcs(report, module).items()):
-        if 0 <= from_pc < 2**64 and 0 <= self_pc < 2**64:  # else not the module's: below its load offset
-            out += bytes([GMON_TAG_CG_ARC]) + struct.pack("<QQI", from_pc, self_pc, min(count, COUNT_MAX))
-            written += 1
-    return bytes(out), written
+    head = b"gmon" + struct.pack("<I", 1) + bytes(12) + histogram(exp, module)
+    from_pc, self_pc, count = arc_columns(exp, module)
+    if from_pc.dtype == object:  # addresses beyond int64
+        written = [bytes([GMON_TAG_CG_ARC]) + struct.pack("<QQI", f, s, min(c, COUNT_MAX))
+                   for f, s, c in zip(from_pc, self_pc, count, strict=True) if 0 <= f < 2**64 and 0 <= s < 2**64]
+        return head + b"".join(written), len(written)
+    keep = (from_pc >= 0) & (self_pc >= 0)  # else not the module's: below its load offset
+    records = np.zeros(int(keep.sum()), dtype=ARC)
+    records["tag"] = GMON_TAG_CG_ARC
+    records["from_pc"], records["self_pc"] = from_pc[keep], self_pc[keep]
+    records["count"] = np.minimum(count[keep], COUNT_MAX)
+    return head + records.tobytes(), len(records)
 
 
 def targets(path: str) -> list[str]:
@@ -234,16 +386,15 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
-    """Write gmon.out data for the report's executable; says what was written."""
+def write(exp: Experiment, path: str, module: str | None = None, force: bool = False) -> str:
+    """Write gmon.out data for the profile's executable; says what was written."""
     from psuite.cli_common import atomic_output
 
-    if not isinstance(report, ProfileReport):
-        raise UsageError("--gmon exports one profile (psrun --profile ...); for combined reports use --cube")
-    m = executable_module(report, module)
-    data, count = encode(report, m)
+    a = addresses(exp, "--gmon")
+    m = executable_module(exp, module)
+    data, count = encode(exp, m)
     with atomic_output(path, force, binary=True) as f:
         f.write(data)
-    if report.callpaths is None:
-        return f"gprof {m.file} {path}; a flat profile: record with psrun --callpath for gprof's call graph"
-    return f"gprof {m.file} {path}; {count:,} call arcs, their counts samples, not calls"
+    if a.frame_modules is None:
+        return f"gprof {a.modules[m].file} {path}; a flat profile: record with psrun --callpath for gprof's call graph"
+    return f"gprof {a.modules[m].file} {path}; {count:,} call arcs, their counts samples, not calls"

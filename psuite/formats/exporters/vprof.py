@@ -1,6 +1,6 @@
 """vprof's vmon.out, version 4 (as written by vprof's vmonitor and read by
-IBM's bfdprof and Eclipse PTP's VProf view), for the executable's samples.
-Big-endian throughout:
+IBM's bfdprof and Eclipse PTP's VProf view), for the executable's samples
+(one profile document's experiment: its Addresses).  Big-endian throughout:
 
     int32   magic 0x766d6f6e ("vmon")
     int8    version 4
@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import struct
 
+import numpy as np
+
 from psuite.errors import UsageError
-from psuite.formats.exporters.gmon import executable_module
-from psuite.model.report import ModuleSamples, ProfileReport
+from psuite.formats.exporters.gmon import addresses, executable_module, module_samples
+from psuite.model.experiment import Addresses, Experiment
 
 MAGIC = 0x766D6F6E
 VERSION = 4
@@ -43,48 +45,52 @@ READER_HIT_US = 10_000  # what bfdprof and Eclipse PTP take a hit for
 # Entries are 6 bytes: 16 million make a 96 MB file (a billion samples at
 # one address, or 16 million addresses).
 MAX_ENTRIES = 16 * 1024**2
+ENTRY = np.dtype([("samples", ">u2"), ("address", ">i4")])  # an entry as the file holds it
 
 
-def encode(report: ProfileReport, m: ModuleSamples) -> bytes:
-    addrs = sorted((pc - m.offset, n) for pc, n in m.samples.items())
-    if not addrs:
-        raise UsageError(f"{report.source}: no samples in {m.file}")
-    base = addrs[0][0]
+def encode(exp: Experiment, m: int) -> bytes:
+    a = addresses(exp, "--vprof")
+    source, file = exp.attributes.get("source", ""), a.modules[m].file
+    addrs, counts = module_samples(exp, m)
+    if not len(addrs):
+        raise UsageError(f"{source}: no samples in {file}")
+    base = int(addrs[0])
     if not 0 <= base < 2**63:
-        raise UsageError(f"{report.source}: samples of {m.file} lie outside vmon.out's 64-bit signed addresses")
-    if addrs[-1][0] - base > INT32_MAX:
-        raise UsageError(f"{report.source}: the samples of {m.file} span more than 2 GiB of addresses, beyond "
+        raise UsageError(f"{source}: samples of {file} lie outside vmon.out's 64-bit signed addresses")
+    if int(addrs[-1]) - base > INT32_MAX:
+        raise UsageError(f"{source}: the samples of {file} span more than 2 GiB of addresses, beyond "
                          "vmon.out's 32-bit offsets; name another module with --module, or use --cube")
-    count = sum((n + 0xFFFE) // 0xFFFF for _, n in addrs)
+    # entries per address, a count above 65,535 several (no count + 65,534 here: it could pass int64)
+    chunks = counts // 0xFFFF + (counts % 0xFFFF > 0)
+    count = sum(chunks.tolist())  # Python's integers: no int64 sum to overflow
     if count > MAX_ENTRIES:
-        raise UsageError(f"{report.source}: {m.file} has too many samples for vmon.out ({count:,} entries of at most "
+        raise UsageError(f"{source}: {file} has too many samples for vmon.out ({count:,} entries of at most "
                          f"65,535 samples; the limit is {MAX_ENTRIES:,}); use --cube")
-    outside = sum(sum(o.samples.values()) for o in report.modules if o is not m)
+    outside = sum(a.samples[a.module != m].tolist())
     if outside > INT32_MAX:
-        raise UsageError(f"{report.source}: {outside:,} samples outside {m.file}, beyond vmon.out's 32-bit count; "
+        raise UsageError(f"{source}: {outside:,} samples outside {file}, beyond vmon.out's 32-bit count; "
                          "use --cube")
-    entries = []
-    for addr, n in addrs:
-        while n > 0:
-            chunk = min(n, 0xFFFF)
-            entries.append(struct.pack(">Hi", chunk, addr - base))
-            n -= chunk
-    name = b"REAL" if report.event == "ITIMER_REAL" else b"PROF" if report.is_timer else b"EVNT"
+    entries = np.zeros(count, dtype=ENTRY)
+    entries["address"] = np.repeat((addrs - np.uint64(base)).astype(np.int64), chunks)
+    entries["samples"] = 0xFFFF  # full entries, then each address's last one holds what is left
+    has = chunks > 0  # an address of 0 samples has no entry
+    entries["samples"][(np.cumsum(chunks) - 1)[has]] = (counts - 0xFFFF * (chunks - 1))[has]
+    name = b"REAL" if a.event == "ITIMER_REAL" else b"PROF" if a.is_timer else b"EVNT"
     return (struct.pack(">IBi", MAGIC, VERSION, 1) + name + b"\0" +
-            struct.pack(">iiiq", outside, 0, len(entries), base) + b"".join(entries))
+            struct.pack(">iiiq", outside, 0, count, base) + entries.tobytes())
 
 
-def reader_note(report: ProfileReport) -> str | None:
+def reader_note(a: Addresses) -> str | None:
     """What vmon.out's readers will make of the samples, when it is not the
     profile's time: None for CPU-time samples of 10 ms."""
     readers = "vmon.out cannot hold the sampling period, and its readers (bfdprof, Eclipse PTP) take a hit for 10 ms"
-    period = report.threshold
-    if not report.is_timer:
-        every = f"every {period:,} {report.event or 'event'} events" if period else f"of {report.event or 'events'}"
+    period = a.threshold
+    if not a.is_timer:
+        every = f"every {period:,} {a.event or 'event'} events" if period else f"of {a.event or 'events'}"
         return f"{readers}, but a hit here is a sample {every}, not time: their seconds are the samples / 100"
     if not period:
         return f"{readers}; the profile does not say its period: check it before reading their seconds"
-    if period == READER_HIT_US and report.event != "ITIMER_REAL":
+    if period == READER_HIT_US and a.event != "ITIMER_REAL":
         return None
     factor = READER_HIT_US / period
     if factor > 1:
@@ -93,7 +99,7 @@ def reader_note(report: ProfileReport) -> str | None:
         off = f"{1 / factor:.3g}x too small (multiply them by {1 / factor:.3g})"
     else:
         off = "right"
-    kind = "wall-clock time (bfdprof calls it cpu time)" if report.event == "ITIMER_REAL" else "CPU time"
+    kind = "wall-clock time (bfdprof calls it cpu time)" if a.event == "ITIMER_REAL" else "CPU time"
     return f"{readers}; a hit here is {period / 1000:g} ms of {kind}, so their seconds are {off}"
 
 
@@ -102,14 +108,13 @@ def targets(path: str) -> list[str]:
     return [path]
 
 
-def write(report: ProfileReport, path: str, module: str | None = None, force: bool = False) -> str:
+def write(exp: Experiment, path: str, module: str | None = None, force: bool = False) -> str:
     from psuite.cli_common import atomic_output
 
-    if not isinstance(report, ProfileReport):
-        raise UsageError("--vprof exports one profile (psrun --profile ...); for combined reports use --cube")
-    m = executable_module(report, module)
-    data = encode(report, m)
+    a = addresses(exp, "--vprof")
+    m = executable_module(exp, module)
+    data = encode(exp, m)
     with atomic_output(path, force, binary=True) as f:
         f.write(data)
-    note = reader_note(report)  # in the one line psprocess prints for the file: the line a user reads
-    return f"vmon.out version {VERSION} of {m.file}" + (f"; {note}" if note else "")
+    note = reader_note(a)  # in the one line psprocess prints for the file: the line a user reads
+    return f"vmon.out version {VERSION} of {a.modules[m].file}" + (f"; {note}" if note else "")
