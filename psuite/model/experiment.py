@@ -93,7 +93,7 @@ class Region:
     attributes: dict[str, str] = field(default_factory=dict, compare=False)  # CUBE's <attr>s
 
 
-@dataclass
+@dataclass(slots=True)  # a profile can have a million call paths
 class Cnode:
     """A call path: a region entered from its parent call path."""
 
