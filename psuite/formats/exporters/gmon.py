@@ -117,13 +117,21 @@ def module_samples(exp: Experiment, module: int) -> tuple[np.ndarray, np.ndarray
     return pcs - np.uint64(offset), counts
 
 
-def histogram(exp: Experiment, module: int) -> bytes:
-    """The time-histogram record (tag 0) of the module's samples."""
-    a = addresses(exp, "--gmon")
+def sampled(exp: Experiment, module: int, option: str) -> tuple[Addresses, str, str, np.ndarray, np.ndarray]:
+    """The profile's address table, its source and the module's file (what
+    messages name), and the module's samples (module_samples); one line
+    when it has none."""
+    a = addresses(exp, option)
     source, file = exp.attributes.get("source", ""), a.modules[module].file
     addrs, counts = module_samples(exp, module)
     if not len(addrs):
         raise UsageError(f"{source}: no samples in {file}")
+    return a, source, file, addrs, counts
+
+
+def histogram(exp: Experiment, module: int) -> bytes:
+    """The time-histogram record (tag 0) of the module's samples."""
+    a, source, file, addrs, counts = sampled(exp, module, "--gmon")
     low = int(addrs[0]) // BIN_BYTES * BIN_BYTES
     high = (int(addrs[-1]) // BIN_BYTES + 1) * BIN_BYTES
     if low < 0 or high > 2**64 - 1:

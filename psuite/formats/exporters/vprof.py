@@ -35,7 +35,7 @@ import struct
 import numpy as np
 
 from psuite.errors import UsageError
-from psuite.formats.exporters.gmon import addresses, executable_module, module_samples
+from psuite.formats.exporters.gmon import addresses, executable_module, sampled
 from psuite.model.experiment import Addresses, Experiment
 
 MAGIC = 0x766D6F6E
@@ -49,11 +49,7 @@ ENTRY = np.dtype([("samples", ">u2"), ("address", ">i4")])  # an entry as the fi
 
 
 def encode(exp: Experiment, m: int) -> bytes:
-    a = addresses(exp, "--vprof")
-    source, file = exp.attributes.get("source", ""), a.modules[m].file
-    addrs, counts = module_samples(exp, m)
-    if not len(addrs):
-        raise UsageError(f"{source}: no samples in {file}")
+    a, source, file, addrs, counts = sampled(exp, m, "--vprof")
     base = int(addrs[0])
     if not 0 <= base < 2**63:
         raise UsageError(f"{source}: samples of {file} lie outside vmon.out's 64-bit signed addresses")
