@@ -966,6 +966,7 @@ def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) 
             new, described = names, event_descriptions(events)
             rows.append(range(len(names)))
         else:
+            # an event a report lists twice is one metric, its last count the report's (as psmetrics takes it)
             if not row_of:
                 row_of.update(zip(displays, range(first), strict=True))
             new = [n for n in dict.fromkeys(names) if n not in row_of]
@@ -978,12 +979,12 @@ def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) 
         descriptions += described
         # (checked at C speed first: in the common case no event has any)
         odd = set(map(_TYPE, events)) - {"native"} or any(map(_DERIVED, events)) or any(map(_SPELT, events))
-        for k, e in enumerate(events if odd else ()):
+        for i, e in enumerate(events if odd else ()):
             if e.type != "native" or e.derived or e.counted_as:
-                extra = {k: v for k, v in (("psuite::event_type", "" if e.type == "native" else e.type),
-                                           ("psuite::derived_event", "yes" if e.derived else ""),
-                                           ("psuite::counted_as", e.counted_as)) if v}
-                attributes.setdefault(row_of[e.name] if row_of else k, extra)
+                extra = {key: v for key, v in (("psuite::event_type", "" if e.type == "native" else e.type),
+                                               ("psuite::derived_event", "yes" if e.derived else ""),
+                                               ("psuite::counted_as", e.counted_as)) if v}
+                attributes.setdefault(row_of[e.name] if row_of else i, extra)
         cols.append(np.full(len(names), loc_id, dtype=np.int64))
         counts += map(_COUNT, events)
     # named so that CubePL can refer to them (task-clock as task_clock), displayed as counted

@@ -44,22 +44,33 @@ _PLAIN = re.compile(r"(?!fixed::|context::|call::)[A-Za-z0-9:=](?:[A-Za-z0-9_:=]
 
 
 def cubepl_names(names: list[str], taken: set[str]) -> list[str]:
-    """cubepl_name of each of the distinct names, each then taken (added to
-    `taken`).  A report can hold a million events: when none of the names
-    needs changing (one regular expression over them all says so) and none
-    is taken, they are their own; else the names it keeps are found first,
-    and a name it changes, or one taken, is then given its own in order."""
+    """cubepl_name of each name in turn, each then taken (added to
+    `taken`; a name repeated is named again, with a suffix).  A report can
+    hold a million events: when none of the names needs changing (one
+    regular expression over them all says so), none is taken and none
+    repeats, they are their own; else the names it keeps are found first,
+    and a name it changes, one taken or a repetition, is then given its
+    own in order."""
     text = "\n".join(names)
     plain = bool(names) and "" not in names and text.count("\n") == len(names) - 1 and \
         not _NOT_PLAIN.search(text) and "\n_" not in text and "_\n" not in text and text[0] != "_" and \
         text[-1] != "_" and not text.startswith(_CUBEPL_PREFIXES) and \
         not any("\n" + p in text for p in _CUBEPL_PREFIXES)  # (else the names one by one)
     if plain and taken.isdisjoint(names):
+        size = len(taken)
         taken.update(names)
-        return list(names)
+        if len(taken) == size + len(names):
+            return list(names)
+        taken.difference_update(names)  # a name repeats: as it was (none of them was taken)
     out = [n if p is not None and n not in taken else "" for n, p in zip(names, map(_PLAIN.fullmatch, names),
                                                                            strict=True)]
-    taken.update(filter(None, out))
+    kept: set[str] = set()
+    for i, n in enumerate(out):
+        if n in kept:  # a repetition is named in turn below
+            out[i] = ""
+        elif n:
+            kept.add(n)
+    taken.update(kept)
     for i, n in enumerate(out):
         if not n:
             out[i] = cubepl_name(names[i], taken)

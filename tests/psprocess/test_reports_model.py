@@ -152,3 +152,20 @@ def test_a_profiles_text_report_follows_the_model(targets, workdir):
     rows = [line.split() for line in summary.splitlines() if "%" in line and "Self %" not in line]
     assert {row[3] for row in rows} == {"moved_here"}
     assert sum(int(row[0].replace(",", "")) for row in rows) == sum(table.samples) > 0
+
+
+def test_an_event_listed_twice_is_shown_with_the_count_its_metrics_use(tmp_path):
+    """A document that lists an event twice: the reports show it once, with
+    its last count, the one psmetrics derives from (the document model's
+    rendering listed both while computing the metrics from the last)."""
+    doc = tmp_path / "twice.xml"
+    doc.write_text(original_count_03(3, {"PAPI_TOT_CYC": 1000, "PAPI_TOT_INS": 500}).replace(
+        '<hwpcevent type="preset" name="PAPI_TOT_INS"',
+        '<hwpcevent type="preset" name="PAPI_TOT_CYC" derived="no">7</hwpcevent><hwpcevent type="preset" '
+        'name="PAPI_TOT_INS"'))
+    out = run_tool("psprocess", "-f", "json", str(doc))
+    assert out.returncode == 0, out.stderr
+    [r] = json.loads(out.stdout)["reports"]
+    assert [(e["name"], e["count"]) for e in r["events"]] == [("PAPI_TOT_CYC", 7), ("PAPI_TOT_INS", 500)]
+    ipc = next(m["value"] for m in r["metrics"] if m["name"] == "Instructions per cycle")
+    assert ipc == pytest.approx(500 / 7)
