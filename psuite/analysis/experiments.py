@@ -88,6 +88,8 @@ SAMPLED_CALL_LINES = "psuite::sampled_call_lines"
 OBJECT = "psuite::object"
 # location attribute: the seconds of wall clock the location's run took (calltree_common.WALLCLOCK: pprof's duration)
 WALLCLOCK = "wallclock"
+# region attribute: the function as the call paths recorded it where the region's name is not it
+RECORDED_FUNCTION = "psuite::function"  # (calltree_common.RECORDED_FUNCTION: the reports' call-tree rows)
 
 
 def as_written(exp: Experiment) -> Experiment:
@@ -475,6 +477,8 @@ def run_attributes(item) -> dict[str, str]:
     if item.rank is not None:
         out["rank"] = str(item.rank)
     out["thread"] = str(item.thread or 0)
+    if getattr(item, "tid", None) is not None:  # a thread's tree: its thread id
+        out["tid"] = str(item.tid)
     machine = getattr(report, "machine", None)
     if machine is not None:  # what ran it, in one line: the processor, its count and clock, the memory
         parts = [machine.brand or machine.vendor, f"{machine.cpu_count} CPUs" if machine.cpu_count else "",
@@ -660,11 +664,12 @@ class _Where:
     pid: int
     thread: int
     report: object = None  # the profile whose companion held the tree: its run attributes
+    tid: int | None = None  # the thread's id in the kernel, as the companion recorded it
 
     @classmethod
     def of(cls, st) -> _Where:
         t = st.thread
-        return cls(t.hostname, t.rank, t.pid, t.thread, st.report)
+        return cls(t.hostname, t.rank, t.pid, t.thread, st.report, t.tid)
 
 
 def _calltrees(reports: list):
@@ -747,17 +752,20 @@ class _CalltreeRegions:
         from psuite.formats.exporters.calltree_common import frame_file, frame_name
 
         name = frame_name(f)
+        shown = f"{name} [inlined]" if f.inlined else name
         source = frame_file(f)
         r = self.index[(f.function, f.module, f.inlined)] = self.exp.add_region(
             Region(
-                f"{name} [inlined]" if f.inlined else name,
+                shown,
                 source or f.module,
                 -1,
                 -1,
                 "inlined into its caller" if f.inlined else "",
                 "artificial" if f.function in self.placeholders else "function",
-                # the module holds the source file: the object file is said apart (pprof's mappings)
-                attributes={OBJECT: f.module} if source else {},
+                # the module holds the source file: the object file is said apart (pprof's mappings); the
+                # function as recorded where the name is not it ("??" shown as "[libc.so.6]")
+                attributes={**({OBJECT: f.module} if source else {}),
+                            **({RECORDED_FUNCTION: f.function} if shown != f.function else {})},
             )
         )
         return r
@@ -837,7 +845,8 @@ def _source_lines(exp: Experiment, reports: list, where: list[int], calltrees: l
     tree's (the rows are then at -1, the process those threads make up)."""
     exp.lines = source_lines(reports, None if calltrees else where)
     for k, r in enumerate(reports):
-        run = dataclasses.replace(r, locations=[], modules=[], callpaths=None)  # the numbers are the model's
+        # the numbers are the model's; the call paths' facts (unwinder, depth, samples lost) stay the run's
+        run = dataclasses.replace(r, locations=[], modules=[])
         for j in [j for st, j in zip(calltrees, where, strict=True) if st.report is r] if calltrees else [where[k]]:
             exp.locations[j].run = run
 

@@ -242,10 +242,11 @@ class ProfileReport(RunInfo):
 
         return to_graphframe(self)
 
-    def to_dict(self) -> dict:
+    def to_dict(self, calltree: list[dict] | None = None) -> dict:
         """As RunInfo.to_dict, the call paths summarized ("callpaths": the
         companion's facts per thread, or null) and the resolved call trees
-        as "calltree" records (see calltree_records), paths as lists."""
+        as "calltree" records (see calltree_records; `calltree`: those
+        records given, the model's), paths as lists."""
         d = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name != "callpaths"}
         cp = self.callpaths
         d["callpaths"] = None if cp is None else {
@@ -256,7 +257,7 @@ class ProfileReport(RunInfo):
                          "lost": t.lost, "contexts": len(t)} for t in cp.threads]}
         ident = {"source", "hostname", "pid", "rank"}  # the report's own; "thread" is the tree's
         d["calltree"] = [{k: list(v) if k == "path" else v for k, v in row.items() if k not in ident}
-                         for row in self.calltree_records()]
+                         for row in (self.calltree_records() if calltree is None else calltree)]
         return d
 
 

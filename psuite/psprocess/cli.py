@@ -296,8 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             out = writer(args.format)
             # a document's report renders its experiment (the document is let go: a million events)
-            reports = _report_experiments(reports, args.format)
-            subject = None if reports[0] is not subject and not args.combine else subject
+            reports = _report_experiments(reports)
+            # (-x writes a profile's call paths beside it from the document, the XML writer's own model)
+            subject = None if reports[0] is not subject and not args.combine and args.format != "xml" else subject
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
         if hint is not None:
@@ -308,14 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _file_inputs(args, archive)
 
 
-def _report_experiments(reports: list, fmt: str) -> list:
-    """Each document as its experiment, the analysis model, where the
-    report of FMT renders one (psuite.formats.writers.documents): counting
-    reports in every format, profiles in the text report; the others as
-    they are (a combination's statistics are its experiment's already)."""
+def _report_experiments(reports: list) -> list:
+    """Each counting report and profile as its experiment, the analysis
+    model, which the reports render (psuite.formats.writers.documents);
+    the others as they are (a combination's statistics are its
+    experiment's already)."""
     from psuite.model.report import CountReport, ProfileReport
 
-    kinds = (CountReport, ProfileReport) if fmt == "text" else (CountReport,)
+    kinds = (CountReport, ProfileReport)
     if not any(type(r) in kinds for r in reports):
         return reports
     from psuite.analysis.experiments import from_report

@@ -1,8 +1,9 @@
 """A document's reports are rendered from its experiment, the analysis
 model: a counting document's text, JSON, CSV and -x reports (the events
 as the experiment's metric columns, the derived metrics evaluated on it,
-the run's description kept on its location), a profile's text report
-(its samples by source line, Experiment.lines).  They say what the
+the run's description kept on its location), a profile's (its samples by
+source line, Experiment.lines, its sampled PCs, Experiment.addresses,
+and each thread's call paths, the experiment's call tree).  They say what the
 document model's writers say of the same document (the Python API
 renders documents directly), and they follow the model when its values
 change."""
@@ -122,6 +123,33 @@ def _profile(targets, workdir, *options: str):
     return str(min(workdir.glob("prof.*.xml"), key=lambda path: len(path.name)))  # the process's document
 
 
+@pytest.mark.parametrize("fmt, writer", [("json", json_format), ("csv", csv_format), ("xml", xml_format)])
+@pytest.mark.parametrize("program, options", [("work", ()), ("work", ("--callpath",)),
+                                              ("many_threads", ("-p", "--callpath"))],
+                         ids=["flat", "callpath", "threads"])
+def test_a_profiles_json_csv_and_xml_are_its_experiments(targets, workdir, program, options, fmt, writer):
+    """psprocess -f json|csv|xml of a profile, flat, with call paths, and
+    of a process with many threads' call paths, renders its experiment and
+    says what the document's own rendering says; the call-tree rows
+    (JSON's calltree, CSV's callpath rows) are the experiment's call paths
+    of each thread."""
+    args = ("0", "25", "0") if program == "work" else ("60",)
+    p = run_tool("psrun", "-q", *options, "--profile", "ITIMER_PROF", "--period", "1000", "-o", "prof",
+                 targets[program], *args)
+    assert p.returncode == 0, p.stderr
+    doc = str(min(workdir.glob("prof.*.xml"), key=lambda path: len(path.name)))
+    out = run_tool("psprocess", "-f", fmt, doc)
+    assert out.returncode == 0, out.stderr
+    report = _read(doc)
+    assert out.stdout.rstrip("\n") == writer.render([report]).rstrip("\n")
+    if fmt == "json" and options:
+        [r] = json.loads(out.stdout)["reports"]
+        exp = from_report(report, for_reports=True)
+        threads = {int(loc.attributes["thread"]) for loc in exp.locations}
+        assert {row["thread"] for row in r["calltree"]} <= threads and r["calltree"]
+        assert sum(row["exclusive"] for row in r["calltree"]) == int(exp.stored("samples").sum())
+
+
 @pytest.mark.parametrize("options", [(), ("--callpath",)], ids=["flat", "callpath"])
 def test_a_profiles_text_report_is_its_experiments(targets, workdir, options):
     """psprocess's text report of a profile, flat or with call paths, is
@@ -169,3 +197,16 @@ def test_an_event_listed_twice_is_shown_with_the_count_its_metrics_use(tmp_path)
     assert [(e["name"], e["count"]) for e in r["events"]] == [("PAPI_TOT_CYC", 7), ("PAPI_TOT_INS", 500)]
     ipc = next(m["value"] for m in r["metrics"] if m["name"] == "Instructions per cycle")
     assert ipc == pytest.approx(500 / 7)
+
+
+def test_a_profiles_call_tree_rows_follow_the_model(targets, workdir):
+    """Change a call path's samples in the experiment: the JSON call-tree
+    row of that path says the new count (the rows are the model's)."""
+    doc = _profile(targets, workdir, "--callpath")
+    exp = from_report(_read(doc), for_reports=True)
+    samples = exp.values["samples"]
+    c, j = (int(x[0]) for x in np.nonzero(samples))
+    samples[c, j] += 1000
+    [r] = json.loads(json_format.render([exp]))["reports"]
+    leaf = [row for row in r["calltree"] if row["exclusive"] >= 1000]
+    assert len(leaf) == 1 and leaf[0]["depth"] == len(exp.path(c)) - 1  # below the program's root

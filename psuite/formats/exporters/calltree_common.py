@@ -114,6 +114,8 @@ FLAT_PROFILE = "psuite::flat"
 INLINED = "inlined into its caller"  # the description of an inlined function's region ("f [inlined]")
 SAMPLED_ON = "psuite::event"  # the experiment attribute of a profile: the event its samples were taken on
 OBJECT = "psuite::object"  # region attribute: the object file of a function whose region's module is its source
+RECORDED_FUNCTION = "psuite::function"  # region attribute: the function as the call paths name it, where the
+# region's name is not it (an unresolved frame's "??" shown as "[libc.so.6]", an inlined one's "f [inlined]")
 WALLCLOCK = "wallclock"  # location attribute: the wall-clock seconds of the location's run
 _SECONDS = ("sec", "s", "second", "seconds")
 

@@ -47,8 +47,10 @@ def render(reports: list, **_options) -> str:
     # A combined document (alone, or among other inputs): the rows of the reports combined; a counting
     # document's experiment (writers.counts): each of its locations' reports.
     reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else
-                                            documents.of_experiment(r) if documents.is_counts(r) else [r])]
+                                            documents.of_experiment(r) if documents.is_counts(r) else
+                                            documents.profiles(r) if documents.is_profile(r) else [r])]
     trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
+    trees.update((id(p), p.calltree) for p in reports if isinstance(p, documents.Lines))  # the model's
     if any(trees.values()):
         w = _Padded(w, len(CALLPATH_COLUMNS))
         w.writer.writerow(COLUMNS + CALLPATH_COLUMNS)
@@ -61,12 +63,20 @@ def render(reports: list, **_options) -> str:
                 if isinstance(value, (int, float)) and not isinstance(value, bool) and value is not None:
                     w.writerow((*ident, "resource", name, value, ""))
             continue
-        if isinstance(r, ProfileReport):
+        if isinstance(r, (ProfileReport, documents.Lines)):
+            p = r
+            r = p.run if isinstance(p, documents.Lines) else p
             ident = (r.source, r.hostname, r.pid if r.pid is not None else "",
                      r.thread if r.thread is not None else "")
-            for loc in sorted(r.locations, key=lambda loc: -loc.samples):
-                w.writerow((*ident, "location", loc.function, loc.samples, f"{loc.file}:{loc.line} ({loc.module})"))
-            for row in trees.get(id(r), []):
+            if isinstance(p, documents.Lines):  # the model's source lines, the most samples first
+                for i in sorted(range(len(p.samples)), key=lambda i: -p.samples[i]):
+                    w.writerow((*ident, "location", p.functions[i], p.samples[i],
+                                f"{p.files[i]}:{p.lines[i]} ({p.modules[i]})"))
+            else:
+                for loc in sorted(r.locations, key=lambda loc: -loc.samples):
+                    w.writerow((*ident, "location", loc.function, loc.samples,
+                                f"{loc.file}:{loc.line} ({loc.module})"))
+            for row in trees.get(id(p), []):
                 w.writer.writerow((r.source, r.hostname, r.pid if r.pid is not None else "", row["thread"], "callpath",
                                    row["function"], row["inclusive"], row["module"], ";".join(row["path"]),
                                    row["exclusive"], row["depth"]))

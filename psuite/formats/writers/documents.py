@@ -10,10 +10,12 @@ to them directly (the Python API's) is read the same way (`of_report`)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from psuite.model.experiment import REPORT_METRIC, Experiment
-from psuite.model.report import CountReport, Event, Metric, ProfileReport, event_descriptions
+from psuite.model.report import CountReport, Event, Metric, ModuleSamples, ProfileReport, event_descriptions
+
+FLAT_PROFILE = "psuite::flat"  # experiments.FLAT_PROFILE: a profile without call paths (no call-tree rows)
 
 BLOCK = 20_000  # events read at a time: a report can hold a million
 
@@ -51,24 +53,26 @@ def of_experiment(exp: Experiment) -> list[Counts]:
 
 @dataclass
 class Lines:
-    """One profile document's samples by source line, as the writers show them."""
+    """One profile document as the writers show it, from its experiment."""
 
-    run: ProfileReport  # the run's description; its locations, modules and call paths are empty
-    modules: list[str]
+    run: ProfileReport  # the run's description: its locations and modules empty, its call paths' facts
+    modules: list[str]  # the samples by source line (Experiment.lines), a column each
     files: list[str]
     functions: list[str]
     lines: list[int]
     samples: list[int]
+    sampled: list[ModuleSamples] = field(default_factory=list)  # the sampled PCs per module (addresses)
+    calltree: list[dict] = field(default_factory=list)  # each thread's call paths, as calltree_records
 
 
 def profiles(exp: Experiment) -> list[Lines]:
     """Each profile document of the experiment (its locations share a run
     description), in the order of its first location: its rows of
-    Experiment.lines, those at its locations or at -1 (its process)."""
+    Experiment.lines and Experiment.addresses (those at its locations or
+    at -1, its process), and its threads' call paths."""
     import numpy as np
 
     table = exp.lines
-    out = []
     seen: dict[int, list[int]] = {}
     runs = []
     for j, loc in enumerate(exp.locations):
@@ -78,12 +82,83 @@ def profiles(exp: Experiment) -> list[Lines]:
                 runs.append(loc.run)
             seen[id(loc.run)].append(j)
     columns = (table.modules, table.files, table.functions, table.lines, table.samples)
+    trees = _calltree_rows(exp) if exp.attributes.get(FLAT_PROFILE) is None else {}
+    out = []
     for run in runs:
+        where = seen[id(run)]
         if len(runs) == 1:  # the common case: the table is one document's
-            out.append(Lines(run, *columns))
+            lines = Lines(run, *columns)
+        else:
+            rows = np.flatnonzero(np.isin(table.location, [-1, *where])).tolist()
+            lines = Lines(run, *([column[i] for i in rows] for column in columns))
+        lines.sampled = _sampled(exp, where)
+        lines.calltree = [row for j in where for row in trees.get(j, [])]
+        out.append(lines)
+    return out
+
+
+def _sampled(exp: Experiment, where: list[int]) -> list[ModuleSamples]:
+    """The sampled PCs of the document at locations `where` (and -1), per
+    module in the document's order."""
+    import numpy as np
+
+    a = exp.addresses
+    if a is None:
+        return []
+    mine = np.isin(a.location, [-1, *where])
+    out = []
+    for m, module in enumerate(a.modules):
+        rows = mine & (a.module == m)
+        samples: dict[int, int] = {}
+        for pc, n in zip(a.pc[rows].tolist(), a.samples[rows].tolist(), strict=True):
+            samples[pc] = samples.get(pc, 0) + n
+        out.append(ModuleSamples(module.file, module.offset, samples, module.buildid))
+    return out
+
+
+def _calltree_rows(exp: Experiment) -> dict[int, list[dict]]:
+    """Per location (a thread), its call paths as ProfileReport.
+    calltree_records gives them from the document: "thread", "tid",
+    "path" (the recorded function names, outermost first), "function",
+    "module", "inlined", "inclusive" and "exclusive" samples, "depth";
+    parents first, siblings in the experiment's order; the call paths the
+    thread took samples in (inclusive), as its recorded tree holds them."""
+    import numpy as np
+
+    from psuite.formats.exporters.calltree_common import OBJECT, RECORDED_FUNCTION, added_root
+
+    if not exp.cnodes or "samples" not in exp.values:
+        return {}
+    own = exp.stored("samples")
+    inclusive = exp.inclusive("samples")
+    kids = exp.children()
+    frames = []
+    for r in exp.regions:
+        inlined = r.description == "inlined into its caller"
+        function = r.attributes.get(RECORDED_FUNCTION) or r.name
+        frames.append((function, r.attributes.get(OBJECT) or r.module, inlined))
+    tops = [c for root in exp.roots for c in (kids[root] if added_root(exp, root) else [root])]
+    out: dict[int, list[dict]] = {}
+    for j, loc in enumerate(exp.locations):
+        if "thread" not in loc.attributes:
             continue
-        rows = np.flatnonzero(np.isin(table.location, [-1, *seen[id(run)]])).tolist()
-        out.append(Lines(run, *([column[i] for i in rows] for column in columns)))
+        thread = int(loc.attributes["thread"])
+        tid = int(loc.attributes["tid"]) if "tid" in loc.attributes else None
+        taken = np.flatnonzero(inclusive[:, j] > 0)
+        if not len(taken):
+            continue
+        took = set(taken.tolist())
+        rows = []
+        stack = [(c, ()) for c in reversed(tops) if c in took]
+        while stack:
+            c, above = stack.pop()
+            function, module, inlined = frames[exp.cnodes[c].region]
+            path = (*above, function)
+            rows.append({"thread": thread, "tid": tid, "path": path, "function": function, "module": module,
+                         "inlined": inlined, "inclusive": inclusive[c, j].item(), "exclusive": own[c, j].item(),
+                         "depth": len(path)})
+            stack.extend((k, path) for k in reversed(kids[c]) if k in took)
+        out[j] = rows
     return out
 
 
@@ -139,3 +214,16 @@ def of_report(r: CountReport) -> Counts:
 
     return Counts(replace(r, events=[], metrics=[]), len(r.events), blocks(), list(r.metrics),
                   [e.name for e in r.events])
+
+
+def profile_document(p: Lines) -> ProfileReport:
+    """The profile document of a profile's experiment, for the writer of
+    PerfSuite's XML, which writes that document model: the run with its
+    source lines (and sampled PCs) from the model."""
+    from dataclasses import replace
+
+    from psuite.model.report import Location
+
+    return replace(p.run, modules=list(p.sampled), locations=[
+        Location(m, f, fn, ln, n) for m, f, fn, ln, n in zip(p.modules, p.files, p.functions, p.lines, p.samples,
+                                                             strict=True)])

@@ -112,12 +112,15 @@ def _pieces(reports: list) -> Iterator[str]:
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
         yield _dumps({"schema": schema, **reports[0].to_dict()})
         return
-    reports = [c for r in reports for c in (documents.of_experiment(r) if documents.is_counts(r) else [r])]
+    reports = [c for r in reports for c in (documents.of_experiment(r) if documents.is_counts(r) else
+                                            documents.profiles(r) if documents.is_profile(r) else [r])]
 
     def kind(r) -> str:
         if isinstance(r, MultiReport):
             return "multiprofile" if r.of_profiles else "multi"
-        return "profile" if isinstance(r, ProfileReport) else "resource" if isinstance(r, ResourceReport) else "count"
+        if isinstance(r, (ProfileReport, documents.Lines)):
+            return "profile"
+        return "resource" if isinstance(r, ResourceReport) else "count"
 
     kinds = {kind(r) for r in reports}
     one = kinds.pop() if len(kinds) == 1 else None
@@ -136,6 +139,8 @@ def _report(r, kind: str | None) -> Iterator[str]:
     """One report's JSON text in pieces, as _dumps(r.to_dict()) without its newline."""
     if isinstance(r, (CountReport, documents.Counts)):
         return _counts(documents.of_report(r) if isinstance(r, CountReport) else r, kind)
+    if isinstance(r, documents.Lines):  # a profile document's experiment
+        return iter(_profile_of_model(r, kind))
     if type(r) is ProfileReport:
         pieces = _profile(r, kind)
         if pieces is not None:
@@ -164,6 +169,23 @@ def _counts(c: documents.Counts, kind: str | None) -> Iterator[str]:
     yield "]" + tail
 
 
+def _profile_of_model(p: documents.Lines, kind: str | None) -> list[str]:
+    """A profile document's JSON from its experiment: as ProfileReport.
+    to_dict gives the document's, its source lines, sampled PCs and call
+    paths the model's."""
+    r = dataclasses.replace(p.run, locations=[], modules=[])
+    locations = _location_columns(p.modules, p.files, p.functions, p.lines, p.samples)
+    modules = _modules(p.sampled)
+    d = r.to_dict(calltree=p.calltree)
+    if locations is None or modules is None:  # values not of the plain types: through json whole
+        d["locations"] = [{"module": m, "file": f, "function": fn, "line": ln, "samples": n}
+                          for m, f, fn, ln, n in zip(p.modules, p.files, p.functions, p.lines, p.samples,
+                                                     strict=True)]
+        d["modules"] = [dataclasses.asdict(m) for m in p.sampled]
+        locations, modules = None, None
+    return _profile_pieces(d, kind, locations, modules)
+
+
 def _profile(r: ProfileReport, kind: str | None) -> list[str] | None:
     """A profile's JSON text written directly, in pieces: its locations and
     sampled PCs (tens of thousands) as text, the rest through json.  None
@@ -173,7 +195,12 @@ def _profile(r: ProfileReport, kind: str | None) -> list[str] | None:
     modules = _modules(r.modules)
     if locations is None or modules is None:
         return None
-    d = dataclasses.replace(r, locations=[], modules=[]).to_dict()
+    return _profile_pieces(dataclasses.replace(r, locations=[], modules=[]).to_dict(), kind, locations, modules)
+
+
+def _profile_pieces(d: dict, kind: str | None, locations: str | None, modules: list[str] | None) -> list[str]:
+    """The profile's dict as JSON, its locations and modules the text given
+    (None: the dict's own)."""
     if kind is not None:
         d["kind"] = kind
     parts = ["{"]
@@ -181,9 +208,9 @@ def _profile(r: ProfileReport, kind: str | None) -> list[str] | None:
         if len(parts) > 1:
             parts.append(", ")
         parts.append(f"{json.dumps(key)}: ")
-        if key == "locations":
+        if key == "locations" and locations is not None:
             parts.append(locations)
-        elif key == "modules":
+        elif key == "modules" and modules is not None:
             parts += modules
         else:
             parts.append(_dumps(value)[:-1])
@@ -198,11 +225,17 @@ def _locations(locations: list) -> str | None:
         return "[]"
     if set(map(type, locations)) != {Location}:
         return None
-    lines, samples = list(map(_LINE, locations)), list(map(_SAMPLES, locations))
+    return _location_columns(list(map(_MODULE, locations)), list(map(_FILE, locations)),
+                             list(map(_FUNCTION, locations)), list(map(_LINE, locations)),
+                             list(map(_SAMPLES, locations)))
+
+
+def _location_columns(modules: list, files: list, functions: list, lines: list, samples: list) -> str | None:
+    """_locations of the columns."""
+    if not lines:
+        return "[]"
     if set(map(type, lines)) != {int} or set(map(type, samples)) != {int}:
         return None
-    modules, files, functions = list(map(_MODULE, locations)), list(map(_FILE, locations)), \
-        list(map(_FUNCTION, locations))
     text = native_rows.json_locations(modules, files, functions, lines, samples)
     if text is not None:
         return text

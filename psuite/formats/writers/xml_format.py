@@ -83,6 +83,9 @@ def render(reports: list, **_options) -> str:
     located = documents.of_experiment(r) if documents.is_counts(r) else None  # a counting document's experiment
     if located is not None and len(located) != 1:
         raise UsageError("--format xml writes one report; give one input (combining comes with psprocess -c)")
+    if documents.is_profile(r):  # a profile document's experiment: the document model is the writer's own
+        [p] = documents.profiles(r)
+        r = documents.profile_document(p)
     if located is not None:
         root = _count_element(located[0])
     elif isinstance(r, ResourceReport):
