@@ -1,11 +1,13 @@
-"""What psprocess's reports of a document read from the document's
-experiment, psuite.analysis.experiments.from_report(report,
-for_reports=True): the run's description (Location.run); of a counting
-report (text, JSON, CSV, XML) its events from the experiment's metric
-columns and its derived metrics (psmetrics', marked REPORT_METRIC)
-evaluated on the model; of a profile (text, CSV) its samples by source
-line (Experiment.lines).  The writers render these; a CountReport given
-to them directly (the Python API's) is read the same way (`of_report`)."""
+"""What psprocess's reports (text, JSON, CSV, XML) of a document read
+from the document's experiment, psuite.analysis.experiments.
+from_report(report, for_reports=True): the run's description
+(Location.run); of a counting report its events from the experiment's
+metric columns and its derived metrics (psmetrics', marked
+REPORT_METRIC) evaluated on the model; of a profile its samples by
+source line (Experiment.lines), its sampled PCs (Experiment.addresses)
+and each thread's call paths (the experiment's call tree).  The writers
+render these; a CountReport given to them directly (the Python API's) is
+read the same way (`of_report`)."""
 
 from __future__ import annotations
 
