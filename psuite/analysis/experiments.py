@@ -153,7 +153,8 @@ def load(source: str, warn=None) -> Experiment:
 
 
 # -- reports -------------------------------------------------------------------
-def from_report(report, definitions: list | None = None, for_reports: bool = False) -> Experiment:
+def from_report(report, definitions: list | None = None, for_reports: bool = False,
+                call_paths: bool = True) -> Experiment:
     """The experiment of a CountReport, ProfileReport or MultiReport of
     either.  definitions: the psmetrics definitions the derived metrics
     came from (default: psuite's standard set); a metric not among them is
@@ -162,7 +163,9 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     (Location.run), a counting report's events kept as the experiment's
     metric columns (a report can count a million events), a profile's
     samples by source line (Experiment.lines); without it the events are
-    ordinary metrics."""
+    ordinary metrics.  call_paths=False: a profile's experiment without its
+    call paths, flat by function (what its text report needs: a call tree
+    of a million contexts is not converted for it)."""
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
     if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
@@ -185,14 +188,16 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions)
     # one profile document keeps its sampled addresses; a combination's are no one profile's
-    return _experiment(reports, definitions, for_reports=for_reports, addresses=isinstance(report, ProfileReport))
+    return _experiment(reports, definitions, for_reports=for_reports, addresses=isinstance(report, ProfileReport),
+                       call_paths=call_paths)
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | None = None,
-                pending: dict | None = None, for_reports: bool = False, addresses: bool = False) -> Experiment:
+                pending: dict | None = None, for_reports: bool = False, addresses: bool = False,
+                call_paths: bool = True) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
-    see _count_model; for_reports: see from_report; addresses: a profile's
+    see _count_model; for_reports, call_paths: see from_report; addresses: a profile's
     sampled addresses kept (_addresses)."""
     from psuite.model.report import ProfileReport
 
@@ -207,7 +212,7 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
     program = _program(reports[0])
     if isinstance(reports[0], ProfileReport):
         exp.attributes[SAMPLED_ON] = _one_event(reports)
-        calltrees = _calltrees(reports)
+        calltrees = _calltrees(reports) if call_paths else None
         if calltrees:
             where = _locations(exp, [_Where.of(st) for st in calltrees], given)
             _calltree_model(exp, program, calltrees, where)

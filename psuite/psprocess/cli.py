@@ -296,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             out = writer(args.format)
             # a document's report renders its experiment (the document is let go: a million events)
-            reports = _report_experiments(reports)
+            reports = _report_experiments(reports, call_paths=args.format != "text")  # text: the flat view
             # (-x writes a profile's call paths beside it from the document, the XML writer's own model)
             subject = None if reports[0] is not subject and not args.combine and args.format != "xml" else subject
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
@@ -309,11 +309,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return _file_inputs(args, archive)
 
 
-def _report_experiments(reports: list) -> list:
+def _report_experiments(reports: list, call_paths: bool) -> list:
     """Each counting report and profile as its experiment, the analysis
-    model, which the reports render (psuite.formats.writers.documents);
-    the others as they are (a combination's statistics are its
-    experiment's already)."""
+    model, which the reports render (psuite.formats.writers.documents),
+    with a profile's call paths when the report shows them; the others as
+    they are (a combination's statistics are its experiment's already)."""
     from psuite.model.report import CountReport, ProfileReport
 
     kinds = (CountReport, ProfileReport)
@@ -324,7 +324,7 @@ def _report_experiments(reports: list) -> list:
     for i, r in enumerate(reports):
         if type(r) in kinds:
             reports[i] = None  # let the document go once converted
-            reports[i] = from_report(r, for_reports=True)
+            reports[i] = from_report(r, for_reports=True, call_paths=call_paths)
     return reports
 
 

@@ -165,6 +165,10 @@ def test_a_profiles_text_report_is_its_experiments(targets, workdir, options):
     exp = from_report(_read(doc), for_reports=True)
     assert exp.lines is not None and sum(exp.lines.samples) == sum(loc.samples for loc in _read(doc).locations) > 0
     assert set(exp.lines.location.tolist()) == ({-1} if options else {0})  # with threads: the process's
+    # what the text report converts: the same source lines, without the call tree
+    flat = from_report(_read(doc), for_reports=True, call_paths=False)
+    assert flat.lines.samples == exp.lines.samples and set(flat.lines.location.tolist()) == {0}
+    assert flat.attributes.get("psuite::flat") and len(flat.cnodes) <= len(exp.cnodes)
 
 
 def test_a_profiles_text_report_follows_the_model(targets, workdir):
