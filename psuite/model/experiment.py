@@ -18,9 +18,12 @@ derived metric holds no values: its CubePL expression is kept and
 evaluated when a view asks (`derived_values`), so an operation's result
 recomputes it instead of combining it.
 
-One profile document's experiment also carries the addresses it sampled
-(Addresses, beside the space: CUBE has no dimension for them), which
-gprof's and vprof's files are made of.
+A document's experiment carries what CUBE's space has no dimension for,
+beside it: each location's run description (Location.run); a counting
+report's events as metric columns (MetricColumns: a report can count a
+million); a profile's samples by source line (SourceLines) and the
+addresses it sampled (Addresses), which its reports and gprof's and
+vprof's files are made of.
 
 This module only imports numpy; nothing here reads or writes files.
 """
@@ -194,6 +197,8 @@ class MetricColumns:
     # whole counts a float64 cannot hold exactly (PerfSuite's counters are unsigned 64-bit: from 2**63 on),
     # by metric index, per location (None where its float is exact): what the reports print
     exact: dict[int, list[int | None]] = field(default_factory=dict)
+    _index: dict[str, int] | None = field(default=None, init=False, repr=False)  # built by index() when needed
+    _asked: int = field(default=0, init=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.names)
@@ -203,16 +208,15 @@ class MetricColumns:
         names (at C speed, and without a dictionary of a million names,
         when a report's derived metrics ask for a few events); an index is
         built when many are."""
-        table = self.__dict__.get("_index")
-        if table is None:
-            asked = self.__dict__["_asked"] = self.__dict__.get("_asked", 0) + 1
-            if asked <= 64:
+        if self._index is None:
+            self._asked += 1
+            if self._asked <= 64:
                 try:
                     return self.names.index(name)
                 except ValueError:
                     return None
-            table = self.__dict__["_index"] = dict(zip(self.names, range(len(self.names)), strict=True))
-        return table.get(name)
+            self._index = dict(zip(self.names, range(len(self.names)), strict=True))
+        return self._index.get(name)
 
     def metric(self, i: int) -> Metric:
         return Metric(self.names[i], self.displays[i], "occ", "UINT64" if self.integer[i] else "DOUBLE", EXCLUSIVE,

@@ -167,8 +167,8 @@ EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof", "html")  # 
 # EXPORTER_MODULES[name]): targets(path), write(report, path, module, force)
 EXPORTER_MODULES = {"html": "psuite.psprocess.html.export"}
 CALLPATH_EXPORTS = ("folded", "speedscope", "pprof")  # only for profiles with call paths
-MODEL_EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof")  # rendered from the analysis model
-# (experiments.from_report)
+# rendered from the analysis model (experiments.from_report)
+MODEL_EXPORTS = ("gmon", "vprof", "cube", "folded", "speedscope", "pprof")
 
 
 def _bare_calltree(argv: Sequence[str]) -> list[str]:
@@ -295,17 +295,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             from psuite.psprocess.html import render as out
         else:
             out = writer(args.format)
-            # a document's report renders its experiment (the document is let go: a million events)
-            reports = _report_experiments(reports, call_paths=args.format != "text")  # text: the flat view
-            # (-x writes a profile's call paths beside it from the document, the XML writer's own model)
-            subject = None if reports[0] is not subject and not args.combine and args.format != "xml" else subject
+            # a document's report renders its experiment (text: a profile's flat view, without its call paths)
+            reports = _report_experiments(reports, call_paths=args.format != "text")
+            if args.format != "xml":  # the document is let go (a million events); -x writes a profile's call
+                subject = None  # paths beside it from the document, the XML writer's own model
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
         chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
         if hint is not None:
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [hint])
         _emit(args, chunks)
         if args.format == "xml":
-            _write_xml_companion(args, subject)  # (None: a counting document's has no call paths)
+            _write_xml_companion(args, subject)
     return _file_inputs(args, archive)
 
 
@@ -316,14 +316,12 @@ def _report_experiments(reports: list, call_paths: bool) -> list:
     they are (a combination's statistics are its experiment's already)."""
     from psuite.model.report import CountReport, ProfileReport
 
-    kinds = (CountReport, ProfileReport)
-    if not any(type(r) in kinds for r in reports):
+    if not any(type(r) in (CountReport, ProfileReport) for r in reports):
         return reports
     from psuite.analysis.experiments import from_report
 
-    for i, r in enumerate(reports):
-        if type(r) in kinds:
-            reports[i] = None  # let the document go once converted
+    for i, r in enumerate(reports):  # in place: the list holds no document once it is converted
+        if type(r) in (CountReport, ProfileReport):
             reports[i] = from_report(r, for_reports=True, call_paths=call_paths)
     return reports
 
