@@ -942,7 +942,6 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
         unknown.append(m.name)
     if unknown:  # ratios stored as values: the algebra must not subtract or average them (see NO_FORMULA)
         exp.attributes[NO_FORMULA] = "\n".join(unknown)
-    _LAST_NAMES[:] = [None, 0, []]  # the documents are not kept alive by it
 
 
 # psmetrics' run-level keywords, held as metrics of their own so that a derived metric refers to them
@@ -1043,6 +1042,7 @@ class _EventNames:
         self.renamed = {d: u for d, u in zip(columns.displays, columns.names, strict=True) if d != u} \
             if columns.displays != columns.names else {}
         self.extra: dict[str, str] = {}
+        self.canonical_of: dict[int, list[str]] = {}  # canonical(): by report, for this conversion only
 
     def get(self, name: str, default: str | None = None) -> str | None:
         got = self.extra.get(name) or self.renamed.get(name)
@@ -1062,6 +1062,17 @@ class _EventNames:
 
     def __setitem__(self, name: str, unique: str) -> None:
         self.extra[name] = unique
+
+    def canonical(self, report) -> list[str]:
+        """The canonical names of a report's events, computed once per report
+        of this conversion (each of its derived metrics' inputs is looked up
+        in them, and a report can hold a million events)."""
+        from psuite.hwpc.names import canonical_names
+
+        got = self.canonical_of.get(id(report))
+        if got is None:
+            got = self.canonical_of[id(report)] = canonical_names(list(map(_NAME, report.events)))
+        return got
 
     def values(self) -> list[str]:
         return [*self.columns.names, *self.extra.values()]
@@ -1121,7 +1132,7 @@ def _expression(defn, reports: list, events: _EventNames, names: tuple) -> str |
         key = (defn.name, tuple(defn.alternatives), names, _keywords(r, events))
         text = _EXPRESSIONS.get(key, _UNSEEN)
         if text is _UNSEEN:
-            which = metrics.choice(defn, r, _canonical_names(r))
+            which = metrics.choice(defn, r, events.canonical(r))
             text = None if which is None else _cubepl(defn.alternatives[which], r, events)
             if len(_EXPRESSIONS) >= 4096:
                 _EXPRESSIONS.clear()
@@ -1177,7 +1188,7 @@ def _cubepl(e: tuple, report, events: _EventNames) -> str | None:
             v = _as_float(value) if value is not None else math.nan
             return repr(v) if math.isfinite(v) else None
         want = canonical(name)
-        for i in itertools.compress(itertools.count(), map(want.__eq__, _canonical_names(report))):
+        for i in itertools.compress(itertools.count(), map(want.__eq__, events.canonical(report))):
             event = report.events[i]
             if event.name in events and _referable(events[event.name]):
                 return f"metric::{events[event.name]}()"
@@ -1188,21 +1199,6 @@ def _cubepl(e: tuple, report, events: _EventNames) -> str | None:
             return None
         return f"({left} {dict(plus='+', minus='-', times='*', divide='/')[kind]} {right})"
     return None  # abs: not in the subset
-
-
-def _canonical_names(report) -> list[str]:
-    """The canonical names of the report's events, remembered for the last
-    report asked (each of its derived metrics' inputs is looked up in them,
-    and a report can hold a million events)."""
-    from psuite.hwpc.names import canonical_names
-
-    last = _LAST_NAMES
-    if last[0] is not report or last[1] != len(report.events):
-        last[:] = [report, len(report.events), canonical_names(list(map(_NAME, report.events)))]
-    return last[2]
-
-
-_LAST_NAMES: list = [None, 0, []]  # (report, its number of events, their canonical names)
 
 
 @functools.lru_cache(maxsize=4096)  # asked per event and report: thousands of members, a few names
