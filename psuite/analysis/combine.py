@@ -17,7 +17,7 @@ from __future__ import annotations
 import glob
 import math
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from psuite.errors import InputError
 from psuite.hwpc.names import canonical
@@ -64,35 +64,33 @@ def statistic(name: str, kind: str, values: list[tuple[float, str]]) -> Statisti
 def compute(reports: list[CountReport], exp: Experiment | None = None) -> list[Statistic]:
     """Statistics of every event, then of every derived metric, in the order
     they first appear, over the locations of the combination's experiment
-    (the merge `psprocess -c --cube` writes, experiments.from_report): each
-    metric at the root, over the locations whose report has it (an event
-    one run did not count is not a count of 0), minimum and maximum naming
-    the first such location in the system tree."""
+    (from_report(..., for_reports=True): the merge `psprocess -c --cube`
+    writes, its events as metric columns): each metric at the root, over
+    the locations whose report has it (an event one run did not count is
+    not a count of 0), minimum and maximum naming the first such location
+    in the system tree."""
+    import numpy as np
+
     from psuite.analysis import experiments
+    from psuite.model.experiment import REPORT_METRIC
 
     if exp is None:
-        exp = experiments.from_report(MultiReport(reports=list(reports)))
-    where = experiments.report_locations(exp, reports)
-    who = [""] * len(exp.locations)
-    has: list[set[tuple[str, str]]] = [set() for _ in exp.locations]
-    order: dict[tuple[str, str], None] = {}
-    for r, loc in zip(reports, where, strict=True):
-        who[loc] = r.who
-        for e in r.events:
-            has[loc].add(("event", e.name))
-            order.setdefault(("event", e.name), None)
-        for m in r.metrics:
-            has[loc].add(("metric", m.name))
-            order.setdefault(("metric", m.name), None)
+        exp = experiments.from_report(MultiReport(reports=list(reports)), for_reports=True)
+    cols = exp.columns
+    who = [loc.run.who if loc.run is not None else "" for loc in exp.locations]
+    everywhere = np.ones(len(exp.locations), dtype=bool)
     out: list[Statistic] = []
-    root_value = experiments.root_values(exp)
-    for kind in ("event", "metric"):
-        for k, name in order:
-            if k != kind:
-                continue
-            row = root_value(name, kind)
-            out.append(statistic(name, kind, [(float(row[loc]), who[loc]) for loc in range(len(exp.locations))
-                                              if (kind, name) in has[loc]]))
+    for i in range(len(cols)):
+        row = cols.row(i)
+        at = everywhere if cols.listed is None else cols.listed[i]
+        out.append(statistic(cols.displays[i], "event", [(float(row[j]), who[j]) for j in np.flatnonzero(at)]))
+    root = cols.cnode
+    for m in exp.metrics:
+        if m.attributes.get(REPORT_METRIC) != "yes":
+            continue
+        row = (exp.derived_values(m.name) if m.derived else exp.stored(m.name))[root]
+        at = cols.metrics_listed.get(m.name, everywhere)
+        out.append(statistic(m.display, "metric", [(float(row[j]), who[j]) for j in np.flatnonzero(at)]))
     return out
 
 
@@ -299,6 +297,26 @@ def same_sampling(profiles: list[ProfileReport]) -> None:
                              "summed; combine each event's profiles separately")
 
 
+class Converted:
+    """Reports as their own documents' experiments (experiments.from_report
+    with for_reports), converted one at a time each time they are
+    iterated: what a combination's reports list of its members where the
+    merge does not keep what a member's report shows (a profile's source
+    lines and sampled PCs), without holding them all at once."""
+
+    def __init__(self, reports: list) -> None:
+        self.reports = reports
+
+    def __len__(self) -> int:
+        return len(self.reports)
+
+    def __iter__(self) -> Iterator[Experiment]:
+        from psuite.analysis import experiments
+
+        for r in self.reports:
+            yield experiments.from_report(r, for_reports=True)
+
+
 def summarize(reports: list) -> MultiReport:
     """The combination of single reports of one kind, process totals set
     apart."""
@@ -310,9 +328,12 @@ def summarize(reports: list) -> MultiReport:
         return multi
     from psuite.analysis import experiments
 
-    # one model for the statistics and every output of the combination: the merge of its members
-    multi.experiment = experiments.from_report(MultiReport(reports=list(multi.reports)))
+    # one model for the statistics and every output of the combination: the merge of its members, as the
+    # reports render it (counting reports: each member's events as metric columns, its run description)
+    multi.experiment = experiments.from_report(MultiReport(reports=list(multi.reports)), for_reports=True)
+    multi.total_experiments = Converted(multi.totals)
     if isinstance(multi.reports[0], ProfileReport):
+        multi.member_experiments = Converted(multi.reports)
         multi.statistics = function_spread(multi.reports, multi.experiment)
         multi.callpath_statistics = callpath_spread(multi, multi.experiment)
     else:

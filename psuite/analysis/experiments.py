@@ -169,7 +169,8 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
     if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
-        return report.experiment  # a combination's, made once for its statistics (combine.summarize)
+        # a combination's, made once for its statistics and reports (combine.summarize)
+        return report.experiment if for_reports else report.experiment.expanded()
     if isinstance(report, MultiReport):
         reports = list(report.reports)
     elif isinstance(report, (ProfileReport, CountReport)):
@@ -186,13 +187,13 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     if isinstance(reports[0], ProfileReport):
         _one_event(reports)  # before any conversion: one line naming both events
     if isinstance(report, MultiReport) and len(reports) > 1:
-        return _combined(reports, definitions)
+        return _combined(reports, definitions, for_reports)
     # one profile document keeps its sampled addresses; a combination's are no one profile's
     return _experiment(reports, definitions, for_reports=for_reports, addresses=isinstance(report, ProfileReport),
                        call_paths=call_paths)
 
 
-def _experiment(reports: list, definitions: list | None, given: dict | None = None,
+def _experiment(reports: list, definitions: list | None, given: dict | list | None = None,
                 pending: dict | None = None, for_reports: bool = False, addresses: bool = False,
                 call_paths: bool = True) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
@@ -237,7 +238,7 @@ def _experiment(reports: list, definitions: list | None, given: dict | None = No
     return exp
 
 
-def _combined(reports: list, definitions: list | None) -> Experiment:
+def _combined(reports: list, definitions: list | None, for_reports: bool = False) -> Experiment:
     """psprocess -c's experiment: each member report converted as one
     document is (_experiment, named as in the whole combination), merged
     keeping every process (algebra.merge with reduce: what psprocess merge
@@ -266,12 +267,13 @@ def _combined(reports: list, definitions: list | None) -> Experiment:
                         [run for items, run in zip(placed, runs, strict=True) for _ in items])
     given = [{_key(item): every[(*_key(item), run)] for item in items} for items, run in zip(placed, runs,
                                                                                           strict=True)]
-    if not trees and not any(runs) and isinstance(members[0], CountReport):
-        # Counting reports of distinct places each put their values at the root of one location: merging
-        # their experiments is laying them side by side, which one conversion of all of them does directly
-        # (for thousands of ranks, without building and aligning thousands of experiments)
-        whole = {key: place for g in given for key, place in g.items()}
-        return _experiment(members, definitions, whole)
+    if not trees and isinstance(members[0], CountReport):
+        # Counting reports each put their values at the root of a location of their own (runs of the same
+        # places too: each run's processes are others): merging their experiments is laying them side by
+        # side, which one conversion of all of them does directly (for thousands of ranks, without
+        # building and aligning thousands of experiments)
+        places = [g[_key(m)] for g, m in zip(given, members, strict=True)]
+        return _experiment(members, definitions, places, for_reports=for_reports)
     # members in system-tree order, so that the merge meets processes and threads in that order
     ranked = sorted(range(len(members)), key=lambda i: min(g[0] for g in given[i].values()))
     pending: dict[str, dict[tuple, float]] = {}
@@ -400,21 +402,23 @@ def _identities(items: Sequence, runs: Sequence[int] | None = None) -> dict[tupl
     return out
 
 
-def _locations(exp: Experiment, items: Sequence, given: dict[tuple, tuple[int, Location]] | None = None) -> list[int]:
+def _locations(exp: Experiment, items: Sequence,
+               given: dict[tuple, tuple[int, Location]] | list[tuple[int, Location]] | None = None) -> list[int]:
     """exp.locations for the items (reports, or threads' trees), in
     system-tree order, each with its run's attributes; returns each item's
     location.  given: the identities of a whole combination (_identities
-    of all its members), so that a member's locations are named as in the
-    combination, else the items' own."""
+    of all its members) by _key, so that a member's locations are named as
+    in the combination, or each item's identity in a list (items of
+    several runs of the same places); else the items' own."""
     import dataclasses
 
     if given is None:
         given = {key[:3]: place for key, place in _identities(items).items()}
-    keys = [_key(item) for item in items]
+    places = given if isinstance(given, list) else [given[_key(item)] for item in items]
     where = [0] * len(items)
-    for i in sorted(range(len(items)), key=lambda i: given[keys[i]][0]):
+    for i in sorted(range(len(items)), key=lambda i: places[i][0]):
         where[i] = len(exp.locations)
-        exp.locations.append(dataclasses.replace(given[keys[i]][1], attributes=run_attributes(items[i])))
+        exp.locations.append(dataclasses.replace(places[i][1], attributes=run_attributes(items[i])))
     return where
 
 
@@ -918,6 +922,9 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
             derived[d.name][1].append((loc_id, d.value))
     unknown: list[str] = []
     for name, (m, cells) in derived.items():
+        if len(cells) < len(reports):  # where the reports that have it are (the others show none)
+            has = exp.columns.metrics_listed[m.name] = np.zeros(len(exp.locations), dtype=bool)
+            has[[loc_id for loc_id, _ in cells]] = True
         expression = None
         if len(cells) == len(reports):  # every location has it: one expression may stand for all
             if names is None:
@@ -1027,8 +1034,14 @@ def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) 
         ints[rows_a, cols_a] = np.asarray([int(v) if ok else 0 for v, ok in zip(counts, fits, strict=True)],
                                           dtype=np.int64)
         floats[rows_a, cols_a] = np.asarray([_as_float(v) for v in counts], dtype=np.float64)
+    listed = None
+    if len(reports) > 1:  # reports combined: an event one of them did not count is not listed there
+        listed = np.zeros(shape, dtype=bool)
+        listed[rows_a, cols_a] = True
+        if listed.all():
+            listed = None
     exp.columns = MetricColumns(root, len(exp.metrics), unique, displays, descriptions, integer, ints, floats,
-                                attributes, exact)
+                                attributes, exact, listed)
     return _EventNames(exp.columns)
 
 

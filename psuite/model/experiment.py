@@ -30,6 +30,7 @@ This module only imports numpy; nothing here reads or writes files.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Container, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -197,6 +198,13 @@ class MetricColumns:
     # whole counts a float64 cannot hold exactly (PerfSuite's counters are unsigned 64-bit: from 2**63 on),
     # by metric index, per location (None where its float is exact): what the reports print
     exact: dict[int, list[int | None]] = field(default_factory=dict)
+    # Where the reports listed each event, (metrics, locations) bool; None: every event at every location.
+    # Reports combined need not count the same events, and an event a run did not count is no count of 0:
+    # its value there is 0 but its report shows no such event, and statistics leave it out.
+    listed: np.ndarray | None = None
+    # Likewise the reports' other metrics (psmetrics' derived ones, REPORT_METRIC) that not every location
+    # has: per metric name, bool per location
+    metrics_listed: dict[str, np.ndarray] = field(default_factory=dict)
     _index: dict[str, int] | None = field(default=None, init=False, repr=False)  # built by index() when needed
     _asked: int = field(default=0, init=False, repr=False)
 
@@ -221,6 +229,11 @@ class MetricColumns:
     def metric(self, i: int) -> Metric:
         return Metric(self.names[i], self.displays[i], "occ", "UINT64" if self.integer[i] else "DOUBLE", EXCLUSIVE,
                       self.descriptions[i], attributes=dict(self.attributes.get(i, {})))
+
+    def at(self, j: int) -> np.ndarray | None:
+        """The rows of the events location j's report listed, in order
+        (None: all of them)."""
+        return None if self.listed is None else np.flatnonzero(self.listed[:, j])
 
     def row(self, i: int) -> np.ndarray:
         """The metric's values per location, int64 or float64."""
@@ -375,6 +388,16 @@ class Experiment:
         self.values = values
         return self
 
+    def expanded(self) -> Experiment:
+        """A copy with its metric columns made ordinary metrics (expand()),
+        this experiment left as it is; the same experiment when it has none.
+        Cnodes, regions and locations are shared, the metrics copied."""
+        if self.columns is None:
+            return self
+        return dataclasses.replace(self, metrics=[dataclasses.replace(m, attributes=dict(m.attributes))
+                                                  for m in self.metrics],
+                                   values=dict(self.values), attributes=dict(self.attributes)).expand()
+
     def check(self) -> None:
         """Raise ValueError unless every stored array fits the dimensions."""
         shape = (len(self.cnodes), len(self.locations))
@@ -382,6 +405,8 @@ class Experiment:
         if cols is not None:
             if cols.ints.shape != (len(cols), shape[1]) or cols.floats.shape != (len(cols), shape[1]):
                 raise ValueError(f"metric columns shaped {cols.ints.shape}, not ({len(cols)}, {shape[1]})")
+            if cols.listed is not None and cols.listed.shape != cols.ints.shape:
+                raise ValueError(f"metric columns listed shaped {cols.listed.shape}, not {cols.ints.shape}")
             if not 0 <= cols.cnode < shape[0] or not 0 <= cols.position <= len(self.metrics):
                 raise ValueError("metric columns at a call path or position that does not exist")
         names = {m.name for m in self.metrics}

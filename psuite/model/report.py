@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, fields, is_dataclass
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: not imported at run time, for a quick start-up
+    from collections.abc import Iterable
+
     from psuite.libperfsuite.machine import MachineInfo
     from psuite.model.calltree import CallPathProfile
 
@@ -345,6 +347,11 @@ class MultiReport:
     # The combination's analysis model (psuite.analysis.experiments.from_report: its members' experiments
     # merged), which the statistics were computed over and the model's outputs render; None until combined
     experiment: object = field(default=None, repr=False, compare=False)
+    # Each member's and each total's own document experiment (from_report(..., for_reports=True)), made as
+    # iterated (psuite.analysis.combine.Converted): what a combination's reports list of its profiles (their
+    # source lines and sampled PCs are no part of the merge) and of its totals; None until combined
+    member_experiments: Iterable | None = field(default=None, repr=False, compare=False)
+    total_experiments: Iterable | None = field(default=None, repr=False, compare=False)
 
     @property
     def of_profiles(self) -> bool:
@@ -366,10 +373,12 @@ class MultiReport:
 
         return to_graphframe(self)
 
-    def to_dict(self) -> dict:
-        d = {"reports": [r.to_dict() for r in self.reports],
+    def to_dict(self, members: bool = True) -> dict:
+        """The combination as a dict; without its members' and totals'
+        documents when members is False (their lists empty)."""
+        d = {"reports": [r.to_dict() for r in self.reports] if members else [],
              "statistics": [dict(vars(s)) for s in self.statistics],
-             "totals": [r.to_dict() for r in self.totals]}
+             "totals": [r.to_dict() for r in self.totals] if members else []}
         if self.callpath_statistics:
             d["callpath_statistics"] = [{"path": list(p.path), "depth": p.depth, "inclusive": dict(vars(p.inclusive)),
                                          "exclusive": dict(vars(p.exclusive))} for p in self.callpath_statistics]

@@ -46,7 +46,8 @@ def render(reports: list, **_options) -> str:
     w = csv.writer(out, lineterminator="\n")
     # A combined document (alone, or among other inputs): the rows of the reports combined; a counting
     # document's experiment (writers.counts): each of its locations' reports.
-    reports = [m for r in reports for m in (r.reports if isinstance(r, MultiReport) else
+    reports = [m for r in reports for m in (documents.combined(r)[0] if documents.is_combined(r) else
+                                            r.reports if isinstance(r, MultiReport) else
                                             documents.of_experiment(r) if documents.is_counts(r) else
                                             documents.profiles(r) if documents.is_profile(r) else [r])]
     trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}

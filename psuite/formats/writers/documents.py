@@ -11,11 +11,19 @@ read the same way (`of_report`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from psuite.model.experiment import REPORT_METRIC, Experiment
-from psuite.model.report import CountReport, Event, Metric, ModuleSamples, ProfileReport, event_descriptions
+from psuite.model.report import (
+    CountReport,
+    Event,
+    Metric,
+    ModuleSamples,
+    MultiReport,
+    ProfileReport,
+    event_descriptions,
+)
 
 FLAT_PROFILE = "psuite::flat"  # experiments.FLAT_PROFILE: a profile without call paths (no call-tree rows)
 
@@ -51,6 +59,31 @@ def is_profile(item: object) -> bool:
 def of_experiment(exp: Experiment) -> list[Counts]:
     """Each location of the experiment that came from a document, in order."""
     return [_location(exp, j) for j, loc in enumerate(exp.locations) if loc.run is not None]
+
+
+def is_combined(item: object) -> bool:
+    """A combination (psprocess -c) made by combine.summarize, with its experiment."""
+    return isinstance(item, MultiReport) and item.experiment is not None
+
+
+def combined(m: MultiReport) -> tuple[Iterable[Counts | Lines], list[Counts | Lines]]:
+    """The reports a combination lists, and the process totals of `psrun
+    -p` runs it left out of its statistics, from the model: a combination
+    of counting reports from its experiment (its events as metric
+    columns, each location's run), in system-tree order (as its statistics
+    and its cube have them), each member with the events and metrics it
+    has; a combination of profiles, and the totals, from each one's own
+    document experiment (MultiReport.member_experiments and
+    total_experiments), converted one at a time."""
+
+    def own(experiments: Iterable[Experiment]) -> Iterator[Counts | Lines]:
+        for exp in experiments:
+            yield from of_experiment(exp) if is_counts(exp) else profiles(exp)
+
+    totals = list(own(m.total_experiments or ()))
+    if is_counts(m.experiment):
+        return of_experiment(m.experiment), totals
+    return own(m.member_experiments or ()), totals
 
 
 @dataclass
@@ -165,35 +198,61 @@ def _calltree_rows(exp: Experiment) -> dict[int, list[dict]]:
 
 
 def _location(exp: Experiment, j: int) -> Counts:
+    """Location j's report: the events and metrics it listed (a member of
+    a combination may lack some the others have)."""
     cols = exp.columns
-    root = cols.cnode
+    rows = cols.at(j)
+    if rows is None:  # every event: in blocks of the columns themselves
+        return Counts(exp.locations[j].run, len(cols), _blocks(cols, j, 0, len(cols)), _metrics(exp, j),
+                      cols.displays)
+    import numpy as np
 
-    def blocks() -> Iterator[list[tuple]]:
-        for start in range(0, len(cols), BLOCK):
-            stop = min(start + BLOCK, len(cols))
-            counts = cols.ints[start:stop, j].tolist()
-            for k in (~cols.integer[start:stop]).nonzero()[0].tolist():  # DOUBLE events (rare)
-                whole = cols.exact.get(start + k)
-                counts[k] = whole[j] if whole is not None and whole[j] is not None else cols.floats[start + k, j].item()
-            attrs = cols.attributes
-            if not attrs:  # the common case: every event native, counted as named
-                yield [(name, count, "native", False, description, "")
-                       for name, count, description in zip(cols.displays[start:stop], counts,
-                                                           cols.descriptions[start:stop], strict=True)]
-                continue
-            yield [(name, count, *_kind(attrs.get(i)), description, spelt)
-                   for i, name, count, description, spelt in zip(
-                       range(start, stop), cols.displays[start:stop], counts, cols.descriptions[start:stop],
-                       (attrs.get(i, {}).get("psuite::counted_as", "") for i in range(start, stop)), strict=True)]
+    displays = [cols.displays[i] for i in rows.tolist()]
 
-    metrics = []
+    def blocks() -> Iterator[list[tuple]]:  # the runs of consecutive rows it listed, each as above
+        if not len(rows):
+            return
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        for run in np.split(rows, breaks):
+            yield from _blocks(cols, j, int(run[0]), int(run[-1]) + 1)
+
+    return Counts(exp.locations[j].run, len(rows), blocks(), _metrics(exp, j), displays)
+
+
+def _blocks(cols, j: int, first: int, end: int) -> Iterator[list[tuple]]:
+    """Rows first..end of location j's events, BLOCK at a time."""
+    for start in range(first, end, BLOCK):
+        stop = min(start + BLOCK, end)
+        counts = cols.ints[start:stop, j].tolist()
+        for k in (~cols.integer[start:stop]).nonzero()[0].tolist():  # DOUBLE events (rare)
+            whole = cols.exact.get(start + k)
+            counts[k] = whole[j] if whole is not None and whole[j] is not None else cols.floats[start + k, j].item()
+        attrs = cols.attributes
+        if not attrs:  # the common case: every event native, counted as named
+            yield [(name, count, "native", False, description, "")
+                   for name, count, description in zip(cols.displays[start:stop], counts,
+                                                       cols.descriptions[start:stop], strict=True)]
+            continue
+        yield [(name, count, *_kind(attrs.get(i)), description, spelt)
+               for i, name, count, description, spelt in zip(
+                   range(start, stop), cols.displays[start:stop], counts, cols.descriptions[start:stop],
+                   (attrs.get(i, {}).get("psuite::counted_as", "") for i in range(start, stop)), strict=True)]
+
+
+def _metrics(exp: Experiment, j: int) -> list[Metric]:
+    """Location j's derived metrics (psmetrics', REPORT_METRIC) that its report has."""
+    cols = exp.columns
+    out = []
     for m in exp.metrics:
         if m.attributes.get(REPORT_METRIC) != "yes":
             continue
-        value = (exp.derived_values(m.name) if m.derived else exp.stored(m.name))[root, j].item()
-        metrics.append(Metric(m.display, value, m.attributes.get("psuite::description", m.description),
-                              m.attributes.get("psuite::unit", "")))
-    return Counts(exp.locations[j].run, len(cols), blocks(), metrics, cols.displays)
+        listed = cols.metrics_listed.get(m.name)
+        if listed is not None and not listed[j]:
+            continue
+        value = (exp.derived_values(m.name) if m.derived else exp.stored(m.name))[cols.cnode, j].item()
+        out.append(Metric(m.display, value, m.attributes.get("psuite::description", m.description),
+                          m.attributes.get("psuite::unit", "")))
+    return out
 
 
 def _kind(attrs: dict[str, str] | None) -> tuple[str, bool]:

@@ -53,7 +53,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from json.encoder import encode_basestring_ascii as _escape  # json.dumps's own, for its ensure_ascii
 from operator import attrgetter
 
@@ -110,7 +110,9 @@ def _pieces(reports: list) -> Iterator[str]:
     each of its locations' reports."""
     if len(reports) == 1 and isinstance(reports[0], MultiReport):
         schema = "psuite.multiprofile/1" if reports[0].of_profiles else "psuite.multi/1"
-        yield _dumps({"schema": schema, **reports[0].to_dict()})
+        yield '{"schema": ' + json.dumps(schema) + ", "
+        yield from _multi(reports[0], None, opened=True)
+        yield "\n"
         return
     reports = [c for r in reports for c in (documents.of_experiment(r) if documents.is_counts(r) else
                                             documents.profiles(r) if documents.is_profile(r) else [r])]
@@ -145,10 +147,42 @@ def _report(r, kind: str | None) -> Iterator[str]:
         pieces = _profile(r, kind)
         if pieces is not None:
             return pieces
+    if isinstance(r, MultiReport):
+        return _multi(r, kind)
     d = r.to_dict()
     if kind is not None:
         d["kind"] = kind
     return iter([_dumps(d)[:-1]])
+
+
+def _multi(m: MultiReport, kind: str | None, opened: bool = False) -> Iterator[str]:
+    """A combination as MultiReport.to_dict() gives it (without its
+    enclosing "{" when opened: the schema comes first), a combination of
+    counting reports from its experiment, of profiles from each member's
+    (documents.combined)."""
+    if not documents.is_combined(m):  # a MultiReport the Python API made
+        d = m.to_dict()
+        if kind is not None:
+            d["kind"] = kind
+        text = _dumps(d)[:-1]
+        yield text[1:] if opened else text
+        return
+    members, totals = documents.combined(m)
+    yield ("" if opened else "{") + '"reports": ['
+    yield from _joined(members)
+    yield '], "statistics": ' + _dumps([dict(vars(s)) for s in m.statistics])[:-1] + ', "totals": ['
+    yield from _joined(totals)
+    yield "]"
+    if m.callpath_statistics:
+        yield ', "callpath_statistics": ' + _dumps(m.to_dict(members=False)["callpath_statistics"])[:-1]
+    yield (f', "kind": {json.dumps(kind)}' if kind is not None else "") + "}"
+
+
+def _joined(reports: Iterable) -> Iterator[str]:
+    for i, r in enumerate(reports):
+        if i:
+            yield ", "
+        yield from _report(r, None)
 
 
 def _counts(c: documents.Counts, kind: str | None) -> Iterator[str]:

@@ -3,6 +3,7 @@ then one table of statistics per event and per derived metric."""
 
 from __future__ import annotations
 
+from psuite.formats.writers import documents
 from psuite.model.report import MultiReport, Statistic
 
 RULE = "=" * 78
@@ -46,12 +47,15 @@ def _profiles(lines: list[str], m: MultiReport, top: int = 30) -> None:
 
 def render_one(m: MultiReport) -> str:
     kind = "Profiles" if m.of_profiles else "Reports"
-    lines = [f"PerfSuite Combined {kind}", "", f"{kind + ' combined':<24}: {len(m.reports):,}"]
-    hosts = sorted({r.hostname for r in m.reports if r.hostname})
+    # a combination of counting reports: the runs its experiment's locations came from
+    runs = [loc.run for loc in m.experiment.locations if loc.run is not None] \
+        if documents.is_counts(m.experiment) else m.reports
+    lines = [f"PerfSuite Combined {kind}", "", f"{kind + ' combined':<24}: {len(runs):,}"]
+    hosts = sorted({r.hostname for r in runs if r.hostname})
     if hosts:
         shown = ", ".join(hosts[:8]) + (f" and {len(hosts) - 8} more" if len(hosts) > 8 else "")
         lines.append(f"{'Hosts':<24}: {shown}")
-    ranks = sorted({r.rank for r in m.reports if r.rank is not None})
+    ranks = sorted({r.rank for r in runs if r.rank is not None})
     if ranks:
         lines.append(f"{'MPI ranks':<24}: {len(ranks)} ({ranks[0]}-{ranks[-1]})")
     if m.totals:

@@ -95,15 +95,17 @@ def render(reports: list, **_options) -> str:
     elif isinstance(r, MultiReport) and r.of_profiles:  # <multihwpcprofilereport>: the processed profiles
         from psuite.formats.writers import xml_profile
 
-        if not any(loc.samples for member in r.reports for loc in member.locations):
+        members = [documents.profile_document(p) for p in documents.combined(r)[0]] \
+            if documents.is_combined(r) else r.reports
+        if not any(loc.samples for member in members for loc in member.locations):
             raise UsageError("none of the combined profiles has samples; there is no profile to write as XML")
         root = etree.Element("multihwpcprofilereport", version="0.3", generator="psuite")
-        for member in r.reports:  # every thread, those that took no sample too (see xml_profile)
+        for member in members:  # every thread, those that took no sample too (see xml_profile)
             root.append(xml_profile.to_element(member, idle=True))
     elif isinstance(r, MultiReport):  # <multihwpcreport>: the reports themselves (statistics are derived)
         root = etree.Element("multihwpcreport", version="0.3", generator="psuite")
-        for member in r.reports:
-            root.append(to_element(member))
+        for member in documents.combined(r)[0] if documents.is_combined(r) else r.reports:
+            root.append(_count_element(member) if isinstance(member, documents.Counts) else to_element(member))
     elif isinstance(r, ProfileReport):
         from psuite.formats.writers import xml_profile
 
