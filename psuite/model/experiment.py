@@ -743,6 +743,13 @@ class Experiment:
                              "thread": loc.thread_rank, "node": loc.node, "value": a[c, j].item()})
         return rows
 
+    def to_hatchet(self):
+        """A profile's experiment as one LLNL hatchet GraphFrame (indexed by
+        node, rank and thread): see psuite.hatchet."""
+        from psuite.hatchet import to_graphframe
+
+        return to_graphframe(self)
+
     def total(self, metric: str) -> float:
         """The metric over the whole experiment (every root, every location):
         a POSTDERIVED metric evaluated on the other metrics' totals (metric::

@@ -33,7 +33,7 @@ EVENTS = ('<hwpcevent type="preset" name="PAPI_TOT_CYC" derived="no">3000000</hw
 
 def _read(path: str):
     """The document as psprocess makes it ready (its metrics derived), in the document model."""
-    return prepare(psuite.read(path), metrics.derive_standard)
+    return prepare(psuite.read_document(path), metrics.derive_standard)
 
 
 @pytest.fixture
