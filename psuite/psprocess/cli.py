@@ -322,7 +322,7 @@ def _report_experiments(reports: list, call_paths: bool) -> list:
 
     for i, r in enumerate(reports):  # in place: the list holds no document once it is converted
         if type(r) in (CountReport, ProfileReport):
-            reports[i] = from_report(r, for_reports=True, call_paths=call_paths)
+            reports[i] = from_report(r, for_reports=True, call_paths=call_paths, consume=True)
     return reports
 
 
