@@ -1,0 +1,210 @@
+"""CUBE's views and interactions in the HTML report (CUBE 4.3 user guide
+1.5-1.6), in Debian's headless chromium through pages the real command
+writes (psprocess --html) from real psrun call-path profiles: the value
+modes, a difference's colours, the system tree, the hot path, find, the
+keys, multiple selection, the context menu, the flat view and the info
+line.  Every expected value is computed here from the profiles
+themselves (psuite.read_experiment per document), never read back from
+the page.
+
+The program touches fresh pages and is profiled on page faults: one
+sample per 10 pages, so where the samples land is known in advance."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from psuite import read_experiment
+from tests.conftest import run_tool
+from tests.psprocess.html.pages import PAGE_SOURCE, load_page, screenshot
+
+PROFILE = ["--profile", "page-faults", "--period", "10", "--callpath"]
+MPI_ENV = {"OMPI_MCA_plm_rsh_agent": "", "OMPI_MCA_btl_vader_single_copy_mechanism": "none"}
+BEFORE, AFTER = (20000, 4000), (10000, 12000)  # pages steady() and slower() touch: steady gains, slower loses
+
+
+def _doc(directory: Path) -> Path:
+    [doc] = [f for f in directory.glob("*.xml") if not f.name.endswith(".callpaths.xml")]
+    return doc
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict[str, Path]:
+    """"mpi": a directory of a 4-rank MPI run's call-path profiles (rank r
+    touches r + 1 times the pages); "before" and "after": one process's
+    call-path profiles, steady() touching fewer pages after and slower()
+    more."""
+    d = tmp_path_factory.mktemp("cube_views")
+    src = d / "pages.c"
+    src.write_text(PAGE_SOURCE)
+    exe, mpi_exe = d / "pages", d / "pages_mpi"
+    subprocess.run(["cc", "-O1", "-g", "-o", str(exe), str(src)], check=True)
+    out = {}
+    for name, args in (("before", BEFORE), ("after", AFTER)):
+        (d / name).mkdir()
+        p = run_tool("psrun", "-q", "-d", str(d / name), *PROFILE, str(exe), *map(str, args))
+        assert p.returncode == 0, p.stderr
+        out[name] = _doc(d / name)
+    mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
+    assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
+    subprocess.run([mpicc, "-O1", "-g", "-DWITH_MPI", "-o", str(mpi_exe), str(src)], check=True)
+    (d / "mpi").mkdir()
+    p = subprocess.run([mpirun, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl", "self,vader",
+                        sys.executable, "-m", "psuite.psrun", "-q", "-d", str(d / "mpi"), *PROFILE, str(mpi_exe),
+                        "2000", "1000"], capture_output=True, text=True, timeout=300, env={**os.environ, **MPI_ENV})
+    assert p.returncode == 0, p.stdout + p.stderr
+    out["mpi"] = d / "mpi"
+    return out
+
+
+def html(tmp_path: Path, *argv: str, name: str = "report") -> Path:
+    """The page the real CLI writes: psprocess [...] --html FILE."""
+    page = tmp_path / f"{name}.html"
+    p = run_tool("psprocess", *argv, "--html", str(page))
+    assert p.returncode == 0, p.stderr
+    return page
+
+
+# -- what the profiles hold, read here ------------------------------------------------
+
+
+class Profile:
+    """One document's call tree: per call path (its names from the root)
+    the inclusive and exclusive samples, summed over the document's
+    threads."""
+
+    def __init__(self, doc: Path):
+        e = read_experiment(str(doc))
+        parents = e.parents().tolist()
+        names = [e.regions[c.region].name for c in e.cnodes]
+        self.paths: list[tuple[str, ...]] = []
+        for c, p in enumerate(parents):
+            self.paths.append((*self.paths[p], names[c]) if p >= 0 else (names[c],))
+        self.parents = parents
+        self.inc = dict(zip(self.paths, e.inclusive("samples").sum(axis=1).tolist(), strict=True))
+        self.exc = dict(zip(self.paths, e.exclusive("samples").sum(axis=1).tolist(), strict=True))
+        self.rank = e.locations[0].rank
+
+    def path_of(self, function: str) -> tuple[str, ...]:
+        [path] = [p for p in self.paths if p[-1] == function]
+        return path
+
+    def total(self) -> float:
+        return sum(v for p, v in self.inc.items() if len(p) == 1)
+
+
+def ranks(directory: Path) -> dict[int, Profile]:
+    docs = [f for f in directory.glob("*.xml") if not f.name.endswith(".callpaths.xml")]
+    out = {p.rank: p for p in map(Profile, docs)}
+    assert sorted(out) == [0, 1, 2, 3]
+    return out
+
+
+# -- reading and driving the page -----------------------------------------------------
+
+
+def shown(page, tree: str, attribute: str = "region") -> dict[str, float]:
+    rows = page.js(f"return Array.from(document.querySelectorAll('[data-tree={tree}] .row'))"
+                   f".map(r => [r.dataset.{attribute}, r.dataset.value])")
+    return {k: (float(v) if v != "" else None) for k, v in rows}
+
+
+def texts(page, tree: str, attribute: str) -> dict[str, str]:
+    return dict(page.js(f"return Array.from(document.querySelectorAll('[data-tree={tree}] .row'))"
+                        f".map(r => [r.dataset.{attribute}, r.querySelector('.val').textContent])"))
+
+
+def open_path(page, path: tuple[str, ...]) -> None:
+    """Expand the call tree along a path (names from the root) where it is collapsed."""
+    for name in path[:-1]:
+        row = f"[data-tree=call] .row[data-region='{name}']"
+        if page.js("return document.querySelector(arguments[0]).dataset.open", row) == "0":
+            page.toggle_call(name)
+
+
+def ctrl_click(page, tree: str, selector: str) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    element = page.d.find_element("css selector", f"[data-tree={tree}] {selector} .name")
+    page.d.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    ActionChains(page.d).key_down(Keys.CONTROL).click(element).key_up(Keys.CONTROL).perform()
+
+
+def menu(page, tree: str, selector: str, action: str) -> None:
+    """Right click on a row, then the context menu's item."""
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    element = page.d.find_element("css selector", f"[data-tree={tree}] {selector} .name")
+    page.d.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    ActionChains(page.d).context_click(element).perform()
+    page.d.find_element("css selector", f"#ctxmenu .item[data-action='{action}']").click()
+
+
+def modes(page, pane: str) -> list[str]:
+    return page.js(f"return Array.from(document.querySelector('select[data-mode={pane}]').options).map(o => o.value)")
+
+
+# -- 1: value modes ------------------------------------------------------------------------
+
+
+SYSTEM_MODES = ["abs", "root", "mroot", "msel", "croot", "csel", "peer", "peerdist", "sel"]
+
+
+def test_value_modes_on_a_four_rank_call_path_profile(runs, tmp_path, driver, screenshots):
+    """CUBE's value modes (user guide 1.5.2.2), each pane offering those CUBE
+    offers it (no external percent: there is no second experiment), on
+    steady() of a 4-rank call-path profile; then steady() and slower()
+    selected together (Ctrl+click): the system pane shows their sum."""
+    per = ranks(runs["mpi"])
+    page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
+    assert modes(page, "metric") == ["abs", "root", "sel"]
+    assert modes(page, "call") == ["abs", "root", "mroot", "msel", "sel"]
+    assert modes(page, "system") == SYSTEM_MODES
+    steady, slower = per[0].path_of("steady"), per[0].path_of("slower")
+    total = sum(p.total() for p in per.values())  # every sample: the metric root's and the call root's value
+    s = {r: p.inc[steady] for r, p in per.items()}
+    w = {r: p.inc[slower] for r, p in per.items()}
+    assert s[3] > s[0] > 0  # rank r touches r + 1 times the pages: the modes below differ per rank
+
+    open_path(page, steady)
+    page.click_call("steady")
+    expected_call = {"abs": sum(s.values()), "root": 100 * sum(s.values()) / total,
+                     "mroot": 100 * sum(s.values()) / total, "msel": 100 * sum(s.values()) / total}
+    for mode, value in expected_call.items():
+        page.set_mode("call", mode)
+        assert shown(page, "call")["steady"] == pytest.approx(value, rel=1e-9), mode
+    page.set_mode("call", "abs")
+
+    def system(values: dict[int, float], selected: float) -> dict[str, dict[int, float]]:
+        lo, hi = min(values.values()), max(values.values())
+        return {"abs": values,
+                "root": {r: 100 * v / sum(values.values()) for r, v in values.items()},  # the machine, collapsed
+                "mroot": {r: 100 * v / total for r, v in values.items()},
+                "msel": {r: 100 * v / total for r, v in values.items()},
+                "croot": {r: 100 * v / total for r, v in values.items()},  # the call tree's root: every sample
+                "csel": {r: 100 * v / selected for r, v in values.items()},
+                "peer": {r: 100 * v / hi for r, v in values.items()},
+                "peerdist": {r: 100 * (v - lo) / (hi - lo) for r, v in values.items()}}
+
+    for mode, values in system(s, sum(s.values())).items():
+        page.set_mode("system", mode)
+        assert page.rank_values() == pytest.approx(values, rel=1e-9), mode
+    screenshot(driver, screenshots, "views-mpi4-modes")
+
+    ctrl_click(page, "call", ".row[data-region='slower']")
+    assert page.count("[data-tree=call] .row.sel") == 2
+    both = {r: s[r] + w[r] for r in s}
+    for mode, values in system(both, sum(both.values())).items():
+        page.set_mode("system", mode)
+        assert page.rank_values() == pytest.approx(values, rel=1e-9), mode
+    page.set_mode("call", "abs")
+    info = page.js("return document.querySelector('[data-info=call]').textContent")
+    assert f"2 selected: sum {sum(both.values()):,}" in info
+    page.assert_no_console_errors()
