@@ -208,3 +208,103 @@ def test_value_modes_on_a_four_rank_call_path_profile(runs, tmp_path, driver, sc
     info = page.js("return document.querySelector('[data-info=call]').textContent")
     assert f"2 selected: sum {sum(both.values()):,}" in info
     page.assert_no_console_errors()
+
+
+# -- 1, 2: a difference's modes and colours -------------------------------------------------
+
+
+def _rgb(text: str) -> tuple[int, int, int]:
+    import re
+
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def square(page, tree: str, selector: str) -> tuple[str, tuple[int, int, int]]:
+    """A row's colour square: its gain/loss class and its colour."""
+    cls, bg = page.js("const q = document.querySelector(arguments[0] + ' .sq');"
+                      "return [q.classList.contains('gain') ? 'gain' : q.classList.contains('loss') ? 'loss' : '',"
+                      " getComputedStyle(q).backgroundColor]", f"[data-tree={tree}] {selector}")
+    return cls, _rgb(bg)
+
+
+def test_difference_page_modes_and_colours(runs, tmp_path, driver, screenshots):
+    """psprocess diff AFTER BEFORE: steady() touched fewer pages after (a
+    gain, negative), slower() more (a loss).  Every mode's value against
+    numbers from the two profiles, and in every mode of the call and the
+    system pane the gain is green and marked "gain", the loss red and
+    "loss" -- also where a percentage of the (negative) root turns a gain
+    into a positive number."""
+    a, b = Profile(runs["after"]), Profile(runs["before"])
+    page = load_page(driver, html(tmp_path, "diff", str(runs["after"]), str(runs["before"])))
+    steady, slower = a.path_of("steady"), a.path_of("slower")
+    d = {f: a.inc[p] - b.inc[p] for f, p in (("steady", steady), ("slower", slower))}
+    root = a.total() - b.total()
+    assert d["steady"] < 0 < d["slower"] and root < 0
+    open_path(page, steady)
+    page.click_call("steady")  # "% of this tree's selection": of steady's gain
+    expected = {"abs": d, "root": {f: 100 * v / root for f, v in d.items()},
+                "mroot": {f: 100 * v / root for f, v in d.items()}, "msel": {f: 100 * v / root for f, v in d.items()}}
+    for mode in modes(page, "call"):
+        page.set_mode("call", mode)
+        values = shown(page, "call")
+        if mode in expected:
+            for f in ("steady", "slower"):
+                assert values[f] == pytest.approx(expected[mode][f], rel=1e-9), (mode, f)
+        (cls_g, (r, g, _)), (cls_l, (r2, g2, _)) = (square(page, "call", f".row[data-region='{f}']")
+                                                    for f in ("steady", "slower"))
+        assert cls_g == "gain" and g > r, (mode, r, g)
+        assert cls_l == "loss" and r2 > g2, (mode, r2, g2)
+    assert expected["root"]["steady"] > 0  # a gain's share of a gain: positive, and still green
+    page.set_mode("call", "root")
+    screenshot(driver, screenshots, "views-diff-root-percent")
+    page.set_mode("call", "abs")
+    page.click_system_rank(0)  # "% of this tree's selection": of the rank (the machine, expanded, has no value)
+    for function, kind in (("steady", "gain"), ("slower", "loss")):
+        page.click_call(function)
+        assert page.rank_values() == {0: d[function]}
+        for mode in modes(page, "system"):
+            page.set_mode("system", mode)
+            cls, (r, g, _) = square(page, "system", ".row[data-rank='0']")
+            assert cls == kind and ((g > r) if kind == "gain" else (r > g)), (function, mode, r, g)
+        page.set_mode("system", "csel")
+        assert page.rank_values() == {0: pytest.approx(100.0)}
+        page.set_mode("system", "croot")
+        assert page.rank_values() == {0: pytest.approx(100 * d[function] / root)}
+        page.set_mode("system", "abs")
+    page.assert_no_console_errors()
+
+
+# -- 3: the system tree ---------------------------------------------------------------------
+
+
+def test_system_tree_as_cube_shows_it(runs, tmp_path, driver, screenshots):
+    """One process of one thread: no thread level (the rank is the leaf
+    holding the values) and the host named once, not as machine and node
+    both.  Four ranks of three threads: threads shown; an expanded rank or
+    machine has no value of its own, "-", not 0."""
+    before = Profile(runs["before"])
+    page = load_page(driver, html(tmp_path, str(runs["before"]), name="single"))
+    rows = page.js("return Array.from(document.querySelectorAll('[data-tree=system] .row'))"
+                   ".map(r => [r.dataset.sys, r.querySelector('.name').textContent])")
+    host = os.uname().nodename.split(".")[0]
+    assert rows == [["machine", host], ["rank", "rank 0"]], rows
+    open_path(page, before.path_of("steady"))
+    page.click_call("steady")
+    assert page.location_values() == {0: before.inc[before.path_of("steady")]}  # the rank is the leaf
+
+    per = ranks(runs["mpi"])
+    page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"]), name="mpi"))
+    steady = per[1].path_of("steady")
+    open_path(page, steady)
+    page.click_call("steady")
+    page.toggle_rank(1)
+    threads = page.js("return Array.from(document.querySelectorAll('[data-tree=system] .row[data-sys=thread]'))"
+                      ".map(r => +r.dataset.value)")
+    assert len(threads) == 3 and sum(threads) == per[1].inc[steady]  # MPI's helper threads too
+    rank1 = page.js("return document.querySelector('[data-tree=system] .row[data-rank=\"1\"] .val').textContent")
+    machine = page.js("return document.querySelector('[data-tree=system] .row[data-sys=machine] .val').textContent")
+    assert rank1 == "-" and machine == "-"  # expanded: no value of their own (was 0)
+    assert shown(page, "system", "rank")["1"] is None
+    assert shown(page, "system", "rank")["2"] == per[2].inc[steady]  # collapsed: its threads' sum
+    screenshot(driver, screenshots, "views-system-tree")
+    page.assert_no_console_errors()
