@@ -308,3 +308,119 @@ def test_system_tree_as_cube_shows_it(runs, tmp_path, driver, screenshots):
     assert shown(page, "system", "rank")["2"] == per[2].inc[steady]  # collapsed: its threads' sum
     screenshot(driver, screenshots, "views-system-tree")
     page.assert_no_console_errors()
+
+
+# -- 4: the hot path on opening ---------------------------------------------------------------
+
+
+def kids_of(p: Profile, path: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """A call path's callees, the largest inclusive value first."""
+    kids = [q for q in p.paths if len(q) == len(path) + 1 and q[:-1] == path]
+    return sorted(kids, key=lambda q: -abs(p.inc[q]))
+
+
+def test_call_tree_opens_on_its_hot_path(runs, tmp_path, driver, screenshots):
+    """CUBE's "expand largest path" from the root, down to the first node
+    where the value splits (no callee holds all of it): every node on the
+    way open, that node open too and selected, the system pane showing its
+    exclusive value."""
+    p = Profile(runs["before"])
+    node = max((q for q in p.paths if len(q) == 1), key=lambda q: abs(p.inc[q]))
+    while (kids := kids_of(p, node)) and p.inc[kids[0]] == p.inc[node]:
+        node = kids[0]
+    assert len(node) > 2  # _start and the C library's frames lie above main: several levels opened
+    page = load_page(driver, html(tmp_path, str(runs["before"])))
+    assert page.selected_call() == node[-1]
+    opened = dict(page.js("return Array.from(document.querySelectorAll('[data-tree=call] .row'))"
+                          ".map(r => [r.dataset.region, r.dataset.open])"))
+    for name in node:
+        assert opened[name] == "1", name
+    assert {name for name, _ in page.call_values().values()} >= {q[-1] for q in kids_of(p, node)}
+    assert page.rank_values() == {0: p.exc[node]}
+    screenshot(driver, screenshots, "views-hot-path")
+    page.assert_no_console_errors()
+
+
+# -- 5: find, keys, multiple selection ------------------------------------------------------
+
+
+def test_find_and_find_next(runs, tmp_path, driver, screenshots):
+    """Find over the whole call tree (collapsed parts too): every match
+    counted and marked, the current one revealed; find next moves on; a
+    collapsed node holding a match lightly marked.  The system tree too."""
+    per = ranks(runs["mpi"])
+    union = {q for p in per.values() for q in p.paths}
+    page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
+    find = page.d.find_element("css selector", "input[data-find=call]")
+    find.send_keys("steady")
+    assert page.js("return document.querySelector('[data-found=call]').textContent") == "1 found"
+    cur = page.js("return document.querySelector('[data-tree=call] .row.found-cur').dataset.region")
+    assert cur == "steady"
+    find.clear()
+    find.send_keys("malloc")
+    hits = sorted(q for q in union if "malloc" in q[-1].lower())
+    assert len(hits) > 2
+    assert page.js("return document.querySelector('[data-found=call]').textContent") == f"{len(hits)} found"
+    first = page.js("return document.querySelector('[data-tree=call] .row.found-cur').dataset.cnode")
+    assert "malloc" in page.js("return document.querySelector('[data-tree=call] .row.found-cur').dataset.region")
+    page.d.find_element("css selector", "button[data-find-next=call]").click()
+    second = page.js("return document.querySelector('[data-tree=call] .row.found-cur').dataset.cnode")
+    assert second != first and page.count("[data-tree=call] .row.found-cur") == 1
+    assert page.count("[data-tree=call] .row.found-in") >= 1  # collapsed nodes with a match below
+    assert page.js("return [...document.querySelectorAll('[data-tree=call] .row.found-in')]"
+                   ".every(r => r.dataset.open === '0')")
+    screenshot(driver, screenshots, "views-find")
+    sysfind = page.d.find_element("css selector", "input[data-find=system]")
+    sysfind.send_keys("^rank 2$")  # a regular expression: the rank, not its threads ("vm/MPI Rank 2/thread 1")
+    assert page.js("return document.querySelector('[data-tree=system] .row.found-cur').dataset.rank") == "2"
+    assert page.js("return document.querySelector('[data-found=system]').textContent") == "1 found"
+    page.assert_no_console_errors()
+
+
+def test_arrow_keys_move_expand_and_collapse(runs, tmp_path, driver):
+    """Up/down move the selection a row, right expands, left collapses an
+    open node or goes to the parent; the system pane follows each step."""
+    from selenium.webdriver.common.keys import Keys
+
+    p = Profile(runs["before"])
+    page = load_page(driver, html(tmp_path, str(runs["before"])))
+    start = next(q for q in p.paths if q[-1] == page.selected_call())
+    tree = page.d.find_element("css selector", "[data-tree=call]")
+    tree.click()  # focus; a click on the empty area selects nothing
+    first = kids_of(p, start)[0]
+    tree.send_keys(Keys.ARROW_DOWN)
+    assert page.selected_call() == first[-1] and page.rank_values() == {0: p.inc[first]}
+    tree.send_keys(Keys.ARROW_RIGHT)  # expanded: its exclusive value
+    assert page.rank_values() == {0: p.exc[first]}
+    a, b = kids_of(p, first)[:2]
+    tree.send_keys(Keys.ARROW_DOWN)
+    assert page.selected_call() == a[-1] and page.rank_values() == {0: p.inc[a]}
+    tree.send_keys(Keys.ARROW_DOWN)
+    assert page.selected_call() == b[-1] and page.rank_values() == {0: p.inc[b]}
+    tree.send_keys(Keys.ARROW_LEFT)  # a leaf: to the parent
+    assert page.selected_call() == first[-1]
+    tree.send_keys(Keys.ARROW_LEFT)  # open: collapsed, its inclusive value
+    assert page.count(f"[data-tree=call] .row[data-region='{a[-1]}']") == 0
+    assert page.rank_values() == {0: p.inc[first]}
+    tree.send_keys(Keys.ARROW_UP)
+    assert page.selected_call() == start[-1]
+    page.assert_no_console_errors()
+
+
+def test_multiple_selection_in_the_metric_and_system_trees(runs, tmp_path, driver):
+    """Ctrl+click in the system tree: two ranks selected, "% of this tree's
+    selection" of their sum; Ctrl+click again: one less."""
+    per = ranks(runs["mpi"])
+    page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
+    steady = per[0].path_of("steady")
+    open_path(page, steady)
+    page.click_call("steady")
+    s = {r: p.inc[steady] for r, p in per.items()}
+    page.click_system_rank(1)
+    ctrl_click(page, "system", ".row[data-rank='3']")
+    assert page.count("[data-tree=system] .row.sel") == 2
+    page.set_mode("system", "sel")
+    assert page.rank_values() == pytest.approx({r: 100 * v / (s[1] + s[3]) for r, v in s.items()}, rel=1e-9)
+    ctrl_click(page, "system", ".row[data-rank='1']")
+    assert page.rank_values() == pytest.approx({r: 100 * v / s[3] for r, v in s.items()}, rel=1e-9)
+    page.assert_no_console_errors()
