@@ -424,3 +424,72 @@ def test_multiple_selection_in_the_metric_and_system_trees(runs, tmp_path, drive
     ctrl_click(page, "system", ".row[data-rank='1']")
     assert page.rank_values() == pytest.approx({r: 100 * v / s[3] for r, v in s.items()}, rel=1e-9)
     page.assert_no_console_errors()
+
+
+# -- 6: the context menu --------------------------------------------------------------------------
+
+
+def callees_shown(page, name: str) -> list[str]:
+    return page.js("const r = document.querySelector(`[data-tree=call] .row[data-region='${arguments[0]}']`);"
+                   "const k = r.parentNode.querySelector(':scope > .kids');"
+                   "return k ? Array.from(k.children).map(n => n.querySelector('.row').dataset.region) : []", name)
+
+
+def test_context_menu(runs, tmp_path, driver, screenshots):
+    """Right click on a call-tree node: collapse all, expand the largest
+    path, expand all; hide a node (its inclusive value joins its caller's
+    exclusive one, as CUBE accounts hidden nodes) and show it again; cut
+    the tree (set as root, prune) and undo; sort by name; info."""
+    p = Profile(runs["before"])
+    main, steady, slower = (p.path_of(f) for f in ("main", "steady", "slower"))
+    page = load_page(driver, html(tmp_path, str(runs["before"])))
+    row = lambda name: f".row[data-region='{name}']"  # noqa: E731
+    root = p.paths[0][0]
+    menu(page, "call", row(page.selected_call()), "collapse-all")
+    assert list(page.call_values().values()) == [(root, p.inc[p.paths[0]])] and page.selected_call() == root
+
+    menu(page, "call", row(root), "expand-largest")
+    path = p.paths[:1]
+    while kids_of(p, path[-1]):
+        path.append(kids_of(p, path[-1])[0])
+    assert path[-1] == steady
+    opened = dict(page.js("return Array.from(document.querySelectorAll('[data-tree=call] .row'))"
+                          ".map(r => [r.dataset.region, r.dataset.open])"))
+    assert all(opened[q[-1]] == "1" for q in path[:-1]) and opened["steady"] == "0"
+
+    menu(page, "call", row(root), "expand-all")
+    assert len(page.call_values()) == len(p.paths)
+
+    menu(page, "call", row("steady"), "hide")
+    assert page.count(f"[data-tree=call] {row('steady')}") == 0
+    page.click_call("main")  # open: its exclusive value, with steady's inclusive value in it
+    assert shown(page, "call")["main"] == p.exc[main] + p.inc[steady]
+    assert page.rank_values() == {0: p.exc[main] + p.inc[steady]}
+    menu(page, "call", row("main"), "show-hidden")
+    assert shown(page, "call")["main"] == p.exc[main] and page.rank_values() == {0: p.exc[main]}
+
+    menu(page, "call", row("main"), "set-root")
+    assert page.js("return Array.from(document.querySelectorAll('[data-tree=call] > .node > .row'))"
+                   ".map(r => r.dataset.region)") == ["main"]
+    page.set_mode("call", "root")  # of the new root
+    assert shown(page, "call")["slower"] == pytest.approx(100 * p.inc[slower] / p.inc[main], rel=1e-9)
+    page.set_mode("call", "mroot")  # of the metric: every sample, cut or not
+    assert shown(page, "call")["slower"] == pytest.approx(100 * p.inc[slower] / p.total(), rel=1e-9)
+    page.set_mode("call", "abs")
+    menu(page, "call", row("slower"), "prune")
+    assert page.count(f"[data-tree=call] {row('slower')}") == 0
+    assert shown(page, "call")["main"] == p.exc[main] + p.inc[slower]
+    menu(page, "call", row("main"), "uncut")
+    assert page.js("return document.querySelector('[data-tree=call] > .node > .row').dataset.region") == root
+    assert page.count(f"[data-tree=call] {row('slower')}") == 1
+
+    assert callees_shown(page, "main") == [q[-1] for q in kids_of(p, main)]  # by value
+    menu(page, "call", row("main"), "sort-name")
+    assert callees_shown(page, "main") == sorted(q[-1] for q in kids_of(p, main))
+
+    menu(page, "call", row("steady"), "info")
+    info = dict(page.js("return Array.from(document.querySelectorAll('#node-info tr'))"
+                        ".map(r => [r.dataset.key, r.querySelector('td').textContent])"))
+    assert info["call path"] == " > ".join(steady) and info["inclusive"] == f"{p.inc[steady]:,}"
+    screenshot(driver, screenshots, "views-context-menu")
+    page.assert_no_console_errors()
