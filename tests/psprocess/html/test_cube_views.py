@@ -493,3 +493,43 @@ def test_context_menu(runs, tmp_path, driver, screenshots):
     assert info["call path"] == " > ".join(steady) and info["inclusive"] == f"{p.inc[steady]:,}"
     screenshot(driver, screenshots, "views-context-menu")
     page.assert_no_console_errors()
+
+
+# -- 7: the flat view ---------------------------------------------------------------------------------
+
+
+def test_flat_view_beside_the_call_tree(runs, tmp_path, driver, screenshots):
+    """The call pane switched to CUBE's flat profile: each function's
+    exclusive samples summed over all its call paths (and ranks); a
+    selected function gives the system pane its per-rank sums; Ctrl+click
+    adds another; back to the call tree, its selection is as it was."""
+    per = ranks(runs["mpi"])
+
+    def flat(name: str) -> dict[int, float]:
+        return {r: sum(v for q, v in p.exc.items() if q[-1] == name) for r, p in per.items()}
+
+    malloc = flat("_int_malloc")
+    assert sum(1 for q in per[0].paths if q[-1] == "_int_malloc") > 3  # called from many places
+    page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
+    before = page.selected_call()
+    page.js("const s = document.querySelector('select[data-view=call]'); s.value = 'flat';"
+            "s.dispatchEvent(new Event('change'));")
+    assert page.js("return getComputedStyle(document.querySelector('[data-tree=call]')).display") == "none"
+    values = dict(page.js("const out = {}; for (const r of document.querySelectorAll('[data-tree=flat] .row'))"
+                          " out[r.dataset.region] = (out[r.dataset.region] || 0) + +r.dataset.value; return out;"))
+    for name in ("_int_malloc", "steady", "slower", "main"):
+        assert values[name] == sum(flat(name).values()), name
+    page._click("[data-tree=flat] .row[data-region='_int_malloc'] .name")
+    assert page.rank_values() == malloc
+    ctrl_click(page, "flat", ".row[data-region='steady']")
+    steady = flat("steady")
+    assert page.rank_values() == {r: malloc[r] + steady[r] for r in per}
+    page.set_mode("system", "csel")  # of the selected functions, all ranks
+    assert page.rank_values() == pytest.approx(
+        {r: 100 * (malloc[r] + steady[r]) / (sum(malloc.values()) + sum(steady.values())) for r in per}, rel=1e-9)
+    assert page.hot_line()["code"].count("steady's hot line") == 1  # the source view follows the function
+    screenshot(driver, screenshots, "views-flat")
+    page.js("const s = document.querySelector('select[data-view=call]'); s.value = 'tree';"
+            "s.dispatchEvent(new Event('change'));")
+    assert page.selected_call() == before
+    page.assert_no_console_errors()
