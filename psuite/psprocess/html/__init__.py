@@ -18,6 +18,8 @@ The view (version 1; every key present, lists may be empty):
    "context": [[label, value], ...],    # machine, host, command, date, ranks, threads ...
    "dropped": [{"event": str, "why": str}],   # events asked for but not measured
    "metrics": [{"name": str, "display": str, "unit": str, "description": str,
+                                        # unit: CUBE's ("sec", "occ" ...), or where "occ" would hide
+                                        # it the metric's own: "%", "/s" (a rate), "ns" (perf's clocks)
                 "parent": int | null,   # index in this list: the metric tree
                 "integer": bool, "derived": bool,
                 "over": "sum" | "mean" | "max" | "min"}],  # over locations (ranks, threads): a

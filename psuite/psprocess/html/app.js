@@ -135,7 +135,8 @@
 
   const SECONDS = ["sec", "s", "second", "seconds"];
   // "Time (sec)"; names that say their unit already ("CPU time (seconds)") as they are
-  const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") ? m.display + " (" + m.unit + ")" : m.display);
+  const withUnit = (m) => (m.unit && m.unit !== "occ" && !m.display.includes("(") && !/ per second$/.test(m.display)
+    ? m.display + " (" + m.unit + ")" : m.display);
 
   // What a metric's node stands for, as CUBE defines the metric tree (user guide 2.1.1.5: a stored value
   // includes its child metrics'): collapsed, the metric as stored; expanded, the stored value less its

@@ -174,7 +174,7 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "difference": False,
         "context": [],
         "dropped": [],
-        "metrics": [{"name": m.name, "display": m.display or m.name, "unit": m.unit, "description": m.description,
+        "metrics": [{"name": m.name, "display": m.display or m.name, "unit": _unit(m), "description": m.description,
                      "parent": parents[i], "integer": m.integer,
                      "derived": m.derived or m.name in derived_names,
                      "over": _over(m, m.derived or m.name in derived_names)}
@@ -189,6 +189,24 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
                    for i in shown},
         "sources": [],
     }
+
+
+# A metric's own unit where CUBE's unit of measurement says only "occ" (occurrences): a psmetrics
+# metric's percent or rate, and the perf clocks' events, counted in nanoseconds.
+_OWN_UNITS = {"percent": "%", "rate": "/s"}
+_NANOSECOND_EVENTS = {"task-clock", "cpu-clock", "duration_time"}
+
+
+def _unit(m) -> str:
+    """The unit the page shows with a metric's values."""
+    if m.unit != "occ":
+        return m.unit
+    own = m.attributes.get("psuite::unit", "").lower()
+    if own in _OWN_UNITS:
+        return _OWN_UNITS[own]
+    from psuite.hwpc.names import canonical
+
+    return "ns" if canonical(m.display or m.name) in _NANOSECOND_EVENTS else m.unit
 
 
 def _alias_of(m) -> str | None:

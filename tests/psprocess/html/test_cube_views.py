@@ -13,6 +13,7 @@ sample per 10 pages, so where the samples land is known in advance."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,7 +40,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     """"mpi": a directory of a 4-rank MPI run's call-path profiles (rank r
     touches r + 1 times the pages); "before" and "after": one process's
     call-path profiles, steady() touching fewer pages after and slower()
-    more."""
+    more; "counts": a counting report of the "before" run."""
     d = tmp_path_factory.mktemp("cube_views")
     src = d / "pages.c"
     src.write_text(PAGE_SOURCE)
@@ -51,6 +52,10 @@ def runs(tmp_path_factory) -> dict[str, Path]:
         p = run_tool("psrun", "-q", "-d", str(d / name), *PROFILE, str(exe), *map(str, args))
         assert p.returncode == 0, p.stderr
         out[name] = _doc(d / name)
+    (d / "counts").mkdir()
+    p = run_tool("psrun", "-q", "-d", str(d / "counts"), "-e", "page-faults", str(exe), *map(str, BEFORE))
+    assert p.returncode == 0, p.stderr
+    out["counts"] = _doc(d / "counts")
     mpicc, mpirun = shutil.which("mpicc"), shutil.which("mpirun")
     assert mpicc and mpirun, "Open MPI is needed (tests/run.sh installs openmpi-bin and libopenmpi-dev)"
     subprocess.run([mpicc, "-O1", "-g", "-DWITH_MPI", "-o", str(mpi_exe), str(src)], check=True)
@@ -214,8 +219,6 @@ def test_value_modes_on_a_four_rank_call_path_profile(runs, tmp_path, driver, sc
 
 
 def _rgb(text: str) -> tuple[int, int, int]:
-    import re
-
     return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
 
 
@@ -532,4 +535,56 @@ def test_flat_view_beside_the_call_tree(runs, tmp_path, driver, screenshots):
     page.js("const s = document.querySelector('select[data-view=call]'); s.value = 'tree';"
             "s.dispatchEvent(new Event('change'));")
     assert page.selected_call() == before
+    page.assert_no_console_errors()
+
+
+# -- 8: the info line, units, the source pane ------------------------------------------------------
+
+
+def test_info_line_scale_and_position(runs, tmp_path, driver):
+    """The selected value's line: its value and unit, whether inclusive,
+    the colour scale's ends (0 and the tree's largest value: the root's)
+    and where the value lies on it."""
+    per = ranks(runs["mpi"])
+    total = sum(p.total() for p in per.values())
+    steady = per[0].path_of("steady")
+    s = sum(p.inc[steady] for p in per.values())
+    page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
+    open_path(page, steady)
+    page.click_call("steady")
+    info = page.js("const i = document.querySelector('[data-info=call]');"
+                   "return {text: i.textContent, max: +i.dataset.max, position: +i.dataset.position}")
+    assert info["max"] == total and info["position"] == pytest.approx(100 * s / total, rel=1e-9)
+    assert re.match(rf"selected: steady :\d+ = {s:,} \(inclusive\)", info["text"]), info["text"]
+    assert f"scale min 0, max {total:,}" in info["text"] and f"position {100 * s / total:.1f} %" in info["text"]
+    page.set_mode("call", "root")
+    info = page.js("return document.querySelector('[data-info=call]').textContent")
+    assert f"= {100 * s / total:.2f} %" in info and "max 100 %" in info
+    page.assert_no_console_errors()
+
+
+def test_units_and_no_source_pane_on_a_counting_report(runs, tmp_path, driver, screenshots):
+    """A counting report: its metrics named with their units (seconds,
+    percent, a rate), the call and system panes' value lines with the
+    selected metric's unit, and no source pane inviting a click (a
+    counting report has no lines)."""
+    page = load_page(driver, html(tmp_path, str(runs["counts"])))
+    labels = dict(page.js("return Array.from(document.querySelectorAll('[data-tree=metric] .row'))"
+                          ".map(r => [r.dataset.metric, r.querySelector('.name').textContent])"))
+    assert labels["CPU_time_seconds"] == "CPU time (seconds)"
+    assert labels["CPU_utilization_percent"] == "CPU utilization (%)"
+    page.select_metric("CPU_time_seconds")
+    page.click_system_rank(0)  # the machine, open, holds no value of its own
+    for pane in ("metric", "call", "system"):
+        assert " sec (inclusive)" in page.js(f"return document.querySelector('[data-info={pane}]').textContent"), pane
+    page.select_metric("CPU_utilization_percent")
+    assert " % (inclusive)" in page.js("return document.querySelector('[data-info=call]').textContent")
+    page.select_metric("Page_faults_per_second")
+    assert " /s (inclusive)" in page.js("return document.querySelector('[data-info=system]').textContent")
+    page.select_metric("page_faults")
+    faults = int(read_experiment(str(runs["counts"])).inclusive("page_faults").sum())
+    assert f" = {faults:,} (inclusive)" in page.js("return document.querySelector('[data-info=call]').textContent")
+    assert page.js("return getComputedStyle(document.getElementById('source')).display") == "none"
+    assert "select" not in page.js("return document.getElementById('source').textContent").lower()
+    screenshot(driver, screenshots, "views-counts-units")
     page.assert_no_console_errors()
