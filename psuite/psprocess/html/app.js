@@ -420,6 +420,7 @@
         if (!sel.length || (this.s.comparable && !sel.every((s) => this.s.comparable(id, s)))) return NaN;
         return sumOf(sel.map((s) => this.shown(s)));
       }
+      if (mode === "ext" && this.s.rootOf && this.s.pane === "metric") return externalTotal(this.s.rootOf(id));
       return REFS[mode] ? REFS[mode]() : NaN;
     }
     // a new selection: only the marks move, unless values are relative to it
@@ -584,14 +585,21 @@
       return sumOf([...rs].map((r) => cnodeValue(r, false)));
     },
     csel: () => sumOf(S.sel[S.callView === "flat" ? "flat" : "call"].map((c) => callPane().shown(c))),
+    ext: () => (S.metric < 0 ? NaN : externalTotal(metricRootOf(S.metric))),
   };
+  // CUBE's external percent (like metric root percent, 100 % from another experiment): offered where the
+  // page has one, a difference's subtrahend
+  const EXTERNAL = V.external || null;
+  const externalTotal = (i) => { const t = EXTERNAL && EXTERNAL.totals[metrics[i].name]; return t == null ? NaN : t; };
   const MODES = {abs: "Absolute", root: "Own root percent", mroot: "Metric root percent",
     msel: "Metric selection percent", croot: "Call root percent", csel: "Call selection percent",
-    peer: "Peer percent", peerdist: "Peer distribution", sel: "Selection percent (this tree)"};
+    peer: "Peer percent", peerdist: "Peer distribution", sel: "Selection percent (this tree)",
+    ext: "External percent" + (V.external ? " (of " + V.external.name + ")" : "")};
   // as CUBE offers them: percentages of a pane's own root and of the panes on its left; peers in the
   // system tree only
   const PANE_MODES = {metric: ["abs", "root", "sel"], call: ["abs", "root", "mroot", "msel", "sel"],
     system: ["abs", "root", "mroot", "msel", "croot", "csel", "peer", "peerdist", "sel"]};
+  if (V.external) for (const pane in PANE_MODES) PANE_MODES[pane].push("ext");
 
   function paneBox(pane, title, trees) {
     const tree = trees[0];

@@ -164,7 +164,7 @@ SYSTEM_MODES = ["abs", "root", "mroot", "msel", "croot", "csel", "peer", "peerdi
 
 def test_value_modes_on_a_four_rank_call_path_profile(runs, tmp_path, driver, screenshots):
     """CUBE's value modes (user guide 1.5.2.2), each pane offering those CUBE
-    offers it (no external percent: there is no second experiment), on
+    offers it (no external percent: the page has no second experiment), on
     steady() of a 4-rank call-path profile; then steady() and slower()
     selected together (Ctrl+click): the system pane shows their sum."""
     per = ranks(runs["mpi"])
@@ -233,7 +233,8 @@ def square(page, tree: str, selector: str) -> tuple[str, tuple[int, int, int]]:
 def test_difference_page_modes_and_colours(runs, tmp_path, driver, screenshots):
     """psprocess diff AFTER BEFORE: steady() touched fewer pages after (a
     gain, negative), slower() more (a loss).  Every mode's value against
-    numbers from the two profiles, and in every mode of the call and the
+    numbers from the two profiles (external percent: of BEFORE's samples,
+    the second experiment a difference has), and in every mode of the call and the
     system pane the gain is green and marked "gain", the loss red and
     "loss" -- also where a percentage of the (negative) root turns a gain
     into a positive number."""
@@ -246,7 +247,10 @@ def test_difference_page_modes_and_colours(runs, tmp_path, driver, screenshots):
     open_path(page, steady)
     page.click_call("steady")  # "% of this tree's selection": of steady's gain
     expected = {"abs": d, "root": {f: 100 * v / root for f, v in d.items()},
-                "mroot": {f: 100 * v / root for f, v in d.items()}, "msel": {f: 100 * v / root for f, v in d.items()}}
+                "mroot": {f: 100 * v / root for f, v in d.items()}, "msel": {f: 100 * v / root for f, v in d.items()},
+                "ext": {f: 100 * v / b.total() for f, v in d.items()}}  # CUBE's external: of BEFORE's samples
+    assert modes(page, "call") == ["abs", "root", "mroot", "msel", "sel", "ext"]
+    assert modes(page, "system")[-1] == "ext" and modes(page, "metric") == ["abs", "root", "sel", "ext"]
     for mode in modes(page, "call"):
         page.set_mode("call", mode)
         values = shown(page, "call")
@@ -258,6 +262,8 @@ def test_difference_page_modes_and_colours(runs, tmp_path, driver, screenshots):
         assert cls_g == "gain" and g > r, (mode, r, g)
         assert cls_l == "loss" and r2 > g2, (mode, r2, g2)
     assert expected["root"]["steady"] > 0  # a gain's share of a gain: positive, and still green
+    page.set_mode("metric", "ext")
+    assert shown(page, "metric", "metric")["samples"] == pytest.approx(100 * root / b.total(), rel=1e-9)
     page.set_mode("call", "root")
     screenshot(driver, screenshots, "views-diff-root-percent")
     page.set_mode("call", "abs")
@@ -273,6 +279,8 @@ def test_difference_page_modes_and_colours(runs, tmp_path, driver, screenshots):
         assert page.rank_values() == {0: pytest.approx(100.0)}
         page.set_mode("system", "croot")
         assert page.rank_values() == {0: pytest.approx(100 * d[function] / root)}
+        page.set_mode("system", "ext")
+        assert page.rank_values() == {0: pytest.approx(100 * d[function] / b.total())}
         page.set_mode("system", "abs")
     page.assert_no_console_errors()
 
