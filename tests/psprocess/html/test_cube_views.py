@@ -418,9 +418,11 @@ def test_arrow_keys_move_expand_and_collapse(runs, tmp_path, driver):
     page.assert_no_console_errors()
 
 
-def test_multiple_selection_in_the_metric_and_system_trees(runs, tmp_path, driver):
+def test_multiple_selection_and_hiding_in_the_system_tree(runs, tmp_path, driver):
     """Ctrl+click in the system tree: two ranks selected, "% of this tree's
-    selection" of their sum; Ctrl+click again: one less."""
+    selection" of their sum; Ctrl+click again: one less.  A rank hidden:
+    the expanded machine, undefined before, shows the hidden rank's value
+    (CUBE's hiding), and again "-" once it is shown."""
     per = ranks(runs["mpi"])
     page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
     steady = per[0].path_of("steady")
@@ -434,6 +436,38 @@ def test_multiple_selection_in_the_metric_and_system_trees(runs, tmp_path, drive
     assert page.rank_values() == pytest.approx({r: 100 * v / (s[1] + s[3]) for r, v in s.items()}, rel=1e-9)
     ctrl_click(page, "system", ".row[data-rank='1']")
     assert page.rank_values() == pytest.approx({r: 100 * v / s[3] for r, v in s.items()}, rel=1e-9)
+    page.set_mode("system", "abs")
+    assert shown(page, "system", "sys")["machine"] is None
+    menu(page, "system", ".row[data-rank='0']", "hide")
+    assert sorted(page.rank_values()) == [1, 2, 3] and shown(page, "system", "sys")["machine"] == s[0]
+    menu(page, "system", ".row[data-sys=machine]", "show-hidden")
+    assert sorted(page.rank_values()) == [0, 1, 2, 3] and shown(page, "system", "sys")["machine"] is None
+    page.assert_no_console_errors()
+
+
+def test_multiple_selection_in_the_metric_tree(tmp_path, driver):
+    """A Score-P-shaped CUBE file (time > mpi): time expanded is its own
+    share, time less mpi; Ctrl+click on mpi adds mpi's: the call tree then
+    shows time as stored.  A metric of another root (visits) replaces the
+    selection: CUBE selects several metrics within one root only."""
+    from tests.psprocess.cube_fixtures import scorep_cube
+
+    cube = scorep_cube(tmp_path / "run.cubex", ranks=2, threads=2)
+    ex = cube.exclusive
+    page = load_page(driver, html(tmp_path, cube.path))
+    page.toggle_metric("time")
+    page.select_metric("time")
+    main = {name: v for name, v in page.call_values().values()}["main"]  # main is open: exclusive
+    assert main == pytest.approx(ex["time"][0].sum() - ex["mpi"][0].sum(), rel=1e-9)
+    ctrl_click(page, "metric", ".row[data-metric='mpi']")
+    assert page.count("[data-tree=metric] .row.sel") == 2
+    assert {name: v for name, v in page.call_values().values()}["main"] == pytest.approx(ex["time"][0].sum(), rel=1e-9)
+    page.set_mode("call", "msel")  # of the selected metrics' sum: time as stored
+    assert {name: v for name, v in page.call_values().values()}["main"] == pytest.approx(
+        100 * ex["time"][0].sum() / ex["time"].sum(), rel=1e-9)
+    ctrl_click(page, "metric", ".row[data-metric='visits']")
+    assert page.js("return Array.from(document.querySelectorAll('[data-tree=metric] .row.sel'))"
+                   ".map(r => r.dataset.metric)") == ["visits"]
     page.assert_no_console_errors()
 
 
