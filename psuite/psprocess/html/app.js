@@ -4,9 +4,13 @@
 //
 // CUBE's display (user guide 1.5): metric tree | call tree | system tree,
 // selection flowing left to right; a collapsed node shows its inclusive
-// value, an expanded one its exclusive value.  Trees are built lazily
-// (a node's children only when it is expanded) and values are computed once
-// per metric in typed arrays, so 64 ranks x 2,000 functions opens fast.
+// value, an expanded one its exclusive value.  As in CUBE: value modes per
+// pane (percentages of roots and selections, peers, external), Ctrl+click
+// selections summed into the next pane, find, arrow keys, a context menu
+// (expand, hide, cut, sort, info) and a flat profile beside the call tree.
+// Trees are built lazily (a node's children only when it is expanded) and
+// values are computed once per metric in typed arrays, so 64 ranks x 2,000
+// functions opens fast.
 "use strict";
 (function () {
   const V = JSON.parse(document.getElementById("psuite-view").textContent);
@@ -226,9 +230,11 @@
 
   // ---- a lazy tree widget ------------------------------------------------
   const CHUNK = 400; // children laid out at once; a "... N more" row gives the rest
-  // spec: {pane, roots, kids(id) (shown children), up(id) (the parent: null or -1 for a root), label(id),
-  // attrs(id), raw(id, open), max() or rootOf(id) (colours against each node's own root), integer(id),
-  // sort(ids), all() (every node, for find), onSelect(id, add), onToggle(id), selected(), selection()}
+  // spec: {pane, roots, kids(id) (every child; the tree leaves its hidden ones out), up(id) (the parent: null
+  // or -1 for a root), label(id), attrs(id), raw(id, open), rootOf(id) (own root percent), max() (the colour
+  // scale's end; without it each node's root's value), peers(id, cache) (system tree), integer(id),
+  // sort(ids), sortBy, all() (every node, for find), info(id) (the context menu's Info), onSelect(id, add),
+  // onToggle(id or null: all), selected() (the latest selected), selection() (every selected node)}
   class Tree {
     constructor(spec) {
       this.s = spec;
@@ -656,55 +662,82 @@
   const menuBox = el("div", {class: "ctxmenu", id: "ctxmenu", style: "display:none"});
   const infoPanel = el("div", {class: "nodeinfo", id: "node-info", style: "display:none"});
   document.addEventListener("click", (ev) => { if (!menuBox.contains(ev.target)) menuBox.style.display = "none"; });
-  function contextMenu(tree, ref, x, y) {
-    menuBox.textContent = "";
-    const pane = tree.s.pane, call = tree === callTree;
-    const item = (action, label, run, needsRef = false) => {
-      if (needsRef && ref == null) return;
-      menuBox.append(el("div", {class: "item", "data-action": action, text: label, onclick: () => {
-        menuBox.style.display = "none";
-        run();
-      }}));
-    };
-    const redraw = () => { tree.render(); tree.s.onToggle(null); };
-    item("expand-all", "Expand all", () => { for (const id of tree.s.all()) if (tree.kidsOf(id).length) tree.open.add(id); redraw(); });
-    item("collapse-all", "Collapse all", () => {
-      tree.open.clear();
-      const sel = tree.s.selected();
-      if (sel != null && sel >= 0) { let r = sel; while (!tree.s.roots.includes(r) && tree.s.up(r) >= 0) r = tree.s.up(r); if (r !== sel) tree.s.onSelect(r, false); }
-      redraw();
-    });
-    item("expand-largest", "Expand largest path", () => { largestPath(tree, ref, false); redraw(); }, true);
-    if (pane !== "metric") {
-      item("hide", "Hide this", () => {
-        tree.hidden.add(ref);
-        if (tree.s.selection().some((s) => tree.below(s, ref))) tree.s.onSelect(tree.s.up(ref) >= 0 ? tree.s.up(ref) : tree.s.roots.find((r) => r !== ref), false);
+  // [action, label, run, needs a reference node]: what every tree offers
+  function treeActions(tree, ref, redraw) {
+    const toRoot = (n) => { while (!tree.s.roots.includes(n) && tree.s.up(n) >= 0) n = tree.s.up(n); return n; };
+    return [
+      ["expand-all", "Expand all", () => { for (const id of tree.s.all()) if (tree.kidsOf(id).length) tree.open.add(id); redraw(); }],
+      ["collapse-all", "Collapse all", () => {
+        tree.open.clear();
+        const sel = tree.s.selected();
+        if (sel != null && sel >= 0 && toRoot(sel) !== sel) tree.s.onSelect(toRoot(sel), false); // as a collapse does
         redraw();
-      }, true);
-      item("show-hidden", "Show hidden children", () => {
+      }],
+      ["expand-largest", "Expand largest path", () => { largestPath(tree, ref, false); redraw(); }, true],
+    ];
+  }
+  // hiding (not in the metric tree): a hidden node's inclusive value stays in its parent's exclusive one
+  function hideActions(tree, ref, redraw) {
+    return [
+      ["hide", "Hide this", () => {
+        tree.hidden.add(ref);
+        const up = tree.s.up(ref);
+        if (tree.s.selection().some((x) => tree.below(x, ref))) {
+          tree.s.onSelect(up != null && up >= 0 ? up : tree.s.roots.find((r) => r !== ref), false);
+        }
+        redraw();
+      }, true],
+      ["show-hidden", "Show hidden children", () => {
         for (const k of tree.s.kids(ref)) if (!tree.pruned.has(k)) tree.hidden.delete(k);
         redraw();
-      }, true);
-    }
-    if (call) {
-      item("set-root", "Cut: set as root", () => { tree.s.roots = [ref]; tree.open.add(ref); if (!S.sel.call.every((c) => tree.below(c, ref))) tree.s.onSelect(ref, false); redraw(); }, true);
-      item("prune", "Cut: prune (its value goes to its caller's exclusive value)", () => {
+      }, true],
+    ];
+  }
+  // CUBE's "cut all tree" (call tree only); a selection cut off moves to the node cut at
+  function cutActions(tree, ref, redraw) {
+    const cutOff = (keep) => S.sel.call.some((c) => !keep(c));
+    const prune = (c) => { tree.hidden.add(c); tree.pruned.add(c); };
+    return [
+      ["set-root", "Cut: set as root", () => {
+        tree.s.roots = [ref];
+        tree.open.add(ref);
+        if (cutOff((c) => tree.below(c, ref))) tree.s.onSelect(ref, false);
+        redraw();
+      }, true],
+      ["prune", "Cut: prune (its value goes to its caller's exclusive value)", () => {
         const up = tree.s.up(ref);
         if (up < 0) return;
-        tree.hidden.add(ref); tree.pruned.add(ref);
-        if (S.sel.call.some((c) => tree.below(c, ref))) tree.s.onSelect(up, false);
+        prune(ref);
+        if (cutOff((c) => !tree.below(c, ref))) tree.s.onSelect(up, false);
         redraw();
-      }, true);
-      item("set-leaf", "Cut: set as leaf", () => {
-        for (const k of tree.s.kids(ref)) { tree.hidden.add(k); tree.pruned.add(k); }
-        if (S.sel.call.some((c) => c !== ref && tree.below(c, ref))) tree.s.onSelect(ref, false);
+      }, true],
+      ["set-leaf", "Cut: set as leaf", () => {
+        for (const k of tree.s.kids(ref)) prune(k);
+        if (cutOff((c) => c === ref || !tree.below(c, ref))) tree.s.onSelect(ref, false);
         redraw();
-      }, true);
-      item("uncut", "Undo the cuts", () => { tree.s.roots = roots.slice(); for (const k of tree.pruned) tree.hidden.delete(k); tree.pruned.clear(); redraw(); });
+      }, true],
+      ["uncut", "Undo the cuts", () => {
+        tree.s.roots = roots.slice();
+        for (const k of tree.pruned) tree.hidden.delete(k);
+        tree.pruned.clear();
+        redraw();
+      }],
+    ];
+  }
+  function contextMenu(tree, ref, x, y) {
+    menuBox.textContent = "";
+    const redraw = () => { tree.render(); tree.s.onToggle(null); };
+    const actions = [...treeActions(tree, ref, redraw),
+      ...(tree.s.pane !== "metric" ? hideActions(tree, ref, redraw) : []),
+      ...(tree === callTree ? cutActions(tree, ref, redraw) : []),
+      ["sort-value", "Sort by value", () => { tree.sortBy = "value"; redraw(); }],
+      ["sort-name", "Sort by name", () => { tree.sortBy = "name"; redraw(); }],
+      ["info", "Info", () => showInfo(tree, ref), true]];
+    for (const [action, label, run, needsRef] of actions) {
+      if (needsRef && ref == null) continue; // clicked beside the nodes: no reference node
+      menuBox.append(el("div", {class: "item", "data-action": action, text: label,
+        onclick: () => { menuBox.style.display = "none"; run(); }}));
     }
-    item("sort-value", "Sort by value", () => { tree.sortBy = "value"; redraw(); });
-    item("sort-name", "Sort by name", () => { tree.sortBy = "name"; redraw(); });
-    item("info", "Info", () => showInfo(tree, ref), true);
     menuBox.style.left = x + "px";
     menuBox.style.top = y + "px";
     menuBox.style.display = "";
