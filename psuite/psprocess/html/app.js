@@ -256,7 +256,7 @@
     render() {
       this.rows.clear();
       this.box.textContent = "";
-      for (const id of this.sorted(this.s.roots.filter((r) => !this.hidden.has(r)))) this.box.append(this.row(id, 0));
+      this.appendKids(this.box, this.sorted(this.s.roots.filter((r) => !this.hidden.has(r))), 0, 0); // a flat view: many
       this.update();
     }
     kidsOf(id) { return this.hidden.size ? this.s.kids(id).filter((k) => !this.hidden.has(k)) : this.s.kids(id); }
@@ -388,10 +388,13 @@
     // its hidden children's inclusive values (CUBE's hiding)
     shown(id) {
       if (!this.isOpen(id)) return this.s.raw(id, false);
-      const own = this.s.raw(id, true);
-      if (!this.hidden.size) return own;
-      const gone = this.s.kids(id).filter((k) => this.hidden.has(k));
-      return gone.length ? sumOf([own, ...gone.map((k) => this.s.raw(k, false))]) : own;
+      const own = this.s.raw(id, true), gone = this.hiddenValue(id);
+      return gone === gone ? sumOf([own, gone]) : own;
+    }
+    // an open node's hidden children's inclusive values summed (NaN: none hidden)
+    hiddenValue(id) {
+      if (!this.hidden.size) return NaN;
+      return sumOf(this.s.kids(id).filter((k) => this.hidden.has(k)).map((k) => this.s.raw(k, false)));
     }
     // the absolute value a row's mode starts from: peer modes compare inclusive values
     base(id) {
@@ -450,6 +453,9 @@
         const v = this.display(id);
         r.dataset.value = Number.isFinite(v) ? String(v) : "";
         r.children[2].textContent = mode === "abs" ? fmt(v, this.s.integer(id)) : pct(v);
+        // CUBE: the hidden children's share of an open node's value, in brackets
+        const gone = this.isOpen(id) ? this.hiddenValue(id) : NaN;
+        if (gone === gone && base) r.children[2].textContent += " (" + pct(gone / base * 100) + " hidden)";
         // as CUBE colours (user guide 1.5.2.4): a value's place between 0 and the largest value in the
         // tree in the absolute mode (the root's, where values add up), between 0 and 100 in the percent
         // modes.  A difference's colour says gain or loss whatever the mode: the sign is the absolute
@@ -662,6 +668,7 @@
   const menuBox = el("div", {class: "ctxmenu", id: "ctxmenu", style: "display:none"});
   const infoPanel = el("div", {class: "nodeinfo", id: "node-info", style: "display:none"});
   document.addEventListener("click", (ev) => { if (!menuBox.contains(ev.target)) menuBox.style.display = "none"; });
+  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") menuBox.style.display = "none"; });
   // [action, label, run, needs a reference node]: what every tree offers
   function treeActions(tree, ref, redraw) {
     const toRoot = (n) => { while (!tree.s.roots.includes(n) && tree.s.up(n) >= 0) n = tree.s.up(n); return n; };

@@ -509,6 +509,8 @@ def test_context_menu(runs, tmp_path, driver, screenshots):
     assert page.count(f"[data-tree=call] {row('steady')}") == 0
     page.click_call("main")  # open: its exclusive value, with steady's inclusive value in it
     assert shown(page, "call")["main"] == p.exc[main] + p.inc[steady]
+    share = 100 * p.inc[steady] / (p.exc[main] + p.inc[steady])
+    assert texts(page, "call", "region")["main"].endswith(f"({share:.2f} % hidden)")  # CUBE's bracket
     assert page.rank_values() == {0: p.exc[main] + p.inc[steady]}
     menu(page, "call", row("main"), "show-hidden")
     assert shown(page, "call")["main"] == p.exc[main] and page.rank_values() == {0: p.exc[main]}
