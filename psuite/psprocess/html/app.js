@@ -205,6 +205,7 @@
     sel: {metric: [], call: [], flat: [], system: []},
     modes: {metric: "abs", call: "abs", system: "abs"},
     callView: "tree", // or "flat": the call pane's per-function view
+    whiteBelow: 0, // percent of the colour scale below which squares are white
   };
   S.sel.metric = S.metric >= 0 ? [S.metric] : [];
   S.sel.system = S.sys >= 0 ? [S.sys] : [];
@@ -224,6 +225,14 @@
     const i = Math.min(Math.floor(f), STOPS.length - 2), t = f - i;
     const c = STOPS[i].map((a, k) => Math.round(a + (STOPS[i + 1][k] - a) * t));
     return `rgb(${c[0]},${c[1]},${c[2]})`;
+  }
+  // a colour square's colour: grey undefined, darker grey outside the user's range, white below the
+  // threshold (CUBE's "white below"), else the scale's colour; sign: a difference's gain (-1) or loss
+  function paint(sign, place) {
+    if (place === null) return "#999";
+    if (!(place === place)) return "#ddd";
+    if (place * 100 < S.whiteBelow) return "#fff";
+    return colour(sign * place, 1);
   }
   const sumOf = (list) => { let s = 0, k = 0; for (const v of list) if (v === v) { s += v; k++; } return k ? s : NaN; };
   const unitOf = (i) => (i >= 0 && metrics[i].unit && metrics[i].unit !== "occ" ? metrics[i].unit : "");
@@ -461,8 +470,7 @@
         // modes.  A difference's colour says gain or loss whatever the mode: the sign is the absolute
         // value's (a share of a negative root is positive for a gain), the depth the mode's value's
         const sq = r.children[1];
-        const signed = DIFF && base === base && base !== 0 ? Math.sign(base) * Math.abs(v) : v;
-        sq.style.background = colour(mode === "abs" ? base : signed, this.scale(id));
+        sq.style.background = paint(DIFF && base === base ? Math.sign(base) : 1, this.place(id, mode === "abs" ? base : v));
         if (DIFF) {
           sq.classList.toggle("gain", base < 0);
           sq.classList.toggle("loss", base > 0);
@@ -474,6 +482,16 @@
       }
       if (this.info) this.info();
     }
+    // where a value lies on the colour scale, 0 to 1: between 0 and the scale's end, or in the user's range
+    // (CUBE's "Min/max values"); null outside that range, NaN undefined
+    place(id, v) {
+      if (!(v === v)) return NaN;
+      const [lo, hi] = this.ends(id);
+      const a = this.range ? v : Math.abs(v);
+      if (this.range && (a < lo || a > hi)) return null;
+      return hi > lo ? Math.min((a - lo) / (hi - lo), 1) : NaN;
+    }
+    ends(id) { return this.range || [0, this.scale(id)]; }
     // CUBE's find items / find next: every node whose label holds the text (a regular expression where it
     // is one) is marked, collapsed nodes above a match lightly; the current match is revealed
     find(text) {
@@ -737,6 +755,7 @@
     const actions = [...treeActions(tree, ref, redraw),
       ...(tree.s.pane !== "metric" ? hideActions(tree, ref, redraw) : []),
       ...(tree === callTree ? cutActions(tree, ref, redraw) : []),
+      ["colour-range", "Colour range (min/max values)...", () => askRange(tree)],
       ["sort-value", "Sort by value", () => { tree.sortBy = "value"; redraw(); }],
       ["sort-name", "Sort by name", () => { tree.sortBy = "name"; redraw(); }],
       ["info", "Info", () => showInfo(tree, ref), true]];
@@ -748,6 +767,15 @@
     menuBox.style.left = x + "px";
     menuBox.style.top = y + "px";
     menuBox.style.display = "";
+  }
+  // CUBE's "Min/max values": the values at the colour scale's ends, in the pane's mode; empty: the tree's own
+  function askRange(tree) {
+    const now = tree.range ? tree.range.join(" ") : "";
+    const text = window.prompt("Colour scale: the least and the greatest value (empty: the tree's own)", now);
+    if (text === null) return; // cancelled: no change, as in CUBE
+    const nums = text.trim().split(/[\s,;]+/).filter((x) => x).map(Number);
+    tree.range = nums.length === 2 && nums.every(Number.isFinite) && nums[1] > nums[0] ? nums : null;
+    tree.update();
   }
   function showInfo(tree, id) {
     infoPanel.textContent = "";
@@ -964,17 +992,24 @@
       text = "selected: " + r.children[3].textContent + " = " + valueText(t, t.s.key(r.dataset.id))
         + (t.isOpen(t.s.key(r.dataset.id)) && !["peer", "peerdist"].includes(mode) ? " (exclusive)" : " (inclusive)");
     }
-    const max = t.scale ? t.scale(id) : NaN;
-    const v = t.display(id);
+    const [lo, hi] = t.ends(id);
     const unit = mode === "abs" ? (t.s.pane === "metric" ? unitOf(id) : sameUnit()) : "%";
-    const pos = max > 0 && v === v ? Math.min(Math.abs(v) / max, 1) * 100 : NaN;
-    box.textContent = text + " · scale min 0, max " + (mode === "abs" ? fmt(max) : "100") + (unit ? " " + unit : "")
-      + " · position " + (pos === pos ? pos.toFixed(1) + " %" : "-");
-    box.dataset.min = "0";
-    box.dataset.max = String(max);
-    box.dataset.position = pos === pos ? String(pos) : "";
+    const place = t.place(id, mode === "abs" ? t.base(id) : t.display(id));
+    const u = (unit ? " " + unit : "") + (t.range ? " (u)" : ""); // (u): user-defined, as CUBE marks it
+    const pos = place === null ? "outside the range" : place === place ? (place * 100).toFixed(1) + " %" : "-";
+    box.textContent = text + " · scale min " + fmt(lo) + u + ", max " + fmt(hi) + u + " · position " + pos;
+    box.dataset.min = String(lo);
+    box.dataset.max = String(hi);
+    box.dataset.position = place === null || !(place === place) ? "" : String(place * 100);
   }
 
+  // CUBE's colouring threshold: values in the lowest part of the scale white, so that the rest stands out
+  function thresholdControl() {
+    const white = el("input", {type: "number", id: "white-below", min: "0", max: "100", step: "1", value: "0",
+      onchange: (ev) => { S.whiteBelow = Math.min(Math.max(+ev.target.value || 0, 0), 100); repaint(); }});
+    return el("label", {class: "legend"}, "white below ", white, " % of the scale");
+  }
+  function repaint() { for (const t of [metricTree, callTree, flatTree, sysTree]) if (t) t.update(); }
   function metricChanged() {
     metricTree.update();
     callPane().render(); // order of children follows the metric
@@ -1297,6 +1332,7 @@
         el("span", {class: "sq", style: "background:rgb(40,170,40)"}), " less (a gain)  ",
         el("span", {class: "sq", style: "background:rgb(230,60,60)"}), " more (a loss)"));
     }
+    header.append(thresholdControl());
     const bar = el("nav", {class: "tabs"});
     const body = el("main");
     function tab(name, label, make, chart) {

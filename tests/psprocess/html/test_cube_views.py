@@ -632,3 +632,43 @@ def test_units_and_no_source_pane_on_a_counting_report(runs, tmp_path, driver, s
     assert "select" not in page.js("return document.getElementById('source').textContent").lower()
     screenshot(driver, screenshots, "views-counts-units")
     page.assert_no_console_errors()
+
+
+def test_colour_range_and_threshold(runs, tmp_path, driver, screenshots):
+    """CUBE's "Min/max values": a user range for a tree's colours, marked
+    (u) on the info line, a value outside it grey; and the threshold below
+    which squares are white."""
+    p = Profile(runs["before"])
+    steady, slower = p.path_of("steady"), p.path_of("slower")
+    v = p.inc[steady]
+    page = load_page(driver, html(tmp_path, str(runs["before"])))
+    open_path(page, steady)
+    page.click_call("steady")
+    page.click_system_rank(0)
+
+    def ask(answer: str) -> None:
+        menu(page, "system", ".row[data-rank='0']", "colour-range")
+        prompt = page.d.switch_to.alert
+        prompt.send_keys(answer)
+        prompt.accept()
+
+    ask(f"0 {2 * v}")
+    info = page.js("return document.querySelector('[data-info=system]').textContent")
+    assert f"scale min 0 (u), max {2 * v:,} (u) · position 50.0 %" in info
+    assert square(page, "system", ".row[data-rank='0']")[1] == (0, 255, 0)  # the middle of CUBE's scale: green
+    ask(f"0 {v // 2}")
+    assert square(page, "system", ".row[data-rank='0']")[1] == (153, 153, 153)  # outside the range: grey
+    assert "position outside the range" in page.js("return document.querySelector('[data-info=system]').textContent")
+    ask("")
+    assert square(page, "system", ".row[data-rank='0']")[1] == (255, 0, 0)  # the tree's own scale: its largest
+
+    total = p.total()
+    assert 100 * p.inc[slower] / total < 50 < 100 * v / total
+    white = page.d.find_element("id", "white-below")
+    white.clear()
+    white.send_keys("50\n")
+    page.js("document.getElementById('white-below').dispatchEvent(new Event('change'))")
+    assert square(page, "call", ".row[data-region='slower']")[1] == (255, 255, 255)
+    assert square(page, "call", ".row[data-region='steady']")[1] != (255, 255, 255)
+    screenshot(driver, screenshots, "views-colour-range")
+    page.assert_no_console_errors()
