@@ -624,7 +624,7 @@
   const MODES = {abs: "Absolute", root: "Own root percent", mroot: "Metric root percent",
     msel: "Metric selection percent", croot: "Call root percent", csel: "Call selection percent",
     peer: "Peer percent", peerdist: "Peer distribution", sel: "Selection percent (this tree)",
-    ext: "External percent" + (V.external ? " (of " + V.external.name + ")" : "")};
+    ext: "External percent"};
   // as CUBE offers them: percentages of a pane's own root and of the panes on its left; peers in the
   // system tree only
   const PANE_MODES = {metric: ["abs", "root", "sel"], call: ["abs", "root", "mroot", "msel", "sel"],
@@ -635,7 +635,9 @@
     const tree = trees[0];
     const sel = el("select", {class: "mode", "data-mode": pane,
       onchange: (ev) => { S.modes[pane] = ev.target.value; for (const t of trees) t.update(); }});
-    for (const v of PANE_MODES[pane]) sel.append(el("option", {value: v, text: MODES[v]}));
+    for (const v of PANE_MODES[pane]) {
+      sel.append(el("option", {value: v, text: MODES[v], title: v === "ext" ? "100 %: " + V.external.name : MODES[v]}));
+    }
     const info = el("div", {class: "info", "data-info": pane});
     for (const t of trees) t.infoBox = info;
     const active = () => (pane === "call" ? callPane() : tree);
