@@ -648,7 +648,7 @@
     findBox.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); active().findNext(); } });
     const next = el("button", {class: "find-next", "data-find-next": pane, text: "next", onclick: () => active().findNext()});
     const head = el("div", {class: "panehead"}, el("b", {text: title}));
-    if (pane === "call" && flatTree) {
+    if (pane === "call" && V.kind !== "counts" && NC > 1) { // a flat view of one node says nothing more
       const view = el("select", {class: "view", "data-view": "call", onchange: (ev) => switchCallView(ev.target.value)},
         el("option", {value: "tree", text: "call tree"}), el("option", {value: "flat", text: "flat profile"}));
       head.append(view);

@@ -629,6 +629,7 @@ def test_units_and_no_source_pane_on_a_counting_report(runs, tmp_path, driver, s
     faults = int(read_experiment(str(runs["counts"])).inclusive("page_faults").sum())
     assert f" = {faults:,} (inclusive)" in page.js("return document.querySelector('[data-info=call]').textContent")
     assert page.js("return getComputedStyle(document.getElementById('source')).display") == "none"
+    assert page.count("select[data-view]") == 0  # one node per program: no flat view to switch to
     assert "select" not in page.js("return document.getElementById('source').textContent").lower()
     screenshot(driver, screenshots, "views-counts-units")
     page.assert_no_console_errors()
