@@ -707,17 +707,22 @@
   function hideActions(tree, ref, redraw) {
     return [
       ["hide", "Hide this", () => {
+        // a root gives the selection to another root; the last one shown stays
+        const root = tree.s.roots.includes(ref);
+        const to = root ? tree.s.roots.find((r) => r !== ref && !tree.hidden.has(r)) : tree.s.up(ref);
+        if (to === undefined) return;
         tree.hidden.add(ref);
-        const up = tree.s.up(ref);
-        if (tree.s.selection().some((x) => tree.below(x, ref))) {
-          tree.s.onSelect(up != null && up >= 0 ? up : tree.s.roots.find((r) => r !== ref), false);
-        }
+        if (tree.s.selection().some((x) => tree.below(x, ref))) tree.s.onSelect(to, false);
         redraw();
       }, true],
       ["show-hidden", "Show hidden children", () => {
         for (const k of tree.s.kids(ref)) if (!tree.pruned.has(k)) tree.hidden.delete(k);
         redraw();
       }, true],
+      ["show-all", "Show all hidden (no hiding)", () => {
+        for (const k of [...tree.hidden]) if (!tree.pruned.has(k)) tree.hidden.delete(k);
+        redraw();
+      }],
     ];
   }
   // CUBE's "cut all tree" (call tree only); a selection cut off moves to the node cut at
@@ -733,7 +738,7 @@
       }, true],
       ["prune", "Cut: prune (its value goes to its caller's exclusive value)", () => {
         const up = tree.s.up(ref);
-        if (up < 0) return;
+        if (up < 0 || tree.s.roots.includes(ref)) return; // a root stays: set another root instead
         prune(ref);
         if (cutOff((c) => !tree.below(c, ref))) tree.s.onSelect(up, false);
         redraw();

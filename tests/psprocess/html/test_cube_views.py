@@ -673,3 +673,51 @@ def test_colour_range_and_threshold(runs, tmp_path, driver, screenshots):
     assert square(page, "call", ".row[data-region='steady']")[1] != (255, 255, 255)
     screenshot(driver, screenshots, "views-colour-range")
     page.assert_no_console_errors()
+
+
+ACTIONS = """
+const trees = ['metric', 'call', 'flat', 'system'];
+const view = document.querySelector('select[data-view=call]');
+for (const flat of view ? [false, true] : [false]) {
+  if (view) { view.value = flat ? 'flat' : 'tree'; view.dispatchEvent(new Event('change')); }
+  for (const t of trees) {
+    const box = document.querySelector(`[data-tree=${t}]`);
+    if (!box || box.style.display === 'none') continue;
+    for (let round = 0; round < 2; round++) {
+      for (let j = 0; j < 16; j++) {  // every action, each on another of the first rows
+        const rows = box.querySelectorAll('.row');
+        const at = {bubbles: true, clientX: 5, clientY: 5};
+        rows[(j + round) % Math.min(rows.length, 6)].querySelector('.name')
+          .dispatchEvent(new MouseEvent('contextmenu', at));
+        const items = Array.from(document.querySelectorAll('#ctxmenu .item'))
+          .filter((i) => i.dataset.action !== 'colour-range');
+        items[j % items.length].click();
+        for (const key of ['ArrowDown', 'ArrowRight', 'ArrowLeft', 'ArrowUp'])
+          box.dispatchEvent(new KeyboardEvent('keydown', {key, bubbles: true}));
+      }
+    }
+    const pane = t === 'flat' ? 'call' : t;
+    const find = document.querySelector(`input[data-find=${pane}]`);
+    for (const text of ['a', '(', 'no such name']) {
+      find.value = text; find.dispatchEvent(new Event('input'));
+      document.querySelector(`button[data-find-next=${pane}]`).click();
+    }
+  }
+}
+return document.querySelectorAll('.row').length;"""
+
+
+@pytest.mark.parametrize("kind", ["profile", "difference", "counts", "ranks"])
+def test_every_action_on_every_kind_of_page_logs_no_error(kind, runs, tmp_path, driver):
+    """Context menu actions, keys, find (a bad regular expression too) and
+    both call-pane views, on each kind of page: no console error."""
+    argv = {"profile": [str(runs["before"])], "difference": ["diff", str(runs["after"]), str(runs["before"])],
+            "counts": [str(runs["counts"])], "ranks": ["-c", str(runs["mpi"])]}[kind]
+    page = load_page(driver, html(tmp_path, *argv))
+    for pane in ("metric", "call", "system"):
+        for mode in modes(page, pane):
+            page.set_mode(pane, mode)
+            assert page.js("return document.querySelectorAll('.row').length") > 0
+            page.assert_no_console_errors()
+    assert page.js(ACTIONS) > 0
+    page.assert_no_console_errors()
