@@ -771,9 +771,10 @@
       menuBox.append(el("div", {class: "item", "data-action": action, text: label,
         onclick: () => { menuBox.style.display = "none"; run(); }}));
     }
-    menuBox.style.left = x + "px";
-    menuBox.style.top = y + "px";
     menuBox.style.display = "";
+    // at the pointer, kept inside the window
+    menuBox.style.left = Math.max(0, Math.min(x, window.innerWidth - menuBox.offsetWidth - 4)) + "px";
+    menuBox.style.top = Math.max(0, Math.min(y, window.innerHeight - menuBox.offsetHeight - 4)) + "px";
   }
   // CUBE's "Min/max values": the values at the colour scale's ends, in the pane's mode; empty: the tree's own
   function askRange(tree) {
