@@ -668,8 +668,10 @@
   }
 
   // CUBE's "expand largest": from a node, open the child with the largest inclusive value, and on
-  // until a leaf; on opening (untilSplit) only as long as one child holds the node's whole value, so
-  // that the path stops where the value splits.  The last node reached.
+  // until a leaf; on opening (untilSplit) only as long as one child holds (nearly) the node's whole
+  // value, so that the path stops where the value splits: at main, not at the program's root whose
+  // start-up and helper threads took a few samples beside it.  The last node reached.
+  const SPLIT = 0.9; // a child holding less of its parent's value than this: the value splits there
   function largestPath(tree, from, untilSplit) {
     let c = from;
     for (;;) {
@@ -678,7 +680,7 @@
       const v = (k) => { const x = Math.abs(tree.s.raw(k, false)); return x === x ? x : -1; };
       let best = kids[0];
       for (const k of kids) if (v(k) > v(best)) best = k;
-      if (untilSplit && !(v(best) > 0 && Math.abs(v(best) - v(c)) <= 1e-9 * v(c))) return c;
+      if (untilSplit && !(v(best) > 0 && v(best) >= SPLIT * v(c))) return c;
       tree.open.add(c);
       c = best;
     }

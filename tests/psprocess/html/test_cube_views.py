@@ -330,25 +330,41 @@ def kids_of(p: Profile, path: tuple[str, ...]) -> list[tuple[str, ...]]:
     return sorted(kids, key=lambda q: -abs(p.inc[q]))
 
 
-def test_call_tree_opens_on_its_hot_path(runs, tmp_path, driver, screenshots):
-    """CUBE's "expand largest path" from the root, down to the first node
-    where the value splits (no callee holds all of it): every node on the
-    way open, that node open too and selected, the system pane showing its
-    exclusive value."""
-    p = Profile(runs["before"])
+def hot_path(p: Profile) -> tuple[str, ...]:
+    """From the root of the largest value down the largest callees while
+    one holds at least 90 % of its caller's value: where the value splits."""
     node = max((q for q in p.paths if len(q) == 1), key=lambda q: abs(p.inc[q]))
-    while (kids := kids_of(p, node)) and p.inc[kids[0]] == p.inc[node]:
+    while (kids := kids_of(p, node)) and abs(p.inc[kids[0]]) >= 0.9 * abs(p.inc[node]) > 0:
         node = kids[0]
-    assert len(node) > 2  # _start and the C library's frames lie above main: several levels opened
-    page = load_page(driver, html(tmp_path, str(runs["before"])))
+    return node
+
+
+@pytest.mark.parametrize("kind", ["process", "ranks"])
+def test_call_tree_opens_on_its_hot_path(kind, runs, tmp_path, driver, screenshots):
+    """CUBE's "expand largest path" from the root, down to the first node
+    where the value splits (no callee holds 90 % of it: a few start-up or
+    helper-thread samples beside main do not stop it): every node on the
+    way open, that node open too and selected, the system pane showing its
+    exclusive value.  On both pages that is main: steady and slower show."""
+    if kind == "process":
+        profiles = {0: Profile(runs["before"])}
+        page = load_page(driver, html(tmp_path, str(runs["before"])))
+    else:
+        profiles = ranks(runs["mpi"])
+        page = load_page(driver, html(tmp_path, "-c", str(runs["mpi"])))
+    merged = Profile.__new__(Profile)  # the ranks' call trees summed: what the page's values add up to
+    merged.paths = sorted({q for p in profiles.values() for q in p.paths}, key=len)
+    merged.inc = {q: sum(p.inc.get(q, 0) for p in profiles.values()) for q in merged.paths}
+    node = hot_path(merged)
+    assert node[-1] == "main" and len(node) > 3  # _start and the C library's frames lie above it
     assert page.selected_call() == node[-1]
     opened = dict(page.js("return Array.from(document.querySelectorAll('[data-tree=call] .row'))"
                           ".map(r => [r.dataset.region, r.dataset.open])"))
     for name in node:
         assert opened[name] == "1", name
-    assert {name for name, _ in page.call_values().values()} >= {q[-1] for q in kids_of(p, node)}
-    assert page.rank_values() == {0: p.exc[node]}
-    screenshot(driver, screenshots, "views-hot-path")
+    assert {name for name, _ in page.call_values().values()} >= {"steady", "slower"}
+    assert page.rank_values() == {r: p.exc[node] for r, p in profiles.items()}
+    screenshot(driver, screenshots, f"views-hot-path-{kind}")
     page.assert_no_console_errors()
 
 
@@ -390,31 +406,33 @@ def test_find_and_find_next(runs, tmp_path, driver, screenshots):
 
 def test_arrow_keys_move_expand_and_collapse(runs, tmp_path, driver):
     """Up/down move the selection a row, right expands, left collapses an
-    open node or goes to the parent; the system pane follows each step."""
+    open node or goes to the parent; the system pane follows each step.
+    The page opens on main (its hot path), open."""
     from selenium.webdriver.common.keys import Keys
 
     p = Profile(runs["before"])
     page = load_page(driver, html(tmp_path, str(runs["before"])))
-    start = next(q for q in p.paths if q[-1] == page.selected_call())
+    start = hot_path(p)
+    assert page.selected_call() == start[-1]
     tree = page.d.find_element("css selector", "[data-tree=call]")
-    tree.click()  # focus; a click on the empty area selects nothing
-    first = kids_of(p, start)[0]
-    tree.send_keys(Keys.ARROW_DOWN)
-    assert page.selected_call() == first[-1] and page.rank_values() == {0: p.inc[first]}
-    tree.send_keys(Keys.ARROW_RIGHT)  # expanded: its exclusive value
-    assert page.rank_values() == {0: p.exc[first]}
-    a, b = kids_of(p, first)[:2]
+    page.js("arguments[0].focus()", tree)
+    a, b = kids_of(p, start)[:2]  # its two largest callees, the first rows below it
     tree.send_keys(Keys.ARROW_DOWN)
     assert page.selected_call() == a[-1] and page.rank_values() == {0: p.inc[a]}
     tree.send_keys(Keys.ARROW_DOWN)
     assert page.selected_call() == b[-1] and page.rank_values() == {0: p.inc[b]}
-    tree.send_keys(Keys.ARROW_LEFT)  # a leaf: to the parent
-    assert page.selected_call() == first[-1]
+    tree.send_keys(Keys.ARROW_LEFT)  # a leaf: to the parent, open: its exclusive value
+    assert page.selected_call() == start[-1] and page.rank_values() == {0: p.exc[start]}
     tree.send_keys(Keys.ARROW_LEFT)  # open: collapsed, its inclusive value
     assert page.count(f"[data-tree=call] .row[data-region='{a[-1]}']") == 0
-    assert page.rank_values() == {0: p.inc[first]}
+    assert page.rank_values() == {0: p.inc[start]}
+    tree.send_keys(Keys.ARROW_RIGHT)  # expanded again
+    assert page.count(f"[data-tree=call] .row[data-region='{a[-1]}']") == 1
+    assert page.rank_values() == {0: p.exc[start]}
+    caller = start[:-1]
+    assert kids_of(p, caller)[0] == start  # the largest callee: the row just below its caller
     tree.send_keys(Keys.ARROW_UP)
-    assert page.selected_call() == start[-1]
+    assert page.selected_call() == caller[-1] and page.rank_values() == {0: p.exc[caller]}
     page.assert_no_console_errors()
 
 
