@@ -18,6 +18,8 @@ The view (version 1; every key present, lists may be empty):
    "context": [[label, value], ...],    # machine, host, command, date, ranks, threads ...
    "dropped": [{"event": str, "why": str}],   # events asked for but not measured
    "metrics": [{"name": str, "display": str, "unit": str, "description": str,
+                                        # unit: CUBE's ("sec", "occ" ...), or where "occ" would hide
+                                        # it the metric's own: "%", "/s" (a rate), "ns" (perf's clocks)
                 "parent": int | null,   # index in this list: the metric tree
                 "integer": bool, "derived": bool,
                 "over": "sum" | "mean" | "max" | "min"}],  # over locations (ranks, threads): a
@@ -44,11 +46,14 @@ The view (version 1; every key present, lists may be empty):
                 "lines": [str, ...],    # the file's text, line 1 first
                 "samples": {"LINE": int},   # samples per line number (string keys: JSON)
                 "total": int,           # the profile's samples in all, for percentages
-                "note": str}]}          # "" or why lines are missing or cut (too large, not found)
+                "note": str}],          # "" or why lines are missing or cut (too large, not found)
                                         # a difference's samples are gains and losses per line
                                         # (negative too; total: the subtrahend's), a mean's may
                                         # be fractional; results of merge, mean, cut and CUBE
                                         # files are kind "cube" (of counting reports: "counts")
+   "external": null | {"name": str,     # a difference's subtrahend (where read from PerfSuite
+                "totals": {metric name: float}}}  # documents): each metric's value over its root
+                                        # call paths and locations, 100 % of the external percent mode
 
 Counting reports are one root cnode per program with every event and
 derived metric a metric (each run time once: experiments' wall_seconds

@@ -52,6 +52,8 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
         shown = {d.name for reports in inputs or [] if reports for r in reports for d in r.metrics} if counts else set()
         derived = {m.name for m in subject.metrics if m.display in shown}
         view = _from_experiment(subject, title, counts=counts, derived=derived)
+        if view["difference"] and inputs and len(inputs) == 2 and inputs[1]:
+            view["external"] = _external(view, inputs[1])
         if inputs:
             operation = subject.attributes.get("operation", "").split("(", 1)[0]
             view["context"] += ctx.input_context(inputs, operation)
@@ -101,6 +103,26 @@ def _from_report(report, title: str | None, read_sources: bool, source_dirs: Seq
         view["sources"] = src.build_sources(reports, read=read_sources, source_dirs=source_dirs)
         _object_files(view["regions"], reports)
     return view
+
+
+def _external(view: dict, reports: list) -> dict:
+    """CUBE's external percent for a difference: the subtrahend's value of
+    each metric the view shows (over its root call paths and locations,
+    combined as the page combines the difference's), what 100 % is."""
+    from psuite.analysis import experiments
+    from psuite.model.report import MultiReport
+
+    exp = experiments.from_report(reports[0] if len(reports) == 1 else MultiReport(reports=list(reports)))
+    roots = np.flatnonzero(exp.parents() < 0)
+    names = {m.name for m in exp.metrics}
+    over = {"sum": np.nansum, "mean": np.nanmean, "max": np.nanmax, "min": np.nanmin}
+    totals = {}
+    for m in view["metrics"]:
+        if m["name"] in names:
+            combine = over[m["over"]]
+            per_root = combine(np.asarray(exp.inclusive(m["name"]), dtype=float)[roots], axis=1)
+            totals[m["name"]] = float(combine(per_root))
+    return {"name": reports[0].source or "the subtrahend", "totals": totals}
 
 
 def _name_machine(locations: list[dict], reports: list | None) -> None:
@@ -174,7 +196,7 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "difference": False,
         "context": [],
         "dropped": [],
-        "metrics": [{"name": m.name, "display": m.display or m.name, "unit": m.unit, "description": m.description,
+        "metrics": [{"name": m.name, "display": m.display or m.name, "unit": _unit(m), "description": m.description,
                      "parent": parents[i], "integer": m.integer,
                      "derived": m.derived or m.name in derived_names,
                      "over": _over(m, m.derived or m.name in derived_names)}
@@ -188,7 +210,26 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "values": {exp.metrics[i].name: _metric_values(exp, exp.metrics[i], exp.metrics[i].name in derived_names)
                    for i in shown},
         "sources": [],
+        "external": None,
     }
+
+
+# A metric's own unit where CUBE's unit of measurement says only "occ" (occurrences): a psmetrics
+# metric's percent or rate, and the perf clocks' events, counted in nanoseconds.
+_OWN_UNITS = {"percent": "%", "rate": "/s"}
+_NANOSECOND_EVENTS = {"task-clock", "cpu-clock", "duration_time"}
+
+
+def _unit(m) -> str:
+    """The unit the page shows with a metric's values."""
+    if m.unit != "occ":
+        return m.unit
+    own = m.attributes.get("psuite::unit", "").lower()
+    if own in _OWN_UNITS:
+        return _OWN_UNITS[own]
+    from psuite.hwpc.names import canonical
+
+    return "ns" if canonical(m.display or m.name) in _NANOSECOND_EVENTS else m.unit
 
 
 def _alias_of(m) -> str | None:
