@@ -59,6 +59,35 @@ EVENTS = (  # (name, samples per rank): each event sampled at its own period
 ITIMER_SAMPLES, ITIMER_PERIOD = 1000, 0.01
 
 
+def experiment(ranks: int = 64, functions: int = 2000, seed: int = 17):
+    """A small call-path profile for the page's browser test
+    (tests/psprocess/html/test_browser.py): ranks x 1 thread; a program
+    root and `functions` functions, function i > 0 called from function
+    (i - 1) // 8; every value non-zero; rank r does (1 + r / ranks) times
+    the work."""
+    import numpy as np
+
+    from psuite.model.experiment import Experiment, Location, Metric, Region
+
+    e = Experiment(attributes={"command": f"synthetic {ranks} ranks x {functions} functions"})
+    e.add_metric(Metric("samples", "Samples", "occ", "UINT64", description="samples taken"))
+    e.add_metric(Metric("time", "Time", "sec", "DOUBLE", description="seconds"))
+    e.add_region(Region("app", module="app"))
+    for i in range(functions):
+        e.add_region(Region(f"function_{i:04d}", module=f"src/file_{i % 97}.c", begin=10 + 20 * (i // 97)))
+    e.add_cnode(0, None)
+    for i in range(functions):
+        e.add_cnode(i + 1, 0 if i == 0 else 1 + (i - 1) // 8)
+    for r in range(ranks):
+        e.locations.append(Location(node=f"node{r // 16:02d}", process=f"rank {r}", rank=r))
+    rng = np.random.default_rng(seed)
+    weight = 1.0 + np.arange(ranks) / ranks
+    samples = (rng.integers(1, 1000, size=(functions + 1, ranks)) * weight).astype(np.int64)
+    e.values["samples"] = samples
+    e.values["time"] = samples * 0.001 * (1 + 0.01 * rng.random(samples.shape))
+    return e
+
+
 def job(ranks: int = 1024, paths: int = 10_000, seed: int = 17):
     """The sampled MPI job of the module's docstring as an Experiment: one
     thread per rank, 16 ranks per node; call path i > 0 called from path
@@ -193,13 +222,17 @@ def load(driver, path: str) -> tuple[float, float]:
 CLICK = """const row = document.querySelector(`[data-tree=call] .row[data-cnode="${arguments[0]}"] .${arguments[1]}`);
 const t = performance.now();
 row.click();
-return performance.now() - t;"""
+const took = performance.now() - t;
+return [took, Array.from(document.querySelectorAll('[data-tree=system] .row[data-rank]'))
+  .map(r => [+r.dataset.rank, r.dataset.value])];"""
 
 
-def click(driver, cnode: int, part: str = "name") -> float:
+def click(driver, cnode: int, part: str = "name") -> tuple[float, dict[int, str]]:
     """Milliseconds a click on a call-tree node (its name: select it; its
-    "tog": expand or collapse it) takes to update the panes."""
-    return float(driver.execute_script(CLICK, str(cnode), part))
+    "tog": expand or collapse it) takes to update the panes, and the
+    system tree's rank values after it."""
+    took, ranks = driver.execute_script(CLICK, str(cnode), part)
+    return float(took), {int(r): v for r, v in ranks}
 
 
 TAB = """const t = performance.now();
@@ -227,9 +260,9 @@ def interact(driver, path: str) -> dict[str, float]:
     rows = driver.execute_script(ROWS)
     closed = [c for c, tog in rows if tog == "[+]"]
     if closed:
-        out["expand"] = click(driver, closed[0], "tog")
+        out["expand"] = click(driver, closed[0], "tog")[0]
     rows = driver.execute_script(ROWS)
-    clicks = [click(driver, c) for c, _ in rows[1:5]]
+    clicks = [click(driver, c)[0] for c, _ in rows[1:5]]
     if clicks:
         out["click median"], out["click max"] = statistics.median(clicks), max(clicks)
     heap = driver.execute_script(HEAP)
