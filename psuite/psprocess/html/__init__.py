@@ -4,8 +4,9 @@ CUBE's three coupled panes with a source view, a flame graph and charts.
 
 Two halves meet at one JSON document, the *view*:
 - `viewdoc.build(...)` (Python) turns Experiments and reports into it;
-- `page.render(view)` embeds it with the page's script and plotly.js into
-  one HTML file; the script (app.js) draws everything from the view alone.
+- `page.render(view)` embeds it with the page's script and style into one
+  HTML file; the script (app.js) draws everything from the view alone,
+  its charts too (SVG of its own: no chart library in the page).
 
 The view (version 1; every key present, lists may be empty):
 

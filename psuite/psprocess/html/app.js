@@ -1,6 +1,6 @@
 // psuite report page: draws the view embedded in #psuite-view (its schema:
-// psuite/psprocess/html/__init__.py).  Plain JavaScript, no network; charts
-// only through plotly.js, which the page carries inline.
+// psuite/psprocess/html/__init__.py).  Plain JavaScript, no network, no
+// library: the charts are the page's own SVG.
 //
 // CUBE's display (user guide 1.5): metric tree | call tree | system tree,
 // selection flowing left to right; a collapsed node shows its inclusive
@@ -572,35 +572,232 @@
     }
   }
 
-  // ---- charts (plotly.js), drawn when their tab opens --------------------
-  // Nothing in a chart may reach the network (the page is often opened from disk on a cluster) nor send
-  // the data anywhere: plotly.js shows a "Share chart..." button (uploads the chart, names and values, to
-  // Plotly Cloud) unless showSendToCloud is false, and a "Produced with Plotly.js" logo linking to
-  // plotly.com unless displaylogo is false; with no plotlyServerURL, no button could find a destination.
-  // The modebar keeps what stays in the browser (zoom, pan, reset, download as PNG).
-  const PLOT_CONFIG = {displaylogo: false, showSendToCloud: false, plotlyServerURL: "",
-    responsive: true};
-  // plotly.js reads a subset of HTML in every string it draws (<b>, <i>, <br>, <a href=...>, <span style>):
-  // a function named main<b> would be drawn bold, and an <a href> in a name would become a live link.  Every
-  // name handed to plotly is escaped (plotly turns &lt; &gt; &amp; and numeric references back into the characters;
-  // it knows no &quot;).
-  const ESC = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&#34;", "'": "&#39;"};
-  const esc = (s) => String(s).replace(/[&<>"']/g, (c) => ESC[c]);
-  // plotly.js is in the page as text (page.py): run it the first time a chart is drawn
-  function plotly() {
-    if (!window.Plotly) {
-      const s = document.createElement("script");
-      s.textContent = document.getElementById("psuite-plotly").textContent;
-      document.head.append(s);
-    }
-    return window.Plotly;
+  // ---- charts, drawn by the page itself in SVG when their tab opens ------
+  // Why no chart library: the page needs four kinds of chart (an icicle, bars, a heat map, box plots), a
+  // few hundred lines; plotly.js drew them at 4.8 MB in every page, three times what a small profile's
+  // whole page may weigh.  Every name is set as textContent, so a function named main<b> is drawn as those
+  // characters, never as markup, and nothing in a chart links anywhere (pages are opened from disk on
+  // clusters and must not send names or values off the machine).
+  const SVGNS = "http://www.w3.org/2000/svg";
+  function svg(tag, attrs, ...kids) {
+    const e = document.createElementNS(SVGNS, tag);
+    if (attrs) for (const k in attrs) { if (k === "text") e.textContent = attrs[k]; else e.setAttribute(k, attrs[k]); }
+    for (const k of kids) if (k != null) e.append(k);
+    return e;
   }
+  const tip = (text) => svg("title", {text}); // the browser's own tooltip: no script, no markup
   const metricName = () => (S.metric < 0 ? "" : metrics[S.metric].display);
   const tabs = {};
   function dirty() { for (const t of Object.values(tabs)) if (t.chart) t.drawn = false; const a = activeTab(); if (a) a.draw(); }
   function activeTab() { return Object.values(tabs).find((t) => t.box.style.display !== "none" && t.chart); }
 
-  const FLAME_MIN = 0.001; // least share of the total a block of the icicle needs
+  // About n round ticks from lo to hi: 1, 2 or 5 times a power of ten apart
+  function ticks(lo, hi, n = 5) {
+    if (!(hi > lo)) hi = lo + 1;
+    const raw = (hi - lo) / n, p = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((k) => k * p).find((s) => s >= raw * 0.999);
+    const out = [];
+    for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi * (1 + 1e-12) + 1e-300; k++) out.push(k * step || 0);
+    return out;
+  }
+  const logTicks = (lo, hi) => ticks(Math.log10(lo), Math.log10(hi)).filter(Number.isInteger).map((e) => Math.pow(10, e));
+  // [lo, hi] onto pixels [a, b]: linear, or logarithmic (all values positive)
+  function scale(lo, hi, a, b, log) {
+    const f = log ? Math.log10 : (v) => v;
+    const l0 = f(lo), span = f(hi) - l0 || 1;
+    return (v) => a + (f(v) - l0) / span * (b - a);
+  }
+  // an axis's range: a log axis where every value is positive and they span more than 100 x; a linear
+  // one always holding 0 (bars start there)
+  function range(vals, allowLog) {
+    const v = vals.filter(Number.isFinite);
+    if (!v.length) return {lo: 0, hi: 1, log: false};
+    const mn = Math.min(...v), mx = Math.max(...v);
+    if (allowLog && mn > 0 && mx / mn > 100) {
+      return {lo: Math.pow(10, Math.floor(Math.log10(mn))), hi: Math.pow(10, Math.ceil(Math.log10(mx))), log: true};
+    }
+    return {lo: Math.min(0, mn), hi: Math.max(0, mx) || 1, log: false};
+  }
+  const textWidth = (names) => Math.min(360, 14 + 6.6 * Math.max(4, ...names.map((n) => String(n).length)));
+  // an SVG to save as it is (the browser writes the file; nothing leaves the machine)
+  function saveButton(name, node) {
+    return el("button", {class: "save", text: "save SVG", onclick: () => {
+      const blob = new Blob([new XMLSerializer().serializeToString(node)], {type: "image/svg+xml"});
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = name + ".svg";
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(a.href), 0);
+    }});
+  }
+  // a chart's box: its heading, its SVG, a line under it for what the pointer is on
+  function chartBox(box, id, title, node) {
+    const div = el("div", {class: "plot", id});
+    div.append(el("h3", null, title + " ", saveButton(id, node)), node);
+    box.append(div);
+    return div;
+  }
+  // a value axis along x (horizontal bars) or y (box plots): its line, ticks and the unit as its title
+  function axis(g, sc, r, along, at, from, to, label) {
+    const marks = r.log ? logTicks(r.lo, r.hi) : ticks(r.lo, r.hi);
+    for (const t of marks) {
+      const p = sc(t);
+      g.append(along === "x"
+        ? svg("line", {x1: p, x2: p, y1: from, y2: to, class: "grid"})
+        : svg("line", {x1: from, x2: to, y1: p, y2: p, class: "grid"}));
+      g.append(along === "x"
+        ? svg("text", {x: p, y: at + 14, "text-anchor": "middle", class: "tick", text: fmt(t)})
+        : svg("text", {x: at - 4, y: p + 4, "text-anchor": "end", class: "tick", text: fmt(t)}));
+    }
+    const mid = (sc(r.lo) + sc(r.hi)) / 2;
+    g.append(along === "x"
+      ? svg("text", {x: mid, y: at + 30, "text-anchor": "middle", class: "axis-title", text: label})
+      : svg("text", {x: 12, y: mid, "text-anchor": "middle", class: "axis-title",
+        transform: `rotate(-90 12 ${mid})`, text: label}));
+  }
+
+  // Horizontal bars, one per item {name, value, colour}, all of one unit (the axis's title says which)
+  function hbars(items, unitLabel) {
+    const L = textWidth(items.map((i) => i.name)), W = 940, R = W - 90, rowH = 24, top = 8;
+    const H = top + rowH * items.length + 40;
+    const r = range(items.map((i) => i.value), true);
+    const x = scale(r.lo, r.hi, L, R, r.log);
+    const s = svg("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "chart"});
+    axis(s, x, r, "x", top + rowH * items.length, top, top + rowH * items.length, unitLabel);
+    const base = r.log ? L : x(0);
+    items.forEach((it, k) => {
+      const y = top + k * rowH, v = it.value, ok = Number.isFinite(v) && (!r.log || v > 0);
+      const end = ok ? x(v) : base;
+      s.append(svg("text", {x: L - 6, y: y + rowH / 2 + 4, "text-anchor": "end", class: "label", text: it.name}));
+      s.append(svg("rect", {class: "bar", "data-name": it.name, "data-value": ok ? String(v) : "",
+        x: Math.min(base, end), y: y + 3, width: Math.max(Math.abs(end - base), ok ? 1 : 0), height: rowH - 6,
+        fill: it.colour}, tip(it.name + ": " + fmt(v))));
+      s.append(svg("text", {x: Math.max(base, end) + 4, y: y + rowH / 2 + 4, class: "value", text: fmt(v)}));
+    });
+    return s;
+  }
+
+  // CUBE's colour ramp (blue > cyan > green > yellow > red) at f in [0, 1]; a difference's green >
+  // white > red at f in [-1, 1]
+  function ramp(f) {
+    f = Math.min(Math.max(f, 0), 1) * (STOPS.length - 1);
+    const i = Math.min(Math.floor(f), STOPS.length - 2), t = f - i;
+    return STOPS[i].map((a, k) => Math.round(a + (STOPS[i + 1][k] - a) * t));
+  }
+  function diverging(f) {
+    const t = Math.min(Math.abs(f), 1);
+    return f < 0 ? [Math.round(255 - 255 * t), Math.round(255 - 105 * t), Math.round(255 - 255 * t)]
+      : [Math.round(255 - 55 * t), Math.round(255 - 255 * t), Math.round(255 - 255 * t)];
+  }
+  const rgb = (c) => `rgb(${c[0]},${c[1]},${c[2]})`;
+  const dark = (css) => { const [r, g, b] = css.match(/\d+/g).map(Number); return 0.3 * r + 0.59 * g + 0.11 * b < 110; };
+
+  // Locations x columns: one pixel per cell on a canvas, scaled up as an SVG image (1,024 ranks x 40
+  // columns are 40,960 cells: as SVG elements they would take seconds); the line under it names the cell
+  // under the pointer.  z(l, j): the cell's value (NaN: none), shown(l, j): its text.
+  function heatmap(rows, cols, z, shown) {
+    const nr = rows.length, nc = cols.length;
+    const L = textWidth(rows), W = 940, cw = Math.max(6, Math.min(40, (W - L - 80) / nc));
+    const rh = Math.max(1, Math.min(18, 640 / nr)), top = 8, ph = rh * nr;
+    const bottom = Math.min(150, 16 + 5.2 * Math.max(...cols.map((c) => String(c).length)));
+    const H = Math.max(top + ph + bottom, 180);
+    let lo = Infinity, hi = -Infinity;
+    for (let l = 0; l < nr; l++) for (let j = 0; j < nc; j++) { const v = z(l, j); if (v === v) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }
+    const big = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
+    const cv = document.createElement("canvas");
+    cv.width = nc; cv.height = nr;
+    const cx = cv.getContext("2d"), img = cx.createImageData(nc, nr);
+    for (let l = 0; l < nr; l++) for (let j = 0; j < nc; j++) {
+      const v = z(l, j), o = (l * nc + j) * 4;
+      const c = v !== v ? [221, 221, 221] : DIFF ? diverging(v / big) : ramp(hi > lo ? (v - lo) / (hi - lo) : 1);
+      img.data[o] = c[0]; img.data[o + 1] = c[1]; img.data[o + 2] = c[2]; img.data[o + 3] = 255;
+    }
+    cx.putImageData(img, 0, 0);
+    const s = svg("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "chart"});
+    const image = svg("image", {x: L, y: top, width: cw * nc, height: ph, preserveAspectRatio: "none",
+      href: cv.toDataURL(), style: "image-rendering: pixelated", class: "hm"});
+    s.append(image);
+    const every = Math.ceil(nr / Math.floor(ph / 12)); // a label every 12 px at least
+    for (let l = 0; l < nr; l += every) {
+      s.append(svg("text", {x: L - 4, y: top + (l + 0.5) * rh + 4, "text-anchor": "end", class: "label", text: rows[l]}));
+    }
+    cols.forEach((name, j) => {
+      const x = L + (j + 0.5) * cw, y = top + ph + 8;
+      s.append(svg("text", {x, y, "text-anchor": "end", transform: `rotate(-50 ${x} ${y})`, class: "label", text: name}));
+    });
+    // the scale: lowest and highest value at the ends of a bar of the colours
+    const sx = L + cw * nc + 16;
+    for (let k = 0; k < 20; k++) {
+      const f = 1 - k / 19;
+      s.append(svg("rect", {x: sx, y: top + k * 8, width: 14, height: 8,
+        fill: rgb(DIFF ? diverging(f * 2 - 1) : ramp(f))}));
+    }
+    s.append(svg("text", {x: sx + 18, y: top + 8, class: "tick", text: fmt(DIFF ? big : hi)}));
+    s.append(svg("text", {x: sx + 18, y: top + 160, class: "tick", text: fmt(DIFF ? -big : lo)}));
+    const line = el("div", {class: "note hmcell", text: "Point at a cell for its value."});
+    image.addEventListener("mousemove", (ev) => {
+      const b = image.getBoundingClientRect();
+      const j = Math.floor((ev.clientX - b.left) / b.width * nc), l = Math.floor((ev.clientY - b.top) / b.height * nr);
+      if (j >= 0 && j < nc && l >= 0 && l < nr) line.textContent = rows[l] + " · " + cols[j] + ": " + shown(l, j);
+    });
+    return [s, line];
+  }
+
+  // Box plots, one per column {name, per (values per location)}, on one axis of one unit: quartiles
+  // (linear interpolation, as numpy's percentile), whiskers to the furthest value within 1.5 IQR of the
+  // box, every value a dot where there are few locations (the outliers only where there are many)
+  function quantile(sorted, q) {
+    const p = (sorted.length - 1) * q, i = Math.floor(p);
+    return i + 1 < sorted.length ? sorted[i] + (sorted[i + 1] - sorted[i]) * (p - i) : sorted[i];
+  }
+  function boxStats(per) {
+    const v = Array.from(per).filter((x) => x === x).sort((a, b) => a - b);
+    if (!v.length) return null;
+    const q1 = quantile(v, 0.25), med = quantile(v, 0.5), q3 = quantile(v, 0.75), iqr = q3 - q1;
+    const lo = v.find((x) => x >= q1 - 1.5 * iqr), hi = v.slice().reverse().find((x) => x <= q3 + 1.5 * iqr);
+    return {n: v.length, min: v[0], q1, med, q3, max: v[v.length - 1], lo, hi,
+      mean: v.reduce((a, b) => a + b, 0) / v.length};
+  }
+  function boxPlots(cols, unitLabel, labels) {
+    const W = 940, top = 10, ph = 300, bottom = 150, L = 70, H = top + ph + bottom;
+    const stats = cols.map((c) => boxStats(c.per));
+    const all = stats.filter(Boolean).flatMap((b) => [b.min, b.max]);
+    const r = range(all, false);
+    if (r.lo > 0) r.lo = 0;
+    const y = scale(r.lo, r.hi, top + ph, top, false);
+    const bw = Math.max(8, Math.min(60, (W - L - 20) / cols.length)), s = svg("svg", {width: W, height: H,
+      viewBox: `0 0 ${W} ${H}`, class: "chart"});
+    axis(s, y, r, "y", L, L, L + bw * cols.length, unitLabel);
+    cols.forEach((c, j) => {
+      const b = stats[j], cx = L + (j + 0.5) * bw, half = bw * 0.3;
+      const name = c.name + " (" + imbalance(c.per).toFixed(2) + "x)";
+      const xl = cx, yl = top + ph + 8;
+      s.append(svg("text", {x: xl, y: yl, "text-anchor": "end", transform: `rotate(-50 ${xl} ${yl})`, class: "label", text: name}));
+      if (!b) return;
+      const g = svg("g", {class: "boxes", "data-column": c.name, "data-median": String(b.med), "data-mean": String(b.mean),
+        "data-q1": String(b.q1), "data-q3": String(b.q3), "data-n": String(b.n)},
+      tip(c.name + "\nmin " + fmt(b.min) + ", Q1 " + fmt(b.q1) + ", median " + fmt(b.med) + ", mean " + fmt(b.mean)
+        + ", Q3 " + fmt(b.q3) + ", max " + fmt(b.max) + " (" + b.n + " values)"));
+      g.append(svg("line", {x1: cx, x2: cx, y1: y(b.lo), y2: y(b.q1), class: "whisker"}),
+        svg("line", {x1: cx, x2: cx, y1: y(b.q3), y2: y(b.hi), class: "whisker"}),
+        svg("rect", {x: cx - half, y: y(b.q3), width: 2 * half, height: Math.max(1, y(b.q1) - y(b.q3)), class: "box"}),
+        svg("line", {x1: cx - half, x2: cx + half, y1: y(b.med), y2: y(b.med), class: "median"}),
+        svg("path", {d: `M${cx - 4} ${y(b.mean)}l4 -4l4 4l-4 4z`, class: "mean"}));
+      const few = c.per.length <= 64;
+      c.per.forEach((v, l) => {
+        if (v === v && (few || v < b.lo || v > b.hi)) {
+          g.append(svg("circle", {cx: cx + (few ? ((l * 7919) % 11 - 5) * half / 10 : 0), cy: y(v), r: 2.5, class: "dot"},
+            tip(labels[l] + ": " + fmt(v))));
+        }
+      });
+      s.append(g);
+    });
+    return s;
+  }
+
+  // ---- the flame graph: an icicle of the call tree (the root on top) ----
+  const FLAME_MIN = 0.001; // least share of the shown total a block needs
+  let flameTop = -1; // the call node zoomed into (-1: every root)
   function drawFlame(box) {
     box.textContent = "";
     if (S.metric < 0 || NC === 0) return;
@@ -612,41 +809,69 @@
       d = metricData([m.index]);
       shownName = m.display + " (" + metricName() + " does not add up along the call tree)";
     }
-    // plotly's "total" branch values: each node's inclusive value, non-negative
-    // (a difference's magnitudes, coloured by sign), recomputed here so that
-    // every parent holds at least the sum of its children
-    const own = new Float64Array(NC);
-    for (let c = 0; c < NC; c++) { const v = d.excT[c]; own[c] = v === v ? Math.abs(v) : 0; }
-    const tot = Float64Array.from(own);
+    // each block's size: its subtree's magnitudes (a difference's gains and losses both take room,
+    // coloured by sign), recomputed so that every parent holds at least the sum of its children
+    const tot = new Float64Array(NC);
+    for (let c = 0; c < NC; c++) { const v = d.excT[c]; tot[c] = v === v ? Math.abs(v) : 0; }
     for (let c = NC - 1; c >= 0; c--) if (parent[c] >= 0) tot[parent[c]] += tot[c];
-    // blocks narrower than a pixel or so are left out (plotly draws every node
-    // it is given: 2,000 take seconds); their parents keep their totals
-    let all = 0;
-    for (const r of roots) all += tot[r];
-    const keep = new Uint8Array(NC);
-    let kept = 0;
-    for (let c = 0; c < NC; c++) {
-      keep[c] = (parent[c] < 0 || keep[parent[c]]) && tot[c] >= all * FLAME_MIN ? 1 : 0;
-      kept += keep[c];
+    const tops = flameTop >= 0 ? [flameTop] : roots;
+    let all = 0, big = 0;
+    for (const r of tops) all += tot[r];
+    for (let c = 0; c < NC; c++) { const v = Math.abs(d.incT[c]); if (v > big) big = v; }
+    const W = Math.max(600, Math.min(box.clientWidth || 1200, 1600) - 10), rowH = 20;
+    const blocks = []; // [cnode, x, width, depth]
+    let depth = 0, left = 0;
+    // lay out breadth first, children left to right from the largest; blocks under FLAME_MIN of the
+    // shown total are left out (thousands of sliver blocks draw slowly and say nothing)
+    let level = [];
+    for (const r of tops.slice().sort((a, b) => tot[b] - tot[a])) {
+      const w = all > 0 ? tot[r] / all * W : 0;
+      if (tot[r] >= all * FLAME_MIN && w > 0) level.push([r, left, w, 0]);
+      left += w;
     }
-    const ids = [], labels = [], parents = [], values = [], colours = [];
-    for (let c = 0; c < NC; c++) {
-      if (!keep[c]) continue;
-      ids.push(String(c));
-      labels.push(esc(V.regions[regionOf[c]].name));
-      parents.push(parent[c] < 0 ? "" : String(parent[c]));
-      values.push(tot[c]);
-      colours.push(d.incT[c] || 0);
+    while (level.length) {
+      blocks.push(...level);
+      const next = [];
+      for (const [c, x, w] of level) {
+        let at = x;
+        for (const k of cnodeKids(c).sort((a, b) => tot[b] - tot[a])) {
+          const kw = tot[c] > 0 ? tot[k] / tot[c] * w : 0;
+          if (tot[k] >= all * FLAME_MIN) next.push([k, at, kw, depth + 1]);
+          at += kw;
+        }
+      }
+      level = next;
+      depth++;
     }
-    const trace = {type: "icicle", ids, labels, parents, values, branchvalues: "total",
-      tiling: {orientation: "v", flip: "y"}, hovertemplate: "%{label}<br>%{value}<extra></extra>",
-      marker: DIFF ? {colors: colours, colorscale: [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]],
-        cmid: 0, showscale: true} : {colors: colours, colorscale: "YlOrRd", reversescale: true, showscale: true}};
-    const div = el("div", {class: "plot", id: "flame-plot"});
+    const H = depth * rowH + 4;
+    const s = svg("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "chart flame"});
+    for (const [c, x, w, lv] of blocks) {
+      const v = d.incT[c], f = big > 0 && v === v ? v / big : 0;
+      const fill = DIFF ? rgb(diverging(f)) : rgb(YLORRD(Math.abs(f)));
+      const name = V.regions[regionOf[c]].name;
+      const share = all > 0 ? (tot[c] / all * 100).toFixed(2) + " %" : "";
+      // a nested <svg> clips the name to its block
+      const g = svg("svg", {x, y: lv * rowH, width: w, height: rowH, class: "block", "data-cnode": String(c)},
+        svg("rect", {x: 0, y: 0, width: w, height: rowH - 1, fill, class: "slice"}),
+        // dark blocks (the hottest) get white names
+        svg("text", {x: 3, y: rowH - 6, class: "label", fill: dark(fill) ? "#fff" : "#222", text: name}),
+        tip(name + "\n" + fmt(v) + " (" + share + " of the shown total)"));
+      g.addEventListener("click", () => { flameTop = c === flameTop ? Math.max(parent[c], -1) : c; drawFlame(box); });
+      s.append(g);
+    }
+    const kept = blocks.length;
     box.append(el("p", {class: "note", text: "Icicle of the call tree (" + shownName
-      + (DIFF ? ": sizes are magnitudes, colour the signed change" : "") + "). Click a block to zoom in."
-      + (kept < NC ? " " + (NC - kept) + " call paths under " + FLAME_MIN * 100 + " % of the total are left out." : "")}), div);
-    plotly().newPlot(div, [trace], {margin: {t: 10, l: 10, r: 10, b: 10}, height: 560}, PLOT_CONFIG);
+      + (DIFF ? ": sizes are magnitudes, colour the signed change" : "")
+      + "). Click a block to zoom into it, the top block again to zoom out."
+      + (flameTop >= 0 ? " Zoomed into " + V.regions[regionOf[flameTop]].name + "." : "")
+      + (kept < NC ? " " + (NC - kept) + " call paths under " + FLAME_MIN * 100 + " % of the shown total are left out." : "")}));
+    chartBox(box, "flame-plot", "Flame graph: " + shownName, s);
+  }
+  const YL = [[255, 255, 204], [254, 217, 118], [253, 141, 60], [227, 26, 28], [128, 0, 38]];
+  function YLORRD(f) {
+    f = Math.min(Math.max(f, 0), 1) * (YL.length - 1);
+    const i = Math.min(Math.floor(f), YL.length - 2), t = f - i;
+    return YL[i].map((a, k) => Math.round(a + (YL[i + 1][k] - a) * t));
   }
 
   // per location and column: the chart's columns are regions (profiles) or
@@ -660,7 +885,8 @@
           per[l] = aggregateRoots(d, l, m.over);
         }
         // events: what adds up and is no time (a mean of counting reports has fractional counts)
-        return {name: withUnit(m) + overLabel(m), per, event: m.summable && !SECONDS.includes(m.unit), over: m.over};
+        return {name: withUnit(m) + overLabel(m), per, event: m.summable && !SECONDS.includes(m.unit), over: m.over,
+          unit: m.unit, metric: m.index};
       });
     }
     if (S.metric < 0) return [];
@@ -688,68 +914,62 @@
     const mean = aggregate(per, 0, per.length, "mean");
     return mean > 0 ? aggregate(per, 0, per.length, "max") / mean : NaN;
   }
+  // A counting report's columns grouped so that one axis holds one unit: the events (counts) together,
+  // metrics of one named unit together (wall and CPU seconds), every metric without a unit (a ratio, a
+  // rate) on an axis of its own.  [[axis title, columns], ...]
+  function byUnit(cols) {
+    const groups = new Map();
+    for (const c of cols) {
+      const m = metrics[c.metric];
+      const key = c.event ? "\0count" : m.unit && m.unit !== "occ" ? "\0" + m.unit : c.name;
+      const title = c.event ? "count" : m.unit && m.unit !== "occ" ? m.unit : m.display + " (no unit)";
+      if (!groups.has(key)) groups.set(key, [title, []]);
+      groups.get(key)[1].push(c);
+    }
+    return Array.from(groups.values());
+  }
 
   function drawCharts(box) {
     box.textContent = "";
     const locLabels = V.locations.map((l) => l.label || "rank " + l.rank + " thread " + l.thread);
     const cols = columns();
+    const signColour = (v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)");
     if (V.kind === "counts") {
-      // events (counts) in one chart, times and derived metrics (ratios, rates)
-      // in another: bars with their values written, a log axis where all are positive
-      const events = cols.filter((c) => c.event), others = cols.filter((c) => !c.event);
+      // one chart per unit: the events' counts in one, seconds in another, each ratio or rate alone
+      // (a "faults per second" beside seconds on one axis would flatten one or the other)
       const value = (c) => aggregate(c.per, 0, c.per.length, c.over);
-      const bars = (id, title, list, colour) => {
-        const div = el("div", {class: "plot", id});
-        box.append(el("h3", {text: title}), div);
-        const x = list.map(value);
-        const log = x.every((v) => v > 0) && Math.max(...x) / Math.min(...x) > 100;
-        plotly().newPlot(div, [{type: "bar", orientation: "h", y: list.map((c) => esc(c.name)), x,
-          text: x.map((v) => fmt(v)), textposition: "auto", hovertemplate: "%{y}: %{text}<extra></extra>",
-          marker: {color: DIFF ? x.map((v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)")) : colour}}],
-        {xaxis: {type: log ? "log" : "linear"}, yaxis: {automargin: true, autorange: "reversed"},
-          margin: {t: 10, r: 20}, height: 120 + 32 * list.length}, PLOT_CONFIG);
-      };
-      if (events.length) bars("counts-plot", "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : ""), events, "#36c");
-      if (others.length) {
-        bars("derived-plot", "Times and derived metrics" + (NL > 1 ? " (over the locations: summed, or as marked)" : ""),
-          others, "#d62");
-      }
+      byUnit(cols).forEach(([unit, list], k) => {
+        const events = list[0].event;
+        const items = list.map((c) => ({name: c.name, value: value(c), colour: DIFF ? signColour(value(c))
+          : events ? "#36c" : "#d62"}));
+        const title = (events ? "Event counts" + (NL > 1 ? " (all " + NL + " locations)" : "")
+          : (metrics[list[0].metric].unit && metrics[list[0].metric].unit !== "occ" ? "In " + unit : list[0].name)
+            + (NL > 1 ? " (over the locations: summed, or as marked)" : ""));
+        chartBox(box, k === 0 && events ? "counts-plot" : "unit-plot-" + k, title, hbars(items, unit));
+      });
     } else if (NL === 1 && cols.length) {
-      const top = cols.slice(0, 30);
-      const div = el("div", {class: "plot", id: "regions-plot"});
-      box.append(el("h3", {text: metricName() + " per function (exclusive, top " + top.length + ")"}), div);
-      plotly().newPlot(div, [{type: "bar", x: top.map((c) => esc(c.name)), y: top.map((c) => c.per[0]),
-        marker: {color: DIFF ? top.map((c) => (c.per[0] < 0 ? "green" : "red")) : "#36c"}}],
-      {margin: {t: 10, b: 140}, height: 400}, PLOT_CONFIG);
+      const top = cols.slice(0, 30), unit = S.metric >= 0 ? withUnit(metrics[S.metric]) : "";
+      chartBox(box, "regions-plot", metricName() + " per function (exclusive, top " + top.length + ")",
+        hbars(top.map((c) => ({name: c.name, value: c.per[0], colour: DIFF ? signColour(c.per[0]) : "#36c"})), unit));
     }
     if (NL > 1 && cols.length) {
       const top = V.kind === "counts" ? cols : cols.slice(0, 40);
       const scaled = V.kind === "counts"; // different events: each column relative to its mean
-      const z = [], text = [];
       const means = top.map((c) => aggregate(c.per, 0, NL, "mean")); // once per column, not per cell
-      for (let l = 0; l < NL; l++) {
-        z.push(top.map((c, j) => {
-          const v = c.per[l];
-          if (!scaled) return v === v ? v : null;
-          return v === v && means[j] ? v / means[j] : null;
-        }));
-        text.push(top.map((c) => fmt(c.per[l])));
-      }
-      const hm = el("div", {class: "plot", id: "heatmap-plot"});
-      box.append(el("h3", {text: "Heat map: locations x " + (V.kind === "counts" ? "events (value / mean)"
-        : "regions (" + metricName() + ", exclusive, top " + top.length + ")")}), hm);
-      plotly().newPlot(hm, [{type: "heatmap", z, x: top.map((c) => esc(c.name)), y: locLabels.map(esc), text,
-        hovertemplate: "%{y}<br>%{x}<br>%{text}<extra></extra>",
-        colorscale: DIFF ? [[0, "rgb(0,150,0)"], [0.5, "#fff"], [1, "rgb(200,0,0)"]] : "Portland",
-        zmid: DIFF ? 0 : undefined}],
-      {margin: {t: 10, b: 140, l: 140}, height: Math.min(900, 200 + 12 * NL)}, PLOT_CONFIG);
+      const z = (l, j) => {
+        const v = top[j].per[l];
+        return !scaled ? v : v === v && means[j] ? v / means[j] : NaN;
+      };
+      const [hm, line] = heatmap(locLabels, top.map((c) => c.name), z, (l, j) => fmt(top[j].per[l]));
+      chartBox(box, "heatmap-plot", "Heat map: locations x " + (V.kind === "counts" ? "events (value / mean)"
+        : "regions (" + metricName() + ", exclusive, top " + top.length + ")"), hm).append(line);
 
-      const boxes = top.slice(0, 25);
-      const bp = el("div", {class: "plot", id: "boxplot-plot"});
-      box.append(el("h3", {text: "Box plots across locations, with the imbalance (max / mean)"}), bp);
-      plotly().newPlot(bp, boxes.map((c) => ({type: "box", name: esc(c.name) + " (" + imbalance(c.per).toFixed(2) + "x)",
-        y: Array.from(c.per), boxpoints: "all", jitter: 0.3, pointpos: 0, text: locLabels.map(esc)})),
-      {showlegend: false, margin: {t: 10, b: 160}, height: 460}, PLOT_CONFIG);
+      const groups = V.kind === "counts" ? byUnit(top.slice(0, 25))
+        : [[S.metric >= 0 ? withUnit(metrics[S.metric]) : "", top.slice(0, 25)]];
+      groups.forEach(([unit, list], k) => {
+        chartBox(box, k === 0 ? "boxplot-plot" : "boxplot-plot-" + k, "Box plots across locations, with the imbalance"
+          + " (max / mean)" + (groups.length > 1 ? ": " + unit : ""), boxPlots(list, unit, locLabels));
+      });
 
       const table = el("table", {class: "imbalance", id: "imbalance"},
         el("tr", null, el("th", {text: V.kind === "counts" ? "event" : "region"}), el("th", {text: "min"}),
@@ -810,7 +1030,6 @@
           bar.querySelector(`[data-tab="${n}"]`).classList.toggle("on", n === name);
         }
         t.draw();
-        if (chart) for (const p of box.querySelectorAll(".js-plotly-plot")) plotly().Plots.resize(p);
       }});
       bar.append(button);
       body.append(box);
