@@ -222,8 +222,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     binaries.configure(args.binaries, warn=_warn)  # every module checked against its recorded build-id
     archive = _archive_request(args)  # psbase filing: checked before anything is read
-    if args.html or args.format == "html":
-        require_extra("plotly")
     from psuite.analysis.inputs import load
     from psuite.formats.writers import writer
 
