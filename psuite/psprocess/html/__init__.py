@@ -34,12 +34,11 @@ The view (version 1; every key present, lists may be empty):
                                         # machine: a report's is the hosts' domain, else the
                                         # host, else "N hosts"
    "values": {metric name: {
-       "exclusive": [float, ...],       # row-major (cnode, location): len(cnodes) * len(locations)
-       "inclusive": [float, ...] | null # given for derived metrics (ratios do not add up) and
+       "exclusive": CELLS,              # the (cnode, location) cells, row-major: len(cnodes) * len(locations)
+       "inclusive": CELLS | null        # given for derived metrics (ratios do not add up) and
                                         # least/greatest metrics (CUBE's MIN/MAXDOUBLE); else
                                         # the page sums exclusive values up the tree
-   }},                                  # a value may be null (NaN or inf in the input): the page
-                                        # shows "-" and leaves it out of sums and charts
+   }},
    "sources": [{"file": str,            # as the profile names it
                 "path": str | null,     # where it was read; null when unreadable (then no lines)
                 "lines": [str, ...],    # the file's text, line 1 first
@@ -50,6 +49,22 @@ The view (version 1; every key present, lists may be empty):
                                         # (negative too; total: the subtrahend's), a mean's may
                                         # be fractional; results of merge, mean, cut and CUBE
                                         # files are kind "cube" (of counting reports: "counts")
+
+CELLS: the non-zero cells alone (a sampled run is non-zero on a few
+percent of them), base64 of little-endian bytes:
+
+  {"n": int,                            # cells in all
+   "at": str,                           # the non-zero cells' positions as LEB128 varints, each the
+                                        # number of cells skipped since the last one (the first: from 0)
+   "int": str | "f32": str | "f64": str,  # their values, in order: whole numbers as zigzag LEB128
+                                        # varints, else float32 where every value is one exactly, else
+                                        # float64
+   "null": str}                         # (when any) the cells that hold no number (NaN or inf in the
+                                        # input), as "at": the page shows "-" and leaves them out of
+                                        # sums and charts
+
+or, in a view written by hand, the plain list of the cells (null for no
+number).  viewdoc.decode gives the plain list of either.
 
 Counting reports are one root cnode per program with every event and
 derived metric a metric (each run time once: experiments' wall_seconds

@@ -53,6 +53,70 @@
   for (let c = 0; c < NC; c++) if (parent[c] >= 0) childList[fill[parent[c]]++] = c;
   const cnodeKids = (c) => Array.from(childList.subarray(childStart[c], childStart[c + 1]));
 
+  // ---- values: decoded from the view lazily, one metric when first needed --
+  // The view stores a metric's cells (cnode x location, row-major) sparse (its schema: __init__.py):
+  // the positions of the non-zero cells as gaps, their values as varints, float32 or float64, all
+  // base64; the cells that hold no number apart.  A hand-written view may give a plain list instead.
+  // Decoded here into {n, at: positions, val: values, nul: positions of no number}, never wider.
+  function bytesOf(b64) {
+    const s = atob(b64 || ""), b = new Uint8Array(s.length);
+    for (let i = 0; i < s.length; i++) b[i] = s.charCodeAt(i);
+    return b;
+  }
+  // LEB128 varints (exact up to 2^53: multiplication, not 32-bit shifts)
+  function varints(b) {
+    const out = [];
+    for (let p = 0; p < b.length;) {
+      let v = 0, mul = 1, x;
+      do { x = b[p++]; v += (x & 127) * mul; mul *= 128; } while (x & 128);
+      out.push(v);
+    }
+    return out;
+  }
+  const positions = (b64) => {
+    const gaps = varints(bytesOf(b64)), at = new Uint32Array(gaps.length);
+    let p = -1;
+    for (let i = 0; i < gaps.length; i++) at[i] = p += gaps[i] + 1;
+    return at;
+  };
+  function floats(x) {
+    if (Array.isArray(x)) { // a plain list: its non-zero cells and its nulls
+      const at = [], val = [], nul = [];
+      x.forEach((v, i) => { if (v === null) nul.push(i); else if (v !== 0) { at.push(i); val.push(v); } });
+      return {n: x.length, at: Uint32Array.from(at), val: Float64Array.from(val), nul: Uint32Array.from(nul)};
+    }
+    const at = positions(x.at);
+    let val;
+    if (x.int != null) val = Float64Array.from(varints(bytesOf(x.int)), (z) => (z % 2 ? -(z + 1) / 2 : z / 2)); // zigzag
+    else if (x.f32 != null) val = Float64Array.from(new Float32Array(bytesOf(x.f32).buffer));
+    else val = new Float64Array(bytesOf(x.f64).buffer);
+    return {n: x.n, at, val, nul: positions(x.null)};
+  }
+  // the dense cells (NaN: no number), made only when a pane needs every cell of a metric
+  function dense(sp) {
+    const a = new Float64Array(sp.n);
+    for (let i = 0; i < sp.at.length; i++) a[sp.at[i]] = sp.val[i];
+    for (const i of sp.nul) a[i] = NaN;
+    return a;
+  }
+  // Per call node over its locations, from the sparse cells: [sums, counts of numbers, max, min]
+  // (a row's zero cells count as values: in the mean, the max and the min)
+  function rowStats(sp) {
+    const sum = new Float64Array(NC), nums = new Float64Array(NC).fill(NL), nz = new Float64Array(NC);
+    const mx = new Float64Array(NC).fill(-Infinity), mn = new Float64Array(NC).fill(Infinity);
+    for (let i = 0; i < sp.at.length; i++) {
+      const c = Math.floor(sp.at[i] / NL), v = sp.val[i];
+      sum[c] += v; nz[c]++;
+      if (v > mx[c]) mx[c] = v;
+      if (v < mn[c]) mn[c] = v;
+    }
+    for (const i of sp.nul) nums[Math.floor(i / NL)]--;
+    for (let c = 0; c < NC; c++) if (nz[c] < nums[c]) { mx[c] = Math.max(mx[c], 0); mn[c] = Math.min(mn[c], 0); }
+    return {sum, nums, mx, mn};
+  }
+  const statOver = (st, c, over) => (st.nums[c] === 0 ? NaN : over === "sum" ? st.sum[c]
+    : over === "mean" ? st.sum[c] / st.nums[c] : over === "max" ? st.mx[c] : st.mn[c]);
+
   // ---- metrics: values per (cnode, location) in typed arrays -------------
   const metrics = V.metrics.map((m, i) => {
     // ratios and least/greatest values do not add up over cnodes or ranks
@@ -63,12 +127,6 @@
   });
   const metricRoots = [];
   metrics.forEach((m) => (m.parent == null ? metricRoots : metrics[m.parent].kids).push(m.index));
-
-  function floats(list) {
-    const a = new Float64Array(list.length);
-    for (let i = 0; i < list.length; i++) a[i] = list[i] === null ? NaN : list[i];
-    return a;
-  }
 
   // Over locations (or roots): the sum, mean, greatest or least of the values (NaN left out).
   function aggregate(arr, base, n, over) {
@@ -82,53 +140,83 @@
   }
   const overLabel = (m) => (NL === 1 || m.over === "sum" ? "" : " [" + m.over + "]");
 
+  // Summed up the tree, per location: a cell with no number adds nothing; a leaf's stays without one.
+  function treeSum(exc) {
+    const inc = new Float64Array(NC * NL);
+    for (let j = 0; j < inc.length; j++) inc[j] = exc[j] === exc[j] ? exc[j] : 0;
+    for (let c = NC - 1; c >= 0; c--) { // parents come first, so walk back
+      const p = parent[c];
+      if (p < 0) continue;
+      const cb = c * NL, pb = p * NL;
+      for (let l = 0; l < NL; l++) inc[pb + l] += inc[cb + l];
+    }
+    for (let c = 0; c < NC; c++) {
+      if (childCount[c] !== 0) continue;
+      for (let l = 0; l < NL; l++) if (exc[c * NL + l] !== exc[c * NL + l]) inc[c * NL + l] = NaN;
+    }
+    return inc;
+  }
+
+  // Every cell of a metric (exc, inc: NC x NL float64 each) is made only when a pane reads it, and kept
+  // for the last DENSE_KEPT metrics alone: 1,024 ranks x 10,000 call paths are 160 MB a metric.
+  const DENSE_KEPT = 2, denseKept = [];
+  function lazyCells(d, makeExc, makeInc) {
+    let exc = null, inc = null;
+    const keep = () => {
+      if (!denseKept.includes(d)) denseKept.push(d);
+      while (denseKept.length > DENSE_KEPT) denseKept.shift().drop();
+    };
+    Object.defineProperty(d, "exc", {get: () => { if (!exc) { exc = makeExc(); keep(); } return exc; }});
+    Object.defineProperty(d, "inc", {get: () => { if (!inc) { inc = makeInc(); keep(); } return inc; }});
+    d.drop = () => { exc = inc = null; };
+  }
+
   const dataCache = new Map();
-  // {exc, inc: Float64Array(NC*NL); excT, incT: Float64Array(NC) over all locations}: the metrics ids
-  // summed, less the metrics in `less` (an expanded metric's own share)
+  // {exc, inc: Float64Array(NC*NL) (made when read); excT, incT: Float64Array(NC) over all locations;
+  // sp: a single metric's sparse exclusive cells}: the metrics ids summed, less the metrics in `less`
+  // (an expanded metric's own share)
   function metricData(ids, less = []) {
     const key = ids.join(",") + "-" + less.join(",");
     let d = dataCache.get(key);
     if (d) return d;
     const summable = ids.every((i) => metrics[i].summable);
     const over = ids.length === 1 && less.length === 0 ? metrics[ids[0]].over : summable ? "sum" : "mean";
-    let exc, inc;
+    d = {summable, over};
     if (ids.length === 1 && less.length === 0) {
-      const vals = V.values[metrics[ids[0]].name] || {exclusive: new Array(NC * NL).fill(null)};
-      exc = floats(vals.exclusive);
-      inc = vals.inclusive != null ? floats(vals.inclusive) : null;
+      const vals = V.values[metrics[ids[0]].name];
+      const sp = vals ? floats(vals.exclusive)
+        : {n: NC * NL, at: new Uint32Array(0), val: new Float64Array(0), nul: Uint32Array.from({length: NC * NL}, (_, i) => i)};
+      const incSp = vals && vals.inclusive != null ? floats(vals.inclusive) : null;
+      d.sp = sp;
+      const es = rowStats(sp);
+      d.excT = Float64Array.from({length: NC}, (_, c) => statOver(es, c, over));
+      if (incSp) {
+        const is = rowStats(incSp);
+        d.incT = Float64Array.from({length: NC}, (_, c) => statOver(is, c, over));
+      } else if (over === "sum" || over === "mean") {
+        // inclusive sums over locations are exclusive sums added up the tree: no cell needed
+        const s = es.sum.slice(), nums = new Float64Array(NC).fill(NL);
+        for (let c = NC - 1; c >= 0; c--) if (parent[c] >= 0) s[parent[c]] += s[c];
+        for (let c = 0; c < NC; c++) if (childCount[c] === 0) nums[c] = es.nums[c];
+        d.incT = Float64Array.from({length: NC}, (_, c) => (nums[c] === 0 ? NaN : over === "sum" ? s[c] : s[c] / nums[c]));
+      }
+      lazyCells(d, () => dense(sp), () => (incSp ? dense(incSp) : treeSum(d.exc)));
     } else {
-      exc = new Float64Array(NC * NL);
-      for (const i of ids) {
-        const e = metricData([i]).exc;
-        for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] += e[j];
-      }
-      for (const i of less) {
-        const e = metricData([i]).exc;
-        for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] -= e[j];
-      }
+      lazyCells(d, () => {
+        const exc = new Float64Array(NC * NL);
+        for (const i of ids) {
+          const e = metricData([i]).exc;
+          for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] += e[j];
+        }
+        for (const i of less) {
+          const e = metricData([i]).exc;
+          for (let j = 0; j < exc.length; j++) if (e[j] === e[j]) exc[j] -= e[j];
+        }
+        return exc;
+      }, () => treeSum(d.exc));
     }
-    if (inc === null || inc === undefined) {
-      // sum exclusive values up the tree: parents come first, so walk back
-      inc = new Float64Array(NC * NL);
-      for (let j = 0; j < inc.length; j++) inc[j] = exc[j] === exc[j] ? exc[j] : 0;
-      for (let c = NC - 1; c >= 0; c--) {
-        const p = parent[c];
-        if (p < 0) continue;
-        const cb = c * NL, pb = p * NL;
-        for (let l = 0; l < NL; l++) inc[pb + l] += inc[cb + l];
-      }
-      // a leaf whose only value is missing stays missing
-      for (let c = 0; c < NC; c++) {
-        if (childCount[c] !== 0) continue;
-        for (let l = 0; l < NL; l++) if (exc[c * NL + l] !== exc[c * NL + l]) inc[c * NL + l] = NaN;
-      }
-    }
-    const excT = new Float64Array(NC), incT = new Float64Array(NC);
-    for (let c = 0; c < NC; c++) {
-      excT[c] = aggregate(exc, c * NL, NL, over);
-      incT[c] = aggregate(inc, c * NL, NL, over);
-    }
-    d = {exc, inc, excT, incT, summable, over};
+    if (!d.excT) d.excT = Float64Array.from({length: NC}, (_, c) => aggregate(d.exc, c * NL, NL, over));
+    if (!d.incT) d.incT = Float64Array.from({length: NC}, (_, c) => aggregate(d.inc, c * NL, NL, over));
     dataCache.set(key, d);
     return d;
   }
@@ -893,9 +981,16 @@
     const d = curData();
     const NR = V.regions.length;
     const per = new Float64Array(NR * NL);
-    for (let c = 0; c < NC; c++) {
-      const rb = regionOf[c] * NL, cb = c * NL;
-      for (let l = 0; l < NL; l++) { const v = d.exc[cb + l]; if (v === v) per[rb + l] += v; }
+    if (d.sp) { // a single metric: its non-zero cells only, not every cell
+      for (let i = 0; i < d.sp.at.length; i++) {
+        const c = Math.floor(d.sp.at[i] / NL);
+        per[regionOf[c] * NL + d.sp.at[i] - c * NL] += d.sp.val[i];
+      }
+    } else {
+      for (let c = 0; c < NC; c++) {
+        const rb = regionOf[c] * NL, cb = c * NL;
+        for (let l = 0; l < NL; l++) { const v = d.exc[cb + l]; if (v === v) per[rb + l] += v; }
+      }
     }
     const cols = [];
     for (let r = 0; r < NR; r++) {
