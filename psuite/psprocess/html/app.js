@@ -727,7 +727,7 @@
   }
   // a value axis along x (horizontal bars) or y (box plots): its line, ticks and the unit as its title
   function axis(g, sc, r, along, at, from, to, label) {
-    const marks = r.log ? logTicks(r.lo, r.hi) : ticks(r.lo, r.hi);
+    const marks = (r.log ? logTicks(r.lo, r.hi) : ticks(r.lo, r.hi)).filter((t) => !r.whole || Number.isInteger(t));
     for (const t of marks) {
       const p = sc(t);
       g.append(along === "x"
@@ -831,9 +831,10 @@
     return [s, line];
   }
 
-  // Box plots, one per column {name, per (values per location)}, on one axis of one unit: quartiles
-  // (linear interpolation, as numpy's percentile), whiskers to the furthest value within 1.5 IQR of the
-  // box, every value a dot where there are few locations (the outliers only where there are many)
+  // Box plots, one per column {name, per (values per location)}, on one axis of one unit, as CUBE draws
+  // them (user guide 1.6.5): whiskers from the minimum to the maximum, the box from the lower to the upper
+  // quartile (linear interpolation, as numpy's percentile), the median a bold line, the mean a dashed one;
+  // every value a dot where there are few locations
   function quantile(sorted, q) {
     const p = (sorted.length - 1) * q, i = Math.floor(p);
     return i + 1 < sorted.length ? sorted[i] + (sorted[i + 1] - sorted[i]) * (p - i) : sorted[i];
@@ -841,20 +842,19 @@
   function boxStats(per) {
     const v = Array.from(per).filter((x) => x === x).sort((a, b) => a - b);
     if (!v.length) return null;
-    const q1 = quantile(v, 0.25), med = quantile(v, 0.5), q3 = quantile(v, 0.75), iqr = q3 - q1;
-    const lo = v.find((x) => x >= q1 - 1.5 * iqr), hi = v.slice().reverse().find((x) => x <= q3 + 1.5 * iqr);
-    return {n: v.length, min: v[0], q1, med, q3, max: v[v.length - 1], lo, hi,
+    const q1 = quantile(v, 0.25), med = quantile(v, 0.5), q3 = quantile(v, 0.75);
+    return {n: v.length, min: v[0], q1, med, q3, max: v[v.length - 1],
       mean: v.reduce((a, b) => a + b, 0) / v.length};
   }
   function boxPlots(cols, unitLabel, labels) {
-    const W = 940, top = 10, ph = 300, bottom = 150, L = 70, H = top + ph + bottom;
+    const L = 70, bw = Math.max(8, Math.min(60, (940 - L - 20) / cols.length)), W = Math.max(240, L + 20 + bw * cols.length);
+    const top = 10, ph = 300, bottom = 150, H = top + ph + bottom;
     const stats = cols.map((c) => boxStats(c.per));
     const all = stats.filter(Boolean).flatMap((b) => [b.min, b.max]);
     const r = range(all, false);
     if (r.lo > 0) r.lo = 0;
     const y = scale(r.lo, r.hi, top + ph, top, false);
-    const bw = Math.max(8, Math.min(60, (W - L - 20) / cols.length)), s = svg("svg", {width: W, height: H,
-      viewBox: `0 0 ${W} ${H}`, class: "chart"});
+    const s = svg("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "chart"});
     axis(s, y, r, "y", L, L, L + bw * cols.length, unitLabel);
     cols.forEach((c, j) => {
       const b = stats[j], cx = L + (j + 0.5) * bw, half = bw * 0.3;
@@ -866,14 +866,16 @@
         "data-q1": String(b.q1), "data-q3": String(b.q3), "data-n": String(b.n)},
       tip(c.name + "\nmin " + fmt(b.min) + ", Q1 " + fmt(b.q1) + ", median " + fmt(b.med) + ", mean " + fmt(b.mean)
         + ", Q3 " + fmt(b.q3) + ", max " + fmt(b.max) + " (" + b.n + " values)"));
-      g.append(svg("line", {x1: cx, x2: cx, y1: y(b.lo), y2: y(b.q1), class: "whisker"}),
-        svg("line", {x1: cx, x2: cx, y1: y(b.q3), y2: y(b.hi), class: "whisker"}),
+      g.append(svg("line", {x1: cx, x2: cx, y1: y(b.min), y2: y(b.q1), class: "whisker"}),
+        svg("line", {x1: cx, x2: cx, y1: y(b.q3), y2: y(b.max), class: "whisker"}),
+        svg("line", {x1: cx - half / 2, x2: cx + half / 2, y1: y(b.min), y2: y(b.min), class: "whisker"}),
+        svg("line", {x1: cx - half / 2, x2: cx + half / 2, y1: y(b.max), y2: y(b.max), class: "whisker"}),
         svg("rect", {x: cx - half, y: y(b.q3), width: 2 * half, height: Math.max(1, y(b.q1) - y(b.q3)), class: "box"}),
         svg("line", {x1: cx - half, x2: cx + half, y1: y(b.med), y2: y(b.med), class: "median"}),
-        svg("path", {d: `M${cx - 4} ${y(b.mean)}l4 -4l4 4l-4 4z`, class: "mean"}));
+        svg("line", {x1: cx - half, x2: cx + half, y1: y(b.mean), y2: y(b.mean), class: "mean"}));
       const few = c.per.length <= 64;
       c.per.forEach((v, l) => {
-        if (v === v && (few || v < b.lo || v > b.hi)) {
+        if (v === v && few) {
           g.append(svg("circle", {cx: cx + (few ? ((l * 7919) % 11 - 5) * half / 10 : 0), cy: y(v), r: 2.5, class: "dot"},
             tip(labels[l] + ": " + fmt(v))));
         }
@@ -1024,8 +1026,107 @@
     return Array.from(groups.values());
   }
 
+  // ---- statistics of the selection (CUBE's system box plot, user guide 1.6.5; subsets 1.5.2.3) ----
+  // The selected metric at the selected call path (inclusive when it is collapsed, exclusive when
+  // expanded, as the call tree shows it) over the locations of the selected system node, in one of
+  // CUBE's subsets: all of them; the visited ones (a value defined and non-zero); the non-idle threads
+  // (threads that did anything: CPU time or samples above 0, so an MPI helper thread that took no sample
+  // does not pull the mean down).  A location with no number is in no subset.
+  const SUBSETS = [["all", "all locations"], ["visited", "visited (value defined and non-zero)"],
+    ["busy", "non-idle threads (CPU time or samples > 0)"]];
+  let subset = "all";
+  // per location, whether it did anything: the first metric that counts samples or CPU time, over every
+  // root; null when no metric says (every thread is then non-idle)
+  let busyCache;
+  function busy() {
+    if (busyCache !== undefined) return busyCache;
+    const m = metrics.find((x) => V.values[x.name] && /sample/i.test(x.name + " " + x.display))
+      || metrics.find((x) => V.values[x.name] && /cpu/i.test(x.name + " " + x.display));
+    busyCache = null;
+    if (m) {
+      const d = metricData([m.index]);
+      busyCache = Uint8Array.from({length: NL}, (_, l) => (roots.some((r) => d.inc[r * NL + l] > 0) ? 1 : 0));
+    }
+    return busyCache;
+  }
+  function selectionValues() {
+    if (S.metric < 0 || S.cnode < 0 || S.sys < 0) return {values: [], labels: []};
+    const d = curData(), a = callTree && callTree.isOpen(S.cnode) ? d.exc : d.inc, b = busy();
+    const values = [], labels = [];
+    for (const l of sysNodes[S.sys].locs) {
+      const v = a[S.cnode * NL + l];
+      if (v !== v) continue;
+      if (subset === "visited" && v === 0) continue;
+      if (subset === "busy" && b && !b[l]) continue;
+      values.push(v);
+      labels.push(V.locations[l].label || "rank " + V.locations[l].rank + " thread " + V.locations[l].thread);
+    }
+    return {values, labels};
+  }
+  function describe(values) {
+    const b = boxStats(values);
+    if (!b) return null;
+    const variance = values.reduce((s, v) => s + (v - b.mean) * (v - b.mean), 0) / values.length;
+    return {...b, sum: values.reduce((s, v) => s + v, 0), sd: Math.sqrt(variance)};
+  }
+  // Vertical bars of how many values fall in each of (at most) ten equal bins
+  function histogram(values, unitLabel) {
+    const mn = Math.min(...values), mx = Math.max(...values), bins = mx > mn ? Math.min(10, values.length) : 1;
+    const width = (mx - mn) / bins || 1, counts = new Array(bins).fill(0);
+    for (const v of values) counts[Math.min(bins - 1, Math.floor((v - mn) / width))]++;
+    const W = 520, L = 50, top = 10, ph = 160, H = top + ph + 46, bw = (W - L - 10) / bins;
+    const r = {lo: 0, hi: Math.max(...counts), log: false, whole: true}; // counts of locations: whole ticks
+    const y = scale(0, r.hi, top + ph, top, false);
+    const s = svg("svg", {width: W, height: H, viewBox: `0 0 ${W} ${H}`, class: "chart"});
+    axis(s, y, r, "y", L, L, W - 10, "locations");
+    counts.forEach((n, k) => {
+      const lo = mn + k * width, hi = bins === 1 ? mx : lo + width;
+      s.append(svg("rect", {class: "bar", x: L + k * bw + 1, y: y(n), width: bw - 2, height: top + ph - y(n),
+        fill: "#36c", "data-count": String(n), "data-from": String(lo), "data-to": String(hi)},
+      tip(fmt(lo) + " to " + fmt(hi) + ": " + n + " location" + (n === 1 ? "" : "s"))));
+    });
+    s.append(svg("text", {x: L, y: top + ph + 16, class: "tick", text: fmt(mn)}));
+    s.append(svg("text", {x: W - 10, y: top + ph + 16, "text-anchor": "end", class: "tick", text: fmt(mx)}));
+    s.append(svg("text", {x: (L + W) / 2, y: top + ph + 34, "text-anchor": "middle", class: "axis-title", text: unitLabel}));
+    return s;
+  }
+  function drawSelectionStats(box) {
+    const section = el("section", {class: "selstats", id: "selection-stats"});
+    box.append(section);
+    if (S.metric < 0 || S.cnode < 0 || S.sys < 0) return;
+    const m = metrics[S.metric], where = V.regions[regionOf[S.cnode]].name;
+    const kind = callTree && callTree.isOpen(S.cnode) ? "exclusive" : "inclusive";
+    const pick = el("select", {id: "stat-subset", onchange: (ev) => { subset = ev.target.value; redraw(); }});
+    for (const [v, t] of SUBSETS) pick.append(el("option", {value: v, text: t}));
+    pick.value = subset;
+    const body = el("div");
+    section.append(el("h3", {text: "Statistics of the selection: " + withUnit(m) + " of " + where + " (" + kind
+      + ") over " + sysNodes[S.sys].name}), el("label", null, "subset: ", pick), body);
+    function redraw() {
+      body.textContent = "";
+      const {values, labels} = selectionValues();
+      const st = describe(values);
+      if (!st) { body.append(el("p", {class: "note", text: "No location of this subset has a value here."})); return; }
+      const rows = [["count", st.n], ["sum", st.sum], ["mean", st.mean], ["standard deviation", st.sd], ["minimum", st.min],
+        ["lower quartile", st.q1], ["median", st.med], ["upper quartile", st.q3], ["maximum", st.max]];
+      const table = el("table", {class: "imbalance", id: "stat-table"});
+      for (const [k, v] of rows) {
+        table.append(el("tr", {"data-stat": k, "data-value": String(v)}, el("th", {text: k}), el("td", {class: "num", text: fmt(v)})));
+      }
+      const charts = el("div", {class: "statcharts"});
+      chartBox(charts, "selection-box", "Box plot", boxPlots([{name: where, per: Float64Array.from(values)}], withUnit(m), labels));
+      chartBox(charts, "selection-distribution", "Distribution", histogram(values, withUnit(m)));
+      body.append(table, charts);
+    }
+    redraw();
+  }
+  // what the statistics depend on: redrawn when the Charts tab opens after any of it changed
+  const selectionKey = () => [S.metric, S.cnode, S.sys, callTree && callTree.isOpen(S.cnode),
+    metricTree && metricTree.isOpen(S.metric)].join();
+
   function drawCharts(box) {
     box.textContent = "";
+    drawSelectionStats(box);
     const locLabels = V.locations.map((l) => l.label || "rank " + l.rank + " thread " + l.thread);
     const cols = columns();
     const signColour = (v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)");
@@ -1078,7 +1179,7 @@
       }
       box.append(el("h3", {text: "Imbalance per " + (V.kind === "counts" ? "event" : "region")}), table);
     }
-    if (!box.children.length) box.append(el("p", {class: "note", text: "No chart for this data."}));
+    if (box.children.length === 1) box.append(el("p", {class: "note", text: "No chart for this data."}));
   }
 
   function buildContext(box) {
@@ -1132,7 +1233,13 @@
     }
     const trees = tab("trees", "Trees", (box) => { box.append(buildPanes(), sourceBox); showSource(); }, false);
     if (V.kind !== "counts" && NC > 1) tab("flame", "Flame graph", drawFlame, true);
-    tab("charts", "Charts", drawCharts, true);
+    const charts = tab("charts", "Charts", drawCharts, true);
+    const drawOnce = charts.draw;
+    charts.draw = () => { // the statistics follow the selection made in the trees since
+      const k = selectionKey();
+      if (k !== charts.key) { charts.key = k; charts.drawn = false; }
+      drawOnce();
+    };
     tab("context", "Context", buildContext, false);
     document.body.append(header, bar, body);
     bar.firstChild.click();
