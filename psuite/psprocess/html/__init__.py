@@ -39,6 +39,14 @@ The view (version 1; every key present, lists may be empty):
                                         # least/greatest metrics (CUBE's MIN/MAXDOUBLE); else
                                         # the page sums exclusive values up the tree
    }},
+   "statistics": [{"pattern": str,      # a CUBE statistics file's patterns (.stat: the CUBE file's own
+                   "metric": int | null,  # beside it, or psprocess --stat): the metric of this list
+                   "metric_id": int,      # it names (by name), and its id in the CUBE file
+                   "count": int,          # instances
+                   "figures": {str: float},  # those given of mean, median, minimum, maximum, sum,
+                                          # variance, q1, q3
+                   "instances": [[cnode id in the CUBE file, enter, exit, duration], ...]}],
+                                          # the most severe instances
    "sources": [{"file": str,            # as the profile names it
                 "path": str | null,     # where it was read; null when unreadable (then no lines)
                 "lines": [str, ...],    # the file's text, line 1 first

@@ -849,7 +849,7 @@
   function boxPlots(cols, unitLabel, labels) {
     const L = 70, bw = Math.max(8, Math.min(60, (940 - L - 20) / cols.length)), W = Math.max(240, L + 20 + bw * cols.length);
     const top = 10, ph = 300, bottom = 150, H = top + ph + bottom;
-    const stats = cols.map((c) => boxStats(c.per));
+    const stats = cols.map((c) => c.stats || boxStats(c.per)); // given: a statistics file's figures
     const all = stats.filter(Boolean).flatMap((b) => [b.min, b.max]);
     const r = range(all, false);
     if (r.lo > 0) r.lo = 0;
@@ -858,7 +858,7 @@
     axis(s, y, r, "y", L, L, L + bw * cols.length, unitLabel);
     cols.forEach((c, j) => {
       const b = stats[j], cx = L + (j + 0.5) * bw, half = bw * 0.3;
-      const name = c.name + " (" + imbalance(c.per).toFixed(2) + "x)";
+      const name = c.stats ? c.name : c.name + " (" + imbalance(c.per).toFixed(2) + "x)";
       const xl = cx, yl = top + ph + 8;
       s.append(svg("text", {x: xl, y: yl, "text-anchor": "end", transform: `rotate(-50 ${xl} ${yl})`, class: "label", text: name}));
       if (!b) return;
@@ -1124,9 +1124,65 @@
   const selectionKey = () => [S.metric, S.cnode, S.sys, callTree && callTree.isOpen(S.cnode),
     metricTree && metricTree.isOpen(S.metric)].join();
 
+  // ---- a statistics file's pattern statistics (CUBE, user guide 1.6.6.1 and appendix 3.1) --------
+  // Given with the view (a CUBE file's .stat beside it, or psprocess --stat): per pattern its count of
+  // instances and, when the file gives them, mean, median, minimum, maximum, sum, variance and quartiles,
+  // as a table and as box plots (one chart per unit: a pattern's metric's); its most severe instances.
+  const FIGURES = [["mean", "mean"], ["median", "median"], ["minimum", "min"], ["maximum", "max"], ["sum", "sum"],
+    ["variance", "variance"], ["q1", "lower quartile"], ["q3", "upper quartile"]];
+  function drawPatternStats(box) {
+    const pats = V.statistics || [];
+    if (!pats.length) return;
+    const section = el("section", {class: "selstats", id: "pattern-stats"});
+    box.append(section);
+    section.append(el("h3", {text: "Pattern statistics (statistics file)"}));
+    const head = el("tr", null, el("th", {text: "pattern"}), el("th", {text: "metric"}), el("th", {text: "count"}));
+    for (const [, label] of FIGURES) head.append(el("th", {text: label}));
+    const table = el("table", {class: "imbalance", id: "pattern-table"}, head);
+    for (const p of pats) {
+      const tr = el("tr", {"data-pattern": p.pattern, "data-count": String(p.count)}, el("td", {text: p.pattern}),
+        el("td", {text: p.metric != null ? withUnit(metrics[p.metric]) : "metric " + p.metric_id + " of the CUBE file"}),
+        el("td", {class: "num", text: fmt(p.count)}));
+      for (const [k] of FIGURES) {
+        const v = p.figures[k];
+        tr.append(el("td", {class: "num", "data-figure": k, "data-value": v == null ? "" : String(v), text: v == null ? "" : fmt(v)}));
+      }
+      table.append(tr);
+    }
+    section.append(table);
+    const groups = new Map();
+    for (const p of pats) {
+      const f = p.figures;
+      if (f.minimum == null || f.maximum == null) continue; // a count alone: nothing to draw
+      const unit = p.metric != null ? withUnit(metrics[p.metric]) : "value";
+      if (!groups.has(unit)) groups.set(unit, []);
+      groups.get(unit).push({name: p.pattern, per: [], stats: {n: p.count, min: f.minimum, max: f.maximum, med: f.median,
+        mean: f.mean, q1: f.q1 != null ? f.q1 : f.median, q3: f.q3 != null ? f.q3 : f.median}});
+    }
+    let k = 0;
+    for (const [unit, cols] of groups) {
+      chartBox(section, k ? "pattern-box-" + k : "pattern-box", "Box plots of the patterns" + (groups.size > 1 ? ": " + unit : ""),
+        boxPlots(cols, unit, []));
+      k++;
+    }
+    const severe = pats.filter((p) => p.instances.length);
+    if (severe.length) {
+      const t = el("table", {class: "imbalance", id: "pattern-instances"}, el("tr", null, el("th", {text: "pattern"}),
+        el("th", {text: "call node (CUBE file id)"}), el("th", {text: "enter"}), el("th", {text: "exit"}), el("th", {text: "duration"})));
+      for (const p of severe) {
+        for (const [c, enter, exit, duration] of p.instances) {
+          t.append(el("tr", {"data-pattern": p.pattern}, el("td", {text: p.pattern}), el("td", {class: "num", text: String(c)}),
+            el("td", {class: "num", text: fmt(enter)}), el("td", {class: "num", text: fmt(exit)}), el("td", {class: "num", text: fmt(duration)})));
+        }
+      }
+      section.append(el("h3", {text: "Most severe instances"}), t);
+    }
+  }
+
   function drawCharts(box) {
     box.textContent = "";
     drawSelectionStats(box);
+    drawPatternStats(box);
     const locLabels = V.locations.map((l) => l.label || "rank " + l.rank + " thread " + l.thread);
     const cols = columns();
     const signColour = (v) => (v < 0 ? "rgb(40,170,40)" : "rgb(230,60,60)");
@@ -1179,7 +1235,7 @@
       }
       box.append(el("h3", {text: "Imbalance per " + (V.kind === "counts" ? "event" : "region")}), table);
     }
-    if (box.children.length === 1) box.append(el("p", {class: "note", text: "No chart for this data."}));
+    if (box.children.length === 1 + (V.statistics && V.statistics.length ? 1 : 0)) box.append(el("p", {class: "note", text: "No chart for this data."}));
   }
 
   function buildContext(box) {

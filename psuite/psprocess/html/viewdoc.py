@@ -37,11 +37,14 @@ _FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
 
 def build(subject, *, title: str | None = None, read_sources: bool = True,
-          inputs: list[list | None] | None = None, source_dirs: Sequence[str] = ()) -> dict:
+          inputs: list[list | None] | None = None, source_dirs: Sequence[str] = (),
+          statistics: str | None = None) -> dict:
     """The view of a report or an experiment.  read_sources=False leaves
     the source files unread (their samples per line are still given);
     source_dirs: directories whose files may be shown besides the
     program's build tree (sources.SourceDirs).
+    statistics: a CUBE statistics file (.stat) whose patterns the page
+    shows; by default a CUBE file's own, beside it (as CUBE finds it).
     inputs: for an algebra result, per input the reports it was made from
     (load_input; None for a CUBE file): named in the context, and their
     profiles' lines combined as the operation combined the values."""
@@ -60,8 +63,32 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
             profiles = [r if r and isinstance(r[0], ProfileReport) else None for r in inputs]
             view["sources"] = src.result_sources(operation, profiles, read=read_sources, source_dirs=source_dirs)
         _name_machine(view["locations"], next((r for r in inputs or [] if r), None))  # a CUBE file psuite wrote too
-        return view
-    return _from_report(subject, title, read_sources, source_dirs)
+        source = subject.attributes.get("source", "")
+        if statistics is None and not inputs and source.endswith(".cubex"):
+            from psuite.formats.readers import cubestat
+
+            statistics = cubestat.beside(source)
+    else:
+        view = _from_report(subject, title, read_sources, source_dirs)
+    if statistics:
+        view["statistics"] = pattern_statistics(statistics, view["metrics"])
+    return view
+
+
+def pattern_statistics(path: str, metrics: list[dict]) -> list[dict]:
+    """A statistics file's patterns for the view, each with the index of
+    the view's metric it names (by name: psuite's CUBE writer names a
+    pattern after its metric, spaces as underscores), or null."""
+    from psuite.formats.readers import cubestat
+
+    names = {}
+    for i, m in enumerate(metrics):
+        for name in (m["display"], m["name"]):
+            names[name.replace(" ", "_")] = i
+    return [{"pattern": p.name, "metric": names.get(p.name), "metric_id": p.metric_id, "count": p.count,
+             "figures": p.figures,
+             "instances": [[x.cnode, x.enter, x.exit, x.duration] for x in p.instances]}
+            for p in cubestat.read(path)]
 
 
 def _members(report) -> tuple[list, int]:
@@ -190,6 +217,7 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "values": {exp.metrics[i].name: _metric_values(exp, exp.metrics[i], exp.metrics[i].name in derived_names)
                    for i in shown},
         "sources": [],
+        "statistics": [],
     }
 
 

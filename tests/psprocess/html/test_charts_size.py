@@ -113,3 +113,69 @@ def test_statistics_of_the_selection_with_cubes_subsets(cube_page, driver, scree
     assert "Samples of main (exclusive)" in page.js("return document.querySelector('#selection-stats h3').textContent")
     assert st["count"] == 2 and st["mean"] == pytest.approx(1.5)  # 1 and 2 samples
     page.assert_no_console_errors()
+
+
+def _pattern_rows(page) -> dict[str, dict[str, float]]:
+    rows = page.js("""return Array.from(document.querySelectorAll('#pattern-table tr[data-pattern]')).map(r =>
+        [r.dataset.pattern, +r.dataset.count, Array.from(r.querySelectorAll('td[data-figure]'))
+          .filter(t => t.dataset.value !== '').map(t => [t.dataset.figure, +t.dataset.value])])""")
+    return {name: {"count": count, **dict(figures)} for name, count, figures in rows}
+
+
+def test_a_cubes_statistics_file_beside_it_is_shown(cube_page, driver, screenshots):
+    """psuite's CUBE writer wrote threads.stat beside the cube (per metric,
+    its per-location totals): CUBE reads it from there, and so does the
+    page.  Time per location, main + compute: 1.1, 0.5, 0.5, 2.2, 0.5, 1.5
+    -- mean 6.3 / 6 = 1.05, median (0.5 + 1.1) / 2 = 0.8; samples 12, 0,
+    0, 15, 0, 3 -- mean 5, median 1.5."""
+    page = load_page(driver, cube_page)
+    page.open_tab("charts")
+    rows = _pattern_rows(page)
+    assert rows["time"]["count"] == 6 and rows["time"]["mean"] == pytest.approx(1.05)
+    assert rows["time"]["median"] == pytest.approx(0.8) and rows["time"]["sum"] == pytest.approx(6.3)
+    assert (rows["time"]["minimum"], rows["time"]["maximum"]) == (pytest.approx(0.5), pytest.approx(2.2))
+    assert rows["samples"]["mean"] == pytest.approx(5) and rows["samples"]["median"] == pytest.approx(1.5)
+    # each pattern on the axis of its own metric's unit
+    titles = page.js("return Array.from(document.querySelectorAll('#pattern-stats .axis-title'))"
+                     ".map(t => t.textContent)")
+    assert {"Samples", "Time (sec)"} <= set(titles) and len(titles) == len(set(titles))
+    page.assert_no_console_errors()
+
+
+GUIDE_STAT = """PatternName MetricID Count Mean Median Minimum Maximum Sum Variance Quartil25 Quartil75
+LateBroadcast      6   4 0.010 0.000031 0.000004 0.042856 0.042 0.000459
+- cnode: 5 enter: 0.245877 exit: 0.256608 duration: 0.042856
+
+WaitAtBarrier     18   20 0.018 0.006477 0.000002 0.065293 0.369 0.000698 0.000040 0.047409
+- cnode: 14 enter: 0.192332 exit: 0.192378 duration: 0.000100
+- cnode: 12 enter: 0.326120 exit: 0.335651 duration: 0.065293
+
+Unmeasured  3 0
+"""
+
+
+def test_stat_option_shows_a_statistics_file(cube_page, tmp_path, driver):
+    """--stat FILE: the user guide's example statistics file (appendix
+    3.1), its figures and most severe instances as written; a pattern
+    given by its count alone is listed, not drawn."""
+    stat = tmp_path / "guide.stat"
+    stat.write_text(GUIDE_STAT)
+    out = tmp_path / "with-stat.html"
+    p = run_tool("psprocess", "--html", str(out), "--stat", str(stat), str(cube_page.with_suffix(".cubex")))
+    assert p.returncode == 0, p.stderr
+    page = load_page(driver, out)
+    page.open_tab("charts")
+    rows = _pattern_rows(page)
+    assert set(rows) == {"LateBroadcast", "WaitAtBarrier", "Unmeasured"}
+    assert rows["WaitAtBarrier"] == {"count": 20, "mean": 0.018, "median": 0.006477, "minimum": 0.000002,
+                                     "maximum": 0.065293, "sum": 0.369, "variance": 0.000698, "q1": 0.000040,
+                                     "q3": 0.047409}
+    assert rows["LateBroadcast"]["count"] == 4 and "q1" not in rows["LateBroadcast"]
+    assert rows["Unmeasured"] == {"count": 0}
+    assert page.count("#pattern-box .boxes") == 2
+    instances = page.js("return Array.from(document.querySelectorAll('#pattern-instances tr[data-pattern]'))"
+                        ".map(r => Array.from(r.children).map(c => c.textContent))")
+    assert ["WaitAtBarrier", "12", "0.32612", "0.33565", "0.065293"] in instances
+    page.assert_no_console_errors()
+    p = run_tool("psprocess", "--stat", str(stat), str(cube_page.with_suffix(".cubex")))
+    assert p.returncode == 2 and "--html" in p.stderr
