@@ -1019,7 +1019,7 @@
     for (const c of cols) {
       const m = metrics[c.metric];
       const key = c.event ? "\0count" : m.unit && m.unit !== "occ" ? "\0" + m.unit : c.name;
-      const title = c.event ? "count" : m.unit && m.unit !== "occ" ? m.unit : m.display + " (no unit)";
+      const title = c.event ? "count" : m.unit && m.unit !== "occ" ? m.unit : m.display; // a rate's name says its unit
       if (!groups.has(key)) groups.set(key, [title, []]);
       groups.get(key)[1].push(c);
     }
@@ -1093,7 +1093,7 @@
   function drawSelectionStats(box) {
     const section = el("section", {class: "selstats", id: "selection-stats"});
     box.append(section);
-    if (S.metric < 0 || S.cnode < 0 || S.sys < 0) return;
+    if (S.metric < 0 || S.cnode < 0 || S.sys < 0 || NL < 2) return; // one location: nothing to spread
     const m = metrics[S.metric], where = V.regions[regionOf[S.cnode]].name;
     const kind = callTree && callTree.isOpen(S.cnode) ? "exclusive" : "inclusive";
     const pick = el("select", {id: "stat-subset", onchange: (ev) => { subset = ev.target.value; redraw(); }});

@@ -179,3 +179,56 @@ def test_stat_option_shows_a_statistics_file(cube_page, tmp_path, driver):
     page.assert_no_console_errors()
     p = run_tool("psprocess", "--stat", str(stat), str(cube_page.with_suffix(".cubex")))
     assert p.returncode == 2 and "--html" in p.stderr
+
+
+def test_flame_graph_zooms_into_a_block_and_out(cube_page, driver):
+    """Samples: compute 11 + 13 + 3 = 27, main's own 1 + 2 = 3, so
+    compute's block is 27 / 30 of main's width; clicked, compute fills the
+    width alone; clicked again, main is back on top."""
+    page = load_page(driver, cube_page)
+    page.select_metric("samples")
+    page.open_tab("flame")
+    widths = dict(page.js("return Array.from(document.querySelectorAll('#flame-plot svg.block'))"
+                          ".map(b => [b.querySelector('text').textContent, +b.getAttribute('width')])"))
+    assert widths["compute"] / widths["main"] == pytest.approx(27 / 30)
+    page.js("document.querySelector('#flame-plot svg.block[data-cnode=\"1\"]').dispatchEvent(new MouseEvent('click'))")
+    widths = dict(page.js("return Array.from(document.querySelectorAll('#flame-plot svg.block'))"
+                          ".map(b => [b.querySelector('text').textContent, +b.getAttribute('width')])"))
+    assert list(widths) == ["compute"] and "Zoomed into compute" in page.js(
+        "return document.querySelector('#tab-flame p.note').textContent")
+    page.js("document.querySelector('#flame-plot svg.block[data-cnode=\"1\"]').dispatchEvent(new MouseEvent('click'))")
+    assert page.count("#flame-plot svg.block") == 2
+    page.assert_no_console_errors()
+
+
+COUNTING = "int main(void) { volatile long s = 0; for (long i = 0; i < 20000000; i++) s += i; return 0; }\n"
+
+
+def test_counting_page_puts_each_unit_on_its_own_axis(tmp_path, driver, screenshots):
+    """A counting report (psrun -e page-faults): the page faults (a count),
+    the CPU and wall-clock seconds, the CPU utilization (%) and the page
+    faults per second: four axes, each titled with its unit, so that no
+    time shares an axis with a rate."""
+    import subprocess
+
+    (tmp_path / "loop.c").write_text(COUNTING)
+    subprocess.run(["cc", "-O1", "-o", str(tmp_path / "loop"), str(tmp_path / "loop.c")], check=True)
+    run = tmp_path / "run"
+    run.mkdir()
+    p = run_tool("psrun", "-q", "-d", str(run), "-e", "page-faults", str(tmp_path / "loop"))
+    assert p.returncode == 0, p.stderr
+    [doc] = run.glob("*.xml")
+    out = tmp_path / "counts.html"
+    assert run_tool("psprocess", "--html", str(out), str(doc)).returncode == 0
+    page = load_page(driver, out)
+    page.open_tab("charts")
+    charts = page.js("""return Array.from(document.querySelectorAll('#tab-charts .plot'))
+        .filter(p => p.querySelector('.bar') && !p.closest('#selection-stats'))
+        .map(p => [Array.from(p.querySelectorAll('.bar')).map(b => b.dataset.name),
+                   p.querySelector('.axis-title').textContent])""")
+    by_axis = {axis: sorted(names) for names, axis in charts}
+    assert by_axis == {"count": ["page-faults"], "sec": ["CPU time (seconds)", "Wall clock time (seconds)"],
+                       "CPU utilization (%)": ["CPU utilization (%)"],
+                       "Page faults per second": ["Page faults per second"]}
+    screenshot(driver, screenshots, "counts-axes")
+    page.assert_no_console_errors()
