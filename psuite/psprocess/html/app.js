@@ -275,18 +275,40 @@
   // ---- colours: CUBE's blue > cyan > green > yellow > red; differences
   // green (less: a gain) and red (more: a loss) ----------------------------
   const STOPS = [[0, 0, 255], [0, 255, 255], [0, 255, 0], [255, 255, 0], [255, 0, 0]];
-  function colour(v, max) {
-    if (!(v === v) || !(max > 0)) return "#ddd";
-    let f = Math.min(Math.abs(v) / max, 1);
+  // The colour scale's settings, as CUBE's (user guide 1.6.4.2 "General coloring", 1.5.2.5 "Min/max
+  // values"): a user range [min, max] for the ends of the scale (values outside it grey), a threshold
+  // (% of the scale) below which values are white, and one below which colours are lightened, the more
+  // the nearer the scale's low end.  null: not set.  Not for the metric tree (as CUBE's min/max values).
+  const SCALE = {min: null, max: null, white: null, light: null};
+  const NO_SCALE = {min: null, max: null, white: null, light: null};
+  const userRange = (sc = SCALE) => sc.min !== null && sc.max !== null && sc.max > sc.min;
+  // pane: the tree coloured ("metric": the scale's settings left out)
+  function colour(v, max, pane) {
+    if (!(v === v)) return "#ddd";
+    const sc = pane === "metric" ? NO_SCALE : SCALE;
     if (DIFF) {
+      if (!(max > 0)) return "#ddd";
+      const f = Math.min(Math.abs(v) / max, 1);
       if (v === 0) return "#fff";
       const g = Math.round(235 - 175 * f);
       return v < 0 ? `rgb(${g - 20},${Math.round(200 - 60 * f) + 30},${g - 20})` : `rgb(230,${g - 40},${g - 40})`;
     }
-    f *= STOPS.length - 1;
-    const i = Math.min(Math.floor(f), STOPS.length - 2), t = f - i;
-    const c = STOPS[i].map((a, k) => Math.round(a + (STOPS[i + 1][k] - a) * t));
-    return `rgb(${c[0]},${c[1]},${c[2]})`;
+    let f;
+    if (userRange(sc)) {
+      const a = Math.abs(v);
+      if (a < sc.min || a > sc.max) return "rgb(160,160,160)"; // outside the user's range: grey, as CUBE
+      f = (a - sc.min) / (sc.max - sc.min);
+    } else {
+      if (!(max > 0)) return "#ddd";
+      f = Math.min(Math.abs(v) / max, 1);
+    }
+    if (sc.white !== null && f * 100 < sc.white) return "rgb(255,255,255)";
+    let c = ramp(f);
+    if (sc.light !== null && f * 100 < sc.light) {
+      const w = 1 - f * 100 / sc.light; // 1 at the scale's low end, 0 at the threshold
+      c = c.map((x) => Math.round(x + (255 - x) * w));
+    }
+    return rgb(c);
   }
 
   // ---- a lazy tree widget ------------------------------------------------
@@ -427,8 +449,8 @@
         // as CUBE colours (user guide 1.5.2.4): a value's place between 0 and the largest value in the
         // tree in the absolute mode (the root's, where values add up), between 0 and 100 in the percent
         // modes; the metric tree's metrics of different units each against their own root
-        r.children[1].style.background = mode !== "abs" ? colour(v, 100)
-          : colour(raw, max === null ? Math.abs(this.s.raw(this.s.rootOf(id), false)) : max);
+        r.children[1].style.background = mode !== "abs" ? colour(v, 100, this.s.pane)
+          : colour(raw, max === null ? Math.abs(this.s.raw(this.s.rootOf(id), false)) : max, this.s.pane);
         r.classList.toggle("sel", id === sel);
       }
       if (this.info) this.info();
@@ -1251,6 +1273,29 @@
     }
   }
 
+  // The colour scale's settings in the header beside its legend: the user's min and max (both, or the
+  // trees' own scale), the white and lightening thresholds in % of the scale; every tree recoloured.
+  function scaleSettings() {
+    const box = el("span", {class: "scale", id: "colour-scale"});
+    const number = (key, label, title) => {
+      const input = el("input", {type: "number", step: "any", id: "scale-" + key, title, placeholder: "-",
+        onchange: () => {
+          const v = parseFloat(input.value);
+          SCALE[key] = Number.isFinite(v) ? v : null;
+          note.textContent = userRange() ? " (u) user-defined range " + fmt(SCALE.min) + " to " + fmt(SCALE.max) : "";
+          for (const t of [metricTree, callTree, sysTree]) if (t) t.update();
+        }});
+      box.append(" " + label + " ", input);
+    };
+    const note = el("span", {class: "note", id: "scale-note"});
+    number("min", "min", "the value at the scale's low end (with max; values outside are grey)");
+    number("max", "max", "the value at the scale's high end (with min)");
+    number("white", "white below %", "values below this % of the scale are white");
+    number("light", "lighter below %", "colours below this % of the scale are lightened, more toward its low end");
+    box.append(note);
+    return box;
+  }
+
   // ---- the page ----------------------------------------------------------
   function main() {
     const header = el("header", null, el("h1", {text: V.title}),
@@ -1262,9 +1307,9 @@
     }
     if (!DIFF) {
       const bar = el("span", {class: "legend", id: "colour-legend"}, "low ");
-      for (let i = 0; i <= 8; i++) bar.append(el("span", {class: "sq", style: "background:" + colour(i, 8)}));
+      for (let i = 0; i <= 8; i++) bar.append(el("span", {class: "sq", style: "background:" + rgb(ramp(i / 8))}));
       bar.append(" high");
-      header.append(bar);
+      header.append(bar, scaleSettings());
     } else {
       header.append(el("span", {class: "legend", id: "diff-legend"},
         el("span", {class: "sq", style: "background:rgb(40,170,40)"}), " less (a gain)  ",

@@ -232,3 +232,52 @@ def test_counting_page_puts_each_unit_on_its_own_axis(tmp_path, driver, screensh
                        "Page faults per second": ["Page faults per second"]}
     screenshot(driver, screenshots, "counts-axes")
     page.assert_no_console_errors()
+
+
+def _thread_colours(page) -> dict[int, tuple[int, ...]]:
+    import re
+
+    rows = page.js("return Array.from(document.querySelectorAll('[data-tree=system] .row[data-location]'))"
+                   ".map(r => [+r.dataset.location, getComputedStyle(r.querySelector('.sq')).backgroundColor])")
+    return {loc: tuple(int(x) for x in re.findall(r"\d+", c)[:3]) for loc, c in rows}
+
+
+def _set(page, key: str, value: str) -> None:
+    page.js("const i = document.getElementById('scale-' + arguments[0]); i.value = arguments[1];"
+            "i.dispatchEvent(new Event('change'));", key, value)
+
+
+def test_colour_scale_user_range_and_thresholds(cube_page, driver, screenshots):
+    """compute's time per thread: 1.0, 0.5, 0.5, 2.0, 0.5, 1.5.  A user
+    range 1 to 2 (CUBE's min/max values): 1.0 at the low end (blue), 2.0 at
+    the high end (red), 1.5 half way (green), 0.5 outside it (grey).  White
+    below 60 % of the scale: 1.0 and 1.5 white, 2.0 still red.  Lighter
+    below 100 % instead: 1.5 (50 % of the scale) half way from green to
+    white, 1.0 (0 %) white, 2.0 (100 %) as it was."""
+    page = load_page(driver, cube_page)
+    page.select_metric("time")
+    page.click_call("compute")
+    page.toggle_rank(0)
+    page.toggle_rank(1)
+    _set(page, "min", "1")
+    _set(page, "max", "2")
+    c = _thread_colours(page)
+    assert c == {0: (0, 0, 255), 1: (160, 160, 160), 2: (160, 160, 160), 3: (255, 0, 0), 4: (160, 160, 160),
+                 5: (0, 255, 0)}
+    assert "(u)" in page.js("return document.getElementById('scale-note').textContent")
+    metric = page.js("return getComputedStyle(document.querySelector("
+                     "'[data-tree=metric] .row[data-metric=time] .sq')).backgroundColor")
+    assert metric != "rgb(160, 160, 160)"  # the metric tree keeps its own scale (as CUBE's min/max values)
+    _set(page, "white", "60")
+    c = _thread_colours(page)
+    assert (c[0], c[5], c[3]) == ((255, 255, 255), (255, 255, 255), (255, 0, 0))
+    _set(page, "white", "")
+    _set(page, "light", "100")
+    c = _thread_colours(page)
+    assert (c[0], c[5], c[3]) == ((255, 255, 255), (128, 255, 128), (255, 0, 0))
+    screenshot(driver, screenshots, "colour-scale")
+    _set(page, "light", "")
+    _set(page, "min", "")  # no user range: the tree's own scale again (the machine's 6.0 at the top)
+    c = _thread_colours(page)
+    assert c[1] != (160, 160, 160)
+    page.assert_no_console_errors()
