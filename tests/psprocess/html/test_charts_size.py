@@ -281,3 +281,61 @@ def test_colour_scale_user_range_and_thresholds(cube_page, driver, screenshots):
     c = _thread_colours(page)
     assert c[1] != (160, 160, 160)
     page.assert_no_console_errors()
+
+
+def test_values_stored_sparse_read_back_exactly(tmp_path, driver):
+    """A cube whose metrics take each of the view's encodings: counts
+    (varints, a negative one too), halves (float32), tenths (float64): the
+    system tree shows each rank's value as the cube holds it.  A cube holds
+    no NaN; a value that is no number (listed apart) is shown as "-", in a
+    view encoded here as viewdoc encodes."""
+    from psuite.formats.exporters import cube
+    from psuite.model.experiment import Experiment, Location, Metric, Region
+
+    exp = Experiment(attributes={"command": "./enc"})
+    exp.add_metric(Metric("counts", "Counts", "occ", "INT64"))
+    exp.add_metric(Metric("halves", "Halves", "sec", "DOUBLE"))
+    exp.add_metric(Metric("tenths", "Tenths", "sec", "DOUBLE"))
+    exp.add_region(Region("main"))
+    exp.add_cnode(0, None)
+    for r in range(4):
+        exp.locations.append(Location(node="n", process=f"rank {r}", rank=r))
+    exp.values["counts"] = np.array([[0, 7, -3, 2**40]], dtype=np.int64)
+    exp.values["halves"] = np.array([[0.5, 0.0, 2.25, 1.0]])
+    exp.values["tenths"] = np.array([[0.1, 0.7, 0.0, 0.3]])
+    path = str(tmp_path / "enc.cubex")
+    cube.write(exp, path)
+    out = tmp_path / "enc.html"
+    assert run_tool("psprocess", "--html", str(out), path).returncode == 0
+    from tests.psprocess.html.test_viewdoc import embedded_view
+
+    stored = embedded_view(out.read_text())["values"]
+    assert "int" in stored["counts"]["exclusive"] and "f32" in stored["halves"]["exclusive"]
+    assert "f64" in stored["tenths"]["exclusive"]
+    page = load_page(driver, out)
+    shown = {}
+    for metric in ("counts", "halves", "tenths"):
+        page.select_metric(metric)
+        shown[metric] = page.js("return Array.from(document.querySelectorAll('[data-tree=system] .row[data-rank]'))"
+                                ".map(r => r.querySelector('.val').textContent)")
+    assert shown == {"counts": ["0", "7", "-3", f"{2**40:,}"], "halves": ["0.5", "0", "2.25", "1"],
+                     "tenths": ["0.1", "0.7", "0", "0.3"]}
+    page.assert_no_console_errors()
+
+    from psuite.psprocess.html import page as html_page
+    from psuite.psprocess.html import viewdoc
+    from tests.psprocess.html.pages import hand_view
+
+    view = hand_view(metrics=[{"name": "x", "display": "x", "unit": "sec", "description": "", "parent": None,
+                               "integer": False, "derived": False}],
+                     regions=[{"name": "main", "module": "", "file": None, "line": None}],
+                     cnodes={"region": [0], "parent": [-1], "line": [-1]},
+                     locations=[{"machine": "m", "node": "n", "rank": r, "thread": 0, "label": f"rank {r}"}
+                                for r in range(3)],
+                     values={"x": {"exclusive": viewdoc.encode(np.array([[0.1, np.nan, 0.2]])), "inclusive": None}},
+                     sources=[])
+    (tmp_path / "null.html").write_text(html_page.render(view), encoding="utf-8")
+    page = load_page(driver, tmp_path / "null.html")
+    assert page.js("return Array.from(document.querySelectorAll('[data-tree=system] .row[data-rank]'))"
+                   ".map(r => r.querySelector('.val').textContent)") == ["0.1", "-", "0.2"]
+    page.assert_no_console_errors()

@@ -186,7 +186,7 @@ def check_schema(view: dict) -> None:
     and JSON without NaN (the page embeds it with allow_nan=False)."""
     assert view["psuite_view"] == 1
     keys = {"title", "kind", "difference", "context", "dropped", "metrics", "regions", "cnodes", "locations",
-            "values", "sources"}
+            "values", "sources", "statistics"}
     assert keys <= set(view)
     n, m = len(view["cnodes"]["region"]), len(view["locations"])
     assert len(view["cnodes"]["parent"]) == n == len(view["cnodes"]["line"])
