@@ -145,18 +145,18 @@ int main(int argc, char **argv) { touch(atol(argv[1])); more(atol(argv[2])); ret
 def small_profile(directory: str) -> tuple[str, int]:
     """A short program profiled by psrun on page faults and its page as
     `psprocess --html` writes it; the page's path and the samples taken."""
-    src, exe, run = (os.path.join(directory, n) for n in ("small.c", "small", "small-run"))
+    src, exe = (os.path.join(directory, n) for n in ("small.c", "small"))
     with open(src, "w", encoding="utf-8") as f:
         f.write(SMALL_SOURCE)
     subprocess.run([shutil.which("cc") or "cc", "-O1", "-g", "-o", exe, src], check=True)
-    os.makedirs(run, exist_ok=True)
+    run = tempfile.mkdtemp(prefix="small-run-", dir=directory)  # this run's document alone
     psrun = os.path.join(os.path.dirname(sys.executable), "psrun")
     psrun = psrun if os.path.exists(psrun) else shutil.which("psrun") or "psrun"
     subprocess.run([psrun, "-q", "-d", run, "--profile", "page-faults", "--period", "10", exe, "200", "100"],
                    check=True)
     [doc] = [os.path.join(run, f) for f in os.listdir(run) if f.endswith(".xml")]
     path = os.path.join(directory, "small_profile.html")
-    subprocess.run([sys.executable, "-m", "psuite.psprocess", "--html", path, doc], check=True,
+    subprocess.run([sys.executable, "-m", "psuite.psprocess", "--force", "--html", path, doc], check=True,
                    capture_output=True)
     samples = int(re.search(r"<totalsamples>(\d+)</totalsamples>", open(doc, encoding="utf-8").read()).group(1))
     return path, samples
@@ -332,6 +332,7 @@ def main() -> int:
                 for name, path in paths.items():
                     times[name].append(load(driver, path))
             use = {name: interact(driver, paths[name]) for name in ("job", "small")}
+            use["small"].pop("heap MB", None)  # the browser's heap still holds the job page's: not the small page's
             severe = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         finally:
             driver.quit()
