@@ -1067,7 +1067,12 @@
     busyCache = null;
     if (m) {
       const d = metricData([m.index]);
-      busyCache = Uint8Array.from({length: NL}, (_, l) => (roots.some((r) => d.inc[r * NL + l] > 0) ? 1 : 0));
+      if (d.sp) { // any positive cell of a location's (its roots' inclusive values hold them all)
+        busyCache = new Uint8Array(NL);
+        for (let i = 0; i < d.sp.at.length; i++) if (d.sp.val[i] > 0) busyCache[d.sp.at[i] % NL] = 1;
+      } else {
+        busyCache = Uint8Array.from({length: NL}, (_, l) => (roots.some((r) => d.inc[r * NL + l] > 0) ? 1 : 0));
+      }
     }
     return busyCache;
   }
