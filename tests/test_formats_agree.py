@@ -363,9 +363,11 @@ def from_html(run: Run, combined: bool, tmp: Path) -> Locations:
         psprocess(*opts, "--html", str(f), *docs)
         m = re.search(r'<script type="application/json" id="psuite-view">(.*?)</script>', f.read_text(), re.S)
         view = json.loads(m.group(1))
-        locs, values = view["locations"], view["values"]["samples"]["exclusive"]
+        from psuite.psprocess.html.viewdoc import decode  # the view stores cells sparse
+
+        locs, values = view["locations"], decode(view["values"]["samples"]["exclusive"])
         assert len(values) == len(locs) * len(view["cnodes"]["region"])
-        seconds = view["values"]["time"]["exclusive"]
+        seconds = decode(view["values"]["time"]["exclusive"])
         for j, loc in enumerate(locs):
             n = sum(values[j::len(locs)])
             # the second metric, time, is the samples times the period

@@ -676,17 +676,17 @@ def test_colour_range_and_threshold(runs, tmp_path, driver, screenshots):
     assert f"scale min 0 (u), max {2 * v:,} (u) · position 50.0 %" in info
     assert square(page, "system", ".row[data-rank='0']")[1] == (0, 255, 0)  # the middle of CUBE's scale: green
     ask(f"0 {v // 2}")
-    assert square(page, "system", ".row[data-rank='0']")[1] == (153, 153, 153)  # outside the range: grey
+    assert square(page, "system", ".row[data-rank='0']")[1] == (160, 160, 160)  # outside the range: grey
     assert "position outside the range" in page.js("return document.querySelector('[data-info=system]').textContent")
     ask("")
     assert square(page, "system", ".row[data-rank='0']")[1] == (255, 0, 0)  # the tree's own scale: its largest
 
     total = p.total()
     assert 100 * p.inc[slower] / total < 50 < 100 * v / total
-    white = page.d.find_element("id", "white-below")
+    white = page.d.find_element("id", "scale-white")  # the header's colour scale settings
     white.clear()
     white.send_keys("50\n")
-    page.js("document.getElementById('white-below').dispatchEvent(new Event('change'))")
+    page.js("document.getElementById('scale-white').dispatchEvent(new Event('change'))")
     assert square(page, "call", ".row[data-region='slower']")[1] == (255, 255, 255)
     assert square(page, "call", ".row[data-region='steady']")[1] != (255, 255, 255)
     screenshot(driver, screenshots, "views-colour-range")
