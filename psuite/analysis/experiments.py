@@ -164,8 +164,8 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     metric columns (a report can count a million events), a profile's
     samples by source line (Experiment.lines); without it the events are
     ordinary metrics.  call_paths=False: a profile's experiment without its
-    call paths, flat by function (what its text report needs: a call tree
-    of a million contexts is not converted for it).  consume (with
+    call paths and its sampled addresses, flat by function (what its text
+    report needs: a call tree of a million contexts is not converted for it).  consume (with
     for_reports, for a caller that lets the document go): a counting
     report's Event objects are let go as they are converted, its events
     then read from the experiment's columns."""
@@ -192,7 +192,8 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions, for_reports)
     # one profile document keeps its sampled addresses; a combination's are no one profile's
-    return _experiment(reports, definitions, for_reports=for_reports, addresses=isinstance(report, ProfileReport),
+    return _experiment(reports, definitions, for_reports=for_reports,
+                       addresses=isinstance(report, ProfileReport) and call_paths,
                        call_paths=call_paths, consume=consume and for_reports)
 
 
