@@ -1050,18 +1050,16 @@
       }
       table.append(tr);
     }
-    table.addEventListener("click", (ev) => {
-      const td = ev.target.closest("td.cell");
-      if (td && td.dataset.location) selectLocation(+td.dataset.location, ev.ctrlKey || ev.metaKey);
-    });
-    table.addEventListener("mouseover", (ev) => {
-      const td = ev.target.closest("td.cell");
-      topo.hover = td && td.dataset.location ? +td.dataset.location : -1;
-      topologyInfo();
-    });
-    table.addEventListener("mouseleave", () => { topo.hover = -1; topologyInfo(); });
+    gridEvents(table);
     box.append(table);
     paintTopology();
+  }
+  // one listener per grid, not per cell (a slice may hold thousands): a click selects, pointing names
+  function gridEvents(table) {
+    const locationAt = (ev) => { const td = ev.target.closest("td.cell"); return td && td.dataset.location ? +td.dataset.location : -1; };
+    table.addEventListener("click", (ev) => { const l = locationAt(ev); if (l >= 0) selectLocation(l, ev.ctrlKey || ev.metaKey); });
+    table.addEventListener("mouseover", (ev) => { topo.hover = locationAt(ev); topologyInfo(); });
+    table.addEventListener("mouseleave", () => { topo.hover = -1; topologyInfo(); });
   }
   // a cell clicked: its location selected in the system tree (Ctrl: one more), as a click on its row
   function selectLocation(l, add) {
@@ -1099,7 +1097,12 @@
     const t = TOPOS[topo.at], l = topo.hover >= 0 ? topo.hover : sysNodes[S.sys] && sysNodes[S.sys].loc;
     const box = sysTree.infoBox;
     const name = (t.name || "topology " + topo.at) + ": " + t.dimensions.map((d, k) => dimText(t, k)).join(" x ");
-    if (l === undefined || l < 0) { box.textContent = name; return; }
+    box.dataset.location = "";
+    if (l === undefined || l < 0) { // a grouping node selected (a machine, a rank of threads): its cells are marked
+      const n = sysNodes[S.sys];
+      box.textContent = (n ? "selected: " + n.name + " (" + n.locs.length + " locations) · " : "") + name;
+      return;
+    }
     const xyz = t.coordinates[l];
     box.textContent = (topo.hover >= 0 ? "" : "selected: ") + locName(l) + " at " + (xyz ? "(" + xyz.join(", ") + ")" : "no place")
       + " = " + valueText(sysTree, leafOf[l]) + " · " + name;

@@ -179,13 +179,15 @@ def test_mpi_cartesian_grid_shows_the_system_trees_values(pages, driver, screens
         g = grid(page)
         assert (g["rows"], g["cols"]) == tuple(sizes) and g["trs"] == sizes[0]
         dims = zip(dim_names[name], sizes, periodic[name], strict=True)
+        assert info(page).startswith("selected: machine Linux (2 locations) · ")  # the system tree's root
         assert info(page).endswith(name + ": " + " x ".join(f"{d} ({n}{', periodic' if p else ''})"
                                                                for d, n, p in dims))
         got = cells(page)
         assert len(got) == sizes[0] * sizes[1]
         squares = tree_squares(page)
         for loc, (x, y) in coords.items():
-            at, value, colour, _, title = got[(x, y)]
+            at, value, colour, marked, title = got[(x, y)]
+            assert marked  # in the selected machine
             assert at == loc
             assert value == pytest.approx(tree[loc], rel=1e-12)
             assert value == pytest.approx(float(exp.inclusive("time")[leaf, loc]), rel=1e-9)
