@@ -31,7 +31,11 @@ browser: the same file with the page's script replaced by one that only
 parses the embedded view (what any page of this data must do), and a blank
 page; the ratio to the parse-only page is what the page's own work costs.
 Also the first use of each page: opening the flame graph and the charts,
-expanding a node, selecting nodes.
+expanding a node, selecting nodes; and the job's topology view (the job
+places its ranks in a 2D topology 32 ranks wide and in a 3D one of 8 x 8 x
+ranks / 64, as MPI_Cart_create would): showing each, selecting a call
+path with the 2D grid shown (every cell recoloured), moving the 3D one's
+slice.
 
     python bench/html_report.py [--ranks N] [--paths N] [--runs N] [--keep DIR]
 """
@@ -94,7 +98,7 @@ def job(ranks: int = 1024, paths: int = 10_000, seed: int = 17):
     (i - 1) // 4 (a tree 7 levels deep), over paths // 4 functions."""
     import numpy as np
 
-    from psuite.model.experiment import Experiment, Location, Metric, Region
+    from psuite.model.experiment import Experiment, Location, Metric, Region, Topology
 
     e = Experiment(attributes={"command": f"synthetic sampled job: {ranks} ranks x {paths} call paths"})
     e.add_metric(Metric("time", "Time", "sec", "DOUBLE", description="ITIMER samples x 10 ms"))
@@ -109,6 +113,13 @@ def job(ranks: int = 1024, paths: int = 10_000, seed: int = 17):
         e.add_cnode(i % functions, (i - 1) // 4)
     for r in range(ranks):
         e.locations.append(Location(node=f"node{r // 16:04d}", process=f"rank {r}", rank=r))
+    wide, deep = 32, -(-ranks // 64)
+    e.topologies = [
+        Topology("MPI_Cartesian 2D", [("rows", -(-ranks // wide), False), ("columns", wide, True)],
+                 {r: (r // wide, r % wide) for r in range(ranks)}),
+        Topology("MPI_Cartesian 3D", [("x", 8, True), ("y", 8, True), ("z", deep, True)],
+                 {r: (r % 8, r // 8 % 8, r // 64) for r in range(ranks)}),
+    ]
     rng = np.random.default_rng(seed)
     base = 1.0 / np.arange(1, paths + 1) ** 1.1
     base = base[rng.permutation(paths)]  # hot paths anywhere in the tree
@@ -244,6 +255,20 @@ return performance.now() - t;"""
 ROWS = """return Array.from(document.querySelectorAll('[data-tree=call] .row'))
   .map(r => [+r.dataset.cnode, r.querySelector('.tog').textContent]);"""
 
+TOPOLOGY = """const s = document.querySelector('select[data-view=system]');
+if (!s) return null;
+const t = performance.now();
+s.value = arguments[0];
+s.dispatchEvent(new Event('change'));
+return [performance.now() - t, document.querySelectorAll('#topology td.cell').length];"""
+
+SLICE = """const r = document.querySelector('#topology input[data-topo-dim]');
+if (!r) return null;
+const t = performance.now();
+r.value = 1;
+r.dispatchEvent(new Event('input'));
+return performance.now() - t;"""
+
 HEAP = "return performance.memory ? performance.memory.usedJSHeapSize : null;"
 
 
@@ -265,6 +290,13 @@ def interact(driver, path: str) -> dict[str, float]:
     clicks = [click(driver, c)[0] for c, _ in rows[1:5]]
     if clicks:
         out["click median"], out["click max"] = statistics.median(clicks), max(clicks)
+    shown = driver.execute_script(TOPOLOGY, "0")
+    if shown is not None:  # the topology view: drawn, recoloured by a selection, sliced
+        out["topology 2D"], out["topology cells"] = shown
+        out["topology click"] = click(driver, rows[1][0])[0]
+        out["topology 3D"] = driver.execute_script(TOPOLOGY, "1")[0]
+        out["topology slice"] = driver.execute_script(SLICE)
+        driver.execute_script(TOPOLOGY, "tree")
     heap = driver.execute_script(HEAP)
     if heap is not None:
         out["heap MB"] = heap / 1e6
@@ -280,6 +312,10 @@ def _use(u: dict[str, float]) -> str:
     for t in ("flame", "charts"):
         if f"tab {t}" in u:
             parts.append(f"open {t} {u[f'tab {t}']:.0f} ms")
+    if "topology 2D" in u:
+        parts.append(f"topology: show the 2D one ({u['topology cells']:.0f} cells) {u['topology 2D']:.0f} ms, "
+                     f"select a node with it shown {u['topology click']:.1f} ms, show the 3D one "
+                     f"{u['topology 3D']:.0f} ms, move its slice {u['topology slice']:.1f} ms")
     if "heap MB" in u:
         parts.append(f"JS heap {u['heap MB']:.0f} MB")
     return ", ".join(parts)

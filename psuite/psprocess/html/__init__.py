@@ -60,8 +60,13 @@ The view (version 1; every key present, lists may be empty):
                                         # be fractional; results of merge, mean, cut and CUBE
                                         # files are kind "cube" (of counting reports: "counts")
    "external": null | {"name": str,     # a difference's subtrahend (where read from PerfSuite
-                "totals": {metric name: float}}}  # documents): each metric's value over its root
+                "totals": {metric name: float}},  # documents): each metric's value over its root
                                         # call paths and locations, 100 % of the external percent mode
+   "topologies": [{"name": str | null,  # CUBE's Cartesian topologies (a CUBE file's <cart>s, kept
+                                        # through the algebra); [] for every other input
+                   "dimensions": [{"name": str | null, "size": int, "periodic": bool}],
+                   "coordinates": [[int, ...] | null, ...]}]}  # per location (as "locations"): its
+                                        # coordinates, one per dimension; null: not placed
 
 CELLS: the non-zero cells alone (a sampled run is non-zero on a few
 percent of them), base64 of little-endian bytes:

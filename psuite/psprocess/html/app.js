@@ -753,7 +753,7 @@
     system: ["abs", "root", "mroot", "msel", "croot", "csel", "peer", "peerdist", "sel"]};
   if (V.external) for (const pane in PANE_MODES) PANE_MODES[pane].push("ext");
 
-  function paneBox(pane, title, trees) {
+  function paneBox(pane, title, trees, extra) {
     const tree = trees[0];
     const sel = el("select", {class: "mode", "data-mode": pane,
       onchange: (ev) => { S.modes[pane] = ev.target.value; for (const t of trees) t.update(); }});
@@ -775,9 +775,10 @@
         el("option", {value: "tree", text: "call tree"}), el("option", {value: "flat", text: "flat profile"}));
       head.append(view);
     }
+    if (pane === "system" && TOPOS.length) head.append(topologyChooser());
     head.append(sel);
     return el("div", {class: "pane", id: "pane-" + pane}, head,
-      el("div", {class: "findbar"}, findBox, next, count), ...trees.map((t) => t.box), info);
+      el("div", {class: "findbar"}, findBox, next, count), ...trees.map((t) => t.box), extra, info);
   }
 
   function switchCallView(view) {
@@ -938,6 +939,176 @@
   }
   const latest = (list) => list[list.length - 1];
 
+
+  // ---- the topology view (CUBE's, user guide 1.6): the system pane's values on a Cartesian grid ----
+  // A cube's Cartesian topologies (MPI_Cart_create's, Score-P's process x thread grid) place locations at
+  // coordinates.  The system pane shows one of them instead of its tree: one cell per coordinate of two
+  // dimensions, coloured as the tree colours the location there (its value mode and colour scale), a
+  // coordinate without a location grey.  A topology of three or more dimensions is shown a 2D slice at a
+  // time, as CUBE slices it: the two dimensions shown are chosen, the others are fixed at an index.
+  const TOPOS = V.topologies || []; // a hand-written view may leave them out
+  const leafOf = new Int32Array(NL).fill(-1); // location -> its node in the system tree
+  for (const n of sysNodes) if (n.loc !== undefined) leafOf[n.loc] = n.id;
+  const threadsShown = sysNodes.some((n) => n.kind === "thread");
+  const locName = (l) => "rank " + V.locations[l].rank + (threadsShown ? " thread " + V.locations[l].thread : "");
+  const topo = {
+    at: -1, // the topology shown (an index in TOPOS); -1: the system tree
+    // per topology: the dimensions down (rows) and across (cols; -1: none), the others' fixed indices
+    slice: TOPOS.map((t) => ({rows: t.dimensions.length > 1 ? 0 : -1, cols: t.dimensions.length > 1 ? 1 : 0,
+      fixed: t.dimensions.map(() => 0)})),
+    places: TOPOS.map(() => null), // per topology, made when first shown: "x,y,z" -> location
+    box: el("div", {class: "topology", id: "topology", style: "display:none"}),
+    cells: [], // the grid's cells shown, and the location of each (-1: none there)
+    locs: [],
+    hover: -1, // the location under the pointer: the info line names it
+  };
+  const dimName = (t, k) => t.dimensions[k].name || "dimension " + k;
+  const dimText = (t, k) => dimName(t, k) + " (" + t.dimensions[k].size + (t.dimensions[k].periodic ? ", periodic" : "") + ")";
+  function placesOf(k) {
+    if (!topo.places[k]) {
+      const m = new Map();
+      TOPOS[k].coordinates.forEach((xyz, l) => { if (xyz && l < NL) m.set(xyz.join(","), l); });
+      topo.places[k] = m;
+    }
+    return topo.places[k];
+  }
+  // the system pane's view: "tree", or a topology's index
+  function topologyChooser() {
+    const s = el("select", {class: "view", "data-view": "system", onchange: (ev) => showTopology(ev.target.value)},
+      el("option", {value: "tree", text: "system tree"}));
+    TOPOS.forEach((t, k) => s.append(el("option", {value: String(k), text: "topology: " + (t.name || "topology " + k)})));
+    return s;
+  }
+  function showTopology(which) {
+    topo.at = which === "tree" ? -1 : +which;
+    const on = topo.at >= 0;
+    sysTree.box.style.display = on ? "none" : "";
+    topo.box.style.display = on ? "" : "none";
+    // find looks in the tree: not offered over the grid
+    topo.box.parentNode.querySelector(".findbar").style.display = on ? "none" : "";
+    if (on) drawTopology(); else sysTree.update();
+  }
+  // the controls (which dimensions are shown, the index of each other one) and the grid
+  function drawTopology() {
+    const t = TOPOS[topo.at], st = topo.slice[topo.at];
+    topo.box.textContent = "";
+    const ctl = el("div", {class: "topoctl"});
+    if (t.dimensions.length > 1) {
+      for (const [axis, label] of [["rows", "rows"], ["cols", "columns"]]) {
+        const s = el("select", {"data-topo-axis": axis, onchange: (ev) => chooseAxis(axis, +ev.target.value)});
+        t.dimensions.forEach((d, k) => s.append(el("option", {value: String(k), text: dimText(t, k)})));
+        s.value = String(st[axis]);
+        ctl.append(el("label", null, label + " ", s));
+      }
+    } else if (t.dimensions.length === 1) {
+      ctl.append(el("span", {class: "note", text: "columns: " + dimText(t, 0)}));
+    }
+    t.dimensions.forEach((d, k) => {
+      if (k === st.rows || k === st.cols) return;
+      const shown = el("span", {class: "topoidx", "data-topo-index": String(k), text: String(st.fixed[k])});
+      const range = el("input", {type: "range", min: "0", max: String(d.size - 1), step: "1", value: String(st.fixed[k]),
+        "data-topo-dim": String(k), title: dimText(t, k),
+        oninput: (ev) => { st.fixed[k] = +ev.target.value; shown.textContent = ev.target.value; drawGrid(); }});
+      ctl.append(el("label", {class: "topodim"}, dimName(t, k) + " ", range, " ", shown));
+    });
+    topo.box.append(ctl, el("div", {class: "topogrid-box"}));
+    drawGrid();
+  }
+  // a dimension chosen for the rows or the columns: the one it replaces takes its place on the other axis
+  function chooseAxis(axis, k) {
+    const st = topo.slice[topo.at], other = axis === "rows" ? "cols" : "rows";
+    if (st[other] === k) st[other] = st[axis];
+    st[axis] = k;
+    drawTopology();
+  }
+  function drawGrid() {
+    const t = TOPOS[topo.at], st = topo.slice[topo.at], places = placesOf(topo.at);
+    const box = topo.box.querySelector(".topogrid-box");
+    box.textContent = "";
+    const nr = st.rows >= 0 ? t.dimensions[st.rows].size : 1, nc = st.cols >= 0 ? t.dimensions[st.cols].size : 0;
+    // square cells filling the pane's width, 6 to 44 px; their indices written where there is room
+    const size = Math.max(6, Math.min(44, Math.floor(((topo.box.clientWidth || 400) - 40) / Math.max(nc, 1))));
+    const table = el("table", {class: "topogrid", "data-rows": String(nr), "data-cols": String(nc),
+      style: "--cell:" + size + "px"});
+    const label = (i) => (size >= 14 || i % 10 === 0 ? String(i) : "");
+    const head = el("tr", null, el("th", {class: "corner", title: (st.rows >= 0 ? dimName(t, st.rows) + " down, " : "")
+      + (st.cols >= 0 ? dimName(t, st.cols) + " across" : "")}));
+    for (let c = 0; c < nc; c++) head.append(el("th", {text: label(c)}));
+    table.append(head);
+    topo.cells = []; topo.locs = [];
+    const xyz = st.fixed.slice();
+    for (let r = 0; r < nr; r++) {
+      const tr = el("tr", null, el("th", {text: label(r)}));
+      for (let c = 0; c < nc; c++) {
+        if (st.rows >= 0) xyz[st.rows] = r;
+        xyz[st.cols] = c;
+        const l = places.has(xyz.join(",")) ? places.get(xyz.join(",")) : -1;
+        const td = el("td", {class: l < 0 ? "cell empty" : "cell", "data-row": String(r), "data-col": String(c),
+          "data-coords": xyz.join(","), "data-location": l < 0 ? "" : String(l)});
+        topo.cells.push(td); topo.locs.push(l);
+        tr.append(td);
+      }
+      table.append(tr);
+    }
+    gridEvents(table);
+    box.append(table);
+    paintTopology();
+  }
+  // one listener per grid, not per cell (a slice may hold thousands): a click selects, pointing names
+  function gridEvents(table) {
+    const locationAt = (ev) => { const td = ev.target.closest("td.cell"); return td && td.dataset.location ? +td.dataset.location : -1; };
+    table.addEventListener("click", (ev) => { const l = locationAt(ev); if (l >= 0) selectLocation(l, ev.ctrlKey || ev.metaKey); });
+    table.addEventListener("mouseover", (ev) => { topo.hover = locationAt(ev); topologyInfo(); });
+    table.addEventListener("mouseleave", () => { topo.hover = -1; topologyInfo(); });
+  }
+  // a cell clicked: its location selected in the system tree (Ctrl: one more), as a click on its row
+  function selectLocation(l, add) {
+    const id = leafOf[l];
+    sysTree.reveal(id);
+    sysTree.s.onSelect(id, add);
+  }
+  // the locations of the system tree's selected nodes
+  function selectedLocations() {
+    const out = new Set();
+    for (const id of S.sel.system) for (const l of sysNodes[id].locs) out.add(l);
+    return out;
+  }
+  // every cell coloured with its location's value as the system tree shows it (sysTree.update has just
+  // set the tree's mode, colour scale and peers: the same value, the same colour)
+  function paintTopology() {
+    if (topo.at < 0) return;
+    const mode = S.modes.system, sel = selectedLocations();
+    topo.cells.forEach((td, k) => {
+      const l = topo.locs[k];
+      const where = "(" + td.dataset.coords.split(",").join(", ") + ")";
+      if (l < 0) { td.title = where + ": no location"; return; }
+      const id = leafOf[l], base = sysTree.base(id), v = sysTree.display(id);
+      td.style.background = paint(DIFF && base === base ? Math.sign(base) : 1, sysTree.place(id, mode === "abs" ? base : v), "system");
+      td.dataset.value = Number.isFinite(v) ? String(v) : "";
+      td.title = locName(l) + " " + where + ": " + valueText(sysTree, id);
+      td.classList.toggle("sel", sel.has(l));
+      if (DIFF) { td.classList.toggle("gain", base < 0); td.classList.toggle("loss", base > 0); }
+    });
+    topologyInfo();
+  }
+  // the pane's line under the grid: the location pointed at, else the selected one, with its value
+  function topologyInfo() {
+    if (topo.at < 0) return;
+    const t = TOPOS[topo.at], l = topo.hover >= 0 ? topo.hover : sysNodes[S.sys] && sysNodes[S.sys].loc;
+    const box = sysTree.infoBox;
+    const name = (t.name || "topology " + topo.at) + ": " + t.dimensions.map((d, k) => dimText(t, k)).join(" x ");
+    box.dataset.location = "";
+    if (l === undefined || l < 0) { // a grouping node selected (a machine, a rank of threads): its cells are marked
+      const n = sysNodes[S.sys];
+      box.textContent = (n ? "selected: " + n.name + " (" + n.locs.length + " locations) · " : "") + name;
+      return;
+    }
+    const xyz = t.coordinates[l];
+    box.textContent = (topo.hover >= 0 ? "" : "selected: ") + locName(l) + " at " + (xyz ? "(" + xyz.join(", ") + ")" : "no place")
+      + " = " + valueText(sysTree, leafOf[l]) + " · " + name;
+    box.dataset.location = String(l);
+  }
+
   function buildPanes() {
     metricTree = new Tree({
       pane: "metric", roots: metricRoots, key: Number,
@@ -1084,8 +1255,10 @@
 
     const panes = el("div", {class: "panes"},
       paneBox("metric", "Metric tree", [metricTree]), paneBox("call", "Call tree", [callTree, flatTree]),
-      paneBox("system", "System tree", [sysTree]));
+      paneBox("system", "System tree", [sysTree], TOPOS.length ? topo.box : null));
     for (const t of [metricTree, callTree, flatTree, sysTree]) t.info = () => infoLine(t);
+    // the topology shows the system tree's values: recoloured whenever the tree's values or marks change
+    sysTree.info = () => { infoLine(sysTree); paintTopology(); };
     metricTree.render();
     // the call tree opens on its hot path: from the root of the largest inclusive value down to the first
     // node where the value splits, that node open (its children show how it splits) and selected

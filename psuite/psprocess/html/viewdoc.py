@@ -241,7 +241,21 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "sources": [],
         "external": None,
         "statistics": [],
+        "topologies": [_topology(t, len(exp.locations)) for t in exp.topologies],
     }
+
+
+def _topology(t, locations: int) -> dict:
+    """A Cartesian topology for the view: its dimensions, and per location
+    of the view its coordinates (null where it has no place)."""
+    coordinates: list[list[int] | None] = [None] * locations
+    for loc, xyz in t.coordinates.items():
+        if 0 <= loc < locations:
+            coordinates[loc] = [int(x) for x in xyz]
+    return {"name": t.name or None,
+            "dimensions": [{"name": name or None, "size": int(size), "periodic": bool(periodic)}
+                           for name, size, periodic in t.dimensions],
+            "coordinates": coordinates}
 
 
 # A metric's own unit where CUBE's unit of measurement says only "occ" (occurrences): a psmetrics

@@ -186,9 +186,12 @@ def check_schema(view: dict) -> None:
     and JSON without NaN (the page embeds it with allow_nan=False)."""
     assert view["psuite_view"] == 1
     keys = {"title", "kind", "difference", "context", "dropped", "metrics", "regions", "cnodes", "locations",
-            "values", "sources", "statistics"}
+            "values", "sources", "statistics", "topologies"}
     assert keys <= set(view)
     n, m = len(view["cnodes"]["region"]), len(view["locations"])
+    for t in view["topologies"]:
+        assert len(t["coordinates"]) == m
+        assert all(xyz is None or len(xyz) == len(t["dimensions"]) for xyz in t["coordinates"])
     assert len(view["cnodes"]["parent"]) == n == len(view["cnodes"]["line"])
     assert all(p < i for i, p in enumerate(view["cnodes"]["parent"]))  # parents come first
     assert [x["name"] for x in view["metrics"]] == list(view["values"])
@@ -718,3 +721,53 @@ def test_f_html_with_several_inputs_is_refused_before_reading_them(tmp_path):
     (tmp_path / "a.xml").write_text("not a report")  # never read: the usage is wrong first
     p = run_tool("psprocess", "-f", "html", str(tmp_path / "a.xml"), str(tmp_path / "b.xml"))
     assert "-f html shows one report in one page, and 2 inputs were given" in one_line_error(p, "psprocess")
+
+
+# -- Cartesian topologies --------------------------------------------------------------
+
+SCOREP = Path(__file__).resolve().parents[1] / "data" / "scorep"
+
+
+def cube_carts(path: Path) -> list[tuple]:
+    """A CUBE file's <cart>s read here with lxml: (name, [(dimension name,
+    size, periodic)], {location id: coordinates})."""
+    import tarfile
+
+    with tarfile.open(path) as tar:
+        root = etree.fromstring(tar.extractfile("anchor.xml").read(), etree.XMLParser(huge_tree=True))
+    return [(c.get("name"),
+             [(d.get("name"), int(d.get("size")), d.get("periodic") == "true") for d in c.findall("dim")],
+             {int(x.get("locId")): [int(v) for v in x.text.split()] for x in c.findall("coord")})
+            for c in root.iter("cart")]
+
+
+def view_carts(view: dict) -> list[tuple]:
+    return [(t["name"], [(d["name"], d["size"], d["periodic"]) for d in t["dimensions"]],
+             {i: xyz for i, xyz in enumerate(t["coordinates"]) if xyz is not None}) for t in view["topologies"]]
+
+
+def test_topologies_of_a_cube_file_and_of_a_difference(tmp_path):
+    """mpi1.cubex (Score-P, an MPI_Cart_create of 2 x 1 ranks) holds two
+    <cart>s; the view gives each as the file does, and a difference of two
+    such profiles keeps them; a report with none gives []."""
+    want = cube_carts(SCOREP / "mpi1.cubex")
+    assert [w[0] for w in want] == ["MPI_Cartesian_2x1", "Process x Thread"]
+    assert want[0][1] == [("dimension 0", 2, True), ("dimension 1", 1, False)]
+    assert want[0][2] == {0: [0, 0], 1: [1, 0]}
+    view = viewdoc.load_view(str(SCOREP / "mpi1.cubex"))
+    check_schema(view)
+    assert view_carts(view) == want
+    # location ids of these files are the locations' places in the view: rank 0 and rank 1
+    assert [loc["rank"] for loc in view["locations"]] == [0, 1]
+    out = tmp_path / "d.cubex"
+    proc = subprocess.run([sys.executable, "-m", "psuite.psprocess", "diff", str(SCOREP / "mpi2.cubex"),
+                           str(SCOREP / "mpi1.cubex"), "-o", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    diff = viewdoc.load_view(str(out))
+    check_schema(diff)
+    assert diff["difference"] and view_carts(diff) == want
+
+
+def test_views_without_a_topology_give_an_empty_list(runs):
+    view = viewdoc.load_view(str(runs["counts"]))
+    assert view["topologies"] == []
