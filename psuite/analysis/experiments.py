@@ -909,6 +909,7 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
     events = _EventNames(exp.columns) if drained else _event_columns(exp, root, reports, where)
     _run_times(exp, root, reports, where, events)
     taken = _TakenNames(exp, events)
+    events.definitions = definitions
     by_name = {d.name: d for d in definitions}
     derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
     names = None  # the events' names, a key of _expression's translations: made once
@@ -1168,6 +1169,8 @@ class _EventNames:
             if columns.displays != columns.names else {}
         self.extra: dict[str, str] = {}
         self.canonical_of: dict[int, list[str]] = {}  # canonical(): by report, for this conversion only
+        self.definitions: list = []  # the psmetrics definitions translated (_count_model sets them)
+        self.inputs_of: dict[int, object] = {}  # inputs(): by report, for this conversion only
 
     def get(self, name: str, default: str | None = None) -> str | None:
         got = self.extra.get(name) or self.renamed.get(name)
@@ -1199,6 +1202,16 @@ class _EventNames:
             events = report.events
             names = events.names if isinstance(events, _ConvertedEvents) else list(map(_NAME, events))
             got = self.canonical_of[id(report)] = canonical_names(names)
+        return got
+
+    def inputs(self, report):
+        """The report's values of every definition's inputs (metrics.inputs_of),
+        read once per report of this conversion for all the definitions."""
+        from psuite.analysis.metrics import inputs_of
+
+        got = self.inputs_of.get(id(report))
+        if got is None:
+            got = self.inputs_of[id(report)] = inputs_of(report, self.definitions, self.canonical(report))
         return got
 
     def values(self) -> list[str]:
@@ -1289,7 +1302,7 @@ def _expression(defn, reports: list, events: _EventNames, names: tuple) -> str |
         key = (defn.name, tuple(defn.alternatives), names, _keywords(r, events))
         text = _EXPRESSIONS.get(key, _UNSEEN)
         if text is _UNSEEN:
-            which = metrics.choice(defn, r, events.canonical(r))
+            which = metrics.choice(defn, r, inputs=events.inputs(r))
             text = None if which is None else _cubepl(defn.alternatives[which], r, events)
             if len(_EXPRESSIONS) >= 4096:
                 _EXPRESSIONS.clear()

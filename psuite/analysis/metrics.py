@@ -385,11 +385,20 @@ def _evaluate(defn: MetricDefinition, inputs: _Inputs) -> tuple[int, float] | No
     return None if value is None else (which, value)
 
 
-def choice(defn: MetricDefinition, report: CountReport, names: list[str] | None = None) -> int | None:
+def choice(defn: MetricDefinition, report: CountReport, names: list[str] | None = None,
+           inputs: _Inputs | None = None) -> int | None:
     """Index of the definition that would be used for this report (None:
     no definition's inputs were all measured); names: the canonical names
-    of its events, when the caller has them."""
-    return _choose(defn, _Inputs(report, defn._canonical_needs, names))
+    of its events, when the caller has them; inputs: the report's inputs
+    (inputs_of) for definitions including this one, made once for all."""
+    return _choose(defn, inputs if inputs is not None else _Inputs(report, defn._canonical_needs, names))
+
+
+def inputs_of(report: CountReport, definitions: list[MetricDefinition], names: list[str] | None = None) -> _Inputs:
+    """The values the definitions' inputs take in the report, for choice():
+    the report's events read once for all of them (a report can hold a
+    million)."""
+    return _Inputs(report, frozenset().union(*(d._canonical_needs for d in definitions)), names)
 
 
 def evaluate(defn: MetricDefinition, report: CountReport) -> float | None:
