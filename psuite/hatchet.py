@@ -314,31 +314,44 @@ def _calltree_columns(exp: Experiment) -> _Columns:
             tops.append(c)
         name, module, file = shown[cn.region]
         node_of[c] = graph.node(0 if cn.parent is None else int(node_of[cn.parent]), name, module, file)
-    n = len(graph.nodes)
+    by_node = _Summed(node_of, len(graph.nodes))
     second = _second(exp)
     columns = []
     for name in ("samples", second):
-        columns.append(_by_node(node_of, _metric(exp, name, False), n))
+        columns.append(by_node(_metric(exp, name, False)))
         inclusive = _metric(exp, name, True)
-        summed = _by_node(node_of, inclusive, n)
+        summed = by_node(inclusive)
         if tops:  # hatchet's root holds what the program's roots hold
             summed[0] += inclusive[tops].sum(axis=0)
         columns.append(summed)
     return _Columns(graph.nodes, _places(exp), *columns, second)
 
 
-def _by_node(node_of, values, n: int):
-    """The rows of values (call paths) summed per node: (n, locations)."""
-    import numpy as np
+class _Summed:
+    """Rows of (call paths, locations) values summed per node: the call
+    paths' order by node worked out once for all the metrics, and none
+    needed where no two call paths share a node (siblings named alike)."""
 
-    out = np.zeros((n, values.shape[1]), dtype=np.float64)
-    if not len(node_of):
+    def __init__(self, node_of, n: int) -> None:
+        import numpy as np
+
+        self.node_of, self.n = node_of, n
+        self.order = self.starts = None
+        if len(node_of) and np.bincount(node_of, minlength=n).max() > 1:
+            self.order = np.argsort(node_of, kind="stable")
+            keys = node_of[self.order]
+            self.starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+            self.nodes = keys[self.starts]
+
+    def __call__(self, values):
+        import numpy as np
+
+        out = np.zeros((self.n, values.shape[1]), dtype=np.float64)
+        if self.order is None:
+            out[self.node_of] = values
+        else:
+            out[self.nodes] = np.add.reduceat(values[self.order], self.starts, axis=0)
         return out
-    order = np.argsort(node_of, kind="stable")
-    keys = node_of[order]
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
-    out[keys[starts]] = np.add.reduceat(values[order], starts, axis=0)
-    return out
 
 
 def _flat_columns(exp: Experiment, lines: SourceLines) -> _Columns:
@@ -373,8 +386,9 @@ def _flat_columns(exp: Experiment, lines: SourceLines) -> _Columns:
     for c, cn in enumerate(exp.cnodes):
         if cn.parent is not None:
             of_cnode[c] = functions.get(exp.regions[cn.region].name, len(functions))
-    own = _by_node(of_cnode, _metric(exp, "samples", False), len(functions) + 1)
-    time = _by_node(of_cnode, _metric(exp, second, False), len(functions) + 1)
+    by_function = _Summed(of_cnode, len(functions) + 1)
+    own = by_function(_metric(exp, "samples", False))
+    time = by_function(_metric(exp, second, False))
     values = np.zeros((n, m), dtype=np.float64)
     for node, function in node_function.items():
         f = functions[function]
