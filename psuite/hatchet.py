@@ -75,10 +75,10 @@ def from_psuite(sources: Source | Iterable[Source]) -> hatchet.GraphFrame:
     return to_graphframe(_read(sources))
 
 
-def to_thicket(runs: Sequence[Source | Iterable[Source] | hatchet.GraphFrame],
+def to_thicket(runs: Sequence[Source | Iterable[Source] | hatchet.GraphFrame | Experiment],
                names: Sequence[str] | None = None) -> thicket.Thicket:
-    """One Thicket of several runs: each run a GraphFrame or what
-    from_psuite reads.  Each run is a profile of the Thicket, named by
+    """One Thicket of several runs: each run a GraphFrame, a profile's
+    Experiment, or what from_psuite reads.  Each run is a profile of the Thicket, named by
     `names` (default: the run's source as given), its metadata a row of
     th.metadata; the call trees are united."""
     _import("hatchet")
@@ -95,7 +95,7 @@ def to_thicket(runs: Sequence[Source | Iterable[Source] | hatchet.GraphFrame],
     for run, label in zip(runs, labels, strict=True):
         given = hasattr(run, "dataframe") and hasattr(run, "graph")
         # Thicket re-indexes the GraphFrame's dataframe in place: the caller's own stays as it was
-        gf = run.deepcopy() if given else from_psuite(run)
+        gf = run.deepcopy() if given else to_graphframe(run) if _is_experiment(run) else from_psuite(run)
         thickets.append(th_module.Thicket.thicketize_graphframe(gf, label))
     if len(thickets) == 1:
         return thickets[0]
@@ -526,7 +526,15 @@ def _name(x) -> str:
     return source or type(x).__name__
 
 
+def _is_experiment(run) -> bool:
+    from psuite.model.experiment import Experiment
+
+    return isinstance(run, Experiment)
+
+
 def _label(run) -> str:
+    if _is_experiment(run):
+        return run.attributes.get("source", "")
     if hasattr(run, "dataframe"):
         return str(run.metadata.get("source", "")) if isinstance(getattr(run, "metadata", None), dict) else ""
     if isinstance(run, (str, os.PathLike)):

@@ -168,3 +168,14 @@ def test_refusals_are_kept(inputs, tmp_path):
     for builder in (psuite.hatchet.to_graphframe, hatchet_documents.to_graphframe):
         with pytest.raises(UsageError, match="has no call paths and others have"):
             builder(psuite.hatchet._read(inputs["per-thread"]))
+
+
+def test_thicket_of_experiments(inputs):
+    paths = [str(document(inputs["callpath"])), str(document(inputs["per-thread"]))]
+    th = psuite.hatchet.to_thicket([psuite.read_experiment(p) for p in paths])
+    assert sorted(th.profile_mapping.values()) == sorted(paths)  # named by their sources
+    by_name = {name: profile for profile, name in th.profile_mapping.items()}
+    [root] = th.graph.roots
+    for p in paths:
+        rows = th.dataframe.xs(by_name[p], level="profile")
+        assert rows.xs(root, level="node")["samples (inc)"].sum() == psuite.read(p).total_samples > 0
