@@ -389,12 +389,13 @@ def _flat_columns(exp: Experiment, lines: SourceLines) -> _Columns:
     by_function = _Summed(of_cnode, len(functions) + 1)
     own = by_function(_metric(exp, "samples", False))
     time = by_function(_metric(exp, second, False))
-    values = np.zeros((n, m), dtype=np.float64)
+    function_of = np.full(n, len(functions), dtype=np.int64)  # the root: the row of no function
     for node, function in node_function.items():
-        f = functions[function]
-        whole = samples[node] == own[f]
-        share = np.divide(samples[node], own[f], out=np.zeros(m), where=own[f] != 0)
-        values[node] = np.where(whole, time[f], time[f] * share)
+        function_of[node] = functions[function]
+    own, time = own[function_of], time[function_of]
+    share = np.divide(samples, own, out=np.zeros((n, m)), where=own != 0)
+    values = np.where(samples == own, time, time * share)  # a function's one node: its time as it is
+    values[0] = 0.0  # the root has none of its own
     values_inc = values.copy()
     roots = [c for c, cn in enumerate(exp.cnodes) if cn.parent is None]
     values_inc[0] = _metric(exp, second, True)[roots].sum(axis=0)

@@ -179,3 +179,20 @@ def test_thicket_of_experiments(inputs):
     for p in paths:
         rows = th.dataframe.xs(by_name[p], level="profile")
         assert rows.xs(root, level="node")["samples (inc)"].sum() == psuite.read(p).total_samples > 0
+
+
+def test_unknown_functions_in_two_objects_are_two_nodes(inputs):
+    """Samples no symbol names ("??") in two objects are one function of the
+    flat profile's model and two nodes of the frame, named by the object
+    as psprocess lists them, the function's time shared by their samples."""
+    report = psuite.read(str(document(inputs["flat"])))
+    objects = {loc.module for loc in report.locations}
+    assert len(objects) >= 2 and all(loc.samples for loc in report.locations)
+    for loc in report.locations:  # as if neither the program nor the library had symbols
+        loc.function = "??"
+    gf = psuite.hatchet.to_graphframe(report)
+    assert_same(gf, hatchet_documents.to_graphframe(report))
+    names = {n.frame["name"] for n in gf.graph.roots[0].children}
+    assert names == {f"?? ({os.path.basename(m)})" for m in objects}
+    df = table(gf)
+    assert np.allclose(df["time"], df["samples"] * int(PERIOD_US) / 1e6)
