@@ -367,10 +367,15 @@ def _flat_columns(exp: Experiment, lines: SourceLines) -> _Columns:
 
     graph = _Graph()
     node_function: dict[int, str] = {}
-    rows = np.zeros(len(lines), dtype=np.int64)
-    for k, (function, module, file) in enumerate(zip(lines.functions, lines.modules, lines.files, strict=True)):
-        rows[k] = graph.node(0, label(Frame(function, module)), module, file)
-        node_function.setdefault(int(rows[k]), function)
+    known: dict[tuple[str, str], int] = {}  # (function, module) -> node: a function has many lines
+    at_node = []
+    for key, file in zip(zip(lines.functions, lines.modules, strict=True), lines.files, strict=True):
+        node = known.get(key)
+        if node is None:
+            node = known[key] = graph.node(0, label(Frame(*key)), key[1], file)
+            node_function.setdefault(node, key[0])
+        at_node.append(node)
+    rows = np.asarray(at_node, dtype=np.int64)
     n, m = len(graph.nodes), len(exp.locations)
     at = np.asarray(lines.location, dtype=np.int64)
     mine = at >= 0  # a row at -1 is a whole process's whose threads are the locations: not a flat profile's
