@@ -74,7 +74,7 @@ def main() -> int:
         subprocess.run(["cc", "-O1", "-g", "-o", os.path.join(d, "app"), os.path.join(d, "app.c")], check=True)
         subprocess.run([psrun, "-q", "--callpath", "-d", d, os.path.join(d, "app")], check=True)
         [doc] = [f for f in os.listdir(d) if f.endswith(".xml") and ".callpaths." not in f]
-        report = psuite.read(os.path.join(d, doc))
+        report = psuite.read_document(os.path.join(d, doc))
     threads = report.callpaths.threads
     worst = 0.0
     for count in (1, 4):

@@ -1,13 +1,27 @@
-"""psuite's Python API (psuite.read, psuite.read_experiment, which the
-package root forwards to): a document read into the report model, its
-profiles resolved, or any input as the analysis model.  Above the
-analysis and formats layers, beside the hatchet converter."""
+"""psuite's Python API (psuite.read_experiment, psuite.read_document and
+the deprecated psuite.read, which the package root forwards to): any
+input as the analysis model, or a PerfSuite document as its XML reads,
+its profiles resolved.  Above the analysis and formats layers, beside the
+hatchet converter."""
 
 from __future__ import annotations
 
+READ_CHANGES = ("psuite.read() returns PerfSuite's document model and will return the analysis model "
+                "(psuite.read_experiment) in a future release; call psuite.read_experiment() for the model every "
+                "psuite output renders (to_records, to_hatchet, the algebra), or psuite.read_document() to keep "
+                "the document")
+
 
 def read(path_or_url: str, resolve: bool = True):
-    """The report model of one PerfSuite document: a CountReport,
+    """Deprecated: read_document, with a FutureWarning (READ_CHANGES)."""
+    import warnings
+
+    warnings.warn(READ_CHANGES, FutureWarning, stacklevel=3)  # the caller of psuite.read
+    return read_document(path_or_url, resolve)
+
+
+def read_document(path_or_url: str, resolve: bool = True):
+    """The document model of one PerfSuite document (what its XML says): a CountReport,
     ProfileReport (its PCs resolved to source and its call paths to call
     trees unless resolve is False), MultiReport (a combined document, its
     profiles so, with the call paths beside it), ResourceReport, or the reader's error

@@ -192,7 +192,7 @@ def perf_shares(samples: Iterable[Sample], anchor: str = "main") -> dict[Stack, 
 
 
 def record_shares(records: Iterable[dict], anchor: str = "main", inlined: bool = True) -> dict[Stack, float]:
-    """path_shares of psuite's call-tree records (psuite.read().calltree_records()
+    """path_shares of psuite's call-tree records (psuite.read_document().calltree_records()
     or the call-tree records of psprocess -f json): each record's exclusive
     value is the weight of its path.  Inlined frames kept or dropped by
     `inlined` (as perf_record's)."""
@@ -269,10 +269,10 @@ def companion(flat: Path) -> Path:
 
 
 def read_records(flat: Path) -> list[dict]:
-    """psuite.read(flat).calltree_records(), as a Python user reads them."""
+    """psuite.read_document(flat).calltree_records(), as a Python user reads them."""
     import psuite
 
-    return psuite.read(str(flat)).calltree_records()
+    return psuite.read_document(str(flat)).calltree_records()
 
 
 def json_report(flat: Path) -> dict:

@@ -1,7 +1,7 @@
 """The record APIs and JSON/CSV say the same of the same samples: one real
 `psrun -p --callpath` run of tests/targets/numbering.c (the main thread
 spins in main_spin, its workers in first_spin and second_spin) read as
-psuite.read(...).to_records(), calltree_records(),
+psuite.read_document(...).to_records(), calltree_records(),
 psuite.read_experiment(...).to_records(), `psprocess -f json` and
 `-f csv`; and a real counting report's event descriptions in JSON and
 CSV."""
@@ -51,9 +51,9 @@ def per_thread(rows, key: str) -> dict[int, float]:
 
 def test_every_record_api_files_the_samples_under_their_threads(run):
     total, threads = run
-    report = psuite.read(str(total))
+    report = psuite.read_document(str(total))
     assert report.thread == 0  # the document: the process total
-    truth = {t: psuite.read(str(p)).total_samples for t, p in threads.items()}
+    truth = {t: psuite.read_document(str(p)).total_samples for t, p in threads.items()}
     truth = {t: n for t, n in truth.items() if n}
     assert sum(truth.values()) == report.total_samples > 0
     flat = per_thread(report.to_records(), "samples")
@@ -74,8 +74,8 @@ def test_every_record_api_files_the_samples_under_their_threads(run):
 
 def test_a_companion_read_alone_has_the_same_records(run):
     total, _ = run
-    companion = psuite.read(str(total).replace(".xml", ".callpaths.xml"))
-    report = psuite.read(str(total))
+    companion = psuite.read_document(str(total).replace(".xml", ".callpaths.xml"))
+    report = psuite.read_document(str(total))
     assert companion.thread is None
     assert per_thread(companion.to_records(), "samples") == per_thread(report.to_records(), "samples")
 
@@ -86,7 +86,7 @@ def test_the_process_total_without_per_thread_data_is_thread_0(run, tmp_path):
     total, threads = run
     alone = tmp_path / total.name
     alone.write_bytes(total.read_bytes())
-    report = psuite.read(str(alone))
+    report = psuite.read_document(str(alone))
     assert report.callpaths is None
     assert per_thread(report.to_records(), "samples") == {0: report.total_samples}
 
@@ -103,7 +103,7 @@ def test_call_paths_that_miss_samples_leave_the_flat_profile_whole(run, tmp_path
     threads[-1].getparent().remove(threads[-1])
     (tmp_path / total.name).write_bytes(total.read_bytes())
     tree.write(str(tmp_path / companion.name))
-    report = psuite.read(str(tmp_path / total.name))
+    report = psuite.read_document(str(tmp_path / total.name))
     assert report.callpaths is not None and len(report.callpaths.threads) == len(threads) - 1
     assert per_thread(report.to_records(), "samples") == {0: report.total_samples}
 
@@ -118,7 +118,7 @@ def test_a_report_without_thread_numbers_its_records_as_the_model(run, tmp_path)
     el.getparent().remove(el)
     doc = tmp_path / "nothread.xml"
     doc.write_bytes(etree.tostring(root))
-    report = psuite.read(str(doc))
+    report = psuite.read_document(str(doc))
     assert report.thread is None
     assert {r["thread"] for r in report.to_records()} == {0}
     assert {r["thread"] for r in psuite.read_experiment(str(doc)).to_records()} == {0}
@@ -135,7 +135,7 @@ def test_json_and_csv_number_threads_as_the_records(run, tmp_path):
     for node in process["calltree"]:
         assert type(node["thread"]) is int
         got[node["thread"]] += node["exclusive"]
-    assert {t: n for t, n in got.items() if n} == per_thread(psuite.read(str(total)).to_records(), "samples")
+    assert {t: n for t, n in got.items() if n} == per_thread(psuite.read_document(str(total)).to_records(), "samples")
     rows = list(csv.DictReader(io.StringIO(psprocess("-f", "csv", *docs))))
     assert {int(r["thread"]) for r in rows} == {0, 1, 2, 3}
 
@@ -158,3 +158,26 @@ def test_json_describes_events_as_csv_does(targets, tmp_path):
         assert from_json == from_csv
         assert len(from_json) == 4 and all(from_json.values()), from_json
         assert from_json[(docs[0], "page-faults")] == "Page faults"
+
+
+def test_read_warns_that_it_will_return_the_model_and_read_document_does_not(run):
+    """psuite.read is read_document with a FutureWarning naming the way to
+    the analysis model; read_document and read_experiment warn of nothing,
+    and the model's rows are the document's samples."""
+    import warnings
+
+    import psuite
+    from psuite.model.experiment import Experiment
+    from psuite.model.report import ProfileReport
+
+    doc = str(run[0])  # the process total, with its call paths
+    with pytest.warns(FutureWarning, match=r"psuite\.read_experiment\(\).*psuite\.read_document\(\)"):
+        old = psuite.read(doc)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = psuite.read_document(doc)
+        exp = psuite.read_experiment(doc)
+    assert isinstance(old, ProfileReport) and isinstance(report, ProfileReport) and isinstance(exp, Experiment)
+    assert old.to_records() == report.to_records()
+    samples = sum(row["value"] for row in exp.to_records() if row["metric"] == "samples")
+    assert samples == sum(row["samples"] for row in report.to_records()) > 0

@@ -154,7 +154,7 @@ def load(source: str, warn=None) -> Experiment:
 
 # -- reports -------------------------------------------------------------------
 def from_report(report, definitions: list | None = None, for_reports: bool = False,
-                call_paths: bool = True) -> Experiment:
+                call_paths: bool = True, consume: bool = False) -> Experiment:
     """The experiment of a CountReport, ProfileReport or MultiReport of
     either.  definitions: the psmetrics definitions the derived metrics
     came from (default: psuite's standard set); a metric not among them is
@@ -164,8 +164,11 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     metric columns (a report can count a million events), a profile's
     samples by source line (Experiment.lines); without it the events are
     ordinary metrics.  call_paths=False: a profile's experiment without its
-    call paths, flat by function (what its text report needs: a call tree
-    of a million contexts is not converted for it)."""
+    call paths and its sampled addresses, flat by function (what its text
+    report needs: a call tree of a million contexts is not converted for it).  consume (with
+    for_reports, for a caller that lets the document go): a counting
+    report's Event objects are let go as they are converted, its events
+    then read from the experiment's columns."""
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
     if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
@@ -189,13 +192,14 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     if isinstance(report, MultiReport) and len(reports) > 1:
         return _combined(reports, definitions, for_reports)
     # one profile document keeps its sampled addresses; a combination's are no one profile's
-    return _experiment(reports, definitions, for_reports=for_reports, addresses=isinstance(report, ProfileReport),
-                       call_paths=call_paths)
+    return _experiment(reports, definitions, for_reports=for_reports,
+                       addresses=isinstance(report, ProfileReport) and call_paths,
+                       call_paths=call_paths, consume=consume and for_reports)
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | list | None = None,
                 pending: dict | None = None, for_reports: bool = False, addresses: bool = False,
-                call_paths: bool = True) -> Experiment:
+                call_paths: bool = True, consume: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
     see _count_model; for_reports, call_paths: see from_report; addresses: a profile's
@@ -230,7 +234,7 @@ def _experiment(reports: list, definitions: list | None, given: dict | list | No
             from psuite.analysis.metrics import standard_definitions
 
             definitions = standard_definitions()
-        _count_model(exp, program, reports, where, definitions, pending)
+        _count_model(exp, program, reports, where, definitions, pending, consume)
         if not for_reports:
             exp.expand()
     if pending is None:  # a combination's members are checked by the merge
@@ -890,7 +894,7 @@ _LINE, _SAMPLES = operator.attrgetter("line"), operator.attrgetter("samples")
 
 # -- counting reports ----------------------------------------------------------
 def _count_model(exp: Experiment, program: str, reports: list, where: list[int], definitions: list,
-                 pending: dict | None = None) -> None:
+                 pending: dict | None = None, consume: bool = False) -> None:
     """The events, run times and derived metrics of counting reports.
     pending (a combination's): a derived metric with an expression is kept
     derived without checking it against the reports' values, which go into
@@ -901,10 +905,10 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
     root = _root(exp, program)
     for r, loc_id in zip(reports, where, strict=True):  # the run's description, its numbers left out
         exp.locations[loc_id].run = dataclasses.replace(r, events=[], metrics=[])
-    events = _event_columns(exp, root, reports, where)
+    drained = len(reports) == 1 and consume and _drained_columns(exp, root, reports[0], where[0])
+    events = _EventNames(exp.columns) if drained else _event_columns(exp, root, reports, where)
     _run_times(exp, root, reports, where, events)
-    taken = {m.name for m in exp.metrics}
-    taken.update(events.values())
+    taken = _TakenNames(exp, events)
     by_name = {d.name: d for d in definitions}
     derived: dict[str, tuple[Metric, list[tuple[int, float]]]] = {}
     names = None  # the events' names, a key of _expression's translations: made once
@@ -957,6 +961,98 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
 RUN_TIMES = {"wallsecs": ("wall_seconds", "Wall clock time"), "cpusecs": ("cpu_seconds", "CPU time")}
 
 
+def _drained_columns(exp: Experiment, root: int, r, loc_id: int) -> bool:
+    """One report's events as the experiment's metric columns (as
+    _event_columns makes them), its Event objects let go a block at a time
+    as they are read: beside the model, a million of them and their counts
+    take 120 MB the caller is about to let go anyway.  r.events then reads
+    the columns (_ConvertedEvents).  False, with nothing changed, where the
+    general path is needed (a count that is not an int64); with r's events
+    as they were, when a name repeats."""
+    import numpy as np
+
+    from psuite.model.cube_names import cubepl_names
+    from psuite.model.experiment import MetricColumns
+    from psuite.model.report import event_descriptions
+
+    events = r.events
+    if not events or not set(map(type, map(_COUNT, events))) <= {int} or \
+            not -INT64_MAX - 1 <= min(map(_COUNT, events)) <= max(map(_COUNT, events)) <= INT64_MAX:
+        return False
+    whole = np.empty(len(events), dtype=np.int64)
+    names: list[str] = []
+    described: list[str] = []
+    own: list[str] = []  # the document's descriptions (those _ConvertedEvents gives back)
+    attributes: dict[int, dict[str, str]] = {}
+    start = 0
+    while events:
+        block = events[:BLOCK]
+        del events[:BLOCK]  # the Event objects go with the block
+        whole[start:start + len(block)] = np.fromiter(map(_COUNT, block), dtype=np.int64, count=len(block))
+        names += map(_NAME, block)
+        described += event_descriptions(block)
+        if own or any(map(_DESCRIPTION, block)):  # (the document's own descriptions: mostly none)
+            own += [""] * (start - len(own))
+            own += map(_DESCRIPTION, block)
+        attributes.update(_odd_events(block, start))
+        start += len(block)
+    table = _ConvertedEvents(names, whole, own + [""] * (len(names) - len(own)) if own else None, attributes)
+    if not _distinct(names):  # a name listed twice: the general path, on the events as they were
+        r.events = list(table)
+        return False
+    r.events = table
+    unique = cubepl_names(names, {m.name for m in exp.metrics}, distinct=True)
+    if len(exp.locations) == 1:  # the counts are the column (no copy)
+        ints = whole.reshape(-1, 1)
+    else:
+        ints = np.zeros((len(names), len(exp.locations)), dtype=np.int64)
+        ints[:, loc_id] = whole
+    # every event UINT64: no float column (8 bytes an event)
+    exp.columns = MetricColumns(root, len(exp.metrics), unique, names, described,
+                                np.ones(len(names), dtype=bool), ints, None, attributes)
+    return True
+
+
+BLOCK = 65_536  # events let go at a time (_drained_columns)
+
+
+def _odd_events(events: list, start: int) -> dict[int, dict[str, str]]:
+    """The attributes of the events whose type, derivation or spelling is
+    not the default, by index (start: the first's); checked at C speed
+    first, since in the common case none is."""
+    odd = set(map(_TYPE, events)) - {"native"} or any(map(_DERIVED, events)) or any(map(_SPELT, events))
+    out: dict[int, dict[str, str]] = {}
+    for i, e in enumerate(events if odd else ()):
+        if e.type != "native" or e.derived or e.counted_as:
+            out[start + i] = {key: v for key, v in (("psuite::event_type", "" if e.type == "native" else e.type),
+                                                    ("psuite::derived_event", "yes" if e.derived else ""),
+                                                    ("psuite::counted_as", e.counted_as)) if v}
+    return out
+
+
+class _ConvertedEvents(Sequence):
+    """A converted report's events read back from the columns they became
+    (_drained_columns): an Event made when one is asked for, the few a
+    derived metric's translation reads; `names` for the many."""
+
+    def __init__(self, names: list[str], counts, descriptions: list[str] | None,
+                 attributes: dict[int, dict[str, str]]) -> None:
+        self.names, self.counts, self.descriptions, self.attributes = names, counts, descriptions, attributes
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        from psuite.model.report import Event
+
+        a = self.attributes.get(i if i >= 0 else i + len(self), {})
+        return Event(self.names[i], int(self.counts[i]), a.get("psuite::event_type", "native"),
+                     a.get("psuite::derived_event") == "yes", self.descriptions[i] if self.descriptions else "",
+                     a.get("psuite::counted_as", ""))
+
+
 def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) -> _EventNames:
     """The reports' events as the experiment's metric columns, in the order
     first met; each metric's description the one every output shows (the
@@ -977,12 +1073,11 @@ def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) 
     attributes: dict[int, dict[str, str]] = {}
     rows: list = []
     cols: list[int] = []
-    counts: list = []
     for r, loc_id in zip(reports, where, strict=True):
         events = r.events
         names = list(map(_NAME, events))
         first = len(displays)
-        if not displays and len(dict.fromkeys(names)) == len(names):  # the common case: one report, or the first
+        if not displays and _distinct(names):  # the common case: one report, or the first
             new, described = names, event_descriptions(events)
             rows.append(range(len(names)))
         else:
@@ -997,52 +1092,69 @@ def _event_columns(exp: Experiment, root: int, reports: list, where: list[int]) 
             rows.append(list(map(row_of.__getitem__, names)))
         displays += new
         descriptions += described
-        # (checked at C speed first: in the common case no event has any)
-        odd = set(map(_TYPE, events)) - {"native"} or any(map(_DERIVED, events)) or any(map(_SPELT, events))
-        for i, e in enumerate(events if odd else ()):
-            if e.type != "native" or e.derived or e.counted_as:
-                extra = {key: v for key, v in (("psuite::event_type", "" if e.type == "native" else e.type),
-                                               ("psuite::derived_event", "yes" if e.derived else ""),
-                                               ("psuite::counted_as", e.counted_as)) if v}
-                attributes.setdefault(row_of[e.name] if row_of else i, extra)
+        for i, extra in _odd_events(events, 0).items():
+            attributes.setdefault(row_of[events[i].name] if row_of else i, extra)
         cols.append(np.full(len(names), loc_id, dtype=np.int64))
-        counts += map(_COUNT, events)
-    # named so that CubePL can refer to them (task-clock as task_clock), displayed as counted
-    unique = cubepl_names(displays, {m.name for m in exp.metrics})
+    del names
+    # named so that CubePL can refer to them (task-clock as task_clock), displayed as counted (displays are
+    # distinct: a name is added once)
+    unique = cubepl_names(displays, {m.name for m in exp.metrics}, distinct=True)
     shape = (len(displays), len(exp.locations))
     ints, floats = np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.float64)
     integer = np.ones(len(displays), dtype=bool)
-    rows_a = np.concatenate([np.asarray(x, dtype=np.int64) for x in rows]) if rows else np.zeros(0, np.int64)
-    cols_a = np.concatenate(cols) if cols else np.zeros(0, np.int64)
     whole = None
     exact: dict[int, list[int | None]] = {}
-    if set(map(type, counts)) <= {int}:
+    total = sum(len(r.events) for r in reports)
+    if all(set(map(type, map(_COUNT, r.events))) <= {int} for r in reports):  # (at C speed, no list)
         try:
-            whole = np.asarray(counts, dtype=np.int64)
+            whole = np.fromiter(itertools.chain.from_iterable(map(_COUNT, r.events) for r in reports),
+                                dtype=np.int64, count=total)
         except OverflowError:  # beyond int64: those events are DOUBLE
             pass
-    if whole is not None:
-        ints[rows_a, cols_a] = whole
-        floats[rows_a, cols_a] = whole
-    else:
-        lo, hi = -INT64_MAX - 1, INT64_MAX
-        fits = [lo <= v <= hi if type(v) is int else _fits_int64(v) for v in counts]
-        integer[rows_a[~np.asarray(fits, dtype=bool)]] = False
-        for i, (v, ok) in enumerate(zip(counts, fits, strict=True)):
-            if not ok and type(v) is int:  # beyond int64: its float is not the count
-                exact.setdefault(int(rows_a[i]), [None] * len(exp.locations))[int(cols_a[i])] = v
-        ints[rows_a, cols_a] = np.asarray([int(v) if ok else 0 for v, ok in zip(counts, fits, strict=True)],
-                                          dtype=np.int64)
-        floats[rows_a, cols_a] = np.asarray([_as_float(v) for v in counts], dtype=np.float64)
     listed = None
-    if len(reports) > 1:  # reports combined: an event one of them did not count is not listed there
-        listed = np.zeros(shape, dtype=bool)
-        listed[rows_a, cols_a] = True
-        if listed.all():
-            listed = None
+    if whole is not None and len(reports) == 1 and isinstance(rows[0], range):  # one report: its column
+        ints[:, where[0]] = whole
+        floats[:, where[0]] = whole
+    else:
+        rows_a = np.concatenate([np.asarray(x, dtype=np.int64) for x in rows]) if rows else np.zeros(0, np.int64)
+        cols_a = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+        if whole is not None:
+            ints[rows_a, cols_a] = whole
+            floats[rows_a, cols_a] = whole
+        else:
+            _uneven_counts(reports, rows_a, cols_a, ints, floats, integer, exact, len(exp.locations))
+        if len(reports) > 1:  # reports combined: an event one of them did not count is not listed there
+            listed = np.zeros(shape, dtype=bool)
+            listed[rows_a, cols_a] = True
+            if listed.all():
+                listed = None
     exp.columns = MetricColumns(root, len(exp.metrics), unique, displays, descriptions, integer, ints, floats,
                                 attributes, exact, listed)
     return _EventNames(exp.columns)
+
+
+class _TakenNames:
+    """The metric names taken, for naming derived metrics: the
+    experiment's metrics' and the event columns' (looked up in the columns,
+    never copied into a set of a million names)."""
+
+    def __init__(self, exp: Experiment, events: _EventNames) -> None:
+        self.own = {m.name for m in exp.metrics}
+        self.own.update(events.extra.values())
+        self.columns = events.columns
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.own or (isinstance(name, str) and self.columns.index(name) is not None)
+
+    def __iter__(self):
+        yield from self.own
+        yield from self.columns.names
+
+    def __len__(self) -> int:
+        return len(self.own) + len(self.columns)
+
+    def add(self, name: str) -> None:
+        self.own.add(name)
 
 
 class _EventNames:
@@ -1084,7 +1196,9 @@ class _EventNames:
 
         got = self.canonical_of.get(id(report))
         if got is None:
-            got = self.canonical_of[id(report)] = canonical_names(list(map(_NAME, report.events)))
+            events = report.events
+            names = events.names if isinstance(events, _ConvertedEvents) else list(map(_NAME, events))
+            got = self.canonical_of[id(report)] = canonical_names(names)
         return got
 
     def values(self) -> list[str]:
@@ -1097,6 +1211,7 @@ class _EventNames:
 
 _NAME, _COUNT, _TYPE = operator.attrgetter("name"), operator.attrgetter("count"), operator.attrgetter("type")
 _DERIVED, _SPELT = operator.attrgetter("derived"), operator.attrgetter("counted_as")
+_DESCRIPTION = operator.attrgetter("description")
 
 
 def _run_times(exp: Experiment, root: int, reports: list, where: list[int], events: _EventNames) -> None:
@@ -1113,6 +1228,35 @@ def _run_times(exp: Experiment, root: int, reports: list, where: list[int], even
         for loc_id, v in cells:
             a[root, loc_id] = v if math.isfinite(v) else 0.0
         events[name] = m.name
+
+
+def _uneven_counts(reports: list, rows_a, cols_a, ints, floats, integer, exact: dict, locations: int) -> None:
+    """Counts that are not all int64 (doubles, or whole counts beyond int64, which
+    PerfSuite's unsigned counters allow) into the columns: such an event is
+    DOUBLE, a whole count a float cannot hold kept exactly in `exact`."""
+    import numpy as np
+
+    counts = [c for r in reports for c in map(_COUNT, r.events)]
+    lo, hi = -INT64_MAX - 1, INT64_MAX
+    fits = [lo <= v <= hi if type(v) is int else _fits_int64(v) for v in counts]
+    integer[rows_a[~np.asarray(fits, dtype=bool)]] = False
+    for i, (v, ok) in enumerate(zip(counts, fits, strict=True)):
+        if not ok and type(v) is int:  # beyond int64: its float is not the count
+            exact.setdefault(int(rows_a[i]), [None] * locations)[int(cols_a[i])] = v
+    ints[rows_a, cols_a] = np.asarray([int(v) if ok else 0 for v, ok in zip(counts, fits, strict=True)],
+                                      dtype=np.int64)
+    floats[rows_a, cols_a] = np.asarray([_as_float(v) for v in counts], dtype=np.float64)
+
+
+def _distinct(names: list[str]) -> bool:
+    """Whether no name repeats: their hashes sorted in numpy (8 bytes a
+    name, where a set of a million names takes 50 MB), the names themselves
+    compared only when two hashes are equal."""
+    import numpy as np
+
+    hashes = np.fromiter(map(hash, names), dtype=np.int64, count=len(names))
+    hashes.sort()
+    return not (hashes[1:] == hashes[:-1]).any() or len(set(names)) == len(names)
 
 
 def _fits_int64(v) -> bool:

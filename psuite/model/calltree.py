@@ -1,7 +1,7 @@
 """The call-path model: calling contexts of a profile, raw and resolved.
 
 One model for psprocess's call-tree reports, its exporters (CUBE, folded
-stacks, speedscope, pprof), combining and psuite.read():
+stacks, speedscope, pprof), combining and psuite.read_document():
 
 - CallPathProfile / ThreadCallPaths: a companion <callpaths> document as
   recorded (docs/formats/callpaths.md): per thread, nodes of absolute
@@ -151,7 +151,7 @@ class ThreadCallPaths:
     exclusive: list[int] = field(default_factory=lambda: [0])
     tree: CallTree | None = None  # filled by resolution
     # The thread's flat profile: its sampled addresses resolved as the flat
-    # profile's PCs are (psuite.read fills it), so that a process report's
+    # profile's PCs are (psuite.read_document fills it), so that a process report's
     # records can name the thread of every sample.  None: not resolved.
     # psuite.model.report.Location items, unnamed here: psuite.model.report imports this module.
     locations: list | None = None

@@ -43,20 +43,26 @@ _NOT_PLAIN = re.compile(r"[^A-Za-z0-9_:=\n]")
 _PLAIN = re.compile(r"(?!fixed::|context::|call::)[A-Za-z0-9:=](?:[A-Za-z0-9_:=]*[A-Za-z0-9:=])?")
 
 
-def cubepl_names(names: list[str], taken: set[str]) -> list[str]:
+def cubepl_names(names: list[str], taken: set[str], distinct: bool = False) -> list[str]:
     """cubepl_name of each name in turn, each then taken (added to
     `taken`; a name repeated is named again, with a suffix).  A report can
     hold a million events: when none of the names needs changing (one
     regular expression over them all says so), none is taken and none
     repeats, they are their own; else the names it keeps are found first,
     and a name it changes, one taken or a repetition, is then given its
-    own in order."""
+    own in order.  distinct: the caller knows that no name repeats and
+    wants `taken` only read when they are their own (no set of a million
+    names is built to find repetitions), and gets `names` itself back when
+    they are their own."""
     text = "\n".join(names)
     plain = bool(names) and "" not in names and text.count("\n") == len(names) - 1 and \
         not _NOT_PLAIN.search(text) and "\n_" not in text and "_\n" not in text and text[0] != "_" and \
         text[-1] != "_" and not text.startswith(_CUBEPL_PREFIXES) and \
         not any("\n" + p in text for p in _CUBEPL_PREFIXES)  # (else the names one by one)
+    del text
     if plain and taken.isdisjoint(names):
+        if distinct:  # the list itself: a million names are not copied
+            return names
         size = len(taken)
         taken.update(names)
         if len(taken) == size + len(names):

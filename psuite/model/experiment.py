@@ -192,7 +192,7 @@ class MetricColumns:
     descriptions: list[str]
     integer: np.ndarray  # bool per metric: UINT64, its values in ints, else DOUBLE, in floats
     ints: np.ndarray  # (metrics, locations) int64
-    floats: np.ndarray  # (metrics, locations) float64
+    floats: np.ndarray | None  # (metrics, locations) float64; None when every metric is UINT64 (ints hold all)
     # a few metrics' CUBE <attr>s, by metric index (most have none)
     attributes: dict[int, dict[str, str]] = field(default_factory=dict)
     # whole counts a float64 cannot hold exactly (PerfSuite's counters are unsigned 64-bit: from 2**63 on),
@@ -403,8 +403,11 @@ class Experiment:
         shape = (len(self.cnodes), len(self.locations))
         cols = self.columns
         if cols is not None:
-            if cols.ints.shape != (len(cols), shape[1]) or cols.floats.shape != (len(cols), shape[1]):
+            if cols.ints.shape != (len(cols), shape[1]) or \
+                    (cols.floats.shape if cols.floats is not None else cols.ints.shape) != (len(cols), shape[1]):
                 raise ValueError(f"metric columns shaped {cols.ints.shape}, not ({len(cols)}, {shape[1]})")
+            if cols.floats is None and not cols.integer.all():
+                raise ValueError("metric columns with DOUBLE metrics and no float values")
             if cols.listed is not None and cols.listed.shape != cols.ints.shape:
                 raise ValueError(f"metric columns listed shaped {cols.listed.shape}, not {cols.ints.shape}")
             if not 0 <= cols.cnode < shape[0] or not 0 <= cols.position <= len(self.metrics):
@@ -742,6 +745,13 @@ class Experiment:
                 rows.append({"metric": m.name, "path": paths[c], "depth": len(paths[c]), "rank": loc.rank,
                              "thread": loc.thread_rank, "node": loc.node, "value": a[c, j].item()})
         return rows
+
+    def to_hatchet(self):
+        """A profile's experiment as one LLNL hatchet GraphFrame (indexed by
+        node, rank and thread): see psuite.hatchet."""
+        from psuite.hatchet import to_graphframe
+
+        return to_graphframe(self)
 
     def total(self, metric: str) -> float:
         """The metric over the whole experiment (every root, every location):

@@ -195,7 +195,7 @@ class ProfileReport(RunInfo):
         and read_experiment(...).to_records(): a whole-process report with
         call paths (a `psrun -p --callpath` process total, or a companion
         read alone) gives each thread's rows from its recorded call paths
-        (ThreadCallPaths.locations, filled by psuite.read), under that
+        (ThreadCallPaths.locations, filled by psuite.read_document), under that
         thread's number (1 the main thread), when they hold every sample of
         the flat profile.  Otherwise (no per-thread data, samples the call
         paths lost) the rows are the document's flat profile under its own

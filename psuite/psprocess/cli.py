@@ -122,6 +122,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--source-dir", action="append", default=[], metavar="DIR",
                    help="with --html or -f html: show source files under DIR too (repeatable); without it only "
                    "files under the program's directory are shown, and none for a document read from a URL")
+    p.add_argument("--stat", metavar="FILE.stat", help="with --html or -f html: show the pattern statistics of "
+                   "FILE.stat (CUBE's statistics file; a CUBE file's own, beside it, is shown without this)")
     p.add_argument("--module", metavar="PATH", help="with --gmon/--vprof: the module to export (default: the "
                    "program)")
     p.add_argument("--binaries", action="append", default=[], metavar="DIR[:DIR...]",
@@ -211,6 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(_bare_calltree(argv))
     option_scope.check(args)  # an option that would do nothing here is refused, not ignored
     option_scope.check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
+    if args.stat and not (args.html or args.format == "html"):
+        raise UsageError("--stat FILE.stat shows a statistics file in the HTML report; give --html or -f html too")
     threshold_given = args.threshold is not None  # (fill_defaults gives it its default)
     option_scope.fill_defaults(args)
     derive = _Metrics(args).derive  # every -m file read now: a bad one stops the run before any work
@@ -222,8 +226,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     binaries.configure(args.binaries, warn=_warn)  # every module checked against its recorded build-id
     archive = _archive_request(args)  # psbase filing: checked before anything is read
-    if args.html or args.format == "html":
-        require_extra("plotly")
     from psuite.analysis.inputs import load
     from psuite.formats.writers import writer
 
@@ -269,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, path in exports:
         write, what = exporters[name].write, subject
         if name == "html":  # the page shows source files: from the directories allowed only
-            write = functools.partial(write, source_dirs=args.source_dir)
+            write = functools.partial(write, source_dirs=args.source_dir, statistics=args.stat)
         elif name in MODEL_EXPORTS:  # these write the model's experiment (-c: the merged one), never documents
             from psuite.analysis.experiments import from_report
             from psuite.formats.exporters.gmon import ONE_PROFILE
@@ -300,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.format != "xml":  # the document is let go (a million events); -x writes a profile's call
                 subject = None  # paths beside it from the document, the XML writer's own model
         render = getattr(out, "render_chunks", out.render)  # in pieces where a writer can
-        chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir)
+        chunks = render(reports, threshold=args.threshold, source_dirs=args.source_dir,
+                        **({"statistics": args.stat} if args.stat else {}))
         if hint is not None:
             chunks = itertools.chain([chunks] if isinstance(chunks, str) else chunks, [hint])
         _emit(args, chunks)
@@ -322,7 +325,7 @@ def _report_experiments(reports: list, call_paths: bool) -> list:
 
     for i, r in enumerate(reports):  # in place: the list holds no document once it is converted
         if type(r) in (CountReport, ProfileReport):
-            reports[i] = from_report(r, for_reports=True, call_paths=call_paths)
+            reports[i] = from_report(r, for_reports=True, call_paths=call_paths, consume=True)
     return reports
 
 
@@ -376,9 +379,9 @@ def _cube_html(args, exports: list[tuple[str, str]]) -> int | None:
 
     exp = experiments.load(cubes[0], warn=_warn)
     if args.html:
-        _done(f"wrote {args.html} ({export.write(exp, args.html, None, args.force)})")
+        _done(f"wrote {args.html} ({export.write(exp, args.html, None, args.force, statistics=args.stat)})")
     if args.format == "html" and (not args.html or args.output):
-        _emit(args, export.page(exp))
+        _emit(args, export.page(exp, statistics=args.stat))
     return 0
 
 

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from psuite.cli_parser import ArgumentParser, whole_number
-from psuite.errors import UsageError, require_extra
+from psuite.errors import UsageError
 from psuite.psprocess import cubetools  # CubeLib's single-purpose tools: clean, derive, ... (argparse only)
 
 NAMES = ("diff", "merge", "mean", "compare", "cut", "stat", "dump", *cubetools.NAMES)
@@ -372,8 +372,6 @@ def _run(argv: Sequence[str]) -> int:
         from psuite.psprocess.option_scope import check_source_dirs
 
         check_source_dirs(args.source_dir, bool(args.html or args.format == "html"))
-    if getattr(args, "html", None) or getattr(args, "format", None) == "html":
-        require_extra("plotly")
     return _RUN[name](args)
 
 

@@ -73,7 +73,7 @@ def test_gmon_and_vprof_bytes_as_the_document_exporters_wrote(built, tmp_path, m
     chosen = ["--module", module] if module else []
     p = run_tool("psprocess", "--gmon", str(g), "--vprof", str(v), *chosen, str(report))
     assert p.returncode == 0, p.stderr
-    doc = psuite.read(str(report))
+    doc = psuite.read_document(str(report))
     m = before.executable_module(doc, module)
     if module:
         assert m.file.endswith(module), m.file
@@ -93,7 +93,7 @@ def test_the_table_holds_the_document(built, tmp_path):
     module's samples (ModuleSamples) by pc, and every thread's recorded
     frames, at the locations the experiment gives the threads."""
     report = profile(tmp_path, "callpath", built["threads"], "60")
-    doc = psuite.read(str(report))
+    doc = psuite.read_document(str(report))
     exp = from_report(doc)
     a = exp.addresses
     assert a is not None
@@ -126,7 +126,7 @@ def test_the_table_holds_the_document(built, tmp_path):
         start += n
     assert start == len(a.frame_pc) and located >= 2
     # a flat profile's samples are at its one location, and it has no frames
-    flat = psuite.read(str(profile(tmp_path / "flat", "flat", built["known"], "50")))
+    flat = psuite.read_document(str(profile(tmp_path / "flat", "flat", built["known"], "50")))
     f = from_report(flat).addresses
     assert f is not None and f.frame_modules is None and len(f.frame_pc) == 0
     assert set(f.location.tolist()) == {0}
@@ -134,7 +134,7 @@ def test_the_table_holds_the_document(built, tmp_path):
 
 
 def test_check_refuses_a_table_beyond_the_experiment(built, tmp_path):
-    exp = from_report(psuite.read(str(profile(tmp_path, "flat", built["known"], "30"))))
+    exp = from_report(psuite.read_document(str(profile(tmp_path, "flat", built["known"], "30"))))
     exp.addresses.location = np.full(len(exp.addresses.pc), len(exp.locations), dtype=np.int32)
     with pytest.raises(ValueError, match="location indexes beyond"):
         exp.check()
@@ -147,7 +147,7 @@ def test_combinations_and_operations_have_no_table(built, tmp_path):
     """Only one profile document's experiment has addresses: not a
     combination (even of one), not a merge, mean or diff; gmon and vprof
     refuse such an experiment with the line psprocess says for -c."""
-    doc = psuite.read(str(profile(tmp_path, "callpath", built["known"], "50")))
+    doc = psuite.read_document(str(profile(tmp_path, "callpath", built["known"], "50")))
     exp = from_report(doc)
     assert exp.addresses is not None
     other = from_report(doc)
@@ -187,7 +187,7 @@ def test_call_sites_beyond_int64_give_the_same_file(built, tmp_path):
     """A frame of the executable recorded at an address 2^63 or more above
     its load offset (no real run has one) is written as the document
     exporter wrote it: gmon's arcs then take Python's integers."""
-    doc = psuite.read(str(profile(tmp_path, "callpath", built["recursion"], "20", "60")))
+    doc = psuite.read_document(str(profile(tmp_path, "callpath", built["recursion"], "20", "60")))
     m = before.executable_module(doc)
     [exe] = [i for i, x in doc.callpaths.modules.items() if x.file == m.file]
     t = doc.callpaths.threads[0]

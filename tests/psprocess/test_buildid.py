@@ -113,7 +113,7 @@ def callpath(workdir) -> Run:
 
 
 def app_samples(profile: Path) -> int:
-    from psuite import read
+    from psuite import read_document as read
 
     report = read(str(profile), resolve=False)
     [app] = [m for m in report.modules if m.file.endswith("/app")]
@@ -172,7 +172,7 @@ def test_python_api_warns_and_marks(callpath):
     build(IMPOSTOR, callpath.app)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = psuite.read(str(callpath.profile))
+        report = psuite.read_document(str(callpath.profile))
     said = [str(w.message) for w in caught]
     assert len(said) == 1 and str(callpath.app) in said[0] and "PSUITE_BINARY_PATH" in said[0], said
     assert {loc.function for loc in report.locations if loc.module == str(callpath.app)} == {MISMATCH}
@@ -374,7 +374,7 @@ def library_run(directory: Path) -> LibraryRun:
     wanted = subprocess.run(["readelf", "-n", str(library)], capture_output=True, text=True, check=True).stdout
     wanted = re.search(r"Build ID: ([0-9a-f]+)", wanted).group(1)
     # recorded for the sampled library: in the flat profile's <annotation>, on the companion's <module>
-    from psuite import read
+    from psuite import read_document as read
 
     assert re.search(rf'module build-ids: [^<]*&quot;{re.escape(str(library))}&quot; {wanted}', flat.read_text())
     [recorded] = [m.buildid for m in read(str(flat), resolve=False).modules if m.file == str(library)]

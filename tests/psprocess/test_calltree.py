@@ -1,7 +1,7 @@
 """Call paths in psprocess: the <callpaths> reader, finding a profile's
 companion, the call-tree reports (top-down, bottom-up, callers) with exact
 numbers on a known tree, threshold and depth, combining with statistics,
-psuite.read()'s records, JSON and CSV, and the CLI's one-line errors.
+psuite.read_document()'s records, JSON and CSV, and the CLI's one-line errors.
 
 Until psrun writes companions, they are written here per
 docs/formats/callpaths.md, with addresses of a compiled -O2 program, so
@@ -197,11 +197,11 @@ def real_profile(program, tmp_path) -> Path:
 
 
 def test_profile_is_read_with_its_companion(real_profile):
-    r = psuite.read(str(real_profile))
+    r = psuite.read_document(str(real_profile))
     assert r.callpaths is not None and r.callpaths.source == reader.companion_name(str(real_profile))
-    flat = psuite.read(str(real_profile))
+    flat = psuite.read_document(str(real_profile))
     Path(r.callpaths.source).unlink()
-    alone = psuite.read(str(real_profile))
+    alone = psuite.read_document(str(real_profile))
     assert alone.callpaths is None
     # the flat profile is what it is without the call paths
     assert sorted((loc.function, loc.samples) for loc in flat.locations) == \
@@ -217,7 +217,7 @@ def test_companion_of_another_run_is_left_out_with_a_warning(program, real_profi
                                        file=real_profile.name))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        r = psuite.read(str(real_profile))
+        r = psuite.read_document(str(real_profile))
     assert r.callpaths is None
     assert any("pid=\"1\"" in str(w.message) and "left out" in str(w.message) for w in caught)
     p = run_tool("psprocess", str(real_profile))
@@ -231,7 +231,7 @@ def test_companion_of_another_run_is_left_out_with_a_warning(program, real_profi
 
 def test_companion_read_alone(program, tmp_path):
     path = write_alone(tmp_path, program)
-    r = psuite.read(str(path))
+    r = psuite.read_document(str(path))
     assert (r.hostname, r.pid, r.command, r.event, r.threshold) == ("host", 4242, f"{program['exe']} 10",
                                                                      "ITIMER_PROF", 10000)
     assert r.callpaths.samples == 104 and r.total_samples == 104
@@ -380,7 +380,7 @@ def _combined(*paths):
 # --- Python records, JSON, CSV ----------------------------------------------------
 
 def test_calltree_records(program, tmp_path):
-    r = psuite.read(str(write_alone(tmp_path, program)))
+    r = psuite.read_document(str(write_alone(tmp_path, program)))
     rows = r.calltree_records()
     assert [(row["path"], row["inclusive"], row["exclusive"], row["depth"]) for row in rows] == [
         (("main",), 104, 0, 1), (("main", "a"), 50, 0, 2), (("main", "a", "work"), 50, 50, 3),
@@ -389,7 +389,7 @@ def test_calltree_records(program, tmp_path):
     row = rows[0]
     assert (row["pid"], row["hostname"], row["thread"], row["tid"], row["function"], row["module"]) == \
         (4242, "host", 1, 4242, "main", program["exe"])
-    unresolved = psuite.read(str(write_alone(tmp_path, program)), resolve=False)
+    unresolved = psuite.read_document(str(write_alone(tmp_path, program)), resolve=False)
     assert unresolved.callpaths is not None and unresolved.calltree_records() == []
 
 
@@ -423,11 +423,11 @@ def test_cli_needs_call_paths_for_calltree_and_exports(real_profile):
 
 def test_url_profile_comes_with_its_companion_url(real_profile, server):  # noqa: F811
     url = f"{server}/{real_profile.name}"
-    r = psuite.read(url)
+    r = psuite.read_document(url)
     assert r.callpaths is not None and r.callpaths.source == reader.companion_name(url)
     assert {row["path"]: row["inclusive"] for row in r.calltree_records()}[("main", "a", "work")] == 50
     Path(reader.companion_name(str(real_profile))).unlink()
-    r = psuite.read(url)  # no companion on the server: fine
+    r = psuite.read_document(url)  # no companion on the server: fine
     assert r.callpaths is None and r.locations
 
 
@@ -439,7 +439,7 @@ def test_combining_keeps_the_call_paths_of_a_process_total(program, tmp_path):
     from psuite.analysis import combine
 
     path = write_alone(tmp_path, program, [(1, KNOWN), (2, [(0, "main", 0), (1, "c", 0), (2, "work!", 6)])])
-    total = psuite.read(str(path))
+    total = psuite.read_document(str(path))
     total = dataclasses.replace(total, thread=0, annotation="process total", generator="psuite 0.1.0")
     threads = [dataclasses.replace(total, thread=k, annotation="", callpaths=None) for k in (1, 2)]
     multi = combine.summarize([total, *threads])

@@ -67,7 +67,7 @@ def document(modules: list[tuple[int, str, int]], nodes: list[tuple], samples: i
 def resolved(tmp_path: Path, text: str):
     path = tmp_path / "t.callpaths.xml"
     path.write_text(text)
-    return psuite.read(str(path))
+    return psuite.read_document(str(path))
 
 
 def paths(report) -> dict[tuple[str, ...], tuple[int, int]]:

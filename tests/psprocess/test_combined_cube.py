@@ -172,6 +172,8 @@ def test_combined_page_shows_the_merged_call_tree(run, tmp_path):  # noqa: F811
     import json
     import re
 
+    from psuite.psprocess.html import viewdoc
+
     docs = [run.process[r] for r in sorted(run.process)]
     psprocess("-c", "--html", str(tmp_path / "c.html"), *docs)
     m = re.search(r'<script type="application/json" id="psuite-view">(.*?)</script>',
@@ -184,5 +186,6 @@ def test_combined_page_shows_the_merged_call_tree(run, tmp_path):  # noqa: F811
         shown.append((*(shown[parent] if parent >= 0 else ()), names[region]))
     assert shown == paths(exp)
     assert [(loc["rank"], loc["thread"]) for loc in view["locations"]] == [loc.key for loc in exp.locations]
-    samples = np.asarray(view["values"]["samples"]["exclusive"]).reshape(len(shown), len(view["locations"]))
+    samples = np.asarray(viewdoc.decode(view["values"]["samples"]["exclusive"]))  # stored sparse
+    samples = samples.reshape(len(shown), len(view["locations"]))
     np.testing.assert_array_equal(samples, exp.exclusive("samples"))

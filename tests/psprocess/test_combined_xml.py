@@ -69,8 +69,8 @@ def test_combined_companion_is_valid_and_names_its_members(docs, tmp_path):
     own = Counter()
     for doc in docs:
         if "process total" in (etree.parse(doc).getroot().findtext("annotation") or ""):
-            own.update(paths(psuite.read(doc).calltree_records()))
-    assert paths(psuite.read(str(f)).calltree_records()) == own
+            own.update(paths(psuite.read_document(doc).calltree_records()))
+    assert paths(psuite.read_document(str(f)).calltree_records()) == own
     # combined again (the document counts as its members, with their call paths)
     again = json.loads(ok("-c", "-f", "json", str(f)))
     first = json.loads(ok("-c", "-f", "json", *docs))
@@ -87,7 +87,8 @@ def test_one_profile_gets_its_companion_too(docs, tmp_path):
     companion = etree.parse(str(tmp_path / "one.callpaths.xml"))
     assert schema("callpaths-1.1.xsd").validate(companion)
     assert companion.getroot().find("profile").get("file") == "one.xml"
-    assert paths(psuite.read(str(f)).calltree_records()) == paths(psuite.read(total).calltree_records())
+    assert paths(psuite.read_document(str(f)).calltree_records()) == \
+        paths(psuite.read_document(total).calltree_records())
 
 
 def test_to_standard_output_the_call_paths_are_said_to_be_left_out(docs):
@@ -141,5 +142,5 @@ def test_a_document_without_call_paths_takes_the_old_companion_with_it(docs, pro
     [doc] = counting.glob("*.xml")
     ok("-x", "--force", "-o", str(tmp_path / "c.xml"), str(doc))
     assert not (tmp_path / "c.callpaths.xml").exists()
-    report = psuite.read(str(tmp_path / "c.xml"))
+    report = psuite.read_document(str(tmp_path / "c.xml"))
     assert report.events and getattr(report, "callpaths", None) is None

@@ -315,7 +315,7 @@ def test_counting_report(targets, workdir):
     cube_writer.write(exp, str(out))
     assert_same(exp, load_cube(str(out)))  # as psuite reads it: without what it wrote for cube_stat only
     # perf's own names (page-faults): the rate stays derived, recomputed by the algebra from its events
-    r = psuite.read(str(doc))
+    r = psuite.read_document(str(doc))
     for e in r.events:
         e.name = e.name.removeprefix("PERF_COUNT_SW_").lower().replace("_", "-")
     r.metrics = metrics.derive(r, metrics.standard_definitions())
@@ -329,7 +329,7 @@ def test_flat_profile(programs, workdir):
     assert p.returncode == 0, p.stderr
     [doc] = list(workdir.glob("*.xml"))
     exp = experiments.load(str(doc))
-    r = psuite.read(str(doc))
+    r = psuite.read_document(str(doc))
     samples: dict[str, int] = {}
     for loc in r.locations:
         samples[loc.function] = samples.get(loc.function, 0) + loc.samples
@@ -349,7 +349,7 @@ def test_multi_rank(targets, workdir):
         p = run_tool("psrun", "-q", "-e", "task-clock,page-faults", targets["work"], "50", "2", "0", env=env)
         assert p.returncode == 0, p.stderr
     docs = sorted(workdir.glob("*.xml"))
-    reports = [psuite.read(str(d)) for d in docs]
+    reports = [psuite.read_document(str(d)) for d in docs]
     exp = experiments.from_report(MultiReport(reports=reports))
     assert [(loc.process, loc.rank) for loc in exp.locations] == [(f"MPI Rank {r}", r) for r in range(3)]
     for r in reports:

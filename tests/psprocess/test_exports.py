@@ -1,5 +1,5 @@
 """Exports read by the real tools, and the Python data API: gmon.out read
-by GNU gprof agrees with psprocess's per-function samples; psuite.read()
+by GNU gprof agrees with psprocess's per-function samples; psuite.read_document()
 gives the model with pandas-ready records."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_gprof_reads_the_gmon_export(programs, workdir):
     per_sample, flat = gprof_flat(programs["prof_split"], str(gmon))
     assert per_sample == pytest.approx(0.001)
     ours: dict[str, int] = {}
-    r = psuite.read(str(report))
+    r = psuite.read_document(str(report))
     for loc in r.locations:
         if loc.module == programs["prof_split"]:
             ours[loc.function] = ours.get(loc.function, 0) + loc.samples
@@ -53,17 +53,17 @@ def test_gprof_reads_the_gmon_export(programs, workdir):
 
 def test_python_api_records(programs, workdir):
     [report] = profile(workdir, "--profile", "ITIMER_PROF", "--period", "2000", programs["prof_split"], "40")
-    r = psuite.read(str(report))
+    r = psuite.read_document(str(report))
     rows = r.to_records()
     assert rows and {"module", "file", "function", "line", "samples", "pid", "hostname"} <= set(rows[0])
     assert sum(row["samples"] for row in rows) == sum(sum(m.samples.values()) for m in r.modules)
     report.unlink()
     [counting] = profile(workdir, "-e", "task-clock,page-faults", programs["prof_split"], "10")
-    c = psuite.read(str(counting))
+    c = psuite.read_document(str(counting))
     rows = c.to_records()
     assert {row["name"] for row in rows if row["kind"] == "event"} == {"task-clock", "page-faults"}
     with pytest.raises(psuite.errors.InputError):
-        psuite.read(str(workdir / "missing.xml"))
+        psuite.read_document(str(workdir / "missing.xml"))
 
 
 def read_vmon(path) -> tuple[str, int, int, dict[int, int]]:
@@ -96,7 +96,7 @@ def test_vprof_export_read_back(programs, workdir):
     p = run_tool("psprocess", "--vprof", str(vmon), str(report))
     assert p.returncode == 0, p.stderr
     event, outside, base, hits = read_vmon(vmon)
-    r = psuite.read(str(report), resolve=False)
+    r = psuite.read_document(str(report), resolve=False)
     [exe] = [m for m in r.modules if m.file == programs["prof_split"]]
     assert event == "PROF"
     assert hits == {pc - exe.offset: n for pc, n in exe.samples.items()}
@@ -138,7 +138,7 @@ def test_vprof_readers_seconds(programs, workdir, source, period):
     assert p.returncode == 0, p.stderr
     [line] = p.stderr.splitlines()  # the note, when there is one, is in the line naming the file
     assert line.startswith(f"psprocess: wrote {vmon} (vmon.out version 4 of {programs['prof_split']}"), line
-    r = psuite.read(str(report), resolve=False)
+    r = psuite.read_document(str(report), resolve=False)
     [exe] = [m for m in r.modules if m.file == programs["prof_split"]]
     samples = sum(exe.samples.values())
     hits, _, seconds = bfdprof_summary(vmon)
@@ -230,7 +230,7 @@ def test_cube_of_ranks_and_threads(targets, workdir):
     assert where == [(f"MPI Rank {r}", f"thread {t}") for r in range(4) for t in (1, 2)]  # 0 is the total
     expected: dict[tuple[str, tuple[str, str]], float] = {}
     for path in threads:
-        r = psuite.read(str(path))
+        r = psuite.read_document(str(path))
         for loc in r.locations:
             key = (loc.function, (f"MPI Rank {r.rank}", f"thread {r.thread}"))
             expected[key] = expected.get(key, 0) + loc.samples
@@ -260,7 +260,7 @@ def test_cube_of_one_counting_report(targets, workdir):
 
     got, where = cube_values(cube)  # the stored metrics, through pycubexr
     assert len(where) == 1
-    r = psuite.read(str(report))
+    r = psuite.read_document(str(report))
     for e in r.events:  # named as CubePL can name them: task-clock as task_clock
         assert list(got[cubepl_name(e.name)].values()) == [e.count]
     back = load(str(cube))  # the derived metrics are CUBE's derived metrics, evaluated on reading

@@ -82,7 +82,7 @@ def tree_pairs(report: Path) -> dict[tuple[str, str], int]:
     """(caller, callee) -> samples under that call from psuite's own call
     tree (every thread): each context's inclusive samples, a sample counted
     once per pair on its path (what gprof's count is documented to be)."""
-    r = psuite.read(str(report))
+    r = psuite.read_document(str(report))
     out: dict[tuple[str, str], int] = {}
     for row in r.calltree_records():
         path = row["path"]
@@ -146,7 +146,7 @@ def test_library_frames_are_folded(built, tmp_path):
     arcs = gprof_arcs(built["qsort_cb"], gmon)
     callers_of_cmp = {caller: n for (caller, callee), n in arcs.items() if callee == "cmp"}
     assert set(callers_of_cmp) == {"sort_many"}, arcs
-    r = psuite.read(str(report))
+    r = psuite.read_document(str(report))
     cmp_samples = sum(row["exclusive"] for row in r.calltree_records() if "cmp" in row["path"])
     assert callers_of_cmp["sort_many"] == cmp_samples > 0
     assert arcs["main", "sort_many"] == tree_pairs(report)["main", "sort_many"]

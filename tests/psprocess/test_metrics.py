@@ -282,7 +282,7 @@ def check_huge(got: dict[str, float]) -> None:
 
 
 def test_huge_counts_in_the_evaluator(tmp_path):
-    report = psuite.read(str(doc(tmp_path, {"PAPI_TOT_CYC": 1})))
+    report = psuite.read_document(str(doc(tmp_path, {"PAPI_TOT_CYC": 1})))
     report.events = [type(report.events[0])(name=k, count=v, type="preset") for k, v in huge_counts().items()]
     definitions = metrics.load(metrics.standard_metrics_path())
     got = {m.name: m.value for m in metrics.derive(report, definitions)}
@@ -303,7 +303,8 @@ def test_huge_counts_through_psprocess_are_refused(tmp_path, fmt):
 
 @pytest.mark.parametrize("bad", [math.inf, -math.inf, math.nan, "12", None, object()])
 def test_non_finite_and_odd_counts_hide_only_their_metrics(tmp_path, bad):
-    report = psuite.read(str(doc(tmp_path, {"PAPI_TOT_CYC": 4_000, "PAPI_TOT_INS": 6_000, "PAPI_FP_OPS": 1_000})))
+    counts = {"PAPI_TOT_CYC": 4_000, "PAPI_TOT_INS": 6_000, "PAPI_FP_OPS": 1_000}
+    report = psuite.read_document(str(doc(tmp_path, counts)))
     for e in report.events:
         if e.name == "PAPI_FP_OPS":
             e.count = bad
@@ -319,7 +320,7 @@ def test_non_finite_and_odd_counts_hide_only_their_metrics(tmp_path, bad):
 @pytest.mark.parametrize("field,value", [("wallclock", math.nan), ("wallclock", math.inf), ("wallclock", 0.0),
                                          ("usertime", math.inf)])
 def test_non_finite_and_zero_times(tmp_path, field, value):
-    report = psuite.read(str(doc(tmp_path, {"PAPI_TOT_CYC": 4_000, "PAPI_TOT_INS": 6_000})))
+    report = psuite.read_document(str(doc(tmp_path, {"PAPI_TOT_CYC": 4_000, "PAPI_TOT_INS": 6_000})))
     setattr(report, field, value)
     report.machine.mhz = math.inf if field == "usertime" else report.machine.mhz
     got = {m.name: m.value for m in metrics.derive(report, metrics.load(metrics.standard_metrics_path()))}

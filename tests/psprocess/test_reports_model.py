@@ -11,6 +11,7 @@ change."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ EVENTS = ('<hwpcevent type="preset" name="PAPI_TOT_CYC" derived="no">3000000</hw
 
 def _read(path: str):
     """The document as psprocess makes it ready (its metrics derived), in the document model."""
-    return prepare(psuite.read(path), metrics.derive_standard)
+    return prepare(psuite.read_document(path), metrics.derive_standard)
 
 
 @pytest.fixture
@@ -214,3 +215,33 @@ def test_a_profiles_call_tree_rows_follow_the_model(targets, workdir):
     [r] = json.loads(json_format.render([exp]))["reports"]
     leaf = [row for row in r["calltree"] if row["exclusive"] >= 1000]
     assert len(leaf) == 1 and leaf[0]["depth"] == len(exp.path(c)) - 1  # below the program's root
+
+
+@pytest.mark.parametrize("fmt, writer", [("text", text), ("json", json_format), ("csv", csv_format),
+                                         ("xml", xml_format)])
+def test_a_consumed_document_reports_as_its_document(tmp_path, fmt, writer):
+    """psprocess lets each Event object go as it converts it (consume):
+    a preset, a derived event and a perf spelling keep their types and
+    spellings in every report, byte for byte as the document's own."""
+    text_ = original_count_03(4242, {"PAPI_L1_DCM": 12345})
+    text_ = text_.replace('<hwpcevent type="preset" name="PAPI_L1_DCM"',
+                          EVENTS.replace("18446744073709551000", "77") + '<hwpcevent type="preset" name="PAPI_L1_DCM"')
+    path = tmp_path / "count.xml"
+    path.write_text(text_)
+    out = run_tool("psprocess", "-f", fmt, str(path))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.rstrip("\n") == writer.render([_read(str(path))]).rstrip("\n")
+
+
+def test_consuming_a_document_leaves_its_events_readable(document, tmp_path):
+    """After a consuming conversion the report's events are read from the
+    experiment's columns: the same names, counts, types and spellings."""
+    text_ = Path(document).read_text().replace("18446744073709551000", "77")
+    path = tmp_path / "small.xml"
+    path.write_text(text_)
+    before = [(e.name, e.count, e.type, e.derived, e.counted_as) for e in _read(str(path)).events]
+    report = _read(str(path))
+    exp = from_report(report, for_reports=True, consume=True)
+    assert exp.columns.floats is None and exp.columns.integer.all()  # every count an int64: no float column
+    assert [(e.name, e.count, e.type, e.derived, e.counted_as) for e in report.events] == before
+    assert len(report.events) == len(before) and report.events[-1].name == before[-1][0]

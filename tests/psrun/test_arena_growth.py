@@ -54,11 +54,19 @@ def test_killed_program_under_rlimit_as_keeps_every_threads_samples(targets, wor
     note = annotation(root)
     assert "killed by SIGKILL" in note, note
     assert "beyond the shared memory" not in note, note
-    assert sampled_seconds(root) >= 0.9 * cpu, (sampled_seconds(root), cpu, note)
-    if mode == "callpath":
-        [companion] = workdir.glob("*.callpaths.xml")
-        flat_samples, kept, lost = totals(root, companion_root(companion))
-        assert (kept, lost) == (flat_samples, 0), (flat_samples, kept, lost)
+    if mode != "callpath":
+        # ITIMER_PROF: the process's CPU time, its expirations while a signal was pending counted as overruns
+        assert sampled_seconds(root) >= 0.9 * cpu, (sampled_seconds(root), cpu, note)
+        return
+    # --callpath samples each thread's perf_event task clock, whose kernel timer skips the periods it
+    # fired late for (hrtimer_forward_now: one in eight on a loaded VM here), so its samples are compared
+    # with each other: the main thread and every spinning thread spin alike, and each keeps its share
+    companion = companion_root(next(workdir.glob("*.callpaths.xml")))
+    flat_samples, kept, lost = totals(root, companion)
+    assert (kept, lost) == (flat_samples, 0), (flat_samples, kept, lost)
+    per_thread = [int(t.get("samples")) for t in companion.findall("thread")]
+    assert len(per_thread) == threads + 1, per_thread
+    assert min(per_thread) >= 0.5 * sum(per_thread) / len(per_thread) > 0, (per_thread, note)
 
 
 def reserved_regions(argv: list[str]) -> int:

@@ -84,7 +84,7 @@ def within(found: dict, tolerance: float = TOLERANCE) -> bool:
 def test_known_structure_shares(built, workdir, program):
     """The inclusive share of main -> a -> work, main -> b -> work and
     main -> b -> c -> work within 3 points of 50/30/20, read with
-    psuite.read() and with psprocess -f json; every sample recorded."""
+    psuite.read_document() and with psprocess -f json; every sample recorded."""
     flat = psrun_profile([built[program]], workdir)
     doc = etree.parse(str(companion(flat)))
     assert etree.XMLSchema(etree.parse(callpaths_schema())).validate(doc)

@@ -57,7 +57,7 @@ def psprocess(*args: str) -> str:
 def test_the_reports_number_threads_by_their_creation(run):
     _, _, threads = run
     for number, path in threads.items():
-        report = psuite.read(str(path))
+        report = psuite.read_document(str(path))
         assert report.thread == number and f".t{number}." in path.name
         records = report.to_records()
         assert {r["thread"] for r in records} == {number}
@@ -73,13 +73,14 @@ def test_the_companion_numbers_threads_as_the_reports(run):
     doc = etree.parse(str(companion)).getroot()
     assert doc.get("version") == "1.1"
     assert sorted(int(t.get("id")) for t in doc.iter("thread")) == [1, 2, 3]
-    records = psuite.read(str(total)).calltree_records()
+    records = psuite.read_document(str(total)).calltree_records()
     leaves: dict[int, Counter] = {}
     for r in records:
         leaves.setdefault(r["thread"], Counter())[r["function"]] += r["exclusive"]
     assert {t: dominant(c) for t, c in leaves.items()} == SPINNERS
     # calltree_records and to_records give the thread the same type
-    assert {type(r["thread"]) for r in records} == {type(psuite.read(str(total)).to_records()[0]["thread"])} == {int}
+    total_rows = psuite.read_document(str(total)).to_records()
+    assert {type(r["thread"]) for r in records} == {type(total_rows[0]["thread"])} == {int}
 
 
 def cube_threads(path: Path) -> dict[int, str]:

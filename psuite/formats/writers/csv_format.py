@@ -49,7 +49,7 @@ def render(reports: list, **_options) -> str:
     reports = [m for r in reports for m in (documents.combined(r)[0] if documents.is_combined(r) else
                                             r.reports if isinstance(r, MultiReport) else
                                             documents.of_experiment(r) if documents.is_counts(r) else
-                                            documents.profiles(r) if documents.is_profile(r) else [r])]
+                                            documents.profiles(r, sampled=False) if documents.is_profile(r) else [r])]
     trees = {id(r): r.calltree_records() for r in reports if isinstance(r, ProfileReport) and r.callpaths}
     trees.update((id(p), p.calltree) for p in reports if isinstance(p, documents.Lines))  # the model's
     if any(trees.values()):

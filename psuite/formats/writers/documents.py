@@ -100,11 +100,12 @@ class Lines:
     calltree: list[dict] = field(default_factory=list)  # each thread's call paths, as calltree_records
 
 
-def profiles(exp: Experiment) -> list[Lines]:
+def profiles(exp: Experiment, sampled: bool = True) -> list[Lines]:
     """Each profile document of the experiment (its locations share a run
     description), in the order of its first location: its rows of
     Experiment.lines and Experiment.addresses (those at its locations or
-    at -1, its process), and its threads' call paths."""
+    at -1, its process; sampled=False: none, for the reports that do not
+    list them), and its threads' call paths."""
     import numpy as np
 
     table = exp.lines
@@ -126,7 +127,8 @@ def profiles(exp: Experiment) -> list[Lines]:
         else:
             rows = np.flatnonzero(np.isin(table.location, [-1, *where])).tolist()
             lines = Lines(run, *([column[i] for i in rows] for column in columns))
-        lines.sampled = _sampled(exp, where)
+        if sampled:  # (a million PCs: only for the reports that list them, JSON and XML)
+            lines.sampled = _sampled(exp, where)
         lines.calltree = [row for j in where for row in trees.get(j, [])]
         out.append(lines)
     return out

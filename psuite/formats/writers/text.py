@@ -102,7 +102,7 @@ def render_chunks(reports: list, threshold: float = 0.0, **_options) -> Iterator
         elif isinstance(r, MultiReport):
             yield text_multi.render_one(r)
         elif documents.is_profile(r):  # a profile document's experiment
-            yield "\n".join(text_profile.render_lines(d, threshold) for d in documents.profiles(r))
+            yield "\n".join(text_profile.render_lines(d, threshold) for d in documents.profiles(r, sampled=False))
         elif documents.is_counts(r):  # a counting document's experiment: each of its locations' reports
             for j, c in enumerate(documents.of_experiment(r)):
                 if j:

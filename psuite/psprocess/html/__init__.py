@@ -4,8 +4,9 @@ CUBE's three coupled panes with a source view, a flame graph and charts.
 
 Two halves meet at one JSON document, the *view*:
 - `viewdoc.build(...)` (Python) turns Experiments and reports into it;
-- `page.render(view)` embeds it with the page's script and plotly.js into
-  one HTML file; the script (app.js) draws everything from the view alone.
+- `page.render(view)` embeds it with the page's script and style into one
+  HTML file; the script (app.js) draws everything from the view alone,
+  its charts too (SVG of its own: no chart library in the page).
 
 The view (version 1; every key present, lists may be empty):
 
@@ -18,6 +19,8 @@ The view (version 1; every key present, lists may be empty):
    "context": [[label, value], ...],    # machine, host, command, date, ranks, threads ...
    "dropped": [{"event": str, "why": str}],   # events asked for but not measured
    "metrics": [{"name": str, "display": str, "unit": str, "description": str,
+                                        # unit: CUBE's ("sec", "occ" ...), or where "occ" would hide
+                                        # it the metric's own: "%", "/s" (a rate), "ns" (perf's clocks)
                 "parent": int | null,   # index in this list: the metric tree
                 "integer": bool, "derived": bool,
                 "over": "sum" | "mean" | "max" | "min"}],  # over locations (ranks, threads): a
@@ -33,22 +36,48 @@ The view (version 1; every key present, lists may be empty):
                                         # machine: a report's is the hosts' domain, else the
                                         # host, else "N hosts"
    "values": {metric name: {
-       "exclusive": [float, ...],       # row-major (cnode, location): len(cnodes) * len(locations)
-       "inclusive": [float, ...] | null # given for derived metrics (ratios do not add up) and
+       "exclusive": CELLS,              # the (cnode, location) cells, row-major: len(cnodes) * len(locations)
+       "inclusive": CELLS | null        # given for derived metrics (ratios do not add up) and
                                         # least/greatest metrics (CUBE's MIN/MAXDOUBLE); else
                                         # the page sums exclusive values up the tree
-   }},                                  # a value may be null (NaN or inf in the input): the page
-                                        # shows "-" and leaves it out of sums and charts
+   }},
+   "statistics": [{"pattern": str,      # a CUBE statistics file's patterns (.stat: the CUBE file's own
+                   "metric": int | null,  # beside it, or psprocess --stat): the metric of this list
+                   "metric_id": int,      # it names (by name), and its id in the CUBE file
+                   "count": int,          # instances
+                   "figures": {str: float},  # those given of mean, median, minimum, maximum, sum,
+                                          # variance, q1, q3
+                   "instances": [[cnode id in the CUBE file, enter, exit, duration], ...]}],
+                                          # the most severe instances
    "sources": [{"file": str,            # as the profile names it
                 "path": str | null,     # where it was read; null when unreadable (then no lines)
                 "lines": [str, ...],    # the file's text, line 1 first
                 "samples": {"LINE": int},   # samples per line number (string keys: JSON)
                 "total": int,           # the profile's samples in all, for percentages
-                "note": str}]}          # "" or why lines are missing or cut (too large, not found)
+                "note": str}],          # "" or why lines are missing or cut (too large, not found)
                                         # a difference's samples are gains and losses per line
                                         # (negative too; total: the subtrahend's), a mean's may
                                         # be fractional; results of merge, mean, cut and CUBE
                                         # files are kind "cube" (of counting reports: "counts")
+   "external": null | {"name": str,     # a difference's subtrahend (where read from PerfSuite
+                "totals": {metric name: float}}}  # documents): each metric's value over its root
+                                        # call paths and locations, 100 % of the external percent mode
+
+CELLS: the non-zero cells alone (a sampled run is non-zero on a few
+percent of them), base64 of little-endian bytes:
+
+  {"n": int,                            # cells in all
+   "at": str,                           # the non-zero cells' positions as LEB128 varints, each the
+                                        # number of cells skipped since the last one (the first: from 0)
+   "int": str | "f32": str | "f64": str,  # their values, in order: whole numbers as zigzag LEB128
+                                        # varints, else float32 where every value is one exactly, else
+                                        # float64
+   "null": str}                         # (when any) the cells that hold no number (NaN or inf in the
+                                        # input), as "at": the page shows "-" and leaves them out of
+                                        # sums and charts
+
+or, in a view written by hand, the plain list of the cells (null for no
+number).  viewdoc.decode gives the plain list of either.
 
 Counting reports are one root cnode per program with every event and
 derived metric a metric (each run time once: experiments' wall_seconds

@@ -1,5 +1,6 @@
-"""The page: one HTML file with the view (JSON), the page's own script and
-style, and plotly.js, all inline, so it opens from disk with no network."""
+"""The page: one HTML file with the view (JSON) and the page's own script
+and style, all inline, so it opens from disk with no network.  The charts
+are the script's own SVG: no chart library goes into the page."""
 
 from __future__ import annotations
 
@@ -8,14 +9,6 @@ import json
 from importlib import resources
 
 VIEW_ID = "psuite-view"  # <script type="application/json" id=...> holding the view
-PLOTLY_ID = "psuite-plotly"  # <script> holding plotly.js, run on first use
-
-
-def plotly_js() -> str:
-    """plotly.js as the plotly Python package installs it (offline)."""
-    from plotly.offline import get_plotlyjs
-
-    return get_plotlyjs()
 
 
 def _asset(name: str) -> str:
@@ -34,17 +27,11 @@ def render(view: dict) -> str:
     """The whole page for a view (see psuite.psprocess.html)."""
     title = str(view.get("title", "psuite report"))
     esc = html.escape(title, quote=False)
-    js = plotly_js()
-    if "</script" in js.lower():  # would end the element early; no plotly.js release has it
-        raise ValueError("plotly.min.js contains '</script'; it cannot be inlined")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
         "<link rel=\"icon\" href=\"data:,\">\n"  # no favicon request from file://
         f"<title>{esc}</title>\n<style>{_asset('page.css')}</style>\n"
         "</head><body>\n"
-        # plotly.js inline but not run: app.js runs it when a chart is first
-        # drawn, so the trees are interactive before 4.8 MB of script is compiled
-        f"<script type=\"text/x-psuite-deferred\" id=\"{PLOTLY_ID}\">{js}</script>\n"
         f"<script type=\"application/json\" id=\"{VIEW_ID}\">{embed_json(view)}</script>\n"
         f"<script>{_asset('app.js')}</script>\n</body></html>\n"
     )

@@ -3,11 +3,13 @@ reads: `build(subject)` for a report (CountReport, ProfileReport,
 MultiReport of either) or an Experiment (a CUBE file, a result of the
 algebra).  `load_view(source)` reads an input as psprocess does first.
 
-Values go out as whole arrays (numpy's tolist), never a Python loop per
-cell: a 64-rank, 2,000-function profile is 128,000 cells per metric.
-Integer metrics stay ints; other values are rounded to 12 significant
-digits of the metric's largest value (0.30000000000000004 costs bytes
-and says nothing more); a value that is not a number (NaN, inf) is null,
+Values go out sparse (encode: the non-zero cells, as varints or packed
+floats in base64), made by whole-array numpy operations, never a Python
+loop per cell: 1,024 ranks x 10,000 call paths are 10 million cells per
+metric.  Whole numbers stay whole; other values are rounded to 12
+significant digits of the metric's largest value (0.30000000000000004
+says nothing more) and stored as float32 where that is exact; a value that
+is not a number (NaN, inf) is listed apart,
 which the page shows as "-" and leaves out of sums and charts."""
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ _FUNCTION, _MODULE = attrgetter("function"), attrgetter("module")
 
 
 def build(subject, *, title: str | None = None, read_sources: bool = True,
-          inputs: list[list | None] | None = None, source_dirs: Sequence[str] = ()) -> dict:
+          inputs: list[list | None] | None = None, source_dirs: Sequence[str] = (),
+          statistics: str | None = None) -> dict:
     """The view of a report or an experiment.  read_sources=False leaves
     the source files unread (their samples per line are still given);
     source_dirs: directories whose files may be shown besides the
     program's build tree (sources.SourceDirs).
+    statistics: a CUBE statistics file (.stat) whose patterns the page
+    shows; by default a CUBE file's own, beside it (as CUBE finds it).
     inputs: for an algebra result, per input the reports it was made from
     (load_input; None for a CUBE file): named in the context, and their
     profiles' lines combined as the operation combined the values."""
@@ -52,14 +57,40 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
         shown = {d.name for reports in inputs or [] if reports for r in reports for d in r.metrics} if counts else set()
         derived = {m.name for m in subject.metrics if m.display in shown}
         view = _from_experiment(subject, title, counts=counts, derived=derived)
+        if view["difference"] and inputs and len(inputs) == 2 and inputs[1]:
+            view["external"] = _external(view, inputs[1])
         if inputs:
             operation = subject.attributes.get("operation", "").split("(", 1)[0]
             view["context"] += ctx.input_context(inputs, operation)
             profiles = [r if r and isinstance(r[0], ProfileReport) else None for r in inputs]
             view["sources"] = src.result_sources(operation, profiles, read=read_sources, source_dirs=source_dirs)
         _name_machine(view["locations"], next((r for r in inputs or [] if r), None))  # a CUBE file psuite wrote too
-        return view
-    return _from_report(subject, title, read_sources, source_dirs)
+        source = subject.attributes.get("source", "")
+        if statistics is None and not inputs and source.endswith(".cubex"):
+            from psuite.formats.readers import cubestat
+
+            statistics = cubestat.beside(source)
+    else:
+        view = _from_report(subject, title, read_sources, source_dirs)
+    if statistics:
+        view["statistics"] = pattern_statistics(statistics, view["metrics"])
+    return view
+
+
+def pattern_statistics(path: str, metrics: list[dict]) -> list[dict]:
+    """A statistics file's patterns for the view, each with the index of
+    the view's metric it names (by name: psuite's CUBE writer names a
+    pattern after its metric, spaces as underscores), or null."""
+    from psuite.formats.readers import cubestat
+
+    names = {}
+    for i, m in enumerate(metrics):
+        for name in (m["display"], m["name"]):
+            names[name.replace(" ", "_")] = i
+    return [{"pattern": p.name, "metric": names.get(p.name), "metric_id": p.metric_id, "count": p.count,
+             "figures": p.figures,
+             "instances": [[x.cnode, x.enter, x.exit, x.duration] for x in p.instances]}
+            for p in cubestat.read(path)]
 
 
 def _members(report) -> tuple[list, int]:
@@ -101,6 +132,26 @@ def _from_report(report, title: str | None, read_sources: bool, source_dirs: Seq
         view["sources"] = src.build_sources(reports, read=read_sources, source_dirs=source_dirs)
         _object_files(view["regions"], reports)
     return view
+
+
+def _external(view: dict, reports: list) -> dict:
+    """CUBE's external percent for a difference: the subtrahend's value of
+    each metric the view shows (over its root call paths and locations,
+    combined as the page combines the difference's), what 100 % is."""
+    from psuite.analysis import experiments
+    from psuite.model.report import MultiReport
+
+    exp = experiments.from_report(reports[0] if len(reports) == 1 else MultiReport(reports=list(reports)))
+    roots = np.flatnonzero(exp.parents() < 0)
+    names = {m.name for m in exp.metrics}
+    over = {"sum": np.nansum, "mean": np.nanmean, "max": np.nanmax, "min": np.nanmin}
+    totals = {}
+    for m in view["metrics"]:
+        if m["name"] in names:
+            combine = over[m["over"]]
+            per_root = combine(np.asarray(exp.inclusive(m["name"]), dtype=float)[roots], axis=1)
+            totals[m["name"]] = float(combine(per_root))
+    return {"name": reports[0].source or "the subtrahend", "totals": totals}
 
 
 def _name_machine(locations: list[dict], reports: list | None) -> None:
@@ -174,7 +225,7 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "difference": False,
         "context": [],
         "dropped": [],
-        "metrics": [{"name": m.name, "display": m.display or m.name, "unit": m.unit, "description": m.description,
+        "metrics": [{"name": m.name, "display": m.display or m.name, "unit": _unit(m), "description": m.description,
                      "parent": parents[i], "integer": m.integer,
                      "derived": m.derived or m.name in derived_names,
                      "over": _over(m, m.derived or m.name in derived_names)}
@@ -188,7 +239,27 @@ def _skeleton(exp: Experiment, title: str, kind: str, derived_names: set[str]) -
         "values": {exp.metrics[i].name: _metric_values(exp, exp.metrics[i], exp.metrics[i].name in derived_names)
                    for i in shown},
         "sources": [],
+        "external": None,
+        "statistics": [],
     }
+
+
+# A metric's own unit where CUBE's unit of measurement says only "occ" (occurrences): a psmetrics
+# metric's percent or rate, and the perf clocks' events, counted in nanoseconds.
+_OWN_UNITS = {"percent": "%", "rate": "/s"}
+_NANOSECOND_EVENTS = {"task-clock", "cpu-clock", "duration_time"}
+
+
+def _unit(m) -> str:
+    """The unit the page shows with a metric's values."""
+    if m.unit != "occ":
+        return m.unit
+    own = m.attributes.get("psuite::unit", "").lower()
+    if own in _OWN_UNITS:
+        return _OWN_UNITS[own]
+    from psuite.hwpc.names import canonical
+
+    return "ns" if canonical(m.display or m.name) in _NANOSECOND_EVENTS else m.unit
 
 
 def _alias_of(m) -> str | None:
@@ -243,22 +314,112 @@ def _metric_values(exp: Experiment, m, derived: bool) -> dict:
     return {"exclusive": encode(exclusive, m.integer), "inclusive": inclusive}
 
 
-def encode(a: np.ndarray, integer: bool = False) -> list:
-    """A (cnodes, locations) array as a flat row-major list for JSON."""
+def encode(a: np.ndarray, integer: bool = False) -> dict:
+    """A (cnodes, locations) array, row-major, as the view stores values
+    (see psuite.psprocess.html): the non-zero cells only, their positions
+    as gaps and their values as whole numbers (varints), float32 where
+    every value is one exactly, else float64; cells that are no number
+    (NaN, inf) listed apart.  A sampled run is non-zero on a few percent
+    of its cells, and its values are small counts: 1,024 ranks x 10,000
+    call paths take some 1 MB a metric here, 40 MB as a JSON list."""
     flat = np.asarray(a).reshape(-1)
     if flat.dtype.kind in "iub":
-        return flat.astype(np.int64, copy=False).tolist()
-    f = flat.astype(np.float64, copy=False)
-    finite = np.isfinite(f)
-    every = bool(finite.all())
-    if integer and every and np.array_equal(f, np.round(f)) and (np.abs(f) < 2**53).all():
-        return f.astype(np.int64).tolist()  # an integer metric's values after an operation that kept them whole
-    f = _rounded(f, finite)
-    if every:
-        return f.tolist()
-    o = f.astype(object)
-    o[~finite] = None
-    return o.tolist()
+        flat = flat.astype(np.int64, copy=False)
+        nulls = np.zeros(0, np.int64)
+    else:
+        f = flat.astype(np.float64, copy=False)
+        finite = np.isfinite(f)
+        nulls = np.flatnonzero(~finite)
+        flat = np.where(finite, f, 0.0)
+        every = not len(nulls)
+        # an integer metric's values after an operation that kept them whole
+        whole = integer and every and np.array_equal(flat, np.round(flat)) and bool((np.abs(flat) < 2**53).all())
+        flat = flat.astype(np.int64) if whole else _rounded(flat, finite)
+    at = np.flatnonzero(flat)
+    values = flat[at]
+    out = {"n": int(len(flat)), "at": _b64(_varints(_gaps(at)))}
+    if values.dtype.kind == "f" and np.array_equal(values, np.round(values)) and bool((np.abs(values) < 2**53).all()):
+        values = values.astype(np.int64)  # whole numbers go as varints whatever the metric's type
+    if values.dtype.kind == "i":
+        out["int"] = _b64(_varints((values << 1) ^ (values >> 63)))  # zigzag: small negatives stay short
+    elif np.array_equal(values.astype(np.float32).astype(np.float64), values):
+        out["f32"] = _b64(values.astype("<f4").tobytes())
+    else:
+        out["f64"] = _b64(values.astype("<f8").tobytes())
+    if len(nulls):
+        out["null"] = _b64(_varints(_gaps(nulls)))
+    return out
+
+
+def decode(values: dict | list) -> list:
+    """The plain row-major list of cells of values the view stores
+    (encode's inverse; a plain list, as a hand-written view may give, is
+    returned as it is): ints, floats, None for no number."""
+    if isinstance(values, list):
+        return values
+    n = values["n"]
+    at = np.cumsum(_unvarints(_unb64(values["at"])) + 1) - 1
+    if "int" in values:
+        z = _unvarints(_unb64(values["int"])).view(np.uint64)
+        cells: list = np.zeros(n, np.int64)
+        cells[at] = ((z >> np.uint64(1)) ^ (np.uint64(0) - (z & np.uint64(1)))).view(np.int64)
+    else:
+        cells = np.zeros(n, np.float64)
+        dtype = "<f4" if "f32" in values else "<f8"
+        cells[at] = np.frombuffer(_unb64(values.get("f32") or values["f64"]), dtype)
+    cells = cells.tolist()
+    if "null" in values:
+        for i in (np.cumsum(_unvarints(_unb64(values["null"])) + 1) - 1).tolist():
+            cells[i] = None
+    return cells
+
+
+def _gaps(at: np.ndarray) -> np.ndarray:
+    """Sorted positions as the cells skipped before each (0: the next cell)."""
+    return np.diff(at, prepend=-1) - 1
+
+
+def _varints(a: np.ndarray) -> bytes:
+    """Non-negative integers (below 2**63) as LEB128 varints: 7 bits a byte,
+    the high bit set on every byte but a number's last."""
+    a = np.asarray(a, np.int64).astype(np.uint64)
+    if not len(a):
+        return b""
+    size = np.ones(len(a), np.int64)
+    rest = a >> np.uint64(7)
+    while rest.any():
+        size += rest != 0
+        rest >>= np.uint64(7)
+    start = np.cumsum(size) - size
+    out = np.zeros(int(size.sum()), np.uint8)
+    for k in range(int(size.max())):
+        on = size > k
+        more = (size[on] > k + 1).astype(np.uint8) << 7
+        out[start[on] + k] = ((a[on] >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8) | more
+    return out.tobytes()
+
+
+def _unvarints(data: bytes) -> np.ndarray:
+    b = np.frombuffer(data, np.uint8)
+    last = np.flatnonzero(b < 0x80)  # each number's last byte
+    first = np.concatenate(([0], last[:-1] + 1)).astype(np.int64)
+    out = np.zeros(len(last), np.uint64)
+    for k in range(int((last - first).max(initial=-1)) + 1):
+        on = first + k <= last
+        out[on] |= (b[first[on] + k].astype(np.uint64) & np.uint64(0x7F)) << np.uint64(7 * k)
+    return out.view(np.int64)
+
+
+def _b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    import base64
+
+    return base64.b64decode(text)
 
 
 def _rounded(f: np.ndarray, finite: np.ndarray) -> np.ndarray:

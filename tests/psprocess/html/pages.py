@@ -193,7 +193,7 @@ class Page:
         self._click(f"nav button[data-tab='{name}']")
         if name in ("flame", "charts"):
             self.wait(
-                f"return document.querySelectorAll('#tab-{name} .js-plotly-plot').length > 0"
+                f"return document.querySelectorAll('#tab-{name} svg.chart').length > 0"
                 f" || document.querySelector('#tab-{name} p.note')"
             )
 

@@ -164,10 +164,15 @@ def embedded_view(html: str) -> dict:
     return json.loads(m.group(1).replace("<\\/", "</"))
 
 
+def cells(values: dict | list) -> list:
+    """A metric's cells as the page decodes them (the view stores them sparse)."""
+    return viewdoc.decode(values)
+
+
 def grid(view: dict, metric: str) -> np.ndarray:
     """A metric's exclusive values as (cnodes, locations)."""
     n = len(view["cnodes"]["region"])
-    return np.array(view["values"][metric]["exclusive"], dtype=float).reshape(n, len(view["locations"]))
+    return np.array(cells(view["values"][metric]["exclusive"]), dtype=float).reshape(n, len(view["locations"]))
 
 
 def cnode_of(view: dict, function: str) -> int:
@@ -181,15 +186,15 @@ def check_schema(view: dict) -> None:
     and JSON without NaN (the page embeds it with allow_nan=False)."""
     assert view["psuite_view"] == 1
     keys = {"title", "kind", "difference", "context", "dropped", "metrics", "regions", "cnodes", "locations",
-            "values", "sources"}
+            "values", "sources", "statistics"}
     assert keys <= set(view)
     n, m = len(view["cnodes"]["region"]), len(view["locations"])
     assert len(view["cnodes"]["parent"]) == n == len(view["cnodes"]["line"])
     assert all(p < i for i, p in enumerate(view["cnodes"]["parent"]))  # parents come first
     assert [x["name"] for x in view["metrics"]] == list(view["values"])
     for name, v in view["values"].items():
-        assert len(v["exclusive"]) == n * m, name
-        assert v["inclusive"] is None or len(v["inclusive"]) == n * m, name
+        assert len(cells(v["exclusive"])) == n * m, name
+        assert v["inclusive"] is None or len(cells(v["inclusive"])) == n * m, name
     json.dumps(view, allow_nan=False)
 
 
@@ -206,12 +211,12 @@ def test_counting_report_view(runs):
     for event, count in counted.items():  # one root cnode, one location: the value is the count itself
         name = cubepl_name(event)  # named so that CubePL can name it: page-faults as page_faults
         assert metrics[name]["integer"] and not metrics[name]["derived"] and metrics[name]["display"] == event
-        assert view["values"][name]["exclusive"] == [count], event
+        assert cells(view["values"][name]["exclusive"]) == [count], event
     assert "PAPI_L1_DCM" in counted or [d["event"] for d in view["dropped"]] == ["PAPI_L1_DCM"]
     assert all(d["why"] for d in view["dropped"])
     cpu = view["values"]["CPU_time_seconds"]
     assert metrics["CPU_time_seconds"]["derived"] and cpu["inclusive"] is not None
-    assert cpu["exclusive"][0] == pytest.approx(xml_cpu_seconds(runs["counts"]), rel=1e-6)
+    assert cells(cpu["exclusive"])[0] == pytest.approx(xml_cpu_seconds(runs["counts"]), rel=1e-6)
     context = dict(view["context"])
     assert context["Command"].endswith(f"pages {HOT_PAGES} {COLD_PAGES}")
     assert context["Host"].split(".")[0] == xml_root(runs["counts"]).findtext("hostname")
@@ -308,11 +313,11 @@ def test_four_rank_combined_document_and_counting_reports(runs, tmp_path):
     assert view["kind"] == "counts" and len(view["cnodes"]["region"]) == 1
     docs = sorted(runs["rank_counts"].glob("*.xml"), key=xml_rank)
     assert [loc["rank"] for loc in view["locations"]] == [0, 1, 2, 3]
-    faults = view["values"]["page_faults"]["exclusive"]
+    faults = cells(view["values"]["page_faults"]["exclusive"])
     assert faults == [xml_events(d)["page-faults"] for d in docs]
     assert faults[3] - faults[0] == pytest.approx(3 * MPI_PAGES, rel=0.05)  # rank r touches (r + 1) x MPI_PAGES
     cpu = view["values"]["CPU_time_seconds"]
-    assert cpu["exclusive"] == pytest.approx([xml_cpu_seconds(d) for d in docs], rel=1e-6)
+    assert cells(cpu["exclusive"]) == pytest.approx([xml_cpu_seconds(d) for d in docs], rel=1e-6)
     assert cpu["inclusive"] is not None  # a rate or a time per rank: not to be summed up a tree
     assert dict(view["context"])["MPI ranks"] == "4" and view["title"].endswith("(4 ranks)")
 
@@ -378,7 +383,7 @@ def test_format_html_writes_the_page_to_stdout(runs):
     assert p.stdout.startswith("<!DOCTYPE html>") and p.stdout.rstrip().endswith("</html>")
     assert not re.search(r"<script[^>]*\bsrc=", p.stdout)  # self-contained: nothing fetched
     view = embedded_view(p.stdout)
-    assert view["values"]["page_faults"]["exclusive"] == [xml_events(runs["counts"])["page-faults"]]
+    assert cells(view["values"]["page_faults"]["exclusive"]) == [xml_events(runs["counts"])["page-faults"]]
 
 
 def test_format_html_with_output_file(runs, tmp_path):
@@ -433,13 +438,37 @@ def test_resource_report_is_refused_in_one_line(runs, tmp_path):
 
 
 def test_values_that_are_not_numbers_are_null_and_integers_stay_ints():
-    assert viewdoc.encode(np.array([[1, -2], [3, 2**62]], dtype=np.int64), True) == [1, -2, 3, 2**62]
-    got = viewdoc.encode(np.array([0.1 + 0.2, np.nan, np.inf, -1.5]))
+    def coded(a, integer=False):
+        return viewdoc.decode(viewdoc.encode(a, integer))
+
+    assert coded(np.array([[1, -2], [3, 2**62]], dtype=np.int64), True) == [1, -2, 3, 2**62]
+    got = coded(np.array([0.1 + 0.2, np.nan, np.inf, -1.5]))
     assert got == [0.3, None, None, -1.5]
-    assert viewdoc.encode(np.array([2.0, -4.0]), integer=True) == [2, -4]  # an integer metric's mean kept whole
-    assert all(type(v) is int for v in viewdoc.encode(np.array([2.0, -4.0]), integer=True))
-    assert viewdoc.encode(np.array([0.5, 1.0]), integer=True) == [0.5, 1.0]
-    json.dumps(page.embed_json({"v": got}))
+    assert coded(np.array([2.0, -4.0]), integer=True) == [2, -4]  # an integer metric's mean kept whole
+    assert all(type(v) is int for v in coded(np.array([2.0, -4.0]), integer=True))
+    assert coded(np.array([0.5, 1.0]), integer=True) == [0.5, 1.0]
+    json.dumps(page.embed_json({"v": viewdoc.encode(np.array([0.1 + 0.2, np.nan]))}))
+
+
+def test_values_are_stored_sparse_and_as_narrow_as_they_are_exact():
+    """Only the non-zero cells, their positions as gaps: cells 1 and 4 of
+    six are 1 and 4 cells after their predecessors (gaps 1 and 2); whole
+    numbers as zigzag varints (-3 is 5), halves as float32, a third as
+    float64; a NaN listed apart, its position as a gap too."""
+    import base64
+
+    e = viewdoc.encode(np.array([[0, 7], [0, 0], [-3, 0]]), True)
+    assert e["n"] == 6 and base64.b64decode(e["at"]) == bytes([1, 2])
+    assert base64.b64decode(e["int"]) == bytes([14, 5])
+    assert viewdoc.decode(e) == [0, 7, 0, 0, -3, 0]
+    half = viewdoc.encode(np.array([0.5, 0.0, 0.25]))
+    assert set(half) == {"n", "at", "f32"}
+    assert np.frombuffer(base64.b64decode(half["f32"]), "<f4").tolist() == [0.5, 0.25]
+    third = viewdoc.encode(np.array([1 / 3, np.nan]))
+    assert "f64" in third and base64.b64decode(third["null"]) == bytes([1])  # cell 1: one cell (the third) skipped
+    assert viewdoc.decode(third) == [round(1 / 3, 12), None]
+    big = viewdoc.encode(np.eye(1000, dtype=np.int64))  # 1,000 ones in a million cells: 3 bytes each, base64
+    assert len(page.embed_json(big)) < 4100
 
 
 def test_source_files_are_cut_and_say_so(tmp_path):
@@ -508,7 +537,7 @@ def test_cube_file_view_through_the_cli(tmp_path):
         assert metrics[name]["integer"] == (a.dtype.kind == "i")
     assert metrics["avg_time"]["derived"]
     n = len(names)
-    incl = np.array(view["values"]["avg_time"]["inclusive"], dtype=float).reshape(n, -1)
+    incl = np.array(cells(view["values"]["avg_time"]["inclusive"]), dtype=float).reshape(n, -1)
     visits = cube.exclusive["visits"].astype(float)
     want = np.divide(cube.inclusive["time"], visits, out=np.zeros_like(visits), where=visits != 0)
     assert incl == pytest.approx(want, abs=1e-11 * want.max())  # 12 digits of the metric's largest value
@@ -535,8 +564,8 @@ def test_greatest_value_metrics_come_with_their_inclusive_values():
     exp.zeros("max_time")[:] = [[1.0, 7.0], [5.0, 2.0], [3.0, 4.0]]
     view = viewdoc.build(exp)
     check_schema(view)
-    assert view["values"]["max_time"]["exclusive"] == [1.0, 7.0, 5.0, 2.0, 3.0, 4.0]
-    assert view["values"]["max_time"]["inclusive"] == [5.0, 7.0, 5.0, 2.0, 3.0, 4.0]
+    assert cells(view["values"]["max_time"]["exclusive"]) == [1.0, 7.0, 5.0, 2.0, 3.0, 4.0]
+    assert cells(view["values"]["max_time"]["inclusive"]) == [5.0, 7.0, 5.0, 2.0, 3.0, 4.0]
     assert view["kind"] == "cube" and view["dropped"] == []
 
 
@@ -584,7 +613,7 @@ def test_each_run_time_once_and_a_wall_clock_over_ranks_the_longest(runs, tmp_pa
     cpus = [xml_cpu_seconds(d) for d in docs]
     wall, cpu = _metric_named(view, "Wall clock time (seconds)"), _metric_named(view, "CPU time (seconds)")
     assert wall["over"] == "max" and cpu["over"] == "sum"
-    assert view["values"][wall["name"]]["exclusive"] == pytest.approx(walls, rel=1e-6)
+    assert cells(view["values"][wall["name"]]["exclusive"]) == pytest.approx(walls, rel=1e-6)
     host = xml_root(docs[0]).findtext("hostname")
     assert {loc["machine"] for loc in view["locations"]} == {host}
     page = load_page(driver, out)
@@ -618,7 +647,7 @@ def test_results_of_counting_reports_are_counting_pages(runs, tmp_path, driver, 
     check_schema(view)
     assert view["kind"] == "counts" and view["difference"] is True
     # CubeLib's -C: both processes kept under one virtual node, each input's values on its own rank
-    assert view["values"]["page_faults"]["exclusive"] == [a["page-faults"], -b["page-faults"]]
+    assert cells(view["values"]["page_faults"]["exclusive"]) == [a["page-faults"], -b["page-faults"]]
     assert a["page-faults"] - b["page-faults"] == pytest.approx(3 * MPI_PAGES, rel=0.05)
     # psmetrics' metrics are derived on the result too (ratios: never summed over ranks)
     events = {cubepl_name(e) for e in a}
@@ -626,13 +655,9 @@ def test_results_of_counting_reports_are_counting_pages(runs, tmp_path, driver, 
     page = load_page(driver, out)
     page.open_tab("charts")
     assert page.count("#regions-plot") == 0
-    bars = dict(page.js(
-        "const gd = document.getElementById('counts-plot');"
-        "const t = gd.data[0]; return t.y.map((y, i) => [y, t.marker.color[i]]);"))
-    assert bars["page-faults"] == "rgb(230,60,60)"  # more page faults: a loss, red
-    fills = page.js("return Array.from(document.querySelectorAll('#counts-plot .point path'))"
-                    ".map(p => getComputedStyle(p).fill)")
-    assert "rgb(230, 60, 60)" in fills
+    bars = dict(page.js("return Array.from(document.querySelectorAll('#counts-plot .bar'))"
+                        ".map(b => [b.dataset.name, getComputedStyle(b).fill])"))
+    assert bars["page-faults"] == "rgb(230, 60, 60)"  # more page faults: a loss, red
     screenshot(driver, screenshots, "counts-diff-charts")
     page.assert_no_console_errors()
 
@@ -640,7 +665,7 @@ def test_results_of_counting_reports_are_counting_pages(runs, tmp_path, driver, 
     assert p.returncode == 0, p.stderr
     view = embedded_view(p.stdout)
     assert view["kind"] == "counts" and view["difference"] is False
-    assert view["values"]["page_faults"]["exclusive"] == [a["page-faults"] / 2, b["page-faults"] / 2]
+    assert cells(view["values"]["page_faults"]["exclusive"]) == [a["page-faults"] / 2, b["page-faults"] / 2]
 
 
 def test_cube_context_names_command_date_and_what_it_was_made_from(runs, tmp_path):
