@@ -2,14 +2,14 @@
 where many HPC analysts compare runs in notebooks.
 
     import psuite
-    gf = psuite.read("app.1234.host.xml").to_hatchet()      # one process
-    gf = psuite.hatchet.to_graphframe(psuite.read_experiment("app.1234.host.xml"))
+    gf = psuite.read_experiment("app.1234.host.xml").to_hatchet()   # one process
+    gf = psuite.read_document("app.1234.host.xml").to_hatchet()     # the same, from the document
     gf = psuite.hatchet.from_psuite("run/")                  # every rank of a run
     th = psuite.hatchet.to_thicket(["base/", "opt/"])        # runs side by side
 
 A GraphFrame renders psuite's analysis model: the profile's experiment
-(psuite.analysis.experiments.from_report; one given, such as psuite.
-read_experiment's, as it is).  The graph is its call tree (profiles
+(psuite.analysis.experiments.from_report of a document; one given, such
+as psuite.read_experiment's, as it is).  The graph is its call tree (profiles
 recorded with `psrun --callpath`; the threads' trees merged by frame, as
 `psprocess -c --calltree` merges them), or for flat profiles one node per
 function, from the profile's samples by source line.  Nodes are named as
@@ -56,10 +56,10 @@ Source = str | os.PathLike
 def to_graphframe(x: Experiment | ProfileReport | MultiReport) -> hatchet.GraphFrame:
     """The GraphFrame of a profile's analysis model: an Experiment
     (psuite.read_experiment's, with a "samples" metric), or a profile
-    (psuite.read's ProfileReport, call paths resolved) or profiles combined
-    (a MultiReport, e.g. of every rank of a run), rendered from their
-    experiment (psuite.analysis.experiments.from_report).  UsageError for
-    what is not a profile."""
+    (psuite.read_document's ProfileReport, call paths resolved) or
+    profiles combined (a MultiReport, e.g. of every rank of a run),
+    rendered from their experiment (psuite.analysis.experiments.
+    from_report).  UsageError for what is not a profile."""
     _refuse(x)
     ht = _import("hatchet")
     exp, runs, lines = _model(x)
@@ -114,16 +114,16 @@ def _read(sources: Source | Iterable[Source]):
         raise UsageError("no documents given; give profiles (files, directories, globs or URLs)")
     expanded = pair_companions(combine.expand(given))
     if len(expanded) == 1:
-        import psuite
+        from psuite.api import read_document
 
-        return psuite.read(expanded[0])
+        return read_document(expanded[0])
     return combine.combine(expanded, _load, lambda report: None, _resolve)
 
 
 def _load(source: str):
-    import psuite
+    from psuite.api import read_document
 
-    return psuite.read(source, resolve=False)
+    return read_document(source, resolve=False)
 
 
 def _resolve(report) -> None:

@@ -91,12 +91,12 @@ def assert_same(model, documents, without: tuple[str, ...] = ()) -> None:
 
 def test_documents_give_the_frames_they_gave(inputs):
     for name in ("flat", "callpath", "per-thread"):
-        report = psuite.read(str(document(inputs[name])))
+        report = psuite.read_document(str(document(inputs[name])))
         gf = psuite.hatchet.to_graphframe(report)
         assert_same(gf, hatchet_documents.to_graphframe(report))
         assert gf.metadata == hatchet_documents.to_graphframe(report).metadata, name
     # the -p run's process total: its three threads at rank 0 from the call paths
-    places = table(psuite.read(str(document(inputs["per-thread"]))).to_hatchet())[["rank", "thread"]]
+    places = table(psuite.read_document(str(document(inputs["per-thread"]))).to_hatchet())[["rank", "thread"]]
     assert sorted(set(map(tuple, places.to_numpy().tolist()))) == [(0, 1), (0, 2), (0, 3)]
     for name in ("ranks", "flat-ranks", "processes"):
         gf = psuite.hatchet.from_psuite(inputs[name])
@@ -111,8 +111,8 @@ def test_documents_give_the_frames_they_gave(inputs):
 def test_read_experiment_gives_the_documents_frame(inputs):
     for name in ("callpath", "per-thread", "flat"):
         path = str(document(inputs[name]))
-        gf = psuite.hatchet.to_graphframe(psuite.read_experiment(path))
-        before = hatchet_documents.to_graphframe(psuite.read(path))
+        gf = psuite.read_experiment(path).to_hatchet()
+        before = hatchet_documents.to_graphframe(psuite.read_document(path))
         # a flat profile's experiment keeps each function's source file (its region's module), not the object
         # file the document's source lines name: the module column is the documents' alone
         assert_same(gf, before, without=("module",) if name == "flat" else ())
@@ -123,7 +123,7 @@ def test_read_experiment_gives_the_documents_frame(inputs):
 def test_the_frame_follows_the_model(inputs):
     path = str(document(inputs["callpath"]))
     exp = psuite.read_experiment(path)
-    before = table(psuite.hatchet.to_graphframe(exp))
+    before = table(exp.to_hatchet())
     samples = exp.values["samples"]
     leaf = max(range(len(exp.cnodes)), key=lambda c: samples[c, 0])  # where most samples fell
     samples[leaf, 0] += 7
@@ -140,7 +140,7 @@ def test_the_frame_follows_the_model(inputs):
     assert len(path_to_leaf) > 2 and callers.sum() == len(path_to_leaf)
 
     # a flat profile's nodes follow its samples by source line
-    report = psuite.read(str(document(inputs["flat"])))
+    report = psuite.read_document(str(document(inputs["flat"])))
     exp = from_report(report, for_reports=True)
     first = table(psuite.hatchet.to_graphframe(exp))
     exp.lines.samples[0] += 3
@@ -156,7 +156,7 @@ def test_refusals_are_kept(inputs, tmp_path):
     p = run_tool("psrun", "-q", "-d", str(tmp_path), "-e", "task-clock", str(tiny))
     assert p.returncode == 0, p.stderr
     [counts] = tmp_path.glob("*.xml")
-    for given in (psuite.read(str(counts)), psuite.read_experiment(str(counts))):
+    for given in (psuite.read_document(str(counts)), psuite.read_experiment(str(counts))):
         with pytest.raises(UsageError, match=r"^.*tiny.*: a hatchet GraphFrame is made of profiles"):
             psuite.hatchet.to_graphframe(given)
     # profiles with and without call paths
@@ -178,14 +178,14 @@ def test_thicket_of_experiments(inputs):
     [root] = th.graph.roots
     for p in paths:
         rows = th.dataframe.xs(by_name[p], level="profile")
-        assert rows.xs(root, level="node")["samples (inc)"].sum() == psuite.read(p).total_samples > 0
+        assert rows.xs(root, level="node")["samples (inc)"].sum() == psuite.read_document(p).total_samples > 0
 
 
 def test_unknown_functions_in_two_objects_are_two_nodes(inputs):
     """Samples no symbol names ("??") in two objects are one function of the
     flat profile's model and two nodes of the frame, named by the object
     as psprocess lists them, the function's time shared by their samples."""
-    report = psuite.read(str(document(inputs["flat"])))
+    report = psuite.read_document(str(document(inputs["flat"])))
     objects = {loc.module for loc in report.locations}
     assert len(objects) >= 2 and all(loc.samples for loc in report.locations)
     for loc in report.locations:  # as if neither the program nor the library had symbols
