@@ -183,7 +183,7 @@ def test_graphframe_of_4_rank_run_gives_psprocess_calltree_values(runs):
     total = 0.0
     for doc, (_, tree) in zip(docs, per_rank, strict=True):
         assert values(gf, {"rank": rank_of(doc)}) == tree, doc.name
-        own = psuite.read(str(doc)).to_hatchet()
+        own = psuite.read_document(str(doc)).to_hatchet()
         assert values(own) == tree, doc.name
         assert own.metadata["command"].endswith("mpi_work") and own.metadata["event"] == "ITIMER_PROF"
         total += sum(incl for path, (incl, _) in tree.items() if len(path) == 1)
@@ -268,7 +268,7 @@ def test_flat_profile_is_one_level(programs, tmp_path):
                  programs["prof_split"], "30")
     assert p.returncode == 0, p.stderr
     [doc] = tmp_path.glob("*.xml")
-    gf = psuite.read(str(doc)).to_hatchet()
+    gf = psuite.read_document(str(doc)).to_hatchet()
     [root] = gf.graph.roots
     assert root.frame["name"] == ROOT and all(not c.children for c in root.children)
     assert list(gf.dataframe.index.names) == ["node", "rank", "thread"]
@@ -299,7 +299,7 @@ def test_what_is_not_a_profile_and_missing_hatchet(tmp_path):
     code = ("import sys; sys.modules['hatchet'] = None\n"
             "import psuite\n"
             "from psuite.errors import UsageError\n"
-            "prof = psuite.read(sys.argv[1])\n"
+            "prof = psuite.read_document(sys.argv[1])\n"
             "try:\n    prof.to_hatchet()\nexcept UsageError as e:\n    print(e)\n")
     (tmp_path / "prof").mkdir()
     p = run_tool("psrun", "-q", "-d", str(tmp_path / "prof"), "--profile", "ITIMER_PROF", str(tiny))
@@ -326,11 +326,11 @@ def test_combined_document_gives_every_rank(runs, tmp_path):
     doc = tmp_path / "combined.xml"
     p = run_tool("psprocess", "-c", "-x", "-o", str(doc), str(runs["a"]))
     assert p.returncode == 0, p.stderr
-    gf = psuite.read(str(doc)).to_hatchet()
+    gf = psuite.read_document(str(doc)).to_hatchet()
     for own in profiles(runs["a"]):
-        assert values(gf, {"rank": rank_of(own)}) == values(psuite.read(str(own)).to_hatchet()), own.name
+        assert values(gf, {"rank": rank_of(own)}) == values(psuite.read_document(str(own)).to_hatchet()), own.name
     (tmp_path / "combined.callpaths.xml").unlink()  # the flat profiles alone
-    gf = psuite.read(str(doc)).to_hatchet()
+    gf = psuite.read_document(str(doc)).to_hatchet()
     [root] = gf.graph.roots
     assert all(not c.children for c in root.children)
     reports = json.loads(run_tool("psprocess", "-f", "json", str(doc)).stdout)["reports"]
