@@ -165,10 +165,10 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
     samples by source line (Experiment.lines); without it the events are
     ordinary metrics.  call_paths=False: a profile's experiment without its
     call paths and its sampled addresses, flat by function (what its text
-    report needs: a call tree of a million contexts is not converted for it).  consume (with
-    for_reports, for a caller that lets the document go): a counting
-    report's Event objects are let go as they are converted, its events
-    then read from the experiment's columns."""
+    report needs: a call tree of a million contexts is not converted for
+    it).  consume (with for_reports, for a caller that lets the document
+    go): a counting report's Event objects are let go as they are
+    converted, its events then read from the experiment's columns."""
     from psuite.model.report import CountReport, MultiReport, ProfileReport
 
     if isinstance(report, MultiReport) and report.experiment is not None and definitions is None:
@@ -202,7 +202,7 @@ def _experiment(reports: list, definitions: list | None, given: dict | list | No
                 call_paths: bool = True, consume: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
     identities in a combination (_identities), else their own; pending:
-    see _count_model; for_reports, call_paths: see from_report; addresses: a profile's
+    see _count_model; for_reports, call_paths, consume: see from_report; addresses: a profile's
     sampled addresses kept (_addresses)."""
     from psuite.model.report import ProfileReport
 
