@@ -48,6 +48,7 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
     inputs: for an algebra result, per input the reports it was made from
     (load_input; None for a CUBE file): named in the context, and their
     profiles' lines combined as the operation combined the values."""
+    given_statistics = statistics is not None
     if isinstance(subject, Experiment):
         from psuite.model.report import CountReport
 
@@ -66,23 +67,31 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
             view["sources"] = src.result_sources(operation, profiles, read=read_sources, source_dirs=source_dirs)
         _name_machine(view["locations"], next((r for r in inputs or [] if r), None))  # a CUBE file psuite wrote too
         source = subject.attributes.get("source", "")
-        if statistics is None and not inputs and source.endswith(".cubex"):
+        if given_statistics is False and not inputs and source.endswith(".cubex"):
             from psuite.formats.readers import cubestat
 
             statistics = cubestat.beside(source)
     else:
         view = _from_report(subject, title, read_sources, source_dirs)
     if statistics:
-        view["statistics"] = pattern_statistics(statistics, view["metrics"])
+        view["statistics"] = pattern_statistics(statistics, view["metrics"], given=given_statistics)
     return view
 
 
-def pattern_statistics(path: str, metrics: list[dict]) -> list[dict]:
+def pattern_statistics(path: str, metrics: list[dict], given: bool = True) -> list[dict]:
     """A statistics file's patterns for the view, each with the index of
     the view's metric it names (by name: psuite's CUBE writer names a
-    pattern after its metric, spaces as underscores), or null."""
+    pattern after its metric, spaces as underscores), or null.  given (the
+    user named the file): one without any pattern is refused, where a
+    file found beside a cube is then just empty."""
+    from psuite.errors import InputError
     from psuite.formats.readers import cubestat
 
+    patterns = cubestat.read(path)
+    if given and not patterns:
+        raise InputError(f"{path}: no performance pattern in this statistics file (CUBE's .stat: a heading "
+                         "line, then a line per pattern: its name, metric id and count); give one that "
+                         "psprocess --cube or CubeLib wrote")
     names = {}
     for i, m in enumerate(metrics):
         for name in (m["display"], m["name"]):
@@ -90,7 +99,7 @@ def pattern_statistics(path: str, metrics: list[dict]) -> list[dict]:
     return [{"pattern": p.name, "metric": names.get(p.name), "metric_id": p.metric_id, "count": p.count,
              "figures": p.figures,
              "instances": [[x.cnode, x.enter, x.exit, x.duration] for x in p.instances]}
-            for p in cubestat.read(path)]
+            for p in patterns]
 
 
 def _members(report) -> tuple[list, int]:

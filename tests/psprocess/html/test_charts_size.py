@@ -154,6 +154,20 @@ Unmeasured  3 0
 """
 
 
+@pytest.mark.parametrize("text", ["garbage\n", "", "PatternID MetricID Count\n"])
+def test_stat_option_refuses_a_file_without_patterns(cube_page, tmp_path, text):
+    """--stat names a file that holds no pattern (not a statistics file, or
+    an empty one): one line naming it, exit 2, no page written."""
+    stat = tmp_path / "none.stat"
+    stat.write_text(text)
+    out = tmp_path / "page.html"
+    p = run_tool("psprocess", "--html", str(out), "--stat", str(stat), str(cube_page.with_suffix(".cubex")))
+    assert p.returncode == 2, p.stderr
+    [line] = p.stderr.splitlines()
+    assert str(stat) in line and "no performance pattern" in line and "Traceback" not in p.stderr
+    assert not out.exists()
+
+
 def test_stat_option_shows_a_statistics_file(cube_page, tmp_path, driver):
     """--stat FILE: the user guide's example statistics file (appendix
     3.1), its figures and most severe instances as written; a pattern
