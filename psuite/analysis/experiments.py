@@ -198,12 +198,13 @@ def from_report(report, definitions: list | None = None, for_reports: bool = Fal
 
 
 def _experiment(reports: list, definitions: list | None, given: dict | list | None = None,
-                pending: dict | None = None, for_reports: bool = False, addresses: bool = False,
+                check: bool = True, for_reports: bool = False, addresses: bool = False,
                 call_paths: bool = True, consume: bool = False) -> Experiment:
     """One experiment of reports of one kind; given: the locations'
-    identities in a combination (_identities), else their own; pending:
-    see _count_model; for_reports, call_paths, consume: see from_report; addresses: a profile's
-    sampled addresses kept (_addresses)."""
+    identities in a combination (_identities), else their own; check:
+    False for a combination's members (the merge checks them); for_reports,
+    call_paths, consume: see from_report; addresses: a profile's sampled
+    addresses kept (_addresses)."""
     from psuite.model.report import ProfileReport
 
     exp = Experiment()
@@ -234,10 +235,10 @@ def _experiment(reports: list, definitions: list | None, given: dict | list | No
             from psuite.analysis.metrics import standard_definitions
 
             definitions = standard_definitions()
-        _count_model(exp, program, reports, where, definitions, pending, consume)
+        _count_model(exp, program, reports, where, definitions, consume)
         if not for_reports:
             exp.expand()
-    if pending is None:  # a combination's members are checked by the merge
+    if check:
         exp.check()
     return exp
 
@@ -280,12 +281,9 @@ def _combined(reports: list, definitions: list | None, for_reports: bool = False
         return _experiment(members, definitions, places, for_reports=for_reports)
     # members in system-tree order, so that the merge meets processes and threads in that order
     ranked = sorted(range(len(members)), key=lambda i: min(g[0] for g in given[i].values()))
-    pending: dict[str, dict[tuple, float]] = {}
-    parts = [_experiment([members[i]], definitions, given[i], pending) for i in ranked]  # checked by the merge
-    forms = _formulas(parts)
+    parts = [_experiment([members[i]], definitions, given[i], check=False) for i in ranked]  # the merge checks
     flat = [e.attributes.get(FLAT_PROFILE) for e in parts]
     exp = algebra.merge(parts, reduce=True, consume=True)
-    _settle_formulas(exp, forms, pending)
     exp.attributes.pop("operation", None)  # a report's experiment, as one document's is
     if all(flat):  # the merge keeps no such attribute; no member had call paths
         exp.attributes[FLAT_PROFILE] = flat[0]
@@ -295,54 +293,6 @@ def _combined(reports: list, definitions: list | None, for_reports: bool = False
             exp.attributes.setdefault(key, getattr(reports[0], key))
     exp.check()
     return exp
-
-
-def _place(loc: Location) -> tuple:
-    """A location's identity in the system tree (what algebra.merge with
-    reduce matches)."""
-    return (loc.machine, loc.node, loc.process, loc.rank, loc.thread_rank)
-
-
-def _formulas(parts: list[Experiment]) -> dict[str, str | None]:
-    """Per metric some member derives: its one expression, when every
-    member derives it by that expression (as from_report keeps one only
-    when it stands for every report: the same alternative of its
-    definition, the same machine constants), else None."""
-    forms: dict[str, set[str | None]] = {}
-    having: dict[str, int] = {}
-    for e in parts:
-        for m in e.metrics:
-            forms.setdefault(m.name, set()).add(m.expression if m.derived else None)
-            having[m.name] = having.get(m.name, 0) + 1
-    return {n: next(iter(f)) if len(f) == 1 and having[n] == len(parts) else None
-            for n, f in forms.items() if f != {None}}
-
-
-def _settle_formulas(exp: Experiment, forms: dict[str, str | None], pending: dict[str, dict[tuple, float]]) -> None:
-    """The merged result's derived metrics made what converting each member
-    alone and merging gives: a metric stays derived only when every member
-    derives it by one expression that gives every report's value; else
-    every location holds its report's value, the metric named in
-    NO_FORMULA (the algebra then leaves it out of a diff or mean)."""
-    import numpy as np
-
-    at = {_place(loc): k for k, loc in enumerate(exp.locations)}
-    frozen = []
-    for name, cells in pending.items():
-        m = exp.metric(name)
-        cells_at = [(at[place], v) for place, v in cells.items()]
-        if m.derived and forms.get(name) == m.expression and _agrees(exp, m.expression, cells_at):
-            continue
-        frozen.append((m, cells_at))
-    for m, cells_at in frozen:  # after every check: a frozen metric may be another's operand
-        a = np.zeros((len(exp.cnodes), len(exp.locations)))
-        for k, v in cells_at:
-            a[exp.roots[0], k] = v if math.isfinite(v) else 0.0
-        m.kind, m.expression, m.dtype = EXCLUSIVE, "", "DOUBLE"
-        exp.values[m.name] = a
-    if frozen:
-        names = [n for n in exp.attributes.get(NO_FORMULA, "").split("\n") if n]
-        exp.attributes[NO_FORMULA] = "\n".join(dict.fromkeys([*names, *(m.name for m, _ in frozen)]))
 
 
 def _one_event(reports: list) -> str:
@@ -894,12 +844,10 @@ _LINE, _SAMPLES = operator.attrgetter("line"), operator.attrgetter("samples")
 
 # -- counting reports ----------------------------------------------------------
 def _count_model(exp: Experiment, program: str, reports: list, where: list[int], definitions: list,
-                 pending: dict | None = None, consume: bool = False) -> None:
-    """The events, run times and derived metrics of counting reports.
-    pending (a combination's): a derived metric with an expression is kept
-    derived without checking it against the reports' values, which go into
-    pending[name][location] for _settle_formulas to check once on the
-    merged result (one evaluation for all the members, not one each)."""
+                 consume: bool = False) -> None:
+    """The events, run times and derived metrics of counting reports (one
+    document, or a combination's side by side: _combined); consume: see
+    from_report."""
     import numpy as np
 
     root = _root(exp, program)
@@ -936,14 +884,7 @@ def _count_model(exp: Experiment, program: str, reports: list, where: list[int],
                 names = events.key()
             expression = _expression(by_name.get(name), reports, events, names)
         exp.add_metric(m)
-        if pending is not None:
-            mine = pending.setdefault(m.name, {})
-            for loc_id, v in cells:
-                mine[_place(exp.locations[loc_id])] = _as_float(v)
-            if expression is not None:
-                m.kind, m.expression = "POSTDERIVED", expression
-                continue
-        elif expression is not None and _agrees(exp, expression, cells):
+        if expression is not None and _agrees(exp, expression, cells):
             m.kind, m.expression = "POSTDERIVED", expression
             continue
         a = exp.zeros(m)
