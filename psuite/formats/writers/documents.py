@@ -58,7 +58,8 @@ def is_profile(item: object) -> bool:
 
 def of_experiment(exp: Experiment) -> list[Counts]:
     """Each location of the experiment that came from a document, in order."""
-    return [_location(exp, j) for j, loc in enumerate(exp.locations) if loc.run is not None]
+    rows = _metric_rows(exp)  # each metric evaluated once, not once per location
+    return [_location(exp, j, rows) for j, loc in enumerate(exp.locations) if loc.run is not None]
 
 
 def is_combined(item: object) -> bool:
@@ -199,26 +200,26 @@ def _calltree_rows(exp: Experiment) -> dict[int, list[dict]]:
     return out
 
 
-def _location(exp: Experiment, j: int) -> Counts:
+def _location(exp: Experiment, j: int, metric_rows: list) -> Counts:
     """Location j's report: the events and metrics it listed (a member of
     a combination may lack some the others have)."""
     cols = exp.columns
-    rows = cols.at(j)
-    if rows is None:  # every event: in blocks of the columns themselves
-        return Counts(exp.locations[j].run, len(cols), _blocks(cols, j, 0, len(cols)), _metrics(exp, j),
+    at = cols.at(j)
+    if at is None:  # every event: in blocks of the columns themselves
+        return Counts(exp.locations[j].run, len(cols), _blocks(cols, j, 0, len(cols)), _metrics(exp, j, metric_rows),
                       cols.displays)
     import numpy as np
 
-    displays = [cols.displays[i] for i in rows.tolist()]
+    displays = [cols.displays[i] for i in at.tolist()]
 
     def blocks() -> Iterator[list[tuple]]:  # the runs of consecutive rows it listed, each as above
-        if not len(rows):
+        if not len(at):
             return
-        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        for run in np.split(rows, breaks):
+        breaks = np.flatnonzero(np.diff(at) != 1) + 1
+        for run in np.split(at, breaks):
             yield from _blocks(cols, j, int(run[0]), int(run[-1]) + 1)
 
-    return Counts(exp.locations[j].run, len(rows), blocks(), _metrics(exp, j), displays)
+    return Counts(exp.locations[j].run, len(at), blocks(), _metrics(exp, j, metric_rows), displays)
 
 
 def _blocks(cols, j: int, first: int, end: int) -> Iterator[list[tuple]]:
@@ -241,18 +242,23 @@ def _blocks(cols, j: int, first: int, end: int) -> Iterator[list[tuple]]:
                    (attrs.get(i, {}).get("psuite::counted_as", "") for i in range(start, stop)), strict=True)]
 
 
-def _metrics(exp: Experiment, j: int) -> list[Metric]:
-    """Location j's derived metrics (psmetrics', REPORT_METRIC) that its report has."""
-    cols = exp.columns
+def _metric_rows(exp: Experiment) -> list:
+    """The reports' derived metrics (psmetrics', REPORT_METRIC), each with
+    its values at the columns' call path, per location."""
+    root = exp.columns.cnode
+    return [(m, (exp.derived_values(m.name) if m.derived else exp.stored(m.name))[root])
+            for m in exp.metrics if m.attributes.get(REPORT_METRIC) == "yes"]
+
+
+def _metrics(exp: Experiment, j: int, rows: list) -> list[Metric]:
+    """Location j's derived metrics (_metric_rows) that its report has."""
+    listed_of = exp.columns.metrics_listed
     out = []
-    for m in exp.metrics:
-        if m.attributes.get(REPORT_METRIC) != "yes":
-            continue
-        listed = cols.metrics_listed.get(m.name)
+    for m, row in rows:
+        listed = listed_of.get(m.name)
         if listed is not None and not listed[j]:
             continue
-        value = (exp.derived_values(m.name) if m.derived else exp.stored(m.name))[cols.cnode, j].item()
-        out.append(Metric(m.display, value, m.attributes.get("psuite::description", m.description),
+        out.append(Metric(m.display, row[j].item(), m.attributes.get("psuite::description", m.description),
                           m.attributes.get("psuite::unit", "")))
     return out
 

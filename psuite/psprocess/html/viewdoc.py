@@ -67,7 +67,7 @@ def build(subject, *, title: str | None = None, read_sources: bool = True,
             view["sources"] = src.result_sources(operation, profiles, read=read_sources, source_dirs=source_dirs)
         _name_machine(view["locations"], next((r for r in inputs or [] if r), None))  # a CUBE file psuite wrote too
         source = subject.attributes.get("source", "")
-        if given_statistics is False and not inputs and source.endswith(".cubex"):
+        if not given_statistics and not inputs and source.endswith(".cubex"):
             from psuite.formats.readers import cubestat
 
             statistics = cubestat.beside(source)
